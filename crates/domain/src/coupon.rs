@@ -1,0 +1,296 @@
+//! What a coupon is worth and the rules that travel with it.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::error::DomainError;
+use crate::ids::{CategoryId, ListingId, UserId};
+use crate::money::{BasisPoints, Money};
+use crate::time::Timestamp;
+
+/// The kinds of coupon (seed `couponType`: 1 direct, 2 discount, 3 free days, 4 deposit, 5 special).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CouponKind {
+    AmountOff,
+    PercentOff,
+    FreeDays,
+    DepositWaiver,
+    SpecialPrice,
+}
+
+impl CouponKind {
+    pub const ALL: [CouponKind; 5] = [
+        CouponKind::AmountOff,
+        CouponKind::PercentOff,
+        CouponKind::FreeDays,
+        CouponKind::DepositWaiver,
+        CouponKind::SpecialPrice,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CouponKind::AmountOff => "amount_off",
+            CouponKind::PercentOff => "percent_off",
+            CouponKind::FreeDays => "free_days",
+            CouponKind::DepositWaiver => "deposit_waiver",
+            CouponKind::SpecialPrice => "special_price",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+
+    /// The unit an activity's value bounds are expressed in for this kind.
+    pub fn bound_unit(self) -> &'static str {
+        match self {
+            CouponKind::AmountOff => "minor units off",
+            CouponKind::PercentOff => "basis points off",
+            CouponKind::FreeDays => "free days",
+            CouponKind::DepositWaiver => "minor units of deposit waived (the cap)",
+            CouponKind::SpecialPrice => "minor units of special price",
+        }
+    }
+}
+
+/// The value of a coupon, tagged by its kind.
+///
+/// JSON: `{"kind": "amount_off", "amount": 2000}`, `{"kind": "percent_off", "bps": 1500, "cap": 5000}`,
+/// `{"kind": "free_days", "days": 7}`, `{"kind": "deposit_waiver", "cap": 300000}`,
+/// `{"kind": "special_price", "price": 199900}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum CouponValue {
+    /// A fixed amount off; with a threshold it is a full-reduction coupon (spend 100, get 20 off).
+    AmountOff { amount: Money },
+    /// A percentage off, optionally capped.
+    PercentOff {
+        bps: BasisPoints,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cap: Option<Money>,
+    },
+    /// N days of rent free; daily rent is monthly rent / 30, rounded down.
+    FreeDays { days: u32 },
+    /// The deposit waived, optionally only up to a cap.
+    DepositWaiver {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cap: Option<Money>,
+    },
+    /// The listing's price becomes this fixed price.
+    SpecialPrice { price: Money },
+}
+
+impl CouponValue {
+    pub fn kind(&self) -> CouponKind {
+        match self {
+            CouponValue::AmountOff { .. } => CouponKind::AmountOff,
+            CouponValue::PercentOff { .. } => CouponKind::PercentOff,
+            CouponValue::FreeDays { .. } => CouponKind::FreeDays,
+            CouponValue::DepositWaiver { .. } => CouponKind::DepositWaiver,
+            CouponValue::SpecialPrice { .. } => CouponKind::SpecialPrice,
+        }
+    }
+
+    /// The number an activity's `[value_min, value_max]` bounds apply to, in the kind's unit
+    /// ([`CouponKind::bound_unit`]). An uncapped deposit waiver counts as unbounded.
+    pub fn magnitude(&self) -> i64 {
+        match self {
+            CouponValue::AmountOff { amount } => amount.minor(),
+            CouponValue::PercentOff { bps, .. } => i64::from(bps.get()),
+            CouponValue::FreeDays { days } => i64::from(*days),
+            CouponValue::DepositWaiver { cap } => cap.map_or(i64::MAX, Money::minor),
+            CouponValue::SpecialPrice { price } => price.minor(),
+        }
+    }
+
+    /// Rules a value must meet on its own, whatever activity it is in.
+    pub fn validate(&self) -> Result<(), DomainError> {
+        let bad = |f: &str, m: &str| Err(DomainError::invalid(f, "invalid_value", m));
+        match self {
+            CouponValue::AmountOff { amount } if amount.minor() == 0 => {
+                bad("value.amount", "amount must be at least 1")
+            }
+            CouponValue::PercentOff { bps, .. } if bps.get() == 0 => {
+                bad("value.bps", "bps must be within 1..=10000")
+            }
+            CouponValue::PercentOff { cap: Some(c), .. } if c.minor() == 0 => {
+                bad("value.cap", "cap must be at least 1 when set")
+            }
+            CouponValue::FreeDays { days } if !(1..=366).contains(days) => {
+                bad("value.days", "days must be within 1..=366")
+            }
+            CouponValue::DepositWaiver { cap: Some(c) } if c.minor() == 0 => {
+                bad("value.cap", "cap must be at least 1 when set")
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Whether a coupon combines with others on one order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Stacking {
+    /// At most one exclusive coupon per order, and nothing else with it (seed `is_mutex`).
+    #[default]
+    Exclusive,
+    /// Combines with other stackable coupons.
+    Stackable,
+}
+
+/// How a lease discount is taken (seed `deduction`: 1 first month, 2 spread).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DeductionMode {
+    /// All of it from the first month.
+    #[default]
+    Upfront,
+    /// Spread evenly over the lease months.
+    Spread,
+}
+
+/// Which order lines a coupon applies to (seed `use_range`: 0 all, 1 merchant, 2 category, 3 product).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Scope {
+    /// Every line.
+    #[default]
+    All,
+    /// Lines of the template's merchant.
+    Merchant,
+    /// Lines in these categories.
+    Categories { ids: Vec<CategoryId> },
+    /// These listings.
+    Listings { ids: Vec<ListingId> },
+}
+
+impl Scope {
+    pub const MAX_IDS: usize = 1000;
+
+    pub fn validate(&self, has_merchant: bool) -> Result<(), DomainError> {
+        let ids_len = match self {
+            Scope::All => return Ok(()),
+            Scope::Merchant if has_merchant => return Ok(()),
+            Scope::Merchant => {
+                return Err(DomainError::invalid(
+                    "scope",
+                    "invalid_scope",
+                    "a merchant scope needs a template owned by a merchant",
+                ))
+            }
+            Scope::Categories { ids } => ids.len(),
+            Scope::Listings { ids } => ids.len(),
+        };
+        if ids_len == 0 || ids_len > Self::MAX_IDS {
+            return Err(DomainError::invalid(
+                "scope.ids",
+                "invalid_scope",
+                format!("between 1 and {} ids", Self::MAX_IDS),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Who may hold the coupon (seed `tenantRange` / `customScope`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Audience {
+    #[default]
+    Everyone,
+    /// Only these users (at most 10,000; larger audiences use bulk issuance).
+    Users { ids: Vec<UserId> },
+}
+
+impl Audience {
+    pub const MAX_USERS: usize = 10_000;
+
+    pub fn validate(&self) -> Result<(), DomainError> {
+        match self {
+            Audience::Users { ids } if ids.is_empty() || ids.len() > Self::MAX_USERS => {
+                Err(DomainError::invalid(
+                    "audience.ids",
+                    "invalid_audience",
+                    format!("between 1 and {} user ids", Self::MAX_USERS),
+                ))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    pub fn admits(&self, user: &UserId) -> bool {
+        match self {
+            Audience::Everyone => true,
+            Audience::Users { ids } => ids.contains(user),
+        }
+    }
+}
+
+/// How long a claimed coupon can be used (seed `expireType`: 1 fixed, 2 floating).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Validity {
+    /// Usable within `[from, until)` whenever claimed.
+    Fixed { from: Timestamp, until: Timestamp },
+    /// Usable for `days` days from the moment of claim.
+    Relative { days: u32 },
+}
+
+impl Validity {
+    pub fn validate(&self) -> Result<(), DomainError> {
+        match self {
+            Validity::Fixed { from, until } if from >= until => Err(DomainError::invalid(
+                "validity.until",
+                "invalid_window",
+                "until must be after from",
+            )),
+            Validity::Relative { days } if !(1..=3650).contains(days) => Err(DomainError::invalid(
+                "validity.days",
+                "invalid_value",
+                "days must be within 1..=3650",
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// The validity window of a coupon claimed at `claimed_at`.
+    pub fn for_claim(&self, claimed_at: Timestamp) -> (Timestamp, Timestamp) {
+        match self {
+            Validity::Fixed { from, until } => (*from, *until),
+            Validity::Relative { days } => (
+                claimed_at,
+                claimed_at.add(time::Duration::days(i64::from(*days))),
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn value_json_is_tagged_and_strict() {
+        let v: CouponValue = serde_json::from_str(r#"{"kind":"percent_off","bps":1500}"#).unwrap();
+        assert_eq!(v.kind(), CouponKind::PercentOff);
+        assert_eq!(v.magnitude(), 1500);
+        assert!(serde_json::from_str::<CouponValue>(r#"{"kind":"bogus"}"#).is_err());
+        assert!(
+            serde_json::from_str::<CouponValue>(r#"{"kind":"amount_off","amount":1,"x":2}"#)
+                .is_err()
+        );
+        assert!(serde_json::from_str::<CouponValue>(r#"{"kind":"amount_off","amount":-1}"#)
+            .is_err());
+        assert!(CouponValue::FreeDays { days: 0 }.validate().is_err());
+        assert_eq!(CouponValue::DepositWaiver { cap: None }.magnitude(), i64::MAX);
+    }
+
+    #[test]
+    fn kinds_round_trip_as_str() {
+        for k in CouponKind::ALL {
+            assert_eq!(CouponKind::parse(k.as_str()), Some(k));
+            assert_eq!(serde_json::to_value(k).unwrap(), k.as_str());
+        }
+    }
+}

@@ -1,0 +1,37 @@
+//! coupond's domain: the types and rules every other crate agrees on. No I/O.
+//!
+//! - [`money`]: [`Money`] (i64 minor units), [`BasisPoints`], rounding down and exact splitting.
+//! - [`time`]: [`Timestamp`] (UTC, microsecond precision) and [`Window`] (half-open `[start, end)`).
+//! - [`ids`]: identifiers ([`MerchantId`], [`UserId`], ...) and [`CitySet`].
+//! - [`coupon`]: what a coupon is worth ([`CouponValue`]) and the rules around it
+//!   (scope, audience, stacking, validity, deduction mode).
+//! - [`merchant`], [`listing`], [`activity`], [`template`]: the records, their drafts (what a caller sends),
+//!   their validated specs, and status as a pure function of `(record, now)`.
+//! - [`error`]: [`DomainError`], the one error every rule returns, naming the field and a
+//!   stable code.
+//!
+//! Validation happens once: a `*Spec` can only be built from a `*Draft` through `TryFrom` (or a
+//! context check), so a value of that type has passed every rule.
+#![forbid(unsafe_code)]
+
+pub mod activity;
+pub mod coupon;
+pub mod error;
+pub mod ids;
+pub mod listing;
+pub mod merchant;
+pub mod money;
+pub mod template;
+pub mod time;
+
+pub use activity::{Activity, ActivityDraft, ActivityPatch, ActivitySpec, ActivityStatus, FundedBy};
+pub use coupon::{Audience, CouponKind, CouponValue, DeductionMode, Scope, Stacking, Validity};
+pub use error::DomainError;
+pub use ids::{ActivityId, CategoryId, CitySet, CityId, ListingId, MerchantId, TemplateId, UserId};
+pub use listing::{Listing, ListingDraft};
+pub use merchant::{Merchant, MerchantDraft};
+pub use money::{BasisPoints, Money};
+pub use template::{
+    Template, TemplateContext, TemplateDraft, TemplatePatch, TemplateSpec, TemplateStatus,
+};
+pub use time::{Timestamp, Window};

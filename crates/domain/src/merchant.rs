@@ -1,0 +1,60 @@
+//! Merchants (seed `companyId`).
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::error::DomainError;
+use crate::ids::{CitySet, MerchantId};
+use crate::time::Timestamp;
+
+/// What the platform sends to create a merchant.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MerchantDraft {
+    /// 1 to 200 characters.
+    #[schema(example = "Sunny Homes Ltd.")]
+    pub name: String,
+    /// 1 to 50 characters, shown to users.
+    #[schema(example = "Sunny")]
+    pub short_name: String,
+    /// Cities the merchant operates in.
+    pub cities: CitySet,
+}
+
+impl MerchantDraft {
+    pub fn validate(&self) -> Result<(), DomainError> {
+        check_text("name", &self.name, 1, 200)?;
+        check_text("short_name", &self.short_name, 1, 50)
+    }
+}
+
+/// A stored merchant.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, ToSchema)]
+pub struct Merchant {
+    pub id: MerchantId,
+    pub name: String,
+    pub short_name: String,
+    pub cities: CitySet,
+    pub created_at: Timestamp,
+}
+
+/// Checks a free-text field: trimmed length within `min..=max` characters, no control
+/// characters other than newlines and tabs.
+pub(crate) fn check_text(field: &str, v: &str, min: usize, max: usize) -> Result<(), DomainError> {
+    let len = v.trim().chars().count();
+    if len < min || v.chars().count() > max {
+        return Err(DomainError::invalid(
+            field,
+            "invalid_length",
+            format!("must be {min} to {max} characters"),
+        ));
+    }
+    if v.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
+        return Err(DomainError::invalid(
+            field,
+            "invalid_characters",
+            "must not contain control characters",
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,204 @@
+//! Money and percentages. Money is never a float.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// A non-negative amount in minor units (fen, cents) of the one configured currency.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, ToSchema,
+)]
+#[serde(try_from = "i64", into = "i64")]
+#[schema(value_type = i64, example = 2000)]
+pub struct Money(i64);
+
+/// The largest amount coupond accepts: 10^15 minor units, far above any real price, and small
+/// enough that a sum of a few thousand of them cannot overflow an i64.
+pub const MONEY_MAX: i64 = 1_000_000_000_000_000;
+
+impl Money {
+    pub const ZERO: Money = Money(0);
+
+    /// Parses minor units; negative or absurdly large amounts are refused.
+    pub fn new(minor: i64) -> Result<Self, String> {
+        if minor < 0 {
+            return Err(format!("amount must not be negative, got {minor}"));
+        }
+        if minor > MONEY_MAX {
+            return Err(format!("amount must be at most {MONEY_MAX}, got {minor}"));
+        }
+        Ok(Money(minor))
+    }
+
+    pub fn minor(self) -> i64 {
+        self.0
+    }
+
+    /// `self * bps / 10000`, rounded down (a discount never rounds in the buyer's favour past
+    /// what was promised, nor against them by more than one minor unit).
+    pub fn percent(self, bps: BasisPoints) -> Money {
+        // i128: MONEY_MAX * 10_000 does not fit in i64.
+        Money((i128::from(self.0) * i128::from(bps.0) / 10_000) as i64)
+    }
+
+    pub fn min(self, other: Money) -> Money {
+        Money(self.0.min(other.0))
+    }
+
+    pub fn saturating_sub(self, other: Money) -> Money {
+        Money((self.0 - other.0).max(0))
+    }
+
+    /// Splits `self` into parts proportional to `weights`, rounding each down and handing the
+    /// remainder out one minor unit at a time to the largest fractional remainders (ties to the
+    /// earlier index). The parts always sum to exactly `self`. With all weights zero the split
+    /// is even.
+    pub fn split(self, weights: &[Money]) -> Vec<Money> {
+        if weights.is_empty() {
+            return Vec::new();
+        }
+        let total = self.0 as i128;
+        let sum: i128 = weights.iter().map(|w| w.0 as i128).sum();
+        let weights: Vec<i128> = if sum == 0 {
+            vec![1; weights.len()]
+        } else {
+            weights.iter().map(|w| w.0 as i128).collect()
+        };
+        let sum: i128 = weights.iter().sum();
+        let mut parts: Vec<i128> = weights.iter().map(|w| total * w / sum).collect();
+        let mut remainders: Vec<(i128, usize)> = weights
+            .iter()
+            .enumerate()
+            .map(|(i, w)| (total * w % sum, i))
+            .collect();
+        let handed: i128 = parts.iter().sum();
+        let left = (total - handed) as usize;
+        // Largest remainder first; equal remainders go to the earlier index.
+        remainders.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        for &(_, i) in remainders.iter().take(left) {
+            parts[i] += 1;
+        }
+        parts.into_iter().map(|p| Money(p as i64)).collect()
+    }
+
+    /// Splits `self` into `n` parts that differ by at most one minor unit, larger parts first.
+    pub fn split_even(self, n: usize) -> Vec<Money> {
+        self.split(&vec![Money(1); n])
+    }
+}
+
+impl TryFrom<i64> for Money {
+    type Error = String;
+    fn try_from(v: i64) -> Result<Self, String> {
+        Money::new(v)
+    }
+}
+
+impl From<Money> for i64 {
+    fn from(m: Money) -> i64 {
+        m.0
+    }
+}
+
+/// A percentage in basis points: 0..=10000 (10000 = 100 %).
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, ToSchema,
+)]
+#[serde(try_from = "i64", into = "i64")]
+#[schema(value_type = i64, example = 1500)]
+pub struct BasisPoints(u16);
+
+impl BasisPoints {
+    pub fn new(bps: i64) -> Result<Self, String> {
+        if (0..=10_000).contains(&bps) {
+            Ok(BasisPoints(bps as u16))
+        } else {
+            Err(format!("basis points must be within 0..=10000, got {bps}"))
+        }
+    }
+
+    pub fn get(self) -> u16 {
+        self.0
+    }
+}
+
+impl TryFrom<i64> for BasisPoints {
+    type Error = String;
+    fn try_from(v: i64) -> Result<Self, String> {
+        BasisPoints::new(v)
+    }
+}
+
+impl From<BasisPoints> for i64 {
+    fn from(b: BasisPoints) -> i64 {
+        i64::from(b.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn m(v: i64) -> Money {
+        Money::new(v).unwrap()
+    }
+
+    #[test]
+    fn refuses_negative_and_huge() {
+        assert!(Money::new(-1).is_err());
+        assert!(Money::new(MONEY_MAX + 1).is_err());
+        assert!(BasisPoints::new(10_001).is_err());
+        assert!(BasisPoints::new(-1).is_err());
+        assert!(serde_json::from_str::<Money>("-5").is_err());
+        assert!(serde_json::from_str::<Money>("1.5").is_err());
+    }
+
+    #[test]
+    fn percent_rounds_down() {
+        assert_eq!(m(999).percent(BasisPoints::new(1000).unwrap()), m(99));
+        assert_eq!(m(1).percent(BasisPoints::new(9999).unwrap()), m(0));
+        assert_eq!(m(MONEY_MAX).percent(BasisPoints::new(10_000).unwrap()), m(MONEY_MAX));
+    }
+
+    #[test]
+    fn split_examples() {
+        assert_eq!(m(100).split_even(3), vec![m(34), m(33), m(33)]);
+        assert_eq!(m(10).split(&[m(1), m(1), m(2)]), vec![m(3), m(2), m(5)]);
+        assert_eq!(m(7).split(&[m(0), m(0)]), vec![m(4), m(3)]);
+        assert_eq!(m(5).split(&[]), Vec::<Money>::new());
+    }
+
+    proptest! {
+        #[test]
+        fn split_sums_exactly(total in 0..MONEY_MAX, weights in prop::collection::vec(0..MONEY_MAX / 1000, 1..60)) {
+            let weights: Vec<Money> = weights.into_iter().map(m).collect();
+            let parts = m(total).split(&weights);
+            prop_assert_eq!(parts.len(), weights.len());
+            prop_assert_eq!(parts.iter().map(|p| p.minor() as i128).sum::<i128>(), total as i128);
+            let wsum: i128 = weights.iter().map(|w| w.minor() as i128).sum();
+            for (p, w) in parts.iter().zip(&weights) {
+                prop_assert!(p.minor() >= 0);
+                if wsum > 0 {
+                    // Each part is within one unit of its exact proportional share.
+                    let exact_floor = total as i128 * w.minor() as i128 / wsum;
+                    prop_assert!(p.minor() as i128 >= exact_floor && p.minor() as i128 <= exact_floor + 1);
+                }
+            }
+        }
+
+        #[test]
+        fn percent_never_exceeds_base(base in 0..MONEY_MAX, bps in 0i64..=10_000) {
+            let d = m(base).percent(BasisPoints::new(bps).unwrap());
+            prop_assert!(d.minor() >= 0 && d <= m(base));
+            // Rounded down: the exact value is within one minor unit above.
+            let exact = base as i128 * bps as i128;
+            prop_assert!(d.minor() as i128 * 10_000 <= exact && exact < (d.minor() as i128 + 1) * 10_000);
+        }
+
+        #[test]
+        fn money_serde_round_trips(v in 0..MONEY_MAX) {
+            let json = serde_json::to_string(&m(v)).unwrap();
+            prop_assert_eq!(serde_json::from_str::<Money>(&json).unwrap(), m(v));
+        }
+    }
+}

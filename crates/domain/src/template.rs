@@ -1,0 +1,619 @@
+//! Coupon templates (seed `t_couponmeta`, `coupon_batch` + `rule`): what a coupon is, how many
+//! exist, who may claim them and when; and the template's status as a function of the clock.
+
+use std::ops::Deref;
+
+use serde::{Deserialize, Serialize};
+use time::Duration;
+use utoipa::ToSchema;
+
+use crate::activity::{double_option, Activity, ActivityStatus};
+use crate::coupon::{Audience, CouponValue, DeductionMode, Scope, Stacking, Validity};
+use crate::error::DomainError;
+use crate::ids::{ActivityId, CitySet, MerchantId, TemplateId};
+use crate::merchant::{check_text, Merchant};
+use crate::money::Money;
+use crate::time::{Timestamp, Window};
+
+/// Largest stock a template may have.
+pub const MAX_STOCK: i64 = 1_000_000_000;
+/// Largest per-user limit.
+pub const MAX_PER_USER: u32 = 1000;
+/// Largest serialized `metadata` object, in bytes.
+pub const MAX_METADATA_BYTES: usize = 4096;
+
+fn one() -> u32 {
+    1
+}
+
+/// What a merchant (or the platform) sends to create a template.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TemplateDraft {
+    /// The activity this template enrolls in; absent for a standalone template.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub activity_id: Option<ActivityId>,
+    /// 1 to 200 characters.
+    #[schema(example = "20 off your first month")]
+    pub title: String,
+    /// Up to 4000 characters.
+    #[serde(default)]
+    pub description: String,
+    pub value: CouponValue,
+    /// Minimum eligible subtotal, minor units (0 = none).
+    #[serde(default)]
+    pub threshold: Money,
+    #[serde(default)]
+    pub deduction: DeductionMode,
+    #[serde(default)]
+    pub scope: Scope,
+    /// Cities the coupon is usable in; within the merchant's and the activity's cities.
+    pub cities: CitySet,
+    #[serde(default)]
+    pub audience: Audience,
+    /// How many coupons exist, 1..=10^9.
+    pub total_stock: i64,
+    /// How many one user may hold, 1..=1000 (default 1).
+    #[serde(default = "one")]
+    pub per_user_limit: u32,
+    #[serde(default)]
+    pub stacking: Stacking,
+    /// When users may claim. Inside an activity it defaults to, and must lie within, the run
+    /// window; a standalone template must give it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claim_window: Option<Window>,
+    pub validity: Validity,
+    /// Cap on the total discount given through this template, minor units.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<Money>,
+    /// Free-form JSON object for the caller's own use, at most 4 KiB.
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub metadata: serde_json::Map<String, serde_json::Value>,
+}
+
+/// What a template is checked against besides itself.
+#[derive(Clone, Copy, Debug)]
+pub struct TemplateContext<'a> {
+    /// The owning merchant; `None` for a platform-issued template.
+    pub owner: Option<&'a Merchant>,
+    /// The activity named by `activity_id`, loaded by the caller.
+    pub activity: Option<&'a Activity>,
+    pub now: Timestamp,
+    /// The activity freeze period (config).
+    pub freeze: Duration,
+}
+
+/// A [`TemplateDraft`] that passed every rule, with its claim window resolved.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(transparent)]
+pub struct TemplateSpec {
+    draft: TemplateDraft,
+    #[serde(skip)]
+    claim_window: Window,
+}
+
+impl Deref for TemplateSpec {
+    type Target = TemplateDraft;
+    fn deref(&self) -> &TemplateDraft {
+        &self.draft
+    }
+}
+
+impl TemplateSpec {
+    /// Checks `draft` on its own and against its owner and activity at `ctx.now`.
+    pub fn validate(mut draft: TemplateDraft, ctx: TemplateContext<'_>) -> Result<Self, DomainError> {
+        check_text("title", &draft.title, 1, 200)?;
+        check_text("description", &draft.description, 0, 4000)?;
+        draft.value.validate()?;
+        if !(1..=MAX_STOCK).contains(&draft.total_stock) {
+            return Err(DomainError::invalid(
+                "total_stock",
+                "invalid_value",
+                format!("total_stock must be within 1..={MAX_STOCK}"),
+            ));
+        }
+        if !(1..=MAX_PER_USER).contains(&draft.per_user_limit) {
+            return Err(DomainError::invalid(
+                "per_user_limit",
+                "invalid_value",
+                format!("per_user_limit must be within 1..={MAX_PER_USER}"),
+            ));
+        }
+        if draft.budget.is_some_and(|b| b.minor() == 0) {
+            return Err(DomainError::invalid("budget", "invalid_value", "budget must be at least 1"));
+        }
+        let meta_len = serde_json::to_vec(&draft.metadata).map_or(usize::MAX, |v| v.len());
+        if meta_len > MAX_METADATA_BYTES {
+            return Err(DomainError::invalid(
+                "metadata",
+                "too_large",
+                format!("metadata must serialize to at most {MAX_METADATA_BYTES} bytes"),
+            ));
+        }
+        draft.scope.validate(ctx.owner.is_some())?;
+        draft.audience.validate()?;
+        draft.validity.validate()?;
+        if let Some(owner) = ctx.owner {
+            if !draft.cities.is_subset(&owner.cities) {
+                return Err(DomainError::invalid(
+                    "cities",
+                    "city_not_served",
+                    "every city must be one the merchant operates in",
+                ));
+            }
+        }
+
+        let claim_window = match (draft.activity_id, ctx.activity) {
+            (Some(id), Some(activity)) if activity.id == id => {
+                Self::check_activity(&draft, ctx, activity)?;
+                draft.claim_window.unwrap_or(activity.spec.run)
+            }
+            (Some(_), _) => {
+                return Err(DomainError::invalid(
+                    "activity_id",
+                    "not_found",
+                    "no such activity",
+                ))
+            }
+            (None, _) => draft.claim_window.ok_or_else(|| {
+                DomainError::invalid(
+                    "claim_window",
+                    "required",
+                    "a standalone template needs a claim window",
+                )
+            })?,
+        };
+        if let Validity::Fixed { until, .. } = draft.validity {
+            if until < claim_window.end {
+                return Err(DomainError::invalid(
+                    "validity.until",
+                    "window_out_of_bounds",
+                    "a fixed validity must last at least until claiming ends",
+                ));
+            }
+        }
+        draft.claim_window = Some(claim_window);
+        Ok(TemplateSpec {
+            draft,
+            claim_window,
+        })
+    }
+
+    fn check_activity(
+        draft: &TemplateDraft,
+        ctx: TemplateContext<'_>,
+        activity: &Activity,
+    ) -> Result<(), DomainError> {
+        if ctx.owner.is_none() {
+            return Err(DomainError::invalid(
+                "activity_id",
+                "merchant_only",
+                "only merchants enroll templates in activities",
+            ));
+        }
+        match activity.status(ctx.now, ctx.freeze) {
+            ActivityStatus::Enrolling => {}
+            ActivityStatus::Frozen => {
+                return Err(DomainError::state(
+                    "activity_frozen",
+                    "the activity is frozen: its templates can no longer be created or changed",
+                ))
+            }
+            ActivityStatus::Aborted => {
+                return Err(DomainError::state("activity_aborted", "the activity was aborted"))
+            }
+            other => {
+                return Err(DomainError::state(
+                    "enrollment_closed",
+                    format!("the activity is {}, not enrolling", other.as_str()),
+                ))
+            }
+        }
+        let spec = &activity.spec;
+        if draft.value.kind() != spec.kind {
+            return Err(DomainError::invalid(
+                "value.kind",
+                "kind_mismatch",
+                format!("this activity only takes {} coupons", spec.kind.as_str()),
+            ));
+        }
+        let m = draft.value.magnitude();
+        if m < spec.value_min || m > spec.value_max {
+            return Err(DomainError::invalid(
+                "value",
+                "value_out_of_bounds",
+                format!(
+                    "value must be within {}..={} {}",
+                    spec.value_min,
+                    spec.value_max,
+                    spec.kind.bound_unit()
+                ),
+            ));
+        }
+        if !draft.cities.is_subset(&spec.cities) {
+            return Err(DomainError::invalid(
+                "cities",
+                "cities_out_of_bounds",
+                "every city must be one the activity covers",
+            ));
+        }
+        if let Some(w) = draft.claim_window {
+            if !spec.run.covers(&w) {
+                return Err(DomainError::invalid(
+                    "claim_window",
+                    "window_out_of_bounds",
+                    "the claim window must lie within the activity's run window",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Rebuilds a spec from a stored record (validated when written).
+    pub fn from_stored(draft: TemplateDraft) -> Result<Self, String> {
+        let claim_window = draft
+            .claim_window
+            .ok_or("stored template has no claim window")?;
+        Ok(TemplateSpec {
+            draft,
+            claim_window,
+        })
+    }
+
+    pub fn claim_window(&self) -> Window {
+        self.claim_window
+    }
+
+    /// The last instant any coupon of this template can be used: the fixed validity's end, or
+    /// the end of claiming plus the relative validity.
+    pub fn expires_at(&self) -> Timestamp {
+        match self.draft.validity {
+            Validity::Fixed { until, .. } => until,
+            Validity::Relative { days } => {
+                self.claim_window.end.add(Duration::days(i64::from(days)))
+            }
+        }
+    }
+
+    pub fn draft(&self) -> &TemplateDraft {
+        &self.draft
+    }
+}
+
+/// A partial update of a template; fields left out keep their value. `budget: null` removes
+/// the budget. The activity cannot be changed.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TemplatePatch {
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub value: Option<CouponValue>,
+    pub threshold: Option<Money>,
+    pub deduction: Option<DeductionMode>,
+    pub scope: Option<Scope>,
+    pub cities: Option<CitySet>,
+    pub audience: Option<Audience>,
+    pub total_stock: Option<i64>,
+    pub per_user_limit: Option<u32>,
+    pub stacking: Option<Stacking>,
+    pub claim_window: Option<Window>,
+    pub validity: Option<Validity>,
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<i64>)]
+    pub budget: Option<Option<Money>>,
+    #[schema(value_type = Option<Object>)]
+    pub metadata: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+impl TemplatePatch {
+    /// The patched draft; validate it again with [`TemplateSpec::validate`].
+    pub fn apply(self, base: &TemplateSpec) -> TemplateDraft {
+        let b = base.draft.clone();
+        TemplateDraft {
+            activity_id: b.activity_id,
+            title: self.title.unwrap_or(b.title),
+            description: self.description.unwrap_or(b.description),
+            value: self.value.unwrap_or(b.value),
+            threshold: self.threshold.unwrap_or(b.threshold),
+            deduction: self.deduction.unwrap_or(b.deduction),
+            scope: self.scope.unwrap_or(b.scope),
+            cities: self.cities.unwrap_or(b.cities),
+            audience: self.audience.unwrap_or(b.audience),
+            total_stock: self.total_stock.unwrap_or(b.total_stock),
+            per_user_limit: self.per_user_limit.unwrap_or(b.per_user_limit),
+            stacking: self.stacking.unwrap_or(b.stacking),
+            claim_window: self.claim_window.or(b.claim_window),
+            validity: self.validity.unwrap_or(b.validity),
+            budget: self.budget.unwrap_or(b.budget),
+            metadata: self.metadata.unwrap_or(b.metadata),
+        }
+    }
+}
+
+/// Where a template is in its life. A pure function of the record and the clock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TemplateStatus {
+    /// A standalone template not yet published.
+    Draft,
+    /// Published (or in an activity) but claiming has not started.
+    Scheduled,
+    /// Claimable.
+    Active,
+    /// Claiming is over; issued coupons are still usable.
+    Ended,
+    /// Every coupon's validity is over.
+    Expired,
+    /// Stopped by its owner or with its activity; final.
+    Aborted,
+}
+
+impl TemplateStatus {
+    pub const ALL: [TemplateStatus; 6] = [
+        TemplateStatus::Draft,
+        TemplateStatus::Scheduled,
+        TemplateStatus::Active,
+        TemplateStatus::Ended,
+        TemplateStatus::Expired,
+        TemplateStatus::Aborted,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TemplateStatus::Draft => "draft",
+            TemplateStatus::Scheduled => "scheduled",
+            TemplateStatus::Active => "active",
+            TemplateStatus::Ended => "ended",
+            TemplateStatus::Expired => "expired",
+            TemplateStatus::Aborted => "aborted",
+        }
+    }
+
+    /// Whether the template's terms may still change (nobody could have claimed yet).
+    pub fn is_editable(self) -> bool {
+        matches!(self, TemplateStatus::Draft | TemplateStatus::Scheduled)
+    }
+}
+
+/// A stored template.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Template {
+    pub id: TemplateId,
+    /// `None` for a platform-issued template.
+    pub merchant_id: Option<MerchantId>,
+    pub spec: TemplateSpec,
+    /// Coupons issued so far (seed `applyAmount`); never above `total_stock`.
+    pub claimed: i64,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    pub published_at: Option<Timestamp>,
+    pub aborted_at: Option<Timestamp>,
+    pub version: i64,
+}
+
+impl Template {
+    /// The status at `now`. Storage backends translate the same boundaries into SQL for list
+    /// filters; the conformance suite checks that both agree.
+    pub fn status(&self, now: Timestamp) -> TemplateStatus {
+        let w = self.spec.claim_window();
+        if self.aborted_at.is_some() {
+            TemplateStatus::Aborted
+        } else if self.spec.activity_id.is_none() && self.published_at.is_none() {
+            TemplateStatus::Draft
+        } else if now < w.start {
+            TemplateStatus::Scheduled
+        } else if now < w.end {
+            TemplateStatus::Active
+        } else if now < self.spec.expires_at() {
+            TemplateStatus::Ended
+        } else {
+            TemplateStatus::Expired
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::activity::{ActivityDraft, ActivitySpec, FundedBy};
+    use crate::coupon::CouponKind;
+    use crate::ids::CityId;
+    use proptest::prelude::*;
+
+    fn t(s: &str) -> Timestamp {
+        Timestamp::parse(s).unwrap()
+    }
+    fn cities(v: &[i64]) -> CitySet {
+        CitySet::new(v.iter().map(|c| CityId::new(*c).unwrap()).collect()).unwrap()
+    }
+    fn merchant() -> Merchant {
+        Merchant {
+            id: MerchantId::new(7).unwrap(),
+            name: "M".into(),
+            short_name: "M".into(),
+            cities: cities(&[1, 2]),
+            created_at: t("2026-01-01T00:00:00Z"),
+        }
+    }
+    fn activity() -> Activity {
+        Activity {
+            id: ActivityId::new(3).unwrap(),
+            spec: ActivitySpec::try_from(ActivityDraft {
+                title: "A".into(),
+                description: String::new(),
+                cities: cities(&[1, 3]),
+                kind: CouponKind::AmountOff,
+                value_min: 100,
+                value_max: 5000,
+                enrollment: Window::new(t("2026-03-01T00:00:00Z"), t("2026-03-10T00:00:00Z"))
+                    .unwrap(),
+                run: Window::new(t("2026-03-15T00:00:00Z"), t("2026-03-31T00:00:00Z")).unwrap(),
+                funded_by: FundedBy::Merchant,
+            })
+            .unwrap(),
+            created_at: t("2026-01-01T00:00:00Z"),
+            updated_at: t("2026-01-01T00:00:00Z"),
+            aborted_at: None,
+            version: 1,
+        }
+    }
+    fn draft(activity: bool) -> TemplateDraft {
+        TemplateDraft {
+            activity_id: activity.then(|| ActivityId::new(3).unwrap()),
+            title: "20 off".into(),
+            description: String::new(),
+            value: CouponValue::AmountOff { amount: Money::new(2000).unwrap() },
+            threshold: Money::ZERO,
+            deduction: DeductionMode::Upfront,
+            scope: Scope::All,
+            cities: cities(&[1]),
+            audience: Audience::Everyone,
+            total_stock: 100,
+            per_user_limit: 1,
+            stacking: Stacking::Exclusive,
+            claim_window: (!activity).then(|| {
+                Window::new(t("2026-04-01T00:00:00Z"), t("2026-04-10T00:00:00Z")).unwrap()
+            }),
+            validity: Validity::Relative { days: 30 },
+            budget: None,
+            metadata: Default::default(),
+        }
+    }
+    const FREEZE: Duration = Duration::minutes(5);
+
+    fn check(d: TemplateDraft, now: &str) -> Result<TemplateSpec, DomainError> {
+        let (m, a) = (merchant(), activity());
+        TemplateSpec::validate(
+            d,
+            TemplateContext { owner: Some(&m), activity: Some(&a), now: t(now), freeze: FREEZE },
+        )
+    }
+
+    #[test]
+    fn activity_template_fits_its_activity() {
+        let spec = check(draft(true), "2026-03-05T00:00:00Z").unwrap();
+        assert_eq!(spec.claim_window(), activity().spec.run);
+
+        let mut d = draft(true);
+        d.value = CouponValue::PercentOff { bps: crate::BasisPoints::new(100).unwrap(), cap: None };
+        assert_eq!(check(d, "2026-03-05T00:00:00Z").unwrap_err().code, "kind_mismatch");
+
+        let mut d = draft(true);
+        d.value = CouponValue::AmountOff { amount: Money::new(5001).unwrap() };
+        assert_eq!(check(d, "2026-03-05T00:00:00Z").unwrap_err().code, "value_out_of_bounds");
+
+        let mut d = draft(true);
+        d.cities = cities(&[2]);
+        assert_eq!(check(d, "2026-03-05T00:00:00Z").unwrap_err().code, "cities_out_of_bounds");
+
+        let mut d = draft(true);
+        d.cities = cities(&[3]);
+        assert_eq!(check(d, "2026-03-05T00:00:00Z").unwrap_err().code, "city_not_served");
+
+        let mut d = draft(true);
+        d.claim_window =
+            Some(Window::new(t("2026-03-14T00:00:00Z"), t("2026-03-20T00:00:00Z")).unwrap());
+        assert_eq!(check(d, "2026-03-05T00:00:00Z").unwrap_err().code, "window_out_of_bounds");
+
+        assert_eq!(check(draft(true), "2026-02-05T00:00:00Z").unwrap_err().code, "enrollment_closed");
+        assert_eq!(check(draft(true), "2026-03-10T00:00:00Z").unwrap_err().code, "activity_frozen");
+        assert_eq!(check(draft(true), "2026-03-20T00:00:00Z").unwrap_err().code, "enrollment_closed");
+    }
+
+    #[test]
+    fn standalone_template_needs_a_claim_window() {
+        let mut d = draft(false);
+        d.claim_window = None;
+        let err = check(d, "2026-03-05T00:00:00Z").unwrap_err();
+        assert_eq!((err.code, err.field.as_deref()), ("required", Some("claim_window")));
+        let mut d = draft(false);
+        d.validity = Validity::Fixed { from: t("2026-04-01T00:00:00Z"), until: t("2026-04-05T00:00:00Z") };
+        assert_eq!(check(d, "2026-03-05T00:00:00Z").unwrap_err().field.as_deref(), Some("validity.until"));
+        let mut d = draft(false);
+        d.scope = Scope::Merchant;
+        let m = merchant();
+        assert!(TemplateSpec::validate(
+            d.clone(),
+            TemplateContext { owner: None, activity: None, now: t("2026-03-05T00:00:00Z"), freeze: FREEZE }
+        )
+        .is_err());
+        assert!(TemplateSpec::validate(
+            d,
+            TemplateContext { owner: Some(&m), activity: None, now: t("2026-03-05T00:00:00Z"), freeze: FREEZE }
+        )
+        .is_ok());
+    }
+
+    fn template(d: TemplateDraft, published: bool) -> Template {
+        let spec = check(d, "2026-03-05T00:00:00Z").unwrap();
+        Template {
+            id: TemplateId::new(1).unwrap(),
+            merchant_id: Some(MerchantId::new(7).unwrap()),
+            spec,
+            claimed: 0,
+            created_at: t("2026-03-05T00:00:00Z"),
+            updated_at: t("2026-03-05T00:00:00Z"),
+            published_at: published.then(|| t("2026-03-05T00:00:00Z")),
+            aborted_at: None,
+            version: 1,
+        }
+    }
+
+    #[test]
+    fn status_at_every_boundary() {
+        let standalone = template(draft(false), true);
+        let cases = [
+            ("2026-03-31T23:59:59.999999Z", TemplateStatus::Scheduled),
+            ("2026-04-01T00:00:00Z", TemplateStatus::Active),
+            ("2026-04-09T23:59:59.999999Z", TemplateStatus::Active),
+            ("2026-04-10T00:00:00Z", TemplateStatus::Ended),
+            // Relative validity of 30 days after the end of claiming.
+            ("2026-05-09T23:59:59.999999Z", TemplateStatus::Ended),
+            ("2026-05-10T00:00:00Z", TemplateStatus::Expired),
+        ];
+        for (at, want) in cases {
+            assert_eq!(standalone.status(t(at)), want, "at {at}");
+        }
+        let unpublished = template(draft(false), false);
+        assert_eq!(unpublished.status(t("2026-04-05T00:00:00Z")), TemplateStatus::Draft);
+        let in_activity = template(draft(true), false);
+        assert_eq!(in_activity.status(t("2026-03-14T23:59:59.999999Z")), TemplateStatus::Scheduled);
+        assert_eq!(in_activity.status(t("2026-03-15T00:00:00Z")), TemplateStatus::Active);
+        let mut aborted = template(draft(false), true);
+        aborted.aborted_at = Some(t("2026-04-02T00:00:00Z"));
+        assert_eq!(aborted.status(t("2026-04-01T00:00:00Z")), TemplateStatus::Aborted);
+    }
+
+    #[test]
+    fn patch_keeps_activity_and_clears_budget() {
+        let mut d = draft(true);
+        d.budget = Some(Money::new(10).unwrap());
+        let spec = check(d, "2026-03-05T00:00:00Z").unwrap();
+        let p: TemplatePatch = serde_json::from_str(r#"{"budget": null, "title": "New"}"#).unwrap();
+        let patched = p.apply(&spec);
+        assert_eq!(patched.budget, None);
+        assert_eq!(patched.title, "New");
+        assert_eq!(patched.activity_id, spec.activity_id);
+        assert!(serde_json::from_str::<TemplatePatch>(r#"{"activity_id": 4}"#).is_err());
+        assert!(serde_json::from_str::<TemplatePatch>(r#"{"claimed": 4}"#).is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn status_is_monotonic(start in 0i64..1_000_000, len in 1i64..1_000_000, days in 1u32..100,
+                               a in 0i64..20_000_000, b in 0i64..20_000_000) {
+            let base = 1_800_000_000_000_000i64;
+            let ts = |s: i64| Timestamp::from_unix_micros(base + s * 1_000_000).unwrap();
+            let mut d = draft(false);
+            d.claim_window = Some(Window::new(ts(start), ts(start + len)).unwrap());
+            d.validity = Validity::Relative { days };
+            let tpl = template(d, true);
+            let rank = |s: TemplateStatus| TemplateStatus::ALL.iter().position(|x| *x == s).unwrap();
+            let (lo, hi) = (a.min(b), a.max(b));
+            prop_assert!(rank(tpl.status(ts(lo))) <= rank(tpl.status(ts(hi))));
+            prop_assert_eq!(tpl.status(ts(lo)) == TemplateStatus::Active,
+                tpl.spec.claim_window().contains(ts(lo)));
+        }
+    }
+}

@@ -1,0 +1,31 @@
+//! The storage error: small on purpose. Backends map their driver errors into it in one
+//! function each; the API maps it to HTTP in one place.
+
+use std::error::Error as StdError;
+
+/// What can go wrong in storage, as far as callers care.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The record does not exist.
+    #[error("not found")]
+    NotFound,
+    /// The write conflicts with the current state: a unique key taken (`"unique"`), a record
+    /// changed since it was read (`"version"`), a referenced record missing (`"reference"`).
+    #[error("conflict: {0}")]
+    Conflict(&'static str),
+    /// The database could not be reached in time; retrying later may succeed.
+    #[error("database unavailable")]
+    Unavailable(#[source] Box<dyn StdError + Send + Sync>),
+    /// Anything else: a bug or a broken database. Logged, never shown to callers.
+    #[error("storage failure")]
+    Other(#[source] Box<dyn StdError + Send + Sync>),
+}
+
+impl StoreError {
+    /// Wraps any error as [`StoreError::Other`].
+    pub fn other(e: impl Into<Box<dyn StdError + Send + Sync>>) -> Self {
+        StoreError::Other(e.into())
+    }
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;

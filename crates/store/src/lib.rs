@@ -1,0 +1,126 @@
+//! Storage for coupond: one trait, implemented once per backend.
+//!
+//! - [`Store`]: everything the service persists. Backends (`coupond-store-sqlite`,
+//!   `coupond-store-postgres`) own their SQL and migrations; nothing above this crate sees a
+//!   database type.
+//! - [`error`]: [`StoreError`], deliberately small: `NotFound`, `Conflict`, `Unavailable`,
+//!   `Other`. The API turns it into HTTP in one place.
+//! - [`model`]: records that exist only in storage (API keys, queries, pages).
+//! - [`codec`]: the JSON both backends use for the nested parts of a record, so a record reads
+//!   back identically from either.
+//! - [`testing`] (feature `testing`): the conformance suite; every backend runs all of it.
+#![forbid(unsafe_code)]
+
+pub mod codec;
+pub mod error;
+pub mod model;
+#[cfg(feature = "testing")]
+pub mod testing;
+
+use async_trait::async_trait;
+use coupond_domain::{
+    Activity, ActivityId, ActivitySpec, Listing, ListingDraft, ListingId, Merchant, MerchantDraft,
+    MerchantId, Template, TemplateId, TemplateSpec, Timestamp,
+};
+
+pub use error::{StoreError, StoreResult};
+pub use model::{
+    ActivityQuery, ApiKey, NewApiKey, NewTemplate, Page, PoolStats, Role, TemplateQuery,
+};
+
+/// Everything coupond persists. Implementations are cheap to share (`Arc<dyn Store>`), safe to
+/// call concurrently, and make each method atomic: it either fully happens or leaves nothing.
+///
+/// Writes that depend on a record the caller read earlier take its `version` and fail with
+/// [`StoreError::Conflict`] (`"version"`) if it changed meanwhile (optimistic locking), so two
+/// racing edits cannot both apply.
+#[async_trait]
+pub trait Store: Send + Sync + std::fmt::Debug + 'static {
+    /// `"sqlite"` or `"postgres"`.
+    fn backend(&self) -> &'static str;
+    /// A round trip to the database.
+    async fn ping(&self) -> StoreResult<()>;
+    /// Connection pool sizes, for metrics.
+    fn pool_stats(&self) -> PoolStats;
+    /// Waits for checked-out connections and closes the pool.
+    async fn close(&self);
+
+    /// Returns the setting `key`, first storing `init` if it has none. Concurrent callers all
+    /// get the one value that won.
+    async fn setting_or_init(&self, key: &str, init: &str) -> StoreResult<String>;
+
+    // --- API keys -------------------------------------------------------------------------
+    async fn insert_api_key(&self, key: &NewApiKey, now: Timestamp) -> StoreResult<ApiKey>;
+    /// The key with this SHA-256 hash, revoked or not.
+    async fn api_key_by_hash(&self, hash: &[u8; 32]) -> StoreResult<ApiKey>;
+    async fn list_api_keys(&self) -> StoreResult<Vec<ApiKey>>;
+    /// Marks the key revoked; revoking twice keeps the first instant.
+    async fn revoke_api_key(&self, id: i64, now: Timestamp) -> StoreResult<ApiKey>;
+
+    // --- merchants ------------------------------------------------------------------------
+    async fn insert_merchant(&self, m: &MerchantDraft, now: Timestamp) -> StoreResult<Merchant>;
+    async fn merchant(&self, id: MerchantId) -> StoreResult<Merchant>;
+
+    // --- listings -------------------------------------------------------------------------
+    /// Inserts a listing; an `external_id` the merchant already uses is a `Conflict`.
+    async fn insert_listing(
+        &self,
+        merchant: MerchantId,
+        l: &ListingDraft,
+        now: Timestamp,
+    ) -> StoreResult<Listing>;
+    async fn listing(&self, id: ListingId) -> StoreResult<Listing>;
+
+    // --- activities -----------------------------------------------------------------------
+    async fn insert_activity(&self, spec: &ActivitySpec, now: Timestamp) -> StoreResult<Activity>;
+    async fn activity(&self, id: ActivityId) -> StoreResult<Activity>;
+    /// Activities matching `q`, ascending by id, after the page cursor.
+    async fn list_activities(&self, q: &ActivityQuery) -> StoreResult<Vec<Activity>>;
+    async fn update_activity(
+        &self,
+        id: ActivityId,
+        version: i64,
+        spec: &ActivitySpec,
+        now: Timestamp,
+    ) -> StoreResult<Activity>;
+    /// Aborts the activity and, in the same transaction, every template in it.
+    async fn abort_activity(
+        &self,
+        id: ActivityId,
+        version: i64,
+        now: Timestamp,
+    ) -> StoreResult<Activity>;
+
+    // --- templates ------------------------------------------------------------------------
+    /// Inserts a template. Inside an activity, only if the activity still has
+    /// `activity_version` (so it cannot have been edited, aborted or frozen by an edit since
+    /// the caller validated against it).
+    async fn insert_template(&self, t: &NewTemplate<'_>, now: Timestamp) -> StoreResult<Template>;
+    async fn template(&self, id: TemplateId) -> StoreResult<Template>;
+    /// Templates matching `q`, ascending by id, after the page cursor.
+    async fn list_templates(&self, q: &TemplateQuery) -> StoreResult<Vec<Template>>;
+    /// Every template of an activity (for re-validating them when it changes).
+    async fn activity_templates(&self, id: ActivityId) -> StoreResult<Vec<Template>>;
+    /// Replaces the template's terms, checking its version and, inside an activity, the
+    /// activity's version.
+    async fn update_template(
+        &self,
+        id: TemplateId,
+        version: i64,
+        activity_version: Option<i64>,
+        spec: &TemplateSpec,
+        now: Timestamp,
+    ) -> StoreResult<Template>;
+    async fn publish_template(
+        &self,
+        id: TemplateId,
+        version: i64,
+        now: Timestamp,
+    ) -> StoreResult<Template>;
+    async fn abort_template(
+        &self,
+        id: TemplateId,
+        version: i64,
+        now: Timestamp,
+    ) -> StoreResult<Template>;
+}

@@ -1,0 +1,121 @@
+//! Records and queries that exist only at the storage boundary.
+
+use std::fmt;
+
+use coupond_domain::{
+    ActivityId, ActivityStatus, CityId, CitySet, MerchantId, TemplateSpec, TemplateStatus,
+    Timestamp,
+};
+use serde::{Deserialize, Serialize};
+
+/// The role an API key carries. Users are not keys: they come with a JWT.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    Platform,
+    Merchant,
+    Service,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Platform => "platform",
+            Role::Merchant => "merchant",
+            Role::Service => "service",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Role> {
+        match s {
+            "platform" => Some(Role::Platform),
+            "merchant" => Some(Role::Merchant),
+            "service" => Some(Role::Service),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A key to store: only its hash, never the key itself.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewApiKey {
+    /// SHA-256 of the full key.
+    pub hash: [u8; 32],
+    /// The first characters of the key, to tell keys apart in listings.
+    pub prefix: String,
+    pub role: Role,
+    /// Set exactly when `role` is `Merchant`.
+    pub merchant_id: Option<MerchantId>,
+    pub label: String,
+}
+
+/// A stored API key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ApiKey {
+    pub id: i64,
+    pub prefix: String,
+    pub role: Role,
+    pub merchant_id: Option<MerchantId>,
+    pub label: String,
+    pub created_at: Timestamp,
+    pub revoked_at: Option<Timestamp>,
+}
+
+/// A page of an id-ordered list: items with id greater than `after`, at most `limit`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Page {
+    pub after: Option<i64>,
+    pub limit: u32,
+}
+
+/// Which activities to list.
+#[derive(Clone, Debug)]
+pub struct ActivityQuery {
+    pub status: Option<ActivityStatus>,
+    /// Activities covering this city.
+    pub city: Option<CityId>,
+    /// Activities covering at least one of these cities (a merchant's view).
+    pub any_city: Option<CitySet>,
+    /// The instant statuses are computed at.
+    pub now: Timestamp,
+    /// The freeze period statuses are computed with.
+    pub freeze: time::Duration,
+    pub page: Page,
+}
+
+/// Which templates to list.
+#[derive(Clone, Debug)]
+pub struct TemplateQuery {
+    /// Only this merchant's templates (a merchant's view).
+    pub merchant: Option<MerchantId>,
+    pub activity: Option<ActivityId>,
+    pub status: Option<TemplateStatus>,
+    pub now: Timestamp,
+    pub page: Page,
+}
+
+/// A template to insert.
+#[derive(Clone, Copy, Debug)]
+pub struct NewTemplate<'a> {
+    pub merchant_id: Option<MerchantId>,
+    pub spec: &'a TemplateSpec,
+    /// Required when the spec names an activity: the version the caller validated against.
+    pub activity_version: Option<i64>,
+}
+
+/// Connection pool sizes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PoolStats {
+    /// Open connections.
+    pub size: u32,
+    /// Open connections not in use.
+    pub idle: u32,
+    /// The configured maximum.
+    pub max: u32,
+}

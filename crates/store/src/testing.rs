@@ -1,0 +1,43 @@
+//! The conformance suite: the behaviour every backend must have, written once.
+//!
+//! A backend's integration test calls [`conformance_suite!`](crate::conformance_suite) with an
+//! async factory `fn(&'static str) -> Option<Arc<dyn Store>>` that returns a store on a fresh,
+//! empty database for the named case (or `None`, after printing why, to skip). Each case
+//! becomes its own `#[tokio::test]`, so cases run in parallel and fail by name.
+
+pub mod cases;
+pub mod fixtures;
+
+/// Expands to one `#[tokio::test]` per conformance case, each on a fresh store from `$factory`.
+#[macro_export]
+macro_rules! conformance_suite {
+    ($factory:path) => {
+        $crate::conformance_suite!(@cases $factory;
+            settings_init_once,
+            api_keys_round_trip,
+            merchants_round_trip,
+            listings_round_trip,
+            activities_round_trip,
+            activity_status_filter_matches_domain,
+            activity_city_filters,
+            activity_pagination,
+            abort_activity_aborts_its_templates,
+            templates_round_trip,
+            template_status_filter_matches_domain,
+            template_insert_checks_activity_version,
+            template_publish_and_abort,
+            concurrent_updates_one_wins
+        );
+    };
+    (@cases $factory:path; $($case:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() {
+                if let Some(store) = $factory(stringify!($case)).await {
+                    $crate::testing::cases::$case(store.clone()).await;
+                    store.close().await;
+                }
+            }
+        )*
+    };
+}

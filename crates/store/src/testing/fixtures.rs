@@ -1,0 +1,95 @@
+//! Records for the conformance cases, relative to one fixed instant.
+
+use coupond_domain::{
+    ActivityDraft, ActivitySpec, Audience, CityId, CitySet, CouponKind, CouponValue,
+    DeductionMode, FundedBy, Merchant, MerchantDraft, Money, Scope, Stacking, TemplateDraft,
+    Timestamp, Validity, Window,
+};
+use time::Duration;
+
+/// 2026-03-01T00:00:00Z, the suite's "day zero".
+pub fn t0() -> Timestamp {
+    Timestamp::parse("2026-03-01T00:00:00Z").expect("fixed instant parses")
+}
+
+/// `t0` plus `hours`.
+pub fn at(hours: i64) -> Timestamp {
+    t0().add(Duration::hours(hours))
+}
+
+pub fn window(from_h: i64, to_h: i64) -> Window {
+    Window::new(at(from_h), at(to_h)).expect("fixture window is ordered")
+}
+
+pub fn cities(ids: &[i64]) -> CitySet {
+    CitySet::new(ids.iter().map(|c| CityId::new(*c).expect("positive")).collect())
+        .expect("fixture cities are valid")
+}
+
+pub fn merchant(name: &str, city_ids: &[i64]) -> MerchantDraft {
+    MerchantDraft {
+        name: name.to_owned(),
+        short_name: name.chars().take(10).collect(),
+        cities: cities(city_ids),
+    }
+}
+
+/// An activity enrolling during hours [enroll_from, enroll_to) and running [run_from, run_to).
+pub fn activity(enroll_from: i64, enroll_to: i64, run_from: i64, run_to: i64) -> ActivitySpec {
+    ActivitySpec::try_from(ActivityDraft {
+        title: "Spring festival".into(),
+        description: "Fixture".into(),
+        cities: cities(&[1, 2]),
+        kind: CouponKind::AmountOff,
+        value_min: 100,
+        value_max: 5000,
+        enrollment: window(enroll_from, enroll_to),
+        run: window(run_from, run_to),
+        funded_by: FundedBy::Platform,
+    })
+    .expect("fixture activity is valid")
+}
+
+/// A standalone template claimable during hours [claim_from, claim_to), coupons valid 2 days.
+pub fn standalone_template(claim_from: i64, claim_to: i64) -> TemplateDraft {
+    TemplateDraft {
+        activity_id: None,
+        title: "20 off".into(),
+        description: String::new(),
+        value: CouponValue::AmountOff { amount: Money::new(2000).expect("valid") },
+        threshold: Money::new(10_000).expect("valid"),
+        deduction: DeductionMode::Spread,
+        scope: Scope::Categories { ids: vec![coupond_domain::CategoryId::new(4).expect("positive")] },
+        cities: cities(&[1]),
+        audience: Audience::Everyone,
+        total_stock: 100,
+        per_user_limit: 2,
+        stacking: Stacking::Stackable,
+        claim_window: Some(window(claim_from, claim_to)),
+        validity: Validity::Relative { days: 2 },
+        budget: Some(Money::new(150_000).expect("valid")),
+        metadata: serde_json::json!({"campaign": "fixture", "n": 1})
+            .as_object()
+            .cloned()
+            .unwrap_or_default(),
+    }
+}
+
+/// Validates `draft` for `owner` at `now` (no activity, or the given one).
+pub fn spec(
+    draft: TemplateDraft,
+    owner: &Merchant,
+    activity: Option<&coupond_domain::Activity>,
+    now: Timestamp,
+) -> coupond_domain::TemplateSpec {
+    coupond_domain::TemplateSpec::validate(
+        draft,
+        coupond_domain::TemplateContext {
+            owner: Some(owner),
+            activity,
+            now,
+            freeze: Duration::minutes(5),
+        },
+    )
+    .expect("fixture template is valid")
+}
