@@ -194,8 +194,12 @@ pub struct Activity {
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
     pub aborted_at: Option<Timestamp>,
-    /// Bumped on every change; writes that depend on the activity check it (optimistic lock).
+    /// Bumped on every change to the activity itself; template writes in the activity check
+    /// it, so a template is never written against terms that changed meanwhile.
     pub version: i64,
+    /// Bumped by every template created or changed in the activity; an activity update checks
+    /// it, so an edit never slips past a template it did not re-validate.
+    pub enrollment_seq: i64,
 }
 
 impl Activity {
@@ -265,6 +269,7 @@ mod tests {
             updated_at: t("2026-01-01T00:00:00Z"),
             aborted_at: None,
             version: 1,
+            enrollment_seq: 0,
         }
     }
 

@@ -456,6 +456,7 @@ mod tests {
             updated_at: t("2026-01-01T00:00:00Z"),
             aborted_at: None,
             version: 1,
+            enrollment_seq: 0,
         }
     }
     fn draft(activity: bool) -> TemplateDraft {

@@ -1,1 +1,18 @@
-//! placeholder
+//! coupond's embedded SQLite backend, the default.
+//!
+//! - [`SqliteStore`]: the [`Store`](coupond_store::Store) implementation.
+//! - `rows`: row to domain conversions and the one driver-error mapping.
+//! - `migrations/`: the schema, embedded in the binary and applied by [`SqliteStore::migrate`].
+//!
+//! SQLite allows one writer at a time. Rather than let connections fight over the write lock
+//! (and surface "database is locked"), writes go through a pool of exactly one connection and
+//! begin `IMMEDIATE`, taking the lock up front; reads use a separate pool and, in WAL mode,
+//! never wait for the writer. `synchronous=FULL` makes every acknowledged commit survive power
+//! loss. Another process on the same file (`coupond keys create` while serving) waits on the
+//! busy timeout.
+#![forbid(unsafe_code)]
+
+mod rows;
+mod store;
+
+pub use store::SqliteStore;

@@ -76,10 +76,13 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
     async fn activity(&self, id: ActivityId) -> StoreResult<Activity>;
     /// Activities matching `q`, ascending by id, after the page cursor.
     async fn list_activities(&self, q: &ActivityQuery) -> StoreResult<Vec<Activity>>;
+    /// Replaces the activity's terms if neither it (`version`) nor any of its templates
+    /// (`enrollment_seq`) changed since the caller read it.
     async fn update_activity(
         &self,
         id: ActivityId,
         version: i64,
+        enrollment_seq: i64,
         spec: &ActivitySpec,
         now: Timestamp,
     ) -> StoreResult<Activity>;
@@ -93,8 +96,8 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
 
     // --- templates ------------------------------------------------------------------------
     /// Inserts a template. Inside an activity, only if the activity still has
-    /// `activity_version` (so it cannot have been edited, aborted or frozen by an edit since
-    /// the caller validated against it).
+    /// `activity_version` and is not aborted (so its terms cannot have changed since the caller
+    /// validated against them); bumps the activity's `enrollment_seq` in the same transaction.
     async fn insert_template(&self, t: &NewTemplate<'_>, now: Timestamp) -> StoreResult<Template>;
     async fn template(&self, id: TemplateId) -> StoreResult<Template>;
     /// Templates matching `q`, ascending by id, after the page cursor.

@@ -114,17 +114,17 @@ pub async fn activities_round_trip(s: Arc<dyn Store>) {
     let patched = coupond_domain::ActivityPatch { title: Some("Renamed".into()), ..Default::default() }
         .apply(&a.spec)
         .unwrap();
-    let b = s.update_activity(a.id, a.version, &patched, at(1)).await.unwrap();
+    let b = s.update_activity(a.id, a.version, a.enrollment_seq, &patched, at(1)).await.unwrap();
     assert_eq!((b.spec.title.as_str(), b.version, b.updated_at), ("Renamed", 2, at(1)));
     // A stale version loses.
     assert!(matches!(
-        s.update_activity(a.id, a.version, &spec, at(2)).await,
+        s.update_activity(a.id, a.version, a.enrollment_seq, &spec, at(2)).await,
         Err(StoreError::Conflict("version"))
     ));
     assert_eq!(s.activity(a.id).await.unwrap(), b);
     let missing = coupond_domain::ActivityId::new(a.id.get() + 10).unwrap();
     assert!(matches!(s.activity(missing).await, Err(StoreError::NotFound)));
-    assert!(matches!(s.update_activity(missing, 1, &spec, at(2)).await, Err(StoreError::NotFound)));
+    assert!(matches!(s.update_activity(missing, 1, 0, &spec, at(2)).await, Err(StoreError::NotFound)));
 }
 
 /// For several instants around every boundary, filtering by each status in SQL returns exactly
@@ -315,12 +315,20 @@ pub async fn template_insert_checks_activity_version(s: Arc<dyn Store>) {
     d.activity_id = Some(a.id);
     d.claim_window = None;
     let spec = spec(d, &m, Some(&a), at(1));
-    let b = s.update_activity(a.id, a.version, &a.spec, at(1)).await.unwrap();
+    let b = s.update_activity(a.id, a.version, a.enrollment_seq, &a.spec, at(1)).await.unwrap();
     let stale = NewTemplate { merchant_id: Some(m.id), spec: &spec, activity_version: Some(a.version) };
     assert!(matches!(s.insert_template(&stale, at(1)).await, Err(StoreError::Conflict("version"))));
     assert!(s.activity_templates(a.id).await.unwrap().is_empty(), "nothing written");
     let fresh = NewTemplate { activity_version: Some(b.version), ..stale };
     let t = s.insert_template(&fresh, at(1)).await.unwrap();
+    // The template write bumped the enrollment sequence: an activity edit prepared before it
+    // (which could not have re-validated this template) now loses.
+    assert!(matches!(
+        s.update_activity(b.id, b.version, b.enrollment_seq, &b.spec, at(2)).await,
+        Err(StoreError::Conflict("version"))
+    ));
+    let b = s.activity(b.id).await.unwrap();
+    assert_eq!(b.enrollment_seq, 1);
     // Updating the template also checks the activity's version.
     assert!(matches!(
         s.update_template(t.id, t.version, Some(a.version), &spec, at(2)).await,
@@ -351,7 +359,7 @@ pub async fn concurrent_updates_one_wins(s: Arc<dyn Store>) {
             let spec = coupond_domain::ActivityPatch { title: Some(format!("T{i}")), ..Default::default() }
                 .apply(&a.spec)
                 .unwrap();
-            s.update_activity(a.id, a.version, &spec, at(1)).await
+            s.update_activity(a.id, a.version, a.enrollment_seq, &spec, at(1)).await
         }));
     }
     let mut ok = 0;

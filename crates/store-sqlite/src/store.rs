@@ -1,0 +1,634 @@
+//! [`SqliteStore`]: the SQL of every [`Store`] method on SQLite.
+
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use coupond_domain::{
+    Activity, ActivityId, ActivitySpec, ActivityStatus, Listing, ListingDraft, ListingId,
+    Merchant, MerchantDraft, MerchantId, Template, TemplateId, TemplateSpec, TemplateStatus,
+    Timestamp,
+};
+use coupond_store::{
+    codec, ActivityQuery, ApiKey, NewApiKey, NewTemplate, PoolStats, Store, StoreError,
+    StoreResult, TemplateQuery,
+};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
+use sqlx::{QueryBuilder, Sqlite};
+
+use crate::rows::{self, db_err};
+
+const READERS: u32 = 4;
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
+
+const TEMPLATE_COLS: &str = "id, merchant_id, spec, claimed, created_at, updated_at, \
+     published_at, aborted_at, version";
+const ACTIVITY_COLS: &str =
+    "id, spec, created_at, updated_at, aborted_at, version, enrollment_seq";
+
+/// The SQLite store: one writer connection, a few readers, one database file.
+#[derive(Clone, Debug)]
+pub struct SqliteStore {
+    /// Exactly one connection: SQLite has one writer, so writes queue here, in process,
+    /// instead of failing on the file lock.
+    writer: SqlitePool,
+    /// Readers never block on the writer in WAL mode.
+    reader: SqlitePool,
+}
+
+impl SqliteStore {
+    /// Opens (creating if missing, with its folder) the database at `url`
+    /// (`sqlite://path/to/file.db`). Does not migrate: call [`SqliteStore::migrate`].
+    pub async fn connect(url: &str) -> StoreResult<Self> {
+        let opts = SqliteConnectOptions::from_str(url)
+            .map_err(StoreError::other)?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Full)
+            .foreign_keys(true)
+            .busy_timeout(BUSY_TIMEOUT);
+        let file = opts.get_filename();
+        if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
+            if !is_memory(file) {
+                std::fs::create_dir_all(dir).map_err(StoreError::other)?;
+            }
+        }
+        let writer = SqlitePoolOptions::new()
+            .max_connections(1)
+            .acquire_timeout(ACQUIRE_TIMEOUT)
+            .connect_with(opts.clone())
+            .await
+            .map_err(db_err)?;
+        let reader = SqlitePoolOptions::new()
+            .max_connections(READERS)
+            .acquire_timeout(ACQUIRE_TIMEOUT)
+            .connect_with(opts.read_only(true))
+            .await
+            .map_err(db_err)?;
+        Ok(SqliteStore { writer, reader })
+    }
+
+    /// Applies the embedded migrations that have not run yet.
+    pub async fn migrate(&self) -> StoreResult<()> {
+        sqlx::migrate!("./migrations")
+            .run(&self.writer)
+            .await
+            .map_err(StoreError::other)
+    }
+
+    async fn begin(&self) -> StoreResult<sqlx::Transaction<'static, Sqlite>> {
+        self.writer.begin_with("BEGIN IMMEDIATE").await.map_err(db_err)
+    }
+
+    /// After a conditional update touched no row: `NotFound` if the row is gone, else the
+    /// condition (version) failed.
+    async fn missing_or_conflict(&self, table: &str, id: i64) -> StoreError {
+        let sql = format!("SELECT 1 FROM {table} WHERE id = ?");
+        match sqlx::query(&sql).bind(id).fetch_optional(&self.writer).await {
+            Ok(None) => StoreError::NotFound,
+            Ok(Some(_)) => StoreError::Conflict("version"),
+            Err(e) => db_err(e),
+        }
+    }
+}
+
+fn is_memory(p: &Path) -> bool {
+    p.as_os_str() == ":memory:" || p.as_os_str().is_empty()
+}
+
+fn us(t: Timestamp) -> i64 {
+    t.unix_micros()
+}
+
+/// Appends the SQL form of [`Activity::status`] at `now`; the conformance suite checks both
+/// agree at every boundary.
+fn push_activity_status(q: &mut QueryBuilder<'_, Sqlite>, s: ActivityStatus, now: i64, freeze: i64) {
+    if s == ActivityStatus::Aborted {
+        q.push(" AND aborted_at IS NOT NULL");
+        return;
+    }
+    q.push(" AND aborted_at IS NULL");
+    let frozen_at = |q: &mut QueryBuilder<'_, Sqlite>| {
+        q.push(" MIN(enroll_end, run_start - ").push_bind(freeze).push(")");
+    };
+    match s {
+        ActivityStatus::Scheduled => {
+            q.push(" AND ").push_bind(now).push(" < enroll_start");
+        }
+        ActivityStatus::Enrolling => {
+            q.push(" AND ").push_bind(now).push(" >= enroll_start AND ").push_bind(now).push(" <");
+            frozen_at(q);
+        }
+        ActivityStatus::Frozen => {
+            q.push(" AND ").push_bind(now).push(" >= enroll_start AND ").push_bind(now).push(" >=");
+            frozen_at(q);
+            q.push(" AND ").push_bind(now).push(" < run_start");
+        }
+        ActivityStatus::Running => {
+            q.push(" AND ").push_bind(now).push(" >= run_start AND ").push_bind(now).push(" < run_end");
+        }
+        ActivityStatus::Ended => {
+            q.push(" AND ").push_bind(now).push(" >= run_end");
+        }
+        ActivityStatus::Aborted => {}
+    }
+}
+
+/// Appends the SQL form of [`Template::status`] at `now`.
+fn push_template_status(q: &mut QueryBuilder<'_, Sqlite>, s: TemplateStatus, now: i64) {
+    match s {
+        TemplateStatus::Aborted => {
+            q.push(" AND aborted_at IS NOT NULL");
+            return;
+        }
+        TemplateStatus::Draft => {
+            q.push(" AND aborted_at IS NULL AND activity_id IS NULL AND published_at IS NULL");
+            return;
+        }
+        _ => {}
+    }
+    q.push(" AND aborted_at IS NULL AND (activity_id IS NOT NULL OR published_at IS NOT NULL)");
+    match s {
+        TemplateStatus::Scheduled => {
+            q.push(" AND ").push_bind(now).push(" < claim_start");
+        }
+        TemplateStatus::Active => {
+            q.push(" AND ").push_bind(now).push(" >= claim_start AND ").push_bind(now).push(" < claim_end");
+        }
+        TemplateStatus::Ended => {
+            q.push(" AND ").push_bind(now).push(" >= claim_end AND ").push_bind(now).push(" < expires_at");
+        }
+        TemplateStatus::Expired => {
+            q.push(" AND ").push_bind(now).push(" >= expires_at");
+        }
+        TemplateStatus::Draft | TemplateStatus::Aborted => {}
+    }
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    fn backend(&self) -> &'static str {
+        "sqlite"
+    }
+
+    async fn ping(&self) -> StoreResult<()> {
+        sqlx::query("SELECT 1").execute(&self.reader).await.map_err(db_err)?;
+        Ok(())
+    }
+
+    fn pool_stats(&self) -> PoolStats {
+        PoolStats {
+            size: self.writer.size() + self.reader.size(),
+            idle: (self.writer.num_idle() + self.reader.num_idle()) as u32,
+            max: 1 + READERS,
+        }
+    }
+
+    async fn close(&self) {
+        self.writer.close().await;
+        self.reader.close().await;
+    }
+
+    async fn setting_or_init(&self, key: &str, init: &str) -> StoreResult<String> {
+        sqlx::query("INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING")
+            .bind(key)
+            .bind(init)
+            .execute(&self.writer)
+            .await
+            .map_err(db_err)?;
+        sqlx::query_scalar("SELECT value FROM settings WHERE key = ?")
+            .bind(key)
+            .fetch_one(&self.writer)
+            .await
+            .map_err(db_err)
+    }
+
+    async fn insert_api_key(&self, k: &NewApiKey, now: Timestamp) -> StoreResult<ApiKey> {
+        let row = sqlx::query(
+            "INSERT INTO api_keys (hash, prefix, role, merchant_id, label, created_at)
+             VALUES (?, ?, ?, ?, ?, ?) RETURNING *",
+        )
+        .bind(&k.hash[..])
+        .bind(&k.prefix)
+        .bind(k.role.as_str())
+        .bind(k.merchant_id.map(MerchantId::get))
+        .bind(&k.label)
+        .bind(us(now))
+        .fetch_one(&self.writer)
+        .await
+        .map_err(db_err)?;
+        rows::api_key(&row)
+    }
+
+    async fn api_key_by_hash(&self, hash: &[u8; 32]) -> StoreResult<ApiKey> {
+        let row = sqlx::query("SELECT * FROM api_keys WHERE hash = ?")
+            .bind(&hash[..])
+            .fetch_one(&self.reader)
+            .await
+            .map_err(db_err)?;
+        rows::api_key(&row)
+    }
+
+    async fn list_api_keys(&self) -> StoreResult<Vec<ApiKey>> {
+        let rows = sqlx::query("SELECT * FROM api_keys ORDER BY id")
+            .fetch_all(&self.reader)
+            .await
+            .map_err(db_err)?;
+        rows.iter().map(rows::api_key).collect()
+    }
+
+    async fn revoke_api_key(&self, id: i64, now: Timestamp) -> StoreResult<ApiKey> {
+        let row = sqlx::query(
+            "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ? RETURNING *",
+        )
+        .bind(us(now))
+        .bind(id)
+        .fetch_one(&self.writer)
+        .await
+        .map_err(db_err)?;
+        rows::api_key(&row)
+    }
+
+    async fn insert_merchant(&self, m: &MerchantDraft, now: Timestamp) -> StoreResult<Merchant> {
+        let row = sqlx::query(
+            "INSERT INTO merchants (name, short_name, cities, created_at)
+             VALUES (?, ?, ?, ?) RETURNING *",
+        )
+        .bind(&m.name)
+        .bind(&m.short_name)
+        .bind(codec::cities_to_json(&m.cities))
+        .bind(us(now))
+        .fetch_one(&self.writer)
+        .await
+        .map_err(db_err)?;
+        rows::merchant(&row)
+    }
+
+    async fn merchant(&self, id: MerchantId) -> StoreResult<Merchant> {
+        let row = sqlx::query("SELECT * FROM merchants WHERE id = ?")
+            .bind(id.get())
+            .fetch_one(&self.reader)
+            .await
+            .map_err(db_err)?;
+        rows::merchant(&row)
+    }
+
+    async fn insert_listing(
+        &self,
+        merchant: MerchantId,
+        l: &ListingDraft,
+        now: Timestamp,
+    ) -> StoreResult<Listing> {
+        let row = sqlx::query(
+            "INSERT INTO listings (merchant_id, external_id, city_id, category_id, title, price,
+                                   deposit, created_at, updated_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *",
+        )
+        .bind(merchant.get())
+        .bind(&l.external_id)
+        .bind(l.city_id.get())
+        .bind(l.category_id.get())
+        .bind(&l.title)
+        .bind(l.price.minor())
+        .bind(l.deposit.minor())
+        .bind(us(now))
+        .bind(us(now))
+        .fetch_one(&self.writer)
+        .await
+        .map_err(db_err)?;
+        rows::listing(&row)
+    }
+
+    async fn listing(&self, id: ListingId) -> StoreResult<Listing> {
+        let row = sqlx::query("SELECT * FROM listings WHERE id = ?")
+            .bind(id.get())
+            .fetch_one(&self.reader)
+            .await
+            .map_err(db_err)?;
+        rows::listing(&row)
+    }
+
+    async fn insert_activity(&self, spec: &ActivitySpec, now: Timestamp) -> StoreResult<Activity> {
+        let sql = format!(
+            "INSERT INTO activities (title, kind, cities, enroll_start, enroll_end, run_start,
+                                     run_end, spec, created_at, updated_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING {ACTIVITY_COLS}"
+        );
+        let row = sqlx::query(&sql)
+            .bind(&spec.title)
+            .bind(spec.kind.as_str())
+            .bind(codec::cities_to_json(&spec.cities))
+            .bind(us(spec.enrollment.start))
+            .bind(us(spec.enrollment.end))
+            .bind(us(spec.run.start))
+            .bind(us(spec.run.end))
+            .bind(codec::activity_to_json(spec)?)
+            .bind(us(now))
+            .bind(us(now))
+            .fetch_one(&self.writer)
+            .await
+            .map_err(db_err)?;
+        rows::activity(&row)
+    }
+
+    async fn activity(&self, id: ActivityId) -> StoreResult<Activity> {
+        let sql = format!("SELECT {ACTIVITY_COLS} FROM activities WHERE id = ?");
+        let row = sqlx::query(&sql)
+            .bind(id.get())
+            .fetch_one(&self.reader)
+            .await
+            .map_err(db_err)?;
+        rows::activity(&row)
+    }
+
+    async fn list_activities(&self, q: &ActivityQuery) -> StoreResult<Vec<Activity>> {
+        let mut b = QueryBuilder::<Sqlite>::new(format!(
+            "SELECT {ACTIVITY_COLS} FROM activities WHERE id > "
+        ));
+        b.push_bind(q.page.after.unwrap_or(0));
+        if let Some(s) = q.status {
+            push_activity_status(&mut b, s, us(q.now), q.freeze.whole_microseconds() as i64);
+        }
+        if let Some(c) = q.city {
+            b.push(" AND EXISTS (SELECT 1 FROM json_each(activities.cities) WHERE value = ")
+                .push_bind(c.get())
+                .push(")");
+        }
+        if let Some(any) = &q.any_city {
+            b.push(
+                " AND EXISTS (SELECT 1 FROM json_each(activities.cities) a \
+                 JOIN json_each(",
+            )
+            .push_bind(codec::cities_to_json(any))
+            .push(") m ON a.value = m.value)");
+        }
+        b.push(" ORDER BY id LIMIT ").push_bind(i64::from(q.page.limit));
+        let rows = b.build().fetch_all(&self.reader).await.map_err(db_err)?;
+        rows.iter().map(rows::activity).collect()
+    }
+
+    async fn update_activity(
+        &self,
+        id: ActivityId,
+        version: i64,
+        enrollment_seq: i64,
+        spec: &ActivitySpec,
+        now: Timestamp,
+    ) -> StoreResult<Activity> {
+        let sql = format!(
+            "UPDATE activities SET title = ?, kind = ?, cities = ?, enroll_start = ?,
+                enroll_end = ?, run_start = ?, run_end = ?, spec = ?, updated_at = ?,
+                version = version + 1
+             WHERE id = ? AND version = ? AND enrollment_seq = ? AND aborted_at IS NULL
+             RETURNING {ACTIVITY_COLS}"
+        );
+        let row = sqlx::query(&sql)
+            .bind(&spec.title)
+            .bind(spec.kind.as_str())
+            .bind(codec::cities_to_json(&spec.cities))
+            .bind(us(spec.enrollment.start))
+            .bind(us(spec.enrollment.end))
+            .bind(us(spec.run.start))
+            .bind(us(spec.run.end))
+            .bind(codec::activity_to_json(spec)?)
+            .bind(us(now))
+            .bind(id.get())
+            .bind(version)
+            .bind(enrollment_seq)
+            .fetch_optional(&self.writer)
+            .await
+            .map_err(db_err)?;
+        match row {
+            Some(r) => rows::activity(&r),
+            None => Err(self.missing_or_conflict("activities", id.get()).await),
+        }
+    }
+
+    async fn abort_activity(
+        &self,
+        id: ActivityId,
+        version: i64,
+        now: Timestamp,
+    ) -> StoreResult<Activity> {
+        let mut tx = self.begin().await?;
+        let sql = format!(
+            "UPDATE activities SET aborted_at = ?, updated_at = ?, version = version + 1
+             WHERE id = ? AND version = ? AND aborted_at IS NULL RETURNING {ACTIVITY_COLS}"
+        );
+        let row = sqlx::query(&sql)
+            .bind(us(now))
+            .bind(us(now))
+            .bind(id.get())
+            .bind(version)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        let Some(row) = row else {
+            drop(tx);
+            return Err(self.missing_or_conflict("activities", id.get()).await);
+        };
+        sqlx::query(
+            "UPDATE templates SET aborted_at = ?, updated_at = ?, version = version + 1
+             WHERE activity_id = ? AND aborted_at IS NULL",
+        )
+        .bind(us(now))
+        .bind(us(now))
+        .bind(id.get())
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        tx.commit().await.map_err(db_err)?;
+        rows::activity(&row)
+    }
+
+    async fn insert_template(&self, t: &NewTemplate<'_>, now: Timestamp) -> StoreResult<Template> {
+        let spec = t.spec;
+        let mut tx = self.begin().await?;
+        if let Some(activity) = spec.activity_id {
+            let bumped = sqlx::query(
+                "UPDATE activities SET enrollment_seq = enrollment_seq + 1
+                 WHERE id = ? AND version = ? AND aborted_at IS NULL",
+            )
+            .bind(activity.get())
+            .bind(t.activity_version.unwrap_or(-1))
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            if bumped.rows_affected() != 1 {
+                return Err(StoreError::Conflict("version"));
+            }
+        }
+        let w = spec.claim_window();
+        let sql = format!(
+            "INSERT INTO templates (merchant_id, activity_id, title, kind, total_stock,
+                 per_user_limit, claim_start, claim_end, expires_at, spec, created_at, updated_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING {TEMPLATE_COLS}"
+        );
+        let row = sqlx::query(&sql)
+            .bind(t.merchant_id.map(MerchantId::get))
+            .bind(spec.activity_id.map(ActivityId::get))
+            .bind(&spec.title)
+            .bind(spec.value.kind().as_str())
+            .bind(spec.total_stock)
+            .bind(i64::from(spec.per_user_limit))
+            .bind(us(w.start))
+            .bind(us(w.end))
+            .bind(us(spec.expires_at()))
+            .bind(codec::template_to_json(spec)?)
+            .bind(us(now))
+            .bind(us(now))
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        let template = rows::template(&row)?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(template)
+    }
+
+    async fn template(&self, id: TemplateId) -> StoreResult<Template> {
+        let sql = format!("SELECT {TEMPLATE_COLS} FROM templates WHERE id = ?");
+        let row = sqlx::query(&sql)
+            .bind(id.get())
+            .fetch_one(&self.reader)
+            .await
+            .map_err(db_err)?;
+        rows::template(&row)
+    }
+
+    async fn list_templates(&self, q: &TemplateQuery) -> StoreResult<Vec<Template>> {
+        let mut b = QueryBuilder::<Sqlite>::new(format!(
+            "SELECT {TEMPLATE_COLS} FROM templates WHERE id > "
+        ));
+        b.push_bind(q.page.after.unwrap_or(0));
+        if let Some(m) = q.merchant {
+            b.push(" AND merchant_id = ").push_bind(m.get());
+        }
+        if let Some(a) = q.activity {
+            b.push(" AND activity_id = ").push_bind(a.get());
+        }
+        if let Some(s) = q.status {
+            push_template_status(&mut b, s, us(q.now));
+        }
+        b.push(" ORDER BY id LIMIT ").push_bind(i64::from(q.page.limit));
+        let rows = b.build().fetch_all(&self.reader).await.map_err(db_err)?;
+        rows.iter().map(rows::template).collect()
+    }
+
+    async fn activity_templates(&self, id: ActivityId) -> StoreResult<Vec<Template>> {
+        let sql = format!("SELECT {TEMPLATE_COLS} FROM templates WHERE activity_id = ? ORDER BY id");
+        let rows = sqlx::query(&sql)
+            .bind(id.get())
+            .fetch_all(&self.reader)
+            .await
+            .map_err(db_err)?;
+        rows.iter().map(rows::template).collect()
+    }
+
+    async fn update_template(
+        &self,
+        id: TemplateId,
+        version: i64,
+        activity_version: Option<i64>,
+        spec: &TemplateSpec,
+        now: Timestamp,
+    ) -> StoreResult<Template> {
+        let mut tx = self.begin().await?;
+        if let Some(activity) = spec.activity_id {
+            let bumped = sqlx::query(
+                "UPDATE activities SET enrollment_seq = enrollment_seq + 1
+                 WHERE id = ? AND version = ? AND aborted_at IS NULL",
+            )
+            .bind(activity.get())
+            .bind(activity_version.unwrap_or(-1))
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            if bumped.rows_affected() != 1 {
+                return Err(StoreError::Conflict("version"));
+            }
+        }
+        let w = spec.claim_window();
+        let sql = format!(
+            "UPDATE templates SET title = ?, kind = ?, total_stock = ?, per_user_limit = ?,
+                claim_start = ?, claim_end = ?, expires_at = ?, spec = ?, updated_at = ?,
+                version = version + 1
+             WHERE id = ? AND version = ? RETURNING {TEMPLATE_COLS}"
+        );
+        let row = sqlx::query(&sql)
+            .bind(&spec.title)
+            .bind(spec.value.kind().as_str())
+            .bind(spec.total_stock)
+            .bind(i64::from(spec.per_user_limit))
+            .bind(us(w.start))
+            .bind(us(w.end))
+            .bind(us(spec.expires_at()))
+            .bind(codec::template_to_json(spec)?)
+            .bind(us(now))
+            .bind(id.get())
+            .bind(version)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        let Some(row) = row else {
+            drop(tx);
+            return Err(self.missing_or_conflict("templates", id.get()).await);
+        };
+        let template = rows::template(&row)?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(template)
+    }
+
+    async fn publish_template(
+        &self,
+        id: TemplateId,
+        version: i64,
+        now: Timestamp,
+    ) -> StoreResult<Template> {
+        let sql = format!(
+            "UPDATE templates SET published_at = ?, updated_at = ?, version = version + 1
+             WHERE id = ? AND version = ? RETURNING {TEMPLATE_COLS}"
+        );
+        self.update_one_template(&sql, id, version, now).await
+    }
+
+    async fn abort_template(
+        &self,
+        id: TemplateId,
+        version: i64,
+        now: Timestamp,
+    ) -> StoreResult<Template> {
+        let sql = format!(
+            "UPDATE templates SET aborted_at = ?, updated_at = ?, version = version + 1
+             WHERE id = ? AND version = ? RETURNING {TEMPLATE_COLS}"
+        );
+        self.update_one_template(&sql, id, version, now).await
+    }
+}
+
+impl SqliteStore {
+    /// Runs a versioned single-template update whose first two parameters are `now`.
+    async fn update_one_template(
+        &self,
+        sql: &str,
+        id: TemplateId,
+        version: i64,
+        now: Timestamp,
+    ) -> StoreResult<Template> {
+        let row = sqlx::query(sql)
+            .bind(us(now))
+            .bind(us(now))
+            .bind(id.get())
+            .bind(version)
+            .fetch_optional(&self.writer)
+            .await
+            .map_err(db_err)?;
+        match row {
+            Some(r) => rows::template(&r),
+            None => Err(self.missing_or_conflict("templates", id.get()).await),
+        }
+    }
+}
