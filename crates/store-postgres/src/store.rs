@@ -1,0 +1,618 @@
+//! [`PgStore`]: the SQL of every [`Store`] method on PostgreSQL.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use coupond_domain::{
+    Activity, ActivityId, ActivitySpec, ActivityStatus, Listing, ListingDraft, ListingId,
+    Merchant, MerchantDraft, MerchantId, Template, TemplateId, TemplateSpec, TemplateStatus,
+    Timestamp,
+};
+use coupond_store::{
+    codec, ActivityQuery, ApiKey, NewApiKey, NewTemplate, PoolStats, Store, StoreError,
+    StoreResult, TemplateQuery,
+};
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::{Postgres, QueryBuilder};
+use time::OffsetDateTime;
+
+use crate::rows::{self, db_err};
+
+const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
+const DEFAULT_MAX_CONNECTIONS: u32 = 16;
+
+const TEMPLATE_COLS: &str = "id, merchant_id, spec::text AS spec, claimed, created_at, \
+     updated_at, published_at, aborted_at, version";
+const ACTIVITY_COLS: &str =
+    "id, spec::text AS spec, created_at, updated_at, aborted_at, version, enrollment_seq";
+
+/// The PostgreSQL store: a connection pool on one database (and schema).
+#[derive(Clone, Debug)]
+pub struct PgStore {
+    pool: PgPool,
+    max: u32,
+}
+
+fn dt(t: Timestamp) -> OffsetDateTime {
+    t.datetime()
+}
+
+impl PgStore {
+    /// Connects to `url` (`postgres://user@host/db`). Does not migrate: call
+    /// [`PgStore::migrate`].
+    pub async fn connect(url: &str) -> StoreResult<Self> {
+        Self::connect_in_schema(url, None).await
+    }
+
+    /// Connects with `search_path` set to `schema` (created if missing), so that several
+    /// independent coupond databases (tests, tenants) can share one PostgreSQL database.
+    pub async fn connect_in_schema(url: &str, schema: Option<&str>) -> StoreResult<Self> {
+        let mut opts = PgConnectOptions::from_str(url).map_err(StoreError::other)?;
+        if let Some(schema) = schema {
+            if !schema.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                return Err(StoreError::other("schema names are letters, digits and _"));
+            }
+            let admin = PgPoolOptions::new()
+                .max_connections(1)
+                .connect_with(opts.clone())
+                .await
+                .map_err(db_err)?;
+            sqlx::query(&format!("CREATE SCHEMA IF NOT EXISTS {schema}"))
+                .execute(&admin)
+                .await
+                .map_err(db_err)?;
+            admin.close().await;
+            opts = opts.options([("search_path", schema)]);
+        }
+        let pool = PgPoolOptions::new()
+            .max_connections(DEFAULT_MAX_CONNECTIONS)
+            .acquire_timeout(ACQUIRE_TIMEOUT)
+            .connect_with(opts)
+            .await
+            .map_err(db_err)?;
+        Ok(PgStore {
+            pool,
+            max: DEFAULT_MAX_CONNECTIONS,
+        })
+    }
+
+    /// Applies the embedded migrations that have not run yet. Safe to run from several
+    /// instances at once: sqlx serialises them with an advisory lock.
+    pub async fn migrate(&self) -> StoreResult<()> {
+        sqlx::migrate!("./migrations")
+            .run(&self.pool)
+            .await
+            .map_err(StoreError::other)
+    }
+
+    async fn missing_or_conflict(&self, table: &str, id: i64) -> StoreError {
+        let sql = format!("SELECT 1 FROM {table} WHERE id = $1");
+        match sqlx::query(&sql).bind(id).fetch_optional(&self.pool).await {
+            Ok(None) => StoreError::NotFound,
+            Ok(Some(_)) => StoreError::Conflict("version"),
+            Err(e) => db_err(e),
+        }
+    }
+
+    /// Bumps an activity's `enrollment_seq` if it still has `version`; the row lock this takes
+    /// serialises the template write with any concurrent edit of the activity.
+    async fn bump_enrollment(
+        tx: &mut sqlx::Transaction<'static, Postgres>,
+        activity: ActivityId,
+        version: Option<i64>,
+    ) -> StoreResult<()> {
+        let bumped = sqlx::query(
+            "UPDATE activities SET enrollment_seq = enrollment_seq + 1
+             WHERE id = $1 AND version = $2 AND aborted_at IS NULL",
+        )
+        .bind(activity.get())
+        .bind(version.unwrap_or(-1))
+        .execute(&mut **tx)
+        .await
+        .map_err(db_err)?;
+        if bumped.rows_affected() == 1 {
+            Ok(())
+        } else {
+            Err(StoreError::Conflict("version"))
+        }
+    }
+
+    async fn update_one_template(
+        &self,
+        sql: &str,
+        id: TemplateId,
+        version: i64,
+        now: Timestamp,
+    ) -> StoreResult<Template> {
+        let row = sqlx::query(sql)
+            .bind(dt(now))
+            .bind(id.get())
+            .bind(version)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_err)?;
+        match row {
+            Some(r) => rows::template(&r),
+            None => Err(self.missing_or_conflict("templates", id.get()).await),
+        }
+    }
+}
+
+/// Appends the SQL form of [`Activity::status`] at `now`.
+fn push_activity_status(
+    q: &mut QueryBuilder<'_, Postgres>,
+    s: ActivityStatus,
+    now: OffsetDateTime,
+    freeze_us: i64,
+) {
+    if s == ActivityStatus::Aborted {
+        q.push(" AND aborted_at IS NOT NULL");
+        return;
+    }
+    q.push(" AND aborted_at IS NULL");
+    let frozen_at = |q: &mut QueryBuilder<'_, Postgres>| {
+        q.push(" LEAST(enroll_end, run_start - ")
+            .push_bind(freeze_us)
+            .push(" * INTERVAL '1 microsecond')");
+    };
+    match s {
+        ActivityStatus::Scheduled => {
+            q.push(" AND ").push_bind(now).push(" < enroll_start");
+        }
+        ActivityStatus::Enrolling => {
+            q.push(" AND ").push_bind(now).push(" >= enroll_start AND ").push_bind(now).push(" <");
+            frozen_at(q);
+        }
+        ActivityStatus::Frozen => {
+            q.push(" AND ").push_bind(now).push(" >= enroll_start AND ").push_bind(now).push(" >=");
+            frozen_at(q);
+            q.push(" AND ").push_bind(now).push(" < run_start");
+        }
+        ActivityStatus::Running => {
+            q.push(" AND ").push_bind(now).push(" >= run_start AND ").push_bind(now).push(" < run_end");
+        }
+        ActivityStatus::Ended => {
+            q.push(" AND ").push_bind(now).push(" >= run_end");
+        }
+        ActivityStatus::Aborted => {}
+    }
+}
+
+/// Appends the SQL form of [`Template::status`] at `now`.
+fn push_template_status(q: &mut QueryBuilder<'_, Postgres>, s: TemplateStatus, now: OffsetDateTime) {
+    match s {
+        TemplateStatus::Aborted => {
+            q.push(" AND aborted_at IS NOT NULL");
+            return;
+        }
+        TemplateStatus::Draft => {
+            q.push(" AND aborted_at IS NULL AND activity_id IS NULL AND published_at IS NULL");
+            return;
+        }
+        _ => {}
+    }
+    q.push(" AND aborted_at IS NULL AND (activity_id IS NOT NULL OR published_at IS NOT NULL)");
+    match s {
+        TemplateStatus::Scheduled => {
+            q.push(" AND ").push_bind(now).push(" < claim_start");
+        }
+        TemplateStatus::Active => {
+            q.push(" AND ").push_bind(now).push(" >= claim_start AND ").push_bind(now).push(" < claim_end");
+        }
+        TemplateStatus::Ended => {
+            q.push(" AND ").push_bind(now).push(" >= claim_end AND ").push_bind(now).push(" < expires_at");
+        }
+        TemplateStatus::Expired => {
+            q.push(" AND ").push_bind(now).push(" >= expires_at");
+        }
+        TemplateStatus::Draft | TemplateStatus::Aborted => {}
+    }
+}
+
+#[async_trait]
+impl Store for PgStore {
+    fn backend(&self) -> &'static str {
+        "postgres"
+    }
+
+    async fn ping(&self) -> StoreResult<()> {
+        sqlx::query("SELECT 1").execute(&self.pool).await.map_err(db_err)?;
+        Ok(())
+    }
+
+    fn pool_stats(&self) -> PoolStats {
+        PoolStats {
+            size: self.pool.size(),
+            idle: self.pool.num_idle() as u32,
+            max: self.max,
+        }
+    }
+
+    async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    async fn setting_or_init(&self, key: &str, init: &str) -> StoreResult<String> {
+        sqlx::query("INSERT INTO settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING")
+            .bind(key)
+            .bind(init)
+            .execute(&self.pool)
+            .await
+            .map_err(db_err)?;
+        sqlx::query_scalar("SELECT value FROM settings WHERE key = $1")
+            .bind(key)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db_err)
+    }
+
+    async fn insert_api_key(&self, k: &NewApiKey, now: Timestamp) -> StoreResult<ApiKey> {
+        let row = sqlx::query(
+            "INSERT INTO api_keys (hash, prefix, role, merchant_id, label, created_at)
+             VALUES ($1, $2, $3, $4, $5, $6) RETURNING *",
+        )
+        .bind(&k.hash[..])
+        .bind(&k.prefix)
+        .bind(k.role.as_str())
+        .bind(k.merchant_id.map(MerchantId::get))
+        .bind(&k.label)
+        .bind(dt(now))
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db_err)?;
+        rows::api_key(&row)
+    }
+
+    async fn api_key_by_hash(&self, hash: &[u8; 32]) -> StoreResult<ApiKey> {
+        let row = sqlx::query("SELECT * FROM api_keys WHERE hash = $1")
+            .bind(&hash[..])
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db_err)?;
+        rows::api_key(&row)
+    }
+
+    async fn list_api_keys(&self) -> StoreResult<Vec<ApiKey>> {
+        let rows = sqlx::query("SELECT * FROM api_keys ORDER BY id")
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_err)?;
+        rows.iter().map(rows::api_key).collect()
+    }
+
+    async fn revoke_api_key(&self, id: i64, now: Timestamp) -> StoreResult<ApiKey> {
+        let row = sqlx::query(
+            "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $1) WHERE id = $2 RETURNING *",
+        )
+        .bind(dt(now))
+        .bind(id)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db_err)?;
+        rows::api_key(&row)
+    }
+
+    async fn insert_merchant(&self, m: &MerchantDraft, now: Timestamp) -> StoreResult<Merchant> {
+        let row = sqlx::query(
+            "INSERT INTO merchants (name, short_name, cities, created_at)
+             VALUES ($1, $2, $3, $4) RETURNING *",
+        )
+        .bind(&m.name)
+        .bind(&m.short_name)
+        .bind(codec::cities_to_vec(&m.cities))
+        .bind(dt(now))
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db_err)?;
+        rows::merchant(&row)
+    }
+
+    async fn merchant(&self, id: MerchantId) -> StoreResult<Merchant> {
+        let row = sqlx::query("SELECT * FROM merchants WHERE id = $1")
+            .bind(id.get())
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db_err)?;
+        rows::merchant(&row)
+    }
+
+    async fn insert_listing(
+        &self,
+        merchant: MerchantId,
+        l: &ListingDraft,
+        now: Timestamp,
+    ) -> StoreResult<Listing> {
+        let row = sqlx::query(
+            "INSERT INTO listings (merchant_id, external_id, city_id, category_id, title, price,
+                                   deposit, created_at, updated_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8) RETURNING *",
+        )
+        .bind(merchant.get())
+        .bind(&l.external_id)
+        .bind(l.city_id.get())
+        .bind(l.category_id.get())
+        .bind(&l.title)
+        .bind(l.price.minor())
+        .bind(l.deposit.minor())
+        .bind(dt(now))
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db_err)?;
+        rows::listing(&row)
+    }
+
+    async fn listing(&self, id: ListingId) -> StoreResult<Listing> {
+        let row = sqlx::query("SELECT * FROM listings WHERE id = $1")
+            .bind(id.get())
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db_err)?;
+        rows::listing(&row)
+    }
+
+    async fn insert_activity(&self, spec: &ActivitySpec, now: Timestamp) -> StoreResult<Activity> {
+        let sql = format!(
+            "INSERT INTO activities (title, kind, cities, enroll_start, enroll_end, run_start,
+                                     run_end, spec, created_at, updated_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $9) RETURNING {ACTIVITY_COLS}"
+        );
+        let row = sqlx::query(&sql)
+            .bind(&spec.title)
+            .bind(spec.kind.as_str())
+            .bind(codec::cities_to_vec(&spec.cities))
+            .bind(dt(spec.enrollment.start))
+            .bind(dt(spec.enrollment.end))
+            .bind(dt(spec.run.start))
+            .bind(dt(spec.run.end))
+            .bind(codec::activity_to_json(spec)?)
+            .bind(dt(now))
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db_err)?;
+        rows::activity(&row)
+    }
+
+    async fn activity(&self, id: ActivityId) -> StoreResult<Activity> {
+        let sql = format!("SELECT {ACTIVITY_COLS} FROM activities WHERE id = $1");
+        let row = sqlx::query(&sql)
+            .bind(id.get())
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db_err)?;
+        rows::activity(&row)
+    }
+
+    async fn list_activities(&self, q: &ActivityQuery) -> StoreResult<Vec<Activity>> {
+        let mut b = QueryBuilder::<Postgres>::new(format!(
+            "SELECT {ACTIVITY_COLS} FROM activities WHERE id > "
+        ));
+        b.push_bind(q.page.after.unwrap_or(0));
+        if let Some(s) = q.status {
+            push_activity_status(&mut b, s, dt(q.now), q.freeze.whole_microseconds() as i64);
+        }
+        if let Some(c) = q.city {
+            b.push(" AND ").push_bind(c.get()).push(" = ANY(cities)");
+        }
+        if let Some(any) = &q.any_city {
+            b.push(" AND cities && ").push_bind(codec::cities_to_vec(any));
+        }
+        b.push(" ORDER BY id LIMIT ").push_bind(i64::from(q.page.limit));
+        let rows = b.build().fetch_all(&self.pool).await.map_err(db_err)?;
+        rows.iter().map(rows::activity).collect()
+    }
+
+    async fn update_activity(
+        &self,
+        id: ActivityId,
+        version: i64,
+        enrollment_seq: i64,
+        spec: &ActivitySpec,
+        now: Timestamp,
+    ) -> StoreResult<Activity> {
+        let sql = format!(
+            "UPDATE activities SET title = $1, kind = $2, cities = $3, enroll_start = $4,
+                enroll_end = $5, run_start = $6, run_end = $7, spec = $8::jsonb, updated_at = $9,
+                version = version + 1
+             WHERE id = $10 AND version = $11 AND enrollment_seq = $12 AND aborted_at IS NULL
+             RETURNING {ACTIVITY_COLS}"
+        );
+        let row = sqlx::query(&sql)
+            .bind(&spec.title)
+            .bind(spec.kind.as_str())
+            .bind(codec::cities_to_vec(&spec.cities))
+            .bind(dt(spec.enrollment.start))
+            .bind(dt(spec.enrollment.end))
+            .bind(dt(spec.run.start))
+            .bind(dt(spec.run.end))
+            .bind(codec::activity_to_json(spec)?)
+            .bind(dt(now))
+            .bind(id.get())
+            .bind(version)
+            .bind(enrollment_seq)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_err)?;
+        match row {
+            Some(r) => rows::activity(&r),
+            None => Err(self.missing_or_conflict("activities", id.get()).await),
+        }
+    }
+
+    async fn abort_activity(
+        &self,
+        id: ActivityId,
+        version: i64,
+        now: Timestamp,
+    ) -> StoreResult<Activity> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let sql = format!(
+            "UPDATE activities SET aborted_at = $1, updated_at = $1, version = version + 1
+             WHERE id = $2 AND version = $3 AND aborted_at IS NULL RETURNING {ACTIVITY_COLS}"
+        );
+        let row = sqlx::query(&sql)
+            .bind(dt(now))
+            .bind(id.get())
+            .bind(version)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        let Some(row) = row else {
+            drop(tx);
+            return Err(self.missing_or_conflict("activities", id.get()).await);
+        };
+        sqlx::query(
+            "UPDATE templates SET aborted_at = $1, updated_at = $1, version = version + 1
+             WHERE activity_id = $2 AND aborted_at IS NULL",
+        )
+        .bind(dt(now))
+        .bind(id.get())
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        tx.commit().await.map_err(db_err)?;
+        rows::activity(&row)
+    }
+
+    async fn insert_template(&self, t: &NewTemplate<'_>, now: Timestamp) -> StoreResult<Template> {
+        let spec = t.spec;
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        if let Some(activity) = spec.activity_id {
+            Self::bump_enrollment(&mut tx, activity, t.activity_version).await?;
+        }
+        let w = spec.claim_window();
+        let sql = format!(
+            "INSERT INTO templates (merchant_id, activity_id, title, kind, total_stock,
+                 per_user_limit, claim_start, claim_end, expires_at, spec, created_at, updated_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11, $11)
+             RETURNING {TEMPLATE_COLS}"
+        );
+        let row = sqlx::query(&sql)
+            .bind(t.merchant_id.map(MerchantId::get))
+            .bind(spec.activity_id.map(ActivityId::get))
+            .bind(&spec.title)
+            .bind(spec.value.kind().as_str())
+            .bind(spec.total_stock)
+            .bind(i64::from(spec.per_user_limit))
+            .bind(dt(w.start))
+            .bind(dt(w.end))
+            .bind(dt(spec.expires_at()))
+            .bind(codec::template_to_json(spec)?)
+            .bind(dt(now))
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        let template = rows::template(&row)?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(template)
+    }
+
+    async fn template(&self, id: TemplateId) -> StoreResult<Template> {
+        let sql = format!("SELECT {TEMPLATE_COLS} FROM templates WHERE id = $1");
+        let row = sqlx::query(&sql)
+            .bind(id.get())
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db_err)?;
+        rows::template(&row)
+    }
+
+    async fn list_templates(&self, q: &TemplateQuery) -> StoreResult<Vec<Template>> {
+        let mut b = QueryBuilder::<Postgres>::new(format!(
+            "SELECT {TEMPLATE_COLS} FROM templates WHERE id > "
+        ));
+        b.push_bind(q.page.after.unwrap_or(0));
+        if let Some(m) = q.merchant {
+            b.push(" AND merchant_id = ").push_bind(m.get());
+        }
+        if let Some(a) = q.activity {
+            b.push(" AND activity_id = ").push_bind(a.get());
+        }
+        if let Some(s) = q.status {
+            push_template_status(&mut b, s, dt(q.now));
+        }
+        b.push(" ORDER BY id LIMIT ").push_bind(i64::from(q.page.limit));
+        let rows = b.build().fetch_all(&self.pool).await.map_err(db_err)?;
+        rows.iter().map(rows::template).collect()
+    }
+
+    async fn activity_templates(&self, id: ActivityId) -> StoreResult<Vec<Template>> {
+        let sql =
+            format!("SELECT {TEMPLATE_COLS} FROM templates WHERE activity_id = $1 ORDER BY id");
+        let rows = sqlx::query(&sql)
+            .bind(id.get())
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_err)?;
+        rows.iter().map(rows::template).collect()
+    }
+
+    async fn update_template(
+        &self,
+        id: TemplateId,
+        version: i64,
+        activity_version: Option<i64>,
+        spec: &TemplateSpec,
+        now: Timestamp,
+    ) -> StoreResult<Template> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        if let Some(activity) = spec.activity_id {
+            Self::bump_enrollment(&mut tx, activity, activity_version).await?;
+        }
+        let w = spec.claim_window();
+        let sql = format!(
+            "UPDATE templates SET title = $1, kind = $2, total_stock = $3, per_user_limit = $4,
+                claim_start = $5, claim_end = $6, expires_at = $7, spec = $8::jsonb,
+                updated_at = $9, version = version + 1
+             WHERE id = $10 AND version = $11 RETURNING {TEMPLATE_COLS}"
+        );
+        let row = sqlx::query(&sql)
+            .bind(&spec.title)
+            .bind(spec.value.kind().as_str())
+            .bind(spec.total_stock)
+            .bind(i64::from(spec.per_user_limit))
+            .bind(dt(w.start))
+            .bind(dt(w.end))
+            .bind(dt(spec.expires_at()))
+            .bind(codec::template_to_json(spec)?)
+            .bind(dt(now))
+            .bind(id.get())
+            .bind(version)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        let Some(row) = row else {
+            drop(tx);
+            return Err(self.missing_or_conflict("templates", id.get()).await);
+        };
+        let template = rows::template(&row)?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(template)
+    }
+
+    async fn publish_template(
+        &self,
+        id: TemplateId,
+        version: i64,
+        now: Timestamp,
+    ) -> StoreResult<Template> {
+        let sql = format!(
+            "UPDATE templates SET published_at = $1, updated_at = $1, version = version + 1
+             WHERE id = $2 AND version = $3 RETURNING {TEMPLATE_COLS}"
+        );
+        self.update_one_template(&sql, id, version, now).await
+    }
+
+    async fn abort_template(
+        &self,
+        id: TemplateId,
+        version: i64,
+        now: Timestamp,
+    ) -> StoreResult<Template> {
+        let sql = format!(
+            "UPDATE templates SET aborted_at = $1, updated_at = $1, version = version + 1
+             WHERE id = $2 AND version = $3 RETURNING {TEMPLATE_COLS}"
+        );
+        self.update_one_template(&sql, id, version, now).await
+    }
+}
