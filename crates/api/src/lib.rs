@@ -1,1 +1,69 @@
-//! placeholder
+//! coupond's HTTP API.
+//!
+//! - [`router`]: the whole service as an axum `Router`; [`routes::route_table`] lists every
+//!   `/v1` route with the roles admitted.
+//! - [`routes`]: one module per resource, handlers named by action; `system` holds health,
+//!   metrics and the OpenAPI document.
+//! - [`auth`]: API keys and user JWTs, the per-route role guard.
+//! - [`error`]: [`ApiError`], the one error type, rendered as problem+json.
+//! - [`extract`]: body, query and path extractors whose failures name the field.
+//! - [`observe`]: request ids, tracing spans, Prometheus metrics.
+//! - [`pagination`], [`views`]: cursors and response bodies.
+//! - [`state`]: [`AppState`], read-only and cheap to clone.
+//! - [`openapi`]: the OpenAPI document.
+#![forbid(unsafe_code)]
+
+pub mod auth;
+pub mod error;
+pub mod extract;
+pub mod observe;
+pub mod openapi;
+pub mod pagination;
+pub mod routes;
+pub mod state;
+pub mod views;
+
+use std::any::Any;
+
+use axum::extract::DefaultBodyLimit;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use tower_http::catch_panic::CatchPanicLayer;
+
+pub use auth::{JwtKeys, Principal, Role};
+pub use error::{ApiError, Problem};
+pub use routes::{route_table, RouteSpec};
+pub use state::{ApiSettings, AppState};
+
+/// The complete service: `/v1` routes behind their guards, the system routes, and the layers
+/// every request passes (request id and metrics, body limit, panic guard).
+pub fn router(state: AppState) -> Router {
+    // Install the recorder before the first request records anything.
+    observe::metrics_handle();
+    let max_body = state.settings().max_body_bytes;
+    Router::new()
+        .merge(routes::v1(&state))
+        .route("/healthz", get(routes::system::healthz))
+        .route("/readyz", get(routes::system::readyz))
+        .route("/metrics", get(routes::system::metrics))
+        .route("/openapi.json", get(routes::system::openapi))
+        .route("/docs", get(routes::system::docs))
+        .fallback(|| async { ApiError::NotFound })
+        .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
+        .layer(DefaultBodyLimit::max(max_body))
+        .layer(CatchPanicLayer::custom(panic_response))
+        .layer(axum::middleware::from_fn(observe::observe))
+        .with_state(state)
+}
+
+/// A panic in a handler is a bug: log it and answer 500 like any internal error, rather than
+/// dropping the connection.
+fn panic_response(err: Box<dyn Any + Send + 'static>) -> Response {
+    let msg = err
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| err.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+        .unwrap_or_else(|| "panic".to_owned());
+    ApiError::Internal(format!("handler panicked: {msg}").into()).into_response()
+}

@@ -1,1 +1,48 @@
-fn main() {}
+//! The coupond binary.
+//!
+//! - `cli`: the command line (clap).
+//! - `config`: layered configuration (defaults, file, environment, flags).
+//! - `db`: opens the store the database URL names.
+//! - `serve`: runs the HTTP service with graceful shutdown.
+//! - `demo`: the `serve --demo` data set.
+//! - `admin`: `keys`, `token`, `migrate`, `config`, `openapi`.
+#![forbid(unsafe_code)]
+
+mod admin;
+mod cli;
+mod config;
+mod db;
+mod demo;
+mod serve;
+
+use clap::Parser;
+
+use crate::cli::{Cli, Command};
+use crate::config::Config;
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    match run(cli).await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
+    let config = Config::load(cli.global.config.as_deref(), &cli.global.overrides())?;
+    match cli.command {
+        Command::Serve(args) => serve::run(config, args).await,
+        Command::Migrate => admin::migrate(&config).await,
+        Command::Keys(cmd) => admin::keys(&config, cmd).await,
+        Command::Token(args) => admin::token(&config, args).await,
+        Command::Config => {
+            print!("{}", config::DEFAULTS_TOML);
+            Ok(())
+        }
+        Command::Openapi => admin::openapi(),
+    }
+}

@@ -206,7 +206,10 @@ impl Activity {
     /// The instant edits stop: the end of enrollment or `freeze` before the run, whichever is
     /// first.
     pub fn frozen_at(&self, freeze: Duration) -> Timestamp {
-        self.spec.enrollment.end.min(self.spec.run.start.sub(freeze))
+        self.spec
+            .enrollment
+            .end
+            .min(self.spec.run.start.sub(freeze))
     }
 
     /// The status at `now`. Storage backends translate the same boundaries into SQL for list
@@ -297,24 +300,39 @@ mod tests {
         d.enrollment = Window::new(d.enrollment.start, d.run.start).unwrap();
         let a = activity(d);
         let freeze_at = t("2026-03-15T00:00:00Z").sub(FREEZE);
-        assert_eq!(a.status(freeze_at.sub(us), FREEZE), ActivityStatus::Enrolling);
+        assert_eq!(
+            a.status(freeze_at.sub(us), FREEZE),
+            ActivityStatus::Enrolling
+        );
         assert_eq!(a.status(freeze_at, FREEZE), ActivityStatus::Frozen);
         let mut aborted = a.clone();
         aborted.aborted_at = Some(t("2026-03-02T00:00:00Z"));
-        assert_eq!(aborted.status(t("2026-02-01T00:00:00Z"), FREEZE), ActivityStatus::Aborted);
+        assert_eq!(
+            aborted.status(t("2026-02-01T00:00:00Z"), FREEZE),
+            ActivityStatus::Aborted
+        );
     }
 
     #[test]
     fn rejects_bad_drafts() {
         let mut d = draft();
         d.value_min = 6000;
-        assert_eq!(ActivitySpec::try_from(d).unwrap_err().code, "invalid_bounds");
+        assert_eq!(
+            ActivitySpec::try_from(d).unwrap_err().code,
+            "invalid_bounds"
+        );
         let mut d = draft();
         d.enrollment = Window::new(d.enrollment.start, t("2026-03-16T00:00:00Z")).unwrap();
-        assert_eq!(ActivitySpec::try_from(d).unwrap_err().field.as_deref(), Some("enrollment.end"));
+        assert_eq!(
+            ActivitySpec::try_from(d).unwrap_err().field.as_deref(),
+            Some("enrollment.end")
+        );
         let mut d = draft();
         d.title = "   ".into();
-        assert_eq!(ActivitySpec::try_from(d).unwrap_err().code, "invalid_length");
+        assert_eq!(
+            ActivitySpec::try_from(d).unwrap_err().code,
+            "invalid_length"
+        );
         let mut d = draft();
         d.kind = CouponKind::PercentOff;
         d.value_max = 20_000;
@@ -324,9 +342,15 @@ mod tests {
     #[test]
     fn patch_revalidates_the_whole() {
         let a = activity(draft());
-        let p = ActivityPatch { value_max: Some(50), ..Default::default() };
+        let p = ActivityPatch {
+            value_max: Some(50),
+            ..Default::default()
+        };
         assert!(p.apply(&a.spec).is_err());
-        let p = ActivityPatch { title: Some("Autumn".into()), ..Default::default() };
+        let p = ActivityPatch {
+            title: Some("Autumn".into()),
+            ..Default::default()
+        };
         assert_eq!(p.apply(&a.spec).unwrap().title, "Autumn");
     }
 

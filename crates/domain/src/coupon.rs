@@ -280,10 +280,14 @@ mod tests {
             serde_json::from_str::<CouponValue>(r#"{"kind":"amount_off","amount":1,"x":2}"#)
                 .is_err()
         );
-        assert!(serde_json::from_str::<CouponValue>(r#"{"kind":"amount_off","amount":-1}"#)
-            .is_err());
+        assert!(
+            serde_json::from_str::<CouponValue>(r#"{"kind":"amount_off","amount":-1}"#).is_err()
+        );
         assert!(CouponValue::FreeDays { days: 0 }.validate().is_err());
-        assert_eq!(CouponValue::DepositWaiver { cap: None }.magnitude(), i64::MAX);
+        assert_eq!(
+            CouponValue::DepositWaiver { cap: None }.magnitude(),
+            i64::MAX
+        );
     }
 
     #[test]

@@ -24,10 +24,12 @@ pub mod money;
 pub mod template;
 pub mod time;
 
-pub use activity::{Activity, ActivityDraft, ActivityPatch, ActivitySpec, ActivityStatus, FundedBy};
+pub use activity::{
+    Activity, ActivityDraft, ActivityPatch, ActivitySpec, ActivityStatus, FundedBy,
+};
 pub use coupon::{Audience, CouponKind, CouponValue, DeductionMode, Scope, Stacking, Validity};
 pub use error::DomainError;
-pub use ids::{ActivityId, CategoryId, CitySet, CityId, ListingId, MerchantId, TemplateId, UserId};
+pub use ids::{ActivityId, CategoryId, CityId, CitySet, ListingId, MerchantId, TemplateId, UserId};
 pub use listing::{Listing, ListingDraft};
 pub use merchant::{Merchant, MerchantDraft};
 pub use money::{BasisPoints, Money};

@@ -5,7 +5,18 @@ use utoipa::ToSchema;
 
 /// A non-negative amount in minor units (fen, cents) of the one configured currency.
 #[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, ToSchema,
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    ToSchema,
 )]
 #[serde(try_from = "i64", into = "i64")]
 #[schema(value_type = i64, example = 2000)]
@@ -157,7 +168,10 @@ mod tests {
     fn percent_rounds_down() {
         assert_eq!(m(999).percent(BasisPoints::new(1000).unwrap()), m(99));
         assert_eq!(m(1).percent(BasisPoints::new(9999).unwrap()), m(0));
-        assert_eq!(m(MONEY_MAX).percent(BasisPoints::new(10_000).unwrap()), m(MONEY_MAX));
+        assert_eq!(
+            m(MONEY_MAX).percent(BasisPoints::new(10_000).unwrap()),
+            m(MONEY_MAX)
+        );
     }
 
     #[test]

@@ -102,7 +102,10 @@ impl Deref for TemplateSpec {
 
 impl TemplateSpec {
     /// Checks `draft` on its own and against its owner and activity at `ctx.now`.
-    pub fn validate(mut draft: TemplateDraft, ctx: TemplateContext<'_>) -> Result<Self, DomainError> {
+    pub fn validate(
+        mut draft: TemplateDraft,
+        ctx: TemplateContext<'_>,
+    ) -> Result<Self, DomainError> {
         check_text("title", &draft.title, 1, 200)?;
         check_text("description", &draft.description, 0, 4000)?;
         draft.value.validate()?;
@@ -121,7 +124,11 @@ impl TemplateSpec {
             ));
         }
         if draft.budget.is_some_and(|b| b.minor() == 0) {
-            return Err(DomainError::invalid("budget", "invalid_value", "budget must be at least 1"));
+            return Err(DomainError::invalid(
+                "budget",
+                "invalid_value",
+                "budget must be at least 1",
+            ));
         }
         let meta_len = serde_json::to_vec(&draft.metadata).map_or(usize::MAX, |v| v.len());
         if meta_len > MAX_METADATA_BYTES {
@@ -201,7 +208,10 @@ impl TemplateSpec {
                 ))
             }
             ActivityStatus::Aborted => {
-                return Err(DomainError::state("activity_aborted", "the activity was aborted"))
+                return Err(DomainError::state(
+                    "activity_aborted",
+                    "the activity was aborted",
+                ))
             }
             other => {
                 return Err(DomainError::state(
@@ -210,44 +220,13 @@ impl TemplateSpec {
                 ))
             }
         }
-        let spec = &activity.spec;
-        if draft.value.kind() != spec.kind {
-            return Err(DomainError::invalid(
-                "value.kind",
-                "kind_mismatch",
-                format!("this activity only takes {} coupons", spec.kind.as_str()),
-            ));
-        }
-        let m = draft.value.magnitude();
-        if m < spec.value_min || m > spec.value_max {
-            return Err(DomainError::invalid(
-                "value",
-                "value_out_of_bounds",
-                format!(
-                    "value must be within {}..={} {}",
-                    spec.value_min,
-                    spec.value_max,
-                    spec.kind.bound_unit()
-                ),
-            ));
-        }
-        if !draft.cities.is_subset(&spec.cities) {
-            return Err(DomainError::invalid(
-                "cities",
-                "cities_out_of_bounds",
-                "every city must be one the activity covers",
-            ));
-        }
-        if let Some(w) = draft.claim_window {
-            if !spec.run.covers(&w) {
-                return Err(DomainError::invalid(
-                    "claim_window",
-                    "window_out_of_bounds",
-                    "the claim window must lie within the activity's run window",
-                ));
-            }
-        }
-        Ok(())
+        fits(draft, &activity.spec)
+    }
+
+    /// Whether this template's terms lie within `activity`'s bounds (kind, value, cities,
+    /// claim window), whatever the time: used to re-check templates when an activity changes.
+    pub fn fits_activity(&self, activity: &Activity) -> Result<(), DomainError> {
+        fits(&self.draft, &activity.spec)
     }
 
     /// Rebuilds a spec from a stored record (validated when written).
@@ -279,6 +258,46 @@ impl TemplateSpec {
     pub fn draft(&self) -> &TemplateDraft {
         &self.draft
     }
+}
+
+fn fits(draft: &TemplateDraft, spec: &crate::activity::ActivitySpec) -> Result<(), DomainError> {
+    if draft.value.kind() != spec.kind {
+        return Err(DomainError::invalid(
+            "value.kind",
+            "kind_mismatch",
+            format!("this activity only takes {} coupons", spec.kind.as_str()),
+        ));
+    }
+    let m = draft.value.magnitude();
+    if m < spec.value_min || m > spec.value_max {
+        return Err(DomainError::invalid(
+            "value",
+            "value_out_of_bounds",
+            format!(
+                "value must be within {}..={} {}",
+                spec.value_min,
+                spec.value_max,
+                spec.kind.bound_unit()
+            ),
+        ));
+    }
+    if !draft.cities.is_subset(&spec.cities) {
+        return Err(DomainError::invalid(
+            "cities",
+            "cities_out_of_bounds",
+            "every city must be one the activity covers",
+        ));
+    }
+    if let Some(w) = draft.claim_window {
+        if !spec.run.covers(&w) {
+            return Err(DomainError::invalid(
+                "claim_window",
+                "window_out_of_bounds",
+                "the claim window must lie within the activity's run window",
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A partial update of a template; fields left out keep their value. `budget: null` removes
@@ -464,7 +483,9 @@ mod tests {
             activity_id: activity.then(|| ActivityId::new(3).unwrap()),
             title: "20 off".into(),
             description: String::new(),
-            value: CouponValue::AmountOff { amount: Money::new(2000).unwrap() },
+            value: CouponValue::AmountOff {
+                amount: Money::new(2000).unwrap(),
+            },
             threshold: Money::ZERO,
             deduction: DeductionMode::Upfront,
             scope: Scope::All,
@@ -487,7 +508,12 @@ mod tests {
         let (m, a) = (merchant(), activity());
         TemplateSpec::validate(
             d,
-            TemplateContext { owner: Some(&m), activity: Some(&a), now: t(now), freeze: FREEZE },
+            TemplateContext {
+                owner: Some(&m),
+                activity: Some(&a),
+                now: t(now),
+                freeze: FREEZE,
+            },
         )
     }
 
@@ -497,29 +523,58 @@ mod tests {
         assert_eq!(spec.claim_window(), activity().spec.run);
 
         let mut d = draft(true);
-        d.value = CouponValue::PercentOff { bps: crate::BasisPoints::new(100).unwrap(), cap: None };
-        assert_eq!(check(d, "2026-03-05T00:00:00Z").unwrap_err().code, "kind_mismatch");
+        d.value = CouponValue::PercentOff {
+            bps: crate::BasisPoints::new(100).unwrap(),
+            cap: None,
+        };
+        assert_eq!(
+            check(d, "2026-03-05T00:00:00Z").unwrap_err().code,
+            "kind_mismatch"
+        );
 
         let mut d = draft(true);
-        d.value = CouponValue::AmountOff { amount: Money::new(5001).unwrap() };
-        assert_eq!(check(d, "2026-03-05T00:00:00Z").unwrap_err().code, "value_out_of_bounds");
+        d.value = CouponValue::AmountOff {
+            amount: Money::new(5001).unwrap(),
+        };
+        assert_eq!(
+            check(d, "2026-03-05T00:00:00Z").unwrap_err().code,
+            "value_out_of_bounds"
+        );
 
         let mut d = draft(true);
         d.cities = cities(&[2]);
-        assert_eq!(check(d, "2026-03-05T00:00:00Z").unwrap_err().code, "cities_out_of_bounds");
+        assert_eq!(
+            check(d, "2026-03-05T00:00:00Z").unwrap_err().code,
+            "cities_out_of_bounds"
+        );
 
         let mut d = draft(true);
         d.cities = cities(&[3]);
-        assert_eq!(check(d, "2026-03-05T00:00:00Z").unwrap_err().code, "city_not_served");
+        assert_eq!(
+            check(d, "2026-03-05T00:00:00Z").unwrap_err().code,
+            "city_not_served"
+        );
 
         let mut d = draft(true);
         d.claim_window =
             Some(Window::new(t("2026-03-14T00:00:00Z"), t("2026-03-20T00:00:00Z")).unwrap());
-        assert_eq!(check(d, "2026-03-05T00:00:00Z").unwrap_err().code, "window_out_of_bounds");
+        assert_eq!(
+            check(d, "2026-03-05T00:00:00Z").unwrap_err().code,
+            "window_out_of_bounds"
+        );
 
-        assert_eq!(check(draft(true), "2026-02-05T00:00:00Z").unwrap_err().code, "enrollment_closed");
-        assert_eq!(check(draft(true), "2026-03-10T00:00:00Z").unwrap_err().code, "activity_frozen");
-        assert_eq!(check(draft(true), "2026-03-20T00:00:00Z").unwrap_err().code, "enrollment_closed");
+        assert_eq!(
+            check(draft(true), "2026-02-05T00:00:00Z").unwrap_err().code,
+            "enrollment_closed"
+        );
+        assert_eq!(
+            check(draft(true), "2026-03-10T00:00:00Z").unwrap_err().code,
+            "activity_frozen"
+        );
+        assert_eq!(
+            check(draft(true), "2026-03-20T00:00:00Z").unwrap_err().code,
+            "enrollment_closed"
+        );
     }
 
     #[test]
@@ -527,21 +582,43 @@ mod tests {
         let mut d = draft(false);
         d.claim_window = None;
         let err = check(d, "2026-03-05T00:00:00Z").unwrap_err();
-        assert_eq!((err.code, err.field.as_deref()), ("required", Some("claim_window")));
+        assert_eq!(
+            (err.code, err.field.as_deref()),
+            ("required", Some("claim_window"))
+        );
         let mut d = draft(false);
-        d.validity = Validity::Fixed { from: t("2026-04-01T00:00:00Z"), until: t("2026-04-05T00:00:00Z") };
-        assert_eq!(check(d, "2026-03-05T00:00:00Z").unwrap_err().field.as_deref(), Some("validity.until"));
+        d.validity = Validity::Fixed {
+            from: t("2026-04-01T00:00:00Z"),
+            until: t("2026-04-05T00:00:00Z"),
+        };
+        assert_eq!(
+            check(d, "2026-03-05T00:00:00Z")
+                .unwrap_err()
+                .field
+                .as_deref(),
+            Some("validity.until")
+        );
         let mut d = draft(false);
         d.scope = Scope::Merchant;
         let m = merchant();
         assert!(TemplateSpec::validate(
             d.clone(),
-            TemplateContext { owner: None, activity: None, now: t("2026-03-05T00:00:00Z"), freeze: FREEZE }
+            TemplateContext {
+                owner: None,
+                activity: None,
+                now: t("2026-03-05T00:00:00Z"),
+                freeze: FREEZE
+            }
         )
         .is_err());
         assert!(TemplateSpec::validate(
             d,
-            TemplateContext { owner: Some(&m), activity: None, now: t("2026-03-05T00:00:00Z"), freeze: FREEZE }
+            TemplateContext {
+                owner: Some(&m),
+                activity: None,
+                now: t("2026-03-05T00:00:00Z"),
+                freeze: FREEZE
+            }
         )
         .is_ok());
     }
@@ -577,13 +654,25 @@ mod tests {
             assert_eq!(standalone.status(t(at)), want, "at {at}");
         }
         let unpublished = template(draft(false), false);
-        assert_eq!(unpublished.status(t("2026-04-05T00:00:00Z")), TemplateStatus::Draft);
+        assert_eq!(
+            unpublished.status(t("2026-04-05T00:00:00Z")),
+            TemplateStatus::Draft
+        );
         let in_activity = template(draft(true), false);
-        assert_eq!(in_activity.status(t("2026-03-14T23:59:59.999999Z")), TemplateStatus::Scheduled);
-        assert_eq!(in_activity.status(t("2026-03-15T00:00:00Z")), TemplateStatus::Active);
+        assert_eq!(
+            in_activity.status(t("2026-03-14T23:59:59.999999Z")),
+            TemplateStatus::Scheduled
+        );
+        assert_eq!(
+            in_activity.status(t("2026-03-15T00:00:00Z")),
+            TemplateStatus::Active
+        );
         let mut aborted = template(draft(false), true);
         aborted.aborted_at = Some(t("2026-04-02T00:00:00Z"));
-        assert_eq!(aborted.status(t("2026-04-01T00:00:00Z")), TemplateStatus::Aborted);
+        assert_eq!(
+            aborted.status(t("2026-04-01T00:00:00Z")),
+            TemplateStatus::Aborted
+        );
     }
 
     #[test]

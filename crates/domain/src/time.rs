@@ -99,7 +99,9 @@ impl utoipa::PartialSchema for Timestamp {
         ObjectBuilder::new()
             .schema_type(Type::String)
             .format(Some(SchemaFormat::KnownFormat(KnownFormat::DateTime)))
-            .description(Some("RFC 3339 instant, stored in UTC with microsecond precision"))
+            .description(Some(
+                "RFC 3339 instant, stored in UTC with microsecond precision",
+            ))
             .into()
     }
 }

@@ -1,0 +1,234 @@
+//! Who is calling: API keys (platform, merchant, service) and user JWTs, and the per-route
+//! role guard.
+//!
+//! An `Authorization: Bearer` credential that starts with [`KEY_PREFIX`] is an API key: it is
+//! hashed with SHA-256 and looked up (keys are random 256-bit secrets, so a fast hash is the
+//! right one; only the hash is stored). Anything else is a user JWT (HS256, `sub` = user id,
+//! `exp` checked against the injected clock, not the system's).
+
+use std::fmt;
+
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use base64::Engine;
+use coupond_domain::{MerchantId, Timestamp, UserId};
+use coupond_store::StoreError;
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use utoipa::ToSchema;
+
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// Every API key starts with this, so keys are recognisable in logs and secret scanners.
+pub const KEY_PREFIX: &str = "cpd_";
+
+/// The roles a route can admit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    Platform,
+    Merchant,
+    Service,
+    User,
+}
+
+impl Role {
+    pub const ALL: [Role; 4] = [Role::Platform, Role::Merchant, Role::Service, Role::User];
+}
+
+/// The authenticated caller of a request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Principal {
+    Platform,
+    Merchant(MerchantId),
+    Service,
+    User(UserId),
+}
+
+impl Principal {
+    pub fn role(&self) -> Role {
+        match self {
+            Principal::Platform => Role::Platform,
+            Principal::Merchant(_) => Role::Merchant,
+            Principal::Service => Role::Service,
+            Principal::User(_) => Role::User,
+        }
+    }
+
+    /// The merchant this caller is bound to, if it is a merchant.
+    pub fn merchant(&self) -> Option<MerchantId> {
+        match self {
+            Principal::Merchant(m) => Some(*m),
+            _ => None,
+        }
+    }
+}
+
+/// A freshly generated API key: the secret (shown once) and what is stored.
+#[derive(Clone)]
+pub struct GeneratedKey {
+    pub secret: String,
+    pub hash: [u8; 32],
+    pub prefix: String,
+}
+
+impl fmt::Debug for GeneratedKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GeneratedKey").field("prefix", &self.prefix).finish_non_exhaustive()
+    }
+}
+
+/// Generates a random 256-bit key.
+pub fn generate_api_key() -> GeneratedKey {
+    let bytes: [u8; 32] = rand::random();
+    let secret = format!(
+        "{KEY_PREFIX}{}",
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+    );
+    GeneratedKey {
+        hash: hash_api_key(&secret),
+        prefix: secret.chars().take(12).collect(),
+        secret,
+    }
+}
+
+pub fn hash_api_key(key: &str) -> [u8; 32] {
+    Sha256::digest(key.as_bytes()).into()
+}
+
+/// HS256 keys for user tokens. `Debug` never prints them.
+#[derive(Clone)]
+pub struct JwtKeys {
+    encoding: EncodingKey,
+    decoding: DecodingKey,
+}
+
+impl fmt::Debug for JwtKeys {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("JwtKeys(<redacted>)")
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Claims {
+    sub: String,
+    exp: i64,
+    iat: i64,
+}
+
+impl JwtKeys {
+    pub fn new(secret: &[u8]) -> Self {
+        JwtKeys {
+            encoding: EncodingKey::from_secret(secret),
+            decoding: DecodingKey::from_secret(secret),
+        }
+    }
+
+    /// A token for `user`, valid from `now` for `ttl`.
+    pub fn mint(&self, user: &UserId, now: Timestamp, ttl: time::Duration) -> Result<String, ApiError> {
+        let iat = now.unix_micros() / 1_000_000;
+        let claims = Claims {
+            sub: user.to_string(),
+            iat,
+            exp: iat + ttl.whole_seconds(),
+        };
+        jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)
+            .map_err(|e| ApiError::Internal(e.into()))
+    }
+
+    /// The user a token names, if it is signed by us and not expired at `now`.
+    pub fn verify(&self, token: &str, now: Timestamp) -> Result<UserId, ApiError> {
+        let mut v = Validation::new(Algorithm::HS256);
+        // Expiry is checked below against the injected clock.
+        v.validate_exp = false;
+        v.set_required_spec_claims(&["exp", "sub"]);
+        let data = jsonwebtoken::decode::<Claims>(token, &self.decoding, &v)
+            .map_err(|_| ApiError::Unauthorized("the bearer token is not valid"))?;
+        if data.claims.exp <= now.unix_micros() / 1_000_000 {
+            return Err(ApiError::Unauthorized("the bearer token has expired"));
+        }
+        UserId::parse(&data.claims.sub)
+            .map_err(|_| ApiError::Unauthorized("the bearer token names no valid user"))
+    }
+}
+
+/// Resolves the caller from the `Authorization` header.
+pub async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Principal, ApiError> {
+    let value = headers
+        .get(header::AUTHORIZATION)
+        .ok_or(ApiError::Unauthorized("send Authorization: Bearer <API key or user token>"))?;
+    let credential = value
+        .to_str()
+        .ok()
+        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+        .map(str::trim)
+        .filter(|c| !c.is_empty() && c.len() <= 4096)
+        .ok_or(ApiError::Unauthorized("send Authorization: Bearer <API key or user token>"))?;
+    if credential.starts_with(KEY_PREFIX) {
+        let key = match state.store().api_key_by_hash(&hash_api_key(credential)).await {
+            Ok(k) => k,
+            Err(StoreError::NotFound) => return Err(ApiError::Unauthorized("unknown API key")),
+            Err(e) => return Err(e.into()),
+        };
+        if key.revoked_at.is_some() {
+            return Err(ApiError::Unauthorized("this API key was revoked"));
+        }
+        use coupond_store::Role as KeyRole;
+        return match (key.role, key.merchant_id) {
+            (KeyRole::Platform, _) => Ok(Principal::Platform),
+            (KeyRole::Service, _) => Ok(Principal::Service),
+            (KeyRole::Merchant, Some(m)) => Ok(Principal::Merchant(m)),
+            (KeyRole::Merchant, None) => Err(ApiError::Unauthorized("merchant key without merchant")),
+        };
+    }
+    let user = state.jwt().verify(credential, state.now())?;
+    Ok(Principal::User(user))
+}
+
+/// Route guard: authenticates the caller and admits it only if its role is in `roles`. The
+/// principal is handed to the handler as a request extension.
+pub async fn guard(
+    State((state, roles)): State<(AppState, &'static [Role])>,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    match authenticate(&state, req.headers()).await {
+        Ok(p) if roles.contains(&p.role()) => {
+            req.extensions_mut().insert(p);
+            next.run(req).await
+        }
+        Ok(_) => ApiError::Forbidden.into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_expire_by_the_injected_clock() {
+        let keys = JwtKeys::new(b"secret");
+        let now = Timestamp::parse("2026-01-01T00:00:00Z").unwrap();
+        let user = UserId::parse("u-1").unwrap();
+        let token = keys.mint(&user, now, time::Duration::hours(1)).unwrap();
+        assert_eq!(keys.verify(&token, now).unwrap(), user);
+        let later = now.add(time::Duration::hours(1));
+        assert!(keys.verify(&token, later).is_err());
+        assert!(JwtKeys::new(b"other").verify(&token, now).is_err());
+        assert!(keys.verify("garbage", now).is_err());
+    }
+
+    #[test]
+    fn generated_keys_are_prefixed_and_hashed() {
+        let k = generate_api_key();
+        assert!(k.secret.starts_with(KEY_PREFIX));
+        assert_eq!(k.hash, hash_api_key(&k.secret));
+        assert_ne!(generate_api_key().secret, k.secret);
+        assert!(!format!("{k:?}").contains(&k.secret));
+    }
+}

@@ -1,0 +1,229 @@
+//! The one API error type. Each variant knows its HTTP status; every error leaves as
+//! `application/problem+json` with a stable `code`, the offending `field` where there is one,
+//! and the request id. Internal errors are logged with their cause chain and never shown.
+
+use std::error::Error as StdError;
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use coupond_domain::error::ErrorKind;
+use coupond_domain::DomainError;
+use coupond_store::StoreError;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::observe;
+
+/// An RFC 9457 problem document.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Problem {
+    /// `urn:coupond:problem:<code>`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub title: String,
+    pub status: u16,
+    pub detail: String,
+    /// Stable machine-readable code (`validation_failed`, `not_found`, `activity_frozen`, ...).
+    pub code: String,
+    /// JSON path of the offending field, when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+    /// The request id, also in the `x-request-id` response header.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+}
+
+/// Everything a handler can fail with.
+#[derive(Debug)]
+pub enum ApiError {
+    /// 400: the request is malformed (JSON syntax, query string, path parameter).
+    BadRequest {
+        code: &'static str,
+        field: Option<String>,
+        message: String,
+    },
+    /// 401: no credentials, or credentials that are not valid.
+    Unauthorized(&'static str),
+    /// 403: valid credentials whose role may not call this route.
+    Forbidden,
+    /// 404: no such object, or one the caller may not see.
+    NotFound,
+    /// 405.
+    MethodNotAllowed,
+    /// 409: the request is fine but the state forbids it now.
+    Conflict { code: &'static str, message: String },
+    /// 413.
+    PayloadTooLarge,
+    /// 415.
+    UnsupportedMediaType,
+    /// 422: the request is well-formed but breaks a rule.
+    Invalid {
+        code: &'static str,
+        field: Option<String>,
+        message: String,
+    },
+    /// 503: the database is unreachable right now; retry after a moment.
+    Unavailable,
+    /// 500: a bug or broken dependency. Logged with its cause chain; callers see only a code.
+    Internal(Box<dyn StdError + Send + Sync>),
+}
+
+impl ApiError {
+    pub fn bad_request(code: &'static str, field: Option<&str>, message: impl Into<String>) -> Self {
+        ApiError::BadRequest {
+            code,
+            field: field.map(str::to_owned),
+            message: message.into(),
+        }
+    }
+
+    pub fn conflict(code: &'static str, message: impl Into<String>) -> Self {
+        ApiError::Conflict {
+            code,
+            message: message.into(),
+        }
+    }
+
+    pub fn invalid(code: &'static str, field: &str, message: impl Into<String>) -> Self {
+        ApiError::Invalid {
+            code,
+            field: Some(field.to_owned()),
+            message: message.into(),
+        }
+    }
+
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ApiError::BadRequest { .. } => StatusCode::BAD_REQUEST,
+            ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden => StatusCode::FORBIDDEN,
+            ApiError::NotFound => StatusCode::NOT_FOUND,
+            ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::Conflict { .. } => StatusCode::CONFLICT,
+            ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    fn parts(&self) -> (&'static str, Option<String>, String) {
+        match self {
+            ApiError::BadRequest { code, field, message }
+            | ApiError::Invalid { code, field, message } => (code, field.clone(), message.clone()),
+            ApiError::Unauthorized(why) => ("unauthorized", None, (*why).to_owned()),
+            ApiError::Forbidden => (
+                "forbidden",
+                None,
+                "your role may not call this route".to_owned(),
+            ),
+            ApiError::NotFound => ("not_found", None, "no such resource".to_owned()),
+            ApiError::MethodNotAllowed => (
+                "method_not_allowed",
+                None,
+                "this route does not accept that method".to_owned(),
+            ),
+            ApiError::Conflict { code, message } => (code, None, message.clone()),
+            ApiError::PayloadTooLarge => (
+                "payload_too_large",
+                None,
+                "the request body is larger than the configured limit".to_owned(),
+            ),
+            ApiError::UnsupportedMediaType => (
+                "unsupported_media_type",
+                None,
+                "send the body as application/json".to_owned(),
+            ),
+            ApiError::Unavailable => (
+                "unavailable",
+                None,
+                "the database is unavailable; retry shortly".to_owned(),
+            ),
+            ApiError::Internal(_) => (
+                "internal",
+                None,
+                "an internal error occurred; it has been logged with the request id".to_owned(),
+            ),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        let request_id = observe::current_request_id();
+        if let ApiError::Internal(e) = &self {
+            let mut chain = e.to_string();
+            let mut source = e.source();
+            while let Some(s) = source {
+                chain.push_str(": ");
+                chain.push_str(&s.to_string());
+                source = s.source();
+            }
+            tracing::error!(request_id = request_id.as_deref(), error = %chain, "internal error");
+        }
+        let (code, field, detail) = self.parts();
+        let problem = Problem {
+            kind: format!("urn:coupond:problem:{code}"),
+            title: status.canonical_reason().unwrap_or("Error").to_owned(),
+            status: status.as_u16(),
+            detail,
+            code: code.to_owned(),
+            field,
+            request_id,
+        };
+        let body = serde_json::to_vec(&problem).unwrap_or_default();
+        let mut res = (status, body).into_response();
+        res.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/problem+json"),
+        );
+        if matches!(self, ApiError::Unavailable) {
+            res.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        }
+        res
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::NotFound => ApiError::NotFound,
+            StoreError::Conflict("version") => ApiError::conflict(
+                "concurrent_update",
+                "the resource changed while this request was processed; read it again and retry",
+            ),
+            StoreError::Conflict("unique") => {
+                ApiError::conflict("already_exists", "a resource with that identity already exists")
+            }
+            StoreError::Conflict(other) => {
+                ApiError::conflict("conflict", format!("the write conflicts with stored data ({other})"))
+            }
+            StoreError::Unavailable(source) => {
+                tracing::warn!(error = %source, "database unavailable");
+                ApiError::Unavailable
+            }
+            StoreError::Other(source) => ApiError::Internal(source),
+        }
+    }
+}
+
+impl From<DomainError> for ApiError {
+    fn from(e: DomainError) -> Self {
+        match e.kind {
+            ErrorKind::Invalid => ApiError::Invalid {
+                code: e.code,
+                field: e.field,
+                message: e.message,
+            },
+            ErrorKind::State => ApiError::Conflict {
+                code: e.code,
+                message: e.message,
+            },
+        }
+    }
+}
+
+pub type ApiResult<T> = Result<T, ApiError>;

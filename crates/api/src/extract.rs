@@ -1,0 +1,140 @@
+//! Extractors that turn every malformed request into a problem naming the field, instead of
+//! axum's plain-text rejections.
+
+use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
+use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
+use axum::http::request::Parts;
+use axum::http::{header, StatusCode};
+use bytes::Bytes;
+use serde::de::DeserializeOwned;
+
+use crate::error::ApiError;
+
+/// A JSON body. Wrong content type: 415. Too large: 413. Bad syntax: 400 `invalid_json`.
+/// Wrong shape: 422 with the JSON path of the field and `missing_field`, `unknown_field` or
+/// `invalid_field`.
+#[derive(Debug)]
+pub struct ApiJson<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let is_json = req
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(';').next())
+            .map(|m| {
+                let m = m.trim().to_ascii_lowercase();
+                m == "application/json" || (m.starts_with("application/") && m.ends_with("+json"))
+            })
+            .unwrap_or(false);
+        if !is_json {
+            return Err(ApiError::UnsupportedMediaType);
+        }
+        let bytes = Bytes::from_request(req, state)
+            .await
+            .map_err(|e: BytesRejection| {
+                if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                    ApiError::PayloadTooLarge
+                } else {
+                    ApiError::bad_request("invalid_body", None, e.body_text())
+                }
+            })?;
+        parse_json(&bytes).map(ApiJson)
+    }
+}
+
+/// Deserializes `bytes` as a whole JSON document of type `T`, classifying failures.
+pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        classify(&path, &inner)
+    })?;
+    de.end().map_err(|e| ApiError::bad_request("invalid_json", None, e.to_string()))?;
+    Ok(value)
+}
+
+fn classify(path: &str, e: &serde_json::Error) -> ApiError {
+    use serde_json::error::Category;
+    let message = e.to_string();
+    match e.classify() {
+        Category::Syntax | Category::Eof | Category::Io => {
+            ApiError::bad_request("invalid_json", None, message)
+        }
+        Category::Data => {
+            let parent = if path == "." { "" } else { path };
+            let join = |name: &str| {
+                if parent.is_empty() {
+                    name.to_owned()
+                } else {
+                    format!("{parent}.{name}")
+                }
+            };
+            let (code, field) = if let Some(name) = between(&message, "missing field `", "`") {
+                ("missing_field", join(name))
+            } else if let Some(name) = between(&message, "unknown field `", "`") {
+                // serde_path_to_error already ends the path with the unknown key.
+                let field = if parent.ends_with(name) { parent.to_owned() } else { join(name) };
+                ("unknown_field", field)
+            } else {
+                ("invalid_field", if parent.is_empty() { "body".to_owned() } else { parent.to_owned() })
+            };
+            // serde's message carries " at line 1 column 7": useful, keep it.
+            ApiError::Invalid {
+                code,
+                field: Some(field),
+                message,
+            }
+        }
+    }
+}
+
+fn between<'a>(s: &'a str, start: &str, end: &str) -> Option<&'a str> {
+    let from = s.find(start)? + start.len();
+    let len = s[from..].find(end)?;
+    Some(&s[from..from + len])
+}
+
+/// A query string. Malformed: 400 `invalid_query`.
+#[derive(Debug)]
+pub struct ApiQuery<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|Query(v)| ApiQuery(v))
+            .map_err(|e: QueryRejection| {
+                let text = e.body_text();
+                let field = between(&text, "unknown field `", "`")
+                    .or_else(|| between(&text, "missing field `", "`"))
+                    .map(str::to_owned);
+                ApiError::BadRequest {
+                    code: "invalid_query",
+                    field,
+                    message: text,
+                }
+            })
+    }
+}
+
+/// Path parameters. Malformed (an id that is not a positive integer): 400 `invalid_path`.
+#[derive(Debug)]
+pub struct ApiPath<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for ApiPath<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        Path::<T>::from_request_parts(parts, state)
+            .await
+            .map(|Path(v)| ApiPath(v))
+            .map_err(|e: PathRejection| ApiError::bad_request("invalid_path", Some("id"), e.body_text()))
+    }
+}

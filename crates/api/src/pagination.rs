@@ -1,0 +1,80 @@
+//! Cursor pagination: lists are ordered by id; the cursor is an opaque token for the last id
+//! of the previous page.
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use coupond_store::Page;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::error::{ApiError, ApiResult};
+use crate::state::ApiSettings;
+
+/// A page of results.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PageOf<T> {
+    pub items: Vec<T>,
+    /// Pass as `cursor` to get the next page; absent on the last page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+pub fn encode_cursor(last_id: i64) -> String {
+    URL_SAFE_NO_PAD.encode(format!("id:{last_id}"))
+}
+
+fn decode_cursor(cursor: &str) -> Option<i64> {
+    let bytes = URL_SAFE_NO_PAD.decode(cursor.as_bytes()).ok()?;
+    let text = std::str::from_utf8(&bytes).ok()?;
+    text.strip_prefix("id:")?.parse().ok().filter(|id| *id >= 0)
+}
+
+/// The storage page for a request's `cursor` and `limit`; asks for one extra row so that the
+/// response knows whether a next page exists.
+pub fn page(cursor: Option<&str>, limit: Option<u32>, s: &ApiSettings) -> ApiResult<Page> {
+    let limit = limit.unwrap_or(s.default_page);
+    if limit == 0 || limit > s.max_page {
+        return Err(ApiError::bad_request(
+            "invalid_query",
+            Some("limit"),
+            format!("limit must be within 1..={}", s.max_page),
+        ));
+    }
+    let after = match cursor {
+        None => None,
+        Some(c) => Some(decode_cursor(c).ok_or_else(|| {
+            ApiError::bad_request("invalid_query", Some("cursor"), "cursor is not one this API issued")
+        })?),
+    };
+    Ok(Page {
+        after,
+        limit: limit + 1,
+    })
+}
+
+/// Trims the extra row fetched by [`page`] and sets the next cursor.
+pub fn finish<R, T>(mut rows: Vec<R>, page: Page, id: impl Fn(&R) -> i64, view: impl Fn(R) -> T) -> PageOf<T> {
+    let wanted = (page.limit - 1) as usize;
+    let more = rows.len() > wanted;
+    rows.truncate(wanted);
+    let next_cursor = if more { rows.last().map(|r| encode_cursor(id(r))) } else { None };
+    PageOf {
+        items: rows.into_iter().map(view).collect(),
+        next_cursor,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_round_trip_and_reject_garbage() {
+        let s = ApiSettings::default();
+        let p = page(Some(&encode_cursor(41)), Some(10), &s).unwrap();
+        assert_eq!((p.after, p.limit), (Some(41), 11));
+        assert!(page(Some("not-a-cursor"), None, &s).is_err());
+        assert!(page(None, Some(0), &s).is_err());
+        assert!(page(None, Some(s.max_page + 1), &s).is_err());
+    }
+}

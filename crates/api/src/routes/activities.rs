@@ -1,0 +1,178 @@
+//! `/v1/activities`: platform campaigns. The platform creates, edits (until frozen) and aborts
+//! them; merchants see those covering their cities, by default the ones enrolling now.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::{Extension, Json};
+use coupond_domain::{
+    Activity, ActivityDraft, ActivityId, ActivityPatch, ActivitySpec, ActivityStatus, CityId,
+};
+use coupond_store::ActivityQuery;
+use serde::Deserialize;
+use utoipa::IntoParams;
+
+use crate::auth::Principal;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::pagination::{self, PageOf};
+use crate::routes::{BodyErrors, CommonErrors, ConflictError};
+use crate::state::AppState;
+use crate::views::ActivityView;
+
+fn view(s: &AppState, a: Activity) -> ActivityView {
+    ActivityView::new(a, s.now(), s.settings().freeze)
+}
+
+/// Loads an activity the caller may see: merchants only see activities covering one of their
+/// cities; others get 404, as if it did not exist.
+pub(crate) async fn load_visible(s: &AppState, p: &Principal, id: ActivityId) -> ApiResult<Activity> {
+    let a = s.store().activity(id).await?;
+    if let Some(m) = p.merchant() {
+        let merchant = s.store().merchant(m).await?;
+        if !a.spec.cities.intersects(&merchant.cities) {
+            return Err(ApiError::NotFound);
+        }
+    }
+    Ok(a)
+}
+
+/// Create an activity.
+#[utoipa::path(post, path = "/v1/activities", tag = "activities", request_body = ActivityDraft,
+    responses((status = 201, description = "Created", body = ActivityView), CommonErrors, BodyErrors),
+    security(("bearer" = [])))]
+pub async fn create(
+    State(s): State<AppState>,
+    ApiJson(draft): ApiJson<ActivityDraft>,
+) -> ApiResult<(StatusCode, Json<ActivityView>)> {
+    let spec = ActivitySpec::try_from(draft)?;
+    let a = s.store().insert_activity(&spec, s.now()).await?;
+    Ok((StatusCode::CREATED, Json(view(&s, a))))
+}
+
+/// Filters for listing activities.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ListQuery {
+    /// Only activities in this status now. Merchants default to `enrolling`.
+    pub status: Option<ActivityStatus>,
+    /// Only activities covering this city.
+    #[param(value_type = Option<i64>)]
+    pub city: Option<CityId>,
+    /// `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+    /// Page size, 1..=200 (default 50).
+    pub limit: Option<u32>,
+}
+
+/// List activities, oldest first.
+#[utoipa::path(get, path = "/v1/activities", tag = "activities", params(ListQuery),
+    responses((status = 200, description = "A page of activities", body = PageOf<ActivityView>), CommonErrors),
+    security(("bearer" = [])))]
+pub async fn list(
+    Extension(p): Extension<Principal>,
+    State(s): State<AppState>,
+    ApiQuery(q): ApiQuery<ListQuery>,
+) -> ApiResult<Json<PageOf<ActivityView>>> {
+    let page = pagination::page(q.cursor.as_deref(), q.limit, s.settings())?;
+    let (status, any_city) = match p.merchant() {
+        Some(m) => {
+            let merchant = s.store().merchant(m).await?;
+            (Some(q.status.unwrap_or(ActivityStatus::Enrolling)), Some(merchant.cities))
+        }
+        None => (q.status, None),
+    };
+    let query = ActivityQuery {
+        status,
+        city: q.city,
+        any_city,
+        now: s.now(),
+        freeze: s.settings().freeze,
+        page,
+    };
+    let rows = s.store().list_activities(&query).await?;
+    Ok(Json(pagination::finish(rows, page, |a| a.id.get(), |a| view(&s, a))))
+}
+
+/// Read an activity.
+#[utoipa::path(get, path = "/v1/activities/{id}", tag = "activities",
+    params(("id" = i64, Path, description = "Activity id")),
+    responses((status = 200, description = "The activity", body = ActivityView), CommonErrors),
+    security(("bearer" = [])))]
+pub async fn get(
+    Extension(p): Extension<Principal>,
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<ActivityId>,
+) -> ApiResult<Json<ActivityView>> {
+    let a = load_visible(&s, &p, id).await?;
+    Ok(Json(view(&s, a)))
+}
+
+/// Change an activity while it is scheduled or enrolling. The templates already enrolled must
+/// still fit the new terms (`templates_conflict` otherwise).
+#[utoipa::path(patch, path = "/v1/activities/{id}", tag = "activities", request_body = ActivityPatch,
+    params(("id" = i64, Path, description = "Activity id")),
+    responses((status = 200, description = "The updated activity", body = ActivityView),
+        CommonErrors, BodyErrors, ConflictError),
+    security(("bearer" = [])))]
+pub async fn update(
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<ActivityId>,
+    ApiJson(patch): ApiJson<ActivityPatch>,
+) -> ApiResult<Json<ActivityView>> {
+    let a = s.store().activity(id).await?;
+    let now = s.now();
+    match a.status(now, s.settings().freeze) {
+        ActivityStatus::Aborted => {
+            return Err(ApiError::conflict("activity_aborted", "the activity was aborted"))
+        }
+        st if !st.is_editable() => {
+            return Err(ApiError::conflict(
+                "activity_frozen",
+                format!("the activity is {}; edits stopped at {}", st.as_str(), a.frozen_at(s.settings().freeze)),
+            ))
+        }
+        _ => {}
+    }
+    let spec = patch.apply(&a.spec)?;
+    let patched = Activity { spec: spec.clone(), ..a.clone() };
+    for t in s.store().activity_templates(id).await? {
+        if t.aborted_at.is_none() {
+            t.spec.fits_activity(&patched).map_err(|e| {
+                ApiError::conflict(
+                    "templates_conflict",
+                    format!("template {} would no longer fit: {e}", t.id),
+                )
+            })?;
+        }
+    }
+    let updated = s
+        .store()
+        .update_activity(id, a.version, a.enrollment_seq, &spec, now)
+        .await?;
+    Ok(Json(view(&s, updated)))
+}
+
+/// Abort an activity and every template in it. Final.
+#[utoipa::path(post, path = "/v1/activities/{id}/abort", tag = "activities",
+    params(("id" = i64, Path, description = "Activity id")),
+    responses((status = 200, description = "The aborted activity", body = ActivityView),
+        CommonErrors, ConflictError),
+    security(("bearer" = [])))]
+pub async fn abort(
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<ActivityId>,
+) -> ApiResult<Json<ActivityView>> {
+    let a = s.store().activity(id).await?;
+    let now = s.now();
+    match a.status(now, s.settings().freeze) {
+        ActivityStatus::Aborted => {
+            Err(ApiError::conflict("already_aborted", "the activity is already aborted"))
+        }
+        ActivityStatus::Ended => Err(ApiError::conflict("activity_ended", "the activity has ended")),
+        _ => {
+            let aborted = s.store().abort_activity(id, a.version, now).await?;
+            Ok(Json(view(&s, aborted)))
+        }
+    }
+}

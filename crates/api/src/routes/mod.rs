@@ -1,0 +1,119 @@
+//! The route table: every `/v1` route with the roles that may call it, one module per
+//! resource, handlers named by action.
+
+pub mod activities;
+pub mod merchants;
+pub mod system;
+pub mod templates;
+
+use axum::http::Method;
+use axum::middleware::from_fn_with_state;
+use axum::routing::{get, patch, post, MethodRouter};
+use axum::Router;
+use serde::Serialize;
+use utoipa::IntoResponses;
+
+use crate::auth::{guard, Role};
+use crate::error::Problem;
+use crate::state::AppState;
+
+const PLATFORM: &[Role] = &[Role::Platform];
+const PLATFORM_MERCHANT: &[Role] = &[Role::Platform, Role::Merchant];
+
+/// One route: method, path (in axum's `{param}` form, as in the OpenAPI document) and the
+/// roles admitted. Any other role gets 403; no credentials get 401.
+#[derive(Clone, Debug, Serialize)]
+pub struct RouteSpec {
+    #[serde(serialize_with = "method_str")]
+    pub method: Method,
+    pub path: &'static str,
+    pub roles: &'static [Role],
+}
+
+fn method_str<S: serde::Serializer>(m: &Method, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(m.as_str())
+}
+
+fn table() -> Vec<(RouteSpec, MethodRouter<AppState>)> {
+    let r = |method: Method, path, roles, handler| (RouteSpec { method, path, roles }, handler);
+    vec![
+        r(Method::POST, "/v1/merchants", PLATFORM, post(merchants::create)),
+        r(Method::GET, "/v1/merchants/{id}", PLATFORM_MERCHANT, get(merchants::get)),
+        r(Method::POST, "/v1/activities", PLATFORM, post(activities::create)),
+        r(Method::GET, "/v1/activities", PLATFORM_MERCHANT, get(activities::list)),
+        r(Method::GET, "/v1/activities/{id}", PLATFORM_MERCHANT, get(activities::get)),
+        r(Method::PATCH, "/v1/activities/{id}", PLATFORM, patch(activities::update)),
+        r(Method::POST, "/v1/activities/{id}/abort", PLATFORM, post(activities::abort)),
+        r(Method::POST, "/v1/templates", PLATFORM_MERCHANT, post(templates::create)),
+        r(Method::GET, "/v1/templates", PLATFORM_MERCHANT, get(templates::list)),
+        r(Method::GET, "/v1/templates/{id}", PLATFORM_MERCHANT, get(templates::get)),
+        r(Method::PATCH, "/v1/templates/{id}", PLATFORM_MERCHANT, patch(templates::update)),
+        r(Method::POST, "/v1/templates/{id}/publish", PLATFORM_MERCHANT, post(templates::publish)),
+        r(Method::POST, "/v1/templates/{id}/abort", PLATFORM_MERCHANT, post(templates::abort)),
+    ]
+}
+
+
+/// The `/v1` routes and their roles, for documentation and for the test that checks every
+/// route against every role.
+pub fn route_table() -> Vec<RouteSpec> {
+    table().into_iter().map(|(spec, _)| spec).collect()
+}
+
+/// The `/v1` router, each route behind its role guard.
+pub fn v1(state: &AppState) -> Router<AppState> {
+    table()
+        .into_iter()
+        .fold(Router::new(), |router, (spec, handler)| {
+            let guarded = handler.route_layer(from_fn_with_state((state.clone(), spec.roles), guard));
+            router.route(spec.path, guarded)
+        })
+}
+
+/// The errors any authenticated route can answer, for the OpenAPI document.
+#[derive(IntoResponses)]
+#[allow(dead_code)]
+pub(crate) enum CommonErrors {
+    /// Malformed request: bad JSON syntax, query string or path parameter.
+    #[response(status = 400, content_type = "application/problem+json")]
+    BadRequest(Problem),
+    /// No or invalid credentials.
+    #[response(status = 401, content_type = "application/problem+json")]
+    Unauthorized(Problem),
+    /// The caller's role may not call this route.
+    #[response(status = 403, content_type = "application/problem+json")]
+    Forbidden(Problem),
+    /// No such resource, or one the caller may not see.
+    #[response(status = 404, content_type = "application/problem+json")]
+    NotFound(Problem),
+    /// Internal error (logged; never shows details).
+    #[response(status = 500, content_type = "application/problem+json")]
+    Internal(Problem),
+    /// The database is unreachable right now; see Retry-After.
+    #[response(status = 503, content_type = "application/problem+json")]
+    Unavailable(Problem),
+}
+
+/// The additional errors of routes that take a JSON body.
+#[derive(IntoResponses)]
+#[allow(dead_code)]
+pub(crate) enum BodyErrors {
+    /// The body is larger than the configured limit.
+    #[response(status = 413, content_type = "application/problem+json")]
+    TooLarge(Problem),
+    /// The body is not `application/json`.
+    #[response(status = 415, content_type = "application/problem+json")]
+    UnsupportedMediaType(Problem),
+    /// The body breaks a rule; `field` names it and `code` says which rule.
+    #[response(status = 422, content_type = "application/problem+json")]
+    Invalid(Problem),
+}
+
+/// The state conflicts of routes that change something.
+#[derive(IntoResponses)]
+#[allow(dead_code)]
+pub(crate) enum ConflictError {
+    /// The current state forbids this now (`activity_frozen`, `not_editable`, ...).
+    #[response(status = 409, content_type = "application/problem+json")]
+    Conflict(Problem),
+}

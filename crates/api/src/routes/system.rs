@@ -1,0 +1,79 @@
+//! Unauthenticated operational routes: health, readiness, metrics, the OpenAPI document and a
+//! page to browse it.
+
+use axum::extract::State;
+use axum::http::header;
+use axum::response::{Html, IntoResponse};
+use axum::Json;
+use serde::Serialize;
+use utoipa::{OpenApi, ToSchema};
+
+use crate::error::{ApiResult, Problem};
+use crate::observe::metrics_handle;
+use crate::openapi::ApiDoc;
+use crate::state::AppState;
+
+/// Health and readiness answers.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Health {
+    /// `ok` or `ready`.
+    pub status: &'static str,
+    /// The storage backend (`sqlite`, `postgres`), on `/readyz`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub database: Option<&'static str>,
+}
+
+/// Liveness: the process answers.
+#[utoipa::path(get, path = "/healthz", tag = "system",
+    responses((status = 200, description = "Alive", body = Health)))]
+pub async fn healthz() -> Json<Health> {
+    Json(Health { status: "ok", database: None })
+}
+
+/// Readiness: the database answers.
+#[utoipa::path(get, path = "/readyz", tag = "system",
+    responses((status = 200, description = "Ready", body = Health),
+        (status = 503, description = "The database is unavailable", body = Problem,
+         content_type = "application/problem+json")))]
+pub async fn readyz(State(s): State<AppState>) -> ApiResult<Json<Health>> {
+    s.store().ping().await?;
+    Ok(Json(Health { status: "ready", database: Some(s.store().backend()) }))
+}
+
+/// Prometheus metrics: request counts and latency by route and status, pool gauges.
+#[utoipa::path(get, path = "/metrics", tag = "system",
+    responses((status = 200, description = "Prometheus text format", body = String, content_type = "text/plain")))]
+pub async fn metrics(State(s): State<AppState>) -> impl IntoResponse {
+    let pool = s.store().pool_stats();
+    let backend = s.store().backend();
+    metrics::gauge!("db_pool_connections", "backend" => backend).set(f64::from(pool.size));
+    metrics::gauge!("db_pool_idle_connections", "backend" => backend).set(f64::from(pool.idle));
+    metrics::gauge!("db_pool_max_connections", "backend" => backend).set(f64::from(pool.max));
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        metrics_handle().render(),
+    )
+}
+
+/// This document.
+#[utoipa::path(get, path = "/openapi.json", tag = "system",
+    responses((status = 200, description = "The OpenAPI 3.1 document", body = Object)))]
+pub async fn openapi() -> impl IntoResponse {
+    Json(ApiDoc::openapi())
+}
+
+/// A page that renders `/openapi.json` for reading (Redoc, loaded from its CDN by the browser).
+#[utoipa::path(get, path = "/docs", tag = "system",
+    responses((status = 200, description = "HTML", body = String, content_type = "text/html")))]
+pub async fn docs() -> Html<&'static str> {
+    Html(
+        r#"<!doctype html>
+<html><head><meta charset="utf-8"><title>coupond API</title>
+<meta name="viewport" content="width=device-width, initial-scale=1"></head>
+<body>
+<noscript>The raw document is at <a href="/openapi.json">/openapi.json</a>.</noscript>
+<redoc spec-url="/openapi.json"></redoc>
+<script src="https://cdn.redoc.ly/redoc/latest/bundles/redoc.standalone.js"></script>
+</body></html>"#,
+    )
+}

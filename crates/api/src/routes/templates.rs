@@ -1,0 +1,239 @@
+//! `/v1/templates`: coupon templates. Merchants create them inside an enrolling activity or on
+//! their own; the platform creates platform-issued ones. Terms are fixed once claiming can
+//! start.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::{Extension, Json};
+use coupond_domain::{
+    Activity, ActivityId, Merchant, Template, TemplateContext, TemplateDraft, TemplateId,
+    TemplatePatch, TemplateSpec, TemplateStatus,
+};
+use coupond_store::{NewTemplate, StoreError, TemplateQuery};
+use serde::Deserialize;
+use utoipa::IntoParams;
+
+use crate::auth::Principal;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::pagination::{self, PageOf};
+use crate::routes::{activities, BodyErrors, CommonErrors, ConflictError};
+use crate::state::AppState;
+use crate::views::TemplateView;
+
+/// How often a create retries when an enrolling activity changed between read and write.
+const CREATE_ATTEMPTS: usize = 3;
+
+fn view(s: &AppState, t: Template) -> TemplateView {
+    TemplateView::new(t, s.now())
+}
+
+/// Loads a template the caller may see: merchants only their own.
+async fn load_visible(s: &AppState, p: &Principal, id: TemplateId) -> ApiResult<Template> {
+    let t = s.store().template(id).await?;
+    match p.merchant() {
+        Some(m) if t.merchant_id != Some(m) => Err(ApiError::NotFound),
+        _ => Ok(t),
+    }
+}
+
+async fn owner(s: &AppState, t_merchant: Option<coupond_domain::MerchantId>) -> ApiResult<Option<Merchant>> {
+    match t_merchant {
+        Some(m) => Ok(Some(s.store().merchant(m).await?)),
+        None => Ok(None),
+    }
+}
+
+/// The activity a draft names, if the caller may see it; otherwise a 422 on `activity_id`.
+async fn activity_for(s: &AppState, p: &Principal, id: Option<ActivityId>) -> ApiResult<Option<Activity>> {
+    let Some(id) = id else { return Ok(None) };
+    match activities::load_visible(s, p, id).await {
+        Ok(a) => Ok(Some(a)),
+        Err(ApiError::NotFound) => Err(ApiError::invalid("not_found", "activity_id", "no such activity")),
+        Err(e) => Err(e),
+    }
+}
+
+/// Create a template: in an activity (merchants, while it is enrolling) or standalone (a draft
+/// until published).
+#[utoipa::path(post, path = "/v1/templates", tag = "templates", request_body = TemplateDraft,
+    responses((status = 201, description = "Created", body = TemplateView),
+        CommonErrors, BodyErrors, ConflictError),
+    security(("bearer" = [])))]
+pub async fn create(
+    Extension(p): Extension<Principal>,
+    State(s): State<AppState>,
+    ApiJson(draft): ApiJson<TemplateDraft>,
+) -> ApiResult<(StatusCode, Json<TemplateView>)> {
+    let owner = owner(&s, p.merchant()).await?;
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let activity = activity_for(&s, &p, draft.activity_id).await?;
+        let now = s.now();
+        let ctx = TemplateContext {
+            owner: owner.as_ref(),
+            activity: activity.as_ref(),
+            now,
+            freeze: s.settings().freeze,
+        };
+        let spec = TemplateSpec::validate(draft.clone(), ctx)?;
+        let new = NewTemplate {
+            merchant_id: p.merchant(),
+            spec: &spec,
+            activity_version: activity.as_ref().map(|a| a.version),
+        };
+        match s.store().insert_template(&new, now).await {
+            Ok(t) => return Ok((StatusCode::CREATED, Json(view(&s, t)))),
+            // The activity changed since it was read: validate against the new terms.
+            Err(StoreError::Conflict("version")) if attempt < CREATE_ATTEMPTS => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Filters for listing templates.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ListQuery {
+    /// Only templates in this activity.
+    #[param(value_type = Option<i64>)]
+    pub activity_id: Option<ActivityId>,
+    /// Only templates in this status now.
+    pub status: Option<TemplateStatus>,
+    /// `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+    /// Page size, 1..=200 (default 50).
+    pub limit: Option<u32>,
+}
+
+/// List templates, oldest first. Merchants see only their own.
+#[utoipa::path(get, path = "/v1/templates", tag = "templates", params(ListQuery),
+    responses((status = 200, description = "A page of templates", body = PageOf<TemplateView>), CommonErrors),
+    security(("bearer" = [])))]
+pub async fn list(
+    Extension(p): Extension<Principal>,
+    State(s): State<AppState>,
+    ApiQuery(q): ApiQuery<ListQuery>,
+) -> ApiResult<Json<PageOf<TemplateView>>> {
+    let page = pagination::page(q.cursor.as_deref(), q.limit, s.settings())?;
+    let query = TemplateQuery {
+        merchant: p.merchant(),
+        activity: q.activity_id,
+        status: q.status,
+        now: s.now(),
+        page,
+    };
+    let rows = s.store().list_templates(&query).await?;
+    Ok(Json(pagination::finish(rows, page, |t| t.id.get(), |t| view(&s, t))))
+}
+
+/// Read a template.
+#[utoipa::path(get, path = "/v1/templates/{id}", tag = "templates",
+    params(("id" = i64, Path, description = "Template id")),
+    responses((status = 200, description = "The template", body = TemplateView), CommonErrors),
+    security(("bearer" = [])))]
+pub async fn get(
+    Extension(p): Extension<Principal>,
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<TemplateId>,
+) -> ApiResult<Json<TemplateView>> {
+    Ok(Json(view(&s, load_visible(&s, &p, id).await?)))
+}
+
+/// Change a template's terms while it is a draft or scheduled (and, in an activity, while the
+/// activity is enrolling).
+#[utoipa::path(patch, path = "/v1/templates/{id}", tag = "templates", request_body = TemplatePatch,
+    params(("id" = i64, Path, description = "Template id")),
+    responses((status = 200, description = "The updated template", body = TemplateView),
+        CommonErrors, BodyErrors, ConflictError),
+    security(("bearer" = [])))]
+pub async fn update(
+    Extension(p): Extension<Principal>,
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<TemplateId>,
+    ApiJson(patch): ApiJson<TemplatePatch>,
+) -> ApiResult<Json<TemplateView>> {
+    let t = load_visible(&s, &p, id).await?;
+    let now = s.now();
+    let status = t.status(now);
+    if !status.is_editable() {
+        return Err(ApiError::conflict(
+            "not_editable",
+            format!("the template is {}; its terms are fixed once claiming can start", status.as_str()),
+        ));
+    }
+    let owner = owner(&s, t.merchant_id).await?;
+    let activity = activity_for(&s, &p, t.spec.activity_id).await?;
+    let ctx = TemplateContext {
+        owner: owner.as_ref(),
+        activity: activity.as_ref(),
+        now,
+        freeze: s.settings().freeze,
+    };
+    let spec = TemplateSpec::validate(patch.apply(&t.spec), ctx)?;
+    let updated = s
+        .store()
+        .update_template(id, t.version, activity.map(|a| a.version), &spec, now)
+        .await?;
+    Ok(Json(view(&s, updated)))
+}
+
+/// Publish a standalone draft: it becomes claimable when its claim window opens. Templates in
+/// an activity go live with the activity and are never published.
+#[utoipa::path(post, path = "/v1/templates/{id}/publish", tag = "templates",
+    params(("id" = i64, Path, description = "Template id")),
+    responses((status = 200, description = "The published template", body = TemplateView),
+        CommonErrors, ConflictError),
+    security(("bearer" = [])))]
+pub async fn publish(
+    Extension(p): Extension<Principal>,
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<TemplateId>,
+) -> ApiResult<Json<TemplateView>> {
+    let t = load_visible(&s, &p, id).await?;
+    let now = s.now();
+    if t.spec.activity_id.is_some() {
+        return Err(ApiError::conflict(
+            "not_standalone",
+            "templates in an activity go active with the activity",
+        ));
+    }
+    let status = t.status(now);
+    if status != TemplateStatus::Draft {
+        return Err(ApiError::conflict(
+            "not_draft",
+            format!("only drafts are published; this template is {}", status.as_str()),
+        ));
+    }
+    if now >= t.spec.claim_window().end {
+        return Err(ApiError::conflict(
+            "claim_window_passed",
+            "the claim window is already over; change it before publishing",
+        ));
+    }
+    Ok(Json(view(&s, s.store().publish_template(id, t.version, now).await?)))
+}
+
+/// Abort a template: no more claims; final.
+#[utoipa::path(post, path = "/v1/templates/{id}/abort", tag = "templates",
+    params(("id" = i64, Path, description = "Template id")),
+    responses((status = 200, description = "The aborted template", body = TemplateView),
+        CommonErrors, ConflictError),
+    security(("bearer" = [])))]
+pub async fn abort(
+    Extension(p): Extension<Principal>,
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<TemplateId>,
+) -> ApiResult<Json<TemplateView>> {
+    let t = load_visible(&s, &p, id).await?;
+    let now = s.now();
+    match t.status(now) {
+        st @ (TemplateStatus::Aborted | TemplateStatus::Expired) => Err(ApiError::conflict(
+            "already_final",
+            format!("the template is already {}", st.as_str()),
+        )),
+        _ => Ok(Json(view(&s, s.store().abort_template(id, t.version, now).await?))),
+    }
+}

@@ -1,0 +1,82 @@
+//! Application state: read-only after start and cheap to clone (one `Arc`).
+
+use std::sync::Arc;
+
+use coupond_domain::Timestamp;
+use coupond_engine::Clock;
+use coupond_store::Store;
+
+use crate::auth::JwtKeys;
+
+/// Settings the API reads on every request.
+#[derive(Clone, Debug)]
+pub struct ApiSettings {
+    /// Activities freeze this long before they start (and at the end of enrollment).
+    pub freeze: time::Duration,
+    /// Largest accepted request body, bytes.
+    pub max_body_bytes: usize,
+    /// Page size when a list request gives no `limit`.
+    pub default_page: u32,
+    /// Largest `limit` a list request may ask for.
+    pub max_page: u32,
+}
+
+impl Default for ApiSettings {
+    fn default() -> Self {
+        ApiSettings {
+            freeze: time::Duration::minutes(5),
+            max_body_bytes: 64 * 1024,
+            default_page: 50,
+            max_page: 200,
+        }
+    }
+}
+
+/// Everything a handler needs, shared by all requests.
+#[derive(Clone, Debug)]
+pub struct AppState {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    jwt: JwtKeys,
+    settings: ApiSettings,
+}
+
+impl AppState {
+    /// `jwt_secret` signs and verifies user tokens.
+    pub fn new(
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+        jwt_secret: &[u8],
+        settings: ApiSettings,
+    ) -> Self {
+        AppState {
+            inner: Arc::new(Inner {
+                store,
+                clock,
+                jwt: JwtKeys::new(jwt_secret),
+                settings,
+            }),
+        }
+    }
+
+    pub fn store(&self) -> &dyn Store {
+        self.inner.store.as_ref()
+    }
+
+    pub fn now(&self) -> Timestamp {
+        self.inner.clock.now()
+    }
+
+    pub fn jwt(&self) -> &JwtKeys {
+        &self.inner.jwt
+    }
+
+    pub fn settings(&self) -> &ApiSettings {
+        &self.inner.settings
+    }
+}

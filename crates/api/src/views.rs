@@ -1,0 +1,81 @@
+//! Response bodies. Statuses are computed from the clock when the view is built.
+
+use coupond_domain::{
+    Activity, ActivityDraft, ActivityId, ActivityStatus, MerchantId, Template, TemplateDraft,
+    TemplateId, TemplateStatus, Timestamp,
+};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+/// An activity as the API shows it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ActivityView {
+    pub id: ActivityId,
+    /// Computed from the clock at read time.
+    pub status: ActivityStatus,
+    #[serde(flatten)]
+    pub terms: ActivityDraft,
+    /// When edits stop: the end of enrollment or the freeze period before the run.
+    pub frozen_at: Timestamp,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aborted_at: Option<Timestamp>,
+}
+
+impl ActivityView {
+    pub fn new(a: Activity, now: Timestamp, freeze: time::Duration) -> Self {
+        ActivityView {
+            id: a.id,
+            status: a.status(now, freeze),
+            frozen_at: a.frozen_at(freeze),
+            created_at: a.created_at,
+            updated_at: a.updated_at,
+            aborted_at: a.aborted_at,
+            terms: a.spec.into_draft(),
+        }
+    }
+}
+
+/// A template as the API shows it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TemplateView {
+    pub id: TemplateId,
+    /// The owning merchant; absent for platform-issued templates.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub merchant_id: Option<MerchantId>,
+    /// Computed from the clock at read time.
+    pub status: TemplateStatus,
+    #[serde(flatten)]
+    pub terms: TemplateDraft,
+    /// Coupons issued so far.
+    pub claimed: i64,
+    /// Coupons left to claim.
+    pub remaining: i64,
+    /// The last instant any coupon of this template is usable.
+    pub expires_at: Timestamp,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub published_at: Option<Timestamp>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aborted_at: Option<Timestamp>,
+}
+
+impl TemplateView {
+    pub fn new(t: Template, now: Timestamp) -> Self {
+        TemplateView {
+            id: t.id,
+            merchant_id: t.merchant_id,
+            status: t.status(now),
+            remaining: t.spec.total_stock - t.claimed,
+            claimed: t.claimed,
+            expires_at: t.spec.expires_at(),
+            created_at: t.created_at,
+            updated_at: t.updated_at,
+            published_at: t.published_at,
+            aborted_at: t.aborted_at,
+            terms: t.spec.draft().clone(),
+        }
+    }
+}

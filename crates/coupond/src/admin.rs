@@ -1,0 +1,94 @@
+//! One-shot subcommands: `migrate`, `keys`, `token`, `openapi`.
+
+use anyhow::Context;
+use coupond_api::auth::{generate_api_key, JwtKeys};
+use coupond_domain::{MerchantId, Timestamp, UserId};
+use coupond_engine::{Clock, SystemClock};
+use coupond_store::{NewApiKey, Role, StoreError};
+
+use crate::cli::{KeysCommand, TokenArgs};
+use crate::config::{redact_url, Config};
+use crate::db;
+
+fn now() -> Timestamp {
+    SystemClock.now()
+}
+
+pub async fn migrate(config: &Config) -> anyhow::Result<()> {
+    let store = db::open(&config.database_url).await?;
+    store.close().await;
+    println!("migrations applied to {}", redact_url(&config.database_url));
+    Ok(())
+}
+
+pub async fn keys(config: &Config, cmd: KeysCommand) -> anyhow::Result<()> {
+    let store = db::open(&config.database_url).await?;
+    let result = match cmd {
+        KeysCommand::Create { role, merchant, label } => {
+            let role = Role::parse(&role).context("role must be platform, merchant or service")?;
+            let merchant_id = match (role, merchant) {
+                (Role::Merchant, Some(id)) => {
+                    let id = MerchantId::new(id).map_err(anyhow::Error::msg)?;
+                    match store.merchant(id).await {
+                        Ok(_) => Some(id),
+                        Err(StoreError::NotFound) => anyhow::bail!("no merchant with id {id}"),
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+                (Role::Merchant, None) => anyhow::bail!("--role merchant needs --merchant ID"),
+                (_, Some(_)) => anyhow::bail!("--merchant is only for --role merchant"),
+                (_, None) => None,
+            };
+            let k = generate_api_key();
+            let stored = store
+                .insert_api_key(
+                    &NewApiKey { hash: k.hash, prefix: k.prefix, role, merchant_id, label },
+                    now(),
+                )
+                .await?;
+            eprintln!("created key {} ({role}); it is shown once, store it now:", stored.id);
+            println!("{}", k.secret);
+            Ok(())
+        }
+        KeysCommand::List => {
+            for k in store.list_api_keys().await? {
+                let merchant = k.merchant_id.map(|m| format!(" merchant={m}")).unwrap_or_default();
+                let revoked = k.revoked_at.map(|t| format!(" revoked_at={t}")).unwrap_or_default();
+                println!(
+                    "{}\t{}…\t{}{}\tcreated_at={}{}\t{}",
+                    k.id, k.prefix, k.role, merchant, k.created_at, revoked, k.label
+                );
+            }
+            Ok(())
+        }
+        KeysCommand::Revoke { id } => match store.revoke_api_key(id, now()).await {
+            Ok(k) => {
+                println!("key {} revoked at {}", k.id, k.revoked_at.unwrap_or_else(now));
+                Ok(())
+            }
+            Err(StoreError::NotFound) => Err(anyhow::anyhow!("no key with id {id}")),
+            Err(e) => Err(e.into()),
+        },
+    };
+    store.close().await;
+    result
+}
+
+pub async fn token(config: &Config, args: TokenArgs) -> anyhow::Result<()> {
+    let user = UserId::parse(&args.user).map_err(anyhow::Error::msg)?;
+    let ttl = time::Duration::try_from(args.ttl).context("ttl is too long")?;
+    anyhow::ensure!(ttl.whole_seconds() >= 1, "ttl must be at least one second");
+    let store = db::open(&config.database_url).await?;
+    let secret = db::jwt_secret(store.as_ref(), config.jwt_secret.as_ref()).await;
+    store.close().await;
+    let token = JwtKeys::new(&secret?)
+        .mint(&user, now(), ttl)
+        .map_err(|e| anyhow::anyhow!("minting the token: {e:?}"))?;
+    println!("{token}");
+    Ok(())
+}
+
+pub fn openapi() -> anyhow::Result<()> {
+    println!("{}", coupond_api::openapi::document_json());
+    Ok(())
+}

@@ -1,0 +1,234 @@
+//! Configuration, layered: built-in defaults, then the TOML file given with `--config` (or
+//! `COUPOND_CONFIG`), then `COUPOND_*` environment variables, then command-line flags.
+//! Loading only reads: it never writes a file and reports every problem as an error naming
+//! the setting and where it came from.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use figment::providers::{Env, Format, Serialized, Toml};
+use figment::Figment;
+use secrecy::SecretString;
+use serde::{Deserialize, Serialize};
+
+/// The settings every subcommand shares.
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Address `serve` listens on.
+    pub listen: SocketAddr,
+    /// `sqlite://path/to/file.db` (created with its folder) or `postgres://user@host/db`.
+    pub database_url: String,
+    /// Secret that signs user tokens (HS256). Unset: a random secret generated once and kept
+    /// in the database, so `serve` and `token` on the same database agree.
+    #[serde(default)]
+    pub jwt_secret: Option<SecretString>,
+    /// `tracing` filter: `info`, `debug`, `coupond_api=debug,info`, ...
+    pub log_level: String,
+    /// `text` or `json`.
+    pub log_format: LogFormat,
+    /// Activities freeze this long before they start.
+    #[serde(with = "humantime_serde")]
+    pub freeze_period: Duration,
+    /// Largest accepted request body, bytes.
+    pub max_body_bytes: usize,
+    /// On SIGINT/SIGTERM, how long in-flight requests may take to finish.
+    #[serde(with = "humantime_serde")]
+    pub shutdown_grace: Duration,
+}
+
+/// Log output format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// The documented defaults, printed by `coupond config`. A test checks that this text parses
+/// to exactly the defaults the code uses.
+pub const DEFAULTS_TOML: &str = r#"# coupond configuration. Every setting can also be given as a COUPOND_<NAME> environment
+# variable (COUPOND_LISTEN, COUPOND_DATABASE_URL, ...) and most as a flag (--listen,
+# --database, --log-level, --log-format). Precedence: flags > environment > file > defaults.
+
+# Address `coupond serve` listens on.
+listen = "127.0.0.1:8080"
+
+# sqlite://path/to/file.db (created with its folder, migrations applied) or
+# postgres://user:password@host:5432/database.
+database_url = "sqlite://./data/coupond.db"
+
+# Secret that signs user tokens (HS256). Leave unset to use a random secret generated once
+# and kept in the database.
+# jwt_secret = "change-me"
+
+# tracing filter: info, debug, or per-crate such as "coupond_api=debug,info".
+log_level = "info"
+
+# text or json.
+log_format = "text"
+
+# Activities freeze (no more edits) this long before they start.
+freeze_period = "5m"
+
+# Largest accepted request body, in bytes.
+max_body_bytes = 65536
+
+# On SIGINT/SIGTERM, how long in-flight requests may take to finish.
+shutdown_grace = "30s"
+"#;
+
+/// Setting names read from `COUPOND_<NAME>`.
+const ENV_KEYS: [&str; 8] = [
+    "listen",
+    "database_url",
+    "jwt_secret",
+    "log_level",
+    "log_format",
+    "freeze_period",
+    "max_body_bytes",
+    "shutdown_grace",
+];
+
+/// Values given on the command line; `None` leaves the lower layers in charge.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Overrides {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub listen: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub database_url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_level: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_format: Option<LogFormat>,
+}
+
+impl Config {
+    /// Loads the layers. `file` is the `--config` path, if any.
+    pub fn load(file: Option<&Path>, flags: &Overrides) -> anyhow::Result<Config> {
+        let mut fig = Figment::from(Toml::string(DEFAULTS_TOML));
+        if let Some(path) = file {
+            if !path.is_file() {
+                anyhow::bail!("config file {} does not exist or is not a file", path.display());
+            }
+            fig = fig.merge(Toml::file(path));
+        }
+        fig = fig
+            .merge(Env::prefixed("COUPOND_").only(&ENV_KEYS))
+            .merge(Serialized::defaults(flags));
+        fig.extract::<Config>().map_err(|e| {
+            let msgs: Vec<String> = e.into_iter().map(|e| e.to_string()).collect();
+            anyhow::anyhow!("invalid configuration: {}", msgs.join("; "))
+        })
+    }
+}
+
+impl fmt::Debug for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Config")
+            .field("listen", &self.listen)
+            .field("database_url", &redact_url(&self.database_url))
+            .field("jwt_secret", &self.jwt_secret.as_ref().map(|_| "<redacted>"))
+            .field("log_level", &self.log_level)
+            .field("log_format", &self.log_format)
+            .field("freeze_period", &self.freeze_period)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("shutdown_grace", &self.shutdown_grace)
+            .finish()
+    }
+}
+
+/// The URL with any password replaced, for logs.
+pub fn redact_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme_end), Some(at)) if at > scheme_end => {
+            let userinfo = &url[scheme_end + 3..at];
+            match userinfo.find(':') {
+                Some(colon) => format!(
+                    "{}{}:<redacted>{}",
+                    &url[..scheme_end + 3],
+                    &userinfo[..colon],
+                    &url[at..]
+                ),
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use figment::Jail;
+
+    #[test]
+    fn documented_defaults_are_the_defaults() {
+        Jail::expect_with(|_| {
+            let c = Config::load(None, &Overrides::default()).expect("defaults load");
+            assert_eq!(c.listen.to_string(), "127.0.0.1:8080");
+            assert_eq!(c.database_url, "sqlite://./data/coupond.db");
+            assert!(c.jwt_secret.is_none());
+            assert_eq!(c.freeze_period, Duration::from_secs(300));
+            assert_eq!(c.max_body_bytes, 65536);
+            assert_eq!(c.log_format, LogFormat::Text);
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn layers_apply_in_order() {
+        Jail::expect_with(|jail| {
+            jail.create_file(
+                "c.toml",
+                "listen = \"127.0.0.1:1000\"\nlog_level = \"warn\"\nfreeze_period = \"1m\"\n",
+            )?;
+            jail.set_env("COUPOND_LOG_LEVEL", "debug");
+            jail.set_env("COUPOND_MAX_BODY_BYTES", "1024");
+            // Unrelated COUPOND_* variables (the test suite's) are not settings.
+            jail.set_env("COUPOND_TEST_POSTGRES_URL", "postgres://x");
+            let flags = Overrides {
+                listen: Some("127.0.0.1:2000".into()),
+                ..Default::default()
+            };
+            let c = Config::load(Some(Path::new("c.toml")), &flags).expect("loads");
+            assert_eq!(c.listen.to_string(), "127.0.0.1:2000"); // flag beats file
+            assert_eq!(c.log_level, "debug"); // env beats file
+            assert_eq!(c.max_body_bytes, 1024);
+            assert_eq!(c.freeze_period, Duration::from_secs(60)); // file beats default
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn bad_values_are_errors_naming_the_setting() {
+        Jail::expect_with(|jail| {
+            jail.set_env("COUPOND_LISTEN", "not-an-address");
+            let err = Config::load(None, &Overrides::default()).expect_err("rejected");
+            assert!(err.to_string().contains("listen"), "{err}");
+            jail.set_env("COUPOND_LISTEN", "127.0.0.1:1");
+            jail.create_file("bad.toml", "no_such_setting = 1\n")?;
+            let err = Config::load(Some(Path::new("bad.toml")), &Overrides::default())
+                .expect_err("unknown key rejected");
+            assert!(err.to_string().contains("no_such_setting"), "{err}");
+            let err = Config::load(Some(Path::new("missing.toml")), &Overrides::default())
+                .expect_err("missing file rejected");
+            assert!(err.to_string().contains("missing.toml"), "{err}");
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn secrets_never_print() {
+        Jail::expect_with(|jail| {
+            jail.set_env("COUPOND_JWT_SECRET", "hunter2");
+            jail.set_env("COUPOND_DATABASE_URL", "postgres://app:pw123@db/coupond");
+            let c = Config::load(None, &Overrides::default()).expect("loads");
+            let dbg = format!("{c:?}");
+            assert!(!dbg.contains("hunter2") && !dbg.contains("pw123"), "{dbg}");
+            Ok(())
+        });
+    }
+}

@@ -1,0 +1,84 @@
+//! Opening the store named by the database URL: the one place the backend is chosen.
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use coupond_store::Store;
+use coupond_store_postgres::PgStore;
+use coupond_store_sqlite::SqliteStore;
+
+use crate::config::redact_url;
+
+/// Opens the database at `url` and applies pending migrations. The scheme picks the backend:
+/// `sqlite:` or `postgres:`/`postgresql:`; anything else is an error naming both.
+pub async fn open(url: &str) -> anyhow::Result<Arc<dyn Store>> {
+    let scheme = url.split(':').next().unwrap_or_default();
+    let shown = redact_url(url);
+    let store: Arc<dyn Store> = match scheme {
+        "sqlite" => {
+            let s = SqliteStore::connect(url)
+                .await
+                .with_context(|| format!("opening SQLite database {shown}"))?;
+            s.migrate().await.context("applying SQLite migrations")?;
+            Arc::new(s)
+        }
+        "postgres" | "postgresql" => {
+            let s = PgStore::connect(url)
+                .await
+                .with_context(|| format!("connecting to PostgreSQL {shown}"))?;
+            s.migrate().await.context("applying PostgreSQL migrations")?;
+            Arc::new(s)
+        }
+        other => anyhow::bail!(
+            "unsupported database URL scheme {other:?}: use sqlite://path/to/file.db or postgres://user@host/database"
+        ),
+    };
+    Ok(store)
+}
+
+/// The user-token secret: the configured one, or the one kept in the database (generated on
+/// first use), so `serve` and `token` against one database agree without configuration.
+pub async fn jwt_secret(
+    store: &dyn Store,
+    configured: Option<&secrecy::SecretString>,
+) -> anyhow::Result<Vec<u8>> {
+    use base64::Engine;
+    use secrecy::ExposeSecret;
+    if let Some(s) = configured {
+        anyhow::ensure!(
+            s.expose_secret().len() >= 16,
+            "jwt_secret must be at least 16 characters"
+        );
+        return Ok(s.expose_secret().as_bytes().to_vec());
+    }
+    let fresh: [u8; 32] = rand::random();
+    let fresh = base64::engine::general_purpose::STANDARD.encode(fresh);
+    let kept = store
+        .setting_or_init("jwt_secret", &fresh)
+        .await
+        .context("reading the stored jwt secret")?;
+    Ok(kept.into_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn unknown_schemes_name_both_accepted_ones() {
+        let err = open("mysql://root@localhost/db").await.err().expect("refused");
+        let msg = err.to_string();
+        assert!(msg.contains("sqlite://") && msg.contains("postgres://"), "{msg}");
+    }
+
+    #[tokio::test]
+    async fn stored_secret_is_stable() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let url = format!("sqlite://{}/x.db", dir.path().display());
+        let store = open(&url).await.expect("open");
+        let a = jwt_secret(store.as_ref(), None).await.expect("secret");
+        let b = jwt_secret(store.as_ref(), None).await.expect("secret");
+        assert_eq!(a, b);
+        assert!(a.len() >= 32);
+    }
+}

@@ -1,0 +1,119 @@
+//! `serve --demo`: a small, realistic data set and ready-to-use credentials.
+
+use anyhow::Context;
+use coupond_api::auth::{generate_api_key, JwtKeys};
+use coupond_domain::{
+    ActivityDraft, ActivitySpec, CategoryId, CityId, CitySet, CouponKind, FundedBy, ListingDraft,
+    MerchantDraft, MerchantId, Money, Timestamp, UserId, Window,
+};
+use coupond_store::{NewApiKey, Role, Store};
+use time::Duration;
+
+/// Credentials printed for the demo, as shell `export` lines.
+#[derive(Debug)]
+pub struct DemoCredentials {
+    pub lines: Vec<String>,
+}
+
+const DEMO_MARKER: &str = "demo_merchants";
+
+/// Loads the demo data once per database (later runs reuse it) and mints fresh keys and a
+/// user token.
+pub async fn load(store: &dyn Store, jwt: &JwtKeys, now: Timestamp) -> anyhow::Result<DemoCredentials> {
+    let existing = store.setting_or_init(DEMO_MARKER, "").await?;
+    let merchants: Vec<MerchantId> = if existing.is_empty() {
+        let ids = seed(store, now).await.context("loading demo data")?;
+        let json = serde_json::to_string(&ids)?;
+        // Another process may have seeded concurrently; ours stays valid data either way.
+        store.setting_or_init(&format!("{DEMO_MARKER}_ids"), &json).await?;
+        ids
+    } else {
+        let json = store.setting_or_init(&format!("{DEMO_MARKER}_ids"), "[]").await?;
+        serde_json::from_str(&json).context("reading demo merchant ids")?
+    };
+    let mut lines = Vec::new();
+    let key = |name: &str, role: Role, merchant: Option<MerchantId>| {
+        let k = generate_api_key();
+        let new = NewApiKey {
+            hash: k.hash,
+            prefix: k.prefix.clone(),
+            role,
+            merchant_id: merchant,
+            label: format!("demo {name}"),
+        };
+        (name.to_owned(), k.secret, new)
+    };
+    let mut keys = vec![key("PLATFORM_KEY", Role::Platform, None), key("SERVICE_KEY", Role::Service, None)];
+    for (i, m) in merchants.iter().enumerate() {
+        keys.push(key(&format!("MERCHANT{}_KEY", i + 1), Role::Merchant, Some(*m)));
+    }
+    for (name, secret, new) in keys {
+        store.insert_api_key(&new, now).await?;
+        lines.push(format!("export {name}={secret}"));
+    }
+    for (i, m) in merchants.iter().enumerate() {
+        lines.push(format!("export MERCHANT{}_ID={m}", i + 1));
+    }
+    let user = UserId::parse("u-1001").map_err(anyhow::Error::msg)?;
+    let token = jwt
+        .mint(&user, now, Duration::hours(24))
+        .map_err(|e| anyhow::anyhow!("minting the demo token: {e:?}"))?;
+    lines.push(format!("export USER_TOKEN={token}"));
+    Ok(DemoCredentials { lines })
+}
+
+fn cities(ids: &[i64]) -> anyhow::Result<CitySet> {
+    let ids = ids.iter().map(|c| CityId::new(*c)).collect::<Result<Vec<_>, _>>();
+    CitySet::new(ids.map_err(anyhow::Error::msg)?).map_err(anyhow::Error::msg)
+}
+
+async fn seed(store: &dyn Store, now: Timestamp) -> anyhow::Result<Vec<MerchantId>> {
+    // City 1: Hangzhou, city 2: Shanghai.
+    let merchants = [
+        ("Westlake Apartments Co.", "Westlake", vec![1]),
+        ("Qiantang Rooms Ltd.", "Qiantang", vec![1, 2]),
+        ("Bund Living", "Bund", vec![2]),
+    ];
+    let mut ids = Vec::new();
+    for (name, short, city_ids) in merchants {
+        let m = store
+            .insert_merchant(
+                &MerchantDraft { name: name.into(), short_name: short.into(), cities: cities(&city_ids)? },
+                now,
+            )
+            .await?;
+        for (n, city) in city_ids.iter().enumerate() {
+            for (k, (title, price)) in [("One-bedroom near the lake", 450_000), ("Shared room, metro line 1", 180_000)]
+                .into_iter()
+                .enumerate()
+            {
+                let listing = ListingDraft {
+                    external_id: Some(format!("{short}-{city}-{n}-{k}")),
+                    city_id: CityId::new(*city).map_err(anyhow::Error::msg)?,
+                    category_id: CategoryId::new(1 + k as i64).map_err(anyhow::Error::msg)?,
+                    title: title.into(),
+                    price: Money::new(price).map_err(anyhow::Error::msg)?,
+                    deposit: Money::new(price * 2).map_err(anyhow::Error::msg)?,
+                };
+                store.insert_listing(m.id, &listing, now).await?;
+            }
+        }
+        ids.push(m.id);
+    }
+    let window = |from: Duration, to: Duration| Window::new(now.add(from), now.add(to)).map_err(anyhow::Error::msg);
+    let activity = ActivitySpec::try_from(ActivityDraft {
+        title: "Spring rental festival".into(),
+        description: "Merchants in Hangzhou and Shanghai offer amount-off coupons on first month's rent."
+            .into(),
+        cities: cities(&[1, 2])?,
+        kind: CouponKind::AmountOff,
+        value_min: 5_000,
+        value_max: 50_000,
+        enrollment: window(Duration::hours(-1), Duration::days(7))?,
+        run: window(Duration::days(7), Duration::days(37))?,
+        funded_by: FundedBy::Platform,
+    })
+    .map_err(|e| anyhow::anyhow!("demo activity: {e}"))?;
+    store.insert_activity(&activity, now).await?;
+    Ok(ids)
+}

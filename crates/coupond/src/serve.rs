@@ -1,0 +1,108 @@
+//! `coupond serve`: logging, the store, the router, and graceful shutdown.
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use coupond_api::{ApiSettings, AppState};
+use coupond_engine::{Clock, SystemClock};
+use tracing_subscriber::EnvFilter;
+
+use crate::cli::ServeArgs;
+use crate::config::{redact_url, Config, LogFormat};
+use crate::{db, demo};
+
+fn init_logging(config: &Config) -> anyhow::Result<()> {
+    let filter = EnvFilter::try_new(&config.log_level)
+        .with_context(|| format!("log_level {:?} is not a valid filter", config.log_level))?;
+    // Logs go to stderr so that stdout carries only what the user asked for (demo keys).
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let result = match config.log_format {
+        LogFormat::Json => builder.json().try_init(),
+        LogFormat::Text => builder.try_init(),
+    };
+    result.map_err(|e| anyhow::anyhow!("initialising logging: {e}"))
+}
+
+pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
+    init_logging(&config)?;
+    tracing::info!(config = ?config, "starting coupond");
+    let store = db::open(&config.database_url).await?;
+    let secret = db::jwt_secret(store.as_ref(), config.jwt_secret.as_ref()).await?;
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let settings = ApiSettings {
+        freeze: time::Duration::try_from(config.freeze_period).context("freeze_period is too long")?,
+        max_body_bytes: config.max_body_bytes,
+        ..ApiSettings::default()
+    };
+    let state = AppState::new(store.clone(), clock.clone(), &secret, settings);
+
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .with_context(|| format!("binding {}", config.listen))?;
+    let addr = listener.local_addr()?;
+    if args.demo {
+        let creds = demo::load(store.as_ref(), state.jwt(), clock.now()).await?;
+        println!("# coupond demo: paste these into the shell you will use curl from");
+        println!("export COUPOND={}", format_args!("http://{addr}"));
+        for line in creds.lines {
+            println!("{line}");
+        }
+    }
+    tracing::info!(%addr, database = %redact_url(&config.database_url), backend = store.backend(), "listening");
+    eprintln!("coupond listening on http://{addr} ({} database)", store.backend());
+
+    // Aborted when `run` returns; it holds no state worth finishing.
+    let upkeep = tokio::spawn(async {
+        let mut tick = tokio::time::interval(std::time::Duration::from_secs(5));
+        loop {
+            tick.tick().await;
+            coupond_api::observe::metrics_upkeep();
+        }
+    });
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let grace = config.shutdown_grace;
+    let server = axum::serve(listener, coupond_api::router(state))
+        .with_graceful_shutdown(async move {
+            shutdown_signal().await;
+            tracing::info!("shutdown signal received; finishing in-flight requests");
+            let _ = stop_tx.send(true);
+        });
+    let mut stop_rx = stop_rx;
+    let deadline = async move {
+        // Wait for the signal, then give in-flight requests `grace` to finish.
+        let _ = stop_rx.wait_for(|stopped| *stopped).await;
+        tokio::time::sleep(grace).await;
+    };
+    tokio::select! {
+        res = server => res.context("serving")?,
+        () = deadline => tracing::warn!(?grace, "in-flight requests did not finish within the grace period"),
+    }
+    upkeep.abort();
+    store.close().await;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Resolves on SIGINT (Ctrl-C) or SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+}
