@@ -42,7 +42,13 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
                     ApiError::bad_request("invalid_body", None, e.body_text())
                 }
             })?;
-        parse_json(&bytes).map(ApiJson)
+        // Every body this API takes is an object; serde would also accept a positional array
+        // for a struct, which no client means to send.
+        match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
+            Some(b'{') => parse_json(&bytes).map(ApiJson),
+            Some(_) => Err(ApiError::invalid("invalid_field", "body", "the body must be a JSON object")),
+            None => Err(ApiError::bad_request("invalid_json", None, "the body is empty")),
+        }
     }
 }
 

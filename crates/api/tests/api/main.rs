@@ -1,0 +1,11 @@
+//! API integration tests: the whole router, in-process, each test on a fresh database with a
+//! manual clock.
+#![allow(clippy::unwrap_used)]
+
+mod clock;
+mod flows;
+mod isolation;
+mod openapi;
+mod roles;
+mod support;
+mod validation;
