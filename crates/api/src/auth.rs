@@ -78,7 +78,9 @@ pub struct GeneratedKey {
 
 impl fmt::Debug for GeneratedKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("GeneratedKey").field("prefix", &self.prefix).finish_non_exhaustive()
+        f.debug_struct("GeneratedKey")
+            .field("prefix", &self.prefix)
+            .finish_non_exhaustive()
     }
 }
 
@@ -129,7 +131,12 @@ impl JwtKeys {
     }
 
     /// A token for `user`, valid from `now` for `ttl`.
-    pub fn mint(&self, user: &UserId, now: Timestamp, ttl: time::Duration) -> Result<String, ApiError> {
+    pub fn mint(
+        &self,
+        user: &UserId,
+        now: Timestamp,
+        ttl: time::Duration,
+    ) -> Result<String, ApiError> {
         let iat = now.unix_micros() / 1_000_000;
         let claims = Claims {
             sub: user.to_string(),
@@ -160,16 +167,27 @@ impl JwtKeys {
 pub async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Principal, ApiError> {
     let value = headers
         .get(header::AUTHORIZATION)
-        .ok_or(ApiError::Unauthorized("send Authorization: Bearer <API key or user token>"))?;
+        .ok_or(ApiError::Unauthorized(
+            "send Authorization: Bearer <API key or user token>",
+        ))?;
     let credential = value
         .to_str()
         .ok()
-        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+        .and_then(|v| {
+            v.strip_prefix("Bearer ")
+                .or_else(|| v.strip_prefix("bearer "))
+        })
         .map(str::trim)
         .filter(|c| !c.is_empty() && c.len() <= 4096)
-        .ok_or(ApiError::Unauthorized("send Authorization: Bearer <API key or user token>"))?;
+        .ok_or(ApiError::Unauthorized(
+            "send Authorization: Bearer <API key or user token>",
+        ))?;
     if credential.starts_with(KEY_PREFIX) {
-        let key = match state.store().api_key_by_hash(&hash_api_key(credential)).await {
+        let key = match state
+            .store()
+            .api_key_by_hash(&hash_api_key(credential))
+            .await
+        {
             Ok(k) => k,
             Err(StoreError::NotFound) => return Err(ApiError::Unauthorized("unknown API key")),
             Err(e) => return Err(e.into()),
@@ -182,7 +200,9 @@ pub async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Princ
             (KeyRole::Platform, _) => Ok(Principal::Platform),
             (KeyRole::Service, _) => Ok(Principal::Service),
             (KeyRole::Merchant, Some(m)) => Ok(Principal::Merchant(m)),
-            (KeyRole::Merchant, None) => Err(ApiError::Unauthorized("merchant key without merchant")),
+            (KeyRole::Merchant, None) => {
+                Err(ApiError::Unauthorized("merchant key without merchant"))
+            }
         };
     }
     let user = state.jwt().verify(credential, state.now())?;
@@ -217,7 +237,7 @@ mod tests {
         let user = UserId::parse("u-1").unwrap();
         let token = keys.mint(&user, now, time::Duration::hours(1)).unwrap();
         assert_eq!(keys.verify(&token, now).unwrap(), user);
-        let later = now.add(time::Duration::hours(1));
+        let later = now.plus(time::Duration::hours(1));
         assert!(keys.verify(&token, later).is_err());
         assert!(JwtKeys::new(b"other").verify(&token, now).is_err());
         assert!(keys.verify("garbage", now).is_err());

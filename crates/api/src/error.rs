@@ -69,7 +69,11 @@ pub enum ApiError {
 }
 
 impl ApiError {
-    pub fn bad_request(code: &'static str, field: Option<&str>, message: impl Into<String>) -> Self {
+    pub fn bad_request(
+        code: &'static str,
+        field: Option<&str>,
+        message: impl Into<String>,
+    ) -> Self {
         ApiError::BadRequest {
             code,
             field: field.map(str::to_owned),
@@ -110,8 +114,16 @@ impl ApiError {
 
     fn parts(&self) -> (&'static str, Option<String>, String) {
         match self {
-            ApiError::BadRequest { code, field, message }
-            | ApiError::Invalid { code, field, message } => (code, field.clone(), message.clone()),
+            ApiError::BadRequest {
+                code,
+                field,
+                message,
+            }
+            | ApiError::Invalid {
+                code,
+                field,
+                message,
+            } => (code, field.clone(), message.clone()),
             ApiError::Unauthorized(why) => ("unauthorized", None, (*why).to_owned()),
             ApiError::Forbidden => (
                 "forbidden",
@@ -195,12 +207,14 @@ impl From<StoreError> for ApiError {
                 "concurrent_update",
                 "the resource changed while this request was processed; read it again and retry",
             ),
-            StoreError::Conflict("unique") => {
-                ApiError::conflict("already_exists", "a resource with that identity already exists")
-            }
-            StoreError::Conflict(other) => {
-                ApiError::conflict("conflict", format!("the write conflicts with stored data ({other})"))
-            }
+            StoreError::Conflict("unique") => ApiError::conflict(
+                "already_exists",
+                "a resource with that identity already exists",
+            ),
+            StoreError::Conflict(other) => ApiError::conflict(
+                "conflict",
+                format!("the write conflicts with stored data ({other})"),
+            ),
             StoreError::Unavailable(source) => {
                 tracing::warn!(error = %source, "database unavailable");
                 ApiError::Unavailable

@@ -46,8 +46,16 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
         // for a struct, which no client means to send.
         match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
             Some(b'{') => parse_json(&bytes).map(ApiJson),
-            Some(_) => Err(ApiError::invalid("invalid_field", "body", "the body must be a JSON object")),
-            None => Err(ApiError::bad_request("invalid_json", None, "the body is empty")),
+            Some(_) => Err(ApiError::invalid(
+                "invalid_field",
+                "body",
+                "the body must be a JSON object",
+            )),
+            None => Err(ApiError::bad_request(
+                "invalid_json",
+                None,
+                "the body is empty",
+            )),
         }
     }
 }
@@ -60,7 +68,8 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
         let inner = e.into_inner();
         classify(&path, &inner)
     })?;
-    de.end().map_err(|e| ApiError::bad_request("invalid_json", None, e.to_string()))?;
+    de.end()
+        .map_err(|e| ApiError::bad_request("invalid_json", None, e.to_string()))?;
     Ok(value)
 }
 
@@ -84,10 +93,21 @@ fn classify(path: &str, e: &serde_json::Error) -> ApiError {
                 ("missing_field", join(name))
             } else if let Some(name) = between(&message, "unknown field `", "`") {
                 // serde_path_to_error already ends the path with the unknown key.
-                let field = if parent.ends_with(name) { parent.to_owned() } else { join(name) };
+                let field = if parent.ends_with(name) {
+                    parent.to_owned()
+                } else {
+                    join(name)
+                };
                 ("unknown_field", field)
             } else {
-                ("invalid_field", if parent.is_empty() { "body".to_owned() } else { parent.to_owned() })
+                (
+                    "invalid_field",
+                    if parent.is_empty() {
+                        "body".to_owned()
+                    } else {
+                        parent.to_owned()
+                    },
+                )
             };
             // serde's message carries " at line 1 column 7": useful, keep it.
             ApiError::Invalid {
@@ -141,6 +161,8 @@ impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for ApiPath
         Path::<T>::from_request_parts(parts, state)
             .await
             .map(|Path(v)| ApiPath(v))
-            .map_err(|e: PathRejection| ApiError::bad_request("invalid_path", Some("id"), e.body_text()))
+            .map_err(|e: PathRejection| {
+                ApiError::bad_request("invalid_path", Some("id"), e.body_text())
+            })
     }
 }

@@ -31,7 +31,9 @@ pub fn metrics_handle() -> &'static PrometheusHandle {
         let builder = PrometheusBuilder::new()
             .set_buckets_for_metric(
                 Matcher::Full("http_request_duration_seconds".into()),
-                &[0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5],
+                &[
+                    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+                ],
             )
             .unwrap_or_else(|_| PrometheusBuilder::new());
         let recorder = builder.build_recorder();

@@ -48,5 +48,7 @@ impl Modify for BearerAuth {
 
 /// The document as pretty-printed JSON.
 pub fn document_json() -> String {
-    ApiDoc::openapi().to_pretty_json().unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+    ApiDoc::openapi()
+        .to_pretty_json()
+        .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
 }

@@ -43,7 +43,11 @@ pub fn page(cursor: Option<&str>, limit: Option<u32>, s: &ApiSettings) -> ApiRes
     let after = match cursor {
         None => None,
         Some(c) => Some(decode_cursor(c).ok_or_else(|| {
-            ApiError::bad_request("invalid_query", Some("cursor"), "cursor is not one this API issued")
+            ApiError::bad_request(
+                "invalid_query",
+                Some("cursor"),
+                "cursor is not one this API issued",
+            )
         })?),
     };
     Ok(Page {
@@ -53,11 +57,20 @@ pub fn page(cursor: Option<&str>, limit: Option<u32>, s: &ApiSettings) -> ApiRes
 }
 
 /// Trims the extra row fetched by [`page`] and sets the next cursor.
-pub fn finish<R, T>(mut rows: Vec<R>, page: Page, id: impl Fn(&R) -> i64, view: impl Fn(R) -> T) -> PageOf<T> {
+pub fn finish<R, T>(
+    mut rows: Vec<R>,
+    page: Page,
+    id: impl Fn(&R) -> i64,
+    view: impl Fn(R) -> T,
+) -> PageOf<T> {
     let wanted = (page.limit - 1) as usize;
     let more = rows.len() > wanted;
     rows.truncate(wanted);
-    let next_cursor = if more { rows.last().map(|r| encode_cursor(id(r))) } else { None };
+    let next_cursor = if more {
+        rows.last().map(|r| encode_cursor(id(r)))
+    } else {
+        None
+    };
     PageOf {
         items: rows.into_iter().map(view).collect(),
         next_cursor,

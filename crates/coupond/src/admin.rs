@@ -24,7 +24,11 @@ pub async fn migrate(config: &Config) -> anyhow::Result<()> {
 pub async fn keys(config: &Config, cmd: KeysCommand) -> anyhow::Result<()> {
     let store = db::open(&config.database_url).await?;
     let result = match cmd {
-        KeysCommand::Create { role, merchant, label } => {
+        KeysCommand::Create {
+            role,
+            merchant,
+            label,
+        } => {
             let role = Role::parse(&role).context("role must be platform, merchant or service")?;
             let merchant_id = match (role, merchant) {
                 (Role::Merchant, Some(id)) => {
@@ -42,18 +46,33 @@ pub async fn keys(config: &Config, cmd: KeysCommand) -> anyhow::Result<()> {
             let k = generate_api_key();
             let stored = store
                 .insert_api_key(
-                    &NewApiKey { hash: k.hash, prefix: k.prefix, role, merchant_id, label },
+                    &NewApiKey {
+                        hash: k.hash,
+                        prefix: k.prefix,
+                        role,
+                        merchant_id,
+                        label,
+                    },
                     now(),
                 )
                 .await?;
-            eprintln!("created key {} ({role}); it is shown once, store it now:", stored.id);
+            eprintln!(
+                "created key {} ({role}); it is shown once, store it now:",
+                stored.id
+            );
             println!("{}", k.secret);
             Ok(())
         }
         KeysCommand::List => {
             for k in store.list_api_keys().await? {
-                let merchant = k.merchant_id.map(|m| format!(" merchant={m}")).unwrap_or_default();
-                let revoked = k.revoked_at.map(|t| format!(" revoked_at={t}")).unwrap_or_default();
+                let merchant = k
+                    .merchant_id
+                    .map(|m| format!(" merchant={m}"))
+                    .unwrap_or_default();
+                let revoked = k
+                    .revoked_at
+                    .map(|t| format!(" revoked_at={t}"))
+                    .unwrap_or_default();
                 println!(
                     "{}\t{}…\t{}{}\tcreated_at={}{}\t{}",
                     k.id, k.prefix, k.role, merchant, k.created_at, revoked, k.label
@@ -63,7 +82,11 @@ pub async fn keys(config: &Config, cmd: KeysCommand) -> anyhow::Result<()> {
         }
         KeysCommand::Revoke { id } => match store.revoke_api_key(id, now()).await {
             Ok(k) => {
-                println!("key {} revoked at {}", k.id, k.revoked_at.unwrap_or_else(now));
+                println!(
+                    "key {} revoked at {}",
+                    k.id,
+                    k.revoked_at.unwrap_or_else(now)
+                );
                 Ok(())
             }
             Err(StoreError::NotFound) => Err(anyhow::anyhow!("no key with id {id}")),

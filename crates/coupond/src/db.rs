@@ -66,9 +66,14 @@ mod tests {
 
     #[tokio::test]
     async fn unknown_schemes_name_both_accepted_ones() {
-        let err = open("mysql://root@localhost/db").await.err().expect("refused");
+        let Err(err) = open("mysql://root@localhost/db").await else {
+            panic!("mysql:// must be refused");
+        };
         let msg = err.to_string();
-        assert!(msg.contains("sqlite://") && msg.contains("postgres://"), "{msg}");
+        assert!(
+            msg.contains("sqlite://") && msg.contains("postgres://"),
+            "{msg}"
+        );
     }
 
     #[tokio::test]

@@ -19,17 +19,21 @@ const DEMO_MARKER: &str = "demo_merchants";
 
 /// Loads the demo data once per database (later runs reuse it) and mints fresh keys and a
 /// user token.
-pub async fn load(store: &dyn Store, jwt: &JwtKeys, now: Timestamp) -> anyhow::Result<DemoCredentials> {
+pub async fn load(
+    store: &dyn Store,
+    jwt: &JwtKeys,
+    now: Timestamp,
+) -> anyhow::Result<DemoCredentials> {
+    // The marker holds the demo merchants' ids once the data is loaded.
     let existing = store.setting_or_init(DEMO_MARKER, "").await?;
     let merchants: Vec<MerchantId> = if existing.is_empty() {
         let ids = seed(store, now).await.context("loading demo data")?;
-        let json = serde_json::to_string(&ids)?;
-        // Another process may have seeded concurrently; ours stays valid data either way.
-        store.setting_or_init(&format!("{DEMO_MARKER}_ids"), &json).await?;
+        store
+            .put_setting(DEMO_MARKER, &serde_json::to_string(&ids)?)
+            .await?;
         ids
     } else {
-        let json = store.setting_or_init(&format!("{DEMO_MARKER}_ids"), "[]").await?;
-        serde_json::from_str(&json).context("reading demo merchant ids")?
+        serde_json::from_str(&existing).context("reading demo merchant ids")?
     };
     let mut lines = Vec::new();
     let key = |name: &str, role: Role, merchant: Option<MerchantId>| {
@@ -43,9 +47,16 @@ pub async fn load(store: &dyn Store, jwt: &JwtKeys, now: Timestamp) -> anyhow::R
         };
         (name.to_owned(), k.secret, new)
     };
-    let mut keys = vec![key("PLATFORM_KEY", Role::Platform, None), key("SERVICE_KEY", Role::Service, None)];
+    let mut keys = vec![
+        key("PLATFORM_KEY", Role::Platform, None),
+        key("SERVICE_KEY", Role::Service, None),
+    ];
     for (i, m) in merchants.iter().enumerate() {
-        keys.push(key(&format!("MERCHANT{}_KEY", i + 1), Role::Merchant, Some(*m)));
+        keys.push(key(
+            &format!("MERCHANT{}_KEY", i + 1),
+            Role::Merchant,
+            Some(*m),
+        ));
     }
     for (name, secret, new) in keys {
         store.insert_api_key(&new, now).await?;
@@ -63,7 +74,10 @@ pub async fn load(store: &dyn Store, jwt: &JwtKeys, now: Timestamp) -> anyhow::R
 }
 
 fn cities(ids: &[i64]) -> anyhow::Result<CitySet> {
-    let ids = ids.iter().map(|c| CityId::new(*c)).collect::<Result<Vec<_>, _>>();
+    let ids = ids
+        .iter()
+        .map(|c| CityId::new(*c))
+        .collect::<Result<Vec<_>, _>>();
     CitySet::new(ids.map_err(anyhow::Error::msg)?).map_err(anyhow::Error::msg)
 }
 
@@ -78,14 +92,21 @@ async fn seed(store: &dyn Store, now: Timestamp) -> anyhow::Result<Vec<MerchantI
     for (name, short, city_ids) in merchants {
         let m = store
             .insert_merchant(
-                &MerchantDraft { name: name.into(), short_name: short.into(), cities: cities(&city_ids)? },
+                &MerchantDraft {
+                    name: name.into(),
+                    short_name: short.into(),
+                    cities: cities(&city_ids)?,
+                },
                 now,
             )
             .await?;
         for (n, city) in city_ids.iter().enumerate() {
-            for (k, (title, price)) in [("One-bedroom near the lake", 450_000), ("Shared room, metro line 1", 180_000)]
-                .into_iter()
-                .enumerate()
+            for (k, (title, price)) in [
+                ("One-bedroom near the lake", 450_000),
+                ("Shared room, metro line 1", 180_000),
+            ]
+            .into_iter()
+            .enumerate()
             {
                 let listing = ListingDraft {
                     external_id: Some(format!("{short}-{city}-{n}-{k}")),
@@ -100,11 +121,14 @@ async fn seed(store: &dyn Store, now: Timestamp) -> anyhow::Result<Vec<MerchantI
         }
         ids.push(m.id);
     }
-    let window = |from: Duration, to: Duration| Window::new(now.add(from), now.add(to)).map_err(anyhow::Error::msg);
+    let window = |from: Duration, to: Duration| {
+        Window::new(now.plus(from), now.plus(to)).map_err(anyhow::Error::msg)
+    };
     let activity = ActivitySpec::try_from(ActivityDraft {
         title: "Spring rental festival".into(),
-        description: "Merchants in Hangzhou and Shanghai offer amount-off coupons on first month's rent."
-            .into(),
+        description:
+            "Merchants in Hangzhou and Shanghai offer amount-off coupons on first month's rent."
+                .into(),
         cities: cities(&[1, 2])?,
         kind: CouponKind::AmountOff,
         value_min: 5_000,

@@ -15,7 +15,9 @@ fn init_logging(config: &Config) -> anyhow::Result<()> {
     let filter = EnvFilter::try_new(&config.log_level)
         .with_context(|| format!("log_level {:?} is not a valid filter", config.log_level))?;
     // Logs go to stderr so that stdout carries only what the user asked for (demo keys).
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     let result = match config.log_format {
         LogFormat::Json => builder.json().try_init(),
         LogFormat::Text => builder.try_init(),
@@ -30,7 +32,8 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
     let secret = db::jwt_secret(store.as_ref(), config.jwt_secret.as_ref()).await?;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let settings = ApiSettings {
-        freeze: time::Duration::try_from(config.freeze_period).context("freeze_period is too long")?,
+        freeze: time::Duration::try_from(config.freeze_period)
+            .context("freeze_period is too long")?,
         max_body_bytes: config.max_body_bytes,
         ..ApiSettings::default()
     };
@@ -49,7 +52,10 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
         }
     }
     tracing::info!(%addr, database = %redact_url(&config.database_url), backend = store.backend(), "listening");
-    eprintln!("coupond listening on http://{addr} ({} database)", store.backend());
+    eprintln!(
+        "coupond listening on http://{addr} ({} database)",
+        store.backend()
+    );
 
     // Aborted when `run` returns; it holds no state worth finishing.
     let upkeep = tokio::spawn(async {
@@ -61,8 +67,8 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
     });
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let grace = config.shutdown_grace;
-    let server = axum::serve(listener, coupond_api::router(state))
-        .with_graceful_shutdown(async move {
+    let server =
+        axum::serve(listener, coupond_api::router(state)).with_graceful_shutdown(async move {
             shutdown_signal().await;
             tracing::info!("shutdown signal received; finishing in-flight requests");
             let _ = stop_tx.send(true);

@@ -209,7 +209,7 @@ impl Activity {
         self.spec
             .enrollment
             .end
-            .min(self.spec.run.start.sub(freeze))
+            .min(self.spec.run.start.minus(freeze))
     }
 
     /// The status at `now`. Storage backends translate the same boundaries into SQL for list
@@ -299,9 +299,9 @@ mod tests {
         let mut d = draft();
         d.enrollment = Window::new(d.enrollment.start, d.run.start).unwrap();
         let a = activity(d);
-        let freeze_at = t("2026-03-15T00:00:00Z").sub(FREEZE);
+        let freeze_at = t("2026-03-15T00:00:00Z").minus(FREEZE);
         assert_eq!(
-            a.status(freeze_at.sub(us), FREEZE),
+            a.status(freeze_at.minus(us), FREEZE),
             ActivityStatus::Enrolling
         );
         assert_eq!(a.status(freeze_at, FREEZE), ActivityStatus::Frozen);
@@ -379,7 +379,7 @@ mod tests {
             // Enrolling only inside enrollment and before the freeze.
             if act.status(ts(lo), freeze) == ActivityStatus::Enrolling {
                 prop_assert!(act.spec.enrollment.contains(ts(lo)));
-                prop_assert!(ts(lo) < act.spec.run.start.sub(freeze));
+                prop_assert!(ts(lo) < act.spec.run.start.minus(freeze));
             }
         }
     }

@@ -260,7 +260,7 @@ impl Validity {
             Validity::Fixed { from, until } => (*from, *until),
             Validity::Relative { days } => (
                 claimed_at,
-                claimed_at.add(time::Duration::days(i64::from(*days))),
+                claimed_at.plus(time::Duration::days(i64::from(*days))),
             ),
         }
     }

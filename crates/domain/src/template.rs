@@ -250,7 +250,7 @@ impl TemplateSpec {
         match self.draft.validity {
             Validity::Fixed { until, .. } => until,
             Validity::Relative { days } => {
-                self.claim_window.end.add(Duration::days(i64::from(days)))
+                self.claim_window.end.plus(Duration::days(i64::from(days)))
             }
         }
     }

@@ -53,7 +53,7 @@ impl Timestamp {
     }
 
     /// `self + d`, saturating at the ends of the representable range.
-    pub fn add(self, d: Duration) -> Self {
+    pub fn plus(self, d: Duration) -> Self {
         Timestamp(self.0.checked_add(d).unwrap_or(if d.is_negative() {
             OffsetDateTime::UNIX_EPOCH
         } else {
@@ -61,8 +61,8 @@ impl Timestamp {
         }))
     }
 
-    pub fn sub(self, d: Duration) -> Self {
-        self.add(-d)
+    pub fn minus(self, d: Duration) -> Self {
+        self.plus(-d)
     }
 }
 

@@ -65,7 +65,7 @@ mod tests {
         let shared = c.clone();
         assert_eq!(c.now(), start);
         shared.advance(Duration::minutes(5));
-        assert_eq!(c.now(), start.add(Duration::minutes(5)));
+        assert_eq!(c.now(), start.plus(Duration::minutes(5)));
         c.set(start);
         assert_eq!(shared.now(), start);
     }

@@ -19,9 +19,8 @@ pub(crate) fn db_err(e: sqlx::Error) -> StoreError {
         // Class 08 (connection exception), 57P01..03 (admin shutdown, crash, cannot connect
         // now), 53300 (too many connections): the database is not there right now.
         sqlx::Error::Database(d)
-            if d.code().is_some_and(|c| {
-                c.starts_with("08") || c.starts_with("57P") || c == "53300"
-            }) =>
+            if d.code()
+                .is_some_and(|c| c.starts_with("08") || c.starts_with("57P") || c == "53300") =>
         {
             StoreError::Unavailable(d.into())
         }

@@ -5,9 +5,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use coupond_domain::{
-    Activity, ActivityId, ActivitySpec, ActivityStatus, Listing, ListingDraft, ListingId,
-    Merchant, MerchantDraft, MerchantId, Template, TemplateId, TemplateSpec, TemplateStatus,
-    Timestamp,
+    Activity, ActivityId, ActivitySpec, ActivityStatus, Listing, ListingDraft, ListingId, Merchant,
+    MerchantDraft, MerchantId, Template, TemplateId, TemplateSpec, TemplateStatus, Timestamp,
 };
 use coupond_store::{
     codec, ActivityQuery, ApiKey, NewApiKey, NewTemplate, PoolStats, Store, StoreError,
@@ -50,7 +49,10 @@ impl PgStore {
     pub async fn connect_in_schema(url: &str, schema: Option<&str>) -> StoreResult<Self> {
         let mut opts = PgConnectOptions::from_str(url).map_err(StoreError::other)?;
         if let Some(schema) = schema {
-            if !schema.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            if !schema
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_')
+            {
                 return Err(StoreError::other("schema names are letters, digits and _"));
             }
             let admin = PgPoolOptions::new()
@@ -161,16 +163,28 @@ fn push_activity_status(
             q.push(" AND ").push_bind(now).push(" < enroll_start");
         }
         ActivityStatus::Enrolling => {
-            q.push(" AND ").push_bind(now).push(" >= enroll_start AND ").push_bind(now).push(" <");
+            q.push(" AND ")
+                .push_bind(now)
+                .push(" >= enroll_start AND ")
+                .push_bind(now)
+                .push(" <");
             frozen_at(q);
         }
         ActivityStatus::Frozen => {
-            q.push(" AND ").push_bind(now).push(" >= enroll_start AND ").push_bind(now).push(" >=");
+            q.push(" AND ")
+                .push_bind(now)
+                .push(" >= enroll_start AND ")
+                .push_bind(now)
+                .push(" >=");
             frozen_at(q);
             q.push(" AND ").push_bind(now).push(" < run_start");
         }
         ActivityStatus::Running => {
-            q.push(" AND ").push_bind(now).push(" >= run_start AND ").push_bind(now).push(" < run_end");
+            q.push(" AND ")
+                .push_bind(now)
+                .push(" >= run_start AND ")
+                .push_bind(now)
+                .push(" < run_end");
         }
         ActivityStatus::Ended => {
             q.push(" AND ").push_bind(now).push(" >= run_end");
@@ -180,7 +194,11 @@ fn push_activity_status(
 }
 
 /// Appends the SQL form of [`Template::status`] at `now`.
-fn push_template_status(q: &mut QueryBuilder<'_, Postgres>, s: TemplateStatus, now: OffsetDateTime) {
+fn push_template_status(
+    q: &mut QueryBuilder<'_, Postgres>,
+    s: TemplateStatus,
+    now: OffsetDateTime,
+) {
     match s {
         TemplateStatus::Aborted => {
             q.push(" AND aborted_at IS NOT NULL");
@@ -198,10 +216,18 @@ fn push_template_status(q: &mut QueryBuilder<'_, Postgres>, s: TemplateStatus, n
             q.push(" AND ").push_bind(now).push(" < claim_start");
         }
         TemplateStatus::Active => {
-            q.push(" AND ").push_bind(now).push(" >= claim_start AND ").push_bind(now).push(" < claim_end");
+            q.push(" AND ")
+                .push_bind(now)
+                .push(" >= claim_start AND ")
+                .push_bind(now)
+                .push(" < claim_end");
         }
         TemplateStatus::Ended => {
-            q.push(" AND ").push_bind(now).push(" >= claim_end AND ").push_bind(now).push(" < expires_at");
+            q.push(" AND ")
+                .push_bind(now)
+                .push(" >= claim_end AND ")
+                .push_bind(now)
+                .push(" < expires_at");
         }
         TemplateStatus::Expired => {
             q.push(" AND ").push_bind(now).push(" >= expires_at");
@@ -217,7 +243,10 @@ impl Store for PgStore {
     }
 
     async fn ping(&self) -> StoreResult<()> {
-        sqlx::query("SELECT 1").execute(&self.pool).await.map_err(db_err)?;
+        sqlx::query("SELECT 1")
+            .execute(&self.pool)
+            .await
+            .map_err(db_err)?;
         Ok(())
     }
 
@@ -234,17 +263,32 @@ impl Store for PgStore {
     }
 
     async fn setting_or_init(&self, key: &str, init: &str) -> StoreResult<String> {
-        sqlx::query("INSERT INTO settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING")
-            .bind(key)
-            .bind(init)
-            .execute(&self.pool)
-            .await
-            .map_err(db_err)?;
+        sqlx::query(
+            "INSERT INTO settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING",
+        )
+        .bind(key)
+        .bind(init)
+        .execute(&self.pool)
+        .await
+        .map_err(db_err)?;
         sqlx::query_scalar("SELECT value FROM settings WHERE key = $1")
             .bind(key)
             .fetch_one(&self.pool)
             .await
             .map_err(db_err)
+    }
+
+    async fn put_setting(&self, key: &str, value: &str) -> StoreResult<()> {
+        sqlx::query(
+            "INSERT INTO settings (key, value) VALUES ($1, $2)
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        )
+        .bind(key)
+        .bind(value)
+        .execute(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(())
     }
 
     async fn insert_api_key(&self, k: &NewApiKey, now: Timestamp) -> StoreResult<ApiKey> {
@@ -395,9 +439,11 @@ impl Store for PgStore {
             b.push(" AND ").push_bind(c.get()).push(" = ANY(cities)");
         }
         if let Some(any) = &q.any_city {
-            b.push(" AND cities && ").push_bind(codec::cities_to_vec(any));
+            b.push(" AND cities && ")
+                .push_bind(codec::cities_to_vec(any));
         }
-        b.push(" ORDER BY id LIMIT ").push_bind(i64::from(q.page.limit));
+        b.push(" ORDER BY id LIMIT ")
+            .push_bind(i64::from(q.page.limit));
         let rows = b.build().fetch_all(&self.pool).await.map_err(db_err)?;
         rows.iter().map(rows::activity).collect()
     }
@@ -531,7 +577,8 @@ impl Store for PgStore {
         if let Some(s) = q.status {
             push_template_status(&mut b, s, dt(q.now));
         }
-        b.push(" ORDER BY id LIMIT ").push_bind(i64::from(q.page.limit));
+        b.push(" ORDER BY id LIMIT ")
+            .push_bind(i64::from(q.page.limit));
         let rows = b.build().fetch_all(&self.pool).await.map_err(db_err)?;
         rows.iter().map(rows::template).collect()
     }

@@ -30,6 +30,9 @@ coupond_store::conformance_suite!(fresh);
 #[test]
 fn postgres_is_configured_in_ci() {
     if std::env::var("CI").is_ok_and(|v| v == "true") {
-        assert!(std::env::var(ENV).is_ok(), "CI=true but {ENV} is not set: the PostgreSQL conformance suite would skip");
+        assert!(
+            std::env::var(ENV).is_ok(),
+            "CI=true but {ENV} is not set: the PostgreSQL conformance suite would skip"
+        );
     }
 }

@@ -6,9 +6,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use coupond_domain::{
-    Activity, ActivityId, ActivitySpec, ActivityStatus, Listing, ListingDraft, ListingId,
-    Merchant, MerchantDraft, MerchantId, Template, TemplateId, TemplateSpec, TemplateStatus,
-    Timestamp,
+    Activity, ActivityId, ActivitySpec, ActivityStatus, Listing, ListingDraft, ListingId, Merchant,
+    MerchantDraft, MerchantId, Template, TemplateId, TemplateSpec, TemplateStatus, Timestamp,
 };
 use coupond_store::{
     codec, ActivityQuery, ApiKey, NewApiKey, NewTemplate, PoolStats, Store, StoreError,
@@ -27,8 +26,7 @@ const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
 
 const TEMPLATE_COLS: &str = "id, merchant_id, spec, claimed, created_at, updated_at, \
      published_at, aborted_at, version";
-const ACTIVITY_COLS: &str =
-    "id, spec, created_at, updated_at, aborted_at, version, enrollment_seq";
+const ACTIVITY_COLS: &str = "id, spec, created_at, updated_at, aborted_at, version, enrollment_seq";
 
 /// The SQLite store: one writer connection, a few readers, one database file.
 #[derive(Clone, Debug)]
@@ -81,14 +79,21 @@ impl SqliteStore {
     }
 
     async fn begin(&self) -> StoreResult<sqlx::Transaction<'static, Sqlite>> {
-        self.writer.begin_with("BEGIN IMMEDIATE").await.map_err(db_err)
+        self.writer
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(db_err)
     }
 
     /// After a conditional update touched no row: `NotFound` if the row is gone, else the
     /// condition (version) failed.
     async fn missing_or_conflict(&self, table: &str, id: i64) -> StoreError {
         let sql = format!("SELECT 1 FROM {table} WHERE id = ?");
-        match sqlx::query(&sql).bind(id).fetch_optional(&self.writer).await {
+        match sqlx::query(&sql)
+            .bind(id)
+            .fetch_optional(&self.writer)
+            .await
+        {
             Ok(None) => StoreError::NotFound,
             Ok(Some(_)) => StoreError::Conflict("version"),
             Err(e) => db_err(e),
@@ -106,30 +111,49 @@ fn us(t: Timestamp) -> i64 {
 
 /// Appends the SQL form of [`Activity::status`] at `now`; the conformance suite checks both
 /// agree at every boundary.
-fn push_activity_status(q: &mut QueryBuilder<'_, Sqlite>, s: ActivityStatus, now: i64, freeze: i64) {
+fn push_activity_status(
+    q: &mut QueryBuilder<'_, Sqlite>,
+    s: ActivityStatus,
+    now: i64,
+    freeze: i64,
+) {
     if s == ActivityStatus::Aborted {
         q.push(" AND aborted_at IS NOT NULL");
         return;
     }
     q.push(" AND aborted_at IS NULL");
     let frozen_at = |q: &mut QueryBuilder<'_, Sqlite>| {
-        q.push(" MIN(enroll_end, run_start - ").push_bind(freeze).push(")");
+        q.push(" MIN(enroll_end, run_start - ")
+            .push_bind(freeze)
+            .push(")");
     };
     match s {
         ActivityStatus::Scheduled => {
             q.push(" AND ").push_bind(now).push(" < enroll_start");
         }
         ActivityStatus::Enrolling => {
-            q.push(" AND ").push_bind(now).push(" >= enroll_start AND ").push_bind(now).push(" <");
+            q.push(" AND ")
+                .push_bind(now)
+                .push(" >= enroll_start AND ")
+                .push_bind(now)
+                .push(" <");
             frozen_at(q);
         }
         ActivityStatus::Frozen => {
-            q.push(" AND ").push_bind(now).push(" >= enroll_start AND ").push_bind(now).push(" >=");
+            q.push(" AND ")
+                .push_bind(now)
+                .push(" >= enroll_start AND ")
+                .push_bind(now)
+                .push(" >=");
             frozen_at(q);
             q.push(" AND ").push_bind(now).push(" < run_start");
         }
         ActivityStatus::Running => {
-            q.push(" AND ").push_bind(now).push(" >= run_start AND ").push_bind(now).push(" < run_end");
+            q.push(" AND ")
+                .push_bind(now)
+                .push(" >= run_start AND ")
+                .push_bind(now)
+                .push(" < run_end");
         }
         ActivityStatus::Ended => {
             q.push(" AND ").push_bind(now).push(" >= run_end");
@@ -157,10 +181,18 @@ fn push_template_status(q: &mut QueryBuilder<'_, Sqlite>, s: TemplateStatus, now
             q.push(" AND ").push_bind(now).push(" < claim_start");
         }
         TemplateStatus::Active => {
-            q.push(" AND ").push_bind(now).push(" >= claim_start AND ").push_bind(now).push(" < claim_end");
+            q.push(" AND ")
+                .push_bind(now)
+                .push(" >= claim_start AND ")
+                .push_bind(now)
+                .push(" < claim_end");
         }
         TemplateStatus::Ended => {
-            q.push(" AND ").push_bind(now).push(" >= claim_end AND ").push_bind(now).push(" < expires_at");
+            q.push(" AND ")
+                .push_bind(now)
+                .push(" >= claim_end AND ")
+                .push_bind(now)
+                .push(" < expires_at");
         }
         TemplateStatus::Expired => {
             q.push(" AND ").push_bind(now).push(" >= expires_at");
@@ -176,7 +208,10 @@ impl Store for SqliteStore {
     }
 
     async fn ping(&self) -> StoreResult<()> {
-        sqlx::query("SELECT 1").execute(&self.reader).await.map_err(db_err)?;
+        sqlx::query("SELECT 1")
+            .execute(&self.reader)
+            .await
+            .map_err(db_err)?;
         Ok(())
     }
 
@@ -205,6 +240,19 @@ impl Store for SqliteStore {
             .fetch_one(&self.writer)
             .await
             .map_err(db_err)
+    }
+
+    async fn put_setting(&self, key: &str, value: &str) -> StoreResult<()> {
+        sqlx::query(
+            "INSERT INTO settings (key, value) VALUES (?, ?)
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        )
+        .bind(key)
+        .bind(value)
+        .execute(&self.writer)
+        .await
+        .map_err(db_err)?;
+        Ok(())
     }
 
     async fn insert_api_key(&self, k: &NewApiKey, now: Timestamp) -> StoreResult<ApiKey> {
@@ -366,7 +414,8 @@ impl Store for SqliteStore {
             .push_bind(codec::cities_to_json(any))
             .push(") m ON a.value = m.value)");
         }
-        b.push(" ORDER BY id LIMIT ").push_bind(i64::from(q.page.limit));
+        b.push(" ORDER BY id LIMIT ")
+            .push_bind(i64::from(q.page.limit));
         let rows = b.build().fetch_all(&self.reader).await.map_err(db_err)?;
         rows.iter().map(rows::activity).collect()
     }
@@ -513,13 +562,15 @@ impl Store for SqliteStore {
         if let Some(s) = q.status {
             push_template_status(&mut b, s, us(q.now));
         }
-        b.push(" ORDER BY id LIMIT ").push_bind(i64::from(q.page.limit));
+        b.push(" ORDER BY id LIMIT ")
+            .push_bind(i64::from(q.page.limit));
         let rows = b.build().fetch_all(&self.reader).await.map_err(db_err)?;
         rows.iter().map(rows::template).collect()
     }
 
     async fn activity_templates(&self, id: ActivityId) -> StoreResult<Vec<Template>> {
-        let sql = format!("SELECT {TEMPLATE_COLS} FROM templates WHERE activity_id = ? ORDER BY id");
+        let sql =
+            format!("SELECT {TEMPLATE_COLS} FROM templates WHERE activity_id = ? ORDER BY id");
         let rows = sqlx::query(&sql)
             .bind(id.get())
             .fetch_all(&self.reader)

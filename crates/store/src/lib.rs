@@ -48,6 +48,8 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
     /// Returns the setting `key`, first storing `init` if it has none. Concurrent callers all
     /// get the one value that won.
     async fn setting_or_init(&self, key: &str, init: &str) -> StoreResult<String>;
+    /// Sets the setting `key` to `value`, replacing any value it had.
+    async fn put_setting(&self, key: &str, value: &str) -> StoreResult<()>;
 
     // --- API keys -------------------------------------------------------------------------
     async fn insert_api_key(&self, key: &NewApiKey, now: Timestamp) -> StoreResult<ApiKey>;

@@ -25,7 +25,11 @@ fn view(s: &AppState, a: Activity) -> ActivityView {
 
 /// Loads an activity the caller may see: merchants only see activities covering one of their
 /// cities; others get 404, as if it did not exist.
-pub(crate) async fn load_visible(s: &AppState, p: &Principal, id: ActivityId) -> ApiResult<Activity> {
+pub(crate) async fn load_visible(
+    s: &AppState,
+    p: &Principal,
+    id: ActivityId,
+) -> ApiResult<Activity> {
     let a = s.store().activity(id).await?;
     if let Some(m) = p.merchant() {
         let merchant = s.store().merchant(m).await?;
@@ -78,7 +82,10 @@ pub async fn list(
     let (status, any_city) = match p.merchant() {
         Some(m) => {
             let merchant = s.store().merchant(m).await?;
-            (Some(q.status.unwrap_or(ActivityStatus::Enrolling)), Some(merchant.cities))
+            (
+                Some(q.status.unwrap_or(ActivityStatus::Enrolling)),
+                Some(merchant.cities),
+            )
         }
         None => (q.status, None),
     };
@@ -91,7 +98,12 @@ pub async fn list(
         page,
     };
     let rows = s.store().list_activities(&query).await?;
-    Ok(Json(pagination::finish(rows, page, |a| a.id.get(), |a| view(&s, a))))
+    Ok(Json(pagination::finish(
+        rows,
+        page,
+        |a| a.id.get(),
+        |a| view(&s, a),
+    )))
 }
 
 /// Read an activity.
@@ -124,18 +136,28 @@ pub async fn update(
     let now = s.now();
     match a.status(now, s.settings().freeze) {
         ActivityStatus::Aborted => {
-            return Err(ApiError::conflict("activity_aborted", "the activity was aborted"))
+            return Err(ApiError::conflict(
+                "activity_aborted",
+                "the activity was aborted",
+            ))
         }
         st if !st.is_editable() => {
             return Err(ApiError::conflict(
                 "activity_frozen",
-                format!("the activity is {}; edits stopped at {}", st.as_str(), a.frozen_at(s.settings().freeze)),
+                format!(
+                    "the activity is {}; edits stopped at {}",
+                    st.as_str(),
+                    a.frozen_at(s.settings().freeze)
+                ),
             ))
         }
         _ => {}
     }
     let spec = patch.apply(&a.spec)?;
-    let patched = Activity { spec: spec.clone(), ..a.clone() };
+    let patched = Activity {
+        spec: spec.clone(),
+        ..a.clone()
+    };
     for t in s.store().activity_templates(id).await? {
         if t.aborted_at.is_none() {
             t.spec.fits_activity(&patched).map_err(|e| {
@@ -166,10 +188,14 @@ pub async fn abort(
     let a = s.store().activity(id).await?;
     let now = s.now();
     match a.status(now, s.settings().freeze) {
-        ActivityStatus::Aborted => {
-            Err(ApiError::conflict("already_aborted", "the activity is already aborted"))
-        }
-        ActivityStatus::Ended => Err(ApiError::conflict("activity_ended", "the activity has ended")),
+        ActivityStatus::Aborted => Err(ApiError::conflict(
+            "already_aborted",
+            "the activity is already aborted",
+        )),
+        ActivityStatus::Ended => Err(ApiError::conflict(
+            "activity_ended",
+            "the activity has ended",
+        )),
         _ => {
             let aborted = s.store().abort_activity(id, a.version, now).await?;
             Ok(Json(view(&s, aborted)))

@@ -35,24 +35,97 @@ fn method_str<S: serde::Serializer>(m: &Method, s: S) -> Result<S::Ok, S::Error>
 }
 
 fn table() -> Vec<(RouteSpec, MethodRouter<AppState>)> {
-    let r = |method: Method, path, roles, handler| (RouteSpec { method, path, roles }, handler);
+    let r = |method: Method, path, roles, handler| {
+        (
+            RouteSpec {
+                method,
+                path,
+                roles,
+            },
+            handler,
+        )
+    };
     vec![
-        r(Method::POST, "/v1/merchants", PLATFORM, post(merchants::create)),
-        r(Method::GET, "/v1/merchants/{id}", PLATFORM_MERCHANT, get(merchants::get)),
-        r(Method::POST, "/v1/activities", PLATFORM, post(activities::create)),
-        r(Method::GET, "/v1/activities", PLATFORM_MERCHANT, get(activities::list)),
-        r(Method::GET, "/v1/activities/{id}", PLATFORM_MERCHANT, get(activities::get)),
-        r(Method::PATCH, "/v1/activities/{id}", PLATFORM, patch(activities::update)),
-        r(Method::POST, "/v1/activities/{id}/abort", PLATFORM, post(activities::abort)),
-        r(Method::POST, "/v1/templates", PLATFORM_MERCHANT, post(templates::create)),
-        r(Method::GET, "/v1/templates", PLATFORM_MERCHANT, get(templates::list)),
-        r(Method::GET, "/v1/templates/{id}", PLATFORM_MERCHANT, get(templates::get)),
-        r(Method::PATCH, "/v1/templates/{id}", PLATFORM_MERCHANT, patch(templates::update)),
-        r(Method::POST, "/v1/templates/{id}/publish", PLATFORM_MERCHANT, post(templates::publish)),
-        r(Method::POST, "/v1/templates/{id}/abort", PLATFORM_MERCHANT, post(templates::abort)),
+        r(
+            Method::POST,
+            "/v1/merchants",
+            PLATFORM,
+            post(merchants::create),
+        ),
+        r(
+            Method::GET,
+            "/v1/merchants/{id}",
+            PLATFORM_MERCHANT,
+            get(merchants::get),
+        ),
+        r(
+            Method::POST,
+            "/v1/activities",
+            PLATFORM,
+            post(activities::create),
+        ),
+        r(
+            Method::GET,
+            "/v1/activities",
+            PLATFORM_MERCHANT,
+            get(activities::list),
+        ),
+        r(
+            Method::GET,
+            "/v1/activities/{id}",
+            PLATFORM_MERCHANT,
+            get(activities::get),
+        ),
+        r(
+            Method::PATCH,
+            "/v1/activities/{id}",
+            PLATFORM,
+            patch(activities::update),
+        ),
+        r(
+            Method::POST,
+            "/v1/activities/{id}/abort",
+            PLATFORM,
+            post(activities::abort),
+        ),
+        r(
+            Method::POST,
+            "/v1/templates",
+            PLATFORM_MERCHANT,
+            post(templates::create),
+        ),
+        r(
+            Method::GET,
+            "/v1/templates",
+            PLATFORM_MERCHANT,
+            get(templates::list),
+        ),
+        r(
+            Method::GET,
+            "/v1/templates/{id}",
+            PLATFORM_MERCHANT,
+            get(templates::get),
+        ),
+        r(
+            Method::PATCH,
+            "/v1/templates/{id}",
+            PLATFORM_MERCHANT,
+            patch(templates::update),
+        ),
+        r(
+            Method::POST,
+            "/v1/templates/{id}/publish",
+            PLATFORM_MERCHANT,
+            post(templates::publish),
+        ),
+        r(
+            Method::POST,
+            "/v1/templates/{id}/abort",
+            PLATFORM_MERCHANT,
+            post(templates::abort),
+        ),
     ]
 }
-
 
 /// The `/v1` routes and their roles, for documentation and for the test that checks every
 /// route against every role.
@@ -65,7 +138,8 @@ pub fn v1(state: &AppState) -> Router<AppState> {
     table()
         .into_iter()
         .fold(Router::new(), |router, (spec, handler)| {
-            let guarded = handler.route_layer(from_fn_with_state((state.clone(), spec.roles), guard));
+            let guarded =
+                handler.route_layer(from_fn_with_state((state.clone(), spec.roles), guard));
             router.route(spec.path, guarded)
         })
 }

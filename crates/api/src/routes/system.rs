@@ -27,7 +27,10 @@ pub struct Health {
 #[utoipa::path(get, path = "/healthz", tag = "system",
     responses((status = 200, description = "Alive", body = Health)))]
 pub async fn healthz() -> Json<Health> {
-    Json(Health { status: "ok", database: None })
+    Json(Health {
+        status: "ok",
+        database: None,
+    })
 }
 
 /// Readiness: the database answers.
@@ -37,7 +40,10 @@ pub async fn healthz() -> Json<Health> {
          content_type = "application/problem+json")))]
 pub async fn readyz(State(s): State<AppState>) -> ApiResult<Json<Health>> {
     s.store().ping().await?;
-    Ok(Json(Health { status: "ready", database: Some(s.store().backend()) }))
+    Ok(Json(Health {
+        status: "ready",
+        database: Some(s.store().backend()),
+    }))
 }
 
 /// Prometheus metrics: request counts and latency by route and status, pool gauges.

@@ -37,7 +37,10 @@ async fn load_visible(s: &AppState, p: &Principal, id: TemplateId) -> ApiResult<
     }
 }
 
-async fn owner(s: &AppState, t_merchant: Option<coupond_domain::MerchantId>) -> ApiResult<Option<Merchant>> {
+async fn owner(
+    s: &AppState,
+    t_merchant: Option<coupond_domain::MerchantId>,
+) -> ApiResult<Option<Merchant>> {
     match t_merchant {
         Some(m) => Ok(Some(s.store().merchant(m).await?)),
         None => Ok(None),
@@ -45,11 +48,19 @@ async fn owner(s: &AppState, t_merchant: Option<coupond_domain::MerchantId>) -> 
 }
 
 /// The activity a draft names, if the caller may see it; otherwise a 422 on `activity_id`.
-async fn activity_for(s: &AppState, p: &Principal, id: Option<ActivityId>) -> ApiResult<Option<Activity>> {
+async fn activity_for(
+    s: &AppState,
+    p: &Principal,
+    id: Option<ActivityId>,
+) -> ApiResult<Option<Activity>> {
     let Some(id) = id else { return Ok(None) };
     match activities::load_visible(s, p, id).await {
         Ok(a) => Ok(Some(a)),
-        Err(ApiError::NotFound) => Err(ApiError::invalid("not_found", "activity_id", "no such activity")),
+        Err(ApiError::NotFound) => Err(ApiError::invalid(
+            "not_found",
+            "activity_id",
+            "no such activity",
+        )),
         Err(e) => Err(e),
     }
 }
@@ -126,7 +137,12 @@ pub async fn list(
         page,
     };
     let rows = s.store().list_templates(&query).await?;
-    Ok(Json(pagination::finish(rows, page, |t| t.id.get(), |t| view(&s, t))))
+    Ok(Json(pagination::finish(
+        rows,
+        page,
+        |t| t.id.get(),
+        |t| view(&s, t),
+    )))
 }
 
 /// Read a template.
@@ -161,7 +177,10 @@ pub async fn update(
     if !status.is_editable() {
         return Err(ApiError::conflict(
             "not_editable",
-            format!("the template is {}; its terms are fixed once claiming can start", status.as_str()),
+            format!(
+                "the template is {}; its terms are fixed once claiming can start",
+                status.as_str()
+            ),
         ));
     }
     let owner = owner(&s, t.merchant_id).await?;
@@ -204,7 +223,10 @@ pub async fn publish(
     if status != TemplateStatus::Draft {
         return Err(ApiError::conflict(
             "not_draft",
-            format!("only drafts are published; this template is {}", status.as_str()),
+            format!(
+                "only drafts are published; this template is {}",
+                status.as_str()
+            ),
         ));
     }
     if now >= t.spec.claim_window().end {
@@ -213,7 +235,10 @@ pub async fn publish(
             "the claim window is already over; change it before publishing",
         ));
     }
-    Ok(Json(view(&s, s.store().publish_template(id, t.version, now).await?)))
+    Ok(Json(view(
+        &s,
+        s.store().publish_template(id, t.version, now).await?,
+    )))
 }
 
 /// Abort a template: no more claims; final.
@@ -234,6 +259,9 @@ pub async fn abort(
             "already_final",
             format!("the template is already {}", st.as_str()),
         )),
-        _ => Ok(Json(view(&s, s.store().abort_template(id, t.version, now).await?))),
+        _ => Ok(Json(view(
+            &s,
+            s.store().abort_template(id, t.version, now).await?,
+        ))),
     }
 }

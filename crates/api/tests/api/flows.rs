@@ -7,74 +7,228 @@ use crate::support::*;
 
 async fn full_flow(app: TestApp) {
     // Merchants.
-    let r = app.post("/v1/merchants", &app.platform, json!({"name": "Third Homes", "short_name": "Third", "cities": [2, 1]})).await;
+    let r = app
+        .post(
+            "/v1/merchants",
+            &app.platform,
+            json!({"name": "Third Homes", "short_name": "Third", "cities": [2, 1]}),
+        )
+        .await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
     assert_eq!(r.body["cities"], json!([1, 2]));
     let merchant = r.body["id"].as_i64().unwrap();
-    let r = app.get(&format!("/v1/merchants/{merchant}"), &app.platform).await;
-    assert_eq!((r.status, r.body["name"].as_str()), (StatusCode::OK, Some("Third Homes")));
+    let r = app
+        .get(&format!("/v1/merchants/{merchant}"), &app.platform)
+        .await;
+    assert_eq!(
+        (r.status, r.body["name"].as_str()),
+        (StatusCode::OK, Some("Third Homes"))
+    );
 
     // Activities: create, read, list, edit.
     let id = app.activity(activity_body(-1, 24, 48, 96)).await;
-    let r = app.get(&format!("/v1/activities/{id}"), &app.platform).await;
+    let r = app
+        .get(&format!("/v1/activities/{id}"), &app.platform)
+        .await;
     assert_eq!(r.body["status"], "enrolling");
     assert_eq!(r.body["frozen_at"], at(24));
-    let r = app.get("/v1/activities?status=enrolling&city=2", &app.platform).await;
+    let r = app
+        .get("/v1/activities?status=enrolling&city=2", &app.platform)
+        .await;
     assert_eq!(r.body["items"][0]["id"], id);
-    let r = app.patch(&format!("/v1/activities/{id}"), &app.platform, json!({"title": "Renamed", "value_max": 6000})).await;
+    let r = app
+        .patch(
+            &format!("/v1/activities/{id}"),
+            &app.platform,
+            json!({"title": "Renamed", "value_max": 6000}),
+        )
+        .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-    assert_eq!((r.body["title"].as_str(), r.body["value_max"].as_i64()), (Some("Renamed"), Some(6000)));
+    assert_eq!(
+        (r.body["title"].as_str(), r.body["value_max"].as_i64()),
+        (Some("Renamed"), Some(6000))
+    );
 
     // Templates: enrol in the activity, create a standalone one, edit, publish, list, abort.
-    let r = app.post("/v1/templates", app.m1(), activity_template(id, 5500)).await;
+    let r = app
+        .post("/v1/templates", app.m1(), activity_template(id, 5500))
+        .await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
     assert_eq!(r.body["status"], "scheduled");
-    assert_eq!(r.body["claim_window"]["start"], at(48), "defaults to the run window");
-    assert_eq!((r.body["claimed"].as_i64(), r.body["remaining"].as_i64()), (Some(0), Some(100)));
+    assert_eq!(
+        r.body["claim_window"]["start"],
+        at(48),
+        "defaults to the run window"
+    );
+    assert_eq!(
+        (r.body["claimed"].as_i64(), r.body["remaining"].as_i64()),
+        (Some(0), Some(100))
+    );
     let in_activity = r.body["id"].as_i64().unwrap();
-    let r = app.patch(&format!("/v1/templates/{in_activity}"), app.m1(), json!({"total_stock": 250})).await;
-    assert_eq!((r.status, r.body["total_stock"].as_i64()), (StatusCode::OK, Some(250)), "{}", r.body);
+    let r = app
+        .patch(
+            &format!("/v1/templates/{in_activity}"),
+            app.m1(),
+            json!({"total_stock": 250}),
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.body["total_stock"].as_i64()),
+        (StatusCode::OK, Some(250)),
+        "{}",
+        r.body
+    );
 
-    let r = app.post("/v1/templates", app.m1(), standalone_template(10, 20)).await;
-    assert_eq!((r.status, r.body["status"].as_str()), (StatusCode::CREATED, Some("draft")), "{}", r.body);
+    let r = app
+        .post("/v1/templates", app.m1(), standalone_template(10, 20))
+        .await;
+    assert_eq!(
+        (r.status, r.body["status"].as_str()),
+        (StatusCode::CREATED, Some("draft")),
+        "{}",
+        r.body
+    );
     let standalone = r.body["id"].as_i64().unwrap();
-    let r = app.patch(&format!("/v1/templates/{standalone}"), app.m1(), json!({"budget": 100000, "title": "Better"})).await;
-    assert_eq!((r.status, r.body["budget"].as_i64()), (StatusCode::OK, Some(100000)), "{}", r.body);
-    let r = app.patch(&format!("/v1/templates/{standalone}"), app.m1(), json!({"budget": null})).await;
+    let r = app
+        .patch(
+            &format!("/v1/templates/{standalone}"),
+            app.m1(),
+            json!({"budget": 100000, "title": "Better"}),
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.body["budget"].as_i64()),
+        (StatusCode::OK, Some(100000)),
+        "{}",
+        r.body
+    );
+    let r = app
+        .patch(
+            &format!("/v1/templates/{standalone}"),
+            app.m1(),
+            json!({"budget": null}),
+        )
+        .await;
     assert!(r.body.get("budget").is_none(), "budget removed: {}", r.body);
-    let r = app.post(&format!("/v1/templates/{standalone}/publish"), app.m1(), json!({})).await;
-    assert_eq!((r.status, r.body["status"].as_str()), (StatusCode::OK, Some("scheduled")), "{}", r.body);
-    let r = app.post(&format!("/v1/templates/{standalone}/publish"), app.m1(), json!({})).await;
+    let r = app
+        .post(
+            &format!("/v1/templates/{standalone}/publish"),
+            app.m1(),
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.body["status"].as_str()),
+        (StatusCode::OK, Some("scheduled")),
+        "{}",
+        r.body
+    );
+    let r = app
+        .post(
+            &format!("/v1/templates/{standalone}/publish"),
+            app.m1(),
+            json!({}),
+        )
+        .await;
     assert_eq!((r.status, r.code()), (StatusCode::CONFLICT, "not_draft"));
-    let r = app.post(&format!("/v1/templates/{in_activity}/publish"), app.m1(), json!({})).await;
-    assert_eq!((r.status, r.code()), (StatusCode::CONFLICT, "not_standalone"));
+    let r = app
+        .post(
+            &format!("/v1/templates/{in_activity}/publish"),
+            app.m1(),
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::CONFLICT, "not_standalone")
+    );
 
-    let r = app.get(&format!("/v1/templates?activity_id={id}"), app.m1()).await;
+    let r = app
+        .get(&format!("/v1/templates?activity_id={id}"), app.m1())
+        .await;
     assert_eq!(r.body["items"].as_array().unwrap().len(), 1);
-    let r = app.get("/v1/templates?status=scheduled", &app.platform).await;
+    let r = app
+        .get("/v1/templates?status=scheduled", &app.platform)
+        .await;
     assert_eq!(r.body["items"].as_array().unwrap().len(), 2);
 
     // The platform issues its own template (no merchant).
-    let r = app.post("/v1/templates", &app.platform, standalone_template(10, 20)).await;
+    let r = app
+        .post("/v1/templates", &app.platform, standalone_template(10, 20))
+        .await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
     assert!(r.body.get("merchant_id").is_none());
     let platform_tpl = r.body["id"].as_i64().unwrap();
-    assert_eq!(app.get(&format!("/v1/templates/{platform_tpl}"), app.m1()).await.status, StatusCode::NOT_FOUND);
+    assert_eq!(
+        app.get(&format!("/v1/templates/{platform_tpl}"), app.m1())
+            .await
+            .status,
+        StatusCode::NOT_FOUND
+    );
 
-    let r = app.post(&format!("/v1/templates/{standalone}/abort"), app.m1(), json!({})).await;
-    assert_eq!((r.status, r.body["status"].as_str()), (StatusCode::OK, Some("aborted")));
-    let r = app.post(&format!("/v1/templates/{standalone}/abort"), app.m1(), json!({})).await;
-    assert_eq!((r.status, r.code()), (StatusCode::CONFLICT, "already_final"));
+    let r = app
+        .post(
+            &format!("/v1/templates/{standalone}/abort"),
+            app.m1(),
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.body["status"].as_str()),
+        (StatusCode::OK, Some("aborted"))
+    );
+    let r = app
+        .post(
+            &format!("/v1/templates/{standalone}/abort"),
+            app.m1(),
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::CONFLICT, "already_final")
+    );
 
     // Aborting the activity aborts its templates.
-    let r = app.post(&format!("/v1/activities/{id}/abort"), &app.platform, json!({})).await;
-    assert_eq!((r.status, r.body["status"].as_str()), (StatusCode::OK, Some("aborted")), "{}", r.body);
-    let r = app.get(&format!("/v1/templates/{in_activity}"), app.m1()).await;
+    let r = app
+        .post(
+            &format!("/v1/activities/{id}/abort"),
+            &app.platform,
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.body["status"].as_str()),
+        (StatusCode::OK, Some("aborted")),
+        "{}",
+        r.body
+    );
+    let r = app
+        .get(&format!("/v1/templates/{in_activity}"), app.m1())
+        .await;
     assert_eq!(r.body["status"], "aborted");
-    let r = app.post(&format!("/v1/activities/{id}/abort"), &app.platform, json!({})).await;
-    assert_eq!((r.status, r.code()), (StatusCode::CONFLICT, "already_aborted"));
-    let r = app.patch(&format!("/v1/activities/{id}"), &app.platform, json!({"title": "x"})).await;
-    assert_eq!((r.status, r.code()), (StatusCode::CONFLICT, "activity_aborted"));
+    let r = app
+        .post(
+            &format!("/v1/activities/{id}/abort"),
+            &app.platform,
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::CONFLICT, "already_aborted")
+    );
+    let r = app
+        .patch(
+            &format!("/v1/activities/{id}"),
+            &app.platform,
+            json!({"title": "x"}),
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::CONFLICT, "activity_aborted")
+    );
 }
 
 #[tokio::test]
@@ -111,17 +265,29 @@ async fn lists_page_with_cursors() {
     }
     assert_eq!(seen, ids);
     let r = app.get("/v1/activities?cursor=bogus", &app.platform).await;
-    assert_eq!((r.status, r.body["field"].as_str()), (StatusCode::BAD_REQUEST, Some("cursor")));
+    assert_eq!(
+        (r.status, r.body["field"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("cursor"))
+    );
     let r = app.get("/v1/activities?limit=100000", &app.platform).await;
-    assert_eq!((r.status, r.body["field"].as_str()), (StatusCode::BAD_REQUEST, Some("limit")));
+    assert_eq!(
+        (r.status, r.body["field"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("limit"))
+    );
 }
 
 #[tokio::test]
 async fn system_routes_and_request_ids() {
     let app = TestApp::new().await;
-    assert_eq!(app.call(Method::GET, "/healthz", None, None).await.status, StatusCode::OK);
+    assert_eq!(
+        app.call(Method::GET, "/healthz", None, None).await.status,
+        StatusCode::OK
+    );
     let r = app.call(Method::GET, "/readyz", None, None).await;
-    assert_eq!((r.status, r.body["database"].as_str()), (StatusCode::OK, Some("sqlite")));
+    assert_eq!(
+        (r.status, r.body["database"].as_str()),
+        (StatusCode::OK, Some("sqlite"))
+    );
     app.get("/v1/activities", &app.platform).await;
     let r = app.call(Method::GET, "/metrics", None, None).await;
     assert_eq!(r.status, StatusCode::OK);
@@ -139,8 +305,13 @@ async fn system_routes_and_request_ids() {
     assert_eq!(r.headers["x-request-id"], "trace-42");
     assert_eq!(r.body["request_id"], "trace-42");
     assert_eq!(r.headers["content-type"], "application/problem+json");
-    let r = app.call(Method::DELETE, "/v1/activities", Some(&app.platform), None).await;
-    assert_eq!((r.status, r.code()), (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"));
+    let r = app
+        .call(Method::DELETE, "/v1/activities", Some(&app.platform), None)
+        .await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed")
+    );
     assert!(r.headers.contains_key("x-request-id"));
 }
 
@@ -149,14 +320,37 @@ async fn metrics_count_requests_by_route_and_status() {
     let app = TestApp::new().await;
     app.get("/v1/activities", &app.platform).await;
     app.get("/v1/activities/999", &app.platform).await;
-    let req = axum::http::Request::builder().uri("/metrics").body(axum::body::Body::empty()).unwrap();
-    let res = tower::ServiceExt::oneshot(app.router.clone(), req).await.unwrap();
+    let req = axum::http::Request::builder()
+        .uri("/metrics")
+        .body(axum::body::Body::empty())
+        .unwrap();
+    let res = tower::ServiceExt::oneshot(app.router.clone(), req)
+        .await
+        .unwrap();
     let text = String::from_utf8(
-        http_body_util::BodyExt::collect(res.into_body()).await.unwrap().to_bytes().to_vec(),
+        http_body_util::BodyExt::collect(res.into_body())
+            .await
+            .unwrap()
+            .to_bytes()
+            .to_vec(),
     )
     .unwrap();
-    assert!(text.contains("http_requests_total{method=\"GET\",route=\"/v1/activities\",status=\"200\"}"), "{text}");
-    assert!(text.contains("route=\"/v1/activities/{id}\",status=\"404\""), "{text}");
-    assert!(text.contains("http_request_duration_seconds_bucket"), "{text}");
-    assert!(text.contains("db_pool_connections{backend=\"sqlite\"}"), "{text}");
+    assert!(
+        text.contains(
+            "http_requests_total{method=\"GET\",route=\"/v1/activities\",status=\"200\"}"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("route=\"/v1/activities/{id}\",status=\"404\""),
+        "{text}"
+    );
+    assert!(
+        text.contains("http_request_duration_seconds_bucket"),
+        "{text}"
+    );
+    assert!(
+        text.contains("db_pool_connections{backend=\"sqlite\"}"),
+        "{text}"
+    );
 }

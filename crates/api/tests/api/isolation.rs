@@ -8,7 +8,9 @@ use crate::support::*;
 #[tokio::test]
 async fn merchants_cannot_see_or_touch_each_others_templates() {
     let app = TestApp::new().await;
-    let r = app.post("/v1/templates", app.m1(), standalone_template(10, 20)).await;
+    let r = app
+        .post("/v1/templates", app.m1(), standalone_template(10, 20))
+        .await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
     let id = r.body["id"].as_i64().unwrap();
     let path = format!("/v1/templates/{id}");
@@ -16,22 +18,44 @@ async fn merchants_cannot_see_or_touch_each_others_templates() {
     assert_eq!(app.get(&path, app.m1()).await.status, StatusCode::OK);
     assert_eq!(app.get(&path, app.m2()).await.status, StatusCode::NOT_FOUND);
     assert_eq!(app.get(&path, &app.platform).await.status, StatusCode::OK);
-    let patch = app.patch(&path, app.m2(), json!({"title": "mine now"})).await;
-    assert_eq!((patch.status, patch.code()), (StatusCode::NOT_FOUND, "not_found"));
-    let publish = app.post(&format!("{path}/publish"), app.m2(), json!({})).await;
+    let patch = app
+        .patch(&path, app.m2(), json!({"title": "mine now"}))
+        .await;
+    assert_eq!(
+        (patch.status, patch.code()),
+        (StatusCode::NOT_FOUND, "not_found")
+    );
+    let publish = app
+        .post(&format!("{path}/publish"), app.m2(), json!({}))
+        .await;
     assert_eq!(publish.status, StatusCode::NOT_FOUND);
-    let abort = app.post(&format!("{path}/abort"), app.m2(), json!({})).await;
+    let abort = app
+        .post(&format!("{path}/abort"), app.m2(), json!({}))
+        .await;
     assert_eq!(abort.status, StatusCode::NOT_FOUND);
     let list = app.get("/v1/templates", app.m2()).await;
     assert_eq!(list.body["items"].as_array().unwrap().len(), 0);
     // Nothing changed.
     let t = app.get(&path, app.m1()).await;
-    assert_eq!((t.body["title"].as_str(), t.body["status"].as_str()), (Some("10% off, at most 50"), Some("draft")));
+    assert_eq!(
+        (t.body["title"].as_str(), t.body["status"].as_str()),
+        (Some("10% off, at most 50"), Some("draft"))
+    );
 
     // A merchant reads only its own merchant record.
     let (m1, m2) = (app.merchants[0].0, app.merchants[1].0);
-    assert_eq!(app.get(&format!("/v1/merchants/{m1}"), app.m1()).await.status, StatusCode::OK);
-    assert_eq!(app.get(&format!("/v1/merchants/{m2}"), app.m1()).await.status, StatusCode::NOT_FOUND);
+    assert_eq!(
+        app.get(&format!("/v1/merchants/{m1}"), app.m1())
+            .await
+            .status,
+        StatusCode::OK
+    );
+    assert_eq!(
+        app.get(&format!("/v1/merchants/{m2}"), app.m1())
+            .await
+            .status,
+        StatusCode::NOT_FOUND
+    );
 }
 
 #[tokio::test]
@@ -47,12 +71,24 @@ async fn merchants_see_only_activities_in_their_cities() {
     let l2 = app.get("/v1/activities", app.m2()).await;
     assert_eq!(l2.body["items"].as_array().unwrap().len(), 0);
     // Merchant 2 cannot enroll in it either: the activity is invisible to it.
-    let r = app.post("/v1/templates", app.m2(), activity_template(id, 2000)).await;
-    assert_eq!((r.status, r.code()), (StatusCode::UNPROCESSABLE_ENTITY, "not_found"));
+    let r = app
+        .post("/v1/templates", app.m2(), activity_template(id, 2000))
+        .await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::UNPROCESSABLE_ENTITY, "not_found")
+    );
     assert_eq!(r.body["field"], "activity_id");
     // Merchants see only enrolling activities by default; other statuses on request.
-    app.clock.set(coupond_domain::Timestamp::parse(&at(50)).unwrap());
-    assert_eq!(app.get("/v1/activities", app.m1()).await.body["items"].as_array().unwrap().len(), 0);
+    app.clock
+        .set(coupond_domain::Timestamp::parse(&at(50)).unwrap());
+    assert_eq!(
+        app.get("/v1/activities", app.m1()).await.body["items"]
+            .as_array()
+            .unwrap()
+            .len(),
+        0
+    );
     let running = app.get("/v1/activities?status=running", app.m1()).await;
     assert_eq!(running.body["items"].as_array().unwrap().len(), 1);
 }

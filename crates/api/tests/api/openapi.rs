@@ -37,16 +37,44 @@ async fn document_lists_every_route_with_its_errors() {
     assert!(doc["openapi"].as_str().unwrap().starts_with("3."));
     for route in coupond_api::route_table() {
         let op = &doc["paths"][route.path][route.method.as_str().to_lowercase()];
-        assert!(op.is_object(), "{} {} missing from the document", route.method, route.path);
+        assert!(
+            op.is_object(),
+            "{} {} missing from the document",
+            route.method,
+            route.path
+        );
         let responses = op["responses"].as_object().unwrap();
         for status in ["400", "401", "403", "404", "500", "503"] {
-            assert!(responses.contains_key(status), "{} {} lacks {status}", route.method, route.path);
+            assert!(
+                responses.contains_key(status),
+                "{} {} lacks {status}",
+                route.method,
+                route.path
+            );
         }
-        if matches!(route.method, Method::POST | Method::PATCH) && !route.path.ends_with("/abort") && !route.path.ends_with("/publish") {
-            assert!(op["requestBody"].is_object(), "{} {} lacks its body", route.method, route.path);
-            assert!(responses.contains_key("422"), "{} {} lacks 422", route.method, route.path);
+        if matches!(route.method, Method::POST | Method::PATCH)
+            && !route.path.ends_with("/abort")
+            && !route.path.ends_with("/publish")
+        {
+            assert!(
+                op["requestBody"].is_object(),
+                "{} {} lacks its body",
+                route.method,
+                route.path
+            );
+            assert!(
+                responses.contains_key("422"),
+                "{} {} lacks 422",
+                route.method,
+                route.path
+            );
         }
-        assert!(op["security"].is_array(), "{} {} lacks security", route.method, route.path);
+        assert!(
+            op["security"].is_array(),
+            "{} {} lacks security",
+            route.method,
+            route.path
+        );
     }
     for system in ["/healthz", "/readyz", "/metrics", "/openapi.json", "/docs"] {
         assert!(doc["paths"][system]["get"].is_object(), "{system} missing");

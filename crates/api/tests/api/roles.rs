@@ -49,7 +49,10 @@ fn table_covers_every_route() {
             (m.to_string(), p.to_owned(), roles)
         })
         .collect();
-    assert_eq!(actual, wanted, "route table and the expected role table differ");
+    assert_eq!(
+        actual, wanted,
+        "route table and the expected role table differ"
+    );
 }
 
 #[tokio::test]
@@ -65,13 +68,32 @@ async fn every_route_admits_exactly_its_roles() {
     for (method, path, allowed) in expected() {
         let concrete = path.replace("{id}", &activity.to_string());
         let body = matches!(method, Method::POST | Method::PATCH).then(|| json!({}));
-        let anon = app.call(method.clone(), &concrete, None, body.clone()).await;
-        assert_eq!(anon.status, StatusCode::UNAUTHORIZED, "{method} {path} anonymous");
+        let anon = app
+            .call(method.clone(), &concrete, None, body.clone())
+            .await;
+        assert_eq!(
+            anon.status,
+            StatusCode::UNAUTHORIZED,
+            "{method} {path} anonymous"
+        );
         assert_eq!(anon.code(), "unauthorized");
-        let bad = app.call(method.clone(), &concrete, Some("cpd_not-a-key"), body.clone()).await;
-        assert_eq!(bad.status, StatusCode::UNAUTHORIZED, "{method} {path} unknown key");
+        let bad = app
+            .call(
+                method.clone(),
+                &concrete,
+                Some("cpd_not-a-key"),
+                body.clone(),
+            )
+            .await;
+        assert_eq!(
+            bad.status,
+            StatusCode::UNAUTHORIZED,
+            "{method} {path} unknown key"
+        );
         for (role, cred) in &credentials {
-            let r = app.call(method.clone(), &concrete, Some(cred), body.clone()).await;
+            let r = app
+                .call(method.clone(), &concrete, Some(cred), body.clone())
+                .await;
             if allowed.contains(role) {
                 assert!(
                     r.status != StatusCode::UNAUTHORIZED && r.status != StatusCode::FORBIDDEN,
@@ -79,9 +101,18 @@ async fn every_route_admits_exactly_its_roles() {
                     r.status,
                     r.body
                 );
-                assert!(!r.status.is_server_error(), "{method} {path} as {role:?}: {}", r.body);
+                assert!(
+                    !r.status.is_server_error(),
+                    "{method} {path} as {role:?}: {}",
+                    r.body
+                );
             } else {
-                assert_eq!(r.status, StatusCode::FORBIDDEN, "{method} {path} as {role:?}: {}", r.body);
+                assert_eq!(
+                    r.status,
+                    StatusCode::FORBIDDEN,
+                    "{method} {path} as {role:?}: {}",
+                    r.body
+                );
                 assert_eq!(r.code(), "forbidden");
             }
         }
@@ -100,7 +131,10 @@ async fn revoked_keys_and_expired_tokens_are_refused() {
         .unwrap();
     app.store.revoke_api_key(key.id, t0()).await.unwrap();
     let r = app.get("/v1/activities", &app.platform).await;
-    assert_eq!((r.status, r.code()), (StatusCode::UNAUTHORIZED, "unauthorized"));
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::UNAUTHORIZED, "unauthorized")
+    );
 
     // The user token minted at day zero is valid for a year of the injected clock.
     let token = app.user.clone();
@@ -110,7 +144,14 @@ async fn revoked_keys_and_expired_tokens_are_refused() {
     let r = app.get("/v1/activities", &token).await;
     assert_eq!(r.status, StatusCode::UNAUTHORIZED, "expired by the clock");
     let forged = coupond_api::JwtKeys::new(b"another-secret-entirely")
-        .mint(&coupond_domain::UserId::parse("u-1").unwrap(), app.clock.now_ts(), time::Duration::hours(1))
+        .mint(
+            &coupond_domain::UserId::parse("u-1").unwrap(),
+            app.clock.now_ts(),
+            time::Duration::hours(1),
+        )
         .unwrap();
-    assert_eq!(app.get("/v1/activities", &forged).await.status, StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        app.get("/v1/activities", &forged).await.status,
+        StatusCode::UNAUTHORIZED
+    );
 }

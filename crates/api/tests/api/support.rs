@@ -25,7 +25,7 @@ pub fn t0() -> Timestamp {
 
 /// RFC 3339 text for `t0 + hours`.
 pub fn at(hours: i64) -> String {
-    t0().add(Duration::hours(hours)).to_string()
+    t0().plus(Duration::hours(hours)).to_string()
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,7 +63,9 @@ impl Reply {
 
 impl TestApp {
     pub async fn new() -> TestApp {
-        Self::with_settings(Backend::Sqlite, ApiSettings::default()).await.unwrap()
+        Self::with_settings(Backend::Sqlite, ApiSettings::default())
+            .await
+            .unwrap()
     }
 
     /// On PostgreSQL when `COUPOND_TEST_POSTGRES_URL` is set; `None` (after saying so) when not.
@@ -76,7 +78,9 @@ impl TestApp {
             Backend::Sqlite => {
                 let dir = tempfile::tempdir().unwrap();
                 let url = format!("sqlite://{}/coupond.db", dir.path().display());
-                let s = coupond_store_sqlite::SqliteStore::connect(&url).await.unwrap();
+                let s = coupond_store_sqlite::SqliteStore::connect(&url)
+                    .await
+                    .unwrap();
                 s.migrate().await.unwrap();
                 (Arc::new(s), Some(dir))
             }
@@ -102,7 +106,13 @@ impl TestApp {
                 let k = generate_api_key();
                 store
                     .insert_api_key(
-                        &NewApiKey { hash: k.hash, prefix: k.prefix, role, merchant_id: merchant, label: String::new() },
+                        &NewApiKey {
+                            hash: k.hash,
+                            prefix: k.prefix,
+                            role,
+                            merchant_id: merchant,
+                            label: String::new(),
+                        },
                         t0(),
                     )
                     .await
@@ -112,9 +122,22 @@ impl TestApp {
         };
         let mut merchants = vec![];
         for (name, cities) in [("First", vec![1, 2]), ("Second", vec![3])] {
-            let cities = CitySet::new(cities.into_iter().map(|c| CityId::new(c).unwrap()).collect()).unwrap();
+            let cities = CitySet::new(
+                cities
+                    .into_iter()
+                    .map(|c| CityId::new(c).unwrap())
+                    .collect(),
+            )
+            .unwrap();
             let m = store
-                .insert_merchant(&MerchantDraft { name: name.into(), short_name: name.into(), cities }, t0())
+                .insert_merchant(
+                    &MerchantDraft {
+                        name: name.into(),
+                        short_name: name.into(),
+                        cities,
+                    },
+                    t0(),
+                )
                 .await
                 .unwrap();
             merchants.push((m.id, key(Role::Merchant, Some(m.id)).await));
@@ -149,11 +172,21 @@ impl TestApp {
         let headers = res.headers().clone();
         let bytes = res.into_body().collect().await.unwrap().to_bytes();
         let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-        Reply { status, headers, body }
+        Reply {
+            status,
+            headers,
+            body,
+        }
     }
 
     /// A JSON request as `credential` (None: anonymous).
-    pub async fn call(&self, method: Method, path: &str, credential: Option<&str>, body: Option<Value>) -> Reply {
+    pub async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        credential: Option<&str>,
+        body: Option<Value>,
+    ) -> Reply {
         let mut req = Request::builder().method(method).uri(path);
         if let Some(c) = credential {
             req = req.header(header::AUTHORIZATION, format!("Bearer {c}"));
@@ -173,11 +206,13 @@ impl TestApp {
     }
 
     pub async fn post(&self, path: &str, credential: &str, body: Value) -> Reply {
-        self.call(Method::POST, path, Some(credential), Some(body)).await
+        self.call(Method::POST, path, Some(credential), Some(body))
+            .await
     }
 
     pub async fn patch(&self, path: &str, credential: &str, body: Value) -> Reply {
-        self.call(Method::PATCH, path, Some(credential), Some(body)).await
+        self.call(Method::PATCH, path, Some(credential), Some(body))
+            .await
     }
 
     /// Creates an activity (as the platform) and returns its id.
@@ -191,7 +226,10 @@ impl TestApp {
     /// nothing.
     pub async fn row_counts(&self) -> (usize, usize) {
         let now = self.clock.now_ts();
-        let page = coupond_store::Page { after: None, limit: 10_000 };
+        let page = coupond_store::Page {
+            after: None,
+            limit: 10_000,
+        };
         let a = self
             .store
             .list_activities(&coupond_store::ActivityQuery {
@@ -207,7 +245,13 @@ impl TestApp {
             .len();
         let t = self
             .store
-            .list_templates(&coupond_store::TemplateQuery { merchant: None, activity: None, status: None, now, page })
+            .list_templates(&coupond_store::TemplateQuery {
+                merchant: None,
+                activity: None,
+                status: None,
+                now,
+                page,
+            })
             .await
             .unwrap()
             .len();

@@ -8,7 +8,15 @@ use crate::support::*;
 
 /// Sends `body` as merchant 1 to POST /v1/templates and checks status, code and field, and that
 /// no row was written.
-async fn refused(app: &TestApp, path: &str, cred: &str, body: Value, status: StatusCode, code: &str, field: Option<&str>) {
+async fn refused(
+    app: &TestApp,
+    path: &str,
+    cred: &str,
+    body: Value,
+    status: StatusCode,
+    code: &str,
+    field: Option<&str>,
+) {
     let before = app.row_counts().await;
     let r = app.post(path, cred, body.clone()).await;
     assert_eq!((r.status, r.code()), (status, code), "{body} -> {}", r.body);
@@ -29,28 +37,118 @@ async fn templates_outside_their_activity_are_refused() {
 
     let mut wrong_kind = activity_template(id, 2000);
     wrong_kind["value"] = json!({"kind": "percent_off", "bps": 1000});
-    refused(&app, p, &m1, wrong_kind, unprocessable, "kind_mismatch", Some("value.kind")).await;
+    refused(
+        &app,
+        p,
+        &m1,
+        wrong_kind,
+        unprocessable,
+        "kind_mismatch",
+        Some("value.kind"),
+    )
+    .await;
     let mut bogus_kind = activity_template(id, 2000);
     bogus_kind["value"] = json!({"kind": "bogus", "amount": 1});
-    refused(&app, p, &m1, bogus_kind, unprocessable, "invalid_field", Some("value.kind")).await;
-    refused(&app, p, &m1, activity_template(id, 99), unprocessable, "value_out_of_bounds", Some("value")).await;
-    refused(&app, p, &m1, activity_template(id, 5001), unprocessable, "value_out_of_bounds", Some("value")).await;
+    refused(
+        &app,
+        p,
+        &m1,
+        bogus_kind,
+        unprocessable,
+        "invalid_field",
+        Some("value.kind"),
+    )
+    .await;
+    refused(
+        &app,
+        p,
+        &m1,
+        activity_template(id, 99),
+        unprocessable,
+        "value_out_of_bounds",
+        Some("value"),
+    )
+    .await;
+    refused(
+        &app,
+        p,
+        &m1,
+        activity_template(id, 5001),
+        unprocessable,
+        "value_out_of_bounds",
+        Some("value"),
+    )
+    .await;
     let mut outside_window = activity_template(id, 2000);
     outside_window["claim_window"] = json!({"start": at(47), "end": at(60)});
-    refused(&app, p, &m1, outside_window, unprocessable, "window_out_of_bounds", Some("claim_window")).await;
+    refused(
+        &app,
+        p,
+        &m1,
+        outside_window,
+        unprocessable,
+        "window_out_of_bounds",
+        Some("claim_window"),
+    )
+    .await;
     let mut inverted = activity_template(id, 2000);
     inverted["claim_window"] = json!({"start": at(60), "end": at(50)});
-    refused(&app, p, &m1, inverted, unprocessable, "invalid_field", Some("claim_window")).await;
+    refused(
+        &app,
+        p,
+        &m1,
+        inverted,
+        unprocessable,
+        "invalid_field",
+        Some("claim_window"),
+    )
+    .await;
     let mut wrong_city = activity_template(id, 2000);
     wrong_city["cities"] = json!([3]);
-    refused(&app, p, &m1, wrong_city, unprocessable, "city_not_served", Some("cities")).await;
+    refused(
+        &app,
+        p,
+        &m1,
+        wrong_city,
+        unprocessable,
+        "city_not_served",
+        Some("cities"),
+    )
+    .await;
     let mut short_validity = activity_template(id, 2000);
     short_validity["validity"] = json!({"type": "fixed", "from": at(48), "until": at(50)});
-    refused(&app, p, &m1, short_validity, unprocessable, "window_out_of_bounds", Some("validity.until")).await;
+    refused(
+        &app,
+        p,
+        &m1,
+        short_validity,
+        unprocessable,
+        "window_out_of_bounds",
+        Some("validity.until"),
+    )
+    .await;
     let mut zero_stock = activity_template(id, 2000);
     zero_stock["total_stock"] = json!(0);
-    refused(&app, p, &m1, zero_stock, unprocessable, "invalid_value", Some("total_stock")).await;
-    refused(&app, p, &m1, activity_template(id + 100, 2000), unprocessable, "not_found", Some("activity_id")).await;
+    refused(
+        &app,
+        p,
+        &m1,
+        zero_stock,
+        unprocessable,
+        "invalid_value",
+        Some("total_stock"),
+    )
+    .await;
+    refused(
+        &app,
+        p,
+        &m1,
+        activity_template(id + 100, 2000),
+        unprocessable,
+        "not_found",
+        Some("activity_id"),
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -59,35 +157,127 @@ async fn unknown_fields_and_mass_assignment_are_refused() {
     let id = app.activity(activity_body(-1, 24, 48, 96)).await;
     let m1 = app.m1().to_owned();
     let unprocessable = StatusCode::UNPROCESSABLE_ENTITY;
-    for (field, value) in [("claimed", json!(5)), ("status", json!("active")), ("merchant_id", json!(2)), ("id", json!(9))] {
+    for (field, value) in [
+        ("claimed", json!(5)),
+        ("status", json!("active")),
+        ("merchant_id", json!(2)),
+        ("id", json!(9)),
+    ] {
         let mut body = activity_template(id, 2000);
         body[field] = value;
-        refused(&app, "/v1/templates", &m1, body, unprocessable, "unknown_field", Some(field)).await;
+        refused(
+            &app,
+            "/v1/templates",
+            &m1,
+            body,
+            unprocessable,
+            "unknown_field",
+            Some(field),
+        )
+        .await;
     }
     let mut nested = activity_template(id, 2000);
     nested["value"]["extra"] = json!(1);
-    refused(&app, "/v1/templates", &m1, nested, unprocessable, "unknown_field", Some("value.extra")).await;
+    refused(
+        &app,
+        "/v1/templates",
+        &m1,
+        nested,
+        unprocessable,
+        "unknown_field",
+        Some("value.extra"),
+    )
+    .await;
     let mut missing = activity_template(id, 2000);
     missing.as_object_mut().unwrap().remove("title");
-    refused(&app, "/v1/templates", &m1, missing, unprocessable, "missing_field", Some("title")).await;
+    refused(
+        &app,
+        "/v1/templates",
+        &m1,
+        missing,
+        unprocessable,
+        "missing_field",
+        Some("title"),
+    )
+    .await;
 
     let mut activity = activity_body(-1, 24, 48, 96);
     activity["status"] = json!("running");
-    refused(&app, "/v1/activities", &app.platform.clone(), activity, unprocessable, "unknown_field", Some("status")).await;
+    refused(
+        &app,
+        "/v1/activities",
+        &app.platform.clone(),
+        activity,
+        unprocessable,
+        "unknown_field",
+        Some("status"),
+    )
+    .await;
     let mut inverted = activity_body(-1, 24, 48, 96);
     inverted["value_min"] = json!(9000);
-    refused(&app, "/v1/activities", &app.platform.clone(), inverted, unprocessable, "invalid_bounds", Some("value_max")).await;
+    refused(
+        &app,
+        "/v1/activities",
+        &app.platform.clone(),
+        inverted,
+        unprocessable,
+        "invalid_bounds",
+        Some("value_max"),
+    )
+    .await;
     let overlapping = activity_body(-1, 50, 48, 96);
-    refused(&app, "/v1/activities", &app.platform.clone(), overlapping, unprocessable, "invalid_window", Some("enrollment.end")).await;
+    refused(
+        &app,
+        "/v1/activities",
+        &app.platform.clone(),
+        overlapping,
+        unprocessable,
+        "invalid_window",
+        Some("enrollment.end"),
+    )
+    .await;
     let mut bad_time = activity_body(-1, 24, 48, 96);
     bad_time["run"]["start"] = json!("tomorrow");
-    refused(&app, "/v1/activities", &app.platform.clone(), bad_time, unprocessable, "invalid_field", Some("run.start")).await;
-    let r = app.patch(&format!("/v1/activities/{id}"), &app.platform, json!({"version": 7})).await;
+    refused(
+        &app,
+        "/v1/activities",
+        &app.platform.clone(),
+        bad_time,
+        unprocessable,
+        "invalid_field",
+        Some("run.start"),
+    )
+    .await;
+    let r = app
+        .patch(
+            &format!("/v1/activities/{id}"),
+            &app.platform,
+            json!({"version": 7}),
+        )
+        .await;
     assert_eq!((r.status, r.code()), (unprocessable, "unknown_field"));
-    let r = app.post("/v1/merchants", &app.platform, json!({"name": "", "short_name": "x", "cities": [1]})).await;
-    assert_eq!((r.status, r.code(), r.body["field"].as_str()), (unprocessable, "invalid_length", Some("name")));
-    let r = app.post("/v1/merchants", &app.platform, json!({"name": "x", "short_name": "x", "cities": []})).await;
-    assert_eq!((r.status, r.body["field"].as_str()), (unprocessable, Some("cities")));
+    let r = app
+        .post(
+            "/v1/merchants",
+            &app.platform,
+            json!({"name": "", "short_name": "x", "cities": [1]}),
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.code(), r.body["field"].as_str()),
+        (unprocessable, "invalid_length", Some("name"))
+    );
+    let r = app
+        .post(
+            "/v1/merchants",
+            &app.platform,
+            json!({"name": "x", "short_name": "x", "cities": []}),
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.body["field"].as_str()),
+        (unprocessable, Some("cities"))
+    );
 }
 
 #[tokio::test]
@@ -104,43 +294,100 @@ async fn malformed_oversized_and_mistyped_bodies_are_refused() {
         }
         req.body(body).unwrap()
     };
-    let r = app.send(send(Body::from("{\"title\": "), Some("application/json"))).await;
-    assert_eq!((r.status, r.code()), (StatusCode::BAD_REQUEST, "invalid_json"));
-    let r = app.send(send(Body::from(activity_body(-1, 24, 48, 96).to_string()), Some("text/plain"))).await;
-    assert_eq!((r.status, r.code()), (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type"));
-    let r = app.send(send(Body::from(activity_body(-1, 24, 48, 96).to_string()), None)).await;
+    let r = app
+        .send(send(Body::from("{\"title\": "), Some("application/json")))
+        .await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::BAD_REQUEST, "invalid_json")
+    );
+    let r = app
+        .send(send(
+            Body::from(activity_body(-1, 24, 48, 96).to_string()),
+            Some("text/plain"),
+        ))
+        .await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type")
+    );
+    let r = app
+        .send(send(
+            Body::from(activity_body(-1, 24, 48, 96).to_string()),
+            None,
+        ))
+        .await;
     assert_eq!(r.status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
     let mut huge = activity_body(-1, 24, 48, 96);
     huge["description"] = json!("x".repeat(70 * 1024));
-    let r = app.send(send(Body::from(huge.to_string()), Some("application/json"))).await;
-    assert_eq!((r.status, r.code()), (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"));
+    let r = app
+        .send(send(Body::from(huge.to_string()), Some("application/json")))
+        .await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large")
+    );
     let deep = format!("{}{}", "[".repeat(5000), "]".repeat(5000));
-    let r = app.send(send(Body::from(deep), Some("application/json"))).await;
-    assert_eq!((r.status, r.body["field"].as_str()), (StatusCode::UNPROCESSABLE_ENTITY, Some("body")));
+    let r = app
+        .send(send(Body::from(deep), Some("application/json")))
+        .await;
+    assert_eq!(
+        (r.status, r.body["field"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("body"))
+    );
     let mut deep_metadata = activity_template(1, 2000);
     deep_metadata["metadata"] = json!({"a": 1});
-    let deep_metadata = deep_metadata.to_string().replace("{\"a\":1}", &format!("{{\"a\":{}{}}}", "[".repeat(3000), "]".repeat(3000)));
-    let r = app.send(
-        Request::builder()
-            .method("POST")
-            .uri("/v1/templates")
-            .header(header::AUTHORIZATION, format!("Bearer {}", app.m1()))
-            .header(header::CONTENT_TYPE, "application/json")
-            .body(Body::from(deep_metadata))
-            .unwrap(),
-    )
-    .await;
-    assert_eq!((r.status, r.code()), (StatusCode::BAD_REQUEST, "invalid_json"), "{}", r.body);
-    let r = app.send(send(Body::from(""), Some("application/json"))).await;
-    assert_eq!((r.status, r.code()), (StatusCode::BAD_REQUEST, "invalid_json"));
+    let deep_metadata = deep_metadata.to_string().replace(
+        "{\"a\":1}",
+        &format!("{{\"a\":{}{}}}", "[".repeat(3000), "]".repeat(3000)),
+    );
+    let r = app
+        .send(
+            Request::builder()
+                .method("POST")
+                .uri("/v1/templates")
+                .header(header::AUTHORIZATION, format!("Bearer {}", app.m1()))
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(Body::from(deep_metadata))
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::BAD_REQUEST, "invalid_json"),
+        "{}",
+        r.body
+    );
+    let r = app
+        .send(send(Body::from(""), Some("application/json")))
+        .await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::BAD_REQUEST, "invalid_json")
+    );
     let trailing = format!("{} trailing", activity_body(-1, 24, 48, 96));
-    let r = app.send(send(Body::from(trailing), Some("application/json"))).await;
-    assert_eq!((r.status, r.code()), (StatusCode::BAD_REQUEST, "invalid_json"));
+    let r = app
+        .send(send(Body::from(trailing), Some("application/json")))
+        .await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::BAD_REQUEST, "invalid_json")
+    );
     let r = app.get("/v1/activities/0", &app.platform).await;
-    assert_eq!((r.status, r.code()), (StatusCode::BAD_REQUEST, "invalid_path"));
-    let r = app.get("/v1/activities/99999999999999999999999", &app.platform).await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::BAD_REQUEST, "invalid_path")
+    );
+    let r = app
+        .get("/v1/activities/99999999999999999999999", &app.platform)
+        .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
-    let r = app.get("/v1/activities?status=sleeping", &app.platform).await;
-    assert_eq!((r.status, r.code()), (StatusCode::BAD_REQUEST, "invalid_query"));
+    let r = app
+        .get("/v1/activities?status=sleeping", &app.platform)
+        .await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::BAD_REQUEST, "invalid_query")
+    );
     assert_eq!(app.row_counts().await, before, "nothing written");
 }

@@ -3,49 +3,77 @@
 
 use std::sync::Arc;
 
-use coupond_domain::{
-    ActivityStatus, ListingDraft, Money, TemplateStatus, Timestamp,
-};
+use coupond_domain::{ActivityStatus, ListingDraft, Money, TemplateStatus, Timestamp};
 use time::Duration;
 
 use super::fixtures::*;
-use crate::{
-    ActivityQuery, NewApiKey, NewTemplate, Page, Role, Store, StoreError, TemplateQuery,
-};
+use crate::{ActivityQuery, NewApiKey, NewTemplate, Page, Role, Store, StoreError, TemplateQuery};
 
 const FREEZE: Duration = Duration::minutes(5);
 
 fn page() -> Page {
-    Page { after: None, limit: 100 }
+    Page {
+        after: None,
+        limit: 100,
+    }
 }
 
 fn aq(now: Timestamp) -> ActivityQuery {
-    ActivityQuery { status: None, city: None, any_city: None, now, freeze: FREEZE, page: page() }
+    ActivityQuery {
+        status: None,
+        city: None,
+        any_city: None,
+        now,
+        freeze: FREEZE,
+        page: page(),
+    }
 }
 
 fn tq(now: Timestamp) -> TemplateQuery {
-    TemplateQuery { merchant: None, activity: None, status: None, now, page: page() }
+    TemplateQuery {
+        merchant: None,
+        activity: None,
+        status: None,
+        now,
+        page: page(),
+    }
 }
 
 pub async fn settings_init_once(s: Arc<dyn Store>) {
     let a = s.setting_or_init("jwt_secret", "first").await.unwrap();
     let b = s.setting_or_init("jwt_secret", "second").await.unwrap();
     assert_eq!((a.as_str(), b.as_str()), ("first", "first"));
+    s.put_setting("jwt_secret", "replaced").await.unwrap();
+    s.put_setting("fresh", "new").await.unwrap();
+    assert_eq!(
+        s.setting_or_init("jwt_secret", "third").await.unwrap(),
+        "replaced"
+    );
+    assert_eq!(s.setting_or_init("fresh", "other").await.unwrap(), "new");
     // Concurrent initialisers agree on one winner.
     let mut joins = Vec::new();
     for i in 0..8 {
         let s = s.clone();
-        joins.push(tokio::spawn(async move { s.setting_or_init("race", &format!("v{i}")).await }));
+        joins.push(tokio::spawn(async move {
+            s.setting_or_init("race", &format!("v{i}")).await
+        }));
     }
     let mut seen = std::collections::BTreeSet::new();
     for j in joins {
         seen.insert(j.await.unwrap().unwrap());
     }
-    assert_eq!(seen.len(), 1, "all initialisers see the same value: {seen:?}");
+    assert_eq!(
+        seen.len(),
+        1,
+        "all initialisers see the same value: {seen:?}"
+    );
 }
 
 pub async fn api_keys_round_trip(s: Arc<dyn Store>) {
-    let m = s.insert_merchant(&merchant("Keys Co", &[1]), t0()).await.unwrap();
+    let m = s
+        .insert_merchant(&merchant("Keys Co", &[1]), t0())
+        .await
+        .unwrap();
     let new = NewApiKey {
         hash: [7; 32],
         prefix: "cpd_abc".into(),
@@ -54,18 +82,41 @@ pub async fn api_keys_round_trip(s: Arc<dyn Store>) {
         label: "ops".into(),
     };
     let k = s.insert_api_key(&new, t0()).await.unwrap();
-    assert_eq!((k.role, k.merchant_id, k.revoked_at), (Role::Merchant, Some(m.id), None));
+    assert_eq!(
+        (k.role, k.merchant_id, k.revoked_at),
+        (Role::Merchant, Some(m.id), None)
+    );
     assert_eq!(s.api_key_by_hash(&[7; 32]).await.unwrap(), k);
-    assert!(matches!(s.api_key_by_hash(&[8; 32]).await, Err(StoreError::NotFound)));
-    assert!(matches!(s.insert_api_key(&new, t0()).await, Err(StoreError::Conflict(_))));
-    let platform = NewApiKey { hash: [9; 32], role: Role::Platform, merchant_id: None, ..new };
+    assert!(matches!(
+        s.api_key_by_hash(&[8; 32]).await,
+        Err(StoreError::NotFound)
+    ));
+    assert!(matches!(
+        s.insert_api_key(&new, t0()).await,
+        Err(StoreError::Conflict(_))
+    ));
+    let platform = NewApiKey {
+        hash: [9; 32],
+        role: Role::Platform,
+        merchant_id: None,
+        ..new
+    };
     s.insert_api_key(&platform, t0()).await.unwrap();
     let revoked = s.revoke_api_key(k.id, at(1)).await.unwrap();
     assert_eq!(revoked.revoked_at, Some(at(1)));
     // Revoking again keeps the first instant.
-    assert_eq!(s.revoke_api_key(k.id, at(2)).await.unwrap().revoked_at, Some(at(1)));
-    assert_eq!(s.api_key_by_hash(&[7; 32]).await.unwrap().revoked_at, Some(at(1)));
-    assert!(matches!(s.revoke_api_key(9999, at(1)).await, Err(StoreError::NotFound)));
+    assert_eq!(
+        s.revoke_api_key(k.id, at(2)).await.unwrap().revoked_at,
+        Some(at(1))
+    );
+    assert_eq!(
+        s.api_key_by_hash(&[7; 32]).await.unwrap().revoked_at,
+        Some(at(1))
+    );
+    assert!(matches!(
+        s.revoke_api_key(9999, at(1)).await,
+        Err(StoreError::NotFound)
+    ));
     let all = s.list_api_keys().await.unwrap();
     assert_eq!(all.len(), 2);
 }
@@ -73,17 +124,32 @@ pub async fn api_keys_round_trip(s: Arc<dyn Store>) {
 pub async fn merchants_round_trip(s: Arc<dyn Store>) {
     let draft = merchant("Sunny Homes", &[2, 1]);
     let m = s.insert_merchant(&draft, t0()).await.unwrap();
-    assert_eq!((m.name.as_str(), m.cities.clone(), m.created_at), ("Sunny Homes", cities(&[1, 2]), t0()));
+    assert_eq!(
+        (m.name.as_str(), m.cities.clone(), m.created_at),
+        ("Sunny Homes", cities(&[1, 2]), t0())
+    );
     assert_eq!(s.merchant(m.id).await.unwrap(), m);
-    let other = s.insert_merchant(&merchant("Other", &[3]), t0()).await.unwrap();
+    let other = s
+        .insert_merchant(&merchant("Other", &[3]), t0())
+        .await
+        .unwrap();
     assert_ne!(other.id, m.id);
     let missing = coupond_domain::MerchantId::new(other.id.get() + 100).unwrap();
-    assert!(matches!(s.merchant(missing).await, Err(StoreError::NotFound)));
+    assert!(matches!(
+        s.merchant(missing).await,
+        Err(StoreError::NotFound)
+    ));
 }
 
 pub async fn listings_round_trip(s: Arc<dyn Store>) {
-    let m = s.insert_merchant(&merchant("Lister", &[1]), t0()).await.unwrap();
-    let n = s.insert_merchant(&merchant("Other", &[1]), t0()).await.unwrap();
+    let m = s
+        .insert_merchant(&merchant("Lister", &[1]), t0())
+        .await
+        .unwrap();
+    let n = s
+        .insert_merchant(&merchant("Other", &[1]), t0())
+        .await
+        .unwrap();
     let draft = ListingDraft {
         external_id: Some("house-1".into()),
         city_id: coupond_domain::CityId::new(1).unwrap(),
@@ -96,9 +162,15 @@ pub async fn listings_round_trip(s: Arc<dyn Store>) {
     assert_eq!((l.merchant_id, &l.draft), (m.id, &draft));
     assert_eq!(s.listing(l.id).await.unwrap(), l);
     // The external id is unique per merchant, not across merchants.
-    assert!(matches!(s.insert_listing(m.id, &draft, t0()).await, Err(StoreError::Conflict(_))));
+    assert!(matches!(
+        s.insert_listing(m.id, &draft, t0()).await,
+        Err(StoreError::Conflict(_))
+    ));
     s.insert_listing(n.id, &draft, t0()).await.unwrap();
-    let no_ext = ListingDraft { external_id: None, ..draft };
+    let no_ext = ListingDraft {
+        external_id: None,
+        ..draft
+    };
     s.insert_listing(m.id, &no_ext, t0()).await.unwrap();
     s.insert_listing(m.id, &no_ext, t0()).await.unwrap();
     let ghost = coupond_domain::MerchantId::new(n.id.get() + 100).unwrap();
@@ -108,48 +180,92 @@ pub async fn listings_round_trip(s: Arc<dyn Store>) {
 pub async fn activities_round_trip(s: Arc<dyn Store>) {
     let spec = activity(0, 24, 48, 96);
     let a = s.insert_activity(&spec, t0()).await.unwrap();
-    assert_eq!((&a.spec, a.version, a.aborted_at, a.created_at), (&spec, 1, None, t0()));
+    assert_eq!(
+        (&a.spec, a.version, a.aborted_at, a.created_at),
+        (&spec, 1, None, t0())
+    );
     assert_eq!(s.activity(a.id).await.unwrap(), a);
 
-    let patched = coupond_domain::ActivityPatch { title: Some("Renamed".into()), ..Default::default() }
-        .apply(&a.spec)
+    let patched = coupond_domain::ActivityPatch {
+        title: Some("Renamed".into()),
+        ..Default::default()
+    }
+    .apply(&a.spec)
+    .unwrap();
+    let b = s
+        .update_activity(a.id, a.version, a.enrollment_seq, &patched, at(1))
+        .await
         .unwrap();
-    let b = s.update_activity(a.id, a.version, a.enrollment_seq, &patched, at(1)).await.unwrap();
-    assert_eq!((b.spec.title.as_str(), b.version, b.updated_at), ("Renamed", 2, at(1)));
+    assert_eq!(
+        (b.spec.title.as_str(), b.version, b.updated_at),
+        ("Renamed", 2, at(1))
+    );
     // A stale version loses.
     assert!(matches!(
-        s.update_activity(a.id, a.version, a.enrollment_seq, &spec, at(2)).await,
+        s.update_activity(a.id, a.version, a.enrollment_seq, &spec, at(2))
+            .await,
         Err(StoreError::Conflict("version"))
     ));
     assert_eq!(s.activity(a.id).await.unwrap(), b);
     let missing = coupond_domain::ActivityId::new(a.id.get() + 10).unwrap();
-    assert!(matches!(s.activity(missing).await, Err(StoreError::NotFound)));
-    assert!(matches!(s.update_activity(missing, 1, 0, &spec, at(2)).await, Err(StoreError::NotFound)));
+    assert!(matches!(
+        s.activity(missing).await,
+        Err(StoreError::NotFound)
+    ));
+    assert!(matches!(
+        s.update_activity(missing, 1, 0, &spec, at(2)).await,
+        Err(StoreError::NotFound)
+    ));
 }
 
 /// For several instants around every boundary, filtering by each status in SQL returns exactly
 /// the activities whose domain status is that status.
 pub async fn activity_status_filter_matches_domain(s: Arc<dyn Store>) {
     let mut all = vec![
-        s.insert_activity(&activity(0, 24, 48, 96), t0()).await.unwrap(),
+        s.insert_activity(&activity(0, 24, 48, 96), t0())
+            .await
+            .unwrap(),
         // Enrollment running up to the start: cut short by the freeze.
-        s.insert_activity(&activity(10, 30, 30, 40), t0()).await.unwrap(),
-        s.insert_activity(&activity(5, 6, 100, 200), t0()).await.unwrap(),
+        s.insert_activity(&activity(10, 30, 30, 40), t0())
+            .await
+            .unwrap(),
+        s.insert_activity(&activity(5, 6, 100, 200), t0())
+            .await
+            .unwrap(),
     ];
-    let aborted = s.insert_activity(&activity(0, 24, 48, 96), t0()).await.unwrap();
-    all.push(s.abort_activity(aborted.id, aborted.version, at(1)).await.unwrap());
+    let aborted = s
+        .insert_activity(&activity(0, 24, 48, 96), t0())
+        .await
+        .unwrap();
+    all.push(
+        s.abort_activity(aborted.id, aborted.version, at(1))
+            .await
+            .unwrap(),
+    );
     let us = Duration::microseconds(1);
     let mut instants = vec![];
     for h in [0, 5, 6, 10, 24, 30, 40, 48, 96, 100, 200] {
-        instants.extend([at(h).sub(us), at(h), at(h).add(us)]);
+        instants.extend([at(h).minus(us), at(h), at(h).plus(us)]);
     }
-    instants.extend([at(30).sub(FREEZE), at(30).sub(FREEZE).sub(us)]);
+    instants.extend([at(30).minus(FREEZE), at(30).minus(FREEZE).minus(us)]);
     for now in instants {
         for status in ActivityStatus::ALL {
-            let q = ActivityQuery { status: Some(status), ..aq(now) };
-            let got: Vec<_> = s.list_activities(&q).await.unwrap().into_iter().map(|a| a.id).collect();
-            let want: Vec<_> =
-                all.iter().filter(|a| a.status(now, FREEZE) == status).map(|a| a.id).collect();
+            let q = ActivityQuery {
+                status: Some(status),
+                ..aq(now)
+            };
+            let got: Vec<_> = s
+                .list_activities(&q)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|a| a.id)
+                .collect();
+            let want: Vec<_> = all
+                .iter()
+                .filter(|a| a.status(now, FREEZE) == status)
+                .map(|a| a.id)
+                .collect();
             assert_eq!(got, want, "status {status:?} at {now}");
         }
     }
@@ -158,31 +274,64 @@ pub async fn activity_status_filter_matches_domain(s: Arc<dyn Store>) {
 pub async fn activity_city_filters(s: Arc<dyn Store>) {
     let mut spec = activity(0, 24, 48, 96).into_draft();
     spec.cities = cities(&[3]);
-    let only3 = s.insert_activity(&spec.try_into().unwrap(), t0()).await.unwrap();
-    let both = s.insert_activity(&activity(0, 24, 48, 96), t0()).await.unwrap();
+    let only3 = s
+        .insert_activity(&spec.try_into().unwrap(), t0())
+        .await
+        .unwrap();
+    let both = s
+        .insert_activity(&activity(0, 24, 48, 96), t0())
+        .await
+        .unwrap();
     let ids = |v: Vec<coupond_domain::Activity>| v.into_iter().map(|a| a.id).collect::<Vec<_>>();
     let city = |c| Some(coupond_domain::CityId::new(c).unwrap());
-    let q = ActivityQuery { city: city(3), ..aq(t0()) };
+    let q = ActivityQuery {
+        city: city(3),
+        ..aq(t0())
+    };
     assert_eq!(ids(s.list_activities(&q).await.unwrap()), vec![only3.id]);
-    let q = ActivityQuery { city: city(2), ..aq(t0()) };
+    let q = ActivityQuery {
+        city: city(2),
+        ..aq(t0())
+    };
     assert_eq!(ids(s.list_activities(&q).await.unwrap()), vec![both.id]);
-    let q = ActivityQuery { any_city: Some(cities(&[2, 3])), ..aq(t0()) };
-    assert_eq!(ids(s.list_activities(&q).await.unwrap()), vec![only3.id, both.id]);
-    let q = ActivityQuery { any_city: Some(cities(&[9])), ..aq(t0()) };
+    let q = ActivityQuery {
+        any_city: Some(cities(&[2, 3])),
+        ..aq(t0())
+    };
+    assert_eq!(
+        ids(s.list_activities(&q).await.unwrap()),
+        vec![only3.id, both.id]
+    );
+    let q = ActivityQuery {
+        any_city: Some(cities(&[9])),
+        ..aq(t0())
+    };
     assert!(s.list_activities(&q).await.unwrap().is_empty());
-    let q = ActivityQuery { any_city: Some(cities(&[1, 9])), city: city(3), ..aq(t0()) };
+    let q = ActivityQuery {
+        any_city: Some(cities(&[1, 9])),
+        city: city(3),
+        ..aq(t0())
+    };
     assert!(s.list_activities(&q).await.unwrap().is_empty());
 }
 
 pub async fn activity_pagination(s: Arc<dyn Store>) {
     let mut ids = vec![];
     for _ in 0..7 {
-        ids.push(s.insert_activity(&activity(0, 24, 48, 96), t0()).await.unwrap().id);
+        ids.push(
+            s.insert_activity(&activity(0, 24, 48, 96), t0())
+                .await
+                .unwrap()
+                .id,
+        );
     }
     let mut seen = vec![];
     let mut after = None;
     loop {
-        let q = ActivityQuery { page: Page { after, limit: 3 }, ..aq(t0()) };
+        let q = ActivityQuery {
+            page: Page { after, limit: 3 },
+            ..aq(t0())
+        };
         let batch = s.list_activities(&q).await.unwrap();
         assert!(batch.len() <= 3);
         if batch.is_empty() {
@@ -195,21 +344,40 @@ pub async fn activity_pagination(s: Arc<dyn Store>) {
 }
 
 pub async fn abort_activity_aborts_its_templates(s: Arc<dyn Store>) {
-    let m = s.insert_merchant(&merchant("M", &[1, 2]), t0()).await.unwrap();
-    let a = s.insert_activity(&activity(0, 24, 48, 96), t0()).await.unwrap();
+    let m = s
+        .insert_merchant(&merchant("M", &[1, 2]), t0())
+        .await
+        .unwrap();
+    let a = s
+        .insert_activity(&activity(0, 24, 48, 96), t0())
+        .await
+        .unwrap();
     let mut d = standalone_template(0, 1);
     d.activity_id = Some(a.id);
     d.claim_window = None;
     d.validity = coupond_domain::Validity::Relative { days: 3 };
     let spec = spec(d, &m, Some(&a), at(1));
     let t = s
-        .insert_template(&NewTemplate { merchant_id: Some(m.id), spec: &spec, activity_version: Some(a.version) }, at(1))
+        .insert_template(
+            &NewTemplate {
+                merchant_id: Some(m.id),
+                spec: &spec,
+                activity_version: Some(a.version),
+            },
+            at(1),
+        )
         .await
         .unwrap();
     let standalone = spec_standalone(&s, &m).await;
-    assert!(matches!(s.abort_activity(a.id, a.version + 5, at(2)).await, Err(StoreError::Conflict("version"))));
+    assert!(matches!(
+        s.abort_activity(a.id, a.version + 5, at(2)).await,
+        Err(StoreError::Conflict("version"))
+    ));
     let aborted = s.abort_activity(a.id, a.version, at(2)).await.unwrap();
-    assert_eq!((aborted.aborted_at, aborted.version), (Some(at(2)), a.version + 1));
+    assert_eq!(
+        (aborted.aborted_at, aborted.version),
+        (Some(at(2)), a.version + 1)
+    );
     let t = s.template(t.id).await.unwrap();
     assert_eq!(t.status(at(50)), TemplateStatus::Aborted);
     assert_eq!(t.aborted_at, Some(at(2)));
@@ -217,28 +385,61 @@ pub async fn abort_activity_aborts_its_templates(s: Arc<dyn Store>) {
     assert_eq!(s.template(standalone).await.unwrap().aborted_at, None);
 }
 
-async fn spec_standalone(s: &Arc<dyn Store>, m: &coupond_domain::Merchant) -> coupond_domain::TemplateId {
+async fn spec_standalone(
+    s: &Arc<dyn Store>,
+    m: &coupond_domain::Merchant,
+) -> coupond_domain::TemplateId {
     let spec = spec(standalone_template(10, 20), m, None, t0());
-    s.insert_template(&NewTemplate { merchant_id: Some(m.id), spec: &spec, activity_version: None }, t0())
-        .await
-        .unwrap()
-        .id
+    s.insert_template(
+        &NewTemplate {
+            merchant_id: Some(m.id),
+            spec: &spec,
+            activity_version: None,
+        },
+        t0(),
+    )
+    .await
+    .unwrap()
+    .id
 }
 
 pub async fn templates_round_trip(s: Arc<dyn Store>) {
-    let m = s.insert_merchant(&merchant("M", &[1, 2]), t0()).await.unwrap();
-    let spec = spec(standalone_template(10, 20), &m, None, t0());
-    let t = s
-        .insert_template(&NewTemplate { merchant_id: Some(m.id), spec: &spec, activity_version: None }, t0())
+    let m = s
+        .insert_merchant(&merchant("M", &[1, 2]), t0())
         .await
         .unwrap();
-    assert_eq!((&t.spec, t.merchant_id, t.claimed, t.version), (&spec, Some(m.id), 0, 1));
-    assert_eq!((t.published_at, t.aborted_at, t.created_at), (None, None, t0()));
+    let spec = spec(standalone_template(10, 20), &m, None, t0());
+    let t = s
+        .insert_template(
+            &NewTemplate {
+                merchant_id: Some(m.id),
+                spec: &spec,
+                activity_version: None,
+            },
+            t0(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (&t.spec, t.merchant_id, t.claimed, t.version),
+        (&spec, Some(m.id), 0, 1)
+    );
+    assert_eq!(
+        (t.published_at, t.aborted_at, t.created_at),
+        (None, None, t0())
+    );
     assert_eq!(s.template(t.id).await.unwrap(), t);
 
     // Platform-issued templates have no owner.
     let p = s
-        .insert_template(&NewTemplate { merchant_id: None, spec: &spec, activity_version: None }, t0())
+        .insert_template(
+            &NewTemplate {
+                merchant_id: None,
+                spec: &spec,
+                activity_version: None,
+            },
+            t0(),
+        )
         .await
         .unwrap();
     assert_eq!(s.template(p.id).await.unwrap().merchant_id, None);
@@ -247,7 +448,10 @@ pub async fn templates_round_trip(s: Arc<dyn Store>) {
     d.total_stock = 5;
     d.title = "Changed".into();
     let changed = super::fixtures::spec(d, &m, None, t0());
-    let u = s.update_template(t.id, t.version, None, &changed, at(1)).await.unwrap();
+    let u = s
+        .update_template(t.id, t.version, None, &changed, at(1))
+        .await
+        .unwrap();
     assert_eq!((u.spec.total_stock, u.version, u.updated_at), (5, 2, at(1)));
     assert_eq!(s.template(t.id).await.unwrap(), u);
     assert!(matches!(
@@ -255,21 +459,45 @@ pub async fn templates_round_trip(s: Arc<dyn Store>) {
         Err(StoreError::Conflict("version"))
     ));
 
-    let q = TemplateQuery { merchant: Some(m.id), ..tq(t0()) };
+    let q = TemplateQuery {
+        merchant: Some(m.id),
+        ..tq(t0())
+    };
     assert_eq!(s.list_templates(&q).await.unwrap().len(), 1);
     assert_eq!(s.list_templates(&tq(t0())).await.unwrap().len(), 2);
     let missing = coupond_domain::TemplateId::new(p.id.get() + 10).unwrap();
-    assert!(matches!(s.template(missing).await, Err(StoreError::NotFound)));
+    assert!(matches!(
+        s.template(missing).await,
+        Err(StoreError::NotFound)
+    ));
 }
 
 pub async fn template_status_filter_matches_domain(s: Arc<dyn Store>) {
-    let m = s.insert_merchant(&merchant("M", &[1, 2]), t0()).await.unwrap();
-    let a = s.insert_activity(&activity(0, 24, 48, 96), t0()).await.unwrap();
+    let m = s
+        .insert_merchant(&merchant("M", &[1, 2]), t0())
+        .await
+        .unwrap();
+    let a = s
+        .insert_activity(&activity(0, 24, 48, 96), t0())
+        .await
+        .unwrap();
     let mut all = vec![];
-    for (from, to, publish) in [(10, 20, true), (10, 20, false), (30, 40, true), (5, 6, true)] {
+    for (from, to, publish) in [
+        (10, 20, true),
+        (10, 20, false),
+        (30, 40, true),
+        (5, 6, true),
+    ] {
         let spec = spec(standalone_template(from, to), &m, None, t0());
         let mut t = s
-            .insert_template(&NewTemplate { merchant_id: Some(m.id), spec: &spec, activity_version: None }, t0())
+            .insert_template(
+                &NewTemplate {
+                    merchant_id: Some(m.id),
+                    spec: &spec,
+                    activity_version: None,
+                },
+                t0(),
+            )
             .await
             .unwrap();
         if publish {
@@ -280,12 +508,22 @@ pub async fn template_status_filter_matches_domain(s: Arc<dyn Store>) {
     let mut d = standalone_template(0, 1);
     d.activity_id = Some(a.id);
     d.claim_window = Some(window(50, 60));
-    d.validity = coupond_domain::Validity::Fixed { from: at(50), until: at(70) };
+    d.validity = coupond_domain::Validity::Fixed {
+        from: at(50),
+        until: at(70),
+    };
     let spec_a = spec(d, &m, Some(&a), at(1));
     all.push(
-        s.insert_template(&NewTemplate { merchant_id: Some(m.id), spec: &spec_a, activity_version: Some(a.version) }, at(1))
-            .await
-            .unwrap(),
+        s.insert_template(
+            &NewTemplate {
+                merchant_id: Some(m.id),
+                spec: &spec_a,
+                activity_version: Some(a.version),
+            },
+            at(1),
+        )
+        .await
+        .unwrap(),
     );
     let t = all[2].clone();
     all[2] = s.abort_template(t.id, t.version, at(1)).await.unwrap();
@@ -293,73 +531,131 @@ pub async fn template_status_filter_matches_domain(s: Arc<dyn Store>) {
     let us = Duration::microseconds(1);
     let mut instants = vec![];
     for h in [5, 6, 10, 20, 30, 50, 54, 60, 68, 70] {
-        instants.extend([at(h).sub(us), at(h), at(h).add(us)]);
+        instants.extend([at(h).minus(us), at(h), at(h).plus(us)]);
     }
     for now in instants {
         for status in TemplateStatus::ALL {
-            let q = TemplateQuery { status: Some(status), ..tq(now) };
-            let got: Vec<_> = s.list_templates(&q).await.unwrap().into_iter().map(|t| t.id).collect();
-            let want: Vec<_> = all.iter().filter(|t| t.status(now) == status).map(|t| t.id).collect();
+            let q = TemplateQuery {
+                status: Some(status),
+                ..tq(now)
+            };
+            let got: Vec<_> = s
+                .list_templates(&q)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|t| t.id)
+                .collect();
+            let want: Vec<_> = all
+                .iter()
+                .filter(|t| t.status(now) == status)
+                .map(|t| t.id)
+                .collect();
             assert_eq!(got, want, "status {status:?} at {now}");
         }
     }
-    let q = TemplateQuery { activity: Some(a.id), ..tq(t0()) };
+    let q = TemplateQuery {
+        activity: Some(a.id),
+        ..tq(t0())
+    };
     assert_eq!(s.list_templates(&q).await.unwrap().len(), 1);
     assert_eq!(s.activity_templates(a.id).await.unwrap().len(), 1);
 }
 
 pub async fn template_insert_checks_activity_version(s: Arc<dyn Store>) {
-    let m = s.insert_merchant(&merchant("M", &[1, 2]), t0()).await.unwrap();
-    let a = s.insert_activity(&activity(0, 24, 48, 96), t0()).await.unwrap();
+    let m = s
+        .insert_merchant(&merchant("M", &[1, 2]), t0())
+        .await
+        .unwrap();
+    let a = s
+        .insert_activity(&activity(0, 24, 48, 96), t0())
+        .await
+        .unwrap();
     let mut d = standalone_template(0, 1);
     d.activity_id = Some(a.id);
     d.claim_window = None;
     let spec = spec(d, &m, Some(&a), at(1));
-    let b = s.update_activity(a.id, a.version, a.enrollment_seq, &a.spec, at(1)).await.unwrap();
-    let stale = NewTemplate { merchant_id: Some(m.id), spec: &spec, activity_version: Some(a.version) };
-    assert!(matches!(s.insert_template(&stale, at(1)).await, Err(StoreError::Conflict("version"))));
-    assert!(s.activity_templates(a.id).await.unwrap().is_empty(), "nothing written");
-    let fresh = NewTemplate { activity_version: Some(b.version), ..stale };
+    let b = s
+        .update_activity(a.id, a.version, a.enrollment_seq, &a.spec, at(1))
+        .await
+        .unwrap();
+    let stale = NewTemplate {
+        merchant_id: Some(m.id),
+        spec: &spec,
+        activity_version: Some(a.version),
+    };
+    assert!(matches!(
+        s.insert_template(&stale, at(1)).await,
+        Err(StoreError::Conflict("version"))
+    ));
+    assert!(
+        s.activity_templates(a.id).await.unwrap().is_empty(),
+        "nothing written"
+    );
+    let fresh = NewTemplate {
+        activity_version: Some(b.version),
+        ..stale
+    };
     let t = s.insert_template(&fresh, at(1)).await.unwrap();
     // The template write bumped the enrollment sequence: an activity edit prepared before it
     // (which could not have re-validated this template) now loses.
     assert!(matches!(
-        s.update_activity(b.id, b.version, b.enrollment_seq, &b.spec, at(2)).await,
+        s.update_activity(b.id, b.version, b.enrollment_seq, &b.spec, at(2))
+            .await,
         Err(StoreError::Conflict("version"))
     ));
     let b = s.activity(b.id).await.unwrap();
     assert_eq!(b.enrollment_seq, 1);
     // Updating the template also checks the activity's version.
     assert!(matches!(
-        s.update_template(t.id, t.version, Some(a.version), &spec, at(2)).await,
+        s.update_template(t.id, t.version, Some(a.version), &spec, at(2))
+            .await,
         Err(StoreError::Conflict("version"))
     ));
-    s.update_template(t.id, t.version, Some(b.version), &spec, at(2)).await.unwrap();
+    s.update_template(t.id, t.version, Some(b.version), &spec, at(2))
+        .await
+        .unwrap();
 }
 
 pub async fn template_publish_and_abort(s: Arc<dyn Store>) {
-    let m = s.insert_merchant(&merchant("M", &[1, 2]), t0()).await.unwrap();
+    let m = s
+        .insert_merchant(&merchant("M", &[1, 2]), t0())
+        .await
+        .unwrap();
     let id = spec_standalone(&s, &m).await;
     let t = s.template(id).await.unwrap();
     let p = s.publish_template(id, t.version, at(1)).await.unwrap();
     assert_eq!((p.published_at, p.version), (Some(at(1)), t.version + 1));
-    assert!(matches!(s.publish_template(id, t.version, at(2)).await, Err(StoreError::Conflict("version"))));
+    assert!(matches!(
+        s.publish_template(id, t.version, at(2)).await,
+        Err(StoreError::Conflict("version"))
+    ));
     let a = s.abort_template(id, p.version, at(11)).await.unwrap();
     assert_eq!(a.aborted_at, Some(at(11)));
-    assert_eq!(s.template(id).await.unwrap().status(at(12)), TemplateStatus::Aborted);
+    assert_eq!(
+        s.template(id).await.unwrap().status(at(12)),
+        TemplateStatus::Aborted
+    );
 }
 
 /// Many writers race to update one record from the same version: exactly one wins.
 pub async fn concurrent_updates_one_wins(s: Arc<dyn Store>) {
-    let a = s.insert_activity(&activity(0, 24, 48, 96), t0()).await.unwrap();
+    let a = s
+        .insert_activity(&activity(0, 24, 48, 96), t0())
+        .await
+        .unwrap();
     let mut joins = vec![];
     for i in 0..16 {
         let (s, a) = (s.clone(), a.clone());
         joins.push(tokio::spawn(async move {
-            let spec = coupond_domain::ActivityPatch { title: Some(format!("T{i}")), ..Default::default() }
-                .apply(&a.spec)
-                .unwrap();
-            s.update_activity(a.id, a.version, a.enrollment_seq, &spec, at(1)).await
+            let spec = coupond_domain::ActivityPatch {
+                title: Some(format!("T{i}")),
+                ..Default::default()
+            }
+            .apply(&a.spec)
+            .unwrap();
+            s.update_activity(a.id, a.version, a.enrollment_seq, &spec, at(1))
+                .await
         }));
     }
     let mut ok = 0;

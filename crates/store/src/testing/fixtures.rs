@@ -1,9 +1,9 @@
 //! Records for the conformance cases, relative to one fixed instant.
 
 use coupond_domain::{
-    ActivityDraft, ActivitySpec, Audience, CityId, CitySet, CouponKind, CouponValue,
-    DeductionMode, FundedBy, Merchant, MerchantDraft, Money, Scope, Stacking, TemplateDraft,
-    Timestamp, Validity, Window,
+    ActivityDraft, ActivitySpec, Audience, CityId, CitySet, CouponKind, CouponValue, DeductionMode,
+    FundedBy, Merchant, MerchantDraft, Money, Scope, Stacking, TemplateDraft, Timestamp, Validity,
+    Window,
 };
 use time::Duration;
 
@@ -14,7 +14,7 @@ pub fn t0() -> Timestamp {
 
 /// `t0` plus `hours`.
 pub fn at(hours: i64) -> Timestamp {
-    t0().add(Duration::hours(hours))
+    t0().plus(Duration::hours(hours))
 }
 
 pub fn window(from_h: i64, to_h: i64) -> Window {
@@ -22,8 +22,12 @@ pub fn window(from_h: i64, to_h: i64) -> Window {
 }
 
 pub fn cities(ids: &[i64]) -> CitySet {
-    CitySet::new(ids.iter().map(|c| CityId::new(*c).expect("positive")).collect())
-        .expect("fixture cities are valid")
+    CitySet::new(
+        ids.iter()
+            .map(|c| CityId::new(*c).expect("positive"))
+            .collect(),
+    )
+    .expect("fixture cities are valid")
 }
 
 pub fn merchant(name: &str, city_ids: &[i64]) -> MerchantDraft {
@@ -56,10 +60,14 @@ pub fn standalone_template(claim_from: i64, claim_to: i64) -> TemplateDraft {
         activity_id: None,
         title: "20 off".into(),
         description: String::new(),
-        value: CouponValue::AmountOff { amount: Money::new(2000).expect("valid") },
+        value: CouponValue::AmountOff {
+            amount: Money::new(2000).expect("valid"),
+        },
         threshold: Money::new(10_000).expect("valid"),
         deduction: DeductionMode::Spread,
-        scope: Scope::Categories { ids: vec![coupond_domain::CategoryId::new(4).expect("positive")] },
+        scope: Scope::Categories {
+            ids: vec![coupond_domain::CategoryId::new(4).expect("positive")],
+        },
         cities: cities(&[1]),
         audience: Audience::Everyone,
         total_stock: 100,

@@ -1,0 +1,261 @@
+//! The binary as a user runs it: `serve --demo` on the default SQLite path, the admin
+//! subcommands, and graceful shutdown on SIGTERM.
+#![allow(clippy::unwrap_used)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_coupond");
+
+/// A blocking HTTP/1.1 GET; returns the status code and body.
+fn get(base: &str, path: &str, bearer: Option<&str>) -> (u16, String) {
+    let addr = base.trim_start_matches("http://");
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let auth = bearer
+        .map(|b| format!("Authorization: Bearer {b}\r\n"))
+        .unwrap_or_default();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let status = response.split(' ').nth(1).unwrap().parse().unwrap();
+    let body = response
+        .split("\r\n\r\n")
+        .nth(1)
+        .unwrap_or_default()
+        .to_owned();
+    (status, body)
+}
+
+fn run(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    Command::new(BIN)
+        .current_dir(dir)
+        .args(args)
+        .env_remove("COUPOND_DATABASE_URL")
+        .output()
+        .unwrap()
+}
+
+/// Starts `serve` with `args` in `dir` and reads stdout up to the line starting with `until`.
+fn serve(dir: &std::path::Path, args: &[&str], until: &str) -> (Child, Vec<String>) {
+    let mut child = Command::new(BIN)
+        .current_dir(dir)
+        .arg("serve")
+        .args(args)
+        .env_remove("COUPOND_DATABASE_URL")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = vec![];
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    loop {
+        let mut line = String::new();
+        assert!(
+            reader.read_line(&mut line).unwrap() > 0,
+            "serve exited early: {lines:?}"
+        );
+        let done = line.starts_with(until);
+        lines.push(line.trim().to_owned());
+        if done {
+            break;
+        }
+    }
+    (child, lines)
+}
+
+fn export(lines: &[String], name: &str) -> String {
+    let prefix = format!("export {name}=");
+    lines
+        .iter()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .unwrap()
+        .to_owned()
+}
+
+fn terminate_and_wait(mut child: Child) -> std::process::ExitStatus {
+    let ok = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "serve did not stop after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn serve_demo_on_the_default_database_and_stop_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let (child, lines) = serve(
+        dir.path(),
+        &["--demo", "--listen", "127.0.0.1:0"],
+        "export USER_TOKEN=",
+    );
+    let base = export(&lines, "COUPOND");
+    assert!(
+        dir.path().join("data/coupond.db").exists(),
+        "default database created with its folder"
+    );
+
+    assert_eq!(get(&base, "/readyz", None).0, 200);
+    let (status, body) = get(
+        &base,
+        "/v1/activities",
+        Some(&export(&lines, "PLATFORM_KEY")),
+    );
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("\"status\":\"enrolling\""), "{body}");
+    let (status, body) = get(
+        &base,
+        "/v1/activities",
+        Some(&export(&lines, "MERCHANT3_KEY")),
+    );
+    assert_eq!(status, 200, "{body}");
+    let (status, _) = get(&base, "/v1/activities", Some(&export(&lines, "USER_TOKEN")));
+    assert_eq!(
+        status, 403,
+        "a valid user token, but users may not list activities"
+    );
+    let merchant = export(&lines, "MERCHANT1_ID");
+    let (status, _) = get(
+        &base,
+        &format!("/v1/merchants/{merchant}"),
+        Some(&export(&lines, "MERCHANT1_KEY")),
+    );
+    assert_eq!(status, 200);
+
+    let status = terminate_and_wait(child);
+    assert!(status.success(), "graceful shutdown exits 0: {status:?}");
+
+    // A second demo start reuses the data and prints fresh working keys.
+    let (child, lines) = serve(
+        dir.path(),
+        &["--demo", "--listen", "127.0.0.1:0"],
+        "export USER_TOKEN=",
+    );
+    let base = export(&lines, "COUPOND");
+    let (status, body) = get(
+        &base,
+        "/v1/activities",
+        Some(&export(&lines, "PLATFORM_KEY")),
+    );
+    assert_eq!(status, 200);
+    assert_eq!(
+        body.matches("\"id\":").count(),
+        1,
+        "demo data loaded once: {body}"
+    );
+    assert!(terminate_and_wait(child).success());
+}
+
+#[test]
+fn admin_commands_share_the_database_with_serve() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}/admin.db", dir.path().display());
+    let ok = |out: std::process::Output| {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    assert!(ok(run(dir.path(), &["--database", &db, "migrate"])).contains("migrations applied"));
+    let key = ok(run(
+        dir.path(),
+        &[
+            "--database",
+            &db,
+            "keys",
+            "create",
+            "--role",
+            "platform",
+            "--label",
+            "ops",
+        ],
+    ));
+    let key = key.trim().to_owned();
+    assert!(key.starts_with("cpd_"));
+    let listed = ok(run(dir.path(), &["--database", &db, "keys", "list"]));
+    assert!(
+        listed.contains("platform") && listed.contains("ops") && !listed.contains(&key),
+        "{listed}"
+    );
+    let token = ok(run(
+        dir.path(),
+        &["--database", &db, "token", "--user", "u-7", "--ttl", "2h"],
+    ));
+    assert_eq!(token.trim().split('.').count(), 3, "a JWT: {token}");
+
+    let bad = run(
+        dir.path(),
+        &["--database", &db, "keys", "create", "--role", "merchant"],
+    );
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--merchant"));
+    let bad = run(dir.path(), &["--database", "mysql://x/y", "migrate"]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("sqlite://"));
+    let config = ok(run(dir.path(), &["config"]));
+    assert!(config.contains("listen = \"127.0.0.1:8080\""));
+    let spec = ok(run(dir.path(), &["openapi"]));
+    assert!(spec.contains("/v1/templates/{id}/publish"));
+
+    // The server on the same database accepts the CLI's key and token (same stored secret).
+    let (child, base) = {
+        let mut child = Command::new(BIN)
+            .current_dir(dir.path())
+            .args(["--database", &db, "serve", "--listen", "127.0.0.1:0"])
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut reader = BufReader::new(child.stderr.take().unwrap());
+        let addr;
+        loop {
+            let mut line = String::new();
+            assert!(
+                reader.read_line(&mut line).unwrap() > 0,
+                "serve exited early"
+            );
+            if let Some(rest) = line.strip_prefix("coupond listening on ") {
+                addr = rest.split(' ').next().unwrap().to_owned();
+                break;
+            }
+        }
+        // Keep draining stderr so the server never blocks on a full pipe.
+        std::thread::spawn(move || for _ in reader.lines() {});
+        (child, addr)
+    };
+    assert_eq!(get(&base, "/v1/activities", Some(&key)).0, 200);
+    assert_eq!(
+        get(&base, "/v1/activities", Some(token.trim())).0,
+        403,
+        "token verified, role refused"
+    );
+    let id = listed.split('\t').next().unwrap().trim().to_owned();
+    ok(run(dir.path(), &["--database", &db, "keys", "revoke", &id]));
+    assert_eq!(
+        get(&base, "/v1/activities", Some(&key)).0,
+        401,
+        "revoked at once"
+    );
+    assert!(terminate_and_wait(child).success());
+}
