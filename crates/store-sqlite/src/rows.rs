@@ -30,6 +30,13 @@ pub(crate) fn ts(micros: i64) -> Result<Timestamp, StoreError> {
     Timestamp::from_unix_micros(micros).ok_or_else(|| StoreError::other("instant out of range"))
 }
 
+fn get<'r, T>(r: &'r SqliteRow, col: &str) -> Result<T, StoreError>
+where
+    T: sqlx::Decode<'r, sqlx::Sqlite> + sqlx::Type<sqlx::Sqlite>,
+{
+    r.try_get(col).map_err(db_err)
+}
+
 fn opt_ts(micros: Option<i64>) -> Result<Option<Timestamp>, StoreError> {
     micros.map(ts).transpose()
 }
@@ -40,75 +47,70 @@ fn id<T>(v: i64, f: fn(i64) -> Result<T, String>) -> Result<T, StoreError> {
 
 pub(crate) fn merchant(r: &SqliteRow) -> Result<Merchant, StoreError> {
     Ok(Merchant {
-        id: id(r.try_get("id").map_err(db_err)?, MerchantId::new)?,
-        name: r.try_get("name").map_err(db_err)?,
-        short_name: r.try_get("short_name").map_err(db_err)?,
-        cities: codec::cities_from_json(r.try_get("cities").map_err(db_err)?)?,
-        created_at: ts(r.try_get("created_at").map_err(db_err)?)?,
+        id: id(get(r, "id")?, MerchantId::new)?,
+        name: get(r, "name")?,
+        short_name: get(r, "short_name")?,
+        cities: codec::cities_from_json(get(r, "cities")?)?,
+        created_at: ts(get(r, "created_at")?)?,
     })
 }
 
 pub(crate) fn api_key(r: &SqliteRow) -> Result<ApiKey, StoreError> {
-    let role: String = r.try_get("role").map_err(db_err)?;
+    let role: String = get(r, "role")?;
     Ok(ApiKey {
-        id: r.try_get("id").map_err(db_err)?,
-        prefix: r.try_get("prefix").map_err(db_err)?,
+        id: get(r, "id")?,
+        prefix: get(r, "prefix")?,
         role: Role::parse(&role).ok_or_else(|| StoreError::other("unknown role"))?,
-        merchant_id: r
-            .try_get::<Option<i64>, _>("merchant_id")
-            .map_err(db_err)?
+        merchant_id: get::<Option<i64>>(r, "merchant_id")?
             .map(|v| id(v, MerchantId::new))
             .transpose()?,
-        label: r.try_get("label").map_err(db_err)?,
-        created_at: ts(r.try_get("created_at").map_err(db_err)?)?,
-        revoked_at: opt_ts(r.try_get("revoked_at").map_err(db_err)?)?,
+        label: get(r, "label")?,
+        created_at: ts(get(r, "created_at")?)?,
+        revoked_at: opt_ts(get(r, "revoked_at")?)?,
     })
 }
 
 pub(crate) fn listing(r: &SqliteRow) -> Result<Listing, StoreError> {
     Ok(Listing {
-        id: id(r.try_get("id").map_err(db_err)?, ListingId::new)?,
-        merchant_id: id(r.try_get("merchant_id").map_err(db_err)?, MerchantId::new)?,
+        id: id(get(r, "id")?, ListingId::new)?,
+        merchant_id: id(get(r, "merchant_id")?, MerchantId::new)?,
         draft: ListingDraft {
-            external_id: r.try_get("external_id").map_err(db_err)?,
-            city_id: id(r.try_get("city_id").map_err(db_err)?, CityId::new)?,
-            category_id: id(r.try_get("category_id").map_err(db_err)?, CategoryId::new)?,
-            title: r.try_get("title").map_err(db_err)?,
-            price: Money::new(r.try_get("price").map_err(db_err)?).map_err(StoreError::other)?,
-            deposit: Money::new(r.try_get("deposit").map_err(db_err)?)
-                .map_err(StoreError::other)?,
+            external_id: get(r, "external_id")?,
+            city_id: id(get(r, "city_id")?, CityId::new)?,
+            category_id: id(get(r, "category_id")?, CategoryId::new)?,
+            title: get(r, "title")?,
+            price: Money::new(get(r, "price")?).map_err(StoreError::other)?,
+            deposit: Money::new(get(r, "deposit")?).map_err(StoreError::other)?,
         },
-        created_at: ts(r.try_get("created_at").map_err(db_err)?)?,
-        updated_at: ts(r.try_get("updated_at").map_err(db_err)?)?,
+        created_at: ts(get(r, "created_at")?)?,
+        updated_at: ts(get(r, "updated_at")?)?,
     })
 }
 
 pub(crate) fn activity(r: &SqliteRow) -> Result<Activity, StoreError> {
     Ok(Activity {
-        id: id(r.try_get("id").map_err(db_err)?, ActivityId::new)?,
-        spec: codec::activity_from_json(r.try_get("spec").map_err(db_err)?)?,
-        created_at: ts(r.try_get("created_at").map_err(db_err)?)?,
-        updated_at: ts(r.try_get("updated_at").map_err(db_err)?)?,
-        aborted_at: opt_ts(r.try_get("aborted_at").map_err(db_err)?)?,
-        version: r.try_get("version").map_err(db_err)?,
-        enrollment_seq: r.try_get("enrollment_seq").map_err(db_err)?,
+        id: id(get(r, "id")?, ActivityId::new)?,
+        spec: codec::activity_from_json(get(r, "spec")?)?,
+        created_at: ts(get(r, "created_at")?)?,
+        updated_at: ts(get(r, "updated_at")?)?,
+        aborted_at: opt_ts(get(r, "aborted_at")?)?,
+        version: get(r, "version")?,
+        enrollment_seq: get(r, "enrollment_seq")?,
     })
 }
 
 pub(crate) fn template(r: &SqliteRow) -> Result<Template, StoreError> {
     Ok(Template {
-        id: id(r.try_get("id").map_err(db_err)?, TemplateId::new)?,
-        merchant_id: r
-            .try_get::<Option<i64>, _>("merchant_id")
-            .map_err(db_err)?
+        id: id(get(r, "id")?, TemplateId::new)?,
+        merchant_id: get::<Option<i64>>(r, "merchant_id")?
             .map(|v| id(v, MerchantId::new))
             .transpose()?,
-        spec: codec::template_from_json(r.try_get("spec").map_err(db_err)?)?,
-        claimed: r.try_get("claimed").map_err(db_err)?,
-        created_at: ts(r.try_get("created_at").map_err(db_err)?)?,
-        updated_at: ts(r.try_get("updated_at").map_err(db_err)?)?,
-        published_at: opt_ts(r.try_get("published_at").map_err(db_err)?)?,
-        aborted_at: opt_ts(r.try_get("aborted_at").map_err(db_err)?)?,
-        version: r.try_get("version").map_err(db_err)?,
+        spec: codec::template_from_json(get(r, "spec")?)?,
+        claimed: get(r, "claimed")?,
+        created_at: ts(get(r, "created_at")?)?,
+        updated_at: ts(get(r, "updated_at")?)?,
+        published_at: opt_ts(get(r, "published_at")?)?,
+        aborted_at: opt_ts(get(r, "aborted_at")?)?,
+        version: get(r, "version")?,
     })
 }

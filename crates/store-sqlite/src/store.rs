@@ -101,6 +101,29 @@ impl SqliteStore {
     }
 }
 
+/// Bumps an activity's `enrollment_seq` if it still has `version` and is not aborted; inside
+/// the caller's write transaction, so the template write and the bump commit together.
+async fn bump_enrollment(
+    tx: &mut sqlx::Transaction<'static, Sqlite>,
+    activity: ActivityId,
+    version: Option<i64>,
+) -> StoreResult<()> {
+    let bumped = sqlx::query(
+        "UPDATE activities SET enrollment_seq = enrollment_seq + 1
+         WHERE id = ? AND version = ? AND aborted_at IS NULL",
+    )
+    .bind(activity.get())
+    .bind(version.unwrap_or(-1))
+    .execute(&mut **tx)
+    .await
+    .map_err(db_err)?;
+    if bumped.rows_affected() == 1 {
+        Ok(())
+    } else {
+        Err(StoreError::Conflict("version"))
+    }
+}
+
 fn is_memory(p: &Path) -> bool {
     p.as_os_str() == ":memory:" || p.as_os_str().is_empty()
 }
@@ -498,18 +521,7 @@ impl Store for SqliteStore {
         let spec = t.spec;
         let mut tx = self.begin().await?;
         if let Some(activity) = spec.activity_id {
-            let bumped = sqlx::query(
-                "UPDATE activities SET enrollment_seq = enrollment_seq + 1
-                 WHERE id = ? AND version = ? AND aborted_at IS NULL",
-            )
-            .bind(activity.get())
-            .bind(t.activity_version.unwrap_or(-1))
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-            if bumped.rows_affected() != 1 {
-                return Err(StoreError::Conflict("version"));
-            }
+            bump_enrollment(&mut tx, activity, t.activity_version).await?;
         }
         let w = spec.claim_window();
         let sql = format!(
@@ -589,18 +601,7 @@ impl Store for SqliteStore {
     ) -> StoreResult<Template> {
         let mut tx = self.begin().await?;
         if let Some(activity) = spec.activity_id {
-            let bumped = sqlx::query(
-                "UPDATE activities SET enrollment_seq = enrollment_seq + 1
-                 WHERE id = ? AND version = ? AND aborted_at IS NULL",
-            )
-            .bind(activity.get())
-            .bind(activity_version.unwrap_or(-1))
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-            if bumped.rows_affected() != 1 {
-                return Err(StoreError::Conflict("version"));
-            }
+            bump_enrollment(&mut tx, activity, activity_version).await?;
         }
         let w = spec.claim_window();
         let sql = format!(
