@@ -41,7 +41,7 @@ pub(crate) async fn load_visible(
 }
 
 /// Create an activity.
-#[utoipa::path(post, path = "/v1/activities", tag = "activities", request_body = ActivityDraft,
+#[utoipa::path(operation_id = "create_activity", post, path = "/v1/activities", tag = "activities", request_body = ActivityDraft,
     responses((status = 201, description = "Created", body = ActivityView), CommonErrors, BodyErrors),
     security(("bearer" = [])))]
 pub async fn create(
@@ -70,7 +70,7 @@ pub struct ListQuery {
 }
 
 /// List activities, oldest first.
-#[utoipa::path(get, path = "/v1/activities", tag = "activities", params(ListQuery),
+#[utoipa::path(operation_id = "list_activities", get, path = "/v1/activities", tag = "activities", params(ListQuery),
     responses((status = 200, description = "A page of activities", body = PageOf<ActivityView>), CommonErrors),
     security(("bearer" = [])))]
 pub async fn list(
@@ -107,7 +107,7 @@ pub async fn list(
 }
 
 /// Read an activity.
-#[utoipa::path(get, path = "/v1/activities/{id}", tag = "activities",
+#[utoipa::path(operation_id = "get_activity", get, path = "/v1/activities/{id}", tag = "activities",
     params(("id" = i64, Path, description = "Activity id")),
     responses((status = 200, description = "The activity", body = ActivityView), CommonErrors),
     security(("bearer" = [])))]
@@ -122,7 +122,7 @@ pub async fn get(
 
 /// Change an activity while it is scheduled or enrolling. The templates already enrolled must
 /// still fit the new terms (`templates_conflict` otherwise).
-#[utoipa::path(patch, path = "/v1/activities/{id}", tag = "activities", request_body = ActivityPatch,
+#[utoipa::path(operation_id = "update_activity", patch, path = "/v1/activities/{id}", tag = "activities", request_body = ActivityPatch,
     params(("id" = i64, Path, description = "Activity id")),
     responses((status = 200, description = "The updated activity", body = ActivityView),
         CommonErrors, BodyErrors, ConflictError),
@@ -176,7 +176,7 @@ pub async fn update(
 }
 
 /// Abort an activity and every template in it. Final.
-#[utoipa::path(post, path = "/v1/activities/{id}/abort", tag = "activities",
+#[utoipa::path(operation_id = "abort_activity", post, path = "/v1/activities/{id}/abort", tag = "activities",
     params(("id" = i64, Path, description = "Activity id")),
     responses((status = 200, description = "The aborted activity", body = ActivityView),
         CommonErrors, ConflictError),

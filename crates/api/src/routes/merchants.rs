@@ -12,7 +12,7 @@ use crate::routes::{BodyErrors, CommonErrors};
 use crate::state::AppState;
 
 /// Create a merchant.
-#[utoipa::path(post, path = "/v1/merchants", tag = "merchants", request_body = MerchantDraft,
+#[utoipa::path(operation_id = "create_merchant", post, path = "/v1/merchants", tag = "merchants", request_body = MerchantDraft,
     responses((status = 201, description = "Created", body = Merchant), CommonErrors, BodyErrors),
     security(("bearer" = [])))]
 pub async fn create(
@@ -25,7 +25,7 @@ pub async fn create(
 }
 
 /// Read a merchant. A merchant key may read only its own merchant.
-#[utoipa::path(get, path = "/v1/merchants/{id}", tag = "merchants",
+#[utoipa::path(operation_id = "get_merchant", get, path = "/v1/merchants/{id}", tag = "merchants",
     params(("id" = i64, Path, description = "Merchant id")),
     responses((status = 200, description = "The merchant", body = Merchant), CommonErrors),
     security(("bearer" = [])))]

@@ -67,7 +67,7 @@ async fn activity_for(
 
 /// Create a template: in an activity (merchants, while it is enrolling) or standalone (a draft
 /// until published).
-#[utoipa::path(post, path = "/v1/templates", tag = "templates", request_body = TemplateDraft,
+#[utoipa::path(operation_id = "create_template", post, path = "/v1/templates", tag = "templates", request_body = TemplateDraft,
     responses((status = 201, description = "Created", body = TemplateView),
         CommonErrors, BodyErrors, ConflictError),
     security(("bearer" = [])))]
@@ -120,7 +120,7 @@ pub struct ListQuery {
 }
 
 /// List templates, oldest first. Merchants see only their own.
-#[utoipa::path(get, path = "/v1/templates", tag = "templates", params(ListQuery),
+#[utoipa::path(operation_id = "list_templates", get, path = "/v1/templates", tag = "templates", params(ListQuery),
     responses((status = 200, description = "A page of templates", body = PageOf<TemplateView>), CommonErrors),
     security(("bearer" = [])))]
 pub async fn list(
@@ -146,7 +146,7 @@ pub async fn list(
 }
 
 /// Read a template.
-#[utoipa::path(get, path = "/v1/templates/{id}", tag = "templates",
+#[utoipa::path(operation_id = "get_template", get, path = "/v1/templates/{id}", tag = "templates",
     params(("id" = i64, Path, description = "Template id")),
     responses((status = 200, description = "The template", body = TemplateView), CommonErrors),
     security(("bearer" = [])))]
@@ -160,7 +160,7 @@ pub async fn get(
 
 /// Change a template's terms while it is a draft or scheduled (and, in an activity, while the
 /// activity is enrolling).
-#[utoipa::path(patch, path = "/v1/templates/{id}", tag = "templates", request_body = TemplatePatch,
+#[utoipa::path(operation_id = "update_template", patch, path = "/v1/templates/{id}", tag = "templates", request_body = TemplatePatch,
     params(("id" = i64, Path, description = "Template id")),
     responses((status = 200, description = "The updated template", body = TemplateView),
         CommonErrors, BodyErrors, ConflictError),
@@ -201,7 +201,7 @@ pub async fn update(
 
 /// Publish a standalone draft: it becomes claimable when its claim window opens. Templates in
 /// an activity go live with the activity and are never published.
-#[utoipa::path(post, path = "/v1/templates/{id}/publish", tag = "templates",
+#[utoipa::path(operation_id = "publish_template", post, path = "/v1/templates/{id}/publish", tag = "templates",
     params(("id" = i64, Path, description = "Template id")),
     responses((status = 200, description = "The published template", body = TemplateView),
         CommonErrors, ConflictError),
@@ -242,7 +242,7 @@ pub async fn publish(
 }
 
 /// Abort a template: no more claims; final.
-#[utoipa::path(post, path = "/v1/templates/{id}/abort", tag = "templates",
+#[utoipa::path(operation_id = "abort_template", post, path = "/v1/templates/{id}/abort", tag = "templates",
     params(("id" = i64, Path, description = "Template id")),
     responses((status = 200, description = "The aborted template", body = TemplateView),
         CommonErrors, ConflictError),

@@ -79,6 +79,15 @@ async fn document_lists_every_route_with_its_errors() {
     for system in ["/healthz", "/readyz", "/metrics", "/openapi.json", "/docs"] {
         assert!(doc["paths"][system]["get"].is_object(), "{system} missing");
     }
+    let mut ids = std::collections::BTreeSet::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            let id = op["operationId"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{method} {path} has no operationId"));
+            assert!(ids.insert(id.to_owned()), "operationId {id} is not unique");
+        }
+    }
     let mut refs = vec![];
     collect_refs(&doc, &mut refs);
     assert!(!refs.is_empty());
