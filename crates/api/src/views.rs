@@ -48,6 +48,9 @@ pub struct TemplateView {
     pub status: TemplateStatus,
     #[serde(flatten)]
     pub terms: TemplateDraft,
+    /// Whether `claim_window` is the activity's run window and moves when the activity's run
+    /// is edited.
+    pub claim_window_follows_activity: bool,
     /// Coupons issued so far.
     pub claimed: i64,
     /// Coupons left to claim.
@@ -75,7 +78,11 @@ impl TemplateView {
             updated_at: t.updated_at,
             published_at: t.published_at,
             aborted_at: t.aborted_at,
-            terms: t.spec.draft().clone(),
+            claim_window_follows_activity: t.spec.follows_activity(),
+            terms: TemplateDraft {
+                claim_window: Some(t.spec.claim_window()),
+                ..t.spec.draft().clone()
+            },
         }
     }
 }

@@ -103,7 +103,7 @@ impl Deref for TemplateSpec {
 impl TemplateSpec {
     /// Checks `draft` on its own and against its owner and activity at `ctx.now`.
     pub fn validate(
-        mut draft: TemplateDraft,
+        draft: TemplateDraft,
         ctx: TemplateContext<'_>,
     ) -> Result<Self, DomainError> {
         check_text("title", &draft.title, 1, 200)?;
@@ -136,6 +136,14 @@ impl TemplateSpec {
                 "metadata",
                 "too_large",
                 format!("metadata must serialize to at most {MAX_METADATA_BYTES} bytes"),
+            ));
+        }
+        if draft.metadata.iter().any(|(k, v)| k.contains('\0') || has_nul(v)) {
+            // PostgreSQL's jsonb cannot hold U+0000; refuse it on every backend alike.
+            return Err(DomainError::invalid(
+                "metadata",
+                "invalid_characters",
+                "metadata keys and strings must not contain U+0000",
             ));
         }
         draft.scope.validate(ctx.owner.is_some())?;
@@ -171,20 +179,30 @@ impl TemplateSpec {
                 )
             })?,
         };
-        if let Validity::Fixed { until, .. } = draft.validity {
-            if until < claim_window.end {
-                return Err(DomainError::invalid(
-                    "validity.until",
-                    "window_out_of_bounds",
-                    "a fixed validity must last at least until claiming ends",
-                ));
-            }
-        }
-        draft.claim_window = Some(claim_window);
+        check_validity(&draft, claim_window)?;
+        // `draft.claim_window` stays as sent: `None` means "follow the activity's run window",
+        // also when the activity is edited later (see `rebase`).
         Ok(TemplateSpec {
             draft,
             claim_window,
         })
+    }
+
+    /// The same terms against an edited version of its activity: a claim window that follows
+    /// the activity moves with the run window; every bound is checked again.
+    pub fn rebase(&self, activity: &Activity) -> Result<TemplateSpec, DomainError> {
+        fits(&self.draft, &activity.spec)?;
+        let claim_window = self.draft.claim_window.unwrap_or(activity.spec.run);
+        check_validity(&self.draft, claim_window)?;
+        Ok(TemplateSpec {
+            draft: self.draft.clone(),
+            claim_window,
+        })
+    }
+
+    /// Whether the claim window is the activity's run window, following its edits.
+    pub fn follows_activity(&self) -> bool {
+        self.draft.activity_id.is_some() && self.draft.claim_window.is_none()
     }
 
     fn check_activity(
@@ -223,21 +241,13 @@ impl TemplateSpec {
         fits(draft, &activity.spec)
     }
 
-    /// Whether this template's terms lie within `activity`'s bounds (kind, value, cities,
-    /// claim window), whatever the time: used to re-check templates when an activity changes.
-    pub fn fits_activity(&self, activity: &Activity) -> Result<(), DomainError> {
-        fits(&self.draft, &activity.spec)
-    }
-
-    /// Rebuilds a spec from a stored record (validated when written).
-    pub fn from_stored(draft: TemplateDraft) -> Result<Self, String> {
-        let claim_window = draft
-            .claim_window
-            .ok_or("stored template has no claim window")?;
-        Ok(TemplateSpec {
+    /// Rebuilds a spec from a stored record (validated when written) and the claim window
+    /// stored beside it.
+    pub fn from_stored(draft: TemplateDraft, claim_window: Window) -> Self {
+        TemplateSpec {
             draft,
             claim_window,
-        })
+        }
     }
 
     pub fn claim_window(&self) -> Window {
@@ -257,6 +267,26 @@ impl TemplateSpec {
 
     pub fn draft(&self) -> &TemplateDraft {
         &self.draft
+    }
+}
+
+fn check_validity(draft: &TemplateDraft, claim_window: Window) -> Result<(), DomainError> {
+    match draft.validity {
+        Validity::Fixed { until, .. } if until < claim_window.end => Err(DomainError::invalid(
+            "validity.until",
+            "window_out_of_bounds",
+            "a fixed validity must last at least until claiming ends",
+        )),
+        _ => Ok(()),
+    }
+}
+
+fn has_nul(v: &serde_json::Value) -> bool {
+    match v {
+        serde_json::Value::String(s) => s.contains('\0'),
+        serde_json::Value::Array(items) => items.iter().any(has_nul),
+        serde_json::Value::Object(map) => map.iter().any(|(k, v)| k.contains('\0') || has_nul(v)),
+        _ => false,
     }
 }
 
@@ -575,6 +605,16 @@ mod tests {
             check(draft(true), "2026-03-20T00:00:00Z").unwrap_err().code,
             "enrollment_closed"
         );
+    }
+
+    #[test]
+    fn metadata_refuses_nul_anywhere() {
+        let mut d = draft(false);
+        d.metadata = serde_json::json!({"a": ["ok", {"b": "x\u{0}y"}]}).as_object().unwrap().clone();
+        assert_eq!(check(d, "2026-03-05T00:00:00Z").unwrap_err().code, "invalid_characters");
+        let mut d = draft(false);
+        d.metadata = serde_json::json!({"k\u{0}": 1}).as_object().unwrap().clone();
+        assert_eq!(check(d, "2026-03-05T00:00:00Z").unwrap_err().field.as_deref(), Some("metadata"));
     }
 
     #[test]

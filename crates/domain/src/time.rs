@@ -18,12 +18,14 @@ impl Timestamp {
     /// The earliest instant coupond stores (1970-01-01).
     pub const UNIX_EPOCH: Timestamp = Timestamp(OffsetDateTime::UNIX_EPOCH);
 
-    /// Converts to UTC and truncates to the microsecond.
-    pub fn from_datetime(dt: OffsetDateTime) -> Self {
-        let dt = dt.to_offset(UtcOffset::UTC);
+    /// Converts to UTC and truncates to the microsecond. `None` if the instant in UTC falls
+    /// outside what the `time` crate represents (a local time just before year 10000 with a
+    /// negative offset).
+    pub fn from_datetime(dt: OffsetDateTime) -> Option<Self> {
+        let dt = dt.checked_to_offset(UtcOffset::UTC)?;
         let micros = dt.microsecond();
-        // Truncation cannot fail: micros * 1000 < 10^9.
-        Timestamp(dt.replace_nanosecond(micros * 1000).unwrap_or(dt))
+        // Cannot fail: micros * 1000 < 10^9.
+        Some(Timestamp(dt.replace_nanosecond(micros * 1000).unwrap_or(dt)))
     }
 
     pub fn from_unix_micros(micros: i64) -> Option<Self> {
@@ -40,25 +42,27 @@ impl Timestamp {
         self.0
     }
 
-    /// Parses RFC 3339; any offset is accepted and converted to UTC.
+    /// Parses RFC 3339; any offset is accepted and converted to UTC. Instants must lie in
+    /// 1970..=9000, which leaves every later computation (validity of up to ten years) far
+    /// from the end of the representable range.
     pub fn parse(s: &str) -> Result<Self, String> {
         let dt = OffsetDateTime::parse(s, &Rfc3339)
             .map_err(|e| format!("expected an RFC 3339 time such as 2026-11-21T08:00:00Z: {e}"))?;
-        let ts = Self::from_datetime(dt);
-        // Keep instants within what every backend and every formatter handles.
-        if ts.0.year() < 1970 || ts.0.year() > 9999 {
-            return Err("time must be between 1970 and 9999".into());
+        let out_of_range = || "time must be between 1970 and 9000".to_owned();
+        let ts = Self::from_datetime(dt).ok_or_else(out_of_range)?;
+        if !(1970..=9000).contains(&ts.0.year()) {
+            return Err(out_of_range());
         }
         Ok(ts)
     }
 
     /// `self + d`, saturating at the ends of the representable range.
     pub fn plus(self, d: Duration) -> Self {
-        Timestamp(self.0.checked_add(d).unwrap_or(if d.is_negative() {
-            OffsetDateTime::UNIX_EPOCH
-        } else {
-            self.0
-        }))
+        match self.0.checked_add(d) {
+            Some(t) => Timestamp(t),
+            None if d.is_negative() => Timestamp::UNIX_EPOCH.min(self),
+            None => Timestamp(time::PrimitiveDateTime::MAX.assume_utc()),
+        }
     }
 
     pub fn minus(self, d: Duration) -> Self {
@@ -159,6 +163,14 @@ mod tests {
         assert_eq!(Timestamp::from_unix_micros(t.unix_micros()), Some(t));
         assert!(Timestamp::parse("yesterday").is_err());
         assert!(Timestamp::parse("1969-12-31T23:59:59Z").is_err());
+        // Valid locally, past year 9999 in UTC: refused, not a panic.
+        assert!(Timestamp::parse("9999-12-31T23:30:00-01:00").is_err());
+        assert!(Timestamp::parse("9001-01-01T00:00:00Z").is_err());
+        assert!(Timestamp::parse("9000-12-31T23:59:59Z").is_ok());
+        let max = Timestamp::parse("9000-12-31T23:59:59Z").unwrap();
+        assert!(max.plus(Duration::days(3650)) > max);
+        let huge = Timestamp::from_datetime(time::PrimitiveDateTime::MAX.assume_utc()).unwrap();
+        assert!(huge.plus(Duration::days(1_000_000)) >= huge, "saturates upward");
     }
 
     #[test]

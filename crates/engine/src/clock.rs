@@ -18,7 +18,8 @@ pub struct SystemClock;
 
 impl Clock for SystemClock {
     fn now(&self) -> Timestamp {
-        Timestamp::from_datetime(OffsetDateTime::now_utc())
+        // The system clock is always within the representable range.
+        Timestamp::from_datetime(OffsetDateTime::now_utc()).unwrap_or(Timestamp::UNIX_EPOCH)
     }
 }
 

@@ -2,7 +2,7 @@
 
 use coupond_domain::{
     Activity, ActivityId, CategoryId, CityId, Listing, ListingDraft, ListingId, Merchant,
-    MerchantId, Money, Template, TemplateId, Timestamp,
+    MerchantId, Money, Template, TemplateId, Timestamp, Window,
 };
 use coupond_store::{codec, ApiKey, Role, StoreError};
 use sqlx::postgres::PgRow;
@@ -31,8 +31,12 @@ pub(crate) fn db_err(e: sqlx::Error) -> StoreError {
     }
 }
 
-fn ts(dt: OffsetDateTime) -> Timestamp {
-    Timestamp::from_datetime(dt)
+fn ts(dt: OffsetDateTime) -> Result<Timestamp, StoreError> {
+    Timestamp::from_datetime(dt).ok_or_else(|| StoreError::other("instant out of range"))
+}
+
+fn opt_ts(dt: Option<OffsetDateTime>) -> Result<Option<Timestamp>, StoreError> {
+    dt.map(ts).transpose()
 }
 
 fn get<'r, T>(r: &'r PgRow, col: &str) -> Result<T, StoreError>
@@ -58,7 +62,7 @@ pub(crate) fn merchant(r: &PgRow) -> Result<Merchant, StoreError> {
         name: get(r, "name")?,
         short_name: get(r, "short_name")?,
         cities: codec::cities_from_vec(get(r, "cities")?)?,
-        created_at: ts(get(r, "created_at")?),
+        created_at: ts(get(r, "created_at")?)?,
     })
 }
 
@@ -70,8 +74,8 @@ pub(crate) fn api_key(r: &PgRow) -> Result<ApiKey, StoreError> {
         role: Role::parse(&role).ok_or_else(|| StoreError::other("unknown role"))?,
         merchant_id: opt_merchant(r)?,
         label: get(r, "label")?,
-        created_at: ts(get(r, "created_at")?),
-        revoked_at: get::<Option<OffsetDateTime>>(r, "revoked_at")?.map(ts),
+        created_at: ts(get(r, "created_at")?)?,
+        revoked_at: opt_ts(get(r, "revoked_at")?)?,
     })
 }
 
@@ -87,8 +91,8 @@ pub(crate) fn listing(r: &PgRow) -> Result<Listing, StoreError> {
             price: Money::new(get(r, "price")?).map_err(StoreError::other)?,
             deposit: Money::new(get(r, "deposit")?).map_err(StoreError::other)?,
         },
-        created_at: ts(get(r, "created_at")?),
-        updated_at: ts(get(r, "updated_at")?),
+        created_at: ts(get(r, "created_at")?)?,
+        updated_at: ts(get(r, "updated_at")?)?,
     })
 }
 
@@ -96,9 +100,9 @@ pub(crate) fn activity(r: &PgRow) -> Result<Activity, StoreError> {
     Ok(Activity {
         id: id(get(r, "id")?, ActivityId::new)?,
         spec: codec::activity_from_json(get(r, "spec")?)?,
-        created_at: ts(get(r, "created_at")?),
-        updated_at: ts(get(r, "updated_at")?),
-        aborted_at: get::<Option<OffsetDateTime>>(r, "aborted_at")?.map(ts),
+        created_at: ts(get(r, "created_at")?)?,
+        updated_at: ts(get(r, "updated_at")?)?,
+        aborted_at: opt_ts(get(r, "aborted_at")?)?,
         version: get(r, "version")?,
         enrollment_seq: get(r, "enrollment_seq")?,
     })
@@ -108,12 +112,16 @@ pub(crate) fn template(r: &PgRow) -> Result<Template, StoreError> {
     Ok(Template {
         id: id(get(r, "id")?, TemplateId::new)?,
         merchant_id: opt_merchant(r)?,
-        spec: codec::template_from_json(get(r, "spec")?)?,
+        spec: codec::template_from_json(
+            get(r, "spec")?,
+            Window::new(ts(get(r, "claim_start")?)?, ts(get(r, "claim_end")?)?)
+                .map_err(StoreError::other)?,
+        )?,
         claimed: get(r, "claimed")?,
-        created_at: ts(get(r, "created_at")?),
-        updated_at: ts(get(r, "updated_at")?),
-        published_at: get::<Option<OffsetDateTime>>(r, "published_at")?.map(ts),
-        aborted_at: get::<Option<OffsetDateTime>>(r, "aborted_at")?.map(ts),
+        created_at: ts(get(r, "created_at")?)?,
+        updated_at: ts(get(r, "updated_at")?)?,
+        published_at: opt_ts(get(r, "published_at")?)?,
+        aborted_at: opt_ts(get(r, "aborted_at")?)?,
         version: get(r, "version")?,
     })
 }

@@ -21,8 +21,8 @@ use crate::rows::{self, db_err};
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
 const DEFAULT_MAX_CONNECTIONS: u32 = 16;
 
-const TEMPLATE_COLS: &str = "id, merchant_id, spec::text AS spec, claimed, created_at, \
-     updated_at, published_at, aborted_at, version";
+const TEMPLATE_COLS: &str = "id, merchant_id, spec::text AS spec, claim_start, claim_end, \
+     claimed, created_at, updated_at, published_at, aborted_at, version";
 const ACTIVITY_COLS: &str =
     "id, spec::text AS spec, created_at, updated_at, aborted_at, version, enrollment_seq";
 
@@ -454,8 +454,10 @@ impl Store for PgStore {
         version: i64,
         enrollment_seq: i64,
         spec: &ActivitySpec,
+        following: &[(TemplateId, TemplateSpec)],
         now: Timestamp,
     ) -> StoreResult<Activity> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
         let sql = format!(
             "UPDATE activities SET title = $1, kind = $2, cities = $3, enroll_start = $4,
                 enroll_end = $5, run_start = $6, run_end = $7, spec = $8::jsonb, updated_at = $9,
@@ -476,13 +478,33 @@ impl Store for PgStore {
             .bind(id.get())
             .bind(version)
             .bind(enrollment_seq)
-            .fetch_optional(&self.pool)
+            .fetch_optional(&mut *tx)
             .await
             .map_err(db_err)?;
-        match row {
-            Some(r) => rows::activity(&r),
-            None => Err(self.missing_or_conflict("activities", id.get()).await),
+        let Some(row) = row else {
+            drop(tx);
+            return Err(self.missing_or_conflict("activities", id.get()).await);
+        };
+        for (template, t) in following {
+            let w = t.claim_window();
+            sqlx::query(
+                "UPDATE templates SET claim_start = $1, claim_end = $2, expires_at = $3,
+                    updated_at = $4, version = version + 1
+                 WHERE id = $5 AND activity_id = $6",
+            )
+            .bind(dt(w.start))
+            .bind(dt(w.end))
+            .bind(dt(t.expires_at()))
+            .bind(dt(now))
+            .bind(template.get())
+            .bind(id.get())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
         }
+        let activity = rows::activity(&row)?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(activity)
     }
 
     async fn abort_activity(

@@ -2,7 +2,7 @@
 
 use coupond_domain::{
     Activity, ActivityId, CategoryId, CityId, Listing, ListingDraft, ListingId, Merchant,
-    MerchantId, Money, Template, TemplateId, Timestamp,
+    MerchantId, Money, Template, TemplateId, Timestamp, Window,
 };
 use coupond_store::{codec, ApiKey, Role, StoreError};
 use sqlx::sqlite::SqliteRow;
@@ -105,7 +105,11 @@ pub(crate) fn template(r: &SqliteRow) -> Result<Template, StoreError> {
         merchant_id: get::<Option<i64>>(r, "merchant_id")?
             .map(|v| id(v, MerchantId::new))
             .transpose()?,
-        spec: codec::template_from_json(get(r, "spec")?)?,
+        spec: codec::template_from_json(
+            get(r, "spec")?,
+            Window::new(ts(get(r, "claim_start")?)?, ts(get(r, "claim_end")?)?)
+                .map_err(StoreError::other)?,
+        )?,
         claimed: get(r, "claimed")?,
         created_at: ts(get(r, "created_at")?)?,
         updated_at: ts(get(r, "updated_at")?)?,

@@ -24,8 +24,8 @@ const READERS: u32 = 4;
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
 
-const TEMPLATE_COLS: &str = "id, merchant_id, spec, claimed, created_at, updated_at, \
-     published_at, aborted_at, version";
+const TEMPLATE_COLS: &str = "id, merchant_id, spec, claim_start, claim_end, claimed, \
+     created_at, updated_at, published_at, aborted_at, version";
 const ACTIVITY_COLS: &str = "id, spec, created_at, updated_at, aborted_at, version, enrollment_seq";
 
 /// The SQLite store: one writer connection, a few readers, one database file.
@@ -449,8 +449,10 @@ impl Store for SqliteStore {
         version: i64,
         enrollment_seq: i64,
         spec: &ActivitySpec,
+        following: &[(TemplateId, TemplateSpec)],
         now: Timestamp,
     ) -> StoreResult<Activity> {
+        let mut tx = self.begin().await?;
         let sql = format!(
             "UPDATE activities SET title = ?, kind = ?, cities = ?, enroll_start = ?,
                 enroll_end = ?, run_start = ?, run_end = ?, spec = ?, updated_at = ?,
@@ -471,13 +473,33 @@ impl Store for SqliteStore {
             .bind(id.get())
             .bind(version)
             .bind(enrollment_seq)
-            .fetch_optional(&self.writer)
+            .fetch_optional(&mut *tx)
             .await
             .map_err(db_err)?;
-        match row {
-            Some(r) => rows::activity(&r),
-            None => Err(self.missing_or_conflict("activities", id.get()).await),
+        let Some(row) = row else {
+            drop(tx);
+            return Err(self.missing_or_conflict("activities", id.get()).await);
+        };
+        for (template, t) in following {
+            let w = t.claim_window();
+            sqlx::query(
+                "UPDATE templates SET claim_start = ?, claim_end = ?, expires_at = ?,
+                    updated_at = ?, version = version + 1
+                 WHERE id = ? AND activity_id = ?",
+            )
+            .bind(us(w.start))
+            .bind(us(w.end))
+            .bind(us(t.expires_at()))
+            .bind(us(now))
+            .bind(template.get())
+            .bind(id.get())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
         }
+        let activity = rows::activity(&row)?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(activity)
     }
 
     async fn abort_activity(

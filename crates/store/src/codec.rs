@@ -5,7 +5,7 @@
 //! document holding the whole draft. The columns are written from the same spec in the same
 //! statement, so they cannot disagree; reads rebuild the domain value from `spec`.
 
-use coupond_domain::{ActivityDraft, ActivitySpec, CitySet, TemplateDraft, TemplateSpec};
+use coupond_domain::{ActivityDraft, ActivitySpec, CitySet, TemplateDraft, TemplateSpec, Window};
 
 use crate::error::StoreError;
 
@@ -22,9 +22,11 @@ pub fn template_to_json(spec: &TemplateSpec) -> Result<String, StoreError> {
     serde_json::to_string(spec).map_err(StoreError::other)
 }
 
-pub fn template_from_json(s: &str) -> Result<TemplateSpec, StoreError> {
+/// The spec from its JSON and the resolved claim window kept in the `claim_start` and
+/// `claim_end` columns (the draft holds no window when it follows its activity's).
+pub fn template_from_json(s: &str, claim_window: Window) -> Result<TemplateSpec, StoreError> {
     let draft: TemplateDraft = serde_json::from_str(s).map_err(StoreError::other)?;
-    TemplateSpec::from_stored(draft).map_err(StoreError::other)
+    Ok(TemplateSpec::from_stored(draft, claim_window))
 }
 
 pub fn cities_to_json(c: &CitySet) -> String {

@@ -79,13 +79,16 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
     /// Activities matching `q`, ascending by id, after the page cursor.
     async fn list_activities(&self, q: &ActivityQuery) -> StoreResult<Vec<Activity>>;
     /// Replaces the activity's terms if neither it (`version`) nor any of its templates
-    /// (`enrollment_seq`) changed since the caller read it.
+    /// (`enrollment_seq`) changed since the caller read it. In the same transaction, writes
+    /// the new claim window (and expiry) of the templates in `following`, those whose window
+    /// follows the activity's run window.
     async fn update_activity(
         &self,
         id: ActivityId,
         version: i64,
         enrollment_seq: i64,
         spec: &ActivitySpec,
+        following: &[(TemplateId, TemplateSpec)],
         now: Timestamp,
     ) -> StoreResult<Activity>;
     /// Aborts the activity and, in the same transaction, every template in it.

@@ -26,7 +26,8 @@ macro_rules! conformance_suite {
             template_status_filter_matches_domain,
             template_insert_checks_activity_version,
             template_publish_and_abort,
-            concurrent_updates_one_wins
+            concurrent_updates_one_wins,
+            activity_edit_moves_following_templates
         );
     };
     (@cases $factory:path; $($case:ident),* $(,)?) => {

@@ -154,23 +154,26 @@ pub async fn update(
         _ => {}
     }
     let spec = patch.apply(&a.spec)?;
-    let patched = Activity {
-        spec: spec.clone(),
-        ..a.clone()
-    };
+    let patched = Activity { spec: spec.clone(), ..a.clone() };
+    // Enrolled templates must still fit; those following the run window move with it.
+    let mut following = Vec::new();
     for t in s.store().activity_templates(id).await? {
-        if t.aborted_at.is_none() {
-            t.spec.fits_activity(&patched).map_err(|e| {
-                ApiError::conflict(
-                    "templates_conflict",
-                    format!("template {} would no longer fit: {e}", t.id),
-                )
-            })?;
+        if t.aborted_at.is_some() {
+            continue;
+        }
+        let rebased = t.spec.rebase(&patched).map_err(|e| {
+            ApiError::conflict(
+                "templates_conflict",
+                format!("template {} would no longer fit: {e}", t.id),
+            )
+        })?;
+        if rebased.claim_window() != t.spec.claim_window() {
+            following.push((t.id, rebased));
         }
     }
     let updated = s
         .store()
-        .update_activity(id, a.version, a.enrollment_seq, &spec, now)
+        .update_activity(id, a.version, a.enrollment_seq, &spec, &following, now)
         .await?;
     Ok(Json(view(&s, updated)))
 }

@@ -193,7 +193,7 @@ pub async fn activities_round_trip(s: Arc<dyn Store>) {
     .apply(&a.spec)
     .unwrap();
     let b = s
-        .update_activity(a.id, a.version, a.enrollment_seq, &patched, at(1))
+        .update_activity(a.id, a.version, a.enrollment_seq, &patched, &[], at(1))
         .await
         .unwrap();
     assert_eq!(
@@ -202,7 +202,7 @@ pub async fn activities_round_trip(s: Arc<dyn Store>) {
     );
     // A stale version loses.
     assert!(matches!(
-        s.update_activity(a.id, a.version, a.enrollment_seq, &spec, at(2))
+        s.update_activity(a.id, a.version, a.enrollment_seq, &spec, &[], at(2))
             .await,
         Err(StoreError::Conflict("version"))
     ));
@@ -213,7 +213,7 @@ pub async fn activities_round_trip(s: Arc<dyn Store>) {
         Err(StoreError::NotFound)
     ));
     assert!(matches!(
-        s.update_activity(missing, 1, 0, &spec, at(2)).await,
+        s.update_activity(missing, 1, 0, &spec, &[], at(2)).await,
         Err(StoreError::NotFound)
     ));
 }
@@ -576,7 +576,7 @@ pub async fn template_insert_checks_activity_version(s: Arc<dyn Store>) {
     d.claim_window = None;
     let spec = spec(d, &m, Some(&a), at(1));
     let b = s
-        .update_activity(a.id, a.version, a.enrollment_seq, &a.spec, at(1))
+        .update_activity(a.id, a.version, a.enrollment_seq, &a.spec, &[], at(1))
         .await
         .unwrap();
     let stale = NewTemplate {
@@ -600,7 +600,7 @@ pub async fn template_insert_checks_activity_version(s: Arc<dyn Store>) {
     // The template write bumped the enrollment sequence: an activity edit prepared before it
     // (which could not have re-validated this template) now loses.
     assert!(matches!(
-        s.update_activity(b.id, b.version, b.enrollment_seq, &b.spec, at(2))
+        s.update_activity(b.id, b.version, b.enrollment_seq, &b.spec, &[], at(2))
             .await,
         Err(StoreError::Conflict("version"))
     ));
@@ -654,7 +654,7 @@ pub async fn concurrent_updates_one_wins(s: Arc<dyn Store>) {
             }
             .apply(&a.spec)
             .unwrap();
-            s.update_activity(a.id, a.version, a.enrollment_seq, &spec, at(1))
+            s.update_activity(a.id, a.version, a.enrollment_seq, &spec, &[], at(1))
                 .await
         }));
     }
@@ -668,4 +668,44 @@ pub async fn concurrent_updates_one_wins(s: Arc<dyn Store>) {
     }
     assert_eq!(ok, 1);
     assert_eq!(s.activity(a.id).await.unwrap().version, 2);
+}
+
+/// Templates whose claim window follows the activity move with its run window, in the same
+/// transaction as the activity edit; templates with their own window stay.
+pub async fn activity_edit_moves_following_templates(s: Arc<dyn Store>) {
+    let m = s.insert_merchant(&merchant("M", &[1, 2]), t0()).await.unwrap();
+    let a = s.insert_activity(&activity(0, 24, 48, 96), t0()).await.unwrap();
+    let mut d = standalone_template(0, 1);
+    d.activity_id = Some(a.id);
+    d.claim_window = None;
+    let follows = spec(d.clone(), &m, Some(&a), at(1));
+    assert!(follows.follows_activity());
+    let follows = s
+        .insert_template(&NewTemplate { merchant_id: Some(m.id), spec: &follows, activity_version: Some(a.version) }, at(1))
+        .await
+        .unwrap();
+    d.claim_window = Some(window(50, 60));
+    let own = spec(d, &m, Some(&a), at(1));
+    let own = s
+        .insert_template(&NewTemplate { merchant_id: Some(m.id), spec: &own, activity_version: Some(a.version) }, at(1))
+        .await
+        .unwrap();
+    let a = s.activity(a.id).await.unwrap();
+    let mut draft = a.spec.clone().into_draft();
+    draft.run = window(48, 120);
+    let edited = coupond_domain::Activity { spec: draft.try_into().unwrap(), ..a.clone() };
+    let rebased = follows.spec.rebase(&edited).unwrap();
+    assert_eq!(rebased.claim_window(), window(48, 120));
+    s.update_activity(a.id, a.version, a.enrollment_seq, &edited.spec, &[(follows.id, rebased.clone())], at(2))
+        .await
+        .unwrap();
+    let moved = s.template(follows.id).await.unwrap();
+    assert_eq!(moved.spec, rebased);
+    assert_eq!((moved.version, moved.updated_at), (follows.version + 1, at(2)));
+    assert_eq!(moved.status(at(100)), TemplateStatus::Active, "claimable in the extended run");
+    assert_eq!(s.template(own.id).await.unwrap(), own);
+    // Listing by status sees the moved window too.
+    let q = TemplateQuery { status: Some(TemplateStatus::Active), ..tq(at(100)) };
+    let active: Vec<_> = s.list_templates(&q).await.unwrap().into_iter().map(|t| t.id).collect();
+    assert_eq!(active, vec![follows.id]);
 }
