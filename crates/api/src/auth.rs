@@ -119,7 +119,8 @@ impl fmt::Debug for JwtKeys {
 struct Claims {
     sub: String,
     exp: i64,
-    iat: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    iat: Option<i64>,
 }
 
 impl JwtKeys {
@@ -140,7 +141,7 @@ impl JwtKeys {
         let iat = now.unix_micros() / 1_000_000;
         let claims = Claims {
             sub: user.to_string(),
-            iat,
+            iat: Some(iat),
             exp: iat + ttl.whole_seconds(),
         };
         jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)
@@ -153,6 +154,8 @@ impl JwtKeys {
         // Expiry is checked below against the injected clock.
         v.validate_exp = false;
         v.set_required_spec_claims(&["exp", "sub"]);
+        // The platform's identity provider may add an audience; coupond does not assign one.
+        v.validate_aud = false;
         let data = jsonwebtoken::decode::<Claims>(token, &self.decoding, &v)
             .map_err(|_| ApiError::Unauthorized("the bearer token is not valid"))?;
         if data.claims.exp <= now.unix_micros() / 1_000_000 {

@@ -69,7 +69,13 @@ pub async fn observe(req: Request, next: Next) -> Response {
         .get::<MatchedPath>()
         .map_or("unmatched", |p| p.as_str())
         .to_owned();
-    let method = req.method().to_string();
+    // Label values come from a fixed set: any other method (hyper accepts arbitrary tokens)
+    // would otherwise create a new series per request.
+    let method = match req.method().as_str() {
+        m @ ("GET" | "POST" | "PATCH" | "PUT" | "DELETE" | "HEAD" | "OPTIONS") => m,
+        _ => "other",
+    }
+    .to_owned();
     let span = tracing::info_span!("request", %method, %route, request_id = %id);
     let start = Instant::now();
     let mut res = REQUEST_ID

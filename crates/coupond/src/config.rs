@@ -146,23 +146,42 @@ impl fmt::Debug for Config {
     }
 }
 
-/// The URL with any password replaced, for logs.
+/// The URL with any password replaced, for logs: the `user:password@` part and the query
+/// parameters that carry secrets (`password`, `sslpassword`).
 pub fn redact_url(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
+    let (base, query) = match url.split_once('?') {
+        Some((b, q)) => (b, Some(q)),
+        None => (url, None),
+    };
+    let mut out = match (base.find("://"), base.rfind('@')) {
         (Some(scheme_end), Some(at)) if at > scheme_end => {
-            let userinfo = &url[scheme_end + 3..at];
+            let userinfo = &base[scheme_end + 3..at];
             match userinfo.find(':') {
                 Some(colon) => format!(
                     "{}{}:<redacted>{}",
-                    &url[..scheme_end + 3],
+                    &base[..scheme_end + 3],
                     &userinfo[..colon],
-                    &url[at..]
+                    &base[at..]
                 ),
-                None => url.to_owned(),
+                None => base.to_owned(),
             }
         }
-        _ => url.to_owned(),
+        _ => base.to_owned(),
+    };
+    if let Some(q) = query {
+        let params: Vec<String> = q
+            .split('&')
+            .map(|p| match p.split_once('=') {
+                Some((k, _)) if k.to_ascii_lowercase().contains("password") => {
+                    format!("{k}=<redacted>")
+                }
+                _ => p.to_owned(),
+            })
+            .collect();
+        out.push('?');
+        out.push_str(&params.join("&"));
     }
+    out
 }
 
 #[cfg(test)]
@@ -236,6 +255,15 @@ mod tests {
             let c = Config::load(None, &Overrides::default()).expect("loads");
             let dbg = format!("{c:?}");
             assert!(!dbg.contains("hunter2") && !dbg.contains("pw123"), "{dbg}");
+            let q = redact_url("postgres://app@db/coupond?sslmode=require&password=s3cret");
+            assert_eq!(
+                q,
+                "postgres://app@db/coupond?sslmode=require&password=<redacted>"
+            );
+            assert_eq!(
+                redact_url("sqlite://./data/coupond.db"),
+                "sqlite://./data/coupond.db"
+            );
             Ok(())
         });
     }

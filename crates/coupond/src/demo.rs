@@ -3,10 +3,10 @@
 use anyhow::Context;
 use coupond_api::auth::{generate_api_key, JwtKeys};
 use coupond_domain::{
-    ActivityDraft, ActivitySpec, CategoryId, CityId, CitySet, CouponKind, FundedBy, ListingDraft,
-    MerchantDraft, MerchantId, Money, Timestamp, UserId, Window,
+    ActivityDraft, ActivitySpec, ActivityStatus, CategoryId, CityId, CitySet, CouponKind, FundedBy,
+    ListingDraft, MerchantDraft, MerchantId, Money, Timestamp, UserId, Window,
 };
-use coupond_store::{NewApiKey, Role, Store};
+use coupond_store::{ActivityQuery, NewApiKey, Page, Role, Store};
 use time::Duration;
 
 /// Credentials printed for the demo, as shell `export` lines.
@@ -23,6 +23,7 @@ pub async fn load(
     store: &dyn Store,
     jwt: &JwtKeys,
     now: Timestamp,
+    freeze: Duration,
 ) -> anyhow::Result<DemoCredentials> {
     // The marker holds the demo merchants' ids once the data is loaded.
     let existing = store.setting_or_init(DEMO_MARKER, "").await?;
@@ -33,8 +34,32 @@ pub async fn load(
             .await?;
         ids
     } else {
+        // A reused database: keep the merchants, but make sure an activity is enrolling now
+        // (the first one's enrollment ends a week after it was loaded).
+        let enrolling = store
+            .list_activities(&ActivityQuery {
+                status: Some(ActivityStatus::Enrolling),
+                city: None,
+                any_city: None,
+                now,
+                freeze,
+                page: Page {
+                    after: None,
+                    limit: 1000,
+                },
+            })
+            .await?;
+        if !enrolling.iter().any(|a| a.spec.title == DEMO_ACTIVITY) {
+            store.insert_activity(&demo_activity(now)?, now).await?;
+        }
         serde_json::from_str(&existing).context("reading demo merchant ids")?
     };
+    // Earlier demo keys stop working: each start prints the only valid set.
+    for old in store.list_api_keys().await? {
+        if old.label.starts_with("demo ") && old.revoked_at.is_none() {
+            store.revoke_api_key(old.id, now).await?;
+        }
+    }
     let mut lines = Vec::new();
     let key = |name: &str, role: Role, merchant: Option<MerchantId>| {
         let k = generate_api_key();
@@ -121,11 +146,20 @@ async fn seed(store: &dyn Store, now: Timestamp) -> anyhow::Result<Vec<MerchantI
         }
         ids.push(m.id);
     }
+    let activity = demo_activity(now)?;
+    store.insert_activity(&activity, now).await?;
+    Ok(ids)
+}
+
+const DEMO_ACTIVITY: &str = "Spring rental festival";
+
+/// An activity enrolling from an hour ago for a week, then running for a month.
+fn demo_activity(now: Timestamp) -> anyhow::Result<ActivitySpec> {
     let window = |from: Duration, to: Duration| {
         Window::new(now.plus(from), now.plus(to)).map_err(anyhow::Error::msg)
     };
-    let activity = ActivitySpec::try_from(ActivityDraft {
-        title: "Spring rental festival".into(),
+    ActivitySpec::try_from(ActivityDraft {
+        title: DEMO_ACTIVITY.into(),
         description:
             "Merchants in Hangzhou and Shanghai offer amount-off coupons on first month's rent."
                 .into(),
@@ -137,7 +171,5 @@ async fn seed(store: &dyn Store, now: Timestamp) -> anyhow::Result<Vec<MerchantI
         run: window(Duration::days(7), Duration::days(37))?,
         funded_by: FundedBy::Platform,
     })
-    .map_err(|e| anyhow::anyhow!("demo activity: {e}"))?;
-    store.insert_activity(&activity, now).await?;
-    Ok(ids)
+    .map_err(|e| anyhow::anyhow!("demo activity: {e}"))
 }

@@ -44,7 +44,13 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
         .with_context(|| format!("binding {}", config.listen))?;
     let addr = listener.local_addr()?;
     if args.demo {
-        let creds = demo::load(store.as_ref(), state.jwt(), clock.now()).await?;
+        let creds = demo::load(
+            store.as_ref(),
+            state.jwt(),
+            clock.now(),
+            state.settings().freeze,
+        )
+        .await?;
         println!("# coupond demo: paste these into the shell you will use curl from");
         println!("export COUPOND={}", format_args!("http://{addr}"));
         for line in creds.lines {
@@ -84,7 +90,14 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
         () = deadline => tracing::warn!(?grace, "in-flight requests did not finish within the grace period"),
     }
     upkeep.abort();
-    store.close().await;
+    // Closing waits for checked-out connections; a request still running past the grace
+    // period must not hold the process up forever.
+    if tokio::time::timeout(std::time::Duration::from_secs(5), store.close())
+        .await
+        .is_err()
+    {
+        tracing::warn!("database connections still busy after 5s; exiting anyway");
+    }
     tracing::info!("stopped");
     Ok(())
 }

@@ -102,10 +102,7 @@ impl Deref for TemplateSpec {
 
 impl TemplateSpec {
     /// Checks `draft` on its own and against its owner and activity at `ctx.now`.
-    pub fn validate(
-        draft: TemplateDraft,
-        ctx: TemplateContext<'_>,
-    ) -> Result<Self, DomainError> {
+    pub fn validate(draft: TemplateDraft, ctx: TemplateContext<'_>) -> Result<Self, DomainError> {
         check_text("title", &draft.title, 1, 200)?;
         check_text("description", &draft.description, 0, 4000)?;
         draft.value.validate()?;
@@ -138,7 +135,11 @@ impl TemplateSpec {
                 format!("metadata must serialize to at most {MAX_METADATA_BYTES} bytes"),
             ));
         }
-        if draft.metadata.iter().any(|(k, v)| k.contains('\0') || has_nul(v)) {
+        if draft
+            .metadata
+            .iter()
+            .any(|(k, v)| k.contains('\0') || has_nul(v))
+        {
             // PostgreSQL's jsonb cannot hold U+0000; refuse it on every backend alike.
             return Err(DomainError::invalid(
                 "metadata",
@@ -610,11 +611,26 @@ mod tests {
     #[test]
     fn metadata_refuses_nul_anywhere() {
         let mut d = draft(false);
-        d.metadata = serde_json::json!({"a": ["ok", {"b": "x\u{0}y"}]}).as_object().unwrap().clone();
-        assert_eq!(check(d, "2026-03-05T00:00:00Z").unwrap_err().code, "invalid_characters");
+        d.metadata = serde_json::json!({"a": ["ok", {"b": "x\u{0}y"}]})
+            .as_object()
+            .unwrap()
+            .clone();
+        assert_eq!(
+            check(d, "2026-03-05T00:00:00Z").unwrap_err().code,
+            "invalid_characters"
+        );
         let mut d = draft(false);
-        d.metadata = serde_json::json!({"k\u{0}": 1}).as_object().unwrap().clone();
-        assert_eq!(check(d, "2026-03-05T00:00:00Z").unwrap_err().field.as_deref(), Some("metadata"));
+        d.metadata = serde_json::json!({"k\u{0}": 1})
+            .as_object()
+            .unwrap()
+            .clone();
+        assert_eq!(
+            check(d, "2026-03-05T00:00:00Z")
+                .unwrap_err()
+                .field
+                .as_deref(),
+            Some("metadata")
+        );
     }
 
     #[test]

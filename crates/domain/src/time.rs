@@ -25,7 +25,9 @@ impl Timestamp {
         let dt = dt.checked_to_offset(UtcOffset::UTC)?;
         let micros = dt.microsecond();
         // Cannot fail: micros * 1000 < 10^9.
-        Some(Timestamp(dt.replace_nanosecond(micros * 1000).unwrap_or(dt)))
+        Some(Timestamp(
+            dt.replace_nanosecond(micros * 1000).unwrap_or(dt),
+        ))
     }
 
     pub fn from_unix_micros(micros: i64) -> Option<Self> {
@@ -170,7 +172,10 @@ mod tests {
         let max = Timestamp::parse("9000-12-31T23:59:59Z").unwrap();
         assert!(max.plus(Duration::days(3650)) > max);
         let huge = Timestamp::from_datetime(time::PrimitiveDateTime::MAX.assume_utc()).unwrap();
-        assert!(huge.plus(Duration::days(1_000_000)) >= huge, "saturates upward");
+        assert!(
+            huge.plus(Duration::days(1_000_000)) >= huge,
+            "saturates upward"
+        );
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The shared conformance suite on PostgreSQL, when `COUPOND_TEST_POSTGRES_URL` is set: every
 //! case on its own fresh schema. Without it the cases skip, saying so.
 
+use std::io::Write;
 use std::sync::Arc;
 
 use coupond_store::Store;
@@ -10,7 +11,11 @@ const ENV: &str = "COUPOND_TEST_POSTGRES_URL";
 
 async fn fresh(case: &'static str) -> Option<Arc<dyn Store>> {
     let Ok(url) = std::env::var(ENV) else {
-        eprintln!("SKIP postgres conformance `{case}`: {ENV} is not set");
+        // Straight to stderr: libtest captures `eprintln!`, and the point is to be seen.
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIP postgres conformance `{case}`: {ENV} is not set"
+        );
         return None;
     };
     // PostgreSQL names are at most 63 bytes: keep the random part, shorten the case name.
@@ -20,7 +25,10 @@ async fn fresh(case: &'static str) -> Option<Arc<dyn Store>> {
         .await
         .expect("connect to postgres");
     store.migrate().await.expect("migrate");
-    eprintln!("postgres conformance `{case}` running in schema {schema}");
+    let _ = writeln!(
+        std::io::stderr(),
+        "postgres conformance `{case}` running on PostgreSQL in schema {schema}"
+    );
     Some(Arc::new(store))
 }
 

@@ -15,8 +15,13 @@ pub(crate) fn db_err(e: sqlx::Error) -> StoreError {
         sqlx::Error::Database(d) if d.is_foreign_key_violation() => {
             StoreError::Conflict("reference")
         }
-        // SQLITE_BUSY / SQLITE_LOCKED after the busy timeout: another process holds the lock.
-        sqlx::Error::Database(d) if matches!(d.code().as_deref(), Some("5" | "6" | "517")) => {
+        // SQLITE_BUSY / SQLITE_LOCKED (any extended code) after the busy timeout: another
+        // process holds the lock.
+        sqlx::Error::Database(d)
+            if d.code()
+                .and_then(|c| c.parse::<i32>().ok())
+                .is_some_and(|c| matches!(c & 0xff, 5 | 6)) =>
+        {
             StoreError::Unavailable(d.into())
         }
         e @ (sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_)) => {

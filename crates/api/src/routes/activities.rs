@@ -6,6 +6,7 @@ use axum::http::StatusCode;
 use axum::{Extension, Json};
 use coupond_domain::{
     Activity, ActivityDraft, ActivityId, ActivityPatch, ActivitySpec, ActivityStatus, CityId,
+    Timestamp,
 };
 use coupond_store::ActivityQuery;
 use serde::Deserialize;
@@ -19,8 +20,10 @@ use crate::routes::{BodyErrors, CommonErrors, ConflictError};
 use crate::state::AppState;
 use crate::views::ActivityView;
 
-fn view(s: &AppState, a: Activity) -> ActivityView {
-    ActivityView::new(a, s.now(), s.settings().freeze)
+/// The view at `now`, the one instant the request reads the clock at (so a list filtered by
+/// status never shows an item in another status).
+fn view(s: &AppState, a: Activity, now: Timestamp) -> ActivityView {
+    ActivityView::new(a, now, s.settings().freeze)
 }
 
 /// Loads an activity the caller may see: merchants only see activities covering one of their
@@ -49,8 +52,9 @@ pub async fn create(
     ApiJson(draft): ApiJson<ActivityDraft>,
 ) -> ApiResult<(StatusCode, Json<ActivityView>)> {
     let spec = ActivitySpec::try_from(draft)?;
-    let a = s.store().insert_activity(&spec, s.now()).await?;
-    Ok((StatusCode::CREATED, Json(view(&s, a))))
+    let now = s.now();
+    let a = s.store().insert_activity(&spec, now).await?;
+    Ok((StatusCode::CREATED, Json(view(&s, a, now))))
 }
 
 /// Filters for listing activities.
@@ -79,6 +83,7 @@ pub async fn list(
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> ApiResult<Json<PageOf<ActivityView>>> {
     let page = pagination::page(q.cursor.as_deref(), q.limit, s.settings())?;
+    let now = s.now();
     let (status, any_city) = match p.merchant() {
         Some(m) => {
             let merchant = s.store().merchant(m).await?;
@@ -93,7 +98,7 @@ pub async fn list(
         status,
         city: q.city,
         any_city,
-        now: s.now(),
+        now,
         freeze: s.settings().freeze,
         page,
     };
@@ -102,7 +107,7 @@ pub async fn list(
         rows,
         page,
         |a| a.id.get(),
-        |a| view(&s, a),
+        |a| view(&s, a, now),
     )))
 }
 
@@ -117,7 +122,7 @@ pub async fn get(
     ApiPath(id): ApiPath<ActivityId>,
 ) -> ApiResult<Json<ActivityView>> {
     let a = load_visible(&s, &p, id).await?;
-    Ok(Json(view(&s, a)))
+    Ok(Json(view(&s, a, s.now())))
 }
 
 /// Change an activity while it is scheduled or enrolling. The templates already enrolled must
@@ -154,7 +159,10 @@ pub async fn update(
         _ => {}
     }
     let spec = patch.apply(&a.spec)?;
-    let patched = Activity { spec: spec.clone(), ..a.clone() };
+    let patched = Activity {
+        spec: spec.clone(),
+        ..a.clone()
+    };
     // Enrolled templates must still fit; those following the run window move with it.
     let mut following = Vec::new();
     for t in s.store().activity_templates(id).await? {
@@ -175,7 +183,7 @@ pub async fn update(
         .store()
         .update_activity(id, a.version, a.enrollment_seq, &spec, &following, now)
         .await?;
-    Ok(Json(view(&s, updated)))
+    Ok(Json(view(&s, updated, now)))
 }
 
 /// Abort an activity and every template in it. Final.
@@ -201,7 +209,7 @@ pub async fn abort(
         )),
         _ => {
             let aborted = s.store().abort_activity(id, a.version, now).await?;
-            Ok(Json(view(&s, aborted)))
+            Ok(Json(view(&s, aborted, now)))
         }
     }
 }

@@ -6,8 +6,8 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::{Extension, Json};
 use coupond_domain::{
-    Activity, ActivityId, Merchant, Template, TemplateContext, TemplateDraft, TemplateId,
-    TemplatePatch, TemplateSpec, TemplateStatus,
+    Activity, ActivityId, ActivityStatus, Merchant, Template, TemplateContext, TemplateDraft,
+    TemplateId, TemplatePatch, TemplateSpec, TemplateStatus, Timestamp,
 };
 use coupond_store::{NewTemplate, StoreError, TemplateQuery};
 use serde::Deserialize;
@@ -24,8 +24,9 @@ use crate::views::TemplateView;
 /// How often a create retries when an enrolling activity changed between read and write.
 const CREATE_ATTEMPTS: usize = 3;
 
-fn view(s: &AppState, t: Template) -> TemplateView {
-    TemplateView::new(t, s.now())
+/// The view at `now`, the one instant the request reads the clock at.
+fn view(t: Template, now: Timestamp) -> TemplateView {
+    TemplateView::new(t, now)
 }
 
 /// Loads a template the caller may see: merchants only their own.
@@ -95,7 +96,7 @@ pub async fn create(
             activity_version: activity.as_ref().map(|a| a.version),
         };
         match s.store().insert_template(&new, now).await {
-            Ok(t) => return Ok((StatusCode::CREATED, Json(view(&s, t)))),
+            Ok(t) => return Ok((StatusCode::CREATED, Json(view(t, now)))),
             // The activity changed since it was read: validate against the new terms.
             Err(StoreError::Conflict("version")) if attempt < CREATE_ATTEMPTS => continue,
             Err(e) => return Err(e.into()),
@@ -129,11 +130,12 @@ pub async fn list(
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> ApiResult<Json<PageOf<TemplateView>>> {
     let page = pagination::page(q.cursor.as_deref(), q.limit, s.settings())?;
+    let now = s.now();
     let query = TemplateQuery {
         merchant: p.merchant(),
         activity: q.activity_id,
         status: q.status,
-        now: s.now(),
+        now,
         page,
     };
     let rows = s.store().list_templates(&query).await?;
@@ -141,7 +143,7 @@ pub async fn list(
         rows,
         page,
         |t| t.id.get(),
-        |t| view(&s, t),
+        |t| view(t, now),
     )))
 }
 
@@ -155,7 +157,7 @@ pub async fn get(
     State(s): State<AppState>,
     ApiPath(id): ApiPath<TemplateId>,
 ) -> ApiResult<Json<TemplateView>> {
-    Ok(Json(view(&s, load_visible(&s, &p, id).await?)))
+    Ok(Json(view(load_visible(&s, &p, id).await?, s.now())))
 }
 
 /// Change a template's terms while it is a draft or scheduled (and, in an activity, while the
@@ -196,7 +198,7 @@ pub async fn update(
         .store()
         .update_template(id, t.version, activity.map(|a| a.version), &spec, now)
         .await?;
-    Ok(Json(view(&s, updated)))
+    Ok(Json(view(updated, now)))
 }
 
 /// Publish a standalone draft: it becomes claimable when its claim window opens. Templates in
@@ -235,10 +237,8 @@ pub async fn publish(
             "the claim window is already over; change it before publishing",
         ));
     }
-    Ok(Json(view(
-        &s,
-        s.store().publish_template(id, t.version, now).await?,
-    )))
+    let published = s.store().publish_template(id, t.version, now).await?;
+    Ok(Json(view(published, now)))
 }
 
 /// Abort a template: no more claims; final.
@@ -254,14 +254,23 @@ pub async fn abort(
 ) -> ApiResult<Json<TemplateView>> {
     let t = load_visible(&s, &p, id).await?;
     let now = s.now();
-    match t.status(now) {
-        st @ (TemplateStatus::Aborted | TemplateStatus::Expired) => Err(ApiError::conflict(
+    if let st @ (TemplateStatus::Aborted | TemplateStatus::Expired) = t.status(now) {
+        return Err(ApiError::conflict(
             "already_final",
             format!("the template is already {}", st.as_str()),
-        )),
-        _ => Ok(Json(view(
-            &s,
-            s.store().abort_template(id, t.version, now).await?,
-        ))),
+        ));
     }
+    // A merchant's enrollment is fixed while its activity is frozen (the platform may still
+    // stop it); once the activity runs, the merchant may stop its own template.
+    if let (Some(activity), Some(_)) = (t.spec.activity_id, p.merchant()) {
+        let a = s.store().activity(activity).await?;
+        if a.status(now, s.settings().freeze) == ActivityStatus::Frozen {
+            return Err(ApiError::conflict(
+                "activity_frozen",
+                "the activity is frozen: its templates cannot change until it runs",
+            ));
+        }
+    }
+    let aborted = s.store().abort_template(id, t.version, now).await?;
+    Ok(Json(view(aborted, now)))
 }

@@ -213,24 +213,51 @@ async fn activity_edits_must_keep_enrolled_templates_valid() {
 async fn templates_following_the_run_window_move_with_it() {
     let app = TestApp::new().await;
     let id = app.activity(activity_body(-1, 24, 48, 96)).await;
-    let follows = app.post("/v1/templates", app.m1(), activity_template(id, 2000)).await;
+    let follows = app
+        .post("/v1/templates", app.m1(), activity_template(id, 2000))
+        .await;
     assert_eq!(follows.body["claim_window_follows_activity"], true);
     let mut own = activity_template(id, 2000);
     own["claim_window"] = json!({"start": at(50), "end": at(60)});
     let own = app.post("/v1/templates", app.m1(), own).await;
-    assert_eq!(own.body["claim_window_follows_activity"], false, "{}", own.body);
+    assert_eq!(
+        own.body["claim_window_follows_activity"], false,
+        "{}",
+        own.body
+    );
     let r = app
-        .patch(&format!("/v1/activities/{id}"), &app.platform, json!({"run": {"start": at(30), "end": at(120)}}))
+        .patch(
+            &format!("/v1/activities/{id}"),
+            &app.platform,
+            json!({"run": {"start": at(30), "end": at(120)}}),
+        )
         .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-    let moved = app.get(&format!("/v1/templates/{}", follows.body["id"]), app.m1()).await;
-    assert_eq!(moved.body["claim_window"], json!({"start": at(30), "end": at(120)}));
+    let moved = app
+        .get(&format!("/v1/templates/{}", follows.body["id"]), app.m1())
+        .await;
+    assert_eq!(
+        moved.body["claim_window"],
+        json!({"start": at(30), "end": at(120)})
+    );
     assert_eq!(moved.body["expires_at"], at(120 + 7 * 24));
-    let kept = app.get(&format!("/v1/templates/{}", own.body["id"]), app.m1()).await;
-    assert_eq!(kept.body["claim_window"], json!({"start": at(50), "end": at(60)}));
+    let kept = app
+        .get(&format!("/v1/templates/{}", own.body["id"]), app.m1())
+        .await;
+    assert_eq!(
+        kept.body["claim_window"],
+        json!({"start": at(50), "end": at(60)})
+    );
     // A run that no longer covers a template's own window is refused.
     let r = app
-        .patch(&format!("/v1/activities/{id}"), &app.platform, json!({"run": {"start": at(55), "end": at(120)}}))
+        .patch(
+            &format!("/v1/activities/{id}"),
+            &app.platform,
+            json!({"run": {"start": at(55), "end": at(120)}}),
+        )
         .await;
-    assert_eq!((r.status, r.code()), (StatusCode::CONFLICT, "templates_conflict"));
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::CONFLICT, "templates_conflict")
+    );
 }

@@ -49,6 +49,15 @@ async fn full_flow(app: TestApp) {
         (Some("Renamed"), Some(6000))
     );
 
+    // U+0000 cannot be stored by PostgreSQL's jsonb: refused alike on every backend.
+    let mut nul = activity_template(id, 5500);
+    nul["metadata"] = json!({"k": "a\u{0}b"});
+    let r = app.post("/v1/templates", app.m1(), nul).await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::UNPROCESSABLE_ENTITY, "invalid_characters")
+    );
+
     // Templates: enrol in the activity, create a standalone one, edit, publish, list, abort.
     let r = app
         .post("/v1/templates", app.m1(), activity_template(id, 5500))

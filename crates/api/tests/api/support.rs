@@ -86,7 +86,11 @@ impl TestApp {
             }
             Backend::Postgres => {
                 let Ok(url) = std::env::var("COUPOND_TEST_POSTGRES_URL") else {
-                    eprintln!("SKIP postgres API test: COUPOND_TEST_POSTGRES_URL is not set");
+                    // Straight to stderr: libtest captures `eprintln!`.
+                    let _ = std::io::Write::write_all(
+                        &mut std::io::stderr(),
+                        b"SKIP postgres API test: COUPOND_TEST_POSTGRES_URL is not set\n",
+                    );
                     return None;
                 };
                 let schema = format!("api_{}", uuid::Uuid::new_v4().simple());
@@ -94,6 +98,11 @@ impl TestApp {
                     .await
                     .unwrap();
                 s.migrate().await.unwrap();
+                let _ = std::io::Write::write_all(
+                    &mut std::io::stderr(),
+                    format!("postgres API test running on PostgreSQL in schema {schema}\n")
+                        .as_bytes(),
+                );
                 (Arc::new(s), None)
             }
         };

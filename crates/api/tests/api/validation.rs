@@ -391,3 +391,84 @@ async fn malformed_oversized_and_mistyped_bodies_are_refused() {
     );
     assert_eq!(app.row_counts().await, before, "nothing written");
 }
+
+#[tokio::test]
+async fn hostile_times_and_characters_are_refused_not_crashed() {
+    let app = TestApp::new().await;
+    let id = app.activity(activity_body(-1, 24, 48, 96)).await;
+    let m1 = app.m1().to_owned();
+    let unprocessable = StatusCode::UNPROCESSABLE_ENTITY;
+    // Valid as a local time, past year 9999 once converted to UTC.
+    let mut t = standalone_template(10, 20);
+    t["claim_window"]["end"] = json!("9999-12-31T23:30:00-01:00");
+    refused(
+        &app,
+        "/v1/templates",
+        &m1,
+        t,
+        unprocessable,
+        "invalid_field",
+        Some("claim_window.end"),
+    )
+    .await;
+    let mut a = activity_body(-1, 24, 48, 96);
+    a["run"]["end"] = json!("9999-12-31T23:59:59Z");
+    refused(
+        &app,
+        "/v1/activities",
+        &app.platform.clone(),
+        a,
+        unprocessable,
+        "invalid_field",
+        Some("run.end"),
+    )
+    .await;
+    let mut nul = activity_template(id, 2000);
+    nul["metadata"] = json!({"note": "a\u{0}b"});
+    refused(
+        &app,
+        "/v1/templates",
+        &m1,
+        nul,
+        unprocessable,
+        "invalid_characters",
+        Some("metadata"),
+    )
+    .await;
+    let mut ctl = activity_template(id, 2000);
+    ctl["title"] = json!("bell\u{7}");
+    refused(
+        &app,
+        "/v1/templates",
+        &m1,
+        ctl,
+        unprocessable,
+        "invalid_characters",
+        Some("title"),
+    )
+    .await;
+    let mut huge = activity_template(id, 2000);
+    huge["total_stock"] = json!(u64::MAX);
+    refused(
+        &app,
+        "/v1/templates",
+        &m1,
+        huge,
+        unprocessable,
+        "invalid_field",
+        Some("total_stock"),
+    )
+    .await;
+    let mut float = activity_template(id, 2000);
+    float["value"]["amount"] = json!(19.99);
+    refused(
+        &app,
+        "/v1/templates",
+        &m1,
+        float,
+        unprocessable,
+        "invalid_field",
+        Some("value"),
+    )
+    .await;
+}

@@ -233,6 +233,16 @@ pub async fn activity_status_filter_matches_domain(s: Arc<dyn Store>) {
             .await
             .unwrap(),
     ];
+    // Enrollment opening inside the freeze period: scheduled goes straight to frozen.
+    let mut late = activity(0, 24, 48, 96).into_draft();
+    late.enrollment =
+        coupond_domain::Window::new(at(60).minus(Duration::minutes(2)), at(60)).unwrap();
+    late.run = window(60, 70);
+    all.push(
+        s.insert_activity(&late.try_into().unwrap(), t0())
+            .await
+            .unwrap(),
+    );
     let aborted = s
         .insert_activity(&activity(0, 24, 48, 96), t0())
         .await
@@ -248,6 +258,11 @@ pub async fn activity_status_filter_matches_domain(s: Arc<dyn Store>) {
         instants.extend([at(h).minus(us), at(h), at(h).plus(us)]);
     }
     instants.extend([at(30).minus(FREEZE), at(30).minus(FREEZE).minus(us)]);
+    for m in [5, 2] {
+        let t = at(60).minus(Duration::minutes(m));
+        instants.extend([t.minus(us), t, t.plus(us)]);
+    }
+    instants.extend([at(60), at(70)]);
     for now in instants {
         for status in ActivityStatus::ALL {
             let q = ActivityQuery {
@@ -673,39 +688,85 @@ pub async fn concurrent_updates_one_wins(s: Arc<dyn Store>) {
 /// Templates whose claim window follows the activity move with its run window, in the same
 /// transaction as the activity edit; templates with their own window stay.
 pub async fn activity_edit_moves_following_templates(s: Arc<dyn Store>) {
-    let m = s.insert_merchant(&merchant("M", &[1, 2]), t0()).await.unwrap();
-    let a = s.insert_activity(&activity(0, 24, 48, 96), t0()).await.unwrap();
+    let m = s
+        .insert_merchant(&merchant("M", &[1, 2]), t0())
+        .await
+        .unwrap();
+    let a = s
+        .insert_activity(&activity(0, 24, 48, 96), t0())
+        .await
+        .unwrap();
     let mut d = standalone_template(0, 1);
     d.activity_id = Some(a.id);
     d.claim_window = None;
     let follows = spec(d.clone(), &m, Some(&a), at(1));
     assert!(follows.follows_activity());
     let follows = s
-        .insert_template(&NewTemplate { merchant_id: Some(m.id), spec: &follows, activity_version: Some(a.version) }, at(1))
+        .insert_template(
+            &NewTemplate {
+                merchant_id: Some(m.id),
+                spec: &follows,
+                activity_version: Some(a.version),
+            },
+            at(1),
+        )
         .await
         .unwrap();
     d.claim_window = Some(window(50, 60));
     let own = spec(d, &m, Some(&a), at(1));
     let own = s
-        .insert_template(&NewTemplate { merchant_id: Some(m.id), spec: &own, activity_version: Some(a.version) }, at(1))
+        .insert_template(
+            &NewTemplate {
+                merchant_id: Some(m.id),
+                spec: &own,
+                activity_version: Some(a.version),
+            },
+            at(1),
+        )
         .await
         .unwrap();
     let a = s.activity(a.id).await.unwrap();
     let mut draft = a.spec.clone().into_draft();
     draft.run = window(48, 120);
-    let edited = coupond_domain::Activity { spec: draft.try_into().unwrap(), ..a.clone() };
+    let edited = coupond_domain::Activity {
+        spec: draft.try_into().unwrap(),
+        ..a.clone()
+    };
     let rebased = follows.spec.rebase(&edited).unwrap();
     assert_eq!(rebased.claim_window(), window(48, 120));
-    s.update_activity(a.id, a.version, a.enrollment_seq, &edited.spec, &[(follows.id, rebased.clone())], at(2))
-        .await
-        .unwrap();
+    s.update_activity(
+        a.id,
+        a.version,
+        a.enrollment_seq,
+        &edited.spec,
+        &[(follows.id, rebased.clone())],
+        at(2),
+    )
+    .await
+    .unwrap();
     let moved = s.template(follows.id).await.unwrap();
     assert_eq!(moved.spec, rebased);
-    assert_eq!((moved.version, moved.updated_at), (follows.version + 1, at(2)));
-    assert_eq!(moved.status(at(100)), TemplateStatus::Active, "claimable in the extended run");
+    assert_eq!(
+        (moved.version, moved.updated_at),
+        (follows.version + 1, at(2))
+    );
+    assert_eq!(
+        moved.status(at(100)),
+        TemplateStatus::Active,
+        "claimable in the extended run"
+    );
     assert_eq!(s.template(own.id).await.unwrap(), own);
     // Listing by status sees the moved window too.
-    let q = TemplateQuery { status: Some(TemplateStatus::Active), ..tq(at(100)) };
-    let active: Vec<_> = s.list_templates(&q).await.unwrap().into_iter().map(|t| t.id).collect();
+    let q = TemplateQuery {
+        status: Some(TemplateStatus::Active),
+        ..tq(at(100))
+    };
+    let active: Vec<_> = s
+        .list_templates(&q)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.id)
+        .collect();
     assert_eq!(active, vec![follows.id]);
 }
