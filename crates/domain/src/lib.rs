@@ -30,7 +30,7 @@ pub use activity::{
 pub use coupon::{Audience, CouponKind, CouponValue, DeductionMode, Scope, Stacking, Validity};
 pub use error::DomainError;
 pub use ids::{ActivityId, CategoryId, CityId, CitySet, ListingId, MerchantId, TemplateId, UserId};
-pub use listing::{Listing, ListingDraft};
+pub use listing::{Listing, ListingDraft, ListingPatch};
 pub use merchant::{Merchant, MerchantDraft};
 pub use money::{BasisPoints, Money};
 pub use template::{

@@ -48,3 +48,59 @@ pub struct Listing {
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
 }
+
+/// A partial update of a listing; fields left out keep their value. `external_id: null`
+/// removes it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListingPatch {
+    #[serde(default, deserialize_with = "crate::activity::double_option")]
+    #[schema(value_type = Option<String>)]
+    pub external_id: Option<Option<String>>,
+    #[schema(value_type = Option<i64>)]
+    pub city_id: Option<CityId>,
+    #[schema(value_type = Option<i64>)]
+    pub category_id: Option<CategoryId>,
+    pub title: Option<String>,
+    #[schema(value_type = Option<i64>)]
+    pub price: Option<Money>,
+    #[schema(value_type = Option<i64>)]
+    pub deposit: Option<Money>,
+}
+
+impl ListingPatch {
+    /// The patched draft, validated as a whole.
+    pub fn apply(self, base: &ListingDraft) -> Result<ListingDraft, DomainError> {
+        let b = base.clone();
+        let d = ListingDraft {
+            external_id: self.external_id.unwrap_or(b.external_id),
+            city_id: self.city_id.unwrap_or(b.city_id),
+            category_id: self.category_id.unwrap_or(b.category_id),
+            title: self.title.unwrap_or(b.title),
+            price: self.price.unwrap_or(b.price),
+            deposit: self.deposit.unwrap_or(b.deposit),
+        };
+        d.validate()?;
+        Ok(d)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patch_clears_external_id_and_revalidates() {
+        let base: ListingDraft = serde_json::from_str(
+            r#"{"external_id":"h-1","city_id":1,"category_id":2,"title":"Flat","price":100}"#,
+        )
+        .unwrap();
+        assert_eq!(base.deposit, Money::ZERO);
+        let p: ListingPatch = serde_json::from_str(r#"{"external_id":null,"price":250}"#).unwrap();
+        let d = p.apply(&base).unwrap();
+        assert_eq!((d.external_id, d.price.minor()), (None, 250));
+        let p: ListingPatch = serde_json::from_str(r#"{"title":""}"#).unwrap();
+        assert_eq!(p.apply(&base).unwrap_err().field.as_deref(), Some("title"));
+        assert!(serde_json::from_str::<ListingPatch>(r#"{"merchant_id":3}"#).is_err());
+    }
+}

@@ -96,6 +96,10 @@ pub(crate) fn listing(r: &PgRow) -> Result<Listing, StoreError> {
     })
 }
 
+pub(crate) fn listing_id(r: &PgRow) -> Result<ListingId, StoreError> {
+    id(get(r, "listing_id")?, ListingId::new)
+}
+
 pub(crate) fn activity(r: &PgRow) -> Result<Activity, StoreError> {
     Ok(Activity {
         id: id(get(r, "id")?, ActivityId::new)?,

@@ -92,6 +92,10 @@ pub(crate) fn listing(r: &SqliteRow) -> Result<Listing, StoreError> {
     })
 }
 
+pub(crate) fn listing_id(r: &SqliteRow) -> Result<ListingId, StoreError> {
+    id(get(r, "listing_id")?, ListingId::new)
+}
+
 pub(crate) fn activity(r: &SqliteRow) -> Result<Activity, StoreError> {
     Ok(Activity {
         id: id(get(r, "id")?, ActivityId::new)?,

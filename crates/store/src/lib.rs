@@ -25,7 +25,8 @@ use coupond_domain::{
 
 pub use error::{StoreError, StoreResult};
 pub use model::{
-    ActivityQuery, ApiKey, NewApiKey, NewTemplate, Page, PoolStats, Role, TemplateQuery,
+    ActivityQuery, ApiKey, ListingQuery, NewApiKey, NewTemplate, Page, PoolStats, Role,
+    TemplateQuery,
 };
 
 /// Everything coupond persists. Implementations are cheap to share (`Arc<dyn Store>`), safe to
@@ -72,6 +73,39 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
         now: Timestamp,
     ) -> StoreResult<Listing>;
     async fn listing(&self, id: ListingId) -> StoreResult<Listing>;
+    /// Replaces a listing's fields (its merchant stays); an `external_id` the merchant already
+    /// uses on another listing is a `Conflict`.
+    async fn update_listing(
+        &self,
+        id: ListingId,
+        l: &ListingDraft,
+        now: Timestamp,
+    ) -> StoreResult<Listing>;
+    /// Listings matching `q`, ascending by id, after the page cursor.
+    async fn list_listings(&self, q: &ListingQuery) -> StoreResult<Vec<Listing>>;
+    /// The templates bound to `listings` that are claimable (active) at `now`, as
+    /// `(listing, template)` pairs ordered by listing then template.
+    async fn live_templates(
+        &self,
+        listings: &[ListingId],
+        now: Timestamp,
+    ) -> StoreResult<Vec<(ListingId, Template)>>;
+    /// The templates bound to a listing, whatever their status.
+    async fn listing_bindings(&self, listing: ListingId) -> StoreResult<Vec<TemplateId>>;
+
+    // --- bindings -------------------------------------------------------------------------
+    /// Binds `template` to `listing`: `Ok(true)` if bound now, `Ok(false)` if it already was.
+    /// A listing holds at most `max` bindings: one more is `Conflict("limit")`, decided in the
+    /// database so concurrent binds cannot overshoot.
+    async fn bind(
+        &self,
+        listing: ListingId,
+        template: TemplateId,
+        max: u32,
+        now: Timestamp,
+    ) -> StoreResult<bool>;
+    /// Removes a binding: `Ok(true)` if there was one.
+    async fn unbind(&self, listing: ListingId, template: TemplateId) -> StoreResult<bool>;
 
     // --- activities -----------------------------------------------------------------------
     async fn insert_activity(&self, spec: &ActivitySpec, now: Timestamp) -> StoreResult<Activity>;
@@ -91,7 +125,8 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
         following: &[(TemplateId, TemplateSpec)],
         now: Timestamp,
     ) -> StoreResult<Activity>;
-    /// Aborts the activity and, in the same transaction, every template in it.
+    /// Aborts the activity and, in the same transaction, every template in it (and removes
+    /// their bindings).
     async fn abort_activity(
         &self,
         id: ActivityId,
@@ -125,6 +160,7 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
         version: i64,
         now: Timestamp,
     ) -> StoreResult<Template>;
+    /// Aborts the template and removes its bindings, in one transaction.
     async fn abort_template(
         &self,
         id: TemplateId,

@@ -3,8 +3,8 @@
 use std::fmt;
 
 use coupond_domain::{
-    ActivityId, ActivityStatus, CityId, CitySet, MerchantId, TemplateSpec, TemplateStatus,
-    Timestamp,
+    ActivityId, ActivityStatus, CategoryId, CityId, CitySet, CouponKind, MerchantId, TemplateId,
+    TemplateSpec, TemplateStatus, Timestamp,
 };
 use serde::{Deserialize, Serialize};
 
@@ -98,6 +98,36 @@ pub struct TemplateQuery {
     pub status: Option<TemplateStatus>,
     pub now: Timestamp,
     pub page: Page,
+}
+
+/// Which listings to find. The coupon filters (`kind`, `activity`, `template`,
+/// `has_coupon`) look at the templates bound to a listing that are claimable at `now`.
+#[derive(Clone, Debug)]
+pub struct ListingQuery {
+    /// Only this merchant's listings.
+    pub merchant: Option<MerchantId>,
+    pub city: Option<CityId>,
+    pub category: Option<CategoryId>,
+    /// With a live coupon of this kind.
+    pub kind: Option<CouponKind>,
+    /// With a live coupon from this activity.
+    pub activity: Option<ActivityId>,
+    /// With this template live on it.
+    pub template: Option<TemplateId>,
+    /// `Some(true)`: with at least one live coupon; `Some(false)`: with none.
+    pub has_coupon: Option<bool>,
+    pub now: Timestamp,
+    pub page: Page,
+}
+
+impl ListingQuery {
+    /// Whether any coupon filter asks for a live coupon.
+    pub fn wants_coupon(&self) -> bool {
+        self.kind.is_some()
+            || self.activity.is_some()
+            || self.template.is_some()
+            || self.has_coupon == Some(true)
+    }
 }
 
 /// A template to insert.

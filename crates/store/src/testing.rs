@@ -27,7 +27,10 @@ macro_rules! conformance_suite {
             template_insert_checks_activity_version,
             template_publish_and_abort,
             concurrent_updates_one_wins,
-            activity_edit_moves_following_templates
+            activity_edit_moves_following_templates,
+            listings_update_and_search,
+            bind_limit_holds_under_concurrency,
+            abort_releases_bindings
         );
     };
     (@cases $factory:path; $($case:ident),* $(,)?) => {
