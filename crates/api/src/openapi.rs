@@ -3,7 +3,7 @@
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::routes::{activities, merchants, system, templates};
+use crate::routes::{activities, listings, merchants, system, templates};
 
 /// The whole API, served at `/openapi.json`.
 #[derive(Debug, OpenApi)]
@@ -20,6 +20,8 @@ use crate::routes::{activities, merchants, system, templates};
         activities::create, activities::list, activities::get, activities::update, activities::abort,
         templates::create, templates::list, templates::get, templates::update, templates::publish,
         templates::abort,
+        listings::create, listings::list, listings::get, listings::update, listings::bind,
+        listings::unbind,
         system::healthz, system::readyz, system::metrics, system::openapi, system::docs,
     ),
     modifiers(&BearerAuth),
@@ -27,6 +29,7 @@ use crate::routes::{activities, merchants, system, templates};
         (name = "merchants", description = "Merchants (platform)"),
         (name = "activities", description = "Platform activities merchants enroll in"),
         (name = "templates", description = "Coupon templates"),
+        (name = "listings", description = "Listings, their bound templates, and search by coupon"),
         (name = "system", description = "Health, metrics and this document"),
     )
 )]

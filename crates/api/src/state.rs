@@ -19,6 +19,8 @@ pub struct ApiSettings {
     pub default_page: u32,
     /// Largest `limit` a list request may ask for.
     pub max_page: u32,
+    /// How many templates one listing may have bound at once.
+    pub max_bindings_per_listing: u32,
 }
 
 impl Default for ApiSettings {
@@ -28,6 +30,7 @@ impl Default for ApiSettings {
             max_body_bytes: 64 * 1024,
             default_page: 50,
             max_page: 200,
+            max_bindings_per_listing: 3,
         }
     }
 }

@@ -1,8 +1,8 @@
 //! Response bodies. Statuses are computed from the clock when the view is built.
 
 use coupond_domain::{
-    Activity, ActivityDraft, ActivityId, ActivityStatus, MerchantId, Template, TemplateDraft,
-    TemplateId, TemplateStatus, Timestamp,
+    Activity, ActivityDraft, ActivityId, ActivityStatus, CouponValue, Listing, ListingDraft,
+    ListingId, MerchantId, Money, Template, TemplateDraft, TemplateId, TemplateStatus, Timestamp,
 };
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -83,6 +83,57 @@ impl TemplateView {
                 claim_window: Some(t.spec.claim_window()),
                 ..t.spec.draft().clone()
             },
+        }
+    }
+}
+
+/// A coupon claimable on a listing now.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LiveCoupon {
+    pub template_id: TemplateId,
+    pub title: String,
+    pub value: CouponValue,
+    pub threshold: Money,
+    /// Coupons left to claim.
+    pub remaining: i64,
+    pub sold_out: bool,
+}
+
+impl LiveCoupon {
+    pub fn new(t: &Template) -> Self {
+        let remaining = (t.spec.total_stock - t.claimed).max(0);
+        LiveCoupon {
+            template_id: t.id,
+            title: t.spec.title.clone(),
+            value: t.spec.value.clone(),
+            threshold: t.spec.threshold,
+            remaining,
+            sold_out: remaining == 0,
+        }
+    }
+}
+
+/// A listing as the API shows it, with the coupons claimable on it now.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ListingView {
+    pub id: ListingId,
+    pub merchant_id: MerchantId,
+    #[serde(flatten)]
+    pub terms: ListingDraft,
+    pub coupons: Vec<LiveCoupon>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+impl ListingView {
+    pub fn new(l: Listing, coupons: Vec<LiveCoupon>) -> Self {
+        ListingView {
+            id: l.id,
+            merchant_id: l.merchant_id,
+            terms: l.draft,
+            coupons,
+            created_at: l.created_at,
+            updated_at: l.updated_at,
         }
     }
 }

@@ -37,6 +37,8 @@ pub struct Config {
     /// On SIGINT/SIGTERM, how long in-flight requests may take to finish.
     #[serde(with = "humantime_serde")]
     pub shutdown_grace: Duration,
+    /// How many templates one listing may have bound at once.
+    pub max_bindings_per_listing: u32,
 }
 
 /// Log output format.
@@ -78,10 +80,13 @@ max_body_bytes = 65536
 
 # On SIGINT/SIGTERM, how long in-flight requests may take to finish.
 shutdown_grace = "30s"
+
+# How many templates one listing may have bound at once.
+max_bindings_per_listing = 3
 "#;
 
 /// Setting names read from `COUPOND_<NAME>`.
-const ENV_KEYS: [&str; 8] = [
+const ENV_KEYS: [&str; 9] = [
     "listen",
     "database_url",
     "jwt_secret",
@@ -90,6 +95,7 @@ const ENV_KEYS: [&str; 8] = [
     "freeze_period",
     "max_body_bytes",
     "shutdown_grace",
+    "max_bindings_per_listing",
 ];
 
 /// Values given on the command line; `None` leaves the lower layers in charge.
@@ -142,6 +148,7 @@ impl fmt::Debug for Config {
             .field("freeze_period", &self.freeze_period)
             .field("max_body_bytes", &self.max_body_bytes)
             .field("shutdown_grace", &self.shutdown_grace)
+            .field("max_bindings_per_listing", &self.max_bindings_per_listing)
             .finish()
     }
 }
@@ -201,6 +208,7 @@ mod tests {
             assert_eq!(c.freeze_period, Duration::from_secs(300));
             assert_eq!(c.max_body_bytes, 65536);
             assert_eq!(c.log_format, LogFormat::Text);
+            assert_eq!(c.max_bindings_per_listing, 3);
             Ok(())
         });
     }

@@ -35,6 +35,7 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
         freeze: time::Duration::try_from(config.freeze_period)
             .context("freeze_period is too long")?,
         max_body_bytes: config.max_body_bytes,
+        max_bindings_per_listing: config.max_bindings_per_listing,
         ..ApiSettings::default()
     };
     let state = AppState::new(store.clone(), clock.clone(), &secret, settings);

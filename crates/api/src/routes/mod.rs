@@ -2,13 +2,14 @@
 //! resource, handlers named by action.
 
 pub mod activities;
+pub mod listings;
 pub mod merchants;
 pub mod system;
 pub mod templates;
 
 use axum::http::Method;
 use axum::middleware::from_fn_with_state;
-use axum::routing::{get, patch, post, MethodRouter};
+use axum::routing::{delete, get, patch, post, put, MethodRouter};
 use axum::Router;
 use serde::Serialize;
 use utoipa::IntoResponses;
@@ -18,7 +19,9 @@ use crate::error::Problem;
 use crate::state::AppState;
 
 const PLATFORM: &[Role] = &[Role::Platform];
+const MERCHANT: &[Role] = &[Role::Merchant];
 const PLATFORM_MERCHANT: &[Role] = &[Role::Platform, Role::Merchant];
+const ANYONE: &[Role] = &[Role::Platform, Role::Merchant, Role::Service, Role::User];
 
 /// One route: method, path (in axum's `{param}` form, as in the OpenAPI document) and the
 /// roles admitted. Any other role gets 403; no credentials get 401.
@@ -123,6 +126,32 @@ fn table() -> Vec<(RouteSpec, MethodRouter<AppState>)> {
             "/v1/templates/{id}/abort",
             PLATFORM_MERCHANT,
             post(templates::abort),
+        ),
+        r(
+            Method::POST,
+            "/v1/listings",
+            MERCHANT,
+            post(listings::create),
+        ),
+        r(Method::GET, "/v1/listings", ANYONE, get(listings::list)),
+        r(Method::GET, "/v1/listings/{id}", ANYONE, get(listings::get)),
+        r(
+            Method::PATCH,
+            "/v1/listings/{id}",
+            MERCHANT,
+            patch(listings::update),
+        ),
+        r(
+            Method::PUT,
+            "/v1/listings/{id}/templates/{template_id}",
+            MERCHANT,
+            put(listings::bind),
+        ),
+        r(
+            Method::DELETE,
+            "/v1/listings/{id}/templates/{template_id}",
+            MERCHANT,
+            delete(listings::unbind),
         ),
     ]
 }

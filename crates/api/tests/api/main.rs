@@ -5,6 +5,7 @@
 mod clock;
 mod flows;
 mod isolation;
+mod listings;
 mod openapi;
 mod roles;
 mod support;

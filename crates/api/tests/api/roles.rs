@@ -11,6 +11,8 @@ use crate::support::*;
 
 const P: Role = Role::Platform;
 const M: Role = Role::Merchant;
+const S: Role = Role::Service;
+const U: Role = Role::User;
 
 /// (method, path, roles allowed).
 fn expected() -> Vec<(Method, &'static str, Vec<Role>)> {
@@ -28,6 +30,20 @@ fn expected() -> Vec<(Method, &'static str, Vec<Role>)> {
         (Method::PATCH, "/v1/templates/{id}", vec![P, M]),
         (Method::POST, "/v1/templates/{id}/publish", vec![P, M]),
         (Method::POST, "/v1/templates/{id}/abort", vec![P, M]),
+        (Method::POST, "/v1/listings", vec![M]),
+        (Method::GET, "/v1/listings", vec![P, M, S, U]),
+        (Method::GET, "/v1/listings/{id}", vec![P, M, S, U]),
+        (Method::PATCH, "/v1/listings/{id}", vec![M]),
+        (
+            Method::PUT,
+            "/v1/listings/{id}/templates/{template_id}",
+            vec![M],
+        ),
+        (
+            Method::DELETE,
+            "/v1/listings/{id}/templates/{template_id}",
+            vec![M],
+        ),
     ]
 }
 
@@ -66,8 +82,10 @@ async fn every_route_admits_exactly_its_roles() {
         (Role::User, app.user.clone()),
     ];
     for (method, path, allowed) in expected() {
-        let concrete = path.replace("{id}", &activity.to_string());
-        let body = matches!(method, Method::POST | Method::PATCH).then(|| json!({}));
+        let concrete = path
+            .replace("{id}", &activity.to_string())
+            .replace("{template_id}", "1");
+        let body = matches!(method, Method::POST | Method::PATCH | Method::PUT).then(|| json!({}));
         let anon = app
             .call(method.clone(), &concrete, None, body.clone())
             .await;

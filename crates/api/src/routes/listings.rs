@@ -1,0 +1,266 @@
+//! `/v1/listings`: merchants' houses, rooms and products, the templates bound to them, and the
+//! search users browse by coupon.
+
+use std::collections::BTreeMap;
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::{Extension, Json};
+use coupond_domain::{
+    ActivityId, CategoryId, CityId, CouponKind, Listing, ListingDraft, ListingId, ListingPatch,
+    TemplateId, TemplateStatus, Timestamp,
+};
+use coupond_store::{ListingQuery, StoreError};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::auth::Principal;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::pagination::{self, PageOf};
+use crate::routes::{BodyErrors, CommonErrors, ConflictError};
+use crate::state::AppState;
+use crate::views::{ListingView, LiveCoupon};
+
+/// Loads a listing the caller may see: merchants only their own.
+async fn load_visible(s: &AppState, p: &Principal, id: ListingId) -> ApiResult<Listing> {
+    let l = s.store().listing(id).await?;
+    match p.merchant() {
+        Some(m) if l.merchant_id != m => Err(ApiError::NotFound),
+        _ => Ok(l),
+    }
+}
+
+/// The listings with the coupons live on them at `now`.
+async fn with_coupons(
+    s: &AppState,
+    listings: Vec<Listing>,
+    now: Timestamp,
+) -> ApiResult<Vec<ListingView>> {
+    let ids: Vec<ListingId> = listings.iter().map(|l| l.id).collect();
+    let mut live: BTreeMap<ListingId, Vec<LiveCoupon>> = BTreeMap::new();
+    for (listing, t) in s.store().live_templates(&ids, now).await? {
+        live.entry(listing).or_default().push(LiveCoupon::new(&t));
+    }
+    Ok(listings
+        .into_iter()
+        .map(|l| {
+            let coupons = live.remove(&l.id).unwrap_or_default();
+            ListingView::new(l, coupons)
+        })
+        .collect())
+}
+
+fn external_id_taken(e: StoreError) -> ApiError {
+    match e {
+        StoreError::Conflict("unique") => ApiError::conflict(
+            "external_id_taken",
+            "another of your listings already has this external_id",
+        ),
+        e => e.into(),
+    }
+}
+
+/// Create a listing.
+#[utoipa::path(operation_id = "create_listing", post, path = "/v1/listings", tag = "listings",
+    request_body = ListingDraft,
+    responses((status = 201, description = "Created", body = ListingView), CommonErrors, BodyErrors, ConflictError),
+    security(("bearer" = [])))]
+pub async fn create(
+    Extension(p): Extension<Principal>,
+    State(s): State<AppState>,
+    ApiJson(draft): ApiJson<ListingDraft>,
+) -> ApiResult<(StatusCode, Json<ListingView>)> {
+    let merchant = p.merchant().ok_or(ApiError::Forbidden)?;
+    draft.validate()?;
+    let l = s
+        .store()
+        .insert_listing(merchant, &draft, s.now())
+        .await
+        .map_err(external_id_taken)?;
+    Ok((StatusCode::CREATED, Json(ListingView::new(l, Vec::new()))))
+}
+
+/// Read a listing with its live coupons.
+#[utoipa::path(operation_id = "get_listing", get, path = "/v1/listings/{id}", tag = "listings",
+    params(("id" = i64, Path, description = "Listing id")),
+    responses((status = 200, description = "The listing", body = ListingView), CommonErrors),
+    security(("bearer" = [])))]
+pub async fn get(
+    Extension(p): Extension<Principal>,
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<ListingId>,
+) -> ApiResult<Json<ListingView>> {
+    let l = load_visible(&s, &p, id).await?;
+    let mut views = with_coupons(&s, vec![l], s.now()).await?;
+    views.pop().map(Json).ok_or(ApiError::NotFound)
+}
+
+/// Change a listing.
+#[utoipa::path(operation_id = "update_listing", patch, path = "/v1/listings/{id}", tag = "listings",
+    request_body = ListingPatch, params(("id" = i64, Path, description = "Listing id")),
+    responses((status = 200, description = "The updated listing", body = ListingView),
+        CommonErrors, BodyErrors, ConflictError),
+    security(("bearer" = [])))]
+pub async fn update(
+    Extension(p): Extension<Principal>,
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<ListingId>,
+    ApiJson(patch): ApiJson<ListingPatch>,
+) -> ApiResult<Json<ListingView>> {
+    let l = load_visible(&s, &p, id).await?;
+    let draft = patch.apply(&l.draft)?;
+    let now = s.now();
+    let updated = s
+        .store()
+        .update_listing(id, &draft, now)
+        .await
+        .map_err(external_id_taken)?;
+    let mut views = with_coupons(&s, vec![updated], now).await?;
+    views.pop().map(Json).ok_or(ApiError::NotFound)
+}
+
+/// Search filters. Coupon filters look at the coupons claimable now.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct SearchQuery {
+    #[param(value_type = Option<i64>)]
+    pub city: Option<CityId>,
+    #[param(value_type = Option<i64>)]
+    pub category: Option<CategoryId>,
+    /// With a live coupon of this kind.
+    pub kind: Option<CouponKind>,
+    /// With a live coupon from this activity.
+    #[param(value_type = Option<i64>)]
+    pub activity_id: Option<ActivityId>,
+    /// With this template live on it.
+    #[param(value_type = Option<i64>)]
+    pub template_id: Option<TemplateId>,
+    /// `true`: only listings with a live coupon; `false`: only those without.
+    pub has_coupon: Option<bool>,
+    /// `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+    /// Page size, 1..=200 (default 50).
+    pub limit: Option<u32>,
+}
+
+/// Search listings, each with the coupons claimable on it now. Merchants see their own.
+#[utoipa::path(operation_id = "list_listings", get, path = "/v1/listings", tag = "listings",
+    params(SearchQuery),
+    responses((status = 200, description = "A page of listings", body = PageOf<ListingView>), CommonErrors),
+    security(("bearer" = [])))]
+pub async fn list(
+    Extension(p): Extension<Principal>,
+    State(s): State<AppState>,
+    ApiQuery(q): ApiQuery<SearchQuery>,
+) -> ApiResult<Json<PageOf<ListingView>>> {
+    let page = pagination::page(q.cursor.as_deref(), q.limit, s.settings())?;
+    let now = s.now();
+    let query = ListingQuery {
+        merchant: p.merchant(),
+        city: q.city,
+        category: q.category,
+        kind: q.kind,
+        activity: q.activity_id,
+        template: q.template_id,
+        has_coupon: q.has_coupon,
+        now,
+        page,
+    };
+    let rows = s.store().list_listings(&query).await?;
+    let trimmed = pagination::finish(rows, page, |l| l.id.get(), |l| l);
+    Ok(Json(PageOf {
+        items: with_coupons(&s, trimmed.items, now).await?,
+        next_cursor: trimmed.next_cursor,
+    }))
+}
+
+/// Path of a binding.
+#[derive(Debug, Deserialize)]
+pub struct BindingPath {
+    pub id: ListingId,
+    pub template_id: TemplateId,
+}
+
+/// A binding of a template to a listing.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Binding {
+    pub listing_id: ListingId,
+    pub template_id: TemplateId,
+    /// Every template now bound to the listing.
+    pub bound: Vec<TemplateId>,
+}
+
+/// Bind one of your templates to one of your listings (idempotent: 201 when bound now, 200
+/// when it already was). A listing holds at most `max_bindings_per_listing` templates
+/// (`binding_limit` beyond); aborted and expired templates cannot be bound.
+#[utoipa::path(operation_id = "bind_template", put, path = "/v1/listings/{id}/templates/{template_id}",
+    tag = "listings",
+    params(("id" = i64, Path, description = "Listing id"), ("template_id" = i64, Path, description = "Template id")),
+    responses((status = 201, description = "Bound", body = Binding),
+        (status = 200, description = "Already bound", body = Binding), CommonErrors, ConflictError),
+    security(("bearer" = [])))]
+pub async fn bind(
+    Extension(p): Extension<Principal>,
+    State(s): State<AppState>,
+    ApiPath(path): ApiPath<BindingPath>,
+) -> ApiResult<(StatusCode, Json<Binding>)> {
+    let listing = load_visible(&s, &p, path.id).await?;
+    let template = s.store().template(path.template_id).await?;
+    if template.merchant_id != Some(listing.merchant_id) {
+        return Err(ApiError::NotFound);
+    }
+    let now = s.now();
+    if let st @ (TemplateStatus::Aborted | TemplateStatus::Expired) = template.status(now) {
+        return Err(ApiError::conflict(
+            "template_not_bindable",
+            format!("the template is {}", st.as_str()),
+        ));
+    }
+    let max = s.settings().max_bindings_per_listing;
+    let created = match s.store().bind(listing.id, template.id, max, now).await {
+        Ok(created) => created,
+        Err(StoreError::Conflict("limit")) => {
+            return Err(ApiError::conflict(
+                "binding_limit",
+                format!("a listing holds at most {max} templates; unbind one first"),
+            ))
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let bound = s.store().listing_bindings(listing.id).await?;
+    let status = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((
+        status,
+        Json(Binding {
+            listing_id: listing.id,
+            template_id: template.id,
+            bound,
+        }),
+    ))
+}
+
+/// Unbind a template from a listing (idempotent).
+#[utoipa::path(operation_id = "unbind_template", delete, path = "/v1/listings/{id}/templates/{template_id}",
+    tag = "listings",
+    params(("id" = i64, Path, description = "Listing id"), ("template_id" = i64, Path, description = "Template id")),
+    responses((status = 204, description = "Not bound (any more)"), CommonErrors),
+    security(("bearer" = [])))]
+pub async fn unbind(
+    Extension(p): Extension<Principal>,
+    State(s): State<AppState>,
+    ApiPath(path): ApiPath<BindingPath>,
+) -> ApiResult<StatusCode> {
+    let listing = load_visible(&s, &p, path.id).await?;
+    let template = s.store().template(path.template_id).await?;
+    if template.merchant_id != Some(listing.merchant_id) {
+        return Err(ApiError::NotFound);
+    }
+    s.store().unbind(listing.id, template.id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
