@@ -54,6 +54,10 @@ numeric_id!(
     TemplateId
 );
 numeric_id!(
+    /// A coupon held by a user (seed `t_coupon`).
+    CouponId
+);
+numeric_id!(
     /// A city, as numbered by the platform.
     CityId
 );

@@ -7,6 +7,7 @@
 //!   (scope, audience, stacking, validity, deduction mode).
 //! - [`merchant`], [`listing`], [`activity`], [`template`]: the records, their drafts (what a caller sends),
 //!   their validated specs, and status as a pure function of `(record, now)`.
+//! - [`wallet`]: coupons held by users, their status, and the rules of claiming.
 //! - [`error`]: [`DomainError`], the one error every rule returns, naming the field and a
 //!   stable code.
 //!
@@ -23,13 +24,16 @@ pub mod merchant;
 pub mod money;
 pub mod template;
 pub mod time;
+pub mod wallet;
 
 pub use activity::{
     Activity, ActivityDraft, ActivityPatch, ActivitySpec, ActivityStatus, FundedBy,
 };
 pub use coupon::{Audience, CouponKind, CouponValue, DeductionMode, Scope, Stacking, Validity};
 pub use error::DomainError;
-pub use ids::{ActivityId, CategoryId, CityId, CitySet, ListingId, MerchantId, TemplateId, UserId};
+pub use ids::{
+    ActivityId, CategoryId, CityId, CitySet, CouponId, ListingId, MerchantId, TemplateId, UserId,
+};
 pub use listing::{Listing, ListingDraft, ListingPatch};
 pub use merchant::{Merchant, MerchantDraft};
 pub use money::{BasisPoints, Money};
@@ -37,3 +41,4 @@ pub use template::{
     Template, TemplateContext, TemplateDraft, TemplatePatch, TemplateSpec, TemplateStatus,
 };
 pub use time::{Timestamp, Window};
+pub use wallet::{check_claim, ClaimRejection, Coupon, CouponStatus, NotClaimable};

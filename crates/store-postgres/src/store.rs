@@ -5,12 +5,13 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use coupond_domain::{
-    Activity, ActivityId, ActivitySpec, ActivityStatus, Listing, ListingDraft, ListingId, Merchant,
-    MerchantDraft, MerchantId, Template, TemplateId, TemplateSpec, TemplateStatus, Timestamp,
+    Activity, ActivityId, ActivitySpec, ActivityStatus, Coupon, CouponId, CouponStatus, Listing,
+    ListingDraft, ListingId, Merchant, MerchantDraft, MerchantId, Template, TemplateId,
+    TemplateSpec, TemplateStatus, Timestamp,
 };
 use coupond_store::{
-    codec, ActivityQuery, ApiKey, ListingQuery, NewApiKey, NewTemplate, PoolStats, Store,
-    StoreError, StoreResult, TemplateQuery,
+    codec, ActivityQuery, ApiKey, ClaimOutcome, ClaimRequest, CouponQuery, ListingQuery, NewApiKey,
+    NewTemplate, PoolStats, Store, StoreError, StoreResult, TemplateQuery,
 };
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::{Postgres, QueryBuilder};
@@ -531,8 +532,9 @@ impl Store for PgStore {
     ) -> StoreResult<bool> {
         let mut tx = self.pool.begin().await.map_err(db_err)?;
         // Lock the listing first: concurrent binds to it queue here, so the count and the
-        // existence check below see every committed binding.
-        let found = sqlx::query("SELECT bound FROM listings WHERE id = $1 FOR UPDATE")
+        // existence check below see every committed binding. (NO KEY UPDATE: compatible with
+        // the KEY SHARE locks foreign keys take.)
+        let found = sqlx::query("SELECT bound FROM listings WHERE id = $1 FOR NO KEY UPDATE")
             .bind(listing.get())
             .fetch_optional(&mut *tx)
             .await
@@ -573,6 +575,12 @@ impl Store for PgStore {
 
     async fn unbind(&self, listing: ListingId, template: TemplateId) -> StoreResult<bool> {
         let mut tx = self.pool.begin().await.map_err(db_err)?;
+        // Same lock order as `bind` (listing, then binding), so the two cannot deadlock.
+        sqlx::query("SELECT 1 FROM listings WHERE id = $1 FOR NO KEY UPDATE")
+            .bind(listing.get())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
         let removed =
             sqlx::query("DELETE FROM bindings WHERE listing_id = $1 AND template_id = $2")
                 .bind(listing.get())
@@ -896,5 +904,194 @@ impl Store for PgStore {
         let template = rows::template(&row)?;
         tx.commit().await.map_err(db_err)?;
         Ok(template)
+    }
+
+    async fn claim_batch(
+        &self,
+        template: TemplateId,
+        claims: &[ClaimRequest],
+        now: Timestamp,
+    ) -> StoreResult<Vec<ClaimOutcome>> {
+        const CLAIMABLE: &str =
+            "aborted_at IS NULL AND (activity_id IS NOT NULL OR published_at IS NOT NULL) \
+             AND claim_start <= $2 AND $2 < claim_end";
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        // No lock yet: the per-user limit cannot change while the template is claimable, and
+        // the stock is decided by the conditional update at the end.
+        let row = sqlx::query(&format!(
+            "SELECT per_user_limit, ({CLAIMABLE}) AS claimable FROM templates WHERE id = $1"
+        ))
+        .bind(template.get())
+        .bind(dt(now))
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_err)?
+        .ok_or(StoreError::NotFound)?;
+        let claimable: bool = sqlx::Row::try_get(&row, "claimable").map_err(db_err)?;
+        if !claimable {
+            return Ok(vec![ClaimOutcome::NotClaimable; claims.len()]);
+        }
+        let limit: i64 = sqlx::Row::try_get(&row, "per_user_limit").map_err(db_err)?;
+
+        let mut out: Vec<Option<ClaimOutcome>> = vec![None; claims.len()];
+        // Per-user counters in user order, so two batches never wait on each other's rows in
+        // opposite orders (no deadlock); the stock is handed out in arrival order below.
+        let mut order: Vec<usize> = (0..claims.len()).collect();
+        order.sort_by(|a, b| claims[*a].user.cmp(&claims[*b].user).then(a.cmp(b)));
+        let mut accepted: Vec<usize> = Vec::new();
+        for i in order {
+            let c = &claims[i];
+            let held: Option<i32> = sqlx::query_scalar(
+                "INSERT INTO holdings AS h (template_id, user_id, n) VALUES ($1, $2, 1)
+                 ON CONFLICT (template_id, user_id) DO UPDATE SET n = h.n + 1 WHERE h.n < $3
+                 RETURNING n",
+            )
+            .bind(template.get())
+            .bind(c.user.as_str())
+            .bind(limit as i32)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            if held.is_none() {
+                out[i] = Some(ClaimOutcome::LimitReached);
+            } else {
+                accepted.push(i);
+            }
+        }
+        accepted.sort_unstable();
+        let mut ids: Vec<i64> = Vec::with_capacity(accepted.len());
+        for &i in &accepted {
+            let c = &claims[i];
+            let id: i64 = sqlx::query_scalar(
+                "INSERT INTO coupons (template_id, user_id, claimed_at, valid_from, valid_until,
+                                      updated_at)
+                 VALUES ($1, $2, $3, $4, $5, $3) RETURNING id",
+            )
+            .bind(template.get())
+            .bind(c.user.as_str())
+            .bind(dt(now))
+            .bind(dt(c.valid_from))
+            .bind(dt(c.valid_until))
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            ids.push(id);
+        }
+        let wanted = accepted.len() as i64;
+        let mut granted = wanted;
+        if wanted > 0 {
+            // Last statement before COMMIT: the hot row is locked only for this and the flush.
+            let raised = sqlx::query(&format!(
+                "UPDATE templates SET claimed = claimed + $3
+                 WHERE id = $1 AND claimed + $3 <= total_stock AND {CLAIMABLE}"
+            ))
+            .bind(template.get())
+            .bind(dt(now))
+            .bind(wanted)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            if raised.rows_affected() != 1 {
+                // Fewer left than this batch holds (or the template just stopped being
+                // claimable): lock the row, give out what remains, and trim the rest. NO KEY
+                // UPDATE, like the UPDATE itself: a full FOR UPDATE would conflict with the
+                // KEY SHARE locks other batches' coupon inserts take through the foreign key,
+                // and deadlock with them.
+                let row = sqlx::query(&format!(
+                    "SELECT total_stock - claimed AS remaining, ({CLAIMABLE}) AS claimable
+                     FROM templates WHERE id = $1 FOR NO KEY UPDATE"
+                ))
+                .bind(template.get())
+                .bind(dt(now))
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(db_err)?;
+                let claimable: bool = sqlx::Row::try_get(&row, "claimable").map_err(db_err)?;
+                if !claimable {
+                    return Ok(vec![ClaimOutcome::NotClaimable; claims.len()]);
+                }
+                let remaining: i64 = sqlx::Row::try_get(&row, "remaining").map_err(db_err)?;
+                granted = remaining.clamp(0, wanted);
+                let cut = granted as usize;
+                sqlx::query("UPDATE templates SET claimed = claimed + $2 WHERE id = $1")
+                    .bind(template.get())
+                    .bind(granted)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+                sqlx::query("DELETE FROM coupons WHERE id = ANY($1)")
+                    .bind(&ids[cut..])
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+                for &i in &accepted[cut..] {
+                    sqlx::query(
+                        "UPDATE holdings SET n = n - 1 WHERE template_id = $1 AND user_id = $2",
+                    )
+                    .bind(template.get())
+                    .bind(claims[i].user.as_str())
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+                    out[i] = Some(ClaimOutcome::SoldOut);
+                }
+            }
+        }
+        for (k, &i) in accepted.iter().enumerate().take(granted as usize) {
+            let c = &claims[i];
+            out[i] = Some(ClaimOutcome::Issued(Coupon {
+                id: CouponId::new(ids[k]).map_err(StoreError::other)?,
+                template_id: template,
+                user_id: c.user.clone(),
+                stored_status: CouponStatus::Unused,
+                claimed_at: now,
+                valid_from: c.valid_from,
+                valid_until: c.valid_until,
+            }));
+        }
+        tx.commit().await.map_err(db_err)?;
+        out.into_iter()
+            .map(|o| o.ok_or_else(|| StoreError::other("claim without an outcome")))
+            .collect()
+    }
+
+    async fn user_coupons(&self, q: &CouponQuery) -> StoreResult<Vec<Coupon>> {
+        let mut b = QueryBuilder::<Postgres>::new("SELECT * FROM coupons WHERE user_id = ");
+        b.push_bind(q.user.as_str().to_owned());
+        let now = dt(q.now);
+        match q.status {
+            None => {}
+            Some(CouponStatus::Unused) => {
+                b.push(" AND status = 'unused' AND valid_until > ")
+                    .push_bind(now);
+            }
+            Some(CouponStatus::Expired) => {
+                b.push(" AND (status = 'expired' OR (status = 'unused' AND valid_until <= ")
+                    .push_bind(now)
+                    .push("))");
+            }
+            Some(s) => {
+                b.push(" AND status = ").push_bind(s.as_str());
+            }
+        }
+        if let Some((vu, id)) = q.after {
+            b.push(" AND (valid_until, id) > (")
+                .push_bind(dt(vu))
+                .push(", ")
+                .push_bind(id)
+                .push(")");
+        }
+        b.push(" ORDER BY valid_until, id LIMIT ")
+            .push_bind(i64::from(q.limit));
+        let rows = b.build().fetch_all(&self.pool).await.map_err(db_err)?;
+        rows.iter().map(rows::coupon).collect()
+    }
+
+    async fn count_coupons(&self, template: TemplateId) -> StoreResult<i64> {
+        sqlx::query_scalar("SELECT COUNT(*) FROM coupons WHERE template_id = $1")
+            .bind(template.get())
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db_err)
     }
 }

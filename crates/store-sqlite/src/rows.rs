@@ -1,8 +1,9 @@
 //! Row conversions and the mapping of driver errors into [`StoreError`], in one place.
 
 use coupond_domain::{
-    Activity, ActivityId, CategoryId, CityId, Listing, ListingDraft, ListingId, Merchant,
-    MerchantId, Money, Template, TemplateId, Timestamp, Window,
+    Activity, ActivityId, CategoryId, CityId, Coupon, CouponId, CouponStatus, Listing,
+    ListingDraft, ListingId, Merchant, MerchantId, Money, Template, TemplateId, Timestamp, UserId,
+    Window,
 };
 use coupond_store::{codec, ApiKey, Role, StoreError};
 use sqlx::sqlite::SqliteRow;
@@ -89,6 +90,20 @@ pub(crate) fn listing(r: &SqliteRow) -> Result<Listing, StoreError> {
         },
         created_at: ts(get(r, "created_at")?)?,
         updated_at: ts(get(r, "updated_at")?)?,
+    })
+}
+
+pub(crate) fn coupon(r: &SqliteRow) -> Result<Coupon, StoreError> {
+    let status: String = get(r, "status")?;
+    Ok(Coupon {
+        id: id(get(r, "id")?, CouponId::new)?,
+        template_id: id(get(r, "template_id")?, TemplateId::new)?,
+        user_id: UserId::parse(&get::<String>(r, "user_id")?).map_err(StoreError::other)?,
+        stored_status: CouponStatus::parse(&status)
+            .ok_or_else(|| StoreError::other("unknown coupon status"))?,
+        claimed_at: ts(get(r, "claimed_at")?)?,
+        valid_from: ts(get(r, "valid_from")?)?,
+        valid_until: ts(get(r, "valid_until")?)?,
     })
 }
 

@@ -6,12 +6,13 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use coupond_domain::{
-    Activity, ActivityId, ActivitySpec, ActivityStatus, Listing, ListingDraft, ListingId, Merchant,
-    MerchantDraft, MerchantId, Template, TemplateId, TemplateSpec, TemplateStatus, Timestamp,
+    Activity, ActivityId, ActivitySpec, ActivityStatus, Coupon, CouponId, CouponStatus, Listing,
+    ListingDraft, ListingId, Merchant, MerchantDraft, MerchantId, Template, TemplateId,
+    TemplateSpec, TemplateStatus, Timestamp,
 };
 use coupond_store::{
-    codec, ActivityQuery, ApiKey, ListingQuery, NewApiKey, NewTemplate, PoolStats, Store,
-    StoreError, StoreResult, TemplateQuery,
+    codec, ActivityQuery, ApiKey, ClaimOutcome, ClaimRequest, CouponQuery, ListingQuery, NewApiKey,
+    NewTemplate, PoolStats, Store, StoreError, StoreResult, TemplateQuery,
 };
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
@@ -894,6 +895,144 @@ impl Store for SqliteStore {
         let template = rows::template(&row)?;
         tx.commit().await.map_err(db_err)?;
         Ok(template)
+    }
+
+    async fn claim_batch(
+        &self,
+        template: TemplateId,
+        claims: &[ClaimRequest],
+        now: Timestamp,
+    ) -> StoreResult<Vec<ClaimOutcome>> {
+        let mut tx = self.begin().await?;
+        // Inside BEGIN IMMEDIATE nothing else writes until commit: what is read here stays
+        // true for the whole batch.
+        let row = sqlx::query(
+            "SELECT total_stock - claimed AS remaining, per_user_limit,
+                    (aborted_at IS NULL AND (activity_id IS NOT NULL OR published_at IS NOT NULL)
+                     AND claim_start <= ?1 AND ?1 < claim_end) AS claimable
+             FROM templates WHERE id = ?2",
+        )
+        .bind(us(now))
+        .bind(template.get())
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_err)?
+        .ok_or(StoreError::NotFound)?;
+        let claimable: bool = sqlx::Row::try_get(&row, "claimable").map_err(db_err)?;
+        if !claimable {
+            return Ok(vec![ClaimOutcome::NotClaimable; claims.len()]);
+        }
+        let mut remaining: i64 = sqlx::Row::try_get(&row, "remaining").map_err(db_err)?;
+        let limit: i64 = sqlx::Row::try_get(&row, "per_user_limit").map_err(db_err)?;
+        let mut granted = 0i64;
+        let mut out = Vec::with_capacity(claims.len());
+        for c in claims {
+            if remaining == 0 {
+                out.push(ClaimOutcome::SoldOut);
+                continue;
+            }
+            let held: Option<i64> = sqlx::query_scalar(
+                "INSERT INTO holdings (template_id, user_id, n) VALUES (?1, ?2, 1)
+                 ON CONFLICT (template_id, user_id) DO UPDATE SET n = n + 1 WHERE n < ?3
+                 RETURNING n",
+            )
+            .bind(template.get())
+            .bind(c.user.as_str())
+            .bind(limit)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            if held.is_none() {
+                out.push(ClaimOutcome::LimitReached);
+                continue;
+            }
+            let id: i64 = sqlx::query_scalar(
+                "INSERT INTO coupons (template_id, user_id, claimed_at, valid_from, valid_until,
+                                      updated_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?3) RETURNING id",
+            )
+            .bind(template.get())
+            .bind(c.user.as_str())
+            .bind(us(now))
+            .bind(us(c.valid_from))
+            .bind(us(c.valid_until))
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            out.push(ClaimOutcome::Issued(Coupon {
+                id: CouponId::new(id).map_err(StoreError::other)?,
+                template_id: template,
+                user_id: c.user.clone(),
+                stored_status: CouponStatus::Unused,
+                claimed_at: now,
+                valid_from: c.valid_from,
+                valid_until: c.valid_until,
+            }));
+            remaining -= 1;
+            granted += 1;
+        }
+        if granted > 0 {
+            // Conditional all the same: the stock check lives in the database, not in the
+            // arithmetic above.
+            let raised = sqlx::query(
+                "UPDATE templates SET claimed = claimed + ?1
+                 WHERE id = ?2 AND claimed + ?1 <= total_stock",
+            )
+            .bind(granted)
+            .bind(template.get())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            if raised.rows_affected() != 1 {
+                return Err(StoreError::other(
+                    "stock changed inside a write transaction",
+                ));
+            }
+        }
+        tx.commit().await.map_err(db_err)?;
+        Ok(out)
+    }
+
+    async fn user_coupons(&self, q: &CouponQuery) -> StoreResult<Vec<Coupon>> {
+        let mut b = QueryBuilder::<Sqlite>::new("SELECT * FROM coupons WHERE user_id = ");
+        b.push_bind(q.user.as_str().to_owned());
+        let now = us(q.now);
+        match q.status {
+            None => {}
+            Some(CouponStatus::Unused) => {
+                b.push(" AND status = 'unused' AND valid_until > ")
+                    .push_bind(now);
+            }
+            Some(CouponStatus::Expired) => {
+                b.push(" AND (status = 'expired' OR (status = 'unused' AND valid_until <= ")
+                    .push_bind(now)
+                    .push("))");
+            }
+            Some(s) => {
+                b.push(" AND status = ").push_bind(s.as_str());
+            }
+        }
+        if let Some((vu, id)) = q.after {
+            b.push(" AND (valid_until > ")
+                .push_bind(us(vu))
+                .push(" OR (valid_until = ")
+                .push_bind(us(vu))
+                .push(" AND id > ")
+                .push_bind(id)
+                .push("))");
+        }
+        b.push(" ORDER BY valid_until, id LIMIT ")
+            .push_bind(i64::from(q.limit));
+        let rows = b.build().fetch_all(&self.reader).await.map_err(db_err)?;
+        rows.iter().map(rows::coupon).collect()
+    }
+
+    async fn count_coupons(&self, template: TemplateId) -> StoreResult<i64> {
+        sqlx::query_scalar("SELECT COUNT(*) FROM coupons WHERE template_id = ?")
+            .bind(template.get())
+            .fetch_one(&self.reader)
+            .await
+            .map_err(db_err)
     }
 }
 

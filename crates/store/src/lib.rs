@@ -19,14 +19,14 @@ pub mod testing;
 
 use async_trait::async_trait;
 use coupond_domain::{
-    Activity, ActivityId, ActivitySpec, Listing, ListingDraft, ListingId, Merchant, MerchantDraft,
-    MerchantId, Template, TemplateId, TemplateSpec, Timestamp,
+    Activity, ActivityId, ActivitySpec, Coupon, Listing, ListingDraft, ListingId, Merchant,
+    MerchantDraft, MerchantId, Template, TemplateId, TemplateSpec, Timestamp,
 };
 
 pub use error::{StoreError, StoreResult};
 pub use model::{
-    ActivityQuery, ApiKey, ListingQuery, NewApiKey, NewTemplate, Page, PoolStats, Role,
-    TemplateQuery,
+    ActivityQuery, ApiKey, ClaimOutcome, ClaimRequest, CouponQuery, ListingQuery, NewApiKey,
+    NewTemplate, Page, PoolStats, Role, TemplateQuery,
 };
 
 /// Everything coupond persists. Implementations are cheap to share (`Arc<dyn Store>`), safe to
@@ -167,4 +167,21 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
         version: i64,
         now: Timestamp,
     ) -> StoreResult<Template>;
+
+    // --- claims and wallets -----------------------------------------------------------------
+    /// Claims, in one transaction, a coupon of `template` for each request, in order: a
+    /// request gets `LimitReached` if its user already holds the per-user limit (counting
+    /// earlier requests of the batch), `SoldOut` once the stock is exhausted, `NotClaimable`
+    /// if the template is not active at `now`; every `Issued` coupon exists when this returns,
+    /// and `claimed` grew by exactly their number. Never issues past the stock.
+    async fn claim_batch(
+        &self,
+        template: TemplateId,
+        claims: &[ClaimRequest],
+        now: Timestamp,
+    ) -> StoreResult<Vec<ClaimOutcome>>;
+    /// A user's coupons matching `q`, by `(valid_until, id)`.
+    async fn user_coupons(&self, q: &CouponQuery) -> StoreResult<Vec<Coupon>>;
+    /// How many coupons a template has issued, counted from the coupon rows (for audits).
+    async fn count_coupons(&self, template: TemplateId) -> StoreResult<i64>;
 }

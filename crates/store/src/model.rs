@@ -3,8 +3,8 @@
 use std::fmt;
 
 use coupond_domain::{
-    ActivityId, ActivityStatus, CategoryId, CityId, CitySet, CouponKind, MerchantId, TemplateId,
-    TemplateSpec, TemplateStatus, Timestamp,
+    ActivityId, ActivityStatus, CategoryId, CityId, CitySet, Coupon, CouponKind, CouponStatus,
+    MerchantId, TemplateId, TemplateSpec, TemplateStatus, Timestamp, UserId,
 };
 use serde::{Deserialize, Serialize};
 
@@ -148,4 +148,35 @@ pub struct PoolStats {
     pub idle: u32,
     /// The configured maximum.
     pub max: u32,
+}
+
+/// One claim in a batch: who, and the validity its coupon gets.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClaimRequest {
+    pub user: UserId,
+    pub valid_from: Timestamp,
+    pub valid_until: Timestamp,
+}
+
+/// What happened to one claim of a batch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClaimOutcome {
+    Issued(Coupon),
+    SoldOut,
+    LimitReached,
+    /// The template is not claimable at the batch's instant (aborted, outside its window,
+    /// unpublished).
+    NotClaimable,
+}
+
+/// Which of a user's coupons to list: soonest-expiring first.
+#[derive(Clone, Debug)]
+pub struct CouponQuery {
+    pub user: UserId,
+    /// Only coupons in this status at `now` (an unused coupon past its validity is expired).
+    pub status: Option<CouponStatus>,
+    pub now: Timestamp,
+    /// Coupons after this `(valid_until, id)` position.
+    pub after: Option<(Timestamp, i64)>,
+    pub limit: u32,
 }

@@ -30,7 +30,13 @@ macro_rules! conformance_suite {
             activity_edit_moves_following_templates,
             listings_update_and_search,
             bind_limit_holds_under_concurrency,
-            abort_releases_bindings
+            abort_releases_bindings,
+            claims_stop_at_the_stock,
+            claims_respect_the_per_user_limit,
+            claims_outside_the_window_or_aborted_leave_nothing,
+            concurrent_batches_never_over_issue,
+            concurrent_claims_of_one_user_hold_the_limit,
+            wallets_list_soonest_expiring_first
         );
     };
     (@cases $factory:path; $($case:ident),* $(,)?) => {

@@ -8,8 +8,8 @@ use time::Duration;
 
 use super::fixtures::*;
 use crate::{
-    ActivityQuery, ListingQuery, NewApiKey, NewTemplate, Page, Role, Store, StoreError,
-    TemplateQuery,
+    ActivityQuery, ClaimOutcome, ClaimRequest, CouponQuery, ListingQuery, NewApiKey, NewTemplate,
+    Page, Role, Store, StoreError, TemplateQuery,
 };
 
 const FREEZE: Duration = Duration::minutes(5);
@@ -1023,4 +1023,218 @@ pub async fn abort_releases_bindings(s: Arc<dyn Store>) {
         s.bind(l.id, t4.id, 2, t0()).await.unwrap(),
         "the activity's slot is free again"
     );
+}
+
+/// A published standalone template with `stock` and `limit`, claimable hours [10, 20).
+async fn claimable(s: &Arc<dyn Store>, stock: i64, limit: u32) -> coupond_domain::Template {
+    let m = s
+        .insert_merchant(&merchant("Claims", &[1, 2]), t0())
+        .await
+        .unwrap();
+    let mut d = standalone_template(10, 20);
+    d.total_stock = stock;
+    d.per_user_limit = limit;
+    let spec = spec(d, &m, None, t0());
+    let t = s
+        .insert_template(
+            &NewTemplate {
+                merchant_id: Some(m.id),
+                spec: &spec,
+                activity_version: None,
+            },
+            t0(),
+        )
+        .await
+        .unwrap();
+    s.publish_template(t.id, t.version, t0()).await.unwrap()
+}
+
+fn req(user: &str) -> ClaimRequest {
+    ClaimRequest {
+        user: coupond_domain::UserId::parse(user).unwrap(),
+        valid_from: at(15),
+        valid_until: at(15 + 48),
+    }
+}
+
+fn tally(outcomes: &[ClaimOutcome]) -> (usize, usize, usize, usize) {
+    let mut t = (0, 0, 0, 0);
+    for o in outcomes {
+        match o {
+            ClaimOutcome::Issued(_) => t.0 += 1,
+            ClaimOutcome::SoldOut => t.1 += 1,
+            ClaimOutcome::LimitReached => t.2 += 1,
+            ClaimOutcome::NotClaimable => t.3 += 1,
+        }
+    }
+    t
+}
+
+pub async fn claims_stop_at_the_stock(s: Arc<dyn Store>) {
+    let t = claimable(&s, 5, 1).await;
+    let batch: Vec<ClaimRequest> = (0..8).map(|i| req(&format!("u{i}"))).collect();
+    let out = s.claim_batch(t.id, &batch, at(15)).await.unwrap();
+    assert_eq!(tally(&out), (5, 3, 0, 0));
+    // First come, first served: the first five requests got the coupons.
+    assert!(out[..5]
+        .iter()
+        .all(|o| matches!(o, ClaimOutcome::Issued(_))));
+    if let ClaimOutcome::Issued(c) = &out[0] {
+        assert_eq!(
+            (c.template_id, c.user_id.as_str(), c.claimed_at),
+            (t.id, "u0", at(15))
+        );
+        assert_eq!(
+            (c.valid_from, c.valid_until, c.stored_status),
+            (at(15), at(63), coupond_domain::CouponStatus::Unused)
+        );
+    }
+    assert_eq!(s.template(t.id).await.unwrap().claimed, 5);
+    assert_eq!(s.count_coupons(t.id).await.unwrap(), 5);
+    let again = s.claim_batch(t.id, &[req("late")], at(16)).await.unwrap();
+    assert_eq!(again, vec![ClaimOutcome::SoldOut]);
+    assert_eq!(s.count_coupons(t.id).await.unwrap(), 5);
+}
+
+pub async fn claims_respect_the_per_user_limit(s: Arc<dyn Store>) {
+    let t = claimable(&s, 100, 2).await;
+    let out = s
+        .claim_batch(t.id, &[req("a"), req("a"), req("a"), req("b")], at(15))
+        .await
+        .unwrap();
+    assert!(matches!(out[0], ClaimOutcome::Issued(_)) && matches!(out[1], ClaimOutcome::Issued(_)));
+    assert_eq!(
+        (&out[2], tally(&out)),
+        (&ClaimOutcome::LimitReached, (3, 0, 1, 0))
+    );
+    let out = s
+        .claim_batch(t.id, &[req("a"), req("b")], at(16))
+        .await
+        .unwrap();
+    assert_eq!(tally(&out), (1, 0, 1, 0));
+    assert_eq!(out[0], ClaimOutcome::LimitReached);
+    assert_eq!(s.template(t.id).await.unwrap().claimed, 4);
+    assert_eq!(s.count_coupons(t.id).await.unwrap(), 4);
+}
+
+pub async fn claims_outside_the_window_or_aborted_leave_nothing(s: Arc<dyn Store>) {
+    let t = claimable(&s, 10, 1).await;
+    for now in [at(9), at(20)] {
+        let out = s
+            .claim_batch(t.id, &[req("a"), req("b")], now)
+            .await
+            .unwrap();
+        assert_eq!(tally(&out), (0, 0, 0, 2));
+    }
+    let t = s.abort_template(t.id, t.version, at(11)).await.unwrap();
+    assert_eq!(
+        tally(&s.claim_batch(t.id, &[req("a")], at(15)).await.unwrap()),
+        (0, 0, 0, 1)
+    );
+    assert_eq!((t.claimed, s.count_coupons(t.id).await.unwrap()), (0, 0));
+    let missing = coupond_domain::TemplateId::new(t.id.get() + 100).unwrap();
+    assert!(matches!(
+        s.claim_batch(missing, &[req("a")], at(15)).await,
+        Err(StoreError::NotFound)
+    ));
+}
+
+/// Twenty concurrent batches of ten distinct users race for 50 coupons: exactly 50 issued.
+pub async fn concurrent_batches_never_over_issue(s: Arc<dyn Store>) {
+    let t = claimable(&s, 50, 1).await;
+    let mut joins = vec![];
+    for b in 0..20 {
+        let s = s.clone();
+        joins.push(tokio::spawn(async move {
+            let batch: Vec<ClaimRequest> = (0..10).map(|i| req(&format!("u{b}-{i}"))).collect();
+            s.claim_batch(t.id, &batch, at(15)).await.unwrap()
+        }));
+    }
+    let mut all = vec![];
+    for j in joins {
+        all.extend(j.await.unwrap());
+    }
+    assert_eq!(tally(&all), (50, 150, 0, 0));
+    assert_eq!(s.template(t.id).await.unwrap().claimed, 50);
+    assert_eq!(s.count_coupons(t.id).await.unwrap(), 50);
+}
+
+/// One user firing 30 claims at once at a limit of 3: exactly 3.
+pub async fn concurrent_claims_of_one_user_hold_the_limit(s: Arc<dyn Store>) {
+    let t = claimable(&s, 100, 3).await;
+    let mut joins = vec![];
+    for _ in 0..30 {
+        let s = s.clone();
+        joins.push(tokio::spawn(async move {
+            s.claim_batch(t.id, &[req("greedy")], at(15)).await.unwrap()
+        }));
+    }
+    let mut all = vec![];
+    for j in joins {
+        all.extend(j.await.unwrap());
+    }
+    assert_eq!(tally(&all), (3, 0, 27, 0));
+    assert_eq!(s.count_coupons(t.id).await.unwrap(), 3);
+}
+
+pub async fn wallets_list_soonest_expiring_first(s: Arc<dyn Store>) {
+    let t = claimable(&s, 100, 10).await;
+    let mut ids = vec![];
+    for (i, until) in [(0, 40), (1, 30), (2, 50)] {
+        let r = ClaimRequest {
+            valid_until: at(until),
+            ..req("w")
+        };
+        let out = s.claim_batch(t.id, &[r], at(15 + i)).await.unwrap();
+        let ClaimOutcome::Issued(c) = &out[0] else {
+            panic!("{out:?}")
+        };
+        ids.push((until, c.id));
+    }
+    s.claim_batch(t.id, &[req("someone-else")], at(15))
+        .await
+        .unwrap();
+    ids.sort();
+    let q = |status, after, limit| CouponQuery {
+        user: coupond_domain::UserId::parse("w").unwrap(),
+        status,
+        now: at(35),
+        after,
+        limit,
+    };
+    let all: Vec<_> = s
+        .user_coupons(&q(None, None, 10))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|c| c.id)
+        .collect();
+    assert_eq!(all, ids.iter().map(|(_, id)| *id).collect::<Vec<_>>());
+    let unused = s
+        .user_coupons(&q(Some(coupond_domain::CouponStatus::Unused), None, 10))
+        .await
+        .unwrap();
+    assert_eq!(
+        unused.len(),
+        2,
+        "the one valid until hour 30 has expired at hour 35"
+    );
+    let expired = s
+        .user_coupons(&q(Some(coupond_domain::CouponStatus::Expired), None, 10))
+        .await
+        .unwrap();
+    assert_eq!(
+        expired.iter().map(|c| c.id).collect::<Vec<_>>(),
+        vec![ids[0].1]
+    );
+    let first = s.user_coupons(&q(None, None, 1)).await.unwrap();
+    let after = (first[0].valid_until, first[0].id.get());
+    let rest: Vec<_> = s
+        .user_coupons(&q(None, Some(after), 10))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|c| c.id)
+        .collect();
+    assert_eq!(rest, vec![ids[1].1, ids[2].1]);
 }

@@ -1,0 +1,166 @@
+//! Coupons held by users (seed `t_coupon`) and the rules of claiming one.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::ids::{CouponId, TemplateId, UserId};
+use crate::template::{Template, TemplateStatus};
+use crate::time::Timestamp;
+
+/// A coupon's status. `locked`, `used` and `revoked` are stored; `expired` is also computed:
+/// an unused coupon past its validity is expired whether or not anything wrote that down.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CouponStatus {
+    Unused,
+    /// Held by an order until its lock deadline.
+    Locked,
+    Used,
+    Expired,
+    Revoked,
+}
+
+impl CouponStatus {
+    pub const ALL: [CouponStatus; 5] = [
+        CouponStatus::Unused,
+        CouponStatus::Locked,
+        CouponStatus::Used,
+        CouponStatus::Expired,
+        CouponStatus::Revoked,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CouponStatus::Unused => "unused",
+            CouponStatus::Locked => "locked",
+            CouponStatus::Used => "used",
+            CouponStatus::Expired => "expired",
+            CouponStatus::Revoked => "revoked",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|c| c.as_str() == s)
+    }
+}
+
+/// A stored coupon.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Coupon {
+    pub id: CouponId,
+    pub template_id: TemplateId,
+    pub user_id: UserId,
+    /// The stored status; see [`Coupon::status`] for the one to show.
+    pub stored_status: CouponStatus,
+    pub claimed_at: Timestamp,
+    pub valid_from: Timestamp,
+    pub valid_until: Timestamp,
+}
+
+impl Coupon {
+    /// The status at `now`: an unused coupon whose validity ended is expired.
+    pub fn status(&self, now: Timestamp) -> CouponStatus {
+        match self.stored_status {
+            CouponStatus::Unused if now >= self.valid_until => CouponStatus::Expired,
+            s => s,
+        }
+    }
+}
+
+/// Why a template cannot be claimed now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum NotClaimable {
+    Draft,
+    NotStarted,
+    Ended,
+    Expired,
+    Aborted,
+}
+
+impl NotClaimable {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NotClaimable::Draft => "draft",
+            NotClaimable::NotStarted => "not_started",
+            NotClaimable::Ended => "ended",
+            NotClaimable::Expired => "expired",
+            NotClaimable::Aborted => "aborted",
+        }
+    }
+}
+
+/// Why a claim was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClaimRejection {
+    /// No stock left.
+    SoldOut,
+    /// The user already holds the template's per-user limit.
+    LimitReached,
+    NotClaimable(NotClaimable),
+    /// The user is not in the template's audience.
+    NotEligible,
+}
+
+impl ClaimRejection {
+    pub fn code(self) -> &'static str {
+        match self {
+            ClaimRejection::SoldOut => "sold_out",
+            ClaimRejection::LimitReached => "limit_reached",
+            ClaimRejection::NotClaimable(_) => "not_claimable",
+            ClaimRejection::NotEligible => "not_eligible",
+        }
+    }
+}
+
+/// Whether `user` may claim `t` at `now`, before stock and the per-user limit (which the
+/// database decides).
+pub fn check_claim(t: &Template, user: &UserId, now: Timestamp) -> Result<(), ClaimRejection> {
+    let reason = match t.status(now) {
+        TemplateStatus::Active => None,
+        TemplateStatus::Draft => Some(NotClaimable::Draft),
+        TemplateStatus::Scheduled => Some(NotClaimable::NotStarted),
+        TemplateStatus::Ended => Some(NotClaimable::Ended),
+        TemplateStatus::Expired => Some(NotClaimable::Expired),
+        TemplateStatus::Aborted => Some(NotClaimable::Aborted),
+    };
+    if let Some(r) = reason {
+        return Err(ClaimRejection::NotClaimable(r));
+    }
+    if !t.spec.audience.admits(user) {
+        return Err(ClaimRejection::NotEligible);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unused_coupons_expire_by_the_clock() {
+        let t = |s: &str| Timestamp::parse(s).unwrap();
+        let c = Coupon {
+            id: CouponId::new(1).unwrap(),
+            template_id: TemplateId::new(1).unwrap(),
+            user_id: UserId::parse("u").unwrap(),
+            stored_status: CouponStatus::Unused,
+            claimed_at: t("2026-01-01T00:00:00Z"),
+            valid_from: t("2026-01-01T00:00:00Z"),
+            valid_until: t("2026-01-02T00:00:00Z"),
+        };
+        assert_eq!(
+            c.status(t("2026-01-01T23:59:59.999999Z")),
+            CouponStatus::Unused
+        );
+        assert_eq!(c.status(t("2026-01-02T00:00:00Z")), CouponStatus::Expired);
+        let used = Coupon {
+            stored_status: CouponStatus::Used,
+            ..c
+        };
+        assert_eq!(used.status(t("2027-01-01T00:00:00Z")), CouponStatus::Used);
+        for s in CouponStatus::ALL {
+            assert_eq!(CouponStatus::parse(s.as_str()), Some(s));
+        }
+    }
+}
