@@ -1,0 +1,385 @@
+//! The claim engine: group commit per hot template.
+//!
+//! Each template being claimed has a batcher task fed by a bounded channel. The batcher waits
+//! for one claim, takes everything else already waiting (up to `max_batch`), commits them all
+//! with one [`Store::claim_batch`] transaction, and answers each caller after the commit. A lone
+//! claim is committed at once (no timer, no added latency when idle); under load, claims pile
+//! up while a commit is flushing and the next transaction takes all of them, so throughput
+//! grows with load while every answer is still durable.
+//!
+//! Consistency never depends on this process: the stock and per-user limits are decided by
+//! the database inside `claim_batch`, so several coupond processes on one PostgreSQL stay
+//! exact. The only in-memory shortcut is the set of templates known to be sold out, which
+//! answers `sold_out` without a database round trip (stock never comes back once issued).
+//!
+//! Locks and channels:
+//! - `batchers` (a `std` mutex, held only to look up or insert a sender, never across an
+//!   await) maps a template to its batcher's sender.
+//! - each batcher's channel holds at most `4 * max_batch` claims; senders wait (backpressure)
+//!   when it is full.
+//! - a batcher idle for [`IDLE`] removes itself from `batchers`, closes its channel and
+//!   commits whatever was still queued; a sender that raced with that gets a closed channel
+//!   and starts a new batcher.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::Duration;
+
+use coupond_domain::{
+    check_claim, ClaimRejection, Coupon, NotClaimable, Template, TemplateId, UserId,
+};
+use coupond_store::{ClaimOutcome, ClaimRequest, Store, StoreError};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+use crate::clock::Clock;
+
+/// How long a batcher waits for work before it exits.
+pub const IDLE: Duration = Duration::from_secs(30);
+
+/// How claims reach the database.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClaimMode {
+    /// Group commit: up to `max_batch` claims per transaction.
+    Batched { max_batch: usize },
+    /// One transaction per claim (for comparison in benchmarks).
+    Single,
+}
+
+impl Default for ClaimMode {
+    fn default() -> Self {
+        ClaimMode::Batched { max_batch: 512 }
+    }
+}
+
+/// Why a claim failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClaimError {
+    /// A rule refused it; the caller gets a 409 with the reason.
+    Rejected(ClaimRejection),
+    /// The database is unreachable; nothing was written for this claim.
+    Unavailable,
+    /// The engine is shutting down and takes no new claims.
+    ShuttingDown,
+    /// Anything else (logged by the engine); nothing was written for this claim.
+    Internal(String),
+}
+
+struct Job {
+    request: ClaimRequest,
+    reply: oneshot::Sender<Result<ClaimOutcome, ClaimError>>,
+}
+
+/// The claim engine. Cheap to clone; clones share batchers.
+#[derive(Clone)]
+pub struct ClaimEngine {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for ClaimEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClaimEngine")
+            .field("mode", &self.inner.mode)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    mode: ClaimMode,
+    batchers: Mutex<HashMap<TemplateId, mpsc::Sender<Job>>>,
+    sold_out: RwLock<HashSet<TemplateId>>,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+    closing: std::sync::atomic::AtomicBool,
+}
+
+impl ClaimEngine {
+    pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>, mode: ClaimMode) -> Self {
+        ClaimEngine {
+            inner: Arc::new(Inner {
+                store,
+                clock,
+                mode,
+                batchers: Mutex::new(HashMap::new()),
+                sold_out: RwLock::new(HashSet::new()),
+                tasks: Mutex::new(Vec::new()),
+                closing: std::sync::atomic::AtomicBool::new(false),
+            }),
+        }
+    }
+
+    pub fn mode(&self) -> ClaimMode {
+        self.inner.mode
+    }
+
+    /// Claims a coupon of `template` (as read by the caller) for `user`. The rules that need
+    /// no database (status, audience) are checked here; stock and the per-user limit are
+    /// decided in the commit.
+    pub async fn claim(&self, template: &Template, user: UserId) -> Result<Coupon, ClaimError> {
+        if self
+            .inner
+            .closing
+            .load(std::sync::atomic::Ordering::Acquire)
+        {
+            return Err(ClaimError::ShuttingDown);
+        }
+        let now = self.inner.clock.now();
+        check_claim(template, &user, now).map_err(ClaimError::Rejected)?;
+        if self.is_sold_out(template.id) {
+            return Err(ClaimError::Rejected(ClaimRejection::SoldOut));
+        }
+        let (valid_from, valid_until) = template.spec.validity.for_claim(now);
+        let request = ClaimRequest {
+            user,
+            valid_from,
+            valid_until,
+        };
+        let outcome = match self.inner.mode {
+            ClaimMode::Single => self
+                .inner
+                .store
+                .claim_batch(template.id, std::slice::from_ref(&request), now)
+                .await
+                .map_err(store_error)
+                .and_then(|mut v| {
+                    v.pop()
+                        .ok_or_else(|| ClaimError::Internal("no outcome".into()))
+                })?,
+            ClaimMode::Batched { max_batch } => {
+                self.enqueue(template.id, request, max_batch).await?
+            }
+        };
+        match outcome {
+            ClaimOutcome::Issued(c) => Ok(c),
+            ClaimOutcome::SoldOut => {
+                self.mark_sold_out(template.id);
+                Err(ClaimError::Rejected(ClaimRejection::SoldOut))
+            }
+            ClaimOutcome::LimitReached => Err(ClaimError::Rejected(ClaimRejection::LimitReached)),
+            ClaimOutcome::NotClaimable => {
+                // The template changed since the caller read it (aborted, window closed).
+                let reason = match template.status(self.inner.clock.now()) {
+                    coupond_domain::TemplateStatus::Ended => NotClaimable::Ended,
+                    coupond_domain::TemplateStatus::Expired => NotClaimable::Expired,
+                    _ => NotClaimable::Aborted,
+                };
+                Err(ClaimError::Rejected(ClaimRejection::NotClaimable(reason)))
+            }
+        }
+    }
+
+    fn is_sold_out(&self, t: TemplateId) -> bool {
+        self.inner
+            .sold_out
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(&t)
+    }
+
+    fn mark_sold_out(&self, t: TemplateId) {
+        self.inner
+            .sold_out
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(t);
+    }
+
+    async fn enqueue(
+        &self,
+        template: TemplateId,
+        request: ClaimRequest,
+        max_batch: usize,
+    ) -> Result<ClaimOutcome, ClaimError> {
+        let (reply, answer) = oneshot::channel();
+        let mut job = Job { request, reply };
+        // Two attempts: the first may hit a batcher that just retired.
+        for _ in 0..2 {
+            let sender = self.sender(template, max_batch)?;
+            match sender.send(job).await {
+                Ok(()) => {
+                    return answer
+                        .await
+                        .unwrap_or_else(|_| Err(ClaimError::Internal("batcher stopped".into())));
+                }
+                Err(mpsc::error::SendError(returned)) => {
+                    job = returned;
+                    let mut map = self
+                        .inner
+                        .batchers
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner);
+                    if map.get(&template).is_some_and(|s| s.same_channel(&sender)) {
+                        map.remove(&template);
+                    }
+                }
+            }
+        }
+        Err(ClaimError::Internal("no batcher accepted the claim".into()))
+    }
+
+    /// The sender of `template`'s batcher, starting one if there is none.
+    fn sender(
+        &self,
+        template: TemplateId,
+        max_batch: usize,
+    ) -> Result<mpsc::Sender<Job>, ClaimError> {
+        let mut map = self
+            .inner
+            .batchers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if self
+            .inner
+            .closing
+            .load(std::sync::atomic::Ordering::Acquire)
+        {
+            return Err(ClaimError::ShuttingDown);
+        }
+        if let Some(s) = map.get(&template) {
+            if !s.is_closed() {
+                return Ok(s.clone());
+            }
+        }
+        let (tx, rx) = mpsc::channel(max_batch.max(1) * 4);
+        map.insert(template, tx.clone());
+        let engine = self.clone();
+        let own = tx.downgrade();
+        let handle = tokio::spawn(async move {
+            engine
+                .run_batcher(template, own, rx, max_batch.max(1))
+                .await;
+        });
+        let mut tasks = self
+            .inner
+            .tasks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        tasks.retain(|t| !t.is_finished());
+        tasks.push(handle);
+        Ok(tx)
+    }
+
+    /// `own` identifies this batcher's channel in `batchers` without keeping it open.
+    async fn run_batcher(
+        self,
+        template: TemplateId,
+        own: mpsc::WeakSender<Job>,
+        mut rx: mpsc::Receiver<Job>,
+        max_batch: usize,
+    ) {
+        let mut retiring = false;
+        loop {
+            let first = if retiring {
+                match rx.recv().await {
+                    Some(j) => j,
+                    None => break,
+                }
+            } else {
+                tokio::select! {
+                    job = rx.recv() => match job {
+                        Some(j) => j,
+                        None => break,
+                    },
+                    () = tokio::time::sleep(IDLE) => {
+                        self.retire(template, &own, &mut rx);
+                        retiring = true;
+                        continue;
+                    }
+                }
+            };
+            let mut jobs = Vec::with_capacity(max_batch.min(64));
+            jobs.push(first);
+            while jobs.len() < max_batch {
+                match rx.try_recv() {
+                    Ok(j) => jobs.push(j),
+                    Err(_) => break,
+                }
+            }
+            self.commit(template, jobs).await;
+        }
+    }
+
+    /// Stops taking new claims for `template` on this batcher; queued ones are still committed.
+    fn retire(
+        &self,
+        template: TemplateId,
+        own: &mpsc::WeakSender<Job>,
+        rx: &mut mpsc::Receiver<Job>,
+    ) {
+        let mut map = self
+            .inner
+            .batchers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let ours = own
+            .upgrade()
+            .is_some_and(|me| map.get(&template).is_some_and(|s| s.same_channel(&me)));
+        if ours {
+            map.remove(&template);
+        }
+        rx.close();
+    }
+
+    async fn commit(&self, template: TemplateId, jobs: Vec<Job>) {
+        let now = self.inner.clock.now();
+        let requests: Vec<ClaimRequest> = jobs.iter().map(|j| j.request.clone()).collect();
+        match self.inner.store.claim_batch(template, &requests, now).await {
+            Ok(outcomes) => {
+                for (job, outcome) in jobs.into_iter().zip(outcomes) {
+                    // A caller that went away is fine: its coupon exists and is in its wallet.
+                    let _ = job.reply.send(Ok(outcome));
+                }
+            }
+            Err(e) => {
+                let err = store_error(e);
+                for job in jobs {
+                    let _ = job.reply.send(Err(err.clone()));
+                }
+            }
+        }
+    }
+
+    /// Stops taking claims, commits everything queued, and waits for the batchers to finish.
+    pub async fn shutdown(&self) {
+        self.inner
+            .closing
+            .store(true, std::sync::atomic::Ordering::Release);
+        // Dropping the senders lets each batcher drain its queue and stop.
+        self.inner
+            .batchers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+        let tasks: Vec<JoinHandle<()>> = std::mem::take(
+            &mut *self
+                .inner
+                .tasks
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        for t in tasks {
+            let _ = t.await;
+        }
+    }
+}
+
+fn store_error(e: StoreError) -> ClaimError {
+    match e {
+        StoreError::Unavailable(source) => {
+            tracing::warn!(error = %source, "claim batch: database unavailable");
+            ClaimError::Unavailable
+        }
+        other => {
+            let mut chain = other.to_string();
+            let mut source = std::error::Error::source(&other);
+            while let Some(s) = source {
+                chain.push_str(": ");
+                chain.push_str(&s.to_string());
+                source = s.source();
+            }
+            tracing::error!(error = %chain, "claim batch failed");
+            ClaimError::Internal(chain)
+        }
+    }
+}

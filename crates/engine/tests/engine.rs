@@ -1,0 +1,196 @@
+//! The claim engine against a real SQLite store: many concurrent claimers, audited after.
+#![allow(clippy::unwrap_used)]
+
+use std::sync::Arc;
+
+use coupond_domain::{ClaimRejection, Template, UserId};
+use coupond_engine::{ClaimEngine, ClaimError, ClaimMode, ManualClock};
+use coupond_store::testing::fixtures::{at, merchant, spec, standalone_template, t0};
+use coupond_store::{NewTemplate, Store};
+use coupond_store_sqlite::SqliteStore;
+
+struct Setup {
+    store: Arc<dyn Store>,
+    clock: ManualClock,
+    _dir: tempfile::TempDir,
+}
+
+async fn setup() -> Setup {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}/engine.db", dir.path().display());
+    let store = SqliteStore::connect(&url).await.unwrap();
+    store.migrate().await.unwrap();
+    let clock = ManualClock::new(at(15));
+    Setup {
+        store: Arc::new(store),
+        clock,
+        _dir: dir,
+    }
+}
+
+/// A published template claimable hours [10, 20) with `stock` and `limit`.
+async fn template(store: &Arc<dyn Store>, stock: i64, limit: u32) -> Template {
+    let m = store
+        .insert_merchant(&merchant("E", &[1]), t0())
+        .await
+        .unwrap();
+    let mut d = standalone_template(10, 20);
+    d.total_stock = stock;
+    d.per_user_limit = limit;
+    let spec = spec(d, &m, None, t0());
+    let t = store
+        .insert_template(
+            &NewTemplate {
+                merchant_id: Some(m.id),
+                spec: &spec,
+                activity_version: None,
+            },
+            t0(),
+        )
+        .await
+        .unwrap();
+    store.publish_template(t.id, t.version, t0()).await.unwrap()
+}
+
+/// Fires `users` claims at once; returns (issued, sold out, limit reached).
+async fn storm(engine: &ClaimEngine, t: &Template, users: Vec<String>) -> (usize, usize, usize) {
+    let mut joins = vec![];
+    for u in users {
+        let (engine, t) = (engine.clone(), t.clone());
+        joins.push(tokio::spawn(async move {
+            engine.claim(&t, UserId::parse(&u).unwrap()).await
+        }));
+    }
+    let mut tally = (0, 0, 0);
+    for j in joins {
+        match j.await.unwrap() {
+            Ok(_) => tally.0 += 1,
+            Err(ClaimError::Rejected(ClaimRejection::SoldOut)) => tally.1 += 1,
+            Err(ClaimError::Rejected(ClaimRejection::LimitReached)) => tally.2 += 1,
+            Err(e) => panic!("unexpected {e:?}"),
+        }
+    }
+    tally
+}
+
+async fn exact_under_a_rush(mode: ClaimMode) {
+    let s = setup().await;
+    let engine = ClaimEngine::new(s.store.clone(), Arc::new(s.clock.clone()), mode);
+    let t = template(&s.store, 50, 1).await;
+    let users = (0..200).map(|i| format!("u{i}")).collect();
+    assert_eq!(storm(&engine, &t, users).await, (50, 150, 0));
+    assert_eq!(s.store.template(t.id).await.unwrap().claimed, 50);
+    assert_eq!(s.store.count_coupons(t.id).await.unwrap(), 50);
+
+    // Per-user limits of 1 and 3 against 50 simultaneous claims by one user.
+    for limit in [1, 3] {
+        let t = template(&s.store, 100, limit).await;
+        let users = vec!["greedy".to_owned(); 50];
+        assert_eq!(
+            storm(&engine, &t, users).await,
+            (limit as usize, 0, 50 - limit as usize)
+        );
+        assert_eq!(s.store.count_coupons(t.id).await.unwrap(), i64::from(limit));
+    }
+    engine.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batched_claims_are_exact_under_a_rush() {
+    exact_under_a_rush(ClaimMode::Batched { max_batch: 64 }).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn single_claims_are_exact_under_a_rush() {
+    exact_under_a_rush(ClaimMode::Single).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rules_are_checked_before_and_inside_the_commit() {
+    let s = setup().await;
+    let engine = ClaimEngine::new(
+        s.store.clone(),
+        Arc::new(s.clock.clone()),
+        ClaimMode::default(),
+    );
+    let t = template(&s.store, 1, 1).await;
+    let c = engine.claim(&t, UserId::parse("a").unwrap()).await.unwrap();
+    assert_eq!(
+        (c.template_id, c.claimed_at, c.valid_from),
+        (t.id, at(15), at(15))
+    );
+    assert_eq!(
+        c.valid_until,
+        at(15 + 48),
+        "two days from the claim (the fixture's validity)"
+    );
+    let sold = engine.claim(&t, UserId::parse("b").unwrap()).await;
+    assert_eq!(sold, Err(ClaimError::Rejected(ClaimRejection::SoldOut)));
+    // Sold out is remembered: answered without touching the database again.
+    assert_eq!(engine.claim(&t, UserId::parse("c").unwrap()).await, sold);
+
+    s.clock.set(at(9));
+    let early = engine
+        .claim(&template(&s.store, 5, 1).await, UserId::parse("a").unwrap())
+        .await;
+    assert!(matches!(
+        early,
+        Err(ClaimError::Rejected(ClaimRejection::NotClaimable(_)))
+    ));
+    s.clock.set(at(15));
+
+    // The caller's copy says active, but the template was aborted meanwhile: the commit refuses.
+    let t = template(&s.store, 5, 1).await;
+    s.store
+        .abort_template(t.id, t.version, at(14))
+        .await
+        .unwrap();
+    let late = engine.claim(&t, UserId::parse("a").unwrap()).await;
+    assert!(
+        matches!(
+            late,
+            Err(ClaimError::Rejected(ClaimRejection::NotClaimable(_)))
+        ),
+        "{late:?}"
+    );
+    assert_eq!(s.store.count_coupons(t.id).await.unwrap(), 0);
+    engine.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_answers_every_queued_claim_then_refuses() {
+    let s = setup().await;
+    let engine = ClaimEngine::new(
+        s.store.clone(),
+        Arc::new(s.clock.clone()),
+        ClaimMode::default(),
+    );
+    let t = template(&s.store, 1000, 1).await;
+    let mut joins = vec![];
+    for i in 0..100 {
+        let (engine, t) = (engine.clone(), t.clone());
+        joins.push(tokio::spawn(async move {
+            engine
+                .claim(&t, UserId::parse(&format!("u{i}")).unwrap())
+                .await
+        }));
+    }
+    // Let the claims reach the engine; some may arrive after shutdown starts and be refused.
+    tokio::task::yield_now().await;
+    engine.shutdown().await;
+    let mut issued = 0;
+    for j in joins {
+        match j.await.unwrap() {
+            Ok(_) => issued += 1,
+            Err(ClaimError::ShuttingDown) => {}
+            Err(e) => panic!("unexpected {e:?}"),
+        }
+    }
+    // Every acknowledged claim exists; nothing else does.
+    assert_eq!(s.store.count_coupons(t.id).await.unwrap(), issued);
+    assert_eq!(s.store.template(t.id).await.unwrap().claimed, issued);
+    assert_eq!(
+        engine.claim(&t, UserId::parse("late").unwrap()).await,
+        Err(ClaimError::ShuttingDown)
+    );
+}
