@@ -7,7 +7,7 @@ use std::error::Error as StdError;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use coupond_domain::error::ErrorKind;
-use coupond_domain::DomainError;
+use coupond_domain::{ClaimRejection, DomainError};
 use coupond_store::StoreError;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -28,6 +28,9 @@ pub struct Problem {
     /// JSON path of the offending field, when there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub field: Option<String>,
+    /// For `not_claimable`: `draft`, `not_started`, `ended`, `expired` or `aborted`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
     /// The request id, also in the `x-request-id` response header.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
@@ -52,6 +55,9 @@ pub enum ApiError {
     MethodNotAllowed,
     /// 409: the request is fine but the state forbids it now.
     Conflict { code: &'static str, message: String },
+    /// 409: a claim refused by a rule (`sold_out`, `limit_reached`, `not_claimable` with its
+    /// reason, `not_eligible`).
+    ClaimRefused(ClaimRejection),
     /// 413.
     PayloadTooLarge,
     /// 415.
@@ -103,7 +109,7 @@ impl ApiError {
             ApiError::Forbidden => StatusCode::FORBIDDEN,
             ApiError::NotFound => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            ApiError::Conflict { .. } => StatusCode::CONFLICT,
+            ApiError::Conflict { .. } | ApiError::ClaimRefused(_) => StatusCode::CONFLICT,
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
@@ -137,6 +143,22 @@ impl ApiError {
                 "this route does not accept that method".to_owned(),
             ),
             ApiError::Conflict { code, message } => (code, None, message.clone()),
+            ApiError::ClaimRefused(r) => (
+                r.code(),
+                None,
+                match r {
+                    ClaimRejection::SoldOut => "no coupons of this template are left".to_owned(),
+                    ClaimRejection::LimitReached => {
+                        "you already hold as many of these coupons as one user may".to_owned()
+                    }
+                    ClaimRejection::NotClaimable(why) => {
+                        format!("this template cannot be claimed now ({})", why.as_str())
+                    }
+                    ClaimRejection::NotEligible => {
+                        "this coupon is offered to other users only".to_owned()
+                    }
+                },
+            ),
             ApiError::PayloadTooLarge => (
                 "payload_too_large",
                 None,
@@ -183,6 +205,12 @@ impl IntoResponse for ApiError {
             detail,
             code: code.to_owned(),
             field,
+            reason: match &self {
+                ApiError::ClaimRefused(ClaimRejection::NotClaimable(why)) => {
+                    Some(why.as_str().to_owned())
+                }
+                _ => None,
+            },
             request_id,
         };
         let body = serde_json::to_vec(&problem).unwrap_or_default();
@@ -236,6 +264,17 @@ impl From<DomainError> for ApiError {
                 code: e.code,
                 message: e.message,
             },
+        }
+    }
+}
+
+impl From<coupond_engine::ClaimError> for ApiError {
+    fn from(e: coupond_engine::ClaimError) -> Self {
+        use coupond_engine::ClaimError;
+        match e {
+            ClaimError::Rejected(r) => ApiError::ClaimRefused(r),
+            ClaimError::Unavailable | ClaimError::ShuttingDown => ApiError::Unavailable,
+            ClaimError::Internal(why) => ApiError::Internal(why.into()),
         }
     }
 }

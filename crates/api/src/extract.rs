@@ -125,6 +125,37 @@ fn between<'a>(s: &'a str, start: &str, end: &str) -> Option<&'a str> {
     Some(&s[from..from + len])
 }
 
+/// A JSON body that may also be absent: an empty body is `None`; anything else is read
+/// exactly like [`ApiJson`].
+#[derive(Debug)]
+pub struct OptionalJson<T>(pub Option<T>);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for OptionalJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let no_type = !req.headers().contains_key(header::CONTENT_TYPE);
+        let no_length = req
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .is_none_or(|v| v.as_bytes() == b"0");
+        if no_type && no_length {
+            // Still refuse a body sent without a content type (chunked).
+            let bytes = Bytes::from_request(req, state)
+                .await
+                .map_err(|_| ApiError::bad_request("invalid_body", None, "unreadable body"))?;
+            return if bytes.iter().all(u8::is_ascii_whitespace) {
+                Ok(OptionalJson(None))
+            } else {
+                Err(ApiError::UnsupportedMediaType)
+            };
+        }
+        ApiJson::<T>::from_request(req, state)
+            .await
+            .map(|ApiJson(v)| OptionalJson(Some(v)))
+    }
+}
+
 /// A query string. Malformed: 400 `invalid_query`.
 #[derive(Debug)]
 pub struct ApiQuery<T>(pub T);

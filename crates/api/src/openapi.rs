@@ -3,7 +3,7 @@
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::routes::{activities, listings, merchants, system, templates};
+use crate::routes::{activities, claims, listings, merchants, system, templates};
 
 /// The whole API, served at `/openapi.json`.
 #[derive(Debug, OpenApi)]
@@ -22,6 +22,7 @@ use crate::routes::{activities, listings, merchants, system, templates};
         templates::abort,
         listings::create, listings::list, listings::get, listings::update, listings::bind,
         listings::unbind,
+        claims::claim, claims::mine, claims::of_user,
         system::healthz, system::readyz, system::metrics, system::openapi, system::docs,
     ),
     modifiers(&BearerAuth),
@@ -29,6 +30,7 @@ use crate::routes::{activities, listings, merchants, system, templates};
         (name = "merchants", description = "Merchants (platform)"),
         (name = "activities", description = "Platform activities merchants enroll in"),
         (name = "templates", description = "Coupon templates"),
+        (name = "claims", description = "Claiming coupons and reading wallets"),
         (name = "listings", description = "Listings, their bound templates, and search by coupon"),
         (name = "system", description = "Health, metrics and this document"),
     )

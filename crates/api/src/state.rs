@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use coupond_domain::Timestamp;
-use coupond_engine::Clock;
+use coupond_engine::{ClaimEngine, ClaimMode, Clock};
 use coupond_store::Store;
 
 use crate::auth::JwtKeys;
@@ -21,6 +21,8 @@ pub struct ApiSettings {
     pub max_page: u32,
     /// How many templates one listing may have bound at once.
     pub max_bindings_per_listing: u32,
+    /// Group commit (the default) or one transaction per claim.
+    pub claim_mode: ClaimMode,
 }
 
 impl Default for ApiSettings {
@@ -31,6 +33,7 @@ impl Default for ApiSettings {
             default_page: 50,
             max_page: 200,
             max_bindings_per_listing: 3,
+            claim_mode: ClaimMode::default(),
         }
     }
 }
@@ -46,6 +49,7 @@ struct Inner {
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
     jwt: JwtKeys,
+    claims: ClaimEngine,
     settings: ApiSettings,
 }
 
@@ -57,11 +61,13 @@ impl AppState {
         jwt_secret: &[u8],
         settings: ApiSettings,
     ) -> Self {
+        let claims = ClaimEngine::new(store.clone(), clock.clone(), settings.claim_mode);
         AppState {
             inner: Arc::new(Inner {
                 store,
                 clock,
                 jwt: JwtKeys::new(jwt_secret),
+                claims,
                 settings,
             }),
         }
@@ -77,6 +83,11 @@ impl AppState {
 
     pub fn jwt(&self) -> &JwtKeys {
         &self.inner.jwt
+    }
+
+    /// The claim engine; `serve` shuts it down (draining queued claims) after the server.
+    pub fn claims(&self) -> &ClaimEngine {
+        &self.inner.claims
     }
 
     pub fn settings(&self) -> &ApiSettings {

@@ -1,8 +1,9 @@
 //! Response bodies. Statuses are computed from the clock when the view is built.
 
 use coupond_domain::{
-    Activity, ActivityDraft, ActivityId, ActivityStatus, CouponValue, Listing, ListingDraft,
-    ListingId, MerchantId, Money, Template, TemplateDraft, TemplateId, TemplateStatus, Timestamp,
+    Activity, ActivityDraft, ActivityId, ActivityStatus, Coupon, CouponId, CouponStatus,
+    CouponValue, Listing, ListingDraft, ListingId, MerchantId, Money, Stacking, Template,
+    TemplateDraft, TemplateId, TemplateStatus, Timestamp, UserId,
 };
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -134,6 +135,59 @@ impl ListingView {
             coupons,
             created_at: l.created_at,
             updated_at: l.updated_at,
+        }
+    }
+}
+
+/// What a coupon holder needs to know about its template.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct TemplateSummary {
+    pub id: TemplateId,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub merchant_id: Option<MerchantId>,
+    pub title: String,
+    pub value: CouponValue,
+    pub threshold: Money,
+    pub stacking: Stacking,
+}
+
+impl TemplateSummary {
+    pub fn new(t: &Template) -> Self {
+        TemplateSummary {
+            id: t.id,
+            merchant_id: t.merchant_id,
+            title: t.spec.title.clone(),
+            value: t.spec.value.clone(),
+            threshold: t.spec.threshold,
+            stacking: t.spec.stacking,
+        }
+    }
+}
+
+/// A coupon as its holder sees it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CouponView {
+    pub id: CouponId,
+    #[schema(value_type = String)]
+    pub user_id: UserId,
+    /// Computed at read time: an unused coupon past `valid_until` is `expired`.
+    pub status: CouponStatus,
+    pub claimed_at: Timestamp,
+    pub valid_from: Timestamp,
+    pub valid_until: Timestamp,
+    pub template: TemplateSummary,
+}
+
+impl CouponView {
+    pub fn new(c: Coupon, template: TemplateSummary, now: Timestamp) -> Self {
+        CouponView {
+            id: c.id,
+            status: c.status(now),
+            user_id: c.user_id,
+            claimed_at: c.claimed_at,
+            valid_from: c.valid_from,
+            valid_until: c.valid_until,
+            template,
         }
     }
 }

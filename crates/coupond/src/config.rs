@@ -39,6 +39,18 @@ pub struct Config {
     pub shutdown_grace: Duration,
     /// How many templates one listing may have bound at once.
     pub max_bindings_per_listing: u32,
+    /// `batched` (group commit) or `single` (one transaction per claim, for comparison).
+    pub claim_mode: ClaimModeName,
+    /// Largest number of claims committed in one transaction.
+    pub claim_max_batch: usize,
+}
+
+/// `claim_mode` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ClaimModeName {
+    Batched,
+    Single,
 }
 
 /// Log output format.
@@ -83,10 +95,17 @@ shutdown_grace = "30s"
 
 # How many templates one listing may have bound at once.
 max_bindings_per_listing = 3
+
+# batched: concurrent claims of one template commit together (group commit);
+# single: one transaction per claim (to measure what batching buys).
+claim_mode = "batched"
+
+# Largest number of claims committed in one transaction.
+claim_max_batch = 512
 "#;
 
 /// Setting names read from `COUPOND_<NAME>`.
-const ENV_KEYS: [&str; 9] = [
+const ENV_KEYS: [&str; 11] = [
     "listen",
     "database_url",
     "jwt_secret",
@@ -96,6 +115,8 @@ const ENV_KEYS: [&str; 9] = [
     "max_body_bytes",
     "shutdown_grace",
     "max_bindings_per_listing",
+    "claim_mode",
+    "claim_max_batch",
 ];
 
 /// Values given on the command line; `None` leaves the lower layers in charge.
@@ -149,6 +170,8 @@ impl fmt::Debug for Config {
             .field("max_body_bytes", &self.max_body_bytes)
             .field("shutdown_grace", &self.shutdown_grace)
             .field("max_bindings_per_listing", &self.max_bindings_per_listing)
+            .field("claim_mode", &self.claim_mode)
+            .field("claim_max_batch", &self.claim_max_batch)
             .finish()
     }
 }
@@ -209,6 +232,10 @@ mod tests {
             assert_eq!(c.max_body_bytes, 65536);
             assert_eq!(c.log_format, LogFormat::Text);
             assert_eq!(c.max_bindings_per_listing, 3);
+            assert_eq!(
+                (c.claim_mode, c.claim_max_batch),
+                (ClaimModeName::Batched, 512)
+            );
             Ok(())
         });
     }

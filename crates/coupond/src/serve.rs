@@ -4,11 +4,11 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use coupond_api::{ApiSettings, AppState};
-use coupond_engine::{Clock, SystemClock};
+use coupond_engine::{ClaimMode, Clock, SystemClock};
 use tracing_subscriber::EnvFilter;
 
 use crate::cli::ServeArgs;
-use crate::config::{redact_url, Config, LogFormat};
+use crate::config::{redact_url, ClaimModeName, Config, LogFormat};
 use crate::{db, demo};
 
 fn init_logging(config: &Config) -> anyhow::Result<()> {
@@ -36,6 +36,12 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
             .context("freeze_period is too long")?,
         max_body_bytes: config.max_body_bytes,
         max_bindings_per_listing: config.max_bindings_per_listing,
+        claim_mode: match config.claim_mode {
+            ClaimModeName::Batched => ClaimMode::Batched {
+                max_batch: config.claim_max_batch.clamp(1, 10_000),
+            },
+            ClaimModeName::Single => ClaimMode::Single,
+        },
         ..ApiSettings::default()
     };
     let state = AppState::new(store.clone(), clock.clone(), &secret, settings);
@@ -74,6 +80,7 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
     });
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let grace = config.shutdown_grace;
+    let engine = state.claims().clone();
     let server =
         axum::serve(listener, coupond_api::router(state)).with_graceful_shutdown(async move {
             shutdown_signal().await;
@@ -91,6 +98,8 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
         () = deadline => tracing::warn!(?grace, "in-flight requests did not finish within the grace period"),
     }
     upkeep.abort();
+    // Claims already queued are committed and answered before the database closes.
+    engine.shutdown().await;
     // Closing waits for checked-out connections; a request still running past the grace
     // period must not hold the process up forever.
     if tokio::time::timeout(std::time::Duration::from_secs(5), store.close())

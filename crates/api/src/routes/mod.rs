@@ -2,6 +2,7 @@
 //! resource, handlers named by action.
 
 pub mod activities;
+pub mod claims;
 pub mod listings;
 pub mod merchants;
 pub mod system;
@@ -22,6 +23,9 @@ const PLATFORM: &[Role] = &[Role::Platform];
 const MERCHANT: &[Role] = &[Role::Merchant];
 const PLATFORM_MERCHANT: &[Role] = &[Role::Platform, Role::Merchant];
 const ANYONE: &[Role] = &[Role::Platform, Role::Merchant, Role::Service, Role::User];
+const USER: &[Role] = &[Role::User];
+const SERVICE: &[Role] = &[Role::Service];
+const USER_SERVICE: &[Role] = &[Role::User, Role::Service];
 
 /// One route: method, path (in axum's `{param}` form, as in the OpenAPI document) and the
 /// roles admitted. Any other role gets 403; no credentials get 401.
@@ -152,6 +156,19 @@ fn table() -> Vec<(RouteSpec, MethodRouter<AppState>)> {
             "/v1/listings/{id}/templates/{template_id}",
             MERCHANT,
             delete(listings::unbind),
+        ),
+        r(
+            Method::POST,
+            "/v1/templates/{id}/claims",
+            USER_SERVICE,
+            post(claims::claim),
+        ),
+        r(Method::GET, "/v1/me/coupons", USER, get(claims::mine)),
+        r(
+            Method::GET,
+            "/v1/users/{id}/coupons",
+            SERVICE,
+            get(claims::of_user),
         ),
     ]
 }

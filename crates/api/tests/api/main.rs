@@ -2,6 +2,7 @@
 //! manual clock.
 #![allow(clippy::unwrap_used)]
 
+mod claims;
 mod clock;
 mod flows;
 mod isolation;

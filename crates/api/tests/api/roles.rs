@@ -44,6 +44,9 @@ fn expected() -> Vec<(Method, &'static str, Vec<Role>)> {
             "/v1/listings/{id}/templates/{template_id}",
             vec![M],
         ),
+        (Method::POST, "/v1/templates/{id}/claims", vec![U, S]),
+        (Method::GET, "/v1/me/coupons", vec![U]),
+        (Method::GET, "/v1/users/{id}/coupons", vec![S]),
     ]
 }
 

@@ -1,0 +1,178 @@
+//! Claims and wallets: users claim coupons (or the order service claims for them), and read
+//! the coupons they hold.
+
+use std::collections::HashMap;
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::{Extension, Json};
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use coupond_domain::{Coupon, CouponStatus, TemplateId, Timestamp, UserId};
+use coupond_store::CouponQuery;
+use serde::Deserialize;
+use utoipa::{IntoParams, ToSchema};
+
+use crate::auth::Principal;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{ApiPath, ApiQuery, OptionalJson};
+use crate::pagination::PageOf;
+use crate::routes::{BodyErrors, CommonErrors, ConflictError};
+use crate::state::AppState;
+use crate::views::{CouponView, TemplateSummary};
+
+/// The body of a claim: empty for a user; a service key names the user.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClaimBody {
+    /// The user to claim for (service keys only).
+    #[schema(value_type = Option<String>)]
+    pub user_id: Option<UserId>,
+}
+
+/// Claim a coupon of a template: `sold_out`, `limit_reached`, `not_claimable` (with its
+/// `reason`) and `not_eligible` are 409s.
+#[utoipa::path(operation_id = "claim_coupon", post, path = "/v1/templates/{id}/claims", tag = "claims",
+    params(("id" = i64, Path, description = "Template id")),
+    request_body(content = Option<ClaimBody>, description = "Empty for users; `{\"user_id\": ...}` for service keys"),
+    responses((status = 201, description = "The coupon", body = CouponView), CommonErrors, BodyErrors, ConflictError),
+    security(("bearer" = [])))]
+pub async fn claim(
+    Extension(p): Extension<Principal>,
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<TemplateId>,
+    OptionalJson(body): OptionalJson<ClaimBody>,
+) -> ApiResult<(StatusCode, Json<CouponView>)> {
+    let asked = body.unwrap_or_default().user_id;
+    let user = match (&p, asked) {
+        (Principal::User(me), None) => me.clone(),
+        (Principal::User(me), Some(u)) if &u == me => u,
+        (Principal::User(_), Some(_)) => {
+            return Err(ApiError::invalid(
+                "not_allowed",
+                "user_id",
+                "users claim for themselves; only service keys name a user",
+            ))
+        }
+        (_, Some(u)) => u,
+        (_, None) => {
+            return Err(ApiError::invalid(
+                "missing_field",
+                "user_id",
+                "service keys must name the user",
+            ))
+        }
+    };
+    let template = s.store().template(id).await?;
+    let coupon = s.claims().claim(&template, user).await?;
+    let summary = TemplateSummary::new(&template);
+    Ok((
+        StatusCode::CREATED,
+        Json(CouponView::new(coupon, summary, s.now())),
+    ))
+}
+
+/// Wallet filters.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct WalletQuery {
+    /// Only coupons in this status now.
+    pub status: Option<CouponStatus>,
+    /// `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+    /// Page size, 1..=200 (default 50).
+    pub limit: Option<u32>,
+}
+
+/// Your coupons, soonest-expiring first.
+#[utoipa::path(operation_id = "my_coupons", get, path = "/v1/me/coupons", tag = "claims", params(WalletQuery),
+    responses((status = 200, description = "A page of coupons", body = PageOf<CouponView>), CommonErrors),
+    security(("bearer" = [])))]
+pub async fn mine(
+    Extension(p): Extension<Principal>,
+    State(s): State<AppState>,
+    ApiQuery(q): ApiQuery<WalletQuery>,
+) -> ApiResult<Json<PageOf<CouponView>>> {
+    let Principal::User(user) = p else {
+        return Err(ApiError::Forbidden);
+    };
+    wallet(&s, user, q).await.map(Json)
+}
+
+/// A user's coupons, soonest-expiring first (order service).
+#[utoipa::path(operation_id = "user_coupons", get, path = "/v1/users/{id}/coupons", tag = "claims",
+    params(("id" = String, Path, description = "User id"), WalletQuery),
+    responses((status = 200, description = "A page of coupons", body = PageOf<CouponView>), CommonErrors),
+    security(("bearer" = [])))]
+pub async fn of_user(
+    State(s): State<AppState>,
+    ApiPath(user): ApiPath<UserId>,
+    ApiQuery(q): ApiQuery<WalletQuery>,
+) -> ApiResult<Json<PageOf<CouponView>>> {
+    wallet(&s, user, q).await.map(Json)
+}
+
+fn encode_cursor(c: &Coupon) -> String {
+    URL_SAFE_NO_PAD.encode(format!("c:{}:{}", c.valid_until.unix_micros(), c.id))
+}
+
+fn decode_cursor(s: &str) -> Option<(Timestamp, i64)> {
+    let text = String::from_utf8(URL_SAFE_NO_PAD.decode(s).ok()?).ok()?;
+    let mut parts = text.strip_prefix("c:")?.split(':');
+    let micros = parts.next()?.parse().ok()?;
+    let id = parts.next()?.parse().ok()?;
+    Some((Timestamp::from_unix_micros(micros)?, id))
+}
+
+async fn wallet(s: &AppState, user: UserId, q: WalletQuery) -> ApiResult<PageOf<CouponView>> {
+    let limit = q.limit.unwrap_or(s.settings().default_page);
+    if limit == 0 || limit > s.settings().max_page {
+        return Err(ApiError::bad_request(
+            "invalid_query",
+            Some("limit"),
+            format!("limit must be within 1..={}", s.settings().max_page),
+        ));
+    }
+    let after = match q.cursor.as_deref() {
+        None => None,
+        Some(c) => Some(decode_cursor(c).ok_or_else(|| {
+            ApiError::bad_request(
+                "invalid_query",
+                Some("cursor"),
+                "cursor is not one this API issued",
+            )
+        })?),
+    };
+    let now = s.now();
+    let query = CouponQuery {
+        user,
+        status: q.status,
+        now,
+        after,
+        limit: limit + 1,
+    };
+    let mut coupons = s.store().user_coupons(&query).await?;
+    let more = coupons.len() > limit as usize;
+    coupons.truncate(limit as usize);
+    let next_cursor = if more {
+        coupons.last().map(encode_cursor)
+    } else {
+        None
+    };
+    let mut summaries: HashMap<TemplateId, TemplateSummary> = HashMap::new();
+    for c in &coupons {
+        if let std::collections::hash_map::Entry::Vacant(slot) = summaries.entry(c.template_id) {
+            let t = s.store().template(c.template_id).await?;
+            slot.insert(TemplateSummary::new(&t));
+        }
+    }
+    let items = coupons
+        .into_iter()
+        .filter_map(|c| {
+            let summary = summaries.get(&c.template_id)?.clone();
+            Some(CouponView::new(c, summary, now))
+        })
+        .collect();
+    Ok(PageOf { items, next_cursor })
+}

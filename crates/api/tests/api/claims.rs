@@ -1,0 +1,283 @@
+//! Claims over HTTP: every answer code, wallets, and real concurrency audited afterwards, on
+//! SQLite and (when configured) PostgreSQL.
+
+use std::sync::Arc;
+
+use axum::http::{Method, StatusCode};
+use coupond_domain::{TemplateId, Timestamp};
+use serde_json::{json, Value};
+
+use crate::support::*;
+
+/// A published standalone template of merchant 1 claimable hours [10, 20), clock at hour 15.
+async fn live(app: &TestApp, stock: i64, limit: u32, extra: Value) -> i64 {
+    let mut body = standalone_template(10, 20);
+    body["total_stock"] = json!(stock);
+    body["per_user_limit"] = json!(limit);
+    if let Value::Object(more) = extra {
+        for (k, v) in more {
+            body[k] = v;
+        }
+    }
+    let r = app.post("/v1/templates", app.m1(), body).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let id = r.body["id"].as_i64().unwrap();
+    let r = app
+        .post(&format!("/v1/templates/{id}/publish"), app.m1(), json!({}))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    app.clock.set(Timestamp::parse(&at(15)).unwrap());
+    id
+}
+
+async fn claim_as_user(app: &TestApp, id: i64) -> Reply {
+    app.call(
+        Method::POST,
+        &format!("/v1/templates/{id}/claims"),
+        Some(&app.user),
+        None,
+    )
+    .await
+}
+
+#[tokio::test]
+async fn users_claim_and_find_coupons_in_their_wallet() {
+    let app = TestApp::new().await;
+    let id = live(&app, 10, 1, json!({})).await;
+    let r = claim_as_user(&app, id).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    assert_eq!(
+        (r.body["user_id"].as_str(), r.body["status"].as_str()),
+        (Some("u-1"), Some("unused"))
+    );
+    assert_eq!(r.body["template"]["id"], id);
+    assert_eq!(
+        r.body["valid_until"],
+        at(44),
+        "the fixture's fixed validity"
+    );
+    let coupon = r.body["id"].clone();
+    let r = claim_as_user(&app, id).await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::CONFLICT, "limit_reached")
+    );
+    let r = app
+        .post(&format!("/v1/templates/{id}/claims"), &app.user, json!({}))
+        .await;
+    assert_eq!(
+        r.code(),
+        "limit_reached",
+        "an empty JSON object is an empty claim too"
+    );
+
+    let wallet = app.get("/v1/me/coupons", &app.user).await;
+    assert_eq!(wallet.status, StatusCode::OK, "{}", wallet.body);
+    assert_eq!(wallet.body["items"][0]["id"], coupon);
+    let wallet = app
+        .get("/v1/users/u-1/coupons?status=unused", &app.service)
+        .await;
+    assert_eq!(wallet.body["items"].as_array().unwrap().len(), 1);
+    let wallet = app.get("/v1/users/u-2/coupons", &app.service).await;
+    assert_eq!(wallet.body["items"], json!([]));
+    app.clock.set(Timestamp::parse(&at(44)).unwrap());
+    let expired = app.get("/v1/me/coupons?status=expired", &app.user).await;
+    assert_eq!(expired.body["items"][0]["status"], "expired");
+
+    // The order service claims for a named user.
+    app.clock.set(Timestamp::parse(&at(15)).unwrap());
+    let r = app
+        .post(
+            &format!("/v1/templates/{id}/claims"),
+            &app.service,
+            json!({"user_id": "u-2"}),
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.body["user_id"].as_str()),
+        (StatusCode::CREATED, Some("u-2")),
+        "{}",
+        r.body
+    );
+    let r = app
+        .post(
+            &format!("/v1/templates/{id}/claims"),
+            &app.service,
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::UNPROCESSABLE_ENTITY, "missing_field")
+    );
+    let r = app
+        .post(
+            &format!("/v1/templates/{id}/claims"),
+            &app.user,
+            json!({"user_id": "u-3"}),
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.body["field"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("user_id"))
+    );
+    let r = app
+        .post(
+            &format!("/v1/templates/{id}/claims"),
+            &app.user,
+            json!({"stock": 1}),
+        )
+        .await;
+    assert_eq!(r.code(), "unknown_field");
+}
+
+#[tokio::test]
+async fn refusals_say_why() {
+    let app = TestApp::new().await;
+    // Sold out.
+    let id = live(&app, 1, 1, json!({})).await;
+    let r = app
+        .post(
+            &format!("/v1/templates/{id}/claims"),
+            &app.service,
+            json!({"user_id": "a"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED);
+    let r = app
+        .post(
+            &format!("/v1/templates/{id}/claims"),
+            &app.service,
+            json!({"user_id": "b"}),
+        )
+        .await;
+    assert_eq!((r.status, r.code()), (StatusCode::CONFLICT, "sold_out"));
+    // Not eligible: a user list that excludes u-1.
+    let id = live(
+        &app,
+        5,
+        1,
+        json!({"audience": {"type": "users", "ids": ["vip-1"]}}),
+    )
+    .await;
+    assert_eq!(claim_as_user(&app, id).await.code(), "not_eligible");
+    let r = app
+        .post(
+            &format!("/v1/templates/{id}/claims"),
+            &app.service,
+            json!({"user_id": "vip-1"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED);
+    // Not claimable, with the reason.
+    let draft = app
+        .post("/v1/templates", app.m1(), standalone_template(10, 20))
+        .await
+        .body["id"]
+        .as_i64()
+        .unwrap();
+    let r = claim_as_user(&app, draft).await;
+    assert_eq!(
+        (r.status, r.code(), r.body["reason"].as_str()),
+        (StatusCode::CONFLICT, "not_claimable", Some("draft"))
+    );
+    let id = live(&app, 5, 1, json!({})).await;
+    app.clock.set(Timestamp::parse(&at(9)).unwrap());
+    assert_eq!(claim_as_user(&app, id).await.body["reason"], "not_started");
+    app.clock.set(Timestamp::parse(&at(20)).unwrap());
+    assert_eq!(claim_as_user(&app, id).await.body["reason"], "ended");
+    app.clock.set(Timestamp::parse(&at(15)).unwrap());
+    app.post(&format!("/v1/templates/{id}/abort"), app.m1(), json!({}))
+        .await;
+    assert_eq!(claim_as_user(&app, id).await.body["reason"], "aborted");
+    let r = claim_as_user(&app, 999_999).await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+}
+
+/// Fires `claims` (user ids) at once through the router; returns the answer counts by code
+/// and audits the template afterwards.
+async fn rush(
+    app: Arc<TestApp>,
+    id: i64,
+    users: Vec<String>,
+) -> std::collections::BTreeMap<String, usize> {
+    let mut joins = vec![];
+    for u in users {
+        let app = app.clone();
+        joins.push(tokio::spawn(async move {
+            let r = app
+                .post(
+                    &format!("/v1/templates/{id}/claims"),
+                    &app.service,
+                    json!({"user_id": u}),
+                )
+                .await;
+            if r.status == StatusCode::CREATED {
+                "created".to_owned()
+            } else {
+                r.code().to_owned()
+            }
+        }));
+    }
+    let mut counts = std::collections::BTreeMap::new();
+    for j in joins {
+        *counts.entry(j.await.unwrap()).or_insert(0) += 1;
+    }
+    // Audit: claimed == coupons issued == acknowledged.
+    let t = app
+        .store
+        .template(TemplateId::new(id).unwrap())
+        .await
+        .unwrap();
+    let issued = app.store.count_coupons(t.id).await.unwrap();
+    let acknowledged = counts.get("created").copied().unwrap_or(0) as i64;
+    assert_eq!(
+        (t.claimed, issued),
+        (acknowledged, acknowledged),
+        "{counts:?}"
+    );
+    assert!(t.claimed <= t.spec.total_stock);
+    counts
+}
+
+async fn flash_sale(app: TestApp) {
+    let app = Arc::new(app);
+    let id = live(&app, 50, 1, json!({})).await;
+    let counts = rush(app.clone(), id, (0..200).map(|i| format!("u{i}")).collect()).await;
+    assert_eq!(counts.get("created"), Some(&50), "{counts:?}");
+    assert_eq!(counts.get("sold_out"), Some(&150), "{counts:?}");
+    for limit in [1u32, 3] {
+        let id = live(&app, 100, limit, json!({})).await;
+        let counts = rush(app.clone(), id, vec!["greedy".to_owned(); 50]).await;
+        assert_eq!(counts.get("created"), Some(&(limit as usize)), "{counts:?}");
+        assert_eq!(
+            counts.get("limit_reached"),
+            Some(&(50 - limit as usize)),
+            "{counts:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flash_sale_is_exact_on_sqlite() {
+    flash_sale(TestApp::new().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flash_sale_is_exact_on_postgres() {
+    if let Some(app) = TestApp::postgres().await {
+        flash_sale(app).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn single_mode_is_exact_too() {
+    let settings = coupond_api::ApiSettings {
+        claim_mode: coupond_engine::ClaimMode::Single,
+        ..Default::default()
+    };
+    let app = TestApp::with_settings(Backend::Sqlite, settings)
+        .await
+        .unwrap();
+    flash_sale(app).await;
+}
