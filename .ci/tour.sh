@@ -32,6 +32,8 @@ bash "$work/run.sh" >"$work/tour.out" 2>&1 || { cat "$work/tour.out"; echo "tour
 # The tour's non-failing checks print status codes: they must be the documented ones.
 grep -qx '404' "$work/tour.out" && grep -qx '403' "$work/tour.out" && grep -qx '401' "$work/tour.out" \
   || { cat "$work/tour.out"; echo "tour: unexpected status codes" >&2; exit 1; }
+grep -q '"code":"limit_reached"' "$work/tour.out" \
+  || { cat "$work/tour.out"; echo "tour: the second claim was not refused" >&2; exit 1; }
 grep -q '"code":"value_out_of_bounds"' "$work/tour.out" \
   || { cat "$work/tour.out"; echo "tour: the refused template was not refused" >&2; exit 1; }
 [ -n "${TOUR_VERBOSE:-}" ] && cat "$work/tour.out"
