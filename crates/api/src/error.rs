@@ -274,6 +274,11 @@ impl From<coupond_engine::ClaimError> for ApiError {
         match e {
             ClaimError::Rejected(r) => ApiError::ClaimRefused(r),
             ClaimError::Unavailable | ClaimError::ShuttingDown => ApiError::Unavailable,
+            ClaimError::KeyReused => ApiError::invalid(
+                "idempotency_key_reused",
+                "Idempotency-Key",
+                "this key was already used for a different request",
+            ),
             ClaimError::Internal(why) => ApiError::Internal(why.into()),
         }
     }

@@ -41,4 +41,4 @@ pub use template::{
     Template, TemplateContext, TemplateDraft, TemplatePatch, TemplateSpec, TemplateStatus,
 };
 pub use time::{Timestamp, Window};
-pub use wallet::{check_claim, ClaimRejection, Coupon, CouponStatus, NotClaimable};
+pub use wallet::{check_claim, not_claimable, ClaimRejection, Coupon, CouponStatus, NotClaimable};

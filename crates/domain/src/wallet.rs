@@ -113,18 +113,22 @@ impl ClaimRejection {
     }
 }
 
-/// Whether `user` may claim `t` at `now`, before stock and the per-user limit (which the
-/// database decides).
-pub fn check_claim(t: &Template, user: &UserId, now: Timestamp) -> Result<(), ClaimRejection> {
-    let reason = match t.status(now) {
+/// Why `t` cannot be claimed at `now`, if it cannot.
+pub fn not_claimable(t: &Template, now: Timestamp) -> Option<NotClaimable> {
+    match t.status(now) {
         TemplateStatus::Active => None,
         TemplateStatus::Draft => Some(NotClaimable::Draft),
         TemplateStatus::Scheduled => Some(NotClaimable::NotStarted),
         TemplateStatus::Ended => Some(NotClaimable::Ended),
         TemplateStatus::Expired => Some(NotClaimable::Expired),
         TemplateStatus::Aborted => Some(NotClaimable::Aborted),
-    };
-    if let Some(r) = reason {
+    }
+}
+
+/// Whether `user` may claim `t` at `now`, before stock and the per-user limit (which the
+/// database decides).
+pub fn check_claim(t: &Template, user: &UserId, now: Timestamp) -> Result<(), ClaimRejection> {
+    if let Some(r) = not_claimable(t, now) {
         return Err(ClaimRejection::NotClaimable(r));
     }
     if !t.spec.audience.admits(user) {

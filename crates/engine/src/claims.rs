@@ -26,9 +26,9 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 use coupond_domain::{
-    check_claim, ClaimRejection, Coupon, NotClaimable, Template, TemplateId, UserId,
+    check_claim, not_claimable, ClaimRejection, Coupon, NotClaimable, Template, TemplateId, UserId,
 };
-use coupond_store::{ClaimOutcome, ClaimRequest, Store, StoreError};
+use coupond_store::{ClaimOutcome, ClaimRequest, IdempotencyKey, Store, StoreError};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
@@ -61,8 +61,18 @@ pub enum ClaimError {
     Unavailable,
     /// The engine is shutting down and takes no new claims.
     ShuttingDown,
+    /// The idempotency key was used before for a different claim.
+    KeyReused,
     /// Anything else (logged by the engine); nothing was written for this claim.
     Internal(String),
+}
+
+/// A successful claim: the coupon, and whether it was issued by an earlier request with the
+/// same idempotency key (a retry) rather than now.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Claimed {
+    pub coupon: Coupon,
+    pub replayed: bool,
 }
 
 struct Job {
@@ -116,7 +126,12 @@ impl ClaimEngine {
     /// Claims a coupon of `template` (as read by the caller) for `user`. The rules that need
     /// no database (status, audience) are checked here; stock and the per-user limit are
     /// decided in the commit.
-    pub async fn claim(&self, template: &Template, user: UserId) -> Result<Coupon, ClaimError> {
+    pub async fn claim(
+        &self,
+        template: &Template,
+        user: UserId,
+        idempotency: Option<IdempotencyKey>,
+    ) -> Result<Claimed, ClaimError> {
         if self
             .inner
             .closing
@@ -125,15 +140,22 @@ impl ClaimEngine {
             return Err(ClaimError::ShuttingDown);
         }
         let now = self.inner.clock.now();
-        check_claim(template, &user, now).map_err(ClaimError::Rejected)?;
-        if self.is_sold_out(template.id) {
-            return Err(ClaimError::Rejected(ClaimRejection::SoldOut));
+        // With a key, a retry must find its coupon even after the template stopped being
+        // claimable or sold out: only the commit can tell, so the shortcuts are skipped.
+        if idempotency.is_none() {
+            check_claim(template, &user, now).map_err(ClaimError::Rejected)?;
+            if self.is_sold_out(template.id) {
+                return Err(ClaimError::Rejected(ClaimRejection::SoldOut));
+            }
+        } else if !template.spec.audience.admits(&user) {
+            return Err(ClaimError::Rejected(ClaimRejection::NotEligible));
         }
         let (valid_from, valid_until) = template.spec.validity.for_claim(now);
         let request = ClaimRequest {
             user,
             valid_from,
             valid_until,
+            idempotency,
         };
         let outcome = match self.inner.mode {
             ClaimMode::Single => self
@@ -151,19 +173,25 @@ impl ClaimEngine {
             }
         };
         match outcome {
-            ClaimOutcome::Issued(c) => Ok(c),
+            ClaimOutcome::Issued(coupon) => Ok(Claimed {
+                coupon,
+                replayed: false,
+            }),
+            ClaimOutcome::Replayed(coupon) => Ok(Claimed {
+                coupon,
+                replayed: true,
+            }),
+            ClaimOutcome::KeyReused => Err(ClaimError::KeyReused),
             ClaimOutcome::SoldOut => {
                 self.mark_sold_out(template.id);
                 Err(ClaimError::Rejected(ClaimRejection::SoldOut))
             }
             ClaimOutcome::LimitReached => Err(ClaimError::Rejected(ClaimRejection::LimitReached)),
             ClaimOutcome::NotClaimable => {
-                // The template changed since the caller read it (aborted, window closed).
-                let reason = match template.status(self.inner.clock.now()) {
-                    coupond_domain::TemplateStatus::Ended => NotClaimable::Ended,
-                    coupond_domain::TemplateStatus::Expired => NotClaimable::Expired,
-                    _ => NotClaimable::Aborted,
-                };
+                // Either the caller's copy already said so (keyed claims skip the early
+                // check), or the template changed since it was read (aborted, window closed).
+                let reason = not_claimable(template, self.inner.clock.now())
+                    .unwrap_or(NotClaimable::Aborted);
                 Err(ClaimError::Rejected(ClaimRejection::NotClaimable(reason)))
             }
         }
@@ -323,20 +351,56 @@ impl ClaimEngine {
 
     async fn commit(&self, template: TemplateId, jobs: Vec<Job>) {
         let now = self.inner.clock.now();
-        let requests: Vec<ClaimRequest> = jobs.iter().map(|j| j.request.clone()).collect();
-        match self.inner.store.claim_batch(template, &requests, now).await {
-            Ok(outcomes) => {
-                for (job, outcome) in jobs.into_iter().zip(outcomes) {
-                    // A caller that went away is fine: its coupon exists and is in its wallet.
-                    let _ = job.reply.send(Ok(outcome));
+        // Requests repeating a key already in this batch (a client retrying while its first
+        // attempt is queued) are answered from the first one's outcome; the store sees each
+        // key once.
+        let mut first_with_key: HashMap<String, usize> = HashMap::new();
+        let mut unique: Vec<usize> = Vec::with_capacity(jobs.len());
+        let mut repeats: Vec<(usize, usize)> = Vec::new();
+        for (i, job) in jobs.iter().enumerate() {
+            match &job.request.idempotency {
+                Some(k) => match first_with_key.get(&k.key) {
+                    Some(&first) => repeats.push((i, first)),
+                    None => {
+                        first_with_key.insert(k.key.clone(), i);
+                        unique.push(i);
+                    }
+                },
+                None => unique.push(i),
+            }
+        }
+        let requests: Vec<ClaimRequest> = unique.iter().map(|&i| jobs[i].request.clone()).collect();
+        let result = self.inner.store.claim_batch(template, &requests, now).await;
+        let mut outcomes: Vec<Option<Result<ClaimOutcome, ClaimError>>> = vec![None; jobs.len()];
+        match result {
+            Ok(done) => {
+                for (&i, o) in unique.iter().zip(done) {
+                    outcomes[i] = Some(Ok(o));
                 }
             }
             Err(e) => {
                 let err = store_error(e);
-                for job in jobs {
-                    let _ = job.reply.send(Err(err.clone()));
+                for &i in &unique {
+                    outcomes[i] = Some(Err(err.clone()));
                 }
             }
+        }
+        for (i, first) in repeats {
+            let same = jobs[i].request.idempotency == jobs[first].request.idempotency;
+            outcomes[i] = Some(match &outcomes[first] {
+                Some(Ok(ClaimOutcome::Issued(c) | ClaimOutcome::Replayed(c))) if same => {
+                    Ok(ClaimOutcome::Replayed(c.clone()))
+                }
+                _ if !same => Ok(ClaimOutcome::KeyReused),
+                Some(other) => other.clone(),
+                None => Err(ClaimError::Internal("no outcome".into())),
+            });
+        }
+        for (job, outcome) in jobs.into_iter().zip(outcomes) {
+            // A caller that went away is fine: its coupon exists and is in its wallet.
+            let _ = job
+                .reply
+                .send(outcome.unwrap_or_else(|| Err(ClaimError::Internal("no outcome".into()))));
         }
     }
 

@@ -12,5 +12,5 @@
 pub mod claims;
 pub mod clock;
 
-pub use claims::{ClaimEngine, ClaimError, ClaimMode};
+pub use claims::{ClaimEngine, ClaimError, ClaimMode, Claimed};
 pub use clock::{Clock, ManualClock, SystemClock};

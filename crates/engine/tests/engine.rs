@@ -58,13 +58,16 @@ async fn storm(engine: &ClaimEngine, t: &Template, users: Vec<String>) -> (usize
     for u in users {
         let (engine, t) = (engine.clone(), t.clone());
         joins.push(tokio::spawn(async move {
-            engine.claim(&t, UserId::parse(&u).unwrap()).await
+            engine.claim(&t, UserId::parse(&u).unwrap(), None).await
         }));
     }
     let mut tally = (0, 0, 0);
     for j in joins {
         match j.await.unwrap() {
-            Ok(_) => tally.0 += 1,
+            Ok(c) => {
+                assert!(!c.replayed);
+                tally.0 += 1
+            }
             Err(ClaimError::Rejected(ClaimRejection::SoldOut)) => tally.1 += 1,
             Err(ClaimError::Rejected(ClaimRejection::LimitReached)) => tally.2 += 1,
             Err(e) => panic!("unexpected {e:?}"),
@@ -114,7 +117,11 @@ async fn rules_are_checked_before_and_inside_the_commit() {
         ClaimMode::default(),
     );
     let t = template(&s.store, 1, 1).await;
-    let c = engine.claim(&t, UserId::parse("a").unwrap()).await.unwrap();
+    let c = engine
+        .claim(&t, UserId::parse("a").unwrap(), None)
+        .await
+        .unwrap()
+        .coupon;
     assert_eq!(
         (c.template_id, c.claimed_at, c.valid_from),
         (t.id, at(15), at(15))
@@ -124,14 +131,21 @@ async fn rules_are_checked_before_and_inside_the_commit() {
         at(15 + 48),
         "two days from the claim (the fixture's validity)"
     );
-    let sold = engine.claim(&t, UserId::parse("b").unwrap()).await;
+    let sold = engine.claim(&t, UserId::parse("b").unwrap(), None).await;
     assert_eq!(sold, Err(ClaimError::Rejected(ClaimRejection::SoldOut)));
     // Sold out is remembered: answered without touching the database again.
-    assert_eq!(engine.claim(&t, UserId::parse("c").unwrap()).await, sold);
+    assert_eq!(
+        engine.claim(&t, UserId::parse("c").unwrap(), None).await,
+        sold
+    );
 
     s.clock.set(at(9));
     let early = engine
-        .claim(&template(&s.store, 5, 1).await, UserId::parse("a").unwrap())
+        .claim(
+            &template(&s.store, 5, 1).await,
+            UserId::parse("a").unwrap(),
+            None,
+        )
         .await;
     assert!(matches!(
         early,
@@ -145,7 +159,7 @@ async fn rules_are_checked_before_and_inside_the_commit() {
         .abort_template(t.id, t.version, at(14))
         .await
         .unwrap();
-    let late = engine.claim(&t, UserId::parse("a").unwrap()).await;
+    let late = engine.claim(&t, UserId::parse("a").unwrap(), None).await;
     assert!(
         matches!(
             late,
@@ -171,7 +185,7 @@ async fn shutdown_answers_every_queued_claim_then_refuses() {
         let (engine, t) = (engine.clone(), t.clone());
         joins.push(tokio::spawn(async move {
             engine
-                .claim(&t, UserId::parse(&format!("u{i}")).unwrap())
+                .claim(&t, UserId::parse(&format!("u{i}")).unwrap(), None)
                 .await
         }));
     }
@@ -190,7 +204,53 @@ async fn shutdown_answers_every_queued_claim_then_refuses() {
     assert_eq!(s.store.count_coupons(t.id).await.unwrap(), issued);
     assert_eq!(s.store.template(t.id).await.unwrap().claimed, issued);
     assert_eq!(
-        engine.claim(&t, UserId::parse("late").unwrap()).await,
+        engine.claim(&t, UserId::parse("late").unwrap(), None).await,
         Err(ClaimError::ShuttingDown)
     );
+}
+
+/// Retries with one idempotency key, fired together (so several land in one batch): one
+/// coupon, every answer carries it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retries_with_one_key_get_one_coupon() {
+    let s = setup().await;
+    let engine = ClaimEngine::new(
+        s.store.clone(),
+        Arc::new(s.clock.clone()),
+        ClaimMode::default(),
+    );
+    let t = template(&s.store, 100, 10).await;
+    let key = coupond_store::IdempotencyKey {
+        key: "user:u|claims|k1".into(),
+        fingerprint: [7; 32],
+    };
+    let mut joins = vec![];
+    for _ in 0..30 {
+        let (engine, t, key) = (engine.clone(), t.clone(), key.clone());
+        joins.push(tokio::spawn(async move {
+            engine
+                .claim(&t, UserId::parse("u").unwrap(), Some(key))
+                .await
+        }));
+    }
+    let mut ids = std::collections::BTreeSet::new();
+    let mut fresh = 0;
+    for j in joins {
+        let c = j.await.unwrap().unwrap();
+        ids.insert(c.coupon.id);
+        fresh += usize::from(!c.replayed);
+    }
+    assert_eq!((ids.len(), fresh), (1, 1));
+    assert_eq!(s.store.count_coupons(t.id).await.unwrap(), 1);
+    let other = coupond_store::IdempotencyKey {
+        fingerprint: [8; 32],
+        ..key
+    };
+    assert_eq!(
+        engine
+            .claim(&t, UserId::parse("u").unwrap(), Some(other))
+            .await,
+        Err(ClaimError::KeyReused)
+    );
+    engine.shutdown().await;
 }

@@ -10,8 +10,8 @@ use coupond_domain::{
     TemplateSpec, TemplateStatus, Timestamp,
 };
 use coupond_store::{
-    codec, ActivityQuery, ApiKey, ClaimOutcome, ClaimRequest, CouponQuery, ListingQuery, NewApiKey,
-    NewTemplate, PoolStats, Store, StoreError, StoreResult, TemplateQuery,
+    codec, ActivityQuery, ApiKey, ClaimOutcome, ClaimRequest, CouponQuery, IdempotencyKey,
+    ListingQuery, NewApiKey, NewTemplate, PoolStats, Store, StoreError, StoreResult, TemplateQuery,
 };
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::{Postgres, QueryBuilder};
@@ -140,6 +140,83 @@ impl PgStore {
             None => Err(self.missing_or_conflict("templates", id.get()).await),
         }
     }
+}
+
+/// Every claim of a batch on a template that is not claimable: retries of claims that
+/// succeeded earlier still get their coupon.
+async fn not_claimable(
+    tx: &mut sqlx::Transaction<'static, Postgres>,
+    claims: &[ClaimRequest],
+) -> StoreResult<Vec<ClaimOutcome>> {
+    let mut out = Vec::with_capacity(claims.len());
+    for c in claims {
+        let earlier = match &c.idempotency {
+            Some(k) => earlier_claim(tx, k).await?,
+            None => None,
+        };
+        out.push(earlier.unwrap_or(ClaimOutcome::NotClaimable));
+    }
+    Ok(out)
+}
+
+/// Takes an idempotency key for a claim about to be made. `None`: the key is new (and now
+/// held by this transaction; a concurrent transaction with the same key waits for it).
+/// `Some(outcome)`: the key was used before.
+async fn claim_key(
+    tx: &mut sqlx::Transaction<'static, Postgres>,
+    k: &IdempotencyKey,
+    now: Timestamp,
+) -> StoreResult<Option<ClaimOutcome>> {
+    let inserted = sqlx::query(
+        "INSERT INTO claim_keys (key, fingerprint, created_at) VALUES ($1, $2, $3)
+         ON CONFLICT (key) DO NOTHING",
+    )
+    .bind(&k.key)
+    .bind(&k.fingerprint[..])
+    .bind(dt(now))
+    .execute(&mut **tx)
+    .await
+    .map_err(db_err)?;
+    if inserted.rows_affected() == 1 {
+        return Ok(None);
+    }
+    earlier_claim(tx, k).await
+}
+
+/// What an idempotency key did before: the coupon it issued, `KeyReused` if it was for
+/// another request, `None` if it is unknown.
+async fn earlier_claim(
+    tx: &mut sqlx::Transaction<'static, Postgres>,
+    k: &IdempotencyKey,
+) -> StoreResult<Option<ClaimOutcome>> {
+    let row = sqlx::query(
+        "SELECT k.fingerprint, c.* FROM claim_keys k JOIN coupons c ON c.id = k.coupon_id
+         WHERE k.key = $1",
+    )
+    .bind(&k.key)
+    .fetch_optional(&mut **tx)
+    .await
+    .map_err(db_err)?;
+    let Some(row) = row else { return Ok(None) };
+    let fingerprint: Vec<u8> = sqlx::Row::try_get(&row, "fingerprint").map_err(db_err)?;
+    if fingerprint != k.fingerprint {
+        return Ok(Some(ClaimOutcome::KeyReused));
+    }
+    Ok(Some(ClaimOutcome::Replayed(rows::coupon(&row)?)))
+}
+
+async fn forget_key(
+    tx: &mut sqlx::Transaction<'static, Postgres>,
+    k: Option<&IdempotencyKey>,
+) -> StoreResult<()> {
+    if let Some(k) = k {
+        sqlx::query("DELETE FROM claim_keys WHERE key = $1")
+            .bind(&k.key)
+            .execute(&mut **tx)
+            .await
+            .map_err(db_err)?;
+    }
+    Ok(())
 }
 
 /// Removes the bindings of the templates matching `condition` (one `$1` parameter) and gives
@@ -929,7 +1006,7 @@ impl Store for PgStore {
         .ok_or(StoreError::NotFound)?;
         let claimable: bool = sqlx::Row::try_get(&row, "claimable").map_err(db_err)?;
         if !claimable {
-            return Ok(vec![ClaimOutcome::NotClaimable; claims.len()]);
+            return not_claimable(&mut tx, claims).await;
         }
         let limit: i64 = sqlx::Row::try_get(&row, "per_user_limit").map_err(db_err)?;
 
@@ -941,6 +1018,12 @@ impl Store for PgStore {
         let mut accepted: Vec<usize> = Vec::new();
         for i in order {
             let c = &claims[i];
+            if let Some(k) = &c.idempotency {
+                if let Some(earlier) = claim_key(&mut tx, k, now).await? {
+                    out[i] = Some(earlier);
+                    continue;
+                }
+            }
             let held: Option<i32> = sqlx::query_scalar(
                 "INSERT INTO holdings AS h (template_id, user_id, n) VALUES ($1, $2, 1)
                  ON CONFLICT (template_id, user_id) DO UPDATE SET n = h.n + 1 WHERE h.n < $3
@@ -953,6 +1036,8 @@ impl Store for PgStore {
             .await
             .map_err(db_err)?;
             if held.is_none() {
+                // A refused claim records no key.
+                forget_key(&mut tx, c.idempotency.as_ref()).await?;
                 out[i] = Some(ClaimOutcome::LimitReached);
             } else {
                 accepted.push(i);
@@ -975,6 +1060,14 @@ impl Store for PgStore {
             .fetch_one(&mut *tx)
             .await
             .map_err(db_err)?;
+            if let Some(k) = &c.idempotency {
+                sqlx::query("UPDATE claim_keys SET coupon_id = $1 WHERE key = $2")
+                    .bind(id)
+                    .bind(&k.key)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+            }
             ids.push(id);
         }
         let wanted = accepted.len() as i64;
@@ -1008,7 +1101,9 @@ impl Store for PgStore {
                 .map_err(db_err)?;
                 let claimable: bool = sqlx::Row::try_get(&row, "claimable").map_err(db_err)?;
                 if !claimable {
-                    return Ok(vec![ClaimOutcome::NotClaimable; claims.len()]);
+                    drop(tx);
+                    let mut tx = self.pool.begin().await.map_err(db_err)?;
+                    return not_claimable(&mut tx, claims).await;
                 }
                 let remaining: i64 = sqlx::Row::try_get(&row, "remaining").map_err(db_err)?;
                 granted = remaining.clamp(0, wanted);
@@ -1016,6 +1111,11 @@ impl Store for PgStore {
                 sqlx::query("UPDATE templates SET claimed = claimed + $2 WHERE id = $1")
                     .bind(template.get())
                     .bind(granted)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+                sqlx::query("DELETE FROM claim_keys WHERE coupon_id = ANY($1)")
+                    .bind(&ids[cut..])
                     .execute(&mut *tx)
                     .await
                     .map_err(db_err)?;

@@ -11,8 +11,8 @@ use coupond_domain::{
     TemplateSpec, TemplateStatus, Timestamp,
 };
 use coupond_store::{
-    codec, ActivityQuery, ApiKey, ClaimOutcome, ClaimRequest, CouponQuery, ListingQuery, NewApiKey,
-    NewTemplate, PoolStats, Store, StoreError, StoreResult, TemplateQuery,
+    codec, ActivityQuery, ApiKey, ClaimOutcome, ClaimRequest, CouponQuery, IdempotencyKey,
+    ListingQuery, NewApiKey, NewTemplate, PoolStats, Store, StoreError, StoreResult, TemplateQuery,
 };
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
@@ -123,6 +123,65 @@ async fn bump_enrollment(
     } else {
         Err(StoreError::Conflict("version"))
     }
+}
+
+/// Takes an idempotency key for a claim about to be made. `None`: the key is new (and now
+/// held by this transaction). `Some(outcome)`: the key was used before.
+async fn claim_key(
+    tx: &mut sqlx::Transaction<'static, Sqlite>,
+    k: &IdempotencyKey,
+    now: Timestamp,
+) -> StoreResult<Option<ClaimOutcome>> {
+    let inserted = sqlx::query(
+        "INSERT INTO claim_keys (key, fingerprint, created_at) VALUES (?, ?, ?)
+         ON CONFLICT (key) DO NOTHING",
+    )
+    .bind(&k.key)
+    .bind(&k.fingerprint[..])
+    .bind(us(now))
+    .execute(&mut **tx)
+    .await
+    .map_err(db_err)?;
+    if inserted.rows_affected() == 1 {
+        return Ok(None);
+    }
+    earlier_claim(tx, k).await
+}
+
+/// What an idempotency key did before: the coupon it issued, `KeyReused` if it was for
+/// another request, `None` if it is unknown.
+async fn earlier_claim(
+    tx: &mut sqlx::Transaction<'static, Sqlite>,
+    k: &IdempotencyKey,
+) -> StoreResult<Option<ClaimOutcome>> {
+    let row = sqlx::query(
+        "SELECT k.fingerprint, c.* FROM claim_keys k JOIN coupons c ON c.id = k.coupon_id
+         WHERE k.key = ?",
+    )
+    .bind(&k.key)
+    .fetch_optional(&mut **tx)
+    .await
+    .map_err(db_err)?;
+    let Some(row) = row else { return Ok(None) };
+    let fingerprint: Vec<u8> = sqlx::Row::try_get(&row, "fingerprint").map_err(db_err)?;
+    if fingerprint != k.fingerprint {
+        return Ok(Some(ClaimOutcome::KeyReused));
+    }
+    Ok(Some(ClaimOutcome::Replayed(rows::coupon(&row)?)))
+}
+
+async fn forget_key(
+    tx: &mut sqlx::Transaction<'static, Sqlite>,
+    k: Option<&IdempotencyKey>,
+) -> StoreResult<()> {
+    if let Some(k) = k {
+        sqlx::query("DELETE FROM claim_keys WHERE key = ?")
+            .bind(&k.key)
+            .execute(&mut **tx)
+            .await
+            .map_err(db_err)?;
+    }
+    Ok(())
 }
 
 /// Removes the bindings of the templates matching `condition` (one `?` parameter) and gives
@@ -920,14 +979,31 @@ impl Store for SqliteStore {
         .ok_or(StoreError::NotFound)?;
         let claimable: bool = sqlx::Row::try_get(&row, "claimable").map_err(db_err)?;
         if !claimable {
-            return Ok(vec![ClaimOutcome::NotClaimable; claims.len()]);
+            // Retries of claims that succeeded earlier still get their coupon.
+            let mut out = Vec::with_capacity(claims.len());
+            for c in claims {
+                let earlier = match &c.idempotency {
+                    Some(k) => earlier_claim(&mut tx, k).await?,
+                    None => None,
+                };
+                out.push(earlier.unwrap_or(ClaimOutcome::NotClaimable));
+            }
+            return Ok(out);
         }
         let mut remaining: i64 = sqlx::Row::try_get(&row, "remaining").map_err(db_err)?;
         let limit: i64 = sqlx::Row::try_get(&row, "per_user_limit").map_err(db_err)?;
         let mut granted = 0i64;
         let mut out = Vec::with_capacity(claims.len());
         for c in claims {
+            if let Some(k) = &c.idempotency {
+                if let Some(earlier) = claim_key(&mut tx, k, now).await? {
+                    out.push(earlier);
+                    continue;
+                }
+            }
             if remaining == 0 {
+                // The key row just taken goes again: a refused claim records no key.
+                forget_key(&mut tx, c.idempotency.as_ref()).await?;
                 out.push(ClaimOutcome::SoldOut);
                 continue;
             }
@@ -943,6 +1019,7 @@ impl Store for SqliteStore {
             .await
             .map_err(db_err)?;
             if held.is_none() {
+                forget_key(&mut tx, c.idempotency.as_ref()).await?;
                 out.push(ClaimOutcome::LimitReached);
                 continue;
             }
@@ -959,6 +1036,14 @@ impl Store for SqliteStore {
             .fetch_one(&mut *tx)
             .await
             .map_err(db_err)?;
+            if let Some(k) = &c.idempotency {
+                sqlx::query("UPDATE claim_keys SET coupon_id = ? WHERE key = ?")
+                    .bind(id)
+                    .bind(&k.key)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+            }
             out.push(ClaimOutcome::Issued(Coupon {
                 id: CouponId::new(id).map_err(StoreError::other)?,
                 template_id: template,

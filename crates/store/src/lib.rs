@@ -25,8 +25,8 @@ use coupond_domain::{
 
 pub use error::{StoreError, StoreResult};
 pub use model::{
-    ActivityQuery, ApiKey, ClaimOutcome, ClaimRequest, CouponQuery, ListingQuery, NewApiKey,
-    NewTemplate, Page, PoolStats, Role, TemplateQuery,
+    ActivityQuery, ApiKey, ClaimOutcome, ClaimRequest, CouponQuery, IdempotencyKey, ListingQuery,
+    NewApiKey, NewTemplate, Page, PoolStats, Role, TemplateQuery,
 };
 
 /// Everything coupond persists. Implementations are cheap to share (`Arc<dyn Store>`), safe to
@@ -173,7 +173,10 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
     /// request gets `LimitReached` if its user already holds the per-user limit (counting
     /// earlier requests of the batch), `SoldOut` once the stock is exhausted, `NotClaimable`
     /// if the template is not active at `now`; every `Issued` coupon exists when this returns,
-    /// and `claimed` grew by exactly their number. Never issues past the stock.
+    /// and `claimed` grew by exactly their number. Never issues past the stock. A request whose
+    /// idempotency key already issued a coupon gets `Replayed` with that coupon (whatever the
+    /// stock is now), or `KeyReused` if the key was used for another request; a key is
+    /// recorded only with a coupon, so a refused claim can be retried under the same key.
     async fn claim_batch(
         &self,
         template: TemplateId,

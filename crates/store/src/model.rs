@@ -156,6 +156,16 @@ pub struct ClaimRequest {
     pub user: UserId,
     pub valid_from: Timestamp,
     pub valid_until: Timestamp,
+    /// The caller's idempotency key, if it sent one. Keys within one batch are distinct.
+    pub idempotency: Option<IdempotencyKey>,
+}
+
+/// An idempotency key as stored: the key qualified by its scope (principal and route), and a
+/// fingerprint of what was asked, so a reuse for something else is told apart from a retry.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct IdempotencyKey {
+    pub key: String,
+    pub fingerprint: [u8; 32],
 }
 
 /// What happened to one claim of a batch.
@@ -167,6 +177,10 @@ pub enum ClaimOutcome {
     /// The template is not claimable at the batch's instant (aborted, outside its window,
     /// unpublished).
     NotClaimable,
+    /// The key was used before for this same claim: the coupon it issued then.
+    Replayed(Coupon),
+    /// The key was used before for a different request.
+    KeyReused,
 }
 
 /// Which of a user's coupons to list: soonest-expiring first.

@@ -36,7 +36,8 @@ macro_rules! conformance_suite {
             claims_outside_the_window_or_aborted_leave_nothing,
             concurrent_batches_never_over_issue,
             concurrent_claims_of_one_user_hold_the_limit,
-            wallets_list_soonest_expiring_first
+            wallets_list_soonest_expiring_first,
+            claim_keys_replay_the_same_coupon
         );
     };
     (@cases $factory:path; $($case:ident),* $(,)?) => {

@@ -4,13 +4,15 @@
 use std::collections::HashMap;
 
 use axum::extract::State;
+use axum::http::HeaderMap;
 use axum::http::StatusCode;
 use axum::{Extension, Json};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use coupond_domain::{Coupon, CouponStatus, TemplateId, Timestamp, UserId};
-use coupond_store::CouponQuery;
+use coupond_store::{CouponQuery, IdempotencyKey};
 use serde::Deserialize;
+use sha2::{Digest, Sha256};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::Principal;
@@ -31,9 +33,12 @@ pub struct ClaimBody {
 }
 
 /// Claim a coupon of a template: `sold_out`, `limit_reached`, `not_claimable` (with its
-/// `reason`) and `not_eligible` are 409s.
+/// `reason`) and `not_eligible` are 409s. With an `Idempotency-Key` header, a retry returns
+/// the coupon the first attempt issued (header `idempotent-replayed: true`), never a second
+/// one; the same key for another claim is 422 `idempotency_key_reused`.
 #[utoipa::path(operation_id = "claim_coupon", post, path = "/v1/templates/{id}/claims", tag = "claims",
-    params(("id" = i64, Path, description = "Template id")),
+    params(("id" = i64, Path, description = "Template id"),
+        ("Idempotency-Key" = Option<String>, Header, description = "Makes retries safe: 1 to 255 visible ASCII characters")),
     request_body(content = Option<ClaimBody>, description = "Empty for users; `{\"user_id\": ...}` for service keys"),
     responses((status = 201, description = "The coupon", body = CouponView), CommonErrors, BodyErrors, ConflictError),
     security(("bearer" = [])))]
@@ -41,8 +46,13 @@ pub async fn claim(
     Extension(p): Extension<Principal>,
     State(s): State<AppState>,
     ApiPath(id): ApiPath<TemplateId>,
+    headers: HeaderMap,
     OptionalJson(body): OptionalJson<ClaimBody>,
-) -> ApiResult<(StatusCode, Json<CouponView>)> {
+) -> ApiResult<(
+    StatusCode,
+    [(&'static str, &'static str); 1],
+    Json<CouponView>,
+)> {
     let asked = body.unwrap_or_default().user_id;
     let user = match (&p, asked) {
         (Principal::User(me), None) => me.clone(),
@@ -63,13 +73,55 @@ pub async fn claim(
             ))
         }
     };
+    let key = idempotency_key(&headers, &p, id, &user)?;
     let template = s.store().template(id).await?;
-    let coupon = s.claims().claim(&template, user).await?;
+    let claimed = s.claims().claim(&template, user, key).await?;
     let summary = TemplateSummary::new(&template);
+    let replayed = [(
+        "idempotent-replayed",
+        if claimed.replayed { "true" } else { "false" },
+    )];
     Ok((
         StatusCode::CREATED,
-        Json(CouponView::new(coupon, summary, s.now())),
+        replayed,
+        Json(CouponView::new(claimed.coupon, summary, s.now())),
     ))
+}
+
+/// The `Idempotency-Key` header as stored: scoped to the principal and the route, with a
+/// fingerprint of what is claimed (template and user), so a reuse for another claim is told
+/// apart from a retry.
+fn idempotency_key(
+    headers: &HeaderMap,
+    p: &Principal,
+    template: TemplateId,
+    user: &UserId,
+) -> ApiResult<Option<IdempotencyKey>> {
+    let Some(value) = headers.get("idempotency-key") else {
+        return Ok(None);
+    };
+    let key = value
+        .to_str()
+        .ok()
+        .filter(|k| !k.is_empty() && k.len() <= 255 && k.bytes().all(|b| b.is_ascii_graphic()))
+        .ok_or_else(|| {
+            ApiError::bad_request(
+                "invalid_header",
+                Some("Idempotency-Key"),
+                "Idempotency-Key must be 1 to 255 visible ASCII characters",
+            )
+        })?;
+    let scope = match p {
+        Principal::User(u) => format!("user:{u}"),
+        Principal::Merchant(m) => format!("merchant:{m}"),
+        Principal::Platform => "platform".to_owned(),
+        Principal::Service => "service".to_owned(),
+    };
+    let fingerprint: [u8; 32] = Sha256::digest(format!("{template}\n{user}").as_bytes()).into();
+    Ok(Some(IdempotencyKey {
+        key: format!("{scope}\nPOST /v1/templates/{{id}}/claims\n{key}"),
+        fingerprint,
+    }))
 }
 
 /// Wallet filters.

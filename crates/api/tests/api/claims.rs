@@ -281,3 +281,61 @@ async fn single_mode_is_exact_too() {
         .unwrap();
     flash_sale(app).await;
 }
+
+#[tokio::test]
+async fn retries_with_an_idempotency_key_return_the_same_coupon() {
+    let app = TestApp::new().await;
+    let id = live(&app, 1, 5, json!({})).await;
+    let send = |key: &'static str, user: &'static str| {
+        let app = &app;
+        async move {
+            let req = axum::http::Request::builder()
+                .method("POST")
+                .uri(format!("/v1/templates/{id}/claims"))
+                .header("authorization", format!("Bearer {}", app.service))
+                .header("content-type", "application/json")
+                .header("idempotency-key", key)
+                .body(axum::body::Body::from(json!({"user_id": user}).to_string()))
+                .unwrap();
+            app.send(req).await
+        }
+    };
+    let first = send("order-7", "u-9").await;
+    assert_eq!(first.status, StatusCode::CREATED, "{}", first.body);
+    assert_eq!(first.headers["idempotent-replayed"], "false");
+    // The stock is now gone, yet the retry gets the same coupon.
+    let retry = send("order-7", "u-9").await;
+    assert_eq!(
+        (retry.status, &retry.body["id"]),
+        (StatusCode::CREATED, &first.body["id"])
+    );
+    assert_eq!(retry.headers["idempotent-replayed"], "true");
+    let reuse = send("order-7", "u-10").await;
+    assert_eq!(
+        (reuse.status, reuse.code()),
+        (StatusCode::UNPROCESSABLE_ENTITY, "idempotency_key_reused")
+    );
+    assert_eq!(send("order-8", "u-10").await.code(), "sold_out");
+    assert_eq!(
+        app.store
+            .count_coupons(TemplateId::new(id).unwrap())
+            .await
+            .unwrap(),
+        1
+    );
+    let bad = app
+        .send(
+            axum::http::Request::builder()
+                .method("POST")
+                .uri(format!("/v1/templates/{id}/claims"))
+                .header("authorization", format!("Bearer {}", app.user))
+                .header("idempotency-key", "")
+                .body(axum::body::Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(
+        (bad.status, bad.code()),
+        (StatusCode::BAD_REQUEST, "invalid_header")
+    );
+}

@@ -8,8 +8,8 @@ use time::Duration;
 
 use super::fixtures::*;
 use crate::{
-    ActivityQuery, ClaimOutcome, ClaimRequest, CouponQuery, ListingQuery, NewApiKey, NewTemplate,
-    Page, Role, Store, StoreError, TemplateQuery,
+    ActivityQuery, ClaimOutcome, ClaimRequest, CouponQuery, IdempotencyKey, ListingQuery,
+    NewApiKey, NewTemplate, Page, Role, Store, StoreError, TemplateQuery,
 };
 
 const FREEZE: Duration = Duration::minutes(5);
@@ -1054,6 +1054,17 @@ fn req(user: &str) -> ClaimRequest {
         user: coupond_domain::UserId::parse(user).unwrap(),
         valid_from: at(15),
         valid_until: at(15 + 48),
+        idempotency: None,
+    }
+}
+
+fn keyed(user: &str, key: &str, fingerprint: u8) -> ClaimRequest {
+    ClaimRequest {
+        idempotency: Some(IdempotencyKey {
+            key: key.to_owned(),
+            fingerprint: [fingerprint; 32],
+        }),
+        ..req(user)
     }
 }
 
@@ -1065,6 +1076,7 @@ fn tally(outcomes: &[ClaimOutcome]) -> (usize, usize, usize, usize) {
             ClaimOutcome::SoldOut => t.1 += 1,
             ClaimOutcome::LimitReached => t.2 += 1,
             ClaimOutcome::NotClaimable => t.3 += 1,
+            other => panic!("unexpected {other:?}"),
         }
     }
     t
@@ -1237,4 +1249,85 @@ pub async fn wallets_list_soonest_expiring_first(s: Arc<dyn Store>) {
         .map(|c| c.id)
         .collect();
     assert_eq!(rest, vec![ids[1].1, ids[2].1]);
+}
+
+/// A retried claim with the same key gets the same coupon, never a second one, even once the
+/// stock is gone or the window has closed; the same key for another request is refused; a
+/// refused claim leaves its key free.
+pub async fn claim_keys_replay_the_same_coupon(s: Arc<dyn Store>) {
+    let t = claimable(&s, 2, 5).await;
+    let first = s
+        .claim_batch(t.id, &[keyed("a", "k1", 1)], at(15))
+        .await
+        .unwrap();
+    let ClaimOutcome::Issued(c) = &first[0] else {
+        panic!("{first:?}")
+    };
+    let again = s
+        .claim_batch(t.id, &[keyed("a", "k1", 1)], at(16))
+        .await
+        .unwrap();
+    assert_eq!(again, vec![ClaimOutcome::Replayed(c.clone())]);
+    let other = s
+        .claim_batch(t.id, &[keyed("a", "k1", 2)], at(16))
+        .await
+        .unwrap();
+    assert_eq!(other, vec![ClaimOutcome::KeyReused]);
+    // Exhaust the stock; the retry still gets its coupon; a new key gets sold_out and stays free.
+    s.claim_batch(t.id, &[req("b")], at(15)).await.unwrap();
+    assert_eq!(
+        s.claim_batch(t.id, &[keyed("a", "k1", 1)], at(16))
+            .await
+            .unwrap(),
+        again
+    );
+    assert_eq!(
+        s.claim_batch(t.id, &[keyed("c", "k2", 3)], at(16))
+            .await
+            .unwrap(),
+        vec![ClaimOutcome::SoldOut]
+    );
+    assert_eq!(
+        s.claim_batch(t.id, &[keyed("a", "k1", 1)], at(25))
+            .await
+            .unwrap(),
+        again,
+        "after the window"
+    );
+    assert_eq!(
+        s.claim_batch(t.id, &[keyed("c", "k2", 3)], at(25))
+            .await
+            .unwrap(),
+        vec![ClaimOutcome::NotClaimable]
+    );
+    assert_eq!(
+        (
+            s.count_coupons(t.id).await.unwrap(),
+            s.template(t.id).await.unwrap().claimed
+        ),
+        (2, 2)
+    );
+
+    // Concurrent retries of one key: exactly one coupon.
+    let t = claimable(&s, 100, 100).await;
+    let mut joins = vec![];
+    for _ in 0..20 {
+        let s = s.clone();
+        joins.push(tokio::spawn(async move {
+            s.claim_batch(t.id, &[keyed("z", "same", 9)], at(15))
+                .await
+                .unwrap()
+        }));
+    }
+    let mut coupons = std::collections::BTreeSet::new();
+    for j in joins {
+        match j.await.unwrap().pop().unwrap() {
+            ClaimOutcome::Issued(c) | ClaimOutcome::Replayed(c) => {
+                coupons.insert(c.id);
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(coupons.len(), 1);
+    assert_eq!(s.count_coupons(t.id).await.unwrap(), 1);
 }
