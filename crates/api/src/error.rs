@@ -68,6 +68,8 @@ pub enum ApiError {
         field: Option<String>,
         message: String,
     },
+    /// 429: over a rate limit; retry after `retry_after` seconds.
+    RateLimited { retry_after: u64 },
     /// 503: the database is unreachable right now; retry after a moment.
     Unavailable,
     /// 500: a bug or broken dependency. Logged with its cause chain; callers see only a code.
@@ -113,6 +115,7 @@ impl ApiError {
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -169,6 +172,11 @@ impl ApiError {
                 None,
                 "send the body as application/json".to_owned(),
             ),
+            ApiError::RateLimited { retry_after } => (
+                "rate_limited",
+                None,
+                format!("too many requests; retry after {retry_after} s"),
+            ),
             ApiError::Unavailable => (
                 "unavailable",
                 None,
@@ -219,9 +227,16 @@ impl IntoResponse for ApiError {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/problem+json"),
         );
-        if matches!(self, ApiError::Unavailable) {
-            res.headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        match self {
+            ApiError::Unavailable => {
+                res.headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            }
+            ApiError::RateLimited { retry_after } => {
+                res.headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from(retry_after.max(1)));
+            }
+            _ => {}
         }
         res
     }

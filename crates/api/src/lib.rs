@@ -9,6 +9,7 @@
 //! - [`extract`]: body, query and path extractors whose failures name the field.
 //! - [`observe`]: request ids, tracing spans, Prometheus metrics.
 //! - [`pagination`], [`views`]: cursors and response bodies.
+//! - [`ratelimit`]: per-user and per-IP claim rate limits.
 //! - [`state`]: [`AppState`], read-only and cheap to clone.
 //! - [`openapi`]: the OpenAPI document.
 #![forbid(unsafe_code)]
@@ -19,6 +20,7 @@ pub mod extract;
 pub mod observe;
 pub mod openapi;
 pub mod pagination;
+pub mod ratelimit;
 pub mod routes;
 pub mod state;
 pub mod views;

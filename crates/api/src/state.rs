@@ -7,6 +7,7 @@ use coupond_engine::{ClaimEngine, ClaimMode, Clock};
 use coupond_store::Store;
 
 use crate::auth::JwtKeys;
+use crate::ratelimit::{Rate, RateLimits};
 
 /// Settings the API reads on every request.
 #[derive(Clone, Debug)]
@@ -23,6 +24,10 @@ pub struct ApiSettings {
     pub max_bindings_per_listing: u32,
     /// Group commit (the default) or one transaction per claim.
     pub claim_mode: ClaimMode,
+    /// Claims per user (whoever sends them). Off by default here; `coupond serve` turns it on.
+    pub claim_rate_per_user: Rate,
+    /// Claims per client IP, for requests with user tokens. Off by default here.
+    pub claim_rate_per_ip: Rate,
 }
 
 impl Default for ApiSettings {
@@ -34,6 +39,8 @@ impl Default for ApiSettings {
             max_page: 200,
             max_bindings_per_listing: 3,
             claim_mode: ClaimMode::default(),
+            claim_rate_per_user: Rate::OFF,
+            claim_rate_per_ip: Rate::OFF,
         }
     }
 }
@@ -50,6 +57,7 @@ struct Inner {
     clock: Arc<dyn Clock>,
     jwt: JwtKeys,
     claims: ClaimEngine,
+    rate_limits: RateLimits,
     settings: ApiSettings,
 }
 
@@ -68,6 +76,10 @@ impl AppState {
                 clock,
                 jwt: JwtKeys::new(jwt_secret),
                 claims,
+                rate_limits: RateLimits::new(
+                    settings.claim_rate_per_user,
+                    settings.claim_rate_per_ip,
+                ),
                 settings,
             }),
         }
@@ -88,6 +100,10 @@ impl AppState {
     /// The claim engine; `serve` shuts it down (draining queued claims) after the server.
     pub fn claims(&self) -> &ClaimEngine {
         &self.inner.claims
+    }
+
+    pub fn rate_limits(&self) -> &RateLimits {
+        &self.inner.rate_limits
     }
 
     pub fn settings(&self) -> &ApiSettings {

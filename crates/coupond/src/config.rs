@@ -43,6 +43,14 @@ pub struct Config {
     pub claim_mode: ClaimModeName,
     /// Largest number of claims committed in one transaction.
     pub claim_max_batch: usize,
+    /// Claims per second one user may make (sustained); 0 disables the limit.
+    pub claim_rate_per_user: u32,
+    /// Claims one user may make at once before the per-second rate applies.
+    pub claim_burst_per_user: u32,
+    /// Claims per second from one client IP with user tokens; 0 disables the limit.
+    pub claim_rate_per_ip: u32,
+    /// Claims one IP may make at once before the per-second rate applies.
+    pub claim_burst_per_ip: u32,
 }
 
 /// `claim_mode` values.
@@ -102,10 +110,18 @@ claim_mode = "batched"
 
 # Largest number of claims committed in one transaction.
 claim_max_batch = 512
+
+# Claim rate limits (GCRA): sustained claims per second and the burst allowed at once, per
+# user (whoever sends the claim) and per client IP (requests with user tokens only; service
+# keys speak for many users). 0 disables a limit. Over the limit: 429 with Retry-After.
+claim_rate_per_user = 5
+claim_burst_per_user = 10
+claim_rate_per_ip = 50
+claim_burst_per_ip = 100
 "#;
 
 /// Setting names read from `COUPOND_<NAME>`.
-const ENV_KEYS: [&str; 11] = [
+const ENV_KEYS: [&str; 15] = [
     "listen",
     "database_url",
     "jwt_secret",
@@ -117,6 +133,10 @@ const ENV_KEYS: [&str; 11] = [
     "max_bindings_per_listing",
     "claim_mode",
     "claim_max_batch",
+    "claim_rate_per_user",
+    "claim_burst_per_user",
+    "claim_rate_per_ip",
+    "claim_burst_per_ip",
 ];
 
 /// Values given on the command line; `None` leaves the lower layers in charge.
@@ -172,6 +192,10 @@ impl fmt::Debug for Config {
             .field("max_bindings_per_listing", &self.max_bindings_per_listing)
             .field("claim_mode", &self.claim_mode)
             .field("claim_max_batch", &self.claim_max_batch)
+            .field("claim_rate_per_user", &self.claim_rate_per_user)
+            .field("claim_burst_per_user", &self.claim_burst_per_user)
+            .field("claim_rate_per_ip", &self.claim_rate_per_ip)
+            .field("claim_burst_per_ip", &self.claim_burst_per_ip)
             .finish()
     }
 }

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use anyhow::Context;
+use coupond_api::ratelimit::Rate;
 use coupond_api::{ApiSettings, AppState};
 use coupond_engine::{ClaimMode, Clock, SystemClock};
 use tracing_subscriber::EnvFilter;
@@ -42,6 +43,14 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
             },
             ClaimModeName::Single => ClaimMode::Single,
         },
+        claim_rate_per_user: Rate {
+            per_second: config.claim_rate_per_user,
+            burst: config.claim_burst_per_user,
+        },
+        claim_rate_per_ip: Rate {
+            per_second: config.claim_rate_per_ip,
+            burst: config.claim_burst_per_ip,
+        },
         ..ApiSettings::default()
     };
     let state = AppState::new(store.clone(), clock.clone(), &secret, settings);
@@ -71,22 +80,27 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
     );
 
     // Aborted when `run` returns; it holds no state worth finishing.
-    let upkeep = tokio::spawn(async {
+    let upkeep_state = state.clone();
+    let upkeep = tokio::spawn(async move {
         let mut tick = tokio::time::interval(std::time::Duration::from_secs(5));
         loop {
             tick.tick().await;
             coupond_api::observe::metrics_upkeep();
+            upkeep_state.rate_limits().shrink();
         }
     });
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let grace = config.shutdown_grace;
     let engine = state.claims().clone();
-    let server =
-        axum::serve(listener, coupond_api::router(state)).with_graceful_shutdown(async move {
-            shutdown_signal().await;
-            tracing::info!("shutdown signal received; finishing in-flight requests");
-            let _ = stop_tx.send(true);
-        });
+    let server = axum::serve(
+        listener,
+        coupond_api::router(state).into_make_service_with_connect_info::<std::net::SocketAddr>(),
+    )
+    .with_graceful_shutdown(async move {
+        shutdown_signal().await;
+        tracing::info!("shutdown signal received; finishing in-flight requests");
+        let _ = stop_tx.send(true);
+    });
     let mut stop_rx = stop_rx;
     let deadline = async move {
         // Wait for the signal, then give in-flight requests `grace` to finish.

@@ -17,9 +17,9 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{ApiPath, ApiQuery, OptionalJson};
+use crate::extract::{ApiPath, ApiQuery, ClientIp, OptionalJson};
 use crate::pagination::PageOf;
-use crate::routes::{BodyErrors, CommonErrors, ConflictError};
+use crate::routes::{BodyErrors, CommonErrors, ConflictError, RateLimitedError};
 use crate::state::AppState;
 use crate::views::{CouponView, TemplateSummary};
 
@@ -35,17 +35,19 @@ pub struct ClaimBody {
 /// Claim a coupon of a template: `sold_out`, `limit_reached`, `not_claimable` (with its
 /// `reason`) and `not_eligible` are 409s. With an `Idempotency-Key` header, a retry returns
 /// the coupon the first attempt issued (header `idempotent-replayed: true`), never a second
-/// one; the same key for another claim is 422 `idempotency_key_reused`.
+/// one; the same key for another claim is 422 `idempotency_key_reused`. Over the per-user or
+/// per-IP claim rate: 429 `rate_limited` with Retry-After.
 #[utoipa::path(operation_id = "claim_coupon", post, path = "/v1/templates/{id}/claims", tag = "claims",
     params(("id" = i64, Path, description = "Template id"),
         ("Idempotency-Key" = Option<String>, Header, description = "Makes retries safe: 1 to 255 visible ASCII characters")),
     request_body(content = Option<ClaimBody>, description = "Empty for users; `{\"user_id\": ...}` for service keys"),
-    responses((status = 201, description = "The coupon", body = CouponView), CommonErrors, BodyErrors, ConflictError),
+    responses((status = 201, description = "The coupon", body = CouponView), CommonErrors, BodyErrors, ConflictError, RateLimitedError),
     security(("bearer" = [])))]
 pub async fn claim(
     Extension(p): Extension<Principal>,
     State(s): State<AppState>,
     ApiPath(id): ApiPath<TemplateId>,
+    ClientIp(ip): ClientIp,
     headers: HeaderMap,
     OptionalJson(body): OptionalJson<ClaimBody>,
 ) -> ApiResult<(
@@ -74,6 +76,12 @@ pub async fn claim(
         }
     };
     let key = idempotency_key(&headers, &p, id, &user)?;
+    let ip = if matches!(p, Principal::User(_)) {
+        ip
+    } else {
+        None
+    };
+    s.rate_limits().check(&user, ip)?;
     let template = s.store().template(id).await?;
     let claimed = s.claims().claim(&template, user, key).await?;
     let summary = TemplateSummary::new(&template);

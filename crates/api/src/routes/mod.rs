@@ -214,6 +214,15 @@ pub(crate) enum CommonErrors {
     Unavailable(Problem),
 }
 
+/// Rate-limited routes.
+#[derive(IntoResponses)]
+#[allow(dead_code)]
+pub(crate) enum RateLimitedError {
+    /// Over a rate limit; see Retry-After.
+    #[response(status = 429, content_type = "application/problem+json")]
+    TooMany(Problem),
+}
+
 /// The additional errors of routes that take a JSON body.
 #[derive(IntoResponses)]
 #[allow(dead_code)]

@@ -339,3 +339,78 @@ async fn retries_with_an_idempotency_key_return_the_same_coupon() {
         (StatusCode::BAD_REQUEST, "invalid_header")
     );
 }
+
+#[tokio::test]
+async fn claims_are_rate_limited_per_user_and_per_ip() {
+    use coupond_api::ratelimit::Rate;
+    let settings = coupond_api::ApiSettings {
+        claim_rate_per_user: Rate {
+            per_second: 1,
+            burst: 2,
+        },
+        claim_rate_per_ip: Rate {
+            per_second: 1,
+            burst: 3,
+        },
+        ..Default::default()
+    };
+    let app = TestApp::with_settings(Backend::Sqlite, settings)
+        .await
+        .unwrap();
+    let id = live(&app, 100, 100, json!({})).await;
+    let path = format!("/v1/templates/{id}/claims");
+    let for_user = |u: &'static str| app.post(&path, &app.service, json!({"user_id": u}));
+    assert_eq!(for_user("a").await.status, StatusCode::CREATED);
+    assert_eq!(for_user("a").await.status, StatusCode::CREATED);
+    let limited = for_user("a").await;
+    assert_eq!(
+        (limited.status, limited.code()),
+        (StatusCode::TOO_MANY_REQUESTS, "rate_limited")
+    );
+    let retry_after: u64 = limited.headers["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(retry_after >= 1);
+    assert_eq!(
+        for_user("b").await.status,
+        StatusCode::CREATED,
+        "other users are not affected"
+    );
+    assert_eq!(
+        app.store
+            .count_coupons(TemplateId::new(id).unwrap())
+            .await
+            .unwrap(),
+        3,
+        "a 429 writes nothing"
+    );
+
+    // Per IP, for user tokens: many users from one address.
+    let from_ip = |user: &'static str| {
+        let token = coupond_api::JwtKeys::new(SECRET)
+            .mint(
+                &coupond_domain::UserId::parse(user).unwrap(),
+                app.clock.now_ts(),
+                time::Duration::hours(1),
+            )
+            .unwrap();
+        let mut req = axum::http::Request::builder()
+            .method("POST")
+            .uri(format!("/v1/templates/{id}/claims"))
+            .header("authorization", format!("Bearer {token}"))
+            .body(axum::body::Body::empty())
+            .unwrap();
+        req.extensions_mut()
+            .insert(axum::extract::ConnectInfo(std::net::SocketAddr::from((
+                [203, 0, 113, 9],
+                4000,
+            ))));
+        app.send(req)
+    };
+    for u in ["x1", "x2", "x3"] {
+        assert_eq!(from_ip(u).await.status, StatusCode::CREATED);
+    }
+    assert_eq!(from_ip("x4").await.code(), "rate_limited");
+}
