@@ -11,7 +11,8 @@ use coupond_domain::{
 };
 use coupond_store::{
     codec, ActivityQuery, ApiKey, ClaimOutcome, ClaimRequest, CouponQuery, IdempotencyKey,
-    ListingQuery, NewApiKey, NewTemplate, PoolStats, Store, StoreError, StoreResult, TemplateQuery,
+    ListingQuery, NewApiKey, NewTemplate, PoolStats, Store, StoreError, StoreResult, TemplateAudit,
+    TemplateQuery,
 };
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::{Postgres, QueryBuilder};
@@ -1187,9 +1188,45 @@ impl Store for PgStore {
         rows.iter().map(rows::coupon).collect()
     }
 
+    async fn audit_template(&self, template: TemplateId) -> StoreResult<TemplateAudit> {
+        let row = sqlx::query(
+            "SELECT t.total_stock, t.claimed, t.per_user_limit,
+                    (SELECT COUNT(*) FROM coupons c WHERE c.template_id = t.id) AS coupons,
+                    (SELECT COALESCE(MAX(n), 0) FROM (SELECT COUNT(*) AS n FROM coupons c
+                        WHERE c.template_id = t.id GROUP BY c.user_id) per_user) AS max_per_user
+             FROM templates t WHERE t.id = $1",
+        )
+        .bind(template.get())
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db_err)?;
+        let get = |col: &str| -> StoreResult<i64> { sqlx::Row::try_get(&row, col).map_err(db_err) };
+        Ok(TemplateAudit {
+            total_stock: get("total_stock")?,
+            claimed: get("claimed")?,
+            coupons: get("coupons")?,
+            per_user_limit: get("per_user_limit")?,
+            max_per_user: get("max_per_user")?,
+        })
+    }
+
     async fn count_coupons(&self, template: TemplateId) -> StoreResult<i64> {
         sqlx::query_scalar("SELECT COUNT(*) FROM coupons WHERE template_id = $1")
             .bind(template.get())
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db_err)
+    }
+
+    async fn count_coupons_among(
+        &self,
+        template: TemplateId,
+        coupons: &[CouponId],
+    ) -> StoreResult<i64> {
+        let ids: Vec<i64> = coupons.iter().map(|c| c.get()).collect();
+        sqlx::query_scalar("SELECT COUNT(*) FROM coupons WHERE template_id = $1 AND id = ANY($2)")
+            .bind(template.get())
+            .bind(ids)
             .fetch_one(&self.pool)
             .await
             .map_err(db_err)

@@ -12,7 +12,8 @@ use coupond_domain::{
 };
 use coupond_store::{
     codec, ActivityQuery, ApiKey, ClaimOutcome, ClaimRequest, CouponQuery, IdempotencyKey,
-    ListingQuery, NewApiKey, NewTemplate, PoolStats, Store, StoreError, StoreResult, TemplateQuery,
+    ListingQuery, NewApiKey, NewTemplate, PoolStats, Store, StoreError, StoreResult, TemplateAudit,
+    TemplateQuery,
 };
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
@@ -1112,12 +1113,59 @@ impl Store for SqliteStore {
         rows.iter().map(rows::coupon).collect()
     }
 
+    async fn audit_template(&self, template: TemplateId) -> StoreResult<TemplateAudit> {
+        let row = sqlx::query(
+            "SELECT t.total_stock, t.claimed, t.per_user_limit,
+                    (SELECT COUNT(*) FROM coupons c WHERE c.template_id = t.id) AS coupons,
+                    (SELECT COALESCE(MAX(n), 0) FROM (SELECT COUNT(*) AS n FROM coupons c
+                        WHERE c.template_id = t.id GROUP BY c.user_id) per_user) AS max_per_user
+             FROM templates t WHERE t.id = ?",
+        )
+        .bind(template.get())
+        .fetch_one(&self.reader)
+        .await
+        .map_err(db_err)?;
+        let get = |col: &str| -> StoreResult<i64> { sqlx::Row::try_get(&row, col).map_err(db_err) };
+        Ok(TemplateAudit {
+            total_stock: get("total_stock")?,
+            claimed: get("claimed")?,
+            coupons: get("coupons")?,
+            per_user_limit: get("per_user_limit")?,
+            max_per_user: get("max_per_user")?,
+        })
+    }
+
     async fn count_coupons(&self, template: TemplateId) -> StoreResult<i64> {
         sqlx::query_scalar("SELECT COUNT(*) FROM coupons WHERE template_id = ?")
             .bind(template.get())
             .fetch_one(&self.reader)
             .await
             .map_err(db_err)
+    }
+
+    async fn count_coupons_among(
+        &self,
+        template: TemplateId,
+        coupons: &[CouponId],
+    ) -> StoreResult<i64> {
+        let mut total = 0;
+        for chunk in coupons.chunks(500) {
+            let mut b =
+                QueryBuilder::<Sqlite>::new("SELECT COUNT(*) FROM coupons WHERE template_id = ");
+            b.push_bind(template.get()).push(" AND id IN (");
+            let mut ids = b.separated(", ");
+            for c in chunk {
+                ids.push_bind(c.get());
+            }
+            b.push(")");
+            let n: i64 = b
+                .build_query_scalar()
+                .fetch_one(&self.reader)
+                .await
+                .map_err(db_err)?;
+            total += n;
+        }
+        Ok(total)
     }
 }
 

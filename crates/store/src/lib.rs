@@ -19,14 +19,14 @@ pub mod testing;
 
 use async_trait::async_trait;
 use coupond_domain::{
-    Activity, ActivityId, ActivitySpec, Coupon, Listing, ListingDraft, ListingId, Merchant,
-    MerchantDraft, MerchantId, Template, TemplateId, TemplateSpec, Timestamp,
+    Activity, ActivityId, ActivitySpec, Coupon, CouponId, Listing, ListingDraft, ListingId,
+    Merchant, MerchantDraft, MerchantId, Template, TemplateId, TemplateSpec, Timestamp,
 };
 
 pub use error::{StoreError, StoreResult};
 pub use model::{
     ActivityQuery, ApiKey, ClaimOutcome, ClaimRequest, CouponQuery, IdempotencyKey, ListingQuery,
-    NewApiKey, NewTemplate, Page, PoolStats, Role, TemplateQuery,
+    NewApiKey, NewTemplate, Page, PoolStats, Role, TemplateAudit, TemplateQuery,
 };
 
 /// Everything coupond persists. Implementations are cheap to share (`Arc<dyn Store>`), safe to
@@ -187,4 +187,12 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
     async fn user_coupons(&self, q: &CouponQuery) -> StoreResult<Vec<Coupon>>;
     /// How many coupons a template has issued, counted from the coupon rows (for audits).
     async fn count_coupons(&self, template: TemplateId) -> StoreResult<i64>;
+    /// Stock, claimed count, coupon rows and the largest holding of one template.
+    async fn audit_template(&self, template: TemplateId) -> StoreResult<TemplateAudit>;
+    /// How many of `coupons` exist as coupons of `template`.
+    async fn count_coupons_among(
+        &self,
+        template: TemplateId,
+        coupons: &[CouponId],
+    ) -> StoreResult<i64>;
 }

@@ -194,3 +194,42 @@ pub struct CouponQuery {
     pub after: Option<(Timestamp, i64)>,
     pub limit: u32,
 }
+
+/// What the database says about one template's stock and holdings (for audits, I1 and I2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TemplateAudit {
+    pub total_stock: i64,
+    /// `templates.claimed`.
+    pub claimed: i64,
+    /// Coupon rows of the template.
+    pub coupons: i64,
+    pub per_user_limit: i64,
+    /// The most coupons of the template any one user holds.
+    pub max_per_user: i64,
+}
+
+impl TemplateAudit {
+    /// The violations of I1 and I2, as sentences; empty when the template is sound.
+    pub fn violations(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        if self.claimed != self.coupons {
+            v.push(format!(
+                "claimed = {} but {} coupons exist",
+                self.claimed, self.coupons
+            ));
+        }
+        if self.coupons > self.total_stock {
+            v.push(format!(
+                "{} coupons exceed the stock of {}",
+                self.coupons, self.total_stock
+            ));
+        }
+        if self.max_per_user > self.per_user_limit {
+            v.push(format!(
+                "a user holds {} coupons, above the limit of {}",
+                self.max_per_user, self.per_user_limit
+            ));
+        }
+        v
+    }
+}

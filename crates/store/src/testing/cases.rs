@@ -1169,6 +1169,22 @@ pub async fn concurrent_batches_never_over_issue(s: Arc<dyn Store>) {
     assert_eq!(tally(&all), (50, 150, 0, 0));
     assert_eq!(s.template(t.id).await.unwrap().claimed, 50);
     assert_eq!(s.count_coupons(t.id).await.unwrap(), 50);
+    let audit = s.audit_template(t.id).await.unwrap();
+    assert_eq!((audit.coupons, audit.max_per_user), (50, 1));
+    assert!(audit.violations().is_empty(), "{audit:?}");
+    let issued: Vec<_> = all
+        .iter()
+        .filter_map(|o| {
+            if let ClaimOutcome::Issued(c) = o {
+                Some(c.id)
+            } else {
+                None
+            }
+        })
+        .collect();
+    assert_eq!(s.count_coupons_among(t.id, &issued).await.unwrap(), 50);
+    let bogus = [coupond_domain::CouponId::new(i64::MAX / 2).unwrap()];
+    assert_eq!(s.count_coupons_among(t.id, &bogus).await.unwrap(), 0);
 }
 
 /// One user firing 30 claims at once at a limit of 3: exactly 3.
