@@ -62,6 +62,44 @@ pub enum Command {
     Config,
     /// Print the OpenAPI document.
     Openapi,
+    /// Drive a running coupond with concurrent claims over HTTP, then audit the database.
+    Loadtest(LoadtestArgs),
+}
+
+/// What `loadtest` runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Scenario {
+    /// One template, stock 100,000, 200,000 distinct users, 512 connections.
+    FlashSale,
+    /// GET /healthz (a route that does no work): the HTTP ceiling of the same server.
+    Ceiling,
+    /// Your own numbers (defaults: 10,000 users, stock 5,000, 64 connections).
+    Custom,
+}
+
+#[derive(Debug, Args)]
+pub struct LoadtestArgs {
+    /// The server to drive; it must use the same database as this command (setup and audit go
+    /// to the database directly).
+    #[arg(long, default_value = "http://127.0.0.1:8080")]
+    pub url: String,
+    #[arg(long, value_enum, default_value = "flash-sale")]
+    pub scenario: Scenario,
+    /// Number of claims (one per user, unless --repeat-users).
+    #[arg(long)]
+    pub users: Option<usize>,
+    /// Stock of the template the test creates.
+    #[arg(long)]
+    pub stock: Option<i64>,
+    /// Concurrent connections.
+    #[arg(long)]
+    pub concurrency: Option<usize>,
+    /// Per-user limit of the template.
+    #[arg(long, default_value_t = 1)]
+    pub per_user_limit: u32,
+    /// Claim as 10 users over and over (exercises the per-user limit; expect rate limits).
+    #[arg(long)]
+    pub repeat_users: bool,
 }
 
 #[derive(Debug, Args)]

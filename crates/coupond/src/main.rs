@@ -6,6 +6,7 @@
 //! - `serve`: runs the HTTP service with graceful shutdown.
 //! - `demo`: the `serve --demo` data set.
 //! - `admin`: `keys`, `token`, `migrate`, `config`, `openapi`.
+//! - `loadtest`: concurrent claims over HTTP, then an audit of the database.
 #![forbid(unsafe_code)]
 
 mod admin;
@@ -13,6 +14,7 @@ mod cli;
 mod config;
 mod db;
 mod demo;
+mod loadtest;
 mod serve;
 
 use clap::Parser;
@@ -44,5 +46,6 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Openapi => admin::openapi(),
+        Command::Loadtest(args) => loadtest::run(&config, args).await,
     }
 }
