@@ -186,11 +186,11 @@ pub async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Princ
             "send Authorization: Bearer <API key or user token>",
         ))?;
     if credential.starts_with(KEY_PREFIX) {
-        let key = match state
-            .store()
-            .api_key_by_hash(&hash_api_key(credential))
-            .await
-        {
+        let hash = hash_api_key(credential);
+        if let Some(p) = state.key_cache().get(&hash) {
+            return Ok(p);
+        }
+        let key = match state.store().api_key_by_hash(&hash).await {
             Ok(k) => k,
             Err(StoreError::NotFound) => return Err(ApiError::Unauthorized("unknown API key")),
             Err(e) => return Err(e.into()),
@@ -199,14 +199,16 @@ pub async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Princ
             return Err(ApiError::Unauthorized("this API key was revoked"));
         }
         use coupond_store::Role as KeyRole;
-        return match (key.role, key.merchant_id) {
-            (KeyRole::Platform, _) => Ok(Principal::Platform),
-            (KeyRole::Service, _) => Ok(Principal::Service),
-            (KeyRole::Merchant, Some(m)) => Ok(Principal::Merchant(m)),
+        let principal = match (key.role, key.merchant_id) {
+            (KeyRole::Platform, _) => Principal::Platform,
+            (KeyRole::Service, _) => Principal::Service,
+            (KeyRole::Merchant, Some(m)) => Principal::Merchant(m),
             (KeyRole::Merchant, None) => {
-                Err(ApiError::Unauthorized("merchant key without merchant"))
+                return Err(ApiError::Unauthorized("merchant key without merchant"))
             }
         };
+        state.key_cache().insert(hash, principal.clone());
+        return Ok(principal);
     }
     let user = state.jwt().verify(credential, state.now())?;
     Ok(Principal::User(user))

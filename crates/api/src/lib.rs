@@ -5,6 +5,7 @@
 //! - [`routes`]: one module per resource, handlers named by action; `system` holds health,
 //!   metrics and the OpenAPI document.
 //! - [`auth`]: API keys and user JWTs, the per-route role guard.
+//! - [`cache`]: the short-lived cache of the hot path (API keys, claimed templates).
 //! - [`error`]: [`ApiError`], the one error type, rendered as problem+json.
 //! - [`extract`]: body, query and path extractors whose failures name the field.
 //! - [`observe`]: request ids, tracing spans, Prometheus metrics.
@@ -15,6 +16,7 @@
 #![forbid(unsafe_code)]
 
 pub mod auth;
+pub mod cache;
 pub mod error;
 pub mod extract;
 pub mod observe;

@@ -6,8 +6,11 @@ use coupond_domain::Timestamp;
 use coupond_engine::{ClaimEngine, ClaimMode, Clock};
 use coupond_store::Store;
 
-use crate::auth::JwtKeys;
+use crate::auth::{JwtKeys, Principal};
+use crate::cache::TtlCache;
 use crate::ratelimit::{Rate, RateLimits};
+use coupond_domain::{Template, TemplateId};
+use coupond_store::StoreError;
 
 /// Settings the API reads on every request.
 #[derive(Clone, Debug)]
@@ -28,6 +31,9 @@ pub struct ApiSettings {
     pub claim_rate_per_user: Rate,
     /// Claims per client IP, for requests with user tokens. Off by default here.
     pub claim_rate_per_ip: Rate,
+    /// How long API keys and claimed templates are cached in memory (zero: not at all). A
+    /// key revoked by another process stops working within this time.
+    pub cache_ttl: std::time::Duration,
 }
 
 impl Default for ApiSettings {
@@ -41,6 +47,7 @@ impl Default for ApiSettings {
             claim_mode: ClaimMode::default(),
             claim_rate_per_user: Rate::OFF,
             claim_rate_per_ip: Rate::OFF,
+            cache_ttl: std::time::Duration::ZERO,
         }
     }
 }
@@ -58,6 +65,8 @@ struct Inner {
     jwt: JwtKeys,
     claims: ClaimEngine,
     rate_limits: RateLimits,
+    keys: TtlCache<[u8; 32], Principal>,
+    templates: TtlCache<TemplateId, Arc<Template>>,
     settings: ApiSettings,
 }
 
@@ -80,6 +89,8 @@ impl AppState {
                     settings.claim_rate_per_user,
                     settings.claim_rate_per_ip,
                 ),
+                keys: TtlCache::new(settings.cache_ttl, 100_000),
+                templates: TtlCache::new(settings.cache_ttl, 10_000),
                 settings,
             }),
         }
@@ -100,6 +111,21 @@ impl AppState {
     /// The claim engine; `serve` shuts it down (draining queued claims) after the server.
     pub fn claims(&self) -> &ClaimEngine {
         &self.inner.claims
+    }
+
+    /// Principals of recently seen API keys, by key hash.
+    pub fn key_cache(&self) -> &TtlCache<[u8; 32], Principal> {
+        &self.inner.keys
+    }
+
+    /// A template as read at most `cache_ttl` ago (for the claim path).
+    pub async fn claimed_template(&self, id: TemplateId) -> Result<Arc<Template>, StoreError> {
+        if let Some(t) = self.inner.templates.get(&id) {
+            return Ok(t);
+        }
+        let t = Arc::new(self.store().template(id).await?);
+        self.inner.templates.insert(id, t.clone());
+        Ok(t)
     }
 
     pub fn rate_limits(&self) -> &RateLimits {

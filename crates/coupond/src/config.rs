@@ -51,6 +51,10 @@ pub struct Config {
     pub claim_rate_per_ip: u32,
     /// Claims one IP may make at once before the per-second rate applies.
     pub claim_burst_per_ip: u32,
+    /// How long API keys and claimed templates are cached in memory; a key revoked by
+    /// `coupond keys revoke` stops working within this time.
+    #[serde(with = "humantime_serde")]
+    pub cache_ttl: Duration,
 }
 
 /// `claim_mode` values.
@@ -118,10 +122,14 @@ claim_rate_per_user = 5
 claim_burst_per_user = 10
 claim_rate_per_ip = 50
 claim_burst_per_ip = 100
+
+# How long API keys and claimed templates are cached in memory. A key revoked with
+# `coupond keys revoke` stops working within this time. "0s" turns the cache off.
+cache_ttl = "1s"
 "#;
 
 /// Setting names read from `COUPOND_<NAME>`.
-const ENV_KEYS: [&str; 15] = [
+const ENV_KEYS: [&str; 16] = [
     "listen",
     "database_url",
     "jwt_secret",
@@ -137,6 +145,7 @@ const ENV_KEYS: [&str; 15] = [
     "claim_burst_per_user",
     "claim_rate_per_ip",
     "claim_burst_per_ip",
+    "cache_ttl",
 ];
 
 /// Values given on the command line; `None` leaves the lower layers in charge.
@@ -196,6 +205,7 @@ impl fmt::Debug for Config {
             .field("claim_burst_per_user", &self.claim_burst_per_user)
             .field("claim_rate_per_ip", &self.claim_rate_per_ip)
             .field("claim_burst_per_ip", &self.claim_burst_per_ip)
+            .field("cache_ttl", &self.cache_ttl)
             .finish()
     }
 }

@@ -41,6 +41,8 @@ struct Tally {
     issued: Vec<CouponId>,
     /// Requests that got no HTTP answer.
     transport_errors: u64,
+    /// When the last 201 arrived, microseconds after the start.
+    last_created_us: u64,
 }
 
 pub async fn run(config: &Config, args: LoadtestArgs) -> anyhow::Result<()> {
@@ -302,6 +304,9 @@ where
                             None => format!("{status}"),
                         };
                         if status == 201 {
+                            local.last_created_us = local
+                                .last_created_us
+                                .max(start.elapsed().as_micros() as u64);
                             if let Some(id) = json
                                 .get("id")
                                 .and_then(|v| v.as_i64())
@@ -325,6 +330,7 @@ where
             all.latencies.extend(local.latencies);
             all.issued.extend(local.issued);
             all.transport_errors += local.transport_errors;
+            all.last_created_us = all.last_created_us.max(local.last_created_us);
         }));
     }
     for w in workers {
@@ -373,6 +379,14 @@ fn report(title: &str, total: usize, tally: &Tally) {
         .map(|(k, v)| format!("{k}: {v}"))
         .collect();
     println!("answers      {}", answers.join(" | "));
+    if !tally.issued.is_empty() {
+        let secs = tally.last_created_us.max(1) as f64 / 1e6;
+        println!(
+            "issued       {} coupons in {secs:.2} s = {:.0} claims/s",
+            tally.issued.len(),
+            tally.issued.len() as f64 / secs
+        );
+    }
     if tally.transport_errors > 0 {
         println!("no answer    {}", tally.transport_errors);
     }

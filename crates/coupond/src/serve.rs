@@ -47,6 +47,7 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
             per_second: config.claim_rate_per_user,
             burst: config.claim_burst_per_user,
         },
+        cache_ttl: config.cache_ttl,
         claim_rate_per_ip: Rate {
             per_second: config.claim_rate_per_ip,
             burst: config.claim_burst_per_ip,

@@ -252,10 +252,75 @@ fn admin_commands_share_the_database_with_serve() {
     );
     let id = listed.split('\t').next().unwrap().trim().to_owned();
     ok(run(dir.path(), &["--database", &db, "keys", "revoke", &id]));
-    assert_eq!(
-        get(&base, "/v1/activities", Some(&key)).0,
-        401,
-        "revoked at once"
+    // The server caches keys for `cache_ttl` (1 s by default): refused within that time.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while get(&base, "/v1/activities", Some(&key)).0 != 401 {
+        assert!(Instant::now() < deadline, "revoked key still accepted after 5 s");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(terminate_and_wait(child).success());
+}
+
+#[test]
+fn loadtest_drives_a_server_and_audits_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}/lt.db", dir.path().display());
+    let mut child = Command::new(BIN)
+        .current_dir(dir.path())
+        .args([
+            "--database",
+            &db,
+            "--log-level",
+            "warn",
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut reader = BufReader::new(child.stderr.take().unwrap());
+    let base = loop {
+        let mut line = String::new();
+        assert!(
+            reader.read_line(&mut line).unwrap() > 0,
+            "serve exited early"
+        );
+        if let Some(rest) = line.strip_prefix("coupond listening on ") {
+            break rest.split(' ').next().unwrap().to_owned();
+        }
+    };
+    std::thread::spawn(move || for _ in reader.lines() {});
+    let out = run(
+        dir.path(),
+        &[
+            "--database",
+            &db,
+            "loadtest",
+            "--url",
+            &base,
+            "--scenario",
+            "custom",
+            "--users",
+            "600",
+            "--stock",
+            "250",
+            "--concurrency",
+            "24",
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("201 created: 250"), "{stdout}");
+    assert!(stdout.contains("409 sold_out: 350"), "{stdout}");
+    assert!(
+        stdout.contains("claimed 250 = coupons 250 <= stock 250") && stdout.contains(": OK"),
+        "{stdout}"
     );
     assert!(terminate_and_wait(child).success());
 }

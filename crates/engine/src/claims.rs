@@ -197,7 +197,8 @@ impl ClaimEngine {
         }
     }
 
-    fn is_sold_out(&self, t: TemplateId) -> bool {
+    /// Whether `t` was seen sold out (final: issued stock never comes back).
+    pub fn is_sold_out(&self, t: TemplateId) -> bool {
         self.inner
             .sold_out
             .read()

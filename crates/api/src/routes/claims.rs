@@ -82,7 +82,14 @@ pub async fn claim(
         None
     };
     s.rate_limits().check(&user, ip)?;
-    let template = s.store().template(id).await?;
+    // Sold out is final: answer from memory, before reading anything (a keyed retry still
+    // goes to the database, which knows its coupon).
+    if key.is_none() && s.claims().is_sold_out(id) {
+        return Err(ApiError::ClaimRefused(
+            coupond_domain::ClaimRejection::SoldOut,
+        ));
+    }
+    let template = s.claimed_template(id).await?;
     let claimed = s.claims().claim(&template, user, key).await?;
     let summary = TemplateSummary::new(&template);
     let replayed = [(
