@@ -255,7 +255,10 @@ fn admin_commands_share_the_database_with_serve() {
     // The server caches keys for `cache_ttl` (1 s by default): refused within that time.
     let deadline = Instant::now() + Duration::from_secs(5);
     while get(&base, "/v1/activities", Some(&key)).0 != 401 {
-        assert!(Instant::now() < deadline, "revoked key still accepted after 5 s");
+        assert!(
+            Instant::now() < deadline,
+            "revoked key still accepted after 5 s"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(terminate_and_wait(child).success());

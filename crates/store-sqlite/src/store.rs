@@ -1,5 +1,6 @@
 //! [`SqliteStore`]: the SQL of every [`Store`] method on SQLite.
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::str::FromStr;
 use std::time::Duration;
@@ -991,80 +992,145 @@ impl Store for SqliteStore {
             }
             return Ok(out);
         }
-        let mut remaining: i64 = sqlx::Row::try_get(&row, "remaining").map_err(db_err)?;
+        let remaining: i64 = sqlx::Row::try_get(&row, "remaining").map_err(db_err)?;
         let limit: i64 = sqlx::Row::try_get(&row, "per_user_limit").map_err(db_err)?;
-        let mut granted = 0i64;
-        let mut out = Vec::with_capacity(claims.len());
-        for c in claims {
+        let mut out: Vec<Option<ClaimOutcome>> = vec![None; claims.len()];
+
+        // 1. Idempotency keys: retries get their earlier answer; new keys are taken.
+        for (i, c) in claims.iter().enumerate() {
             if let Some(k) = &c.idempotency {
-                if let Some(earlier) = claim_key(&mut tx, k, now).await? {
-                    out.push(earlier);
-                    continue;
-                }
+                out[i] = claim_key(&mut tx, k, now).await?;
             }
-            if remaining == 0 {
-                // The key row just taken goes again: a refused claim records no key.
-                forget_key(&mut tx, c.idempotency.as_ref()).await?;
-                out.push(ClaimOutcome::SoldOut);
-                continue;
+        }
+        let candidates: Vec<usize> = (0..claims.len()).filter(|i| out[*i].is_none()).collect();
+
+        // 2. Per-user counters. Users appearing once in the batch take their slot in one
+        //    multi-row upsert; a user appearing several times goes one claim at a time, in
+        //    arrival order, so the limit counts earlier claims of the same batch.
+        let mut seen: HashMap<&str, usize> = HashMap::new();
+        for &i in &candidates {
+            *seen.entry(claims[i].user.as_str()).or_insert(0) += 1;
+        }
+        let mut holds = vec![false; claims.len()];
+        let single: Vec<usize> = candidates
+            .iter()
+            .copied()
+            .filter(|i| seen[claims[*i].user.as_str()] == 1)
+            .collect();
+        for chunk in single.chunks(400) {
+            let mut b =
+                QueryBuilder::<Sqlite>::new("INSERT INTO holdings (template_id, user_id, n) ");
+            b.push_values(chunk, |mut row, &i| {
+                row.push_bind(template.get())
+                    .push_bind(claims[i].user.as_str().to_owned())
+                    .push("1");
+            });
+            b.push(" ON CONFLICT (template_id, user_id) DO UPDATE SET n = n + 1 WHERE n < ")
+                .push_bind(limit)
+                .push(" RETURNING user_id");
+            let taken: Vec<String> = b
+                .build_query_scalar()
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            let taken: std::collections::HashSet<String> = taken.into_iter().collect();
+            for &i in chunk {
+                holds[i] = taken.contains(claims[i].user.as_str());
             }
+        }
+        for &i in candidates
+            .iter()
+            .filter(|i| seen[claims[**i].user.as_str()] > 1)
+        {
             let held: Option<i64> = sqlx::query_scalar(
                 "INSERT INTO holdings (template_id, user_id, n) VALUES (?1, ?2, 1)
                  ON CONFLICT (template_id, user_id) DO UPDATE SET n = n + 1 WHERE n < ?3
                  RETURNING n",
             )
             .bind(template.get())
-            .bind(c.user.as_str())
+            .bind(claims[i].user.as_str())
             .bind(limit)
             .fetch_optional(&mut *tx)
             .await
             .map_err(db_err)?;
-            if held.is_none() {
-                forget_key(&mut tx, c.idempotency.as_ref()).await?;
-                out.push(ClaimOutcome::LimitReached);
+            holds[i] = held.is_some();
+        }
+
+        // 3. Stock, first come first served; refused claims give back what they took.
+        let mut granted: Vec<usize> = Vec::new();
+        for &i in &candidates {
+            let c = &claims[i];
+            let outcome = if !holds[i] {
+                ClaimOutcome::LimitReached
+            } else if (granted.len() as i64) < remaining {
+                granted.push(i);
                 continue;
-            }
-            let id: i64 = sqlx::query_scalar(
-                "INSERT INTO coupons (template_id, user_id, claimed_at, valid_from, valid_until,
-                                      updated_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?3) RETURNING id",
-            )
-            .bind(template.get())
-            .bind(c.user.as_str())
-            .bind(us(now))
-            .bind(us(c.valid_from))
-            .bind(us(c.valid_until))
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(db_err)?;
-            if let Some(k) = &c.idempotency {
-                sqlx::query("UPDATE claim_keys SET coupon_id = ? WHERE key = ?")
-                    .bind(id)
-                    .bind(&k.key)
+            } else {
+                sqlx::query("UPDATE holdings SET n = n - 1 WHERE template_id = ? AND user_id = ?")
+                    .bind(template.get())
+                    .bind(c.user.as_str())
                     .execute(&mut *tx)
                     .await
                     .map_err(db_err)?;
-            }
-            out.push(ClaimOutcome::Issued(Coupon {
-                id: CouponId::new(id).map_err(StoreError::other)?,
-                template_id: template,
-                user_id: c.user.clone(),
-                stored_status: CouponStatus::Unused,
-                claimed_at: now,
-                valid_from: c.valid_from,
-                valid_until: c.valid_until,
-            }));
-            remaining -= 1;
-            granted += 1;
+                ClaimOutcome::SoldOut
+            };
+            // A refused claim records no key.
+            forget_key(&mut tx, c.idempotency.as_ref()).await?;
+            out[i] = Some(outcome);
         }
-        if granted > 0 {
+
+        // 4. Coupons, in multi-row inserts. Ids are handed out here: inside BEGIN IMMEDIATE
+        //    this transaction is the only writer, so max(id) + 1.. is free.
+        if !granted.is_empty() {
+            let first_id: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(id), 0) + 1 FROM coupons")
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            for (n, chunk) in granted.chunks(400).enumerate() {
+                let mut b = QueryBuilder::<Sqlite>::new(
+                    "INSERT INTO coupons (id, template_id, user_id, claimed_at, valid_from, \
+                     valid_until, updated_at) ",
+                );
+                b.push_values(chunk.iter().enumerate(), |mut row, (k, &i)| {
+                    let c = &claims[i];
+                    row.push_bind(first_id + (n * 400 + k) as i64)
+                        .push_bind(template.get())
+                        .push_bind(c.user.as_str().to_owned())
+                        .push_bind(us(now))
+                        .push_bind(us(c.valid_from))
+                        .push_bind(us(c.valid_until))
+                        .push_bind(us(now));
+                });
+                b.build().execute(&mut *tx).await.map_err(db_err)?;
+            }
+            for (k, &i) in granted.iter().enumerate() {
+                let c = &claims[i];
+                let id = first_id + k as i64;
+                if let Some(key) = &c.idempotency {
+                    sqlx::query("UPDATE claim_keys SET coupon_id = ? WHERE key = ?")
+                        .bind(id)
+                        .bind(&key.key)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(db_err)?;
+                }
+                out[i] = Some(ClaimOutcome::Issued(Coupon {
+                    id: CouponId::new(id).map_err(StoreError::other)?,
+                    template_id: template,
+                    user_id: c.user.clone(),
+                    stored_status: CouponStatus::Unused,
+                    claimed_at: now,
+                    valid_from: c.valid_from,
+                    valid_until: c.valid_until,
+                }));
+            }
             // Conditional all the same: the stock check lives in the database, not in the
             // arithmetic above.
             let raised = sqlx::query(
                 "UPDATE templates SET claimed = claimed + ?1
                  WHERE id = ?2 AND claimed + ?1 <= total_stock",
             )
-            .bind(granted)
+            .bind(granted.len() as i64)
             .bind(template.get())
             .execute(&mut *tx)
             .await
@@ -1076,7 +1142,9 @@ impl Store for SqliteStore {
             }
         }
         tx.commit().await.map_err(db_err)?;
-        Ok(out)
+        out.into_iter()
+            .map(|o| o.ok_or_else(|| StoreError::other("claim without an outcome")))
+            .collect()
     }
 
     async fn user_coupons(&self, q: &CouponQuery) -> StoreResult<Vec<Coupon>> {
