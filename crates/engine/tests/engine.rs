@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use coupond_domain::{ClaimRejection, Template, UserId};
 use coupond_engine::{ClaimEngine, ClaimError, ClaimMode, ManualClock};
-use coupond_store::testing::fixtures::{at, merchant, spec, standalone_template, t0};
-use coupond_store::{NewTemplate, Store};
+use coupond_store::testing::fixtures::{at, claimable_template};
+use coupond_store::Store;
 use coupond_store_sqlite::SqliteStore;
 
 struct Setup {
@@ -30,26 +30,7 @@ async fn setup() -> Setup {
 
 /// A published template claimable hours [10, 20) with `stock` and `limit`.
 async fn template(store: &Arc<dyn Store>, stock: i64, limit: u32) -> Template {
-    let m = store
-        .insert_merchant(&merchant("E", &[1]), t0())
-        .await
-        .unwrap();
-    let mut d = standalone_template(10, 20);
-    d.total_stock = stock;
-    d.per_user_limit = limit;
-    let spec = spec(d, &m, None, t0());
-    let t = store
-        .insert_template(
-            &NewTemplate {
-                merchant_id: Some(m.id),
-                spec: &spec,
-                activity_version: None,
-            },
-            t0(),
-        )
-        .await
-        .unwrap();
-    store.publish_template(t.id, t.version, t0()).await.unwrap()
+    claimable_template(store.as_ref(), stock, limit).await
 }
 
 /// Fires `users` claims at once; returns (issued, sold out, limit reached).

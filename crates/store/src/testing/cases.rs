@@ -1025,28 +1025,8 @@ pub async fn abort_releases_bindings(s: Arc<dyn Store>) {
     );
 }
 
-/// A published standalone template with `stock` and `limit`, claimable hours [10, 20).
 async fn claimable(s: &Arc<dyn Store>, stock: i64, limit: u32) -> coupond_domain::Template {
-    let m = s
-        .insert_merchant(&merchant("Claims", &[1, 2]), t0())
-        .await
-        .unwrap();
-    let mut d = standalone_template(10, 20);
-    d.total_stock = stock;
-    d.per_user_limit = limit;
-    let spec = spec(d, &m, None, t0());
-    let t = s
-        .insert_template(
-            &NewTemplate {
-                merchant_id: Some(m.id),
-                spec: &spec,
-                activity_version: None,
-            },
-            t0(),
-        )
-        .await
-        .unwrap();
-    s.publish_template(t.id, t.version, t0()).await.unwrap()
+    claimable_template(s.as_ref(), stock, limit).await
 }
 
 fn req(user: &str) -> ClaimRequest {

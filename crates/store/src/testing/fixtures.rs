@@ -101,3 +101,32 @@ pub fn spec(
     )
     .expect("fixture template is valid")
 }
+
+/// A published standalone template of a new merchant, claimable hours [10, 20), with `stock`
+/// and per-user `limit`.
+pub async fn claimable_template(
+    s: &dyn crate::Store,
+    stock: i64,
+    limit: u32,
+) -> coupond_domain::Template {
+    let m = s
+        .insert_merchant(&merchant("Claims", &[1, 2]), t0())
+        .await
+        .expect("insert merchant");
+    let mut d = standalone_template(10, 20);
+    d.total_stock = stock;
+    d.per_user_limit = limit;
+    let spec = spec(d, &m, None, t0());
+    let new = crate::NewTemplate {
+        merchant_id: Some(m.id),
+        spec: &spec,
+        activity_version: None,
+    };
+    let t = s
+        .insert_template(&new, t0())
+        .await
+        .expect("insert template");
+    s.publish_template(t.id, t.version, t0())
+        .await
+        .expect("publish template")
+}
