@@ -34,6 +34,10 @@ grep -qx '404' "$work/tour.out" && grep -qx '403' "$work/tour.out" && grep -qx '
   || { cat "$work/tour.out"; echo "tour: unexpected status codes" >&2; exit 1; }
 grep -q '"code":"limit_reached"' "$work/tour.out" \
   || { cat "$work/tour.out"; echo "tour: the second claim was not refused" >&2; exit 1; }
+grep -q '"code":"order_ended"' "$work/tour.out" \
+  || { cat "$work/tour.out"; echo "tour: the confirm after a cancel was not refused" >&2; exit 1; }
+grep -q '"code":"invalid_code"' "$work/tour.out" \
+  || { cat "$work/tour.out"; echo "tour: the mistyped code was not refused" >&2; exit 1; }
 grep -q '"code":"value_out_of_bounds"' "$work/tour.out" \
   || { cat "$work/tour.out"; echo "tour: the refused template was not refused" >&2; exit 1; }
 [ -n "${TOUR_VERBOSE:-}" ] && cat "$work/tour.out"

@@ -59,6 +59,16 @@ impl Principal {
         }
     }
 
+    /// Who this caller is in operation logs.
+    pub fn actor(&self) -> coupond_domain::Actor {
+        match self {
+            Principal::Platform => coupond_domain::Actor::Platform,
+            Principal::Merchant(m) => coupond_domain::Actor::Merchant(*m),
+            Principal::Service => coupond_domain::Actor::Service,
+            Principal::User(u) => coupond_domain::Actor::User(u.clone()),
+        }
+    }
+
     /// The merchant this caller is bound to, if it is a merchant.
     pub fn merchant(&self) -> Option<MerchantId> {
         match self {

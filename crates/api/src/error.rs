@@ -6,8 +6,9 @@ use std::error::Error as StdError;
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use coupond_domain::checkout::Reason;
 use coupond_domain::error::ErrorKind;
-use coupond_domain::{ClaimRejection, DomainError};
+use coupond_domain::{ClaimRejection, CouponId, DomainError};
 use coupond_store::StoreError;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -34,6 +35,16 @@ pub struct Problem {
     /// The request id, also in the `x-request-id` response header.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
+    /// For `coupons_not_applicable`: each coupon that cannot be locked, with its reasons.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coupons: Option<Vec<CouponRefusal>>,
+}
+
+/// A coupon a lock refused, and why.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct CouponRefusal {
+    pub coupon_id: CouponId,
+    pub reasons: Vec<Reason>,
 }
 
 /// Everything a handler can fail with.
@@ -51,6 +62,8 @@ pub enum ApiError {
     Forbidden,
     /// 404: no such object, or one the caller may not see.
     NotFound,
+    /// 404 `invalid_code`: a promotion code that cannot be redeemed, whatever the reason.
+    UnusableCode,
     /// 405.
     MethodNotAllowed,
     /// 409: the request is fine but the state forbids it now.
@@ -58,6 +71,8 @@ pub enum ApiError {
     /// 409: a claim refused by a rule (`sold_out`, `limit_reached`, `not_claimable` with its
     /// reason, `not_eligible`).
     ClaimRefused(ClaimRejection),
+    /// 409 `coupons_not_applicable`: a lock refused these coupons for these reasons.
+    LockRefused(Vec<(CouponId, Vec<Reason>)>),
     /// 413.
     PayloadTooLarge,
     /// 415.
@@ -104,14 +119,23 @@ impl ApiError {
         }
     }
 
+    /// The one answer to a code that cannot be redeemed, whatever the reason (mistyped,
+    /// unknown, used by someone else, expired, not offered to this user), so that answers
+    /// never tell which codes exist.
+    pub fn unusable_code() -> Self {
+        ApiError::UnusableCode
+    }
+
     pub fn status(&self) -> StatusCode {
         match self {
             ApiError::BadRequest { .. } => StatusCode::BAD_REQUEST,
             ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden => StatusCode::FORBIDDEN,
-            ApiError::NotFound => StatusCode::NOT_FOUND,
+            ApiError::NotFound | ApiError::UnusableCode => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            ApiError::Conflict { .. } | ApiError::ClaimRefused(_) => StatusCode::CONFLICT,
+            ApiError::Conflict { .. } | ApiError::ClaimRefused(_) | ApiError::LockRefused(_) => {
+                StatusCode::CONFLICT
+            }
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
@@ -140,6 +164,13 @@ impl ApiError {
                 "your role may not call this route".to_owned(),
             ),
             ApiError::NotFound => ("not_found", None, "no such resource".to_owned()),
+            ApiError::UnusableCode => (
+                "invalid_code",
+                Some("code".to_owned()),
+                "this code cannot be redeemed: check it for typos; it may also have expired or \
+                 been used"
+                    .to_owned(),
+            ),
             ApiError::MethodNotAllowed => (
                 "method_not_allowed",
                 None,
@@ -161,6 +192,11 @@ impl ApiError {
                         "this coupon is offered to other users only".to_owned()
                     }
                 },
+            ),
+            ApiError::LockRefused(_) => (
+                "coupons_not_applicable",
+                Some("coupon_ids".to_owned()),
+                "some coupons cannot be used on this order; `coupons` says why".to_owned(),
             ),
             ApiError::PayloadTooLarge => (
                 "payload_too_large",
@@ -220,6 +256,17 @@ impl IntoResponse for ApiError {
                 _ => None,
             },
             request_id,
+            coupons: match &self {
+                ApiError::LockRefused(list) => Some(
+                    list.iter()
+                        .map(|(id, reasons)| CouponRefusal {
+                            coupon_id: *id,
+                            reasons: reasons.clone(),
+                        })
+                        .collect(),
+                ),
+                _ => None,
+            },
         };
         let body = serde_json::to_vec(&problem).unwrap_or_default();
         let mut res = (status, body).into_response();
@@ -294,6 +341,7 @@ impl From<coupond_engine::ClaimError> for ApiError {
                 "Idempotency-Key",
                 "this key was already used for a different request",
             ),
+            ClaimError::CodeTaken => ApiError::unusable_code(),
             ClaimError::Internal(why) => ApiError::Internal(why.into()),
         }
     }

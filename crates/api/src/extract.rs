@@ -66,56 +66,69 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
-        classify(&path, &inner)
+        classify(&path, &inner, bytes)
     })?;
     de.end()
         .map_err(|e| ApiError::bad_request("invalid_json", None, e.to_string()))?;
     Ok(value)
 }
 
-fn classify(path: &str, e: &serde_json::Error) -> ApiError {
+fn classify(path: &str, e: &serde_json::Error, bytes: &[u8]) -> ApiError {
     use serde_json::error::Category;
     let message = e.to_string();
+    // serde_json reports some values of the wrong type as syntax errors (a number or an array
+    // where an enum's name belongs: "expected value"); when the document itself parses, the
+    // field is at fault, not the JSON. Nesting past serde_json's recursion limit is the
+    // document's fault, whatever a lenient second parse says.
+    let misreported = e.classify() == Category::Syntax
+        && !matches!(path, "" | ".")
+        && !message.starts_with("recursion limit exceeded")
+        && serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok();
     match e.classify() {
+        Category::Syntax if misreported => data_error(path, message),
         Category::Syntax | Category::Eof | Category::Io => {
             ApiError::bad_request("invalid_json", None, message)
         }
-        Category::Data => {
-            let parent = if path == "." { "" } else { path };
-            let join = |name: &str| {
-                if parent.is_empty() {
-                    name.to_owned()
-                } else {
-                    format!("{parent}.{name}")
-                }
-            };
-            let (code, field) = if let Some(name) = between(&message, "missing field `", "`") {
-                ("missing_field", join(name))
-            } else if let Some(name) = between(&message, "unknown field `", "`") {
-                // serde_path_to_error already ends the path with the unknown key.
-                let field = if parent.ends_with(name) {
-                    parent.to_owned()
-                } else {
-                    join(name)
-                };
-                ("unknown_field", field)
-            } else {
-                (
-                    "invalid_field",
-                    if parent.is_empty() {
-                        "body".to_owned()
-                    } else {
-                        parent.to_owned()
-                    },
-                )
-            };
-            // serde's message carries " at line 1 column 7": useful, keep it.
-            ApiError::Invalid {
-                code,
-                field: Some(field),
-                message,
-            }
+        Category::Data => data_error(path, message),
+    }
+}
+
+/// A well-formed body whose field at `path` breaks the shape: `missing_field`,
+/// `unknown_field` or `invalid_field`, naming it.
+fn data_error(path: &str, message: String) -> ApiError {
+    let parent = if path == "." { "" } else { path };
+    let join = |name: &str| {
+        if parent.is_empty() {
+            name.to_owned()
+        } else {
+            format!("{parent}.{name}")
         }
+    };
+    let (code, field) = if let Some(name) = between(&message, "missing field `", "`") {
+        ("missing_field", join(name))
+    } else if let Some(name) = between(&message, "unknown field `", "`") {
+        // serde_path_to_error already ends the path with the unknown key.
+        let field = if parent.ends_with(name) {
+            parent.to_owned()
+        } else {
+            join(name)
+        };
+        ("unknown_field", field)
+    } else {
+        (
+            "invalid_field",
+            if parent.is_empty() {
+                "body".to_owned()
+            } else {
+                parent.to_owned()
+            },
+        )
+    };
+    // serde's message carries " at line 1 column 7": useful, keep it.
+    ApiError::Invalid {
+        code,
+        field: Some(field),
+        message,
     }
 }
 
@@ -171,6 +184,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
                 let text = e.body_text();
                 let field = between(&text, "unknown field `", "`")
                     .or_else(|| between(&text, "missing field `", "`"))
+                    .or_else(|| failing_parameter(&text))
                     .map(str::to_owned);
                 ApiError::BadRequest {
                     code: "invalid_query",
@@ -179,6 +193,15 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
                 }
             })
     }
+}
+
+/// The parameter a query string failed on, from axum's message ("Failed to deserialize query
+/// string: limit: invalid digit found in string" names `limit`).
+fn failing_parameter(text: &str) -> Option<&str> {
+    let rest = text.strip_prefix("Failed to deserialize query string: ")?;
+    let (name, _) = rest.split_once(": ")?;
+    let plain = !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    plain.then_some(name)
 }
 
 /// Path parameters. Malformed (an id that is not a positive integer): 400 `invalid_path`.

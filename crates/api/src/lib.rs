@@ -8,6 +8,8 @@
 //! - [`cache`]: the short-lived cache of the hot path (API keys, claimed templates).
 //! - [`error`]: [`ApiError`], the one error type, rendered as problem+json.
 //! - [`extract`]: body, query and path extractors whose failures name the field.
+//! - [`idempotency`]: the `Idempotency-Key` header, scoped and fingerprinted.
+//! - [`invalidate`]: the outbox observer that drops cached templates when they change.
 //! - [`observe`]: request ids, tracing spans, Prometheus metrics.
 //! - [`pagination`], [`views`]: cursors and response bodies.
 //! - [`ratelimit`]: per-user and per-IP claim rate limits.
@@ -19,6 +21,8 @@ pub mod auth;
 pub mod cache;
 pub mod error;
 pub mod extract;
+pub mod idempotency;
+pub mod invalidate;
 pub mod observe;
 pub mod openapi;
 pub mod pagination;

@@ -23,10 +23,19 @@ pub fn encode_cursor(last_id: i64) -> String {
     URL_SAFE_NO_PAD.encode(format!("id:{last_id}"))
 }
 
+/// The longest cursor [`encode_cursor`] writes (`id:` and 19 digits, in base64).
+const MAX_CURSOR_LEN: usize = 30;
+
+/// The id of a cursor [`encode_cursor`] wrote, and `None` for any other text: longer ones are
+/// refused before decoding, and ids written another way (`+5`, `05`, `-0`) after.
 fn decode_cursor(cursor: &str) -> Option<i64> {
+    if cursor.len() > MAX_CURSOR_LEN {
+        return None;
+    }
     let bytes = URL_SAFE_NO_PAD.decode(cursor.as_bytes()).ok()?;
     let text = std::str::from_utf8(&bytes).ok()?;
-    text.strip_prefix("id:")?.parse().ok().filter(|id| *id >= 0)
+    let id: i64 = text.strip_prefix("id:")?.parse().ok()?;
+    (id >= 0 && encode_cursor(id) == cursor).then_some(id)
 }
 
 /// The storage page for a request's `cursor` and `limit`; asks for one extra row so that the
@@ -76,6 +85,9 @@ pub fn finish<R, T>(
         next_cursor,
     }
 }
+
+#[cfg(test)]
+mod props;
 
 #[cfg(test)]
 mod tests {

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use coupond_domain::Timestamp;
-use coupond_engine::{ClaimEngine, ClaimMode, Clock};
+use coupond_engine::{Checkout, ClaimEngine, ClaimMode, Clock, CodeGenerator, IssuanceWorker};
 use coupond_store::Store;
 
 use crate::auth::{JwtKeys, Principal};
@@ -19,6 +19,8 @@ pub struct ApiSettings {
     pub freeze: time::Duration,
     /// Largest accepted request body, bytes.
     pub max_body_bytes: usize,
+    /// Largest accepted upload (bulk issuance files), bytes.
+    pub max_upload_bytes: usize,
     /// Page size when a list request gives no `limit`.
     pub default_page: u32,
     /// Largest `limit` a list request may ask for.
@@ -31,6 +33,22 @@ pub struct ApiSettings {
     pub claim_rate_per_user: Rate,
     /// Claims per client IP, for requests with user tokens. Off by default here.
     pub claim_rate_per_ip: Rate,
+    /// Code redemptions per user, counting failed attempts (they are how codes get guessed).
+    /// Off by default here.
+    pub redeem_rate_per_user: Rate,
+    /// Code redemptions per client IP, for requests with user tokens. Off by default here.
+    pub redeem_rate_per_ip: Rate,
+    /// Code batches up to this size are generated within the request (201); larger ones in
+    /// the background (202).
+    pub code_batch_sync_max: u32,
+    /// How long a lock holds an order's coupons without a confirm.
+    pub lock_ttl: time::Duration,
+    /// How long the answer to a request with an `Idempotency-Key` is kept for replay.
+    pub idempotency_ttl: time::Duration,
+    /// A request with an `Idempotency-Key` left unanswered this long is taken to have died
+    /// with its process (kill -9, power loss); a retry then runs it again instead of being
+    /// told 409 `idempotency_in_flight`. Longer than any request takes.
+    pub idempotency_stale: time::Duration,
     /// How long API keys and claimed templates are cached in memory (zero: not at all). A
     /// key revoked by another process stops working within this time.
     pub cache_ttl: std::time::Duration,
@@ -41,12 +59,19 @@ impl Default for ApiSettings {
         ApiSettings {
             freeze: time::Duration::minutes(5),
             max_body_bytes: 64 * 1024,
+            max_upload_bytes: 64 * 1024 * 1024,
             default_page: 50,
             max_page: 200,
             max_bindings_per_listing: 3,
             claim_mode: ClaimMode::default(),
             claim_rate_per_user: Rate::OFF,
             claim_rate_per_ip: Rate::OFF,
+            redeem_rate_per_user: Rate::OFF,
+            redeem_rate_per_ip: Rate::OFF,
+            code_batch_sync_max: 1_000,
+            lock_ttl: time::Duration::minutes(15),
+            idempotency_ttl: time::Duration::hours(24),
+            idempotency_stale: time::Duration::minutes(1),
             cache_ttl: std::time::Duration::ZERO,
         }
     }
@@ -65,6 +90,10 @@ struct Inner {
     jwt: JwtKeys,
     claims: ClaimEngine,
     rate_limits: RateLimits,
+    redeem_limits: RateLimits,
+    codes: CodeGenerator,
+    checkout: Checkout,
+    issuance: IssuanceWorker,
     keys: TtlCache<[u8; 32], Principal>,
     templates: TtlCache<TemplateId, Arc<Template>>,
     settings: ApiSettings,
@@ -79,6 +108,9 @@ impl AppState {
         settings: ApiSettings,
     ) -> Self {
         let claims = ClaimEngine::new(store.clone(), clock.clone(), settings.claim_mode);
+        let codes = CodeGenerator::new(store.clone(), clock.clone());
+        let checkout = Checkout::new(store.clone(), clock.clone(), settings.lock_ttl);
+        let issuance = IssuanceWorker::new(store.clone(), clock.clone());
         AppState {
             inner: Arc::new(Inner {
                 store,
@@ -89,6 +121,13 @@ impl AppState {
                     settings.claim_rate_per_user,
                     settings.claim_rate_per_ip,
                 ),
+                redeem_limits: RateLimits::new(
+                    settings.redeem_rate_per_user,
+                    settings.redeem_rate_per_ip,
+                ),
+                codes,
+                checkout,
+                issuance,
                 keys: TtlCache::new(settings.cache_ttl, 100_000),
                 templates: TtlCache::new(settings.cache_ttl, 10_000),
                 settings,
@@ -128,8 +167,34 @@ impl AppState {
         Ok(t)
     }
 
+    /// Claim rate limits.
+    /// Drops a template from the claim path's cache (see [`crate::invalidate`]).
+    pub fn forget_template(&self, id: TemplateId) {
+        self.inner.templates.remove(&id);
+    }
+
     pub fn rate_limits(&self) -> &RateLimits {
         &self.inner.rate_limits
+    }
+
+    /// Code redemption rate limits.
+    pub fn redeem_limits(&self) -> &RateLimits {
+        &self.inner.redeem_limits
+    }
+
+    /// The bulk issuance worker; `serve` runs its loop.
+    pub fn issuance_worker(&self) -> &IssuanceWorker {
+        &self.inner.issuance
+    }
+
+    /// Quotes, locks, confirms and cancels.
+    pub fn checkout(&self) -> &Checkout {
+        &self.inner.checkout
+    }
+
+    /// The background generator of code batches; `serve` runs its loop.
+    pub fn code_generator(&self) -> &CodeGenerator {
+        &self.inner.codes
     }
 
     pub fn settings(&self) -> &ApiSettings {

@@ -56,6 +56,12 @@ pub struct TemplateView {
     pub claimed: i64,
     /// Coupons left to claim.
     pub remaining: i64,
+    /// Coupons used by confirmed orders.
+    pub used: i64,
+    /// Discount given by confirmed orders (counts against `budget`).
+    pub given: Money,
+    /// Discount held by orders still locked (also counts against `budget` until they end).
+    pub reserved: Money,
     /// The last instant any coupon of this template is usable.
     pub expires_at: Timestamp,
     pub created_at: Timestamp,
@@ -73,6 +79,9 @@ impl TemplateView {
             merchant_id: t.merchant_id,
             status: t.status(now),
             remaining: t.spec.total_stock - t.claimed,
+            used: t.used,
+            given: t.given,
+            reserved: t.reserved,
             claimed: t.claimed,
             expires_at: t.spec.expires_at(),
             created_at: t.created_at,
@@ -175,6 +184,9 @@ pub struct CouponView {
     pub claimed_at: Timestamp,
     pub valid_from: Timestamp,
     pub valid_until: Timestamp,
+    /// The promotion code redeemed for it, if it came from one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
     pub template: TemplateSummary,
 }
 
@@ -187,7 +199,64 @@ impl CouponView {
             claimed_at: c.claimed_at,
             valid_from: c.valid_from,
             valid_until: c.valid_until,
+            code: c.code,
             template,
+        }
+    }
+}
+
+/// A template's shared promotion code.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SharedCodeView {
+    pub template_id: TemplateId,
+    /// As stored: upper case, without separators.
+    pub code: String,
+}
+
+/// Whether a batch of codes is complete.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CodeBatchStatus {
+    /// Being generated in the background.
+    Pending,
+    /// Every code exists and can be downloaded.
+    Done,
+}
+
+/// A batch of generated single-use codes.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CodeBatchView {
+    pub id: i64,
+    pub template_id: TemplateId,
+    pub status: CodeBatchStatus,
+    pub prefix: String,
+    pub length: u32,
+    pub count: u32,
+    pub generated: u32,
+    pub created_at: Timestamp,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<Timestamp>,
+    /// Where the codes are, as CSV (`code,redeemed_by,redeemed_at`).
+    pub codes_url: String,
+}
+
+impl CodeBatchView {
+    pub fn new(b: coupond_store::CodeBatch) -> Self {
+        CodeBatchView {
+            status: if b.finished_at.is_some() {
+                CodeBatchStatus::Done
+            } else {
+                CodeBatchStatus::Pending
+            },
+            codes_url: format!("/v1/code-batches/{}/codes", b.id),
+            id: b.id,
+            template_id: b.template_id,
+            prefix: b.prefix,
+            length: b.length,
+            count: b.count,
+            generated: b.generated,
+            created_at: b.created_at,
+            finished_at: b.finished_at,
         }
     }
 }

@@ -1,4 +1,4 @@
-//! One-shot subcommands: `migrate`, `keys`, `token`, `openapi`.
+//! One-shot subcommands: `migrate`, `keys`, `token`, `openapi`, `audit`.
 
 use anyhow::Context;
 use coupond_api::auth::{generate_api_key, JwtKeys};
@@ -6,7 +6,7 @@ use coupond_domain::{MerchantId, Timestamp, UserId};
 use coupond_engine::{Clock, SystemClock};
 use coupond_store::{NewApiKey, Role, StoreError};
 
-use crate::cli::{KeysCommand, TokenArgs};
+use crate::cli::{AuditArgs, KeysCommand, TokenArgs};
 use crate::config::{redact_url, Config};
 use crate::db;
 
@@ -18,6 +18,29 @@ pub async fn migrate(config: &Config) -> anyhow::Result<()> {
     let store = db::open(&config.database_url).await?;
     store.close().await;
     println!("migrations applied to {}", redact_url(&config.database_url));
+    Ok(())
+}
+
+/// `coupond audit`: every invariant check on the database.
+pub async fn audit(config: &Config, args: AuditArgs) -> anyhow::Result<()> {
+    let store = db::open(&config.database_url).await?;
+    let grace = time::Duration::try_from(args.grace).context("grace is too long")?;
+    let found = store.audit(SystemClock.now(), grace).await;
+    store.close().await;
+    let found = found?;
+    for v in &found {
+        println!("violation [{}] {}: {}", v.check, v.subject, v.detail);
+    }
+    println!(
+        "audit of {}: {} violation(s)",
+        redact_url(&config.database_url),
+        found.len()
+    );
+    anyhow::ensure!(
+        found.is_empty(),
+        "the audit found {} violation(s)",
+        found.len()
+    );
     Ok(())
 }
 

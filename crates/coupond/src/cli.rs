@@ -64,6 +64,9 @@ pub enum Command {
     Openapi,
     /// Drive a running coupond with concurrent claims over HTTP, then audit the database.
     Loadtest(LoadtestArgs),
+    /// Check the invariants (stock, per-user limits, locks and uses, the log, amounts) on the
+    /// database; print every violation and exit non-zero if there is one.
+    Audit(AuditArgs),
 }
 
 /// What `loadtest` runs.
@@ -75,6 +78,13 @@ pub enum Scenario {
     Ceiling,
     /// Your own numbers (defaults: 10,000 users, stock 5,000, 64 connections).
     Custom,
+    /// One bulk issuance of --users (default 100,000) uploaded over HTTP and followed to its
+    /// end, then audited: every user issued exactly one coupon.
+    Issuance,
+    /// --users (default 2,000) each claim, lock their coupon on an order, then confirm (even
+    /// users) or cancel (odd users); then every order and coupon is checked and the
+    /// database audited.
+    Checkout,
 }
 
 #[derive(Debug, Args)]
@@ -100,6 +110,32 @@ pub struct LoadtestArgs {
     /// Claim as 10 users over and over (exercises the per-user limit; expect rate limits).
     #[arg(long)]
     pub repeat_users: bool,
+    /// Claim this existing template instead of creating one.
+    #[arg(long, value_name = "ID")]
+    pub template: Option<i64>,
+    /// Write every claim and its outcome (ok with the coupon, failed with the code, or
+    /// unknown when no answer came) to FILE, one JSON object per line.
+    #[arg(long, value_name = "FILE")]
+    pub history: Option<PathBuf>,
+    /// Send each claim with an Idempotency-Key and, while it gets no definitive answer (no
+    /// answer, a 5xx, a 429 or a 409 `idempotency_in_flight`), send it again with the same key
+    /// for up to this long (e.g. 60s): what a careful client does, so outages leave no outcome
+    /// unknown.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    pub retry_for: Option<std::time::Duration>,
+    /// Checkout scenario: leave every third order locked, neither confirmed nor cancelled,
+    /// and wait (up to --retry-for, else 60 s) for the server's sweeper to end those locks at
+    /// their deadline. Run the server with a short `lock_ttl` (a few seconds).
+    #[arg(long)]
+    pub abandon: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// How long past its deadline a lock may still be held (the sweeper's delay) before it
+    /// counts as a violation.
+    #[arg(long, default_value = "1m", value_parser = humantime::parse_duration)]
+    pub grace: std::time::Duration,
 }
 
 #[derive(Debug, Args)]

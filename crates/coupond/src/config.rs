@@ -34,6 +34,8 @@ pub struct Config {
     pub freeze_period: Duration,
     /// Largest accepted request body, bytes.
     pub max_body_bytes: usize,
+    /// Largest accepted upload (bulk issuance files), bytes.
+    pub max_upload_bytes: usize,
     /// On SIGINT/SIGTERM, how long in-flight requests may take to finish.
     #[serde(with = "humantime_serde")]
     pub shutdown_grace: Duration,
@@ -51,6 +53,34 @@ pub struct Config {
     pub claim_rate_per_ip: u32,
     /// Claims one IP may make at once before the per-second rate applies.
     pub claim_burst_per_ip: u32,
+    /// Code redemptions per second one user may attempt (failed ones count); 0 disables.
+    pub redeem_rate_per_user: u32,
+    /// Redemption attempts one user may make at once.
+    pub redeem_burst_per_user: u32,
+    /// Code redemptions per second from one client IP with user tokens; 0 disables.
+    pub redeem_rate_per_ip: u32,
+    /// Redemption attempts one IP may make at once.
+    pub redeem_burst_per_ip: u32,
+    /// Code batches up to this many codes are generated within the request; larger ones in
+    /// the background.
+    pub code_batch_sync_max: u32,
+    /// How long a lock holds an order's coupons without a confirm.
+    #[serde(with = "humantime_serde")]
+    pub lock_ttl: Duration,
+    /// How long answers to requests with an `Idempotency-Key` are kept for replay.
+    #[serde(with = "humantime_serde")]
+    pub idempotency_ttl: Duration,
+    /// A request with an `Idempotency-Key` unanswered this long is taken to have died with its
+    /// process; a retry then runs it again.
+    #[serde(with = "humantime_serde")]
+    pub idempotency_stale: Duration,
+    /// Users are reminded this many days before their coupons expire.
+    pub reminder_days_before: u32,
+    /// The wait before a webhook delivery's second attempt; it doubles each time.
+    #[serde(with = "humantime_serde")]
+    pub webhook_retry_base: Duration,
+    /// Attempts before a webhook delivery is marked failed.
+    pub webhook_max_attempts: u32,
     /// How long API keys and claimed templates are cached in memory; a key revoked by
     /// `coupond keys revoke` stops working within this time.
     #[serde(with = "humantime_serde")]
@@ -102,6 +132,9 @@ freeze_period = "5m"
 # Largest accepted request body, in bytes.
 max_body_bytes = 65536
 
+# Largest accepted upload (bulk issuance: a user id per line), in bytes.
+max_upload_bytes = 67108864
+
 # On SIGINT/SIGTERM, how long in-flight requests may take to finish.
 shutdown_grace = "30s"
 
@@ -123,13 +156,46 @@ claim_burst_per_user = 10
 claim_rate_per_ip = 50
 claim_burst_per_ip = 100
 
+# Code redemption limits, the same way. Failed attempts count too: they are how codes are
+# guessed. Kept low on purpose; a person types a code now and then.
+redeem_rate_per_user = 1
+redeem_burst_per_user = 5
+redeem_rate_per_ip = 10
+redeem_burst_per_ip = 50
+
+# Batches of generated codes up to this size are made before the request is answered (201);
+# larger ones in the background (202; poll the batch).
+code_batch_sync_max = 1000
+
+# How long a lock (POST /v1/orders/{id}/lock) holds its coupons without a confirm; then they
+# go back to the user.
+lock_ttl = "15m"
+
+# How long the answer to a write with an Idempotency-Key is replayed to retries.
+idempotency_ttl = "24h"
+
+# A request with an Idempotency-Key still unanswered after this long is taken to have died
+# with its process (kill -9, power loss); until then a retry is told 409
+# idempotency_in_flight (Retry-After: 1), after it the retry runs again. Longer than any
+# request takes.
+idempotency_stale = "1m"
+
+# Users get an inbox reminder this many days before their coupons expire (one per user,
+# template and day).
+reminder_days_before = 3
+
+# Webhook deliveries that fail are retried after this, then twice as long each time, up to
+# webhook_max_attempts attempts (5s and 12: the last about 5.7 hours after the first).
+webhook_retry_base = "5s"
+webhook_max_attempts = 12
+
 # How long API keys and claimed templates are cached in memory. A key revoked with
 # `coupond keys revoke` stops working within this time. "0s" turns the cache off.
 cache_ttl = "1s"
 "#;
 
 /// Setting names read from `COUPOND_<NAME>`.
-const ENV_KEYS: [&str; 16] = [
+const ENV_KEYS: [&str; 28] = [
     "listen",
     "database_url",
     "jwt_secret",
@@ -137,6 +203,7 @@ const ENV_KEYS: [&str; 16] = [
     "log_format",
     "freeze_period",
     "max_body_bytes",
+    "max_upload_bytes",
     "shutdown_grace",
     "max_bindings_per_listing",
     "claim_mode",
@@ -145,6 +212,17 @@ const ENV_KEYS: [&str; 16] = [
     "claim_burst_per_user",
     "claim_rate_per_ip",
     "claim_burst_per_ip",
+    "redeem_rate_per_user",
+    "redeem_burst_per_user",
+    "redeem_rate_per_ip",
+    "redeem_burst_per_ip",
+    "code_batch_sync_max",
+    "lock_ttl",
+    "idempotency_ttl",
+    "idempotency_stale",
+    "reminder_days_before",
+    "webhook_retry_base",
+    "webhook_max_attempts",
     "cache_ttl",
 ];
 
@@ -197,6 +275,7 @@ impl fmt::Debug for Config {
             .field("log_format", &self.log_format)
             .field("freeze_period", &self.freeze_period)
             .field("max_body_bytes", &self.max_body_bytes)
+            .field("max_upload_bytes", &self.max_upload_bytes)
             .field("shutdown_grace", &self.shutdown_grace)
             .field("max_bindings_per_listing", &self.max_bindings_per_listing)
             .field("claim_mode", &self.claim_mode)
@@ -205,6 +284,17 @@ impl fmt::Debug for Config {
             .field("claim_burst_per_user", &self.claim_burst_per_user)
             .field("claim_rate_per_ip", &self.claim_rate_per_ip)
             .field("claim_burst_per_ip", &self.claim_burst_per_ip)
+            .field("redeem_rate_per_user", &self.redeem_rate_per_user)
+            .field("redeem_burst_per_user", &self.redeem_burst_per_user)
+            .field("redeem_rate_per_ip", &self.redeem_rate_per_ip)
+            .field("redeem_burst_per_ip", &self.redeem_burst_per_ip)
+            .field("code_batch_sync_max", &self.code_batch_sync_max)
+            .field("lock_ttl", &self.lock_ttl)
+            .field("idempotency_ttl", &self.idempotency_ttl)
+            .field("idempotency_stale", &self.idempotency_stale)
+            .field("reminder_days_before", &self.reminder_days_before)
+            .field("webhook_retry_base", &self.webhook_retry_base)
+            .field("webhook_max_attempts", &self.webhook_max_attempts)
             .field("cache_ttl", &self.cache_ttl)
             .finish()
     }

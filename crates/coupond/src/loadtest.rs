@@ -28,7 +28,21 @@ use crate::cli::{LoadtestArgs, Scenario};
 use crate::config::Config;
 use crate::db;
 
+mod checkout;
+mod issuance;
+
 type HttpClient = Client<hyper_util::client::legacy::connect::HttpConnector, Full<Bytes>>;
+
+/// What became of one request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Outcome {
+    /// 201 with this coupon.
+    Ok(CouponId),
+    /// A 4xx answer: refused, and nothing was written.
+    Failed(String),
+    /// No answer, or a 5xx: it may or may not have taken effect.
+    Unknown,
+}
 
 /// What the run measured.
 #[derive(Debug, Default)]
@@ -39,8 +53,15 @@ struct Tally {
     latencies: Vec<u64>,
     /// Coupon ids of the 201 answers.
     issued: Vec<CouponId>,
+    /// Every request's outcome, by request number.
+    outcomes: Vec<(usize, Outcome)>,
     /// Requests that got no HTTP answer.
     transport_errors: u64,
+    /// Attempts sent again (with `--retry-for`) after no answer, a 5xx, a 429 or a 409
+    /// `idempotency_in_flight`.
+    retries: u64,
+    /// What the retried attempts had got, by label (`503 unavailable`, `no answer`, ...).
+    retried_after: BTreeMap<String, u64>,
     /// When the last 201 arrived, microseconds after the start.
     last_created_us: u64,
 }
@@ -50,6 +71,8 @@ pub async fn run(config: &Config, args: LoadtestArgs) -> anyhow::Result<()> {
         Scenario::FlashSale => (200_000, 100_000, 512),
         Scenario::Ceiling => (200_000, 0, 512),
         Scenario::Custom => (10_000, 5_000, 64),
+        Scenario::Issuance => (100_000, 100_000, 1),
+        Scenario::Checkout => (2_000, 2_000, 32),
     };
     let users = args.users.unwrap_or(users);
     let stock = args.stock.unwrap_or(stock);
@@ -59,10 +82,17 @@ pub async fn run(config: &Config, args: LoadtestArgs) -> anyhow::Result<()> {
         .pool_max_idle_per_host(concurrency)
         .build_http();
 
+    if args.scenario == Scenario::Issuance {
+        return issuance::run(config, &client, &args).await;
+    }
+    if args.scenario == Scenario::Checkout {
+        return checkout::run(config, &client, &args).await;
+    }
+
     if args.scenario == Scenario::Ceiling {
         let health = format!("{base}/healthz");
-        let tally = drive(&client, concurrency, users, move |_| {
-            (hyper::Method::GET, health.clone(), None, None)
+        let tally = drive(&client, concurrency, users, None, move |_| {
+            RequestSpec::get(health.clone())
         })
         .await;
         report("ceiling: GET /healthz (no work)", users, &tally);
@@ -75,55 +105,116 @@ pub async fn run(config: &Config, args: LoadtestArgs) -> anyhow::Result<()> {
     }
 
     let store = db::open(&config.database_url).await?;
-    let (template, service_key) = setup(store.as_ref(), stock, args.per_user_limit).await?;
-    let run_id = SystemClock.now().unix_micros();
+    let (template, service_key) = match args.template {
+        None => setup(store.as_ref(), stock, args.per_user_limit).await?,
+        Some(id) => {
+            let id = TemplateId::new(id).map_err(anyhow::Error::msg)?;
+            store
+                .template(id)
+                .await
+                .context("the --template to claim")?;
+            (id, service_key(store.as_ref()).await?)
+        }
+    };
+    // Distinct per run (and per process, for runs started together against one template).
+    let run_id = format!("{}p{}", SystemClock.now().unix_micros(), std::process::id());
     eprintln!(
         "flash sale: template {template}, stock {stock}, {users} users, {concurrency} connections -> {base}"
     );
     let auth = format!("Bearer {service_key}");
     let path = format!("{base}/v1/templates/{template}/claims");
     let repeat = args.repeat_users;
-    let tally = drive(&client, concurrency, users, move |i| {
-        let user = if repeat {
-            format!("lt{run_id}-{}", i % 10)
-        } else {
-            format!("lt{run_id}-{i}")
-        };
-        let body = format!("{{\"user_id\":\"{user}\"}}");
-        (
-            hyper::Method::POST,
-            path.clone(),
-            Some(auth.clone()),
-            Some(body),
-        )
+    let mine_prefix = format!("lt{run_id}-");
+    let user_of = {
+        let prefix = mine_prefix.clone();
+        move |i: usize| {
+            if repeat {
+                format!("{prefix}{}", i % 10)
+            } else {
+                format!("{prefix}{i}")
+            }
+        }
+    };
+    let request_user = user_of.clone();
+    let retry_for = args.retry_for;
+    let key_prefix = format!("{mine_prefix}k");
+    let tally = drive(&client, concurrency, users, retry_for, move |i| {
+        let user = request_user(i);
+        RequestSpec {
+            method: hyper::Method::POST,
+            uri: path.clone(),
+            auth: Some(auth.clone()),
+            body: Some(format!("{{\"user_id\":\"{user}\"}}")),
+            key: retry_for.map(|_| format!("{key_prefix}{i}")),
+        }
     })
     .await;
     report(&format!("claims on template {template}"), users, &tally);
 
-    // Audit: the database against itself and against what was acknowledged.
+    if let Some(path) = &args.history {
+        write_history(path, &tally, &user_of)
+            .with_context(|| format!("writing the history to {}", path.display()))?;
+    }
+
+    // Audit: the database against itself and against what was answered.
     let audit = store.audit_template(template).await?;
-    let mut violations = audit.violations();
-    let acknowledged = tally.issued.len() as i64;
-    if audit.coupons != acknowledged {
-        violations.push(format!(
-            "{acknowledged} claims were acknowledged but {} coupons exist",
-            audit.coupons
-        ));
-    }
-    let found = store.count_coupons_among(template, &tally.issued).await?;
-    if found != acknowledged {
-        violations.push(format!(
-            "only {found} of the {acknowledged} acknowledged coupons exist"
-        ));
-    }
+    let owners = store.coupon_owners(template).await?;
     store.close().await;
+    let mut violations = audit.violations();
+    // Other runs may claim the same template (`--template`): count this run's users only.
+    let owners: Vec<_> = owners
+        .into_iter()
+        .filter(|(_, u)| u.as_str().starts_with(&mine_prefix))
+        .collect();
+    let holder: std::collections::HashMap<CouponId, &str> =
+        owners.iter().map(|(c, u)| (*c, u.as_str())).collect();
+    let (mut ok, mut unknown, mut lost) = (0i64, 0i64, 0i64);
+    let mut failed_users: std::collections::HashSet<String> = std::collections::HashSet::new();
+    for (i, outcome) in &tally.outcomes {
+        match outcome {
+            Outcome::Ok(c) => {
+                ok += 1;
+                if holder.get(c) != Some(&user_of(*i).as_str()) {
+                    lost += 1;
+                }
+            }
+            Outcome::Failed(_) => {
+                failed_users.insert(user_of(*i));
+            }
+            Outcome::Unknown => unknown += 1,
+        }
+    }
+    if lost > 0 {
+        violations.push(format!(
+            "{lost} of the {ok} acknowledged coupons do not exist (or belong to someone else)"
+        ));
+    }
+    let coupons = owners.len() as i64;
+    if coupons < ok || coupons > ok + unknown {
+        violations.push(format!(
+            "{coupons} coupons exist for {ok} acknowledged claims and {unknown} without an answer"
+        ));
+    }
+    // With distinct users, a refused claim's user must hold nothing.
+    if !args.repeat_users {
+        let leftovers = owners
+            .iter()
+            .filter(|(_, u)| failed_users.contains(u.as_str()))
+            .count();
+        if leftovers > 0 {
+            violations.push(format!(
+                "{leftovers} coupons belong to users whose claim was refused"
+            ));
+        }
+    }
     println!(
-        "audit        claimed {} = coupons {} <= stock {}; max per user {} <= {}; {found}/{acknowledged} acknowledged coupons exist: {}",
+        "audit        claimed {} = coupons {} <= stock {}; max per user {} <= {}; {}/{ok} acknowledged coupons exist; {unknown} without an answer; refused claims left nothing: {}",
         audit.claimed,
         audit.coupons,
         audit.total_stock,
         audit.max_per_user,
         audit.per_user_limit,
+        ok - lost,
         if violations.is_empty() { "OK" } else { "FAILED" }
     );
     for v in &violations {
@@ -140,6 +231,34 @@ pub async fn run(config: &Config, args: LoadtestArgs) -> anyhow::Result<()> {
         tally.transport_errors
     );
     Ok(())
+}
+
+/// One JSON object per request: `{"n", "user", "outcome": "ok"|"failed"|"unknown", "coupon"
+/// or "code"}`, in request order.
+fn write_history(
+    path: &std::path::Path,
+    tally: &Tally,
+    user_of: &dyn Fn(usize) -> String,
+) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut rows = tally.outcomes.clone();
+    rows.sort_by_key(|(i, _)| *i);
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
+    for (i, o) in rows {
+        let line = match o {
+            Outcome::Ok(c) => {
+                serde_json::json!({"n": i, "user": user_of(i), "outcome": "ok", "coupon": c})
+            }
+            Outcome::Failed(code) => {
+                serde_json::json!({"n": i, "user": user_of(i), "outcome": "failed", "code": code})
+            }
+            Outcome::Unknown => {
+                serde_json::json!({"n": i, "user": user_of(i), "outcome": "unknown"})
+            }
+        };
+        writeln!(out, "{line}")?;
+    }
+    out.flush()
 }
 
 /// A merchant, a service key and a published template claimable from now for a day.
@@ -207,27 +326,89 @@ async fn setup(
         )
         .await?;
     store.publish_template(t.id, t.version, now).await?;
+    Ok((t.id, service_key(store).await?))
+}
+
+/// A fresh service key for the run.
+async fn service_key(store: &dyn Store) -> anyhow::Result<String> {
+    api_key(store, Role::Service).await
+}
+
+/// A fresh key of `role` (not a merchant) for the run.
+async fn api_key(store: &dyn Store, role: Role) -> anyhow::Result<String> {
+    let now = SystemClock.now();
     let key = generate_api_key();
     store
         .insert_api_key(
             &NewApiKey {
                 hash: key.hash,
                 prefix: key.prefix.clone(),
-                role: Role::Service,
+                role,
                 merchant_id: None,
                 label: "loadtest".into(),
             },
             now,
         )
         .await
-        .context("creating the load test's service key")?;
-    Ok((t.id, key.secret))
+        .context("creating the load test's key")?;
+    Ok(key.secret)
 }
 
-type RequestSpec = (hyper::Method, String, Option<String>, Option<String>);
+/// One request to send: method, URI, Authorization, JSON body, Idempotency-Key.
+struct RequestSpec {
+    method: hyper::Method,
+    uri: String,
+    auth: Option<String>,
+    body: Option<String>,
+    key: Option<String>,
+}
 
-/// Sends `total` requests from `concurrency` workers; `make(i)` builds request `i`.
-async fn drive<F>(client: &HttpClient, concurrency: usize, total: usize, make: F) -> Tally
+impl RequestSpec {
+    fn get(uri: String) -> Self {
+        RequestSpec {
+            method: hyper::Method::GET,
+            uri,
+            auth: None,
+            body: None,
+            key: None,
+        }
+    }
+}
+
+/// One attempt's answer: status and JSON body, or `None` when no answer came.
+async fn attempt(client: &HttpClient, spec: &RequestSpec) -> Option<(u16, serde_json::Value)> {
+    let mut req = hyper::Request::builder()
+        .method(spec.method.clone())
+        .uri(&spec.uri);
+    if let Some(a) = &spec.auth {
+        req = req.header("authorization", a);
+    }
+    if let Some(k) = &spec.key {
+        req = req.header("idempotency-key", k);
+    }
+    let body = match &spec.body {
+        Some(b) => {
+            req = req.header("content-type", "application/json");
+            Full::new(Bytes::from(b.clone()))
+        }
+        None => Full::new(Bytes::new()),
+    };
+    let res = client.request(req.body(body).ok()?).await.ok()?;
+    let status = res.status().as_u16();
+    let bytes = res.into_body().collect().await.ok()?.to_bytes();
+    Some((status, serde_json::from_slice(&bytes).unwrap_or_default()))
+}
+
+/// Sends `total` requests from `concurrency` workers; `make(i)` builds request `i`. With
+/// `retry_for`, a request left without a definitive answer (no answer, 5xx, 429, 409 `idempotency_in_flight`) is sent
+/// again, with the same Idempotency-Key, until one comes or the time is up.
+async fn drive<F>(
+    client: &HttpClient,
+    concurrency: usize,
+    total: usize,
+    retry_for: Option<Duration>,
+    make: F,
+) -> Tally
 where
     F: Fn(usize) -> RequestSpec + Send + Sync + 'static,
 {
@@ -269,55 +450,74 @@ where
                 if i >= total {
                     break;
                 }
-                let (method, uri, auth, body) = make(i);
-                let mut req = hyper::Request::builder().method(method).uri(uri);
-                if let Some(a) = auth {
-                    req = req.header("authorization", a);
-                }
-                let body = match body {
-                    Some(b) => {
-                        req = req.header("content-type", "application/json");
-                        Full::new(Bytes::from(b))
+                let spec = make(i);
+                let first = Instant::now();
+                let mut sent = first;
+                let mut answer = attempt(&client, &spec).await;
+                if let Some(limit) = retry_for {
+                    // 409 idempotency_in_flight: the first attempt may have died with a killed
+                    // server; its record is taken over after `idempotency_stale`.
+                    let definitive = |a: &Option<(u16, serde_json::Value)>| {
+                        a.as_ref().is_some_and(|(s, json)| {
+                            *s < 500
+                                && *s != 429
+                                && json.get("code").and_then(|c| c.as_str())
+                                    != Some("idempotency_in_flight")
+                        })
+                    };
+                    while !definitive(&answer) && first.elapsed() < limit {
+                        let label = match &answer {
+                            Some((status, json)) => match json.get("code").and_then(|c| c.as_str())
+                            {
+                                Some(code) => format!("{status} {code}"),
+                                None => format!("{status}"),
+                            },
+                            None => "no answer".to_owned(),
+                        };
+                        *local.retried_after.entry(label).or_insert(0) += 1;
+                        // Back off (the server's Retry-After is in whole seconds; a
+                        // restarting server or a reconnecting pool needs far less).
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        local.retries += 1;
+                        sent = Instant::now();
+                        answer = attempt(&client, &spec).await;
                     }
-                    None => Full::new(Bytes::new()),
-                };
-                let Ok(req) = req.body(body) else {
-                    local.transport_errors += 1;
-                    continue;
-                };
-                let sent = Instant::now();
-                match client.request(req).await {
-                    Ok(res) => {
-                        let status = res.status().as_u16();
-                        let bytes = res
-                            .into_body()
-                            .collect()
-                            .await
-                            .map(|b| b.to_bytes())
-                            .unwrap_or_default();
+                }
+                match answer {
+                    Some((status, json)) => {
                         local.latencies.push(sent.elapsed().as_micros() as u64);
-                        let json: serde_json::Value =
-                            serde_json::from_slice(&bytes).unwrap_or_default();
                         let label = match json.get("code").and_then(|c| c.as_str()) {
                             Some(code) => format!("{status} {code}"),
                             None if status == 201 => "201 created".to_owned(),
                             None => format!("{status}"),
                         };
-                        if status == 201 {
+                        let outcome = if status == 201 {
                             local.last_created_us = local
                                 .last_created_us
                                 .max(start.elapsed().as_micros() as u64);
-                            if let Some(id) = json
+                            match json
                                 .get("id")
                                 .and_then(|v| v.as_i64())
                                 .and_then(|v| CouponId::new(v).ok())
                             {
-                                local.issued.push(id);
+                                Some(id) => {
+                                    local.issued.push(id);
+                                    Outcome::Ok(id)
+                                }
+                                None => Outcome::Unknown,
                             }
-                        }
+                        } else if (400..500).contains(&status) {
+                            Outcome::Failed(label.clone())
+                        } else {
+                            Outcome::Unknown
+                        };
+                        local.outcomes.push((i, outcome));
                         *local.answers.entry(label).or_insert(0) += 1;
                     }
-                    Err(_) => local.transport_errors += 1,
+                    None => {
+                        local.transport_errors += 1;
+                        local.outcomes.push((i, Outcome::Unknown));
+                    }
                 }
                 done.fetch_add(1, Ordering::Relaxed);
             }
@@ -329,7 +529,12 @@ where
             }
             all.latencies.extend(local.latencies);
             all.issued.extend(local.issued);
+            all.outcomes.extend(local.outcomes);
             all.transport_errors += local.transport_errors;
+            all.retries += local.retries;
+            for (k, v) in local.retried_after {
+                *all.retried_after.entry(k).or_insert(0) += v;
+            }
             all.last_created_us = all.last_created_us.max(local.last_created_us);
         }));
     }
@@ -389,5 +594,17 @@ fn report(title: &str, total: usize, tally: &Tally) {
     }
     if tally.transport_errors > 0 {
         println!("no answer    {}", tally.transport_errors);
+    }
+    if tally.retries > 0 {
+        println!(
+            "retried      {} attempts (same Idempotency-Key)",
+            tally.retries
+        );
+        let after: Vec<String> = tally
+            .retried_after
+            .iter()
+            .map(|(k, v)| format!("{k}: {v}"))
+            .collect();
+        println!("retried after  {}", after.join(" | "));
     }
 }

@@ -29,6 +29,13 @@ fn init_logging(config: &Config) -> anyhow::Result<()> {
 pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
     init_logging(&config)?;
     tracing::info!(config = ?config, "starting coupond");
+    // Fault injection for the failpoint tests; not configuration (test builds only).
+    if let Ok(spec) = std::env::var("COUPOND_FAILPOINTS") {
+        coupond_store::failpoints::configure(&spec)
+            .map_err(anyhow::Error::msg)
+            .context("COUPOND_FAILPOINTS")?;
+        tracing::warn!(failpoints = %spec, "fault injection is on");
+    }
     let store = db::open(&config.database_url).await?;
     let secret = db::jwt_secret(store.as_ref(), config.jwt_secret.as_ref()).await?;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
@@ -36,6 +43,7 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
         freeze: time::Duration::try_from(config.freeze_period)
             .context("freeze_period is too long")?,
         max_body_bytes: config.max_body_bytes,
+        max_upload_bytes: config.max_upload_bytes,
         max_bindings_per_listing: config.max_bindings_per_listing,
         claim_mode: match config.claim_mode {
             ClaimModeName::Batched => ClaimMode::Batched {
@@ -52,6 +60,20 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
             per_second: config.claim_rate_per_ip,
             burst: config.claim_burst_per_ip,
         },
+        redeem_rate_per_user: Rate {
+            per_second: config.redeem_rate_per_user,
+            burst: config.redeem_burst_per_user,
+        },
+        redeem_rate_per_ip: Rate {
+            per_second: config.redeem_rate_per_ip,
+            burst: config.redeem_burst_per_ip,
+        },
+        code_batch_sync_max: config.code_batch_sync_max,
+        lock_ttl: time::Duration::try_from(config.lock_ttl).context("lock_ttl is too long")?,
+        idempotency_ttl: time::Duration::try_from(config.idempotency_ttl)
+            .context("idempotency_ttl is too long")?,
+        idempotency_stale: time::Duration::try_from(config.idempotency_stale)
+            .context("idempotency_stale is too long")?,
         ..ApiSettings::default()
     };
     let state = AppState::new(store.clone(), clock.clone(), &secret, settings);
@@ -88,9 +110,65 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
             tick.tick().await;
             coupond_api::observe::metrics_upkeep();
             upkeep_state.rate_limits().shrink();
+            upkeep_state.redeem_limits().shrink();
+            if let Err(e) = upkeep_state
+                .store()
+                .idempotency_purge(upkeep_state.now())
+                .await
+            {
+                tracing::warn!(error = %e, "purging expired idempotency records failed");
+            }
         }
     });
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    // Background work stops between steps once the signal arrives; what it committed stays.
+    let codes = tokio::spawn(state.code_generator().clone().run(stop_rx.clone()));
+    let issuance = tokio::spawn(state.issuance_worker().clone().run(stop_rx.clone()));
+    // Under leases in the database: with several instances on one PostgreSQL, one of them
+    // runs each loop and another takes over if it dies.
+    let holder = format!("coupond-{:016x}", rand::random::<u64>());
+    let scheduler = tokio::spawn(
+        coupond_engine::Scheduler::new(
+            store.clone(),
+            clock.clone(),
+            state.settings().freeze,
+            holder.clone(),
+        )
+        .run(stop_rx.clone()),
+    );
+    let observers: Vec<Arc<dyn coupond_engine::Observer>> = vec![
+        Arc::new(coupond_engine::ReminderPlanner::new(
+            store.clone(),
+            config.reminder_days_before,
+        )),
+        Arc::new(coupond_engine::InboxNotifier::new(
+            store.clone(),
+            clock.clone(),
+        )),
+        Arc::new(coupond_engine::WebhookFanout::new(
+            store.clone(),
+            clock.clone(),
+        )),
+        Arc::new(coupond_api::invalidate::CacheInvalidator::new(
+            state.clone(),
+        )),
+    ];
+    let webhooks = tokio::spawn(
+        coupond_engine::WebhookSender::new(
+            store.clone(),
+            clock.clone(),
+            coupond_engine::RetryPolicy {
+                base: config.webhook_retry_base,
+                max_attempts: config.webhook_max_attempts.max(1),
+            },
+            holder.clone(),
+        )
+        .run(stop_rx.clone()),
+    );
+    let dispatcher = tokio::spawn(
+        coupond_engine::Dispatcher::new(store.clone(), clock.clone(), observers, holder)
+            .run(stop_rx.clone()),
+    );
     let grace = config.shutdown_grace;
     let engine = state.claims().clone();
     let server = axum::serve(
@@ -113,6 +191,11 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
         () = deadline => tracing::warn!(?grace, "in-flight requests did not finish within the grace period"),
     }
     upkeep.abort();
+    let _ = codes.await;
+    let _ = issuance.await;
+    let _ = scheduler.await;
+    let _ = dispatcher.await;
+    let _ = webhooks.await;
     // Claims already queued are committed and answered before the database closes.
     engine.shutdown().await;
     // Closing waits for checked-out connections; a request still running past the grace

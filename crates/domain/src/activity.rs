@@ -21,6 +21,15 @@ pub enum FundedBy {
     Merchant,
 }
 
+impl FundedBy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FundedBy::Platform => "platform",
+            FundedBy::Merchant => "merchant",
+        }
+    }
+}
+
 /// What the platform sends to create an activity.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -178,6 +187,10 @@ impl ActivityStatus {
             ActivityStatus::Ended => "ended",
             ActivityStatus::Aborted => "aborted",
         }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|x| x.as_str() == s)
     }
 
     /// Whether the platform may still change the activity.

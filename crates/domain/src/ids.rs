@@ -10,10 +10,23 @@ use utoipa::ToSchema;
 macro_rules! numeric_id {
     ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, ToSchema)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
         #[serde(try_from = "i64", into = "i64")]
-        #[schema(value_type = i64)]
         pub struct $name(i64);
+
+        // By hand: the derive cannot say what `new` enforces (ids are positive).
+        impl utoipa::PartialSchema for $name {
+            fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+                utoipa::openapi::ObjectBuilder::new()
+                    .schema_type(utoipa::openapi::schema::Type::Integer)
+                    .format(Some(utoipa::openapi::SchemaFormat::KnownFormat(
+                        utoipa::openapi::KnownFormat::Int64,
+                    )))
+                    .minimum(Some(1))
+                    .into()
+            }
+        }
+        impl ToSchema for $name {}
 
         impl $name {
             pub fn new(v: i64) -> Result<Self, String> {
@@ -105,6 +118,46 @@ impl From<UserId> for String {
     }
 }
 impl fmt::Display for UserId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// An order (or lease) as the order service names it: 1 to 128 characters of
+/// `[A-Za-z0-9_.:-]`. Redemption is keyed by it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(try_from = "String", into = "String")]
+#[schema(value_type = String, example = "lease-2026-000123")]
+pub struct OrderId(String);
+
+impl OrderId {
+    pub fn parse(s: &str) -> Result<Self, String> {
+        let ok_char = |c: char| c.is_ascii_alphanumeric() || "_.:-".contains(c);
+        if s.is_empty() || s.len() > 128 || !s.chars().all(ok_char) {
+            return Err(
+                "order id must be 1 to 128 characters of letters, digits and _.:-".to_owned(),
+            );
+        }
+        Ok(OrderId(s.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl TryFrom<String> for OrderId {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        OrderId::parse(&s)
+    }
+}
+impl From<OrderId> for String {
+    fn from(o: OrderId) -> String {
+        o.0
+    }
+}
+impl fmt::Display for OrderId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }

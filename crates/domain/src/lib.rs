@@ -3,11 +3,18 @@
 //! - [`money`]: [`Money`] (i64 minor units), [`BasisPoints`], rounding down and exact splitting.
 //! - [`time`]: [`Timestamp`] (UTC, microsecond precision) and [`Window`] (half-open `[start, end)`).
 //! - [`ids`]: identifiers ([`MerchantId`], [`UserId`], ...) and [`CitySet`].
+//! - [`codes`]: promotion codes: shared codes, generated single-use codes and their check
+//!   character.
 //! - [`coupon`]: what a coupon is worth ([`CouponValue`]) and the rules around it
 //!   (scope, audience, stacking, validity, deduction mode).
 //! - [`merchant`], [`listing`], [`activity`], [`template`]: the records, their drafts (what a caller sends),
 //!   their validated specs, and status as a pure function of `(record, now)`.
+//! - [`schedule`]: the status transitions a record went through since the last one announced,
+//!   each with its instant, for the scheduler's events.
 //! - [`wallet`]: coupons held by users, their status, and the rules of claiming.
+//! - [`checkout`]: an order snapshot ([`Order`]), whether a coupon can be used on it
+//!   ([`eligibility()`], [`Reason`]), what it takes off ([`discount()`], split over lines and lease
+//!   months), and the best combination of a wallet ([`quote()`]).
 //! - [`error`]: [`DomainError`], the one error every rule returns, naming the field and a
 //!   stable code.
 //!
@@ -16,12 +23,15 @@
 #![forbid(unsafe_code)]
 
 pub mod activity;
+pub mod checkout;
+pub mod codes;
 pub mod coupon;
 pub mod error;
 pub mod ids;
 pub mod listing;
 pub mod merchant;
 pub mod money;
+pub mod schedule;
 pub mod template;
 pub mod time;
 pub mod wallet;
@@ -29,16 +39,26 @@ pub mod wallet;
 pub use activity::{
     Activity, ActivityDraft, ActivityPatch, ActivitySpec, ActivityStatus, FundedBy,
 };
+pub use checkout::{
+    discount, eligibility, quote, AppliedCoupon, Combination, CouponQuote, Discount, Lease,
+    LeaseDraft, LineDiscount, LineDraft, LineKind, Order, OrderDraft, Quote, QuoteInput, Reason,
+    TemplateUse,
+};
+pub use codes::{CodeBatchDraft, CodeBatchSpec, SharedCode, TypedCode};
 pub use coupon::{Audience, CouponKind, CouponValue, DeductionMode, Scope, Stacking, Validity};
 pub use error::DomainError;
 pub use ids::{
-    ActivityId, CategoryId, CityId, CitySet, CouponId, ListingId, MerchantId, TemplateId, UserId,
+    ActivityId, CategoryId, CityId, CitySet, CouponId, ListingId, MerchantId, OrderId, TemplateId,
+    UserId,
 };
 pub use listing::{Listing, ListingDraft, ListingPatch};
 pub use merchant::{Merchant, MerchantDraft};
 pub use money::{BasisPoints, Money};
+pub use schedule::Transition;
 pub use template::{
     Template, TemplateContext, TemplateDraft, TemplatePatch, TemplateSpec, TemplateStatus,
 };
 pub use time::{Timestamp, Window};
-pub use wallet::{check_claim, not_claimable, ClaimRejection, Coupon, CouponStatus, NotClaimable};
+pub use wallet::{
+    check_claim, not_claimable, Actor, ClaimRejection, Coupon, CouponStatus, NotClaimable,
+};

@@ -59,6 +59,33 @@ impl Money {
         Money((self.0 - other.0).max(0))
     }
 
+    /// `self + other`, or `None` above [`MONEY_MAX`].
+    pub fn checked_add(self, other: Money) -> Option<Money> {
+        // Both are at most MONEY_MAX, so the i64 sum cannot overflow.
+        Money::new(self.0 + other.0).ok()
+    }
+
+    /// `self + other`, clamped to [`MONEY_MAX`]. For sums already bounded by a validated total,
+    /// where the clamp never bites but a panic must stay impossible.
+    pub fn saturating_add(self, other: Money) -> Money {
+        Money((self.0 + other.0).min(MONEY_MAX))
+    }
+
+    /// `self * n`, or `None` when `n` is negative or the product is above [`MONEY_MAX`].
+    pub fn checked_mul(self, n: i64) -> Option<Money> {
+        if n < 0 {
+            // Even for zero: a negative count is never meaningful.
+            return None;
+        }
+        let p = i128::from(self.0) * i128::from(n);
+        i64::try_from(p).ok().and_then(|p| Money::new(p).ok())
+    }
+
+    /// `self / n` rounded down; `None` when `n` is not positive.
+    pub fn checked_div(self, n: i64) -> Option<Money> {
+        (n > 0).then(|| Money(self.0 / n))
+    }
+
     /// Splits `self` into parts proportional to `weights`, rounding each down and handing the
     /// remainder out one minor unit at a time to the largest fractional remainders (ties to the
     /// earlier index). The parts always sum to exactly `self`. With all weights zero the split
@@ -75,16 +102,19 @@ impl Money {
             weights.iter().map(|w| w.0 as i128).collect()
         };
         let sum: i128 = weights.iter().sum();
-        let mut parts: Vec<i128> = weights.iter().map(|w| total * w / sum).collect();
-        let mut remainders: Vec<(i128, usize)> = weights
-            .iter()
-            .enumerate()
-            .map(|(i, w)| (total * w % sum, i))
-            .collect();
+        let mut parts: Vec<i128> = Vec::with_capacity(weights.len());
+        let mut remainders: Vec<(i128, usize)> = Vec::with_capacity(weights.len());
+        for (i, w) in weights.iter().enumerate() {
+            // One i128 division per part (the remainder by multiplication): a quote splits
+            // every coupon's discount over up to 500 lines.
+            let q = total * w / sum;
+            parts.push(q);
+            remainders.push((total * w - q * sum, i));
+        }
         let handed: i128 = parts.iter().sum();
         let left = (total - handed) as usize;
         // Largest remainder first; equal remainders go to the earlier index.
-        remainders.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        remainders.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
         for &(_, i) in remainders.iter().take(left) {
             parts[i] += 1;
         }
@@ -146,6 +176,9 @@ impl From<BasisPoints> for i64 {
 }
 
 #[cfg(test)]
+mod props;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
@@ -172,6 +205,20 @@ mod tests {
             m(MONEY_MAX).percent(BasisPoints::new(10_000).unwrap()),
             m(MONEY_MAX)
         );
+    }
+
+    #[test]
+    fn checked_arithmetic_stays_in_range() {
+        assert_eq!(m(2).checked_add(m(3)), Some(m(5)));
+        assert_eq!(m(MONEY_MAX).checked_add(m(1)), None);
+        assert_eq!(m(MONEY_MAX).saturating_add(m(MONEY_MAX)), m(MONEY_MAX));
+        assert_eq!(m(300).checked_mul(12), Some(m(3600)));
+        assert_eq!(m(300).checked_mul(-1), None);
+        assert_eq!(m(0).checked_mul(-1), None);
+        assert_eq!(m(MONEY_MAX).checked_mul(2), None);
+        assert_eq!(m(MONEY_MAX).checked_mul(i64::MAX), None);
+        assert_eq!(m(299_999).checked_div(30), Some(m(9_999)));
+        assert_eq!(m(1).checked_div(0), None);
     }
 
     #[test]

@@ -420,6 +420,10 @@ impl TemplateStatus {
         }
     }
 
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|x| x.as_str() == s)
+    }
+
     /// Whether the template's terms may still change (nobody could have claimed yet).
     pub fn is_editable(self) -> bool {
         matches!(self, TemplateStatus::Draft | TemplateStatus::Scheduled)
@@ -435,6 +439,12 @@ pub struct Template {
     pub spec: TemplateSpec,
     /// Coupons issued so far (seed `applyAmount`); never above `total_stock`.
     pub claimed: i64,
+    /// Coupons used by confirmed orders; never above `claimed`.
+    pub used: i64,
+    /// Discount given by confirmed orders; never above the budget.
+    pub given: Money,
+    /// Discount planned by orders still holding a lock; with `given`, never above the budget.
+    pub reserved: Money,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
     pub published_at: Option<Timestamp>,
@@ -686,6 +696,9 @@ mod tests {
             merchant_id: Some(MerchantId::new(7).unwrap()),
             spec,
             claimed: 0,
+            used: 0,
+            given: Money::ZERO,
+            reserved: Money::ZERO,
             created_at: t("2026-03-05T00:00:00Z"),
             updated_at: t("2026-03-05T00:00:00Z"),
             published_at: published.then(|| t("2026-03-05T00:00:00Z")),

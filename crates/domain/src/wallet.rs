@@ -3,7 +3,8 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::ids::{CouponId, TemplateId, UserId};
+use crate::ids::{CouponId, MerchantId, OrderId, TemplateId, UserId};
+use crate::money::Money;
 use crate::template::{Template, TemplateStatus};
 use crate::time::Timestamp;
 
@@ -55,6 +56,15 @@ pub struct Coupon {
     pub claimed_at: Timestamp,
     pub valid_from: Timestamp,
     pub valid_until: Timestamp,
+    /// The promotion code redeemed for it, if it came from one.
+    pub code: Option<String>,
+    /// The order holding it (locked) or that used it.
+    pub order_id: Option<OrderId>,
+    /// While locked: when the lock ends unless confirmed.
+    pub locked_until: Option<Timestamp>,
+    /// The discount it takes: planned while locked, final once used.
+    pub discount: Option<Money>,
+    pub used_at: Option<Timestamp>,
 }
 
 impl Coupon {
@@ -64,6 +74,60 @@ impl Coupon {
             CouponStatus::Unused if now >= self.valid_until => CouponStatus::Expired,
             s => s,
         }
+    }
+}
+
+/// Who made a change, as written to a coupon's operation log (seed `t_coupon_opt_record`)
+/// and to events: `platform`, `merchant:<id>`, `service`, `user:<id>`, or `system` (the
+/// scheduler and sweepers acting on time).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Actor {
+    Platform,
+    Merchant(MerchantId),
+    Service,
+    User(UserId),
+    System,
+}
+
+impl Actor {
+    /// The stored form, the inverse of [`Actor::parse`].
+    pub fn to_text(&self) -> String {
+        self.to_string()
+    }
+
+    pub fn parse(s: &str) -> Option<Actor> {
+        match s {
+            "platform" => Some(Actor::Platform),
+            "service" => Some(Actor::Service),
+            "system" => Some(Actor::System),
+            _ => {
+                if let Some(m) = s.strip_prefix("merchant:") {
+                    MerchantId::new(m.parse().ok()?).ok().map(Actor::Merchant)
+                } else {
+                    UserId::parse(s.strip_prefix("user:")?)
+                        .ok()
+                        .map(Actor::User)
+                }
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for Actor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Actor::Platform => f.write_str("platform"),
+            Actor::Merchant(m) => write!(f, "merchant:{m}"),
+            Actor::Service => f.write_str("service"),
+            Actor::User(u) => write!(f, "user:{u}"),
+            Actor::System => f.write_str("system"),
+        }
+    }
+}
+
+impl Serialize for Actor {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
     }
 }
 
@@ -152,6 +216,11 @@ mod tests {
             claimed_at: t("2026-01-01T00:00:00Z"),
             valid_from: t("2026-01-01T00:00:00Z"),
             valid_until: t("2026-01-02T00:00:00Z"),
+            code: None,
+            order_id: None,
+            locked_until: None,
+            discount: None,
+            used_at: None,
         };
         assert_eq!(
             c.status(t("2026-01-01T23:59:59.999999Z")),
@@ -165,6 +234,22 @@ mod tests {
         assert_eq!(used.status(t("2027-01-01T00:00:00Z")), CouponStatus::Used);
         for s in CouponStatus::ALL {
             assert_eq!(CouponStatus::parse(s.as_str()), Some(s));
+        }
+    }
+
+    #[test]
+    fn actors_round_trip_as_text() {
+        for a in [
+            Actor::Platform,
+            Actor::Merchant(MerchantId::new(7).unwrap()),
+            Actor::Service,
+            Actor::User(UserId::parse("u-1:x").unwrap()),
+            Actor::System,
+        ] {
+            assert_eq!(Actor::parse(&a.to_text()), Some(a.clone()), "{a}");
+        }
+        for bad in ["", "merchant:0", "merchant:x", "user:", "root"] {
+            assert_eq!(Actor::parse(bad), None, "{bad}");
         }
     }
 }

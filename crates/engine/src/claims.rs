@@ -26,9 +26,10 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 use coupond_domain::{
-    check_claim, not_claimable, ClaimRejection, Coupon, NotClaimable, Template, TemplateId, UserId,
+    check_claim, not_claimable, Actor, ClaimRejection, Coupon, NotClaimable, Template, TemplateId,
+    UserId,
 };
-use coupond_store::{ClaimOutcome, ClaimRequest, IdempotencyKey, Store, StoreError};
+use coupond_store::{ClaimOutcome, ClaimRequest, CodeClaim, IdempotencyKey, Store, StoreError};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
@@ -63,8 +64,40 @@ pub enum ClaimError {
     ShuttingDown,
     /// The idempotency key was used before for a different claim.
     KeyReused,
+    /// The single-use code was redeemed by someone else.
+    CodeTaken,
     /// Anything else (logged by the engine); nothing was written for this claim.
     Internal(String),
+}
+
+/// One claim as the engine takes it: for whom, who asks, and the caller's idempotency key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClaimAsk {
+    pub user: UserId,
+    /// Written to the coupon's operation log: the user, or the service claiming for it.
+    pub actor: Actor,
+    pub idempotency: Option<IdempotencyKey>,
+    /// The promotion code redeemed, if the claim comes from one.
+    pub code: Option<CodeClaim>,
+}
+
+impl ClaimAsk {
+    /// A claim a user makes for itself, without a key.
+    pub fn by_user(user: UserId) -> Self {
+        ClaimAsk {
+            actor: Actor::User(user.clone()),
+            user,
+            idempotency: None,
+            code: None,
+        }
+    }
+
+    pub fn with_key(self, key: IdempotencyKey) -> Self {
+        ClaimAsk {
+            idempotency: Some(key),
+            ..self
+        }
+    }
 }
 
 /// A successful claim: the coupon, and whether it was issued by an earlier request with the
@@ -126,12 +159,14 @@ impl ClaimEngine {
     /// Claims a coupon of `template` (as read by the caller) for `user`. The rules that need
     /// no database (status, audience) are checked here; stock and the per-user limit are
     /// decided in the commit.
-    pub async fn claim(
-        &self,
-        template: &Template,
-        user: UserId,
-        idempotency: Option<IdempotencyKey>,
-    ) -> Result<Claimed, ClaimError> {
+    pub async fn claim(&self, template: &Template, ask: ClaimAsk) -> Result<Claimed, ClaimError> {
+        let ClaimAsk {
+            user,
+            actor,
+            idempotency,
+            code,
+        } = ask;
+        let single_use = code.as_ref().is_some_and(|c| c.single_use);
         if self
             .inner
             .closing
@@ -140,9 +175,10 @@ impl ClaimEngine {
             return Err(ClaimError::ShuttingDown);
         }
         let now = self.inner.clock.now();
-        // With a key, a retry must find its coupon even after the template stopped being
-        // claimable or sold out: only the commit can tell, so the shortcuts are skipped.
-        if idempotency.is_none() {
+        // With a key (or a single-use code, which is one), a retry must find its coupon even
+        // after the template stopped being claimable or sold out: only the commit can tell,
+        // so the shortcuts are skipped.
+        if idempotency.is_none() && !single_use {
             check_claim(template, &user, now).map_err(ClaimError::Rejected)?;
             if self.is_sold_out(template.id) {
                 return Err(ClaimError::Rejected(ClaimRejection::SoldOut));
@@ -153,9 +189,12 @@ impl ClaimEngine {
         let (valid_from, valid_until) = template.spec.validity.for_claim(now);
         let request = ClaimRequest {
             user,
+            actor,
             valid_from,
             valid_until,
             idempotency,
+            code,
+            issuance: None,
         };
         let outcome = match self.inner.mode {
             ClaimMode::Single => self
@@ -163,6 +202,7 @@ impl ClaimEngine {
                 .store
                 .claim_batch(template.id, std::slice::from_ref(&request), now)
                 .await
+                .and_then(|v| coupond_store::failpoints::hit("claim.after_commit").map(|()| v))
                 .map_err(store_error)
                 .and_then(|mut v| {
                     v.pop()
@@ -182,6 +222,7 @@ impl ClaimEngine {
                 replayed: true,
             }),
             ClaimOutcome::KeyReused => Err(ClaimError::KeyReused),
+            ClaimOutcome::CodeTaken => Err(ClaimError::CodeTaken),
             ClaimOutcome::SoldOut => {
                 self.mark_sold_out(template.id);
                 Err(ClaimError::Rejected(ClaimRejection::SoldOut))
@@ -352,26 +393,39 @@ impl ClaimEngine {
 
     async fn commit(&self, template: TemplateId, jobs: Vec<Job>) {
         let now = self.inner.clock.now();
-        // Requests repeating a key already in this batch (a client retrying while its first
-        // attempt is queued) are answered from the first one's outcome; the store sees each
-        // key once.
-        let mut first_with_key: HashMap<String, usize> = HashMap::new();
+        // Requests repeating a key or a single-use code already in this batch (a client
+        // retrying while its first attempt is queued) are answered from the first one's
+        // outcome; the store sees each key and each single-use code once.
+        let mut first_with: HashMap<String, usize> = HashMap::new();
         let mut unique: Vec<usize> = Vec::with_capacity(jobs.len());
         let mut repeats: Vec<(usize, usize)> = Vec::new();
         for (i, job) in jobs.iter().enumerate() {
-            match &job.request.idempotency {
-                Some(k) => match first_with_key.get(&k.key) {
-                    Some(&first) => repeats.push((i, first)),
-                    None => {
-                        first_with_key.insert(k.key.clone(), i);
-                        unique.push(i);
+            let marks = [
+                job.request
+                    .idempotency
+                    .as_ref()
+                    .map(|k| format!("key\n{}", k.key)),
+                job.request
+                    .code
+                    .as_ref()
+                    .filter(|c| c.single_use)
+                    .map(|c| format!("code\n{}", c.code)),
+            ];
+            match marks.iter().flatten().find_map(|m| first_with.get(m)) {
+                Some(&first) => repeats.push((i, first)),
+                None => {
+                    for m in marks.into_iter().flatten() {
+                        first_with.insert(m, i);
                     }
-                },
-                None => unique.push(i),
+                    unique.push(i);
+                }
             }
         }
         let requests: Vec<ClaimRequest> = unique.iter().map(|&i| jobs[i].request.clone()).collect();
         let result = self.inner.store.claim_batch(template, &requests, now).await;
+        // Committed, nobody answered yet: a crash here is what idempotency keys are for.
+        let result = result
+            .and_then(|done| coupond_store::failpoints::hit("claim.after_commit").map(|()| done));
         let mut outcomes: Vec<Option<Result<ClaimOutcome, ClaimError>>> = vec![None; jobs.len()];
         match result {
             Ok(done) => {
@@ -387,12 +441,18 @@ impl ClaimEngine {
             }
         }
         for (i, first) in repeats {
-            let same = jobs[i].request.idempotency == jobs[first].request.idempotency;
+            let (a, b) = (&jobs[i].request, &jobs[first].request);
+            // The same request again (a retry) shares the first one's outcome; a key reused
+            // for something else, or another user's attempt at the same code, does not.
+            let same = a.idempotency == b.idempotency && a.code == b.code && a.user == b.user;
             outcomes[i] = Some(match &outcomes[first] {
                 Some(Ok(ClaimOutcome::Issued(c) | ClaimOutcome::Replayed(c))) if same => {
                     Ok(ClaimOutcome::Replayed(c.clone()))
                 }
-                _ if !same => Ok(ClaimOutcome::KeyReused),
+                _ if !same && a.idempotency.is_some() && a.idempotency == b.idempotency => {
+                    Ok(ClaimOutcome::KeyReused)
+                }
+                _ if !same => Ok(ClaimOutcome::CodeTaken),
                 Some(other) => other.clone(),
                 None => Err(ClaimError::Internal("no outcome".into())),
             });

@@ -4,13 +4,36 @@
 //!   inject a [`ManualClock`] and move time by hand, so no test waits on wall-clock time.
 //! - [`claims`]: [`ClaimEngine`], per-template group commit of claims: all claims waiting for
 //!   a template are committed in one transaction and each caller is answered after the commit.
+//! - [`checkout`]: [`Checkout`] (quotes; lock, confirm and cancel of an order's coupons with
+//!   the domain's rules applied inside the lock's transaction) and the [`Sweeper`] that ends
+//!   locks past their deadline.
+//! - [`codes`]: [`CodeGenerator`], which fills batches of single-use promotion codes in
+//!   the background, resumable after a crash.
+//! - [`issuance`]: [`IssuanceWorker`], bulk issuance a chunk per transaction, resumable.
+//! - [`scheduler`]: [`Scheduler`], the one loop (under a lease) that announces status
+//!   transitions, expires coupons, ends locks and sends reminders as time makes them due.
+//! - [`dispatch`]: [`Dispatcher`], which hands the outbox to [`Observer`]s (reminder planner,
+//!   inbox notifier) at least once, recording each one's position.
+//! - [`webhooks`]: [`WebhookFanout`] (an observer queueing deliveries) and
+//!   [`WebhookSender`] (signed posts with exponential backoff).
 //!
-//! The scheduler, outbox dispatcher and bulk workers described in `docs/ARCHITECTURE.md` join
-//! them as they are built; each takes a shutdown signal and exposes `run_once` for tests.
+//! Every background loop takes a shutdown signal and exposes `run_once` for tests.
 #![forbid(unsafe_code)]
 
+pub mod checkout;
 pub mod claims;
 pub mod clock;
+pub mod codes;
+pub mod dispatch;
+pub mod issuance;
+pub mod scheduler;
+pub mod webhooks;
 
-pub use claims::{ClaimEngine, ClaimError, ClaimMode, Claimed};
+pub use checkout::{Checkout, QuoteError, Sweeper};
+pub use claims::{ClaimAsk, ClaimEngine, ClaimError, ClaimMode, Claimed};
 pub use clock::{Clock, ManualClock, SystemClock};
+pub use codes::CodeGenerator;
+pub use dispatch::{Dispatcher, InboxNotifier, Observer, ReminderPlanner};
+pub use issuance::IssuanceWorker;
+pub use scheduler::Scheduler;
+pub use webhooks::{RetryPolicy, WebhookFanout, WebhookSender};

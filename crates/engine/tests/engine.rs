@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use coupond_domain::{ClaimRejection, Template, UserId};
-use coupond_engine::{ClaimEngine, ClaimError, ClaimMode, ManualClock};
+use coupond_engine::{ClaimAsk, ClaimEngine, ClaimError, ClaimMode, ManualClock};
 use coupond_store::testing::fixtures::{at, claimable_template};
 use coupond_store::Store;
 use coupond_store_sqlite::SqliteStore;
@@ -39,7 +39,9 @@ async fn storm(engine: &ClaimEngine, t: &Template, users: Vec<String>) -> (usize
     for u in users {
         let (engine, t) = (engine.clone(), t.clone());
         joins.push(tokio::spawn(async move {
-            engine.claim(&t, UserId::parse(&u).unwrap(), None).await
+            engine
+                .claim(&t, ClaimAsk::by_user(UserId::parse(&u).unwrap()))
+                .await
         }));
     }
     let mut tally = (0, 0, 0);
@@ -99,7 +101,7 @@ async fn rules_are_checked_before_and_inside_the_commit() {
     );
     let t = template(&s.store, 1, 1).await;
     let c = engine
-        .claim(&t, UserId::parse("a").unwrap(), None)
+        .claim(&t, ClaimAsk::by_user(UserId::parse("a").unwrap()))
         .await
         .unwrap()
         .coupon;
@@ -112,11 +114,15 @@ async fn rules_are_checked_before_and_inside_the_commit() {
         at(15 + 48),
         "two days from the claim (the fixture's validity)"
     );
-    let sold = engine.claim(&t, UserId::parse("b").unwrap(), None).await;
+    let sold = engine
+        .claim(&t, ClaimAsk::by_user(UserId::parse("b").unwrap()))
+        .await;
     assert_eq!(sold, Err(ClaimError::Rejected(ClaimRejection::SoldOut)));
     // Sold out is remembered: answered without touching the database again.
     assert_eq!(
-        engine.claim(&t, UserId::parse("c").unwrap(), None).await,
+        engine
+            .claim(&t, ClaimAsk::by_user(UserId::parse("c").unwrap()))
+            .await,
         sold
     );
 
@@ -124,8 +130,7 @@ async fn rules_are_checked_before_and_inside_the_commit() {
     let early = engine
         .claim(
             &template(&s.store, 5, 1).await,
-            UserId::parse("a").unwrap(),
-            None,
+            ClaimAsk::by_user(UserId::parse("a").unwrap()),
         )
         .await;
     assert!(matches!(
@@ -140,7 +145,9 @@ async fn rules_are_checked_before_and_inside_the_commit() {
         .abort_template(t.id, t.version, at(14))
         .await
         .unwrap();
-    let late = engine.claim(&t, UserId::parse("a").unwrap(), None).await;
+    let late = engine
+        .claim(&t, ClaimAsk::by_user(UserId::parse("a").unwrap()))
+        .await;
     assert!(
         matches!(
             late,
@@ -166,7 +173,10 @@ async fn shutdown_answers_every_queued_claim_then_refuses() {
         let (engine, t) = (engine.clone(), t.clone());
         joins.push(tokio::spawn(async move {
             engine
-                .claim(&t, UserId::parse(&format!("u{i}")).unwrap(), None)
+                .claim(
+                    &t,
+                    ClaimAsk::by_user(UserId::parse(&format!("u{i}")).unwrap()),
+                )
                 .await
         }));
     }
@@ -185,7 +195,9 @@ async fn shutdown_answers_every_queued_claim_then_refuses() {
     assert_eq!(s.store.count_coupons(t.id).await.unwrap(), issued);
     assert_eq!(s.store.template(t.id).await.unwrap().claimed, issued);
     assert_eq!(
-        engine.claim(&t, UserId::parse("late").unwrap(), None).await,
+        engine
+            .claim(&t, ClaimAsk::by_user(UserId::parse("late").unwrap()))
+            .await,
         Err(ClaimError::ShuttingDown)
     );
 }
@@ -210,7 +222,10 @@ async fn retries_with_one_key_get_one_coupon() {
         let (engine, t, key) = (engine.clone(), t.clone(), key.clone());
         joins.push(tokio::spawn(async move {
             engine
-                .claim(&t, UserId::parse("u").unwrap(), Some(key))
+                .claim(
+                    &t,
+                    ClaimAsk::by_user(UserId::parse("u").unwrap()).with_key(key),
+                )
                 .await
         }));
     }
@@ -229,9 +244,62 @@ async fn retries_with_one_key_get_one_coupon() {
     };
     assert_eq!(
         engine
-            .claim(&t, UserId::parse("u").unwrap(), Some(other))
+            .claim(
+                &t,
+                ClaimAsk::by_user(UserId::parse("u").unwrap()).with_key(other)
+            )
             .await,
         Err(ClaimError::KeyReused)
     );
     engine.shutdown().await;
+}
+
+/// A batch of codes interrupted after one step (the process gone) is finished by the next
+/// process from what was committed: exactly `count` distinct codes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn code_batches_resume_after_a_restart() {
+    use coupond_domain::{CodeBatchDraft, CodeBatchSpec};
+    use coupond_engine::codes::{Outcome, CHUNK};
+    use coupond_engine::CodeGenerator;
+
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}/codes.db", dir.path().display());
+    let open = || async {
+        let s = SqliteStore::connect(&url).await.unwrap();
+        s.migrate().await.unwrap();
+        Arc::new(s) as Arc<dyn Store>
+    };
+    let clock: Arc<dyn coupond_engine::Clock> = Arc::new(ManualClock::new(at(15)));
+    let store = open().await;
+    let t = template(&store, 10, 1).await;
+    let spec = CodeBatchSpec::try_from(CodeBatchDraft {
+        count: 2 * CHUNK + 7,
+        prefix: "R".into(),
+        length: 8,
+    })
+    .unwrap();
+    let batch = store.insert_code_batch(t.id, &spec, at(15)).await.unwrap();
+    let first = CodeGenerator::new(store.clone(), clock.clone());
+    let Outcome::Progress(b) = first.run_once().await.unwrap() else {
+        panic!("a batch was waiting")
+    };
+    assert_eq!(b.generated, CHUNK);
+    drop(first);
+    store.close().await;
+
+    let store = open().await;
+    let second = CodeGenerator::new(store.clone(), clock);
+    let mut steps = 0;
+    while let Outcome::Progress(_) = second.run_once().await.unwrap() {
+        steps += 1;
+    }
+    assert_eq!(steps, 2);
+    let b = store.code_batch(batch.id).await.unwrap();
+    assert_eq!((b.generated, b.finished_at.is_some()), (spec.count(), true));
+    let codes = store.batch_codes(batch.id, None, 100_000).await.unwrap();
+    let distinct: std::collections::HashSet<_> = codes.iter().map(|c| c.code.clone()).collect();
+    assert_eq!(
+        (codes.len(), distinct.len()),
+        (spec.count() as usize, spec.count() as usize)
+    );
 }

@@ -1,11 +1,15 @@
 //! Row conversions and the mapping of driver errors into [`StoreError`], in one place.
 
 use coupond_domain::{
-    Activity, ActivityId, CategoryId, CityId, Coupon, CouponId, CouponStatus, Listing,
-    ListingDraft, ListingId, Merchant, MerchantId, Money, Template, TemplateId, Timestamp, UserId,
-    Window,
+    Activity, ActivityId, Actor, CategoryId, CityId, Coupon, CouponId, CouponStatus, Listing,
+    ListingDraft, ListingId, Merchant, MerchantId, Money, OrderId, Template, TemplateId, Timestamp,
+    UserId, Window,
 };
-use coupond_store::{codec, ApiKey, Role, StoreError};
+use coupond_store::checkout::{OrderRecord, OrderState};
+use coupond_store::{
+    codec, ApiKey, CodeBatch, CouponEvent, Delivery, DeliveryAttempt, DeliveryState, Event,
+    Issuance, IssuanceState, Message, PromoCode, Reminder, Role, StoreError, Webhook,
+};
 use sqlx::postgres::PgRow;
 use sqlx::Row;
 use time::OffsetDateTime;
@@ -45,6 +49,10 @@ where
     T: sqlx::Decode<'r, sqlx::Postgres> + sqlx::Type<sqlx::Postgres>,
 {
     r.try_get(col).map_err(db_err)
+}
+
+fn money(v: i64) -> Result<Money, StoreError> {
+    Money::new(v).map_err(StoreError::other)
 }
 
 fn id<T>(v: i64, f: fn(i64) -> Result<T, String>) -> Result<T, StoreError> {
@@ -108,6 +116,13 @@ pub(crate) fn coupon(r: &PgRow) -> Result<Coupon, StoreError> {
         claimed_at: ts(get(r, "claimed_at")?)?,
         valid_from: ts(get(r, "valid_from")?)?,
         valid_until: ts(get(r, "valid_until")?)?,
+        code: get(r, "code")?,
+        order_id: get::<Option<String>>(r, "order_id")?
+            .map(|o| OrderId::parse(&o).map_err(StoreError::other))
+            .transpose()?,
+        locked_until: opt_ts(get(r, "locked_until")?)?,
+        discount: get::<Option<i64>>(r, "discount")?.map(money).transpose()?,
+        used_at: opt_ts(get(r, "used_at")?)?,
     })
 }
 
@@ -137,10 +152,190 @@ pub(crate) fn template(r: &PgRow) -> Result<Template, StoreError> {
                 .map_err(StoreError::other)?,
         )?,
         claimed: get(r, "claimed")?,
+        used: get(r, "used")?,
+        given: money(get(r, "given")?)?,
+        reserved: money(get(r, "reserved")?)?,
         created_at: ts(get(r, "created_at")?)?,
         updated_at: ts(get(r, "updated_at")?)?,
         published_at: opt_ts(get(r, "published_at")?)?,
         aborted_at: opt_ts(get(r, "aborted_at")?)?,
         version: get(r, "version")?,
+    })
+}
+
+pub(crate) fn coupon_event(r: &PgRow) -> Result<CouponEvent, StoreError> {
+    let status = |s: String| {
+        CouponStatus::parse(&s).ok_or_else(|| StoreError::other("unknown coupon status"))
+    };
+    Ok(CouponEvent {
+        id: get(r, "id")?,
+        coupon_id: id(get(r, "coupon_id")?, CouponId::new)?,
+        from: get::<Option<String>>(r, "from_status")?
+            .map(status)
+            .transpose()?,
+        to: status(get(r, "to_status")?)?,
+        order_id: get(r, "order_id")?,
+        actor: Actor::parse(&get::<String>(r, "actor")?)
+            .ok_or_else(|| StoreError::other("unknown actor"))?,
+        at: ts(get(r, "at")?)?,
+    })
+}
+
+pub(crate) fn event(r: &PgRow) -> Result<Event, StoreError> {
+    Ok(Event {
+        id: get(r, "id")?,
+        txid: get(r, "txid")?,
+        kind: get(r, "kind")?,
+        at: ts(get(r, "at")?)?,
+        body: get(r, "body")?,
+    })
+}
+
+pub(crate) fn code_batch(r: &PgRow) -> Result<CodeBatch, StoreError> {
+    let n = |col: &str| -> Result<u32, StoreError> {
+        u32::try_from(get::<i32>(r, col)?).map_err(StoreError::other)
+    };
+    Ok(CodeBatch {
+        id: get(r, "id")?,
+        template_id: id(get(r, "template_id")?, TemplateId::new)?,
+        prefix: get(r, "prefix")?,
+        length: n("length")?,
+        count: n("count")?,
+        generated: n("generated")?,
+        created_at: ts(get(r, "created_at")?)?,
+        finished_at: opt_ts(get(r, "finished_at")?)?,
+    })
+}
+
+pub(crate) fn promo_code(r: &PgRow) -> Result<PromoCode, StoreError> {
+    Ok(PromoCode {
+        code: get(r, "code")?,
+        template_id: id(get(r, "template_id")?, TemplateId::new)?,
+        batch_id: get(r, "batch_id")?,
+        redeemed_by: get::<Option<String>>(r, "redeemed_by")?
+            .map(|u| UserId::parse(&u).map_err(StoreError::other))
+            .transpose()?,
+        redeemed_at: opt_ts(get(r, "redeemed_at")?)?,
+        coupon_id: get::<Option<i64>>(r, "coupon_id")?
+            .map(|v| id(v, CouponId::new))
+            .transpose()?,
+    })
+}
+
+pub(crate) fn order(r: &PgRow) -> Result<OrderRecord, StoreError> {
+    let state: String = get(r, "state")?;
+    Ok(OrderRecord {
+        order_id: OrderId::parse(&get::<String>(r, "order_id")?).map_err(StoreError::other)?,
+        user_id: UserId::parse(&get::<String>(r, "user_id")?).map_err(StoreError::other)?,
+        state: OrderState::parse(&state).ok_or_else(|| StoreError::other("unknown order state"))?,
+        deadline: ts(get(r, "deadline")?)?,
+        answer: get(r, "answer")?,
+        created_at: ts(get(r, "created_at")?)?,
+        ended_at: opt_ts(get(r, "ended_at")?)?,
+    })
+}
+
+pub(crate) fn reminder(r: &PgRow) -> Result<Reminder, StoreError> {
+    Ok(Reminder {
+        user_id: UserId::parse(&get::<String>(r, "user_id")?).map_err(StoreError::other)?,
+        template_id: id(get(r, "template_id")?, TemplateId::new)?,
+        day: get(r, "day")?,
+        due_at: ts(get(r, "due_at")?)?,
+    })
+}
+
+pub(crate) fn message(r: &PgRow) -> Result<Message, StoreError> {
+    Ok(Message {
+        id: get(r, "id")?,
+        user_id: UserId::parse(&get::<String>(r, "user_id")?).map_err(StoreError::other)?,
+        kind: get(r, "kind")?,
+        title: get(r, "title")?,
+        body: get(r, "body")?,
+        created_at: ts(get(r, "created_at")?)?,
+        read_at: opt_ts(get(r, "read_at")?)?,
+    })
+}
+
+pub(crate) fn issuance(r: &PgRow) -> Result<Issuance, StoreError> {
+    let n = |col: &str| -> Result<u64, StoreError> {
+        u64::try_from(get::<i64>(r, col)?).map_err(StoreError::other)
+    };
+    let state: String = get(r, "state")?;
+    Ok(Issuance {
+        id: get(r, "id")?,
+        template_id: id(get(r, "template_id")?, TemplateId::new)?,
+        actor: Actor::parse(&get::<String>(r, "actor")?)
+            .ok_or_else(|| StoreError::other("unknown actor"))?,
+        state: IssuanceState::parse(&state)
+            .ok_or_else(|| StoreError::other("unknown issuance state"))?,
+        requested: n("requested")?,
+        next_user: n("next_user")?,
+        issued: n("issued")?,
+        skipped: n("skipped")?,
+        sold_out: n("sold_out")?,
+        not_eligible: n("not_eligible")?,
+        duplicates: n("duplicates")?,
+        invalid: n("invalid")?,
+        invalid_lines: serde_json::from_str(&get::<String>(r, "invalid_lines")?)
+            .map_err(StoreError::other)?,
+        error: get(r, "error")?,
+        created_at: ts(get(r, "created_at")?)?,
+        started_at: opt_ts(get(r, "started_at")?)?,
+        finished_at: opt_ts(get(r, "finished_at")?)?,
+    })
+}
+
+/// A job's users as stored: one id per line.
+pub(crate) fn user_list(blob: &[u8]) -> Result<Vec<UserId>, StoreError> {
+    let text = std::str::from_utf8(blob).map_err(StoreError::other)?;
+    if text.is_empty() {
+        return Ok(vec![]);
+    }
+    text.split('\n')
+        .map(|u| UserId::parse(u).map_err(StoreError::other))
+        .collect()
+}
+
+pub(crate) fn webhook(r: &PgRow) -> Result<Webhook, StoreError> {
+    Ok(Webhook {
+        id: get(r, "id")?,
+        merchant_id: get::<Option<i64>>(r, "merchant_id")?
+            .map(|v| id(v, MerchantId::new))
+            .transpose()?,
+        url: get(r, "url")?,
+        secret: get(r, "secret")?,
+        event_types: serde_json::from_str(&get::<String>(r, "event_types")?)
+            .map_err(StoreError::other)?,
+        created_at: ts(get(r, "created_at")?)?,
+        disabled_at: opt_ts(get(r, "disabled_at")?)?,
+    })
+}
+
+pub(crate) fn delivery(r: &PgRow, attempts: Vec<DeliveryAttempt>) -> Result<Delivery, StoreError> {
+    let state: String = get(r, "state")?;
+    Ok(Delivery {
+        id: get(r, "id")?,
+        webhook_id: get(r, "webhook_id")?,
+        event_id: get(r, "event_id")?,
+        event_type: get(r, "event_type")?,
+        payload: get(r, "payload")?,
+        state: DeliveryState::parse(&state)
+            .ok_or_else(|| StoreError::other("unknown delivery state"))?,
+        next_at: ts(get(r, "next_at")?)?,
+        created_at: ts(get(r, "created_at")?)?,
+        delivered_at: opt_ts(get(r, "delivered_at")?)?,
+        tries: get(r, "attempts")?,
+        attempts,
+    })
+}
+
+pub(crate) fn attempt(r: &PgRow) -> Result<DeliveryAttempt, StoreError> {
+    Ok(DeliveryAttempt {
+        attempt: get(r, "attempt")?,
+        at: ts(get(r, "at")?)?,
+        status: get::<Option<i64>>(r, "status")?
+            .map(|s| u16::try_from(s).map_err(StoreError::other))
+            .transpose()?,
+        error: get(r, "error")?,
     })
 }

@@ -5,14 +5,17 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use coupond_domain::{
-    Activity, ActivityId, ActivitySpec, ActivityStatus, Coupon, CouponId, CouponStatus, Listing,
-    ListingDraft, ListingId, Merchant, MerchantDraft, MerchantId, Template, TemplateId,
-    TemplateSpec, TemplateStatus, Timestamp,
+    Activity, ActivityId, ActivitySpec, ActivityStatus, Actor, CodeBatchSpec, Coupon, CouponId,
+    CouponStatus, Listing, ListingDraft, ListingId, Merchant, MerchantDraft, MerchantId, OrderId,
+    SharedCode, Template, TemplateId, TemplateSpec, TemplateStatus, Timestamp, Transition, UserId,
 };
 use coupond_store::{
-    codec, ActivityQuery, ApiKey, ClaimOutcome, ClaimRequest, CouponQuery, IdempotencyKey,
-    ListingQuery, NewApiKey, NewTemplate, PoolStats, Store, StoreError, StoreResult, TemplateAudit,
-    TemplateQuery,
+    codec, ActivityQuery, ApiKey, ClaimOutcome, ClaimRequest, CodeBatch, CouponCounts, CouponEvent,
+    CouponQuery, Delivery, DeliveryAttempt, DeliveryState, Event, IdempotencyKey, IdempotencyStart,
+    Issuance, ListingQuery, LockOutcome, LockRequest, LockRules, Message, MessageContent,
+    NewApiKey, NewDelivery, NewIssuance, NewTemplate, NewWebhook, OrderRecord, OrderStep,
+    OutboxPosition, PoolStats, PromoCode, Reminder, Store, StoreError, StoreResult, StoredAnswer,
+    TemplateAudit, TemplateQuery, UsageRow, Violation, Webhook,
 };
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::{Postgres, QueryBuilder};
@@ -23,19 +26,20 @@ use crate::rows::{self, db_err};
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
 const DEFAULT_MAX_CONNECTIONS: u32 = 16;
 
-const TEMPLATE_COLS: &str = "id, merchant_id, spec::text AS spec, claim_start, claim_end, \
-     claimed, created_at, updated_at, published_at, aborted_at, version";
-const ACTIVITY_COLS: &str =
+pub(crate) const TEMPLATE_COLS: &str = "id, merchant_id, spec::text AS spec, claim_start, \
+     claim_end, claimed, used, given, reserved, created_at, updated_at, published_at, \
+     aborted_at, version";
+pub(crate) const ACTIVITY_COLS: &str =
     "id, spec::text AS spec, created_at, updated_at, aborted_at, version, enrollment_seq";
 
 /// The PostgreSQL store: a connection pool on one database (and schema).
 #[derive(Clone, Debug)]
 pub struct PgStore {
-    pool: PgPool,
+    pub(crate) pool: PgPool,
     max: u32,
 }
 
-fn dt(t: Timestamp) -> OffsetDateTime {
+pub(crate) fn dt(t: Timestamp) -> OffsetDateTime {
     t.datetime()
 }
 
@@ -141,83 +145,6 @@ impl PgStore {
             None => Err(self.missing_or_conflict("templates", id.get()).await),
         }
     }
-}
-
-/// Every claim of a batch on a template that is not claimable: retries of claims that
-/// succeeded earlier still get their coupon.
-async fn not_claimable(
-    tx: &mut sqlx::Transaction<'static, Postgres>,
-    claims: &[ClaimRequest],
-) -> StoreResult<Vec<ClaimOutcome>> {
-    let mut out = Vec::with_capacity(claims.len());
-    for c in claims {
-        let earlier = match &c.idempotency {
-            Some(k) => earlier_claim(tx, k).await?,
-            None => None,
-        };
-        out.push(earlier.unwrap_or(ClaimOutcome::NotClaimable));
-    }
-    Ok(out)
-}
-
-/// Takes an idempotency key for a claim about to be made. `None`: the key is new (and now
-/// held by this transaction; a concurrent transaction with the same key waits for it).
-/// `Some(outcome)`: the key was used before.
-async fn claim_key(
-    tx: &mut sqlx::Transaction<'static, Postgres>,
-    k: &IdempotencyKey,
-    now: Timestamp,
-) -> StoreResult<Option<ClaimOutcome>> {
-    let inserted = sqlx::query(
-        "INSERT INTO claim_keys (key, fingerprint, created_at) VALUES ($1, $2, $3)
-         ON CONFLICT (key) DO NOTHING",
-    )
-    .bind(&k.key)
-    .bind(&k.fingerprint[..])
-    .bind(dt(now))
-    .execute(&mut **tx)
-    .await
-    .map_err(db_err)?;
-    if inserted.rows_affected() == 1 {
-        return Ok(None);
-    }
-    earlier_claim(tx, k).await
-}
-
-/// What an idempotency key did before: the coupon it issued, `KeyReused` if it was for
-/// another request, `None` if it is unknown.
-async fn earlier_claim(
-    tx: &mut sqlx::Transaction<'static, Postgres>,
-    k: &IdempotencyKey,
-) -> StoreResult<Option<ClaimOutcome>> {
-    let row = sqlx::query(
-        "SELECT k.fingerprint, c.* FROM claim_keys k JOIN coupons c ON c.id = k.coupon_id
-         WHERE k.key = $1",
-    )
-    .bind(&k.key)
-    .fetch_optional(&mut **tx)
-    .await
-    .map_err(db_err)?;
-    let Some(row) = row else { return Ok(None) };
-    let fingerprint: Vec<u8> = sqlx::Row::try_get(&row, "fingerprint").map_err(db_err)?;
-    if fingerprint != k.fingerprint {
-        return Ok(Some(ClaimOutcome::KeyReused));
-    }
-    Ok(Some(ClaimOutcome::Replayed(rows::coupon(&row)?)))
-}
-
-async fn forget_key(
-    tx: &mut sqlx::Transaction<'static, Postgres>,
-    k: Option<&IdempotencyKey>,
-) -> StoreResult<()> {
-    if let Some(k) = k {
-        sqlx::query("DELETE FROM claim_keys WHERE key = $1")
-            .bind(&k.key)
-            .execute(&mut **tx)
-            .await
-            .map_err(db_err)?;
-    }
-    Ok(())
 }
 
 /// Removes the bindings of the templates matching `condition` (one `$1` parameter) and gives
@@ -537,6 +464,20 @@ impl Store for PgStore {
         }
         if let Some(c) = q.category {
             b.push(" AND category_id = ").push_bind(c.get());
+        }
+        // A template or an activity names few listings: start from its bindings rather than
+        // walk every listing (the EXISTS below still checks the template is live).
+        if let Some(t) = q.template {
+            b.push(" AND id IN (SELECT listing_id FROM bindings WHERE template_id = ")
+                .push_bind(t.get())
+                .push(")");
+        } else if let Some(a) = q.activity {
+            b.push(
+                " AND id IN (SELECT b.listing_id FROM bindings b \
+                 JOIN templates t ON t.id = b.template_id WHERE t.activity_id = ",
+            )
+            .push_bind(a.get())
+            .push(")");
         }
         if q.wants_coupon() || q.has_coupon == Some(false) {
             b.push(if q.has_coupon == Some(false) {
@@ -990,170 +931,7 @@ impl Store for PgStore {
         claims: &[ClaimRequest],
         now: Timestamp,
     ) -> StoreResult<Vec<ClaimOutcome>> {
-        const CLAIMABLE: &str =
-            "aborted_at IS NULL AND (activity_id IS NOT NULL OR published_at IS NOT NULL) \
-             AND claim_start <= $2 AND $2 < claim_end";
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
-        // No lock yet: the per-user limit cannot change while the template is claimable, and
-        // the stock is decided by the conditional update at the end.
-        let row = sqlx::query(&format!(
-            "SELECT per_user_limit, ({CLAIMABLE}) AS claimable FROM templates WHERE id = $1"
-        ))
-        .bind(template.get())
-        .bind(dt(now))
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db_err)?
-        .ok_or(StoreError::NotFound)?;
-        let claimable: bool = sqlx::Row::try_get(&row, "claimable").map_err(db_err)?;
-        if !claimable {
-            return not_claimable(&mut tx, claims).await;
-        }
-        let limit: i64 = sqlx::Row::try_get(&row, "per_user_limit").map_err(db_err)?;
-
-        let mut out: Vec<Option<ClaimOutcome>> = vec![None; claims.len()];
-        // Per-user counters in user order, so two batches never wait on each other's rows in
-        // opposite orders (no deadlock); the stock is handed out in arrival order below.
-        let mut order: Vec<usize> = (0..claims.len()).collect();
-        order.sort_by(|a, b| claims[*a].user.cmp(&claims[*b].user).then(a.cmp(b)));
-        let mut accepted: Vec<usize> = Vec::new();
-        for i in order {
-            let c = &claims[i];
-            if let Some(k) = &c.idempotency {
-                if let Some(earlier) = claim_key(&mut tx, k, now).await? {
-                    out[i] = Some(earlier);
-                    continue;
-                }
-            }
-            let held: Option<i32> = sqlx::query_scalar(
-                "INSERT INTO holdings AS h (template_id, user_id, n) VALUES ($1, $2, 1)
-                 ON CONFLICT (template_id, user_id) DO UPDATE SET n = h.n + 1 WHERE h.n < $3
-                 RETURNING n",
-            )
-            .bind(template.get())
-            .bind(c.user.as_str())
-            .bind(limit as i32)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(db_err)?;
-            if held.is_none() {
-                // A refused claim records no key.
-                forget_key(&mut tx, c.idempotency.as_ref()).await?;
-                out[i] = Some(ClaimOutcome::LimitReached);
-            } else {
-                accepted.push(i);
-            }
-        }
-        accepted.sort_unstable();
-        let mut ids: Vec<i64> = Vec::with_capacity(accepted.len());
-        for &i in &accepted {
-            let c = &claims[i];
-            let id: i64 = sqlx::query_scalar(
-                "INSERT INTO coupons (template_id, user_id, claimed_at, valid_from, valid_until,
-                                      updated_at)
-                 VALUES ($1, $2, $3, $4, $5, $3) RETURNING id",
-            )
-            .bind(template.get())
-            .bind(c.user.as_str())
-            .bind(dt(now))
-            .bind(dt(c.valid_from))
-            .bind(dt(c.valid_until))
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(db_err)?;
-            if let Some(k) = &c.idempotency {
-                sqlx::query("UPDATE claim_keys SET coupon_id = $1 WHERE key = $2")
-                    .bind(id)
-                    .bind(&k.key)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db_err)?;
-            }
-            ids.push(id);
-        }
-        let wanted = accepted.len() as i64;
-        let mut granted = wanted;
-        if wanted > 0 {
-            // Last statement before COMMIT: the hot row is locked only for this and the flush.
-            let raised = sqlx::query(&format!(
-                "UPDATE templates SET claimed = claimed + $3
-                 WHERE id = $1 AND claimed + $3 <= total_stock AND {CLAIMABLE}"
-            ))
-            .bind(template.get())
-            .bind(dt(now))
-            .bind(wanted)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-            if raised.rows_affected() != 1 {
-                // Fewer left than this batch holds (or the template just stopped being
-                // claimable): lock the row, give out what remains, and trim the rest. NO KEY
-                // UPDATE, like the UPDATE itself: a full FOR UPDATE would conflict with the
-                // KEY SHARE locks other batches' coupon inserts take through the foreign key,
-                // and deadlock with them.
-                let row = sqlx::query(&format!(
-                    "SELECT total_stock - claimed AS remaining, ({CLAIMABLE}) AS claimable
-                     FROM templates WHERE id = $1 FOR NO KEY UPDATE"
-                ))
-                .bind(template.get())
-                .bind(dt(now))
-                .fetch_one(&mut *tx)
-                .await
-                .map_err(db_err)?;
-                let claimable: bool = sqlx::Row::try_get(&row, "claimable").map_err(db_err)?;
-                if !claimable {
-                    drop(tx);
-                    let mut tx = self.pool.begin().await.map_err(db_err)?;
-                    return not_claimable(&mut tx, claims).await;
-                }
-                let remaining: i64 = sqlx::Row::try_get(&row, "remaining").map_err(db_err)?;
-                granted = remaining.clamp(0, wanted);
-                let cut = granted as usize;
-                sqlx::query("UPDATE templates SET claimed = claimed + $2 WHERE id = $1")
-                    .bind(template.get())
-                    .bind(granted)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db_err)?;
-                sqlx::query("DELETE FROM claim_keys WHERE coupon_id = ANY($1)")
-                    .bind(&ids[cut..])
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db_err)?;
-                sqlx::query("DELETE FROM coupons WHERE id = ANY($1)")
-                    .bind(&ids[cut..])
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db_err)?;
-                for &i in &accepted[cut..] {
-                    sqlx::query(
-                        "UPDATE holdings SET n = n - 1 WHERE template_id = $1 AND user_id = $2",
-                    )
-                    .bind(template.get())
-                    .bind(claims[i].user.as_str())
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db_err)?;
-                    out[i] = Some(ClaimOutcome::SoldOut);
-                }
-            }
-        }
-        for (k, &i) in accepted.iter().enumerate().take(granted as usize) {
-            let c = &claims[i];
-            out[i] = Some(ClaimOutcome::Issued(Coupon {
-                id: CouponId::new(ids[k]).map_err(StoreError::other)?,
-                template_id: template,
-                user_id: c.user.clone(),
-                stored_status: CouponStatus::Unused,
-                claimed_at: now,
-                valid_from: c.valid_from,
-                valid_until: c.valid_until,
-            }));
-        }
-        tx.commit().await.map_err(db_err)?;
-        out.into_iter()
-            .map(|o| o.ok_or_else(|| StoreError::other("claim without an outcome")))
-            .collect()
+        self.claim_batch_tx(template, claims, now).await
     }
 
     async fn user_coupons(&self, q: &CouponQuery) -> StoreResult<Vec<Coupon>> {
@@ -1230,5 +1008,377 @@ impl Store for PgStore {
             .fetch_one(&self.pool)
             .await
             .map_err(db_err)
+    }
+
+    async fn coupon(&self, id: CouponId) -> StoreResult<Coupon> {
+        let row = sqlx::query("SELECT * FROM coupons WHERE id = $1")
+            .bind(id.get())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_err)?
+            .ok_or(StoreError::NotFound)?;
+        rows::coupon(&row)
+    }
+
+    async fn coupon_owners(&self, template: TemplateId) -> StoreResult<Vec<(CouponId, UserId)>> {
+        let rows: Vec<(i64, String)> =
+            sqlx::query_as("SELECT id, user_id FROM coupons WHERE template_id = $1 ORDER BY id")
+                .bind(template.get())
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db_err)?;
+        rows.into_iter()
+            .map(|(id, user)| {
+                Ok((
+                    CouponId::new(id).map_err(StoreError::other)?,
+                    UserId::parse(&user).map_err(StoreError::other)?,
+                ))
+            })
+            .collect()
+    }
+
+    async fn coupon_history(&self, coupon: CouponId) -> StoreResult<Vec<CouponEvent>> {
+        let rows = sqlx::query("SELECT * FROM coupon_events WHERE coupon_id = $1 ORDER BY id")
+            .bind(coupon.get())
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_err)?;
+        rows.iter().map(rows::coupon_event).collect()
+    }
+
+    async fn events_after(&self, after: i64, limit: u32) -> StoreResult<Vec<Event>> {
+        let rows = sqlx::query("SELECT * FROM outbox WHERE id > $1 ORDER BY id LIMIT $2")
+            .bind(after)
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_err)?;
+        rows.iter().map(rows::event).collect()
+    }
+
+    async fn set_shared_code(
+        &self,
+        template: TemplateId,
+        code: Option<&SharedCode>,
+    ) -> StoreResult<()> {
+        self.set_shared_code_tx(template, code).await
+    }
+
+    async fn shared_code(&self, template: TemplateId) -> StoreResult<Option<String>> {
+        self.shared_code_of(template).await
+    }
+
+    async fn promo_code(&self, code: &str) -> StoreResult<PromoCode> {
+        self.promo_code_by_text(code).await
+    }
+
+    async fn insert_code_batch(
+        &self,
+        template: TemplateId,
+        spec: &CodeBatchSpec,
+        now: Timestamp,
+    ) -> StoreResult<CodeBatch> {
+        self.insert_code_batch_tx(template, spec, now).await
+    }
+
+    async fn code_batch(&self, id: i64) -> StoreResult<CodeBatch> {
+        self.code_batch_by_id(id).await
+    }
+
+    async fn unfinished_code_batches(&self) -> StoreResult<Vec<CodeBatch>> {
+        self.unfinished_batches().await
+    }
+
+    async fn add_codes(
+        &self,
+        batch: i64,
+        codes: &[String],
+        now: Timestamp,
+    ) -> StoreResult<CodeBatch> {
+        self.add_codes_tx(batch, codes, now).await
+    }
+
+    async fn batch_codes(
+        &self,
+        batch: i64,
+        after: Option<&str>,
+        limit: u32,
+    ) -> StoreResult<Vec<PromoCode>> {
+        self.codes_of_batch(batch, after, limit).await
+    }
+
+    async fn coupons_by_ids(&self, ids: &[CouponId]) -> StoreResult<Vec<Coupon>> {
+        self.coupons_with_ids(ids).await
+    }
+
+    async fn templates_by_ids(&self, ids: &[TemplateId]) -> StoreResult<Vec<Template>> {
+        self.templates_with_ids(ids).await
+    }
+
+    async fn lock_order(
+        &self,
+        req: &LockRequest<'_>,
+        rules: &LockRules<'_>,
+    ) -> StoreResult<LockOutcome> {
+        self.lock_order_tx(req, rules).await
+    }
+
+    async fn confirm_order(
+        &self,
+        order: &OrderId,
+        actor: &Actor,
+        now: Timestamp,
+    ) -> StoreResult<OrderStep> {
+        self.confirm_order_tx(order, actor, now).await
+    }
+
+    async fn cancel_order(
+        &self,
+        order: &OrderId,
+        actor: &Actor,
+        now: Timestamp,
+    ) -> StoreResult<OrderStep> {
+        self.cancel_order_tx(order, actor, now).await
+    }
+
+    async fn expire_locks(&self, now: Timestamp, limit: u32) -> StoreResult<Vec<OrderId>> {
+        self.expire_locks_tx(now, limit).await
+    }
+
+    async fn next_lock_deadline(&self) -> StoreResult<Option<Timestamp>> {
+        self.next_deadline().await
+    }
+
+    async fn order(&self, order: &OrderId) -> StoreResult<OrderRecord> {
+        self.order_by_id(order).await
+    }
+
+    async fn order_coupons(&self, order: &OrderId) -> StoreResult<Vec<Coupon>> {
+        self.coupons_of_order(order).await
+    }
+
+    async fn idempotency_start(
+        &self,
+        key: &IdempotencyKey,
+        now: Timestamp,
+        stale_before: Timestamp,
+        expires: Timestamp,
+    ) -> StoreResult<IdempotencyStart> {
+        self.idempotency_start_tx(key, now, stale_before, expires)
+            .await
+    }
+
+    async fn idempotency_finish(&self, key: &str, answer: &StoredAnswer) -> StoreResult<()> {
+        self.idempotency_finish_tx(key, answer).await
+    }
+
+    async fn idempotency_abandon(&self, key: &str) -> StoreResult<()> {
+        self.idempotency_abandon_tx(key).await
+    }
+
+    async fn idempotency_purge(&self, now: Timestamp) -> StoreResult<u64> {
+        self.idempotency_purge_tx(now).await
+    }
+
+    async fn try_lease(
+        &self,
+        name: &str,
+        holder: &str,
+        now: Timestamp,
+        until: Timestamp,
+    ) -> StoreResult<bool> {
+        self.try_lease_tx(name, holder, now, until).await
+    }
+
+    async fn unannounced_activities(&self) -> StoreResult<Vec<(Activity, Option<ActivityStatus>)>> {
+        self.unannounced_activities_q().await
+    }
+
+    async fn due_templates(
+        &self,
+        now: Timestamp,
+        limit: u32,
+    ) -> StoreResult<Vec<(Template, Option<TemplateStatus>)>> {
+        self.due_templates_q(now, limit).await
+    }
+
+    async fn announce_activity(
+        &self,
+        id: ActivityId,
+        from: Option<ActivityStatus>,
+        transitions: &[Transition<ActivityStatus>],
+    ) -> StoreResult<bool> {
+        self.announce_activity_tx(id, from, transitions).await
+    }
+
+    async fn announce_template(
+        &self,
+        id: TemplateId,
+        from: Option<TemplateStatus>,
+        transitions: &[Transition<TemplateStatus>],
+    ) -> StoreResult<bool> {
+        self.announce_template_tx(id, from, transitions).await
+    }
+
+    async fn expire_coupons(&self, now: Timestamp, limit: u32) -> StoreResult<u64> {
+        self.expire_coupons_tx(now, limit).await
+    }
+
+    async fn next_due(&self, now: Timestamp) -> StoreResult<Option<Timestamp>> {
+        self.next_due_q(now).await
+    }
+
+    async fn outbox_read(&self, after: OutboxPosition, limit: u32) -> StoreResult<Vec<Event>> {
+        self.outbox_read_q(after, limit).await
+    }
+
+    async fn outbox_head(&self) -> StoreResult<OutboxPosition> {
+        self.outbox_head_q().await
+    }
+
+    async fn sink_position(&self, sink: &str) -> StoreResult<OutboxPosition> {
+        self.sink_position_q(sink).await
+    }
+
+    async fn sink_ack(&self, sink: &str, at: OutboxPosition) -> StoreResult<()> {
+        self.sink_ack_q(sink, at).await
+    }
+
+    async fn plan_reminders(&self, reminders: &[Reminder]) -> StoreResult<()> {
+        self.plan_reminders_tx(reminders).await
+    }
+
+    async fn cancel_reminder(
+        &self,
+        user: &UserId,
+        template: TemplateId,
+        day: i64,
+    ) -> StoreResult<()> {
+        self.cancel_reminder_tx(user, template, day).await
+    }
+
+    async fn due_reminders(&self, now: Timestamp, limit: u32) -> StoreResult<Vec<Reminder>> {
+        self.due_reminders_q(now, limit).await
+    }
+
+    async fn send_reminder(
+        &self,
+        r: &Reminder,
+        content: &MessageContent,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        self.send_reminder_tx(r, content, now).await
+    }
+
+    async fn deliver_messages(
+        &self,
+        content: &MessageContent,
+        recipients: &[(UserId, String)],
+        now: Timestamp,
+    ) -> StoreResult<u64> {
+        self.deliver_messages_tx(content, recipients, now).await
+    }
+
+    async fn user_messages(
+        &self,
+        user: &UserId,
+        after: Option<(bool, i64)>,
+        limit: u32,
+    ) -> StoreResult<Vec<Message>> {
+        self.user_messages_q(user, after, limit).await
+    }
+
+    async fn mark_read(&self, user: &UserId, id: i64, now: Timestamp) -> StoreResult<Message> {
+        self.mark_read_tx(user, id, now).await
+    }
+
+    async fn insert_issuance(
+        &self,
+        new: &NewIssuance<'_>,
+        now: Timestamp,
+    ) -> StoreResult<Issuance> {
+        self.insert_issuance_q(new, now).await
+    }
+
+    async fn issuance(&self, id: i64) -> StoreResult<Issuance> {
+        self.issuance_q(id).await
+    }
+
+    async fn open_issuances(&self) -> StoreResult<Vec<i64>> {
+        self.open_issuances_q().await
+    }
+
+    async fn issuance_users(&self, id: i64) -> StoreResult<Vec<UserId>> {
+        self.issuance_users_q(id).await
+    }
+
+    async fn issue_chunk(
+        &self,
+        id: i64,
+        users: &[UserId],
+        max: u32,
+        now: Timestamp,
+    ) -> StoreResult<Option<Issuance>> {
+        self.issue_chunk_tx(id, users, max, now).await
+    }
+
+    async fn coupon_counts(
+        &self,
+        templates: &[TemplateId],
+        now: Timestamp,
+        hours: u32,
+    ) -> StoreResult<Vec<(TemplateId, CouponCounts)>> {
+        self.coupon_counts_q(templates, now, hours).await
+    }
+
+    async fn usage_between(&self, from: Timestamp, to: Timestamp) -> StoreResult<Vec<UsageRow>> {
+        self.usage_between_q(from, to).await
+    }
+
+    async fn insert_webhook(&self, new: &NewWebhook<'_>, now: Timestamp) -> StoreResult<Webhook> {
+        self.insert_webhook_q(new, now).await
+    }
+
+    async fn webhook(&self, id: i64) -> StoreResult<Webhook> {
+        self.webhook_q(id).await
+    }
+
+    async fn list_webhooks(&self, merchant: Option<MerchantId>) -> StoreResult<Vec<Webhook>> {
+        self.list_webhooks_q(merchant).await
+    }
+
+    async fn disable_webhook(&self, id: i64, now: Timestamp) -> StoreResult<Webhook> {
+        self.disable_webhook_tx(id, now).await
+    }
+
+    async fn enqueue_deliveries(&self, d: &[NewDelivery], now: Timestamp) -> StoreResult<u64> {
+        self.enqueue_deliveries_q(d, now).await
+    }
+
+    async fn due_deliveries(&self, now: Timestamp, limit: u32) -> StoreResult<Vec<Delivery>> {
+        self.due_deliveries_q(now, limit).await
+    }
+
+    async fn record_attempt(
+        &self,
+        delivery: i64,
+        attempt: &DeliveryAttempt,
+        state: DeliveryState,
+        next: Timestamp,
+    ) -> StoreResult<()> {
+        self.record_attempt_tx(delivery, attempt, state, next).await
+    }
+
+    async fn deliveries(
+        &self,
+        webhook: i64,
+        before: Option<i64>,
+        limit: u32,
+    ) -> StoreResult<Vec<Delivery>> {
+        self.deliveries_q(webhook, before, limit).await
+    }
+
+    async fn audit(&self, now: Timestamp, grace: time::Duration) -> StoreResult<Vec<Violation>> {
+        self.audit_q(now, grace).await
     }
 }

@@ -1,6 +1,14 @@
 //! coupond's embedded SQLite backend, the default.
 //!
 //! - [`SqliteStore`]: the [`Store`](coupond_store::Store) implementation.
+//! - `claims`: the claim batch, the hot write path.
+//! - `audit`: the invariant checks of `coupond audit`.
+//! - `checkout`: orders locking, confirming and cancelling coupons; idempotency records.
+//! - `codes`: promotion codes and their batches.
+//! - `scheduling`: the scheduler's queries, outbox consumers, reminders and the inbox.
+//! - `issuance`: bulk issuance jobs, a chunk per transaction with the job's progress.
+//! - `stats`: coupon counts per template and usage per period.
+//! - `webhooks`: webhook endpoints, deliveries and attempts.
 //! - `rows`: row to domain conversions and the one driver-error mapping.
 //! - `migrations/`: the schema, embedded in the binary and applied by [`SqliteStore::migrate`].
 //!
@@ -12,7 +20,15 @@
 //! busy timeout.
 #![forbid(unsafe_code)]
 
+mod audit;
+mod checkout;
+mod claims;
+mod codes;
+mod issuance;
 mod rows;
+mod scheduling;
+mod stats;
 mod store;
+mod webhooks;
 
 pub use store::SqliteStore;

@@ -1,20 +1,22 @@
 //! [`SqliteStore`]: the SQL of every [`Store`] method on SQLite.
 
-use std::collections::HashMap;
 use std::path::Path;
 use std::str::FromStr;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use coupond_domain::{
-    Activity, ActivityId, ActivitySpec, ActivityStatus, Coupon, CouponId, CouponStatus, Listing,
-    ListingDraft, ListingId, Merchant, MerchantDraft, MerchantId, Template, TemplateId,
-    TemplateSpec, TemplateStatus, Timestamp,
+    Activity, ActivityId, ActivitySpec, ActivityStatus, Actor, CodeBatchSpec, Coupon, CouponId,
+    CouponStatus, Listing, ListingDraft, ListingId, Merchant, MerchantDraft, MerchantId, OrderId,
+    SharedCode, Template, TemplateId, TemplateSpec, TemplateStatus, Timestamp, Transition, UserId,
 };
 use coupond_store::{
-    codec, ActivityQuery, ApiKey, ClaimOutcome, ClaimRequest, CouponQuery, IdempotencyKey,
-    ListingQuery, NewApiKey, NewTemplate, PoolStats, Store, StoreError, StoreResult, TemplateAudit,
-    TemplateQuery,
+    codec, ActivityQuery, ApiKey, ClaimOutcome, ClaimRequest, CodeBatch, CouponCounts, CouponEvent,
+    CouponQuery, Delivery, DeliveryAttempt, DeliveryState, Event, IdempotencyKey, IdempotencyStart,
+    Issuance, ListingQuery, LockOutcome, LockRequest, LockRules, Message, MessageContent,
+    NewApiKey, NewDelivery, NewIssuance, NewTemplate, NewWebhook, OrderRecord, OrderStep,
+    OutboxPosition, PoolStats, PromoCode, Reminder, Store, StoreError, StoreResult, StoredAnswer,
+    TemplateAudit, TemplateQuery, UsageRow, Violation, Webhook,
 };
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
@@ -27,18 +29,19 @@ const READERS: u32 = 4;
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
 
-const TEMPLATE_COLS: &str = "id, merchant_id, spec, claim_start, claim_end, claimed, \
-     created_at, updated_at, published_at, aborted_at, version";
-const ACTIVITY_COLS: &str = "id, spec, created_at, updated_at, aborted_at, version, enrollment_seq";
+pub(crate) const TEMPLATE_COLS: &str = "id, merchant_id, spec, claim_start, claim_end, claimed, \
+     used, given, reserved, created_at, updated_at, published_at, aborted_at, version";
+pub(crate) const ACTIVITY_COLS: &str =
+    "id, spec, created_at, updated_at, aborted_at, version, enrollment_seq";
 
 /// The SQLite store: one writer connection, a few readers, one database file.
 #[derive(Clone, Debug)]
 pub struct SqliteStore {
     /// Exactly one connection: SQLite has one writer, so writes queue here, in process,
     /// instead of failing on the file lock.
-    writer: SqlitePool,
+    pub(crate) writer: SqlitePool,
     /// Readers never block on the writer in WAL mode.
-    reader: SqlitePool,
+    pub(crate) reader: SqlitePool,
 }
 
 impl SqliteStore {
@@ -81,7 +84,7 @@ impl SqliteStore {
             .map_err(StoreError::other)
     }
 
-    async fn begin(&self) -> StoreResult<sqlx::Transaction<'static, Sqlite>> {
+    pub(crate) async fn begin(&self) -> StoreResult<sqlx::Transaction<'static, Sqlite>> {
         self.writer
             .begin_with("BEGIN IMMEDIATE")
             .await
@@ -127,65 +130,6 @@ async fn bump_enrollment(
     }
 }
 
-/// Takes an idempotency key for a claim about to be made. `None`: the key is new (and now
-/// held by this transaction). `Some(outcome)`: the key was used before.
-async fn claim_key(
-    tx: &mut sqlx::Transaction<'static, Sqlite>,
-    k: &IdempotencyKey,
-    now: Timestamp,
-) -> StoreResult<Option<ClaimOutcome>> {
-    let inserted = sqlx::query(
-        "INSERT INTO claim_keys (key, fingerprint, created_at) VALUES (?, ?, ?)
-         ON CONFLICT (key) DO NOTHING",
-    )
-    .bind(&k.key)
-    .bind(&k.fingerprint[..])
-    .bind(us(now))
-    .execute(&mut **tx)
-    .await
-    .map_err(db_err)?;
-    if inserted.rows_affected() == 1 {
-        return Ok(None);
-    }
-    earlier_claim(tx, k).await
-}
-
-/// What an idempotency key did before: the coupon it issued, `KeyReused` if it was for
-/// another request, `None` if it is unknown.
-async fn earlier_claim(
-    tx: &mut sqlx::Transaction<'static, Sqlite>,
-    k: &IdempotencyKey,
-) -> StoreResult<Option<ClaimOutcome>> {
-    let row = sqlx::query(
-        "SELECT k.fingerprint, c.* FROM claim_keys k JOIN coupons c ON c.id = k.coupon_id
-         WHERE k.key = ?",
-    )
-    .bind(&k.key)
-    .fetch_optional(&mut **tx)
-    .await
-    .map_err(db_err)?;
-    let Some(row) = row else { return Ok(None) };
-    let fingerprint: Vec<u8> = sqlx::Row::try_get(&row, "fingerprint").map_err(db_err)?;
-    if fingerprint != k.fingerprint {
-        return Ok(Some(ClaimOutcome::KeyReused));
-    }
-    Ok(Some(ClaimOutcome::Replayed(rows::coupon(&row)?)))
-}
-
-async fn forget_key(
-    tx: &mut sqlx::Transaction<'static, Sqlite>,
-    k: Option<&IdempotencyKey>,
-) -> StoreResult<()> {
-    if let Some(k) = k {
-        sqlx::query("DELETE FROM claim_keys WHERE key = ?")
-            .bind(&k.key)
-            .execute(&mut **tx)
-            .await
-            .map_err(db_err)?;
-    }
-    Ok(())
-}
-
 /// Removes the bindings of the templates matching `condition` (one `?` parameter) and gives
 /// their listings the slots back, inside the caller's transaction.
 async fn unbind_templates(
@@ -218,7 +162,7 @@ fn is_memory(p: &Path) -> bool {
     p.as_os_str() == ":memory:" || p.as_os_str().is_empty()
 }
 
-fn us(t: Timestamp) -> i64 {
+pub(crate) fn us(t: Timestamp) -> i64 {
     t.unix_micros()
 }
 
@@ -509,6 +453,20 @@ impl Store for SqliteStore {
         }
         if let Some(c) = q.category {
             b.push(" AND category_id = ").push_bind(c.get());
+        }
+        // A template or an activity names few listings: start from its bindings rather than
+        // walk every listing (the EXISTS below still checks the template is live).
+        if let Some(t) = q.template {
+            b.push(" AND id IN (SELECT listing_id FROM bindings WHERE template_id = ")
+                .push_bind(t.get())
+                .push(")");
+        } else if let Some(a) = q.activity {
+            b.push(
+                " AND id IN (SELECT b.listing_id FROM bindings b \
+                 JOIN templates t ON t.id = b.template_id WHERE t.activity_id = ",
+            )
+            .push_bind(a.get())
+            .push(")");
         }
         if q.wants_coupon() || q.has_coupon == Some(false) {
             b.push(if q.has_coupon == Some(false) {
@@ -964,187 +922,7 @@ impl Store for SqliteStore {
         claims: &[ClaimRequest],
         now: Timestamp,
     ) -> StoreResult<Vec<ClaimOutcome>> {
-        let mut tx = self.begin().await?;
-        // Inside BEGIN IMMEDIATE nothing else writes until commit: what is read here stays
-        // true for the whole batch.
-        let row = sqlx::query(
-            "SELECT total_stock - claimed AS remaining, per_user_limit,
-                    (aborted_at IS NULL AND (activity_id IS NOT NULL OR published_at IS NOT NULL)
-                     AND claim_start <= ?1 AND ?1 < claim_end) AS claimable
-             FROM templates WHERE id = ?2",
-        )
-        .bind(us(now))
-        .bind(template.get())
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db_err)?
-        .ok_or(StoreError::NotFound)?;
-        let claimable: bool = sqlx::Row::try_get(&row, "claimable").map_err(db_err)?;
-        if !claimable {
-            // Retries of claims that succeeded earlier still get their coupon.
-            let mut out = Vec::with_capacity(claims.len());
-            for c in claims {
-                let earlier = match &c.idempotency {
-                    Some(k) => earlier_claim(&mut tx, k).await?,
-                    None => None,
-                };
-                out.push(earlier.unwrap_or(ClaimOutcome::NotClaimable));
-            }
-            return Ok(out);
-        }
-        let remaining: i64 = sqlx::Row::try_get(&row, "remaining").map_err(db_err)?;
-        let limit: i64 = sqlx::Row::try_get(&row, "per_user_limit").map_err(db_err)?;
-        let mut out: Vec<Option<ClaimOutcome>> = vec![None; claims.len()];
-
-        // 1. Idempotency keys: retries get their earlier answer; new keys are taken.
-        for (i, c) in claims.iter().enumerate() {
-            if let Some(k) = &c.idempotency {
-                out[i] = claim_key(&mut tx, k, now).await?;
-            }
-        }
-        let candidates: Vec<usize> = (0..claims.len()).filter(|i| out[*i].is_none()).collect();
-
-        // 2. Per-user counters. Users appearing once in the batch take their slot in one
-        //    multi-row upsert; a user appearing several times goes one claim at a time, in
-        //    arrival order, so the limit counts earlier claims of the same batch.
-        let mut seen: HashMap<&str, usize> = HashMap::new();
-        for &i in &candidates {
-            *seen.entry(claims[i].user.as_str()).or_insert(0) += 1;
-        }
-        let mut holds = vec![false; claims.len()];
-        let single: Vec<usize> = candidates
-            .iter()
-            .copied()
-            .filter(|i| seen[claims[*i].user.as_str()] == 1)
-            .collect();
-        for chunk in single.chunks(400) {
-            let mut b =
-                QueryBuilder::<Sqlite>::new("INSERT INTO holdings (template_id, user_id, n) ");
-            b.push_values(chunk, |mut row, &i| {
-                row.push_bind(template.get())
-                    .push_bind(claims[i].user.as_str().to_owned())
-                    .push("1");
-            });
-            b.push(" ON CONFLICT (template_id, user_id) DO UPDATE SET n = n + 1 WHERE n < ")
-                .push_bind(limit)
-                .push(" RETURNING user_id");
-            let taken: Vec<String> = b
-                .build_query_scalar()
-                .fetch_all(&mut *tx)
-                .await
-                .map_err(db_err)?;
-            let taken: std::collections::HashSet<String> = taken.into_iter().collect();
-            for &i in chunk {
-                holds[i] = taken.contains(claims[i].user.as_str());
-            }
-        }
-        for &i in candidates
-            .iter()
-            .filter(|i| seen[claims[**i].user.as_str()] > 1)
-        {
-            let held: Option<i64> = sqlx::query_scalar(
-                "INSERT INTO holdings (template_id, user_id, n) VALUES (?1, ?2, 1)
-                 ON CONFLICT (template_id, user_id) DO UPDATE SET n = n + 1 WHERE n < ?3
-                 RETURNING n",
-            )
-            .bind(template.get())
-            .bind(claims[i].user.as_str())
-            .bind(limit)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(db_err)?;
-            holds[i] = held.is_some();
-        }
-
-        // 3. Stock, first come first served; refused claims give back what they took.
-        let mut granted: Vec<usize> = Vec::new();
-        for &i in &candidates {
-            let c = &claims[i];
-            let outcome = if !holds[i] {
-                ClaimOutcome::LimitReached
-            } else if (granted.len() as i64) < remaining {
-                granted.push(i);
-                continue;
-            } else {
-                sqlx::query("UPDATE holdings SET n = n - 1 WHERE template_id = ? AND user_id = ?")
-                    .bind(template.get())
-                    .bind(c.user.as_str())
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db_err)?;
-                ClaimOutcome::SoldOut
-            };
-            // A refused claim records no key.
-            forget_key(&mut tx, c.idempotency.as_ref()).await?;
-            out[i] = Some(outcome);
-        }
-
-        // 4. Coupons, in multi-row inserts. Ids are handed out here: inside BEGIN IMMEDIATE
-        //    this transaction is the only writer, so max(id) + 1.. is free.
-        if !granted.is_empty() {
-            let first_id: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(id), 0) + 1 FROM coupons")
-                .fetch_one(&mut *tx)
-                .await
-                .map_err(db_err)?;
-            for (n, chunk) in granted.chunks(400).enumerate() {
-                let mut b = QueryBuilder::<Sqlite>::new(
-                    "INSERT INTO coupons (id, template_id, user_id, claimed_at, valid_from, \
-                     valid_until, updated_at) ",
-                );
-                b.push_values(chunk.iter().enumerate(), |mut row, (k, &i)| {
-                    let c = &claims[i];
-                    row.push_bind(first_id + (n * 400 + k) as i64)
-                        .push_bind(template.get())
-                        .push_bind(c.user.as_str().to_owned())
-                        .push_bind(us(now))
-                        .push_bind(us(c.valid_from))
-                        .push_bind(us(c.valid_until))
-                        .push_bind(us(now));
-                });
-                b.build().execute(&mut *tx).await.map_err(db_err)?;
-            }
-            for (k, &i) in granted.iter().enumerate() {
-                let c = &claims[i];
-                let id = first_id + k as i64;
-                if let Some(key) = &c.idempotency {
-                    sqlx::query("UPDATE claim_keys SET coupon_id = ? WHERE key = ?")
-                        .bind(id)
-                        .bind(&key.key)
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(db_err)?;
-                }
-                out[i] = Some(ClaimOutcome::Issued(Coupon {
-                    id: CouponId::new(id).map_err(StoreError::other)?,
-                    template_id: template,
-                    user_id: c.user.clone(),
-                    stored_status: CouponStatus::Unused,
-                    claimed_at: now,
-                    valid_from: c.valid_from,
-                    valid_until: c.valid_until,
-                }));
-            }
-            // Conditional all the same: the stock check lives in the database, not in the
-            // arithmetic above.
-            let raised = sqlx::query(
-                "UPDATE templates SET claimed = claimed + ?1
-                 WHERE id = ?2 AND claimed + ?1 <= total_stock",
-            )
-            .bind(granted.len() as i64)
-            .bind(template.get())
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-            if raised.rows_affected() != 1 {
-                return Err(StoreError::other(
-                    "stock changed inside a write transaction",
-                ));
-            }
-        }
-        tx.commit().await.map_err(db_err)?;
-        out.into_iter()
-            .map(|o| o.ok_or_else(|| StoreError::other("claim without an outcome")))
-            .collect()
+        self.claim_batch_tx(template, claims, now).await
     }
 
     async fn user_coupons(&self, q: &CouponQuery) -> StoreResult<Vec<Coupon>> {
@@ -1234,6 +1012,378 @@ impl Store for SqliteStore {
             total += n;
         }
         Ok(total)
+    }
+
+    async fn coupon(&self, id: CouponId) -> StoreResult<Coupon> {
+        let row = sqlx::query("SELECT * FROM coupons WHERE id = ?")
+            .bind(id.get())
+            .fetch_optional(&self.reader)
+            .await
+            .map_err(db_err)?
+            .ok_or(StoreError::NotFound)?;
+        rows::coupon(&row)
+    }
+
+    async fn coupon_owners(&self, template: TemplateId) -> StoreResult<Vec<(CouponId, UserId)>> {
+        let rows: Vec<(i64, String)> =
+            sqlx::query_as("SELECT id, user_id FROM coupons WHERE template_id = ? ORDER BY id")
+                .bind(template.get())
+                .fetch_all(&self.reader)
+                .await
+                .map_err(db_err)?;
+        rows.into_iter()
+            .map(|(id, user)| {
+                Ok((
+                    CouponId::new(id).map_err(StoreError::other)?,
+                    UserId::parse(&user).map_err(StoreError::other)?,
+                ))
+            })
+            .collect()
+    }
+
+    async fn coupon_history(&self, coupon: CouponId) -> StoreResult<Vec<CouponEvent>> {
+        let rows = sqlx::query("SELECT * FROM coupon_events WHERE coupon_id = ? ORDER BY id")
+            .bind(coupon.get())
+            .fetch_all(&self.reader)
+            .await
+            .map_err(db_err)?;
+        rows.iter().map(rows::coupon_event).collect()
+    }
+
+    async fn events_after(&self, after: i64, limit: u32) -> StoreResult<Vec<Event>> {
+        let rows = sqlx::query("SELECT * FROM outbox WHERE id > ? ORDER BY id LIMIT ?")
+            .bind(after)
+            .bind(i64::from(limit))
+            .fetch_all(&self.reader)
+            .await
+            .map_err(db_err)?;
+        rows.iter().map(rows::event).collect()
+    }
+
+    async fn set_shared_code(
+        &self,
+        template: TemplateId,
+        code: Option<&SharedCode>,
+    ) -> StoreResult<()> {
+        self.set_shared_code_tx(template, code).await
+    }
+
+    async fn shared_code(&self, template: TemplateId) -> StoreResult<Option<String>> {
+        self.shared_code_of(template).await
+    }
+
+    async fn promo_code(&self, code: &str) -> StoreResult<PromoCode> {
+        self.promo_code_by_text(code).await
+    }
+
+    async fn insert_code_batch(
+        &self,
+        template: TemplateId,
+        spec: &CodeBatchSpec,
+        now: Timestamp,
+    ) -> StoreResult<CodeBatch> {
+        self.insert_code_batch_tx(template, spec, now).await
+    }
+
+    async fn code_batch(&self, id: i64) -> StoreResult<CodeBatch> {
+        self.code_batch_by_id(id).await
+    }
+
+    async fn unfinished_code_batches(&self) -> StoreResult<Vec<CodeBatch>> {
+        self.unfinished_batches().await
+    }
+
+    async fn add_codes(
+        &self,
+        batch: i64,
+        codes: &[String],
+        now: Timestamp,
+    ) -> StoreResult<CodeBatch> {
+        self.add_codes_tx(batch, codes, now).await
+    }
+
+    async fn batch_codes(
+        &self,
+        batch: i64,
+        after: Option<&str>,
+        limit: u32,
+    ) -> StoreResult<Vec<PromoCode>> {
+        self.codes_of_batch(batch, after, limit).await
+    }
+
+    async fn coupons_by_ids(&self, ids: &[CouponId]) -> StoreResult<Vec<Coupon>> {
+        self.coupons_with_ids(ids).await
+    }
+
+    async fn templates_by_ids(&self, ids: &[TemplateId]) -> StoreResult<Vec<Template>> {
+        self.templates_with_ids(ids).await
+    }
+
+    async fn lock_order(
+        &self,
+        req: &LockRequest<'_>,
+        rules: &LockRules<'_>,
+    ) -> StoreResult<LockOutcome> {
+        self.lock_order_tx(req, rules).await
+    }
+
+    async fn confirm_order(
+        &self,
+        order: &OrderId,
+        actor: &Actor,
+        now: Timestamp,
+    ) -> StoreResult<OrderStep> {
+        self.confirm_order_tx(order, actor, now).await
+    }
+
+    async fn cancel_order(
+        &self,
+        order: &OrderId,
+        actor: &Actor,
+        now: Timestamp,
+    ) -> StoreResult<OrderStep> {
+        self.cancel_order_tx(order, actor, now).await
+    }
+
+    async fn expire_locks(&self, now: Timestamp, limit: u32) -> StoreResult<Vec<OrderId>> {
+        self.expire_locks_tx(now, limit).await
+    }
+
+    async fn next_lock_deadline(&self) -> StoreResult<Option<Timestamp>> {
+        self.next_deadline().await
+    }
+
+    async fn order(&self, order: &OrderId) -> StoreResult<OrderRecord> {
+        self.order_by_id(order).await
+    }
+
+    async fn order_coupons(&self, order: &OrderId) -> StoreResult<Vec<Coupon>> {
+        self.coupons_of_order(order).await
+    }
+
+    async fn idempotency_start(
+        &self,
+        key: &IdempotencyKey,
+        now: Timestamp,
+        stale_before: Timestamp,
+        expires: Timestamp,
+    ) -> StoreResult<IdempotencyStart> {
+        self.idempotency_start_tx(key, now, stale_before, expires)
+            .await
+    }
+
+    async fn idempotency_finish(&self, key: &str, answer: &StoredAnswer) -> StoreResult<()> {
+        self.idempotency_finish_tx(key, answer).await
+    }
+
+    async fn idempotency_abandon(&self, key: &str) -> StoreResult<()> {
+        self.idempotency_abandon_tx(key).await
+    }
+
+    async fn idempotency_purge(&self, now: Timestamp) -> StoreResult<u64> {
+        self.idempotency_purge_tx(now).await
+    }
+
+    async fn try_lease(
+        &self,
+        name: &str,
+        holder: &str,
+        now: Timestamp,
+        until: Timestamp,
+    ) -> StoreResult<bool> {
+        self.try_lease_tx(name, holder, now, until).await
+    }
+
+    async fn unannounced_activities(&self) -> StoreResult<Vec<(Activity, Option<ActivityStatus>)>> {
+        self.unannounced_activities_q().await
+    }
+
+    async fn due_templates(
+        &self,
+        now: Timestamp,
+        limit: u32,
+    ) -> StoreResult<Vec<(Template, Option<TemplateStatus>)>> {
+        self.due_templates_q(now, limit).await
+    }
+
+    async fn announce_activity(
+        &self,
+        id: ActivityId,
+        from: Option<ActivityStatus>,
+        transitions: &[Transition<ActivityStatus>],
+    ) -> StoreResult<bool> {
+        self.announce_activity_tx(id, from, transitions).await
+    }
+
+    async fn announce_template(
+        &self,
+        id: TemplateId,
+        from: Option<TemplateStatus>,
+        transitions: &[Transition<TemplateStatus>],
+    ) -> StoreResult<bool> {
+        self.announce_template_tx(id, from, transitions).await
+    }
+
+    async fn expire_coupons(&self, now: Timestamp, limit: u32) -> StoreResult<u64> {
+        self.expire_coupons_tx(now, limit).await
+    }
+
+    async fn next_due(&self, now: Timestamp) -> StoreResult<Option<Timestamp>> {
+        self.next_due_q(now).await
+    }
+
+    async fn outbox_read(&self, after: OutboxPosition, limit: u32) -> StoreResult<Vec<Event>> {
+        self.outbox_read_q(after, limit).await
+    }
+
+    async fn outbox_head(&self) -> StoreResult<OutboxPosition> {
+        self.outbox_head_q().await
+    }
+
+    async fn sink_position(&self, sink: &str) -> StoreResult<OutboxPosition> {
+        self.sink_position_q(sink).await
+    }
+
+    async fn sink_ack(&self, sink: &str, at: OutboxPosition) -> StoreResult<()> {
+        self.sink_ack_q(sink, at).await
+    }
+
+    async fn plan_reminders(&self, reminders: &[Reminder]) -> StoreResult<()> {
+        self.plan_reminders_tx(reminders).await
+    }
+
+    async fn cancel_reminder(
+        &self,
+        user: &UserId,
+        template: TemplateId,
+        day: i64,
+    ) -> StoreResult<()> {
+        self.cancel_reminder_tx(user, template, day).await
+    }
+
+    async fn due_reminders(&self, now: Timestamp, limit: u32) -> StoreResult<Vec<Reminder>> {
+        self.due_reminders_q(now, limit).await
+    }
+
+    async fn send_reminder(
+        &self,
+        r: &Reminder,
+        content: &MessageContent,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        self.send_reminder_tx(r, content, now).await
+    }
+
+    async fn deliver_messages(
+        &self,
+        content: &MessageContent,
+        recipients: &[(UserId, String)],
+        now: Timestamp,
+    ) -> StoreResult<u64> {
+        self.deliver_messages_tx(content, recipients, now).await
+    }
+
+    async fn user_messages(
+        &self,
+        user: &UserId,
+        after: Option<(bool, i64)>,
+        limit: u32,
+    ) -> StoreResult<Vec<Message>> {
+        self.user_messages_q(user, after, limit).await
+    }
+
+    async fn mark_read(&self, user: &UserId, id: i64, now: Timestamp) -> StoreResult<Message> {
+        self.mark_read_tx(user, id, now).await
+    }
+
+    async fn insert_issuance(
+        &self,
+        new: &NewIssuance<'_>,
+        now: Timestamp,
+    ) -> StoreResult<Issuance> {
+        self.insert_issuance_q(new, now).await
+    }
+
+    async fn issuance(&self, id: i64) -> StoreResult<Issuance> {
+        self.issuance_q(id).await
+    }
+
+    async fn open_issuances(&self) -> StoreResult<Vec<i64>> {
+        self.open_issuances_q().await
+    }
+
+    async fn issuance_users(&self, id: i64) -> StoreResult<Vec<UserId>> {
+        self.issuance_users_q(id).await
+    }
+
+    async fn issue_chunk(
+        &self,
+        id: i64,
+        users: &[UserId],
+        max: u32,
+        now: Timestamp,
+    ) -> StoreResult<Option<Issuance>> {
+        self.issue_chunk_tx(id, users, max, now).await
+    }
+
+    async fn coupon_counts(
+        &self,
+        templates: &[TemplateId],
+        now: Timestamp,
+        hours: u32,
+    ) -> StoreResult<Vec<(TemplateId, CouponCounts)>> {
+        self.coupon_counts_q(templates, now, hours).await
+    }
+
+    async fn usage_between(&self, from: Timestamp, to: Timestamp) -> StoreResult<Vec<UsageRow>> {
+        self.usage_between_q(from, to).await
+    }
+
+    async fn insert_webhook(&self, new: &NewWebhook<'_>, now: Timestamp) -> StoreResult<Webhook> {
+        self.insert_webhook_q(new, now).await
+    }
+
+    async fn webhook(&self, id: i64) -> StoreResult<Webhook> {
+        self.webhook_q(id).await
+    }
+
+    async fn list_webhooks(&self, merchant: Option<MerchantId>) -> StoreResult<Vec<Webhook>> {
+        self.list_webhooks_q(merchant).await
+    }
+
+    async fn disable_webhook(&self, id: i64, now: Timestamp) -> StoreResult<Webhook> {
+        self.disable_webhook_tx(id, now).await
+    }
+
+    async fn enqueue_deliveries(&self, d: &[NewDelivery], now: Timestamp) -> StoreResult<u64> {
+        self.enqueue_deliveries_q(d, now).await
+    }
+
+    async fn due_deliveries(&self, now: Timestamp, limit: u32) -> StoreResult<Vec<Delivery>> {
+        self.due_deliveries_q(now, limit).await
+    }
+
+    async fn record_attempt(
+        &self,
+        delivery: i64,
+        attempt: &DeliveryAttempt,
+        state: DeliveryState,
+        next: Timestamp,
+    ) -> StoreResult<()> {
+        self.record_attempt_tx(delivery, attempt, state, next).await
+    }
+
+    async fn deliveries(
+        &self,
+        webhook: i64,
+        before: Option<i64>,
+        limit: u32,
+    ) -> StoreResult<Vec<Delivery>> {
+        self.deliveries_q(webhook, before, limit).await
+    }
+
+    async fn audit(&self, now: Timestamp, grace: time::Duration) -> StoreResult<Vec<Violation>> {
+        self.audit_q(now, grace).await
     }
 }
 

@@ -30,3 +30,58 @@ async fn creates_the_database_folder_and_migrates_twice() {
     store.ping().await.expect("ping");
     assert!(dir.path().join("nested/deeper/coupond.db").exists());
 }
+
+/// The audit catches each kind of damage a bug (or a hand in the database) could do.
+#[tokio::test]
+async fn the_audit_catches_tampering() {
+    use coupond_store::testing::fixtures::{at, claimable_template};
+    use coupond_store::{ClaimOutcome, ClaimRequest};
+
+    let tampering = [
+        ("UPDATE templates SET claimed = claimed + 1", "stock"),
+        (
+            "UPDATE coupons SET user_id = 'a' WHERE user_id = 'b'",
+            "per_user_limit",
+        ),
+        ("UPDATE holdings SET n = n + 1", "holdings"),
+        ("UPDATE coupons SET status = 'used'", "uses"),
+        (
+            "UPDATE coupons SET status = 'locked', order_id = 'nope'",
+            "locks",
+        ),
+        ("UPDATE coupons SET status = 'expired'", "log"),
+        ("UPDATE templates SET given = 5", "template_amounts"),
+    ];
+    for (sql, check) in tampering {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let url = format!("sqlite://{}/coupond.db", dir.path().display());
+        let store = SqliteStore::connect(&url).await.expect("open");
+        store.migrate().await.expect("migrate");
+        let t = claimable_template(&store, 10, 1).await;
+        let req = |u: &str| ClaimRequest {
+            user: coupond_domain::UserId::parse(u).unwrap(),
+            actor: coupond_domain::Actor::System,
+            valid_from: at(15),
+            valid_until: at(40),
+            idempotency: None,
+            code: None,
+            issuance: None,
+        };
+        let out = store
+            .claim_batch(t.id, &[req("a"), req("b")], at(15))
+            .await
+            .unwrap();
+        assert!(out.iter().all(|o| matches!(o, ClaimOutcome::Issued(_))));
+        let grace = time::Duration::minutes(1);
+        assert_eq!(store.audit(at(15), grace).await.unwrap(), vec![]);
+        let raw = sqlx::SqlitePool::connect(&url).await.unwrap();
+        sqlx::query(sql).execute(&raw).await.unwrap();
+        raw.close().await;
+        let found = store.audit(at(15), grace).await.unwrap();
+        assert!(
+            found.iter().any(|v| v.check == check),
+            "{sql}: expected `{check}`, found {found:?}"
+        );
+        store.close().await;
+    }
+}

@@ -6,28 +6,54 @@
 //! - [`error`]: [`StoreError`], deliberately small: `NotFound`, `Conflict`, `Unavailable`,
 //!   `Other`. The API turns it into HTTP in one place.
 //! - [`model`]: records that exist only in storage (API keys, queries, pages).
+//! - [`events`]: the outbox's events and the coupon operation log, with the JSON bodies both
+//!   backends write.
+//! - [`checkout`]: orders holding coupons (lock, confirm, cancel) and the idempotency records
+//!   of write routes.
+//! - [`issuance`]: bulk issuance jobs and their progress.
+//! - [`scheduling`]: outbox positions, reminders and inbox messages, for the background loops.
+//! - [`webhooks`]: webhook endpoints, deliveries and attempts.
 //! - [`codec`]: the JSON both backends use for the nested parts of a record, so a record reads
 //!   back identically from either.
 //! - [`testing`] (feature `testing`): the conformance suite; every backend runs all of it.
+//! - [`failpoints`]: named points where test builds inject crashes and errors.
 #![forbid(unsafe_code)]
 
+pub mod checkout;
 pub mod codec;
 pub mod error;
+pub mod events;
+pub mod failpoints;
+pub mod issuance;
 pub mod model;
+pub mod scheduling;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod webhooks;
 
 use async_trait::async_trait;
 use coupond_domain::{
-    Activity, ActivityId, ActivitySpec, Coupon, CouponId, Listing, ListingDraft, ListingId,
-    Merchant, MerchantDraft, MerchantId, Template, TemplateId, TemplateSpec, Timestamp,
+    Activity, ActivityId, ActivitySpec, ActivityStatus, Actor, CodeBatchSpec, Coupon, CouponId,
+    Listing, ListingDraft, ListingId, Merchant, MerchantDraft, MerchantId, OrderId, SharedCode,
+    Template, TemplateId, TemplateSpec, TemplateStatus, Timestamp, Transition, UserId,
 };
 
-pub use error::{StoreError, StoreResult};
-pub use model::{
-    ActivityQuery, ApiKey, ClaimOutcome, ClaimRequest, CouponQuery, IdempotencyKey, ListingQuery,
-    NewApiKey, NewTemplate, Page, PoolStats, Role, TemplateAudit, TemplateQuery,
+pub use checkout::{
+    IdempotencyStart, LockOutcome, LockPlan, LockRefusal, LockRequest, LockRules, OrderRecord,
+    OrderState, OrderStep, StoredAnswer,
 };
+pub use error::{StoreError, StoreResult};
+pub use events::{CouponEvent, Event};
+pub use issuance::{InvalidLine, Issuance, IssuanceState, NewIssuance};
+pub use model::{
+    ActivityQuery, ApiKey, ClaimOutcome, ClaimRequest, CodeBatch, CodeClaim, CouponQuery,
+    IdempotencyKey, ListingQuery, NewApiKey, NewTemplate, Page, PoolStats, PromoCode, Role,
+    TemplateAudit, TemplateQuery, Violation,
+};
+pub use scheduling::{
+    CouponCounts, Due, Message, MessageContent, OutboxPosition, Reminder, UsageRow,
+};
+pub use webhooks::{Delivery, DeliveryAttempt, DeliveryState, NewDelivery, NewWebhook, Webhook};
 
 /// Everything coupond persists. Implementations are cheap to share (`Arc<dyn Store>`), safe to
 /// call concurrently, and make each method atomic: it either fully happens or leaves nothing.
@@ -187,6 +213,13 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
     async fn user_coupons(&self, q: &CouponQuery) -> StoreResult<Vec<Coupon>>;
     /// How many coupons a template has issued, counted from the coupon rows (for audits).
     async fn count_coupons(&self, template: TemplateId) -> StoreResult<i64>;
+    /// Checks I1-I3 across the whole database and returns every violation found (at most 100
+    /// per check): claimed = coupons <= stock per template; nobody over a per-user limit;
+    /// per-user counters equal to the coupons held; every locked coupon held by one locked
+    /// order and every used one by a confirmed order; no lock past `now - grace`; each coupon's
+    /// last log row agreeing with its status; templates' used, given and reserved agreeing with
+    /// their coupons; single-use codes pointing at the coupon they gave.
+    async fn audit(&self, now: Timestamp, grace: time::Duration) -> StoreResult<Vec<Violation>>;
     /// Stock, claimed count, coupon rows and the largest holding of one template.
     async fn audit_template(&self, template: TemplateId) -> StoreResult<TemplateAudit>;
     /// How many of `coupons` exist as coupons of `template`.
@@ -195,4 +228,275 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
         template: TemplateId,
         coupons: &[CouponId],
     ) -> StoreResult<i64>;
+    /// A coupon by id.
+    async fn coupon(&self, id: CouponId) -> StoreResult<Coupon>;
+    /// Every coupon of a template with its holder (for audits).
+    async fn coupon_owners(&self, template: TemplateId) -> StoreResult<Vec<(CouponId, UserId)>>;
+
+    // --- operation log and outbox -----------------------------------------------------------
+    /// A coupon's status changes, oldest first.
+    async fn coupon_history(&self, coupon: CouponId) -> StoreResult<Vec<CouponEvent>>;
+    /// Outbox events with an id above `after`, ascending, at most `limit`.
+    async fn events_after(&self, after: i64, limit: u32) -> StoreResult<Vec<Event>>;
+
+    // --- promotion codes ------------------------------------------------------------------
+    /// Replaces the template's shared code (`None` removes it). A code another template
+    /// holds is `Conflict("unique")`.
+    async fn set_shared_code(
+        &self,
+        template: TemplateId,
+        code: Option<&SharedCode>,
+    ) -> StoreResult<()>;
+    /// The template's shared code, if it has one.
+    async fn shared_code(&self, template: TemplateId) -> StoreResult<Option<String>>;
+    /// A code by its normalized text.
+    async fn promo_code(&self, code: &str) -> StoreResult<PromoCode>;
+    async fn insert_code_batch(
+        &self,
+        template: TemplateId,
+        spec: &CodeBatchSpec,
+        now: Timestamp,
+    ) -> StoreResult<CodeBatch>;
+    async fn code_batch(&self, id: i64) -> StoreResult<CodeBatch>;
+    /// Batches not finished yet, oldest first (to resume after a restart).
+    async fn unfinished_code_batches(&self) -> StoreResult<Vec<CodeBatch>>;
+    /// Adds fresh codes to a batch in one transaction: as many of `codes` as the batch still
+    /// lacks, skipping any that already exist anywhere; counts them in `generated` and marks
+    /// the batch finished when it is complete. Returns the batch as it is now. Safe to call
+    /// from several processes at once: the batch row is locked for the count.
+    async fn add_codes(
+        &self,
+        batch: i64,
+        codes: &[String],
+        now: Timestamp,
+    ) -> StoreResult<CodeBatch>;
+    /// A batch's codes in code order, after `after`, at most `limit`.
+    async fn batch_codes(
+        &self,
+        batch: i64,
+        after: Option<&str>,
+        limit: u32,
+    ) -> StoreResult<Vec<PromoCode>>;
+
+    // --- checkout ---------------------------------------------------------------------------
+    /// The coupons with these ids that exist, by id.
+    async fn coupons_by_ids(&self, ids: &[CouponId]) -> StoreResult<Vec<Coupon>>;
+    /// The templates with these ids that exist, by id.
+    async fn templates_by_ids(&self, ids: &[TemplateId]) -> StoreResult<Vec<Template>>;
+    /// Locks coupons for an order, in one transaction: reads the requested coupons and their
+    /// templates (locked against concurrent changes), asks `rules`, and if they agree marks the
+    /// coupons locked by the order until the deadline with their planned discounts, reserves
+    /// those against the templates' budgets, records the order with the rules' answer, and
+    /// writes the log rows and `coupon.locked` events. An order id seen before is `Replayed`
+    /// for the same fingerprint and an `OrderConflict` for another.
+    async fn lock_order(
+        &self,
+        req: &LockRequest<'_>,
+        rules: &LockRules<'_>,
+    ) -> StoreResult<LockOutcome>;
+    /// Confirms a locked order before its deadline: its coupons become used, their discounts
+    /// are given (checked against every template's stock and budget first), log rows and
+    /// `coupon.used` events. Past the deadline the lock is ended as expired instead.
+    async fn confirm_order(
+        &self,
+        order: &OrderId,
+        actor: &Actor,
+        now: Timestamp,
+    ) -> StoreResult<OrderStep>;
+    /// Cancels a locked order: its coupons go back (unused, or expired if their validity
+    /// ended), reservations are returned, log rows and `coupon.released` events.
+    async fn cancel_order(
+        &self,
+        order: &OrderId,
+        actor: &Actor,
+        now: Timestamp,
+    ) -> StoreResult<OrderStep>;
+    /// Ends as expired up to `limit` locks whose deadline is at or before `now`, as cancel
+    /// does; returns their order ids. Each lock ends once, whoever gets there first.
+    async fn expire_locks(&self, now: Timestamp, limit: u32) -> StoreResult<Vec<OrderId>>;
+    /// The earliest deadline of a lock still held.
+    async fn next_lock_deadline(&self) -> StoreResult<Option<Timestamp>>;
+    async fn order(&self, order: &OrderId) -> StoreResult<OrderRecord>;
+    /// The coupons an order holds or used, by id.
+    async fn order_coupons(&self, order: &OrderId) -> StoreResult<Vec<Coupon>>;
+
+    // --- idempotency of write routes ------------------------------------------------------
+    /// Starts a request with an idempotency key: `New` records it as running (taking over a
+    /// record that expired, or one still running that started before `stale_before`, whose
+    /// process died); otherwise what the first request left.
+    async fn idempotency_start(
+        &self,
+        key: &IdempotencyKey,
+        now: Timestamp,
+        stale_before: Timestamp,
+        expires: Timestamp,
+    ) -> StoreResult<IdempotencyStart>;
+    /// Records the answer of a request started with `idempotency_start`.
+    async fn idempotency_finish(&self, key: &str, answer: &StoredAnswer) -> StoreResult<()>;
+    /// Forgets a running request that will not finish (it failed without an answer worth
+    /// keeping), so a retry runs again.
+    async fn idempotency_abandon(&self, key: &str) -> StoreResult<()>;
+    /// Deletes records expired at `now`; returns how many.
+    async fn idempotency_purge(&self, now: Timestamp) -> StoreResult<u64>;
+
+    // --- scheduler ----------------------------------------------------------------------------
+    /// Takes or renews the lease `name` for `holder` until `until`, if it is free, lapsed at
+    /// `now`, or already `holder`'s. Whether `holder` holds it now.
+    async fn try_lease(
+        &self,
+        name: &str,
+        holder: &str,
+        now: Timestamp,
+        until: Timestamp,
+    ) -> StoreResult<bool>;
+    /// Activities whose last announced status is not final, with that status (`None`: none
+    /// announced yet).
+    async fn unannounced_activities(&self) -> StoreResult<Vec<(Activity, Option<ActivityStatus>)>>;
+    /// Up to `limit` templates that may have a transition to announce at `now` (a window
+    /// boundary passed since their announced status, an abort, a publish, or nothing announced
+    /// yet), with their announced status.
+    async fn due_templates(
+        &self,
+        now: Timestamp,
+        limit: u32,
+    ) -> StoreResult<Vec<(Template, Option<TemplateStatus>)>>;
+    /// Writes the events of `transitions` (`activity.status_changed`, each at its instant) and
+    /// moves the announced status to the last, if it is still `from`; `false` (and nothing
+    /// written) if another scheduler got there first.
+    async fn announce_activity(
+        &self,
+        id: ActivityId,
+        from: Option<ActivityStatus>,
+        transitions: &[Transition<ActivityStatus>],
+    ) -> StoreResult<bool>;
+    /// As [`Store::announce_activity`], for a template (`template.status_changed`, and
+    /// `listing.coupons_changed` when it starts or stops being claimable).
+    async fn announce_template(
+        &self,
+        id: TemplateId,
+        from: Option<TemplateStatus>,
+        transitions: &[Transition<TemplateStatus>],
+    ) -> StoreResult<bool>;
+    /// Marks up to `limit` unused coupons whose validity ended by `now` expired, with their log
+    /// rows and `coupon.expired` events; returns how many.
+    async fn expire_coupons(&self, now: Timestamp, limit: u32) -> StoreResult<u64>;
+    /// The earliest instant after `now` at which a template boundary, a coupon's validity
+    /// end, a lock's deadline or a reminder falls due (what the scheduler sleeps until).
+    async fn next_due(&self, now: Timestamp) -> StoreResult<Option<Timestamp>>;
+
+    // --- outbox consumers ---------------------------------------------------------------------
+    /// Up to `limit` events after `after`, in reading order; only events no still-running
+    /// transaction can precede.
+    async fn outbox_read(&self, after: OutboxPosition, limit: u32) -> StoreResult<Vec<Event>>;
+    /// The position after the last event readable now (where a consumer that does not need
+    /// the past starts).
+    async fn outbox_head(&self) -> StoreResult<OutboxPosition>;
+    /// Where the durable consumer `sink` has got (the start, if it never acknowledged).
+    async fn sink_position(&self, sink: &str) -> StoreResult<OutboxPosition>;
+    /// Records that `sink` handled everything up to `at`.
+    async fn sink_ack(&self, sink: &str, at: OutboxPosition) -> StoreResult<()>;
+
+    // --- reminders and inbox ------------------------------------------------------------------
+    /// Plans reminders; one already planned for the same user, template and day stays.
+    async fn plan_reminders(&self, reminders: &[Reminder]) -> StoreResult<()>;
+    /// Drops the reminder of `user` for `template` on `day` unless the user still holds an
+    /// unused coupon of it expiring that day.
+    async fn cancel_reminder(
+        &self,
+        user: &UserId,
+        template: TemplateId,
+        day: i64,
+    ) -> StoreResult<()>;
+    /// Reminders due at `now`, oldest first, at most `limit`.
+    async fn due_reminders(&self, now: Timestamp, limit: u32) -> StoreResult<Vec<Reminder>>;
+    /// Deletes the reminder and, in the same transaction, if the user still holds an unused
+    /// coupon of the template expiring that day, puts `content` in its inbox. Whether a
+    /// message was sent.
+    async fn send_reminder(
+        &self,
+        r: &Reminder,
+        content: &MessageContent,
+        now: Timestamp,
+    ) -> StoreResult<bool>;
+    /// Puts `content` (stored once, by its key) in each recipient's inbox; `source` makes a
+    /// repeated delivery a no-op. Returns how many messages were new.
+    async fn deliver_messages(
+        &self,
+        content: &MessageContent,
+        recipients: &[(UserId, String)],
+        now: Timestamp,
+    ) -> StoreResult<u64>;
+    /// A user's messages, unread first, then newest first, after the position `after`
+    /// (`(read, id)` of the last one seen).
+    async fn user_messages(
+        &self,
+        user: &UserId,
+        after: Option<(bool, i64)>,
+        limit: u32,
+    ) -> StoreResult<Vec<Message>>;
+    /// Marks a user's message read (keeping the first instant); `NotFound` if it is not theirs.
+    async fn mark_read(&self, user: &UserId, id: i64, now: Timestamp) -> StoreResult<Message>;
+
+    // --- bulk issuance ------------------------------------------------------------------------
+    async fn insert_issuance(&self, new: &NewIssuance<'_>, now: Timestamp)
+        -> StoreResult<Issuance>;
+    async fn issuance(&self, id: i64) -> StoreResult<Issuance>;
+    /// Jobs pending or running, oldest first.
+    async fn open_issuances(&self) -> StoreResult<Vec<i64>>;
+    /// The users of a job, in order (what [`Store::issue_chunk`] takes).
+    async fn issuance_users(&self, id: i64) -> StoreResult<Vec<UserId>>;
+    /// Issues the next `max` users of job `id` (`users` is the job's list) in one
+    /// transaction with the job's progress: the same rules as claims (stock, per-user limit,
+    /// audience, the template claimable now), `coupon.issued` events, and `issuance.finished`
+    /// with the last chunk. A template that is not claimable fails the job. `None` when the job
+    /// is not open or another instance is working on it right now.
+    async fn issue_chunk(
+        &self,
+        id: i64,
+        users: &[UserId],
+        max: u32,
+        now: Timestamp,
+    ) -> StoreResult<Option<Issuance>>;
+
+    // --- stats and reconciliation -----------------------------------------------------------
+    /// Each template's coupons by status at `now`, with per-hour counts (the last `hours` hours
+    /// before `now` that had any).
+    async fn coupon_counts(
+        &self,
+        templates: &[TemplateId],
+        now: Timestamp,
+        hours: u32,
+    ) -> StoreResult<Vec<(TemplateId, CouponCounts)>>;
+    /// Per template, the coupons used in `[from, to)` and their discount, counted from the
+    /// coupons' operation log.
+    async fn usage_between(&self, from: Timestamp, to: Timestamp) -> StoreResult<Vec<UsageRow>>;
+
+    // --- webhooks -------------------------------------------------------------------------------
+    async fn insert_webhook(&self, new: &NewWebhook<'_>, now: Timestamp) -> StoreResult<Webhook>;
+    async fn webhook(&self, id: i64) -> StoreResult<Webhook>;
+    /// Endpoints of one merchant (`Some`) or all of them (`None`), by id.
+    async fn list_webhooks(&self, merchant: Option<MerchantId>) -> StoreResult<Vec<Webhook>>;
+    /// Stops deliveries to an endpoint (queued ones are dropped); disabling twice keeps the
+    /// first instant.
+    async fn disable_webhook(&self, id: i64, now: Timestamp) -> StoreResult<Webhook>;
+    /// Queues deliveries, each at most once per (endpoint, event), due at `now`; returns how
+    /// many were new.
+    async fn enqueue_deliveries(&self, d: &[NewDelivery], now: Timestamp) -> StoreResult<u64>;
+    /// Pending deliveries due at `now` to enabled endpoints, oldest first.
+    async fn due_deliveries(&self, now: Timestamp, limit: u32) -> StoreResult<Vec<Delivery>>;
+    /// Records an attempt and what follows: delivered, failed for good, or retried at `next`.
+    async fn record_attempt(
+        &self,
+        delivery: i64,
+        attempt: &DeliveryAttempt,
+        state: DeliveryState,
+        next: Timestamp,
+    ) -> StoreResult<()>;
+    /// An endpoint's deliveries, newest first, before `before` (an id), with their attempts.
+    async fn deliveries(
+        &self,
+        webhook: i64,
+        before: Option<i64>,
+        limit: u32,
+    ) -> StoreResult<Vec<Delivery>>;
 }

@@ -3,8 +3,8 @@
 use std::fmt;
 
 use coupond_domain::{
-    ActivityId, ActivityStatus, CategoryId, CityId, CitySet, Coupon, CouponKind, CouponStatus,
-    MerchantId, TemplateId, TemplateSpec, TemplateStatus, Timestamp, UserId,
+    ActivityId, ActivityStatus, Actor, CategoryId, CityId, CitySet, Coupon, CouponId, CouponKind,
+    CouponStatus, MerchantId, TemplateId, TemplateSpec, TemplateStatus, Timestamp, UserId,
 };
 use serde::{Deserialize, Serialize};
 
@@ -154,10 +154,26 @@ pub struct PoolStats {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClaimRequest {
     pub user: UserId,
+    /// Who asked (the user, or the service claiming for it), for the operation log.
+    pub actor: Actor,
     pub valid_from: Timestamp,
     pub valid_until: Timestamp,
     /// The caller's idempotency key, if it sent one. Keys within one batch are distinct.
     pub idempotency: Option<IdempotencyKey>,
+    /// The promotion code being redeemed, if any. Single-use codes within one batch are
+    /// distinct.
+    pub code: Option<CodeClaim>,
+    /// The bulk issuance job issuing it, if one is (its event is then `coupon.issued`).
+    pub issuance: Option<i64>,
+}
+
+/// A code redeemed by a claim: recorded on the coupon; a single-use code is also taken, in
+/// the claim's transaction, so it gives one coupon at most.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CodeClaim {
+    /// Normalized.
+    pub code: String,
+    pub single_use: bool,
 }
 
 /// An idempotency key as stored: the key qualified by its scope (principal and route), and a
@@ -181,6 +197,8 @@ pub enum ClaimOutcome {
     Replayed(Coupon),
     /// The key was used before for a different request.
     KeyReused,
+    /// The single-use code was redeemed by another user (or belongs to another template).
+    CodeTaken,
 }
 
 /// Which of a user's coupons to list: soonest-expiring first.
@@ -232,4 +250,43 @@ impl TemplateAudit {
         }
         v
     }
+}
+
+/// A batch of generated single-use codes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CodeBatch {
+    pub id: i64,
+    pub template_id: TemplateId,
+    pub prefix: String,
+    /// Random characters per code (the check character comes on top).
+    pub length: u32,
+    pub count: u32,
+    /// Codes generated so far; the batch is finished when it reaches `count`.
+    pub generated: u32,
+    pub created_at: Timestamp,
+    pub finished_at: Option<Timestamp>,
+}
+
+/// A stored promotion code.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PromoCode {
+    pub code: String,
+    pub template_id: TemplateId,
+    /// `None` for the template's shared code.
+    pub batch_id: Option<i64>,
+    /// For a single-use code: who redeemed it, when, and the coupon it gave.
+    pub redeemed_by: Option<UserId>,
+    pub redeemed_at: Option<Timestamp>,
+    pub coupon_id: Option<CouponId>,
+}
+
+/// A broken invariant found by [`Store::audit`](crate::Store::audit).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violation {
+    /// Which check (`stock`, `per_user_limit`, `holdings`, `locks`, `uses`, `overdue_locks`,
+    /// `log`, `template_amounts`, `codes`).
+    pub check: &'static str,
+    /// What it is about (`template 3`, `coupon 17`, `order o-1`, ...).
+    pub subject: String,
+    pub detail: String,
 }

@@ -37,7 +37,24 @@ macro_rules! conformance_suite {
             concurrent_batches_never_over_issue,
             concurrent_claims_of_one_user_hold_the_limit,
             wallets_list_soonest_expiring_first,
-            claim_keys_replay_the_same_coupon
+            claim_keys_replay_the_same_coupon,
+            claims_write_the_log_and_the_outbox,
+            trimmed_batches_leave_no_events,
+            shared_codes_are_unique,
+            code_batches_fill_exactly,
+            single_use_codes_give_one_coupon,
+            orders_lock_then_confirm,
+            orders_cancel_and_expire,
+            confirms_race_the_sweeper,
+            one_coupon_one_lock,
+            confirm_verifies_amounts,
+            idempotency_records,
+            audit_finds_nothing_after_every_flow,
+            leases_have_one_holder,
+            transitions_are_announced_once,
+            coupons_expire_once,
+            outbox_positions,
+            reminders_and_inbox,
         );
     };
     (@cases $factory:path; $($case:ident),* $(,)?) => {

@@ -9,15 +9,16 @@ use axum::http::StatusCode;
 use axum::{Extension, Json};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use coupond_domain::{Coupon, CouponStatus, TemplateId, Timestamp, UserId};
-use coupond_store::{CouponQuery, IdempotencyKey};
+use coupond_domain::{Actor, Coupon, CouponStatus, Template, TemplateId, Timestamp, UserId};
+use coupond_engine::{ClaimAsk, Claimed};
+use coupond_store::CouponQuery;
 use serde::Deserialize;
-use sha2::{Digest, Sha256};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiPath, ApiQuery, ClientIp, OptionalJson};
+use crate::idempotency;
 use crate::pagination::PageOf;
 use crate::routes::{BodyErrors, CommonErrors, ConflictError, RateLimitedError};
 use crate::state::AppState;
@@ -50,38 +51,15 @@ pub async fn claim(
     ClientIp(ip): ClientIp,
     headers: HeaderMap,
     OptionalJson(body): OptionalJson<ClaimBody>,
-) -> ApiResult<(
-    StatusCode,
-    [(&'static str, &'static str); 1],
-    Json<CouponView>,
-)> {
-    let asked = body.unwrap_or_default().user_id;
-    let user = match (&p, asked) {
-        (Principal::User(me), None) => me.clone(),
-        (Principal::User(me), Some(u)) if &u == me => u,
-        (Principal::User(_), Some(_)) => {
-            return Err(ApiError::invalid(
-                "not_allowed",
-                "user_id",
-                "users claim for themselves; only service keys name a user",
-            ))
-        }
-        (_, Some(u)) => u,
-        (_, None) => {
-            return Err(ApiError::invalid(
-                "missing_field",
-                "user_id",
-                "service keys must name the user",
-            ))
-        }
-    };
-    let key = idempotency_key(&headers, &p, id, &user)?;
-    let ip = if matches!(p, Principal::User(_)) {
-        ip
-    } else {
-        None
-    };
-    s.rate_limits().check(&user, ip)?;
+) -> ApiResult<Created> {
+    let (user, actor) = claimant(&p, body.unwrap_or_default().user_id)?;
+    let key = idempotency::key(
+        &headers,
+        &p,
+        "POST /v1/templates/{id}/claims",
+        &format!("{id}\n{user}"),
+    )?;
+    s.rate_limits().check(&user, user_ip(&p, ip))?;
     // Sold out is final: answer from memory, before reading anything (a keyed retry still
     // goes to the database, which knows its coupon).
     if key.is_none() && s.claims().is_sold_out(id) {
@@ -90,53 +68,63 @@ pub async fn claim(
         ));
     }
     let template = s.claimed_template(id).await?;
-    let claimed = s.claims().claim(&template, user, key).await?;
-    let summary = TemplateSummary::new(&template);
+    let ask = ClaimAsk {
+        user,
+        actor,
+        idempotency: key,
+        code: None,
+    };
+    let claimed = s.claims().claim(&template, ask).await?;
+    Ok(created(&s, &template, claimed))
+}
+
+/// A 201 with the coupon, saying whether it was issued by an earlier request (a retry).
+pub(crate) fn created(s: &AppState, template: &Template, claimed: Claimed) -> Created {
     let replayed = [(
         "idempotent-replayed",
         if claimed.replayed { "true" } else { "false" },
     )];
-    Ok((
+    let summary = TemplateSummary::new(template);
+    (
         StatusCode::CREATED,
         replayed,
         Json(CouponView::new(claimed.coupon, summary, s.now())),
-    ))
+    )
 }
 
-/// The `Idempotency-Key` header as stored: scoped to the principal and the route, with a
-/// fingerprint of what is claimed (template and user), so a reuse for another claim is told
-/// apart from a retry.
-fn idempotency_key(
-    headers: &HeaderMap,
-    p: &Principal,
-    template: TemplateId,
-    user: &UserId,
-) -> ApiResult<Option<IdempotencyKey>> {
-    let Some(value) = headers.get("idempotency-key") else {
-        return Ok(None);
-    };
-    let key = value
-        .to_str()
-        .ok()
-        .filter(|k| !k.is_empty() && k.len() <= 255 && k.bytes().all(|b| b.is_ascii_graphic()))
-        .ok_or_else(|| {
-            ApiError::bad_request(
-                "invalid_header",
-                Some("Idempotency-Key"),
-                "Idempotency-Key must be 1 to 255 visible ASCII characters",
-            )
-        })?;
-    let scope = match p {
-        Principal::User(u) => format!("user:{u}"),
-        Principal::Merchant(m) => format!("merchant:{m}"),
-        Principal::Platform => "platform".to_owned(),
-        Principal::Service => "service".to_owned(),
-    };
-    let fingerprint: [u8; 32] = Sha256::digest(format!("{template}\n{user}").as_bytes()).into();
-    Ok(Some(IdempotencyKey {
-        key: format!("{scope}\nPOST /v1/templates/{{id}}/claims\n{key}"),
-        fingerprint,
-    }))
+/// The answer of a claim or a redemption.
+pub(crate) type Created = (
+    StatusCode,
+    [(&'static str, &'static str); 1],
+    Json<CouponView>,
+);
+
+/// For whom a claim is and who asks: users claim for themselves; service keys name the user.
+pub(crate) fn claimant(p: &Principal, asked: Option<UserId>) -> ApiResult<(UserId, Actor)> {
+    match (p, asked) {
+        (Principal::User(me), None) => Ok((me.clone(), Actor::User(me.clone()))),
+        (Principal::User(me), Some(u)) if &u == me => Ok((u, Actor::User(me.clone()))),
+        (Principal::User(_), Some(_)) => Err(ApiError::invalid(
+            "not_allowed",
+            "user_id",
+            "users claim for themselves; only service keys name a user",
+        )),
+        (_, Some(u)) => Ok((u, Actor::Service)),
+        (_, None) => Err(ApiError::invalid(
+            "missing_field",
+            "user_id",
+            "service keys must name the user",
+        )),
+    }
+}
+
+/// The client address that per-IP limits count: only for user tokens, since service keys (the
+/// order service, a gateway) speak for many users from few addresses.
+pub(crate) fn user_ip(p: &Principal, ip: Option<std::net::IpAddr>) -> Option<std::net::IpAddr> {
+    match p {
+        Principal::User(_) => ip,
+        _ => None,
+    }
 }
 
 /// Wallet filters.

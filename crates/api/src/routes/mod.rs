@@ -2,11 +2,17 @@
 //! resource, handlers named by action.
 
 pub mod activities;
+pub mod checkout;
 pub mod claims;
+pub mod codes;
+pub mod inbox;
+pub mod issuances;
 pub mod listings;
 pub mod merchants;
+pub mod reports;
 pub mod system;
 pub mod templates;
+pub mod webhooks;
 
 use axum::http::Method;
 use axum::middleware::from_fn_with_state;
@@ -26,6 +32,7 @@ const ANYONE: &[Role] = &[Role::Platform, Role::Merchant, Role::Service, Role::U
 const USER: &[Role] = &[Role::User];
 const SERVICE: &[Role] = &[Role::Service];
 const USER_SERVICE: &[Role] = &[Role::User, Role::Service];
+const PLATFORM_MERCHANT_USER: &[Role] = &[Role::Platform, Role::Merchant, Role::User];
 
 /// One route: method, path (in axum's `{param}` form, as in the OpenAPI document) and the
 /// roles admitted. Any other role gets 403; no credentials get 401.
@@ -35,6 +42,9 @@ pub struct RouteSpec {
     pub method: Method,
     pub path: &'static str,
     pub roles: &'static [Role],
+    /// Takes file uploads: its body may be up to `max_upload_bytes`, not `max_body_bytes`.
+    #[serde(skip)]
+    pub upload: bool,
 }
 
 fn method_str<S: serde::Serializer>(m: &Method, s: S) -> Result<S::Ok, S::Error> {
@@ -48,6 +58,7 @@ fn table() -> Vec<(RouteSpec, MethodRouter<AppState>)> {
                 method,
                 path,
                 roles,
+                upload: false,
             },
             handler,
         )
@@ -164,6 +175,154 @@ fn table() -> Vec<(RouteSpec, MethodRouter<AppState>)> {
             post(claims::claim),
         ),
         r(Method::GET, "/v1/me/coupons", USER, get(claims::mine)),
+        r(Method::GET, "/v1/me/messages", USER, get(inbox::list)),
+        r(
+            Method::POST,
+            "/v1/me/messages/{id}/read",
+            USER,
+            post(inbox::read),
+        ),
+        r(
+            Method::PUT,
+            "/v1/templates/{id}/code",
+            PLATFORM_MERCHANT,
+            put(codes::set_shared),
+        ),
+        r(
+            Method::GET,
+            "/v1/templates/{id}/code",
+            PLATFORM_MERCHANT,
+            get(codes::get_shared),
+        ),
+        r(
+            Method::DELETE,
+            "/v1/templates/{id}/code",
+            PLATFORM_MERCHANT,
+            delete(codes::remove_shared),
+        ),
+        r(
+            Method::POST,
+            "/v1/templates/{id}/codes",
+            PLATFORM_MERCHANT,
+            post(codes::create_batch),
+        ),
+        r(
+            Method::GET,
+            "/v1/code-batches/{id}",
+            PLATFORM_MERCHANT,
+            get(codes::get_batch),
+        ),
+        r(
+            Method::GET,
+            "/v1/code-batches/{id}/codes",
+            PLATFORM_MERCHANT,
+            get(codes::download),
+        ),
+        r(
+            Method::POST,
+            "/v1/codes/{code}/redeem",
+            USER_SERVICE,
+            post(codes::redeem),
+        ),
+        (
+            RouteSpec {
+                method: Method::POST,
+                path: "/v1/templates/{id}/issuances",
+                roles: PLATFORM_MERCHANT,
+                upload: true,
+            },
+            post(issuances::create),
+        ),
+        r(
+            Method::GET,
+            "/v1/issuances/{id}",
+            PLATFORM_MERCHANT,
+            get(issuances::get),
+        ),
+        r(
+            Method::GET,
+            "/v1/templates/{id}/stats",
+            PLATFORM_MERCHANT,
+            get(reports::template),
+        ),
+        r(
+            Method::GET,
+            "/v1/activities/{id}/stats",
+            PLATFORM_MERCHANT,
+            get(reports::activity),
+        ),
+        r(
+            Method::GET,
+            "/v1/reports/reconciliation",
+            PLATFORM,
+            get(reports::reconciliation),
+        ),
+        r(
+            Method::POST,
+            "/v1/webhooks",
+            PLATFORM_MERCHANT,
+            post(webhooks::create),
+        ),
+        r(
+            Method::GET,
+            "/v1/webhooks",
+            PLATFORM_MERCHANT,
+            get(webhooks::list),
+        ),
+        r(
+            Method::GET,
+            "/v1/webhooks/{id}",
+            PLATFORM_MERCHANT,
+            get(webhooks::get),
+        ),
+        r(
+            Method::DELETE,
+            "/v1/webhooks/{id}",
+            PLATFORM_MERCHANT,
+            delete(webhooks::disable),
+        ),
+        r(
+            Method::GET,
+            "/v1/webhooks/{id}/deliveries",
+            PLATFORM_MERCHANT,
+            get(webhooks::deliveries),
+        ),
+        r(
+            Method::POST,
+            "/v1/quotes",
+            USER_SERVICE,
+            post(checkout::quote),
+        ),
+        r(
+            Method::POST,
+            "/v1/orders/{order_id}/lock",
+            SERVICE,
+            post(checkout::lock),
+        ),
+        r(
+            Method::POST,
+            "/v1/orders/{order_id}/confirm",
+            SERVICE,
+            post(checkout::confirm),
+        ),
+        r(
+            Method::POST,
+            "/v1/orders/{order_id}/cancel",
+            SERVICE,
+            post(checkout::cancel),
+        ),
+        r(
+            Method::GET,
+            "/v1/orders/{order_id}",
+            SERVICE,
+            get(checkout::get),
+        ),
+        r(
+            Method::GET,
+            "/v1/coupons/{id}/history",
+            PLATFORM_MERCHANT_USER,
+            get(checkout::history),
+        ),
         r(
             Method::GET,
             "/v1/users/{id}/coupons",
@@ -184,6 +343,28 @@ pub fn v1(state: &AppState) -> Router<AppState> {
     table()
         .into_iter()
         .fold(Router::new(), |router, (spec, handler)| {
+            // Layers run outside in: the auth guard, then (on writes) idempotency, then the
+            // handler.
+            let limit = if spec.upload {
+                state.settings().max_upload_bytes
+            } else {
+                state.settings().max_body_bytes
+            };
+            let handler = if spec.method != Method::GET
+                && !crate::idempotency::OWN_KEYS.contains(&spec.path)
+            {
+                handler.route_layer(from_fn_with_state(
+                    (state.clone(), spec.path, limit),
+                    crate::idempotency::layer,
+                ))
+            } else {
+                handler
+            };
+            let handler = if spec.upload {
+                handler.layer(axum::extract::DefaultBodyLimit::max(limit))
+            } else {
+                handler
+            };
             let guarded =
                 handler.route_layer(from_fn_with_state((state.clone(), spec.roles), guard));
             router.route(spec.path, guarded)

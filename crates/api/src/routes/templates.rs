@@ -30,7 +30,11 @@ fn view(t: Template, now: Timestamp) -> TemplateView {
 }
 
 /// Loads a template the caller may see: merchants only their own.
-async fn load_visible(s: &AppState, p: &Principal, id: TemplateId) -> ApiResult<Template> {
+pub(crate) async fn load_visible(
+    s: &AppState,
+    p: &Principal,
+    id: TemplateId,
+) -> ApiResult<Template> {
     let t = s.store().template(id).await?;
     match p.merchant() {
         Some(m) if t.merchant_id != Some(m) => Err(ApiError::NotFound),

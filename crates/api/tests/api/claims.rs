@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use crate::support::*;
 
 /// A published standalone template of merchant 1 claimable hours [10, 20), clock at hour 15.
-async fn live(app: &TestApp, stock: i64, limit: u32, extra: Value) -> i64 {
+pub(crate) async fn live(app: &TestApp, stock: i64, limit: u32, extra: Value) -> i64 {
     let mut body = standalone_template(10, 20);
     body["total_stock"] = json!(stock);
     body["per_user_limit"] = json!(limit);

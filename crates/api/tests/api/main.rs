@@ -2,12 +2,19 @@
 //! manual clock.
 #![allow(clippy::unwrap_used)]
 
+mod abuse;
+mod checkout;
 mod claims;
 mod clock;
+mod codes;
 mod flows;
 mod isolation;
+mod issuances;
 mod listings;
 mod openapi;
+mod reports;
 mod roles;
+mod scheduling;
 mod support;
 mod validation;
+mod webhooks;

@@ -47,6 +47,31 @@ fn expected() -> Vec<(Method, &'static str, Vec<Role>)> {
         (Method::POST, "/v1/templates/{id}/claims", vec![U, S]),
         (Method::GET, "/v1/me/coupons", vec![U]),
         (Method::GET, "/v1/users/{id}/coupons", vec![S]),
+        (Method::PUT, "/v1/templates/{id}/code", vec![P, M]),
+        (Method::GET, "/v1/templates/{id}/code", vec![P, M]),
+        (Method::DELETE, "/v1/templates/{id}/code", vec![P, M]),
+        (Method::POST, "/v1/templates/{id}/codes", vec![P, M]),
+        (Method::GET, "/v1/code-batches/{id}", vec![P, M]),
+        (Method::GET, "/v1/code-batches/{id}/codes", vec![P, M]),
+        (Method::POST, "/v1/codes/{code}/redeem", vec![U, S]),
+        (Method::POST, "/v1/quotes", vec![U, S]),
+        (Method::POST, "/v1/orders/{order_id}/lock", vec![S]),
+        (Method::POST, "/v1/orders/{order_id}/confirm", vec![S]),
+        (Method::POST, "/v1/orders/{order_id}/cancel", vec![S]),
+        (Method::GET, "/v1/orders/{order_id}", vec![S]),
+        (Method::GET, "/v1/coupons/{id}/history", vec![P, M, U]),
+        (Method::GET, "/v1/me/messages", vec![U]),
+        (Method::POST, "/v1/templates/{id}/issuances", vec![P, M]),
+        (Method::GET, "/v1/issuances/{id}", vec![P, M]),
+        (Method::GET, "/v1/templates/{id}/stats", vec![P, M]),
+        (Method::GET, "/v1/activities/{id}/stats", vec![P, M]),
+        (Method::GET, "/v1/reports/reconciliation", vec![P]),
+        (Method::POST, "/v1/webhooks", vec![P, M]),
+        (Method::GET, "/v1/webhooks", vec![P, M]),
+        (Method::GET, "/v1/webhooks/{id}", vec![P, M]),
+        (Method::DELETE, "/v1/webhooks/{id}", vec![P, M]),
+        (Method::GET, "/v1/webhooks/{id}/deliveries", vec![P, M]),
+        (Method::POST, "/v1/me/messages/{id}/read", vec![U]),
     ]
 }
 
@@ -87,7 +112,9 @@ async fn every_route_admits_exactly_its_roles() {
     for (method, path, allowed) in expected() {
         let concrete = path
             .replace("{id}", &activity.to_string())
-            .replace("{template_id}", "1");
+            .replace("{template_id}", "1")
+            .replace("{code}", "SPRING24")
+            .replace("{order_id}", "order-1");
         let body = matches!(method, Method::POST | Method::PATCH | Method::PUT).then(|| json!({}));
         let anon = app
             .call(method.clone(), &concrete, None, body.clone())

@@ -36,6 +36,8 @@ pub enum Backend {
 
 pub struct TestApp {
     pub router: Router,
+    /// The state behind the router, for driving background work (`code_generator`) by hand.
+    pub state: AppState,
     pub store: Arc<dyn Store>,
     pub clock: ManualClock,
     pub platform: String,
@@ -108,7 +110,7 @@ impl TestApp {
         };
         let clock = ManualClock::new(t0());
         let state = AppState::new(store.clone(), Arc::new(clock.clone()), SECRET, settings);
-        let router = coupond_api::router(state);
+        let router = coupond_api::router(state.clone());
         let key = |role, merchant| {
             let store = store.clone();
             async move {
@@ -156,6 +158,7 @@ impl TestApp {
             .unwrap();
         Some(TestApp {
             router,
+            state,
             platform: key(Role::Platform, None).await,
             service: key(Role::Service, None).await,
             store,
@@ -164,6 +167,11 @@ impl TestApp {
             user,
             _dir: dir,
         })
+    }
+
+    /// The SQLite database file (`None` on PostgreSQL), for tests that read it directly.
+    pub fn sqlite_path(&self) -> Option<std::path::PathBuf> {
+        self._dir.as_ref().map(|d| d.path().join("coupond.db"))
     }
 
     pub fn m1(&self) -> &str {

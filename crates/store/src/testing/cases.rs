@@ -6,6 +6,15 @@ use std::sync::Arc;
 use coupond_domain::{ActivityStatus, ListingDraft, Money, TemplateStatus, Timestamp};
 use time::Duration;
 
+mod checkout;
+mod codes;
+mod events;
+mod scheduling;
+pub use checkout::*;
+pub use codes::*;
+pub use events::*;
+pub use scheduling::*;
+
 use super::fixtures::*;
 use crate::{
     ActivityQuery, ClaimOutcome, ClaimRequest, CouponQuery, IdempotencyKey, ListingQuery,
@@ -1032,9 +1041,12 @@ async fn claimable(s: &Arc<dyn Store>, stock: i64, limit: u32) -> coupond_domain
 fn req(user: &str) -> ClaimRequest {
     ClaimRequest {
         user: coupond_domain::UserId::parse(user).unwrap(),
+        actor: coupond_domain::Actor::User(coupond_domain::UserId::parse(user).unwrap()),
         valid_from: at(15),
         valid_until: at(15 + 48),
         idempotency: None,
+        code: None,
+        issuance: None,
     }
 }
 

@@ -2,15 +2,27 @@
 //! subcommands, and graceful shutdown on SIGTERM.
 #![allow(clippy::unwrap_used)]
 
+mod crash;
+mod failpoints;
+mod mixed;
+mod outage;
+mod processes;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_coupond");
+pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_coupond");
 
 /// A blocking HTTP/1.1 GET; returns the status code and body.
 fn get(base: &str, path: &str, bearer: Option<&str>) -> (u16, String) {
+    let (status, _, body) = get_with_head(base, path, bearer);
+    (status, body)
+}
+
+/// A blocking HTTP/1.1 GET; returns the status code, the head (lower-cased) and the body.
+fn get_with_head(base: &str, path: &str, bearer: Option<&str>) -> (u16, String, String) {
     let addr = base.trim_start_matches("http://");
     let mut stream = TcpStream::connect(addr).unwrap();
     stream
@@ -27,15 +39,48 @@ fn get(base: &str, path: &str, bearer: Option<&str>) -> (u16, String) {
     let mut response = String::new();
     stream.read_to_string(&mut response).unwrap();
     let status = response.split(' ').nth(1).unwrap().parse().unwrap();
-    let body = response
-        .split("\r\n\r\n")
-        .nth(1)
-        .unwrap_or_default()
-        .to_owned();
-    (status, body)
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    (status, head.to_ascii_lowercase(), body.to_owned())
 }
 
-fn run(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+/// A fresh schema on the test PostgreSQL (migrated), as a URL whose sessions use it; `None`,
+/// with the skip announced, when `COUPOND_TEST_POSTGRES_URL` is not set.
+pub(crate) fn postgres_schema(prefix: &str) -> Option<String> {
+    let Ok(url) = std::env::var("COUPOND_TEST_POSTGRES_URL") else {
+        // Straight to stderr: libtest captures `eprintln!`, and CI looks for this line.
+        let _ = std::io::stderr().write_all(
+            format!("SKIP postgres {prefix} test: COUPOND_TEST_POSTGRES_URL is not set\n")
+                .as_bytes(),
+        );
+        return None;
+    };
+    let schema = format!("{prefix}_{}", uuid::Uuid::new_v4().simple());
+    tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let s = coupond_store_postgres::PgStore::connect_in_schema(&url, Some(&schema))
+            .await
+            .unwrap();
+        s.migrate().await.unwrap();
+        coupond_store::Store::close(&s).await;
+    });
+    let _ = std::io::stderr()
+        .write_all(format!("{prefix} test running on PostgreSQL in schema {schema}\n").as_bytes());
+    let sep = if url.contains('?') { '&' } else { '?' };
+    Some(format!("{url}{sep}options=-c%20search_path%3D{schema}"))
+}
+
+/// Every server log line written in `dir` (see [`start_server`]).
+pub(crate) fn server_logs(dir: &std::path::Path) -> String {
+    let mut all = String::new();
+    for entry in std::fs::read_dir(dir).unwrap().map_while(Result::ok) {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with("serve-") && name.ends_with(".log") {
+            all.push_str(&std::fs::read_to_string(entry.path()).unwrap());
+        }
+    }
+    all
+}
+
+pub(crate) fn run(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
     Command::new(BIN)
         .current_dir(dir)
         .args(args)
@@ -81,7 +126,7 @@ fn export(lines: &[String], name: &str) -> String {
         .to_owned()
 }
 
-fn terminate_and_wait(mut child: Child) -> std::process::ExitStatus {
+pub(crate) fn terminate_and_wait(mut child: Child) -> std::process::ExitStatus {
     let ok = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
@@ -98,6 +143,52 @@ fn terminate_and_wait(mut child: Child) -> std::process::ExitStatus {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// Starts `serve` on `db` listening on `listen` with extra environment `env`; returns the
+/// child and its base URL once it listens. Its stderr is drained in the background.
+pub(crate) fn start_server(
+    dir: &std::path::Path,
+    db: &str,
+    listen: &str,
+    env: &[(&str, &str)],
+) -> (Child, String) {
+    let mut child = Command::new(BIN)
+        .current_dir(dir)
+        .args([
+            "--database",
+            db,
+            "--log-level",
+            "warn",
+            "serve",
+            "--listen",
+            listen,
+        ])
+        .envs(env.iter().copied())
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut reader = BufReader::new(child.stderr.take().unwrap());
+    let base = loop {
+        let mut line = String::new();
+        assert!(
+            reader.read_line(&mut line).unwrap() > 0,
+            "serve exited early"
+        );
+        if let Some(rest) = line.strip_prefix("coupond listening on ") {
+            break rest.split(' ').next().unwrap().to_owned();
+        }
+    };
+    // The rest of its log (warnings and errors) goes to serve-<pid>.log in `dir`, for tests
+    // that check what the server complained about.
+    let mut log = std::fs::File::create(dir.join(format!("serve-{}.log", child.id()))).unwrap();
+    std::thread::spawn(move || {
+        for line in reader.lines().map_while(Result::ok) {
+            let _ = writeln!(log, "{line}");
+        }
+    });
+    (child, base)
 }
 
 #[test]
@@ -266,33 +357,7 @@ fn admin_commands_share_the_database_with_serve() {
 fn loadtest_drives_a_server_and_audits_it() {
     let dir = tempfile::tempdir().unwrap();
     let db = format!("sqlite://{}/lt.db", dir.path().display());
-    let mut child = Command::new(BIN)
-        .current_dir(dir.path())
-        .args([
-            "--database",
-            &db,
-            "--log-level",
-            "warn",
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-        ])
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut reader = BufReader::new(child.stderr.take().unwrap());
-    let base = loop {
-        let mut line = String::new();
-        assert!(
-            reader.read_line(&mut line).unwrap() > 0,
-            "serve exited early"
-        );
-        if let Some(rest) = line.strip_prefix("coupond listening on ") {
-            break rest.split(' ').next().unwrap().to_owned();
-        }
-    };
-    std::thread::spawn(move || for _ in reader.lines() {});
+    let (child, base) = start_server(dir.path(), &db, "127.0.0.1:0", &[]);
     let out = run(
         dir.path(),
         &[

@@ -1,0 +1,189 @@
+//! The `Idempotency-Key` header: parsed once, scoped to the principal and the route, with a
+//! fingerprint of what was asked, so a retry is told apart from a reuse of the key for
+//! something else; and the [`layer`] that gives every write route replay of its first answer.
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use coupond_store::{IdempotencyKey, IdempotencyStart, StoredAnswer};
+use sha2::{Digest, Sha256};
+
+use crate::auth::Principal;
+use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
+
+/// The header's key scoped to `p` and `route` (the route's pattern, e.g.
+/// `POST /v1/templates/{id}/claims`), fingerprinted by `asked` (what the request asks for,
+/// in a canonical form). `None` without the header; 400 `invalid_header` if it is not 1 to
+/// 255 visible ASCII characters.
+pub fn key(
+    headers: &HeaderMap,
+    p: &Principal,
+    route: &str,
+    asked: &str,
+) -> ApiResult<Option<IdempotencyKey>> {
+    let Some(value) = headers.get("idempotency-key") else {
+        return Ok(None);
+    };
+    let key = value
+        .to_str()
+        .ok()
+        .filter(|k| !k.is_empty() && k.len() <= 255 && k.bytes().all(|b| b.is_ascii_graphic()))
+        .ok_or_else(|| {
+            ApiError::bad_request(
+                "invalid_header",
+                Some("Idempotency-Key"),
+                "Idempotency-Key must be 1 to 255 visible ASCII characters",
+            )
+        })?;
+    let scope = match p {
+        Principal::User(u) => format!("user:{u}"),
+        Principal::Merchant(m) => format!("merchant:{m}"),
+        Principal::Platform => "platform".to_owned(),
+        Principal::Service => "service".to_owned(),
+    };
+    Ok(Some(IdempotencyKey {
+        key: format!("{scope}\n{route}\n{key}"),
+        fingerprint: Sha256::digest(asked.as_bytes()).into(),
+    }))
+}
+
+/// Routes whose keys are kept inside their own transaction (the claim's), not here.
+pub const OWN_KEYS: [&str; 2] = ["/v1/templates/{id}/claims", "/v1/codes/{code}/redeem"];
+
+/// The layer every write route runs under (inside its auth guard): with an `Idempotency-Key`,
+/// the first request's answer (2xx or 4xx) is kept for `idempotency_ttl` and replayed to
+/// retries (`idempotent-replayed: true`); the same key with another request is 422
+/// `idempotency_key_reused`; a retry while the first is still running is 409
+/// `idempotency_in_flight` with Retry-After (after `idempotency_stale` the first is taken to
+/// have died with its process, and a retry runs again). Answers that say nothing about the request (5xx, 429) are not
+/// kept, so a retry runs again. Scope: the principal and the route.
+pub async fn layer(
+    State((state, route, limit)): State<(AppState, &'static str, usize)>,
+    req: Request,
+    next: Next,
+) -> Response {
+    if !req.headers().contains_key("idempotency-key") {
+        return next.run(req).await;
+    }
+    match run(&state, route, limit, req, next).await {
+        Ok(res) | Err(res) => res,
+    }
+}
+
+async fn run(
+    state: &AppState,
+    route: &'static str,
+    limit: usize,
+    req: Request,
+    next: Next,
+) -> Result<Response, Response> {
+    let principal = req
+        .extensions()
+        .get::<Principal>()
+        .cloned()
+        .ok_or_else(|| {
+            ApiError::Internal("idempotency layer outside the auth guard".into()).into_response()
+        })?;
+    let (parts, body) = req.into_parts();
+    let bytes = axum::body::to_bytes(body, limit)
+        .await
+        .map_err(|_| ApiError::PayloadTooLarge.into_response())?;
+    // The fingerprint of an upload is its hash, not its text.
+    let asked = format!(
+        "{}\n{}\n{}",
+        parts.method,
+        parts.uri.path(),
+        hex(&Sha256::digest(&bytes))
+    );
+    let key = key(&parts.headers, &principal, route, &asked)
+        .map_err(IntoResponse::into_response)?
+        .ok_or_else(|| ApiError::Internal("idempotency key vanished".into()).into_response())?;
+    let now = state.now();
+    let start = state
+        .store()
+        .idempotency_start(
+            &key,
+            now,
+            now.minus(state.settings().idempotency_stale),
+            now.plus(state.settings().idempotency_ttl),
+        )
+        .await
+        .map_err(|e| ApiError::from(e).into_response())?;
+    match start {
+        IdempotencyStart::Replay(answer) => Ok(replay(answer)),
+        IdempotencyStart::InFlight => {
+            let mut res = ApiError::conflict(
+                "idempotency_in_flight",
+                "a request with this Idempotency-Key is still running; retry shortly",
+            )
+            .into_response();
+            res.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            Err(res)
+        }
+        IdempotencyStart::Mismatch => Err(ApiError::invalid(
+            "idempotency_key_reused",
+            "Idempotency-Key",
+            "this key was already used for a different request",
+        )
+        .into_response()),
+        IdempotencyStart::New => {
+            let res = next
+                .run(Request::from_parts(parts, Body::from(bytes)))
+                .await;
+            let (mut head, body) = res.into_parts();
+            let status = head.status;
+            let keep = !(status.is_server_error() || status == StatusCode::TOO_MANY_REQUESTS);
+            // Answers are small JSON; a body that cannot be read is not kept.
+            let bytes = axum::body::to_bytes(body, 16 * 1024 * 1024).await;
+            let stored = match (&bytes, keep) {
+                (Ok(b), true) => {
+                    let answer = StoredAnswer {
+                        status: status.as_u16(),
+                        content_type: head
+                            .headers
+                            .get(header::CONTENT_TYPE)
+                            .and_then(|v| v.to_str().ok())
+                            .unwrap_or("application/json")
+                            .to_owned(),
+                        body: b.to_vec(),
+                    };
+                    state.store().idempotency_finish(&key.key, &answer).await
+                }
+                _ => state.store().idempotency_abandon(&key.key).await,
+            };
+            if let Err(e) = stored {
+                // The answer stands; a retry will find the key running (then stale) and run
+                // again, which the routes' own checks make safe.
+                tracing::warn!(error = %e, "could not record an idempotent answer");
+            }
+            head.headers
+                .insert("idempotent-replayed", HeaderValue::from_static("false"));
+            Ok(Response::from_parts(
+                head,
+                Body::from(bytes.unwrap_or_default()),
+            ))
+        }
+    }
+}
+
+fn replay(answer: StoredAnswer) -> Response {
+    let mut res = Response::new(Body::from(answer.body));
+    *res.status_mut() = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::OK);
+    if let Ok(v) = HeaderValue::from_str(&answer.content_type) {
+        res.headers_mut().insert(header::CONTENT_TYPE, v);
+    }
+    res.headers_mut()
+        .insert("idempotent-replayed", HeaderValue::from_static("true"));
+    res
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod props;

@@ -1,0 +1,52 @@
+//! Cache invalidation from the outbox: when a template changes status or sells out, this
+//! process forgets its cached copy at once instead of waiting out `cache_ttl`.
+//!
+//! The cache is only a short cut (a claim's commit re-checks the template), so this is about
+//! freshness, not correctness. It runs as one of the dispatcher's observers, which hold a lease:
+//! with several instances, the others' caches expire by `cache_ttl`.
+
+use async_trait::async_trait;
+use coupond_domain::TemplateId;
+use coupond_engine::Observer;
+use coupond_store::events::kind;
+use coupond_store::{Event, StoreResult};
+
+use crate::state::AppState;
+
+/// Forgets cached templates named by template events.
+#[derive(Debug)]
+pub struct CacheInvalidator {
+    state: AppState,
+}
+
+impl CacheInvalidator {
+    pub fn new(state: AppState) -> Self {
+        CacheInvalidator { state }
+    }
+}
+
+#[async_trait]
+impl Observer for CacheInvalidator {
+    fn name(&self) -> &str {
+        "cache"
+    }
+
+    async fn handle(&self, events: &[Event]) -> StoreResult<()> {
+        for e in events {
+            if matches!(
+                e.kind.as_str(),
+                kind::TEMPLATE_STATUS_CHANGED | kind::TEMPLATE_SOLD_OUT
+            ) {
+                if let Some(t) = e
+                    .body
+                    .get("template_id")
+                    .and_then(|t| t.as_i64())
+                    .and_then(|t| TemplateId::new(t).ok())
+                {
+                    self.state.forget_template(t);
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,429 @@
+//! Checkout, for the order service: quotes (also for users over their own wallet), and the
+//! try/confirm/cancel of an order's coupons keyed by the order id.
+
+use axum::extract::State;
+use axum::{Extension, Json};
+use coupond_domain::checkout::Reason;
+use coupond_domain::codes::TypedCode;
+use coupond_domain::{
+    discount, eligibility, Actor, Coupon, CouponId, CouponStatus, DomainError, Money, Order,
+    OrderDraft, OrderId, Quote, TemplateId, TemplateUse,
+};
+use coupond_engine::QuoteError;
+use coupond_store::{LockOutcome, OrderRecord, OrderStep, StoreError};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use utoipa::ToSchema;
+
+use crate::auth::Principal;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{ApiJson, ApiPath};
+use crate::routes::{BodyErrors, CommonErrors, ConflictError};
+use crate::state::AppState;
+
+/// Coupons one lock may hold.
+const MAX_LOCKED: usize = 20;
+
+/// Validates an order snapshot, naming fields from the body's root (`order.lines[3]...`).
+fn order_of(draft: OrderDraft) -> ApiResult<Order> {
+    Order::try_from(draft).map_err(|e| {
+        ApiError::from(DomainError {
+            field: Some(match &e.field {
+                Some(f) => format!("order.{f}"),
+                None => "order".to_owned(),
+            }),
+            ..e
+        })
+    })
+}
+
+/// Users quote their own wallet only.
+fn check_user(p: &Principal, order: &Order) -> ApiResult<()> {
+    match p {
+        Principal::User(me) if *me != order.user_id => Err(ApiError::invalid(
+            "not_allowed",
+            "order.user_id",
+            "users quote their own orders",
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The body of a quote.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct QuoteBody {
+    pub order: OrderDraft,
+    /// Only these coupons (each must be the order's user's); without it, every unused coupon
+    /// of the user (up to 500, soonest-expiring first).
+    #[serde(default)]
+    pub coupon_ids: Option<Vec<CouponId>>,
+    /// A promotion code the user has not redeemed yet: what its coupon would do for this
+    /// order (`code` in the answer; not part of the best combination).
+    #[serde(default)]
+    pub code: Option<String>,
+}
+
+/// What a code's coupon would do for the order.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CodePreview {
+    pub code: String,
+    pub template_id: TemplateId,
+    pub applicable: bool,
+    pub reasons: Vec<Reason>,
+    pub discount: Money,
+}
+
+/// A quote: every coupon with whether it applies and why not, and the best combination.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct QuoteView {
+    #[serde(flatten)]
+    pub quote: Quote,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<CodePreview>,
+}
+
+/// Quote an order: for every coupon of the user (or the ones named), whether it can be used
+/// and every reason why not (`expired`, `not_yet_valid`, `below_threshold`, `out_of_scope`,
+/// `wrong_city`, `not_owner`, `locked`, `used`, `revoked`, `template_aborted`,
+/// `budget_exhausted`, `exclusive_conflict`), its discount, and the best combination with its
+/// split over lines and lease months and the order's total after it. No side effects.
+#[utoipa::path(operation_id = "quote", post, path = "/v1/quotes", tag = "checkout",
+    request_body = QuoteBody,
+    responses((status = 200, description = "The quote", body = QuoteView), CommonErrors, BodyErrors),
+    security(("bearer" = [])))]
+pub async fn quote(
+    Extension(p): Extension<Principal>,
+    State(s): State<AppState>,
+    ApiJson(body): ApiJson<QuoteBody>,
+) -> ApiResult<Json<QuoteView>> {
+    let order = order_of(body.order)?;
+    check_user(&p, &order)?;
+    if let Some(ids) = &body.coupon_ids {
+        if ids.len() > coupond_engine::checkout::MAX_WALLET as usize {
+            return Err(ApiError::invalid(
+                "too_many",
+                "coupon_ids",
+                "at most 500 coupons per quote",
+            ));
+        }
+    }
+    let code = match &body.code {
+        Some(c) => Some(preview(&s, &order, c).await?),
+        None => None,
+    };
+    let quote = s
+        .checkout()
+        .quote(&order, body.coupon_ids.as_deref())
+        .await
+        .map_err(|e| match e {
+            QuoteError::NotTheUsers(i) => ApiError::invalid(
+                "unknown_coupon",
+                &format!("coupon_ids[{i}]"),
+                "no coupon of the order's user has this id",
+            ),
+            QuoteError::Store(e) => e.into(),
+        })?;
+    Ok(Json(QuoteView { quote, code }))
+}
+
+/// What redeeming `typed` would give the order's user on this order. A code that cannot be
+/// redeemed gets the one answer redemption gives.
+async fn preview(s: &AppState, order: &Order, typed: &str) -> ApiResult<CodePreview> {
+    let code = TypedCode::parse(typed).map_err(|_| ApiError::unusable_code())?;
+    let found = match s.store().promo_code(code.as_str()).await {
+        Ok(found) if found.redeemed_by.is_none() => found,
+        Ok(_) | Err(StoreError::NotFound) => return Err(ApiError::unusable_code()),
+        Err(e) => return Err(e.into()),
+    };
+    let now = s.now();
+    let template = s.claimed_template(found.template_id).await?;
+    if coupond_domain::check_claim(&template, &order.user_id, now).is_err() {
+        return Err(ApiError::unusable_code());
+    }
+    let (valid_from, valid_until) = template.spec.validity.for_claim(now);
+    let would_be = Coupon {
+        id: CouponId::new(i64::MAX).map_err(|e| ApiError::Internal(e.into()))?,
+        template_id: template.id,
+        user_id: order.user_id.clone(),
+        stored_status: CouponStatus::Unused,
+        claimed_at: now,
+        valid_from,
+        valid_until,
+        code: Some(found.code.clone()),
+        order_id: None,
+        locked_until: None,
+        discount: None,
+        used_at: None,
+    };
+    let usage = TemplateUse {
+        template: &template,
+        given: template.given.saturating_add(template.reserved),
+    };
+    let reasons = eligibility(order, now, &would_be, usage);
+    let amount = if reasons.is_empty() {
+        discount(order, usage).map_or(Money::ZERO, |d| d.discount)
+    } else {
+        Money::ZERO
+    };
+    Ok(CodePreview {
+        code: found.code,
+        template_id: template.id,
+        applicable: reasons.is_empty(),
+        reasons,
+        discount: amount,
+    })
+}
+
+/// The body of a lock.
+#[derive(Debug, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LockBody {
+    /// The order as it will be paid; its `user_id` owns the coupons.
+    pub order: OrderDraft,
+    /// The coupons to hold: 1 to 20, distinct, the user's, usable together (as the quote's
+    /// best combination of them).
+    pub coupon_ids: Vec<CouponId>,
+}
+
+/// An order's hold on its coupons.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct OrderView {
+    pub order_id: OrderId,
+    #[schema(value_type = String)]
+    pub user_id: coupond_domain::UserId,
+    /// `locked`, `confirmed`, `cancelled` or `expired`.
+    pub state: String,
+    /// When the lock ends unless confirmed.
+    pub deadline: coupond_domain::Timestamp,
+    pub created_at: coupond_domain::Timestamp,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<coupond_domain::Timestamp>,
+    /// What the lock computed: `order_total`, `discount`, `total_after`, `coupons` (each with
+    /// its discount, lines and schedule), `lines`, `schedule`.
+    #[serde(flatten)]
+    #[schema(value_type = Object)]
+    pub terms: serde_json::Map<String, serde_json::Value>,
+}
+
+impl OrderView {
+    fn new(o: OrderRecord) -> Self {
+        let mut terms = match o.answer {
+            serde_json::Value::Object(m) => m,
+            _ => serde_json::Map::new(),
+        };
+        // The record's own fields win over the copy in the answer.
+        for k in [
+            "order_id",
+            "user_id",
+            "state",
+            "deadline",
+            "created_at",
+            "ended_at",
+        ] {
+            terms.remove(k);
+        }
+        OrderView {
+            order_id: o.order_id,
+            user_id: o.user_id,
+            state: o.state.as_str().to_owned(),
+            deadline: o.deadline,
+            created_at: o.created_at,
+            ended_at: o.ended_at,
+            terms,
+        }
+    }
+}
+
+/// Lock coupons for an order (try): re-checks every coupon against the order in the same
+/// transaction that locks them, all or nothing; they stay `locked` until confirmed,
+/// cancelled, or the deadline (`lock_ttl`) passes. The same order id with the same body
+/// answers the same; with another body, 409 `order_conflict`. Coupons that cannot be locked:
+/// 409 `coupons_not_applicable` with each one's reasons (`redundant` for a coupon that would
+/// take nothing off next to the others).
+#[utoipa::path(operation_id = "lock_order", post, path = "/v1/orders/{order_id}/lock", tag = "checkout",
+    params(("order_id" = String, Path, description = "The order service's order or lease id")),
+    request_body = LockBody,
+    responses((status = 200, description = "Locked", body = OrderView), CommonErrors, BodyErrors, ConflictError),
+    security(("bearer" = [])))]
+pub async fn lock(
+    Extension(p): Extension<Principal>,
+    State(s): State<AppState>,
+    ApiPath(order_id): ApiPath<String>,
+    ApiJson(body): ApiJson<LockBody>,
+) -> ApiResult<Json<OrderView>> {
+    let order_id = parse_order_id(&order_id)?;
+    let fingerprint: [u8; 32] =
+        Sha256::digest(serde_json::to_vec(&body).map_err(|e| ApiError::Internal(e.into()))?).into();
+    let order = order_of(body.order)?;
+    let ids = body.coupon_ids;
+    if ids.is_empty() || ids.len() > MAX_LOCKED {
+        return Err(ApiError::invalid(
+            "invalid_value",
+            "coupon_ids",
+            format!("1 to {MAX_LOCKED} coupons"),
+        ));
+    }
+    for (i, id) in ids.iter().enumerate() {
+        if ids[..i].contains(id) {
+            return Err(ApiError::invalid(
+                "duplicate",
+                &format!("coupon_ids[{i}]"),
+                "each coupon once",
+            ));
+        }
+    }
+    match s
+        .checkout()
+        .lock(&order_id, &order, &ids, fingerprint, &actor(&p))
+        .await?
+    {
+        LockOutcome::Locked(o) | LockOutcome::Replayed(o) => Ok(Json(OrderView::new(o))),
+        LockOutcome::Refused(r) => Err(ApiError::LockRefused(r.coupons)),
+        LockOutcome::OrderConflict => Err(ApiError::conflict(
+            "order_conflict",
+            "this order id was locked with a different request",
+        )),
+    }
+}
+
+fn parse_order_id(s: &str) -> ApiResult<OrderId> {
+    OrderId::parse(s).map_err(|e| ApiError::bad_request("invalid_path", Some("order_id"), e))
+}
+
+fn actor(p: &Principal) -> Actor {
+    p.actor()
+}
+
+/// Confirm an order (the coupons are used): records each coupon's discount and counts it
+/// against its template's budget, after checking no template's stock or budget would be
+/// passed (409 `amount_verification_failed`, and an alert, if one would). Repeating it
+/// answers the same; after a cancel or the deadline, 409 `order_ended`.
+#[utoipa::path(operation_id = "confirm_order", post, path = "/v1/orders/{order_id}/confirm", tag = "checkout",
+    params(("order_id" = String, Path, description = "The order id")),
+    responses((status = 200, description = "Confirmed", body = OrderView), CommonErrors, ConflictError),
+    security(("bearer" = [])))]
+pub async fn confirm(
+    Extension(p): Extension<Principal>,
+    State(s): State<AppState>,
+    ApiPath(order_id): ApiPath<String>,
+) -> ApiResult<Json<OrderView>> {
+    let order_id = parse_order_id(&order_id)?;
+    match s.checkout().confirm(&order_id, &actor(&p)).await? {
+        OrderStep::Done(o) | OrderStep::Already(o) => Ok(Json(OrderView::new(o))),
+        OrderStep::WrongState(o) => Err(ApiError::conflict(
+            "order_ended",
+            format!(
+                "the order's lock has ended ({}); lock the coupons again",
+                o.state.as_str()
+            ),
+        )),
+        OrderStep::AmountViolation(_) => Err(ApiError::conflict(
+            "amount_verification_failed",
+            "confirming would pass a template's stock or budget; it was refused and reported",
+        )),
+    }
+}
+
+/// Cancel an order: its coupons are unused again (or expired, if their validity ended
+/// meanwhile). Repeating it, or cancelling after the deadline, answers the order as it is;
+/// after a confirm, 409 `already_used`.
+#[utoipa::path(operation_id = "cancel_order", post, path = "/v1/orders/{order_id}/cancel", tag = "checkout",
+    params(("order_id" = String, Path, description = "The order id")),
+    responses((status = 200, description = "Cancelled", body = OrderView), CommonErrors, ConflictError),
+    security(("bearer" = [])))]
+pub async fn cancel(
+    Extension(p): Extension<Principal>,
+    State(s): State<AppState>,
+    ApiPath(order_id): ApiPath<String>,
+) -> ApiResult<Json<OrderView>> {
+    let order_id = parse_order_id(&order_id)?;
+    match s.checkout().cancel(&order_id, &actor(&p)).await? {
+        OrderStep::Done(o) | OrderStep::Already(o) => Ok(Json(OrderView::new(o))),
+        OrderStep::WrongState(_) => Err(ApiError::conflict(
+            "already_used",
+            "the order was confirmed: its coupons are used",
+        )),
+        OrderStep::AmountViolation(_) => Err(ApiError::Internal(
+            "a cancel reported an amount violation".into(),
+        )),
+    }
+}
+
+/// An order's hold on its coupons, as it stands.
+#[utoipa::path(operation_id = "get_order", get, path = "/v1/orders/{order_id}", tag = "checkout",
+    params(("order_id" = String, Path, description = "The order id")),
+    responses((status = 200, description = "The order", body = OrderView), CommonErrors),
+    security(("bearer" = [])))]
+pub async fn get(
+    State(s): State<AppState>,
+    ApiPath(order_id): ApiPath<String>,
+) -> ApiResult<Json<OrderView>> {
+    let order_id = parse_order_id(&order_id)?;
+    Ok(Json(OrderView::new(s.store().order(&order_id).await?)))
+}
+
+/// One status change of a coupon.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HistoryEntry {
+    /// Absent for the change that created the coupon.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<CouponStatus>,
+    pub to: CouponStatus,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub order_id: Option<String>,
+    /// `platform`, `merchant:<id>`, `service`, `user:<id>` or `system`.
+    pub actor: String,
+    pub at: coupond_domain::Timestamp,
+}
+
+/// A coupon's operation log.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HistoryView {
+    pub coupon_id: CouponId,
+    pub status: CouponStatus,
+    pub events: Vec<HistoryEntry>,
+}
+
+/// A coupon's status changes, oldest first (platform; the merchant owning its template; the
+/// user holding it).
+#[utoipa::path(operation_id = "coupon_history", get, path = "/v1/coupons/{id}/history", tag = "checkout",
+    params(("id" = i64, Path, description = "Coupon id")),
+    responses((status = 200, description = "The log", body = HistoryView), CommonErrors),
+    security(("bearer" = [])))]
+pub async fn history(
+    Extension(p): Extension<Principal>,
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<CouponId>,
+) -> ApiResult<Json<HistoryView>> {
+    let coupon = s.store().coupon(id).await?;
+    let visible = match &p {
+        Principal::Platform => true,
+        Principal::User(u) => *u == coupon.user_id,
+        Principal::Merchant(m) => {
+            s.store().template(coupon.template_id).await?.merchant_id == Some(*m)
+        }
+        Principal::Service => false,
+    };
+    if !visible {
+        return Err(ApiError::NotFound);
+    }
+    let events = s
+        .store()
+        .coupon_history(id)
+        .await?
+        .into_iter()
+        .map(|e| HistoryEntry {
+            from: e.from,
+            to: e.to,
+            order_id: e.order_id,
+            actor: e.actor.to_text(),
+            at: e.at,
+        })
+        .collect();
+    Ok(Json(HistoryView {
+        coupon_id: id,
+        status: coupon.status(s.now()),
+        events,
+    }))
+}

@@ -1,0 +1,297 @@
+//! Promotion codes: a template's shared code, batches of generated single-use codes (and
+//! their CSV), and redemption by users.
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use coupond_domain::codes::TypedCode;
+use coupond_domain::{
+    ClaimRejection, CodeBatchDraft, CodeBatchSpec, SharedCode, Template, TemplateId, TemplateStatus,
+};
+use coupond_engine::{ClaimAsk, ClaimError};
+use coupond_store::{CodeBatch, CodeClaim, StoreError};
+use serde::Deserialize;
+use utoipa::ToSchema;
+
+use crate::auth::Principal;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{ApiJson, ApiPath, ClientIp, OptionalJson};
+use crate::idempotency;
+use crate::routes::claims::{claimant, created, user_ip, ClaimBody, Created};
+use crate::routes::templates::load_visible;
+use crate::routes::{BodyErrors, CommonErrors, ConflictError, RateLimitedError};
+use crate::state::AppState;
+use crate::views::{CodeBatchView, CouponView, SharedCodeView};
+
+/// Codes per page when the CSV is streamed.
+const CSV_PAGE: u32 = 5_000;
+
+/// A template the caller may see whose codes may still change: not aborted or expired.
+async fn load_open(s: &AppState, p: &Principal, id: TemplateId) -> ApiResult<Template> {
+    let t = load_visible(s, p, id).await?;
+    if let st @ (TemplateStatus::Aborted | TemplateStatus::Expired) = t.status(s.now()) {
+        return Err(ApiError::conflict(
+            "already_final",
+            format!("the template is {}: its codes cannot change", st.as_str()),
+        ));
+    }
+    Ok(t)
+}
+
+/// The body of `PUT /v1/templates/{id}/code`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SharedCodeBody {
+    /// 4 to 32 letters and digits (stored upper case, without spaces or dashes), unique on
+    /// the platform, and not of the form of a generated code.
+    pub code: String,
+}
+
+/// Set the template's shared code (replacing any it had): anyone holding it may redeem it,
+/// within the stock and the per-user limit. A code another template uses is 409 `code_taken`.
+#[utoipa::path(operation_id = "set_shared_code", put, path = "/v1/templates/{id}/code", tag = "codes",
+    params(("id" = i64, Path, description = "Template id")),
+    request_body = SharedCodeBody,
+    responses((status = 200, description = "The code", body = SharedCodeView), CommonErrors, BodyErrors, ConflictError),
+    security(("bearer" = [])))]
+pub async fn set_shared(
+    Extension(p): Extension<Principal>,
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<TemplateId>,
+    ApiJson(body): ApiJson<SharedCodeBody>,
+) -> ApiResult<Json<SharedCodeView>> {
+    let code = SharedCode::parse(&body.code)?;
+    load_open(&s, &p, id).await?;
+    match s.store().set_shared_code(id, Some(&code)).await {
+        Err(StoreError::Conflict("unique")) => Err(ApiError::conflict(
+            "code_taken",
+            "another template uses this code; choose another",
+        )),
+        other => other.map_err(ApiError::from),
+    }?;
+    Ok(Json(SharedCodeView {
+        template_id: id,
+        code: code.as_str().to_owned(),
+    }))
+}
+
+/// The template's shared code (404 when it has none).
+#[utoipa::path(operation_id = "get_shared_code", get, path = "/v1/templates/{id}/code", tag = "codes",
+    params(("id" = i64, Path, description = "Template id")),
+    responses((status = 200, description = "The code", body = SharedCodeView), CommonErrors),
+    security(("bearer" = [])))]
+pub async fn get_shared(
+    Extension(p): Extension<Principal>,
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<TemplateId>,
+) -> ApiResult<Json<SharedCodeView>> {
+    load_visible(&s, &p, id).await?;
+    let code = s.store().shared_code(id).await?.ok_or(ApiError::NotFound)?;
+    Ok(Json(SharedCodeView {
+        template_id: id,
+        code,
+    }))
+}
+
+/// Remove the template's shared code; coupons already redeemed with it stay.
+#[utoipa::path(operation_id = "remove_shared_code", delete, path = "/v1/templates/{id}/code", tag = "codes",
+    params(("id" = i64, Path, description = "Template id")),
+    responses((status = 204, description = "Removed (or there was none)"), CommonErrors, ConflictError),
+    security(("bearer" = [])))]
+pub async fn remove_shared(
+    Extension(p): Extension<Principal>,
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<TemplateId>,
+) -> ApiResult<StatusCode> {
+    load_open(&s, &p, id).await?;
+    s.store().set_shared_code(id, None).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Generate single-use codes for a template: `count` codes of `prefix`, `length` random
+/// characters of `23456789ABCDEFGHJKMNPQRSTUVWXYZ` (no look-alikes) and a check character
+/// that catches any one mistyped character or swapped pair. Up to `code_batch_sync_max`
+/// codes are generated before the answer (201); a larger batch is answered 202 at once and
+/// generated in the background (poll `GET /v1/code-batches/{id}`). Codes do not reserve
+/// stock: each redemption claims a coupon like any claim.
+#[utoipa::path(operation_id = "create_code_batch", post, path = "/v1/templates/{id}/codes", tag = "codes",
+    params(("id" = i64, Path, description = "Template id")),
+    request_body = CodeBatchDraft,
+    responses((status = 201, description = "Generated", body = CodeBatchView),
+        (status = 202, description = "Being generated", body = CodeBatchView),
+        CommonErrors, BodyErrors, ConflictError),
+    security(("bearer" = [])))]
+pub async fn create_batch(
+    Extension(p): Extension<Principal>,
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<TemplateId>,
+    ApiJson(draft): ApiJson<CodeBatchDraft>,
+) -> ApiResult<Response> {
+    let spec = CodeBatchSpec::try_from(draft)?;
+    load_open(&s, &p, id).await?;
+    let batch = s.store().insert_code_batch(id, &spec, s.now()).await?;
+    let location = format!("/v1/code-batches/{}", batch.id);
+    let (status, batch) = if spec.count() <= s.settings().code_batch_sync_max {
+        (StatusCode::CREATED, s.code_generator().fill(batch).await?)
+    } else {
+        s.code_generator().wake();
+        (StatusCode::ACCEPTED, batch)
+    };
+    Ok((
+        status,
+        [(header::LOCATION, location)],
+        Json(CodeBatchView::new(batch)),
+    )
+        .into_response())
+}
+
+/// A batch the caller may see: merchants only their own templates'.
+async fn load_batch(s: &AppState, p: &Principal, id: i64) -> ApiResult<CodeBatch> {
+    let b = s.store().code_batch(id).await?;
+    load_visible(s, p, b.template_id).await?;
+    Ok(b)
+}
+
+/// A batch of codes: how far its generation is.
+#[utoipa::path(operation_id = "get_code_batch", get, path = "/v1/code-batches/{id}", tag = "codes",
+    params(("id" = i64, Path, description = "Batch id")),
+    responses((status = 200, description = "The batch", body = CodeBatchView), CommonErrors),
+    security(("bearer" = [])))]
+pub async fn get_batch(
+    Extension(p): Extension<Principal>,
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+) -> ApiResult<Json<CodeBatchView>> {
+    Ok(Json(CodeBatchView::new(load_batch(&s, &p, id).await?)))
+}
+
+/// The batch's codes as CSV (`code,redeemed_by,redeemed_at`), streamed in code order. While
+/// the batch is pending, 409 `batch_pending`.
+#[utoipa::path(operation_id = "download_codes", get, path = "/v1/code-batches/{id}/codes", tag = "codes",
+    params(("id" = i64, Path, description = "Batch id")),
+    responses((status = 200, description = "The codes", content_type = "text/csv", body = String), CommonErrors, ConflictError),
+    security(("bearer" = [])))]
+pub async fn download(
+    Extension(p): Extension<Principal>,
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+) -> ApiResult<Response> {
+    let b = load_batch(&s, &p, id).await?;
+    if b.finished_at.is_none() {
+        return Err(ApiError::conflict(
+            "batch_pending",
+            format!(
+                "the batch is still being generated ({} of {})",
+                b.generated, b.count
+            ),
+        ));
+    }
+    // Pages of codes, each read when the client is ready for it; a failure mid-stream ends
+    // the response early (the client sees a truncated body, never a wrong one).
+    let pages = futures_util::stream::unfold(Some(None::<String>), move |after| {
+        let s = s.clone();
+        async move {
+            let after = after?;
+            let mut text = String::new();
+            if after.is_none() {
+                text.push_str("code,redeemed_by,redeemed_at\n");
+            }
+            match s.store().batch_codes(id, after.as_deref(), CSV_PAGE).await {
+                Ok(codes) => {
+                    for c in &codes {
+                        text.push_str(&c.code);
+                        text.push(',');
+                        if let Some(u) = &c.redeemed_by {
+                            text.push_str(u.as_str());
+                        }
+                        text.push(',');
+                        if let Some(at) = c.redeemed_at {
+                            text.push_str(&at.to_string());
+                        }
+                        text.push('\n');
+                    }
+                    let next = (codes.len() == CSV_PAGE as usize)
+                        .then(|| codes.last().map(|c| c.code.clone()));
+                    Some((Ok::<_, std::io::Error>(text), next))
+                }
+                Err(e) => Some((Err(std::io::Error::other(e)), None)),
+            }
+        }
+    });
+    Ok((
+        [
+            (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_owned()),
+            (
+                header::CONTENT_DISPOSITION,
+                format!("attachment; filename=\"codes-{id}.csv\""),
+            ),
+        ],
+        Body::from_stream(pages),
+    )
+        .into_response())
+}
+
+/// Redeem a promotion code: claims a coupon of its template under the same rules as a claim
+/// (`sold_out` and `limit_reached` are 409s). Every code that cannot be redeemed (mistyped,
+/// unknown, used by someone else, expired, not offered to this user) gets the same 404
+/// `invalid_code`, so answers never tell which codes exist; attempts count against per-user
+/// and per-IP limits (429 with Retry-After). Redeeming a single-use code you already redeemed
+/// returns the same coupon (`idempotent-replayed: true`).
+#[utoipa::path(operation_id = "redeem_code", post, path = "/v1/codes/{code}/redeem", tag = "codes",
+    params(("code" = String, Path, description = "The code as typed (case, spaces and dashes do not matter)"),
+        ("Idempotency-Key" = Option<String>, Header, description = "Makes retries safe: 1 to 255 visible ASCII characters")),
+    request_body(content = Option<ClaimBody>, description = "Empty for users; `{\"user_id\": ...}` for service keys"),
+    responses((status = 201, description = "The coupon", body = CouponView), CommonErrors, BodyErrors, ConflictError, RateLimitedError),
+    security(("bearer" = [])))]
+pub async fn redeem(
+    Extension(p): Extension<Principal>,
+    State(s): State<AppState>,
+    ApiPath(typed): ApiPath<String>,
+    ClientIp(ip): ClientIp,
+    headers: HeaderMap,
+    OptionalJson(body): OptionalJson<ClaimBody>,
+) -> ApiResult<Created> {
+    let (user, actor) = claimant(&p, body.unwrap_or_default().user_id)?;
+    // Counted before anything is looked at: failed guesses cost as much as good ones.
+    s.redeem_limits().check(&user, user_ip(&p, ip))?;
+    let code = TypedCode::parse(&typed).map_err(|_| ApiError::unusable_code())?;
+    let idempotency = idempotency::key(
+        &headers,
+        &p,
+        "POST /v1/codes/{code}/redeem",
+        &format!("{}\n{user}", code.as_str()),
+    )?;
+    let found = match s.store().promo_code(code.as_str()).await {
+        Ok(found) => found,
+        Err(StoreError::NotFound) => return Err(ApiError::unusable_code()),
+        Err(e) => return Err(e.into()),
+    };
+    // Generated codes pass their check character and shared codes never do; a row of the
+    // other kind than the text's form cannot exist, but the check costs nothing.
+    let single_use = found.batch_id.is_some();
+    if single_use != code.is_generated_form() {
+        return Err(ApiError::unusable_code());
+    }
+    let template = s.claimed_template(found.template_id).await?;
+    let ask = ClaimAsk {
+        user,
+        actor,
+        idempotency,
+        code: Some(CodeClaim {
+            code: found.code,
+            single_use,
+        }),
+    };
+    match s.claims().claim(&template, ask).await {
+        Ok(claimed) => Ok(created(&s, &template, claimed)),
+        // Stock and the per-user limit are answered as for a claim: only a holder of a good
+        // code can learn them. Everything else about an unusable code is one answer.
+        Err(ClaimError::Rejected(r @ (ClaimRejection::SoldOut | ClaimRejection::LimitReached))) => {
+            Err(ApiError::ClaimRefused(r))
+        }
+        Err(ClaimError::Rejected(_) | ClaimError::CodeTaken) => Err(ApiError::unusable_code()),
+        Err(e) => Err(e.into()),
+    }
+}

@@ -1,0 +1,390 @@
+//! Statistics of templates and activities, and the reconciliation report of discounts given.
+
+use std::collections::BTreeMap;
+
+use axum::extract::State;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use coupond_domain::{
+    ActivityId, FundedBy, MerchantId, Money, Template, TemplateId, TemplateStatus, Timestamp,
+};
+use coupond_store::CouponCounts;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::auth::Principal;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{ApiPath, ApiQuery};
+use crate::routes::templates::load_visible;
+use crate::routes::CommonErrors;
+use crate::state::AppState;
+
+/// Hours of per-hour counts, at most.
+const MAX_HOURS: u32 = 24 * 90;
+
+/// Coupons created and used in one hour.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HourCount {
+    /// The hour's first instant.
+    pub hour: Timestamp,
+    /// Coupons claimed or issued in it.
+    pub claimed: i64,
+    pub used: i64,
+}
+
+/// A template's numbers now.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TemplateStats {
+    pub template_id: TemplateId,
+    pub title: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub merchant_id: Option<MerchantId>,
+    pub status: TemplateStatus,
+    pub stock: i64,
+    /// Coupons issued in all (claims, codes and bulk issuance).
+    pub claimed: i64,
+    /// Of those, issued by bulk issuance jobs.
+    pub issued: i64,
+    pub unused: i64,
+    pub locked: i64,
+    pub used: i64,
+    pub expired: i64,
+    pub revoked: i64,
+    /// Discount given by used coupons.
+    pub discount_given: Money,
+    /// Discount held by locks not confirmed yet.
+    pub discount_reserved: Money,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget: Option<Money>,
+    /// Hours with any claim or use, oldest first.
+    pub per_hour: Vec<HourCount>,
+}
+
+impl TemplateStats {
+    fn new(t: &Template, c: CouponCounts, now: Timestamp) -> Self {
+        TemplateStats {
+            template_id: t.id,
+            title: t.spec.title.clone(),
+            merchant_id: t.merchant_id,
+            status: t.status(now),
+            stock: t.spec.total_stock,
+            claimed: t.claimed,
+            issued: c.issued,
+            unused: c.unused,
+            locked: c.locked,
+            used: c.used,
+            expired: c.expired,
+            revoked: c.revoked,
+            discount_given: t.given,
+            discount_reserved: t.reserved,
+            budget: t.spec.budget,
+            per_hour: c
+                .per_hour
+                .into_iter()
+                .map(|(hour, claimed, used)| HourCount {
+                    hour,
+                    claimed,
+                    used,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// How far back per-hour counts go.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct StatsQuery {
+    /// Hours of per-hour counts before now, 1..=2160 (default 168).
+    pub hours: Option<u32>,
+}
+
+fn hours(q: &StatsQuery) -> ApiResult<u32> {
+    let h = q.hours.unwrap_or(168);
+    if h == 0 || h > MAX_HOURS {
+        return Err(ApiError::bad_request(
+            "invalid_query",
+            Some("hours"),
+            format!("hours must be within 1..={MAX_HOURS}"),
+        ));
+    }
+    Ok(h)
+}
+
+async fn stats_of(
+    s: &AppState,
+    templates: &[Template],
+    hours: u32,
+) -> ApiResult<Vec<TemplateStats>> {
+    let now = s.now();
+    let ids: Vec<TemplateId> = templates.iter().map(|t| t.id).collect();
+    let counts = s.store().coupon_counts(&ids, now, hours).await?;
+    Ok(templates
+        .iter()
+        .zip(counts)
+        .map(|(t, (_, c))| TemplateStats::new(t, c, now))
+        .collect())
+}
+
+/// A template's numbers: stock, claimed and issued, coupons by status now, discount given and
+/// reserved, and claims and uses per hour (platform; the owning merchant).
+#[utoipa::path(operation_id = "template_stats", get, path = "/v1/templates/{id}/stats", tag = "reports",
+    params(("id" = i64, Path, description = "Template id"), StatsQuery),
+    responses((status = 200, description = "The numbers", body = TemplateStats), CommonErrors),
+    security(("bearer" = [])))]
+pub async fn template(
+    Extension(p): Extension<Principal>,
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<TemplateId>,
+    ApiQuery(q): ApiQuery<StatsQuery>,
+) -> ApiResult<Json<TemplateStats>> {
+    let t = load_visible(&s, &p, id).await?;
+    let mut all = stats_of(&s, std::slice::from_ref(&t), hours(&q)?).await?;
+    all.pop().map(Json).ok_or(ApiError::NotFound)
+}
+
+/// One merchant's part of an activity.
+#[derive(Debug, Default, Serialize, ToSchema)]
+pub struct MerchantRow {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub merchant_id: Option<MerchantId>,
+    pub templates: i64,
+    pub stock: i64,
+    pub claimed: i64,
+    pub used: i64,
+    pub discount_given: i64,
+}
+
+/// An activity's numbers.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ActivityStats {
+    pub activity_id: ActivityId,
+    pub title: String,
+    /// Who funds its discounts.
+    pub funded_by: FundedBy,
+    /// All its templates (a merchant's view: its own only).
+    pub totals: MerchantRow,
+    /// Per merchant (the platform's own templates without `merchant_id`).
+    pub merchants: Vec<MerchantRow>,
+    pub templates: Vec<TemplateStats>,
+}
+
+/// An activity's numbers: totals, a row per merchant and each template (platform; a merchant
+/// sees its own templates only).
+#[utoipa::path(operation_id = "activity_stats", get, path = "/v1/activities/{id}/stats", tag = "reports",
+    params(("id" = i64, Path, description = "Activity id"), StatsQuery),
+    responses((status = 200, description = "The numbers", body = ActivityStats), CommonErrors),
+    security(("bearer" = [])))]
+pub async fn activity(
+    Extension(p): Extension<Principal>,
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<ActivityId>,
+    ApiQuery(q): ApiQuery<StatsQuery>,
+) -> ApiResult<Json<ActivityStats>> {
+    let a = s.store().activity(id).await?;
+    let mut templates = s.store().activity_templates(id).await?;
+    if let Some(m) = p.merchant() {
+        // A merchant sees the activity only with a template in it.
+        templates.retain(|t| t.merchant_id == Some(m));
+        if templates.is_empty() {
+            return Err(ApiError::NotFound);
+        }
+    }
+    let stats = stats_of(&s, &templates, hours(&q)?).await?;
+    let mut by_merchant: BTreeMap<Option<MerchantId>, MerchantRow> = BTreeMap::new();
+    let mut totals = MerchantRow::default();
+    for t in &stats {
+        for row in [
+            by_merchant
+                .entry(t.merchant_id)
+                .or_insert_with(|| MerchantRow {
+                    merchant_id: t.merchant_id,
+                    ..MerchantRow::default()
+                }),
+            &mut totals,
+        ] {
+            row.templates += 1;
+            row.stock += t.stock;
+            row.claimed += t.claimed;
+            row.used += t.used;
+            row.discount_given += t.discount_given.minor();
+        }
+    }
+    Ok(Json(ActivityStats {
+        activity_id: a.id,
+        title: a.spec.title.clone(),
+        funded_by: a.spec.funded_by,
+        totals,
+        merchants: by_merchant.into_values().collect(),
+        templates: stats,
+    }))
+}
+
+/// The period of a report.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct PeriodQuery {
+    /// Start (inclusive), RFC 3339.
+    #[param(value_type = String)]
+    pub from: Timestamp,
+    /// End (exclusive), RFC 3339.
+    #[param(value_type = String)]
+    pub to: Timestamp,
+    /// `json` (the default) or `csv`.
+    pub format: Option<String>,
+}
+
+/// One template's line of the reconciliation.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ReconciliationRow {
+    pub template_id: TemplateId,
+    pub title: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub merchant_id: Option<MerchantId>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub activity_id: Option<ActivityId>,
+    /// Who pays for the discount: the activity's funder, else the template's owner (the
+    /// platform for its own templates).
+    pub funded_by: FundedBy,
+    pub coupons_used: i64,
+    pub discount: Money,
+}
+
+/// Totals of one funder.
+#[derive(Debug, Default, Serialize, ToSchema)]
+pub struct FunderTotal {
+    pub coupons_used: i64,
+    pub discount: i64,
+}
+
+/// Coupons used and discount given in a period, per template and per funder.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Reconciliation {
+    pub from: Timestamp,
+    pub to: Timestamp,
+    pub rows: Vec<ReconciliationRow>,
+    pub platform: FunderTotal,
+    pub merchants: FunderTotal,
+    pub total: FunderTotal,
+}
+
+/// The reconciliation of a period `[from, to)`: per template and per funder, the coupons used
+/// (confirmed) in it and the discount they gave, with totals (platform). `format=csv` gives
+/// the rows as CSV.
+#[utoipa::path(operation_id = "reconciliation", get, path = "/v1/reports/reconciliation", tag = "reports",
+    params(PeriodQuery),
+    responses((status = 200, description = "The report (JSON, or CSV with format=csv)", body = Reconciliation), CommonErrors),
+    security(("bearer" = [])))]
+pub async fn reconciliation(
+    State(s): State<AppState>,
+    ApiQuery(q): ApiQuery<PeriodQuery>,
+) -> ApiResult<Response> {
+    if q.from >= q.to {
+        return Err(ApiError::bad_request(
+            "invalid_query",
+            Some("to"),
+            "to must be after from",
+        ));
+    }
+    let csv = match q.format.as_deref() {
+        None | Some("json") => false,
+        Some("csv") => true,
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "invalid_query",
+                Some("format"),
+                "format is json or csv",
+            ))
+        }
+    };
+    let usage = s.store().usage_between(q.from, q.to).await?;
+    let ids: Vec<TemplateId> = usage.iter().map(|u| u.template_id).collect();
+    let templates: BTreeMap<TemplateId, Template> = s
+        .store()
+        .templates_by_ids(&ids)
+        .await?
+        .into_iter()
+        .map(|t| (t.id, t))
+        .collect();
+    let mut funders: BTreeMap<ActivityId, FundedBy> = BTreeMap::new();
+    let mut rows = Vec::with_capacity(usage.len());
+    let (mut platform, mut merchants, mut total) = (
+        FunderTotal::default(),
+        FunderTotal::default(),
+        FunderTotal::default(),
+    );
+    for u in usage {
+        let t = templates.get(&u.template_id).ok_or(ApiError::NotFound)?;
+        let funded_by = match t.spec.activity_id {
+            Some(a) => match funders.get(&a) {
+                Some(f) => *f,
+                None => {
+                    let f = s.store().activity(a).await?.spec.funded_by;
+                    funders.insert(a, f);
+                    f
+                }
+            },
+            None if t.merchant_id.is_some() => FundedBy::Merchant,
+            None => FundedBy::Platform,
+        };
+        for sum in [
+            if funded_by == FundedBy::Platform {
+                &mut platform
+            } else {
+                &mut merchants
+            },
+            &mut total,
+        ] {
+            sum.coupons_used += u.used;
+            sum.discount += u.discount;
+        }
+        rows.push(ReconciliationRow {
+            template_id: t.id,
+            title: t.spec.title.clone(),
+            merchant_id: t.merchant_id,
+            activity_id: t.spec.activity_id,
+            funded_by,
+            coupons_used: u.used,
+            discount: Money::new(u.discount).map_err(|e| ApiError::Internal(e.into()))?,
+        });
+    }
+    if csv {
+        let mut text = String::from(
+            "template_id,title,merchant_id,activity_id,funded_by,coupons_used,discount\n",
+        );
+        for r in &rows {
+            text.push_str(&format!(
+                "{},{},{},{},{},{},{}\n",
+                r.template_id,
+                csv_field(&r.title),
+                r.merchant_id.map(|m| m.to_string()).unwrap_or_default(),
+                r.activity_id.map(|a| a.to_string()).unwrap_or_default(),
+                r.funded_by.as_str(),
+                r.coupons_used,
+                r.discount.minor()
+            ));
+        }
+        return Ok(([(header::CONTENT_TYPE, "text/csv; charset=utf-8")], text).into_response());
+    }
+    Ok(Json(Reconciliation {
+        from: q.from,
+        to: q.to,
+        rows,
+        platform,
+        merchants,
+        total,
+    })
+    .into_response())
+}
+
+/// A CSV field, quoted when it holds a comma, a quote or a line break.
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_owned()
+    }
+}

@@ -1,0 +1,299 @@
+//! Webhooks: endpoints that receive coupond's events, signed, with retries; and the log of
+//! deliveries with their attempts.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::{Extension, Json};
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use coupond_domain::{MerchantId, Timestamp};
+use coupond_store::events::kind;
+use coupond_store::{Delivery, DeliveryState, NewWebhook, Webhook};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::auth::Principal;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::pagination::PageOf;
+use crate::routes::{BodyErrors, CommonErrors};
+use crate::state::AppState;
+
+/// What to register.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WebhookBody {
+    /// `http://host[:port]/path` (TLS is terminated in front of the receiver for now).
+    pub url: String,
+    /// Event types (`coupon.claimed`, `coupon.used`, `template.status_changed`, ...), or
+    /// `["*"]` for all.
+    pub event_types: Vec<String>,
+}
+
+/// A registered endpoint.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct WebhookView {
+    pub id: i64,
+    /// Absent for the platform's endpoints (every event); a merchant's receive the events of
+    /// its templates.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub merchant_id: Option<MerchantId>,
+    pub url: String,
+    pub event_types: Vec<String>,
+    /// Only in the answer to the registration: keep it to verify `Coupond-Signature`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secret: Option<String>,
+    pub created_at: Timestamp,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disabled_at: Option<Timestamp>,
+}
+
+impl WebhookView {
+    fn new(w: Webhook, with_secret: bool) -> Self {
+        WebhookView {
+            id: w.id,
+            merchant_id: w.merchant_id,
+            url: w.url,
+            event_types: w.event_types,
+            secret: with_secret.then_some(w.secret),
+            created_at: w.created_at,
+            disabled_at: w.disabled_at,
+        }
+    }
+}
+
+fn check(body: &WebhookBody) -> ApiResult<()> {
+    let url = body.url.trim();
+    let valid = url.len() <= 2048
+        && url
+            .strip_prefix("http://")
+            .is_some_and(|rest| !rest.is_empty() && !rest.starts_with('/'))
+        && url.parse::<axum::http::Uri>().is_ok();
+    if !valid {
+        return Err(ApiError::invalid(
+            "invalid_url",
+            "url",
+            "an http:// URL with a host, at most 2048 characters",
+        ));
+    }
+    if body.event_types.is_empty() || body.event_types.len() > 20 {
+        return Err(ApiError::invalid(
+            "invalid_value",
+            "event_types",
+            "1 to 20 event types, or [\"*\"]",
+        ));
+    }
+    for (i, t) in body.event_types.iter().enumerate() {
+        if t != "*" && !kind::ALL.contains(&t.as_str()) {
+            return Err(ApiError::invalid(
+                "unknown_event_type",
+                &format!("event_types[{i}]"),
+                format!("one of {}", kind::ALL.join(", ")),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Register an endpoint (the platform for every event; a merchant for the events of its
+/// templates). Deliveries are `POST`s of `{"id", "type", "created_at", "data"}` with headers
+/// `Coupond-Event`, `Coupond-Delivery` and `Coupond-Signature: t=<unix seconds>,v1=<hex
+/// HMAC-SHA256 of "<t>.<body>" keyed with the secret>`; any 2xx acknowledges, anything else is
+/// retried with exponential backoff until `webhook_max_attempts`. The `secret` is shown once.
+#[utoipa::path(operation_id = "create_webhook", post, path = "/v1/webhooks", tag = "webhooks",
+    request_body = WebhookBody,
+    responses((status = 201, description = "Registered", body = WebhookView), CommonErrors, BodyErrors),
+    security(("bearer" = [])))]
+pub async fn create(
+    Extension(p): Extension<Principal>,
+    State(s): State<AppState>,
+    ApiJson(body): ApiJson<WebhookBody>,
+) -> ApiResult<(StatusCode, Json<WebhookView>)> {
+    check(&body)?;
+    let secret = format!(
+        "whsec_{}",
+        URL_SAFE_NO_PAD.encode(rand::random::<[u8; 32]>())
+    );
+    let w = s
+        .store()
+        .insert_webhook(
+            &NewWebhook {
+                merchant_id: p.merchant(),
+                url: body.url.trim(),
+                secret: &secret,
+                event_types: &body.event_types,
+            },
+            s.now(),
+        )
+        .await?;
+    Ok((StatusCode::CREATED, Json(WebhookView::new(w, true))))
+}
+
+/// An endpoint the caller may see: merchants only their own.
+async fn load(s: &AppState, p: &Principal, id: i64) -> ApiResult<Webhook> {
+    let w = s.store().webhook(id).await?;
+    match p.merchant() {
+        Some(m) if w.merchant_id != Some(m) => Err(ApiError::NotFound),
+        _ => Ok(w),
+    }
+}
+
+/// The caller's endpoints (the platform sees all).
+#[utoipa::path(operation_id = "list_webhooks", get, path = "/v1/webhooks", tag = "webhooks",
+    responses((status = 200, description = "The endpoints", body = Vec<WebhookView>), CommonErrors),
+    security(("bearer" = [])))]
+pub async fn list(
+    Extension(p): Extension<Principal>,
+    State(s): State<AppState>,
+) -> ApiResult<Json<Vec<WebhookView>>> {
+    let all = s.store().list_webhooks(p.merchant()).await?;
+    Ok(Json(
+        all.into_iter()
+            .map(|w| WebhookView::new(w, false))
+            .collect(),
+    ))
+}
+
+/// An endpoint.
+#[utoipa::path(operation_id = "get_webhook", get, path = "/v1/webhooks/{id}", tag = "webhooks",
+    params(("id" = i64, Path, description = "Webhook id")),
+    responses((status = 200, description = "The endpoint", body = WebhookView), CommonErrors),
+    security(("bearer" = [])))]
+pub async fn get(
+    Extension(p): Extension<Principal>,
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+) -> ApiResult<Json<WebhookView>> {
+    Ok(Json(WebhookView::new(load(&s, &p, id).await?, false)))
+}
+
+/// Stop an endpoint: nothing more is delivered to it; queued deliveries are marked failed.
+#[utoipa::path(operation_id = "disable_webhook", delete, path = "/v1/webhooks/{id}", tag = "webhooks",
+    params(("id" = i64, Path, description = "Webhook id")),
+    responses((status = 200, description = "Disabled", body = WebhookView), CommonErrors),
+    security(("bearer" = [])))]
+pub async fn disable(
+    Extension(p): Extension<Principal>,
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+) -> ApiResult<Json<WebhookView>> {
+    load(&s, &p, id).await?;
+    let w = s.store().disable_webhook(id, s.now()).await?;
+    Ok(Json(WebhookView::new(w, false)))
+}
+
+/// One try of a delivery.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AttemptView {
+    pub attempt: i64,
+    pub at: Timestamp,
+    /// The receiver's HTTP status; absent when it did not answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// A delivery and its attempts.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DeliveryView {
+    pub id: i64,
+    pub event_id: i64,
+    pub event_type: String,
+    /// `pending`, `delivered` or `failed`.
+    pub state: String,
+    pub created_at: Timestamp,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delivered_at: Option<Timestamp>,
+    /// While pending: when the next attempt is due.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_attempt_at: Option<Timestamp>,
+    pub attempts: Vec<AttemptView>,
+}
+
+impl From<Delivery> for DeliveryView {
+    fn from(d: Delivery) -> Self {
+        DeliveryView {
+            id: d.id,
+            event_id: d.event_id,
+            event_type: d.event_type,
+            state: d.state.as_str().to_owned(),
+            created_at: d.created_at,
+            delivered_at: d.delivered_at,
+            next_attempt_at: (d.state == DeliveryState::Pending).then_some(d.next_at),
+            attempts: d
+                .attempts
+                .into_iter()
+                .map(|a| AttemptView {
+                    attempt: a.attempt,
+                    at: a.at,
+                    status: a.status,
+                    error: a.error,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Delivery paging.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct DeliveriesQuery {
+    /// `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+    /// Page size, 1..=200 (default 50).
+    pub limit: Option<u32>,
+}
+
+/// An endpoint's deliveries, newest first, each with its attempts.
+#[utoipa::path(operation_id = "webhook_deliveries", get, path = "/v1/webhooks/{id}/deliveries", tag = "webhooks",
+    params(("id" = i64, Path, description = "Webhook id"), DeliveriesQuery),
+    responses((status = 200, description = "A page of deliveries", body = PageOf<DeliveryView>), CommonErrors),
+    security(("bearer" = [])))]
+pub async fn deliveries(
+    Extension(p): Extension<Principal>,
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+    ApiQuery(q): ApiQuery<DeliveriesQuery>,
+) -> ApiResult<Json<PageOf<DeliveryView>>> {
+    load(&s, &p, id).await?;
+    let limit = q.limit.unwrap_or(s.settings().default_page);
+    if limit == 0 || limit > s.settings().max_page {
+        return Err(ApiError::bad_request(
+            "invalid_query",
+            Some("limit"),
+            format!("limit must be within 1..={}", s.settings().max_page),
+        ));
+    }
+    let before = match q.cursor.as_deref() {
+        None => None,
+        Some(c) => Some(
+            URL_SAFE_NO_PAD
+                .decode(c)
+                .ok()
+                .and_then(|b| String::from_utf8(b).ok())
+                .and_then(|t| t.strip_prefix("d:").and_then(|n| n.parse().ok()))
+                .ok_or_else(|| {
+                    ApiError::bad_request(
+                        "invalid_query",
+                        Some("cursor"),
+                        "cursor is not one this API issued",
+                    )
+                })?,
+        ),
+    };
+    let mut page = s.store().deliveries(id, before, limit + 1).await?;
+    let more = page.len() > limit as usize;
+    page.truncate(limit as usize);
+    let next_cursor = if more {
+        page.last()
+            .map(|d| URL_SAFE_NO_PAD.encode(format!("d:{}", d.id)))
+    } else {
+        None
+    };
+    Ok(Json(PageOf {
+        items: page.into_iter().map(DeliveryView::from).collect(),
+        next_cursor,
+    }))
+}

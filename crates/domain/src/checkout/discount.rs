@@ -1,0 +1,246 @@
+//! What one coupon takes off an order, where it takes it from, and when (for a lease).
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::checkout::order::{Lease, LineKind, Order};
+use crate::coupon::{CouponValue, DeductionMode, Scope};
+use crate::money::Money;
+use crate::template::Template;
+
+/// A template as checkout sees it: its terms, and the discount it has already given (for its
+/// budget). Coupons of one template share it, so a quote asks for it once per template.
+#[derive(Clone, Copy, Debug)]
+pub struct TemplateUse<'a> {
+    pub template: &'a Template,
+    /// Total discount already given through the template (used or locked coupons), minor units.
+    pub given: Money,
+}
+
+impl TemplateUse<'_> {
+    /// What is left of the budget, `None` when the template has no budget.
+    pub fn remaining_budget(&self) -> Option<Money> {
+        self.template
+            .spec
+            .budget
+            .map(|b| b.saturating_sub(self.given))
+    }
+
+    /// `given >= budget`: nothing is left to give.
+    pub fn budget_exhausted(&self) -> bool {
+        self.remaining_budget() == Some(Money::ZERO)
+    }
+}
+
+/// The part of a discount taken from one order line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct LineDiscount {
+    /// Index of the line in the order's `lines`.
+    pub line: usize,
+    pub amount: Money,
+}
+
+/// A discount with its split over lines and, for a lease, over months.
+///
+/// `lines` lists the lines it takes something from (amount > 0), by index; the amounts sum to
+/// `discount` and none exceeds its line's amount. `schedule` has one entry per lease month
+/// (empty without a lease) and sums to `discount`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Discount {
+    pub discount: Money,
+    pub lines: Vec<LineDiscount>,
+    pub schedule: Vec<Money>,
+}
+
+/// What a template's terms come to on one order, before anything about the held coupon
+/// (owner, status, validity) is looked at. Computed once per template in a quote.
+#[derive(Clone, Debug)]
+pub(crate) struct Terms {
+    /// Subtotal of the in-scope purchase (`item` and `rent`) lines: what the threshold is
+    /// compared with.
+    pub subtotal: Money,
+    /// Whether the coupon has something in the order to apply to (see [`discount`]).
+    pub in_scope: bool,
+    /// The discount alone, on the order as sent, capped to the remaining budget.
+    pub discount: Money,
+    /// `(line index, part)` for every line the discount applies to, zero parts included.
+    pub parts: Vec<(usize, Money)>,
+}
+
+/// Which lines of `order` the template's scope covers.
+pub(crate) fn scope_mask(order: &Order, template: &Template) -> Vec<bool> {
+    let n = order.lines.len();
+    match &template.spec.scope {
+        Scope::All => vec![true; n],
+        Scope::Merchant => order
+            .lines
+            .iter()
+            .map(|l| Some(l.merchant_id) == template.merchant_id)
+            .collect(),
+        Scope::Categories { ids } => {
+            let mut mask = vec![false; n];
+            for &id in ids {
+                for i in order.lines_of_category(id) {
+                    mask[i] = true;
+                }
+            }
+            mask
+        }
+        Scope::Listings { ids } => {
+            let mut mask = vec![false; n];
+            for &id in ids {
+                for i in order.lines_of_listing(id) {
+                    mask[i] = true;
+                }
+            }
+            mask
+        }
+    }
+}
+
+/// Whether a coupon of this value applies to a line of this kind.
+fn applies_to(value: &CouponValue, kind: LineKind) -> bool {
+    match value {
+        CouponValue::AmountOff { .. }
+        | CouponValue::PercentOff { .. }
+        | CouponValue::SpecialPrice { .. } => kind.is_purchase(),
+        CouponValue::FreeDays { .. } => kind == LineKind::Rent,
+        CouponValue::DepositWaiver { .. } => kind == LineKind::Deposit,
+    }
+}
+
+pub(crate) fn terms(order: &Order, t: TemplateUse<'_>) -> Terms {
+    let spec = &t.template.spec;
+    let mask = scope_mask(order, t.template);
+    let amounts = order.amounts();
+    let mut subtotal = Money::ZERO;
+    // Per line the discount applies to: how much it could take from that line at most.
+    let mut weights: Vec<(usize, Money)> = Vec::new();
+    for (i, line) in order.lines.iter().enumerate() {
+        if !mask[i] {
+            continue;
+        }
+        if line.kind.is_purchase() {
+            subtotal = subtotal.saturating_add(amounts[i]);
+        }
+        if applies_to(&spec.value, line.kind) {
+            let most = match spec.value {
+                // The line's price becomes the special price: the saving per unit, never
+                // negative, times the quantity. At most the line's amount.
+                CouponValue::SpecialPrice { price } => line
+                    .unit_price
+                    .saturating_sub(price)
+                    .checked_mul(line.quantity)
+                    .map_or(amounts[i], |s| s.min(amounts[i])),
+                _ => amounts[i],
+            };
+            weights.push((i, most));
+        }
+    }
+    let lease = order.lease();
+    let needs_lease = matches!(spec.value, CouponValue::FreeDays { .. });
+    let in_scope = !weights.is_empty() && (lease.is_some() || !needs_lease);
+    if !in_scope {
+        return Terms {
+            subtotal,
+            in_scope,
+            discount: Money::ZERO,
+            parts: Vec::new(),
+        };
+    }
+    let base = weights
+        .iter()
+        .fold(Money::ZERO, |s, &(_, w)| s.saturating_add(w));
+    let raw = match spec.value {
+        CouponValue::AmountOff { amount } => amount.min(base),
+        CouponValue::PercentOff { bps, cap } => {
+            let d = base.percent(bps);
+            cap.map_or(d, |c| d.min(c))
+        }
+        CouponValue::FreeDays { days } => lease
+            .map(Lease::daily_rent)
+            .and_then(|daily| daily.checked_mul(i64::from(days)))
+            // Above MONEY_MAX is above any base, so the base is the answer.
+            .map_or(base, |d| d.min(base)),
+        CouponValue::DepositWaiver { cap } => cap.map_or(base, |c| base.min(c)),
+        // `base` is already the sum of the per-line savings.
+        CouponValue::SpecialPrice { .. } => base,
+    };
+    let discount = t.remaining_budget().map_or(raw, |r| raw.min(r));
+    let w: Vec<Money> = weights.iter().map(|&(_, w)| w).collect();
+    // discount <= sum(w), so largest remainder gives no line more than its weight.
+    let parts = discount
+        .split(&w)
+        .into_iter()
+        .zip(&weights)
+        .map(|(p, &(i, _))| (i, p))
+        .collect();
+    Terms {
+        subtotal,
+        in_scope,
+        discount,
+        parts,
+    }
+}
+
+/// The discount a coupon of `t` would give on `order` on its own, or `None` when it has
+/// nothing to apply to there (`out_of_scope`). This is only the arithmetic: whether the coupon
+/// may be used at all is [`eligibility`](crate::checkout::eligibility()).
+///
+/// Each kind applies to the in-scope lines of certain kinds, its *base*:
+/// - `amount_off`: `min(amount, base)`, base = in-scope `item` and `rent` lines;
+/// - `percent_off`: `base × bps / 10000` rounded down, then at most `cap`; same base;
+/// - `free_days`: `daily rent × days`, daily rent = the lease's monthly rent / 30 rounded
+///   down, at most the base = in-scope `rent` lines. Needs a lease (its monthly rent prices
+///   the days) and at least one in-scope rent line (the discount comes off rent the order
+///   bills, so I8 holds line by line); otherwise out of scope. The lease total
+///   (`monthly_rent × months`) is never used as a base: it may not be what the order bills;
+/// - `deposit_waiver`: the in-scope `deposit` lines, at most `cap`;
+/// - `special_price`: for each in-scope `item`/`rent` line, `max(0, unit_price − price) ×
+///   quantity` (the line is billed at the special price).
+///
+/// Then the discount is capped to what is left of the template's budget. It is split over
+/// the base lines by largest remainder, weighted by each line's amount (by each line's saving
+/// for `special_price`), so parts sum exactly and no part exceeds its line. With a lease, the
+/// schedule follows the template's deduction mode (see [`schedule`]).
+pub fn discount(order: &Order, t: TemplateUse<'_>) -> Option<Discount> {
+    let terms = terms(order, t);
+    terms.in_scope.then(|| Discount {
+        discount: terms.discount,
+        lines: nonzero(&terms.parts),
+        schedule: schedule(terms.discount, t.template.spec.deduction, order.lease()),
+    })
+}
+
+pub(crate) fn nonzero(parts: &[(usize, Money)]) -> Vec<LineDiscount> {
+    parts
+        .iter()
+        .filter(|(_, a)| *a > Money::ZERO)
+        .map(|&(line, amount)| LineDiscount { line, amount })
+        .collect()
+}
+
+/// When a lease discount is taken: one entry per lease month, summing exactly to `amount`;
+/// empty without a lease.
+///
+/// - `upfront`: all of it in month 1. Month 1 is the payment the order describes (its lines
+///   are billed at signing), and the discount is already bounded by the lines it applies to,
+///   so month 1 never gets more off than it bills; no carrying over to later months is needed.
+/// - `spread`: [`Money::split_even`] over the months: parts differ by at most one minor unit,
+///   the larger ones first (700.00 over 12 months: 58.34 × 4, then 58.33 × 8).
+pub fn schedule(amount: Money, mode: DeductionMode, lease: Option<Lease>) -> Vec<Money> {
+    let Some(lease) = lease else {
+        return Vec::new();
+    };
+    let months = lease.months as usize;
+    match mode {
+        DeductionMode::Upfront => {
+            let mut s = vec![Money::ZERO; months];
+            if let Some(first) = s.first_mut() {
+                *first = amount;
+            }
+            s
+        }
+        DeductionMode::Spread => amount.split_even(months),
+    }
+}

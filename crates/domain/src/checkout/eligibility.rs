@@ -1,0 +1,155 @@
+//! Whether a held coupon can be used on an order, and every reason why not.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::checkout::discount::{terms, TemplateUse, Terms};
+use crate::checkout::order::Order;
+use crate::time::Timestamp;
+use crate::wallet::{Coupon, CouponStatus};
+
+/// Why a coupon cannot be used on an order. Stable codes, documented in the API; a quote lists
+/// every one that holds, in this declaration order.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, ToSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Reason {
+    /// Its validity ended (`now >= valid_until`), or it was marked expired.
+    Expired,
+    /// Its validity has not started (`now < valid_from`).
+    NotYetValid,
+    /// The in-scope purchase subtotal is below the template's threshold.
+    BelowThreshold,
+    /// Nothing in the order is in the template's scope for this kind of coupon (see
+    /// [`discount`](crate::checkout::discount())).
+    OutOfScope,
+    /// The order's city is not one of the template's cities.
+    WrongCity,
+    /// The coupon belongs to another user.
+    NotOwner,
+    /// Held by an order (locked until its deadline).
+    Locked,
+    Used,
+    Revoked,
+    /// The template was aborted: its coupons can no longer be used.
+    TemplateAborted,
+    /// The template's budget is spent (`given >= budget`).
+    BudgetExhausted,
+    /// Usable on its own, but not together with the best combination, and not part of it.
+    /// Only a quote produces it: for an applicable `exclusive` coupon when the best
+    /// combination is not empty and is not this coupon (a stackable set, or another exclusive
+    /// coupon, including one of the same template); and for an applicable `stackable` coupon
+    /// when the best combination is an exclusive coupon.
+    ExclusiveConflict,
+    /// Usable, but asked for together with coupons that leave it nothing to take off (another
+    /// coupon of its template, or lines already fully discounted). Only a lock produces it: a
+    /// coupon is never spent for nothing.
+    Redundant,
+}
+
+impl Reason {
+    pub const ALL: [Reason; 13] = [
+        Reason::Expired,
+        Reason::NotYetValid,
+        Reason::BelowThreshold,
+        Reason::OutOfScope,
+        Reason::WrongCity,
+        Reason::NotOwner,
+        Reason::Locked,
+        Reason::Used,
+        Reason::Revoked,
+        Reason::TemplateAborted,
+        Reason::BudgetExhausted,
+        Reason::ExclusiveConflict,
+        Reason::Redundant,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::Expired => "expired",
+            Reason::NotYetValid => "not_yet_valid",
+            Reason::BelowThreshold => "below_threshold",
+            Reason::OutOfScope => "out_of_scope",
+            Reason::WrongCity => "wrong_city",
+            Reason::NotOwner => "not_owner",
+            Reason::Locked => "locked",
+            Reason::Used => "used",
+            Reason::Revoked => "revoked",
+            Reason::TemplateAborted => "template_aborted",
+            Reason::BudgetExhausted => "budget_exhausted",
+            Reason::ExclusiveConflict => "exclusive_conflict",
+            Reason::Redundant => "redundant",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|r| r.as_str() == s)
+    }
+}
+
+/// Every reason `coupon` (of template `t`) cannot be used on `order` at `now`; empty when it
+/// can. All checks are independent, so a coupon that is both expired and out of scope says
+/// both. `exclusive_conflict` is never produced here: it depends on the other coupons (see
+/// [`quote`](crate::checkout::quote())).
+///
+/// The threshold is compared with the subtotal of the in-scope `item` and `rent` lines (what
+/// the user buys), whatever the coupon's kind: a deposit is refundable and shipping is not a
+/// purchase, so neither helps reach a threshold, also for a deposit waiver or free days.
+///
+/// A coupon locked by any order, this one included, is `locked`: the redemption flow decides
+/// what to do with its own lock before asking.
+///
+/// `coupon.template_id` should be `t.template.id`; [`quote`](crate::checkout::quote())
+/// checks it, this function trusts the caller.
+pub fn eligibility(
+    order: &Order,
+    now: Timestamp,
+    coupon: &Coupon,
+    t: TemplateUse<'_>,
+) -> Vec<Reason> {
+    reasons(order, now, coupon, t, &terms(order, t))
+}
+
+pub(crate) fn reasons(
+    order: &Order,
+    now: Timestamp,
+    coupon: &Coupon,
+    t: TemplateUse<'_>,
+    terms: &Terms,
+) -> Vec<Reason> {
+    let spec = &t.template.spec;
+    let mut r = Vec::new();
+    if now >= coupon.valid_until || coupon.status(now) == CouponStatus::Expired {
+        r.push(Reason::Expired);
+    }
+    if now < coupon.valid_from {
+        r.push(Reason::NotYetValid);
+    }
+    if terms.subtotal < spec.threshold {
+        r.push(Reason::BelowThreshold);
+    }
+    if !terms.in_scope {
+        r.push(Reason::OutOfScope);
+    }
+    if !spec.cities.contains(order.city_id) {
+        r.push(Reason::WrongCity);
+    }
+    if coupon.user_id != order.user_id {
+        r.push(Reason::NotOwner);
+    }
+    match coupon.stored_status {
+        CouponStatus::Locked => r.push(Reason::Locked),
+        CouponStatus::Used => r.push(Reason::Used),
+        CouponStatus::Revoked => r.push(Reason::Revoked),
+        CouponStatus::Unused | CouponStatus::Expired => {}
+    }
+    // What `status(now) == Aborted` means, without computing the rest of the status.
+    if t.template.aborted_at.is_some() {
+        r.push(Reason::TemplateAborted);
+    }
+    if t.budget_exhausted() {
+        r.push(Reason::BudgetExhausted);
+    }
+    r
+}

@@ -1,0 +1,28 @@
+//! Checkout rules: what coupons can do for an order. Pure functions of the order, the held
+//! coupons, their templates and the clock; the engine loads those and the API exposes a quote.
+//!
+//! - `order`: the order snapshot ([`OrderDraft`] as sent, [`Order`] once validated).
+//! - `eligibility`: whether one coupon can be used ([`eligibility()`]), with every [`Reason`]
+//!   why not.
+//! - `discount`: what one coupon takes off ([`discount()`]), split over lines and lease months.
+//! - `quote`: every coupon of a wallet at once, and the best combination ([`quote()`]).
+//!
+//! Money rules (DESIGN §2, I8): discounts round down to the minor unit, never exceed what they
+//! apply to (per line, and in total for a combination), and every split over lines or months
+//! sums exactly to the whole.
+
+mod discount;
+mod eligibility;
+mod order;
+mod quote;
+
+#[cfg(test)]
+mod tests;
+
+pub use discount::{discount, schedule, Discount, LineDiscount, TemplateUse};
+pub use eligibility::{eligibility, Reason};
+pub use order::{
+    Lease, LeaseDraft, LineDraft, LineKind, Order, OrderDraft, MAX_LEASE_MONTHS, MAX_LINES,
+    MAX_PRODUCT_ID_CHARS, MAX_QUANTITY,
+};
+pub use quote::{quote, AppliedCoupon, Combination, CouponQuote, Quote, QuoteInput};

@@ -1,0 +1,322 @@
+//! Checkout: quotes, and try/confirm/cancel of an order's coupons, applying the pure rules of
+//! [`coupond_domain::checkout`] to what the store reads; and the [`Sweeper`] that ends locks
+//! whose deadline passed.
+//!
+//! A lock's rules run inside the store's lock transaction (as a [`LockRules`] callback), on
+//! the coupons and templates as that transaction sees them, so what is checked is what is
+//! written: nobody can use, lock or over-reserve a coupon between the check and the write.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use coupond_domain::checkout::Reason;
+use coupond_domain::{
+    quote, Actor, Coupon, CouponId, CouponStatus, Order, OrderId, Quote, QuoteInput, Template,
+    TemplateId, TemplateUse, Timestamp,
+};
+use coupond_store::{
+    CouponQuery, LockOutcome, LockPlan, LockRefusal, LockRequest, OrderStep, Store, StoreError,
+    StoreResult,
+};
+use serde_json::json;
+use tokio::sync::watch;
+
+use crate::clock::Clock;
+
+/// The most coupons a quote looks at when the caller names none (the user's unused coupons,
+/// soonest-expiring first).
+pub const MAX_WALLET: u32 = 500;
+
+/// Quotes and redemptions. Cheap to clone.
+#[derive(Clone)]
+pub struct Checkout {
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    lock_ttl: time::Duration,
+}
+
+impl std::fmt::Debug for Checkout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Checkout")
+            .field("lock_ttl", &self.lock_ttl)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a quote cannot be made.
+#[derive(Debug)]
+pub enum QuoteError {
+    /// A named coupon is not one of the order's user (or does not exist): its position.
+    NotTheUsers(usize),
+    Store(StoreError),
+}
+
+impl From<StoreError> for QuoteError {
+    fn from(e: StoreError) -> Self {
+        QuoteError::Store(e)
+    }
+}
+
+impl Checkout {
+    /// `lock_ttl`: how long a lock holds its coupons without a confirm.
+    pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>, lock_ttl: time::Duration) -> Self {
+        Checkout {
+            store,
+            clock,
+            lock_ttl,
+        }
+    }
+
+    pub fn lock_ttl(&self) -> time::Duration {
+        self.lock_ttl
+    }
+
+    /// A quote for `order`: over the named coupons (which must all be the order's user's), or
+    /// else over the user's unused coupons. No side effects.
+    pub async fn quote(
+        &self,
+        order: &Order,
+        named: Option<&[CouponId]>,
+    ) -> Result<Quote, QuoteError> {
+        let coupons = match named {
+            Some(ids) => {
+                let found = self.store.coupons_by_ids(ids).await?;
+                for (i, id) in ids.iter().enumerate() {
+                    // Another user's coupon is answered like a missing one (I6).
+                    if !found
+                        .iter()
+                        .any(|c| c.id == *id && c.user_id == order.user_id)
+                    {
+                        return Err(QuoteError::NotTheUsers(i));
+                    }
+                }
+                found
+            }
+            None => {
+                self.store
+                    .user_coupons(&CouponQuery {
+                        user: order.user_id.clone(),
+                        status: Some(CouponStatus::Unused),
+                        now: self.clock.now(),
+                        after: None,
+                        limit: MAX_WALLET,
+                    })
+                    .await?
+            }
+        };
+        let templates = self.store.templates_by_ids(&template_ids(&coupons)).await?;
+        let uses = uses(&templates);
+        quote(&QuoteInput {
+            order,
+            now: self.clock.now(),
+            coupons: &coupons,
+            templates: &uses,
+        })
+        .map_err(|e| QuoteError::Store(StoreError::other(e.message)))
+    }
+
+    /// Locks exactly `coupons` for `order_id` until now + `lock_ttl`, if together they are the
+    /// best combination of themselves for `order` (each usable, none redundant); otherwise
+    /// refuses with every coupon's reasons and writes nothing.
+    pub async fn lock(
+        &self,
+        order_id: &OrderId,
+        order: &Order,
+        coupons: &[CouponId],
+        fingerprint: [u8; 32],
+        actor: &Actor,
+    ) -> StoreResult<LockOutcome> {
+        let now = self.clock.now();
+        let deadline = now.plus(self.lock_ttl);
+        let rules = |found: &[Coupon], templates: &[Template]| {
+            plan(order_id, order, coupons, found, templates, now, deadline)
+        };
+        self.store
+            .lock_order(
+                &LockRequest {
+                    order_id,
+                    user: &order.user_id,
+                    coupons,
+                    fingerprint,
+                    deadline,
+                    actor,
+                    now,
+                },
+                &rules,
+            )
+            .await
+    }
+
+    pub async fn confirm(&self, order_id: &OrderId, actor: &Actor) -> StoreResult<OrderStep> {
+        let step = self
+            .store
+            .confirm_order(order_id, actor, self.clock.now())
+            .await?;
+        coupond_store::failpoints::hit("confirm.after_commit")?;
+        if let OrderStep::AmountViolation(why) = &step {
+            // The safeguard fired: this should never happen. Loud, and counted.
+            tracing::error!(order_id = %order_id, violation = %why, "amount verification refused a confirm");
+            metrics::counter!("coupond_amount_verification_failures_total").increment(1);
+        }
+        Ok(step)
+    }
+
+    pub async fn cancel(&self, order_id: &OrderId, actor: &Actor) -> StoreResult<OrderStep> {
+        self.store
+            .cancel_order(order_id, actor, self.clock.now())
+            .await
+    }
+}
+
+fn template_ids(coupons: &[Coupon]) -> Vec<TemplateId> {
+    let ids: BTreeSet<TemplateId> = coupons.iter().map(|c| c.template_id).collect();
+    ids.into_iter().collect()
+}
+
+/// What each template has left to give: its budget less what was given and what locks hold.
+fn uses(templates: &[Template]) -> Vec<TemplateUse<'_>> {
+    templates
+        .iter()
+        .map(|t| TemplateUse {
+            template: t,
+            given: t.given.saturating_add(t.reserved),
+        })
+        .collect()
+}
+
+/// The lock's rules, on the coupons and templates as the lock's transaction reads them.
+fn plan(
+    order_id: &OrderId,
+    order: &Order,
+    asked: &[CouponId],
+    found: &[Coupon],
+    templates: &[Template],
+    now: Timestamp,
+    deadline: Timestamp,
+) -> Result<LockPlan, LockRefusal> {
+    let mut refused: Vec<(CouponId, Vec<Reason>)> = asked
+        .iter()
+        .filter(|id| {
+            !found
+                .iter()
+                .any(|c| c.id == **id && c.user_id == order.user_id)
+        })
+        .map(|id| (*id, vec![Reason::NotOwner]))
+        .collect();
+    if !refused.is_empty() {
+        return Err(LockRefusal { coupons: refused });
+    }
+    let uses = uses(templates);
+    let q = quote(&QuoteInput {
+        order,
+        now,
+        coupons: found,
+        templates: &uses,
+    })
+    .map_err(|e| {
+        tracing::error!(error = %e.message, "lock: the quote of stored coupons failed");
+        LockRefusal {
+            coupons: asked
+                .iter()
+                .map(|id| (*id, vec![Reason::NotOwner]))
+                .collect(),
+        }
+    })?;
+    for c in &q.coupons {
+        if !c.reasons.is_empty() {
+            refused.push((c.coupon_id, c.reasons.clone()));
+        } else if !c.chosen {
+            refused.push((c.coupon_id, vec![Reason::Redundant]));
+        }
+    }
+    if !refused.is_empty() {
+        return Err(LockRefusal { coupons: refused });
+    }
+    let best = &q.best;
+    Ok(LockPlan {
+        discounts: best
+            .coupons
+            .iter()
+            .map(|a| (a.coupon_id, a.discount))
+            .collect(),
+        answer: json!({
+            "order_id": order_id,
+            "deadline": deadline,
+            "order_total": q.order_total,
+            "discount": best.discount,
+            "total_after": best.total_after,
+            "coupons": best.coupons,
+            "lines": best.lines,
+            "schedule": best.schedule,
+        }),
+    })
+}
+
+/// Ends locks whose deadline has passed (the same effect as a cancel), each exactly once even
+/// when a late confirm or another instance's sweeper races it: the store ends a lock only from
+/// `locked`, under the order's row lock.
+#[derive(Clone)]
+pub struct Sweeper {
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+}
+
+impl std::fmt::Debug for Sweeper {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sweeper").finish_non_exhaustive()
+    }
+}
+
+/// Locks ended per transaction.
+const SWEEP_BATCH: u32 = 200;
+
+/// The longest the sweeper sleeps: a lock taken by another process is ended at most this
+/// long after its deadline (a confirm after the deadline is refused whenever it comes).
+pub const SWEEP_INTERVAL: Duration = Duration::from_secs(1);
+
+impl Sweeper {
+    pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>) -> Self {
+        Sweeper { store, clock }
+    }
+
+    /// Ends every lock due at the clock's now; returns their order ids.
+    pub async fn run_once(&self) -> StoreResult<Vec<OrderId>> {
+        let now = self.clock.now();
+        let mut ended = Vec::new();
+        loop {
+            let batch = self.store.expire_locks(now, SWEEP_BATCH).await?;
+            coupond_store::failpoints::hit("sweeper.after_commit")?;
+            let more = batch.len() == SWEEP_BATCH as usize;
+            ended.extend(batch);
+            if !more {
+                return Ok(ended);
+            }
+        }
+    }
+
+    /// Sweeps until `shutdown` turns true (or its sender is dropped), sleeping until the next
+    /// deadline, at most [`SWEEP_INTERVAL`].
+    pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
+        loop {
+            if *shutdown.borrow() {
+                return;
+            }
+            if let Err(e) = self.run_once().await {
+                tracing::warn!(error = %e, "sweeping expired locks failed; retrying");
+            }
+            let wait = match self.store.next_lock_deadline().await {
+                Ok(Some(next)) => {
+                    let micros = next.unix_micros() - self.clock.now().unix_micros();
+                    Duration::from_micros(u64::try_from(micros).unwrap_or(0))
+                }
+                _ => SWEEP_INTERVAL,
+            }
+            .min(SWEEP_INTERVAL);
+            tokio::select! {
+                () = tokio::time::sleep(wait) => {}
+                changed = shutdown.changed() => if changed.is_err() { return },
+            }
+        }
+    }
+}

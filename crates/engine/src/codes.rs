@@ -1,0 +1,150 @@
+//! The code generator: fills batches of single-use promotion codes.
+//!
+//! A batch is a row in the database that says how many codes it wants and how many it has.
+//! Each step draws fresh random codes for the oldest unfinished batch and adds them in one
+//! transaction ([`Store::add_codes`]), which skips any that collide with an existing code and
+//! never goes past the count; so the work survives a crash (the next start resumes the
+//! batch from what was committed) and several processes may share it.
+//!
+//! Channels: `wake` (a [`Notify`]) tells the loop a new batch exists; the loop also stops on
+//! the shutdown signal between steps, never inside one.
+
+use std::sync::Arc;
+
+use coupond_domain::codes::{with_check, ALPHABET};
+use coupond_store::{CodeBatch, Store, StoreResult};
+use rand::Rng;
+use tokio::sync::{watch, Notify};
+
+use crate::clock::Clock;
+
+/// Codes added per transaction.
+pub const CHUNK: u32 = 5_000;
+
+/// What one step did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// No batch is waiting.
+    Idle,
+    /// Codes were added to this batch (it may now be finished).
+    Progress(CodeBatch),
+}
+
+/// Generates the codes of unfinished batches. Cheap to clone.
+#[derive(Clone)]
+pub struct CodeGenerator {
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    wake: Arc<Notify>,
+}
+
+impl std::fmt::Debug for CodeGenerator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CodeGenerator").finish_non_exhaustive()
+    }
+}
+
+impl CodeGenerator {
+    pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>) -> Self {
+        CodeGenerator {
+            store,
+            clock,
+            wake: Arc::new(Notify::new()),
+        }
+    }
+
+    /// Tells the loop a batch is waiting.
+    pub fn wake(&self) {
+        self.wake.notify_one();
+    }
+
+    /// One step: up to [`CHUNK`] codes for the oldest unfinished batch.
+    pub async fn run_once(&self) -> StoreResult<Outcome> {
+        let Some(batch) = self
+            .store
+            .unfinished_code_batches()
+            .await?
+            .into_iter()
+            .next()
+        else {
+            return Ok(Outcome::Idle);
+        };
+        self.step(&batch).await.map(Outcome::Progress)
+    }
+
+    /// Fills `batch` to its count (for small batches answered in the request).
+    pub async fn fill(&self, mut batch: CodeBatch) -> StoreResult<CodeBatch> {
+        while batch.finished_at.is_none() {
+            batch = self.step(&batch).await?;
+        }
+        Ok(batch)
+    }
+
+    async fn step(&self, batch: &CodeBatch) -> StoreResult<CodeBatch> {
+        let want = (batch.count - batch.generated).min(CHUNK);
+        let codes = draw(&batch.prefix, batch.length, want as usize);
+        self.store
+            .add_codes(batch.id, &codes, self.clock.now())
+            .await
+    }
+
+    /// Works until `shutdown` turns true (or its sender is dropped): steps while batches wait, then sleeps until woken
+    /// (or a minute passes, to pick up batches another process created).
+    pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
+        loop {
+            if *shutdown.borrow() {
+                return;
+            }
+            let idle = match self.run_once().await {
+                Ok(Outcome::Idle) => true,
+                Ok(Outcome::Progress(_)) => false,
+                Err(e) => {
+                    tracing::warn!(error = %e, "code generation step failed; retrying later");
+                    true
+                }
+            };
+            if idle {
+                tokio::select! {
+                    () = self.wake.notified() => {}
+                    // A dropped sender means nobody can stop us any more: stop now.
+                    changed = shutdown.changed() => if changed.is_err() { return },
+                    () = tokio::time::sleep(std::time::Duration::from_secs(60)) => {}
+                }
+            }
+        }
+    }
+}
+
+/// `n` random codes: `prefix`, `length` random characters of [`ALPHABET`], and the check
+/// character.
+pub fn draw(prefix: &str, length: u32, n: usize) -> Vec<String> {
+    let mut rng = rand::rng();
+    (0..n)
+        .filter_map(|_| {
+            let mut body = String::with_capacity(prefix.len() + length as usize + 1);
+            body.push_str(prefix);
+            for _ in 0..length {
+                body.push(char::from(ALPHABET[rng.random_range(0..ALPHABET.len())]));
+            }
+            with_check(&body)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use coupond_domain::codes::passes_check;
+
+    #[test]
+    fn drawn_codes_have_the_prefix_length_and_check() {
+        let codes = draw("SP", 8, 200);
+        assert_eq!(codes.len(), 200);
+        for c in &codes {
+            assert!(c.starts_with("SP") && c.len() == 2 + 8 + 1, "{c}");
+            assert!(passes_check(c), "{c}");
+        }
+        let distinct: std::collections::HashSet<_> = codes.iter().collect();
+        assert_eq!(distinct.len(), 200);
+    }
+}

@@ -1,0 +1,284 @@
+//! The outbox dispatcher and its observers.
+//!
+//! Every change writes its events to the outbox in its own transaction. The [`Dispatcher`]
+//! (one per deployment: it holds a lease) hands them, in order and in batches, to each
+//! [`Observer`], and records each observer's position after it handled a batch. A crash
+//! between the two redelivers that batch: delivery is at least once, and observers make a
+//! repeat harmless (each write keyed by the event or by what it is about).
+//!
+//! Observers here: [`ReminderPlanner`] (a reminder N days before a claimed or issued coupon
+//! expires; cancelled when the coupon is used or expires) and [`InboxNotifier`] (a message for
+//! each claimed or issued coupon, its text stored once per template).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use coupond_domain::{Template, TemplateId, Timestamp, UserId};
+use coupond_store::events::kind;
+use coupond_store::{Event, MessageContent, OutboxPosition, Reminder, Store, StoreResult};
+use tokio::sync::watch;
+
+use crate::clock::Clock;
+
+/// Events handed to an observer at once.
+const BATCH: u32 = 1000;
+/// How long the dispatcher waits when there was nothing to do.
+const IDLE: Duration = Duration::from_millis(200);
+const LEASE: time::Duration = time::Duration::seconds(10);
+const DAY_US: i64 = 86_400_000_000;
+
+/// A consumer of the outbox. `handle` gets events in order; it must tolerate seeing a batch
+/// again after a crash.
+#[async_trait]
+pub trait Observer: Send + Sync {
+    /// Names its position in the outbox; never change it.
+    fn name(&self) -> &str;
+    async fn handle(&self, events: &[Event]) -> StoreResult<()>;
+}
+
+/// Hands the outbox to the observers.
+#[derive(Clone)]
+pub struct Dispatcher {
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    observers: Vec<Arc<dyn Observer>>,
+    holder: String,
+}
+
+impl std::fmt::Debug for Dispatcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.observers.iter().map(|o| o.name()).collect();
+        f.debug_struct("Dispatcher")
+            .field("observers", &names)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Dispatcher {
+    pub fn new(
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+        observers: Vec<Arc<dyn Observer>>,
+        holder: impl Into<String>,
+    ) -> Self {
+        Dispatcher {
+            store,
+            clock,
+            observers,
+            holder: holder.into(),
+        }
+    }
+
+    /// One pass: each observer gets the next batch after its position. Returns how many
+    /// events were handed out (0 when every observer is up to date, or without the lease).
+    pub async fn run_once(&self) -> StoreResult<usize> {
+        let now = self.clock.now();
+        if !self
+            .store
+            .try_lease("dispatcher", &self.holder, now, now.plus(LEASE))
+            .await?
+        {
+            return Ok(0);
+        }
+        let mut handed = 0;
+        for o in &self.observers {
+            let at = self.store.sink_position(o.name()).await?;
+            let events = self.store.outbox_read(at, BATCH).await?;
+            let Some(last) = events.last() else { continue };
+            let next = OutboxPosition {
+                txid: last.txid,
+                event_id: last.id,
+            };
+            o.handle(&events).await?;
+            self.store.sink_ack(o.name(), next).await?;
+            handed += events.len();
+        }
+        Ok(handed)
+    }
+
+    /// Passes until every observer is up to date.
+    pub async fn drain(&self) -> StoreResult<usize> {
+        let mut total = 0;
+        loop {
+            let n = self.run_once().await?;
+            total += n;
+            if n == 0 {
+                return Ok(total);
+            }
+        }
+    }
+
+    /// Passes until `shutdown` turns true (or its sender is dropped); idles briefly when
+    /// there is nothing to do.
+    pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
+        loop {
+            if *shutdown.borrow() {
+                return;
+            }
+            let busy = match self.run_once().await {
+                Ok(n) => n > 0,
+                Err(e) => {
+                    tracing::warn!(error = %e, "dispatching events failed; retrying");
+                    false
+                }
+            };
+            if !busy {
+                tokio::select! {
+                    () = tokio::time::sleep(IDLE) => {}
+                    changed = shutdown.changed() => if changed.is_err() { return },
+                }
+            }
+        }
+    }
+}
+
+/// What a coupon event says about its coupon.
+struct CouponFacts {
+    user: UserId,
+    template: TemplateId,
+    valid_until: Timestamp,
+}
+
+fn coupon_facts(e: &Event) -> Option<CouponFacts> {
+    let user = UserId::parse(e.body.get("user_id")?.as_str()?).ok()?;
+    let template = TemplateId::new(e.body.get("template_id")?.as_i64()?).ok()?;
+    let valid_until = Timestamp::parse(e.body.get("valid_until")?.as_str()?).ok()?;
+    Some(CouponFacts {
+        user,
+        template,
+        valid_until,
+    })
+}
+
+fn day_of(t: Timestamp) -> i64 {
+    t.unix_micros().div_euclid(DAY_US)
+}
+
+/// Plans a reminder `days_before` a claimed or issued coupon expires (one per user, template
+/// and expiry day), and cancels it when the coupon is used or expires first (unless the user
+/// holds another coupon of the template expiring that day).
+#[derive(Debug)]
+pub struct ReminderPlanner {
+    store: Arc<dyn Store>,
+    before: time::Duration,
+}
+
+impl ReminderPlanner {
+    pub fn new(store: Arc<dyn Store>, days_before: u32) -> Self {
+        ReminderPlanner {
+            store,
+            before: time::Duration::days(i64::from(days_before)),
+        }
+    }
+}
+
+#[async_trait]
+impl Observer for ReminderPlanner {
+    fn name(&self) -> &str {
+        "reminders"
+    }
+
+    async fn handle(&self, events: &[Event]) -> StoreResult<()> {
+        let mut plan = Vec::new();
+        for e in events {
+            let Some(f) = coupon_facts(e) else { continue };
+            match e.kind.as_str() {
+                kind::COUPON_CLAIMED | kind::COUPON_ISSUED => {
+                    let due_at = f.valid_until.minus(self.before);
+                    // A coupon valid for less than the notice period gets no reminder.
+                    if due_at > e.at {
+                        plan.push(Reminder {
+                            user_id: f.user,
+                            template_id: f.template,
+                            day: day_of(f.valid_until),
+                            due_at,
+                        });
+                    }
+                }
+                kind::COUPON_USED | kind::COUPON_EXPIRED => {
+                    // Planned ones first, so a batch holding both the claim and the use ends
+                    // without the reminder.
+                    self.store
+                        .plan_reminders(&std::mem::take(&mut plan))
+                        .await?;
+                    self.store
+                        .cancel_reminder(&f.user, f.template, day_of(f.valid_until))
+                        .await?;
+                }
+                _ => {}
+            }
+        }
+        self.store.plan_reminders(&plan).await
+    }
+}
+
+/// Puts a message in the inbox of each user who claimed or was issued a coupon. The text is
+/// stored once per template and kind; each message is keyed by its event, so a redelivered
+/// batch adds nothing.
+#[derive(Debug)]
+pub struct InboxNotifier {
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+}
+
+impl InboxNotifier {
+    pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>) -> Self {
+        InboxNotifier { store, clock }
+    }
+}
+
+#[async_trait]
+impl Observer for InboxNotifier {
+    fn name(&self) -> &str {
+        "inbox"
+    }
+
+    async fn handle(&self, events: &[Event]) -> StoreResult<()> {
+        // (kind, template) -> recipients
+        let mut groups: BTreeMap<(&str, TemplateId), Vec<(UserId, String)>> = BTreeMap::new();
+        for e in events {
+            let k = match e.kind.as_str() {
+                kind::COUPON_CLAIMED => "claimed",
+                kind::COUPON_ISSUED => "issued",
+                _ => continue,
+            };
+            let Some(f) = coupon_facts(e) else { continue };
+            groups
+                .entry((k, f.template))
+                .or_default()
+                .push((f.user, format!("event:{}", e.id)));
+        }
+        if groups.is_empty() {
+            return Ok(());
+        }
+        let ids: Vec<TemplateId> = groups.keys().map(|(_, t)| *t).collect();
+        let templates: HashMap<TemplateId, Template> = self
+            .store
+            .templates_by_ids(&ids)
+            .await?
+            .into_iter()
+            .map(|t| (t.id, t))
+            .collect();
+        let now = self.clock.now();
+        for ((k, template), recipients) in groups {
+            let title = templates
+                .get(&template)
+                .map_or("a coupon", |t| t.spec.title.as_str());
+            let content = MessageContent {
+                key: format!("{k}:{template}"),
+                kind: format!("coupon_{k}"),
+                title: match k {
+                    "claimed" => format!("Coupon claimed: {title}"),
+                    _ => format!("You received a coupon: {title}"),
+                },
+                body: format!("“{title}” is in your wallet. Check its validity before you book."),
+            };
+            self.store
+                .deliver_messages(&content, &recipients, now)
+                .await?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,141 @@
+//! The issuance worker: works through open bulk issuance jobs a chunk at a time.
+//!
+//! Each chunk is one transaction in the store ([`Store::issue_chunk`]): the coupons, their
+//! events and the job's progress commit together, so after a crash (kill -9 included) the next
+//! step starts exactly where the last committed chunk ended and nobody is issued twice. On
+//! PostgreSQL a job being worked on by another instance is skipped, so instances share the open
+//! jobs.
+//!
+//! Locks: `users` (a `std` mutex, never held across an await) caches each open job's user list
+//! so it is read from the database once per job and process, not once per chunk.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use coupond_domain::UserId;
+use coupond_store::{Issuance, IssuanceState, Store, StoreResult};
+use tokio::sync::{watch, Notify};
+
+use crate::clock::Clock;
+
+/// Users per transaction.
+pub const CHUNK: u32 = 1_000;
+
+/// How long the loop sleeps with nothing to do, unless woken (a job from another instance is
+/// picked up this late).
+const IDLE: Duration = Duration::from_secs(1);
+
+/// The worker. Cheap to clone; clones share the cache.
+#[derive(Clone)]
+pub struct IssuanceWorker {
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    users: Arc<Mutex<HashMap<i64, Arc<Vec<UserId>>>>>,
+    wake: Arc<Notify>,
+}
+
+impl std::fmt::Debug for IssuanceWorker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IssuanceWorker").finish_non_exhaustive()
+    }
+}
+
+fn open(j: &Issuance) -> bool {
+    matches!(j.state, IssuanceState::Pending | IssuanceState::Running)
+}
+
+impl IssuanceWorker {
+    pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>) -> Self {
+        IssuanceWorker {
+            store,
+            clock,
+            users: Arc::new(Mutex::new(HashMap::new())),
+            wake: Arc::new(Notify::new()),
+        }
+    }
+
+    /// Tells the loop a job is waiting.
+    pub fn wake(&self) {
+        self.wake.notify_one();
+    }
+
+    async fn users_of(&self, id: i64) -> StoreResult<Arc<Vec<UserId>>> {
+        let cached = self
+            .users
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&id)
+            .cloned();
+        if let Some(u) = cached {
+            return Ok(u);
+        }
+        let users = Arc::new(self.store.issuance_users(id).await?);
+        self.users
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(id, users.clone());
+        Ok(users)
+    }
+
+    /// One chunk of job `id`; `None` if it is not open or another instance holds it now.
+    pub async fn step(&self, id: i64) -> StoreResult<Option<Issuance>> {
+        let users = self.users_of(id).await?;
+        let job = self
+            .store
+            .issue_chunk(id, &users, CHUNK, self.clock.now())
+            .await?;
+        coupond_store::failpoints::hit("issuance.after_chunk")?;
+        if job.as_ref().is_none_or(|j| !open(j)) {
+            self.users
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&id);
+        }
+        Ok(job)
+    }
+
+    /// One chunk of the oldest open job this instance can take; `None` with nothing to do.
+    pub async fn run_once(&self) -> StoreResult<Option<Issuance>> {
+        for id in self.store.open_issuances().await? {
+            if let Some(job) = self.step(id).await? {
+                return Ok(Some(job));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Works job `id` to its end (for jobs answered in the request).
+    pub async fn finish(&self, id: i64) -> StoreResult<Issuance> {
+        loop {
+            match self.step(id).await? {
+                Some(j) if open(&j) => continue,
+                _ => return self.store.issuance(id).await,
+            }
+        }
+    }
+
+    /// Works until `shutdown` turns true (or its sender is dropped), between chunks.
+    pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
+        loop {
+            if *shutdown.borrow() {
+                return;
+            }
+            let idle = match self.run_once().await {
+                Ok(Some(_)) => false,
+                Ok(None) => true,
+                Err(e) => {
+                    tracing::warn!(error = %e, "issuance step failed; retrying");
+                    true
+                }
+            };
+            if idle {
+                tokio::select! {
+                    () = self.wake.notified() => {}
+                    () = tokio::time::sleep(IDLE) => {}
+                    changed = shutdown.changed() => if changed.is_err() { return },
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,202 @@
+//! The scheduler: one loop (a lease in the database makes it one across instances) that
+//! materialises what time makes due.
+//!
+//! Each step, at the clock's `now`:
+//! - announces every status transition of activities and templates since the last one
+//!   announced, each as an event at the instant it happened, oldest first (after downtime,
+//!   every boundary passed, in order);
+//! - marks unused coupons whose validity ended expired (`coupon.expired`);
+//! - ends locks past their deadline (as the [`Sweeper`] does);
+//! - sends due reminders.
+//!
+//! Every write is conditional on what was read (the announced status, the coupon still
+//! unused, the lock still held, the reminder still there), so a step repeated, or run by two
+//! instances during a lease hand-over, writes each transition once.
+//!
+//! [`Scheduler::run_once`] is the step tests call with a manual clock; [`Scheduler::run`]
+//! loops until shutdown, sleeping until the next due instant (at most [`MAX_SLEEP`]).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use coupond_domain::{Template, TemplateId, Timestamp};
+use coupond_store::{Due, MessageContent, Store, StoreResult};
+use tokio::sync::watch;
+
+use crate::checkout::Sweeper;
+use crate::clock::Clock;
+
+/// Rows handled per transaction.
+const BATCH: u32 = 500;
+
+/// The longest the loop sleeps: records created meanwhile (a template published, a coupon
+/// claimed) are picked up at most this late.
+pub const MAX_SLEEP: Duration = Duration::from_secs(1);
+
+/// How long a lease lasts; the holder renews it every step.
+const LEASE: time::Duration = time::Duration::seconds(10);
+
+/// What one step did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Outcome {
+    /// Whether this instance held the lease (if not, it did nothing).
+    pub leader: bool,
+    pub due: Due,
+}
+
+/// The scheduler. Cheap to clone.
+#[derive(Clone)]
+pub struct Scheduler {
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    freeze: time::Duration,
+    holder: String,
+}
+
+impl std::fmt::Debug for Scheduler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scheduler")
+            .field("holder", &self.holder)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Scheduler {
+    /// `freeze` is the activities' freeze period; `holder` names this instance in the lease.
+    pub fn new(
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+        freeze: time::Duration,
+        holder: impl Into<String>,
+    ) -> Self {
+        Scheduler {
+            store,
+            clock,
+            freeze,
+            holder: holder.into(),
+        }
+    }
+
+    /// One step at the clock's now.
+    pub async fn run_once(&self) -> StoreResult<Outcome> {
+        let now = self.clock.now();
+        if !self
+            .store
+            .try_lease("scheduler", &self.holder, now, now.plus(LEASE))
+            .await?
+        {
+            return Ok(Outcome::default());
+        }
+        let mut due = Due::default();
+        for (a, announced) in self.store.unannounced_activities().await? {
+            let moves = a.transitions_since(announced, now, self.freeze);
+            if !moves.is_empty()
+                && self
+                    .store
+                    .announce_activity(a.id, announced, &moves)
+                    .await?
+            {
+                due.transitions += moves.len();
+            }
+        }
+        loop {
+            let batch = self.store.due_templates(now, BATCH).await?;
+            let mut progressed = false;
+            for (t, announced) in &batch {
+                let moves = t.transitions_since(*announced, now);
+                if !moves.is_empty()
+                    && self
+                        .store
+                        .announce_template(t.id, *announced, &moves)
+                        .await?
+                {
+                    due.transitions += moves.len();
+                    progressed = true;
+                }
+            }
+            if batch.len() < BATCH as usize || !progressed {
+                break;
+            }
+        }
+        loop {
+            let n = self.store.expire_coupons(now, BATCH).await?;
+            due.coupons_expired += n;
+            if n < u64::from(BATCH) {
+                break;
+            }
+        }
+        due.locks_expired = Sweeper::new(self.store.clone(), self.clock.clone())
+            .run_once()
+            .await?
+            .len();
+        due.reminders = self.send_reminders(now).await?;
+        Ok(Outcome { leader: true, due })
+    }
+
+    async fn send_reminders(&self, now: Timestamp) -> StoreResult<usize> {
+        let mut sent = 0;
+        loop {
+            let batch = self.store.due_reminders(now, BATCH).await?;
+            let ids: Vec<TemplateId> = batch.iter().map(|r| r.template_id).collect();
+            let titles: HashMap<TemplateId, Template> = self
+                .store
+                .templates_by_ids(&ids)
+                .await?
+                .into_iter()
+                .map(|t| (t.id, t))
+                .collect();
+            for r in &batch {
+                let title = titles
+                    .get(&r.template_id)
+                    .map_or("your coupon", |t| t.spec.title.as_str());
+                let content = MessageContent {
+                    key: format!("reminder:{}:{}", r.template_id, r.day),
+                    kind: "reminder".into(),
+                    title: format!("Expiring soon: {title}"),
+                    body: format!(
+                        "Your coupon “{title}” expires on {}. Use it before then.",
+                        day_text(r.day)
+                    ),
+                };
+                self.store.send_reminder(r, &content, now).await?;
+                sent += 1;
+            }
+            if batch.len() < BATCH as usize {
+                return Ok(sent);
+            }
+        }
+    }
+
+    /// Steps until `shutdown` turns true (or its sender is dropped), sleeping until the next
+    /// due instant, at most [`MAX_SLEEP`].
+    pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
+        loop {
+            if *shutdown.borrow() {
+                return;
+            }
+            if let Err(e) = self.run_once().await {
+                tracing::warn!(error = %e, "scheduler step failed; retrying");
+            }
+            let now = self.clock.now();
+            let wait = match self.store.next_due(now).await {
+                Ok(Some(next)) => Duration::from_micros(
+                    u64::try_from(next.unix_micros() - now.unix_micros()).unwrap_or(0),
+                ),
+                _ => MAX_SLEEP,
+            }
+            .min(MAX_SLEEP);
+            tokio::select! {
+                () = tokio::time::sleep(wait) => {}
+                changed = shutdown.changed() => if changed.is_err() { return },
+            }
+        }
+    }
+}
+
+/// `day` (days since 1970-01-01) as `YYYY-MM-DD`.
+fn day_text(day: i64) -> String {
+    Timestamp::from_unix_micros(day * 86_400_000_000)
+        .map(|t| t.to_string().chars().take(10).collect())
+        .unwrap_or_default()
+}

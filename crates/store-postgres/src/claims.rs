@@ -1,0 +1,545 @@
+//! Claims on PostgreSQL: a whole batch in one transaction of a few multi-row statements.
+//!
+//! Several coupond instances may claim the same template at once, so nothing read early in
+//! the transaction is trusted for the stock: the conditional `UPDATE templates SET claimed =
+//! claimed + k WHERE claimed + k <= total_stock` decides, and it is the last statement before
+//! `COMMIT`, so the template's row (the hot row every batch needs) stays locked only for that
+//! update and the commit's flush. Everything before it touches rows no other batch wants
+//! (new coupons, the batch's users' counters).
+//!
+//! When fewer coupons remain than the batch holds, that update matches nothing; the batch is
+//! rolled back and run again in *exact* mode, which locks the template row after taking the
+//! per-user counters (the same lock order as every batch, so no deadlock), reads the remaining
+//! stock, and issues exactly that many in arrival order; the rest are `sold_out`. That happens
+//! about once per template, when it sells out.
+//!
+//! Lock order, the same in every batch: idempotency keys (sorted), single-use codes (sorted),
+//! per-user counters (sorted by user), then the template row.
+
+use std::collections::HashMap;
+
+use coupond_domain::{Coupon, CouponId, CouponStatus, TemplateId, Timestamp};
+use coupond_store::events::{self, kind};
+use coupond_store::{ClaimOutcome, ClaimRequest, IdempotencyKey, StoreError, StoreResult};
+use sqlx::Postgres;
+
+use crate::rows::{self, db_err};
+use crate::store::{dt, PgStore};
+
+type Tx = sqlx::Transaction<'static, Postgres>;
+
+const CLAIMABLE: &str = "aborted_at IS NULL AND (activity_id IS NOT NULL OR published_at IS NOT \
+     NULL) AND claim_start <= $2 AND $2 < claim_end";
+
+/// How an attempt ended. Only `Done` may be committed.
+pub(crate) enum Attempt {
+    Done(Vec<ClaimOutcome>),
+    /// The stock ran out (or the template closed) under the batch: run it again exactly.
+    Retry,
+    /// In exact mode: the template stopped being claimable after the counters were taken.
+    Closed,
+}
+
+impl PgStore {
+    pub(crate) async fn claim_batch_tx(
+        &self,
+        template: TemplateId,
+        claims: &[ClaimRequest],
+        now: Timestamp,
+    ) -> StoreResult<Vec<ClaimOutcome>> {
+        for exact in [false, true] {
+            let mut tx = self.pool.begin().await.map_err(db_err)?;
+            match attempt(&mut tx, template, claims, now, exact).await? {
+                Attempt::Done(out) => {
+                    coupond_store::failpoints::hit("claim.before_commit")?;
+                    tx.commit().await.map_err(db_err)?;
+                    return Ok(out);
+                }
+                Attempt::Retry => {}
+                Attempt::Closed => {
+                    drop(tx);
+                    let mut tx = self.pool.begin().await.map_err(db_err)?;
+                    return not_claimable(&mut tx, template, claims).await;
+                }
+            }
+        }
+        Err(StoreError::other(
+            "stock changed under the template's row lock",
+        ))
+    }
+}
+
+/// One try at a claim batch inside the caller's transaction, which commits it on `Done` and
+/// drops it otherwise. `exact` locks the template row before issuing (see the module's notes).
+pub(crate) async fn attempt(
+    tx: &mut Tx,
+    template: TemplateId,
+    claims: &[ClaimRequest],
+    now: Timestamp,
+    exact: bool,
+) -> StoreResult<Attempt> {
+    // No lock yet: the per-user limit cannot change while the template is claimable, and
+    // the stock is decided at the end.
+    let row = sqlx::query(&format!(
+        "SELECT per_user_limit, ({CLAIMABLE}) AS claimable FROM templates WHERE id = $1"
+    ))
+    .bind(template.get())
+    .bind(dt(now))
+    .fetch_optional(&mut **tx)
+    .await
+    .map_err(db_err)?
+    .ok_or(StoreError::NotFound)?;
+    let claimable: bool = sqlx::Row::try_get(&row, "claimable").map_err(db_err)?;
+    if !claimable {
+        return not_claimable(tx, template, claims).await.map(Attempt::Done);
+    }
+    let limit: i64 = sqlx::Row::try_get(&row, "per_user_limit").map_err(db_err)?;
+    let limit = i32::try_from(limit).map_err(StoreError::other)?;
+    let mut out: Vec<Option<ClaimOutcome>> = vec![None; claims.len()];
+
+    // 1. Idempotency keys, sorted: retries get their earlier answer; new keys are taken.
+    let mut keyed: Vec<(usize, &IdempotencyKey)> = claims
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| c.idempotency.as_ref().map(|k| (i, k)))
+        .collect();
+    keyed.sort_by(|a, b| a.1.key.cmp(&b.1.key));
+    for (i, k) in keyed {
+        out[i] = claim_key(tx, k, now).await?;
+    }
+    // 2. Single-use codes, sorted: taken now, given back below if the claim is refused.
+    let mut coded: Vec<(usize, &str)> = claims
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| out[*i].is_none())
+        .filter_map(|(i, c)| single_use(c).map(|k| (i, k)))
+        .collect();
+    coded.sort_by(|a, b| a.1.cmp(b.1));
+    for (i, code) in coded {
+        out[i] = take_code(tx, template, code, &claims[i], now).await?;
+    }
+    let candidates: Vec<usize> = (0..claims.len()).filter(|i| out[*i].is_none()).collect();
+
+    // 3. Per-user counters.
+    let holds = take_slots(tx, template, claims, &candidates, limit).await?;
+    let mut accepted: Vec<usize> = Vec::with_capacity(candidates.len());
+    let mut refused: Vec<usize> = Vec::new();
+    for &i in &candidates {
+        if holds[i] {
+            accepted.push(i);
+        } else {
+            out[i] = Some(ClaimOutcome::LimitReached);
+            refused.push(i);
+        }
+    }
+
+    // 4. In exact mode, the stock left, under the template's row lock. NO KEY UPDATE, like
+    //    the UPDATE itself: FOR UPDATE would conflict with the KEY SHARE locks other
+    //    batches' coupon inserts take through the foreign key.
+    if exact && !accepted.is_empty() {
+        let row = sqlx::query(&format!(
+            "SELECT total_stock - claimed AS remaining, ({CLAIMABLE}) AS claimable
+             FROM templates WHERE id = $1 FOR NO KEY UPDATE"
+        ))
+        .bind(template.get())
+        .bind(dt(now))
+        .fetch_one(&mut **tx)
+        .await
+        .map_err(db_err)?;
+        let claimable: bool = sqlx::Row::try_get(&row, "claimable").map_err(db_err)?;
+        if !claimable {
+            return Ok(Attempt::Closed);
+        }
+        let remaining: i64 = sqlx::Row::try_get(&row, "remaining").map_err(db_err)?;
+        let cut = usize::try_from(remaining.max(0))
+            .unwrap_or(0)
+            .min(accepted.len());
+        let surplus = accepted.split_off(cut);
+        give_back(tx, template, claims, &surplus).await?;
+        for i in surplus {
+            out[i] = Some(ClaimOutcome::SoldOut);
+            refused.push(i);
+        }
+    }
+    // A refused claim records no key and leaves its code free.
+    let keys: Vec<&str> = refused
+        .iter()
+        .filter_map(|&i| claims[i].idempotency.as_ref().map(|k| k.key.as_str()))
+        .collect();
+    if !keys.is_empty() {
+        sqlx::query("DELETE FROM claim_keys WHERE key = ANY($1)")
+            .bind(&keys)
+            .execute(&mut **tx)
+            .await
+            .map_err(db_err)?;
+    }
+    let codes: Vec<&str> = refused
+        .iter()
+        .filter_map(|&i| single_use(&claims[i]))
+        .collect();
+    if !codes.is_empty() {
+        sqlx::query("UPDATE codes SET redeemed_by = NULL, redeemed_at = NULL WHERE code = ANY($1)")
+            .bind(&codes)
+            .execute(&mut **tx)
+            .await
+            .map_err(db_err)?;
+    }
+
+    // 5. Coupons, their log rows, events, keys and codes; then the stock, last.
+    if !accepted.is_empty() {
+        let coupons = insert_coupons(tx, template, claims, &accepted, now).await?;
+        // Coupons written, stock not yet raised: a fault here must leave neither.
+        coupond_store::failpoints::hit("claim.mid_batch")?;
+        let raised = sqlx::query(&format!(
+            "UPDATE templates SET claimed = claimed + $3
+             WHERE id = $1 AND claimed + $3 <= total_stock AND {CLAIMABLE}
+             RETURNING claimed = total_stock AS sold_out, total_stock"
+        ))
+        .bind(template.get())
+        .bind(dt(now))
+        .bind(accepted.len() as i64)
+        .fetch_optional(&mut **tx)
+        .await
+        .map_err(db_err)?;
+        let Some(raised) = raised else {
+            return Ok(Attempt::Retry);
+        };
+        if sqlx::Row::try_get::<bool, _>(&raised, "sold_out").map_err(db_err)? {
+            let total: i64 = sqlx::Row::try_get(&raised, "total_stock").map_err(db_err)?;
+            sqlx::query("INSERT INTO outbox (kind, at, body) VALUES ($1, $2, $3::jsonb)")
+                .bind(kind::TEMPLATE_SOLD_OUT)
+                .bind(dt(now))
+                .bind(events::template_sold_out(template, total))
+                .execute(&mut **tx)
+                .await
+                .map_err(db_err)?;
+        }
+        for (c, &i) in coupons.into_iter().zip(&accepted) {
+            out[i] = Some(ClaimOutcome::Issued(c));
+        }
+    }
+    out.into_iter()
+        .map(|o| o.ok_or_else(|| StoreError::other("claim without an outcome")))
+        .collect::<StoreResult<Vec<_>>>()
+        .map(Attempt::Done)
+}
+
+/// Takes a per-user slot for each candidate claim; `true` where one was free.
+///
+/// One upsert takes the first slot of every user of the batch, in user order (so two batches
+/// never wait on each other's counters in opposite orders) and returns the count each user
+/// reached. A user with several claims in the batch then takes as many more as its limit
+/// leaves, in one update of rows this transaction already holds locked.
+async fn take_slots(
+    tx: &mut Tx,
+    template: TemplateId,
+    claims: &[ClaimRequest],
+    candidates: &[usize],
+    limit: i32,
+) -> StoreResult<Vec<bool>> {
+    let mut by_user: HashMap<&str, Vec<usize>> = HashMap::new();
+    for &i in candidates {
+        by_user.entry(claims[i].user.as_str()).or_default().push(i);
+    }
+    let mut users: Vec<&str> = by_user.keys().copied().collect();
+    users.sort_unstable();
+    let mut holds = vec![false; claims.len()];
+    if users.is_empty() {
+        return Ok(holds);
+    }
+    let reached: Vec<(String, i32)> = sqlx::query_as(
+        "INSERT INTO holdings AS h (template_id, user_id, n)
+         SELECT $1, u, 1 FROM unnest($2::text[]) AS u
+         ON CONFLICT (template_id, user_id) DO UPDATE SET n = h.n + 1 WHERE h.n < $3
+         RETURNING user_id, n",
+    )
+    .bind(template.get())
+    .bind(&users)
+    .bind(limit)
+    .fetch_all(&mut **tx)
+    .await
+    .map_err(db_err)?;
+    let mut more_users: Vec<String> = Vec::new();
+    let mut more_n: Vec<i32> = Vec::new();
+    for (user, n) in reached {
+        let Some(mine) = by_user.get(user.as_str()) else {
+            continue;
+        };
+        // `n` counts this batch's first claim of the user; the others fit while below the limit.
+        let extra = (mine.len() - 1).min(usize::try_from(limit - n).unwrap_or(0));
+        for &i in &mine[..=extra] {
+            holds[i] = true;
+        }
+        if extra > 0 {
+            more_users.push(user);
+            more_n.push(extra as i32);
+        }
+    }
+    if !more_users.is_empty() {
+        sqlx::query(
+            "UPDATE holdings h SET n = h.n + v.extra
+             FROM unnest($2::text[], $3::int[]) AS v(u, extra)
+             WHERE h.template_id = $1 AND h.user_id = v.u",
+        )
+        .bind(template.get())
+        .bind(&more_users)
+        .bind(&more_n)
+        .execute(&mut **tx)
+        .await
+        .map_err(db_err)?;
+    }
+    Ok(holds)
+}
+
+/// Returns the per-user slots of claims that took one but get no coupon.
+async fn give_back(
+    tx: &mut Tx,
+    template: TemplateId,
+    claims: &[ClaimRequest],
+    refused: &[usize],
+) -> StoreResult<()> {
+    if refused.is_empty() {
+        return Ok(());
+    }
+    let users: Vec<&str> = refused.iter().map(|&i| claims[i].user.as_str()).collect();
+    sqlx::query(
+        "UPDATE holdings h SET n = h.n - v.k
+         FROM (SELECT u, COUNT(*)::int AS k FROM unnest($2::text[]) AS u GROUP BY u) AS v
+         WHERE h.template_id = $1 AND h.user_id = v.u",
+    )
+    .bind(template.get())
+    .bind(&users)
+    .execute(&mut **tx)
+    .await
+    .map_err(db_err)?;
+    Ok(())
+}
+
+/// Inserts the coupons of `accepted` claims in arrival order, with one operation-log row and
+/// one `coupon.claimed` event each, and points their idempotency keys at them: one statement
+/// after the ids are drawn.
+async fn insert_coupons(
+    tx: &mut Tx,
+    template: TemplateId,
+    claims: &[ClaimRequest],
+    accepted: &[usize],
+    now: Timestamp,
+) -> StoreResult<Vec<Coupon>> {
+    let ids: Vec<i64> = sqlx::query_scalar(
+        "SELECT nextval(pg_get_serial_sequence('coupons', 'id')) FROM generate_series(1, $1)",
+    )
+    .bind(accepted.len() as i64)
+    .fetch_all(&mut **tx)
+    .await
+    .map_err(db_err)?;
+    if ids.len() != accepted.len() {
+        return Err(StoreError::other("the sequence gave too few ids"));
+    }
+    let mut coupons = Vec::with_capacity(accepted.len());
+    let (mut users, mut froms, mut untils, mut actors, mut kinds, mut bodies) =
+        (vec![], vec![], vec![], vec![], vec![], vec![]);
+    let mut jobs: Vec<Option<i64>> = vec![];
+    let (mut key_names, mut key_ids) = (vec![], vec![]);
+    let (mut coupon_codes, mut taken_codes, mut taken_ids) = (vec![], vec![], vec![]);
+    for (&id, &i) in ids.iter().zip(accepted) {
+        let r = &claims[i];
+        let c = Coupon {
+            id: CouponId::new(id).map_err(StoreError::other)?,
+            template_id: template,
+            user_id: r.user.clone(),
+            stored_status: CouponStatus::Unused,
+            claimed_at: now,
+            valid_from: r.valid_from,
+            valid_until: r.valid_until,
+            code: r.code.as_ref().map(|k| k.code.clone()),
+            order_id: None,
+            locked_until: None,
+            discount: None,
+            used_at: None,
+        };
+        users.push(r.user.as_str().to_owned());
+        froms.push(dt(r.valid_from));
+        untils.push(dt(r.valid_until));
+        actors.push(r.actor.to_text());
+        let (kind, body) = events::coupon_claimed(&c, &r.actor, r.issuance);
+        kinds.push(kind);
+        bodies.push(body);
+        jobs.push(r.issuance);
+        if let Some(k) = &r.idempotency {
+            key_names.push(k.key.clone());
+            key_ids.push(id);
+        }
+        coupon_codes.push(r.code.as_ref().map(|k| k.code.clone()));
+        if let Some(code) = single_use(r) {
+            taken_codes.push(code.to_owned());
+            taken_ids.push(id);
+        }
+        coupons.push(c);
+    }
+    // Foreign keys are checked at the end of the statement, when the coupons exist.
+    sqlx::query(
+        "WITH c AS (
+             INSERT INTO coupons (id, template_id, user_id, claimed_at, valid_from, valid_until,
+                                  updated_at, code, issuance_id)
+             OVERRIDING SYSTEM VALUE
+             SELECT id, $1, u, $2, f, t, $2, code, job
+             FROM unnest($3::bigint[], $4::text[], $5::timestamptz[], $6::timestamptz[],
+                         $12::text[], $15::bigint[]) AS v(id, u, f, t, code, job)
+         ), e AS (
+             INSERT INTO coupon_events (coupon_id, to_status, actor, at)
+             SELECT id, 'unused', a, $2 FROM unnest($3::bigint[], $7::text[]) AS v(id, a)
+         ), o AS (
+             INSERT INTO outbox (kind, at, body)
+             SELECT k, $2, b::jsonb FROM unnest($8::text[], $9::text[]) AS v(k, b)
+         ), k AS (
+             UPDATE codes SET coupon_id = v.id
+             FROM unnest($13::text[], $14::bigint[]) AS v(code, id) WHERE codes.code = v.code
+         )
+         UPDATE claim_keys k SET coupon_id = v.id
+         FROM unnest($10::text[], $11::bigint[]) AS v(key, id) WHERE k.key = v.key",
+    )
+    .bind(template.get())
+    .bind(dt(now))
+    .bind(&ids)
+    .bind(&users)
+    .bind(&froms)
+    .bind(&untils)
+    .bind(&actors)
+    .bind(&kinds)
+    .bind(&bodies)
+    .bind(&key_names)
+    .bind(&key_ids)
+    .bind(&coupon_codes)
+    .bind(&taken_codes)
+    .bind(&taken_ids)
+    .bind(&jobs)
+    .execute(&mut **tx)
+    .await
+    .map_err(db_err)?;
+    Ok(coupons)
+}
+
+/// Every claim of a batch on a template that is not claimable: retries of claims that
+/// succeeded earlier still get their coupon.
+async fn not_claimable(
+    tx: &mut Tx,
+    template: TemplateId,
+    claims: &[ClaimRequest],
+) -> StoreResult<Vec<ClaimOutcome>> {
+    let mut out = Vec::with_capacity(claims.len());
+    for c in claims {
+        let mut earlier = match &c.idempotency {
+            Some(k) => earlier_claim(tx, k).await?,
+            None => None,
+        };
+        if let (None, Some(code)) = (&earlier, single_use(c)) {
+            earlier = earlier_code(tx, template, code, c).await?;
+        }
+        out.push(earlier.unwrap_or(ClaimOutcome::NotClaimable));
+    }
+    Ok(out)
+}
+
+/// Takes an idempotency key for a claim about to be made. `None`: the key is new (and now
+/// held by this transaction; a concurrent transaction with the same key waits for it).
+/// `Some(outcome)`: the key was used before.
+async fn claim_key(
+    tx: &mut Tx,
+    k: &IdempotencyKey,
+    now: Timestamp,
+) -> StoreResult<Option<ClaimOutcome>> {
+    let inserted = sqlx::query(
+        "INSERT INTO claim_keys (key, fingerprint, created_at) VALUES ($1, $2, $3)
+         ON CONFLICT (key) DO NOTHING",
+    )
+    .bind(&k.key)
+    .bind(&k.fingerprint[..])
+    .bind(dt(now))
+    .execute(&mut **tx)
+    .await
+    .map_err(db_err)?;
+    if inserted.rows_affected() == 1 {
+        return Ok(None);
+    }
+    earlier_claim(tx, k).await
+}
+
+/// What an idempotency key did before: the coupon it issued, `KeyReused` if it was for
+/// another request, `None` if it is unknown.
+async fn earlier_claim(tx: &mut Tx, k: &IdempotencyKey) -> StoreResult<Option<ClaimOutcome>> {
+    let row = sqlx::query(
+        "SELECT k.fingerprint, c.* FROM claim_keys k JOIN coupons c ON c.id = k.coupon_id
+         WHERE k.key = $1",
+    )
+    .bind(&k.key)
+    .fetch_optional(&mut **tx)
+    .await
+    .map_err(db_err)?;
+    let Some(row) = row else { return Ok(None) };
+    let fingerprint: Vec<u8> = sqlx::Row::try_get(&row, "fingerprint").map_err(db_err)?;
+    if fingerprint != k.fingerprint {
+        return Ok(Some(ClaimOutcome::KeyReused));
+    }
+    Ok(Some(ClaimOutcome::Replayed(rows::coupon(&row)?)))
+}
+
+/// The single-use code a claim redeems, if it redeems one.
+fn single_use(c: &ClaimRequest) -> Option<&str> {
+    c.code
+        .as_ref()
+        .filter(|k| k.single_use)
+        .map(|k| k.code.as_str())
+}
+
+/// Takes a single-use code of `template` for the claim's user. `None`: taken now (the row
+/// stays locked until commit; a concurrent redemption of the same code waits). `Some(outcome)`:
+/// the user redeemed it before (its coupon), or someone else did or it is not this
+/// template's (`CodeTaken`).
+async fn take_code(
+    tx: &mut Tx,
+    template: TemplateId,
+    code: &str,
+    c: &ClaimRequest,
+    now: Timestamp,
+) -> StoreResult<Option<ClaimOutcome>> {
+    let taken = sqlx::query(
+        "UPDATE codes SET redeemed_by = $1, redeemed_at = $2
+         WHERE code = $3 AND template_id = $4 AND batch_id IS NOT NULL AND redeemed_by IS NULL",
+    )
+    .bind(c.user.as_str())
+    .bind(dt(now))
+    .bind(code)
+    .bind(template.get())
+    .execute(&mut **tx)
+    .await
+    .map_err(db_err)?;
+    if taken.rows_affected() == 1 {
+        return Ok(None);
+    }
+    Ok(Some(
+        earlier_code(tx, template, code, c)
+            .await?
+            .unwrap_or(ClaimOutcome::CodeTaken),
+    ))
+}
+
+/// The coupon a single-use code gave this claim's user before, as `Replayed`.
+async fn earlier_code(
+    tx: &mut Tx,
+    template: TemplateId,
+    code: &str,
+    c: &ClaimRequest,
+) -> StoreResult<Option<ClaimOutcome>> {
+    let row = sqlx::query(
+        "SELECT c.* FROM codes k JOIN coupons c ON c.id = k.coupon_id
+         WHERE k.code = $1 AND k.template_id = $2 AND k.redeemed_by = $3",
+    )
+    .bind(code)
+    .bind(template.get())
+    .bind(c.user.as_str())
+    .fetch_optional(&mut **tx)
+    .await
+    .map_err(db_err)?;
+    row.map(|r| rows::coupon(&r).map(ClaimOutcome::Replayed))
+        .transpose()
+}

@@ -1,0 +1,193 @@
+//! Bulk issuance jobs on PostgreSQL: each chunk is one transaction holding the claims and the
+//! job's progress together. The job row is taken `FOR UPDATE SKIP LOCKED`: instances share the
+//! open jobs, and one job's chunks never run at once.
+
+use coupond_domain::{Timestamp, UserId};
+use coupond_store::events::{self, kind};
+use coupond_store::{ClaimOutcome, ClaimRequest, Issuance, NewIssuance, StoreError, StoreResult};
+
+use crate::claims::{attempt, Attempt};
+use crate::rows::{self, db_err};
+use crate::store::{dt, PgStore, TEMPLATE_COLS};
+
+impl PgStore {
+    pub(crate) async fn insert_issuance_q(
+        &self,
+        new: &NewIssuance<'_>,
+        now: Timestamp,
+    ) -> StoreResult<Issuance> {
+        let users: Vec<&str> = new.users.iter().map(UserId::as_str).collect();
+        let row = sqlx::query(
+            "INSERT INTO issuances (template_id, actor, state, users, requested, duplicates,
+                                    invalid, invalid_lines, created_at)
+             VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8) RETURNING *",
+        )
+        .bind(new.template.get())
+        .bind(new.actor.to_text())
+        .bind(users.join("\n").into_bytes())
+        .bind(new.users.len() as i64)
+        .bind(new.duplicates as i64)
+        .bind(new.invalid as i64)
+        .bind(serde_json::to_string(new.invalid_lines).map_err(StoreError::other)?)
+        .bind(dt(now))
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db_err)?;
+        rows::issuance(&row)
+    }
+
+    pub(crate) async fn issuance_q(&self, id: i64) -> StoreResult<Issuance> {
+        let row = sqlx::query("SELECT * FROM issuances WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_err)?
+            .ok_or(StoreError::NotFound)?;
+        rows::issuance(&row)
+    }
+
+    pub(crate) async fn open_issuances_q(&self) -> StoreResult<Vec<i64>> {
+        sqlx::query_scalar(
+            "SELECT id FROM issuances WHERE state IN ('pending', 'running') ORDER BY id",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)
+    }
+
+    pub(crate) async fn issuance_users_q(&self, id: i64) -> StoreResult<Vec<UserId>> {
+        let blob: Vec<u8> = sqlx::query_scalar("SELECT users FROM issuances WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_err)?
+            .ok_or(StoreError::NotFound)?;
+        rows::user_list(&blob)
+    }
+
+    pub(crate) async fn issue_chunk_tx(
+        &self,
+        id: i64,
+        users: &[UserId],
+        max: u32,
+        now: Timestamp,
+    ) -> StoreResult<Option<Issuance>> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let Some(row) = sqlx::query(
+            "SELECT * FROM issuances WHERE id = $1 AND state IN ('pending', 'running')
+                 FOR UPDATE SKIP LOCKED",
+        )
+        .bind(id)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_err)?
+        else {
+            return Ok(None);
+        };
+        let job = rows::issuance(&row)?;
+        if users.len() as u64 != job.requested {
+            return Err(StoreError::other("the users given are not the job's"));
+        }
+        let row = sqlx::query(&format!(
+            "SELECT {TEMPLATE_COLS} FROM templates WHERE id = $1"
+        ))
+        .bind(job.template_id.get())
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        let template = rows::template(&row)?;
+        let from = job.next_user as usize;
+        let to = (from + max as usize).min(users.len());
+        let (valid_from, valid_until) = template.spec.validity.for_claim(now);
+        let mut not_eligible = 0;
+        let claims: Vec<ClaimRequest> = users[from..to]
+            .iter()
+            .filter(|u| {
+                let ok = template.spec.audience.admits(u);
+                not_eligible += u64::from(!ok);
+                ok
+            })
+            .map(|u| ClaimRequest {
+                user: u.clone(),
+                actor: job.actor.clone(),
+                valid_from,
+                valid_until,
+                idempotency: None,
+                code: None,
+                issuance: Some(id),
+            })
+            .collect();
+        let out = match attempt(&mut tx, template.id, &claims, now, true).await? {
+            Attempt::Done(out) => Some(out),
+            Attempt::Closed => None,
+            Attempt::Retry => {
+                return Err(StoreError::other(
+                    "stock changed under the template's row lock",
+                ))
+            }
+        };
+        // The chunk's coupons written, the job's progress not yet.
+        coupond_store::failpoints::hit("issuance.mid_chunk")?;
+        if out
+            .as_ref()
+            .is_none_or(|out| out.contains(&ClaimOutcome::NotClaimable))
+        {
+            // Nothing of this chunk stays; the job stops here.
+            drop(tx);
+            let mut tx = self.pool.begin().await.map_err(db_err)?;
+            let why = format!(
+                "template {} is {}, not claimable: issuance stopped",
+                template.id,
+                template.status(now).as_str()
+            );
+            let row = sqlx::query(
+                "UPDATE issuances SET state = 'failed', error = $1, finished_at = $2,
+                     started_at = COALESCE(started_at, $3)
+                 WHERE id = $4 AND state IN ('pending', 'running') RETURNING *",
+            )
+            .bind(why)
+            .bind(dt(now))
+            .bind(dt(now))
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            let failed = row.map(|r| rows::issuance(&r)).transpose()?;
+            tx.commit().await.map_err(db_err)?;
+            return Ok(failed);
+        }
+        let out = out.unwrap_or_default();
+        let count = |k: fn(&ClaimOutcome) -> bool| out.iter().filter(|o| k(o)).count() as i64;
+        let done = to == users.len();
+        let row = sqlx::query(
+            "UPDATE issuances SET next_user = $1, issued = issued + $2, skipped = skipped + $3,
+                 sold_out = sold_out + $4, not_eligible = not_eligible + $5,
+                 state = $6, started_at = COALESCE(started_at, $7), finished_at = $8
+             WHERE id = $9 RETURNING *",
+        )
+        .bind(to as i64)
+        .bind(count(|o| matches!(o, ClaimOutcome::Issued(_))))
+        .bind(count(|o| *o == ClaimOutcome::LimitReached))
+        .bind(count(|o| *o == ClaimOutcome::SoldOut))
+        .bind(not_eligible as i64)
+        .bind(if done { "done" } else { "running" })
+        .bind(dt(now))
+        .bind(done.then(|| dt(now)))
+        .bind(id)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        let job = rows::issuance(&row)?;
+        if done {
+            sqlx::query("INSERT INTO outbox (kind, at, body) VALUES ($1, $2, $3::jsonb)")
+                .bind(kind::ISSUANCE_FINISHED)
+                .bind(dt(now))
+                .bind(events::issuance_finished(&job))
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+        }
+        tx.commit().await.map_err(db_err)?;
+        Ok(Some(job))
+    }
+}

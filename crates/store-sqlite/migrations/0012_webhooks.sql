@@ -1,0 +1,38 @@
+-- Webhooks: endpoints that receive signed events, and each delivery with its attempts.
+-- A delivery is queued once per (webhook, event), so redelivering the outbox to the fan-out
+-- queues nothing twice.
+
+CREATE TABLE webhooks (
+    id          INTEGER PRIMARY KEY,
+    merchant_id INTEGER REFERENCES merchants (id), -- NULL: the platform's
+    url         TEXT NOT NULL,
+    secret      TEXT NOT NULL, -- signs each delivery (HMAC-SHA256); shown once at creation
+    event_types TEXT NOT NULL, -- JSON array of event types, or ["*"]
+    created_at  INTEGER NOT NULL,
+    disabled_at INTEGER
+) STRICT;
+
+CREATE TABLE webhook_deliveries (
+    id           INTEGER PRIMARY KEY,
+    webhook_id   INTEGER NOT NULL REFERENCES webhooks (id),
+    event_id     INTEGER NOT NULL,
+    event_type   TEXT NOT NULL,
+    payload      TEXT NOT NULL, -- the JSON body sent, the same on every attempt
+    state        TEXT NOT NULL CHECK (state IN ('pending', 'delivered', 'failed')),
+    attempts     INTEGER NOT NULL DEFAULT 0,
+    next_at      INTEGER NOT NULL,
+    created_at   INTEGER NOT NULL,
+    delivered_at INTEGER,
+    UNIQUE (webhook_id, event_id)
+) STRICT;
+
+CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_at) WHERE state = 'pending';
+
+CREATE TABLE webhook_attempts (
+    delivery_id INTEGER NOT NULL REFERENCES webhook_deliveries (id),
+    attempt     INTEGER NOT NULL,
+    at          INTEGER NOT NULL,
+    status      INTEGER, -- the receiver's HTTP status; NULL when there was no answer
+    error       TEXT,
+    PRIMARY KEY (delivery_id, attempt)
+) STRICT;

@@ -1,0 +1,433 @@
+//! Claims on SQLite: a whole batch in one `BEGIN IMMEDIATE` transaction.
+//!
+//! Inside `BEGIN IMMEDIATE` this transaction is the only writer until it commits, so what it
+//! reads (remaining stock, the next coupon id) stays true for the whole batch, and the batch
+//! can be written in a few multi-row statements: per-user counters, coupons, their operation
+//! log rows and their `coupon.claimed` events. The stock update is still conditional, so the
+//! database, not this arithmetic, has the last word on I1.
+
+use std::collections::{HashMap, HashSet};
+
+use coupond_domain::{Coupon, CouponId, CouponStatus, TemplateId, Timestamp};
+use coupond_store::events::{self, kind};
+use coupond_store::{ClaimOutcome, ClaimRequest, IdempotencyKey, StoreError, StoreResult};
+use sqlx::{QueryBuilder, Sqlite};
+
+use crate::rows::{self, db_err};
+use crate::store::{us, SqliteStore};
+
+type Tx = sqlx::Transaction<'static, Sqlite>;
+
+/// Rows per multi-row statement: well under SQLite's bound-parameter limit at 9 per row.
+const CHUNK: usize = 400;
+
+impl SqliteStore {
+    pub(crate) async fn claim_batch_tx(
+        &self,
+        template: TemplateId,
+        claims: &[ClaimRequest],
+        now: Timestamp,
+    ) -> StoreResult<Vec<ClaimOutcome>> {
+        let mut tx = self.begin().await?;
+        let out = claim_in(&mut tx, template, claims, now).await?;
+        coupond_store::failpoints::hit("claim.before_commit")?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(out)
+    }
+}
+
+/// The claim batch inside the caller's write transaction (which commits it). A template that
+/// is not claimable at `now` gets no writes.
+pub(crate) async fn claim_in(
+    tx: &mut Tx,
+    template: TemplateId,
+    claims: &[ClaimRequest],
+    now: Timestamp,
+) -> StoreResult<Vec<ClaimOutcome>> {
+    let row = sqlx::query(
+        "SELECT total_stock, total_stock - claimed AS remaining, per_user_limit,
+                (aborted_at IS NULL AND (activity_id IS NOT NULL OR published_at IS NOT NULL)
+                 AND claim_start <= ?1 AND ?1 < claim_end) AS claimable
+         FROM templates WHERE id = ?2",
+    )
+    .bind(us(now))
+    .bind(template.get())
+    .fetch_optional(&mut **tx)
+    .await
+    .map_err(db_err)?
+    .ok_or(StoreError::NotFound)?;
+    let get = |col: &str| -> StoreResult<i64> { sqlx::Row::try_get(&row, col).map_err(db_err) };
+    if get("claimable")? == 0 {
+        // Retries of claims that succeeded earlier still get their coupon.
+        let mut out = Vec::with_capacity(claims.len());
+        for c in claims {
+            let mut earlier = match &c.idempotency {
+                Some(k) => earlier_claim(tx, k).await?,
+                None => None,
+            };
+            if let (None, Some(code)) = (&earlier, single_use(c)) {
+                earlier = earlier_code(tx, template, code, c).await?;
+            }
+            out.push(earlier.unwrap_or(ClaimOutcome::NotClaimable));
+        }
+        return Ok(out);
+    }
+    let (total_stock, remaining, limit) = (
+        get("total_stock")?,
+        get("remaining")?,
+        get("per_user_limit")?,
+    );
+    let mut out: Vec<Option<ClaimOutcome>> = vec![None; claims.len()];
+
+    // 1. Idempotency keys: retries get their earlier answer; new keys are taken.
+    for (i, c) in claims.iter().enumerate() {
+        if let Some(k) = &c.idempotency {
+            out[i] = claim_key(tx, k, now).await?;
+        }
+    }
+    // 2. Single-use codes: taken now, given back below if the claim is refused.
+    for (i, c) in claims.iter().enumerate() {
+        if let (None, Some(code)) = (&out[i], single_use(c)) {
+            out[i] = take_code(tx, template, code, c, now).await?;
+        }
+    }
+    let candidates: Vec<usize> = (0..claims.len()).filter(|i| out[*i].is_none()).collect();
+
+    // 3. Per-user counters.
+    let holds = take_slots(tx, template, claims, &candidates, limit).await?;
+
+    // 4. Stock, first come first served; refused claims give back what they took.
+    let mut granted: Vec<usize> = Vec::new();
+    for &i in &candidates {
+        let c = &claims[i];
+        let outcome = if !holds[i] {
+            ClaimOutcome::LimitReached
+        } else if (granted.len() as i64) < remaining {
+            granted.push(i);
+            continue;
+        } else {
+            sqlx::query("UPDATE holdings SET n = n - 1 WHERE template_id = ? AND user_id = ?")
+                .bind(template.get())
+                .bind(c.user.as_str())
+                .execute(&mut **tx)
+                .await
+                .map_err(db_err)?;
+            ClaimOutcome::SoldOut
+        };
+        // A refused claim records no key and leaves its code free.
+        forget_key(tx, c.idempotency.as_ref()).await?;
+        release_code(tx, single_use(c)).await?;
+        out[i] = Some(outcome);
+    }
+
+    // 5. Coupons, their log rows and events.
+    if !granted.is_empty() {
+        let coupons = insert_coupons(tx, template, claims, &granted, now).await?;
+        for (c, &i) in coupons.into_iter().zip(&granted) {
+            if let Some(key) = &claims[i].idempotency {
+                sqlx::query("UPDATE claim_keys SET coupon_id = ? WHERE key = ?")
+                    .bind(c.id.get())
+                    .bind(&key.key)
+                    .execute(&mut **tx)
+                    .await
+                    .map_err(db_err)?;
+            }
+            if let Some(code) = single_use(&claims[i]) {
+                sqlx::query("UPDATE codes SET coupon_id = ? WHERE code = ?")
+                    .bind(c.id.get())
+                    .bind(code)
+                    .execute(&mut **tx)
+                    .await
+                    .map_err(db_err)?;
+            }
+            out[i] = Some(ClaimOutcome::Issued(c));
+        }
+        // Coupons written, stock not yet raised: a fault here must leave neither.
+        coupond_store::failpoints::hit("claim.mid_batch")?;
+        let n = granted.len() as i64;
+        let raised = sqlx::query(
+            "UPDATE templates SET claimed = claimed + ?1
+             WHERE id = ?2 AND claimed + ?1 <= total_stock",
+        )
+        .bind(n)
+        .bind(template.get())
+        .execute(&mut **tx)
+        .await
+        .map_err(db_err)?;
+        if raised.rows_affected() != 1 {
+            return Err(StoreError::other(
+                "stock changed inside a write transaction",
+            ));
+        }
+        if n == remaining {
+            sqlx::query("INSERT INTO outbox (kind, at, body) VALUES (?, ?, ?)")
+                .bind(kind::TEMPLATE_SOLD_OUT)
+                .bind(us(now))
+                .bind(events::template_sold_out(template, total_stock))
+                .execute(&mut **tx)
+                .await
+                .map_err(db_err)?;
+        }
+    }
+    out.into_iter()
+        .map(|o| o.ok_or_else(|| StoreError::other("claim without an outcome")))
+        .collect()
+}
+
+/// Takes a per-user slot for each candidate claim; `true` where one was free. Users appearing
+/// once in the batch take theirs in one multi-row upsert; a user appearing several times goes
+/// one claim at a time, in arrival order, so the limit counts earlier claims of the batch.
+async fn take_slots(
+    tx: &mut Tx,
+    template: TemplateId,
+    claims: &[ClaimRequest],
+    candidates: &[usize],
+    limit: i64,
+) -> StoreResult<Vec<bool>> {
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    for &i in candidates {
+        *seen.entry(claims[i].user.as_str()).or_insert(0) += 1;
+    }
+    let mut holds = vec![false; claims.len()];
+    let (single, repeated): (Vec<usize>, Vec<usize>) = candidates
+        .iter()
+        .partition(|i| seen[claims[**i].user.as_str()] == 1);
+    for chunk in single.chunks(CHUNK) {
+        let mut b = QueryBuilder::<Sqlite>::new("INSERT INTO holdings (template_id, user_id, n) ");
+        b.push_values(chunk, |mut row, &i| {
+            row.push_bind(template.get())
+                .push_bind(claims[i].user.as_str().to_owned())
+                .push("1");
+        });
+        b.push(" ON CONFLICT (template_id, user_id) DO UPDATE SET n = n + 1 WHERE n < ")
+            .push_bind(limit)
+            .push(" RETURNING user_id");
+        let taken: HashSet<String> = b
+            .build_query_scalar()
+            .fetch_all(&mut **tx)
+            .await
+            .map_err(db_err)?
+            .into_iter()
+            .collect();
+        for &i in chunk {
+            holds[i] = taken.contains(claims[i].user.as_str());
+        }
+    }
+    for i in repeated {
+        let held: Option<i64> = sqlx::query_scalar(
+            "INSERT INTO holdings (template_id, user_id, n) VALUES (?1, ?2, 1)
+             ON CONFLICT (template_id, user_id) DO UPDATE SET n = n + 1 WHERE n < ?3
+             RETURNING n",
+        )
+        .bind(template.get())
+        .bind(claims[i].user.as_str())
+        .bind(limit)
+        .fetch_optional(&mut **tx)
+        .await
+        .map_err(db_err)?;
+        holds[i] = held.is_some();
+    }
+    Ok(holds)
+}
+
+/// Inserts the coupons of `granted` claims, with one operation-log row and one
+/// `coupon.claimed` event each. Ids are handed out here: inside `BEGIN IMMEDIATE` this
+/// transaction is the only writer, so `max(id) + 1..` is free.
+async fn insert_coupons(
+    tx: &mut Tx,
+    template: TemplateId,
+    claims: &[ClaimRequest],
+    granted: &[usize],
+    now: Timestamp,
+) -> StoreResult<Vec<Coupon>> {
+    let first_id: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(id), 0) + 1 FROM coupons")
+        .fetch_one(&mut **tx)
+        .await
+        .map_err(db_err)?;
+    let coupons = granted
+        .iter()
+        .enumerate()
+        .map(|(k, &i)| {
+            let c = &claims[i];
+            Ok(Coupon {
+                id: CouponId::new(first_id + k as i64).map_err(StoreError::other)?,
+                template_id: template,
+                user_id: c.user.clone(),
+                stored_status: CouponStatus::Unused,
+                claimed_at: now,
+                valid_from: c.valid_from,
+                valid_until: c.valid_until,
+                code: c.code.as_ref().map(|k| k.code.clone()),
+                order_id: None,
+                locked_until: None,
+                discount: None,
+                used_at: None,
+            })
+        })
+        .collect::<StoreResult<Vec<Coupon>>>()?;
+    let with_actor: Vec<(&Coupon, &ClaimRequest)> = coupons
+        .iter()
+        .zip(granted.iter().map(|&i| &claims[i]))
+        .collect();
+    for chunk in with_actor.chunks(CHUNK) {
+        let mut b = QueryBuilder::<Sqlite>::new(
+            "INSERT INTO coupons (id, template_id, user_id, claimed_at, valid_from, valid_until, \
+             updated_at, code, issuance_id) ",
+        );
+        b.push_values(chunk, |mut row, (c, r)| {
+            row.push_bind(c.id.get())
+                .push_bind(template.get())
+                .push_bind(c.user_id.as_str().to_owned())
+                .push_bind(us(now))
+                .push_bind(us(c.valid_from))
+                .push_bind(us(c.valid_until))
+                .push_bind(us(now))
+                .push_bind(c.code.clone())
+                .push_bind(r.issuance);
+        });
+        b.build().execute(&mut **tx).await.map_err(db_err)?;
+
+        let mut b = QueryBuilder::<Sqlite>::new(
+            "INSERT INTO coupon_events (coupon_id, to_status, actor, at) ",
+        );
+        b.push_values(chunk, |mut row, (c, r)| {
+            row.push_bind(c.id.get())
+                .push("'unused'")
+                .push_bind(r.actor.to_text())
+                .push_bind(us(now));
+        });
+        b.build().execute(&mut **tx).await.map_err(db_err)?;
+
+        let mut b = QueryBuilder::<Sqlite>::new("INSERT INTO outbox (kind, at, body) ");
+        b.push_values(chunk, |mut row, (c, r)| {
+            let (kind, body) = events::coupon_claimed(c, &r.actor, r.issuance);
+            row.push_bind(kind).push_bind(us(now)).push_bind(body);
+        });
+        b.build().execute(&mut **tx).await.map_err(db_err)?;
+    }
+    Ok(coupons)
+}
+
+/// Takes an idempotency key for a claim about to be made. `None`: the key is new (and now
+/// held by this transaction). `Some(outcome)`: the key was used before.
+async fn claim_key(
+    tx: &mut Tx,
+    k: &IdempotencyKey,
+    now: Timestamp,
+) -> StoreResult<Option<ClaimOutcome>> {
+    let inserted = sqlx::query(
+        "INSERT INTO claim_keys (key, fingerprint, created_at) VALUES (?, ?, ?)
+         ON CONFLICT (key) DO NOTHING",
+    )
+    .bind(&k.key)
+    .bind(&k.fingerprint[..])
+    .bind(us(now))
+    .execute(&mut **tx)
+    .await
+    .map_err(db_err)?;
+    if inserted.rows_affected() == 1 {
+        return Ok(None);
+    }
+    earlier_claim(tx, k).await
+}
+
+/// What an idempotency key did before: the coupon it issued, `KeyReused` if it was for
+/// another request, `None` if it is unknown.
+async fn earlier_claim(tx: &mut Tx, k: &IdempotencyKey) -> StoreResult<Option<ClaimOutcome>> {
+    let row = sqlx::query(
+        "SELECT k.fingerprint, c.* FROM claim_keys k JOIN coupons c ON c.id = k.coupon_id
+         WHERE k.key = ?",
+    )
+    .bind(&k.key)
+    .fetch_optional(&mut **tx)
+    .await
+    .map_err(db_err)?;
+    let Some(row) = row else { return Ok(None) };
+    let fingerprint: Vec<u8> = sqlx::Row::try_get(&row, "fingerprint").map_err(db_err)?;
+    if fingerprint != k.fingerprint {
+        return Ok(Some(ClaimOutcome::KeyReused));
+    }
+    Ok(Some(ClaimOutcome::Replayed(rows::coupon(&row)?)))
+}
+
+async fn forget_key(tx: &mut Tx, k: Option<&IdempotencyKey>) -> StoreResult<()> {
+    if let Some(k) = k {
+        sqlx::query("DELETE FROM claim_keys WHERE key = ?")
+            .bind(&k.key)
+            .execute(&mut **tx)
+            .await
+            .map_err(db_err)?;
+    }
+    Ok(())
+}
+
+/// The single-use code a claim redeems, if it redeems one.
+fn single_use(c: &ClaimRequest) -> Option<&str> {
+    c.code
+        .as_ref()
+        .filter(|k| k.single_use)
+        .map(|k| k.code.as_str())
+}
+
+/// Takes a single-use code of `template` for the claim's user. `None`: taken now, by this
+/// transaction. `Some(outcome)`: the user redeemed it before (its coupon), or someone else did
+/// or it is not this template's (`CodeTaken`).
+async fn take_code(
+    tx: &mut Tx,
+    template: TemplateId,
+    code: &str,
+    c: &ClaimRequest,
+    now: Timestamp,
+) -> StoreResult<Option<ClaimOutcome>> {
+    let taken = sqlx::query(
+        "UPDATE codes SET redeemed_by = ?, redeemed_at = ?
+         WHERE code = ? AND template_id = ? AND batch_id IS NOT NULL AND redeemed_by IS NULL",
+    )
+    .bind(c.user.as_str())
+    .bind(us(now))
+    .bind(code)
+    .bind(template.get())
+    .execute(&mut **tx)
+    .await
+    .map_err(db_err)?;
+    if taken.rows_affected() == 1 {
+        return Ok(None);
+    }
+    Ok(Some(
+        earlier_code(tx, template, code, c)
+            .await?
+            .unwrap_or(ClaimOutcome::CodeTaken),
+    ))
+}
+
+/// The coupon a single-use code gave this claim's user before, as `Replayed`.
+async fn earlier_code(
+    tx: &mut Tx,
+    template: TemplateId,
+    code: &str,
+    c: &ClaimRequest,
+) -> StoreResult<Option<ClaimOutcome>> {
+    let row = sqlx::query(
+        "SELECT c.* FROM codes k JOIN coupons c ON c.id = k.coupon_id
+         WHERE k.code = ? AND k.template_id = ? AND k.redeemed_by = ?",
+    )
+    .bind(code)
+    .bind(template.get())
+    .bind(c.user.as_str())
+    .fetch_optional(&mut **tx)
+    .await
+    .map_err(db_err)?;
+    row.map(|r| rows::coupon(&r).map(ClaimOutcome::Replayed))
+        .transpose()
+}
+
+async fn release_code(tx: &mut Tx, code: Option<&str>) -> StoreResult<()> {
+    if let Some(code) = code {
+        sqlx::query("UPDATE codes SET redeemed_by = NULL, redeemed_at = NULL WHERE code = ?")
+            .bind(code)
+            .execute(&mut **tx)
+            .await
+            .map_err(db_err)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,164 @@
+//! Promotion codes on SQLite: shared codes, generated batches, and their listing.
+
+use coupond_domain::{CodeBatchSpec, SharedCode, TemplateId, Timestamp};
+use coupond_store::{CodeBatch, PromoCode, StoreError, StoreResult};
+use sqlx::{QueryBuilder, Sqlite};
+
+use crate::rows::{self, db_err};
+use crate::store::{us, SqliteStore};
+
+impl SqliteStore {
+    pub(crate) async fn set_shared_code_tx(
+        &self,
+        template: TemplateId,
+        code: Option<&SharedCode>,
+    ) -> StoreResult<()> {
+        let mut tx = self.begin().await?;
+        let exists = sqlx::query("SELECT 1 FROM templates WHERE id = ?")
+            .bind(template.get())
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        if exists.is_none() {
+            return Err(StoreError::NotFound);
+        }
+        sqlx::query("DELETE FROM codes WHERE template_id = ? AND batch_id IS NULL")
+            .bind(template.get())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        if let Some(code) = code {
+            sqlx::query("INSERT INTO codes (code, template_id) VALUES (?, ?)")
+                .bind(code.as_str())
+                .bind(template.get())
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+        }
+        tx.commit().await.map_err(db_err)
+    }
+
+    pub(crate) async fn shared_code_of(&self, template: TemplateId) -> StoreResult<Option<String>> {
+        sqlx::query_scalar("SELECT code FROM codes WHERE template_id = ? AND batch_id IS NULL")
+            .bind(template.get())
+            .fetch_optional(&self.reader)
+            .await
+            .map_err(db_err)
+    }
+
+    pub(crate) async fn promo_code_by_text(&self, code: &str) -> StoreResult<PromoCode> {
+        let row = sqlx::query("SELECT * FROM codes WHERE code = ?")
+            .bind(code)
+            .fetch_optional(&self.reader)
+            .await
+            .map_err(db_err)?
+            .ok_or(StoreError::NotFound)?;
+        rows::promo_code(&row)
+    }
+
+    pub(crate) async fn insert_code_batch_tx(
+        &self,
+        template: TemplateId,
+        spec: &CodeBatchSpec,
+        now: Timestamp,
+    ) -> StoreResult<CodeBatch> {
+        let row = sqlx::query(
+            "INSERT INTO code_batches (template_id, prefix, length, count, created_at)
+             VALUES (?, ?, ?, ?, ?) RETURNING *",
+        )
+        .bind(template.get())
+        .bind(spec.prefix())
+        .bind(i64::from(spec.length()))
+        .bind(i64::from(spec.count()))
+        .bind(us(now))
+        .fetch_one(&self.writer)
+        .await
+        .map_err(db_err)?;
+        rows::code_batch(&row)
+    }
+
+    pub(crate) async fn code_batch_by_id(&self, id: i64) -> StoreResult<CodeBatch> {
+        let row = sqlx::query("SELECT * FROM code_batches WHERE id = ?")
+            .bind(id)
+            .fetch_optional(&self.reader)
+            .await
+            .map_err(db_err)?
+            .ok_or(StoreError::NotFound)?;
+        rows::code_batch(&row)
+    }
+
+    pub(crate) async fn unfinished_batches(&self) -> StoreResult<Vec<CodeBatch>> {
+        let rows = sqlx::query("SELECT * FROM code_batches WHERE finished_at IS NULL ORDER BY id")
+            .fetch_all(&self.reader)
+            .await
+            .map_err(db_err)?;
+        rows.iter().map(rows::code_batch).collect()
+    }
+
+    pub(crate) async fn add_codes_tx(
+        &self,
+        batch: i64,
+        codes: &[String],
+        now: Timestamp,
+    ) -> StoreResult<CodeBatch> {
+        let mut tx = self.begin().await?;
+        // Inside BEGIN IMMEDIATE the batch's count cannot change under us.
+        let row = sqlx::query("SELECT * FROM code_batches WHERE id = ?")
+            .bind(batch)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_err)?
+            .ok_or(StoreError::NotFound)?;
+        let b = rows::code_batch(&row)?;
+        let room = (b.count - b.generated) as usize;
+        let mut added: u64 = 0;
+        for chunk in codes[..codes.len().min(room)].chunks(500) {
+            let mut q =
+                QueryBuilder::<Sqlite>::new("INSERT INTO codes (code, template_id, batch_id) ");
+            q.push_values(chunk, |mut r, code| {
+                r.push_bind(code.clone())
+                    .push_bind(b.template_id.get())
+                    .push_bind(batch);
+            });
+            q.push(" ON CONFLICT (code) DO NOTHING");
+            added += q
+                .build()
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?
+                .rows_affected();
+        }
+        let row = sqlx::query(
+            "UPDATE code_batches SET generated = generated + ?1,
+                 finished_at = CASE WHEN generated + ?1 = count THEN ?2 END
+             WHERE id = ?3 RETURNING *",
+        )
+        .bind(added as i64)
+        .bind(us(now))
+        .bind(batch)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        let b = rows::code_batch(&row)?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(b)
+    }
+
+    pub(crate) async fn codes_of_batch(
+        &self,
+        batch: i64,
+        after: Option<&str>,
+        limit: u32,
+    ) -> StoreResult<Vec<PromoCode>> {
+        let rows = sqlx::query(
+            "SELECT * FROM codes WHERE batch_id = ? AND code > ? ORDER BY code LIMIT ?",
+        )
+        .bind(batch)
+        .bind(after.unwrap_or(""))
+        .bind(i64::from(limit))
+        .fetch_all(&self.reader)
+        .await
+        .map_err(db_err)?;
+        rows.iter().map(rows::promo_code).collect()
+    }
+}

@@ -1,0 +1,199 @@
+//! What the outbox and the coupon operation log hold, encoded once for every backend.
+//!
+//! Events are written in the transaction that causes them (DESIGN.md §5): an event exists if
+//! and only if its change committed. Bodies are JSON built here, so both backends store the
+//! same document for the same change and consumers never depend on the backend.
+
+use coupond_domain::{
+    Actor, Coupon, CouponId, CouponStatus, Money, OrderId, TemplateId, Timestamp,
+};
+use serde_json::json;
+
+/// Event types. Consumers match on these strings; they never change meaning.
+pub mod kind {
+    /// A user claimed a coupon (a claim or a code redemption).
+    pub const COUPON_CLAIMED: &str = "coupon.claimed";
+    /// The last coupon of a template was issued.
+    pub const TEMPLATE_SOLD_OUT: &str = "template.sold_out";
+    /// An order locked a coupon.
+    pub const COUPON_LOCKED: &str = "coupon.locked";
+    /// An order was confirmed: its coupon is used.
+    pub const COUPON_USED: &str = "coupon.used";
+    /// An unused coupon's validity ended.
+    pub const COUPON_EXPIRED: &str = "coupon.expired";
+    /// A coupon was issued by a bulk issuance job.
+    pub const COUPON_ISSUED: &str = "coupon.issued";
+    /// An activity entered a status (`from`, `to`, `at`).
+    pub const ACTIVITY_STATUS_CHANGED: &str = "activity.status_changed";
+    /// A template entered a status (`from`, `to`, `at`).
+    pub const TEMPLATE_STATUS_CHANGED: &str = "template.status_changed";
+    /// The live coupons of a template's listings changed (it started or stopped being
+    /// claimable).
+    pub const LISTING_COUPONS_CHANGED: &str = "listing.coupons_changed";
+    /// A bulk issuance job finished.
+    pub const ISSUANCE_FINISHED: &str = "issuance.finished";
+    /// Every type, for validating subscriptions.
+    pub const ALL: [&str; 11] = [
+        COUPON_CLAIMED,
+        COUPON_ISSUED,
+        COUPON_LOCKED,
+        COUPON_USED,
+        COUPON_RELEASED,
+        COUPON_EXPIRED,
+        TEMPLATE_SOLD_OUT,
+        TEMPLATE_STATUS_CHANGED,
+        ACTIVITY_STATUS_CHANGED,
+        LISTING_COUPONS_CHANGED,
+        ISSUANCE_FINISHED,
+    ];
+    /// An order's lock ended without a confirm (cancelled, or past its deadline): the coupon
+    /// is unused again, or expired if its validity ended meanwhile (`to`).
+    pub const COUPON_RELEASED: &str = "coupon.released";
+}
+
+/// One row of the outbox.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Event {
+    /// Grows with each event; observers deduplicate by it.
+    pub id: i64,
+    /// The writing transaction's position (PostgreSQL; 0 on SQLite): see
+    /// [`OutboxPosition`](crate::OutboxPosition).
+    pub txid: i64,
+    /// One of [`kind`].
+    pub kind: String,
+    pub at: Timestamp,
+    pub body: serde_json::Value,
+}
+
+/// One status change of a coupon (seed `t_coupon_opt_record`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CouponEvent {
+    pub id: i64,
+    pub coupon_id: CouponId,
+    /// `None` when the change created the coupon.
+    pub from: Option<CouponStatus>,
+    pub to: CouponStatus,
+    /// The order that locked, used or released it.
+    pub order_id: Option<String>,
+    pub actor: Actor,
+    pub at: Timestamp,
+}
+
+/// The kind and body of the event of a new coupon: [`kind::COUPON_CLAIMED`], or
+/// [`kind::COUPON_ISSUED`] when a bulk issuance job issued it.
+pub fn coupon_claimed(c: &Coupon, actor: &Actor, issuance: Option<i64>) -> (&'static str, String) {
+    let mut body = json!({
+        "coupon_id": c.id,
+        "template_id": c.template_id,
+        "user_id": c.user_id,
+        "valid_from": c.valid_from,
+        "valid_until": c.valid_until,
+        "actor": actor,
+        "code": c.code,
+    });
+    match issuance {
+        Some(job) => {
+            body["issuance_id"] = json!(job);
+            (kind::COUPON_ISSUED, body.to_string())
+        }
+        None => (kind::COUPON_CLAIMED, body.to_string()),
+    }
+}
+
+/// The body of [`kind::COUPON_LOCKED`], [`kind::COUPON_USED`] and [`kind::COUPON_RELEASED`]
+/// (which also says what the coupon became, `to`).
+pub fn coupon_order(
+    c: &Coupon,
+    order: &OrderId,
+    discount: Money,
+    to: Option<CouponStatus>,
+) -> String {
+    let mut body = json!({
+        "coupon_id": c.id,
+        "template_id": c.template_id,
+        "user_id": c.user_id,
+        "valid_until": c.valid_until,
+        "order_id": order,
+        "discount": discount,
+    });
+    if let Some(to) = to {
+        body["to"] = json!(to);
+    }
+    body.to_string()
+}
+
+/// The body of [`kind::COUPON_EXPIRED`].
+pub fn coupon_expired(c: &Coupon) -> String {
+    json!({
+        "coupon_id": c.id,
+        "template_id": c.template_id,
+        "user_id": c.user_id,
+        "valid_until": c.valid_until,
+    })
+    .to_string()
+}
+
+/// The body of a status change (`activity.status_changed`, `template.status_changed`).
+pub fn status_changed(
+    subject: &str,
+    id: i64,
+    from: Option<&str>,
+    to: &str,
+    at: Timestamp,
+) -> String {
+    let mut body = json!({ "from": from, "to": to, "at": at });
+    body[subject] = json!(id);
+    body.to_string()
+}
+
+/// The body of [`kind::ISSUANCE_FINISHED`].
+pub fn issuance_finished(j: &crate::Issuance) -> String {
+    json!({
+        "issuance_id": j.id,
+        "template_id": j.template_id,
+        "requested": j.requested,
+        "issued": j.issued,
+        "skipped": j.skipped,
+        "sold_out": j.sold_out,
+        "not_eligible": j.not_eligible,
+    })
+    .to_string()
+}
+
+/// The body of [`kind::TEMPLATE_SOLD_OUT`].
+pub fn template_sold_out(template: TemplateId, total_stock: i64) -> String {
+    json!({ "template_id": template, "total_stock": total_stock }).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use coupond_domain::UserId;
+
+    #[test]
+    fn claimed_body_names_the_coupon_and_the_actor() {
+        let t = Timestamp::parse("2026-03-01T00:00:00Z").unwrap();
+        let c = Coupon {
+            id: CouponId::new(9).unwrap(),
+            template_id: TemplateId::new(3).unwrap(),
+            user_id: UserId::parse("u-1").unwrap(),
+            stored_status: CouponStatus::Unused,
+            claimed_at: t,
+            valid_from: t,
+            valid_until: t,
+            code: None,
+            order_id: None,
+            locked_until: None,
+            discount: None,
+            used_at: None,
+        };
+        let (kind, body) = coupon_claimed(&c, &Actor::Service, None);
+        assert_eq!(kind, kind::COUPON_CLAIMED);
+        let body: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(body["coupon_id"], 9);
+        assert_eq!(body["template_id"], 3);
+        assert_eq!(body["user_id"], "u-1");
+        assert_eq!(body["actor"], "service");
+        assert_eq!(body["valid_until"], "2026-03-01T00:00:00Z");
+    }
+}

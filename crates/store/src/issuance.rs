@@ -1,0 +1,88 @@
+//! Bulk issuance jobs at the storage boundary.
+
+use coupond_domain::{Actor, TemplateId, Timestamp, UserId};
+use serde::{Deserialize, Serialize};
+
+/// Where a job stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IssuanceState {
+    /// Waiting for the worker.
+    Pending,
+    /// Some chunks are done.
+    Running,
+    /// Every user was handled.
+    Done,
+    /// Stopped: the template cannot issue (not claimable); `error` says why.
+    Failed,
+}
+
+impl IssuanceState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IssuanceState::Pending => "pending",
+            IssuanceState::Running => "running",
+            IssuanceState::Done => "done",
+            IssuanceState::Failed => "failed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        [
+            IssuanceState::Pending,
+            IssuanceState::Running,
+            IssuanceState::Done,
+            IssuanceState::Failed,
+        ]
+        .into_iter()
+        .find(|x| x.as_str() == s)
+    }
+}
+
+/// A line of an upload that is not a user id.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InvalidLine {
+    /// 1-based.
+    pub line: u64,
+    /// The line as sent (cut to 100 characters).
+    pub text: String,
+}
+
+/// A job to record: who asked, for which template, and the parsed upload.
+#[derive(Clone, Debug)]
+pub struct NewIssuance<'a> {
+    pub template: TemplateId,
+    pub actor: &'a Actor,
+    /// Valid and distinct, in upload order.
+    pub users: &'a [UserId],
+    pub duplicates: u64,
+    pub invalid: u64,
+    /// The first 100.
+    pub invalid_lines: &'a [InvalidLine],
+}
+
+/// A stored job and its progress.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Issuance {
+    pub id: i64,
+    pub template_id: TemplateId,
+    pub actor: Actor,
+    pub state: IssuanceState,
+    /// Distinct valid users to issue to.
+    pub requested: u64,
+    /// Users before this position are done.
+    pub next_user: u64,
+    pub issued: u64,
+    /// The user already held the per-user limit.
+    pub skipped: u64,
+    pub sold_out: u64,
+    /// Outside the template's audience.
+    pub not_eligible: u64,
+    pub duplicates: u64,
+    pub invalid: u64,
+    pub invalid_lines: Vec<InvalidLine>,
+    pub error: Option<String>,
+    pub created_at: Timestamp,
+    pub started_at: Option<Timestamp>,
+    pub finished_at: Option<Timestamp>,
+}

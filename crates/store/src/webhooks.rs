@@ -1,0 +1,100 @@
+//! Webhooks at the storage boundary: endpoints, deliveries and their attempts.
+
+use coupond_domain::{MerchantId, Timestamp};
+
+/// A registered endpoint.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Webhook {
+    pub id: i64,
+    /// `None`: the platform's (every event); else a merchant's (events of its templates).
+    pub merchant_id: Option<MerchantId>,
+    pub url: String,
+    /// Signs each delivery (HMAC-SHA256).
+    pub secret: String,
+    /// Event types, or `*` for all.
+    pub event_types: Vec<String>,
+    pub created_at: Timestamp,
+    pub disabled_at: Option<Timestamp>,
+}
+
+impl Webhook {
+    pub fn wants(&self, event_type: &str) -> bool {
+        self.event_types.iter().any(|t| t == "*" || t == event_type)
+    }
+}
+
+/// An endpoint to register.
+#[derive(Clone, Debug)]
+pub struct NewWebhook<'a> {
+    pub merchant_id: Option<MerchantId>,
+    pub url: &'a str,
+    pub secret: &'a str,
+    pub event_types: &'a [String],
+}
+
+/// A delivery to queue: this event, to this endpoint.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewDelivery {
+    pub webhook_id: i64,
+    pub event_id: i64,
+    pub event_type: String,
+    /// The body to send.
+    pub payload: String,
+}
+
+/// Where a delivery stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeliveryState {
+    Pending,
+    Delivered,
+    /// Given up after the retry window.
+    Failed,
+}
+
+impl DeliveryState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeliveryState::Pending => "pending",
+            DeliveryState::Delivered => "delivered",
+            DeliveryState::Failed => "failed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        [
+            DeliveryState::Pending,
+            DeliveryState::Delivered,
+            DeliveryState::Failed,
+        ]
+        .into_iter()
+        .find(|x| x.as_str() == s)
+    }
+}
+
+/// One try at a delivery.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeliveryAttempt {
+    pub attempt: i64,
+    pub at: Timestamp,
+    /// The receiver's HTTP status, when it answered.
+    pub status: Option<u16>,
+    pub error: Option<String>,
+}
+
+/// A delivery and its attempts so far.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Delivery {
+    pub id: i64,
+    pub webhook_id: i64,
+    pub event_id: i64,
+    pub event_type: String,
+    pub payload: String,
+    pub state: DeliveryState,
+    pub next_at: Timestamp,
+    pub created_at: Timestamp,
+    pub delivered_at: Option<Timestamp>,
+    /// Attempts made so far.
+    pub tries: i64,
+    /// The attempts themselves (filled when listing an endpoint's deliveries).
+    pub attempts: Vec<DeliveryAttempt>,
+}
