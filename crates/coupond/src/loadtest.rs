@@ -399,8 +399,15 @@ async fn attempt(client: &HttpClient, spec: &RequestSpec) -> Option<(u16, serde_
     Some((status, serde_json::from_slice(&bytes).unwrap_or_default()))
 }
 
+/// Whether an answer settles a request: not a 5xx or a 429 (nothing was decided), nor a 409
+/// `idempotency_in_flight` (the first attempt may have died with a killed server; its record
+/// is taken over after the server's `idempotency_stale`).
+pub(crate) fn definitive(status: u16, code: Option<&str>) -> bool {
+    status < 500 && status != 429 && code != Some("idempotency_in_flight")
+}
+
 /// Sends `total` requests from `concurrency` workers; `make(i)` builds request `i`. With
-/// `retry_for`, a request left without a definitive answer (no answer, 5xx, 429, 409 `idempotency_in_flight`) is sent
+/// `retry_for`, a request left without a [`definitive`] answer (or with none at all) is sent
 /// again, with the same Idempotency-Key, until one comes or the time is up.
 async fn drive<F>(
     client: &HttpClient,
@@ -455,14 +462,9 @@ where
                 let mut sent = first;
                 let mut answer = attempt(&client, &spec).await;
                 if let Some(limit) = retry_for {
-                    // 409 idempotency_in_flight: the first attempt may have died with a killed
-                    // server; its record is taken over after `idempotency_stale`.
                     let definitive = |a: &Option<(u16, serde_json::Value)>| {
                         a.as_ref().is_some_and(|(s, json)| {
-                            *s < 500
-                                && *s != 429
-                                && json.get("code").and_then(|c| c.as_str())
-                                    != Some("idempotency_in_flight")
+                            definitive(*s, json.get("code").and_then(|c| c.as_str()))
                         })
                     };
                     while !definitive(&answer) && first.elapsed() < limit {

@@ -9,11 +9,11 @@
 //!
 //! `serve` reads `COUPOND_FAILPOINTS` once at start ([`configure`]): `name=action;...` with
 //! the `fail` crate's actions. Two are used: `return` makes the point fail the operation with
-//! [`StoreError::Other`] (what a lost connection or a full disk looks like to the caller),
-//! and `return(abort)` aborts the process on the spot, as kill -9 would; `1*` in front fires
-//! once.
+//! [`crate::StoreError::Other`] (what a lost connection or a full disk looks like to the
+//! caller), and `return(abort)` aborts the process on the spot, as kill -9 would; `1*` in
+//! front fires once.
 
-use crate::{StoreError, StoreResult};
+use crate::StoreResult;
 
 /// The points, by name; the failpoint matrix drives each one.
 pub const POINTS: [&str; 9] = [
@@ -48,7 +48,7 @@ pub fn hit(name: &str) -> StoreResult<()> {
             }
         });
         if fired.is_some() {
-            return Err(StoreError::other(format!("failpoint {name}")));
+            return Err(crate::StoreError::other(format!("failpoint {name}")));
         }
     }
     #[cfg(not(feature = "failpoints"))]

@@ -37,7 +37,7 @@ pub async fn run(config: &Config, client: &HttpClient, args: &LoadtestArgs) -> a
     eprintln!("issuance: template {template}, stock {stock}, {users} users -> {base}");
     let started = Instant::now();
     // With --retry-for, the upload carries an Idempotency-Key and is sent again while it gets
-    // no definitive answer (a restart), so a retry cannot start a second job.
+    // no definitive answer (a restart; see `definitive`), so a retry cannot start a second job.
     let upload = Bytes::from(upload);
     let key_header = format!("is{run_id}-upload");
     let (status, body) = loop {
@@ -61,7 +61,12 @@ pub async fn run(config: &Config, client: &HttpClient, args: &LoadtestArgs) -> a
         let retry = args
             .retry_for
             .is_some_and(|limit| started.elapsed() < limit)
-            && answer.as_ref().is_none_or(|(s, _)| s.is_server_error());
+            && answer.as_ref().is_none_or(|(s, b)| {
+                let code = serde_json::from_slice::<serde_json::Value>(b)
+                    .ok()
+                    .and_then(|v| v["code"].as_str().map(str::to_owned));
+                !super::definitive(s.as_u16(), code.as_deref())
+            });
         match answer {
             Some(a) if !retry => break a,
             None if !retry => anyhow::bail!("uploading the users: no answer"),
