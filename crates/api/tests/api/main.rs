@@ -11,6 +11,7 @@ mod flows;
 mod isolation;
 mod issuances;
 mod listings;
+mod model;
 mod openapi;
 mod reports;
 mod roles;

@@ -169,6 +169,22 @@ impl TestApp {
         })
     }
 
+    /// A restart: a fresh `AppState` and router over the same store, clock and settings, so
+    /// everything a process keeps in memory (the claim engine's batchers and sold-out set,
+    /// caches, rate limiters) starts empty while the database is kept. The old claim engine is
+    /// shut down first, as `serve` does, so no batcher of it outlives the "process".
+    pub async fn restart(&mut self) {
+        self.state.claims().shutdown().await;
+        let settings = self.state.settings().clone();
+        self.state = AppState::new(
+            self.store.clone(),
+            Arc::new(self.clock.clone()),
+            SECRET,
+            settings,
+        );
+        self.router = coupond_api::router(self.state.clone());
+    }
+
     /// The SQLite database file (`None` on PostgreSQL), for tests that read it directly.
     pub fn sqlite_path(&self) -> Option<std::path::PathBuf> {
         self._dir.as_ref().map(|d| d.path().join("coupond.db"))
