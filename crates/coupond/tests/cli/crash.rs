@@ -2,8 +2,8 @@
 //! intervals and restarted on the same database and address while a load generator keeps
 //! going, retrying by Idempotency-Key whatever got no definitive answer. Afterwards every
 //! outcome is known, each acknowledged effect exists exactly once, refused ones left nothing,
-//! and `coupond audit` is clean. Loads: a flash sale (SQLite and PostgreSQL), checkouts
-//! (claim, lock, confirm or cancel) and a 100,000-user bulk issuance.
+//! and `coupond audit` is clean. Loads, each on SQLite and on PostgreSQL: a flash sale,
+//! checkouts (claim, lock, confirm or cancel) and a 100,000-user bulk issuance.
 //!
 //! `COUPOND_CRASH_SEED` replays a schedule; the seed in use is printed.
 
@@ -161,16 +161,8 @@ fn kill_9_repeatedly_during_a_flash_sale_on_postgres() {
 }
 
 /// Checkouts: claim, lock, then confirm or cancel, with kills across the waves.
-#[test]
-fn kill_9_repeatedly_during_checkouts() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = format!("sqlite://{}/checkout.db", dir.path().display());
-    let stdout = under_repeated_kill_9(
-        &db,
-        &["--scenario", "checkout", "--users", "3000"],
-        3,
-        "checkouts on SQLite",
-    );
+fn checkouts_under_kill_9(db: &str, test: &str) {
+    let stdout = under_repeated_kill_9(db, &["--scenario", "checkout", "--users", "3000"], 3, test);
     assert!(
         stdout.contains("1500 orders confirmed with their coupon used, 1500 cancelled with it back; 0 wrong; invariant audit: 0 violation(s)"),
         "{stdout}"
@@ -179,6 +171,21 @@ fn kill_9_repeatedly_during_checkouts() {
         retries(&stdout) > 0,
         "no request was in flight at a kill: {stdout}"
     );
+}
+
+#[test]
+fn kill_9_repeatedly_during_checkouts_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}/checkout.db", dir.path().display());
+    checkouts_under_kill_9(&db, "checkouts on SQLite");
+}
+
+#[test]
+fn kill_9_repeatedly_during_checkouts_on_postgres() {
+    let Some(db) = super::postgres_schema("crash") else {
+        return;
+    };
+    checkouts_under_kill_9(&db, "checkouts on PostgreSQL");
 }
 
 /// `coupond audit` on the database: every invariant check passes.
@@ -194,18 +201,30 @@ pub(crate) fn assert_audit_clean(dir: &std::path::Path, db: &str) {
 
 /// A 100,000-user bulk issuance killed three times: the job finishes, every user issued
 /// exactly once.
-#[test]
-fn kill_9_repeatedly_during_an_issuance() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = format!("sqlite://{}/issuance.db", dir.path().display());
+fn issuance_under_kill_9(db: &str, test: &str) {
     let stdout = under_repeated_kill_9(
-        &db,
+        db,
         &["--scenario", "issuance", "--users", "100000"],
         3,
-        "issuance on SQLite",
+        test,
     );
     assert!(
         stdout.contains("100000 coupons, 100000 users, each once") && stdout.contains(": OK"),
         "{stdout}"
     );
+}
+
+#[test]
+fn kill_9_repeatedly_during_an_issuance_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}/issuance.db", dir.path().display());
+    issuance_under_kill_9(&db, "issuance on SQLite");
+}
+
+#[test]
+fn kill_9_repeatedly_during_an_issuance_on_postgres() {
+    let Some(db) = super::postgres_schema("crash") else {
+        return;
+    };
+    issuance_under_kill_9(&db, "issuance on PostgreSQL");
 }
