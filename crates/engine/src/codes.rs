@@ -99,7 +99,7 @@ impl CodeGenerator {
                 Ok(Outcome::Idle) => true,
                 Ok(Outcome::Progress(_)) => false,
                 Err(e) => {
-                    tracing::warn!(error = %e, "code generation step failed; retrying later");
+                    tracing::warn!(error = %e.chain(), "code generation step failed; retrying later");
                     true
                 }
             };

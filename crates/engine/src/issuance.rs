@@ -125,7 +125,7 @@ impl IssuanceWorker {
                 Ok(Some(_)) => false,
                 Ok(None) => true,
                 Err(e) => {
-                    tracing::warn!(error = %e, "issuance step failed; retrying");
+                    tracing::warn!(error = %e.chain(), "issuance step failed; retrying");
                     true
                 }
             };

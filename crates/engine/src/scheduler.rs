@@ -176,7 +176,7 @@ impl Scheduler {
                 return;
             }
             if let Err(e) = self.run_once().await {
-                tracing::warn!(error = %e, "scheduler step failed; retrying");
+                tracing::warn!(error = %e.chain(), "scheduler step failed; retrying");
             }
             let now = self.clock.now();
             let wait = match self.store.next_due(now).await {

@@ -280,7 +280,9 @@ impl PgStore {
                 ended.push(id);
             }
         }
-        coupond_store::failpoints::hit("sweeper.before_commit")?;
+        if !ended.is_empty() {
+            coupond_store::failpoints::hit("sweeper.before_commit")?;
+        }
         tx.commit().await.map_err(db_err)?;
         Ok(ended)
     }

@@ -18,8 +18,9 @@ impl SqliteStore {
         let users: Vec<&str> = new.users.iter().map(UserId::as_str).collect();
         let row = sqlx::query(
             "INSERT INTO issuances (template_id, actor, state, users, requested, duplicates,
-                                    invalid, invalid_lines, created_at)
-             VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?) RETURNING *",
+                                    invalid, invalid_lines, created_at, idempotency_key)
+             VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?)
+             ON CONFLICT (idempotency_key) DO NOTHING RETURNING *",
         )
         .bind(new.template.get())
         .bind(new.actor.to_text())
@@ -29,10 +30,23 @@ impl SqliteStore {
         .bind(new.invalid as i64)
         .bind(serde_json::to_string(new.invalid_lines).map_err(StoreError::other)?)
         .bind(us(now))
-        .fetch_one(&self.writer)
+        .bind(new.key)
+        .fetch_optional(&self.writer)
         .await
         .map_err(db_err)?;
-        rows::issuance(&row)
+        match (row, new.key) {
+            (Some(row), _) => rows::issuance(&row),
+            // The key made a job already: that job, unchanged.
+            (None, Some(key)) => {
+                let row = sqlx::query("SELECT * FROM issuances WHERE idempotency_key = ?")
+                    .bind(key)
+                    .fetch_one(&self.writer)
+                    .await
+                    .map_err(db_err)?;
+                rows::issuance(&row)
+            }
+            (None, None) => Err(StoreError::other("an unkeyed job was not inserted")),
+        }
     }
 
     pub(crate) async fn issuance_q(&self, id: i64) -> StoreResult<Issuance> {

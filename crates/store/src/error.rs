@@ -26,6 +26,18 @@ impl StoreError {
     pub fn other(e: impl Into<Box<dyn StdError + Send + Sync>>) -> Self {
         StoreError::Other(e.into())
     }
+
+    /// This error and its sources, `: `-joined, for logs (the `Display` alone hides the cause).
+    pub fn chain(&self) -> String {
+        let mut out = self.to_string();
+        let mut source = StdError::source(self);
+        while let Some(e) = source {
+            out.push_str(": ");
+            out.push_str(&e.to_string());
+            source = e.source();
+        }
+        out
+    }
 }
 
 pub type StoreResult<T> = Result<T, StoreError>;

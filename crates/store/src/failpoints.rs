@@ -17,8 +17,9 @@ use crate::StoreResult;
 
 /// The points, by name; the failpoint matrix drives each one.
 pub const POINTS: [&str; 9] = [
-    // Claims: between the coupon rows and the stock update; just before the commit (both in
-    // the store); after the commit, before the callers are answered (engine).
+    // Claims: between the coupon rows and the stock update (the claim code bulk issuance
+    // chunks share, so it fires there too); just before the commit (both in the store); after
+    // the commit, before the callers are answered (engine).
     "claim.mid_batch",
     "claim.before_commit",
     "claim.after_commit",
@@ -28,7 +29,7 @@ pub const POINTS: [&str; 9] = [
     // Bulk issuance: a chunk's coupons written, its progress not yet; after a chunk's commit.
     "issuance.mid_chunk",
     "issuance.after_chunk",
-    // The lock sweeper: before its transaction commits; after.
+    // The lock sweeper, when it ends at least one lock: before its transaction commits; after.
     "sweeper.before_commit",
     "sweeper.after_commit",
 ];

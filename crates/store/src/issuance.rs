@@ -59,6 +59,9 @@ pub struct NewIssuance<'a> {
     pub invalid: u64,
     /// The first 100.
     pub invalid_lines: &'a [InvalidLine],
+    /// The upload's scoped Idempotency-Key, if it had one: inserting a job under a key that
+    /// already has one returns that job and inserts nothing.
+    pub key: Option<&'a str>,
 }
 
 /// A stored job and its progress.

@@ -438,6 +438,7 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
     async fn mark_read(&self, user: &UserId, id: i64, now: Timestamp) -> StoreResult<Message>;
 
     // --- bulk issuance ------------------------------------------------------------------------
+    /// A new pending job; with `new.key`, the job already made under that key if there is one.
     async fn insert_issuance(&self, new: &NewIssuance<'_>, now: Timestamp)
         -> StoreResult<Issuance>;
     async fn issuance(&self, id: i64) -> StoreResult<Issuance>;

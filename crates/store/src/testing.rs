@@ -55,6 +55,7 @@ macro_rules! conformance_suite {
             coupons_expire_once,
             outbox_positions,
             reminders_and_inbox,
+            issuance_keys_start_one_job,
         );
     };
     (@cases $factory:path; $($case:ident),* $(,)?) => {

@@ -284,6 +284,10 @@ pub async fn create(
         ));
     }
     let t = load_visible(&s, &p, id).await?;
+    // The upload's key goes into the job's row too: the idempotency layer records its answer
+    // only after this commit, so a retry after a crash in between (once `idempotency_stale`
+    // has passed) runs again and must find this job rather than start a second one.
+    let key = crate::idempotency::key(&headers, &p, &format!("/v1/templates/{id}/issuances"), "")?;
     let now = s.now();
     if let st @ (TemplateStatus::Aborted | TemplateStatus::Expired | TemplateStatus::Ended) =
         t.status(now)
@@ -303,6 +307,7 @@ pub async fn create(
                 duplicates: parsed.duplicates,
                 invalid: parsed.invalid,
                 invalid_lines: &parsed.invalid_lines,
+                key: key.as_ref().map(|k| k.key.as_str()),
             },
             now,
         )

@@ -87,11 +87,18 @@ pub async fn run(config: &Config, client: &HttpClient, args: &LoadtestArgs) -> a
         let req = hyper::Request::get(format!("{base}/v1/issuances/{id}"))
             .header("authorization", &key)
             .body(Full::new(Bytes::new()))?;
-        match client.request(req).await {
-            Ok(res) => {
+        // A server killed mid-answer, restarting or refusing leaves no answer: poll again.
+        let answer: anyhow::Result<serde_json::Value> = match client.request(req).await {
+            Ok(res) if res.status().is_success() => match res.into_body().collect().await {
+                Ok(b) => serde_json::from_slice(&b.to_bytes()).map_err(anyhow::Error::from),
+                Err(e) => Err(e.into()),
+            },
+            Ok(res) => Err(anyhow::anyhow!("answered {}", res.status())),
+            Err(e) => Err(e.into()),
+        };
+        match answer {
+            Ok(job) => {
                 last_answer = Instant::now();
-                let body = res.into_body().collect().await?.to_bytes();
-                let job: serde_json::Value = serde_json::from_slice(&body)?;
                 eprintln!(
                     "  issued {}/{} ({})",
                     job["issued"],

@@ -1339,3 +1339,33 @@ pub async fn claim_keys_replay_the_same_coupon(s: Arc<dyn Store>) {
     assert_eq!(coupons.len(), 1);
     assert_eq!(s.count_coupons(t.id).await.unwrap(), 1);
 }
+
+/// An issuance inserted again under the same key (an upload retried after its first attempt
+/// died with the process) is the same job; another key or no key makes a new one.
+pub async fn issuance_keys_start_one_job(s: Arc<dyn Store>) {
+    let t = claimable(&s, 10, 1).await;
+    let users = vec![coupond_domain::UserId::parse("a").unwrap()];
+    let actor = coupond_domain::Actor::Platform;
+    let new = |key| crate::NewIssuance {
+        template: t.id,
+        actor: &actor,
+        users: &users,
+        duplicates: 0,
+        invalid: 0,
+        invalid_lines: &[],
+        key,
+    };
+    let first = s.insert_issuance(&new(Some("k1")), at(1)).await.unwrap();
+    let again = s.insert_issuance(&new(Some("k1")), at(2)).await.unwrap();
+    assert_eq!(again, first);
+    let other = s.insert_issuance(&new(Some("k2")), at(2)).await.unwrap();
+    let bare = s.insert_issuance(&new(None), at(2)).await.unwrap();
+    let bare2 = s.insert_issuance(&new(None), at(2)).await.unwrap();
+    let ids = [first.id, other.id, bare.id, bare2.id];
+    assert_eq!(
+        ids.iter().collect::<std::collections::HashSet<_>>().len(),
+        4,
+        "{ids:?}"
+    );
+    assert_eq!(s.open_issuances().await.unwrap().len(), 4);
+}
