@@ -131,7 +131,12 @@ struct Claims {
     exp: i64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     iat: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    nbf: Option<i64>,
 }
+
+/// Clock skew tolerated between the token's issuer and coupond, for `nbf` and `iat`.
+const LEEWAY_SECS: i64 = 30;
 
 impl JwtKeys {
     pub fn new(secret: &[u8]) -> Self {
@@ -153,25 +158,52 @@ impl JwtKeys {
             sub: user.to_string(),
             iat: Some(iat),
             exp: iat + ttl.whole_seconds(),
+            nbf: None,
         };
         jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)
             .map_err(|e| ApiError::Internal(e.into()))
     }
 
-    /// The user a token names, if it is signed by us and not expired at `now`.
-    pub fn verify(&self, token: &str, now: Timestamp) -> Result<UserId, ApiError> {
+    /// The user a token names, if it is signed by us and valid at `now`: not expired, not
+    /// before its `nbf`, not issued in the future (`iat`; both with a 30 s leeway for clock
+    /// skew), and living no longer than `max_lifetime` (from `iat`, or from `now` without it).
+    pub fn verify(
+        &self,
+        token: &str,
+        now: Timestamp,
+        max_lifetime: time::Duration,
+    ) -> Result<UserId, ApiError> {
         let mut v = Validation::new(Algorithm::HS256);
-        // Expiry is checked below against the injected clock.
+        // Times are checked below against the injected clock.
         v.validate_exp = false;
+        v.validate_nbf = false;
         v.set_required_spec_claims(&["exp", "sub"]);
         // The platform's identity provider may add an audience; coupond does not assign one.
         v.validate_aud = false;
-        let data = jsonwebtoken::decode::<Claims>(token, &self.decoding, &v)
-            .map_err(|_| ApiError::Unauthorized("the bearer token is not valid"))?;
-        if data.claims.exp <= now.unix_micros() / 1_000_000 {
+        let c = jsonwebtoken::decode::<Claims>(token, &self.decoding, &v)
+            .map_err(|_| ApiError::Unauthorized("the bearer token is not valid"))?
+            .claims;
+        let now = now.unix_micros().div_euclid(1_000_000);
+        if c.exp <= now {
             return Err(ApiError::Unauthorized("the bearer token has expired"));
         }
-        UserId::parse(&data.claims.sub)
+        if c.nbf.is_some_and(|nbf| nbf > now + LEEWAY_SECS) {
+            return Err(ApiError::Unauthorized(
+                "the bearer token is not valid yet (nbf)",
+            ));
+        }
+        if c.iat.is_some_and(|iat| iat > now + LEEWAY_SECS) {
+            return Err(ApiError::Unauthorized(
+                "the bearer token was issued in the future (iat)",
+            ));
+        }
+        let from = c.iat.unwrap_or(now);
+        if c.exp.saturating_sub(from) > max_lifetime.whole_seconds() {
+            return Err(ApiError::Unauthorized(
+                "the bearer token lives longer than this server accepts (max_token_lifetime)",
+            ));
+        }
+        UserId::parse(&c.sub)
             .map_err(|_| ApiError::Unauthorized("the bearer token names no valid user"))
     }
 }
@@ -186,11 +218,7 @@ pub async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Princ
     let credential = value
         .to_str()
         .ok()
-        .and_then(|v| {
-            v.strip_prefix("Bearer ")
-                .or_else(|| v.strip_prefix("bearer "))
-        })
-        .map(str::trim)
+        .and_then(bearer)
         .filter(|c| !c.is_empty() && c.len() <= 4096)
         .ok_or(ApiError::Unauthorized(
             "send Authorization: Bearer <API key or user token>",
@@ -200,14 +228,14 @@ pub async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Princ
         if let Some(p) = state.key_cache().get(&hash) {
             return Ok(p);
         }
+        // Unknown and revoked keys get the same answer: it tells nobody which keys existed.
         let key = match state.store().api_key_by_hash(&hash).await {
-            Ok(k) => k,
-            Err(StoreError::NotFound) => return Err(ApiError::Unauthorized("unknown API key")),
+            Ok(k) if k.revoked_at.is_none() => k,
+            Ok(_) | Err(StoreError::NotFound) => {
+                return Err(ApiError::Unauthorized("the API key is not valid"))
+            }
             Err(e) => return Err(e.into()),
         };
-        if key.revoked_at.is_some() {
-            return Err(ApiError::Unauthorized("this API key was revoked"));
-        }
         use coupond_store::Role as KeyRole;
         let principal = match (key.role, key.merchant_id) {
             (KeyRole::Platform, _) => Principal::Platform,
@@ -220,8 +248,18 @@ pub async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Princ
         state.key_cache().insert(hash, principal.clone());
         return Ok(principal);
     }
-    let user = state.jwt().verify(credential, state.now())?;
+    let user = state
+        .jwt()
+        .verify(credential, state.now(), state.settings().max_token_lifetime)?;
     Ok(Principal::User(user))
+}
+
+/// The credential of `Bearer <credential>`; the scheme is case-insensitive (RFC 9110).
+fn bearer(header: &str) -> Option<&str> {
+    let (scheme, credential) = header.trim_start().split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| credential.trim())
 }
 
 /// Route guard: authenticates the caller and admits it only if its role is in `roles`. The
@@ -250,12 +288,63 @@ mod tests {
         let keys = JwtKeys::new(b"secret");
         let now = Timestamp::parse("2026-01-01T00:00:00Z").unwrap();
         let user = UserId::parse("u-1").unwrap();
+        let max = time::Duration::days(30);
         let token = keys.mint(&user, now, time::Duration::hours(1)).unwrap();
-        assert_eq!(keys.verify(&token, now).unwrap(), user);
+        assert_eq!(keys.verify(&token, now, max).unwrap(), user);
         let later = now.plus(time::Duration::hours(1));
-        assert!(keys.verify(&token, later).is_err());
-        assert!(JwtKeys::new(b"other").verify(&token, now).is_err());
-        assert!(keys.verify("garbage", now).is_err());
+        assert!(keys.verify(&token, later, max).is_err());
+        assert!(JwtKeys::new(b"other").verify(&token, now, max).is_err());
+        assert!(keys.verify("garbage", now, max).is_err());
+    }
+
+    /// A token signed with our secret, with these claims.
+    fn signed(claims: serde_json::Value) -> String {
+        jsonwebtoken::encode(
+            &Header::new(Algorithm::HS256),
+            &claims,
+            &EncodingKey::from_secret(b"secret"),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn tokens_not_yet_valid_issued_ahead_or_living_too_long_are_refused() {
+        let keys = JwtKeys::new(b"secret");
+        let now = Timestamp::parse("2026-01-01T00:00:00Z").unwrap();
+        let t = now.unix_micros() / 1_000_000;
+        let max = time::Duration::days(30);
+        let day = 86_400;
+        let refused = [
+            serde_json::json!({"sub": "u-1", "exp": t + 3600, "nbf": t + day}),
+            serde_json::json!({"sub": "u-1", "exp": t + 3600, "iat": t + 3000}),
+            serde_json::json!({"sub": "u-1", "exp": 1_i64 << 62}),
+            serde_json::json!({"sub": "u-1", "exp": t + 31 * day, "iat": t}),
+            serde_json::json!({"sub": "u-1", "exp": t + 31 * day}),
+        ];
+        for claims in refused {
+            let e = keys.verify(&signed(claims.clone()), now, max).unwrap_err();
+            assert_eq!(e.status(), axum::http::StatusCode::UNAUTHORIZED, "{claims}");
+        }
+        let accepted = [
+            serde_json::json!({"sub": "u-1", "exp": t + 3600, "nbf": t + 10, "iat": t + 10}),
+            serde_json::json!({"sub": "u-1", "exp": t + 29 * day, "iat": t - day}),
+            serde_json::json!({"sub": "u-1", "exp": t + 3600}),
+        ];
+        for claims in accepted {
+            assert!(
+                keys.verify(&signed(claims.clone()), now, max).is_ok(),
+                "{claims}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_bearer_scheme_is_case_insensitive() {
+        assert_eq!(bearer("Bearer abc"), Some("abc"));
+        assert_eq!(bearer("BEARER abc"), Some("abc"));
+        assert_eq!(bearer("bEaReR  abc "), Some("abc"));
+        assert_eq!(bearer("Basic abc"), None);
+        assert_eq!(bearer("Bearer"), None);
     }
 
     #[test]

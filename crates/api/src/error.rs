@@ -73,6 +73,9 @@ pub enum ApiError {
     ClaimRefused(ClaimRejection),
     /// 409 `coupons_not_applicable`: a lock refused these coupons for these reasons.
     LockRefused(Vec<(CouponId, Vec<Reason>)>),
+    /// 408 `request_timeout`: the request (reading its body included) took longer than
+    /// `request_timeout`.
+    RequestTimeout,
     /// 413.
     PayloadTooLarge,
     /// 415.
@@ -85,6 +88,9 @@ pub enum ApiError {
     },
     /// 429: over a rate limit; retry after `retry_after` seconds.
     RateLimited { retry_after: u64 },
+    /// 429 `too_many_uploads`: `max_concurrent_uploads` uploads are being read; retry in a
+    /// second.
+    TooManyUploads,
     /// 503: the database is unreachable right now; retry after a moment.
     Unavailable,
     /// 500: a bug or broken dependency. Logged with its cause chain; callers see only a code.
@@ -136,10 +142,13 @@ impl ApiError {
             ApiError::Conflict { .. } | ApiError::ClaimRefused(_) | ApiError::LockRefused(_) => {
                 StatusCode::CONFLICT
             }
+            ApiError::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
-            ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::RateLimited { .. } | ApiError::TooManyUploads => {
+                StatusCode::TOO_MANY_REQUESTS
+            }
             ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -198,6 +207,11 @@ impl ApiError {
                 Some("coupon_ids".to_owned()),
                 "some coupons cannot be used on this order; `coupons` says why".to_owned(),
             ),
+            ApiError::RequestTimeout => (
+                "request_timeout",
+                None,
+                "the request took longer than the server allows; send it again".to_owned(),
+            ),
             ApiError::PayloadTooLarge => (
                 "payload_too_large",
                 None,
@@ -212,6 +226,12 @@ impl ApiError {
                 "rate_limited",
                 None,
                 format!("too many requests; retry after {retry_after} s"),
+            ),
+            ApiError::TooManyUploads => (
+                "too_many_uploads",
+                None,
+                "as many uploads as the server reads at once are being read; retry shortly"
+                    .to_owned(),
             ),
             ApiError::Unavailable => (
                 "unavailable",
@@ -232,13 +252,7 @@ impl IntoResponse for ApiError {
         let status = self.status();
         let request_id = observe::current_request_id();
         if let ApiError::Internal(e) = &self {
-            let mut chain = e.to_string();
-            let mut source = e.source();
-            while let Some(s) = source {
-                chain.push_str(": ");
-                chain.push_str(&s.to_string());
-                source = s.source();
-            }
+            let chain = coupond_store::error::chain(e.as_ref());
             tracing::error!(request_id = request_id.as_deref(), error = %chain, "internal error");
         }
         let (code, field, detail) = self.parts();
@@ -275,7 +289,7 @@ impl IntoResponse for ApiError {
             HeaderValue::from_static("application/problem+json"),
         );
         match self {
-            ApiError::Unavailable => {
+            ApiError::Unavailable | ApiError::TooManyUploads => {
                 res.headers_mut()
                     .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
             }

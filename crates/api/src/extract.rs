@@ -33,15 +33,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
         if !is_json {
             return Err(ApiError::UnsupportedMediaType);
         }
-        let bytes = Bytes::from_request(req, state)
-            .await
-            .map_err(|e: BytesRejection| {
-                if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                    ApiError::PayloadTooLarge
-                } else {
-                    ApiError::bad_request("invalid_body", None, e.body_text())
-                }
-            })?;
+        let bytes = body_bytes(req, state).await?;
         // Every body this API takes is an object; serde would also accept a positional array
         // for a struct, which no client means to send.
         match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
@@ -58,6 +50,19 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
             )),
         }
     }
+}
+
+/// The whole body, within the route's limit (413 past it).
+async fn body_bytes<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, ApiError> {
+    Bytes::from_request(req, state)
+        .await
+        .map_err(|e: BytesRejection| {
+            if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::PayloadTooLarge
+            } else {
+                ApiError::bad_request("invalid_body", None, e.body_text())
+            }
+        })
 }
 
 /// Deserializes `bytes` as a whole JSON document of type `T`, classifying failures.
@@ -138,8 +143,9 @@ fn between<'a>(s: &'a str, start: &str, end: &str) -> Option<&'a str> {
     Some(&s[from..from + len])
 }
 
-/// A JSON body that may also be absent: an empty body is `None`; anything else is read
-/// exactly like [`ApiJson`].
+/// A JSON body that may also be absent: an empty body (or one of only whitespace) is `None`,
+/// whatever `Content-Type` says (clients and proxies add one to empty POSTs); anything else
+/// is read exactly like [`ApiJson`].
 #[derive(Debug)]
 pub struct OptionalJson<T>(pub Option<T>);
 
@@ -147,23 +153,12 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for OptionalJson<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        let no_type = !req.headers().contains_key(header::CONTENT_TYPE);
-        let no_length = req
-            .headers()
-            .get(header::CONTENT_LENGTH)
-            .is_none_or(|v| v.as_bytes() == b"0");
-        if no_type && no_length {
-            // Still refuse a body sent without a content type (chunked).
-            let bytes = Bytes::from_request(req, state)
-                .await
-                .map_err(|_| ApiError::bad_request("invalid_body", None, "unreadable body"))?;
-            return if bytes.iter().all(u8::is_ascii_whitespace) {
-                Ok(OptionalJson(None))
-            } else {
-                Err(ApiError::UnsupportedMediaType)
-            };
+        let (parts, body) = req.into_parts();
+        let bytes = body_bytes(Request::from_parts(parts.clone(), body), state).await?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(OptionalJson(None));
         }
-        ApiJson::<T>::from_request(req, state)
+        ApiJson::<T>::from_request(Request::from_parts(parts, bytes.into()), state)
             .await
             .map(|ApiJson(v)| OptionalJson(Some(v)))
     }

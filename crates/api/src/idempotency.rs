@@ -50,16 +50,46 @@ pub fn key(
     }))
 }
 
-/// Routes whose keys are kept inside their own transaction (the claim's), not here.
-pub const OWN_KEYS: [&str; 2] = ["/v1/templates/{id}/claims", "/v1/codes/{code}/redeem"];
+/// Routes whose keys are kept inside their own transaction (the claim's, the issuance job's),
+/// not here.
+pub const OWN_KEYS: [&str; 3] = [
+    "/v1/templates/{id}/claims",
+    "/v1/codes/{code}/redeem",
+    "/v1/templates/{id}/issuances",
+];
+
+/// `POST` routes that change nothing (a quote): there is no effect to make happen once, so no
+/// answer is stored for them, whatever the client sends.
+pub const SIDE_EFFECT_FREE: [&str; 1] = ["/v1/quotes"];
+
+/// Whether the layer runs for a route.
+pub fn applies_to(method: &axum::http::Method, path: &str) -> bool {
+    method != axum::http::Method::GET
+        && !OWN_KEYS.contains(&path)
+        && !SIDE_EFFECT_FREE.contains(&path)
+}
+
+/// A response extension: the body to keep for replays instead of the one sent (a webhook's
+/// registration keeps its answer without the secret).
+#[derive(Clone, Debug)]
+pub struct ReplayAs(pub bytes::Bytes);
+
+impl ReplayAs {
+    pub fn json<T: serde::Serialize>(value: &T) -> Self {
+        ReplayAs(serde_json::to_vec(value).unwrap_or_default().into())
+    }
+}
 
 /// The layer every write route runs under (inside its auth guard): with an `Idempotency-Key`,
 /// the first request's answer (2xx or 4xx) is kept for `idempotency_ttl` and replayed to
 /// retries (`idempotent-replayed: true`); the same key with another request is 422
 /// `idempotency_key_reused`; a retry while the first is still running is 409
 /// `idempotency_in_flight` with Retry-After (after `idempotency_stale` the first is taken to
-/// have died with its process, and a retry runs again). Answers that say nothing about the request (5xx, 429) are not
-/// kept, so a retry runs again. Scope: the principal and the route.
+/// have died with its process, and a retry runs again). Answers that say nothing about the
+/// request (5xx, 429) are not kept, so a retry runs again; an answer larger than
+/// `idempotency_max_answer_bytes` is not kept either (a replay is told 409
+/// `idempotency_answer_not_kept`). Scope: the principal and the route. Users and merchants
+/// may start `idempotency_rate` keyed writes per second (429 past it).
 pub async fn layer(
     State((state, route, limit)): State<(AppState, &'static str, usize)>,
     req: Request,
@@ -87,6 +117,12 @@ async fn run(
         .ok_or_else(|| {
             ApiError::Internal("idempotency layer outside the auth guard".into()).into_response()
         })?;
+    if let Some(scope) = limited_scope(&principal) {
+        state
+            .idempotency_limits()
+            .check(&scope)
+            .map_err(IntoResponse::into_response)?;
+    }
     let (parts, body) = req.into_parts();
     let bytes = axum::body::to_bytes(body, limit)
         .await
@@ -134,39 +170,77 @@ async fn run(
             let res = next
                 .run(Request::from_parts(parts, Body::from(bytes)))
                 .await;
-            let (mut head, body) = res.into_parts();
-            let status = head.status;
-            let keep = !(status.is_server_error() || status == StatusCode::TOO_MANY_REQUESTS);
-            // Answers are small JSON; a body that cannot be read is not kept.
-            let bytes = axum::body::to_bytes(body, 16 * 1024 * 1024).await;
-            let stored = match (&bytes, keep) {
-                (Ok(b), true) => {
-                    let answer = StoredAnswer {
-                        status: status.as_u16(),
-                        content_type: head
-                            .headers
-                            .get(header::CONTENT_TYPE)
-                            .and_then(|v| v.to_str().ok())
-                            .unwrap_or("application/json")
-                            .to_owned(),
-                        body: b.to_vec(),
-                    };
-                    state.store().idempotency_finish(&key.key, &answer).await
-                }
-                _ => state.store().idempotency_abandon(&key.key).await,
-            };
-            if let Err(e) = stored {
-                // The answer stands; a retry will find the key running (then stale) and run
-                // again, which the routes' own checks make safe.
-                tracing::warn!(error = %e, "could not record an idempotent answer");
-            }
-            head.headers
-                .insert("idempotent-replayed", HeaderValue::from_static("false"));
-            Ok(Response::from_parts(
-                head,
-                Body::from(bytes.unwrap_or_default()),
-            ))
+            Ok(finish(state, &key.key, res).await)
         }
+    }
+}
+
+/// Users and merchants are limited in the keys they start; service and platform keys are the
+/// operator's own systems.
+fn limited_scope(p: &Principal) -> Option<String> {
+    match p {
+        Principal::User(u) => Some(format!("user:{u}")),
+        Principal::Merchant(m) => Some(format!("merchant:{m}")),
+        Principal::Platform | Principal::Service => None,
+    }
+}
+
+/// Keeps the first answer of a keyed request for replay (or forgets the key when the answer
+/// says nothing about the request), and sends it.
+async fn finish(state: &AppState, key: &str, res: Response) -> Response {
+    let (mut head, body) = res.into_parts();
+    let status = head.status;
+    let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
+        // A body that broke off: nothing to send or keep; a retry runs again.
+        let _ = state.store().idempotency_abandon(key).await;
+        return ApiError::Internal("the answer's body could not be read".into()).into_response();
+    };
+    let keep = !(status.is_server_error() || status == StatusCode::TOO_MANY_REQUESTS);
+    let kept = head
+        .extensions
+        .remove::<ReplayAs>()
+        .map_or(bytes.clone(), |r| r.0);
+    let stored = if !keep {
+        state.store().idempotency_abandon(key).await
+    } else if kept.len() > state.settings().idempotency_max_answer_bytes {
+        state.store().idempotency_finish(key, &not_kept()).await
+    } else {
+        let answer = StoredAnswer {
+            status: status.as_u16(),
+            content_type: head
+                .headers
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("application/json")
+                .to_owned(),
+            body: kept.to_vec(),
+        };
+        state.store().idempotency_finish(key, &answer).await
+    };
+    if let Err(e) = stored {
+        // The answer stands; a retry will find the key running (then stale) and run again,
+        // which the routes' own checks make safe.
+        tracing::warn!(error = %e.chain(), "could not record an idempotent answer");
+    }
+    head.headers
+        .insert("idempotent-replayed", HeaderValue::from_static("false"));
+    Response::from_parts(head, Body::from(bytes))
+}
+
+/// What a replay of a key whose answer was too large to keep is told.
+fn not_kept() -> StoredAnswer {
+    let problem = serde_json::json!({
+        "type": "urn:coupond:problem:idempotency_answer_not_kept",
+        "title": "Conflict",
+        "status": 409,
+        "code": "idempotency_answer_not_kept",
+        "detail": "the request ran once; its answer was too large to keep for replay: read \
+                   the resource instead",
+    });
+    StoredAnswer {
+        status: 409,
+        content_type: "application/problem+json".to_owned(),
+        body: problem.to_string().into_bytes(),
     }
 }
 
@@ -181,7 +255,7 @@ fn replay(answer: StoredAnswer) -> Response {
     res
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

@@ -13,6 +13,7 @@
 //! - [`observe`]: request ids, tracing spans, Prometheus metrics.
 //! - [`pagination`], [`views`]: cursors and response bodies.
 //! - [`ratelimit`]: per-user and per-IP claim rate limits.
+//! - [`server`]: the listener: connection cap, head and stall timeouts, graceful shutdown.
 //! - [`state`]: [`AppState`], read-only and cheap to clone.
 //! - [`openapi`]: the OpenAPI document.
 #![forbid(unsafe_code)]
@@ -28,6 +29,7 @@ pub mod openapi;
 pub mod pagination;
 pub mod ratelimit;
 pub mod routes;
+pub mod server;
 pub mod state;
 pub mod views;
 
@@ -57,12 +59,31 @@ pub fn router(state: AppState) -> Router {
         .route("/metrics", get(routes::system::metrics))
         .route("/openapi.json", get(routes::system::openapi))
         .route("/docs", get(routes::system::docs))
+        .route(routes::system::REDOC_PATH, get(routes::system::redoc_js))
         .fallback(|| async { ApiError::NotFound })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .layer(DefaultBodyLimit::max(max_body))
         .layer(CatchPanicLayer::custom(panic_response))
+        .layer(axum::middleware::from_fn_with_state(
+            state.settings().request_timeout,
+            within_request_timeout,
+        ))
         .layer(axum::middleware::from_fn(observe::observe))
         .with_state(state)
+}
+
+/// Answers 408 when a request (reading its body included) runs past `request_timeout`, so a
+/// body trickling in or a handler stuck on a dependency cannot hold a connection and its
+/// memory for ever. Inside `observe`, so the 408 is counted and carries the request id.
+async fn within_request_timeout(
+    axum::extract::State(limit): axum::extract::State<std::time::Duration>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    match tokio::time::timeout(limit, next.run(req)).await {
+        Ok(res) => res,
+        Err(_) => ApiError::RequestTimeout.into_response(),
+    }
 }
 
 /// A panic in a handler is a bug: log it and answer 500 like any internal error, rather than

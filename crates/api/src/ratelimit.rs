@@ -1,10 +1,11 @@
-//! Per-user and per-IP rate limits on claims (GCRA, in process), answered 429 with
-//! Retry-After.
+//! Rate limits (GCRA, in process), answered 429 with Retry-After.
 //!
-//! The per-user limit applies to the user a claim is for, whoever sends it. The per-IP limit
-//! applies to requests made with a user token only: service keys (the order service, a
-//! gateway) speak for many users from few addresses.
+//! [`Limit`] is one keyed limit; [`RateLimits`] pairs a per-user and a per-IP limit, as claims
+//! and code lookups use them. The per-user limit applies to the user a request is for,
+//! whoever sends it. The per-IP limit applies to requests made with a user token only:
+//! service keys (the order service, a gateway) speak for many users from few addresses.
 
+use std::hash::Hash;
 use std::net::IpAddr;
 use std::num::NonZeroU32;
 
@@ -34,46 +35,65 @@ impl Rate {
     }
 }
 
-/// The limiters, shared by all requests.
+/// One rate limit, kept per key (a user, an address, a merchant).
+#[derive(Debug)]
+pub struct Limit<K: Hash + Eq + Clone> {
+    limiter: Option<DefaultKeyedRateLimiter<K>>,
+}
+
+impl<K: Hash + Eq + Clone> Limit<K> {
+    pub fn new(rate: Rate) -> Self {
+        Limit {
+            limiter: rate.quota().map(RateLimiter::keyed),
+        }
+    }
+
+    /// Counts one request for `key`; 429 if it is over its rate.
+    pub fn check(&self, key: &K) -> Result<(), ApiError> {
+        match &self.limiter {
+            Some(l) => l.check_key(key).map_err(|not_until| {
+                too_many(not_until.wait_time_from(DefaultClock::default().now()))
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Forgets keys that are back to a full burst, so memory follows active callers only.
+    pub fn shrink(&self) {
+        if let Some(l) = &self.limiter {
+            l.retain_recent();
+        }
+    }
+}
+
+/// A per-user and a per-IP limit, shared by all requests.
 #[derive(Debug)]
 pub struct RateLimits {
-    per_user: Option<DefaultKeyedRateLimiter<String>>,
-    per_ip: Option<DefaultKeyedRateLimiter<IpAddr>>,
+    per_user: Limit<String>,
+    per_ip: Limit<IpAddr>,
 }
 
 impl RateLimits {
     pub fn new(per_user: Rate, per_ip: Rate) -> Self {
         RateLimits {
-            per_user: per_user.quota().map(RateLimiter::keyed),
-            per_ip: per_ip.quota().map(RateLimiter::keyed),
+            per_user: Limit::new(per_user),
+            per_ip: Limit::new(per_ip),
         }
     }
 
-    /// Counts one claim for `user` (and for `ip`, when given); 429 if either is over its rate.
+    /// Counts one request for `user` (and for `ip`, when given); 429 if either is over its
+    /// rate.
     pub fn check(&self, user: &UserId, ip: Option<IpAddr>) -> Result<(), ApiError> {
-        if let (Some(limiter), Some(ip)) = (&self.per_ip, ip) {
-            limiter.check_key(&ip).map_err(|not_until| {
-                too_many(not_until.wait_time_from(DefaultClock::default().now()))
-            })?;
+        if let Some(ip) = ip {
+            self.per_ip.check(&ip)?;
         }
-        if let Some(limiter) = &self.per_user {
-            limiter
-                .check_key(&user.as_str().to_owned())
-                .map_err(|not_until| {
-                    too_many(not_until.wait_time_from(DefaultClock::default().now()))
-                })?;
-        }
-        Ok(())
+        self.per_user.check(&user.as_str().to_owned())
     }
 
-    /// Forgets keys that are back to a full burst, so memory follows active users only.
+    /// Forgets keys that are back to a full burst.
     pub fn shrink(&self) {
-        if let Some(l) = &self.per_user {
-            l.retain_recent();
-        }
-        if let Some(l) = &self.per_ip {
-            l.retain_recent();
-        }
+        self.per_user.shrink();
+        self.per_ip.shrink();
     }
 }
 

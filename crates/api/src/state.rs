@@ -8,9 +8,11 @@ use coupond_store::Store;
 
 use crate::auth::{JwtKeys, Principal};
 use crate::cache::TtlCache;
-use crate::ratelimit::{Rate, RateLimits};
-use coupond_domain::{Template, TemplateId};
+use crate::ratelimit::{Limit, Rate, RateLimits};
+use coupond_domain::{MerchantId, Template, TemplateId};
+use coupond_engine::webhooks::TargetPolicy;
 use coupond_store::StoreError;
+use tokio::sync::Semaphore;
 
 /// Settings the API reads on every request.
 #[derive(Clone, Debug)]
@@ -52,6 +54,26 @@ pub struct ApiSettings {
     /// How long API keys and claimed templates are cached in memory (zero: not at all). A
     /// key revoked by another process stops working within this time.
     pub cache_ttl: std::time::Duration,
+    /// The longest a request may take, reading its body included (408 after it).
+    pub request_timeout: std::time::Duration,
+    /// Bulk issuance uploads read at once; one more is 429.
+    pub max_concurrent_uploads: u32,
+    /// The longest lifetime a user token may have.
+    pub max_token_lifetime: time::Duration,
+    /// Answers larger than this are not kept for replay under an `Idempotency-Key`.
+    pub idempotency_max_answer_bytes: usize,
+    /// Writes with an `Idempotency-Key` per user or merchant (service and platform keys are
+    /// the operator's own systems and are not limited).
+    pub idempotency_rate: Rate,
+    /// Shared-code changes per merchant.
+    pub code_set_rate: Rate,
+    /// Where webhooks may be sent.
+    pub webhook_targets: Arc<TargetPolicy>,
+    /// Webhook endpoints one owner may have enabled.
+    pub max_webhooks_per_owner: u32,
+    /// Background transactions (code generation, bulk issuance) are sized to take about this
+    /// long; zero: fixed, maximal chunks.
+    pub background_txn_target: std::time::Duration,
 }
 
 impl Default for ApiSettings {
@@ -73,6 +95,15 @@ impl Default for ApiSettings {
             idempotency_ttl: time::Duration::hours(24),
             idempotency_stale: time::Duration::minutes(1),
             cache_ttl: std::time::Duration::ZERO,
+            request_timeout: std::time::Duration::from_secs(60),
+            max_concurrent_uploads: 2,
+            max_token_lifetime: time::Duration::days(30),
+            idempotency_max_answer_bytes: 64 * 1024,
+            idempotency_rate: Rate::OFF,
+            code_set_rate: Rate::OFF,
+            webhook_targets: Arc::new(TargetPolicy::default()),
+            max_webhooks_per_owner: 10,
+            background_txn_target: std::time::Duration::ZERO,
         }
     }
 }
@@ -91,6 +122,10 @@ struct Inner {
     claims: ClaimEngine,
     rate_limits: RateLimits,
     redeem_limits: RateLimits,
+    idempotency_limits: Limit<String>,
+    code_set_limits: Limit<MerchantId>,
+    /// One permit per upload being read: the bound on uploads in memory at once.
+    uploads: Arc<Semaphore>,
     codes: CodeGenerator,
     checkout: Checkout,
     issuance: IssuanceWorker,
@@ -108,9 +143,10 @@ impl AppState {
         settings: ApiSettings,
     ) -> Self {
         let claims = ClaimEngine::new(store.clone(), clock.clone(), settings.claim_mode);
-        let codes = CodeGenerator::new(store.clone(), clock.clone());
+        let pace = settings.background_txn_target;
+        let codes = CodeGenerator::new(store.clone(), clock.clone(), pace);
         let checkout = Checkout::new(store.clone(), clock.clone(), settings.lock_ttl);
-        let issuance = IssuanceWorker::new(store.clone(), clock.clone());
+        let issuance = IssuanceWorker::new(store.clone(), clock.clone(), pace);
         AppState {
             inner: Arc::new(Inner {
                 store,
@@ -125,6 +161,11 @@ impl AppState {
                     settings.redeem_rate_per_user,
                     settings.redeem_rate_per_ip,
                 ),
+                idempotency_limits: Limit::new(settings.idempotency_rate),
+                code_set_limits: Limit::new(settings.code_set_rate),
+                uploads: Arc::new(Semaphore::new(
+                    settings.max_concurrent_uploads.max(1) as usize
+                )),
                 codes,
                 checkout,
                 issuance,
@@ -167,19 +208,42 @@ impl AppState {
         Ok(t)
     }
 
-    /// Claim rate limits.
     /// Drops a template from the claim path's cache (see [`crate::invalidate`]).
     pub fn forget_template(&self, id: TemplateId) {
         self.inner.templates.remove(&id);
     }
 
+    /// Claim rate limits.
     pub fn rate_limits(&self) -> &RateLimits {
         &self.inner.rate_limits
     }
 
-    /// Code redemption rate limits.
+    /// Code lookup rate limits: redemptions, and quotes that preview a code.
     pub fn redeem_limits(&self) -> &RateLimits {
         &self.inner.redeem_limits
+    }
+
+    /// Writes with an `Idempotency-Key`, per scope (user or merchant).
+    pub fn idempotency_limits(&self) -> &Limit<String> {
+        &self.inner.idempotency_limits
+    }
+
+    /// Shared-code changes, per merchant.
+    pub fn code_set_limits(&self) -> &Limit<MerchantId> {
+        &self.inner.code_set_limits
+    }
+
+    /// A permit to read an upload, if fewer than `max_concurrent_uploads` are being read.
+    pub fn upload_permit(&self) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        self.inner.uploads.clone().try_acquire_owned().ok()
+    }
+
+    /// Forgets rate-limit keys back at a full burst (called periodically by `serve`).
+    pub fn shrink_limits(&self) {
+        self.inner.rate_limits.shrink();
+        self.inner.redeem_limits.shrink();
+        self.inner.idempotency_limits.shrink();
+        self.inner.code_set_limits.shrink();
     }
 
     /// The bulk issuance worker; `serve` runs its loop.

@@ -124,6 +124,11 @@ pub async fn token(config: &Config, args: TokenArgs) -> anyhow::Result<()> {
     let user = UserId::parse(&args.user).map_err(anyhow::Error::msg)?;
     let ttl = time::Duration::try_from(args.ttl).context("ttl is too long")?;
     anyhow::ensure!(ttl.whole_seconds() >= 1, "ttl must be at least one second");
+    anyhow::ensure!(
+        args.ttl <= config.max_token_lifetime,
+        "ttl must be at most max_token_lifetime ({}); the server refuses longer-lived tokens",
+        humantime::format_duration(config.max_token_lifetime)
+    );
     let store = db::open(&config.database_url).await?;
     let secret = db::jwt_secret(store.as_ref(), config.jwt_secret.as_ref()).await;
     store.close().await;

@@ -85,6 +85,70 @@ pub struct Config {
     /// `coupond keys revoke` stops working within this time.
     #[serde(with = "humantime_serde")]
     pub cache_ttl: Duration,
+    /// Connections open at once; more are closed on accept (and logged).
+    pub max_connections: usize,
+    /// Time a client has to send a request head, from the connection's start or the end of
+    /// the previous response (so also the keep-alive idle limit).
+    #[serde(with = "humantime_serde")]
+    pub header_timeout: Duration,
+    /// A connection on which no byte moves either way for this long is closed.
+    #[serde(with = "humantime_serde")]
+    pub stall_timeout: Duration,
+    /// The longest a request may take, reading its body included (408 after it).
+    #[serde(with = "humantime_serde")]
+    pub request_timeout: Duration,
+    /// Bulk issuance uploads read at once; one more is 429.
+    pub max_concurrent_uploads: u32,
+    /// The longest lifetime a user token may have (`exp` - `iat`); longer ones are refused.
+    #[serde(with = "humantime_serde")]
+    pub max_token_lifetime: Duration,
+    /// Larger answers to requests with an `Idempotency-Key` are not kept for replay.
+    pub idempotency_max_answer_bytes: usize,
+    /// New `Idempotency-Key`s per second one user or merchant may start; 0 disables.
+    pub idempotency_rate_per_principal: u32,
+    /// New keys one user or merchant may start at once.
+    pub idempotency_burst_per_principal: u32,
+    /// Shared-code changes (`PUT /v1/templates/{id}/code`) per second per merchant; 0
+    /// disables.
+    pub code_set_rate_per_merchant: u32,
+    /// Shared-code changes one merchant may make at once.
+    pub code_set_burst_per_merchant: u32,
+    /// Host names and CIDR ranges webhooks may target although they are internal
+    /// (loopback, private, link-local, ...); empty: none.
+    #[serde(deserialize_with = "list_or_csv")]
+    pub webhook_allow_hosts: Vec<String>,
+    /// Webhook endpoints one owner (a merchant, or the platform) may have enabled.
+    pub max_webhooks_per_owner: u32,
+    /// How long a webhook receiver has to answer.
+    #[serde(with = "humantime_serde")]
+    pub webhook_timeout: Duration,
+    /// Webhook deliveries in flight at once, over all endpoints.
+    pub webhook_concurrency: u32,
+    /// Webhook deliveries in flight at once to one endpoint.
+    pub webhook_concurrency_per_endpoint: u32,
+    /// Background work (code generation, bulk issuance) sizes its transactions to take about
+    /// this long, so claims waiting for the database are never held up by much more.
+    #[serde(with = "humantime_serde")]
+    pub background_txn_target: Duration,
+}
+
+/// A list given as a TOML array, or (from the environment) as one comma-separated string.
+fn list_or_csv<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Either {
+        List(Vec<String>),
+        Text(String),
+    }
+    Ok(match Either::deserialize(d)? {
+        Either::List(v) => v,
+        Either::Text(t) => t
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect(),
+    })
 }
 
 /// `claim_mode` values.
@@ -156,8 +220,9 @@ claim_burst_per_user = 10
 claim_rate_per_ip = 50
 claim_burst_per_ip = 100
 
-# Code redemption limits, the same way. Failed attempts count too: they are how codes are
-# guessed. Kept low on purpose; a person types a code now and then.
+# Code lookup limits, the same way: redemptions, and quotes that preview a code, share them.
+# Failed attempts count too: they are how codes are guessed. Kept low on purpose; a person
+# types a code now and then.
 redeem_rate_per_user = 1
 redeem_burst_per_user = 5
 redeem_rate_per_ip = 10
@@ -192,10 +257,60 @@ webhook_max_attempts = 12
 # How long API keys and claimed templates are cached in memory. A key revoked with
 # `coupond keys revoke` stops working within this time. "0s" turns the cache off.
 cache_ttl = "1s"
+
+# Connections. At most max_connections are open at once (more are closed on accept, and
+# logged); keep it below the process's file descriptor limit (ulimit -n). A request head must
+# arrive within header_timeout, counted from the connection's start and from the end of the
+# previous response (so an idle keep-alive connection closes after it too: keep a load
+# balancer's idle timeout below it). A connection on which no byte moves either way for
+# stall_timeout is closed (a body trickling in, a client that stops reading). A request that
+# takes longer than request_timeout, reading its body included, is answered 408.
+max_connections = 10000
+header_timeout = "15s"
+stall_timeout = "30s"
+request_timeout = "60s"
+
+# Bulk issuance uploads read at once (each up to max_upload_bytes); one more is 429.
+max_concurrent_uploads = 2
+
+# The longest lifetime a user token may have (exp - iat, or exp - now without iat).
+max_token_lifetime = "30days"
+
+# Answers to writes with an Idempotency-Key larger than this are not kept: a replay of such a
+# key answers 409 idempotency_answer_not_kept. Every answer of the API is far smaller.
+idempotency_max_answer_bytes = 65536
+# New Idempotency-Keys per second (and at once) one user or merchant may start; over it, 429.
+# Service and platform keys (the operator's own systems) are not limited. 0 disables.
+idempotency_rate_per_principal = 20
+idempotency_burst_per_principal = 200
+
+# Shared-code changes (PUT /v1/templates/{id}/code) per second and at once, per merchant: a
+# code another merchant uses is answered code_taken, so changes are limited to keep that from
+# being a guessing oracle. 0 disables.
+code_set_rate_per_merchant = 1
+code_set_burst_per_merchant = 10
+
+# Webhooks. Endpoints on loopback, private, link-local, unique-local, unspecified, multicast,
+# shared (CGNAT) or cloud-metadata addresses are refused, at registration and again on the
+# address a name resolves to at delivery time, unless listed here: host names and CIDR
+# ranges, e.g. ["hooks.internal.example", "10.1.2.0/24"] (COUPOND_WEBHOOK_ALLOW_HOSTS takes
+# them comma-separated). Each owner (a merchant, or the platform) may have
+# max_webhooks_per_owner endpoints enabled. A receiver has webhook_timeout to answer;
+# deliveries run concurrently, at most webhook_concurrency at once and
+# webhook_concurrency_per_endpoint to one endpoint, so a slow receiver only delays itself.
+webhook_allow_hosts = []
+max_webhooks_per_owner = 10
+webhook_timeout = "10s"
+webhook_concurrency = 32
+webhook_concurrency_per_endpoint = 2
+
+# Background work (code generation, bulk issuance) sizes each transaction to take about this
+# long, so a claim waiting for the database (SQLite has one writer) is never held up much.
+background_txn_target = "10ms"
 "#;
 
 /// Setting names read from `COUPOND_<NAME>`.
-const ENV_KEYS: [&str; 28] = [
+const ENV_KEYS: [&str; 45] = [
     "listen",
     "database_url",
     "jwt_secret",
@@ -224,6 +339,23 @@ const ENV_KEYS: [&str; 28] = [
     "webhook_retry_base",
     "webhook_max_attempts",
     "cache_ttl",
+    "max_connections",
+    "header_timeout",
+    "stall_timeout",
+    "request_timeout",
+    "max_concurrent_uploads",
+    "max_token_lifetime",
+    "idempotency_max_answer_bytes",
+    "idempotency_rate_per_principal",
+    "idempotency_burst_per_principal",
+    "code_set_rate_per_merchant",
+    "code_set_burst_per_merchant",
+    "webhook_allow_hosts",
+    "max_webhooks_per_owner",
+    "webhook_timeout",
+    "webhook_concurrency",
+    "webhook_concurrency_per_endpoint",
+    "background_txn_target",
 ];
 
 /// Values given on the command line; `None` leaves the lower layers in charge.
@@ -296,6 +428,41 @@ impl fmt::Debug for Config {
             .field("webhook_retry_base", &self.webhook_retry_base)
             .field("webhook_max_attempts", &self.webhook_max_attempts)
             .field("cache_ttl", &self.cache_ttl)
+            .field("max_connections", &self.max_connections)
+            .field("header_timeout", &self.header_timeout)
+            .field("stall_timeout", &self.stall_timeout)
+            .field("request_timeout", &self.request_timeout)
+            .field("max_concurrent_uploads", &self.max_concurrent_uploads)
+            .field("max_token_lifetime", &self.max_token_lifetime)
+            .field(
+                "idempotency_max_answer_bytes",
+                &self.idempotency_max_answer_bytes,
+            )
+            .field(
+                "idempotency_rate_per_principal",
+                &self.idempotency_rate_per_principal,
+            )
+            .field(
+                "idempotency_burst_per_principal",
+                &self.idempotency_burst_per_principal,
+            )
+            .field(
+                "code_set_rate_per_merchant",
+                &self.code_set_rate_per_merchant,
+            )
+            .field(
+                "code_set_burst_per_merchant",
+                &self.code_set_burst_per_merchant,
+            )
+            .field("webhook_allow_hosts", &self.webhook_allow_hosts)
+            .field("max_webhooks_per_owner", &self.max_webhooks_per_owner)
+            .field("webhook_timeout", &self.webhook_timeout)
+            .field("webhook_concurrency", &self.webhook_concurrency)
+            .field(
+                "webhook_concurrency_per_endpoint",
+                &self.webhook_concurrency_per_endpoint,
+            )
+            .field("background_txn_target", &self.background_txn_target)
             .finish()
     }
 }
@@ -360,6 +527,34 @@ mod tests {
                 (c.claim_mode, c.claim_max_batch),
                 (ClaimModeName::Batched, 512)
             );
+            assert_eq!(c.max_connections, 10_000);
+            assert_eq!(
+                (c.header_timeout, c.stall_timeout, c.request_timeout),
+                (
+                    Duration::from_secs(15),
+                    Duration::from_secs(30),
+                    Duration::from_secs(60)
+                )
+            );
+            assert_eq!(c.max_token_lifetime, Duration::from_secs(30 * 86_400));
+            assert!(c.webhook_allow_hosts.is_empty());
+            assert_eq!(c.background_txn_target, Duration::from_millis(10));
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn the_webhook_allow_list_reads_from_a_file_or_the_environment() {
+        Jail::expect_with(|jail| {
+            jail.create_file(
+                "c.toml",
+                "webhook_allow_hosts = [\"hooks.internal\", \"10.1.0.0/16\"]\n",
+            )?;
+            let c = Config::load(Some(Path::new("c.toml")), &Overrides::default()).expect("loads");
+            assert_eq!(c.webhook_allow_hosts, ["hooks.internal", "10.1.0.0/16"]);
+            jail.set_env("COUPOND_WEBHOOK_ALLOW_HOSTS", "127.0.0.0/8, ::1");
+            let c = Config::load(Some(Path::new("c.toml")), &Overrides::default()).expect("loads");
+            assert_eq!(c.webhook_allow_hosts, ["127.0.0.0/8", "::1"]);
             Ok(())
         });
     }

@@ -4,8 +4,9 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use coupond_api::ratelimit::Rate;
+use coupond_api::server::ConnectionLimits;
 use coupond_api::{ApiSettings, AppState};
-use coupond_engine::{ClaimMode, Clock, SystemClock};
+use coupond_engine::{ClaimMode, Clock, SystemClock, TargetPolicy};
 use tracing_subscriber::EnvFilter;
 
 use crate::cli::ServeArgs;
@@ -39,6 +40,11 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
     let store = db::open(&config.database_url).await?;
     let secret = db::jwt_secret(store.as_ref(), config.jwt_secret.as_ref()).await?;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let targets = Arc::new(
+        TargetPolicy::new(&config.webhook_allow_hosts)
+            .map_err(anyhow::Error::msg)
+            .context("webhook_allow_hosts")?,
+    );
     let settings = ApiSettings {
         freeze: time::Duration::try_from(config.freeze_period)
             .context("freeze_period is too long")?,
@@ -74,6 +80,22 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
             .context("idempotency_ttl is too long")?,
         idempotency_stale: time::Duration::try_from(config.idempotency_stale)
             .context("idempotency_stale is too long")?,
+        request_timeout: config.request_timeout,
+        max_concurrent_uploads: config.max_concurrent_uploads,
+        max_token_lifetime: time::Duration::try_from(config.max_token_lifetime)
+            .context("max_token_lifetime is too long")?,
+        idempotency_max_answer_bytes: config.idempotency_max_answer_bytes,
+        idempotency_rate: Rate {
+            per_second: config.idempotency_rate_per_principal,
+            burst: config.idempotency_burst_per_principal,
+        },
+        code_set_rate: Rate {
+            per_second: config.code_set_rate_per_merchant,
+            burst: config.code_set_burst_per_merchant,
+        },
+        webhook_targets: targets.clone(),
+        max_webhooks_per_owner: config.max_webhooks_per_owner,
+        background_txn_target: config.background_txn_target,
         ..ApiSettings::default()
     };
     let state = AppState::new(store.clone(), clock.clone(), &secret, settings);
@@ -109,8 +131,7 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
         loop {
             tick.tick().await;
             coupond_api::observe::metrics_upkeep();
-            upkeep_state.rate_limits().shrink();
-            upkeep_state.redeem_limits().shrink();
+            upkeep_state.shrink_limits();
             if let Err(e) = upkeep_state
                 .store()
                 .idempotency_purge(upkeep_state.now())
@@ -153,33 +174,43 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
             state.clone(),
         )),
     ];
+    let sender_settings = coupond_engine::SenderSettings {
+        retry: coupond_engine::RetryPolicy {
+            base: config.webhook_retry_base,
+            max_attempts: config.webhook_max_attempts.max(1),
+        },
+        timeout: config.webhook_timeout,
+        concurrency: config.webhook_concurrency.max(1) as usize,
+        per_endpoint: config.webhook_concurrency_per_endpoint.max(1) as usize,
+    };
     let webhooks = tokio::spawn(
         coupond_engine::WebhookSender::new(
             store.clone(),
             clock.clone(),
-            coupond_engine::RetryPolicy {
-                base: config.webhook_retry_base,
-                max_attempts: config.webhook_max_attempts.max(1),
-            },
+            sender_settings,
+            targets,
             holder.clone(),
         )
         .run(stop_rx.clone()),
     );
     let dispatcher = tokio::spawn(
         coupond_engine::Dispatcher::new(store.clone(), clock.clone(), observers, holder)
+            .paced(config.background_txn_target)
             .run(stop_rx.clone()),
     );
     let grace = config.shutdown_grace;
     let engine = state.claims().clone();
-    let server = axum::serve(
-        listener,
-        coupond_api::router(state).into_make_service_with_connect_info::<std::net::SocketAddr>(),
-    )
-    .with_graceful_shutdown(async move {
-        shutdown_signal().await;
-        tracing::info!("shutdown signal received; finishing in-flight requests");
-        let _ = stop_tx.send(true);
-    });
+    let limits = ConnectionLimits {
+        max_connections: config.max_connections,
+        header_timeout: config.header_timeout,
+        stall_timeout: config.stall_timeout,
+    };
+    let server =
+        coupond_api::server::serve(listener, coupond_api::router(state), limits, async move {
+            shutdown_signal().await;
+            tracing::info!("shutdown signal received; finishing in-flight requests");
+            let _ = stop_tx.send(true);
+        });
     let mut stop_rx = stop_rx;
     let deadline = async move {
         // Wait for the signal, then give in-flight requests `grace` to finish.
@@ -187,7 +218,7 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
         tokio::time::sleep(grace).await;
     };
     tokio::select! {
-        res = server => res.context("serving")?,
+        () = server => {},
         () = deadline => tracing::warn!(?grace, "in-flight requests did not finish within the grace period"),
     }
     upkeep.abort();

@@ -9,7 +9,7 @@ use utoipa::ToSchema;
 use crate::coupon::CouponKind;
 use crate::error::DomainError;
 use crate::ids::{ActivityId, CitySet};
-use crate::merchant::check_text;
+use crate::text::check_text;
 use crate::time::{Timestamp, Window};
 
 /// Who pays for the discounts given in an activity.

@@ -5,8 +5,9 @@ use utoipa::ToSchema;
 
 use crate::error::DomainError;
 use crate::ids::{CategoryId, CityId, ListingId, MerchantId};
-use crate::merchant::check_text;
+use crate::merchant::Merchant;
 use crate::money::Money;
+use crate::text::check_text;
 use crate::time::Timestamp;
 
 /// What a merchant sends to create a listing.
@@ -29,10 +30,19 @@ pub struct ListingDraft {
 }
 
 impl ListingDraft {
-    pub fn validate(&self) -> Result<(), DomainError> {
+    /// Checks the listing for `merchant`: its text, and a city the merchant serves (the same
+    /// rule as templates: users searching a city never see listings of merchants not there).
+    pub fn validate(&self, merchant: &Merchant) -> Result<(), DomainError> {
         check_text("title", &self.title, 1, 200)?;
         if let Some(e) = &self.external_id {
             check_text("external_id", e, 1, 100)?;
+        }
+        if !merchant.cities.contains(self.city_id) {
+            return Err(DomainError::invalid(
+                "city_id",
+                "city_not_served",
+                "the listing's city must be one the merchant operates in",
+            ));
         }
         Ok(())
     }
@@ -69,8 +79,12 @@ pub struct ListingPatch {
 }
 
 impl ListingPatch {
-    /// The patched draft, validated as a whole.
-    pub fn apply(self, base: &ListingDraft) -> Result<ListingDraft, DomainError> {
+    /// The patched draft, validated as a whole for `merchant`.
+    pub fn apply(
+        self,
+        base: &ListingDraft,
+        merchant: &Merchant,
+    ) -> Result<ListingDraft, DomainError> {
         let b = base.clone();
         let d = ListingDraft {
             external_id: self.external_id.unwrap_or(b.external_id),
@@ -80,7 +94,7 @@ impl ListingPatch {
             price: self.price.unwrap_or(b.price),
             deposit: self.deposit.unwrap_or(b.deposit),
         };
-        d.validate()?;
+        d.validate(merchant)?;
         Ok(d)
     }
 }
@@ -89,18 +103,48 @@ impl ListingPatch {
 mod tests {
     use super::*;
 
+    fn merchant(cities: &[i64]) -> Merchant {
+        Merchant {
+            id: MerchantId::new(1).unwrap(),
+            name: "M".into(),
+            short_name: "M".into(),
+            cities: serde_json::from_value(serde_json::json!(cities)).unwrap(),
+            created_at: Timestamp::parse("2026-01-01T00:00:00Z").unwrap(),
+        }
+    }
+
+    #[test]
+    fn listings_are_in_cities_their_merchant_serves() {
+        let base: ListingDraft =
+            serde_json::from_str(r#"{"city_id":1,"category_id":2,"title":"Flat","price":100}"#)
+                .unwrap();
+        assert!(base.validate(&merchant(&[1, 2])).is_ok());
+        let e = base.validate(&merchant(&[2])).unwrap_err();
+        assert_eq!(
+            (e.code, e.field.as_deref()),
+            ("city_not_served", Some("city_id"))
+        );
+        let far: ListingPatch = serde_json::from_str(r#"{"city_id":9223372036854775807}"#).unwrap();
+        let e = far.apply(&base, &merchant(&[1, 2])).unwrap_err();
+        assert_eq!(e.code, "city_not_served");
+    }
+
     #[test]
     fn patch_clears_external_id_and_revalidates() {
+        let m = merchant(&[1]);
         let base: ListingDraft = serde_json::from_str(
             r#"{"external_id":"h-1","city_id":1,"category_id":2,"title":"Flat","price":100}"#,
         )
         .unwrap();
         assert_eq!(base.deposit, Money::ZERO);
         let p: ListingPatch = serde_json::from_str(r#"{"external_id":null,"price":250}"#).unwrap();
-        let d = p.apply(&base).unwrap();
+        let d = p.apply(&base, &m).unwrap();
         assert_eq!((d.external_id, d.price.minor()), (None, 250));
         let p: ListingPatch = serde_json::from_str(r#"{"title":""}"#).unwrap();
-        assert_eq!(p.apply(&base).unwrap_err().field.as_deref(), Some("title"));
+        assert_eq!(
+            p.apply(&base, &m).unwrap_err().field.as_deref(),
+            Some("title")
+        );
         assert!(serde_json::from_str::<ListingPatch>(r#"{"merchant_id":3}"#).is_err());
     }
 }

@@ -5,6 +5,7 @@ use utoipa::ToSchema;
 
 use crate::error::DomainError;
 use crate::ids::{CitySet, MerchantId};
+use crate::text::check_text;
 use crate::time::Timestamp;
 
 /// What the platform sends to create a merchant.
@@ -36,25 +37,4 @@ pub struct Merchant {
     pub short_name: String,
     pub cities: CitySet,
     pub created_at: Timestamp,
-}
-
-/// Checks a free-text field: trimmed length within `min..=max` characters, no control
-/// characters other than newlines and tabs.
-pub(crate) fn check_text(field: &str, v: &str, min: usize, max: usize) -> Result<(), DomainError> {
-    let len = v.trim().chars().count();
-    if len < min || v.chars().count() > max {
-        return Err(DomainError::invalid(
-            field,
-            "invalid_length",
-            format!("must be {min} to {max} characters"),
-        ));
-    }
-    if v.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
-        return Err(DomainError::invalid(
-            field,
-            "invalid_characters",
-            "must not contain control characters",
-        ));
-    }
-    Ok(())
 }

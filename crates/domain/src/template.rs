@@ -11,8 +11,9 @@ use crate::activity::{double_option, Activity, ActivityStatus};
 use crate::coupon::{Audience, CouponValue, DeductionMode, Scope, Stacking, Validity};
 use crate::error::DomainError;
 use crate::ids::{ActivityId, CitySet, MerchantId, TemplateId};
-use crate::merchant::{check_text, Merchant};
+use crate::merchant::Merchant;
 use crate::money::Money;
+use crate::text::check_text;
 use crate::time::{Timestamp, Window};
 
 /// Largest stock a template may have.
@@ -453,6 +454,13 @@ pub struct Template {
 }
 
 impl Template {
+    /// Whether users and the order service may know the template exists: it was published
+    /// (templates in an activity are, from their creation). Anyone else asking about one that
+    /// is not gets the answer a missing template gets.
+    pub fn is_public(&self) -> bool {
+        self.spec.activity_id.is_some() || self.published_at.is_some()
+    }
+
     /// The status at `now`. Storage backends translate the same boundaries into SQL for list
     /// filters; the conformance suite checks that both agree.
     pub fn status(&self, now: Timestamp) -> TemplateStatus {

@@ -496,13 +496,7 @@ fn store_error(e: StoreError) -> ClaimError {
             ClaimError::Unavailable
         }
         other => {
-            let mut chain = other.to_string();
-            let mut source = std::error::Error::source(&other);
-            while let Some(s) = source {
-                chain.push_str(": ");
-                chain.push_str(&s.to_string());
-                source = s.source();
-            }
+            let chain = other.chain();
             tracing::error!(error = %chain, "claim batch failed");
             ClaimError::Internal(chain)
         }

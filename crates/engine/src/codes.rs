@@ -10,6 +10,7 @@
 //! the shutdown signal between steps, never inside one.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use coupond_domain::codes::{with_check, ALPHABET};
 use coupond_store::{CodeBatch, Store, StoreResult};
@@ -17,8 +18,9 @@ use rand::Rng;
 use tokio::sync::{watch, Notify};
 
 use crate::clock::Clock;
+use crate::pacing::Pacer;
 
-/// Codes added per transaction.
+/// Most codes added per transaction (the [`Pacer`] may take fewer).
 pub const CHUNK: u32 = 5_000;
 
 /// What one step did.
@@ -36,6 +38,7 @@ pub struct CodeGenerator {
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
     wake: Arc<Notify>,
+    pacer: Arc<Pacer>,
 }
 
 impl std::fmt::Debug for CodeGenerator {
@@ -45,11 +48,13 @@ impl std::fmt::Debug for CodeGenerator {
 }
 
 impl CodeGenerator {
-    pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>) -> Self {
+    /// Chunks are sized to take about `txn_target` each (zero: always [`CHUNK`] codes).
+    pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>, txn_target: Duration) -> Self {
         CodeGenerator {
             store,
             clock,
             wake: Arc::new(Notify::new()),
+            pacer: Arc::new(Pacer::new(txn_target, CHUNK)),
         }
     }
 
@@ -81,11 +86,15 @@ impl CodeGenerator {
     }
 
     async fn step(&self, batch: &CodeBatch) -> StoreResult<CodeBatch> {
-        let want = (batch.count - batch.generated).min(CHUNK);
+        let want = (batch.count - batch.generated).min(self.pacer.size());
         let codes = draw(&batch.prefix, batch.length, want as usize);
-        self.store
+        let started = std::time::Instant::now();
+        let batch = self
+            .store
             .add_codes(batch.id, &codes, self.clock.now())
-            .await
+            .await?;
+        self.pacer.record(want, started.elapsed());
+        Ok(batch)
     }
 
     /// Works until `shutdown` turns true (or its sender is dropped): steps while batches wait, then sleeps until woken

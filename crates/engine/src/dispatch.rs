@@ -21,6 +21,7 @@ use coupond_store::{Event, MessageContent, OutboxPosition, Reminder, Store, Stor
 use tokio::sync::watch;
 
 use crate::clock::Clock;
+use crate::pacing::Pacer;
 
 /// Events handed to an observer at once.
 const BATCH: u32 = 1000;
@@ -44,6 +45,9 @@ pub struct Dispatcher {
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
     observers: Vec<Arc<dyn Observer>>,
+    /// One per observer: how many events its next batch takes (its writes are one
+    /// transaction, which claims may be waiting behind).
+    pacers: Arc<Vec<Pacer>>,
     holder: String,
 }
 
@@ -63,12 +67,29 @@ impl Dispatcher {
         observers: Vec<Arc<dyn Observer>>,
         holder: impl Into<String>,
     ) -> Self {
+        let pacers = observers
+            .iter()
+            .map(|_| Pacer::new(Duration::ZERO, BATCH))
+            .collect();
         Dispatcher {
             store,
             clock,
             observers,
+            pacers: Arc::new(pacers),
             holder: holder.into(),
         }
+    }
+
+    /// Sizes each observer's batches so that its transaction takes about `target` (zero:
+    /// batches of 1,000 events).
+    pub fn paced(mut self, target: Duration) -> Self {
+        self.pacers = Arc::new(
+            self.observers
+                .iter()
+                .map(|_| Pacer::new(target, BATCH))
+                .collect(),
+        );
+        self
     }
 
     /// One pass: each observer gets the next batch after its position. Returns how many
@@ -83,15 +104,17 @@ impl Dispatcher {
             return Ok(0);
         }
         let mut handed = 0;
-        for o in &self.observers {
+        for (o, pacer) in self.observers.iter().zip(self.pacers.iter()) {
             let at = self.store.sink_position(o.name()).await?;
-            let events = self.store.outbox_read(at, BATCH).await?;
+            let events = self.store.outbox_read(at, pacer.size()).await?;
             let Some(last) = events.last() else { continue };
             let next = OutboxPosition {
                 txid: last.txid,
                 event_id: last.id,
             };
+            let started = std::time::Instant::now();
             o.handle(&events).await?;
+            pacer.record(events.len() as u32, started.elapsed());
             self.store.sink_ack(o.name(), next).await?;
             handed += events.len();
         }

@@ -18,8 +18,9 @@ use coupond_store::{Issuance, IssuanceState, Store, StoreResult};
 use tokio::sync::{watch, Notify};
 
 use crate::clock::Clock;
+use crate::pacing::Pacer;
 
-/// Users per transaction.
+/// Most users per transaction (the [`Pacer`] may take fewer).
 pub const CHUNK: u32 = 1_000;
 
 /// How long the loop sleeps with nothing to do, unless woken (a job from another instance is
@@ -33,6 +34,7 @@ pub struct IssuanceWorker {
     clock: Arc<dyn Clock>,
     users: Arc<Mutex<HashMap<i64, Arc<Vec<UserId>>>>>,
     wake: Arc<Notify>,
+    pacer: Arc<Pacer>,
 }
 
 impl std::fmt::Debug for IssuanceWorker {
@@ -46,12 +48,14 @@ fn open(j: &Issuance) -> bool {
 }
 
 impl IssuanceWorker {
-    pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>) -> Self {
+    /// Chunks are sized to take about `txn_target` each (zero: always [`CHUNK`] users).
+    pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>, txn_target: Duration) -> Self {
         IssuanceWorker {
             store,
             clock,
             users: Arc::new(Mutex::new(HashMap::new())),
             wake: Arc::new(Notify::new()),
+            pacer: Arc::new(Pacer::new(txn_target, CHUNK)),
         }
     }
 
@@ -81,10 +85,13 @@ impl IssuanceWorker {
     /// One chunk of job `id`; `None` if it is not open or another instance holds it now.
     pub async fn step(&self, id: i64) -> StoreResult<Option<Issuance>> {
         let users = self.users_of(id).await?;
+        let size = self.pacer.size();
+        let started = std::time::Instant::now();
         let job = self
             .store
-            .issue_chunk(id, &users, CHUNK, self.clock.now())
+            .issue_chunk(id, &users, size, self.clock.now())
             .await?;
+        self.pacer.record(size, started.elapsed());
         coupond_store::failpoints::hit("issuance.after_chunk")?;
         if job.as_ref().is_none_or(|j| !open(j)) {
             self.users

@@ -10,12 +10,14 @@
 //! - [`codes`]: [`CodeGenerator`], which fills batches of single-use promotion codes in
 //!   the background, resumable after a crash.
 //! - [`issuance`]: [`IssuanceWorker`], bulk issuance a chunk per transaction, resumable.
+//! - [`pacing`]: [`Pacer`], which sizes background chunks to a target transaction time.
 //! - [`scheduler`]: [`Scheduler`], the one loop (under a lease) that announces status
 //!   transitions, expires coupons, ends locks and sends reminders as time makes them due.
 //! - [`dispatch`]: [`Dispatcher`], which hands the outbox to [`Observer`]s (reminder planner,
 //!   inbox notifier) at least once, recording each one's position.
-//! - [`webhooks`]: [`WebhookFanout`] (an observer queueing deliveries) and
-//!   [`WebhookSender`] (signed posts with exponential backoff).
+//! - [`webhooks`]: [`WebhookFanout`] (an observer queueing deliveries),
+//!   [`WebhookSender`] (signed posts, concurrent per endpoint, with exponential backoff) and
+//!   [`TargetPolicy`] (no deliveries to internal addresses).
 //!
 //! Every background loop takes a shutdown signal and exposes `run_once` for tests.
 #![forbid(unsafe_code)]
@@ -26,6 +28,7 @@ pub mod clock;
 pub mod codes;
 pub mod dispatch;
 pub mod issuance;
+pub mod pacing;
 pub mod scheduler;
 pub mod webhooks;
 
@@ -35,5 +38,6 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use codes::CodeGenerator;
 pub use dispatch::{Dispatcher, InboxNotifier, Observer, ReminderPlanner};
 pub use issuance::IssuanceWorker;
+pub use pacing::Pacer;
 pub use scheduler::Scheduler;
-pub use webhooks::{RetryPolicy, WebhookFanout, WebhookSender};
+pub use webhooks::{RetryPolicy, SenderSettings, TargetPolicy, WebhookFanout, WebhookSender};

@@ -279,7 +279,7 @@ async fn code_batches_resume_after_a_restart() {
     })
     .unwrap();
     let batch = store.insert_code_batch(t.id, &spec, at(15)).await.unwrap();
-    let first = CodeGenerator::new(store.clone(), clock.clone());
+    let first = CodeGenerator::new(store.clone(), clock.clone(), std::time::Duration::ZERO);
     let Outcome::Progress(b) = first.run_once().await.unwrap() else {
         panic!("a batch was waiting")
     };
@@ -288,7 +288,7 @@ async fn code_batches_resume_after_a_restart() {
     store.close().await;
 
     let store = open().await;
-    let second = CodeGenerator::new(store.clone(), clock);
+    let second = CodeGenerator::new(store.clone(), clock, std::time::Duration::ZERO);
     let mut steps = 0;
     while let Outcome::Progress(_) = second.run_once().await.unwrap() {
         steps += 1;

@@ -10,19 +10,24 @@ use crate::claims::{attempt, Attempt};
 use crate::rows::{self, db_err};
 use crate::store::{dt, PgStore, TEMPLATE_COLS};
 
+/// Every column of a job but its user list (read only by `issuance_users`).
+const ISSUANCE_COLS: &str =
+    "id, template_id, actor, state, requested, next_user, issued, skipped, sold_out, not_eligible, duplicates, invalid, invalid_lines, error, created_at, started_at, finished_at, key_fingerprint";
+
 impl PgStore {
     pub(crate) async fn insert_issuance_q(
         &self,
         new: &NewIssuance<'_>,
         now: Timestamp,
-    ) -> StoreResult<Issuance> {
+    ) -> StoreResult<(Issuance, bool)> {
         let users: Vec<&str> = new.users.iter().map(UserId::as_str).collect();
-        let row = sqlx::query(
+        let row = sqlx::query(&format!(
             "INSERT INTO issuances (template_id, actor, state, users, requested, duplicates,
-                                    invalid, invalid_lines, created_at, idempotency_key)
-             VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9)
-             ON CONFLICT (idempotency_key) DO NOTHING RETURNING *",
-        )
+                                    invalid, invalid_lines, created_at, idempotency_key,
+                                    key_fingerprint)
+             VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9, $10)
+             ON CONFLICT (idempotency_key) DO NOTHING RETURNING {ISSUANCE_COLS}"
+        ))
         .bind(new.template.get())
         .bind(new.actor.to_text())
         .bind(users.join("\n").into_bytes())
@@ -31,32 +36,37 @@ impl PgStore {
         .bind(new.invalid as i64)
         .bind(serde_json::to_string(new.invalid_lines).map_err(StoreError::other)?)
         .bind(dt(now))
-        .bind(new.key)
+        .bind(new.key.map(|k| k.key))
+        .bind(new.key.map(|k| k.fingerprint.to_vec()))
         .fetch_optional(&self.pool)
         .await
         .map_err(db_err)?;
         match (row, new.key) {
-            (Some(row), _) => rows::issuance(&row),
+            (Some(row), _) => Ok((rows::issuance(&row)?, true)),
             // The key made a job already: that job, unchanged.
             (None, Some(key)) => {
-                let row = sqlx::query("SELECT * FROM issuances WHERE idempotency_key = $1")
-                    .bind(key)
-                    .fetch_one(&self.pool)
-                    .await
-                    .map_err(db_err)?;
-                rows::issuance(&row)
+                let row = sqlx::query(&format!(
+                    "SELECT {ISSUANCE_COLS} FROM issuances WHERE idempotency_key = $1"
+                ))
+                .bind(key.key)
+                .fetch_one(&self.pool)
+                .await
+                .map_err(db_err)?;
+                Ok((rows::issuance(&row)?, false))
             }
             (None, None) => Err(StoreError::other("an unkeyed job was not inserted")),
         }
     }
 
     pub(crate) async fn issuance_q(&self, id: i64) -> StoreResult<Issuance> {
-        let row = sqlx::query("SELECT * FROM issuances WHERE id = $1")
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(db_err)?
-            .ok_or(StoreError::NotFound)?;
+        let row = sqlx::query(&format!(
+            "SELECT {ISSUANCE_COLS} FROM issuances WHERE id = $1"
+        ))
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_err)?
+        .ok_or(StoreError::NotFound)?;
         rows::issuance(&row)
     }
 
@@ -88,8 +98,8 @@ impl PgStore {
     ) -> StoreResult<Option<Issuance>> {
         let mut tx = self.pool.begin().await.map_err(db_err)?;
         let Some(row) = sqlx::query(
-            "SELECT * FROM issuances WHERE id = $1 AND state IN ('pending', 'running')
-                 FOR UPDATE SKIP LOCKED",
+            &format!("SELECT {ISSUANCE_COLS} FROM issuances WHERE id = $1 AND state IN ('pending', 'running')
+                 FOR UPDATE SKIP LOCKED"),
         )
         .bind(id)
         .fetch_optional(&mut *tx)
@@ -154,11 +164,11 @@ impl PgStore {
                 template.id,
                 template.status(now).as_str()
             );
-            let row = sqlx::query(
+            let row = sqlx::query(&format!(
                 "UPDATE issuances SET state = 'failed', error = $1, finished_at = $2,
                      started_at = COALESCE(started_at, $3)
-                 WHERE id = $4 AND state IN ('pending', 'running') RETURNING *",
-            )
+                 WHERE id = $4 AND state IN ('pending', 'running') RETURNING {ISSUANCE_COLS}"
+            ))
             .bind(why)
             .bind(dt(now))
             .bind(dt(now))
@@ -173,12 +183,12 @@ impl PgStore {
         let out = out.unwrap_or_default();
         let count = |k: fn(&ClaimOutcome) -> bool| out.iter().filter(|o| k(o)).count() as i64;
         let done = to == users.len();
-        let row = sqlx::query(
+        let row = sqlx::query(&format!(
             "UPDATE issuances SET next_user = $1, issued = issued + $2, skipped = skipped + $3,
                  sold_out = sold_out + $4, not_eligible = not_eligible + $5,
                  state = $6, started_at = COALESCE(started_at, $7), finished_at = $8
-             WHERE id = $9 RETURNING *",
-        )
+             WHERE id = $9 RETURNING {ISSUANCE_COLS}"
+        ))
         .bind(to as i64)
         .bind(count(|o| matches!(o, ClaimOutcome::Issued(_))))
         .bind(count(|o| *o == ClaimOutcome::LimitReached))

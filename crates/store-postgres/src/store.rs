@@ -1296,7 +1296,7 @@ impl Store for PgStore {
         &self,
         new: &NewIssuance<'_>,
         now: Timestamp,
-    ) -> StoreResult<Issuance> {
+    ) -> StoreResult<(Issuance, bool)> {
         self.insert_issuance_q(new, now).await
     }
 
@@ -1335,8 +1335,13 @@ impl Store for PgStore {
         self.usage_between_q(from, to).await
     }
 
-    async fn insert_webhook(&self, new: &NewWebhook<'_>, now: Timestamp) -> StoreResult<Webhook> {
-        self.insert_webhook_q(new, now).await
+    async fn insert_webhook(
+        &self,
+        new: &NewWebhook<'_>,
+        max: u32,
+        now: Timestamp,
+    ) -> StoreResult<Webhook> {
+        self.insert_webhook_q(new, max, now).await
     }
 
     async fn webhook(&self, id: i64) -> StoreResult<Webhook> {
@@ -1355,8 +1360,13 @@ impl Store for PgStore {
         self.enqueue_deliveries_q(d, now).await
     }
 
-    async fn due_deliveries(&self, now: Timestamp, limit: u32) -> StoreResult<Vec<Delivery>> {
-        self.due_deliveries_q(now, limit).await
+    async fn due_deliveries(
+        &self,
+        now: Timestamp,
+        limit: u32,
+        skip: &[i64],
+    ) -> StoreResult<Vec<Delivery>> {
+        self.due_deliveries_q(now, limit, skip).await
     }
 
     async fn record_attempt(

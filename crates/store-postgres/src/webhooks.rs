@@ -14,20 +14,35 @@ impl PgStore {
     pub(crate) async fn insert_webhook_q(
         &self,
         new: &NewWebhook<'_>,
+        max: u32,
         now: Timestamp,
     ) -> StoreResult<Webhook> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        // Registrations of one owner take turns (a transaction-scoped advisory lock on the
+        // owner), so two cannot both count below the cap and both insert.
+        sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended('webhooks:' || $1, 0))")
+            .bind(new.merchant_id.map_or(0, MerchantId::get))
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
         let row = sqlx::query(
             "INSERT INTO webhooks (merchant_id, url, secret, event_types, created_at)
-             VALUES ($1, $2, $3, $4, $5) RETURNING *",
+             SELECT $1, $2, $3, $4, $5
+             WHERE (SELECT count(*) FROM webhooks
+                    WHERE merchant_id IS NOT DISTINCT FROM $1 AND disabled_at IS NULL) < $6
+             RETURNING *",
         )
         .bind(new.merchant_id.map(MerchantId::get))
         .bind(new.url)
         .bind(new.secret)
         .bind(serde_json::to_string(new.event_types).map_err(StoreError::other)?)
         .bind(dt(now))
-        .fetch_one(&self.pool)
+        .bind(i64::from(max))
+        .fetch_optional(&mut *tx)
         .await
-        .map_err(db_err)?;
+        .map_err(db_err)?
+        .ok_or(StoreError::Conflict("limit"))?;
+        tx.commit().await.map_err(db_err)?;
         rows::webhook(&row)
     }
 
@@ -125,14 +140,17 @@ impl PgStore {
         &self,
         now: Timestamp,
         limit: u32,
+        skip: &[i64],
     ) -> StoreResult<Vec<Delivery>> {
         let rows = sqlx::query(
             "SELECT d.* FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
              WHERE d.state = 'pending' AND d.next_at <= $1 AND w.disabled_at IS NULL
+               AND d.webhook_id <> ALL($3)
              ORDER BY d.next_at, d.id LIMIT $2",
         )
         .bind(dt(now))
         .bind(i64::from(limit))
+        .bind(skip)
         .fetch_all(&self.pool)
         .await
         .map_err(db_err)?;

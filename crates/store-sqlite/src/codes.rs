@@ -101,7 +101,7 @@ impl SqliteStore {
         codes: &[String],
         now: Timestamp,
     ) -> StoreResult<CodeBatch> {
-        let mut tx = self.begin().await?;
+        let (_turn, mut tx) = self.begin_background().await?;
         // Inside BEGIN IMMEDIATE the batch's count cannot change under us.
         let row = sqlx::query("SELECT * FROM code_batches WHERE id = ?")
             .bind(batch)

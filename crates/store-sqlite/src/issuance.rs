@@ -9,19 +9,24 @@ use crate::claims::claim_in;
 use crate::rows::{self, db_err};
 use crate::store::{us, SqliteStore, TEMPLATE_COLS};
 
+/// Every column of a job but its user list (read only by `issuance_users`).
+const ISSUANCE_COLS: &str =
+    "id, template_id, actor, state, requested, next_user, issued, skipped, sold_out, not_eligible, duplicates, invalid, invalid_lines, error, created_at, started_at, finished_at, key_fingerprint";
+
 impl SqliteStore {
     pub(crate) async fn insert_issuance_q(
         &self,
         new: &NewIssuance<'_>,
         now: Timestamp,
-    ) -> StoreResult<Issuance> {
+    ) -> StoreResult<(Issuance, bool)> {
         let users: Vec<&str> = new.users.iter().map(UserId::as_str).collect();
-        let row = sqlx::query(
+        let row = sqlx::query(&format!(
             "INSERT INTO issuances (template_id, actor, state, users, requested, duplicates,
-                                    invalid, invalid_lines, created_at, idempotency_key)
-             VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?)
-             ON CONFLICT (idempotency_key) DO NOTHING RETURNING *",
-        )
+                                    invalid, invalid_lines, created_at, idempotency_key,
+                                    key_fingerprint)
+             VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?)
+             ON CONFLICT (idempotency_key) DO NOTHING RETURNING {ISSUANCE_COLS}"
+        ))
         .bind(new.template.get())
         .bind(new.actor.to_text())
         .bind(users.join("\n").into_bytes())
@@ -30,32 +35,37 @@ impl SqliteStore {
         .bind(new.invalid as i64)
         .bind(serde_json::to_string(new.invalid_lines).map_err(StoreError::other)?)
         .bind(us(now))
-        .bind(new.key)
+        .bind(new.key.map(|k| k.key))
+        .bind(new.key.map(|k| k.fingerprint.to_vec()))
         .fetch_optional(&self.writer)
         .await
         .map_err(db_err)?;
         match (row, new.key) {
-            (Some(row), _) => rows::issuance(&row),
+            (Some(row), _) => Ok((rows::issuance(&row)?, true)),
             // The key made a job already: that job, unchanged.
             (None, Some(key)) => {
-                let row = sqlx::query("SELECT * FROM issuances WHERE idempotency_key = ?")
-                    .bind(key)
-                    .fetch_one(&self.writer)
-                    .await
-                    .map_err(db_err)?;
-                rows::issuance(&row)
+                let row = sqlx::query(&format!(
+                    "SELECT {ISSUANCE_COLS} FROM issuances WHERE idempotency_key = ?"
+                ))
+                .bind(key.key)
+                .fetch_one(&self.writer)
+                .await
+                .map_err(db_err)?;
+                Ok((rows::issuance(&row)?, false))
             }
             (None, None) => Err(StoreError::other("an unkeyed job was not inserted")),
         }
     }
 
     pub(crate) async fn issuance_q(&self, id: i64) -> StoreResult<Issuance> {
-        let row = sqlx::query("SELECT * FROM issuances WHERE id = ?")
-            .bind(id)
-            .fetch_optional(&self.reader)
-            .await
-            .map_err(db_err)?
-            .ok_or(StoreError::NotFound)?;
+        let row = sqlx::query(&format!(
+            "SELECT {ISSUANCE_COLS} FROM issuances WHERE id = ?"
+        ))
+        .bind(id)
+        .fetch_optional(&self.reader)
+        .await
+        .map_err(db_err)?
+        .ok_or(StoreError::NotFound)?;
         rows::issuance(&row)
     }
 
@@ -85,9 +95,9 @@ impl SqliteStore {
         max: u32,
         now: Timestamp,
     ) -> StoreResult<Option<Issuance>> {
-        let mut tx = self.begin().await?;
+        let (_turn, mut tx) = self.begin_background().await?;
         let Some(row) =
-            sqlx::query("SELECT * FROM issuances WHERE id = ? AND state IN ('pending', 'running')")
+            sqlx::query(&format!("SELECT {ISSUANCE_COLS} FROM issuances WHERE id = ? AND state IN ('pending', 'running')"))
                 .bind(id)
                 .fetch_optional(&mut *tx)
                 .await
@@ -138,11 +148,11 @@ impl SqliteStore {
                 template.id,
                 template.status(now).as_str()
             );
-            let row = sqlx::query(
+            let row = sqlx::query(&format!(
                 "UPDATE issuances SET state = 'failed', error = ?, finished_at = ?,
                      started_at = COALESCE(started_at, ?)
-                 WHERE id = ? RETURNING *",
-            )
+                 WHERE id = ? RETURNING {ISSUANCE_COLS}"
+            ))
             .bind(why)
             .bind(us(now))
             .bind(us(now))
@@ -156,12 +166,12 @@ impl SqliteStore {
         }
         let count = |k: fn(&ClaimOutcome) -> bool| out.iter().filter(|o| k(o)).count() as i64;
         let done = to == users.len();
-        let row = sqlx::query(
+        let row = sqlx::query(&format!(
             "UPDATE issuances SET next_user = ?, issued = issued + ?, skipped = skipped + ?,
                  sold_out = sold_out + ?, not_eligible = not_eligible + ?,
                  state = ?, started_at = COALESCE(started_at, ?), finished_at = ?
-             WHERE id = ? RETURNING *",
-        )
+             WHERE id = ? RETURNING {ISSUANCE_COLS}"
+        ))
         .bind(to as i64)
         .bind(count(|o| matches!(o, ClaimOutcome::Issued(_))))
         .bind(count(|o| *o == ClaimOutcome::LimitReached))

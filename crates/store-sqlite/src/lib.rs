@@ -9,6 +9,7 @@
 //! - `issuance`: bulk issuance jobs, a chunk per transaction with the job's progress.
 //! - `stats`: coupon counts per template and usage per period.
 //! - `webhooks`: webhook endpoints, deliveries and attempts.
+//! - `gate`: requests go before background work on the one writer.
 //! - `rows`: row to domain conversions and the one driver-error mapping.
 //! - `migrations/`: the schema, embedded in the binary and applied by [`SqliteStore::migrate`].
 //!
@@ -24,6 +25,7 @@ mod audit;
 mod checkout;
 mod claims;
 mod codes;
+mod gate;
 mod issuance;
 mod rows;
 mod scheduling;

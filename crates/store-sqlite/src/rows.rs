@@ -280,6 +280,10 @@ pub(crate) fn issuance(r: &SqliteRow) -> Result<Issuance, StoreError> {
         created_at: ts(get(r, "created_at")?)?,
         started_at: opt_ts(get(r, "started_at")?)?,
         finished_at: opt_ts(get(r, "finished_at")?)?,
+        key_fingerprint: get::<Option<Vec<u8>>>(r, "key_fingerprint")?
+            .map(|f| <[u8; 32]>::try_from(f.as_slice()))
+            .transpose()
+            .map_err(StoreError::other)?,
     })
 }
 

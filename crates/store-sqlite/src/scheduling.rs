@@ -182,7 +182,7 @@ impl SqliteStore {
     }
 
     pub(crate) async fn expire_coupons_tx(&self, now: Timestamp, limit: u32) -> StoreResult<u64> {
-        let mut tx = self.begin().await?;
+        let (_turn, mut tx) = self.begin_background().await?;
         let due: Vec<Coupon> = sqlx::query(
             "SELECT * FROM coupons WHERE status = 'unused' AND valid_until <= ?
              ORDER BY valid_until LIMIT ?",
@@ -311,7 +311,7 @@ impl SqliteStore {
         if reminders.is_empty() {
             return Ok(());
         }
-        let mut tx = self.begin().await?;
+        let (_turn, mut tx) = self.begin_background().await?;
         for chunk in reminders.chunks(500) {
             let mut q = QueryBuilder::<Sqlite>::new(
                 "INSERT INTO reminders (user_id, template_id, day, due_at) ",
@@ -410,7 +410,7 @@ impl SqliteStore {
         recipients: &[(UserId, String)],
         now: Timestamp,
     ) -> StoreResult<u64> {
-        let mut tx = self.begin().await?;
+        let (_turn, mut tx) = self.begin_background().await?;
         let n = deliver(&mut tx, content, recipients, now).await?;
         tx.commit().await.map_err(db_err)?;
         Ok(n)

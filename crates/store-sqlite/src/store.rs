@@ -23,6 +23,7 @@ use sqlx::sqlite::{
 };
 use sqlx::{QueryBuilder, Sqlite};
 
+use crate::gate::Gate;
 use crate::rows::{self, db_err};
 
 const READERS: u32 = 4;
@@ -42,6 +43,8 @@ pub struct SqliteStore {
     pub(crate) writer: SqlitePool,
     /// Readers never block on the writer in WAL mode.
     pub(crate) reader: SqlitePool,
+    /// Requests before background work on the writer.
+    pub(crate) gate: std::sync::Arc<Gate>,
 }
 
 impl SqliteStore {
@@ -73,7 +76,11 @@ impl SqliteStore {
             .connect_with(opts.read_only(true))
             .await
             .map_err(db_err)?;
-        Ok(SqliteStore { writer, reader })
+        Ok(SqliteStore {
+            writer,
+            reader,
+            gate: std::sync::Arc::default(),
+        })
     }
 
     /// Applies the embedded migrations that have not run yet.
@@ -84,11 +91,32 @@ impl SqliteStore {
             .map_err(StoreError::other)
     }
 
+    /// A write transaction for a request: it goes before background work waiting for the
+    /// writer.
     pub(crate) async fn begin(&self) -> StoreResult<sqlx::Transaction<'static, Sqlite>> {
+        let _waiting = self.gate.request();
         self.writer
             .begin_with("BEGIN IMMEDIATE")
             .await
             .map_err(db_err)
+    }
+
+    /// A write transaction for background work, with its turn (keep it until the transaction
+    /// ends): one background transaction at a time, and requests waiting for the writer go
+    /// first (see [`Gate`]).
+    pub(crate) async fn begin_background(
+        &self,
+    ) -> StoreResult<(
+        Option<tokio::sync::SemaphorePermit<'_>>,
+        sqlx::Transaction<'static, Sqlite>,
+    )> {
+        let turn = self.gate.background_turn().await;
+        let tx = self
+            .writer
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(db_err)?;
+        Ok((turn, tx))
     }
 
     /// After a conditional update touched no row: `NotFound` if the row is gone, else the
@@ -1300,7 +1328,7 @@ impl Store for SqliteStore {
         &self,
         new: &NewIssuance<'_>,
         now: Timestamp,
-    ) -> StoreResult<Issuance> {
+    ) -> StoreResult<(Issuance, bool)> {
         self.insert_issuance_q(new, now).await
     }
 
@@ -1339,8 +1367,13 @@ impl Store for SqliteStore {
         self.usage_between_q(from, to).await
     }
 
-    async fn insert_webhook(&self, new: &NewWebhook<'_>, now: Timestamp) -> StoreResult<Webhook> {
-        self.insert_webhook_q(new, now).await
+    async fn insert_webhook(
+        &self,
+        new: &NewWebhook<'_>,
+        max: u32,
+        now: Timestamp,
+    ) -> StoreResult<Webhook> {
+        self.insert_webhook_q(new, max, now).await
     }
 
     async fn webhook(&self, id: i64) -> StoreResult<Webhook> {
@@ -1359,8 +1392,13 @@ impl Store for SqliteStore {
         self.enqueue_deliveries_q(d, now).await
     }
 
-    async fn due_deliveries(&self, now: Timestamp, limit: u32) -> StoreResult<Vec<Delivery>> {
-        self.due_deliveries_q(now, limit).await
+    async fn due_deliveries(
+        &self,
+        now: Timestamp,
+        limit: u32,
+        skip: &[i64],
+    ) -> StoreResult<Vec<Delivery>> {
+        self.due_deliveries_q(now, limit, skip).await
     }
 
     async fn record_attempt(

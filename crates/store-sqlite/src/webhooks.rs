@@ -14,20 +14,27 @@ impl SqliteStore {
     pub(crate) async fn insert_webhook_q(
         &self,
         new: &NewWebhook<'_>,
+        max: u32,
         now: Timestamp,
     ) -> StoreResult<Webhook> {
+        // One writer: the count and the insert cannot interleave with another registration.
         let row = sqlx::query(
             "INSERT INTO webhooks (merchant_id, url, secret, event_types, created_at)
-             VALUES (?, ?, ?, ?, ?) RETURNING *",
+             SELECT ?1, ?2, ?3, ?4, ?5
+             WHERE (SELECT count(*) FROM webhooks
+                    WHERE merchant_id IS ?1 AND disabled_at IS NULL) < ?6
+             RETURNING *",
         )
         .bind(new.merchant_id.map(MerchantId::get))
         .bind(new.url)
         .bind(new.secret)
         .bind(serde_json::to_string(new.event_types).map_err(StoreError::other)?)
         .bind(us(now))
-        .fetch_one(&self.writer)
+        .bind(i64::from(max))
+        .fetch_optional(&self.writer)
         .await
-        .map_err(db_err)?;
+        .map_err(db_err)?
+        .ok_or(StoreError::Conflict("limit"))?;
         rows::webhook(&row)
     }
 
@@ -93,7 +100,7 @@ impl SqliteStore {
         if d.is_empty() {
             return Ok(0);
         }
-        let mut tx = self.begin().await?;
+        let (_turn, mut tx) = self.begin_background().await?;
         let mut added = 0;
         for chunk in d.chunks(500) {
             let mut q = QueryBuilder::<Sqlite>::new(
@@ -125,13 +132,16 @@ impl SqliteStore {
         &self,
         now: Timestamp,
         limit: u32,
+        skip: &[i64],
     ) -> StoreResult<Vec<Delivery>> {
         let rows = sqlx::query(
             "SELECT d.* FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
              WHERE d.state = 'pending' AND d.next_at <= ? AND w.disabled_at IS NULL
+               AND d.webhook_id NOT IN (SELECT value FROM json_each(?))
              ORDER BY d.next_at, d.id LIMIT ?",
         )
         .bind(us(now))
+        .bind(serde_json::to_string(skip).map_err(StoreError::other)?)
         .bind(i64::from(limit))
         .fetch_all(&self.reader)
         .await

@@ -29,15 +29,21 @@ impl StoreError {
 
     /// This error and its sources, `: `-joined, for logs (the `Display` alone hides the cause).
     pub fn chain(&self) -> String {
-        let mut out = self.to_string();
-        let mut source = StdError::source(self);
-        while let Some(e) = source {
-            out.push_str(": ");
-            out.push_str(&e.to_string());
-            source = e.source();
-        }
-        out
+        chain(self)
     }
+}
+
+/// Any error and its sources, `: `-joined, for logs: the one cause-chain formatter every
+/// layer uses.
+pub fn chain(e: &dyn StdError) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
 }
 
 pub type StoreResult<T> = Result<T, StoreError>;

@@ -61,7 +61,16 @@ pub struct NewIssuance<'a> {
     pub invalid_lines: &'a [InvalidLine],
     /// The upload's scoped Idempotency-Key, if it had one: inserting a job under a key that
     /// already has one returns that job and inserts nothing.
-    pub key: Option<&'a str>,
+    pub key: Option<IssuanceKey<'a>>,
+}
+
+/// The Idempotency-Key an upload came with, and a fingerprint of what it asked.
+#[derive(Clone, Copy, Debug)]
+pub struct IssuanceKey<'a> {
+    /// Scoped to the principal and route.
+    pub key: &'a str,
+    /// SHA-256 of the upload's form and bytes.
+    pub fingerprint: [u8; 32],
 }
 
 /// A stored job and its progress.
@@ -88,4 +97,6 @@ pub struct Issuance {
     pub created_at: Timestamp,
     pub started_at: Option<Timestamp>,
     pub finished_at: Option<Timestamp>,
+    /// The fingerprint of the upload that created it under an Idempotency-Key.
+    pub key_fingerprint: Option<[u8; 32]>,
 }

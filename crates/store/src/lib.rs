@@ -44,7 +44,7 @@ pub use checkout::{
 };
 pub use error::{StoreError, StoreResult};
 pub use events::{CouponEvent, Event};
-pub use issuance::{InvalidLine, Issuance, IssuanceState, NewIssuance};
+pub use issuance::{InvalidLine, Issuance, IssuanceKey, IssuanceState, NewIssuance};
 pub use model::{
     ActivityQuery, ApiKey, ClaimOutcome, ClaimRequest, CodeBatch, CodeClaim, CouponQuery,
     IdempotencyKey, ListingQuery, NewApiKey, NewTemplate, Page, PoolStats, PromoCode, Role,
@@ -438,9 +438,13 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
     async fn mark_read(&self, user: &UserId, id: i64, now: Timestamp) -> StoreResult<Message>;
 
     // --- bulk issuance ------------------------------------------------------------------------
-    /// A new pending job; with `new.key`, the job already made under that key if there is one.
-    async fn insert_issuance(&self, new: &NewIssuance<'_>, now: Timestamp)
-        -> StoreResult<Issuance>;
+    /// A new pending job, and `true`; with `new.key`, the job already made under that key if
+    /// there is one, and `false` (nothing is inserted).
+    async fn insert_issuance(
+        &self,
+        new: &NewIssuance<'_>,
+        now: Timestamp,
+    ) -> StoreResult<(Issuance, bool)>;
     async fn issuance(&self, id: i64) -> StoreResult<Issuance>;
     /// Jobs pending or running, oldest first.
     async fn open_issuances(&self) -> StoreResult<Vec<i64>>;
@@ -473,7 +477,15 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
     async fn usage_between(&self, from: Timestamp, to: Timestamp) -> StoreResult<Vec<UsageRow>>;
 
     // --- webhooks -------------------------------------------------------------------------------
-    async fn insert_webhook(&self, new: &NewWebhook<'_>, now: Timestamp) -> StoreResult<Webhook>;
+    /// Registers an endpoint if its owner (`new.merchant_id`; `None` is the platform) has
+    /// fewer than `max` enabled; otherwise `Conflict("limit")`, decided in the database so
+    /// concurrent registrations cannot overshoot.
+    async fn insert_webhook(
+        &self,
+        new: &NewWebhook<'_>,
+        max: u32,
+        now: Timestamp,
+    ) -> StoreResult<Webhook>;
     async fn webhook(&self, id: i64) -> StoreResult<Webhook>;
     /// Endpoints of one merchant (`Some`) or all of them (`None`), by id.
     async fn list_webhooks(&self, merchant: Option<MerchantId>) -> StoreResult<Vec<Webhook>>;
@@ -483,8 +495,14 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
     /// Queues deliveries, each at most once per (endpoint, event), due at `now`; returns how
     /// many were new.
     async fn enqueue_deliveries(&self, d: &[NewDelivery], now: Timestamp) -> StoreResult<u64>;
-    /// Pending deliveries due at `now` to enabled endpoints, oldest first.
-    async fn due_deliveries(&self, now: Timestamp, limit: u32) -> StoreResult<Vec<Delivery>>;
+    /// Pending deliveries due at `now` to enabled endpoints other than `skip` (those the sender
+    /// has no room for), oldest first.
+    async fn due_deliveries(
+        &self,
+        now: Timestamp,
+        limit: u32,
+        skip: &[i64],
+    ) -> StoreResult<Vec<Delivery>>;
     /// Records an attempt and what follows: delivered, failed for good, or retried at `next`.
     async fn record_attempt(
         &self,

@@ -17,8 +17,10 @@ use utoipa::ToSchema;
 
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{ApiJson, ApiPath};
-use crate::routes::{BodyErrors, CommonErrors, ConflictError};
+use crate::extract::{ApiJson, ApiPath, ClientIp};
+use crate::routes::claims::user_ip;
+use crate::routes::codes::usable_by;
+use crate::routes::{BodyErrors, CommonErrors, ConflictError, RateLimitedError};
 use crate::state::AppState;
 
 /// Coupons one lock may hold.
@@ -87,18 +89,25 @@ pub struct QuoteView {
 /// and every reason why not (`expired`, `not_yet_valid`, `below_threshold`, `out_of_scope`,
 /// `wrong_city`, `not_owner`, `locked`, `used`, `revoked`, `template_aborted`,
 /// `budget_exhausted`, `exclusive_conflict`), its discount, and the best combination with its
-/// split over lines and lease months and the order's total after it. No side effects.
+/// split over lines and lease months and the order's total after it. No side effects (an
+/// `Idempotency-Key` is accepted and changes nothing). A quote with a `code` counts against
+/// the code redemption limits (per user and per IP; 429 with Retry-After).
 #[utoipa::path(operation_id = "quote", post, path = "/v1/quotes", tag = "checkout",
     request_body = QuoteBody,
-    responses((status = 200, description = "The quote", body = QuoteView), CommonErrors, BodyErrors),
+    responses((status = 200, description = "The quote", body = QuoteView), CommonErrors, BodyErrors, RateLimitedError),
     security(("bearer" = [])))]
 pub async fn quote(
     Extension(p): Extension<Principal>,
     State(s): State<AppState>,
+    ClientIp(ip): ClientIp,
     ApiJson(body): ApiJson<QuoteBody>,
 ) -> ApiResult<Json<QuoteView>> {
     let order = order_of(body.order)?;
     check_user(&p, &order)?;
+    if body.code.is_some() {
+        // A code looked up here is a redemption attempt as far as guessing goes.
+        s.redeem_limits().check(&order.user_id, user_ip(&p, ip))?;
+    }
     if let Some(ids) = &body.coupon_ids {
         if ids.len() > coupond_engine::checkout::MAX_WALLET as usize {
             return Err(ApiError::invalid(
@@ -138,7 +147,7 @@ async fn preview(s: &AppState, order: &Order, typed: &str) -> ApiResult<CodePrev
     };
     let now = s.now();
     let template = s.claimed_template(found.template_id).await?;
-    if coupond_domain::check_claim(&template, &order.user_id, now).is_err() {
+    if !usable_by(&found, &template, &order.user_id, now) {
         return Err(ApiError::unusable_code());
     }
     let (valid_from, valid_until) = template.spec.validity.for_claim(now);

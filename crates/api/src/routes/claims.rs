@@ -68,6 +68,10 @@ pub async fn claim(
         ));
     }
     let template = s.claimed_template(id).await?;
+    if !template.is_public() {
+        // A draft another merchant is preparing: as if it did not exist.
+        return Err(ApiError::NotFound);
+    }
     let ask = ClaimAsk {
         user,
         actor,

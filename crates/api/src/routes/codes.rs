@@ -8,10 +8,11 @@ use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use coupond_domain::codes::TypedCode;
 use coupond_domain::{
-    ClaimRejection, CodeBatchDraft, CodeBatchSpec, SharedCode, Template, TemplateId, TemplateStatus,
+    ClaimRejection, CodeBatchDraft, CodeBatchSpec, SharedCode, Template, TemplateId,
+    TemplateStatus, Timestamp, UserId,
 };
 use coupond_engine::{ClaimAsk, ClaimError};
-use coupond_store::{CodeBatch, CodeClaim, StoreError};
+use coupond_store::{CodeBatch, CodeClaim, PromoCode, StoreError};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
@@ -50,11 +51,13 @@ pub struct SharedCodeBody {
 }
 
 /// Set the template's shared code (replacing any it had): anyone holding it may redeem it,
-/// within the stock and the per-user limit. A code another template uses is 409 `code_taken`.
+/// within the stock and the per-user limit. A code another template uses (whose, it does not
+/// say) is 409 `code_taken`. Each merchant may try `code_set_rate_per_merchant` codes per
+/// second (429 with Retry-After), so the route is no way to learn other merchants' codes.
 #[utoipa::path(operation_id = "set_shared_code", put, path = "/v1/templates/{id}/code", tag = "codes",
     params(("id" = i64, Path, description = "Template id")),
     request_body = SharedCodeBody,
-    responses((status = 200, description = "The code", body = SharedCodeView), CommonErrors, BodyErrors, ConflictError),
+    responses((status = 200, description = "The code", body = SharedCodeView), CommonErrors, BodyErrors, ConflictError, RateLimitedError),
     security(("bearer" = [])))]
 pub async fn set_shared(
     Extension(p): Extension<Principal>,
@@ -62,6 +65,9 @@ pub async fn set_shared(
     ApiPath(id): ApiPath<TemplateId>,
     ApiJson(body): ApiJson<SharedCodeBody>,
 ) -> ApiResult<Json<SharedCodeView>> {
+    if let Some(m) = p.merchant() {
+        s.code_set_limits().check(&m)?;
+    }
     let code = SharedCode::parse(&body.code)?;
     load_open(&s, &p, id).await?;
     match s.store().set_shared_code(id, Some(&code)).await {
@@ -233,6 +239,23 @@ pub async fn download(
         .into_response())
 }
 
+/// Whether redeeming `code` may go on to a claim. Every unusable code is refused here, from
+/// what was read (the code, and its template from the cache), so that a code someone else
+/// redeemed, or one of a template that is over, is answered after the same work as a code
+/// that never existed: no claim transaction, no write. A single-use code this user redeemed
+/// goes on, and the claim returns the coupon it gave.
+pub(crate) fn usable_by(
+    code: &PromoCode,
+    template: &Template,
+    user: &UserId,
+    now: Timestamp,
+) -> bool {
+    match &code.redeemed_by {
+        Some(by) => by == user,
+        None => template.is_public() && coupond_domain::check_claim(template, user, now).is_ok(),
+    }
+}
+
 /// Redeem a promotion code: claims a coupon of its template under the same rules as a claim
 /// (`sold_out` and `limit_reached` are 409s). Every code that cannot be redeemed (mistyped,
 /// unknown, used by someone else, expired, not offered to this user) gets the same 404
@@ -275,6 +298,9 @@ pub async fn redeem(
         return Err(ApiError::unusable_code());
     }
     let template = s.claimed_template(found.template_id).await?;
+    if !usable_by(&found, &template, &user, s.now()) {
+        return Err(ApiError::unusable_code());
+    }
     let ask = ClaimAsk {
         user,
         actor,

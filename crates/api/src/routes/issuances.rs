@@ -2,70 +2,30 @@
 //! given in the request (answered when done) or uploaded as a file (answered at once with the
 //! job; the worker issues in the background).
 
-use std::collections::HashSet;
-
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
+use axum::body::Body;
 use axum::extract::State;
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
-use coupond_domain::{TemplateId, TemplateStatus, Timestamp, UserId};
-use coupond_store::{InvalidLine, Issuance, NewIssuance};
-use serde::{Deserialize, Serialize};
+use coupond_domain::{Template, TemplateId, TemplateStatus, Timestamp};
+use coupond_store::{Issuance, IssuanceKey, NewIssuance};
+use futures_util::StreamExt;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{parse_json, ApiPath};
+use crate::extract::ApiPath;
+use crate::idempotency;
 use crate::routes::templates::load_visible;
-use crate::routes::{BodyErrors, CommonErrors, ConflictError};
+use crate::routes::{BodyErrors, CommonErrors, ConflictError, RateLimitedError};
 use crate::state::AppState;
 
-/// Most users in a JSON body (answered when done).
-pub const MAX_JSON_USERS: usize = 10_000;
-/// Most lines in an uploaded file.
-pub const MAX_LINES: usize = 1_000_000;
-/// Invalid lines reported by number.
-const REPORTED: usize = 100;
+mod parse;
 
-/// A JSON issuance: the users, answered once all are handled.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct IssuanceBody {
-    /// 1 to 10,000 user ids.
-    #[schema(value_type = Vec<String>)]
-    #[serde(deserialize_with = "at_most_json_users")]
-    pub user_ids: Vec<String>,
-}
-
-/// Reads the first `MAX_JSON_USERS + 1` ids and skips the rest unread, so that an oversized
-/// list (the route takes bodies up to the upload limit) is refused without being held in
-/// memory first.
-fn at_most_json_users<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
-    struct Ids;
-    impl<'de> serde::de::Visitor<'de> for Ids {
-        type Value = Vec<String>;
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("a sequence of user ids")
-        }
-        fn visit_seq<A: serde::de::SeqAccess<'de>>(
-            self,
-            mut seq: A,
-        ) -> Result<Self::Value, A::Error> {
-            let mut ids = Vec::new();
-            while ids.len() <= MAX_JSON_USERS {
-                match seq.next_element()? {
-                    Some(id) => ids.push(id),
-                    None => return Ok(ids),
-                }
-            }
-            while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
-            Ok(ids)
-        }
-    }
-    d.deserialize_seq(Ids)
-}
+use parse::{parse_json_users, LineParser, Parsed};
+pub use parse::{IssuanceBody, MAX_JSON_BYTES, MAX_JSON_USERS, MAX_LINES};
 
 /// A line that is not a user id.
 #[derive(Debug, Serialize, ToSchema)]
@@ -152,152 +112,133 @@ impl IssuanceView {
     }
 }
 
-/// Users parsed from a request: valid and distinct, in order, and what was left out.
-#[derive(Debug, Default)]
-struct Parsed {
-    users: Vec<UserId>,
-    duplicates: u64,
-    invalid: u64,
-    invalid_lines: Vec<InvalidLine>,
+/// How the users are sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Form {
+    /// `application/json` with `user_ids`: answered when done.
+    Json,
+    /// `text/csv` or `text/plain`, a user per line: answered at once with the job.
+    Lines,
 }
 
-impl Parsed {
-    fn take(&mut self, seen: &mut HashSet<String>, line: u64, text: &str) {
-        match UserId::parse(text) {
-            Ok(u) if seen.insert(u.as_str().to_owned()) => self.users.push(u),
-            Ok(_) => self.duplicates += 1,
-            Err(_) => {
-                self.invalid += 1;
-                if self.invalid_lines.len() < REPORTED {
-                    self.invalid_lines.push(InvalidLine {
-                        line,
-                        text: text.chars().take(100).collect(),
-                    });
-                }
-            }
-        }
-    }
-}
-
-/// A JSON issuance body: 1 to [`MAX_JSON_USERS`] ids.
-fn parse_json_users(bytes: &[u8]) -> ApiResult<Parsed> {
-    let b: IssuanceBody = parse_json(bytes)?;
-    if b.user_ids.is_empty() || b.user_ids.len() > MAX_JSON_USERS {
-        return Err(ApiError::invalid(
-            "invalid_value",
-            "user_ids",
-            format!("1 to {MAX_JSON_USERS} user ids; upload a file for more"),
-        ));
-    }
-    let mut parsed = Parsed::default();
-    let mut seen = HashSet::new();
-    for (i, u) in b.user_ids.iter().enumerate() {
-        parsed.take(&mut seen, i as u64 + 1, u);
-    }
-    Ok(parsed)
-}
-
-/// One user id per line, or CSV whose first column is the user id (an optional `user_id`
-/// header, optional double quotes). Blank lines are skipped; line numbers count them. At most
-/// [`MAX_LINES`] lines that are not blank: reading stops at the next one.
-fn parse_upload(bytes: &[u8]) -> ApiResult<Parsed> {
-    parse_lines(bytes, MAX_LINES)
-}
-
-/// [`parse_upload`] with `max_lines` for [`MAX_LINES`].
-fn parse_lines(bytes: &[u8], max_lines: usize) -> ApiResult<Parsed> {
-    let text = std::str::from_utf8(bytes)
-        .map_err(|_| ApiError::invalid("invalid_upload", "body", "the upload is not UTF-8 text"))?;
-    let mut parsed = Parsed::default();
-    let mut seen = HashSet::new();
-    let mut lines = 0usize;
-    for (i, raw) in text.lines().enumerate() {
-        let first = raw
-            .split(',')
+impl Form {
+    fn of(headers: &HeaderMap) -> ApiResult<Form> {
+        let media = headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .split(';')
             .next()
             .unwrap_or("")
             .trim()
-            .trim_matches('"')
-            .trim();
-        if first.is_empty() || (i == 0 && first.eq_ignore_ascii_case("user_id")) {
-            continue;
+            .to_ascii_lowercase();
+        match media.as_str() {
+            "application/json" => Ok(Form::Json),
+            "text/csv" | "text/plain" => Ok(Form::Lines),
+            _ => Err(ApiError::UnsupportedMediaType),
         }
-        lines += 1;
-        if lines > max_lines {
-            return Err(ApiError::invalid(
-                "too_many_lines",
-                "body",
-                format!("at most {max_lines} users per upload"),
-            ));
-        }
-        parsed.take(&mut seen, i as u64 + 1, first);
     }
-    Ok(parsed)
+}
+
+/// Refuses templates that will issue no more coupons.
+fn check_issuing(t: &Template, now: Timestamp) -> ApiResult<()> {
+    match t.status(now) {
+        st @ (TemplateStatus::Aborted | TemplateStatus::Expired | TemplateStatus::Ended) => {
+            Err(ApiError::conflict(
+                "not_claimable",
+                format!("the template is {}: it issues no more coupons", st.as_str()),
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Reads the body as it streams in: JSON whole (at most [`MAX_JSON_BYTES`], and never more than
+/// an upload may be), an upload line by
+/// line (at most `max_upload_bytes`, never held whole). Returns the users and the SHA-256 of
+/// the bytes (what an `Idempotency-Key` is bound to).
+async fn read_users(body: Body, form: Form, max_upload: usize) -> ApiResult<(Parsed, [u8; 32])> {
+    let limit = match form {
+        Form::Json => MAX_JSON_BYTES.min(max_upload),
+        Form::Lines => max_upload,
+    };
+    let mut hash = Sha256::new();
+    let mut json = Vec::new();
+    let mut lines = LineParser::new(MAX_LINES);
+    let mut read = 0usize;
+    let mut stream = body.into_data_stream();
+    while let Some(chunk) = stream.next().await {
+        let chunk =
+            chunk.map_err(|_| ApiError::bad_request("invalid_body", None, "unreadable body"))?;
+        read += chunk.len();
+        if read > limit {
+            return Err(ApiError::PayloadTooLarge);
+        }
+        hash.update(&chunk);
+        match form {
+            Form::Json => json.extend_from_slice(&chunk),
+            Form::Lines => lines.feed(&chunk)?,
+        }
+    }
+    let parsed = match form {
+        Form::Json => parse_json_users(&json)?,
+        Form::Lines => lines.finish()?,
+    };
+    Ok((parsed, hash.finalize().into()))
 }
 
 /// Issue coupons of a template to many users, with the same rules as claims (stock, per-user
 /// limit, audience; the template must be claimable while the job runs), each user at most
-/// once. `application/json` with `user_ids` (up to 10,000): answered 201 when done.
-/// `text/csv` or `text/plain` (one user id per line, or CSV with the id first; up to 1,000,000
-/// lines): answered 202 with the job at once, issued in the background, resumable after a
-/// crash; poll `GET /v1/issuances/{id}`.
+/// once. `application/json` with `user_ids` (up to 10,000, a body of up to 1 MiB): answered
+/// 201 when done. `text/csv` or `text/plain` (one user id per line, or CSV with the id first;
+/// up to 1,000,000 lines and `max_upload_bytes`): answered 202 with the job at once, issued in
+/// the background, resumable after a crash; poll `GET /v1/issuances/{id}`.
+///
+/// The caller's right to the template is checked before any of the body is read, and at most
+/// `max_concurrent_uploads` bodies are read at once (429 `too_many_uploads` with Retry-After
+/// past it); uploads are parsed as they stream in. With an `Idempotency-Key`, a retry of the
+/// same body answers the job it made (`idempotent-replayed: true`, its progress as of now);
+/// the key with another body is 422 `idempotency_key_reused`.
 #[utoipa::path(operation_id = "create_issuance", post, path = "/v1/templates/{id}/issuances", tag = "issuances",
-    params(("id" = i64, Path, description = "Template id")),
+    params(("id" = i64, Path, description = "Template id"),
+        ("Idempotency-Key" = Option<String>, Header, description = "Makes retries safe: 1 to 255 visible ASCII characters")),
     request_body(content = IssuanceBody, description = "JSON, or a text/csv or text/plain upload"),
     responses((status = 201, description = "Done", body = IssuanceView),
         (status = 202, description = "Accepted; being issued", body = IssuanceView),
-        CommonErrors, BodyErrors, ConflictError),
+        CommonErrors, BodyErrors, ConflictError, RateLimitedError),
     security(("bearer" = [])))]
 pub async fn create(
     Extension(p): Extension<Principal>,
     State(s): State<AppState>,
     ApiPath(id): ApiPath<TemplateId>,
     headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    body: Body,
 ) -> ApiResult<Response> {
-    let body = body.map_err(|e| {
-        if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::PayloadTooLarge
-        } else {
-            ApiError::bad_request("invalid_body", None, "unreadable body")
-        }
-    })?;
-    let content_type = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
-    let (parsed, in_request) = match content_type.as_str() {
-        "application/json" => (parse_json_users(&body)?, true),
-        "text/csv" | "text/plain" => (parse_upload(&body)?, false),
-        _ => return Err(ApiError::UnsupportedMediaType),
-    };
+    // Everything that needs no body comes first: who may, which template, what form.
+    let t = load_visible(&s, &p, id).await?;
+    check_issuing(&t, s.now())?;
+    let form = Form::of(&headers)?;
+    const ROUTE: &str = "POST /v1/templates/{id}/issuances";
+    idempotency::key(&headers, &p, ROUTE, "")?;
+    let permit = s.upload_permit().ok_or(ApiError::TooManyUploads)?;
+    let (parsed, digest) = read_users(body, form, s.settings().max_upload_bytes).await?;
+    drop(permit);
     if parsed.users.is_empty() {
+        let field = if form == Form::Json {
+            "user_ids"
+        } else {
+            "body"
+        };
         return Err(ApiError::invalid(
             "no_users",
-            if in_request { "user_ids" } else { "body" },
+            field,
             "no valid user id was given",
         ));
     }
-    let t = load_visible(&s, &p, id).await?;
-    // The upload's key goes into the job's row too: the idempotency layer records its answer
-    // only after this commit, so a retry after a crash in between (once `idempotency_stale`
-    // has passed) runs again and must find this job rather than start a second one.
-    let key = crate::idempotency::key(&headers, &p, &format!("/v1/templates/{id}/issuances"), "")?;
+    let asked = format!("{id}\n{form:?}\n{}", idempotency::hex(&digest));
+    let key = idempotency::key(&headers, &p, ROUTE, &asked)?;
     let now = s.now();
-    if let st @ (TemplateStatus::Aborted | TemplateStatus::Expired | TemplateStatus::Ended) =
-        t.status(now)
-    {
-        return Err(ApiError::conflict(
-            "not_claimable",
-            format!("the template is {}: it issues no more coupons", st.as_str()),
-        ));
-    }
-    let job = s
+    let (job, created) = s
         .store()
         .insert_issuance(
             &NewIssuance {
@@ -307,29 +248,44 @@ pub async fn create(
                 duplicates: parsed.duplicates,
                 invalid: parsed.invalid,
                 invalid_lines: &parsed.invalid_lines,
-                key: key.as_ref().map(|k| k.key.as_str()),
+                key: key.as_ref().map(|k| IssuanceKey {
+                    key: &k.key,
+                    fingerprint: k.fingerprint,
+                }),
             },
             now,
         )
         .await?;
-    let location = [(header::LOCATION, format!("/v1/issuances/{}", job.id))];
-    if in_request {
-        let done = s.issuance_worker().finish(job.id).await?;
-        Ok((
-            StatusCode::CREATED,
-            location,
-            Json(IssuanceView::new(done, s.now())),
-        )
-            .into_response())
-    } else {
-        s.issuance_worker().wake();
-        Ok((
-            StatusCode::ACCEPTED,
-            location,
-            Json(IssuanceView::new(job, now)),
-        )
-            .into_response())
+    if !created && job.key_fingerprint != key.as_ref().map(|k| k.fingerprint) {
+        return Err(ApiError::invalid(
+            "idempotency_key_reused",
+            "Idempotency-Key",
+            "this key was already used for a different request",
+        ));
     }
+    answer(&s, form, job, !created).await
+}
+
+/// The job as the answer: done (201) for JSON, which is worked to its end here, or accepted
+/// (202) for uploads.
+async fn answer(s: &AppState, form: Form, job: Issuance, replayed: bool) -> ApiResult<Response> {
+    let location = [(header::LOCATION, format!("/v1/issuances/{}", job.id))];
+    let (status, job) = match form {
+        Form::Json => (
+            StatusCode::CREATED,
+            s.issuance_worker().finish(job.id).await?,
+        ),
+        Form::Lines => {
+            s.issuance_worker().wake();
+            (StatusCode::ACCEPTED, job)
+        }
+    };
+    let mut res = (status, location, Json(IssuanceView::new(job, s.now()))).into_response();
+    res.headers_mut().insert(
+        "idempotent-replayed",
+        HeaderValue::from_static(if replayed { "true" } else { "false" }),
+    );
+    Ok(res)
 }
 
 /// A bulk issuance job and its progress (the platform; the merchant owning the template).
@@ -345,31 +301,4 @@ pub async fn get(
     let job = s.store().issuance(id).await?;
     load_visible(&s, &p, job.template_id).await?;
     Ok(Json(IssuanceView::new(job, s.now())))
-}
-
-#[cfg(test)]
-mod props;
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn uploads_are_read_line_by_line_with_their_numbers() {
-        let p =
-            parse_upload(b"user_id,name\nu-1,Ann\n\n\"u-2\"\nu-1\nnot a user!\nu-3\r\n").unwrap();
-        let users: Vec<&str> = p.users.iter().map(UserId::as_str).collect();
-        assert_eq!(users, vec!["u-1", "u-2", "u-3"]);
-        assert_eq!((p.duplicates, p.invalid), (1, 1));
-        assert_eq!(
-            p.invalid_lines,
-            vec![InvalidLine {
-                line: 6,
-                text: "not a user!".into()
-            }]
-        );
-        assert!(parse_upload(&[0xff, 0xfe]).is_err());
-        let many = "u\n".repeat(5);
-        assert_eq!(parse_upload(many.as_bytes()).unwrap().duplicates, 4);
-    }
 }

@@ -72,7 +72,7 @@ pub async fn create(
     ApiJson(draft): ApiJson<ListingDraft>,
 ) -> ApiResult<(StatusCode, Json<ListingView>)> {
     let merchant = p.merchant().ok_or(ApiError::Forbidden)?;
-    draft.validate()?;
+    draft.validate(&s.store().merchant(merchant).await?)?;
     let l = s
         .store()
         .insert_listing(merchant, &draft, s.now())
@@ -109,7 +109,7 @@ pub async fn update(
     ApiJson(patch): ApiJson<ListingPatch>,
 ) -> ApiResult<Json<ListingView>> {
     let l = load_visible(&s, &p, id).await?;
-    let draft = patch.apply(&l.draft)?;
+    let draft = patch.apply(&l.draft, &s.store().merchant(l.merchant_id).await?)?;
     let now = s.now();
     let updated = s
         .store()

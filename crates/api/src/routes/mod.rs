@@ -350,9 +350,7 @@ pub fn v1(state: &AppState) -> Router<AppState> {
             } else {
                 state.settings().max_body_bytes
             };
-            let handler = if spec.method != Method::GET
-                && !crate::idempotency::OWN_KEYS.contains(&spec.path)
-            {
+            let handler = if crate::idempotency::applies_to(&spec.method, spec.path) {
                 handler.route_layer(from_fn_with_state(
                     (state.clone(), spec.path, limit),
                     crate::idempotency::layer,

@@ -68,18 +68,45 @@ pub async fn openapi() -> impl IntoResponse {
     Json(ApiDoc::openapi())
 }
 
-/// A page that renders `/openapi.json` for reading (Redoc, loaded from its CDN by the browser).
+/// Redoc's standalone bundle (MIT; `assets/redoc/LICENSE.txt`), vendored so that `/docs`
+/// works on a machine with no internet. Its version is in its path, so it is cached for good.
+pub const REDOC_PATH: &str = "/docs/assets/redoc-2.5.4.standalone.js";
+const REDOC_JS: &[u8] = include_bytes!("../../assets/redoc/redoc-2.5.4.standalone.js");
+
+/// A page that renders `/openapi.json` for reading (Redoc, served by coupond itself).
 #[utoipa::path(get, path = "/docs", tag = "system",
     responses((status = 200, description = "HTML", body = String, content_type = "text/html")))]
-pub async fn docs() -> Html<&'static str> {
-    Html(
-        r#"<!doctype html>
+pub async fn docs() -> impl IntoResponse {
+    (
+        [(header::CACHE_CONTROL, "no-cache")],
+        Html(format!(
+            r#"<!doctype html>
 <html><head><meta charset="utf-8"><title>coupond API</title>
 <meta name="viewport" content="width=device-width, initial-scale=1"></head>
 <body>
 <noscript>The raw document is at <a href="/openapi.json">/openapi.json</a>.</noscript>
-<redoc spec-url="/openapi.json"></redoc>
-<script src="https://cdn.redoc.ly/redoc/latest/bundles/redoc.standalone.js"></script>
-</body></html>"#,
+<div id="redoc"></div>
+<script src="{REDOC_PATH}"></script>
+<script>
+Redoc.init("/openapi.json", {{
+  hideDownloadButton: false,
+  theme: {{ typography: {{ fontFamily: "system-ui, -apple-system, 'Segoe UI', sans-serif",
+    headings: {{ fontFamily: "system-ui, -apple-system, 'Segoe UI', sans-serif" }},
+    code: {{ fontFamily: "ui-monospace, 'SFMono-Regular', Menlo, monospace" }} }} }}
+}}, document.getElementById("redoc"));
+</script>
+</body></html>"#
+        )),
+    )
+}
+
+/// Redoc's script, from the binary.
+pub async fn redoc_js() -> impl IntoResponse {
+    (
+        [
+            (header::CONTENT_TYPE, "text/javascript; charset=utf-8"),
+            (header::CACHE_CONTROL, "public, max-age=31536000, immutable"),
+        ],
+        REDOC_JS,
     )
 }

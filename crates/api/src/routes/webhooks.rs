@@ -3,20 +3,23 @@
 
 use axum::extract::State;
 use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use coupond_domain::{MerchantId, Timestamp};
+use coupond_engine::webhooks::TargetError;
 use coupond_store::events::kind;
-use coupond_store::{Delivery, DeliveryState, NewWebhook, Webhook};
+use coupond_store::{Delivery, DeliveryState, NewWebhook, StoreError, Webhook};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::idempotency::ReplayAs;
 use crate::pagination::PageOf;
-use crate::routes::{BodyErrors, CommonErrors};
+use crate::routes::{BodyErrors, CommonErrors, ConflictError};
 use crate::state::AppState;
 
 /// What to register.
@@ -62,20 +65,27 @@ impl WebhookView {
     }
 }
 
-fn check(body: &WebhookBody) -> ApiResult<()> {
-    let url = body.url.trim();
-    let valid = url.len() <= 2048
-        && url
-            .strip_prefix("http://")
-            .is_some_and(|rest| !rest.is_empty() && !rest.starts_with('/'))
-        && url.parse::<axum::http::Uri>().is_ok();
-    if !valid {
-        return Err(ApiError::invalid(
-            "invalid_url",
-            "url",
-            "an http:// URL with a host, at most 2048 characters",
-        ));
-    }
+/// The body's URL, checked against the target policy and normalized, and its event types.
+async fn check(s: &AppState, body: &WebhookBody) -> ApiResult<String> {
+    let url = match s.settings().webhook_targets.check_url(&body.url).await {
+        Ok(url) => url,
+        Err(TargetError::Invalid(why)) => {
+            return Err(ApiError::invalid(
+                "invalid_url",
+                "url",
+                format!("an http:// URL with a host, at most 2048 characters: {why}"),
+            ))
+        }
+        Err(TargetError::Internal) => {
+            return Err(ApiError::invalid(
+                "url_not_allowed",
+                "url",
+                "the URL points at a loopback, private, link-local or otherwise internal \
+                 address; use a public address (operators can allow hosts with \
+                 webhook_allow_hosts)",
+            ))
+        }
+    };
     if body.event_types.is_empty() || body.event_types.len() > 20 {
         return Err(ApiError::invalid(
             "invalid_value",
@@ -92,24 +102,28 @@ fn check(body: &WebhookBody) -> ApiResult<()> {
             ));
         }
     }
-    Ok(())
+    Ok(url.into())
 }
 
 /// Register an endpoint (the platform for every event; a merchant for the events of its
 /// templates). Deliveries are `POST`s of `{"id", "type", "created_at", "data"}` with headers
 /// `Coupond-Event`, `Coupond-Delivery` and `Coupond-Signature: t=<unix seconds>,v1=<hex
 /// HMAC-SHA256 of "<t>.<body>" keyed with the secret>`; any 2xx acknowledges, anything else is
-/// retried with exponential backoff until `webhook_max_attempts`. The `secret` is shown once.
+/// retried with exponential backoff until `webhook_max_attempts`. The `secret` is shown once:
+/// a replay of this request under its `Idempotency-Key` answers the endpoint without it.
+/// URLs on loopback, private, link-local and other internal addresses are refused
+/// (`url_not_allowed`) unless the operator allows them; each owner may have
+/// `max_webhooks_per_owner` endpoints enabled (409 `webhook_limit`).
 #[utoipa::path(operation_id = "create_webhook", post, path = "/v1/webhooks", tag = "webhooks",
     request_body = WebhookBody,
-    responses((status = 201, description = "Registered", body = WebhookView), CommonErrors, BodyErrors),
+    responses((status = 201, description = "Registered", body = WebhookView), CommonErrors, BodyErrors, ConflictError),
     security(("bearer" = [])))]
 pub async fn create(
     Extension(p): Extension<Principal>,
     State(s): State<AppState>,
     ApiJson(body): ApiJson<WebhookBody>,
-) -> ApiResult<(StatusCode, Json<WebhookView>)> {
-    check(&body)?;
+) -> ApiResult<Response> {
+    let url = check(&s, &body).await?;
     let secret = format!(
         "whsec_{}",
         URL_SAFE_NO_PAD.encode(rand::random::<[u8; 32]>())
@@ -119,14 +133,29 @@ pub async fn create(
         .insert_webhook(
             &NewWebhook {
                 merchant_id: p.merchant(),
-                url: body.url.trim(),
+                url: &url,
                 secret: &secret,
                 event_types: &body.event_types,
             },
+            s.settings().max_webhooks_per_owner,
             s.now(),
         )
-        .await?;
-    Ok((StatusCode::CREATED, Json(WebhookView::new(w, true))))
+        .await
+        .map_err(|e| match e {
+            StoreError::Conflict("limit") => ApiError::conflict(
+                "webhook_limit",
+                format!(
+                    "at most {} enabled webhooks per owner; disable one first",
+                    s.settings().max_webhooks_per_owner
+                ),
+            ),
+            e => e.into(),
+        })?;
+    // A replay must not hand the secret out again, nor keep it in the idempotency table.
+    let replay = ReplayAs::json(&WebhookView::new(w.clone(), false));
+    let mut res = (StatusCode::CREATED, Json(WebhookView::new(w, true))).into_response();
+    res.extensions_mut().insert(replay);
+    Ok(res)
 }
 
 /// An endpoint the caller may see: merchants only their own.

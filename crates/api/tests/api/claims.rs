@@ -169,7 +169,7 @@ async fn refusals_say_why() {
         )
         .await;
     assert_eq!(r.status, StatusCode::CREATED);
-    // Not claimable, with the reason.
+    // A draft is nobody's business but its merchant's: as if it did not exist.
     let draft = app
         .post("/v1/templates", app.m1(), standalone_template(10, 20))
         .await
@@ -177,10 +177,7 @@ async fn refusals_say_why() {
         .as_i64()
         .unwrap();
     let r = claim_as_user(&app, draft).await;
-    assert_eq!(
-        (r.status, r.code(), r.body["reason"].as_str()),
-        (StatusCode::CONFLICT, "not_claimable", Some("draft"))
-    );
+    assert_eq!((r.status, r.code()), (StatusCode::NOT_FOUND, "not_found"));
     let id = live(&app, 5, 1, json!({})).await;
     app.clock.set(Timestamp::parse(&at(9)).unwrap());
     assert_eq!(claim_as_user(&app, id).await.body["reason"], "not_started");

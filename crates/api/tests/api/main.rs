@@ -8,6 +8,7 @@ mod claims;
 mod clock;
 mod codes;
 mod flows;
+mod hostile;
 mod isolation;
 mod issuances;
 mod listings;

@@ -109,6 +109,11 @@ impl TestApp {
             }
         };
         let clock = ManualClock::new(t0());
+        // The fixture's user token lives a year of the injected clock.
+        let settings = ApiSettings {
+            max_token_lifetime: settings.max_token_lifetime.max(Duration::days(366)),
+            ..settings
+        };
         let state = AppState::new(store.clone(), Arc::new(clock.clone()), SECRET, settings);
         let router = coupond_api::router(state.clone());
         let key = |role, merchant| {
@@ -183,6 +188,23 @@ impl TestApp {
             settings,
         );
         self.router = coupond_api::router(self.state.clone());
+    }
+
+    /// Serves the app over real TCP on a loopback port, with `limits`, until the test's runtime
+    /// ends; returns the address.
+    pub async fn listen(
+        &self,
+        limits: coupond_api::server::ConnectionLimits,
+    ) -> std::net::SocketAddr {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(coupond_api::server::serve(
+            listener,
+            self.router.clone(),
+            limits,
+            std::future::pending(),
+        ));
+        addr
     }
 
     /// The SQLite database file (`None` on PostgreSQL), for tests that read it directly.

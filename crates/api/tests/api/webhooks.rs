@@ -1,6 +1,7 @@
-//! Webhooks against a real HTTP receiver on loopback: deliveries survive a receiver that fails
-//! the first attempts, signatures verify, merchants get their own events only, a receiver that
-//! never recovers ends failed.
+//! Webhooks against a real HTTP receiver on loopback (allowed by `webhook_allow_hosts`, as a
+//! deployment with internal receivers would): deliveries survive a receiver that fails the
+//! first attempts, signatures verify, merchants get their own events only, a receiver that
+//! never recovers ends failed. The hostile side is in `abuse/webhooks.rs`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -9,8 +10,11 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::routing::post;
+use coupond_api::ApiSettings;
 use coupond_engine::webhooks::signature;
-use coupond_engine::{Dispatcher, Observer, RetryPolicy, WebhookFanout, WebhookSender};
+use coupond_engine::{
+    Dispatcher, Observer, RetryPolicy, SenderSettings, TargetPolicy, WebhookFanout, WebhookSender,
+};
 use serde_json::{json, Value};
 
 use crate::claims::live;
@@ -46,6 +50,34 @@ async fn hook(
     }
 }
 
+/// Settings that let webhooks reach the loopback receivers of these tests.
+pub fn loopback_allowed() -> Arc<TargetPolicy> {
+    Arc::new(TargetPolicy::new(&["127.0.0.0/8".to_owned(), "::1".to_owned()]).unwrap())
+}
+
+/// A test app on `backend` whose webhooks may target loopback.
+pub async fn app_with_loopback_hooks(backend: Backend) -> Option<TestApp> {
+    TestApp::with_settings(
+        backend,
+        ApiSettings {
+            webhook_targets: loopback_allowed(),
+            ..ApiSettings::default()
+        },
+    )
+    .await
+}
+
+/// A sender over the app's store and clock that may reach loopback.
+pub fn sender(app: &TestApp, settings: SenderSettings) -> WebhookSender {
+    WebhookSender::new(
+        app.store.clone(),
+        Arc::new(app.clock.clone()),
+        settings,
+        loopback_allowed(),
+        "test",
+    )
+}
+
 /// A receiver on a loopback port: `POST /{path}`.
 async fn receiver(fail: &[(&str, usize)]) -> (String, Shared) {
     let inbox: Shared = Arc::new(Mutex::new(Inbox {
@@ -78,12 +110,12 @@ async fn register(app: &TestApp, cred: &str, url: String, types: Value) -> (i64,
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deliveries_are_signed_retried_and_scoped_on_sqlite() {
-    flows(TestApp::new().await).await;
+    flows(app_with_loopback_hooks(Backend::Sqlite).await.unwrap()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deliveries_are_signed_retried_and_scoped_on_postgres() {
-    if let Some(app) = TestApp::postgres().await {
+    if let Some(app) = app_with_loopback_hooks(Backend::Postgres).await {
         flows(app).await;
     }
 }
@@ -171,7 +203,13 @@ async fn flows(app: TestApp) {
         base: std::time::Duration::from_secs(1),
         max_attempts: 3,
     };
-    let sender = WebhookSender::new(app.store.clone(), clock, retry, "test");
+    let sender = sender(
+        &app,
+        SenderSettings {
+            retry,
+            ..SenderSettings::default()
+        },
+    );
 
     // First pass: merchant 1 takes it; the platform's endpoint and the broken one answer 500.
     assert_eq!(sender.run_once().await.unwrap(), 3);

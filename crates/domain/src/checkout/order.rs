@@ -7,8 +7,8 @@ use utoipa::ToSchema;
 
 use crate::error::DomainError;
 use crate::ids::{CategoryId, CityId, ListingId, MerchantId, UserId};
-use crate::merchant::check_text;
 use crate::money::Money;
+use crate::text::check_text;
 
 /// Most lines one order may have.
 pub const MAX_LINES: usize = 500;

@@ -1346,21 +1346,28 @@ pub async fn issuance_keys_start_one_job(s: Arc<dyn Store>) {
     let t = claimable(&s, 10, 1).await;
     let users = vec![coupond_domain::UserId::parse("a").unwrap()];
     let actor = coupond_domain::Actor::Platform;
-    let new = |key| crate::NewIssuance {
+    let new = |key: Option<&'static str>| crate::NewIssuance {
         template: t.id,
         actor: &actor,
         users: &users,
         duplicates: 0,
         invalid: 0,
         invalid_lines: &[],
-        key,
+        key: key.map(|key| crate::IssuanceKey {
+            key,
+            fingerprint: [7; 32],
+        }),
     };
-    let first = s.insert_issuance(&new(Some("k1")), at(1)).await.unwrap();
-    let again = s.insert_issuance(&new(Some("k1")), at(2)).await.unwrap();
+    let (first, created) = s.insert_issuance(&new(Some("k1")), at(1)).await.unwrap();
+    assert!(created);
+    assert_eq!(first.key_fingerprint, Some([7; 32]));
+    let (again, created) = s.insert_issuance(&new(Some("k1")), at(2)).await.unwrap();
+    assert!(!created, "the key's job, not a new one");
     assert_eq!(again, first);
-    let other = s.insert_issuance(&new(Some("k2")), at(2)).await.unwrap();
-    let bare = s.insert_issuance(&new(None), at(2)).await.unwrap();
-    let bare2 = s.insert_issuance(&new(None), at(2)).await.unwrap();
+    let (other, _) = s.insert_issuance(&new(Some("k2")), at(2)).await.unwrap();
+    let (bare, _) = s.insert_issuance(&new(None), at(2)).await.unwrap();
+    let (bare2, _) = s.insert_issuance(&new(None), at(2)).await.unwrap();
+    assert_eq!(bare.key_fingerprint, None);
     let ids = [first.id, other.id, bare.id, bare2.id];
     assert_eq!(
         ids.iter().collect::<std::collections::HashSet<_>>().len(),

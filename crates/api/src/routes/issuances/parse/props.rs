@@ -176,6 +176,27 @@ proptest! {
         }
     }
 
+    /// However the upload arrives in pieces, it reads the same as in one.
+    #[test]
+    fn uploads_read_alike_in_any_pieces(
+        lines in prop::collection::vec(line(), 0..60),
+        cuts in prop::collection::vec(1usize..64, 1..20),
+    ) {
+        let bytes = render(Some("user_id"), &lines, &[false, true], true);
+        let whole = found(&parse_upload(&bytes).unwrap());
+        let mut p = LineParser::new(MAX_LINES);
+        let mut rest: &[u8] = &bytes;
+        for cut in cuts.iter().cycle() {
+            if rest.is_empty() {
+                break;
+            }
+            let (piece, tail) = rest.split_at((*cut).min(rest.len()));
+            p.feed(piece).unwrap();
+            rest = tail;
+        }
+        prop_assert_eq!(found(&p.finish().unwrap()), whole);
+    }
+
     #[test]
     fn arbitrary_bytes_never_panic(
         bytes in prop_oneof![

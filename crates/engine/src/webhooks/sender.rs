@@ -1,0 +1,291 @@
+//! The sender: posts due deliveries, each on its own task, at most `concurrency` at once and
+//! `per_endpoint` to one endpoint, so a receiver that takes its time (up to the timeout)
+//! delays its own deliveries only. Endpoints at their bound are left out of the next query,
+//! so their backlog cannot crowd out anyone else's due deliveries either.
+//!
+//! What a merchant sees of a failed attempt is "delivery failed", or the HTTP status of an
+//! exchange that completed: never why a connection failed, which would tell a closed port from
+//! an open one (the details go to the debug log).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use bytes::Bytes;
+use coupond_domain::Timestamp;
+use coupond_store::{Delivery, DeliveryAttempt, DeliveryState, Store, StoreResult, Webhook};
+use http_body_util::Full;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use super::signature;
+use super::targets::{GuardedResolver, TargetPolicy};
+use crate::clock::Clock;
+
+const LEASE: time::Duration = time::Duration::seconds(30);
+/// What a failed attempt says, whatever the cause.
+const FAILED: &str = "delivery failed";
+
+/// How deliveries are retried.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// The wait before the second attempt; it doubles for each next one.
+    pub base: Duration,
+    /// Attempts before a delivery is marked failed.
+    pub max_attempts: u32,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            base: Duration::from_secs(5),
+            max_attempts: 12,
+        }
+    }
+}
+
+/// How the sender works.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SenderSettings {
+    pub retry: RetryPolicy,
+    /// How long a receiver has to answer.
+    pub timeout: Duration,
+    /// Deliveries in flight at once, over all endpoints.
+    pub concurrency: usize,
+    /// Deliveries in flight at once to one endpoint.
+    pub per_endpoint: usize,
+}
+
+impl Default for SenderSettings {
+    fn default() -> Self {
+        SenderSettings {
+            retry: RetryPolicy::default(),
+            timeout: Duration::from_secs(10),
+            concurrency: 32,
+            per_endpoint: 2,
+        }
+    }
+}
+
+/// Deliveries in flight: which, and how many per endpoint.
+#[derive(Debug, Default)]
+struct Busy {
+    deliveries: HashSet<i64>,
+    per_endpoint: HashMap<i64, usize>,
+}
+
+/// Posts due deliveries. Cheap to clone (the clones share what is in flight).
+#[derive(Clone)]
+pub struct WebhookSender {
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    client: Client<HttpConnector<GuardedResolver>, Full<Bytes>>,
+    policy: Arc<TargetPolicy>,
+    settings: SenderSettings,
+    holder: String,
+    // A std mutex: held only to update the bookkeeping, never across an await.
+    busy: Arc<Mutex<Busy>>,
+}
+
+impl std::fmt::Debug for WebhookSender {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebhookSender")
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WebhookSender {
+    pub fn new(
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+        settings: SenderSettings,
+        policy: Arc<TargetPolicy>,
+        holder: impl Into<String>,
+    ) -> Self {
+        let mut connector = HttpConnector::new_with_resolver(GuardedResolver::new(policy.clone()));
+        connector.set_connect_timeout(Some(settings.timeout));
+        WebhookSender {
+            store,
+            clock,
+            client: Client::builder(TokioExecutor::new()).build(connector),
+            policy,
+            settings,
+            holder: holder.into(),
+            busy: Arc::default(),
+        }
+    }
+
+    fn busy(&self) -> std::sync::MutexGuard<'_, Busy> {
+        self.busy.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Starts every due delivery there is room for, each on a task in `tasks`; returns how
+    /// many started (none without the lease).
+    async fn start_due(&self, tasks: &mut JoinSet<()>) -> StoreResult<usize> {
+        let now = self.clock.now();
+        if !self
+            .store
+            .try_lease("webhooks", &self.holder, now, now.plus(LEASE))
+            .await?
+        {
+            return Ok(0);
+        }
+        let (room, full) = {
+            let busy = self.busy();
+            let full: Vec<i64> = busy
+                .per_endpoint
+                .iter()
+                .filter(|(_, n)| **n >= self.settings.per_endpoint)
+                .map(|(w, _)| *w)
+                .collect();
+            let room = self
+                .settings
+                .concurrency
+                .saturating_sub(busy.deliveries.len());
+            (room, full)
+        };
+        if room == 0 {
+            return Ok(0);
+        }
+        let limit = u32::try_from(room.max(50)).unwrap_or(u32::MAX);
+        let due = self.store.due_deliveries(now, limit, &full).await?;
+        let mut hooks: HashMap<i64, Arc<Webhook>> = HashMap::new();
+        let mut started = 0;
+        for d in due {
+            if started == room {
+                break;
+            }
+            if !self.take_slot(&d) {
+                continue;
+            }
+            let hook = match hooks.get(&d.webhook_id) {
+                Some(h) => h.clone(),
+                None => match self.store.webhook(d.webhook_id).await {
+                    Ok(w) => hooks.entry(w.id).or_insert(Arc::new(w)).clone(),
+                    Err(e) => {
+                        self.release(&d);
+                        return Err(e);
+                    }
+                },
+            };
+            let this = self.clone();
+            tasks.spawn(async move {
+                this.deliver(&hook, &d).await;
+                this.release(&d);
+            });
+            started += 1;
+        }
+        Ok(started)
+    }
+
+    /// Claims an in-flight slot for `d`, unless it is already in flight or its endpoint is
+    /// at its bound.
+    fn take_slot(&self, d: &Delivery) -> bool {
+        let mut busy = self.busy();
+        let n = busy.per_endpoint.get(&d.webhook_id).copied().unwrap_or(0);
+        if n >= self.settings.per_endpoint || busy.deliveries.contains(&d.id) {
+            return false;
+        }
+        busy.deliveries.insert(d.id);
+        busy.per_endpoint.insert(d.webhook_id, n + 1);
+        true
+    }
+
+    fn release(&self, d: &Delivery) {
+        let mut busy = self.busy();
+        busy.deliveries.remove(&d.id);
+        if let Some(n) = busy.per_endpoint.get_mut(&d.webhook_id) {
+            *n -= 1;
+            if *n == 0 {
+                busy.per_endpoint.remove(&d.webhook_id);
+            }
+        }
+    }
+
+    /// One pass (for tests): starts the due deliveries there is room for and waits until
+    /// they are done; returns how many were attempted.
+    pub async fn run_once(&self) -> StoreResult<usize> {
+        let mut tasks = JoinSet::new();
+        let started = self.start_due(&mut tasks).await?;
+        while tasks.join_next().await.is_some() {}
+        Ok(started)
+    }
+
+    /// Posts one delivery and records the attempt and what follows it.
+    async fn deliver(&self, w: &Webhook, d: &Delivery) {
+        let at = self.clock.now();
+        let status = self.post(w, d, at).await;
+        let n = d.tries + 1;
+        let state = if status.is_some_and(|s| (200..300).contains(&s)) {
+            DeliveryState::Delivered
+        } else if n >= i64::from(self.settings.retry.max_attempts) {
+            DeliveryState::Failed
+        } else {
+            DeliveryState::Pending
+        };
+        let exponent = u32::try_from(n - 1).unwrap_or(0).min(30);
+        let wait = self.settings.retry.base.saturating_mul(1 << exponent);
+        let next = at.plus(time::Duration::try_from(wait).unwrap_or(time::Duration::HOUR));
+        let attempt = DeliveryAttempt {
+            attempt: n,
+            at,
+            status,
+            error: status.is_none().then(|| FAILED.to_owned()),
+        };
+        if let Err(e) = self.store.record_attempt(d.id, &attempt, state, next).await {
+            // The delivery stays due and is sent again: at least once.
+            tracing::warn!(delivery = d.id, error = %e.chain(), "recording a webhook attempt failed");
+        }
+    }
+
+    /// The receiver's status, or `None` if no exchange completed within the timeout.
+    async fn post(&self, w: &Webhook, d: &Delivery, now: Timestamp) -> Option<u16> {
+        if let Some(ip) = self.policy.refused_literal(&w.url) {
+            tracing::debug!(webhook = w.id, %ip, "webhook target is an internal address");
+            return None;
+        }
+        let t = now.unix_micros().div_euclid(1_000_000);
+        let req = hyper::Request::post(&w.url)
+            .header("content-type", "application/json")
+            .header("coupond-event", &d.event_type)
+            .header("coupond-delivery", d.id.to_string())
+            .header("coupond-signature", signature(&w.secret, t, &d.payload))
+            .body(Full::new(Bytes::from(d.payload.clone())));
+        let failure = match req {
+            Ok(req) => {
+                match tokio::time::timeout(self.settings.timeout, self.client.request(req)).await {
+                    Ok(Ok(res)) => return Some(res.status().as_u16()),
+                    Ok(Err(e)) => coupond_store::error::chain(&e),
+                    Err(_) => format!("no answer within {:?}", self.settings.timeout),
+                }
+            }
+            Err(e) => format!("bad request: {e}"),
+        };
+        tracing::debug!(webhook = w.id, delivery = d.id, error = %failure, "webhook delivery failed");
+        None
+    }
+
+    /// Sends until `shutdown` turns true (or its sender is dropped): looks for due deliveries
+    /// every second and whenever one in flight ends; then lets those in flight finish.
+    pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
+        let mut tasks = JoinSet::new();
+        loop {
+            if *shutdown.borrow() {
+                break;
+            }
+            if let Err(e) = self.start_due(&mut tasks).await {
+                tracing::warn!(error = %e.chain(), "sending webhooks failed; retrying");
+            }
+            tokio::select! {
+                Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+                () = tokio::time::sleep(Duration::from_secs(1)) => {}
+                changed = shutdown.changed() => if changed.is_err() { break },
+            }
+        }
+        while tasks.join_next().await.is_some() {}
+    }
+}
