@@ -69,6 +69,17 @@ impl Principal {
         }
     }
 
+    /// The caller as a key for what is kept per caller (idempotency keys, uploads):
+    /// `user:<id>`, `merchant:<id>`, `platform` or `service`.
+    pub fn scope(&self) -> String {
+        match self {
+            Principal::User(u) => format!("user:{u}"),
+            Principal::Merchant(m) => format!("merchant:{m}"),
+            Principal::Platform => "platform".to_owned(),
+            Principal::Service => "service".to_owned(),
+        }
+    }
+
     /// The merchant this caller is bound to, if it is a merchant.
     pub fn merchant(&self) -> Option<MerchantId> {
         match self {

@@ -38,14 +38,8 @@ pub fn key(
                 "Idempotency-Key must be 1 to 255 visible ASCII characters",
             )
         })?;
-    let scope = match p {
-        Principal::User(u) => format!("user:{u}"),
-        Principal::Merchant(m) => format!("merchant:{m}"),
-        Principal::Platform => "platform".to_owned(),
-        Principal::Service => "service".to_owned(),
-    };
     Ok(Some(IdempotencyKey {
-        key: format!("{scope}\n{route}\n{key}"),
+        key: format!("{}\n{route}\n{key}", p.scope()),
         fingerprint: Sha256::digest(asked.as_bytes()).into(),
     }))
 }
@@ -167,10 +161,18 @@ async fn run(
         )
         .into_response()),
         IdempotencyStart::New => {
-            let res = next
-                .run(Request::from_parts(parts, Body::from(bytes)))
-                .await;
-            Ok(finish(state, &key.key, res).await)
+            // On a task of its own: a request timeout, or a client that goes away, must not
+            // stop the request between its commit and the record of its answer (a retry
+            // would then run the write again).
+            let (state, key) = (state.clone(), key.key);
+            let req = Request::from_parts(parts, Body::from(bytes));
+            let work = crate::observe::carry(async move {
+                let res = next.run(req).await;
+                finish(&state, &key, res).await
+            });
+            Ok(tokio::spawn(work).await.unwrap_or_else(|e| {
+                ApiError::Internal(format!("the request's task failed: {e}").into()).into_response()
+            }))
         }
     }
 }
@@ -179,8 +181,7 @@ async fn run(
 /// operator's own systems.
 fn limited_scope(p: &Principal) -> Option<String> {
     match p {
-        Principal::User(u) => Some(format!("user:{u}")),
-        Principal::Merchant(m) => Some(format!("merchant:{m}")),
+        Principal::User(_) | Principal::Merchant(_) => Some(p.scope()),
         Principal::Platform | Principal::Service => None,
     }
 }

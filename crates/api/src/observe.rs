@@ -23,6 +23,18 @@ pub fn current_request_id() -> Option<String> {
     REQUEST_ID.try_with(Clone::clone).ok()
 }
 
+/// `fut` with this request's id and span, for work the request hands to another task.
+pub fn carry<F: std::future::Future>(fut: F) -> impl std::future::Future<Output = F::Output> {
+    let id = current_request_id();
+    let fut = fut.instrument(tracing::Span::current());
+    async move {
+        match id {
+            Some(id) => REQUEST_ID.scope(id, fut).await,
+            None => fut.await,
+        }
+    }
+}
+
 /// The process-wide Prometheus recorder. Installed on first use; later calls (several apps in
 /// one test process) share it.
 pub fn metrics_handle() -> &'static PrometheusHandle {

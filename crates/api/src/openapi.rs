@@ -69,7 +69,8 @@ impl Modify for BearerAuth {
 }
 
 /// Every write route takes `Idempotency-Key` (the claim and redemption routes document their
-/// own, with what a retry returns); documenting it here keeps the routes from repeating it.
+/// own, with what a retry returns), and with it may answer 409, 422 and 429 (keyed writes are
+/// rate limited per user and merchant); documenting it here keeps the routes from repeating it.
 struct IdempotencyDocs;
 
 impl Modify for IdempotencyDocs {
@@ -114,6 +115,7 @@ impl Modify for IdempotencyDocs {
                 for (status, what) in [
                     ("409", "A conflict with the current state, or a retry while the first request with its Idempotency-Key runs"),
                     ("422", "The body breaks a rule, or the Idempotency-Key was used for another request"),
+                    ("429", "Over a rate limit (writes with an Idempotency-Key per user or merchant, among others); see Retry-After"),
                 ] {
                     op.responses.responses.entry(status.to_owned()).or_insert_with(|| {
                         ResponseBuilder::new()

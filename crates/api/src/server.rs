@@ -1,13 +1,14 @@
 //! The HTTP listener: every connection a client opens is bounded.
 //!
-//! - At most `max_connections` are open at once; one more is closed as soon as it is accepted
-//!   (and logged, at most every 10 s, with how many were refused), so a flood of connections
-//!   cannot take the process's file descriptors from the clients it serves.
+//! - At most `max_connections` are open at once, and `max_connections_per_ip` from one
+//!   address; one more is closed as soon as it is accepted (and logged, at most every 10 s,
+//!   with how many were refused), so a flood of connections cannot take the process's file
+//!   descriptors from the clients it serves.
 //! - A request head must arrive within `header_timeout`, counted from when the server starts
 //!   waiting for it: on a new connection, and after each response on a kept-alive one (so it
 //!   is also how long an idle keep-alive connection stays open). hyper enforces it.
-//! - A connection on which no byte moves either way for `stall_timeout` is closed: a body
-//!   trickling in, or a client that stops reading its answer ([`Stalled`]).
+//! - A connection whose client stops reading its answer is closed once a write has made no
+//!   progress for `stall_timeout` ([`Stalled`]).
 //! - The handler's own time limit (`request_timeout`) is a layer of the router
 //!   ([`crate::router`]); it answers 408.
 //!
@@ -16,6 +17,7 @@
 
 use std::future::Future;
 use std::io;
+use std::net::IpAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -39,8 +41,11 @@ pub struct ConnectionLimits {
     pub max_connections: usize,
     /// Time to receive a request head (also the keep-alive idle limit).
     pub header_timeout: Duration,
-    /// Time without a byte moving either way before a connection is closed.
+    /// Time a write may make no progress (the client not reading) before the connection is
+    /// closed.
     pub stall_timeout: Duration,
+    /// Connections open at once from one address (0: no limit); more are closed on accept.
+    pub max_connections_per_ip: usize,
 }
 
 impl Default for ConnectionLimits {
@@ -49,6 +54,7 @@ impl Default for ConnectionLimits {
             max_connections: 10_000,
             header_timeout: Duration::from_secs(15),
             stall_timeout: Duration::from_secs(30),
+            max_connections_per_ip: 1_000,
         }
     }
 }
@@ -68,6 +74,7 @@ pub async fn serve(
     http.timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout);
     let refused = RefusalLog::default();
+    let per_ip = PerIp::default();
     tokio::pin!(shutdown);
     loop {
         let (stream, peer) = tokio::select! {
@@ -81,7 +88,12 @@ pub async fn serve(
             () = &mut shutdown => break,
         };
         let Ok(permit) = permits.clone().try_acquire_owned() else {
-            refused.note(limits.max_connections);
+            refused.note("max_connections", limits.max_connections);
+            drop(stream);
+            continue;
+        };
+        let Some(from_peer) = per_ip.take(peer.ip(), limits.max_connections_per_ip) else {
+            refused.note("max_connections_per_ip", limits.max_connections_per_ip);
             drop(stream);
             continue;
         };
@@ -99,6 +111,7 @@ pub async fn serve(
                 tracing::debug!(%peer, error = %e, "connection ended with an error");
             }
             metrics::gauge!("http_open_connections").decrement(1.0);
+            drop(from_peer);
             drop(permit);
         });
     }
@@ -129,7 +142,7 @@ struct RefusalLog {
 }
 
 impl RefusalLog {
-    fn note(&self, cap: usize) {
+    fn note(&self, setting: &'static str, cap: usize) {
         metrics::counter!("http_connections_refused_total").increment(1);
         let n = self.since_last.fetch_add(1, Ordering::Relaxed) + 1;
         let mut last = self
@@ -141,7 +154,8 @@ impl RefusalLog {
             *last = Some(now);
             self.since_last.store(0, Ordering::Relaxed);
             tracing::warn!(
-                max_connections = cap,
+                setting,
+                cap,
                 refused = n,
                 "connection cap reached: closing new connections until some end"
             );
@@ -149,8 +163,56 @@ impl RefusalLog {
     }
 }
 
-/// A stream that fails with `TimedOut` once no byte has moved either way for `limit` while
-/// someone waits on it. hyper then closes the connection.
+/// Open connections per client address.
+#[derive(Debug, Default)]
+struct PerIp {
+    // A std mutex: held only to count, never across an await.
+    open: Arc<std::sync::Mutex<std::collections::HashMap<IpAddr, usize>>>,
+}
+
+/// One connection counted for its address, until dropped.
+#[derive(Debug)]
+struct FromPeer {
+    open: Arc<std::sync::Mutex<std::collections::HashMap<IpAddr, usize>>>,
+    ip: IpAddr,
+}
+
+impl PerIp {
+    /// Counts a connection from `ip`, unless it already has `cap` (0: no cap).
+    fn take(&self, ip: IpAddr, cap: usize) -> Option<FromPeer> {
+        let mut open = self
+            .open
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let n = open.entry(ip).or_insert(0);
+        if cap > 0 && *n >= cap {
+            return None;
+        }
+        *n += 1;
+        Some(FromPeer {
+            open: self.open.clone(),
+            ip,
+        })
+    }
+}
+
+impl Drop for FromPeer {
+    fn drop(&mut self) {
+        let mut open = self
+            .open
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(n) = open.get_mut(&self.ip) {
+            *n -= 1;
+            if *n == 0 {
+                open.remove(&self.ip);
+            }
+        }
+    }
+}
+
+/// A stream whose writes fail with `TimedOut` once a write has made no progress for `limit`
+/// (the client stopped reading its answer). hyper then closes the connection.
 #[derive(Debug)]
 pub struct Stalled<S> {
     inner: S,
@@ -187,22 +249,16 @@ impl<S> Stalled<S> {
     }
 }
 
+// Reads are not timed here: while a handler runs, hyper keeps a read pending to notice a
+// client that went away, and a quiet client is no stall. A head that does not arrive is
+// `header_timeout`'s, a body that does not arrive `request_timeout`'s.
 impl<S: AsyncRead + Unpin> AsyncRead for Stalled<S> {
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        let before = buf.filled().len();
-        match Pin::new(&mut self.inner).poll_read(cx, buf) {
-            Poll::Ready(res) => {
-                if buf.filled().len() > before {
-                    self.last_progress = Instant::now();
-                }
-                Poll::Ready(res)
-            }
-            Poll::Pending => self.check_stall(cx).map(Err),
-        }
+        Pin::new(&mut self.inner).poll_read(cx, buf)
     }
 }
 
@@ -252,5 +308,29 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Stalled<S> {
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    #[tokio::test(start_paused = true)]
+    async fn a_write_the_client_does_not_read_ends_after_the_stall_timeout() {
+        let (ours, mut theirs) = tokio::io::duplex(64);
+        let mut s = Stalled::new(ours, Duration::from_secs(5));
+        // A quiet client is no stall: nothing to read, and no error, for as long as it takes.
+        let mut buf = [0u8; 8];
+        let quiet = tokio::time::timeout(Duration::from_secs(60), s.read(&mut buf)).await;
+        assert!(quiet.is_err(), "still waiting after 60 s, without an error");
+        // A client that does not read: the write stops making progress and fails.
+        let started = tokio::time::Instant::now();
+        let err = s.write_all(&[0u8; 1024]).await.unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::TimedOut);
+        assert_eq!(started.elapsed(), Duration::from_secs(5));
+        // What was written before the stall was delivered.
+        let mut got = [0u8; 64];
+        assert_eq!(theirs.read(&mut got).await.unwrap(), 64);
     }
 }

@@ -1,6 +1,7 @@
 //! Application state: read-only after start and cheap to clone (one `Arc`).
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use coupond_domain::Timestamp;
 use coupond_engine::{Checkout, ClaimEngine, ClaimMode, Clock, CodeGenerator, IssuanceWorker};
@@ -108,6 +109,24 @@ impl Default for ApiSettings {
     }
 }
 
+/// The right to read one upload; given back when dropped.
+#[derive(Debug)]
+pub struct UploadPermit {
+    _permit: tokio::sync::OwnedSemaphorePermit,
+    who: String,
+    // A std mutex: held only to update the set, never across an await.
+    uploading: Arc<Mutex<HashSet<String>>>,
+}
+
+impl Drop for UploadPermit {
+    fn drop(&mut self) {
+        self.uploading
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&self.who);
+    }
+}
+
 /// Everything a handler needs, shared by all requests.
 #[derive(Clone, Debug)]
 pub struct AppState {
@@ -126,6 +145,8 @@ struct Inner {
     code_set_limits: Limit<MerchantId>,
     /// One permit per upload being read: the bound on uploads in memory at once.
     uploads: Arc<Semaphore>,
+    /// Who has an upload being read: one at a time each, so nobody holds every permit.
+    uploading: Arc<Mutex<HashSet<String>>>,
     codes: CodeGenerator,
     checkout: Checkout,
     issuance: IssuanceWorker,
@@ -166,6 +187,7 @@ impl AppState {
                 uploads: Arc::new(Semaphore::new(
                     settings.max_concurrent_uploads.max(1) as usize
                 )),
+                uploading: Arc::default(),
                 codes,
                 checkout,
                 issuance,
@@ -233,9 +255,24 @@ impl AppState {
         &self.inner.code_set_limits
     }
 
-    /// A permit to read an upload, if fewer than `max_concurrent_uploads` are being read.
-    pub fn upload_permit(&self) -> Option<tokio::sync::OwnedSemaphorePermit> {
-        self.inner.uploads.clone().try_acquire_owned().ok()
+    /// A permit to read an upload for `who` (a principal's scope), if fewer than
+    /// `max_concurrent_uploads` are being read and `who` has none being read.
+    pub fn upload_permit(&self, who: &str) -> Option<UploadPermit> {
+        let mut uploading = self
+            .inner
+            .uploading
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if uploading.contains(who) {
+            return None;
+        }
+        let permit = self.inner.uploads.clone().try_acquire_owned().ok()?;
+        uploading.insert(who.to_owned());
+        Some(UploadPermit {
+            _permit: permit,
+            who: who.to_owned(),
+            uploading: self.inner.uploading.clone(),
+        })
     }
 
     /// Forgets rate-limit keys back at a full burst (called periodically by `serve`).

@@ -87,11 +87,13 @@ pub struct Config {
     pub cache_ttl: Duration,
     /// Connections open at once; more are closed on accept (and logged).
     pub max_connections: usize,
+    /// Connections open at once from one client address (0: no limit).
+    pub max_connections_per_ip: usize,
     /// Time a client has to send a request head, from the connection's start or the end of
     /// the previous response (so also the keep-alive idle limit).
     #[serde(with = "humantime_serde")]
     pub header_timeout: Duration,
-    /// A connection on which no byte moves either way for this long is closed.
+    /// A connection whose client stops reading its answer for this long is closed.
     #[serde(with = "humantime_serde")]
     pub stall_timeout: Duration,
     /// The longest a request may take, reading its body included (408 after it).
@@ -104,7 +106,8 @@ pub struct Config {
     pub max_token_lifetime: Duration,
     /// Larger answers to requests with an `Idempotency-Key` are not kept for replay.
     pub idempotency_max_answer_bytes: usize,
-    /// New `Idempotency-Key`s per second one user or merchant may start; 0 disables.
+    /// Writes with an `Idempotency-Key` per second one user or merchant may send (replays
+    /// and retries count); 0 disables.
     pub idempotency_rate_per_principal: u32,
     /// New keys one user or merchant may start at once.
     pub idempotency_burst_per_principal: u32,
@@ -258,14 +261,17 @@ webhook_max_attempts = 12
 # `coupond keys revoke` stops working within this time. "0s" turns the cache off.
 cache_ttl = "1s"
 
-# Connections. At most max_connections are open at once (more are closed on accept, and
-# logged); keep it below the process's file descriptor limit (ulimit -n). A request head must
-# arrive within header_timeout, counted from the connection's start and from the end of the
-# previous response (so an idle keep-alive connection closes after it too: keep a load
-# balancer's idle timeout below it). A connection on which no byte moves either way for
-# stall_timeout is closed (a body trickling in, a client that stops reading). A request that
-# takes longer than request_timeout, reading its body included, is answered 408.
+# Connections. At most max_connections are open at once, and max_connections_per_ip from one
+# client address (0: no per-address limit; behind a load balancer, every connection comes
+# from its addresses); more are closed on accept, and logged. Keep max_connections below the
+# process's file descriptor limit (ulimit -n). A request head must arrive within
+# header_timeout, counted from the connection's start and from the end of the previous
+# response (so an idle keep-alive connection closes after it too: keep a load balancer's idle
+# timeout below it). A connection whose client stops reading its answer for stall_timeout is
+# closed. A request that takes longer than request_timeout, reading its body included, is
+# answered 408. The three times must be at least 1s.
 max_connections = 10000
+max_connections_per_ip = 1000
 header_timeout = "15s"
 stall_timeout = "30s"
 request_timeout = "60s"
@@ -279,7 +285,8 @@ max_token_lifetime = "30days"
 # Answers to writes with an Idempotency-Key larger than this are not kept: a replay of such a
 # key answers 409 idempotency_answer_not_kept. Every answer of the API is far smaller.
 idempotency_max_answer_bytes = 65536
-# New Idempotency-Keys per second (and at once) one user or merchant may start; over it, 429.
+# Writes with an Idempotency-Key per second (and at once) one user or merchant may send
+# (replays and retries count too); over it, 429.
 # Service and platform keys (the operator's own systems) are not limited. 0 disables.
 idempotency_rate_per_principal = 20
 idempotency_burst_per_principal = 200
@@ -310,7 +317,7 @@ background_txn_target = "10ms"
 "#;
 
 /// Setting names read from `COUPOND_<NAME>`.
-const ENV_KEYS: [&str; 45] = [
+const ENV_KEYS: [&str; 46] = [
     "listen",
     "database_url",
     "jwt_secret",
@@ -340,6 +347,7 @@ const ENV_KEYS: [&str; 45] = [
     "webhook_max_attempts",
     "cache_ttl",
     "max_connections",
+    "max_connections_per_ip",
     "header_timeout",
     "stall_timeout",
     "request_timeout",
@@ -387,10 +395,31 @@ impl Config {
         fig = fig
             .merge(Env::prefixed("COUPOND_").only(&ENV_KEYS))
             .merge(Serialized::defaults(flags));
-        fig.extract::<Config>().map_err(|e| {
+        let config = fig.extract::<Config>().map_err(|e| {
             let msgs: Vec<String> = e.into_iter().map(|e| e.to_string()).collect();
             anyhow::anyhow!("invalid configuration: {}", msgs.join("; "))
-        })
+        })?;
+        config.check()?;
+        Ok(config)
+    }
+
+    /// Rules between values that serde cannot express.
+    fn check(&self) -> anyhow::Result<()> {
+        for (name, value) in [
+            ("header_timeout", self.header_timeout),
+            ("stall_timeout", self.stall_timeout),
+            ("request_timeout", self.request_timeout),
+        ] {
+            anyhow::ensure!(
+                value >= Duration::from_secs(1),
+                "invalid configuration: {name} must be at least 1s"
+            );
+        }
+        anyhow::ensure!(
+            self.max_connections > 0,
+            "invalid configuration: max_connections must be at least 1"
+        );
+        Ok(())
     }
 }
 
@@ -429,6 +458,7 @@ impl fmt::Debug for Config {
             .field("webhook_max_attempts", &self.webhook_max_attempts)
             .field("cache_ttl", &self.cache_ttl)
             .field("max_connections", &self.max_connections)
+            .field("max_connections_per_ip", &self.max_connections_per_ip)
             .field("header_timeout", &self.header_timeout)
             .field("stall_timeout", &self.stall_timeout)
             .field("request_timeout", &self.request_timeout)
@@ -590,6 +620,10 @@ mod tests {
             let err = Config::load(None, &Overrides::default()).expect_err("rejected");
             assert!(err.to_string().to_lowercase().contains("listen"), "{err}");
             jail.set_env("COUPOND_LISTEN", "127.0.0.1:1");
+            jail.set_env("COUPOND_STALL_TIMEOUT", "0s");
+            let err = Config::load(None, &Overrides::default()).expect_err("zero refused");
+            assert!(err.to_string().contains("stall_timeout"), "{err}");
+            jail.set_env("COUPOND_STALL_TIMEOUT", "30s");
             jail.create_file("bad.toml", "no_such_setting = 1\n")?;
             let err = Config::load(Some(Path::new("bad.toml")), &Overrides::default())
                 .expect_err("unknown key rejected");

@@ -202,6 +202,7 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
     let engine = state.claims().clone();
     let limits = ConnectionLimits {
         max_connections: config.max_connections,
+        max_connections_per_ip: config.max_connections_per_ip,
         header_timeout: config.header_timeout,
         stall_timeout: config.stall_timeout,
     };

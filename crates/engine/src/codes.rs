@@ -86,14 +86,18 @@ impl CodeGenerator {
     }
 
     async fn step(&self, batch: &CodeBatch) -> StoreResult<CodeBatch> {
-        let want = (batch.count - batch.generated).min(self.pacer.size());
+        let size = self.pacer.size();
+        let want = (batch.count - batch.generated).min(size);
         let codes = draw(&batch.prefix, batch.length, want as usize);
         let started = std::time::Instant::now();
         let batch = self
             .store
             .add_codes(batch.id, &codes, self.clock.now())
             .await?;
-        self.pacer.record(want, started.elapsed());
+        // Only a full chunk says what `size` codes cost (the last one of a batch is smaller).
+        if want == size {
+            self.pacer.record(want, started.elapsed());
+        }
         Ok(batch)
     }
 

@@ -91,7 +91,10 @@ impl IssuanceWorker {
             .store
             .issue_chunk(id, &users, size, self.clock.now())
             .await?;
-        self.pacer.record(size, started.elapsed());
+        // Only a full chunk says what `size` users cost: the job is still open after it.
+        if job.as_ref().is_some_and(open) {
+            self.pacer.record(size, started.elapsed());
+        }
         coupond_store::failpoints::hit("issuance.after_chunk")?;
         if job.as_ref().is_none_or(|j| !open(j)) {
             self.users

@@ -101,7 +101,7 @@ impl SqliteStore {
         let Some(last) = transitions.last() else {
             return Ok(true);
         };
-        let mut tx = self.begin().await?;
+        let (_turn, mut tx) = self.begin_background().await?;
         let moved =
             sqlx::query("UPDATE activities SET announced = ? WHERE id = ? AND announced = ?")
                 .bind(last.to.as_str())
@@ -137,7 +137,7 @@ impl SqliteStore {
         let Some(last) = transitions.last() else {
             return Ok(true);
         };
-        let mut tx = self.begin().await?;
+        let (_turn, mut tx) = self.begin_background().await?;
         let moved =
             sqlx::query("UPDATE templates SET announced = ? WHERE id = ? AND announced = ?")
                 .bind(last.to.as_str())
@@ -370,7 +370,7 @@ impl SqliteStore {
         content: &MessageContent,
         now: Timestamp,
     ) -> StoreResult<bool> {
-        let mut tx = self.begin().await?;
+        let (_turn, mut tx) = self.begin_background().await?;
         let gone =
             sqlx::query("DELETE FROM reminders WHERE user_id = ? AND template_id = ? AND day = ?")
                 .bind(r.user_id.as_str())

@@ -156,7 +156,7 @@ impl SqliteStore {
         state: DeliveryState,
         next: Timestamp,
     ) -> StoreResult<()> {
-        let mut tx = self.begin().await?;
+        let (_turn, mut tx) = self.begin_background().await?;
         sqlx::query(
             "INSERT INTO webhook_attempts (delivery_id, attempt, at, status, error)
              VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",

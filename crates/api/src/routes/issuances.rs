@@ -220,9 +220,11 @@ pub async fn create(
     let form = Form::of(&headers)?;
     const ROUTE: &str = "POST /v1/templates/{id}/issuances";
     idempotency::key(&headers, &p, ROUTE, "")?;
-    let permit = s.upload_permit().ok_or(ApiError::TooManyUploads)?;
+    // Held until the job is stored: the parsed list is in memory until then.
+    let _permit = s
+        .upload_permit(&p.scope())
+        .ok_or(ApiError::TooManyUploads)?;
     let (parsed, digest) = read_users(body, form, s.settings().max_upload_bytes).await?;
-    drop(permit);
     if parsed.users.is_empty() {
         let field = if form == Form::Json {
             "user_ids"

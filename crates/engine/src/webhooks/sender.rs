@@ -77,6 +77,27 @@ struct Busy {
     per_endpoint: HashMap<i64, usize>,
 }
 
+/// A delivery's place among those in flight, given back on drop.
+#[derive(Debug)]
+struct Slot {
+    busy: Arc<Mutex<Busy>>,
+    delivery: i64,
+    webhook: i64,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut busy = self.busy.lock().unwrap_or_else(PoisonError::into_inner);
+        busy.deliveries.remove(&self.delivery);
+        if let Some(n) = busy.per_endpoint.get_mut(&self.webhook) {
+            *n -= 1;
+            if *n == 0 {
+                busy.per_endpoint.remove(&self.webhook);
+            }
+        }
+    }
+}
+
 /// Posts due deliveries. Cheap to clone (the clones share what is in flight).
 #[derive(Clone)]
 pub struct WebhookSender {
@@ -134,7 +155,9 @@ impl WebhookSender {
         {
             return Ok(0);
         }
-        let (room, full) = {
+        // What is in flight now: such a delivery may still come back from the query (its
+        // attempt not recorded yet) and must not start again, even if it ends meanwhile.
+        let (room, full, in_flight) = {
             let busy = self.busy();
             let full: Vec<i64> = busy
                 .per_endpoint
@@ -146,7 +169,7 @@ impl WebhookSender {
                 .settings
                 .concurrency
                 .saturating_sub(busy.deliveries.len());
-            (room, full)
+            (room, full, busy.deliveries.clone())
         };
         if room == 0 {
             return Ok(0);
@@ -159,23 +182,23 @@ impl WebhookSender {
             if started == room {
                 break;
             }
-            if !self.take_slot(&d) {
+            if in_flight.contains(&d.id) {
                 continue;
             }
+            let Some(slot) = self.take_slot(&d) else {
+                continue;
+            };
             let hook = match hooks.get(&d.webhook_id) {
                 Some(h) => h.clone(),
-                None => match self.store.webhook(d.webhook_id).await {
-                    Ok(w) => hooks.entry(w.id).or_insert(Arc::new(w)).clone(),
-                    Err(e) => {
-                        self.release(&d);
-                        return Err(e);
-                    }
-                },
+                None => {
+                    let w = self.store.webhook(d.webhook_id).await?;
+                    hooks.entry(w.id).or_insert(Arc::new(w)).clone()
+                }
             };
             let this = self.clone();
             tasks.spawn(async move {
                 this.deliver(&hook, &d).await;
-                this.release(&d);
+                drop(slot);
             });
             started += 1;
         }
@@ -183,27 +206,20 @@ impl WebhookSender {
     }
 
     /// Claims an in-flight slot for `d`, unless it is already in flight or its endpoint is
-    /// at its bound.
-    fn take_slot(&self, d: &Delivery) -> bool {
+    /// at its bound. The slot is given back when dropped (also if its task panics).
+    fn take_slot(&self, d: &Delivery) -> Option<Slot> {
         let mut busy = self.busy();
         let n = busy.per_endpoint.get(&d.webhook_id).copied().unwrap_or(0);
         if n >= self.settings.per_endpoint || busy.deliveries.contains(&d.id) {
-            return false;
+            return None;
         }
         busy.deliveries.insert(d.id);
         busy.per_endpoint.insert(d.webhook_id, n + 1);
-        true
-    }
-
-    fn release(&self, d: &Delivery) {
-        let mut busy = self.busy();
-        busy.deliveries.remove(&d.id);
-        if let Some(n) = busy.per_endpoint.get_mut(&d.webhook_id) {
-            *n -= 1;
-            if *n == 0 {
-                busy.per_endpoint.remove(&d.webhook_id);
-            }
-        }
+        Some(Slot {
+            busy: self.busy.clone(),
+            delivery: d.id,
+            webhook: d.webhook_id,
+        })
     }
 
     /// One pass (for tests): starts the due deliveries there is room for and waits until
@@ -244,8 +260,8 @@ impl WebhookSender {
 
     /// The receiver's status, or `None` if no exchange completed within the timeout.
     async fn post(&self, w: &Webhook, d: &Delivery, now: Timestamp) -> Option<u16> {
-        if let Some(ip) = self.policy.refused_literal(&w.url) {
-            tracing::debug!(webhook = w.id, %ip, "webhook target is an internal address");
+        if let Some(why) = self.policy.refuses(&w.url) {
+            tracing::debug!(webhook = w.id, %why, "webhook target refused");
             return None;
         }
         let t = now.unix_micros().div_euclid(1_000_000);

@@ -23,6 +23,9 @@ use ipnet::IpNet;
 /// is accepted and checked again at delivery.
 const RESOLVE_AT_REGISTRATION: Duration = Duration::from_secs(2);
 
+/// Registration lookups in flight at once, process-wide.
+static LOOKUPS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(4);
+
 /// The internal ranges refused unless allowed.
 const FORBIDDEN_V4: [&str; 13] = [
     "0.0.0.0/8",       // "this network", unspecified
@@ -112,12 +115,17 @@ impl TargetPolicy {
                     self.check_ip(IpAddr::V4(Ipv4Addr::LOCALHOST))?;
                     self.check_ip(IpAddr::V6(Ipv6Addr::LOCALHOST))?;
                 }
-                let port = url.port_or_known_default().unwrap_or(80);
-                let lookup = tokio::net::lookup_host(format!("{name}:{port}"));
-                let resolved = tokio::time::timeout(RESOLVE_AT_REGISTRATION, lookup).await;
-                if let Ok(Ok(addrs)) = resolved {
-                    for a in addrs {
-                        self.check_ip(a.ip())?;
+                // Lookups run on blocking threads that a timeout does not stop; at most a few
+                // at once, so registrations cannot pile them up (a name not looked up is
+                // checked at delivery all the same).
+                if let Ok(_permit) = LOOKUPS.try_acquire() {
+                    let port = url.port_or_known_default().unwrap_or(80);
+                    let lookup = tokio::net::lookup_host(format!("{name}:{port}"));
+                    let resolved = tokio::time::timeout(RESOLVE_AT_REGISTRATION, lookup).await;
+                    if let Ok(Ok(addrs)) = resolved {
+                        for a in addrs {
+                            self.check_ip(a.ip())?;
+                        }
                     }
                 }
             }
@@ -134,15 +142,32 @@ impl TargetPolicy {
         }
     }
 
-    /// The IP address a URL names literally, if it does and the address is not allowed (a
-    /// delivery refuses it before connecting: the resolver never sees IP literals).
-    pub fn refused_literal(&self, raw: &str) -> Option<IpAddr> {
-        let ip = match parse(raw).ok()?.host()? {
-            url::Host::Ipv4(ip) => IpAddr::V4(ip),
-            url::Host::Ipv6(ip) => IpAddr::V6(ip),
-            url::Host::Domain(_) => return None,
+    /// Why a stored URL may not be posted to now, if it may not: it does not pass today's
+    /// registration rules (rows written by an older version, or under another allow list),
+    /// or it names an internal address literally, as this crate's URL parser or as hyper's
+    /// reads it (the resolver never sees IP literals, so they are checked here).
+    pub fn refuses(&self, raw: &str) -> Option<String> {
+        let url = match parse(raw) {
+            Ok(url) => url,
+            Err(TargetError::Invalid(why)) => return Some(why.to_owned()),
+            Err(TargetError::Internal) => return Some("internal".to_owned()),
         };
-        (!self.allows_ip(ip)).then_some(ip)
+        let ours = match url.host() {
+            Some(url::Host::Ipv4(ip)) => Some(IpAddr::V4(ip)),
+            Some(url::Host::Ipv6(ip)) => Some(IpAddr::V6(ip)),
+            _ => None,
+        };
+        let hypers = raw
+            .trim()
+            .parse::<http::Uri>()
+            .ok()
+            .and_then(|u| u.host().map(|h| h.trim_matches(['[', ']']).to_owned()))
+            .and_then(|h| h.parse::<IpAddr>().ok());
+        [ours, hypers]
+            .into_iter()
+            .flatten()
+            .find(|ip| !self.allows_ip(*ip))
+            .map(|ip| format!("{ip} is internal"))
     }
 }
 
@@ -359,8 +384,18 @@ mod tests {
             p.check_url("http://10.0.0.1/").await,
             Err(TargetError::Internal)
         );
-        assert_eq!(p.refused_literal("http://10.0.0.1/"), Some(ip("10.0.0.1")));
-        assert_eq!(p.refused_literal("http://127.0.0.2/"), None);
+        assert!(p.refuses("http://10.0.0.1/").is_some());
+        assert_eq!(p.refuses("http://127.0.0.2/"), None);
+        // Rows an older version stored: credentials, bad ports, other schemes are refused
+        // rather than handed to hyper, which would read them differently.
+        for stored in [
+            "http://x@10.0.0.1:6379/",
+            "http://127.0.0.1:99999/",
+            "http://hooks.internal.example:99999/",
+            "ftp://93.184.216.34/",
+        ] {
+            assert!(p.refuses(stored).is_some(), "{stored}");
+        }
         assert!(TargetPolicy::new(&["not a host!".into()]).is_err());
     }
 

@@ -1,7 +1,7 @@
 //! Reading who to issue to: a JSON body of user ids, or an uploaded file read as it streams
 //! in ([`LineParser`]), so an upload's bytes are never held whole.
 
-use std::collections::HashSet;
+use std::hash::{BuildHasher, RandomState};
 
 use coupond_domain::UserId;
 use coupond_store::InvalidLine;
@@ -67,14 +67,37 @@ pub struct Parsed {
     pub duplicates: u64,
     pub invalid: u64,
     pub invalid_lines: Vec<InvalidLine>,
-    seen: HashSet<String>,
+    /// Positions in `users`, by the hash of the id: each id is kept once (in `users`), not
+    /// twice as a set of strings would.
+    seen: hashbrown::HashTable<u32>,
+    hasher: RandomState,
 }
 
 impl Parsed {
+    /// Whether `u` is new (and now kept).
+    fn keep(&mut self, u: UserId) -> bool {
+        let hash = self.hasher.hash_one(u.as_str());
+        let users = &self.users;
+        if self.seen.find(hash, |&i| users[i as usize] == u).is_some() {
+            return false;
+        }
+        let Ok(at) = u32::try_from(self.users.len()) else {
+            return false;
+        };
+        let hasher = &self.hasher;
+        self.seen
+            .insert_unique(hash, at, |&i| hasher.hash_one(users[i as usize].as_str()));
+        self.users.push(u);
+        true
+    }
+
     fn take(&mut self, line: u64, text: &str) {
         match UserId::parse(text) {
-            Ok(u) if self.seen.insert(u.as_str().to_owned()) => self.users.push(u),
-            Ok(_) => self.duplicates += 1,
+            Ok(u) => {
+                if !self.keep(u) {
+                    self.duplicates += 1;
+                }
+            }
             Err(_) => {
                 self.invalid += 1;
                 if self.invalid_lines.len() < REPORTED {

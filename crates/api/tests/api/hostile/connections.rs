@@ -89,6 +89,7 @@ async fn slow_and_idle_connections_are_closed_while_others_are_served() {
         max_connections: 2_000,
         header_timeout: Duration::from_secs(1),
         stall_timeout: Duration::from_secs(2),
+        max_connections_per_ip: 0,
     };
     let addr = app.listen(limits).await;
     let kinds = [
@@ -135,6 +136,7 @@ async fn connections_past_the_cap_are_closed_at_once() {
         max_connections: 20,
         header_timeout: Duration::from_secs(2),
         stall_timeout: Duration::from_secs(2),
+        max_connections_per_ip: 0,
     };
     let addr = app.listen(limits).await;
     // Twenty silent connections take every slot ...
@@ -157,6 +159,81 @@ async fn connections_past_the_cap_are_closed_at_once() {
         while matches!(s.read(&mut buf).await, Ok(n) if n > 0) {}
     }
     assert!(plain_request(addr).await < Duration::from_secs(1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_address_cannot_take_every_connection() {
+    let app = TestApp::new().await;
+    let limits = ConnectionLimits {
+        max_connections: 100,
+        max_connections_per_ip: 5,
+        header_timeout: Duration::from_secs(2),
+        stall_timeout: Duration::from_secs(2),
+    };
+    let addr = app.listen(limits).await;
+    let mut held = vec![];
+    for _ in 0..5 {
+        held.push(TcpStream::connect(addr).await.unwrap());
+    }
+    // The sixth from the same address is closed at once, though 95 places are free.
+    let mut extra = TcpStream::connect(addr).await.unwrap();
+    let _ = extra
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await;
+    let mut buf = [0u8; 64];
+    assert_eq!(extra.read(&mut buf).await.unwrap_or(0), 0);
+    drop(held);
+    // Its places come back as its connections close.
+    let mut served = false;
+    for _ in 0..50 {
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        let _ = s
+            .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .await;
+        let mut out = Vec::new();
+        let _ = s.read_to_end(&mut out).await;
+        if out.starts_with(b"HTTP/1.1 200") {
+            served = true;
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert!(served);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_that_stops_coming_is_answered_408_over_tcp() {
+    // The stall timeout is shorter than the request timeout: a client waiting for its answer
+    // (sending nothing) must still get the 408, not a closed connection.
+    let app = TestApp::with_settings(
+        Backend::Sqlite,
+        ApiSettings {
+            request_timeout: Duration::from_millis(1_500),
+            ..ApiSettings::default()
+        },
+    )
+    .await
+    .unwrap();
+    let addr = app
+        .listen(ConnectionLimits {
+            max_connections: 10,
+            max_connections_per_ip: 0,
+            header_timeout: Duration::from_secs(5),
+            stall_timeout: Duration::from_millis(300),
+        })
+        .await;
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "POST /v1/merchants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\n\
+         Content-Type: application/json\r\nContent-Length: 500\r\n\r\n{{\"name\": ",
+        app.platform
+    );
+    s.write_all(head.as_bytes()).await.unwrap();
+    let mut out = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut out)).await;
+    let text = String::from_utf8_lossy(&out);
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    assert!(text.contains("\"code\":\"request_timeout\""), "{text}");
 }
 
 #[tokio::test]

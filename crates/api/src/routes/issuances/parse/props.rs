@@ -7,6 +7,8 @@
 //! toolchain, which CI does not have, so the parsers of outside input are driven by proptest
 //! under plain `cargo test` instead.
 
+use std::collections::HashSet;
+
 use proptest::prelude::*;
 
 use super::*;
