@@ -5,10 +5,11 @@
 //!   with how many were refused), so a flood of connections cannot take the process's file
 //!   descriptors from the clients it serves.
 //! - A request head must arrive within `header_timeout`, counted from when the server starts
-//!   waiting for it: on a new connection, and after each response on a kept-alive one (so it
-//!   is also how long an idle keep-alive connection stays open). hyper enforces it.
+//!   waiting for it: on a new connection, and after each request on a kept-alive one (so it
+//!   is also how long an idle keep-alive connection stays open). [`Guarded`] enforces it on
+//!   the socket (hyper's own head timer is set too).
 //! - A connection whose client stops reading its answer is closed once a write has made no
-//!   progress for `stall_timeout` ([`Stalled`]).
+//!   progress for `stall_timeout` ([`Guarded`]).
 //! - The handler's own time limit (`request_timeout`) is a layer of the router
 //!   ([`crate::router`]); it answers 408.
 //!
@@ -19,7 +20,7 @@ use std::future::Future;
 use std::io;
 use std::net::IpAddr;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -98,11 +99,30 @@ pub async fn serve(
             continue;
         };
         let _ = stream.set_nodelay(true);
-        let io = TokioIo::new(Stalled::new(stream, limits.stall_timeout));
+        let in_flight = InFlight::default();
+        let io = TokioIo::new(Guarded::new(
+            stream,
+            limits.header_timeout,
+            limits.stall_timeout,
+            in_flight.clone(),
+        ));
         let app = app.clone();
         let service = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
             req.extensions_mut().insert(ConnectInfo(peer));
-            app.clone().oneshot(req.map(axum::body::Body::new))
+            // Counted from the moment the head is parsed until the handler answers.
+            // The answer's body keeps it counted until it is sent (a long download is no idle
+            // connection).
+            let handling = Handling::new(&in_flight);
+            let answer = app.clone().oneshot(req.map(axum::body::Body::new));
+            async move {
+                let res = answer.await?;
+                Ok::<_, std::convert::Infallible>(res.map(|body| {
+                    axum::body::Body::new(CountedBody {
+                        inner: body,
+                        _handling: handling,
+                    })
+                }))
+            }
         });
         let conn = graceful.watch(http.serve_connection(io, service));
         tokio::spawn(async move {
@@ -211,58 +231,170 @@ impl Drop for FromPeer {
     }
 }
 
-/// A stream whose writes fail with `TimedOut` once a write has made no progress for `limit`
-/// (the client stopped reading its answer). hyper then closes the connection.
+/// Requests of one connection being handled now: set by the service, read by [`Guarded`].
+pub type InFlight = Arc<AtomicUsize>;
+
+/// One request being handled, until dropped.
+struct Handling(InFlight);
+
+impl Handling {
+    fn new(in_flight: &InFlight) -> Self {
+        in_flight.fetch_add(1, Ordering::AcqRel);
+        Handling(in_flight.clone())
+    }
+}
+
+impl Drop for Handling {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// A response body that keeps its request counted as being handled until it is sent (or
+/// dropped).
+struct CountedBody {
+    inner: axum::body::Body,
+    _handling: Handling,
+}
+
+impl http_body::Body for CountedBody {
+    type Data = bytes::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// A connection's stream with its two time limits, enforced here rather than trusted to the
+/// HTTP layer alone:
+/// - while no request is being handled, a read must bring a whole request head within `idle`
+///   of the moment the connection became idle (its start, or the end of the previous
+///   request), whatever trickles in meanwhile: silent, half-sent, trickling and idle
+///   kept-alive connections all end;
+/// - a write that makes no progress for `stall` (the client stopped reading) fails.
+///
+/// Reads while a request is being handled are not timed here: hyper keeps one pending to
+/// notice a client that went away, and a quiet client waiting for its answer is no stall (the
+/// handler's time is `request_timeout`'s). Errors are `TimedOut`; hyper then closes the
+/// connection.
 #[derive(Debug)]
-pub struct Stalled<S> {
+pub struct Guarded<S> {
     inner: S,
-    limit: Duration,
-    last_progress: Instant,
-    /// Armed only while a read or write is pending; re-armed from `last_progress`.
-    timer: Pin<Box<Sleep>>,
+    idle: Duration,
+    stall: Duration,
+    in_flight: InFlight,
+    /// When the connection last became idle; `None` while a request is handled.
+    idle_since: Option<Instant>,
+    last_write: Instant,
+    read_timer: Pin<Box<Sleep>>,
+    write_timer: Pin<Box<Sleep>>,
 }
 
-impl<S> Stalled<S> {
-    pub fn new(inner: S, limit: Duration) -> Self {
+impl<S> Guarded<S> {
+    pub fn new(inner: S, idle: Duration, stall: Duration, in_flight: InFlight) -> Self {
         let now = Instant::now();
-        Stalled {
+        Guarded {
             inner,
-            limit,
-            last_progress: now,
-            timer: Box::pin(tokio::time::sleep_until(now + limit)),
+            idle,
+            stall,
+            in_flight,
+            idle_since: Some(now),
+            last_write: now,
+            read_timer: Box::pin(tokio::time::sleep_until(now + idle)),
+            write_timer: Box::pin(tokio::time::sleep_until(now + stall)),
         }
     }
 
-    /// Called when the inner stream is not ready: an error once the stall limit has passed.
-    fn check_stall(&mut self, cx: &mut Context<'_>) -> Poll<io::Error> {
-        let deadline = self.last_progress + self.limit;
-        if self.timer.deadline() != deadline {
-            self.timer.as_mut().reset(deadline);
+    /// A pending read: an error once the connection has been idle too long.
+    fn check_idle(&mut self, cx: &mut Context<'_>) -> Poll<io::Error> {
+        if self.in_flight.load(Ordering::Acquire) > 0 {
+            self.idle_since = None;
+            return Poll::Pending;
         }
-        match self.timer.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(io::Error::new(
-                io::ErrorKind::TimedOut,
-                "no data moved within stall_timeout",
-            )),
-            Poll::Pending => Poll::Pending,
+        let since = *self.idle_since.get_or_insert_with(Instant::now);
+        expired(
+            &mut self.read_timer,
+            since + self.idle,
+            cx,
+            "no request within header_timeout",
+        )
+    }
+
+    /// Whether the connection is idle and has been for longer than it may.
+    fn idle_expired(&mut self) -> bool {
+        if self.in_flight.load(Ordering::Acquire) > 0 {
+            self.idle_since = None;
+            return false;
+        }
+        let since = *self.idle_since.get_or_insert_with(Instant::now);
+        since + self.idle <= Instant::now()
+    }
+
+    /// A pending write: an error once writes have made no progress for too long.
+    fn check_stall(&mut self, cx: &mut Context<'_>) -> Poll<io::Error> {
+        let deadline = self.last_write + self.stall;
+        expired(
+            &mut self.write_timer,
+            deadline,
+            cx,
+            "the client stopped reading (stall_timeout)",
+        )
+    }
+
+    fn wrote(&mut self, res: &io::Result<usize>) {
+        if matches!(res, Ok(n) if *n > 0) {
+            self.last_write = Instant::now();
         }
     }
 }
 
-// Reads are not timed here: while a handler runs, hyper keeps a read pending to notice a
-// client that went away, and a quiet client is no stall. A head that does not arrive is
-// `header_timeout`'s, a body that does not arrive `request_timeout`'s.
-impl<S: AsyncRead + Unpin> AsyncRead for Stalled<S> {
+/// Polls `timer` set to `deadline`: an error once it has passed.
+fn expired(
+    timer: &mut Pin<Box<Sleep>>,
+    deadline: Instant,
+    cx: &mut Context<'_>,
+    why: &'static str,
+) -> Poll<io::Error> {
+    if timer.deadline() != deadline {
+        timer.as_mut().reset(deadline);
+    }
+    match timer.as_mut().poll(cx) {
+        Poll::Ready(()) => Poll::Ready(io::Error::new(io::ErrorKind::TimedOut, why)),
+        Poll::Pending => Poll::Pending,
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Guarded<S> {
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_read(cx, buf)
+        match Pin::new(&mut self.inner).poll_read(cx, buf) {
+            // Bytes arriving late do not buy time: an idle connection past its limit ends.
+            Poll::Ready(Ok(())) if self.idle_expired() => Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "no request within header_timeout",
+            ))),
+            Poll::Ready(res) => Poll::Ready(res),
+            Poll::Pending => self.check_idle(cx).map(Err),
+        }
     }
 }
 
-impl<S: AsyncWrite + Unpin> AsyncWrite for Stalled<S> {
+impl<S: AsyncWrite + Unpin> AsyncWrite for Guarded<S> {
     fn poll_write(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -270,9 +402,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Stalled<S> {
     ) -> Poll<io::Result<usize>> {
         match Pin::new(&mut self.inner).poll_write(cx, data) {
             Poll::Ready(res) => {
-                if matches!(res, Ok(n) if n > 0) {
-                    self.last_progress = Instant::now();
-                }
+                self.wrote(&res);
                 Poll::Ready(res)
             }
             Poll::Pending => self.check_stall(cx).map(Err),
@@ -286,9 +416,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Stalled<S> {
     ) -> Poll<io::Result<usize>> {
         match Pin::new(&mut self.inner).poll_write_vectored(cx, bufs) {
             Poll::Ready(res) => {
-                if matches!(res, Ok(n) if n > 0) {
-                    self.last_progress = Instant::now();
-                }
+                self.wrote(&res);
                 Poll::Ready(res)
             }
             Poll::Pending => self.check_stall(cx).map(Err),
@@ -317,10 +445,44 @@ mod tests {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     #[tokio::test(start_paused = true)]
+    async fn an_idle_connection_ends_after_the_head_timeout_even_if_bytes_trickle() {
+        let (ours, mut theirs) = tokio::io::duplex(64);
+        let in_flight = InFlight::default();
+        let mut s = Guarded::new(
+            ours,
+            Duration::from_secs(3),
+            Duration::from_secs(5),
+            in_flight,
+        );
+        let started = tokio::time::Instant::now();
+        let mut buf = [0u8; 8];
+        for _ in 0..10 {
+            theirs.write_all(b"G").await.unwrap();
+            match tokio::time::timeout(Duration::from_secs(1), s.read(&mut buf)).await {
+                Ok(Ok(1)) => tokio::time::sleep(Duration::from_millis(500)).await,
+                Ok(Err(e)) => {
+                    assert_eq!(e.kind(), io::ErrorKind::TimedOut);
+                    assert!(started.elapsed() >= Duration::from_secs(3));
+                    return;
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        panic!("a trickle kept the connection open");
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn a_write_the_client_does_not_read_ends_after_the_stall_timeout() {
         let (ours, mut theirs) = tokio::io::duplex(64);
-        let mut s = Stalled::new(ours, Duration::from_secs(5));
-        // A quiet client is no stall: nothing to read, and no error, for as long as it takes.
+        let in_flight = InFlight::default();
+        let _handling = Handling::new(&in_flight);
+        let mut s = Guarded::new(
+            ours,
+            Duration::from_secs(1),
+            Duration::from_secs(5),
+            in_flight,
+        );
+        // A quiet client waiting for its answer is no stall: no error, however long it takes.
         let mut buf = [0u8; 8];
         let quiet = tokio::time::timeout(Duration::from_secs(60), s.read(&mut buf)).await;
         assert!(quiet.is_err(), "still waiting after 60 s, without an error");

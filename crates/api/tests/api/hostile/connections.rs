@@ -101,7 +101,11 @@ async fn slow_and_idle_connections_are_closed_while_others_are_served() {
     let mut hostile = tokio::task::JoinSet::new();
     for i in 0..400 {
         let how = kinds[i % kinds.len()];
-        hostile.spawn(async move { (how, hold(addr, how).await) });
+        // Bounded, so a connection the server never closes fails the test instead of hanging it.
+        hostile.spawn(async move {
+            let held = tokio::time::timeout(Duration::from_secs(20), hold(addr, how)).await;
+            (how, held.unwrap_or(Duration::MAX))
+        });
     }
     // A normal client, every 100 ms while the hostile ones hold on, is served within a second.
     let mut served = 0;
