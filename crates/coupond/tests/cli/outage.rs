@@ -9,6 +9,7 @@
 //! recovers by itself; every retried claim resolves to exactly one effect, and the audit is
 //! clean.
 
+use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::process::{Command, Stdio};
@@ -23,19 +24,23 @@ use super::{get_with_head, start_server, terminate_and_wait, BIN};
 struct Proxy {
     addr: SocketAddr,
     down: Arc<AtomicBool>,
-    /// Both ends of every live proxied connection, so `cut` can shut them down.
-    live: Arc<Mutex<Vec<TcpStream>>>,
+    /// Both ends of every live proxied connection, so `cut` can shut them down. A connection
+    /// leaves the map when its pipes end, so the proxy holds no descriptors for dead ones
+    /// (the backend killer makes thousands of them).
+    live: Live,
 }
+
+type Live = Arc<Mutex<HashMap<u64, (TcpStream, TcpStream)>>>;
 
 impl Proxy {
     fn start(upstream: SocketAddr) -> Proxy {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let down = Arc::new(AtomicBool::new(false));
-        let live: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
+        let live: Live = Arc::default();
         let (d, l) = (down.clone(), live.clone());
         std::thread::spawn(move || {
-            for client in listener.incoming() {
+            for (id, client) in (0u64..).zip(listener.incoming()) {
                 let Ok(client) = client else { continue };
                 if d.load(Ordering::SeqCst) {
                     let _ = client.shutdown(Shutdown::Both);
@@ -44,12 +49,19 @@ impl Proxy {
                 let Ok(server) = TcpStream::connect(upstream) else {
                     continue;
                 };
-                let mut guard = l.lock().unwrap();
-                guard.push(client.try_clone().unwrap());
-                guard.push(server.try_clone().unwrap());
-                drop(guard);
-                pipe(client.try_clone().unwrap(), server.try_clone().unwrap());
-                pipe(server, client);
+                // Out of descriptors: drop this connection (the server retries), never the
+                // proxy itself.
+                let (Ok(c1), Ok(c2), Ok(s1), Ok(s2)) = (
+                    client.try_clone(),
+                    client.try_clone(),
+                    server.try_clone(),
+                    server.try_clone(),
+                ) else {
+                    continue;
+                };
+                l.lock().unwrap().insert(id, (c1, s1));
+                pipe(c2, s2, id, l.clone());
+                pipe(server, client, id, l.clone());
             }
         });
         Proxy { addr, down, live }
@@ -57,7 +69,8 @@ impl Proxy {
 
     fn cut(&self) {
         self.down.store(true, Ordering::SeqCst);
-        for s in self.live.lock().unwrap().drain(..) {
+        for (_, (c, s)) in self.live.lock().unwrap().drain() {
+            let _ = c.shutdown(Shutdown::Both);
             let _ = s.shutdown(Shutdown::Both);
         }
     }
@@ -67,8 +80,8 @@ impl Proxy {
     }
 }
 
-/// Copies `from` to `to` on a thread until either side closes.
-fn pipe(mut from: TcpStream, mut to: TcpStream) {
+/// Copies `from` to `to` on a thread until either side closes, then forgets connection `id`.
+fn pipe(mut from: TcpStream, mut to: TcpStream, id: u64, live: Live) {
     std::thread::spawn(move || {
         let mut buf = [0u8; 16 * 1024];
         loop {
@@ -83,6 +96,7 @@ fn pipe(mut from: TcpStream, mut to: TcpStream) {
         }
         let _ = to.shutdown(Shutdown::Both);
         let _ = from.shutdown(Shutdown::Both);
+        live.lock().unwrap().remove(&id);
     });
 }
 
