@@ -85,6 +85,9 @@ pub enum Scenario {
     /// users) or cancel (odd users); then every order and coupon is checked and the
     /// database audited.
     Checkout,
+    /// --users (default 5,000) quotes of a 50-line order for one user holding 200 coupons of
+    /// 100 templates, over --concurrency (default 16) connections; every answer must be 200.
+    Quote,
 }
 
 #[derive(Debug, Args)]

@@ -17,6 +17,8 @@
 //!   await) maps a template to its batcher's sender.
 //! - each batcher's channel holds at most `4 * max_batch` claims; senders wait (backpressure)
 //!   when it is full.
+//! - each batcher commits up to [`Store::claim_lanes`] batches at once (PostgreSQL: batches
+//!   take different stock shards, so they do not wait on each other; SQLite: one).
 //! - a batcher idle for [`IDLE`] removes itself from `batchers`, closes its channel and
 //!   commits whatever was still queued; a sender that raced with that gets a closed channel
 //!   and starts a new batcher.
@@ -331,6 +333,10 @@ impl ClaimEngine {
     }
 
     /// `own` identifies this batcher's channel in `batchers` without keeping it open.
+    ///
+    /// Up to [`Store::claim_lanes`] batches are committed at once (`lanes`, a `JoinSet` that
+    /// this task alone owns): while every lane is busy the channel fills, and the next batch
+    /// takes everything that piled up. One lane (SQLite) commits inline.
     async fn run_batcher(
         self,
         template: TemplateId,
@@ -338,8 +344,13 @@ impl ClaimEngine {
         mut rx: mpsc::Receiver<Job>,
         max_batch: usize,
     ) {
+        let width = self.inner.store.claim_lanes().max(1);
+        let mut lanes = tokio::task::JoinSet::new();
         let mut retiring = false;
         loop {
+            while lanes.len() >= width {
+                let _ = lanes.join_next().await;
+            }
             let first = if retiring {
                 match rx.recv().await {
                     Some(j) => j,
@@ -366,8 +377,16 @@ impl ClaimEngine {
                     Err(_) => break,
                 }
             }
-            self.commit(template, jobs).await;
+            if width == 1 {
+                self.commit(template, jobs).await;
+            } else {
+                let engine = self.clone();
+                lanes.spawn(async move { engine.commit(template, jobs).await });
+            }
+            // Reap finished lanes so the set holds only those in flight.
+            while lanes.try_join_next().is_some() {}
         }
+        while lanes.join_next().await.is_some() {}
     }
 
     /// Stops taking new claims for `template` on this batcher; queued ones are still committed.

@@ -8,7 +8,7 @@
 //!
 //! Observers here: [`ReminderPlanner`] (a reminder N days before a claimed or issued coupon
 //! expires; cancelled when the coupon is used or expires) and [`InboxNotifier`] (a message for
-//! each claimed or issued coupon, its text stored once per template).
+//! each coupon issued in bulk, its text stored once per template).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -94,6 +94,10 @@ impl Dispatcher {
 
     /// One pass: each observer gets the next batch after its position. Returns how many
     /// events were handed out (0 when every observer is up to date, or without the lease).
+    ///
+    /// The outbox is read once per pass, from the position of the observer furthest behind
+    /// (observers are usually level), and each observer gets its part of it: during a rush
+    /// every event is loaded and decoded once, not once per observer.
     pub async fn run_once(&self) -> StoreResult<usize> {
         let now = self.clock.now();
         if !self
@@ -103,20 +107,26 @@ impl Dispatcher {
         {
             return Ok(0);
         }
+        let mut at = Vec::with_capacity(self.observers.len());
+        for o in &self.observers {
+            at.push(self.store.sink_position(o.name()).await?);
+        }
+        let (Some(&from), Some(size)) =
+            (at.iter().min(), self.pacers.iter().map(Pacer::size).max())
+        else {
+            return Ok(0);
+        };
+        let events = self.store.outbox_read(from, size).await?;
         let mut handed = 0;
-        for (o, pacer) in self.observers.iter().zip(self.pacers.iter()) {
-            let at = self.store.sink_position(o.name()).await?;
-            let events = self.store.outbox_read(at, pacer.size()).await?;
-            let Some(last) = events.last() else { continue };
-            let next = OutboxPosition {
-                txid: last.txid,
-                event_id: last.id,
-            };
+        for ((o, pacer), pos) in self.observers.iter().zip(self.pacers.iter()).zip(at) {
+            let skip = events.partition_point(|e| position(e) <= pos);
+            let mine = &events[skip..(skip + pacer.size() as usize).min(events.len())];
+            let Some(last) = mine.last() else { continue };
             let started = std::time::Instant::now();
-            o.handle(&events).await?;
-            pacer.record(events.len() as u32, started.elapsed());
-            self.store.sink_ack(o.name(), next).await?;
-            handed += events.len();
+            o.handle(mine).await?;
+            pacer.record(mine.len() as u32, started.elapsed());
+            self.store.sink_ack(o.name(), position(last)).await?;
+            handed += mine.len();
         }
         Ok(handed)
     }
@@ -154,6 +164,14 @@ impl Dispatcher {
                 }
             }
         }
+    }
+}
+
+/// Where `e` sits in the outbox.
+fn position(e: &Event) -> OutboxPosition {
+    OutboxPosition {
+        txid: e.txid,
+        event_id: e.id,
     }
 }
 
@@ -237,7 +255,7 @@ impl Observer for ReminderPlanner {
     }
 }
 
-/// Puts a message in the inbox of each user who claimed or was issued a coupon. The text is
+/// Puts a message in the inbox of each user who was issued a coupon in bulk. The text is
 /// stored once per template and kind; each message is keyed by its event, so a redelivered
 /// batch adds nothing.
 #[derive(Debug)]
@@ -262,8 +280,10 @@ impl Observer for InboxNotifier {
         // (kind, template) -> recipients
         let mut groups: BTreeMap<(&str, TemplateId), Vec<(UserId, String)>> = BTreeMap::new();
         for e in events {
+            // Only coupons the user did not ask for: a claim's own answer tells the user (or
+            // the service claiming at its request) that the coupon is in the wallet, so a
+            // message would only repeat it, and cost a row per claim in a flash sale.
             let k = match e.kind.as_str() {
-                kind::COUPON_CLAIMED => "claimed",
                 kind::COUPON_ISSUED => "issued",
                 _ => continue,
             };
@@ -292,10 +312,7 @@ impl Observer for InboxNotifier {
             let content = MessageContent {
                 key: format!("{k}:{template}"),
                 kind: format!("coupon_{k}"),
-                title: match k {
-                    "claimed" => format!("Coupon claimed: {title}"),
-                    _ => format!("You received a coupon: {title}"),
-                },
+                title: format!("You received a coupon: {title}"),
                 body: format!("“{title}” is in your wallet. Check its validity before you book."),
             };
             self.store

@@ -8,13 +8,19 @@ use crate::store::{dt, PgStore};
 
 /// `(check, query)`: each query takes `$1` = the instant locks must have ended by, and returns
 /// `(subject, detail)` rows.
-const CHECKS: [(&str, &str); 9] = [
+const CHECKS: [(&str, &str); 10] = [
     (
         "stock",
-        "SELECT 'template ' || t.id, 'claimed ' || t.claimed || ', coupons ' || COUNT(c.id)
-                || ', stock ' || t.total_stock
-         FROM templates t LEFT JOIN coupons c ON c.template_id = t.id
-         GROUP BY t.id HAVING t.claimed <> COUNT(c.id) OR COUNT(c.id) > t.total_stock",
+        "SELECT 'template ' || t.id, 'claimed ' || COALESCE(s.claimed, 0) || ', coupons '
+                || COALESCE(c.n, 0) || ', stock ' || t.total_stock
+                || ', shards hold ' || COALESCE(s.total, 0)
+         FROM templates t
+         LEFT JOIN (SELECT template_id, SUM(claimed) AS claimed, SUM(total) AS total
+                    FROM template_stock GROUP BY template_id) s ON s.template_id = t.id
+         LEFT JOIN (SELECT template_id, COUNT(*) AS n FROM coupons GROUP BY template_id) c
+             ON c.template_id = t.id
+         WHERE COALESCE(s.claimed, 0) <> COALESCE(c.n, 0) OR COALESCE(c.n, 0) > t.total_stock
+            OR COALESCE(s.total, 0) <> t.total_stock",
     ),
     (
         "per_user_limit",
@@ -75,6 +81,21 @@ const CHECKS: [(&str, &str); 9] = [
          HAVING t.used <> COUNT(c.id) OR t.given <> COALESCE(SUM(c.discount), 0)
              OR t.reserved <> COALESCE((SELECT SUM(l.discount) FROM coupons l
                  WHERE l.template_id = t.id AND l.status = 'locked'), 0)",
+    ),
+    (
+        // What the claim path's dropped foreign keys guarded (migration 0015).
+        "orphans",
+        "SELECT 'coupon ' || c.id, 'of missing template ' || c.template_id
+         FROM coupons c WHERE NOT EXISTS (SELECT 1 FROM templates t WHERE t.id = c.template_id)
+         UNION ALL
+         SELECT 'holding ' || h.template_id || '/' || h.user_id, 'of a missing template'
+         FROM holdings h WHERE NOT EXISTS (SELECT 1 FROM templates t WHERE t.id = h.template_id)
+         UNION ALL
+         SELECT 'log row ' || e.id, 'of missing coupon ' || e.coupon_id
+         FROM coupon_events e WHERE NOT EXISTS (SELECT 1 FROM coupons c WHERE c.id = e.coupon_id)
+         UNION ALL
+         SELECT 'reminder ' || r.user_id || '/' || r.template_id, 'of a missing template'
+         FROM reminders r WHERE NOT EXISTS (SELECT 1 FROM templates t WHERE t.id = r.template_id)",
     ),
     (
         "codes",

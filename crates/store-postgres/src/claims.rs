@@ -1,25 +1,34 @@
-//! Claims on PostgreSQL: a whole batch in one transaction of a few multi-row statements.
+//! Claims on PostgreSQL: a whole batch in one transaction.
 //!
-//! Several coupond instances may claim the same template at once, so nothing read early in
-//! the transaction is trusted for the stock: the conditional `UPDATE templates SET claimed =
-//! claimed + k WHERE claimed + k <= total_stock` decides, and it is the last statement before
-//! `COMMIT`, so the template's row (the hot row every batch needs) stays locked only for that
-//! update and the commit's flush. Everything before it touches rows no other batch wants
-//! (new coupons, the batch's users' counters).
+//! Several coupond instances, and several batches of one instance, may claim the same
+//! template at once, so nothing read early in the transaction is trusted for the stock. The
+//! stock is split into shards (`template_stock`, migration 0015): a batch of `k` claims takes
+//! `k` from one shard with a conditional update (`claimed + k <= total`), the last thing it
+//! does before `COMMIT` on the keyed path and before writing the coupons on the plain one, so
+//! batches on different shards never wait on each other and PostgreSQL flushes their commits
+//! together. Batches start on different shards ([`PgStore::shard_cursor`]).
 //!
-//! When fewer coupons remain than the batch holds, that update matches nothing; the batch is
-//! rolled back and run again in *exact* mode, which locks the template row after taking the
-//! per-user counters (the same lock order as every batch, so no deadlock), reads the remaining
-//! stock, and issues exactly that many in arrival order; the rest are `sold_out`. That happens
-//! about once per template, when it sells out.
+//! Plain batches (no idempotency keys, no single-use codes, no user twice) are one call of
+//! `coupond_claim_plain`, a server-side function: one round trip, BEGIN and COMMIT included
+//! (the statement runs in autocommit), with the coupons' event bodies built here.
 //!
-//! Lock order, the same in every batch: idempotency keys (sorted), single-use codes (sorted),
-//! per-user counters (sorted by user), then the template row.
+//! When no single shard holds the batch, the batch is rolled back and run again in *exact*
+//! mode, which locks every shard in shard order after taking the per-user counters, reads the
+//! stock left, and issues exactly that many in arrival order (taking from the shards in order);
+//! the rest are `sold_out`. That happens while a template sells out. The transaction that takes
+//! the last coupon anywhere writes `template.sold_out`, exactly once (`coupond_take_stock`).
+//!
+//! Lock order, the same in every batch: the template's row FOR SHARE (an abort waits for the
+//! batches in flight; batches do not wait on each other), idempotency keys (sorted),
+//! single-use codes (sorted), per-user counters (sorted by user), then the stock shards
+//! (exact mode: all of them, in shard order; otherwise one).
+
+mod plain;
 
 use std::collections::HashMap;
 
-use coupond_domain::{Coupon, CouponId, CouponStatus, TemplateId, Timestamp};
-use coupond_store::events::{self, kind};
+use coupond_domain::{Coupon, CouponId, TemplateId, Timestamp};
+use coupond_store::events;
 use coupond_store::{ClaimOutcome, ClaimRequest, IdempotencyKey, StoreError, StoreResult};
 use sqlx::Postgres;
 
@@ -34,10 +43,8 @@ const CLAIMABLE: &str = "aborted_at IS NULL AND (activity_id IS NOT NULL OR publ
 /// How an attempt ended. Only `Done` may be committed.
 pub(crate) enum Attempt {
     Done(Vec<ClaimOutcome>),
-    /// The stock ran out (or the template closed) under the batch: run it again exactly.
+    /// No single shard held the batch (or the stock ran out under it): run it again exactly.
     Retry,
-    /// In exact mode: the template stopped being claimable after the counters were taken.
-    Closed,
 }
 
 impl PgStore {
@@ -47,25 +54,34 @@ impl PgStore {
         claims: &[ClaimRequest],
         now: Timestamp,
     ) -> StoreResult<Vec<ClaimOutcome>> {
-        for exact in [false, true] {
+        let start = self.shard_start();
+        let modes: &[bool] = if plain::fits(claims) {
+            match self.claim_plain(template, claims, now, start).await? {
+                Some(out) => return Ok(out),
+                None => &[true],
+            }
+        } else {
+            &[false, true]
+        };
+        for &exact in modes {
             let mut tx = self.pool.begin().await.map_err(db_err)?;
-            match attempt(&mut tx, template, claims, now, exact).await? {
-                Attempt::Done(out) => {
-                    coupond_store::failpoints::hit("claim.before_commit")?;
-                    tx.commit().await.map_err(db_err)?;
-                    return Ok(out);
-                }
-                Attempt::Retry => {}
-                Attempt::Closed => {
-                    drop(tx);
-                    let mut tx = self.pool.begin().await.map_err(db_err)?;
-                    return not_claimable(&mut tx, template, claims).await;
-                }
+            if let Attempt::Done(out) =
+                attempt(&mut tx, template, claims, now, exact, start).await?
+            {
+                coupond_store::failpoints::hit("claim.before_commit")?;
+                tx.commit().await.map_err(db_err)?;
+                return Ok(out);
             }
         }
-        Err(StoreError::other(
-            "stock changed under the template's row lock",
-        ))
+        Err(StoreError::other("stock changed under the shards' locks"))
+    }
+
+    /// The shard the next batch starts looking at.
+    fn shard_start(&self) -> i32 {
+        let n = self
+            .shard_cursor
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        (n % 65_536) as i32
     }
 }
 
@@ -77,11 +93,12 @@ pub(crate) async fn attempt(
     claims: &[ClaimRequest],
     now: Timestamp,
     exact: bool,
+    start: i32,
 ) -> StoreResult<Attempt> {
-    // No lock yet: the per-user limit cannot change while the template is claimable, and
-    // the stock is decided at the end.
+    // FOR SHARE: the template cannot be aborted (or changed) under the batch; other batches
+    // share the lock. The stock is decided at the end.
     let row = sqlx::query(&format!(
-        "SELECT per_user_limit, ({CLAIMABLE}) AS claimable FROM templates WHERE id = $1"
+        "SELECT per_user_limit, ({CLAIMABLE}) AS claimable FROM templates WHERE id = $1 FOR SHARE"
     ))
     .bind(template.get())
     .bind(dt(now))
@@ -133,24 +150,17 @@ pub(crate) async fn attempt(
         }
     }
 
-    // 4. In exact mode, the stock left, under the template's row lock. NO KEY UPDATE, like
-    //    the UPDATE itself: FOR UPDATE would conflict with the KEY SHARE locks other
-    //    batches' coupon inserts take through the foreign key.
+    // 4. In exact mode, the stock left, with every shard locked in shard order.
     if exact && !accepted.is_empty() {
-        let row = sqlx::query(&format!(
-            "SELECT total_stock - claimed AS remaining, ({CLAIMABLE}) AS claimable
-             FROM templates WHERE id = $1 FOR NO KEY UPDATE"
-        ))
+        let remaining: i64 = sqlx::query_scalar(
+            "SELECT COALESCE(SUM(total - claimed), 0)::bigint FROM (
+                 SELECT total, claimed FROM template_stock WHERE template_id = $1
+                 ORDER BY shard FOR NO KEY UPDATE) s",
+        )
         .bind(template.get())
-        .bind(dt(now))
         .fetch_one(&mut **tx)
         .await
         .map_err(db_err)?;
-        let claimable: bool = sqlx::Row::try_get(&row, "claimable").map_err(db_err)?;
-        if !claimable {
-            return Ok(Attempt::Closed);
-        }
-        let remaining: i64 = sqlx::Row::try_get(&row, "remaining").map_err(db_err)?;
         let cut = usize::try_from(remaining.max(0))
             .unwrap_or(0)
             .min(accepted.len());
@@ -190,30 +200,10 @@ pub(crate) async fn attempt(
         let coupons = insert_coupons(tx, template, claims, &accepted, now).await?;
         // Coupons written, stock not yet raised: a fault here must leave neither.
         coupond_store::failpoints::hit("claim.mid_batch")?;
-        let raised = sqlx::query(&format!(
-            "UPDATE templates SET claimed = claimed + $3
-             WHERE id = $1 AND claimed + $3 <= total_stock AND {CLAIMABLE}
-             RETURNING claimed = total_stock AS sold_out, total_stock"
-        ))
-        .bind(template.get())
-        .bind(dt(now))
-        .bind(accepted.len() as i64)
-        .fetch_optional(&mut **tx)
-        .await
-        .map_err(db_err)?;
-        let Some(raised) = raised else {
+        if !take_stock(tx, template, accepted.len(), start, exact, now).await? {
             return Ok(Attempt::Retry);
-        };
-        if sqlx::Row::try_get::<bool, _>(&raised, "sold_out").map_err(db_err)? {
-            let total: i64 = sqlx::Row::try_get(&raised, "total_stock").map_err(db_err)?;
-            sqlx::query("INSERT INTO outbox (kind, at, body) VALUES ($1, $2, $3::jsonb)")
-                .bind(kind::TEMPLATE_SOLD_OUT)
-                .bind(dt(now))
-                .bind(events::template_sold_out(template, total))
-                .execute(&mut **tx)
-                .await
-                .map_err(db_err)?;
         }
+        coupond_store::failpoints::hit("claim.stock_taken")?;
         for (c, &i) in coupons.into_iter().zip(&accepted) {
             out[i] = Some(ClaimOutcome::Issued(c));
         }
@@ -222,6 +212,34 @@ pub(crate) async fn attempt(
         .map(|o| o.ok_or_else(|| StoreError::other("claim without an outcome")))
         .collect::<StoreResult<Vec<_>>>()
         .map(Attempt::Done)
+}
+
+/// Takes `k` of the template's stock from one shard (or, `exact`, from the shards in order,
+/// which the caller holds locked and knows hold `k`); `false` when no single shard held `k`.
+/// Writes `template.sold_out` when it took the last coupon anywhere.
+pub(crate) async fn take_stock(
+    tx: &mut Tx,
+    template: TemplateId,
+    k: usize,
+    start: i32,
+    exact: bool,
+    now: Timestamp,
+) -> StoreResult<bool> {
+    sqlx::query_scalar("SELECT coupond_take_stock($1, $2, $3, $4, $5, $6::jsonb)")
+        .bind(template.get())
+        .bind(k as i64)
+        .bind(start)
+        .bind(exact)
+        .bind(dt(now))
+        .bind(sold_out_body(template))
+        .fetch_one(&mut **tx)
+        .await
+        .map_err(db_err)
+}
+
+/// The `template.sold_out` body; the database fills in `total_stock` when it writes it.
+pub(crate) fn sold_out_body(template: TemplateId) -> String {
+    events::template_sold_out(template, 0)
 }
 
 /// Takes a per-user slot for each candidate claim; `true` where one was free.
@@ -343,20 +361,12 @@ async fn insert_coupons(
     let (mut coupon_codes, mut taken_codes, mut taken_ids) = (vec![], vec![], vec![]);
     for (&id, &i) in ids.iter().zip(accepted) {
         let r = &claims[i];
-        let c = Coupon {
-            id: CouponId::new(id).map_err(StoreError::other)?,
-            template_id: template,
-            user_id: r.user.clone(),
-            stored_status: CouponStatus::Unused,
-            claimed_at: now,
-            valid_from: r.valid_from,
-            valid_until: r.valid_until,
-            code: r.code.as_ref().map(|k| k.code.clone()),
-            order_id: None,
-            locked_until: None,
-            discount: None,
-            used_at: None,
-        };
+        let c = plain::coupon(
+            template,
+            r,
+            CouponId::new(id).map_err(StoreError::other)?,
+            now,
+        );
         users.push(r.user.as_str().to_owned());
         froms.push(dt(r.valid_from));
         untils.push(dt(r.valid_until));

@@ -141,13 +141,10 @@ impl PgStore {
                 issuance: Some(id),
             })
             .collect();
-        let out = match attempt(&mut tx, template.id, &claims, now, true).await? {
+        let out = match attempt(&mut tx, template.id, &claims, now, true, 0).await? {
             Attempt::Done(out) => Some(out),
-            Attempt::Closed => None,
             Attempt::Retry => {
-                return Err(StoreError::other(
-                    "stock changed under the template's row lock",
-                ))
+                return Err(StoreError::other("stock changed under the shards' locks"))
             }
         };
         // The chunk's coupons written, the job's progress not yet.

@@ -26,9 +26,12 @@ use crate::rows::{self, db_err};
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
 const DEFAULT_MAX_CONNECTIONS: u32 = 16;
 
+/// A template's columns. `claimed` is the sum of its stock shards (`template_stock`, see
+/// migration 0015); `id` inside that subquery is the template's (the shard table has none).
 pub(crate) const TEMPLATE_COLS: &str = "id, merchant_id, spec::text AS spec, claim_start, \
-     claim_end, claimed, used, given, reserved, created_at, updated_at, published_at, \
-     aborted_at, version";
+     claim_end, (SELECT COALESCE(SUM(s.claimed), 0)::bigint FROM template_stock s \
+     WHERE s.template_id = id) AS claimed, used, given, reserved, created_at, updated_at, \
+     published_at, aborted_at, version";
 pub(crate) const ACTIVITY_COLS: &str =
     "id, spec::text AS spec, created_at, updated_at, aborted_at, version, enrollment_seq";
 
@@ -37,6 +40,9 @@ pub(crate) const ACTIVITY_COLS: &str =
 pub struct PgStore {
     pub(crate) pool: PgPool,
     max: u32,
+    /// Where the next claim batch starts looking for a stock shard: batches in flight at once
+    /// start on different shards, so they do not wait on each other's (see `claims`).
+    pub(crate) shard_cursor: std::sync::Arc<std::sync::atomic::AtomicU32>,
 }
 
 pub(crate) fn dt(t: Timestamp) -> OffsetDateTime {
@@ -82,6 +88,10 @@ impl PgStore {
         Ok(PgStore {
             pool,
             max: DEFAULT_MAX_CONNECTIONS,
+            // Processes start at different shards too.
+            shard_cursor: std::sync::Arc::new(std::sync::atomic::AtomicU32::new(
+                std::process::id().wrapping_mul(7),
+            )),
         })
     }
 
@@ -796,6 +806,7 @@ impl Store for PgStore {
             .await
             .map_err(db_err)?;
         let template = rows::template(&row)?;
+        split_stock(&mut tx, template.id, spec.total_stock).await?;
         tx.commit().await.map_err(db_err)?;
         Ok(template)
     }
@@ -880,6 +891,7 @@ impl Store for PgStore {
             return Err(self.missing_or_conflict("templates", id.get()).await);
         };
         let template = rows::template(&row)?;
+        split_stock(&mut tx, id, spec.total_stock).await?;
         tx.commit().await.map_err(db_err)?;
         Ok(template)
     }
@@ -934,6 +946,12 @@ impl Store for PgStore {
         self.claim_batch_tx(template, claims, now).await
     }
 
+    fn claim_lanes(&self) -> usize {
+        // A quarter of the pool: batches of one hot template take different stock shards and
+        // overlap their round trips and commits; the rest of the pool serves everything else.
+        (self.max as usize / 4).clamp(1, 8)
+    }
+
     async fn user_coupons(&self, q: &CouponQuery) -> StoreResult<Vec<Coupon>> {
         let mut b = QueryBuilder::<Postgres>::new("SELECT * FROM coupons WHERE user_id = ");
         b.push_bind(q.user.as_str().to_owned());
@@ -968,7 +986,9 @@ impl Store for PgStore {
 
     async fn audit_template(&self, template: TemplateId) -> StoreResult<TemplateAudit> {
         let row = sqlx::query(
-            "SELECT t.total_stock, t.claimed, t.per_user_limit,
+            "SELECT t.total_stock, t.per_user_limit,
+                    (SELECT COALESCE(SUM(s.claimed), 0)::bigint FROM template_stock s
+                     WHERE s.template_id = t.id) AS claimed,
                     (SELECT COUNT(*) FROM coupons c WHERE c.template_id = t.id) AS coupons,
                     (SELECT COALESCE(MAX(n), 0) FROM (SELECT COUNT(*) AS n FROM coupons c
                         WHERE c.template_id = t.id GROUP BY c.user_id) per_user) AS max_per_user
@@ -1391,4 +1411,19 @@ impl Store for PgStore {
     async fn audit(&self, now: Timestamp, grace: time::Duration) -> StoreResult<Vec<Violation>> {
         self.audit_q(now, grace).await
     }
+}
+
+/// Splits template `id`'s stock into its shards (migration 0015), keeping what was claimed.
+async fn split_stock(
+    tx: &mut sqlx::Transaction<'static, Postgres>,
+    id: TemplateId,
+    total: i64,
+) -> StoreResult<()> {
+    sqlx::query("SELECT coupond_split_stock($1, $2)")
+        .bind(id.get())
+        .bind(total)
+        .execute(&mut **tx)
+        .await
+        .map_err(db_err)?;
+    Ok(())
 }

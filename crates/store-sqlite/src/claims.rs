@@ -159,6 +159,7 @@ pub(crate) async fn claim_in(
                 "stock changed inside a write transaction",
             ));
         }
+        coupond_store::failpoints::hit("claim.stock_taken")?;
         if n == remaining {
             sqlx::query("INSERT INTO outbox (kind, at, body) VALUES (?, ?, ?)")
                 .bind(kind::TEMPLATE_SOLD_OUT)

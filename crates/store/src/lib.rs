@@ -209,6 +209,12 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
         claims: &[ClaimRequest],
         now: Timestamp,
     ) -> StoreResult<Vec<ClaimOutcome>>;
+    /// How many `claim_batch` transactions of one template are worth having in flight at once
+    /// from one process: 1 where the database has one writer (SQLite), more where batches of
+    /// one template do not wait on each other (PostgreSQL's stock shards).
+    fn claim_lanes(&self) -> usize {
+        1
+    }
     /// A user's coupons matching `q`, by `(valid_until, id)`.
     async fn user_coupons(&self, q: &CouponQuery) -> StoreResult<Vec<Coupon>>;
     /// How many coupons a template has issued, counted from the coupon rows (for audits).

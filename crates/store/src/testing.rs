@@ -5,6 +5,7 @@
 //! empty database for the named case (or `None`, after printing why, to skip). Each case
 //! becomes its own `#[tokio::test]`, so cases run in parallel and fail by name.
 
+pub mod bench;
 pub mod cases;
 pub mod fixtures;
 
@@ -35,6 +36,7 @@ macro_rules! conformance_suite {
             claims_respect_the_per_user_limit,
             claims_outside_the_window_or_aborted_leave_nothing,
             concurrent_batches_never_over_issue,
+            stock_runs_out_everywhere_before_sold_out,
             concurrent_claims_of_one_user_hold_the_limit,
             wallets_list_soonest_expiring_first,
             claim_keys_replay_the_same_coupon,

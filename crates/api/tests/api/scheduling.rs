@@ -230,6 +230,33 @@ async fn inbox_and_reminders(app: TestApp) {
     let mut handed = 0;
     settle(&app, &d, &mut handed).await;
     assert_eq!(d.drain().await.unwrap(), 0, "each event once");
+    // A coupon the user claimed itself needs no message (the claim's answer says it); one
+    // the platform or a merchant sent in bulk does.
+    let inbox = app.get("/v1/me/messages", &app.user).await;
+    assert_eq!(inbox.body["items"], json!([]), "{}", inbox.body);
+    for _ in 0..3 {
+        let sent = app
+            .post("/v1/templates", app.m1(), standalone_template(10, 20))
+            .await
+            .body["id"]
+            .as_i64()
+            .unwrap();
+        app.post(
+            &format!("/v1/templates/{sent}/publish"),
+            app.m1(),
+            json!({}),
+        )
+        .await;
+        let r = app
+            .post(
+                &format!("/v1/templates/{sent}/issuances"),
+                app.m1(),
+                json!({"user_ids": ["u-1"]}),
+            )
+            .await;
+        assert_eq!(r.body["state"], "done", "{}", r.body);
+    }
+    settle(&app, &d, &mut handed).await;
     let inbox = app.get("/v1/me/messages", &app.user).await;
     let kinds: Vec<&str> = inbox.body["items"]
         .as_array()
@@ -237,10 +264,10 @@ async fn inbox_and_reminders(app: TestApp) {
         .iter()
         .map(|m| m["kind"].as_str().unwrap())
         .collect();
-    assert_eq!(kinds, vec!["coupon_claimed", "coupon_claimed"]);
+    assert_eq!(kinds, vec!["coupon_issued"; 3]);
     assert_eq!(
         inbox.body["items"][0]["title"],
-        "Coupon claimed: 10% off, at most 50"
+        "You received a coupon: 10% off, at most 50"
     );
 
     // Both coupons expire at hour 44: one reminder, due three days before... which is
@@ -278,7 +305,7 @@ async fn inbox_and_reminders(app: TestApp) {
     assert_eq!(s.run_once().await.unwrap().due.reminders, 0, "sent once");
     let inbox = app.get("/v1/me/messages", &app.user).await;
     let items = inbox.body["items"].as_array().unwrap();
-    assert_eq!(items.len(), 5, "{}", inbox.body);
+    assert_eq!(items.len(), 4, "{}", inbox.body);
     assert_eq!(items[0]["kind"], "reminder");
     assert!(items[0]["title"]
         .as_str()
@@ -296,7 +323,7 @@ async fn inbox_and_reminders(app: TestApp) {
         .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     assert!(r.body["read_at"].is_string());
-    let inbox = app.get("/v1/me/messages?limit=4", &app.user).await;
+    let inbox = app.get("/v1/me/messages?limit=3", &app.user).await;
     assert!(inbox.body["items"]
         .as_array()
         .unwrap()

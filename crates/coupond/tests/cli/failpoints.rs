@@ -163,6 +163,7 @@ fn one(db: &str, point: &str, fault: Fault, load: Load) {
 fn matrix(db: impl Fn(&str) -> String) {
     let cases = [
         ("claim.mid_batch", Load::Claims),
+        ("claim.stock_taken", Load::Claims),
         ("claim.before_commit", Load::Claims),
         ("claim.after_commit", Load::Claims),
         ("confirm.before_commit", Load::Checkouts),

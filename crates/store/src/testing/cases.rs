@@ -10,10 +10,12 @@ mod checkout;
 mod codes;
 mod events;
 mod scheduling;
+mod stock;
 pub use checkout::*;
 pub use codes::*;
 pub use events::*;
 pub use scheduling::*;
+pub use stock::*;
 
 use super::fixtures::*;
 use crate::{

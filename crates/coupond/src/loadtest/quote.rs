@@ -1,0 +1,172 @@
+//! `coupond loadtest --scenario quote`: the order service's quote on a checkout view. One user
+//! holds 200 unused coupons of 100 templates (two each: amounts and percentages off, every
+//! scope but listings, two thirds stackable, some with a threshold); each request quotes a
+//! 50-line order (five categories, the merchant's and another's lines) for them, as the
+//! service key. `--users` is the number of quotes (default 5,000), `--concurrency` the
+//! connections (default 16; 1 measures one quote at a time). Every answer must be a 200.
+
+use anyhow::Context;
+use coupond_domain::{
+    Actor, Audience, BasisPoints, CategoryId, CityId, CitySet, CouponValue, DeductionMode,
+    MerchantDraft, Money, Scope, Stacking, TemplateContext, TemplateDraft, TemplateSpec, UserId,
+    Validity, Window,
+};
+use coupond_engine::{Clock, SystemClock};
+use coupond_store::{ClaimOutcome, ClaimRequest, NewTemplate, Store};
+use serde_json::json;
+
+use super::{drive, report, service_key, HttpClient, RequestSpec};
+use crate::cli::LoadtestArgs;
+use crate::config::Config;
+use crate::db;
+
+const TEMPLATES: i64 = 100;
+const LINES: i64 = 50;
+
+pub async fn run(config: &Config, client: &HttpClient, args: &LoadtestArgs) -> anyhow::Result<()> {
+    let quotes = args.users.unwrap_or(5_000);
+    let concurrency = args.concurrency.unwrap_or(16).max(1);
+    let base = args.url.trim_end_matches('/').to_owned();
+    let store = db::open(&config.database_url).await?;
+    let run_id = format!("{}p{}", SystemClock.now().unix_micros(), std::process::id());
+    let user = UserId::parse(&format!("q{run_id}")).map_err(anyhow::Error::msg)?;
+    let merchant = wallet(store.as_ref(), &user).await?;
+    let body = json!({ "order": order(&user, merchant) }).to_string();
+    let auth = format!("Bearer {}", service_key(store.as_ref()).await?);
+    eprintln!(
+        "quote: {} coupons of {TEMPLATES} templates, {LINES}-line order, {quotes} quotes, \
+         {concurrency} connections -> {base}",
+        2 * TEMPLATES
+    );
+    let uri = format!("{base}/v1/quotes");
+    let tally = drive(client, concurrency, quotes, None, move |_| RequestSpec {
+        method: hyper::Method::POST,
+        uri: uri.clone(),
+        auth: Some(auth.clone()),
+        body: Some(body.clone()),
+        key: None,
+    })
+    .await;
+    report("quote: POST /v1/quotes", quotes, &tally);
+    let ok = tally.answers.get("200").copied().unwrap_or(0) as usize;
+    anyhow::ensure!(ok == quotes, "{} of {quotes} quotes answered 200", ok);
+    Ok(())
+}
+
+/// A merchant with 100 published templates, and two coupons of each for `user`.
+async fn wallet(store: &dyn Store, user: &UserId) -> anyhow::Result<i64> {
+    let now = SystemClock.now();
+    let cities = CitySet::new(vec![CityId::new(1).map_err(anyhow::Error::msg)?])
+        .map_err(anyhow::Error::msg)?;
+    let merchant = store
+        .insert_merchant(
+            &MerchantDraft {
+                name: "Quote load test".into(),
+                short_name: "Quote".into(),
+                cities: cities.clone(),
+            },
+            now,
+        )
+        .await?;
+    let window = Window::new(
+        now.minus(time::Duration::minutes(1)),
+        now.plus(time::Duration::days(1)),
+    )
+    .map_err(anyhow::Error::msg)?;
+    for i in 0..TEMPLATES {
+        let draft = TemplateDraft {
+            activity_id: None,
+            title: format!("Quote load test {i}"),
+            description: String::new(),
+            value: match i % 2 {
+                0 => CouponValue::AmountOff {
+                    amount: Money::new(500 + 50 * i).map_err(anyhow::Error::msg)?,
+                },
+                _ => CouponValue::PercentOff {
+                    bps: BasisPoints::new(500 + 10 * i).map_err(anyhow::Error::msg)?,
+                    cap: None,
+                },
+            },
+            threshold: Money::new(if i % 4 == 0 { 20_000 } else { 0 })
+                .map_err(anyhow::Error::msg)?,
+            deduction: DeductionMode::Upfront,
+            scope: match i % 3 {
+                0 => Scope::All,
+                1 => Scope::Merchant,
+                _ => Scope::Categories {
+                    ids: vec![CategoryId::new(1 + i % 5).map_err(anyhow::Error::msg)?],
+                },
+            },
+            cities: cities.clone(),
+            audience: Audience::Everyone,
+            total_stock: 10,
+            per_user_limit: 2,
+            stacking: if i % 3 == 0 {
+                Stacking::Exclusive
+            } else {
+                Stacking::Stackable
+            },
+            claim_window: Some(window),
+            validity: Validity::Relative { days: 7 },
+            budget: None,
+            metadata: Default::default(),
+        };
+        let spec = TemplateSpec::validate(
+            draft,
+            TemplateContext {
+                owner: Some(&merchant),
+                activity: None,
+                now,
+                freeze: time::Duration::minutes(5),
+            },
+        )
+        .map_err(|e| anyhow::anyhow!("quote load test template: {e}"))?;
+        let t = store
+            .insert_template(
+                &NewTemplate {
+                    merchant_id: Some(merchant.id),
+                    spec: &spec,
+                    activity_version: None,
+                },
+                now,
+            )
+            .await?;
+        let t = store.publish_template(t.id, t.version, now).await?;
+        let (valid_from, valid_until) = t.spec.validity.for_claim(now);
+        let claim = ClaimRequest {
+            user: user.clone(),
+            actor: Actor::Service,
+            valid_from,
+            valid_until,
+            idempotency: None,
+            code: None,
+            issuance: None,
+        };
+        let out = store
+            .claim_batch(t.id, &[claim.clone(), claim], now)
+            .await
+            .context("claiming the wallet's coupons")?;
+        anyhow::ensure!(
+            out.iter().all(|o| matches!(o, ClaimOutcome::Issued(_))),
+            "the wallet's claims were refused: {out:?}"
+        );
+    }
+    Ok(merchant.id.get())
+}
+
+/// 50 item lines over five categories, every other one the wallet merchant's.
+fn order(user: &UserId, merchant: i64) -> serde_json::Value {
+    let lines: Vec<serde_json::Value> = (0..LINES)
+        .map(|i| {
+            json!({
+                "product_id": format!("sku-{i}"),
+                "merchant_id": if i % 2 == 0 { merchant } else { merchant + 1_000_000 },
+                "category_id": 1 + i % 5,
+                "unit_price": 1_000 + 137 * i,
+                "quantity": 1 + i % 3,
+                "kind": "item",
+            })
+        })
+        .collect();
+    json!({ "user_id": user.as_str(), "city_id": 1, "lines": lines })
+}
