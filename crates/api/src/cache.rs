@@ -1,8 +1,11 @@
-//! A small time-bounded cache for the hot request path (API keys, templates being claimed).
+//! A small time-bounded cache for the hot request path (API keys, templates being claimed or
+//! quoted).
 //!
 //! Entries live `ttl` and are never trusted for anything the database decides: a cached
 //! template only short-cuts the status and audience checks (the claim's transaction checks
-//! again), and a cached API key is at most `ttl` behind a revocation made by another process.
+//! again) and feeds quotes, which are advisory (a lock re-reads its templates and decides in
+//! its transaction); a cached API key is at most `ttl` behind a revocation made by another
+//! process.
 
 use std::collections::HashMap;
 use std::hash::Hash;

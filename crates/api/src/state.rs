@@ -11,6 +11,7 @@ use crate::auth::{JwtKeys, Principal};
 use crate::cache::TtlCache;
 use crate::ratelimit::{Limit, Rate, RateLimits};
 use coupond_domain::{MerchantId, Template, TemplateId};
+use coupond_engine::checkout::TemplateSource;
 use coupond_engine::webhooks::TargetPolicy;
 use coupond_store::StoreError;
 use tokio::sync::Semaphore;
@@ -230,6 +231,11 @@ impl AppState {
         Ok(t)
     }
 
+    /// Templates as read at most `cache_ttl` ago, for quotes (see [`TemplateSource`]).
+    pub fn cached_templates(&self) -> &dyn TemplateSource {
+        self
+    }
+
     /// Drops a template from the claim path's cache (see [`crate::invalidate`]).
     pub fn forget_template(&self, id: TemplateId) {
         self.inner.templates.remove(&id);
@@ -300,5 +306,29 @@ impl AppState {
 
     pub fn settings(&self) -> &ApiSettings {
         &self.inner.settings
+    }
+}
+
+/// Quotes read templates through the same cache as claims: those cached are not read or
+/// decoded again, the rest come in one read and are cached.
+#[async_trait::async_trait]
+impl TemplateSource for AppState {
+    async fn templates(&self, ids: &[TemplateId]) -> Result<Vec<Arc<Template>>, StoreError> {
+        let mut found = Vec::with_capacity(ids.len());
+        let mut missing = vec![];
+        for id in ids {
+            match self.inner.templates.get(id) {
+                Some(t) => found.push(t),
+                None => missing.push(*id),
+            }
+        }
+        if !missing.is_empty() {
+            for t in self.store().templates_by_ids(&missing).await? {
+                let t = Arc::new(t);
+                self.inner.templates.insert(t.id, t.clone());
+                found.push(t);
+            }
+        }
+        Ok(found)
     }
 }

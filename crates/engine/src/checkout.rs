@@ -44,6 +44,23 @@ impl std::fmt::Debug for Checkout {
     }
 }
 
+/// Where a quote gets its templates: the store itself, or a cache in front of it (the API's,
+/// at most `cache_ttl` old). A quote is advisory: the lock re-reads every template in its own
+/// transaction and decides there, so a template a second old is good enough for a quote.
+#[async_trait::async_trait]
+pub trait TemplateSource: Send + Sync {
+    /// The templates with these ids that exist, in any order.
+    async fn templates(&self, ids: &[TemplateId]) -> StoreResult<Vec<Arc<Template>>>;
+}
+
+#[async_trait::async_trait]
+impl TemplateSource for dyn Store {
+    async fn templates(&self, ids: &[TemplateId]) -> StoreResult<Vec<Arc<Template>>> {
+        let found = self.templates_by_ids(ids).await?;
+        Ok(found.into_iter().map(Arc::new).collect())
+    }
+}
+
 /// Why a quote cannot be made.
 #[derive(Debug)]
 pub enum QuoteError {
@@ -73,11 +90,13 @@ impl Checkout {
     }
 
     /// A quote for `order`: over the named coupons (which must all be the order's user's), or
-    /// else over the user's unused coupons. No side effects.
+    /// else over the user's unused coupons, with their templates from `source`. No side
+    /// effects.
     pub async fn quote(
         &self,
         order: &Order,
         named: Option<&[CouponId]>,
+        source: &dyn TemplateSource,
     ) -> Result<Quote, QuoteError> {
         let coupons = match named {
             Some(ids) => {
@@ -105,7 +124,8 @@ impl Checkout {
                     .await?
             }
         };
-        let templates = self.store.templates_by_ids(&template_ids(&coupons)).await?;
+        let templates = source.templates(&template_ids(&coupons)).await?;
+        let templates: Vec<&Template> = templates.iter().map(Arc::as_ref).collect();
         let uses = uses(&templates);
         quote(&QuoteInput {
             order,
@@ -175,10 +195,10 @@ fn template_ids(coupons: &[Coupon]) -> Vec<TemplateId> {
 }
 
 /// What each template has left to give: its budget less what was given and what locks hold.
-fn uses(templates: &[Template]) -> Vec<TemplateUse<'_>> {
+fn uses<'a>(templates: &[&'a Template]) -> Vec<TemplateUse<'a>> {
     templates
         .iter()
-        .map(|t| TemplateUse {
+        .map(|&t| TemplateUse {
             template: t,
             given: t.given.saturating_add(t.reserved),
         })
@@ -207,7 +227,8 @@ fn plan(
     if !refused.is_empty() {
         return Err(LockRefusal { coupons: refused });
     }
-    let uses = uses(templates);
+    let templates: Vec<&Template> = templates.iter().collect();
+    let uses = uses(&templates);
     let q = quote(&QuoteInput {
         order,
         now,

@@ -954,7 +954,12 @@ impl Store for SqliteStore {
     }
 
     async fn user_coupons(&self, q: &CouponQuery) -> StoreResult<Vec<Coupon>> {
-        let mut b = QueryBuilder::<Sqlite>::new("SELECT * FROM coupons WHERE user_id = ");
+        // One row for the whole page (see `rows::COUPON_JSON`).
+        let mut b = QueryBuilder::<Sqlite>::new(format!(
+            "SELECT json_group_array({} ORDER BY valid_until, id) FROM \
+             (SELECT * FROM coupons WHERE user_id = ",
+            rows::COUPON_JSON
+        ));
         b.push_bind(q.user.as_str().to_owned());
         let now = us(q.now);
         match q.status {
@@ -982,9 +987,14 @@ impl Store for SqliteStore {
                 .push("))");
         }
         b.push(" ORDER BY valid_until, id LIMIT ")
-            .push_bind(i64::from(q.limit));
-        let rows = b.build().fetch_all(&self.reader).await.map_err(db_err)?;
-        rows.iter().map(rows::coupon).collect()
+            .push_bind(i64::from(q.limit))
+            .push(")");
+        let page: String = b
+            .build_query_scalar()
+            .fetch_one(&self.reader)
+            .await
+            .map_err(db_err)?;
+        rows::coupons_json(&page)
     }
 
     async fn audit_template(&self, template: TemplateId) -> StoreResult<TemplateAudit> {

@@ -91,7 +91,8 @@ pub struct QuoteView {
 /// `budget_exhausted`, `exclusive_conflict`), its discount, and the best combination with its
 /// split over lines and lease months and the order's total after it. No side effects (an
 /// `Idempotency-Key` is accepted and changes nothing). A quote with a `code` counts against
-/// the code redemption limits (per user and per IP; 429 with Retry-After).
+/// the code redemption limits (per user and per IP; 429 with Retry-After). Templates (their
+/// terms and budget used) are read at most `cache_ttl` ago; a lock re-reads them and decides.
 #[utoipa::path(operation_id = "quote", post, path = "/v1/quotes", tag = "checkout",
     request_body = QuoteBody,
     responses((status = 200, description = "The quote", body = QuoteView), CommonErrors, BodyErrors, RateLimitedError),
@@ -123,7 +124,7 @@ pub async fn quote(
     };
     let quote = s
         .checkout()
-        .quote(&order, body.coupon_ids.as_deref())
+        .quote(&order, body.coupon_ids.as_deref(), s.cached_templates())
         .await
         .map_err(|e| match e {
             QuoteError::NotTheUsers(i) => ApiError::invalid(
