@@ -954,9 +954,10 @@ impl Store for SqliteStore {
     }
 
     async fn user_coupons(&self, q: &CouponQuery) -> StoreResult<Vec<Coupon>> {
-        // One row for the whole page (see `rows::COUPON_JSON`).
+        // One row for the whole page (see `rows::COUPON_JSON`); sorted again here rather than
+        // in the aggregate, which would build a temporary b-tree for what the index gave sorted.
         let mut b = QueryBuilder::<Sqlite>::new(format!(
-            "SELECT json_group_array({} ORDER BY valid_until, id) FROM \
+            "SELECT json_group_array({}) FROM \
              (SELECT * FROM coupons WHERE user_id = ",
             rows::COUPON_JSON
         ));
@@ -994,7 +995,9 @@ impl Store for SqliteStore {
             .fetch_one(&self.reader)
             .await
             .map_err(db_err)?;
-        rows::coupons_json(&page)
+        let mut page = rows::coupons_json(&page)?;
+        page.sort_by_key(|c| (c.valid_until, c.id));
+        Ok(page)
     }
 
     async fn audit_template(&self, template: TemplateId) -> StoreResult<TemplateAudit> {

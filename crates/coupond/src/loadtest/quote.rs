@@ -39,6 +39,8 @@ pub async fn run(config: &Config, client: &HttpClient, args: &LoadtestArgs) -> a
         2 * TEMPLATES
     );
     let uri = format!("{base}/v1/quotes");
+    let size = answer_size(client, &uri, &auth, &body).await?;
+    eprintln!("quote: one answer is {size} bytes");
     let tally = drive(client, concurrency, quotes, None, move |_| RequestSpec {
         method: hyper::Method::POST,
         uri: uri.clone(),
@@ -51,6 +53,32 @@ pub async fn run(config: &Config, client: &HttpClient, args: &LoadtestArgs) -> a
     let ok = tally.answers.get("200").copied().unwrap_or(0) as usize;
     anyhow::ensure!(ok == quotes, "{} of {quotes} quotes answered 200", ok);
     Ok(())
+}
+
+/// The size of one quote's answer, which must be a 200.
+async fn answer_size(
+    client: &HttpClient,
+    uri: &str,
+    auth: &str,
+    body: &str,
+) -> anyhow::Result<usize> {
+    let req = hyper::Request::post(uri)
+        .header("authorization", auth)
+        .header("content-type", "application/json")
+        .body(http_body_util::Full::new(bytes::Bytes::from(
+            body.to_owned(),
+        )))?;
+    let res = client.request(req).await?;
+    let status = res.status();
+    let bytes = http_body_util::BodyExt::collect(res.into_body())
+        .await?
+        .to_bytes();
+    anyhow::ensure!(
+        status == 200,
+        "a quote answered {status}: {}",
+        String::from_utf8_lossy(&bytes)
+    );
+    Ok(bytes.len())
 }
 
 /// A merchant with 100 published templates, and two coupons of each for `user`.
