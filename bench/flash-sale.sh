@@ -2,7 +2,8 @@
 # Reproduces the README's flash-sale figures: for each backend and claim mode, starts a release
 # `coupond serve` on a fresh database, measures the HTTP ceiling (GET /healthz), runs the
 # flash-sale scenario RUNS times (one template, stock 100,000, 200,000 distinct users, 512
-# connections), and prints every run and the median claims per second.
+# connections), and prints every run, how long the outbox consumers took to catch up after it
+# (needs sqlite3 or psql), and the median claims per second.
 #
 # Usage: bench/flash-sale.sh [sqlite|postgres] [batched|single] [RUNS]
 # PostgreSQL: set BENCH_POSTGRES_URL (a database this script may fill), e.g.
@@ -32,6 +33,28 @@ for _ in $(seq 1 100); do curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2
 
 echo "== $backend, claim_mode=$mode, $(nproc) cores"
 "$bin" loadtest --url "http://127.0.0.1:$port" --scenario ceiling | tee "$work/ceiling.txt"
+# Events the slowest outbox consumer (inbox, reminders, webhooks, cache) has not handled yet.
+backlog_sql="SELECT COUNT(*) FROM outbox WHERE id > (SELECT COALESCE(MIN(event_id), 0) FROM sink_progress)"
+backlog() {
+  case "$backend" in
+    sqlite) sqlite3 "$work/bench.db" "$backlog_sql" ;;
+    postgres) psql "$db" -Atq -c "$backlog_sql" ;;
+  esac
+}
+# Polls the backlog until it is empty: how long the consumers took after the run's last answer.
+drain() {
+  local start left
+  start=$(date +%s.%N)
+  left=$(backlog)
+  echo "outbox backlog at the end of the run: $left events"
+  while [ "$(backlog)" != 0 ]; do
+    if [ "$(echo "$(date +%s.%N) - $start > 300" | bc)" = 1 ]; then
+      echo "outbox consumers still behind after 300 s: $(backlog) events"; return
+    fi
+    sleep 0.1
+  done
+  printf 'outbox consumers caught up %.1f s after the run\n' "$(echo "$(date +%s.%N) - $start" | bc)"
+}
 rates=()
 claims=()
 for i in $(seq 1 "$runs"); do
@@ -39,6 +62,7 @@ for i in $(seq 1 "$runs"); do
   "$bin" loadtest --url "http://127.0.0.1:$port" --scenario flash-sale 2>/dev/null | tee "$work/run$i.txt"
   rates+=("$(awk '/^requests/ {print $7}' "$work/run$i.txt" | tr -d '/s')")
   claims+=("$(awk '/^issued/ {print $8}' "$work/run$i.txt")")
+  drain
 done
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 echo "== median over $runs runs: $(median "${claims[@]}") claims/s until sold out; $(median "${rates[@]}") requests/s overall"

@@ -18,7 +18,9 @@
 //! - each batcher's channel holds at most `4 * max_batch` claims; senders wait (backpressure)
 //!   when it is full.
 //! - each batcher commits up to [`Store::claim_lanes`] batches at once (PostgreSQL: batches
-//!   take different stock shards, so they do not wait on each other; SQLite: one).
+//!   take different stock shards, so they do not wait on each other; SQLite: one); a batch
+//!   joins a commit in flight only with at least [`OPEN_LANE_AT`] claims, so batches stay
+//!   large while one commit keeps up.
 //! - a batcher idle for [`IDLE`] removes itself from `batchers`, closes its channel and
 //!   commits whatever was still queued; a sender that raced with that gets a closed channel
 //!   and starts a new batcher.
@@ -39,6 +41,10 @@ use crate::clock::Clock;
 
 /// How long a batcher waits for work before it exits.
 pub const IDLE: Duration = Duration::from_secs(30);
+
+/// The fewest claims a batch needs to be committed while another batch of its template is
+/// still committing; a smaller one waits for that commit (see `run_batcher`).
+pub const OPEN_LANE_AT: usize = 64;
 
 /// How claims reach the database.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -375,6 +381,20 @@ impl ClaimEngine {
                 match rx.try_recv() {
                     Ok(j) => jobs.push(j),
                     Err(_) => break,
+                }
+            }
+            // Another lane is committing and this batch is small: wait for that commit to end,
+            // taking what arrives meanwhile, rather than add a small transaction (on a busy
+            // machine every transaction costs CPU the claims need). Lanes open only when the
+            // queue outgrows one commit.
+            let open_at = OPEN_LANE_AT.min(max_batch);
+            while !lanes.is_empty() && jobs.len() < open_at {
+                tokio::select! {
+                    _ = lanes.join_next() => break,
+                    job = rx.recv() => match job {
+                        Some(j) => jobs.push(j),
+                        None => break,
+                    },
                 }
             }
             if width == 1 {
