@@ -20,7 +20,7 @@ use coupond_domain::{
 };
 use coupond_engine::{Clock, SystemClock};
 use coupond_store::{NewApiKey, NewTemplate, Role, Store};
-use http_body_util::{BodyExt, Full};
+use http_body_util::Full;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 
@@ -29,6 +29,7 @@ use crate::config::Config;
 use crate::db;
 
 mod checkout;
+mod conn;
 mod issuance;
 mod quote;
 mod report;
@@ -91,7 +92,7 @@ pub async fn run(config: &Config, args: LoadtestArgs) -> anyhow::Result<()> {
         return issuance::run(config, &client, &args).await;
     }
     if args.scenario == Scenario::Checkout {
-        return checkout::run(config, &client, &args).await;
+        return checkout::run(config, &args).await;
     }
     if args.scenario == Scenario::Quote {
         return quote::run(config, &client, &args).await;
@@ -99,7 +100,7 @@ pub async fn run(config: &Config, args: LoadtestArgs) -> anyhow::Result<()> {
 
     if args.scenario == Scenario::Ceiling {
         let health = format!("{base}/healthz");
-        let tally = drive(&client, concurrency, users, None, move |_| {
+        let tally = drive(concurrency, users, None, move |_| {
             RequestSpec::get(health.clone())
         })
         .await;
@@ -146,7 +147,7 @@ pub async fn run(config: &Config, args: LoadtestArgs) -> anyhow::Result<()> {
     let request_user = user_of.clone();
     let retry_for = args.retry_for;
     let key_prefix = format!("{mine_prefix}k");
-    let tally = drive(&client, concurrency, users, retry_for, move |i| {
+    let tally = drive(concurrency, users, retry_for, move |i| {
         let user = request_user(i);
         RequestSpec {
             method: hyper::Method::POST,
@@ -383,36 +384,6 @@ impl RequestSpec {
     }
 }
 
-/// One attempt's answer: status and JSON body, or `None` when no answer came. A 200's body is
-/// read but not parsed (`Null`): no scenario looks into it, and parsing a 100 KB quote on the
-/// client would take CPU from the server it measures on a small machine.
-async fn attempt(client: &HttpClient, spec: &RequestSpec) -> Option<(u16, serde_json::Value)> {
-    let mut req = hyper::Request::builder()
-        .method(spec.method.clone())
-        .uri(&spec.uri);
-    if let Some(a) = &spec.auth {
-        req = req.header("authorization", a);
-    }
-    if let Some(k) = &spec.key {
-        req = req.header("idempotency-key", k);
-    }
-    let body = match &spec.body {
-        Some(b) => {
-            req = req.header("content-type", "application/json");
-            Full::new(Bytes::from(b.clone()))
-        }
-        None => Full::new(Bytes::new()),
-    };
-    let res = client.request(req.body(body).ok()?).await.ok()?;
-    let status = res.status().as_u16();
-    let bytes = res.into_body().collect().await.ok()?.to_bytes();
-    let json = match status {
-        200 => serde_json::Value::Null,
-        _ => serde_json::from_slice(&bytes).unwrap_or_default(),
-    };
-    Some((status, json))
-}
-
 /// Whether an answer settles a request: not a 5xx or a 429 (nothing was decided), nor a 409
 /// `idempotency_in_flight` (the first attempt may have died with a killed server; its record
 /// is taken over after the server's `idempotency_stale`).
@@ -423,13 +394,7 @@ pub(crate) fn definitive(status: u16, code: Option<&str>) -> bool {
 /// Sends `total` requests from `concurrency` workers; `make(i)` builds request `i`. With
 /// `retry_for`, a request left without a [`definitive`] answer (or with none at all) is sent
 /// again, with the same Idempotency-Key, until one comes or the time is up.
-async fn drive<F>(
-    client: &HttpClient,
-    concurrency: usize,
-    total: usize,
-    retry_for: Option<Duration>,
-    make: F,
-) -> Tally
+async fn drive<F>(concurrency: usize, total: usize, retry_for: Option<Duration>, make: F) -> Tally
 where
     F: Fn(usize) -> RequestSpec + Send + Sync + 'static,
 {
@@ -457,15 +422,10 @@ where
     };
     let mut workers = Vec::with_capacity(concurrency);
     for _ in 0..concurrency {
-        let (client, make, next, done, tally) = (
-            client.clone(),
-            make.clone(),
-            next.clone(),
-            done.clone(),
-            tally.clone(),
-        );
+        let (make, next, done, tally) = (make.clone(), next.clone(), done.clone(), tally.clone());
         workers.push(tokio::spawn(async move {
             let mut local = Tally::default();
+            let mut conn = conn::Conn::default();
             loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 if i >= total {
@@ -474,7 +434,7 @@ where
                 let spec = make(i);
                 let first = Instant::now();
                 let mut sent = first;
-                let mut answer = attempt(&client, &spec).await;
+                let mut answer = conn.attempt(&spec).await;
                 if let Some(limit) = retry_for {
                     let definitive = |a: &Option<(u16, serde_json::Value)>| {
                         a.as_ref().is_some_and(|(s, json)| {
@@ -496,7 +456,7 @@ where
                         tokio::time::sleep(Duration::from_millis(50)).await;
                         local.retries += 1;
                         sent = Instant::now();
-                        answer = attempt(&client, &spec).await;
+                        answer = conn.attempt(&spec).await;
                     }
                 }
                 match answer {

@@ -13,12 +13,12 @@ use coupond_domain::{CouponId, CouponStatus, OrderId};
 use coupond_engine::{Clock, SystemClock};
 use coupond_store::checkout::OrderState;
 
-use super::{drive, report, setup, HttpClient, Outcome, RequestSpec, Tally};
+use super::{drive, report, setup, Outcome, RequestSpec, Tally};
 use crate::cli::LoadtestArgs;
 use crate::config::Config;
 use crate::db;
 
-pub async fn run(config: &Config, client: &HttpClient, args: &LoadtestArgs) -> anyhow::Result<()> {
+pub async fn run(config: &Config, args: &LoadtestArgs) -> anyhow::Result<()> {
     let users = args.users.unwrap_or(2_000);
     let concurrency = args.concurrency.unwrap_or(32).max(1);
     let base = args.url.trim_end_matches('/').to_owned();
@@ -56,7 +56,7 @@ pub async fn run(config: &Config, client: &HttpClient, args: &LoadtestArgs) -> a
     // Wave 1: claims.
     let claims = {
         let (user, post, base) = (user.clone(), post.clone(), base.clone());
-        drive(client, concurrency, users, retry_for, move |i| {
+        drive(concurrency, users, retry_for, move |i| {
             let body = format!("{{\"user_id\":\"{}\"}}", user(i));
             post(
                 format!("{base}/v1/templates/{template}/claims"),
@@ -91,7 +91,7 @@ pub async fn run(config: &Config, client: &HttpClient, args: &LoadtestArgs) -> a
             base.clone(),
             coupon.clone(),
         );
-        drive(client, concurrency, users, retry_for, move |i| {
+        drive(concurrency, users, retry_for, move |i| {
             let body = format!(
                 "{{\"order\":{{\"user_id\":\"{}\",\"city_id\":1,\"lines\":[{{\"product_id\":\"p-{i}\",\
                  \"merchant_id\":{merchant},\"category_id\":1,\"unit_price\":5000,\"quantity\":1,\
@@ -127,7 +127,7 @@ pub async fn run(config: &Config, client: &HttpClient, args: &LoadtestArgs) -> a
     let ends = {
         let (order, post, base) = (order.clone(), post.clone(), base.clone());
         let ending = ending.clone();
-        drive(client, concurrency, ending.len(), retry_for, move |j| {
+        drive(concurrency, ending.len(), retry_for, move |j| {
             let i = ending[j];
             let step = if i.is_multiple_of(2) {
                 "confirm"

@@ -41,7 +41,7 @@ pub async fn run(config: &Config, client: &HttpClient, args: &LoadtestArgs) -> a
     let uri = format!("{base}/v1/quotes");
     let size = answer_size(client, &uri, &auth, &body).await?;
     eprintln!("quote: one answer is {size} bytes");
-    let tally = drive(client, concurrency, quotes, None, move |_| RequestSpec {
+    let tally = drive(concurrency, quotes, None, move |_| RequestSpec {
         method: hyper::Method::POST,
         uri: uri.clone(),
         auth: Some(auth.clone()),
