@@ -97,7 +97,12 @@ impl Dispatcher {
     ///
     /// The outbox is read once per pass, from the position of the observer furthest behind
     /// (observers are usually level), and each observer gets its part of it: during a rush
-    /// every event is loaded and decoded once, not once per observer.
+    /// every event is loaded and decoded once, not once per observer. An observer ahead of
+    /// that window reads its own batch.
+    ///
+    /// Observers are isolated: one that fails is logged and left at its position, and the
+    /// others still get their batches in the same pass. The pass answers the first error only
+    /// when it handed out nothing else, so the loop backs off once the healthy ones are level.
     pub async fn run_once(&self) -> StoreResult<usize> {
         let now = self.clock.now();
         if !self
@@ -117,18 +122,43 @@ impl Dispatcher {
             return Ok(0);
         };
         let events = self.store.outbox_read(from, size).await?;
-        let mut handed = 0;
+        let window_full = events.len() >= size as usize;
+        let (mut handed, mut failed) = (0, None);
         for ((o, pacer), pos) in self.observers.iter().zip(self.pacers.iter()).zip(at) {
             let skip = events.partition_point(|e| position(e) <= pos);
-            let mine = &events[skip..(skip + pacer.size() as usize).min(events.len())];
-            let Some(last) = mine.last() else { continue };
-            let started = std::time::Instant::now();
-            o.handle(mine).await?;
-            pacer.record(mine.len() as u32, started.elapsed());
-            self.store.sink_ack(o.name(), position(last)).await?;
-            handed += mine.len();
+            let result = if skip == events.len() && window_full {
+                match self.store.outbox_read(pos, pacer.size()).await {
+                    Ok(own) => self.hand(o.as_ref(), pacer, &own).await,
+                    Err(e) => Err(e),
+                }
+            } else {
+                let mine = &events[skip..(skip + pacer.size() as usize).min(events.len())];
+                self.hand(o.as_ref(), pacer, mine).await
+            };
+            match result {
+                Ok(n) => handed += n,
+                Err(e) => {
+                    tracing::warn!(observer = o.name(), error = %e, "an outbox observer failed; the others go on");
+                    failed.get_or_insert(e);
+                }
+            }
         }
-        Ok(handed)
+        match failed {
+            Some(e) if handed == 0 => Err(e),
+            _ => Ok(handed),
+        }
+    }
+
+    /// Hands `mine` to `o` and moves its position past them.
+    async fn hand(&self, o: &dyn Observer, pacer: &Pacer, mine: &[Event]) -> StoreResult<usize> {
+        let Some(last) = mine.last() else {
+            return Ok(0);
+        };
+        let started = std::time::Instant::now();
+        o.handle(mine).await?;
+        pacer.record(mine.len() as u32, started.elapsed());
+        self.store.sink_ack(o.name(), position(last)).await?;
+        Ok(mine.len())
     }
 
     /// Passes until every observer is up to date.
