@@ -326,7 +326,7 @@ impl Sweeper {
                 return;
             }
             if let Err(e) = self.run_once().await {
-                tracing::warn!(error = %e, "sweeping expired locks failed; retrying");
+                tracing::warn!(error = %e.chain(), "sweeping expired locks failed; retrying");
             }
             let wait = match self.store.next_lock_deadline().await {
                 Ok(Some(next)) => {

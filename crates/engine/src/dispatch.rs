@@ -138,7 +138,7 @@ impl Dispatcher {
             match result {
                 Ok(n) => handed += n,
                 Err(e) => {
-                    tracing::warn!(observer = o.name(), error = %e, "an outbox observer failed; the others go on");
+                    tracing::warn!(observer = o.name(), error = %e.chain(), "an outbox observer failed; the others go on");
                     failed.get_or_insert(e);
                 }
             }
@@ -183,7 +183,7 @@ impl Dispatcher {
             let busy = match self.run_once().await {
                 Ok(n) => n > 0,
                 Err(e) => {
-                    tracing::warn!(error = %e, "dispatching events failed; retrying");
+                    tracing::warn!(error = %e.chain(), "dispatching events failed; retrying");
                     false
                 }
             };
