@@ -143,19 +143,32 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
     });
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     // Background work stops between steps once the signal arrives; what it committed stays.
-    let codes = tokio::spawn(state.code_generator().clone().run(stop_rx.clone()));
-    let issuance = tokio::spawn(state.issuance_worker().clone().run(stop_rx.clone()));
+    // Each loop runs supervised: a panic is logged, counted and the loop restarted.
+    let codes = supervised(
+        "codes",
+        &stop_rx,
+        state.code_generator().clone(),
+        |w, stop| w.run(stop),
+    );
+    let issuance = supervised(
+        "issuance",
+        &stop_rx,
+        state.issuance_worker().clone(),
+        |w, stop| w.run(stop),
+    );
     // Under leases in the database: with several instances on one PostgreSQL, one of them
     // runs each loop and another takes over if it dies.
     let holder = format!("coupond-{:016x}", rand::random::<u64>());
-    let scheduler = tokio::spawn(
+    let scheduler = supervised(
+        "scheduler",
+        &stop_rx,
         coupond_engine::Scheduler::new(
             store.clone(),
             clock.clone(),
             state.settings().freeze,
             holder.clone(),
-        )
-        .run(stop_rx.clone()),
+        ),
+        |w, stop| w.run(stop),
     );
     let observers: Vec<Arc<dyn coupond_engine::Observer>> = vec![
         Arc::new(coupond_engine::ReminderPlanner::new(
@@ -183,20 +196,24 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
         concurrency: config.webhook_concurrency.max(1) as usize,
         per_endpoint: config.webhook_concurrency_per_endpoint.max(1) as usize,
     };
-    let webhooks = tokio::spawn(
+    let webhooks = supervised(
+        "webhooks",
+        &stop_rx,
         coupond_engine::WebhookSender::new(
             store.clone(),
             clock.clone(),
             sender_settings,
             targets,
             holder.clone(),
-        )
-        .run(stop_rx.clone()),
+        ),
+        |w, stop| w.run(stop),
     );
-    let dispatcher = tokio::spawn(
+    let dispatcher = supervised(
+        "dispatcher",
+        &stop_rx,
         coupond_engine::Dispatcher::new(store.clone(), clock.clone(), observers, holder)
-            .paced(config.background_txn_target)
-            .run(stop_rx.clone()),
+            .paced(config.background_txn_target),
+        |w, stop| w.run(stop),
     );
     let grace = config.shutdown_grace;
     let engine = state.claims().clone();
@@ -264,4 +281,22 @@ async fn shutdown_signal() {
         () = ctrl_c => {},
         () = term => {},
     }
+}
+
+/// Runs `run(worker.clone(), stop)` under [`coupond_engine::supervise`]: restarted from a fresh
+/// clone of `worker` after a panic.
+fn supervised<W, Fut>(
+    name: &'static str,
+    stop: &tokio::sync::watch::Receiver<bool>,
+    worker: W,
+    run: fn(W, tokio::sync::watch::Receiver<bool>) -> Fut,
+) -> tokio::task::JoinHandle<()>
+where
+    W: Clone + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let rx = stop.clone();
+    coupond_engine::supervise::supervise(name, stop.clone(), move || {
+        run(worker.clone(), rx.clone())
+    })
 }

@@ -19,6 +19,9 @@
 //!   [`WebhookSender`] (signed posts, concurrent per endpoint, with exponential backoff) and
 //!   [`TargetPolicy`] (no deliveries to internal addresses).
 //!
+//! - [`supervise`]: [`supervise()`](supervise::supervise), under which `serve` runs every
+//!   background loop: a loop that panics is logged, counted and restarted with a backoff.
+//!
 //! Every background loop takes a shutdown signal and exposes `run_once` for tests.
 #![forbid(unsafe_code)]
 
@@ -30,6 +33,7 @@ pub mod dispatch;
 pub mod issuance;
 pub mod pacing;
 pub mod scheduler;
+pub mod supervise;
 pub mod webhooks;
 
 pub use checkout::{Checkout, QuoteError, Sweeper};
