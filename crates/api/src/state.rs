@@ -12,6 +12,7 @@ use crate::cache::TtlCache;
 use crate::ratelimit::{Limit, Rate, RateLimits};
 use coupond_domain::{MerchantId, Template, TemplateId};
 use coupond_engine::checkout::TemplateSource;
+use coupond_engine::supervise::Workers;
 use coupond_engine::webhooks::TargetPolicy;
 use coupond_store::StoreError;
 use tokio::sync::Semaphore;
@@ -153,6 +154,8 @@ struct Inner {
     issuance: IssuanceWorker,
     keys: TtlCache<[u8; 32], Principal>,
     templates: TtlCache<TemplateId, Arc<Template>>,
+    /// Restarts of the supervised background loops, for `/readyz`.
+    workers: Workers,
     settings: ApiSettings,
 }
 
@@ -194,6 +197,7 @@ impl AppState {
                 issuance,
                 keys: TtlCache::new(settings.cache_ttl, 100_000),
                 templates: TtlCache::new(settings.cache_ttl, 10_000),
+                workers: Workers::default(),
                 settings,
             }),
         }
@@ -229,6 +233,11 @@ impl AppState {
         let t = Arc::new(self.store().template(id).await?);
         self.inner.templates.insert(id, t.clone());
         Ok(t)
+    }
+
+    /// Where `serve`'s supervisor records background loops' restarts (shown on `/readyz`).
+    pub fn workers(&self) -> &Workers {
+        &self.inner.workers
     }
 
     /// Templates as read at most `cache_ttl` ago, for quotes (see [`TemplateSource`]).

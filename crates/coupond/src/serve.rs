@@ -144,14 +144,17 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     // Background work stops between steps once the signal arrives; what it committed stays.
     // Each loop runs supervised: a panic is logged, counted and the loop restarted.
+    let workers = state.workers().clone();
     let codes = supervised(
         "codes",
+        &workers,
         &stop_rx,
         state.code_generator().clone(),
         |w, stop| w.run(stop),
     );
     let issuance = supervised(
         "issuance",
+        &workers,
         &stop_rx,
         state.issuance_worker().clone(),
         |w, stop| w.run(stop),
@@ -161,6 +164,7 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
     let holder = format!("coupond-{:016x}", rand::random::<u64>());
     let scheduler = supervised(
         "scheduler",
+        &workers,
         &stop_rx,
         coupond_engine::Scheduler::new(
             store.clone(),
@@ -198,6 +202,7 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
     };
     let webhooks = supervised(
         "webhooks",
+        &workers,
         &stop_rx,
         coupond_engine::WebhookSender::new(
             store.clone(),
@@ -210,6 +215,7 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
     );
     let dispatcher = supervised(
         "dispatcher",
+        &workers,
         &stop_rx,
         coupond_engine::Dispatcher::new(store.clone(), clock.clone(), observers, holder)
             .paced(config.background_txn_target),
@@ -284,9 +290,10 @@ async fn shutdown_signal() {
 }
 
 /// Runs `run(worker.clone(), stop)` under [`coupond_engine::supervise`]: restarted from a fresh
-/// clone of `worker` after a panic.
+/// clone of `worker` after a panic, each restart recorded in `workers` (shown on `/readyz`).
 fn supervised<W, Fut>(
     name: &'static str,
+    workers: &coupond_engine::supervise::Workers,
     stop: &tokio::sync::watch::Receiver<bool>,
     worker: W,
     run: fn(W, tokio::sync::watch::Receiver<bool>) -> Fut,
@@ -296,7 +303,7 @@ where
     Fut: std::future::Future<Output = ()> + Send + 'static,
 {
     let rx = stop.clone();
-    coupond_engine::supervise::supervise(name, stop.clone(), move || {
+    coupond_engine::supervise::supervise(name, workers.clone(), stop.clone(), move || {
         run(worker.clone(), rx.clone())
     })
 }

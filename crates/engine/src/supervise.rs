@@ -6,7 +6,9 @@
 //! at [`FIRST_BACKOFF`] and doubles up to [`MAX_BACKOFF`]; a loop that ran for
 //! [`MAX_BACKOFF`] before it panicked starts over from the first backoff.
 
+use std::collections::BTreeMap;
 use std::future::Future;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::sync::watch;
@@ -17,10 +19,42 @@ pub const FIRST_BACKOFF: Duration = Duration::from_secs(1);
 /// The longest wait between restarts.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(60);
 
-/// Runs `make()` as a task, and again after each panic (see the module), until it returns or
-/// `stop` turns true. The returned handle ends when the loop has ended for good.
+/// What the supervisor saw of one loop: how often it was restarted and its last panic.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WorkerRestarts {
+    pub restarts: u64,
+    pub last_panic: String,
+}
+
+/// The restarts of every supervised loop, by worker name, for `/readyz`. Cheap to clone (one
+/// map behind a lock, written only when a loop panics).
+#[derive(Clone, Debug, Default)]
+pub struct Workers(Arc<Mutex<BTreeMap<&'static str, WorkerRestarts>>>);
+
+impl Workers {
+    /// Counts a restart of `worker` after `panic`.
+    pub fn record_panic(&self, worker: &'static str, panic: String) {
+        let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let entry = map.entry(worker).or_default();
+        entry.restarts += 1;
+        entry.last_panic = panic;
+    }
+
+    /// Every loop restarted at least once, by name.
+    pub fn restarted(&self) -> BTreeMap<&'static str, WorkerRestarts> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+/// Runs `make()` as a task, and again after each panic (see the module; each restart is
+/// recorded in `workers`), until it returns or `stop` turns true. The returned handle ends
+/// when the loop has ended for good.
 pub fn supervise<F, Fut>(
     worker: &'static str,
+    workers: Workers,
     stop: watch::Receiver<bool>,
     make: F,
 ) -> JoinHandle<()>
@@ -41,8 +75,10 @@ where
             if started.elapsed() >= MAX_BACKOFF {
                 backoff = FIRST_BACKOFF;
             }
-            tracing::error!(worker, error = %panic_message(e), ?backoff, "a background loop panicked; restarting it");
+            let message = panic_message(e);
+            tracing::error!(worker, error = %message, ?backoff, "a background loop panicked; restarting it");
             metrics::counter!("coupond_worker_restarts_total", "worker" => worker).increment(1);
+            workers.record_panic(worker, message);
             let mut stop = stop.clone();
             tokio::select! {
                 () = tokio::time::sleep(backoff) => {}
@@ -66,7 +102,6 @@ fn panic_message(e: tokio::task::JoinError) -> String {
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::Arc;
 
     use super::*;
 
@@ -75,11 +110,12 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_panicking_loop_is_restarted_until_shutdown() {
         let runs = Arc::new(AtomicUsize::new(0));
+        let workers = Workers::default();
         let (stop_tx, stop_rx) = watch::channel(false);
         let (third_tx, mut third_rx) = tokio::sync::mpsc::channel::<()>(1);
         let handle = {
             let (runs, stop_rx) = (runs.clone(), stop_rx.clone());
-            supervise("test", stop_rx.clone(), move || {
+            supervise("test", workers.clone(), stop_rx.clone(), move || {
                 let (runs, mut stop, third) = (runs.clone(), stop_rx.clone(), third_tx.clone());
                 async move {
                     if runs.fetch_add(1, Ordering::SeqCst) < 2 {
@@ -97,6 +133,9 @@ mod tests {
             started.elapsed() >= FIRST_BACKOFF * 3,
             "backed off 1 s, then 2 s"
         );
+        let seen = workers.restarted();
+        assert_eq!(seen["test"].restarts, 2);
+        assert_eq!(seen["test"].last_panic, "boom");
         stop_tx.send(true).unwrap();
         handle.await.unwrap();
         assert_eq!(

@@ -21,6 +21,20 @@ pub struct Health {
     /// The storage backend (`sqlite`, `postgres`), on `/readyz`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub database: Option<&'static str>,
+    /// On `/readyz`, background loops that panicked and were restarted (still ready: each
+    /// runs again); absent when none has.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub restarted_workers: Vec<RestartedWorker>,
+}
+
+/// A background loop the supervisor restarted after a panic.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RestartedWorker {
+    /// `scheduler`, `dispatcher`, `webhooks`, `codes` or `issuance`.
+    pub worker: &'static str,
+    pub restarts: u64,
+    /// What its last panic said.
+    pub last_panic: String,
 }
 
 /// Liveness: the process answers.
@@ -30,19 +44,32 @@ pub async fn healthz() -> Json<Health> {
     Json(Health {
         status: "ok",
         database: None,
+        restarted_workers: vec![],
     })
 }
 
-/// Readiness: the database answers.
+/// Readiness: the database answers. Also lists background loops that panicked and were
+/// restarted.
 #[utoipa::path(get, path = "/readyz", tag = "system",
     responses((status = 200, description = "Ready", body = Health),
         (status = 503, description = "The database is unavailable", body = Problem,
          content_type = "application/problem+json")))]
 pub async fn readyz(State(s): State<AppState>) -> ApiResult<Json<Health>> {
     s.store().ping().await?;
+    let restarted_workers = s
+        .workers()
+        .restarted()
+        .into_iter()
+        .map(|(worker, r)| RestartedWorker {
+            worker,
+            restarts: r.restarts,
+            last_panic: r.last_panic,
+        })
+        .collect();
     Ok(Json(Health {
         status: "ready",
         database: Some(s.store().backend()),
+        restarted_workers,
     }))
 }
 

@@ -297,6 +297,17 @@ async fn system_routes_and_request_ids() {
         (r.status, r.body["database"].as_str()),
         (StatusCode::OK, Some("sqlite"))
     );
+    assert!(r.body.get("restarted_workers").is_none(), "{}", r.body);
+    // A background loop the supervisor restarted is named on /readyz, which stays ready.
+    app.state
+        .workers()
+        .record_panic("dispatcher", "observer exploded".into());
+    let r = app.call(Method::GET, "/readyz", None, None).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(
+        r.body["restarted_workers"],
+        serde_json::json!([{"worker": "dispatcher", "restarts": 1, "last_panic": "observer exploded"}])
+    );
     app.get("/v1/activities", &app.platform).await;
     let r = app.call(Method::GET, "/metrics", None, None).await;
     assert_eq!(r.status, StatusCode::OK);
