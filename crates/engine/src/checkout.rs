@@ -8,7 +8,6 @@
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::time::Duration;
 
 use coupond_domain::checkout::Reason;
 use coupond_domain::{
@@ -20,7 +19,6 @@ use coupond_store::{
     StoreResult,
 };
 use serde_json::json;
-use tokio::sync::watch;
 
 use crate::clock::Clock;
 
@@ -292,10 +290,6 @@ impl std::fmt::Debug for Sweeper {
 /// Locks ended per transaction.
 const SWEEP_BATCH: u32 = 200;
 
-/// The longest the sweeper sleeps: a lock taken by another process is ended at most this
-/// long after its deadline (a confirm after the deadline is refused whenever it comes).
-pub const SWEEP_INTERVAL: Duration = Duration::from_secs(1);
-
 impl Sweeper {
     pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>) -> Self {
         Sweeper { store, clock }
@@ -314,31 +308,6 @@ impl Sweeper {
             ended.extend(batch);
             if !more {
                 return Ok(ended);
-            }
-        }
-    }
-
-    /// Sweeps until `shutdown` turns true (or its sender is dropped), sleeping until the next
-    /// deadline, at most [`SWEEP_INTERVAL`].
-    pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
-        loop {
-            if *shutdown.borrow() {
-                return;
-            }
-            if let Err(e) = self.run_once().await {
-                tracing::warn!(error = %e.chain(), "sweeping expired locks failed; retrying");
-            }
-            let wait = match self.store.next_lock_deadline().await {
-                Ok(Some(next)) => {
-                    let micros = next.unix_micros() - self.clock.now().unix_micros();
-                    Duration::from_micros(u64::try_from(micros).unwrap_or(0))
-                }
-                _ => SWEEP_INTERVAL,
-            }
-            .min(SWEEP_INTERVAL);
-            tokio::select! {
-                () = tokio::time::sleep(wait) => {}
-                changed = shutdown.changed() => if changed.is_err() { return },
             }
         }
     }

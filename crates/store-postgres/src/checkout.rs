@@ -287,18 +287,6 @@ impl PgStore {
         Ok(ended)
     }
 
-    pub(crate) async fn next_deadline(&self) -> StoreResult<Option<Timestamp>> {
-        let next: Option<time::OffsetDateTime> =
-            sqlx::query_scalar("SELECT MIN(deadline) FROM orders WHERE state = 'locked'")
-                .fetch_one(&self.pool)
-                .await
-                .map_err(db_err)?;
-        next.map(|t| {
-            Timestamp::from_datetime(t).ok_or_else(|| StoreError::other("instant out of range"))
-        })
-        .transpose()
-    }
-
     pub(crate) async fn order_by_id(&self, order: &OrderId) -> StoreResult<OrderRecord> {
         let row = sqlx::query(
             "SELECT order_id, user_id, state, deadline, answer, created_at, ended_at

@@ -1165,10 +1165,6 @@ impl Store for PgStore {
         self.expire_locks_tx(now, limit).await
     }
 
-    async fn next_lock_deadline(&self) -> StoreResult<Option<Timestamp>> {
-        self.next_deadline().await
-    }
-
     async fn order(&self, order: &OrderId) -> StoreResult<OrderRecord> {
         self.order_by_id(order).await
     }

@@ -278,15 +278,6 @@ impl SqliteStore {
         Ok(ended)
     }
 
-    pub(crate) async fn next_deadline(&self) -> StoreResult<Option<Timestamp>> {
-        let next: Option<i64> =
-            sqlx::query_scalar("SELECT MIN(deadline) FROM orders WHERE state = 'locked'")
-                .fetch_one(&self.reader)
-                .await
-                .map_err(db_err)?;
-        next.map(rows::ts).transpose()
-    }
-
     pub(crate) async fn order_by_id(&self, order: &OrderId) -> StoreResult<OrderRecord> {
         let row = sqlx::query("SELECT * FROM orders WHERE order_id = ?")
             .bind(order.as_str())

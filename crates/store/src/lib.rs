@@ -320,8 +320,6 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
     /// Ends as expired up to `limit` locks whose deadline is at or before `now`, as cancel
     /// does; returns their order ids. Each lock ends once, whoever gets there first.
     async fn expire_locks(&self, now: Timestamp, limit: u32) -> StoreResult<Vec<OrderId>>;
-    /// The earliest deadline of a lock still held.
-    async fn next_lock_deadline(&self) -> StoreResult<Option<Timestamp>>;
     async fn order(&self, order: &OrderId) -> StoreResult<OrderRecord>;
     /// The coupons an order holds or used, by id.
     async fn order_coupons(&self, order: &OrderId) -> StoreResult<Vec<Coupon>>;
