@@ -2,6 +2,7 @@
 //! `application/problem+json` with a stable `code`, the offending `field` where there is one,
 //! and the request id. Internal errors are logged with their cause chain and never shown.
 
+use coupond_store::Conflict;
 use std::error::Error as StdError;
 
 use axum::http::{header, HeaderValue, StatusCode};
@@ -307,11 +308,11 @@ impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
         match e {
             StoreError::NotFound => ApiError::NotFound,
-            StoreError::Conflict("version") => ApiError::conflict(
+            StoreError::Conflict(Conflict::Version) => ApiError::conflict(
                 "concurrent_update",
                 "the resource changed while this request was processed; read it again and retry",
             ),
-            StoreError::Conflict("unique") => ApiError::conflict(
+            StoreError::Conflict(Conflict::Unique) => ApiError::conflict(
                 "already_exists",
                 "a resource with that identity already exists",
             ),

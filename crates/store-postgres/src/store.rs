@@ -1,5 +1,6 @@
 //! [`PgStore`]: the SQL of every [`Store`] method on PostgreSQL.
 
+use coupond_store::Conflict;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -108,7 +109,7 @@ impl PgStore {
         let sql = format!("SELECT 1 FROM {table} WHERE id = $1");
         match sqlx::query(&sql).bind(id).fetch_optional(&self.pool).await {
             Ok(None) => StoreError::NotFound,
-            Ok(Some(_)) => StoreError::Conflict("version"),
+            Ok(Some(_)) => StoreError::Conflict(Conflict::Version),
             Err(e) => db_err(e),
         }
     }
@@ -132,7 +133,7 @@ impl PgStore {
         if bumped.rows_affected() == 1 {
             Ok(())
         } else {
-            Err(StoreError::Conflict("version"))
+            Err(StoreError::Conflict(Conflict::Version))
         }
     }
 
@@ -589,7 +590,7 @@ impl Store for PgStore {
                 .await
                 .map_err(db_err)?;
         if counted.rows_affected() != 1 {
-            return Err(StoreError::Conflict("limit"));
+            return Err(StoreError::Conflict(Conflict::Limit));
         }
         sqlx::query("INSERT INTO bindings (listing_id, template_id, bound_at) VALUES ($1, $2, $3)")
             .bind(listing.get())

@@ -1,6 +1,7 @@
 //! Webhook endpoints, deliveries and attempts on PostgreSQL.
 
 use coupond_domain::{MerchantId, Timestamp};
+use coupond_store::Conflict;
 use coupond_store::{
     Delivery, DeliveryAttempt, DeliveryState, NewDelivery, NewWebhook, StoreError, StoreResult,
     Webhook,
@@ -41,7 +42,7 @@ impl PgStore {
         .fetch_optional(&mut *tx)
         .await
         .map_err(db_err)?
-        .ok_or(StoreError::Conflict("limit"))?;
+        .ok_or(StoreError::Conflict(Conflict::Limit))?;
         tx.commit().await.map_err(db_err)?;
         rows::webhook(&row)
     }

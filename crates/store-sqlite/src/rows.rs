@@ -6,6 +6,7 @@ use coupond_domain::{
     UserId, Window,
 };
 use coupond_store::checkout::{OrderRecord, OrderState};
+use coupond_store::Conflict;
 use coupond_store::{
     codec, ApiKey, CodeBatch, CouponEvent, Delivery, DeliveryAttempt, DeliveryState, Event,
     Issuance, IssuanceState, Message, PromoCode, Reminder, Role, StoreError, Webhook,
@@ -16,9 +17,11 @@ use sqlx::Row;
 pub(crate) fn db_err(e: sqlx::Error) -> StoreError {
     match e {
         sqlx::Error::RowNotFound => StoreError::NotFound,
-        sqlx::Error::Database(d) if d.is_unique_violation() => StoreError::Conflict("unique"),
+        sqlx::Error::Database(d) if d.is_unique_violation() => {
+            StoreError::Conflict(Conflict::Unique)
+        }
         sqlx::Error::Database(d) if d.is_foreign_key_violation() => {
-            StoreError::Conflict("reference")
+            StoreError::Conflict(Conflict::Reference)
         }
         // SQLITE_BUSY / SQLITE_LOCKED (any extended code) after the busy timeout: another
         // process holds the lock.

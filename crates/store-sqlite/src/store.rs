@@ -1,5 +1,6 @@
 //! [`SqliteStore`]: the SQL of every [`Store`] method on SQLite.
 
+use coupond_store::Conflict;
 use std::path::Path;
 use std::str::FromStr;
 use std::time::Duration;
@@ -129,7 +130,7 @@ impl SqliteStore {
             .await
         {
             Ok(None) => StoreError::NotFound,
-            Ok(Some(_)) => StoreError::Conflict("version"),
+            Ok(Some(_)) => StoreError::Conflict(Conflict::Version),
             Err(e) => db_err(e),
         }
     }
@@ -154,7 +155,7 @@ async fn bump_enrollment(
     if bumped.rows_affected() == 1 {
         Ok(())
     } else {
-        Err(StoreError::Conflict("version"))
+        Err(StoreError::Conflict(Conflict::Version))
     }
 }
 
@@ -595,7 +596,7 @@ impl Store for SqliteStore {
                 .await
                 .map_err(db_err)?;
         if counted.rows_affected() != 1 {
-            return Err(StoreError::Conflict("limit"));
+            return Err(StoreError::Conflict(Conflict::Limit));
         }
         sqlx::query("INSERT INTO bindings (listing_id, template_id, bound_at) VALUES (?, ?, ?)")
             .bind(listing.get())

@@ -1,6 +1,7 @@
 //! Webhook endpoints, deliveries and attempts on SQLite.
 
 use coupond_domain::{MerchantId, Timestamp};
+use coupond_store::Conflict;
 use coupond_store::{
     Delivery, DeliveryAttempt, DeliveryState, NewDelivery, NewWebhook, StoreError, StoreResult,
     Webhook,
@@ -34,7 +35,7 @@ impl SqliteStore {
         .fetch_optional(&self.writer)
         .await
         .map_err(db_err)?
-        .ok_or(StoreError::Conflict("limit"))?;
+        .ok_or(StoreError::Conflict(Conflict::Limit))?;
         rows::webhook(&row)
     }
 

@@ -9,16 +9,32 @@ pub enum StoreError {
     /// The record does not exist.
     #[error("not found")]
     NotFound,
-    /// The write conflicts with the current state: a unique key taken (`"unique"`), a record
-    /// changed since it was read (`"version"`), a referenced record missing (`"reference"`).
+    /// The write conflicts with the current state; [`Conflict`] says which rule it broke.
     #[error("conflict: {0}")]
-    Conflict(&'static str),
+    Conflict(Conflict),
     /// The database could not be reached in time; retrying later may succeed.
     #[error("database unavailable")]
     Unavailable(#[source] Box<dyn StdError + Send + Sync>),
     /// Anything else: a bug or a broken database. Logged, never shown to callers.
     #[error("storage failure")]
     Other(#[source] Box<dyn StdError + Send + Sync>),
+}
+
+/// Which rule a conflicting write broke: callers match on it, never on text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Conflict {
+    /// A unique key is taken (a code, an external id, an idempotency record).
+    #[error("unique")]
+    Unique,
+    /// The record changed since it was read (its version moved on).
+    #[error("version")]
+    Version,
+    /// A cap decided in the database is reached (bindings per listing, webhooks per owner).
+    #[error("limit")]
+    Limit,
+    /// A record it refers to does not exist.
+    #[error("reference")]
+    Reference,
 }
 
 impl StoreError {

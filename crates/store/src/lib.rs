@@ -42,7 +42,7 @@ pub use checkout::{
     IdempotencyStart, LockOutcome, LockPlan, LockRefusal, LockRequest, LockRules, OrderRecord,
     OrderState, OrderStep, StoredAnswer,
 };
-pub use error::{StoreError, StoreResult};
+pub use error::{Conflict, StoreError, StoreResult};
 pub use events::{CouponEvent, Event};
 pub use issuance::{InvalidLine, Issuance, IssuanceKey, IssuanceState, NewIssuance};
 pub use model::{
@@ -121,7 +121,7 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
 
     // --- bindings -------------------------------------------------------------------------
     /// Binds `template` to `listing`: `Ok(true)` if bound now, `Ok(false)` if it already was.
-    /// A listing holds at most `max` bindings: one more is `Conflict("limit")`, decided in the
+    /// A listing holds at most `max` bindings: one more is `Conflict(Conflict::Limit)`, decided in the
     /// database so concurrent binds cannot overshoot.
     async fn bind(
         &self,
@@ -247,7 +247,7 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
 
     // --- promotion codes ------------------------------------------------------------------
     /// Replaces the template's shared code (`None` removes it). A code another template
-    /// holds is `Conflict("unique")`.
+    /// holds is `Conflict(Conflict::Unique)`.
     async fn set_shared_code(
         &self,
         template: TemplateId,
@@ -482,7 +482,7 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
 
     // --- webhooks -------------------------------------------------------------------------------
     /// Registers an endpoint if its owner (`new.merchant_id`; `None` is the platform) has
-    /// fewer than `max` enabled; otherwise `Conflict("limit")`, decided in the database so
+    /// fewer than `max` enabled; otherwise `Conflict(Conflict::Limit)`, decided in the database so
     /// concurrent registrations cannot overshoot.
     async fn insert_webhook(
         &self,

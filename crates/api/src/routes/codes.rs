@@ -12,6 +12,7 @@ use coupond_domain::{
     TemplateStatus, Timestamp, UserId,
 };
 use coupond_engine::{ClaimAsk, ClaimError};
+use coupond_store::Conflict;
 use coupond_store::{CodeBatch, CodeClaim, PromoCode, StoreError};
 use serde::Deserialize;
 use utoipa::ToSchema;
@@ -71,7 +72,7 @@ pub async fn set_shared(
     let code = SharedCode::parse(&body.code)?;
     load_open(&s, &p, id).await?;
     match s.store().set_shared_code(id, Some(&code)).await {
-        Err(StoreError::Conflict("unique")) => Err(ApiError::conflict(
+        Err(StoreError::Conflict(Conflict::Unique)) => Err(ApiError::conflict(
             "code_taken",
             "another template uses this code; choose another",
         )),

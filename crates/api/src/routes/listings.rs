@@ -1,6 +1,7 @@
 //! `/v1/listings`: merchants' houses, rooms and products, the templates bound to them, and the
 //! search users browse by coupon.
 
+use coupond_store::Conflict;
 use std::collections::BTreeMap;
 
 use axum::extract::State;
@@ -53,7 +54,7 @@ async fn with_coupons(
 
 fn external_id_taken(e: StoreError) -> ApiError {
     match e {
-        StoreError::Conflict("unique") => ApiError::conflict(
+        StoreError::Conflict(Conflict::Unique) => ApiError::conflict(
             "external_id_taken",
             "another of your listings already has this external_id",
         ),
@@ -221,7 +222,7 @@ pub async fn bind(
     let max = s.settings().max_bindings_per_listing;
     let created = match s.store().bind(listing.id, template.id, max, now).await {
         Ok(created) => created,
-        Err(StoreError::Conflict("limit")) => {
+        Err(StoreError::Conflict(Conflict::Limit)) => {
             return Err(ApiError::conflict(
                 "binding_limit",
                 format!("a listing holds at most {max} templates; unbind one first"),

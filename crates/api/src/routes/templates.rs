@@ -9,6 +9,7 @@ use coupond_domain::{
     Activity, ActivityId, ActivityStatus, Merchant, Template, TemplateContext, TemplateDraft,
     TemplateId, TemplatePatch, TemplateSpec, TemplateStatus, Timestamp,
 };
+use coupond_store::Conflict;
 use coupond_store::{NewTemplate, StoreError, TemplateQuery};
 use serde::Deserialize;
 use utoipa::IntoParams;
@@ -102,7 +103,7 @@ pub async fn create(
         match s.store().insert_template(&new, now).await {
             Ok(t) => return Ok((StatusCode::CREATED, Json(view(t, now)))),
             // The activity changed since it was read: validate against the new terms.
-            Err(StoreError::Conflict("version")) if attempt < CREATE_ATTEMPTS => continue,
+            Err(StoreError::Conflict(Conflict::Version)) if attempt < CREATE_ATTEMPTS => continue,
             Err(e) => return Err(e.into()),
         }
     }

@@ -10,6 +10,7 @@ use base64::Engine;
 use coupond_domain::{MerchantId, Timestamp};
 use coupond_engine::webhooks::TargetError;
 use coupond_store::events::kind;
+use coupond_store::Conflict;
 use coupond_store::{Delivery, DeliveryState, NewWebhook, StoreError, Webhook};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -142,7 +143,7 @@ pub async fn create(
         )
         .await
         .map_err(|e| match e {
-            StoreError::Conflict("limit") => ApiError::conflict(
+            StoreError::Conflict(Conflict::Limit) => ApiError::conflict(
                 "webhook_limit",
                 format!(
                     "at most {} enabled webhooks per owner; disable one first",

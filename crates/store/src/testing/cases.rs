@@ -1,6 +1,7 @@
 //! The conformance cases. Each takes a store on a fresh database and panics on a deviation.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use crate::Conflict;
 use std::sync::Arc;
 
 use coupond_domain::{ActivityStatus, ListingDraft, Money, TemplateStatus, Timestamp};
@@ -218,7 +219,7 @@ pub async fn activities_round_trip(s: Arc<dyn Store>) {
     assert!(matches!(
         s.update_activity(a.id, a.version, a.enrollment_seq, &spec, &[], at(2))
             .await,
-        Err(StoreError::Conflict("version"))
+        Err(StoreError::Conflict(Conflict::Version))
     ));
     assert_eq!(s.activity(a.id).await.unwrap(), b);
     let missing = coupond_domain::ActivityId::new(a.id.get() + 10).unwrap();
@@ -400,7 +401,7 @@ pub async fn abort_activity_aborts_its_templates(s: Arc<dyn Store>) {
     let standalone = spec_standalone(&s, &m).await;
     assert!(matches!(
         s.abort_activity(a.id, a.version + 5, at(2)).await,
-        Err(StoreError::Conflict("version"))
+        Err(StoreError::Conflict(Conflict::Version))
     ));
     let aborted = s.abort_activity(a.id, a.version, at(2)).await.unwrap();
     assert_eq!(
@@ -485,7 +486,7 @@ pub async fn templates_round_trip(s: Arc<dyn Store>) {
     assert_eq!(s.template(t.id).await.unwrap(), u);
     assert!(matches!(
         s.update_template(t.id, t.version, None, &spec, at(2)).await,
-        Err(StoreError::Conflict("version"))
+        Err(StoreError::Conflict(Conflict::Version))
     ));
 
     let q = TemplateQuery {
@@ -615,7 +616,7 @@ pub async fn template_insert_checks_activity_version(s: Arc<dyn Store>) {
     };
     assert!(matches!(
         s.insert_template(&stale, at(1)).await,
-        Err(StoreError::Conflict("version"))
+        Err(StoreError::Conflict(Conflict::Version))
     ));
     assert!(
         s.activity_templates(a.id).await.unwrap().is_empty(),
@@ -631,7 +632,7 @@ pub async fn template_insert_checks_activity_version(s: Arc<dyn Store>) {
     assert!(matches!(
         s.update_activity(b.id, b.version, b.enrollment_seq, &b.spec, &[], at(2))
             .await,
-        Err(StoreError::Conflict("version"))
+        Err(StoreError::Conflict(Conflict::Version))
     ));
     let b = s.activity(b.id).await.unwrap();
     assert_eq!(b.enrollment_seq, 1);
@@ -639,7 +640,7 @@ pub async fn template_insert_checks_activity_version(s: Arc<dyn Store>) {
     assert!(matches!(
         s.update_template(t.id, t.version, Some(a.version), &spec, at(2))
             .await,
-        Err(StoreError::Conflict("version"))
+        Err(StoreError::Conflict(Conflict::Version))
     ));
     s.update_template(t.id, t.version, Some(b.version), &spec, at(2))
         .await
@@ -657,7 +658,7 @@ pub async fn template_publish_and_abort(s: Arc<dyn Store>) {
     assert_eq!((p.published_at, p.version), (Some(at(1)), t.version + 1));
     assert!(matches!(
         s.publish_template(id, t.version, at(2)).await,
-        Err(StoreError::Conflict("version"))
+        Err(StoreError::Conflict(Conflict::Version))
     ));
     let a = s.abort_template(id, p.version, at(11)).await.unwrap();
     assert_eq!(a.aborted_at, Some(at(11)));
@@ -691,7 +692,7 @@ pub async fn concurrent_updates_one_wins(s: Arc<dyn Store>) {
     for j in joins {
         match j.await.unwrap() {
             Ok(_) => ok += 1,
-            Err(StoreError::Conflict("version")) => {}
+            Err(StoreError::Conflict(Conflict::Version)) => {}
             Err(e) => panic!("unexpected error: {e:?}"),
         }
     }
@@ -961,7 +962,7 @@ pub async fn bind_limit_holds_under_concurrency(s: Arc<dyn Store>) {
     for j in joins {
         match j.await.unwrap() {
             Ok(true) => ok += 1,
-            Err(StoreError::Conflict("limit")) => limited += 1,
+            Err(StoreError::Conflict(Conflict::Limit)) => limited += 1,
             other => panic!("unexpected: {other:?}"),
         }
     }
@@ -980,7 +981,7 @@ pub async fn bind_limit_holds_under_concurrency(s: Arc<dyn Store>) {
     assert!(s.bind(l.id, spare, 3, t0()).await.unwrap());
     assert!(matches!(
         s.bind(l.id, bound[0], 3, t0()).await,
-        Err(StoreError::Conflict("limit"))
+        Err(StoreError::Conflict(Conflict::Limit))
     ));
     let ghost = coupond_domain::ListingId::new(l.id.get() + 100).unwrap();
     assert!(matches!(
@@ -1021,7 +1022,7 @@ pub async fn abort_releases_bindings(s: Arc<dyn Store>) {
     let t3 = live_template(&s, &m, 10, 20).await;
     assert!(matches!(
         s.bind(l.id, t3.id, 2, t0()).await,
-        Err(StoreError::Conflict("limit"))
+        Err(StoreError::Conflict(Conflict::Limit))
     ));
     s.abort_template(t1.id, t1.version, at(2)).await.unwrap();
     assert_eq!(s.listing_bindings(l.id).await.unwrap(), vec![t2.id]);

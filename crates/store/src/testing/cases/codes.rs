@@ -1,5 +1,6 @@
 //! Promotion codes: shared codes, batches, and redemption inside the claim batch.
 
+use crate::Conflict;
 use std::sync::Arc;
 
 use coupond_domain::{CodeBatchDraft, CodeBatchSpec, SharedCode};
@@ -39,7 +40,7 @@ pub async fn shared_codes_are_unique(s: Arc<dyn Store>) {
     );
     assert!(matches!(
         s.set_shared_code(b.id, Some(&code)).await,
-        Err(StoreError::Conflict("unique"))
+        Err(StoreError::Conflict(Conflict::Unique))
     ));
     assert_eq!(s.shared_code(b.id).await.unwrap(), None, "nothing written");
     let found = s.promo_code("SPRING24").await.unwrap();
