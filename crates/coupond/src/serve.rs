@@ -100,8 +100,7 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
     };
     let state = AppState::new(store.clone(), clock.clone(), &secret, settings);
 
-    let listener = tokio::net::TcpListener::bind(config.listen)
-        .await
+    let listener = coupond_api::server::bind(config.listen)
         .with_context(|| format!("binding {}", config.listen))?;
     let addr = listener.local_addr()?;
     if args.demo {

@@ -196,7 +196,7 @@ impl TestApp {
         &self,
         limits: coupond_api::server::ConnectionLimits,
     ) -> std::net::SocketAddr {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let listener = coupond_api::server::bind(([127, 0, 0, 1], 0).into()).unwrap();
         let addr = listener.local_addr().unwrap();
         tokio::spawn(coupond_api::server::serve(
             listener,
