@@ -21,6 +21,7 @@ mod audit;
 mod checkout;
 mod claims;
 mod codes;
+mod idempotency;
 mod issuance;
 mod rows;
 mod scheduling;
