@@ -166,8 +166,8 @@ pub async fn run(config: &Config, args: LoadtestArgs) -> anyhow::Result<()> {
     }
 
     // Audit: the database against itself and against what was answered.
-    let audit = store.audit_template(template).await?;
-    let owners = store.coupon_owners(template).await?;
+    let audit = store.inspect().audit_template(template).await?;
+    let owners = store.inspect().coupon_owners(template).await?;
     store.close().await;
     let mut violations = audit.violations();
     // Other runs may claim the same template (`--template`): count this run's users only.

@@ -2,7 +2,7 @@
 //! [`coupond_domain::checkout`] to what the store reads; and the [`Sweeper`] that ends locks
 //! whose deadline passed.
 //!
-//! A lock's rules run inside the store's lock transaction (as a [`LockRules`] callback), on
+//! A lock's rules run inside the store's lock transaction (as a [`LockRules`](coupond_store::LockRules) callback), on
 //! the coupons and templates as that transaction sees them, so what is checked is what is
 //! written: nobody can use, lock or over-reserve a coupon between the check and the write.
 

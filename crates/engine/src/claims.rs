@@ -2,7 +2,7 @@
 //!
 //! Each template being claimed has a batcher task fed by a bounded channel. The batcher waits
 //! for one claim, takes everything else already waiting (up to `max_batch`), commits them all
-//! with one [`Store::claim_batch`] transaction, and answers each caller after the commit. A lone
+//! with one [`ClaimStore::claim_batch`](coupond_store::ClaimStore::claim_batch) transaction, and answers each caller after the commit. A lone
 //! claim is committed at once (no timer, no added latency when idle); under load, claims pile
 //! up while a commit is flushing and the next transaction takes all of them, so throughput
 //! grows with load while every answer is still durable.
@@ -17,7 +17,7 @@
 //!   await) maps a template to its batcher's sender.
 //! - each batcher's channel holds at most `4 * max_batch` claims; senders wait (backpressure)
 //!   when it is full.
-//! - each batcher commits up to [`Store::claim_lanes`] batches at once (PostgreSQL: batches
+//! - each batcher commits up to [`ClaimStore::claim_lanes`](coupond_store::ClaimStore::claim_lanes) batches at once (PostgreSQL: batches
 //!   take different stock shards, so they do not wait on each other; SQLite: one); a batch
 //!   joins a commit in flight only with at least [`OPEN_LANE_AT`] claims, so batches stay
 //!   large while one commit keeps up.
@@ -340,7 +340,7 @@ impl ClaimEngine {
 
     /// `own` identifies this batcher's channel in `batchers` without keeping it open.
     ///
-    /// Up to [`Store::claim_lanes`] batches are committed at once (`lanes`, a `JoinSet` that
+    /// Up to [`ClaimStore::claim_lanes`](coupond_store::ClaimStore::claim_lanes) batches are committed at once (`lanes`, a `JoinSet` that
     /// this task alone owns): while every lane is busy the channel fills, and the next batch
     /// takes everything that piled up. One lane (SQLite) commits inline.
     async fn run_batcher(

@@ -2,7 +2,7 @@
 //!
 //! A batch is a row in the database that says how many codes it wants and how many it has.
 //! Each step draws fresh random codes for the oldest unfinished batch and adds them in one
-//! transaction ([`Store::add_codes`]), which skips any that collide with an existing code and
+//! transaction ([`CodeStore::add_codes`](coupond_store::CodeStore::add_codes)), which skips any that collide with an existing code and
 //! never goes past the count; so the work survives a crash (the next start resumes the
 //! batch from what was committed) and several processes may share it.
 //!

@@ -1,6 +1,6 @@
 //! The issuance worker: works through open bulk issuance jobs a chunk at a time.
 //!
-//! Each chunk is one transaction in the store ([`Store::issue_chunk`]): the coupons, their
+//! Each chunk is one transaction in the store ([`IssuanceStore::issue_chunk`](coupond_store::IssuanceStore::issue_chunk)): the coupons, their
 //! events and the job's progress commit together, so after a crash (kill -9 included) the next
 //! step starts exactly where the last committed chunk ended and nobody is issued twice. On
 //! PostgreSQL a job being worked on by another instance is skipped, so instances share the open

@@ -68,6 +68,7 @@ async fn a_failing_observer_delays_only_itself() {
         j.await.unwrap();
     }
     let written: Vec<i64> = store
+        .inspect()
         .events_after(0, 1_000_000)
         .await
         .unwrap()

@@ -66,7 +66,7 @@ async fn exact_under_a_rush(mode: ClaimMode) {
     let users = (0..200).map(|i| format!("u{i}")).collect();
     assert_eq!(storm(&engine, &t, users).await, (50, 150, 0));
     assert_eq!(s.store.template(t.id).await.unwrap().claimed, 50);
-    assert_eq!(s.store.count_coupons(t.id).await.unwrap(), 50);
+    assert_eq!(s.store.inspect().count_coupons(t.id).await.unwrap(), 50);
 
     // Per-user limits of 1 and 3 against 50 simultaneous claims by one user.
     for limit in [1, 3] {
@@ -76,7 +76,10 @@ async fn exact_under_a_rush(mode: ClaimMode) {
             storm(&engine, &t, users).await,
             (limit as usize, 0, 50 - limit as usize)
         );
-        assert_eq!(s.store.count_coupons(t.id).await.unwrap(), i64::from(limit));
+        assert_eq!(
+            s.store.inspect().count_coupons(t.id).await.unwrap(),
+            i64::from(limit)
+        );
     }
     engine.shutdown().await;
 }
@@ -155,7 +158,7 @@ async fn rules_are_checked_before_and_inside_the_commit() {
         ),
         "{late:?}"
     );
-    assert_eq!(s.store.count_coupons(t.id).await.unwrap(), 0);
+    assert_eq!(s.store.inspect().count_coupons(t.id).await.unwrap(), 0);
     engine.shutdown().await;
 }
 
@@ -192,7 +195,7 @@ async fn shutdown_answers_every_queued_claim_then_refuses() {
         }
     }
     // Every acknowledged claim exists; nothing else does.
-    assert_eq!(s.store.count_coupons(t.id).await.unwrap(), issued);
+    assert_eq!(s.store.inspect().count_coupons(t.id).await.unwrap(), issued);
     assert_eq!(s.store.template(t.id).await.unwrap().claimed, issued);
     assert_eq!(
         engine
@@ -237,7 +240,7 @@ async fn retries_with_one_key_get_one_coupon() {
         fresh += usize::from(!c.replayed);
     }
     assert_eq!((ids.len(), fresh), (1, 1));
-    assert_eq!(s.store.count_coupons(t.id).await.unwrap(), 1);
+    assert_eq!(s.store.inspect().count_coupons(t.id).await.unwrap(), 1);
     let other = coupond_store::IdempotencyKey {
         fingerprint: [8; 32],
         ..key

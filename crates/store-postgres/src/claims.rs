@@ -48,34 +48,6 @@ pub(crate) enum Attempt {
 }
 
 impl PgStore {
-    pub(crate) async fn claim_batch_tx(
-        &self,
-        template: TemplateId,
-        claims: &[ClaimRequest],
-        now: Timestamp,
-    ) -> StoreResult<Vec<ClaimOutcome>> {
-        let start = self.shard_start();
-        let modes: &[bool] = if plain::fits(claims) {
-            match self.claim_plain(template, claims, now, start).await? {
-                Some(out) => return Ok(out),
-                None => &[true],
-            }
-        } else {
-            &[false, true]
-        };
-        for &exact in modes {
-            let mut tx = self.pool.begin().await.map_err(db_err)?;
-            if let Attempt::Done(out) =
-                attempt(&mut tx, template, claims, now, exact, start).await?
-            {
-                coupond_store::failpoints::hit("claim.before_commit")?;
-                tx.commit().await.map_err(db_err)?;
-                return Ok(out);
-            }
-        }
-        Err(StoreError::other("stock changed under the shards' locks"))
-    }
-
     /// The shard the next batch starts looking at.
     fn shard_start(&self) -> i32 {
         let n = self
@@ -552,4 +524,35 @@ async fn earlier_code(
     .map_err(db_err)?;
     row.map(|r| rows::coupon(&r).map(ClaimOutcome::Replayed))
         .transpose()
+}
+
+impl PgStore {
+    /// The claim batch ([`ClaimStore::claim_batch`]).
+    pub(crate) async fn claim_batch_tx(
+        &self,
+        template: TemplateId,
+        claims: &[ClaimRequest],
+        now: Timestamp,
+    ) -> StoreResult<Vec<ClaimOutcome>> {
+        let start = self.shard_start();
+        let modes: &[bool] = if plain::fits(claims) {
+            match self.claim_plain(template, claims, now, start).await? {
+                Some(out) => return Ok(out),
+                None => &[true],
+            }
+        } else {
+            &[false, true]
+        };
+        for &exact in modes {
+            let mut tx = self.pool.begin().await.map_err(db_err)?;
+            if let Attempt::Done(out) =
+                attempt(&mut tx, template, claims, now, exact, start).await?
+            {
+                coupond_store::failpoints::hit("claim.before_commit")?;
+                tx.commit().await.map_err(db_err)?;
+                return Ok(out);
+            }
+        }
+        Err(StoreError::other("stock changed under the shards' locks"))
+    }
 }

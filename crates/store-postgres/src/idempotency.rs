@@ -1,15 +1,18 @@
 //! The idempotency records of write routes on PostgreSQL: start (or replay, or refuse) a
 //! keyed request, store its answer, forget it after a 5xx, purge expired ones.
 
+use async_trait::async_trait;
 use coupond_domain::Timestamp;
 use coupond_store::checkout::{IdempotencyStart, StoredAnswer};
+use coupond_store::IdempotencyStore;
 use coupond_store::{IdempotencyKey, StoreError, StoreResult};
 
 use crate::rows::db_err;
 use crate::store::{dt, PgStore};
 
-impl PgStore {
-    pub(crate) async fn idempotency_start_tx(
+#[async_trait]
+impl IdempotencyStore for PgStore {
+    async fn idempotency_start(
         &self,
         key: &IdempotencyKey,
         now: Timestamp,
@@ -80,11 +83,7 @@ impl PgStore {
         Ok(IdempotencyStart::New)
     }
 
-    pub(crate) async fn idempotency_finish_tx(
-        &self,
-        key: &str,
-        answer: &StoredAnswer,
-    ) -> StoreResult<()> {
+    async fn idempotency_finish(&self, key: &str, answer: &StoredAnswer) -> StoreResult<()> {
         sqlx::query(
             "UPDATE idempotency SET status = $1, content_type = $2, body = $3 WHERE key = $4",
         )
@@ -98,7 +97,7 @@ impl PgStore {
         Ok(())
     }
 
-    pub(crate) async fn idempotency_abandon_tx(&self, key: &str) -> StoreResult<()> {
+    async fn idempotency_abandon(&self, key: &str) -> StoreResult<()> {
         sqlx::query("DELETE FROM idempotency WHERE key = $1 AND status IS NULL")
             .bind(key)
             .execute(&self.pool)
@@ -107,7 +106,7 @@ impl PgStore {
         Ok(())
     }
 
-    pub(crate) async fn idempotency_purge_tx(&self, now: Timestamp) -> StoreResult<u64> {
+    async fn idempotency_purge(&self, now: Timestamp) -> StoreResult<u64> {
         Ok(
             sqlx::query("DELETE FROM idempotency WHERE expires_at <= $1")
                 .bind(dt(now))

@@ -2,8 +2,10 @@
 //! job's progress together. The job row is taken `FOR UPDATE SKIP LOCKED`: instances share the
 //! open jobs, and one job's chunks never run at once.
 
+use async_trait::async_trait;
 use coupond_domain::{Timestamp, UserId};
 use coupond_store::events::{self, kind};
+use coupond_store::IssuanceStore;
 use coupond_store::{ClaimOutcome, ClaimRequest, Issuance, NewIssuance, StoreError, StoreResult};
 
 use crate::claims::{attempt, Attempt};
@@ -14,8 +16,9 @@ use crate::store::{dt, PgStore, TEMPLATE_COLS};
 const ISSUANCE_COLS: &str =
     "id, template_id, actor, state, requested, next_user, issued, skipped, sold_out, not_eligible, duplicates, invalid, invalid_lines, error, created_at, started_at, finished_at, key_fingerprint";
 
-impl PgStore {
-    pub(crate) async fn insert_issuance_q(
+#[async_trait]
+impl IssuanceStore for PgStore {
+    async fn insert_issuance(
         &self,
         new: &NewIssuance<'_>,
         now: Timestamp,
@@ -58,7 +61,7 @@ impl PgStore {
         }
     }
 
-    pub(crate) async fn issuance_q(&self, id: i64) -> StoreResult<Issuance> {
+    async fn issuance(&self, id: i64) -> StoreResult<Issuance> {
         let row = sqlx::query(&format!(
             "SELECT {ISSUANCE_COLS} FROM issuances WHERE id = $1"
         ))
@@ -70,7 +73,7 @@ impl PgStore {
         rows::issuance(&row)
     }
 
-    pub(crate) async fn open_issuances_q(&self) -> StoreResult<Vec<i64>> {
+    async fn open_issuances(&self) -> StoreResult<Vec<i64>> {
         sqlx::query_scalar(
             "SELECT id FROM issuances WHERE state IN ('pending', 'running') ORDER BY id",
         )
@@ -79,7 +82,7 @@ impl PgStore {
         .map_err(db_err)
     }
 
-    pub(crate) async fn issuance_users_q(&self, id: i64) -> StoreResult<Vec<UserId>> {
+    async fn issuance_users(&self, id: i64) -> StoreResult<Vec<UserId>> {
         let blob: Vec<u8> = sqlx::query_scalar("SELECT users FROM issuances WHERE id = $1")
             .bind(id)
             .fetch_optional(&self.pool)
@@ -89,7 +92,7 @@ impl PgStore {
         rows::user_list(&blob)
     }
 
-    pub(crate) async fn issue_chunk_tx(
+    async fn issue_chunk(
         &self,
         id: i64,
         users: &[UserId],

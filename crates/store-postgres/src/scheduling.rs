@@ -2,6 +2,7 @@
 //! PostgreSQL. Every write that depends on what it read is conditional (announcing moves a
 //! status only from the one read), so several instances may run these at once.
 
+use async_trait::async_trait;
 use coupond_domain::{
     Activity, ActivityId, ActivityStatus, Actor, Coupon, Template, TemplateId, TemplateStatus,
     Timestamp, Transition, UserId,
@@ -10,6 +11,7 @@ use coupond_store::events::{self, kind};
 use coupond_store::{
     Event, Message, MessageContent, OutboxPosition, Reminder, StoreError, StoreResult,
 };
+use coupond_store::{InboxStore, OutboxStore, SchedulerStore};
 use sqlx::{Postgres, QueryBuilder};
 
 use crate::rows::{self, db_err};
@@ -28,266 +30,6 @@ fn day_start(day: i64) -> StoreResult<time::OffsetDateTime> {
 }
 
 impl PgStore {
-    pub(crate) async fn try_lease_tx(
-        &self,
-        name: &str,
-        holder: &str,
-        now: Timestamp,
-        until: Timestamp,
-    ) -> StoreResult<bool> {
-        let held: Option<String> = sqlx::query_scalar(
-            "INSERT INTO leases (name, holder, until) VALUES ($1, $2, $3)
-             ON CONFLICT (name) DO UPDATE SET holder = $2, until = $3
-                 WHERE leases.until <= $4 OR leases.holder = $2
-             RETURNING holder",
-        )
-        .bind(name)
-        .bind(holder)
-        .bind(dt(until))
-        .bind(dt(now))
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(db_err)?;
-        Ok(held.as_deref() == Some(holder))
-    }
-
-    pub(crate) async fn unannounced_activities_q(
-        &self,
-    ) -> StoreResult<Vec<(Activity, Option<ActivityStatus>)>> {
-        let rows = sqlx::query(&format!(
-            "SELECT {ACTIVITY_COLS}, announced FROM activities
-             WHERE announced NOT IN ('ended', 'aborted') ORDER BY id"
-        ))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_err)?;
-        rows.iter()
-            .map(|r| {
-                let a: String = sqlx::Row::try_get(r, "announced").map_err(db_err)?;
-                Ok((rows::activity(r)?, ActivityStatus::parse(&a)))
-            })
-            .collect()
-    }
-
-    pub(crate) async fn due_templates_q(
-        &self,
-        now: Timestamp,
-        limit: u32,
-    ) -> StoreResult<Vec<(Template, Option<TemplateStatus>)>> {
-        // Each branch can use an index; together they are every template whose status moved
-        // past the one announced (or that has none announced).
-        let rows = sqlx::query(&format!(
-            "SELECT {TEMPLATE_COLS}, announced FROM templates WHERE id IN (
-                 SELECT id FROM templates WHERE announced IN ('none', 'draft')
-                     AND (activity_id IS NOT NULL OR published_at IS NOT NULL OR announced = 'none')
-                 UNION SELECT id FROM templates WHERE announced = 'scheduled' AND claim_start <= $1
-                 UNION SELECT id FROM templates WHERE announced = 'active' AND claim_end <= $1
-                 UNION SELECT id FROM templates WHERE announced = 'ended' AND expires_at <= $1
-                 UNION SELECT id FROM templates WHERE aborted_at IS NOT NULL
-                     AND announced <> 'aborted'
-             ) ORDER BY id LIMIT $2"
-        ))
-        .bind(dt(now))
-        .bind(i64::from(limit))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_err)?;
-        rows.iter()
-            .map(|r| {
-                let a: String = sqlx::Row::try_get(r, "announced").map_err(db_err)?;
-                Ok((rows::template(r)?, TemplateStatus::parse(&a)))
-            })
-            .collect()
-    }
-
-    pub(crate) async fn announce_activity_tx(
-        &self,
-        id: ActivityId,
-        from: Option<ActivityStatus>,
-        transitions: &[Transition<ActivityStatus>],
-    ) -> StoreResult<bool> {
-        let Some(last) = transitions.last() else {
-            return Ok(true);
-        };
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
-        let moved =
-            sqlx::query("UPDATE activities SET announced = $1 WHERE id = $2 AND announced = $3")
-                .bind(last.to.as_str())
-                .bind(id.get())
-                .bind(from.map_or("none", ActivityStatus::as_str))
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
-        if moved.rows_affected() != 1 {
-            return Ok(false);
-        }
-        let mut prev = from.map(ActivityStatus::as_str);
-        for t in transitions {
-            emit(
-                &mut tx,
-                kind::ACTIVITY_STATUS_CHANGED,
-                t.at,
-                events::status_changed("activity_id", id.get(), prev, t.to.as_str(), t.at),
-            )
-            .await?;
-            prev = Some(t.to.as_str());
-        }
-        tx.commit().await.map_err(db_err)?;
-        Ok(true)
-    }
-
-    pub(crate) async fn announce_template_tx(
-        &self,
-        id: TemplateId,
-        from: Option<TemplateStatus>,
-        transitions: &[Transition<TemplateStatus>],
-    ) -> StoreResult<bool> {
-        let Some(last) = transitions.last() else {
-            return Ok(true);
-        };
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
-        let moved =
-            sqlx::query("UPDATE templates SET announced = $1 WHERE id = $2 AND announced = $3")
-                .bind(last.to.as_str())
-                .bind(id.get())
-                .bind(from.map_or("none", TemplateStatus::as_str))
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
-        if moved.rows_affected() != 1 {
-            return Ok(false);
-        }
-        let mut prev = from;
-        for t in transitions {
-            emit(
-                &mut tx,
-                kind::TEMPLATE_STATUS_CHANGED,
-                t.at,
-                events::status_changed(
-                    "template_id",
-                    id.get(),
-                    prev.map(TemplateStatus::as_str),
-                    t.to.as_str(),
-                    t.at,
-                ),
-            )
-            .await?;
-            let was_live = prev == Some(TemplateStatus::Active);
-            if was_live != (t.to == TemplateStatus::Active) {
-                emit(
-                    &mut tx,
-                    kind::LISTING_COUPONS_CHANGED,
-                    t.at,
-                    serde_json::json!({"template_id": id, "live": t.to == TemplateStatus::Active})
-                        .to_string(),
-                )
-                .await?;
-            }
-            prev = Some(t.to);
-        }
-        tx.commit().await.map_err(db_err)?;
-        Ok(true)
-    }
-
-    pub(crate) async fn expire_coupons_tx(&self, now: Timestamp, limit: u32) -> StoreResult<u64> {
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
-        let due: Vec<Coupon> = sqlx::query(
-            "SELECT * FROM coupons WHERE status = 'unused' AND valid_until <= $1
-             ORDER BY valid_until LIMIT $2 FOR UPDATE SKIP LOCKED",
-        )
-        .bind(dt(now))
-        .bind(i64::from(limit))
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(db_err)?
-        .iter()
-        .map(rows::coupon)
-        .collect::<StoreResult<_>>()?;
-        let mut n = 0;
-        for c in &due {
-            // Only if still unused: a lock may have taken it since it was read.
-            let expired = sqlx::query(
-                "UPDATE coupons SET status = 'expired', updated_at = $1 WHERE id = $2 AND status = 'unused'",
-            )
-            .bind(dt(now))
-            .bind(c.id.get())
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-            if expired.rows_affected() != 1 {
-                continue;
-            }
-            n += 1;
-            sqlx::query(
-                "INSERT INTO coupon_events (coupon_id, from_status, to_status, actor, at)
-                 VALUES ($1, 'unused', 'expired', $2, $3)",
-            )
-            .bind(c.id.get())
-            .bind(Actor::System.to_text())
-            .bind(dt(c.valid_until))
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-            emit(
-                &mut tx,
-                kind::COUPON_EXPIRED,
-                c.valid_until,
-                events::coupon_expired(c),
-            )
-            .await?;
-        }
-        tx.commit().await.map_err(db_err)?;
-        Ok(n)
-    }
-
-    pub(crate) async fn next_due_q(&self, now: Timestamp) -> StoreResult<Option<Timestamp>> {
-        let next: Option<time::OffsetDateTime> = sqlx::query_scalar(
-            "SELECT MIN(t) FROM (
-                 SELECT MIN(claim_start) AS t FROM templates
-                     WHERE announced = 'scheduled' AND claim_start > $1
-                 UNION ALL SELECT MIN(claim_end) FROM templates
-                     WHERE announced = 'active' AND claim_end > $1
-                 UNION ALL SELECT MIN(expires_at) FROM templates
-                     WHERE announced = 'ended' AND expires_at > $1
-                 UNION ALL SELECT MIN(valid_until) FROM coupons
-                     WHERE status = 'unused' AND valid_until > $1
-                 UNION ALL SELECT MIN(deadline) FROM orders
-                     WHERE state = 'locked' AND deadline > $1
-                 UNION ALL SELECT MIN(due_at) FROM reminders WHERE due_at > $1
-             ) AS due",
-        )
-        .bind(dt(now))
-        .fetch_one(&self.pool)
-        .await
-        .map_err(db_err)?;
-        next.map(|t| {
-            Timestamp::from_datetime(t).ok_or_else(|| StoreError::other("instant out of range"))
-        })
-        .transpose()
-    }
-
-    pub(crate) async fn outbox_read_q(
-        &self,
-        after: OutboxPosition,
-        limit: u32,
-    ) -> StoreResult<Vec<Event>> {
-        // Only transactions older than every one still running: nothing can commit later
-        // at an earlier position.
-        let rows = sqlx::query(
-            "SELECT * FROM outbox
-             WHERE (txid, id) > ($1, $2)
-               AND txid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint
-             ORDER BY txid, id LIMIT $3",
-        )
-        .bind(after.txid)
-        .bind(after.event_id)
-        .bind(i64::from(limit))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_err)?;
-        rows.iter().map(rows::event).collect()
-    }
-
     pub(crate) async fn outbox_head_q(&self) -> StoreResult<OutboxPosition> {
         let head: Option<(i64, i64)> = sqlx::query_as(
             "SELECT txid, id FROM outbox
@@ -300,203 +42,6 @@ impl PgStore {
         Ok(head.map_or(OutboxPosition::default(), |(txid, event_id)| {
             OutboxPosition { txid, event_id }
         }))
-    }
-
-    pub(crate) async fn sink_position_q(&self, sink: &str) -> StoreResult<OutboxPosition> {
-        let row: Option<(i64, i64)> =
-            sqlx::query_as("SELECT txid, event_id FROM sink_progress WHERE sink = $1")
-                .bind(sink)
-                .fetch_optional(&self.pool)
-                .await
-                .map_err(db_err)?;
-        Ok(row.map_or(OutboxPosition::default(), |(txid, event_id)| {
-            OutboxPosition { txid, event_id }
-        }))
-    }
-
-    pub(crate) async fn sink_ack_q(&self, sink: &str, at: OutboxPosition) -> StoreResult<()> {
-        sqlx::query(
-            "INSERT INTO sink_progress (sink, txid, event_id) VALUES ($1, $2, $3)
-             ON CONFLICT (sink) DO UPDATE SET txid = $2, event_id = $3",
-        )
-        .bind(sink)
-        .bind(at.txid)
-        .bind(at.event_id)
-        .execute(&self.pool)
-        .await
-        .map_err(db_err)?;
-        Ok(())
-    }
-
-    pub(crate) async fn plan_reminders_tx(&self, reminders: &[Reminder]) -> StoreResult<()> {
-        if reminders.is_empty() {
-            return Ok(());
-        }
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
-        for chunk in reminders.chunks(500) {
-            let mut q = QueryBuilder::<Postgres>::new(
-                "INSERT INTO reminders (user_id, template_id, day, due_at) ",
-            );
-            q.push_values(chunk, |mut b, r| {
-                b.push_bind(r.user_id.as_str().to_owned())
-                    .push_bind(r.template_id.get())
-                    .push_bind(r.day)
-                    .push_bind(dt(r.due_at));
-            });
-            q.push(" ON CONFLICT DO NOTHING");
-            q.build().execute(&mut *tx).await.map_err(db_err)?;
-        }
-        tx.commit().await.map_err(db_err)
-    }
-
-    pub(crate) async fn cancel_reminder_tx(
-        &self,
-        user: &UserId,
-        template: TemplateId,
-        day: i64,
-    ) -> StoreResult<()> {
-        sqlx::query(
-            "DELETE FROM reminders WHERE user_id = $1 AND template_id = $2 AND day = $3
-             AND NOT EXISTS (SELECT 1 FROM coupons WHERE user_id = $1 AND template_id = $2
-                 AND status = 'unused' AND valid_until >= $4 AND valid_until < $5)",
-        )
-        .bind(user.as_str())
-        .bind(template.get())
-        .bind(day)
-        .bind(day_start(day)?)
-        .bind(day_start(day + 1)?)
-        .execute(&self.pool)
-        .await
-        .map_err(db_err)?;
-        Ok(())
-    }
-
-    pub(crate) async fn due_reminders_q(
-        &self,
-        now: Timestamp,
-        limit: u32,
-    ) -> StoreResult<Vec<Reminder>> {
-        let rows =
-            sqlx::query("SELECT * FROM reminders WHERE due_at <= $1 ORDER BY due_at LIMIT $2")
-                .bind(dt(now))
-                .bind(i64::from(limit))
-                .fetch_all(&self.pool)
-                .await
-                .map_err(db_err)?;
-        rows.iter().map(rows::reminder).collect()
-    }
-
-    pub(crate) async fn send_reminder_tx(
-        &self,
-        r: &Reminder,
-        content: &MessageContent,
-        now: Timestamp,
-    ) -> StoreResult<bool> {
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
-        let gone = sqlx::query(
-            "DELETE FROM reminders WHERE user_id = $1 AND template_id = $2 AND day = $3",
-        )
-        .bind(r.user_id.as_str())
-        .bind(r.template_id.get())
-        .bind(r.day)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
-        if gone.rows_affected() == 0 {
-            return Ok(false);
-        }
-        let holds: Option<i64> = sqlx::query_scalar(
-            "SELECT 1::bigint FROM coupons WHERE user_id = $1 AND template_id = $2 AND status = 'unused'
-             AND valid_until >= $3 AND valid_until < $4 AND valid_until > $5 LIMIT 1",
-        )
-        .bind(r.user_id.as_str())
-        .bind(r.template_id.get())
-        .bind(day_start(r.day)?)
-        .bind(day_start(r.day + 1)?)
-        .bind(dt(now))
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db_err)?;
-        let sent = if holds.is_some() {
-            let source = format!("reminder:{}:{}", r.template_id, r.day);
-            deliver(&mut tx, content, &[(r.user_id.clone(), source)], now).await? == 1
-        } else {
-            false
-        };
-        tx.commit().await.map_err(db_err)?;
-        Ok(sent)
-    }
-
-    pub(crate) async fn deliver_messages_tx(
-        &self,
-        content: &MessageContent,
-        recipients: &[(UserId, String)],
-        now: Timestamp,
-    ) -> StoreResult<u64> {
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
-        let n = deliver(&mut tx, content, recipients, now).await?;
-        tx.commit().await.map_err(db_err)?;
-        Ok(n)
-    }
-
-    pub(crate) async fn user_messages_q(
-        &self,
-        user: &UserId,
-        after: Option<(bool, i64)>,
-        limit: u32,
-    ) -> StoreResult<Vec<Message>> {
-        // Unread first (read = 0), then newest first within each group.
-        let mut q = QueryBuilder::<Postgres>::new(
-            "SELECT m.id, m.user_id, c.kind, c.title, c.body, m.created_at, m.read_at
-             FROM messages m JOIN message_contents c ON c.id = m.content_id
-             WHERE m.user_id = ",
-        );
-        q.push_bind(user.as_str().to_owned());
-        if let Some((read, id)) = after {
-            q.push(" AND ((m.read_at IS NOT NULL) > ")
-                .push_bind(read)
-                .push(" OR ((m.read_at IS NOT NULL) = ")
-                .push_bind(read)
-                .push(" AND m.id < ")
-                .push_bind(id)
-                .push("))");
-        }
-        q.push(" ORDER BY (m.read_at IS NOT NULL), m.id DESC LIMIT ")
-            .push_bind(i64::from(limit));
-        let rows = q.build().fetch_all(&self.pool).await.map_err(db_err)?;
-        rows.iter().map(rows::message).collect()
-    }
-
-    pub(crate) async fn mark_read_tx(
-        &self,
-        user: &UserId,
-        id: i64,
-        now: Timestamp,
-    ) -> StoreResult<Message> {
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
-        sqlx::query(
-            "UPDATE messages SET read_at = COALESCE(read_at, $1) WHERE id = $2 AND user_id = $3",
-        )
-        .bind(dt(now))
-        .bind(id)
-        .bind(user.as_str())
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
-        let row = sqlx::query(
-            "SELECT m.id, m.user_id, c.kind, c.title, c.body, m.created_at, m.read_at
-             FROM messages m JOIN message_contents c ON c.id = m.content_id
-             WHERE m.id = $1 AND m.user_id = $2",
-        )
-        .bind(id)
-        .bind(user.as_str())
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db_err)?
-        .ok_or(StoreError::NotFound)?;
-        let m = rows::message(&row)?;
-        tx.commit().await.map_err(db_err)?;
-        Ok(m)
     }
 }
 
@@ -554,4 +99,455 @@ async fn emit(tx: &mut Tx, kind: &str, at: Timestamp, body: String) -> StoreResu
         .await
         .map_err(db_err)?;
     Ok(())
+}
+
+#[async_trait]
+impl OutboxStore for PgStore {
+    async fn try_lease(
+        &self,
+        name: &str,
+        holder: &str,
+        now: Timestamp,
+        until: Timestamp,
+    ) -> StoreResult<bool> {
+        let held: Option<String> = sqlx::query_scalar(
+            "INSERT INTO leases (name, holder, until) VALUES ($1, $2, $3)
+             ON CONFLICT (name) DO UPDATE SET holder = $2, until = $3
+                 WHERE leases.until <= $4 OR leases.holder = $2
+             RETURNING holder",
+        )
+        .bind(name)
+        .bind(holder)
+        .bind(dt(until))
+        .bind(dt(now))
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(held.as_deref() == Some(holder))
+    }
+
+    async fn outbox_read(&self, after: OutboxPosition, limit: u32) -> StoreResult<Vec<Event>> {
+        // Only transactions older than every one still running: nothing can commit later
+        // at an earlier position.
+        let rows = sqlx::query(
+            "SELECT * FROM outbox
+             WHERE (txid, id) > ($1, $2)
+               AND txid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint
+             ORDER BY txid, id LIMIT $3",
+        )
+        .bind(after.txid)
+        .bind(after.event_id)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        rows.iter().map(rows::event).collect()
+    }
+
+    async fn sink_position(&self, sink: &str) -> StoreResult<OutboxPosition> {
+        let row: Option<(i64, i64)> =
+            sqlx::query_as("SELECT txid, event_id FROM sink_progress WHERE sink = $1")
+                .bind(sink)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(db_err)?;
+        Ok(row.map_or(OutboxPosition::default(), |(txid, event_id)| {
+            OutboxPosition { txid, event_id }
+        }))
+    }
+
+    async fn sink_ack(&self, sink: &str, at: OutboxPosition) -> StoreResult<()> {
+        sqlx::query(
+            "INSERT INTO sink_progress (sink, txid, event_id) VALUES ($1, $2, $3)
+             ON CONFLICT (sink) DO UPDATE SET txid = $2, event_id = $3",
+        )
+        .bind(sink)
+        .bind(at.txid)
+        .bind(at.event_id)
+        .execute(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl SchedulerStore for PgStore {
+    async fn unannounced_activities(&self) -> StoreResult<Vec<(Activity, Option<ActivityStatus>)>> {
+        let rows = sqlx::query(&format!(
+            "SELECT {ACTIVITY_COLS}, announced FROM activities
+             WHERE announced NOT IN ('ended', 'aborted') ORDER BY id"
+        ))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        rows.iter()
+            .map(|r| {
+                let a: String = sqlx::Row::try_get(r, "announced").map_err(db_err)?;
+                Ok((rows::activity(r)?, ActivityStatus::parse(&a)))
+            })
+            .collect()
+    }
+
+    async fn due_templates(
+        &self,
+        now: Timestamp,
+        limit: u32,
+    ) -> StoreResult<Vec<(Template, Option<TemplateStatus>)>> {
+        // Each branch can use an index; together they are every template whose status moved
+        // past the one announced (or that has none announced).
+        let rows = sqlx::query(&format!(
+            "SELECT {TEMPLATE_COLS}, announced FROM templates WHERE id IN (
+                 SELECT id FROM templates WHERE announced IN ('none', 'draft')
+                     AND (activity_id IS NOT NULL OR published_at IS NOT NULL OR announced = 'none')
+                 UNION SELECT id FROM templates WHERE announced = 'scheduled' AND claim_start <= $1
+                 UNION SELECT id FROM templates WHERE announced = 'active' AND claim_end <= $1
+                 UNION SELECT id FROM templates WHERE announced = 'ended' AND expires_at <= $1
+                 UNION SELECT id FROM templates WHERE aborted_at IS NOT NULL
+                     AND announced <> 'aborted'
+             ) ORDER BY id LIMIT $2"
+        ))
+        .bind(dt(now))
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        rows.iter()
+            .map(|r| {
+                let a: String = sqlx::Row::try_get(r, "announced").map_err(db_err)?;
+                Ok((rows::template(r)?, TemplateStatus::parse(&a)))
+            })
+            .collect()
+    }
+
+    async fn announce_activity(
+        &self,
+        id: ActivityId,
+        from: Option<ActivityStatus>,
+        transitions: &[Transition<ActivityStatus>],
+    ) -> StoreResult<bool> {
+        let Some(last) = transitions.last() else {
+            return Ok(true);
+        };
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let moved =
+            sqlx::query("UPDATE activities SET announced = $1 WHERE id = $2 AND announced = $3")
+                .bind(last.to.as_str())
+                .bind(id.get())
+                .bind(from.map_or("none", ActivityStatus::as_str))
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+        if moved.rows_affected() != 1 {
+            return Ok(false);
+        }
+        let mut prev = from.map(ActivityStatus::as_str);
+        for t in transitions {
+            emit(
+                &mut tx,
+                kind::ACTIVITY_STATUS_CHANGED,
+                t.at,
+                events::status_changed("activity_id", id.get(), prev, t.to.as_str(), t.at),
+            )
+            .await?;
+            prev = Some(t.to.as_str());
+        }
+        tx.commit().await.map_err(db_err)?;
+        Ok(true)
+    }
+
+    async fn announce_template(
+        &self,
+        id: TemplateId,
+        from: Option<TemplateStatus>,
+        transitions: &[Transition<TemplateStatus>],
+    ) -> StoreResult<bool> {
+        let Some(last) = transitions.last() else {
+            return Ok(true);
+        };
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let moved =
+            sqlx::query("UPDATE templates SET announced = $1 WHERE id = $2 AND announced = $3")
+                .bind(last.to.as_str())
+                .bind(id.get())
+                .bind(from.map_or("none", TemplateStatus::as_str))
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+        if moved.rows_affected() != 1 {
+            return Ok(false);
+        }
+        let mut prev = from;
+        for t in transitions {
+            emit(
+                &mut tx,
+                kind::TEMPLATE_STATUS_CHANGED,
+                t.at,
+                events::status_changed(
+                    "template_id",
+                    id.get(),
+                    prev.map(TemplateStatus::as_str),
+                    t.to.as_str(),
+                    t.at,
+                ),
+            )
+            .await?;
+            let was_live = prev == Some(TemplateStatus::Active);
+            if was_live != (t.to == TemplateStatus::Active) {
+                emit(
+                    &mut tx,
+                    kind::LISTING_COUPONS_CHANGED,
+                    t.at,
+                    serde_json::json!({"template_id": id, "live": t.to == TemplateStatus::Active})
+                        .to_string(),
+                )
+                .await?;
+            }
+            prev = Some(t.to);
+        }
+        tx.commit().await.map_err(db_err)?;
+        Ok(true)
+    }
+
+    async fn expire_coupons(&self, now: Timestamp, limit: u32) -> StoreResult<u64> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let due: Vec<Coupon> = sqlx::query(
+            "SELECT * FROM coupons WHERE status = 'unused' AND valid_until <= $1
+             ORDER BY valid_until LIMIT $2 FOR UPDATE SKIP LOCKED",
+        )
+        .bind(dt(now))
+        .bind(i64::from(limit))
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db_err)?
+        .iter()
+        .map(rows::coupon)
+        .collect::<StoreResult<_>>()?;
+        let mut n = 0;
+        for c in &due {
+            // Only if still unused: a lock may have taken it since it was read.
+            let expired = sqlx::query(
+                "UPDATE coupons SET status = 'expired', updated_at = $1 WHERE id = $2 AND status = 'unused'",
+            )
+            .bind(dt(now))
+            .bind(c.id.get())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            if expired.rows_affected() != 1 {
+                continue;
+            }
+            n += 1;
+            sqlx::query(
+                "INSERT INTO coupon_events (coupon_id, from_status, to_status, actor, at)
+                 VALUES ($1, 'unused', 'expired', $2, $3)",
+            )
+            .bind(c.id.get())
+            .bind(Actor::System.to_text())
+            .bind(dt(c.valid_until))
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            emit(
+                &mut tx,
+                kind::COUPON_EXPIRED,
+                c.valid_until,
+                events::coupon_expired(c),
+            )
+            .await?;
+        }
+        tx.commit().await.map_err(db_err)?;
+        Ok(n)
+    }
+
+    async fn next_due(&self, now: Timestamp) -> StoreResult<Option<Timestamp>> {
+        let next: Option<time::OffsetDateTime> = sqlx::query_scalar(
+            "SELECT MIN(t) FROM (
+                 SELECT MIN(claim_start) AS t FROM templates
+                     WHERE announced = 'scheduled' AND claim_start > $1
+                 UNION ALL SELECT MIN(claim_end) FROM templates
+                     WHERE announced = 'active' AND claim_end > $1
+                 UNION ALL SELECT MIN(expires_at) FROM templates
+                     WHERE announced = 'ended' AND expires_at > $1
+                 UNION ALL SELECT MIN(valid_until) FROM coupons
+                     WHERE status = 'unused' AND valid_until > $1
+                 UNION ALL SELECT MIN(deadline) FROM orders
+                     WHERE state = 'locked' AND deadline > $1
+                 UNION ALL SELECT MIN(due_at) FROM reminders WHERE due_at > $1
+             ) AS due",
+        )
+        .bind(dt(now))
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db_err)?;
+        next.map(|t| {
+            Timestamp::from_datetime(t).ok_or_else(|| StoreError::other("instant out of range"))
+        })
+        .transpose()
+    }
+}
+
+#[async_trait]
+impl InboxStore for PgStore {
+    async fn plan_reminders(&self, reminders: &[Reminder]) -> StoreResult<()> {
+        if reminders.is_empty() {
+            return Ok(());
+        }
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        for chunk in reminders.chunks(500) {
+            let mut q = QueryBuilder::<Postgres>::new(
+                "INSERT INTO reminders (user_id, template_id, day, due_at) ",
+            );
+            q.push_values(chunk, |mut b, r| {
+                b.push_bind(r.user_id.as_str().to_owned())
+                    .push_bind(r.template_id.get())
+                    .push_bind(r.day)
+                    .push_bind(dt(r.due_at));
+            });
+            q.push(" ON CONFLICT DO NOTHING");
+            q.build().execute(&mut *tx).await.map_err(db_err)?;
+        }
+        tx.commit().await.map_err(db_err)
+    }
+
+    async fn cancel_reminder(
+        &self,
+        user: &UserId,
+        template: TemplateId,
+        day: i64,
+    ) -> StoreResult<()> {
+        sqlx::query(
+            "DELETE FROM reminders WHERE user_id = $1 AND template_id = $2 AND day = $3
+             AND NOT EXISTS (SELECT 1 FROM coupons WHERE user_id = $1 AND template_id = $2
+                 AND status = 'unused' AND valid_until >= $4 AND valid_until < $5)",
+        )
+        .bind(user.as_str())
+        .bind(template.get())
+        .bind(day)
+        .bind(day_start(day)?)
+        .bind(day_start(day + 1)?)
+        .execute(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(())
+    }
+
+    async fn due_reminders(&self, now: Timestamp, limit: u32) -> StoreResult<Vec<Reminder>> {
+        let rows =
+            sqlx::query("SELECT * FROM reminders WHERE due_at <= $1 ORDER BY due_at LIMIT $2")
+                .bind(dt(now))
+                .bind(i64::from(limit))
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db_err)?;
+        rows.iter().map(rows::reminder).collect()
+    }
+
+    async fn send_reminder(
+        &self,
+        r: &Reminder,
+        content: &MessageContent,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let gone = sqlx::query(
+            "DELETE FROM reminders WHERE user_id = $1 AND template_id = $2 AND day = $3",
+        )
+        .bind(r.user_id.as_str())
+        .bind(r.template_id.get())
+        .bind(r.day)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        if gone.rows_affected() == 0 {
+            return Ok(false);
+        }
+        let holds: Option<i64> = sqlx::query_scalar(
+            "SELECT 1::bigint FROM coupons WHERE user_id = $1 AND template_id = $2 AND status = 'unused'
+             AND valid_until >= $3 AND valid_until < $4 AND valid_until > $5 LIMIT 1",
+        )
+        .bind(r.user_id.as_str())
+        .bind(r.template_id.get())
+        .bind(day_start(r.day)?)
+        .bind(day_start(r.day + 1)?)
+        .bind(dt(now))
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        let sent = if holds.is_some() {
+            let source = format!("reminder:{}:{}", r.template_id, r.day);
+            deliver(&mut tx, content, &[(r.user_id.clone(), source)], now).await? == 1
+        } else {
+            false
+        };
+        tx.commit().await.map_err(db_err)?;
+        Ok(sent)
+    }
+
+    async fn deliver_messages(
+        &self,
+        content: &MessageContent,
+        recipients: &[(UserId, String)],
+        now: Timestamp,
+    ) -> StoreResult<u64> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let n = deliver(&mut tx, content, recipients, now).await?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(n)
+    }
+
+    async fn user_messages(
+        &self,
+        user: &UserId,
+        after: Option<(bool, i64)>,
+        limit: u32,
+    ) -> StoreResult<Vec<Message>> {
+        // Unread first (read = 0), then newest first within each group.
+        let mut q = QueryBuilder::<Postgres>::new(
+            "SELECT m.id, m.user_id, c.kind, c.title, c.body, m.created_at, m.read_at
+             FROM messages m JOIN message_contents c ON c.id = m.content_id
+             WHERE m.user_id = ",
+        );
+        q.push_bind(user.as_str().to_owned());
+        if let Some((read, id)) = after {
+            q.push(" AND ((m.read_at IS NOT NULL) > ")
+                .push_bind(read)
+                .push(" OR ((m.read_at IS NOT NULL) = ")
+                .push_bind(read)
+                .push(" AND m.id < ")
+                .push_bind(id)
+                .push("))");
+        }
+        q.push(" ORDER BY (m.read_at IS NOT NULL), m.id DESC LIMIT ")
+            .push_bind(i64::from(limit));
+        let rows = q.build().fetch_all(&self.pool).await.map_err(db_err)?;
+        rows.iter().map(rows::message).collect()
+    }
+
+    async fn mark_read(&self, user: &UserId, id: i64, now: Timestamp) -> StoreResult<Message> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        sqlx::query(
+            "UPDATE messages SET read_at = COALESCE(read_at, $1) WHERE id = $2 AND user_id = $3",
+        )
+        .bind(dt(now))
+        .bind(id)
+        .bind(user.as_str())
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        let row = sqlx::query(
+            "SELECT m.id, m.user_id, c.kind, c.title, c.body, m.created_at, m.read_at
+             FROM messages m JOIN message_contents c ON c.id = m.content_id
+             WHERE m.id = $1 AND m.user_id = $2",
+        )
+        .bind(id)
+        .bind(user.as_str())
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_err)?
+        .ok_or(StoreError::NotFound)?;
+        let m = rows::message(&row)?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(m)
+    }
 }

@@ -1,5 +1,7 @@
 //! Stats and reconciliation on PostgreSQL: aggregates over the coupons and their log.
 
+use async_trait::async_trait;
+use coupond_store::{ReportStore, Violation};
 use std::collections::HashMap;
 
 use coupond_domain::{TemplateId, Timestamp};
@@ -17,8 +19,9 @@ fn ts(t: OffsetDateTime) -> StoreResult<Timestamp> {
     Timestamp::from_datetime(t).ok_or_else(|| StoreError::other("instant out of range"))
 }
 
-impl PgStore {
-    pub(crate) async fn coupon_counts_q(
+#[async_trait]
+impl ReportStore for PgStore {
+    async fn coupon_counts(
         &self,
         templates: &[TemplateId],
         now: Timestamp,
@@ -85,11 +88,7 @@ impl PgStore {
             .collect()
     }
 
-    pub(crate) async fn usage_between_q(
-        &self,
-        from: Timestamp,
-        to: Timestamp,
-    ) -> StoreResult<Vec<UsageRow>> {
+    async fn usage_between(&self, from: Timestamp, to: Timestamp) -> StoreResult<Vec<UsageRow>> {
         let rows: Vec<(i64, i64, i64)> = sqlx::query_as(
             "SELECT template_id, COUNT(*), COALESCE(SUM(discount), 0)::bigint FROM coupons
              WHERE used_at >= $1 AND used_at < $2 AND status = 'used'
@@ -109,5 +108,9 @@ impl PgStore {
                 })
             })
             .collect()
+    }
+
+    async fn audit(&self, now: Timestamp, grace: time::Duration) -> StoreResult<Vec<Violation>> {
+        self.audit_q(now, grace).await
     }
 }

@@ -1,7 +1,9 @@
 //! Webhook endpoints, deliveries and attempts on PostgreSQL.
 
+use async_trait::async_trait;
 use coupond_domain::{MerchantId, Timestamp};
 use coupond_store::Conflict;
+use coupond_store::WebhookStore;
 use coupond_store::{
     Delivery, DeliveryAttempt, DeliveryState, NewDelivery, NewWebhook, StoreError, StoreResult,
     Webhook,
@@ -11,8 +13,9 @@ use sqlx::{Postgres, QueryBuilder};
 use crate::rows::{self, db_err};
 use crate::store::{dt, PgStore};
 
-impl PgStore {
-    pub(crate) async fn insert_webhook_q(
+#[async_trait]
+impl WebhookStore for PgStore {
+    async fn insert_webhook(
         &self,
         new: &NewWebhook<'_>,
         max: u32,
@@ -47,7 +50,7 @@ impl PgStore {
         rows::webhook(&row)
     }
 
-    pub(crate) async fn webhook_q(&self, id: i64) -> StoreResult<Webhook> {
+    async fn webhook(&self, id: i64) -> StoreResult<Webhook> {
         let row = sqlx::query("SELECT * FROM webhooks WHERE id = $1")
             .bind(id)
             .fetch_optional(&self.pool)
@@ -57,10 +60,7 @@ impl PgStore {
         rows::webhook(&row)
     }
 
-    pub(crate) async fn list_webhooks_q(
-        &self,
-        merchant: Option<MerchantId>,
-    ) -> StoreResult<Vec<Webhook>> {
+    async fn list_webhooks(&self, merchant: Option<MerchantId>) -> StoreResult<Vec<Webhook>> {
         let rows = match merchant {
             Some(m) => {
                 sqlx::query("SELECT * FROM webhooks WHERE merchant_id = $1 ORDER BY id")
@@ -78,7 +78,7 @@ impl PgStore {
         rows.iter().map(rows::webhook).collect()
     }
 
-    pub(crate) async fn disable_webhook_tx(&self, id: i64, now: Timestamp) -> StoreResult<Webhook> {
+    async fn disable_webhook(&self, id: i64, now: Timestamp) -> StoreResult<Webhook> {
         let mut tx = self.pool.begin().await.map_err(db_err)?;
         let row = sqlx::query(
             "UPDATE webhooks SET disabled_at = COALESCE(disabled_at, $1) WHERE id = $2 RETURNING *",
@@ -101,11 +101,7 @@ impl PgStore {
         Ok(w)
     }
 
-    pub(crate) async fn enqueue_deliveries_q(
-        &self,
-        d: &[NewDelivery],
-        now: Timestamp,
-    ) -> StoreResult<u64> {
+    async fn enqueue_deliveries(&self, d: &[NewDelivery], now: Timestamp) -> StoreResult<u64> {
         if d.is_empty() {
             return Ok(0);
         }
@@ -137,7 +133,7 @@ impl PgStore {
         Ok(added)
     }
 
-    pub(crate) async fn due_deliveries_q(
+    async fn due_deliveries(
         &self,
         now: Timestamp,
         limit: u32,
@@ -158,7 +154,7 @@ impl PgStore {
         rows.iter().map(|r| rows::delivery(r, vec![])).collect()
     }
 
-    pub(crate) async fn record_attempt_tx(
+    async fn record_attempt(
         &self,
         delivery: i64,
         attempt: &DeliveryAttempt,
@@ -195,7 +191,7 @@ impl PgStore {
         tx.commit().await.map_err(db_err)
     }
 
-    pub(crate) async fn deliveries_q(
+    async fn deliveries(
         &self,
         webhook: i64,
         before: Option<i64>,

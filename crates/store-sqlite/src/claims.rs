@@ -6,6 +6,8 @@
 //! log rows and their `coupon.claimed` events. The stock update is still conditional, so the
 //! database, not this arithmetic, has the last word on I1.
 
+use async_trait::async_trait;
+use coupond_store::{ClaimStore, CouponEvent, CouponQuery};
 use std::collections::{HashMap, HashSet};
 
 use coupond_domain::{Coupon, CouponId, CouponStatus, TemplateId, Timestamp};
@@ -20,21 +22,6 @@ type Tx = sqlx::Transaction<'static, Sqlite>;
 
 /// Rows per multi-row statement: well under SQLite's bound-parameter limit at 9 per row.
 const CHUNK: usize = 400;
-
-impl SqliteStore {
-    pub(crate) async fn claim_batch_tx(
-        &self,
-        template: TemplateId,
-        claims: &[ClaimRequest],
-        now: Timestamp,
-    ) -> StoreResult<Vec<ClaimOutcome>> {
-        let mut tx = self.begin().await?;
-        let out = claim_in(&mut tx, template, claims, now).await?;
-        coupond_store::failpoints::hit("claim.before_commit")?;
-        tx.commit().await.map_err(db_err)?;
-        Ok(out)
-    }
-}
 
 /// The claim batch inside the caller's write transaction (which commits it). A template that
 /// is not claimable at `now` gets no writes.
@@ -431,4 +418,86 @@ async fn release_code(tx: &mut Tx, code: Option<&str>) -> StoreResult<()> {
             .map_err(db_err)?;
     }
     Ok(())
+}
+
+#[async_trait]
+impl ClaimStore for SqliteStore {
+    async fn claim_batch(
+        &self,
+        template: TemplateId,
+        claims: &[ClaimRequest],
+        now: Timestamp,
+    ) -> StoreResult<Vec<ClaimOutcome>> {
+        let mut tx = self.begin().await?;
+        let out = claim_in(&mut tx, template, claims, now).await?;
+        coupond_store::failpoints::hit("claim.before_commit")?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(out)
+    }
+
+    async fn user_coupons(&self, q: &CouponQuery) -> StoreResult<Vec<Coupon>> {
+        // One row for the whole page (see `rows::COUPON_JSON`); sorted again here rather than
+        // in the aggregate, which would build a temporary b-tree for what the index gave sorted.
+        let mut b = QueryBuilder::<Sqlite>::new(format!(
+            "SELECT json_group_array({}) FROM \
+             (SELECT * FROM coupons WHERE user_id = ",
+            rows::COUPON_JSON
+        ));
+        b.push_bind(q.user.as_str().to_owned());
+        let now = us(q.now);
+        match q.status {
+            None => {}
+            Some(CouponStatus::Unused) => {
+                b.push(" AND status = 'unused' AND valid_until > ")
+                    .push_bind(now);
+            }
+            Some(CouponStatus::Expired) => {
+                b.push(" AND (status = 'expired' OR (status = 'unused' AND valid_until <= ")
+                    .push_bind(now)
+                    .push("))");
+            }
+            Some(s) => {
+                b.push(" AND status = ").push_bind(s.as_str());
+            }
+        }
+        if let Some((vu, id)) = q.after {
+            b.push(" AND (valid_until > ")
+                .push_bind(us(vu))
+                .push(" OR (valid_until = ")
+                .push_bind(us(vu))
+                .push(" AND id > ")
+                .push_bind(id)
+                .push("))");
+        }
+        b.push(" ORDER BY valid_until, id LIMIT ")
+            .push_bind(i64::from(q.limit))
+            .push(")");
+        let page: String = b
+            .build_query_scalar()
+            .fetch_one(&self.reader)
+            .await
+            .map_err(db_err)?;
+        let mut page = rows::coupons_json(&page)?;
+        page.sort_by_key(|c| (c.valid_until, c.id));
+        Ok(page)
+    }
+
+    async fn coupon(&self, id: CouponId) -> StoreResult<Coupon> {
+        let row = sqlx::query("SELECT * FROM coupons WHERE id = ?")
+            .bind(id.get())
+            .fetch_optional(&self.reader)
+            .await
+            .map_err(db_err)?
+            .ok_or(StoreError::NotFound)?;
+        rows::coupon(&row)
+    }
+
+    async fn coupon_history(&self, coupon: CouponId) -> StoreResult<Vec<CouponEvent>> {
+        let rows = sqlx::query("SELECT * FROM coupon_events WHERE coupon_id = ? ORDER BY id")
+            .bind(coupon.get())
+            .fetch_all(&self.reader)
+            .await
+            .map_err(db_err)?;
+        rows.iter().map(rows::coupon_event).collect()
+    }
 }

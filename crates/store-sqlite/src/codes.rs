@@ -1,14 +1,17 @@
 //! Promotion codes on SQLite: shared codes, generated batches, and their listing.
 
+use async_trait::async_trait;
 use coupond_domain::{CodeBatchSpec, SharedCode, TemplateId, Timestamp};
+use coupond_store::CodeStore;
 use coupond_store::{CodeBatch, PromoCode, StoreError, StoreResult};
 use sqlx::{QueryBuilder, Sqlite};
 
 use crate::rows::{self, db_err};
 use crate::store::{us, SqliteStore};
 
-impl SqliteStore {
-    pub(crate) async fn set_shared_code_tx(
+#[async_trait]
+impl CodeStore for SqliteStore {
+    async fn set_shared_code(
         &self,
         template: TemplateId,
         code: Option<&SharedCode>,
@@ -38,7 +41,7 @@ impl SqliteStore {
         tx.commit().await.map_err(db_err)
     }
 
-    pub(crate) async fn shared_code_of(&self, template: TemplateId) -> StoreResult<Option<String>> {
+    async fn shared_code(&self, template: TemplateId) -> StoreResult<Option<String>> {
         sqlx::query_scalar("SELECT code FROM codes WHERE template_id = ? AND batch_id IS NULL")
             .bind(template.get())
             .fetch_optional(&self.reader)
@@ -46,7 +49,7 @@ impl SqliteStore {
             .map_err(db_err)
     }
 
-    pub(crate) async fn promo_code_by_text(&self, code: &str) -> StoreResult<PromoCode> {
+    async fn promo_code(&self, code: &str) -> StoreResult<PromoCode> {
         let row = sqlx::query("SELECT * FROM codes WHERE code = ?")
             .bind(code)
             .fetch_optional(&self.reader)
@@ -56,7 +59,7 @@ impl SqliteStore {
         rows::promo_code(&row)
     }
 
-    pub(crate) async fn insert_code_batch_tx(
+    async fn insert_code_batch(
         &self,
         template: TemplateId,
         spec: &CodeBatchSpec,
@@ -77,7 +80,7 @@ impl SqliteStore {
         rows::code_batch(&row)
     }
 
-    pub(crate) async fn code_batch_by_id(&self, id: i64) -> StoreResult<CodeBatch> {
+    async fn code_batch(&self, id: i64) -> StoreResult<CodeBatch> {
         let row = sqlx::query("SELECT * FROM code_batches WHERE id = ?")
             .bind(id)
             .fetch_optional(&self.reader)
@@ -87,7 +90,7 @@ impl SqliteStore {
         rows::code_batch(&row)
     }
 
-    pub(crate) async fn unfinished_batches(&self) -> StoreResult<Vec<CodeBatch>> {
+    async fn unfinished_code_batches(&self) -> StoreResult<Vec<CodeBatch>> {
         let rows = sqlx::query("SELECT * FROM code_batches WHERE finished_at IS NULL ORDER BY id")
             .fetch_all(&self.reader)
             .await
@@ -95,7 +98,7 @@ impl SqliteStore {
         rows.iter().map(rows::code_batch).collect()
     }
 
-    pub(crate) async fn add_codes_tx(
+    async fn add_codes(
         &self,
         batch: i64,
         codes: &[String],
@@ -144,7 +147,7 @@ impl SqliteStore {
         Ok(b)
     }
 
-    pub(crate) async fn codes_of_batch(
+    async fn batch_codes(
         &self,
         batch: i64,
         after: Option<&str>,

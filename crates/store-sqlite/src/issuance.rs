@@ -1,8 +1,10 @@
 //! Bulk issuance jobs on SQLite: each chunk is one `BEGIN IMMEDIATE` transaction holding the
 //! claims and the job's progress together.
 
+use async_trait::async_trait;
 use coupond_domain::{Timestamp, UserId};
 use coupond_store::events::{self, kind};
+use coupond_store::IssuanceStore;
 use coupond_store::{ClaimOutcome, ClaimRequest, Issuance, NewIssuance, StoreError, StoreResult};
 
 use crate::claims::claim_in;
@@ -13,8 +15,9 @@ use crate::store::{us, SqliteStore, TEMPLATE_COLS};
 const ISSUANCE_COLS: &str =
     "id, template_id, actor, state, requested, next_user, issued, skipped, sold_out, not_eligible, duplicates, invalid, invalid_lines, error, created_at, started_at, finished_at, key_fingerprint";
 
-impl SqliteStore {
-    pub(crate) async fn insert_issuance_q(
+#[async_trait]
+impl IssuanceStore for SqliteStore {
+    async fn insert_issuance(
         &self,
         new: &NewIssuance<'_>,
         now: Timestamp,
@@ -57,7 +60,7 @@ impl SqliteStore {
         }
     }
 
-    pub(crate) async fn issuance_q(&self, id: i64) -> StoreResult<Issuance> {
+    async fn issuance(&self, id: i64) -> StoreResult<Issuance> {
         let row = sqlx::query(&format!(
             "SELECT {ISSUANCE_COLS} FROM issuances WHERE id = ?"
         ))
@@ -69,7 +72,7 @@ impl SqliteStore {
         rows::issuance(&row)
     }
 
-    pub(crate) async fn open_issuances_q(&self) -> StoreResult<Vec<i64>> {
+    async fn open_issuances(&self) -> StoreResult<Vec<i64>> {
         sqlx::query_scalar(
             "SELECT id FROM issuances WHERE state IN ('pending', 'running') ORDER BY id",
         )
@@ -78,7 +81,7 @@ impl SqliteStore {
         .map_err(db_err)
     }
 
-    pub(crate) async fn issuance_users_q(&self, id: i64) -> StoreResult<Vec<UserId>> {
+    async fn issuance_users(&self, id: i64) -> StoreResult<Vec<UserId>> {
         let blob: Vec<u8> = sqlx::query_scalar("SELECT users FROM issuances WHERE id = ?")
             .bind(id)
             .fetch_optional(&self.reader)
@@ -88,7 +91,7 @@ impl SqliteStore {
         rows::user_list(&blob)
     }
 
-    pub(crate) async fn issue_chunk_tx(
+    async fn issue_chunk(
         &self,
         id: i64,
         users: &[UserId],

@@ -1,14 +1,26 @@
 //! coupond's embedded SQLite backend, the default.
 //!
-//! - [`SqliteStore`]: the [`Store`](coupond_store::Store) implementation.
-//! - `claims`: the claim batch, the hot write path.
-//! - `audit`: the invariant checks of `coupond audit`.
-//! - `checkout`: orders locking, confirming and cancelling coupons; idempotency records.
-//! - `codes`: promotion codes and their batches.
-//! - `scheduling`: the scheduler's queries, outbox consumers, reminders and the inbox.
-//! - `issuance`: bulk issuance jobs, a chunk per transaction with the job's progress.
-//! - `stats`: coupon counts per template and usage per period.
-//! - `webhooks`: webhook endpoints, deliveries and attempts.
+//! - [`SqliteStore`]: connection setup and the helpers the area modules share (`store`). It
+//!   implements every area trait of `coupond_store`, one module each, so it is a
+//!   [`Store`](coupond_store::Store):
+//! - `admin`: [`AdminStore`](coupond_store::AdminStore): health, settings, API keys.
+//! - `catalog`: [`CatalogStore`](coupond_store::CatalogStore): merchants, listings, bindings.
+//! - `campaigns`: [`CampaignStore`](coupond_store::CampaignStore): activities and templates.
+//! - `claims`: [`ClaimStore`](coupond_store::ClaimStore): the claim batch (the hot write
+//!   path) and a user's wallet.
+//! - `checkout`: [`CheckoutStore`](coupond_store::CheckoutStore) (orders locking, confirming and
+//!   cancelling coupons) and [`IdempotencyStore`](coupond_store::IdempotencyStore).
+//! - `codes`: [`CodeStore`](coupond_store::CodeStore): promotion codes and their batches.
+//! - `scheduling`: [`OutboxStore`](coupond_store::OutboxStore),
+//!   [`SchedulerStore`](coupond_store::SchedulerStore) and
+//!   [`InboxStore`](coupond_store::InboxStore): outbox consumers and leases, announced
+//!   transitions and expiry, reminders and the inbox.
+//! - `issuance`: [`IssuanceStore`](coupond_store::IssuanceStore): bulk issuance, a chunk per
+//!   transaction with the job's progress.
+//! - `webhooks`: [`WebhookStore`](coupond_store::WebhookStore): endpoints, deliveries, attempts.
+//! - `stats`: [`ReportStore`](coupond_store::ReportStore): coupon counts, usage per period, and
+//!   the audit (whose checks live in `audit`).
+//! - `inspect`: [`InspectStore`](coupond_store::InspectStore): reads for tests and tools.
 //! - `gate`: requests go before background work on the one writer.
 //! - `rows`: row to domain conversions and the one driver-error mapping.
 //! - `migrations/`: the schema, embedded in the binary and applied by [`SqliteStore::migrate`].
@@ -21,11 +33,15 @@
 //! busy timeout.
 #![forbid(unsafe_code)]
 
+mod admin;
 mod audit;
+mod campaigns;
+mod catalog;
 mod checkout;
 mod claims;
 mod codes;
 mod gate;
+mod inspect;
 mod issuance;
 mod rows;
 mod scheduling;

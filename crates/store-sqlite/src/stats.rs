@@ -1,5 +1,7 @@
 //! Stats and reconciliation on SQLite: aggregates over the coupons and their log.
 
+use async_trait::async_trait;
+use coupond_store::{ReportStore, Violation};
 use std::collections::HashMap;
 
 use coupond_domain::{TemplateId, Timestamp};
@@ -15,8 +17,9 @@ fn template_id(v: i64) -> StoreResult<TemplateId> {
     TemplateId::new(v).map_err(StoreError::other)
 }
 
-impl SqliteStore {
-    pub(crate) async fn coupon_counts_q(
+#[async_trait]
+impl ReportStore for SqliteStore {
+    async fn coupon_counts(
         &self,
         templates: &[TemplateId],
         now: Timestamp,
@@ -96,11 +99,7 @@ impl SqliteStore {
             .collect()
     }
 
-    pub(crate) async fn usage_between_q(
-        &self,
-        from: Timestamp,
-        to: Timestamp,
-    ) -> StoreResult<Vec<UsageRow>> {
+    async fn usage_between(&self, from: Timestamp, to: Timestamp) -> StoreResult<Vec<UsageRow>> {
         let rows: Vec<(i64, i64, i64)> = sqlx::query_as(
             "SELECT template_id, COUNT(*), COALESCE(SUM(discount), 0) FROM coupons
              WHERE used_at >= ? AND used_at < ? AND status = 'used'
@@ -120,5 +119,9 @@ impl SqliteStore {
                 })
             })
             .collect()
+    }
+
+    async fn audit(&self, now: Timestamp, grace: time::Duration) -> StoreResult<Vec<Violation>> {
+        self.audit_q(now, grace).await
     }
 }

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use coupond_store::prelude::*;
 use coupond_store::Store;
 use coupond_store_sqlite::SqliteStore;
 

@@ -1,6 +1,10 @@
 //! Checkout at the storage boundary: orders holding coupons (try/confirm/cancel, keyed by the
 //! order id) and the generic idempotency records of write routes.
 
+use crate::{IdempotencyKey, StoreResult};
+use async_trait::async_trait;
+use coupond_domain::TemplateId;
+
 use coupond_domain::checkout::Reason;
 use coupond_domain::{Actor, Coupon, CouponId, Money, OrderId, Template, Timestamp, UserId};
 
@@ -120,7 +124,7 @@ pub enum OrderStep {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum IdempotencyStart {
     /// The key is new: the request runs, and its answer is recorded with
-    /// [`Store::idempotency_finish`](crate::Store::idempotency_finish).
+    /// [`IdempotencyStore::idempotency_finish`].
     New,
     /// The first request with this key answered this: replay it.
     Replay(StoredAnswer),
@@ -165,4 +169,69 @@ pub fn over_limits(t: &Template, k: i64, d: i64) -> Option<String> {
         ));
     }
     None
+}
+
+/// Orders holding coupons: lock, confirm, cancel, and the locks that run out.
+#[async_trait]
+pub trait CheckoutStore: Send + Sync {
+    /// The coupons with these ids that exist, by id.
+    async fn coupons_by_ids(&self, ids: &[CouponId]) -> StoreResult<Vec<Coupon>>;
+    /// The templates with these ids that exist, by id.
+    async fn templates_by_ids(&self, ids: &[TemplateId]) -> StoreResult<Vec<Template>>;
+    /// Locks coupons for an order, in one transaction: reads the requested coupons and their
+    /// templates (locked against concurrent changes), asks `rules`, and if they agree marks the
+    /// coupons locked by the order until the deadline with their planned discounts, reserves
+    /// those against the templates' budgets, records the order with the rules' answer, and
+    /// writes the log rows and `coupon.locked` events. An order id seen before is `Replayed`
+    /// for the same fingerprint and an `OrderConflict` for another.
+    async fn lock_order(
+        &self,
+        req: &LockRequest<'_>,
+        rules: &LockRules<'_>,
+    ) -> StoreResult<LockOutcome>;
+    /// Confirms a locked order before its deadline: its coupons become used, their discounts
+    /// are given (checked against every template's stock and budget first), log rows and
+    /// `coupon.used` events. Past the deadline the lock is ended as expired instead.
+    async fn confirm_order(
+        &self,
+        order: &OrderId,
+        actor: &Actor,
+        now: Timestamp,
+    ) -> StoreResult<OrderStep>;
+    /// Cancels a locked order: its coupons go back (unused, or expired if their validity
+    /// ended), reservations are returned, log rows and `coupon.released` events.
+    async fn cancel_order(
+        &self,
+        order: &OrderId,
+        actor: &Actor,
+        now: Timestamp,
+    ) -> StoreResult<OrderStep>;
+    /// Ends as expired up to `limit` locks whose deadline is at or before `now`, as cancel
+    /// does; returns their order ids. Each lock ends once, whoever gets there first.
+    async fn expire_locks(&self, now: Timestamp, limit: u32) -> StoreResult<Vec<OrderId>>;
+    async fn order(&self, order: &OrderId) -> StoreResult<OrderRecord>;
+    /// The coupons an order holds or used, by id.
+    async fn order_coupons(&self, order: &OrderId) -> StoreResult<Vec<Coupon>>;
+}
+
+/// The idempotency records of write routes.
+#[async_trait]
+pub trait IdempotencyStore: Send + Sync {
+    /// Starts a request with an idempotency key: `New` records it as running (taking over a
+    /// record that expired, or one still running that started before `stale_before`, whose
+    /// process died); otherwise what the first request left.
+    async fn idempotency_start(
+        &self,
+        key: &IdempotencyKey,
+        now: Timestamp,
+        stale_before: Timestamp,
+        expires: Timestamp,
+    ) -> StoreResult<IdempotencyStart>;
+    /// Records the answer of a request started with `idempotency_start`.
+    async fn idempotency_finish(&self, key: &str, answer: &StoredAnswer) -> StoreResult<()>;
+    /// Forgets a running request that will not finish (it failed without an answer worth
+    /// keeping), so a retry runs again.
+    async fn idempotency_abandon(&self, key: &str) -> StoreResult<()>;
+    /// Deletes records expired at `now`; returns how many.
+    async fn idempotency_purge(&self, now: Timestamp) -> StoreResult<u64>;
 }

@@ -1,5 +1,8 @@
 //! Bulk issuance jobs at the storage boundary.
 
+use crate::StoreResult;
+use async_trait::async_trait;
+
 use coupond_domain::{Actor, TemplateId, Timestamp, UserId};
 use serde::{Deserialize, Serialize};
 
@@ -99,4 +102,33 @@ pub struct Issuance {
     pub finished_at: Option<Timestamp>,
     /// The fingerprint of the upload that created it under an Idempotency-Key.
     pub key_fingerprint: Option<[u8; 32]>,
+}
+
+/// Bulk issuance jobs, a chunk per transaction.
+#[async_trait]
+pub trait IssuanceStore: Send + Sync {
+    /// A new pending job, and `true`; with `new.key`, the job already made under that key if
+    /// there is one, and `false` (nothing is inserted).
+    async fn insert_issuance(
+        &self,
+        new: &NewIssuance<'_>,
+        now: Timestamp,
+    ) -> StoreResult<(Issuance, bool)>;
+    async fn issuance(&self, id: i64) -> StoreResult<Issuance>;
+    /// Jobs pending or running, oldest first.
+    async fn open_issuances(&self) -> StoreResult<Vec<i64>>;
+    /// The users of a job, in order (what [`IssuanceStore::issue_chunk`] takes).
+    async fn issuance_users(&self, id: i64) -> StoreResult<Vec<UserId>>;
+    /// Issues the next `max` users of job `id` (`users` is the job's list) in one
+    /// transaction with the job's progress: the same rules as claims (stock, per-user limit,
+    /// audience, the template claimable now), `coupon.issued` events, and `issuance.finished`
+    /// with the last chunk. A template that is not claimable fails the job. `None` when the job
+    /// is not open or another instance is working on it right now.
+    async fn issue_chunk(
+        &self,
+        id: i64,
+        users: &[UserId],
+        max: u32,
+        now: Timestamp,
+    ) -> StoreResult<Option<Issuance>>;
 }

@@ -280,7 +280,7 @@ pub struct PromoCode {
     pub coupon_id: Option<CouponId>,
 }
 
-/// A broken invariant found by [`Store::audit`](crate::Store::audit).
+/// A broken invariant found by [`ReportStore::audit`](crate::ReportStore::audit).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Violation {
     /// Which check (`stock`, `per_user_limit`, `holdings`, `locks`, `uses`, `overdue_locks`,

@@ -1,5 +1,9 @@
 //! Records of the background work: positions in the outbox, reminders and inbox messages.
 
+use crate::{Event, StoreResult};
+use async_trait::async_trait;
+use coupond_domain::{Activity, ActivityId, ActivityStatus, Template, TemplateStatus, Transition};
+
 use coupond_domain::{TemplateId, Timestamp, UserId};
 
 /// A position in the outbox, in the order its consumers read it: `(txid, event_id)`.
@@ -81,4 +85,109 @@ pub struct UsageRow {
     pub used: i64,
     /// Their discount.
     pub discount: i64,
+}
+
+/// The outbox as its consumers read it, their durable positions, and leases that let one
+/// instance at a time run a loop.
+#[async_trait]
+pub trait OutboxStore: Send + Sync {
+    /// Takes or renews the lease `name` for `holder` until `until`, if it is free, lapsed at
+    /// `now`, or already `holder`'s. Whether `holder` holds it now.
+    async fn try_lease(
+        &self,
+        name: &str,
+        holder: &str,
+        now: Timestamp,
+        until: Timestamp,
+    ) -> StoreResult<bool>;
+    /// Up to `limit` events after `after`, in reading order; only events no still-running
+    /// transaction can precede.
+    async fn outbox_read(&self, after: OutboxPosition, limit: u32) -> StoreResult<Vec<Event>>;
+    /// Where the durable consumer `sink` has got (the start, if it never acknowledged).
+    async fn sink_position(&self, sink: &str) -> StoreResult<OutboxPosition>;
+    /// Records that `sink` handled everything up to `at`.
+    async fn sink_ack(&self, sink: &str, at: OutboxPosition) -> StoreResult<()>;
+}
+
+/// What the scheduler announces and ends: status transitions and expired coupons.
+#[async_trait]
+pub trait SchedulerStore: Send + Sync {
+    /// Activities whose last announced status is not final, with that status (`None`: none
+    /// announced yet).
+    async fn unannounced_activities(&self) -> StoreResult<Vec<(Activity, Option<ActivityStatus>)>>;
+    /// Up to `limit` templates that may have a transition to announce at `now` (a window
+    /// boundary passed since their announced status, an abort, a publish, or nothing announced
+    /// yet), with their announced status.
+    async fn due_templates(
+        &self,
+        now: Timestamp,
+        limit: u32,
+    ) -> StoreResult<Vec<(Template, Option<TemplateStatus>)>>;
+    /// Writes the events of `transitions` (`activity.status_changed`, each at its instant) and
+    /// moves the announced status to the last, if it is still `from`; `false` (and nothing
+    /// written) if another scheduler got there first.
+    async fn announce_activity(
+        &self,
+        id: ActivityId,
+        from: Option<ActivityStatus>,
+        transitions: &[Transition<ActivityStatus>],
+    ) -> StoreResult<bool>;
+    /// As [`SchedulerStore::announce_activity`], for a template (`template.status_changed`, and
+    /// `listing.coupons_changed` when it starts or stops being claimable).
+    async fn announce_template(
+        &self,
+        id: TemplateId,
+        from: Option<TemplateStatus>,
+        transitions: &[Transition<TemplateStatus>],
+    ) -> StoreResult<bool>;
+    /// Marks up to `limit` unused coupons whose validity ended by `now` expired, with their log
+    /// rows and `coupon.expired` events; returns how many.
+    async fn expire_coupons(&self, now: Timestamp, limit: u32) -> StoreResult<u64>;
+    /// The earliest instant after `now` at which a template boundary, a coupon's validity
+    /// end, a lock's deadline or a reminder falls due (what the scheduler sleeps until).
+    async fn next_due(&self, now: Timestamp) -> StoreResult<Option<Timestamp>>;
+}
+
+/// Expiry reminders and users' inbox messages.
+#[async_trait]
+pub trait InboxStore: Send + Sync {
+    /// Plans reminders; one already planned for the same user, template and day stays.
+    async fn plan_reminders(&self, reminders: &[Reminder]) -> StoreResult<()>;
+    /// Drops the reminder of `user` for `template` on `day` unless the user still holds an
+    /// unused coupon of it expiring that day.
+    async fn cancel_reminder(
+        &self,
+        user: &UserId,
+        template: TemplateId,
+        day: i64,
+    ) -> StoreResult<()>;
+    /// Reminders due at `now`, oldest first, at most `limit`.
+    async fn due_reminders(&self, now: Timestamp, limit: u32) -> StoreResult<Vec<Reminder>>;
+    /// Deletes the reminder and, in the same transaction, if the user still holds an unused
+    /// coupon of the template expiring that day, puts `content` in its inbox. Whether a
+    /// message was sent.
+    async fn send_reminder(
+        &self,
+        r: &Reminder,
+        content: &MessageContent,
+        now: Timestamp,
+    ) -> StoreResult<bool>;
+    /// Puts `content` (stored once, by its key) in each recipient's inbox; `source` makes a
+    /// repeated delivery a no-op. Returns how many messages were new.
+    async fn deliver_messages(
+        &self,
+        content: &MessageContent,
+        recipients: &[(UserId, String)],
+        now: Timestamp,
+    ) -> StoreResult<u64>;
+    /// A user's messages, unread first, then newest first, after the position `after`
+    /// (`(read, id)` of the last one seen).
+    async fn user_messages(
+        &self,
+        user: &UserId,
+        after: Option<(bool, i64)>,
+        limit: u32,
+    ) -> StoreResult<Vec<Message>>;
+    /// Marks a user's message read (keeping the first instant); `NotFound` if it is not theirs.
+    async fn mark_read(&self, user: &UserId, id: i64, now: Timestamp) -> StoreResult<Message>;
 }

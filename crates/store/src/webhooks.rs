@@ -1,5 +1,8 @@
 //! Webhooks at the storage boundary: endpoints, deliveries and their attempts.
 
+use crate::StoreResult;
+use async_trait::async_trait;
+
 use coupond_domain::{MerchantId, Timestamp};
 
 /// A registered endpoint.
@@ -97,4 +100,50 @@ pub struct Delivery {
     pub tries: i64,
     /// The attempts themselves (filled when listing an endpoint's deliveries).
     pub attempts: Vec<DeliveryAttempt>,
+}
+
+/// Webhook endpoints, their queued deliveries and attempts.
+#[async_trait]
+pub trait WebhookStore: Send + Sync {
+    /// Registers an endpoint if its owner (`new.merchant_id`; `None` is the platform) has
+    /// fewer than `max` enabled; otherwise `Conflict(Conflict::Limit)`, decided in the database so
+    /// concurrent registrations cannot overshoot.
+    async fn insert_webhook(
+        &self,
+        new: &NewWebhook<'_>,
+        max: u32,
+        now: Timestamp,
+    ) -> StoreResult<Webhook>;
+    async fn webhook(&self, id: i64) -> StoreResult<Webhook>;
+    /// Endpoints of one merchant (`Some`) or all of them (`None`), by id.
+    async fn list_webhooks(&self, merchant: Option<MerchantId>) -> StoreResult<Vec<Webhook>>;
+    /// Stops deliveries to an endpoint (queued ones are dropped); disabling twice keeps the
+    /// first instant.
+    async fn disable_webhook(&self, id: i64, now: Timestamp) -> StoreResult<Webhook>;
+    /// Queues deliveries, each at most once per (endpoint, event), due at `now`; returns how
+    /// many were new.
+    async fn enqueue_deliveries(&self, d: &[NewDelivery], now: Timestamp) -> StoreResult<u64>;
+    /// Pending deliveries due at `now` to enabled endpoints other than `skip` (those the sender
+    /// has no room for), oldest first.
+    async fn due_deliveries(
+        &self,
+        now: Timestamp,
+        limit: u32,
+        skip: &[i64],
+    ) -> StoreResult<Vec<Delivery>>;
+    /// Records an attempt and what follows: delivered, failed for good, or retried at `next`.
+    async fn record_attempt(
+        &self,
+        delivery: i64,
+        attempt: &DeliveryAttempt,
+        state: DeliveryState,
+        next: Timestamp,
+    ) -> StoreResult<()>;
+    /// An endpoint's deliveries, newest first, before `before` (an id), with their attempts.
+    async fn deliveries(
+        &self,
+        webhook: i64,
+        before: Option<i64>,
+        limit: u32,
+    ) -> StoreResult<Vec<Delivery>>;
 }

@@ -226,7 +226,7 @@ async fn rush(
         .template(TemplateId::new(id).unwrap())
         .await
         .unwrap();
-    let issued = app.store.count_coupons(t.id).await.unwrap();
+    let issued = app.store.inspect().count_coupons(t.id).await.unwrap();
     let acknowledged = counts.get("created").copied().unwrap_or(0) as i64;
     assert_eq!(
         (t.claimed, issued),
@@ -315,6 +315,7 @@ async fn retries_with_an_idempotency_key_return_the_same_coupon() {
     assert_eq!(send("order-8", "u-10").await.code(), "sold_out");
     assert_eq!(
         app.store
+            .inspect()
             .count_coupons(TemplateId::new(id).unwrap())
             .await
             .unwrap(),
@@ -377,6 +378,7 @@ async fn claims_are_rate_limited_per_user_and_per_ip() {
     );
     assert_eq!(
         app.store
+            .inspect()
             .count_coupons(TemplateId::new(id).unwrap())
             .await
             .unwrap(),

@@ -270,6 +270,7 @@ async fn generated_codes_are_single_use_and_refusals_reveal_nothing() {
     assert_eq!(row, &format!("{},u-1,{}", codes[0], at(15)));
     assert_eq!(
         app.store
+            .inspect()
             .count_coupons(coupond_domain::TemplateId::new(id).unwrap())
             .await
             .unwrap(),
@@ -373,6 +374,7 @@ async fn one_code_many_users(app: TestApp) {
     assert_eq!(created, 1);
     assert_eq!(
         app.store
+            .inspect()
             .count_coupons(coupond_domain::TemplateId::new(id).unwrap())
             .await
             .unwrap(),

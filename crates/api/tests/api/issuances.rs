@@ -103,6 +103,7 @@ async fn issuance_flows(app: TestApp) {
     assert_eq!(counts(&r.body), (2_097, 0, 403, 0, 1, 1));
     let audit = app
         .store
+        .inspect()
         .audit_template(coupond_domain::TemplateId::new(t).unwrap())
         .await
         .unwrap();
@@ -112,6 +113,7 @@ async fn issuance_flows(app: TestApp) {
     );
     let issued = app
         .store
+        .inspect()
         .events_after(0, 100_000)
         .await
         .unwrap()

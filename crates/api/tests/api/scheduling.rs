@@ -34,7 +34,13 @@ fn dispatcher(app: &TestApp) -> Dispatcher {
 /// PostgreSQL an event is readable once every older transaction in the cluster has ended
 /// (other tests run beside this one), so an empty pass can mean "not yet".
 async fn settle(app: &TestApp, d: &Dispatcher, handed: &mut usize) {
-    let written = app.store.events_after(0, 1_000_000).await.unwrap().len();
+    let written = app
+        .store
+        .inspect()
+        .events_after(0, 1_000_000)
+        .await
+        .unwrap()
+        .len();
     for _ in 0..1000 {
         *handed += d.drain().await.unwrap();
         if *handed >= 2 * written {
@@ -53,6 +59,7 @@ fn set(app: &TestApp, hours: i64) {
 /// `(to, at)` of the status events about `subject` = `id`, in outbox order.
 async fn statuses(app: &TestApp, event: &str, subject: &str, id: i64) -> Vec<(String, String)> {
     app.store
+        .inspect()
         .events_after(0, 10_000)
         .await
         .unwrap()
@@ -169,6 +176,7 @@ async fn activity_life(app: TestApp) {
     );
     let expired: Vec<Value> = app
         .store
+        .inspect()
         .events_after(0, 10_000)
         .await
         .unwrap()

@@ -136,8 +136,8 @@ pub async fn run(config: &Config, client: &HttpClient, args: &LoadtestArgs) -> a
         n("not_eligible")
     );
 
-    let audit = store.audit_template(template).await?;
-    let owners = store.coupon_owners(template).await?;
+    let audit = store.inspect().audit_template(template).await?;
+    let owners = store.inspect().coupon_owners(template).await?;
     store.close().await;
     let mut violations = audit.violations();
     let distinct: HashSet<&str> = owners.iter().map(|(_, u)| u.as_str()).collect();

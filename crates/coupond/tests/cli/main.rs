@@ -60,7 +60,7 @@ pub(crate) fn postgres_schema(prefix: &str) -> Option<String> {
             .await
             .unwrap();
         s.migrate().await.unwrap();
-        coupond_store::Store::close(&s).await;
+        coupond_store::AdminStore::close(&s).await;
     });
     let _ = std::io::stderr()
         .write_all(format!("{prefix} test running on PostgreSQL in schema {schema}\n").as_bytes());

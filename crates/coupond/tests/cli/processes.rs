@@ -85,13 +85,16 @@ fn two_processes_on_one_postgres_issue_exactly_the_stock() {
     rt.block_on(async {
         let s = coupond_store_postgres::PgStore::connect(&db).await.unwrap();
         let id = coupond_domain::TemplateId::new(template.parse().unwrap()).unwrap();
-        let audit = coupond_store::Store::audit_template(&s, id).await.unwrap();
+        let audit = coupond_store::AdminStore::inspect(&s)
+            .audit_template(id)
+            .await
+            .unwrap();
         assert_eq!(
             (audit.claimed, audit.coupons, audit.max_per_user),
             (1_500, 1_500, 1)
         );
         assert!(audit.violations().is_empty(), "{audit:?}");
-        coupond_store::Store::close(&s).await;
+        coupond_store::AdminStore::close(&s).await;
     });
     assert!(terminate_and_wait(one).success());
     assert!(terminate_and_wait(two).success());

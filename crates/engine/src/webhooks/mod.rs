@@ -8,7 +8,7 @@
 //! A 2xx answer delivers it; anything else (or no answer within the timeout) is retried after
 //! `base`, `2 base`, `4 base`, ... until `max_attempts`, then it is marked failed.
 //!
-//! - [`sender`]: [`WebhookSender`], which posts due deliveries concurrently (bounded overall
+//! - `sender`: [`WebhookSender`], which posts due deliveries concurrently (bounded overall
 //!   and per endpoint, so a slow receiver delays only itself), under a lease so that with
 //!   several instances one of them sends.
 //! - [`targets`]: [`TargetPolicy`], which keeps deliveries off internal addresses.

@@ -47,7 +47,7 @@ async fn one_user_many_connections(
 async fn audit(app: &TestApp, template: i64) -> i64 {
     let id = TemplateId::new(template).unwrap();
     let t = app.store.template(id).await.unwrap();
-    let owners = app.store.coupon_owners(id).await.unwrap();
+    let owners = app.store.inspect().coupon_owners(id).await.unwrap();
     assert_eq!(t.claimed, owners.len() as i64);
     assert!(
         owners.iter().all(|(_, u)| u.as_str() == "u-1"),

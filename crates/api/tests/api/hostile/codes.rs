@@ -275,6 +275,7 @@ async fn users_and_the_order_service_cannot_tell_a_draft_from_a_missing_template
     }
     assert_eq!(
         app.store
+            .inspect()
             .count_coupons(coupond_domain::TemplateId::new(draft).unwrap())
             .await
             .unwrap(),

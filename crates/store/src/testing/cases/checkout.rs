@@ -164,7 +164,7 @@ pub async fn orders_lock_then_confirm(s: Arc<dyn Store>) {
             .iter()
             .all(|e| e.order_id.as_deref() == Some("o-1") && e.actor == Actor::Service));
     }
-    let events = s.events_after(0, 1000).await.unwrap();
+    let events = s.inspect().events_after(0, 1000).await.unwrap();
     let count = |k: &str| events.iter().filter(|e| e.kind == k).count();
     assert_eq!(
         (count(kind::COUPON_LOCKED), count(kind::COUPON_USED)),
@@ -263,6 +263,7 @@ pub async fn orders_cancel_and_expire(s: Arc<dyn Store>) {
         OrderStep::WrongState(ended)
     );
     let released = s
+        .inspect()
         .events_after(0, 1000)
         .await
         .unwrap()

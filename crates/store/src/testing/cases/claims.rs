@@ -67,10 +67,10 @@ pub async fn claims_stop_at_the_stock(s: Arc<dyn Store>) {
         );
     }
     assert_eq!(s.template(t.id).await.unwrap().claimed, 5);
-    assert_eq!(s.count_coupons(t.id).await.unwrap(), 5);
+    assert_eq!(s.inspect().count_coupons(t.id).await.unwrap(), 5);
     let again = s.claim_batch(t.id, &[req("late")], at(16)).await.unwrap();
     assert_eq!(again, vec![ClaimOutcome::SoldOut]);
-    assert_eq!(s.count_coupons(t.id).await.unwrap(), 5);
+    assert_eq!(s.inspect().count_coupons(t.id).await.unwrap(), 5);
 }
 
 pub async fn claims_respect_the_per_user_limit(s: Arc<dyn Store>) {
@@ -91,7 +91,7 @@ pub async fn claims_respect_the_per_user_limit(s: Arc<dyn Store>) {
     assert_eq!(tally(&out), (1, 0, 1, 0));
     assert_eq!(out[0], ClaimOutcome::LimitReached);
     assert_eq!(s.template(t.id).await.unwrap().claimed, 4);
-    assert_eq!(s.count_coupons(t.id).await.unwrap(), 4);
+    assert_eq!(s.inspect().count_coupons(t.id).await.unwrap(), 4);
 }
 
 pub async fn claims_outside_the_window_or_aborted_leave_nothing(s: Arc<dyn Store>) {
@@ -108,7 +108,10 @@ pub async fn claims_outside_the_window_or_aborted_leave_nothing(s: Arc<dyn Store
         tally(&s.claim_batch(t.id, &[req("a")], at(15)).await.unwrap()),
         (0, 0, 0, 1)
     );
-    assert_eq!((t.claimed, s.count_coupons(t.id).await.unwrap()), (0, 0));
+    assert_eq!(
+        (t.claimed, s.inspect().count_coupons(t.id).await.unwrap()),
+        (0, 0)
+    );
     let missing = coupond_domain::TemplateId::new(t.id.get() + 100).unwrap();
     assert!(matches!(
         s.claim_batch(missing, &[req("a")], at(15)).await,
@@ -133,8 +136,8 @@ pub async fn concurrent_batches_never_over_issue(s: Arc<dyn Store>) {
     }
     assert_eq!(tally(&all), (50, 150, 0, 0));
     assert_eq!(s.template(t.id).await.unwrap().claimed, 50);
-    assert_eq!(s.count_coupons(t.id).await.unwrap(), 50);
-    let audit = s.audit_template(t.id).await.unwrap();
+    assert_eq!(s.inspect().count_coupons(t.id).await.unwrap(), 50);
+    let audit = s.inspect().audit_template(t.id).await.unwrap();
     assert_eq!((audit.coupons, audit.max_per_user), (50, 1));
     assert!(audit.violations().is_empty(), "{audit:?}");
     let issued: Vec<_> = all
@@ -147,9 +150,18 @@ pub async fn concurrent_batches_never_over_issue(s: Arc<dyn Store>) {
             }
         })
         .collect();
-    assert_eq!(s.count_coupons_among(t.id, &issued).await.unwrap(), 50);
+    assert_eq!(
+        s.inspect()
+            .count_coupons_among(t.id, &issued)
+            .await
+            .unwrap(),
+        50
+    );
     let bogus = [coupond_domain::CouponId::new(i64::MAX / 2).unwrap()];
-    assert_eq!(s.count_coupons_among(t.id, &bogus).await.unwrap(), 0);
+    assert_eq!(
+        s.inspect().count_coupons_among(t.id, &bogus).await.unwrap(),
+        0
+    );
 }
 
 /// One user firing 30 claims at once at a limit of 3: exactly 3.
@@ -167,7 +179,7 @@ pub async fn concurrent_claims_of_one_user_hold_the_limit(s: Arc<dyn Store>) {
         all.extend(j.await.unwrap());
     }
     assert_eq!(tally(&all), (3, 0, 27, 0));
-    assert_eq!(s.count_coupons(t.id).await.unwrap(), 3);
+    assert_eq!(s.inspect().count_coupons(t.id).await.unwrap(), 3);
 }
 
 pub async fn wallets_list_soonest_expiring_first(s: Arc<dyn Store>) {
@@ -283,7 +295,7 @@ pub async fn claim_keys_replay_the_same_coupon(s: Arc<dyn Store>) {
     );
     assert_eq!(
         (
-            s.count_coupons(t.id).await.unwrap(),
+            s.inspect().count_coupons(t.id).await.unwrap(),
             s.template(t.id).await.unwrap().claimed
         ),
         (2, 2)
@@ -310,7 +322,7 @@ pub async fn claim_keys_replay_the_same_coupon(s: Arc<dyn Store>) {
         }
     }
     assert_eq!(coupons.len(), 1);
-    assert_eq!(s.count_coupons(t.id).await.unwrap(), 1);
+    assert_eq!(s.inspect().count_coupons(t.id).await.unwrap(), 1);
 }
 
 /// An issuance inserted again under the same key (an upload retried after its first attempt

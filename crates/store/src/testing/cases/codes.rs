@@ -204,7 +204,7 @@ pub async fn single_use_codes_give_one_coupon(s: Arc<dyn Store>) {
         out,
         vec![ClaimOutcome::Replayed(first), ClaimOutcome::NotClaimable]
     );
-    let audit = s.audit_template(t.id).await.unwrap();
+    let audit = s.inspect().audit_template(t.id).await.unwrap();
     assert_eq!(audit.coupons, 2);
 
     // Twenty users racing for one code in separate batches: exactly one coupon.
@@ -232,5 +232,5 @@ pub async fn single_use_codes_give_one_coupon(s: Arc<dyn Store>) {
         }
     }
     assert_eq!((issued, taken), (1, 19));
-    assert_eq!(s.count_coupons(t.id).await.unwrap(), 1);
+    assert_eq!(s.inspect().count_coupons(t.id).await.unwrap(), 1);
 }

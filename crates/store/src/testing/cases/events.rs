@@ -13,7 +13,7 @@ use crate::{ClaimOutcome, ClaimRequest, Store};
 /// event; refused claims leave neither; selling out emits `template.sold_out` once.
 pub async fn claims_write_the_log_and_the_outbox(s: Arc<dyn Store>) {
     let t = claimable(&s, 3, 1).await;
-    let before = s.events_after(0, 1000).await.unwrap().len();
+    let before = s.inspect().events_after(0, 1000).await.unwrap().len();
     assert_eq!(before, 0, "creating templates emits no claim events");
     let service = ClaimRequest {
         actor: Actor::Service,
@@ -51,7 +51,7 @@ pub async fn claims_write_the_log_and_the_outbox(s: Arc<dyn Store>) {
         assert_eq!(h[0].actor, want);
         assert_eq!(s.coupon(c.id).await.unwrap(), *c);
     }
-    let events = s.events_after(0, 1000).await.unwrap();
+    let events = s.inspect().events_after(0, 1000).await.unwrap();
     let claimed: Vec<_> = events
         .iter()
         .filter(|e| e.kind == kind::COUPON_CLAIMED)
@@ -79,15 +79,18 @@ pub async fn claims_write_the_log_and_the_outbox(s: Arc<dyn Store>) {
         "events come in id order"
     );
     // Paging through the outbox.
-    let first = s.events_after(0, 2).await.unwrap();
+    let first = s.inspect().events_after(0, 2).await.unwrap();
     assert_eq!(first.len(), 2);
-    let rest = s.events_after(first[1].id, 100).await.unwrap();
+    let rest = s.inspect().events_after(first[1].id, 100).await.unwrap();
     assert_eq!(rest.len(), events.len() - 2);
 
     // Sold out now: nothing more is written.
     let again = s.claim_batch(t.id, &[req("d")], at(16)).await.unwrap();
     assert_eq!(again, vec![ClaimOutcome::SoldOut]);
-    assert_eq!(s.events_after(0, 1000).await.unwrap().len(), events.len());
+    assert_eq!(
+        s.inspect().events_after(0, 1000).await.unwrap().len(),
+        events.len()
+    );
     assert!(matches!(
         s.coupon(coupond_domain::CouponId::new(999_999).unwrap())
             .await,
@@ -112,7 +115,7 @@ pub async fn trimmed_batches_leave_no_events(s: Arc<dyn Store>) {
         all.extend(j.await.unwrap());
     }
     assert_eq!(tally(&all), (25, 55, 0, 0));
-    let events = s.events_after(0, 1000).await.unwrap();
+    let events = s.inspect().events_after(0, 1000).await.unwrap();
     let count = |k: &str| events.iter().filter(|e| e.kind == k).count();
     assert_eq!(
         (count(kind::COUPON_CLAIMED), count(kind::TEMPLATE_SOLD_OUT)),
@@ -123,6 +126,6 @@ pub async fn trimmed_batches_leave_no_events(s: Arc<dyn Store>) {
             assert_eq!(s.coupon_history(c.id).await.unwrap().len(), 1);
         }
     }
-    let audit = s.audit_template(t.id).await.unwrap();
+    let audit = s.inspect().audit_template(t.id).await.unwrap();
     assert!(audit.violations().is_empty(), "{audit:?}");
 }

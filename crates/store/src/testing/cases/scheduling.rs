@@ -69,6 +69,7 @@ pub async fn transitions_are_announced_once(s: Arc<dyn Store>) {
     );
     assert!(s.announce_template(t.id, *announced, &moves).await.unwrap());
     let events: Vec<_> = s
+        .inspect()
         .events_after(0, 1000)
         .await
         .unwrap()
@@ -90,6 +91,7 @@ pub async fn transitions_are_announced_once(s: Arc<dyn Store>) {
     );
     assert_eq!(events[1].body["from"], "scheduled");
     let live: Vec<bool> = s
+        .inspect()
         .events_after(0, 1000)
         .await
         .unwrap()
@@ -162,6 +164,7 @@ pub async fn coupons_expire_once(s: Arc<dyn Store>) {
         (Some(CouponStatus::Unused), CouponStatus::Expired, at(63))
     );
     let expired: Vec<_> = s
+        .inspect()
         .events_after(0, 1000)
         .await
         .unwrap()
@@ -178,7 +181,10 @@ pub async fn outbox_positions(s: Arc<dyn Store>) {
         s.sink_position("obs").await.unwrap(),
         OutboxPosition::default()
     );
-    assert_eq!(s.outbox_head().await.unwrap(), OutboxPosition::default());
+    assert_eq!(
+        s.inspect().outbox_head().await.unwrap(),
+        OutboxPosition::default()
+    );
     let t = claimable(&s, 100, 100).await;
     for i in 0..7 {
         s.claim_batch(t.id, &[req(&format!("o{i}"))], at(15))
@@ -186,6 +192,7 @@ pub async fn outbox_positions(s: Arc<dyn Store>) {
             .unwrap();
     }
     let all: Vec<i64> = s
+        .inspect()
         .events_after(0, 1000)
         .await
         .unwrap()
@@ -217,7 +224,7 @@ pub async fn outbox_positions(s: Arc<dyn Store>) {
     sorted.sort_unstable();
     assert_eq!(sorted, all, "every event once");
     assert_eq!(s.sink_position("obs").await.unwrap(), at_pos);
-    assert_eq!(s.outbox_head().await.unwrap(), at_pos);
+    assert_eq!(s.inspect().outbox_head().await.unwrap(), at_pos);
     assert!(s.outbox_read(at_pos, 10).await.unwrap().is_empty());
 }
 

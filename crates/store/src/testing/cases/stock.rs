@@ -28,10 +28,11 @@ pub async fn stock_runs_out_everywhere_before_sold_out(s: Arc<dyn Store>) {
     assert_eq!(all.len(), 79);
     assert_eq!(tally(&all), (37, 42, 0, 0));
     assert_eq!(s.template(t.id).await.unwrap().claimed, 37);
-    let audit = s.audit_template(t.id).await.unwrap();
+    let audit = s.inspect().audit_template(t.id).await.unwrap();
     assert_eq!((audit.coupons, audit.claimed), (37, 37));
     assert!(audit.violations().is_empty(), "{audit:?}");
     let sold_out: Vec<_> = s
+        .inspect()
         .events_after(0, 10_000)
         .await
         .unwrap()

@@ -1,0 +1,90 @@
+//! Reads for tests, audits and the load tool on PostgreSQL.
+
+use coupond_store::InspectStore;
+
+use async_trait::async_trait;
+use coupond_domain::{CouponId, TemplateId, UserId};
+use coupond_store::{Event, OutboxPosition, StoreError, StoreResult, TemplateAudit};
+
+use crate::rows::{self, db_err};
+use crate::store::PgStore;
+
+#[async_trait]
+impl InspectStore for PgStore {
+    async fn audit_template(&self, template: TemplateId) -> StoreResult<TemplateAudit> {
+        let row = sqlx::query(
+            "SELECT t.total_stock, t.per_user_limit,
+                    (SELECT COALESCE(SUM(s.claimed), 0)::bigint FROM template_stock s
+                     WHERE s.template_id = t.id) AS claimed,
+                    (SELECT COUNT(*) FROM coupons c WHERE c.template_id = t.id) AS coupons,
+                    (SELECT COALESCE(MAX(n), 0) FROM (SELECT COUNT(*) AS n FROM coupons c
+                        WHERE c.template_id = t.id GROUP BY c.user_id) per_user) AS max_per_user
+             FROM templates t WHERE t.id = $1",
+        )
+        .bind(template.get())
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db_err)?;
+        let get = |col: &str| -> StoreResult<i64> { sqlx::Row::try_get(&row, col).map_err(db_err) };
+        Ok(TemplateAudit {
+            total_stock: get("total_stock")?,
+            claimed: get("claimed")?,
+            coupons: get("coupons")?,
+            per_user_limit: get("per_user_limit")?,
+            max_per_user: get("max_per_user")?,
+        })
+    }
+
+    async fn count_coupons(&self, template: TemplateId) -> StoreResult<i64> {
+        sqlx::query_scalar("SELECT COUNT(*) FROM coupons WHERE template_id = $1")
+            .bind(template.get())
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db_err)
+    }
+
+    async fn count_coupons_among(
+        &self,
+        template: TemplateId,
+        coupons: &[CouponId],
+    ) -> StoreResult<i64> {
+        let ids: Vec<i64> = coupons.iter().map(|c| c.get()).collect();
+        sqlx::query_scalar("SELECT COUNT(*) FROM coupons WHERE template_id = $1 AND id = ANY($2)")
+            .bind(template.get())
+            .bind(ids)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db_err)
+    }
+
+    async fn coupon_owners(&self, template: TemplateId) -> StoreResult<Vec<(CouponId, UserId)>> {
+        let rows: Vec<(i64, String)> =
+            sqlx::query_as("SELECT id, user_id FROM coupons WHERE template_id = $1 ORDER BY id")
+                .bind(template.get())
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db_err)?;
+        rows.into_iter()
+            .map(|(id, user)| {
+                Ok((
+                    CouponId::new(id).map_err(StoreError::other)?,
+                    UserId::parse(&user).map_err(StoreError::other)?,
+                ))
+            })
+            .collect()
+    }
+
+    async fn events_after(&self, after: i64, limit: u32) -> StoreResult<Vec<Event>> {
+        let rows = sqlx::query("SELECT * FROM outbox WHERE id > $1 ORDER BY id LIMIT $2")
+            .bind(after)
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_err)?;
+        rows.iter().map(rows::event).collect()
+    }
+
+    async fn outbox_head(&self) -> StoreResult<OutboxPosition> {
+        self.outbox_head_q().await
+    }
+}

@@ -1,0 +1,359 @@
+//! Activities and templates on SQLite.
+
+use coupond_store::CampaignStore;
+
+use async_trait::async_trait;
+use coupond_domain::{
+    Activity, ActivityId, ActivitySpec, MerchantId, Template, TemplateId, TemplateSpec, Timestamp,
+};
+use coupond_store::{codec, ActivityQuery, NewTemplate, StoreResult, TemplateQuery};
+use sqlx::{QueryBuilder, Sqlite};
+
+use crate::rows::{self, db_err};
+use crate::store::{
+    bump_enrollment, push_activity_status, push_template_status, unbind_templates, us, SqliteStore,
+    ACTIVITY_COLS, TEMPLATE_COLS,
+};
+
+#[async_trait]
+impl CampaignStore for SqliteStore {
+    async fn insert_activity(&self, spec: &ActivitySpec, now: Timestamp) -> StoreResult<Activity> {
+        let sql = format!(
+            "INSERT INTO activities (title, kind, cities, enroll_start, enroll_end, run_start,
+                                     run_end, spec, created_at, updated_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING {ACTIVITY_COLS}"
+        );
+        let row = sqlx::query(&sql)
+            .bind(&spec.title)
+            .bind(spec.kind.as_str())
+            .bind(codec::cities_to_json(&spec.cities))
+            .bind(us(spec.enrollment.start))
+            .bind(us(spec.enrollment.end))
+            .bind(us(spec.run.start))
+            .bind(us(spec.run.end))
+            .bind(codec::activity_to_json(spec)?)
+            .bind(us(now))
+            .bind(us(now))
+            .fetch_one(&self.writer)
+            .await
+            .map_err(db_err)?;
+        rows::activity(&row)
+    }
+
+    async fn activity(&self, id: ActivityId) -> StoreResult<Activity> {
+        let sql = format!("SELECT {ACTIVITY_COLS} FROM activities WHERE id = ?");
+        let row = sqlx::query(&sql)
+            .bind(id.get())
+            .fetch_one(&self.reader)
+            .await
+            .map_err(db_err)?;
+        rows::activity(&row)
+    }
+
+    async fn list_activities(&self, q: &ActivityQuery) -> StoreResult<Vec<Activity>> {
+        let mut b = QueryBuilder::<Sqlite>::new(format!(
+            "SELECT {ACTIVITY_COLS} FROM activities WHERE id > "
+        ));
+        b.push_bind(q.page.after.unwrap_or(0));
+        if let Some(s) = q.status {
+            push_activity_status(&mut b, s, us(q.now), q.freeze.whole_microseconds() as i64);
+        }
+        if let Some(c) = q.city {
+            b.push(" AND EXISTS (SELECT 1 FROM json_each(activities.cities) WHERE value = ")
+                .push_bind(c.get())
+                .push(")");
+        }
+        if let Some(any) = &q.any_city {
+            b.push(
+                " AND EXISTS (SELECT 1 FROM json_each(activities.cities) a \
+                 JOIN json_each(",
+            )
+            .push_bind(codec::cities_to_json(any))
+            .push(") m ON a.value = m.value)");
+        }
+        b.push(" ORDER BY id LIMIT ")
+            .push_bind(i64::from(q.page.limit));
+        let rows = b.build().fetch_all(&self.reader).await.map_err(db_err)?;
+        rows.iter().map(rows::activity).collect()
+    }
+
+    async fn update_activity(
+        &self,
+        id: ActivityId,
+        version: i64,
+        enrollment_seq: i64,
+        spec: &ActivitySpec,
+        following: &[(TemplateId, TemplateSpec)],
+        now: Timestamp,
+    ) -> StoreResult<Activity> {
+        let mut tx = self.begin().await?;
+        let sql = format!(
+            "UPDATE activities SET title = ?, kind = ?, cities = ?, enroll_start = ?,
+                enroll_end = ?, run_start = ?, run_end = ?, spec = ?, updated_at = ?,
+                version = version + 1
+             WHERE id = ? AND version = ? AND enrollment_seq = ? AND aborted_at IS NULL
+             RETURNING {ACTIVITY_COLS}"
+        );
+        let row = sqlx::query(&sql)
+            .bind(&spec.title)
+            .bind(spec.kind.as_str())
+            .bind(codec::cities_to_json(&spec.cities))
+            .bind(us(spec.enrollment.start))
+            .bind(us(spec.enrollment.end))
+            .bind(us(spec.run.start))
+            .bind(us(spec.run.end))
+            .bind(codec::activity_to_json(spec)?)
+            .bind(us(now))
+            .bind(id.get())
+            .bind(version)
+            .bind(enrollment_seq)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        let Some(row) = row else {
+            drop(tx);
+            return Err(self.missing_or_conflict("activities", id.get()).await);
+        };
+        for (template, t) in following {
+            let w = t.claim_window();
+            sqlx::query(
+                "UPDATE templates SET claim_start = ?, claim_end = ?, expires_at = ?,
+                    updated_at = ?, version = version + 1
+                 WHERE id = ? AND activity_id = ?",
+            )
+            .bind(us(w.start))
+            .bind(us(w.end))
+            .bind(us(t.expires_at()))
+            .bind(us(now))
+            .bind(template.get())
+            .bind(id.get())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        }
+        let activity = rows::activity(&row)?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(activity)
+    }
+
+    async fn abort_activity(
+        &self,
+        id: ActivityId,
+        version: i64,
+        now: Timestamp,
+    ) -> StoreResult<Activity> {
+        let mut tx = self.begin().await?;
+        let sql = format!(
+            "UPDATE activities SET aborted_at = ?, updated_at = ?, version = version + 1
+             WHERE id = ? AND version = ? AND aborted_at IS NULL RETURNING {ACTIVITY_COLS}"
+        );
+        let row = sqlx::query(&sql)
+            .bind(us(now))
+            .bind(us(now))
+            .bind(id.get())
+            .bind(version)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        let Some(row) = row else {
+            drop(tx);
+            return Err(self.missing_or_conflict("activities", id.get()).await);
+        };
+        sqlx::query(
+            "UPDATE templates SET aborted_at = ?, updated_at = ?, version = version + 1
+             WHERE activity_id = ? AND aborted_at IS NULL",
+        )
+        .bind(us(now))
+        .bind(us(now))
+        .bind(id.get())
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        unbind_templates(&mut tx, "activity_id = ?", id.get()).await?;
+        tx.commit().await.map_err(db_err)?;
+        rows::activity(&row)
+    }
+
+    async fn insert_template(&self, t: &NewTemplate<'_>, now: Timestamp) -> StoreResult<Template> {
+        let spec = t.spec;
+        let mut tx = self.begin().await?;
+        if let Some(activity) = spec.activity_id {
+            bump_enrollment(&mut tx, activity, t.activity_version).await?;
+        }
+        let w = spec.claim_window();
+        let sql = format!(
+            "INSERT INTO templates (merchant_id, activity_id, title, kind, total_stock,
+                 per_user_limit, claim_start, claim_end, expires_at, spec, created_at, updated_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING {TEMPLATE_COLS}"
+        );
+        let row = sqlx::query(&sql)
+            .bind(t.merchant_id.map(MerchantId::get))
+            .bind(spec.activity_id.map(ActivityId::get))
+            .bind(&spec.title)
+            .bind(spec.value.kind().as_str())
+            .bind(spec.total_stock)
+            .bind(i64::from(spec.per_user_limit))
+            .bind(us(w.start))
+            .bind(us(w.end))
+            .bind(us(spec.expires_at()))
+            .bind(codec::template_to_json(spec)?)
+            .bind(us(now))
+            .bind(us(now))
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        let template = rows::template(&row)?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(template)
+    }
+
+    async fn template(&self, id: TemplateId) -> StoreResult<Template> {
+        let sql = format!("SELECT {TEMPLATE_COLS} FROM templates WHERE id = ?");
+        let row = sqlx::query(&sql)
+            .bind(id.get())
+            .fetch_one(&self.reader)
+            .await
+            .map_err(db_err)?;
+        rows::template(&row)
+    }
+
+    async fn list_templates(&self, q: &TemplateQuery) -> StoreResult<Vec<Template>> {
+        let mut b = QueryBuilder::<Sqlite>::new(format!(
+            "SELECT {TEMPLATE_COLS} FROM templates WHERE id > "
+        ));
+        b.push_bind(q.page.after.unwrap_or(0));
+        if let Some(m) = q.merchant {
+            b.push(" AND merchant_id = ").push_bind(m.get());
+        }
+        if let Some(a) = q.activity {
+            b.push(" AND activity_id = ").push_bind(a.get());
+        }
+        if let Some(s) = q.status {
+            push_template_status(&mut b, s, us(q.now));
+        }
+        b.push(" ORDER BY id LIMIT ")
+            .push_bind(i64::from(q.page.limit));
+        let rows = b.build().fetch_all(&self.reader).await.map_err(db_err)?;
+        rows.iter().map(rows::template).collect()
+    }
+
+    async fn activity_templates(&self, id: ActivityId) -> StoreResult<Vec<Template>> {
+        let sql =
+            format!("SELECT {TEMPLATE_COLS} FROM templates WHERE activity_id = ? ORDER BY id");
+        let rows = sqlx::query(&sql)
+            .bind(id.get())
+            .fetch_all(&self.reader)
+            .await
+            .map_err(db_err)?;
+        rows.iter().map(rows::template).collect()
+    }
+
+    async fn update_template(
+        &self,
+        id: TemplateId,
+        version: i64,
+        activity_version: Option<i64>,
+        spec: &TemplateSpec,
+        now: Timestamp,
+    ) -> StoreResult<Template> {
+        let mut tx = self.begin().await?;
+        if let Some(activity) = spec.activity_id {
+            bump_enrollment(&mut tx, activity, activity_version).await?;
+        }
+        let w = spec.claim_window();
+        let sql = format!(
+            "UPDATE templates SET title = ?, kind = ?, total_stock = ?, per_user_limit = ?,
+                claim_start = ?, claim_end = ?, expires_at = ?, spec = ?, updated_at = ?,
+                version = version + 1
+             WHERE id = ? AND version = ? RETURNING {TEMPLATE_COLS}"
+        );
+        let row = sqlx::query(&sql)
+            .bind(&spec.title)
+            .bind(spec.value.kind().as_str())
+            .bind(spec.total_stock)
+            .bind(i64::from(spec.per_user_limit))
+            .bind(us(w.start))
+            .bind(us(w.end))
+            .bind(us(spec.expires_at()))
+            .bind(codec::template_to_json(spec)?)
+            .bind(us(now))
+            .bind(id.get())
+            .bind(version)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        let Some(row) = row else {
+            drop(tx);
+            return Err(self.missing_or_conflict("templates", id.get()).await);
+        };
+        let template = rows::template(&row)?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(template)
+    }
+
+    async fn publish_template(
+        &self,
+        id: TemplateId,
+        version: i64,
+        now: Timestamp,
+    ) -> StoreResult<Template> {
+        let sql = format!(
+            "UPDATE templates SET published_at = ?, updated_at = ?, version = version + 1
+             WHERE id = ? AND version = ? RETURNING {TEMPLATE_COLS}"
+        );
+        self.update_one_template(&sql, id, version, now).await
+    }
+
+    async fn abort_template(
+        &self,
+        id: TemplateId,
+        version: i64,
+        now: Timestamp,
+    ) -> StoreResult<Template> {
+        let mut tx = self.begin().await?;
+        let sql = format!(
+            "UPDATE templates SET aborted_at = ?, updated_at = ?, version = version + 1
+             WHERE id = ? AND version = ? RETURNING {TEMPLATE_COLS}"
+        );
+        let row = sqlx::query(&sql)
+            .bind(us(now))
+            .bind(us(now))
+            .bind(id.get())
+            .bind(version)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        let Some(row) = row else {
+            drop(tx);
+            return Err(self.missing_or_conflict("templates", id.get()).await);
+        };
+        unbind_templates(&mut tx, "id = ?", id.get()).await?;
+        let template = rows::template(&row)?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(template)
+    }
+}
+
+impl SqliteStore {
+    /// Runs a versioned single-template update whose first two parameters are `now`.
+    async fn update_one_template(
+        &self,
+        sql: &str,
+        id: TemplateId,
+        version: i64,
+        now: Timestamp,
+    ) -> StoreResult<Template> {
+        let row = sqlx::query(sql)
+            .bind(us(now))
+            .bind(us(now))
+            .bind(id.get())
+            .bind(version)
+            .fetch_optional(&self.writer)
+            .await
+            .map_err(db_err)?;
+        match row {
+            Some(r) => rows::template(&r),
+            None => Err(self.missing_or_conflict("templates", id.get()).await),
+        }
+    }
+}

@@ -1,0 +1,81 @@
+//! The store's own operations, reports, and the inspection extension.
+
+use crate::{
+    ApiKey, CouponCounts, Event, NewApiKey, OutboxPosition, PoolStats, StoreResult, TemplateAudit,
+    UsageRow, Violation,
+};
+use coupond_domain::{CouponId, TemplateId, Timestamp, UserId};
+
+use async_trait::async_trait;
+
+/// The store itself: health, settings, API keys, and the way to its inspection extension.
+#[async_trait]
+pub trait AdminStore: Send + Sync {
+    /// `"sqlite"` or `"postgres"`.
+    fn backend(&self) -> &'static str;
+    /// A round trip to the database.
+    async fn ping(&self) -> StoreResult<()>;
+    /// Connection pool sizes, for metrics.
+    fn pool_stats(&self) -> PoolStats;
+    /// Waits for checked-out connections and closes the pool.
+    async fn close(&self);
+    /// Returns the setting `key`, first storing `init` if it has none. Concurrent callers all
+    /// get the one value that won.
+    async fn setting_or_init(&self, key: &str, init: &str) -> StoreResult<String>;
+    /// Sets the setting `key` to `value`, replacing any value it had.
+    async fn put_setting(&self, key: &str, value: &str) -> StoreResult<()>;
+    async fn insert_api_key(&self, key: &NewApiKey, now: Timestamp) -> StoreResult<ApiKey>;
+    /// The key with this SHA-256 hash, revoked or not.
+    async fn api_key_by_hash(&self, hash: &[u8; 32]) -> StoreResult<ApiKey>;
+    async fn list_api_keys(&self) -> StoreResult<Vec<ApiKey>>;
+    /// Marks the key revoked; revoking twice keeps the first instant.
+    async fn revoke_api_key(&self, id: i64, now: Timestamp) -> StoreResult<ApiKey>;
+    /// Reads for tests, audits and the load tool.
+    fn inspect(&self) -> &dyn InspectStore;
+}
+
+/// Stats, reconciliation and the invariant audit.
+#[async_trait]
+pub trait ReportStore: Send + Sync {
+    /// Each template's coupons by status at `now`, with per-hour counts (the last `hours` hours
+    /// before `now` that had any).
+    async fn coupon_counts(
+        &self,
+        templates: &[TemplateId],
+        now: Timestamp,
+        hours: u32,
+    ) -> StoreResult<Vec<(TemplateId, CouponCounts)>>;
+    /// Per template, the coupons used in `[from, to)` and their discount, counted from the
+    /// coupons' operation log.
+    async fn usage_between(&self, from: Timestamp, to: Timestamp) -> StoreResult<Vec<UsageRow>>;
+    /// Checks I1-I3 across the whole database and returns every violation found (at most 100
+    /// per check): claimed = coupons <= stock per template; nobody over a per-user limit;
+    /// per-user counters equal to the coupons held; every locked coupon held by one locked
+    /// order and every used one by a confirmed order; no lock past `now - grace`; each coupon's
+    /// last log row agreeing with its status; templates' used, given and reserved agreeing with
+    /// their coupons; single-use codes pointing at the coupon they gave.
+    async fn audit(&self, now: Timestamp, grace: time::Duration) -> StoreResult<Vec<Violation>>;
+}
+
+/// Reads that only tests, audits and the load tool need (through [`AdminStore::inspect`]);
+/// not part of any request's path.
+#[async_trait]
+pub trait InspectStore: Send + Sync {
+    /// How many coupons a template has issued, counted from the coupon rows (for audits).
+    async fn count_coupons(&self, template: TemplateId) -> StoreResult<i64>;
+    /// How many of `coupons` exist as coupons of `template`.
+    async fn count_coupons_among(
+        &self,
+        template: TemplateId,
+        coupons: &[CouponId],
+    ) -> StoreResult<i64>;
+    /// Every coupon of a template with its holder (for audits).
+    async fn coupon_owners(&self, template: TemplateId) -> StoreResult<Vec<(CouponId, UserId)>>;
+    /// Stock, claimed count, coupon rows and the largest holding of one template.
+    async fn audit_template(&self, template: TemplateId) -> StoreResult<TemplateAudit>;
+    /// The position after the last event readable now (where a consumer that does not need
+    /// the past starts).
+    async fn outbox_head(&self) -> StoreResult<OutboxPosition>;
+    /// Outbox events with an id above `after`, ascending, at most `limit`.
+    async fn events_after(&self, after: i64, limit: u32) -> StoreResult<Vec<Event>>;
+}
