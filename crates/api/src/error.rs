@@ -325,6 +325,7 @@ impl From<StoreError> for ApiError {
                 ApiError::Unavailable
             }
             StoreError::Other(source) => ApiError::Internal(source),
+            StoreError::Corrupt(what) => ApiError::Internal(what.into()),
         }
     }
 }

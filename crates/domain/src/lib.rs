@@ -15,6 +15,7 @@
 //! - [`checkout`]: an order snapshot ([`Order`]), whether a coupon can be used on it
 //!   ([`eligibility()`], [`Reason`]), what it takes off ([`discount()`], split over lines and lease
 //!   months), and the best combination of a wallet ([`quote()`]).
+//! - `stored`: the invariants every stored record keeps, checked when storage reads one back.
 //! - [`text`]: the rules for free text (titles, names): visible, no bidirectional controls.
 //! - [`error`]: [`DomainError`], the one error every rule returns, naming the field and a
 //!   stable code.
@@ -33,6 +34,7 @@ pub mod listing;
 pub mod merchant;
 pub mod money;
 pub mod schedule;
+mod stored;
 pub mod template;
 pub mod text;
 pub mod time;

@@ -1,6 +1,6 @@
 //! Reads for tests, audits and the load tool on PostgreSQL.
 
-use coupond_store::InspectStore;
+use coupond_store::{InspectStore, SpecOf};
 
 use async_trait::async_trait;
 use coupond_domain::{CouponId, TemplateId, UserId};
@@ -86,5 +86,28 @@ impl InspectStore for PgStore {
 
     async fn outbox_head(&self) -> StoreResult<OutboxPosition> {
         self.outbox_head_q().await
+    }
+
+    async fn put_raw_spec(&self, record: SpecOf, json: &str) -> StoreResult<()> {
+        let (sql, id) = match record {
+            SpecOf::Template(id) => (
+                "UPDATE templates SET spec = $1::jsonb WHERE id = $2",
+                id.get(),
+            ),
+            SpecOf::Activity(id) => (
+                "UPDATE activities SET spec = $1::jsonb WHERE id = $2",
+                id.get(),
+            ),
+        };
+        let done = sqlx::query(sql)
+            .bind(json)
+            .bind(id)
+            .execute(&self.pool)
+            .await
+            .map_err(db_err)?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        Ok(())
     }
 }

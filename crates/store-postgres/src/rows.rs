@@ -136,7 +136,7 @@ pub(crate) fn listing_id(r: &PgRow) -> Result<ListingId, StoreError> {
 pub(crate) fn activity(r: &PgRow) -> Result<Activity, StoreError> {
     Ok(Activity {
         id: id(get(r, "id")?, ActivityId::new)?,
-        spec: codec::activity_from_json(get(r, "spec")?)?,
+        spec: codec::activity_from_json(get(r, "id")?, get(r, "spec")?)?,
         created_at: ts(get(r, "created_at")?)?,
         updated_at: ts(get(r, "updated_at")?)?,
         aborted_at: opt_ts(get(r, "aborted_at")?)?,
@@ -150,6 +150,7 @@ pub(crate) fn template(r: &PgRow) -> Result<Template, StoreError> {
         id: id(get(r, "id")?, TemplateId::new)?,
         merchant_id: opt_merchant(r)?,
         spec: codec::template_from_json(
+            get(r, "id")?,
             get(r, "spec")?,
             Window::new(ts(get(r, "claim_start")?)?, ts(get(r, "claim_end")?)?)
                 .map_err(StoreError::other)?,

@@ -1,6 +1,6 @@
 //! Reads for tests, audits and the load tool on SQLite.
 
-use coupond_store::InspectStore;
+use coupond_store::{InspectStore, SpecOf};
 
 use async_trait::async_trait;
 use coupond_domain::{CouponId, TemplateId, UserId};
@@ -96,5 +96,22 @@ impl InspectStore for SqliteStore {
 
     async fn outbox_head(&self) -> StoreResult<OutboxPosition> {
         self.outbox_head_q().await
+    }
+
+    async fn put_raw_spec(&self, record: SpecOf, json: &str) -> StoreResult<()> {
+        let (sql, id) = match record {
+            SpecOf::Template(id) => ("UPDATE templates SET spec = ? WHERE id = ?", id.get()),
+            SpecOf::Activity(id) => ("UPDATE activities SET spec = ? WHERE id = ?", id.get()),
+        };
+        let done = sqlx::query(sql)
+            .bind(json)
+            .bind(id)
+            .execute(&self.writer)
+            .await
+            .map_err(db_err)?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        Ok(())
     }
 }

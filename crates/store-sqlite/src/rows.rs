@@ -178,7 +178,7 @@ pub(crate) fn listing_id(r: &SqliteRow) -> Result<ListingId, StoreError> {
 pub(crate) fn activity(r: &SqliteRow) -> Result<Activity, StoreError> {
     Ok(Activity {
         id: id(get(r, "id")?, ActivityId::new)?,
-        spec: codec::activity_from_json(get(r, "spec")?)?,
+        spec: codec::activity_from_json(get(r, "id")?, get(r, "spec")?)?,
         created_at: ts(get(r, "created_at")?)?,
         updated_at: ts(get(r, "updated_at")?)?,
         aborted_at: opt_ts(get(r, "aborted_at")?)?,
@@ -194,6 +194,7 @@ pub(crate) fn template(r: &SqliteRow) -> Result<Template, StoreError> {
             .map(|v| id(v, MerchantId::new))
             .transpose()?,
         spec: codec::template_from_json(
+            get(r, "id")?,
             get(r, "spec")?,
             Window::new(ts(get(r, "claim_start")?)?, ts(get(r, "claim_end")?)?)
                 .map_err(StoreError::other)?,

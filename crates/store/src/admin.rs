@@ -57,8 +57,8 @@ pub trait ReportStore: Send + Sync {
     async fn audit(&self, now: Timestamp, grace: time::Duration) -> StoreResult<Vec<Violation>>;
 }
 
-/// Reads that only tests, audits and the load tool need (through [`AdminStore::inspect`]);
-/// not part of any request's path.
+/// Reads that only tests, audits and the load tool need (through [`AdminStore::inspect`]),
+/// and one raw write for tests; not part of any request's path.
 #[async_trait]
 pub trait InspectStore: Send + Sync {
     /// How many coupons a template has issued, counted from the coupon rows (for audits).
@@ -78,4 +78,14 @@ pub trait InspectStore: Send + Sync {
     async fn outbox_head(&self) -> StoreResult<OutboxPosition>;
     /// Outbox events with an id above `after`, ascending, at most `limit`.
     async fn events_after(&self, after: i64, limit: u32) -> StoreResult<Vec<Event>>;
+    /// Replaces the stored `spec` JSON of a record with `json` as is, as another coupond
+    /// version (or a damaged disk) might have left it. Only tests call this.
+    async fn put_raw_spec(&self, record: SpecOf, json: &str) -> StoreResult<()>;
+}
+
+/// Whose `spec` column [`InspectStore::put_raw_spec`] writes.
+#[derive(Clone, Copy, Debug)]
+pub enum SpecOf {
+    Template(TemplateId),
+    Activity(coupond_domain::ActivityId),
 }

@@ -15,6 +15,10 @@ pub enum StoreError {
     /// The database could not be reached in time; retrying later may succeed.
     #[error("database unavailable")]
     Unavailable(#[source] Box<dyn StdError + Send + Sync>),
+    /// A stored record breaks an invariant every record keeps (see `records`): reported, never
+    /// served as valid. Names the record and the broken rule; logged, never shown to callers.
+    #[error("corrupt record: {0}")]
+    Corrupt(String),
     /// Anything else: a bug or a broken database. Logged, never shown to callers.
     #[error("storage failure")]
     Other(#[source] Box<dyn StdError + Send + Sync>),
@@ -41,6 +45,11 @@ impl StoreError {
     /// Wraps any error as [`StoreError::Other`].
     pub fn other(e: impl Into<Box<dyn StdError + Send + Sync>>) -> Self {
         StoreError::Other(e.into())
+    }
+
+    /// A [`StoreError::Corrupt`] saying what is wrong.
+    pub fn corrupt(what: impl Into<String>) -> Self {
+        StoreError::Corrupt(what.into())
     }
 
     /// This error and its sources, `: `-joined, for logs (the `Display` alone hides the cause).

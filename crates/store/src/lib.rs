@@ -25,6 +25,8 @@
 //! - [`webhooks`]: webhook endpoints, deliveries and attempts.
 //! - [`codec`]: the JSON both backends use for the nested parts of a record, so a record reads
 //!   back identically from either.
+//! - [`records`]: the stored, versioned record types behind that JSON, tolerant of fields a
+//!   newer version added and checked when read.
 //! - `testing` (feature `testing`): the conformance suite; every backend runs all of it.
 //! - [`failpoints`]: named points where test builds inject crashes and errors.
 #![forbid(unsafe_code)]
@@ -40,12 +42,13 @@ pub mod events;
 pub mod failpoints;
 pub mod issuance;
 pub mod model;
+pub mod records;
 pub mod scheduling;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod webhooks;
 
-pub use admin::{AdminStore, InspectStore, ReportStore};
+pub use admin::{AdminStore, InspectStore, ReportStore, SpecOf};
 pub use catalog::{CampaignStore, CatalogStore};
 pub use checkout::{
     CheckoutStore, IdempotencyStart, IdempotencyStore, LockOutcome, LockPlan, LockRefusal,

@@ -24,6 +24,7 @@ macro_rules! conformance_suite {
             activity_pagination,
             abort_activity_aborts_its_templates,
             templates_round_trip,
+            stored_records_tolerate_new_fields_and_reject_broken_ones,
             template_status_filter_matches_domain,
             template_insert_checks_activity_version,
             template_publish_and_abort,
