@@ -346,6 +346,15 @@ impl From<DomainError> for ApiError {
     }
 }
 
+impl From<coupond_engine::CampaignError> for ApiError {
+    fn from(e: coupond_engine::CampaignError) -> Self {
+        match e {
+            coupond_engine::CampaignError::Rule(e) => e.into(),
+            coupond_engine::CampaignError::Store(e) => e.into(),
+        }
+    }
+}
+
 impl From<coupond_engine::ClaimError> for ApiError {
     fn from(e: coupond_engine::ClaimError) -> Self {
         use coupond_engine::ClaimError;

@@ -15,6 +15,8 @@
 //! - [`checkout`]: an order snapshot ([`Order`]), whether a coupon can be used on it
 //!   ([`eligibility()`], [`Reason`]), what it takes off ([`discount()`], split over lines and lease
 //!   months), and the best combination of a wallet ([`quote()`]).
+//! - `lifecycle`: what each status allows: editing, publishing, aborting, and the re-check of
+//!   enrolled templates when their activity changes.
 //! - `stored`: the invariants every stored record keeps, checked when storage reads one back.
 //! - [`text`]: the rules for free text (titles, names): visible, no bidirectional controls.
 //! - [`error`]: [`DomainError`], the one error every rule returns, naming the field and a
@@ -30,6 +32,7 @@ pub mod codes;
 pub mod coupon;
 pub mod error;
 pub mod ids;
+mod lifecycle;
 pub mod listing;
 pub mod merchant;
 pub mod money;

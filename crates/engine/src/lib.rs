@@ -2,6 +2,8 @@
 //!
 //! - [`clock`]: [`Clock`], the one source of "now". Production reads the system clock; tests
 //!   inject a [`ManualClock`] and move time by hand, so no test waits on wall-clock time.
+//! - [`campaigns`]: the workflows of activities and templates (edit, publish, abort) every front
+//!   door calls, applying the domain's state rules before one store transaction.
 //! - [`claims`]: [`ClaimEngine`], per-template group commit of claims: all claims waiting for
 //!   a template are committed in one transaction and each caller is answered after the commit.
 //! - [`checkout`]: [`Checkout`] (quotes; lock, confirm and cancel of an order's coupons with
@@ -25,6 +27,7 @@
 //! Every background loop takes a shutdown signal and exposes `run_once` for tests.
 #![forbid(unsafe_code)]
 
+pub mod campaigns;
 pub mod checkout;
 pub mod claims;
 pub mod clock;
@@ -36,6 +39,7 @@ pub mod scheduler;
 pub mod supervise;
 pub mod webhooks;
 
+pub use campaigns::CampaignError;
 pub use checkout::{Checkout, QuoteError, Sweeper};
 pub use claims::{ClaimAsk, ClaimEngine, ClaimError, ClaimMode, Claimed};
 pub use clock::{Clock, ManualClock, SystemClock};

@@ -8,6 +8,7 @@ use coupond_domain::{
     Activity, ActivityDraft, ActivityId, ActivityPatch, ActivitySpec, ActivityStatus, CityId,
     Timestamp,
 };
+use coupond_engine::campaigns;
 use coupond_store::ActivityQuery;
 use serde::Deserialize;
 use utoipa::IntoParams;
@@ -137,52 +138,8 @@ pub async fn update(
     ApiPath(id): ApiPath<ActivityId>,
     ApiJson(patch): ApiJson<ActivityPatch>,
 ) -> ApiResult<Json<ActivityView>> {
-    let a = s.store().activity(id).await?;
     let now = s.now();
-    match a.status(now, s.settings().freeze) {
-        ActivityStatus::Aborted => {
-            return Err(ApiError::conflict(
-                "activity_aborted",
-                "the activity was aborted",
-            ))
-        }
-        st if !st.is_editable() => {
-            return Err(ApiError::conflict(
-                "activity_frozen",
-                format!(
-                    "the activity is {}; edits stopped at {}",
-                    st.as_str(),
-                    a.frozen_at(s.settings().freeze)
-                ),
-            ))
-        }
-        _ => {}
-    }
-    let spec = patch.apply(&a.spec)?;
-    let patched = Activity {
-        spec: spec.clone(),
-        ..a.clone()
-    };
-    // Enrolled templates must still fit; those following the run window move with it.
-    let mut following = Vec::new();
-    for t in s.store().activity_templates(id).await? {
-        if t.aborted_at.is_some() {
-            continue;
-        }
-        let rebased = t.spec.rebase(&patched).map_err(|e| {
-            ApiError::conflict(
-                "templates_conflict",
-                format!("template {} would no longer fit: {e}", t.id),
-            )
-        })?;
-        if rebased.claim_window() != t.spec.claim_window() {
-            following.push((t.id, rebased));
-        }
-    }
-    let updated = s
-        .store()
-        .update_activity(id, a.version, a.enrollment_seq, &spec, &following, now)
-        .await?;
+    let updated = campaigns::edit_activity(s.store(), id, patch, now, s.settings().freeze).await?;
     Ok(Json(view(&s, updated, now)))
 }
 
@@ -196,20 +153,7 @@ pub async fn abort(
     State(s): State<AppState>,
     ApiPath(id): ApiPath<ActivityId>,
 ) -> ApiResult<Json<ActivityView>> {
-    let a = s.store().activity(id).await?;
     let now = s.now();
-    match a.status(now, s.settings().freeze) {
-        ActivityStatus::Aborted => Err(ApiError::conflict(
-            "already_aborted",
-            "the activity is already aborted",
-        )),
-        ActivityStatus::Ended => Err(ApiError::conflict(
-            "activity_ended",
-            "the activity has ended",
-        )),
-        _ => {
-            let aborted = s.store().abort_activity(id, a.version, now).await?;
-            Ok(Json(view(&s, aborted, now)))
-        }
-    }
+    let aborted = campaigns::abort_activity(s.store(), id, now, s.settings().freeze).await?;
+    Ok(Json(view(&s, aborted, now)))
 }

@@ -6,9 +6,10 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::{Extension, Json};
 use coupond_domain::{
-    Activity, ActivityId, ActivityStatus, Merchant, Template, TemplateContext, TemplateDraft,
-    TemplateId, TemplatePatch, TemplateSpec, TemplateStatus, Timestamp,
+    Activity, ActivityId, Merchant, Template, TemplateContext, TemplateDraft, TemplateId,
+    TemplatePatch, TemplateSpec, TemplateStatus, Timestamp,
 };
+use coupond_engine::campaigns;
 use coupond_store::Conflict;
 use coupond_store::{NewTemplate, StoreError, TemplateQuery};
 use serde::Deserialize;
@@ -180,16 +181,7 @@ pub async fn update(
 ) -> ApiResult<Json<TemplateView>> {
     let t = load_visible(&s, &p, id).await?;
     let now = s.now();
-    let status = t.status(now);
-    if !status.is_editable() {
-        return Err(ApiError::conflict(
-            "not_editable",
-            format!(
-                "the template is {}; its terms are fixed once claiming can start",
-                status.as_str()
-            ),
-        ));
-    }
+    t.check_editable(now)?;
     let owner = owner(&s, t.merchant_id).await?;
     let activity = activity_for(&s, &p, t.spec.activity_id).await?;
     let ctx = TemplateContext {
@@ -220,29 +212,7 @@ pub async fn publish(
 ) -> ApiResult<Json<TemplateView>> {
     let t = load_visible(&s, &p, id).await?;
     let now = s.now();
-    if t.spec.activity_id.is_some() {
-        return Err(ApiError::conflict(
-            "not_standalone",
-            "templates in an activity go active with the activity",
-        ));
-    }
-    let status = t.status(now);
-    if status != TemplateStatus::Draft {
-        return Err(ApiError::conflict(
-            "not_draft",
-            format!(
-                "only drafts are published; this template is {}",
-                status.as_str()
-            ),
-        ));
-    }
-    if now >= t.spec.claim_window().end {
-        return Err(ApiError::conflict(
-            "claim_window_passed",
-            "the claim window is already over; change it before publishing",
-        ));
-    }
-    let published = s.store().publish_template(id, t.version, now).await?;
+    let published = campaigns::publish_template(s.store(), &t, now).await?;
     Ok(Json(view(published, now)))
 }
 
@@ -259,23 +229,8 @@ pub async fn abort(
 ) -> ApiResult<Json<TemplateView>> {
     let t = load_visible(&s, &p, id).await?;
     let now = s.now();
-    if let st @ (TemplateStatus::Aborted | TemplateStatus::Expired) = t.status(now) {
-        return Err(ApiError::conflict(
-            "already_final",
-            format!("the template is already {}", st.as_str()),
-        ));
-    }
-    // A merchant's enrollment is fixed while its activity is frozen (the platform may still
-    // stop it); once the activity runs, the merchant may stop its own template.
-    if let (Some(activity), Some(_)) = (t.spec.activity_id, p.merchant()) {
-        let a = s.store().activity(activity).await?;
-        if a.status(now, s.settings().freeze) == ActivityStatus::Frozen {
-            return Err(ApiError::conflict(
-                "activity_frozen",
-                "the activity is frozen: its templates cannot change until it runs",
-            ));
-        }
-    }
-    let aborted = s.store().abort_template(id, t.version, now).await?;
+    let by_merchant = p.merchant().is_some();
+    let freeze = s.settings().freeze;
+    let aborted = campaigns::abort_template(s.store(), &t, by_merchant, now, freeze).await?;
     Ok(Json(view(aborted, now)))
 }

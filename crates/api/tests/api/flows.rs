@@ -1,6 +1,7 @@
 //! The success path of every route, on SQLite and (when configured) PostgreSQL.
 
 use axum::http::{Method, StatusCode};
+use coupond_domain::Timestamp;
 use serde_json::json;
 
 use crate::support::*;
@@ -237,6 +238,40 @@ async fn full_flow(app: TestApp) {
     assert_eq!(
         (r.status, r.code()),
         (StatusCode::CONFLICT, "activity_aborted")
+    );
+
+    // An activity that has ended can no longer be aborted or edited.
+    let r = app
+        .post(
+            "/v1/activities",
+            &app.platform,
+            activity_body(30, 40, 50, 60),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let ended = r.body["id"].as_i64().unwrap();
+    app.clock.set(Timestamp::parse(&at(61)).unwrap());
+    let r = app
+        .post(
+            &format!("/v1/activities/{ended}/abort"),
+            &app.platform,
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::CONFLICT, "activity_ended")
+    );
+    let r = app
+        .patch(
+            &format!("/v1/activities/{ended}"),
+            &app.platform,
+            json!({"title": "x"}),
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::CONFLICT, "activity_frozen")
     );
 }
 
