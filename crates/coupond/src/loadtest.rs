@@ -15,11 +15,10 @@ use anyhow::Context;
 use bytes::Bytes;
 use coupond_api::auth::generate_api_key;
 use coupond_domain::{
-    Audience, CityId, CitySet, CouponId, CouponValue, DeductionMode, MerchantDraft, Money, Scope,
-    Stacking, TemplateContext, TemplateDraft, TemplateId, TemplateSpec, Validity, Window,
+    CouponId, TemplateId,
 };
 use coupond_engine::{Clock, SystemClock};
-use coupond_store::{NewApiKey, NewTemplate, Role, Store};
+use coupond_store::{NewApiKey, Role, Store};
 use http_body_util::Full;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
@@ -30,6 +29,7 @@ use crate::db;
 
 mod checkout;
 mod conn;
+mod fixtures;
 mod issuance;
 mod quote;
 mod report;
@@ -277,64 +277,11 @@ async fn setup(
     per_user_limit: u32,
 ) -> anyhow::Result<(TemplateId, String)> {
     let now = SystemClock.now();
-    let cities = CitySet::new(vec![CityId::new(1).map_err(anyhow::Error::msg)?])
-        .map_err(anyhow::Error::msg)?;
-    let merchant = store
-        .insert_merchant(
-            &MerchantDraft {
-                name: "Load test".into(),
-                short_name: "Load".into(),
-                cities: cities.clone(),
-            },
-            now,
-        )
-        .await?;
-    let window = Window::new(
-        now.minus(time::Duration::minutes(1)),
-        now.plus(time::Duration::days(1)),
-    )
-    .map_err(anyhow::Error::msg)?;
-    let draft = TemplateDraft {
-        activity_id: None,
-        title: "Load test flash sale".into(),
-        description: String::new(),
-        value: CouponValue::AmountOff {
-            amount: Money::new(1000).map_err(anyhow::Error::msg)?,
-        },
-        threshold: Money::ZERO,
-        deduction: DeductionMode::Upfront,
-        scope: Scope::All,
-        cities,
-        audience: Audience::Everyone,
-        total_stock: stock.max(1),
-        per_user_limit: per_user_limit.max(1),
-        stacking: Stacking::Exclusive,
-        claim_window: Some(window),
-        validity: Validity::Relative { days: 7 },
-        budget: None,
-        metadata: Default::default(),
-    };
-    let spec = TemplateSpec::validate(
-        draft,
-        TemplateContext {
-            owner: Some(&merchant),
-            activity: None,
-            now,
-            freeze: time::Duration::minutes(5),
-        },
-    )
-    .map_err(|e| anyhow::anyhow!("load test template: {e}"))?;
-    let t = store
-        .insert_template(
-            &NewTemplate {
-                merchant_id: Some(merchant.id),
-                spec: &spec,
-                activity_version: None,
-            },
-            now,
-        )
-        .await?;
-    store.publish_template(t.id, t.version, now).await?;
+    let merchant = fixtures::merchant(store, "Load test", now).await?;
+    let mut draft = fixtures::draft(&merchant, "Load test flash sale".into(), now)?;
+    draft.total_stock = stock.max(1);
+    draft.per_user_limit = per_user_limit.max(1);
+    let t = fixtures::publish(store, &merchant, draft, now).await?;
     Ok((t.id, service_key(store).await?))
 }
 

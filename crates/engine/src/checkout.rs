@@ -51,14 +51,6 @@ pub trait TemplateSource: Send + Sync {
     async fn templates(&self, ids: &[TemplateId]) -> StoreResult<Vec<Arc<Template>>>;
 }
 
-#[async_trait::async_trait]
-impl TemplateSource for dyn Store {
-    async fn templates(&self, ids: &[TemplateId]) -> StoreResult<Vec<Arc<Template>>> {
-        let found = self.templates_by_ids(ids).await?;
-        Ok(found.into_iter().map(Arc::new).collect())
-    }
-}
-
 /// Why a quote cannot be made.
 #[derive(Debug)]
 pub enum QuoteError {

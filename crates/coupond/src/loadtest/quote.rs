@@ -7,15 +7,13 @@
 
 use anyhow::Context;
 use coupond_domain::{
-    Actor, Audience, BasisPoints, CategoryId, CityId, CitySet, CouponValue, DeductionMode,
-    MerchantDraft, Money, Scope, Stacking, TemplateContext, TemplateDraft, TemplateSpec, UserId,
-    Validity, Window,
+    Actor, BasisPoints, CategoryId, CouponValue, Money, Scope, Stacking, UserId,
 };
 use coupond_engine::{Clock, SystemClock};
-use coupond_store::{ClaimOutcome, ClaimRequest, NewTemplate, Store};
+use coupond_store::{ClaimOutcome, ClaimRequest, Store};
 use serde_json::json;
 
-use super::{drive, report, service_key, HttpClient, RequestSpec};
+use super::{drive, fixtures, report, service_key, HttpClient, RequestSpec};
 use crate::cli::LoadtestArgs;
 use crate::config::Config;
 use crate::db;
@@ -84,82 +82,33 @@ async fn answer_size(
 /// A merchant with 100 published templates, and two coupons of each for `user`.
 async fn wallet(store: &dyn Store, user: &UserId) -> anyhow::Result<i64> {
     let now = SystemClock.now();
-    let cities = CitySet::new(vec![CityId::new(1).map_err(anyhow::Error::msg)?])
-        .map_err(anyhow::Error::msg)?;
-    let merchant = store
-        .insert_merchant(
-            &MerchantDraft {
-                name: "Quote load test".into(),
-                short_name: "Quote".into(),
-                cities: cities.clone(),
-            },
-            now,
-        )
-        .await?;
-    let window = Window::new(
-        now.minus(time::Duration::minutes(1)),
-        now.plus(time::Duration::days(1)),
-    )
-    .map_err(anyhow::Error::msg)?;
+    let merchant = fixtures::merchant(store, "Quote load test", now).await?;
     for i in 0..TEMPLATES {
-        let draft = TemplateDraft {
-            activity_id: None,
-            title: format!("Quote load test {i}"),
-            description: String::new(),
-            value: match i % 2 {
-                0 => CouponValue::AmountOff {
-                    amount: Money::new(500 + 50 * i).map_err(anyhow::Error::msg)?,
-                },
-                _ => CouponValue::PercentOff {
-                    bps: BasisPoints::new(500 + 10 * i).map_err(anyhow::Error::msg)?,
-                    cap: None,
-                },
+        let mut draft = fixtures::draft(&merchant, format!("Quote load test {i}"), now)?;
+        draft.value = match i % 2 {
+            0 => CouponValue::AmountOff {
+                amount: Money::new(500 + 50 * i).map_err(anyhow::Error::msg)?,
             },
-            threshold: Money::new(if i % 4 == 0 { 20_000 } else { 0 })
-                .map_err(anyhow::Error::msg)?,
-            deduction: DeductionMode::Upfront,
-            scope: match i % 3 {
-                0 => Scope::All,
-                1 => Scope::Merchant,
-                _ => Scope::Categories {
-                    ids: vec![CategoryId::new(1 + i % 5).map_err(anyhow::Error::msg)?],
-                },
+            _ => CouponValue::PercentOff {
+                bps: BasisPoints::new(500 + 10 * i).map_err(anyhow::Error::msg)?,
+                cap: None,
             },
-            cities: cities.clone(),
-            audience: Audience::Everyone,
-            total_stock: 10,
-            per_user_limit: 2,
-            stacking: if i % 3 == 0 {
-                Stacking::Exclusive
-            } else {
-                Stacking::Stackable
-            },
-            claim_window: Some(window),
-            validity: Validity::Relative { days: 7 },
-            budget: None,
-            metadata: Default::default(),
         };
-        let spec = TemplateSpec::validate(
-            draft,
-            TemplateContext {
-                owner: Some(&merchant),
-                activity: None,
-                now,
-                freeze: time::Duration::minutes(5),
+        draft.threshold =
+            Money::new(if i % 4 == 0 { 20_000 } else { 0 }).map_err(anyhow::Error::msg)?;
+        draft.scope = match i % 3 {
+            0 => Scope::All,
+            1 => Scope::Merchant,
+            _ => Scope::Categories {
+                ids: vec![CategoryId::new(1 + i % 5).map_err(anyhow::Error::msg)?],
             },
-        )
-        .map_err(|e| anyhow::anyhow!("quote load test template: {e}"))?;
-        let t = store
-            .insert_template(
-                &NewTemplate {
-                    merchant_id: Some(merchant.id),
-                    spec: &spec,
-                    activity_version: None,
-                },
-                now,
-            )
-            .await?;
-        let t = store.publish_template(t.id, t.version, now).await?;
+        };
+        draft.total_stock = 10;
+        draft.per_user_limit = 2;
+        if i % 3 != 0 {
+            draft.stacking = Stacking::Stackable;
+        }
+        let t = fixtures::publish(store, &merchant, draft, now).await?;
         let (valid_from, valid_until) = t.spec.validity.for_claim(now);
         let claim = ClaimRequest {
             user: user.clone(),
