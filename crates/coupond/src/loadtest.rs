@@ -14,9 +14,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use bytes::Bytes;
 use coupond_api::auth::generate_api_key;
-use coupond_domain::{
-    CouponId, TemplateId,
-};
+use coupond_domain::{CouponId, TemplateId};
 use coupond_engine::{Clock, SystemClock};
 use coupond_store::{NewApiKey, Role, Store};
 use http_body_util::Full;

@@ -13,6 +13,8 @@
 //!   the background, resumable after a crash.
 //! - [`issuance`]: [`IssuanceWorker`], bulk issuance a chunk per transaction, resumable.
 //! - [`pacing`]: [`Pacer`], which sizes background chunks to a target transaction time.
+//! - [`reports`]: the reconciliation of discounts given in a period, per template and funder,
+//!   and its CSV.
 //! - [`scheduler`]: [`Scheduler`], the one loop (under a lease) that announces status
 //!   transitions, expires coupons, ends locks and sends reminders as time makes them due.
 //! - [`dispatch`]: [`Dispatcher`], which hands the outbox to [`Observer`]s (reminder planner,
@@ -35,6 +37,7 @@ pub mod codes;
 pub mod dispatch;
 pub mod issuance;
 pub mod pacing;
+pub mod reports;
 pub mod scheduler;
 pub mod supervise;
 pub mod webhooks;

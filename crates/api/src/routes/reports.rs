@@ -9,6 +9,7 @@ use axum::{Extension, Json};
 use coupond_domain::{
     ActivityId, FundedBy, MerchantId, Money, Template, TemplateId, TemplateStatus, Timestamp,
 };
+use coupond_engine::reports;
 use coupond_store::CouponCounts;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -300,91 +301,41 @@ pub async fn reconciliation(
             ))
         }
     };
-    let usage = s.store().usage_between(q.from, q.to).await?;
-    let ids: Vec<TemplateId> = usage.iter().map(|u| u.template_id).collect();
-    let templates: BTreeMap<TemplateId, Template> = s
-        .store()
-        .templates_by_ids(&ids)
-        .await?
-        .into_iter()
-        .map(|t| (t.id, t))
-        .collect();
-    let mut funders: BTreeMap<ActivityId, FundedBy> = BTreeMap::new();
-    let mut rows = Vec::with_capacity(usage.len());
-    let (mut platform, mut merchants, mut total) = (
-        FunderTotal::default(),
-        FunderTotal::default(),
-        FunderTotal::default(),
-    );
-    for u in usage {
-        let t = templates.get(&u.template_id).ok_or(ApiError::NotFound)?;
-        let funded_by = match t.spec.activity_id {
-            Some(a) => match funders.get(&a) {
-                Some(f) => *f,
-                None => {
-                    let f = s.store().activity(a).await?.spec.funded_by;
-                    funders.insert(a, f);
-                    f
-                }
-            },
-            None if t.merchant_id.is_some() => FundedBy::Merchant,
-            None => FundedBy::Platform,
-        };
-        for sum in [
-            if funded_by == FundedBy::Platform {
-                &mut platform
-            } else {
-                &mut merchants
-            },
-            &mut total,
-        ] {
-            sum.coupons_used += u.used;
-            sum.discount += u.discount;
-        }
-        rows.push(ReconciliationRow {
-            template_id: t.id,
-            title: t.spec.title.clone(),
-            merchant_id: t.merchant_id,
-            activity_id: t.spec.activity_id,
-            funded_by,
-            coupons_used: u.used,
-            discount: Money::new(u.discount).map_err(|e| ApiError::Internal(e.into()))?,
-        });
-    }
+    let report = reports::reconciliation(s.store(), q.from, q.to).await?;
     if csv {
-        let mut text = String::from(
-            "template_id,title,merchant_id,activity_id,funded_by,coupons_used,discount\n",
-        );
-        for r in &rows {
-            text.push_str(&format!(
-                "{},{},{},{},{},{},{}\n",
-                r.template_id,
-                csv_field(&r.title),
-                r.merchant_id.map(|m| m.to_string()).unwrap_or_default(),
-                r.activity_id.map(|a| a.to_string()).unwrap_or_default(),
-                r.funded_by.as_str(),
-                r.coupons_used,
-                r.discount.minor()
-            ));
-        }
+        let text = report.to_csv();
         return Ok(([(header::CONTENT_TYPE, "text/csv; charset=utf-8")], text).into_response());
     }
-    Ok(Json(Reconciliation {
-        from: q.from,
-        to: q.to,
-        rows,
-        platform,
-        merchants,
-        total,
-    })
-    .into_response())
+    Ok(Json(Reconciliation::from(report)).into_response())
 }
 
-/// A CSV field, quoted when it holds a comma, a quote or a line break.
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_owned()
+impl From<reports::FunderTotal> for FunderTotal {
+    fn from(t: reports::FunderTotal) -> Self {
+        FunderTotal {
+            coupons_used: t.coupons_used,
+            discount: t.discount,
+        }
+    }
+}
+
+impl From<reports::Reconciliation> for Reconciliation {
+    fn from(r: reports::Reconciliation) -> Self {
+        let row = |r: reports::ReconciliationRow| ReconciliationRow {
+            template_id: r.template_id,
+            title: r.title,
+            merchant_id: r.merchant_id,
+            activity_id: r.activity_id,
+            funded_by: r.funded_by,
+            coupons_used: r.coupons_used,
+            discount: r.discount,
+        };
+        Reconciliation {
+            from: r.from,
+            to: r.to,
+            rows: r.rows.into_iter().map(row).collect(),
+            platform: r.platform.into(),
+            merchants: r.merchants.into(),
+            total: r.total.into(),
+        }
     }
 }

@@ -6,9 +6,7 @@
 //! connections (default 16; 1 measures one quote at a time). Every answer must be a 200.
 
 use anyhow::Context;
-use coupond_domain::{
-    Actor, BasisPoints, CategoryId, CouponValue, Money, Scope, Stacking, UserId,
-};
+use coupond_domain::{Actor, BasisPoints, CategoryId, CouponValue, Money, Scope, Stacking, UserId};
 use coupond_engine::{Clock, SystemClock};
 use coupond_store::{ClaimOutcome, ClaimRequest, Store};
 use serde_json::json;

@@ -1,0 +1,130 @@
+//! Reports computed from the store for every front door: the reconciliation of discounts given
+//! in a period, per template and per funder, and its CSV.
+
+use std::collections::BTreeMap;
+
+use coupond_domain::{ActivityId, FundedBy, MerchantId, Money, Template, TemplateId, Timestamp};
+use coupond_store::{Store, StoreError, StoreResult};
+
+/// One template's line: the coupons used (confirmed) in the period and their discount.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReconciliationRow {
+    pub template_id: TemplateId,
+    pub title: String,
+    pub merchant_id: Option<MerchantId>,
+    pub activity_id: Option<ActivityId>,
+    /// Who pays: the activity's funder, else the template's owner (the platform for its own).
+    pub funded_by: FundedBy,
+    pub coupons_used: i64,
+    pub discount: Money,
+}
+
+/// Totals of one funder (or of everyone).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FunderTotal {
+    pub coupons_used: i64,
+    pub discount: i64,
+}
+
+impl FunderTotal {
+    fn add(&mut self, used: i64, discount: i64) {
+        self.coupons_used += used;
+        self.discount += discount;
+    }
+}
+
+/// The reconciliation of `[from, to)`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reconciliation {
+    pub from: Timestamp,
+    pub to: Timestamp,
+    pub rows: Vec<ReconciliationRow>,
+    pub platform: FunderTotal,
+    pub merchants: FunderTotal,
+    pub total: FunderTotal,
+}
+
+/// Per template and per funder, the coupons used in `[from, to)` and the discount they gave,
+/// counted from the coupons' operation log.
+pub async fn reconciliation(
+    store: &dyn Store,
+    from: Timestamp,
+    to: Timestamp,
+) -> StoreResult<Reconciliation> {
+    let usage = store.usage_between(from, to).await?;
+    let ids: Vec<TemplateId> = usage.iter().map(|u| u.template_id).collect();
+    let templates: BTreeMap<TemplateId, Template> = store
+        .templates_by_ids(&ids)
+        .await?
+        .into_iter()
+        .map(|t| (t.id, t))
+        .collect();
+    let mut funders: BTreeMap<ActivityId, FundedBy> = BTreeMap::new();
+    let mut report = Reconciliation {
+        from,
+        to,
+        rows: Vec::with_capacity(usage.len()),
+        platform: FunderTotal::default(),
+        merchants: FunderTotal::default(),
+        total: FunderTotal::default(),
+    };
+    for u in usage {
+        let t = templates.get(&u.template_id).ok_or(StoreError::NotFound)?;
+        let funded_by = match t.spec.activity_id {
+            Some(a) => match funders.get(&a) {
+                Some(f) => *f,
+                None => *funders
+                    .entry(a)
+                    .or_insert(store.activity(a).await?.spec.funded_by),
+            },
+            None if t.merchant_id.is_some() => FundedBy::Merchant,
+            None => FundedBy::Platform,
+        };
+        match funded_by {
+            FundedBy::Platform => report.platform.add(u.used, u.discount),
+            FundedBy::Merchant => report.merchants.add(u.used, u.discount),
+        }
+        report.total.add(u.used, u.discount);
+        report.rows.push(ReconciliationRow {
+            template_id: t.id,
+            title: t.spec.title.clone(),
+            merchant_id: t.merchant_id,
+            activity_id: t.spec.activity_id,
+            funded_by,
+            coupons_used: u.used,
+            discount: Money::new(u.discount).map_err(StoreError::other)?,
+        });
+    }
+    Ok(report)
+}
+
+impl Reconciliation {
+    /// The rows as CSV, with a header line.
+    pub fn to_csv(&self) -> String {
+        let mut text = String::from(
+            "template_id,title,merchant_id,activity_id,funded_by,coupons_used,discount\n",
+        );
+        for r in &self.rows {
+            text.push_str(&format!(
+                "{},{},{},{},{},{},{}\n",
+                r.template_id,
+                csv_field(&r.title),
+                r.merchant_id.map(|m| m.to_string()).unwrap_or_default(),
+                r.activity_id.map(|a| a.to_string()).unwrap_or_default(),
+                r.funded_by.as_str(),
+                r.coupons_used,
+                r.discount.minor()
+            ));
+        }
+        text
+    }
+}
+
+/// A CSV field, quoted when it holds a comma, a quote or a line break.
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_owned()
+    }
+}
