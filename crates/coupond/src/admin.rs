@@ -15,7 +15,7 @@ fn now() -> Timestamp {
 }
 
 pub async fn migrate(config: &Config) -> anyhow::Result<()> {
-    let store = db::open(&config.database_url).await?;
+    let store = db::open_configured(config).await?;
     store.close().await;
     println!("migrations applied to {}", redact_url(&config.database_url));
     Ok(())
@@ -23,7 +23,7 @@ pub async fn migrate(config: &Config) -> anyhow::Result<()> {
 
 /// `coupond audit`: every invariant check on the database.
 pub async fn audit(config: &Config, args: AuditArgs) -> anyhow::Result<()> {
-    let store = db::open(&config.database_url).await?;
+    let store = db::open_configured(config).await?;
     let grace = time::Duration::try_from(args.grace).context("grace is too long")?;
     let found = store.audit(SystemClock.now(), grace).await;
     store.close().await;
@@ -45,7 +45,7 @@ pub async fn audit(config: &Config, args: AuditArgs) -> anyhow::Result<()> {
 }
 
 pub async fn keys(config: &Config, cmd: KeysCommand) -> anyhow::Result<()> {
-    let store = db::open(&config.database_url).await?;
+    let store = db::open_configured(config).await?;
     let result = match cmd {
         KeysCommand::Create {
             role,
@@ -129,7 +129,7 @@ pub async fn token(config: &Config, args: TokenArgs) -> anyhow::Result<()> {
         "ttl must be at most max_token_lifetime ({}); the server refuses longer-lived tokens",
         humantime::format_duration(config.max_token_lifetime)
     );
-    let store = db::open(&config.database_url).await?;
+    let store = db::open_configured(config).await?;
     let secret = db::jwt_secret(store.as_ref(), config.jwt_secret.as_ref()).await;
     store.close().await;
     let token = JwtKeys::new(&secret?)

@@ -21,6 +21,11 @@ pub struct Config {
     pub listen: SocketAddr,
     /// `sqlite://path/to/file.db` (created with its folder) or `postgres://user@host/db`.
     pub database_url: String,
+    /// PostgreSQL: connections in the pool (default 16; a quarter of them, up to 8, carry a hot
+    /// template's claim batches at once). SQLite: reader connections (default 4; the writer is
+    /// always one). 1..=1000.
+    #[serde(default)]
+    pub database_pool_size: Option<u32>,
     /// Secret that signs user tokens (HS256). Unset: a random secret generated once and kept
     /// in the database, so `serve` and `token` on the same database agree.
     #[serde(default)]
@@ -183,6 +188,12 @@ listen = "127.0.0.1:8080"
 # postgres://user:password@host:5432/database.
 database_url = "sqlite://./data/coupond.db"
 
+# Connections to the database. PostgreSQL: the pool (default 16; a quarter of it, at most 8,
+# carries one hot template's claim batches at once, the rest serves everything else); keep
+# instances x pool below the server's max_connections. SQLite: reader connections (default 4;
+# writes always go through one). 1 to 1000; unset: the backend's default.
+# database_pool_size = 16
+
 # Secret that signs user tokens (HS256). Leave unset to use a random secret generated once
 # and kept in the database.
 # jwt_secret = "change-me"
@@ -317,9 +328,10 @@ background_txn_target = "10ms"
 "#;
 
 /// Setting names read from `COUPOND_<NAME>`.
-const ENV_KEYS: [&str; 46] = [
+const ENV_KEYS: [&str; 47] = [
     "listen",
     "database_url",
+    "database_pool_size",
     "jwt_secret",
     "log_level",
     "log_format",
@@ -416,6 +428,11 @@ impl Config {
             );
         }
         anyhow::ensure!(
+            self.database_pool_size
+                .is_none_or(|n| (1..=1000).contains(&n)),
+            "invalid configuration: database_pool_size must be within 1..=1000"
+        );
+        anyhow::ensure!(
             self.max_connections > 0,
             "invalid configuration: max_connections must be at least 1"
         );
@@ -428,6 +445,7 @@ impl fmt::Debug for Config {
         f.debug_struct("Config")
             .field("listen", &self.listen)
             .field("database_url", &redact_url(&self.database_url))
+            .field("database_pool_size", &self.database_pool_size)
             .field(
                 "jwt_secret",
                 &self.jwt_secret.as_ref().map(|_| "<redacted>"),
@@ -624,6 +642,12 @@ mod tests {
             let err = Config::load(None, &Overrides::default()).expect_err("zero refused");
             assert!(err.to_string().contains("stall_timeout"), "{err}");
             jail.set_env("COUPOND_STALL_TIMEOUT", "30s");
+            jail.set_env("COUPOND_DATABASE_POOL_SIZE", "0");
+            let err = Config::load(None, &Overrides::default()).expect_err("no pool refused");
+            assert!(err.to_string().contains("database_pool_size"), "{err}");
+            jail.set_env("COUPOND_DATABASE_POOL_SIZE", "48");
+            let c = Config::load(None, &Overrides::default()).expect("a pool size loads");
+            assert_eq!(c.database_pool_size, Some(48));
             jail.create_file("bad.toml", "no_such_setting = 1\n")?;
             let err = Config::load(Some(Path::new("bad.toml")), &Overrides::default())
                 .expect_err("unknown key rejected");

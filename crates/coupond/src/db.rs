@@ -7,23 +7,32 @@ use coupond_store::Store;
 use coupond_store_postgres::PgStore;
 use coupond_store_sqlite::SqliteStore;
 
-use crate::config::redact_url;
+use crate::config::{redact_url, Config};
+
+/// Opens the configured database (`database_url`, `database_pool_size`) and applies pending
+/// migrations.
+pub async fn open_configured(config: &Config) -> anyhow::Result<Arc<dyn Store>> {
+    open_with_pool(&config.database_url, config.database_pool_size).await
+}
 
 /// Opens the database at `url` and applies pending migrations. The scheme picks the backend:
-/// `sqlite:` or `postgres:`/`postgresql:`; anything else is an error naming both.
-pub async fn open(url: &str) -> anyhow::Result<Arc<dyn Store>> {
+/// `sqlite:` or `postgres:`/`postgresql:`; anything else is an error naming both. `pool`: the
+/// PostgreSQL pool size, or SQLite's reader connections; `None` for the backend's default.
+pub async fn open_with_pool(url: &str, pool: Option<u32>) -> anyhow::Result<Arc<dyn Store>> {
     let scheme = url.split(':').next().unwrap_or_default();
     let shown = redact_url(url);
     let store: Arc<dyn Store> = match scheme {
         "sqlite" => {
-            let s = SqliteStore::connect(url)
+            let readers = pool.unwrap_or(coupond_store_sqlite::DEFAULT_READERS);
+            let s = SqliteStore::connect_with_readers(url, readers)
                 .await
                 .with_context(|| format!("opening SQLite database {shown}"))?;
             s.migrate().await.context("applying SQLite migrations")?;
             Arc::new(s)
         }
         "postgres" | "postgresql" => {
-            let s = PgStore::connect(url)
+            let max = pool.unwrap_or(coupond_store_postgres::DEFAULT_MAX_CONNECTIONS);
+            let s = PgStore::connect_with_pool(url, max)
                 .await
                 .with_context(|| format!("connecting to PostgreSQL {shown}"))?;
             s.migrate().await.context("applying PostgreSQL migrations")?;
@@ -66,7 +75,7 @@ mod tests {
 
     #[tokio::test]
     async fn unknown_schemes_name_both_accepted_ones() {
-        let Err(err) = open("mysql://root@localhost/db").await else {
+        let Err(err) = open_with_pool("mysql://root@localhost/db", None).await else {
             panic!("mysql:// must be refused");
         };
         let msg = err.to_string();
@@ -80,7 +89,8 @@ mod tests {
     async fn stored_secret_is_stable() {
         let dir = tempfile::tempdir().expect("tmp");
         let url = format!("sqlite://{}/x.db", dir.path().display());
-        let store = open(&url).await.expect("open");
+        let store = open_with_pool(&url, Some(2)).await.expect("open");
+        assert_eq!(store.pool_stats().max, 3, "two readers and the writer");
         let a = jwt_secret(store.as_ref(), None).await.expect("secret");
         let b = jwt_secret(store.as_ref(), None).await.expect("secret");
         assert_eq!(a, b);

@@ -111,7 +111,7 @@ pub async fn run(config: &Config, args: LoadtestArgs) -> anyhow::Result<()> {
         return Ok(());
     }
 
-    let store = db::open(&config.database_url).await?;
+    let store = db::open_configured(config).await?;
     let (template, service_key) = match args.template {
         None => setup(store.as_ref(), stock, args.per_user_limit).await?,
         Some(id) => {

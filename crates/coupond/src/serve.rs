@@ -37,7 +37,7 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
             .context("COUPOND_FAILPOINTS")?;
         tracing::warn!(failpoints = %spec, "fault injection is on");
     }
-    let store = db::open(&config.database_url).await?;
+    let store = db::open_configured(&config).await?;
     let secret = db::jwt_secret(store.as_ref(), config.jwt_secret.as_ref()).await?;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let targets = Arc::new(

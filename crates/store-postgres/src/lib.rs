@@ -46,4 +46,4 @@ mod store;
 mod wallet;
 mod webhooks;
 
-pub use store::PgStore;
+pub use store::{PgStore, DEFAULT_MAX_CONNECTIONS};

@@ -13,7 +13,8 @@ use time::OffsetDateTime;
 use crate::rows::{self, db_err};
 
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
-const DEFAULT_MAX_CONNECTIONS: u32 = 16;
+/// Pool connections unless configured otherwise.
+pub const DEFAULT_MAX_CONNECTIONS: u32 = 16;
 
 /// A template's columns. `claimed` is the sum of its stock shards (`template_stock`, see
 /// migration 0015); `id` inside that subquery is the template's (the shard table has none).
@@ -45,9 +46,19 @@ impl PgStore {
         Self::connect_in_schema(url, None).await
     }
 
+    /// As [`PgStore::connect`], with a pool of `max_connections` (at least 1).
+    pub async fn connect_with_pool(url: &str, max_connections: u32) -> StoreResult<Self> {
+        Self::open(url, None, max_connections).await
+    }
+
     /// Connects with `search_path` set to `schema` (created if missing), so that several
     /// independent coupond databases (tests, tenants) can share one PostgreSQL database.
     pub async fn connect_in_schema(url: &str, schema: Option<&str>) -> StoreResult<Self> {
+        Self::open(url, schema, DEFAULT_MAX_CONNECTIONS).await
+    }
+
+    async fn open(url: &str, schema: Option<&str>, max: u32) -> StoreResult<Self> {
+        let max = max.max(1);
         let mut opts = PgConnectOptions::from_str(url).map_err(StoreError::other)?;
         if let Some(schema) = schema {
             if !schema
@@ -69,14 +80,14 @@ impl PgStore {
             opts = opts.options([("search_path", schema)]);
         }
         let pool = PgPoolOptions::new()
-            .max_connections(DEFAULT_MAX_CONNECTIONS)
+            .max_connections(max)
             .acquire_timeout(ACQUIRE_TIMEOUT)
             .connect_with(opts)
             .await
             .map_err(db_err)?;
         Ok(PgStore {
             pool,
-            max: DEFAULT_MAX_CONNECTIONS,
+            max,
             // Processes start at different shards too.
             shard_cursor: std::sync::Arc::new(std::sync::atomic::AtomicU32::new(
                 std::process::id().wrapping_mul(7),

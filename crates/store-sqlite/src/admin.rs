@@ -7,7 +7,7 @@ use coupond_domain::{MerchantId, Timestamp};
 use coupond_store::{ApiKey, NewApiKey, PoolStats, StoreResult};
 
 use crate::rows::{self, db_err};
-use crate::store::{us, SqliteStore, READERS};
+use crate::store::{us, SqliteStore};
 
 #[async_trait]
 impl AdminStore for SqliteStore {
@@ -31,7 +31,7 @@ impl AdminStore for SqliteStore {
         PoolStats {
             size: self.writer.size() + self.reader.size(),
             idle: (self.writer.num_idle() + self.reader.num_idle()) as u32,
-            max: 1 + READERS,
+            max: 1 + self.readers,
         }
     }
 

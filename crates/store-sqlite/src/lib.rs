@@ -49,4 +49,4 @@ mod stats;
 mod store;
 mod webhooks;
 
-pub use store::SqliteStore;
+pub use store::{SqliteStore, DEFAULT_READERS};

@@ -15,7 +15,8 @@ use sqlx::{QueryBuilder, Sqlite};
 use crate::gate::Gate;
 use crate::rows::db_err;
 
-pub(crate) const READERS: u32 = 4;
+/// Reader connections unless configured otherwise.
+pub const DEFAULT_READERS: u32 = 4;
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -32,6 +33,8 @@ pub struct SqliteStore {
     pub(crate) writer: SqlitePool,
     /// Readers never block on the writer in WAL mode.
     pub(crate) reader: SqlitePool,
+    /// The reader pool's size.
+    pub(crate) readers: u32,
     /// Requests before background work on the writer.
     pub(crate) gate: std::sync::Arc<Gate>,
 }
@@ -40,6 +43,13 @@ impl SqliteStore {
     /// Opens (creating if missing, with its folder) the database at `url`
     /// (`sqlite://path/to/file.db`). Does not migrate: call [`SqliteStore::migrate`].
     pub async fn connect(url: &str) -> StoreResult<Self> {
+        Self::connect_with_readers(url, DEFAULT_READERS).await
+    }
+
+    /// As [`SqliteStore::connect`], with `readers` reader connections (at least 1; the writer
+    /// is always one).
+    pub async fn connect_with_readers(url: &str, readers: u32) -> StoreResult<Self> {
+        let readers = readers.max(1);
         let opts = SqliteConnectOptions::from_str(url)
             .map_err(StoreError::other)?
             .create_if_missing(true)
@@ -60,7 +70,7 @@ impl SqliteStore {
             .await
             .map_err(db_err)?;
         let reader = SqlitePoolOptions::new()
-            .max_connections(READERS)
+            .max_connections(readers)
             .acquire_timeout(ACQUIRE_TIMEOUT)
             .connect_with(opts.read_only(true))
             .await
@@ -68,6 +78,7 @@ impl SqliteStore {
         Ok(SqliteStore {
             writer,
             reader,
+            readers,
             gate: std::sync::Arc::default(),
         })
     }

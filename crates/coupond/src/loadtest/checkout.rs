@@ -22,7 +22,7 @@ pub async fn run(config: &Config, args: &LoadtestArgs) -> anyhow::Result<()> {
     let users = args.users.unwrap_or(2_000);
     let concurrency = args.concurrency.unwrap_or(32).max(1);
     let base = args.url.trim_end_matches('/').to_owned();
-    let store = db::open(&config.database_url).await?;
+    let store = db::open_configured(config).await?;
     let (template, service_key) = setup(store.as_ref(), users as i64, 1).await?;
     let merchant = store
         .template(template)

@@ -25,7 +25,7 @@ const PATIENCE: Duration = Duration::from_secs(120);
 pub async fn run(config: &Config, client: &HttpClient, args: &LoadtestArgs) -> anyhow::Result<()> {
     let users = args.users.unwrap_or(100_000);
     let base = args.url.trim_end_matches('/').to_owned();
-    let store = db::open(&config.database_url).await?;
+    let store = db::open_configured(config).await?;
     let stock = args.stock.unwrap_or(users as i64);
     let (template, _) = setup(store.as_ref(), stock, 5).await?;
     let key = format!("Bearer {}", api_key(store.as_ref(), Role::Platform).await?);

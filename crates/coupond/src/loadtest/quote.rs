@@ -23,7 +23,7 @@ pub async fn run(config: &Config, client: &HttpClient, args: &LoadtestArgs) -> a
     let quotes = args.users.unwrap_or(5_000);
     let concurrency = args.concurrency.unwrap_or(16).max(1);
     let base = args.url.trim_end_matches('/').to_owned();
-    let store = db::open(&config.database_url).await?;
+    let store = db::open_configured(config).await?;
     let run_id = format!("{}p{}", SystemClock.now().unix_micros(), std::process::id());
     let user = UserId::parse(&format!("q{run_id}")).map_err(anyhow::Error::msg)?;
     let merchant = wallet(store.as_ref(), &user).await?;
