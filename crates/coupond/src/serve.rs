@@ -149,14 +149,14 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
         &workers,
         &stop_rx,
         state.code_generator().clone(),
-        |w, stop| w.run(stop),
+        coupond_engine::worker::run,
     );
     let issuance = supervised(
         "issuance",
         &workers,
         &stop_rx,
         state.issuance_worker().clone(),
-        |w, stop| w.run(stop),
+        coupond_engine::worker::run,
     );
     // Under leases in the database: with several instances on one PostgreSQL, one of them
     // runs each loop and another takes over if it dies.
@@ -171,7 +171,7 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
             state.settings().freeze,
             holder.clone(),
         ),
-        |w, stop| w.run(stop),
+        coupond_engine::worker::run,
     );
     let observers: Vec<Arc<dyn coupond_engine::Observer>> = vec![
         Arc::new(coupond_engine::ReminderPlanner::new(
@@ -218,7 +218,7 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
         &stop_rx,
         coupond_engine::Dispatcher::new(store.clone(), clock.clone(), observers, holder)
             .paced(config.background_txn_target),
-        |w, stop| w.run(stop),
+        coupond_engine::worker::run,
     );
     let grace = config.shutdown_grace;
     let engine = state.claims().clone();

@@ -15,10 +15,11 @@ use std::time::Duration;
 use coupond_domain::codes::{with_check, ALPHABET};
 use coupond_store::{CodeBatch, Store, StoreResult};
 use rand::Rng;
-use tokio::sync::{watch, Notify};
+use tokio::sync::Notify;
 
 use crate::clock::Clock;
 use crate::pacing::Pacer;
+use crate::worker::{Pass, Worker};
 
 /// Most codes added per transaction (the [`Pacer`] may take fewer).
 pub const CHUNK: u32 = 5_000;
@@ -100,33 +101,34 @@ impl CodeGenerator {
         }
         Ok(batch)
     }
+}
 
-    /// Works until `shutdown` turns true (or its sender is dropped): steps while batches wait, then sleeps until woken
-    /// (or a minute passes, to pick up batches another process created).
-    pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
-        loop {
-            if *shutdown.borrow() {
-                return;
-            }
-            let idle = match self.run_once().await {
-                Ok(Outcome::Idle) => true,
-                Ok(Outcome::Progress(_)) => false,
-                Err(e) => {
-                    tracing::warn!(error = %e.chain(), "code generation step failed; retrying later");
-                    true
-                }
-            };
-            if idle {
-                tokio::select! {
-                    () = self.wake.notified() => {}
-                    // A dropped sender means nobody can stop us any more: stop now.
-                    changed = shutdown.changed() => if changed.is_err() { return },
-                    () = tokio::time::sleep(std::time::Duration::from_secs(60)) => {}
-                }
-            }
-        }
+/// Steps while batches wait, then sleeps until woken (or a minute passes, to pick up batches
+/// another process created).
+#[async_trait::async_trait]
+impl Worker for CodeGenerator {
+    fn name(&self) -> &'static str {
+        "codes"
+    }
+
+    async fn pass(&self) -> StoreResult<Pass> {
+        Ok(match self.run_once().await? {
+            Outcome::Idle => Pass::Idle(RESCAN),
+            Outcome::Progress(_) => Pass::Busy,
+        })
+    }
+
+    fn retry_after(&self) -> std::time::Duration {
+        RESCAN
+    }
+
+    fn waker(&self) -> Option<&tokio::sync::Notify> {
+        Some(&self.wake)
     }
 }
+
+/// How long an idle generator waits for batches another process created.
+const RESCAN: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// `n` random codes: `prefix`, `length` random characters of [`ALPHABET`], and the check
 /// character.

@@ -18,10 +18,10 @@ use async_trait::async_trait;
 use coupond_domain::{Template, TemplateId, Timestamp, UserId};
 use coupond_store::events::kind;
 use coupond_store::{Event, MessageContent, OutboxPosition, Reminder, Store, StoreResult};
-use tokio::sync::watch;
 
 use crate::clock::Clock;
 use crate::pacing::Pacer;
+use crate::worker::{Lease, Pass, Worker};
 
 /// Events handed to an observer at once.
 const BATCH: u32 = 1000;
@@ -48,7 +48,7 @@ pub struct Dispatcher {
     /// One per observer: how many events its next batch takes (its writes are one
     /// transaction, which claims may be waiting behind).
     pacers: Arc<Vec<Pacer>>,
-    holder: String,
+    lease: Lease,
 }
 
 impl std::fmt::Debug for Dispatcher {
@@ -76,7 +76,7 @@ impl Dispatcher {
             clock,
             observers,
             pacers: Arc::new(pacers),
-            holder: holder.into(),
+            lease: Lease::new("dispatcher", holder, LEASE),
         }
     }
 
@@ -105,11 +105,7 @@ impl Dispatcher {
     /// when it handed out nothing else, so the loop backs off once the healthy ones are level.
     pub async fn run_once(&self) -> StoreResult<usize> {
         let now = self.clock.now();
-        if !self
-            .store
-            .try_lease("dispatcher", &self.holder, now, now.plus(LEASE))
-            .await?
-        {
+        if !self.lease.hold(self.store.as_ref(), now).await? {
             return Ok(0);
         }
         let mut at = Vec::with_capacity(self.observers.len());
@@ -172,28 +168,23 @@ impl Dispatcher {
             }
         }
     }
+}
 
-    /// Passes until `shutdown` turns true (or its sender is dropped); idles briefly when
-    /// there is nothing to do.
-    pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
-        loop {
-            if *shutdown.borrow() {
-                return;
-            }
-            let busy = match self.run_once().await {
-                Ok(n) => n > 0,
-                Err(e) => {
-                    tracing::warn!(error = %e.chain(), "dispatching events failed; retrying");
-                    false
-                }
-            };
-            if !busy {
-                tokio::select! {
-                    () = tokio::time::sleep(IDLE) => {}
-                    changed = shutdown.changed() => if changed.is_err() { return },
-                }
-            }
-        }
+#[async_trait]
+impl Worker for Dispatcher {
+    fn name(&self) -> &'static str {
+        "dispatcher"
+    }
+
+    async fn pass(&self) -> StoreResult<Pass> {
+        Ok(match self.run_once().await? {
+            0 => Pass::Idle(IDLE),
+            _ => Pass::Busy,
+        })
+    }
+
+    fn retry_after(&self) -> Duration {
+        IDLE
     }
 }
 

@@ -15,10 +15,11 @@ use std::time::Duration;
 
 use coupond_domain::UserId;
 use coupond_store::{Issuance, IssuanceState, Store, StoreResult};
-use tokio::sync::{watch, Notify};
+use tokio::sync::Notify;
 
 use crate::clock::Clock;
 use crate::pacing::Pacer;
+use crate::worker::{Pass, Worker};
 
 /// Most users per transaction (the [`Pacer`] may take fewer).
 pub const CHUNK: u32 = 1_000;
@@ -124,28 +125,27 @@ impl IssuanceWorker {
             }
         }
     }
+}
 
-    /// Works until `shutdown` turns true (or its sender is dropped), between chunks.
-    pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
-        loop {
-            if *shutdown.borrow() {
-                return;
-            }
-            let idle = match self.run_once().await {
-                Ok(Some(_)) => false,
-                Ok(None) => true,
-                Err(e) => {
-                    tracing::warn!(error = %e.chain(), "issuance step failed; retrying");
-                    true
-                }
-            };
-            if idle {
-                tokio::select! {
-                    () = self.wake.notified() => {}
-                    () = tokio::time::sleep(IDLE) => {}
-                    changed = shutdown.changed() => if changed.is_err() { return },
-                }
-            }
-        }
+/// Works chunk after chunk while jobs are open, then sleeps until woken (or [`IDLE`]).
+#[async_trait::async_trait]
+impl Worker for IssuanceWorker {
+    fn name(&self) -> &'static str {
+        "issuance"
+    }
+
+    async fn pass(&self) -> StoreResult<Pass> {
+        Ok(match self.run_once().await? {
+            Some(_) => Pass::Busy,
+            None => Pass::Idle(IDLE),
+        })
+    }
+
+    fn retry_after(&self) -> std::time::Duration {
+        IDLE
+    }
+
+    fn waker(&self) -> Option<&tokio::sync::Notify> {
+        Some(&self.wake)
     }
 }

@@ -23,10 +23,15 @@
 //!   [`WebhookSender`] (signed posts, concurrent per endpoint, with exponential backoff) and
 //!   [`TargetPolicy`] (no deliveries to internal addresses).
 //!
+//! - [`worker`]: the one shape of a background loop: a [`Worker`] does one pass
+//!   (`pass`), [`worker::run`] repeats passes until shutdown; [`Lease`] lets one instance at a
+//!   time run a loop (the scheduler, the dispatcher, the webhook sender).
 //! - [`supervise`]: [`supervise()`](supervise::supervise), under which `serve` runs every
 //!   background loop: a loop that panics is logged, counted and restarted with a backoff.
 //!
-//! Every background loop takes a shutdown signal and exposes `run_once` for tests.
+//! Every background loop takes a shutdown signal and exposes `run_once` for tests. The
+//! webhook sender keeps its own loop (`WebhookSender::run`): deliveries stay in flight across
+//! its passes, and it passes again whenever one ends.
 #![forbid(unsafe_code)]
 
 pub mod campaigns;
@@ -41,6 +46,7 @@ pub mod reports;
 pub mod scheduler;
 pub mod supervise;
 pub mod webhooks;
+pub mod worker;
 
 pub use campaigns::CampaignError;
 pub use checkout::{Checkout, QuoteError, Sweeper};
@@ -52,3 +58,4 @@ pub use issuance::IssuanceWorker;
 pub use pacing::Pacer;
 pub use scheduler::Scheduler;
 pub use webhooks::{RetryPolicy, SenderSettings, TargetPolicy, WebhookFanout, WebhookSender};
+pub use worker::{Lease, Pass, Worker};

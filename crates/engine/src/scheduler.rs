@@ -22,10 +22,10 @@ use std::time::Duration;
 
 use coupond_domain::{Template, TemplateId, Timestamp};
 use coupond_store::{Due, MessageContent, Store, StoreResult};
-use tokio::sync::watch;
 
 use crate::checkout::Sweeper;
 use crate::clock::Clock;
+use crate::worker::{Lease, Pass, Worker};
 
 /// Rows handled per transaction.
 const BATCH: u32 = 500;
@@ -51,13 +51,13 @@ pub struct Scheduler {
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
     freeze: time::Duration,
-    holder: String,
+    lease: Lease,
 }
 
 impl std::fmt::Debug for Scheduler {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Scheduler")
-            .field("holder", &self.holder)
+            .field("lease", &self.lease)
             .finish_non_exhaustive()
     }
 }
@@ -74,18 +74,14 @@ impl Scheduler {
             store,
             clock,
             freeze,
-            holder: holder.into(),
+            lease: Lease::new("scheduler", holder, LEASE),
         }
     }
 
     /// One step at the clock's now.
     pub async fn run_once(&self) -> StoreResult<Outcome> {
         let now = self.clock.now();
-        if !self
-            .store
-            .try_lease("scheduler", &self.holder, now, now.plus(LEASE))
-            .await?
-        {
+        if !self.lease.hold(self.store.as_ref(), now).await? {
             return Ok(Outcome::default());
         }
         let mut due = Due::default();
@@ -167,30 +163,29 @@ impl Scheduler {
             }
         }
     }
+}
 
-    /// Steps until `shutdown` turns true (or its sender is dropped), sleeping until the next
-    /// due instant, at most [`MAX_SLEEP`].
-    pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
-        loop {
-            if *shutdown.borrow() {
-                return;
-            }
-            if let Err(e) = self.run_once().await {
-                tracing::warn!(error = %e.chain(), "scheduler step failed; retrying");
-            }
-            let now = self.clock.now();
-            let wait = match self.store.next_due(now).await {
-                Ok(Some(next)) => Duration::from_micros(
-                    u64::try_from(next.unix_micros() - now.unix_micros()).unwrap_or(0),
-                ),
-                _ => MAX_SLEEP,
-            }
-            .min(MAX_SLEEP);
-            tokio::select! {
-                () = tokio::time::sleep(wait) => {}
-                changed = shutdown.changed() => if changed.is_err() { return },
-            }
-        }
+#[async_trait::async_trait]
+impl Worker for Scheduler {
+    fn name(&self) -> &'static str {
+        "scheduler"
+    }
+
+    /// A step, then a wait until the next due instant, at most [`MAX_SLEEP`].
+    async fn pass(&self) -> StoreResult<Pass> {
+        self.run_once().await?;
+        let now = self.clock.now();
+        let wait = match self.store.next_due(now).await? {
+            Some(next) => Duration::from_micros(
+                u64::try_from(next.unix_micros() - now.unix_micros()).unwrap_or(0),
+            ),
+            None => MAX_SLEEP,
+        };
+        Ok(Pass::Idle(wait.min(MAX_SLEEP)))
+    }
+
+    fn retry_after(&self) -> Duration {
+        MAX_SLEEP
     }
 }
 

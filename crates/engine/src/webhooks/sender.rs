@@ -24,6 +24,7 @@ use tokio::task::JoinSet;
 use super::signature;
 use super::targets::{GuardedResolver, TargetPolicy};
 use crate::clock::Clock;
+use crate::worker::Lease;
 
 const LEASE: time::Duration = time::Duration::seconds(30);
 /// What a failed attempt says, whatever the cause.
@@ -106,7 +107,7 @@ pub struct WebhookSender {
     client: Client<HttpConnector<GuardedResolver>, Full<Bytes>>,
     policy: Arc<TargetPolicy>,
     settings: SenderSettings,
-    holder: String,
+    lease: Lease,
     // A std mutex: held only to update the bookkeeping, never across an await.
     busy: Arc<Mutex<Busy>>,
 }
@@ -135,7 +136,7 @@ impl WebhookSender {
             client: Client::builder(TokioExecutor::new()).build(connector),
             policy,
             settings,
-            holder: holder.into(),
+            lease: Lease::new("webhooks", holder, LEASE),
             busy: Arc::default(),
         }
     }
@@ -148,11 +149,7 @@ impl WebhookSender {
     /// many started (none without the lease).
     async fn start_due(&self, tasks: &mut JoinSet<()>) -> StoreResult<usize> {
         let now = self.clock.now();
-        if !self
-            .store
-            .try_lease("webhooks", &self.holder, now, now.plus(LEASE))
-            .await?
-        {
+        if !self.lease.hold(self.store.as_ref(), now).await? {
             return Ok(0);
         }
         // What is in flight now: such a delivery may still come back from the query (its
