@@ -45,7 +45,8 @@ pub async fn run<W: Worker>(w: W, mut shutdown: watch::Receiver<bool>) {
             Ok(Pass::Busy) => continue,
             Ok(Pass::Idle(wait)) => wait,
             Err(e) => {
-                tracing::warn!(worker = w.name(), error = %e.chain(), "a background pass failed; retrying");
+                let name = w.name();
+                tracing::warn!(worker = name, error = %e.chain(), "{name} pass failed; retrying");
                 w.retry_after()
             }
         };

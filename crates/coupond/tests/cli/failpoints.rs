@@ -144,9 +144,9 @@ fn one(db: &str, point: &str, fault: Fault, load: Load) {
     let logs = super::server_logs(dir.path());
     // A background step that failed says so in the log, then tries again.
     let complaint = match load {
-        Load::Issuance => Some("issuance step failed; retrying"),
+        Load::Issuance => Some("issuance pass failed; retrying"),
         // The scheduler runs the sweeper.
-        Load::Abandoned => Some("scheduler step failed; retrying"),
+        Load::Abandoned => Some("scheduler pass failed; retrying"),
         Load::Claims | Load::Checkouts => None,
     };
     if let (Fault::Error, Some(complaint)) = (fault, complaint) {
