@@ -367,7 +367,7 @@ impl From<coupond_engine::ClaimError> for ApiError {
                 "this key was already used for a different request",
             ),
             ClaimError::CodeTaken => ApiError::unusable_code(),
-            ClaimError::Internal(why) => ApiError::Internal(why.into()),
+            ClaimError::Internal(e) => ApiError::Internal(Box::new(e)),
         }
     }
 }

@@ -75,8 +75,41 @@ pub enum ClaimError {
     /// The single-use code was redeemed by someone else.
     CodeTaken,
     /// Anything else (logged by the engine); nothing was written for this claim.
-    Internal(String),
+    Internal(Internal),
 }
+
+/// What went wrong inside the engine or the store, kept with its source so that whoever logs
+/// it sees the whole cause chain. Cheap to clone: one failed batch answers all its claims.
+#[derive(Clone, Debug)]
+pub struct Internal(Arc<dyn std::error::Error + Send + Sync>);
+
+impl Internal {
+    /// An engine invariant that did not hold (a claim left without an outcome).
+    fn broken(what: &'static str) -> Self {
+        Internal(Arc::new(StoreError::other(what)))
+    }
+}
+
+impl std::fmt::Display for Internal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for Internal {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
+}
+
+/// Two internal errors are the same failure when they share their cause (the same batch).
+impl PartialEq for Internal {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for Internal {}
 
 /// One claim as the engine takes it: for whom, who asks, and the caller's idempotency key.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -214,7 +247,7 @@ impl ClaimEngine {
                 .map_err(store_error)
                 .and_then(|mut v| {
                     v.pop()
-                        .ok_or_else(|| ClaimError::Internal("no outcome".into()))
+                        .ok_or_else(|| ClaimError::Internal(Internal::broken("no outcome")))
                 })?,
             ClaimMode::Batched { max_batch } => {
                 self.enqueue(template.id, request, max_batch).await?
@@ -276,9 +309,9 @@ impl ClaimEngine {
             let sender = self.sender(template, max_batch)?;
             match sender.send(job).await {
                 Ok(()) => {
-                    return answer
-                        .await
-                        .unwrap_or_else(|_| Err(ClaimError::Internal("batcher stopped".into())));
+                    return answer.await.unwrap_or_else(|_| {
+                        Err(ClaimError::Internal(Internal::broken("batcher stopped")))
+                    });
                 }
                 Err(mpsc::error::SendError(returned)) => {
                     job = returned;
@@ -293,7 +326,9 @@ impl ClaimEngine {
                 }
             }
         }
-        Err(ClaimError::Internal("no batcher accepted the claim".into()))
+        Err(ClaimError::Internal(Internal::broken(
+            "no batcher accepted the claim",
+        )))
     }
 
     /// The sender of `template`'s batcher, starting one if there is none.
@@ -493,14 +528,15 @@ impl ClaimEngine {
                 }
                 _ if !same => Ok(ClaimOutcome::CodeTaken),
                 Some(other) => other.clone(),
-                None => Err(ClaimError::Internal("no outcome".into())),
+                None => Err(ClaimError::Internal(Internal::broken("no outcome"))),
             });
         }
         for (job, outcome) in jobs.into_iter().zip(outcomes) {
             // A caller that went away is fine: its coupon exists and is in its wallet.
-            let _ = job
-                .reply
-                .send(outcome.unwrap_or_else(|| Err(ClaimError::Internal("no outcome".into()))));
+            let _ = job.reply.send(
+                outcome
+                    .unwrap_or_else(|| Err(ClaimError::Internal(Internal::broken("no outcome")))),
+            );
         }
     }
 
@@ -535,9 +571,8 @@ fn store_error(e: StoreError) -> ClaimError {
             ClaimError::Unavailable
         }
         other => {
-            let chain = other.chain();
-            tracing::error!(error = %chain, "claim batch failed");
-            ClaimError::Internal(chain)
+            tracing::error!(error = %other.chain(), "claim batch failed");
+            ClaimError::Internal(Internal(Arc::new(other)))
         }
     }
 }
