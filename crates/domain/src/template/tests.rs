@@ -1,0 +1,300 @@
+//! Template validation, patches, rebasing and status at every boundary.
+
+use super::*;
+use crate::activity::{ActivityDraft, ActivitySpec, FundedBy};
+use crate::coupon::CouponKind;
+use crate::ids::CityId;
+use proptest::prelude::*;
+
+fn t(s: &str) -> Timestamp {
+    Timestamp::parse(s).unwrap()
+}
+fn cities(v: &[i64]) -> CitySet {
+    CitySet::new(v.iter().map(|c| CityId::new(*c).unwrap()).collect()).unwrap()
+}
+fn merchant() -> Merchant {
+    Merchant {
+        id: MerchantId::new(7).unwrap(),
+        name: "M".into(),
+        short_name: "M".into(),
+        cities: cities(&[1, 2]),
+        created_at: t("2026-01-01T00:00:00Z"),
+    }
+}
+fn activity() -> Activity {
+    Activity {
+        id: ActivityId::new(3).unwrap(),
+        spec: ActivitySpec::try_from(ActivityDraft {
+            title: "A".into(),
+            description: String::new(),
+            cities: cities(&[1, 3]),
+            kind: CouponKind::AmountOff,
+            value_min: 100,
+            value_max: 5000,
+            enrollment: Window::new(t("2026-03-01T00:00:00Z"), t("2026-03-10T00:00:00Z")).unwrap(),
+            run: Window::new(t("2026-03-15T00:00:00Z"), t("2026-03-31T00:00:00Z")).unwrap(),
+            funded_by: FundedBy::Merchant,
+        })
+        .unwrap(),
+        created_at: t("2026-01-01T00:00:00Z"),
+        updated_at: t("2026-01-01T00:00:00Z"),
+        aborted_at: None,
+        version: 1,
+        enrollment_seq: 0,
+    }
+}
+fn draft(activity: bool) -> TemplateDraft {
+    TemplateDraft {
+        activity_id: activity.then(|| ActivityId::new(3).unwrap()),
+        title: "20 off".into(),
+        description: String::new(),
+        value: CouponValue::AmountOff {
+            amount: Money::new(2000).unwrap(),
+        },
+        threshold: Money::ZERO,
+        deduction: DeductionMode::Upfront,
+        scope: Scope::All,
+        cities: cities(&[1]),
+        audience: Audience::Everyone,
+        total_stock: 100,
+        per_user_limit: 1,
+        stacking: Stacking::Exclusive,
+        claim_window: (!activity)
+            .then(|| Window::new(t("2026-04-01T00:00:00Z"), t("2026-04-10T00:00:00Z")).unwrap()),
+        validity: Validity::Relative { days: 30 },
+        budget: None,
+        metadata: Default::default(),
+    }
+}
+const FREEZE: Duration = Duration::minutes(5);
+
+fn check(d: TemplateDraft, now: &str) -> Result<TemplateSpec, DomainError> {
+    let (m, a) = (merchant(), activity());
+    TemplateSpec::validate(
+        d,
+        TemplateContext {
+            owner: Some(&m),
+            activity: Some(&a),
+            now: t(now),
+            freeze: FREEZE,
+        },
+    )
+}
+
+#[test]
+fn activity_template_fits_its_activity() {
+    let spec = check(draft(true), "2026-03-05T00:00:00Z").unwrap();
+    assert_eq!(spec.claim_window(), activity().spec.run);
+
+    let mut d = draft(true);
+    d.value = CouponValue::PercentOff {
+        bps: crate::BasisPoints::new(100).unwrap(),
+        cap: None,
+    };
+    assert_eq!(
+        check(d, "2026-03-05T00:00:00Z").unwrap_err().code,
+        "kind_mismatch"
+    );
+
+    let mut d = draft(true);
+    d.value = CouponValue::AmountOff {
+        amount: Money::new(5001).unwrap(),
+    };
+    assert_eq!(
+        check(d, "2026-03-05T00:00:00Z").unwrap_err().code,
+        "value_out_of_bounds"
+    );
+
+    let mut d = draft(true);
+    d.cities = cities(&[2]);
+    assert_eq!(
+        check(d, "2026-03-05T00:00:00Z").unwrap_err().code,
+        "cities_out_of_bounds"
+    );
+
+    let mut d = draft(true);
+    d.cities = cities(&[3]);
+    assert_eq!(
+        check(d, "2026-03-05T00:00:00Z").unwrap_err().code,
+        "city_not_served"
+    );
+
+    let mut d = draft(true);
+    d.claim_window =
+        Some(Window::new(t("2026-03-14T00:00:00Z"), t("2026-03-20T00:00:00Z")).unwrap());
+    assert_eq!(
+        check(d, "2026-03-05T00:00:00Z").unwrap_err().code,
+        "window_out_of_bounds"
+    );
+
+    assert_eq!(
+        check(draft(true), "2026-02-05T00:00:00Z").unwrap_err().code,
+        "enrollment_closed"
+    );
+    assert_eq!(
+        check(draft(true), "2026-03-10T00:00:00Z").unwrap_err().code,
+        "activity_frozen"
+    );
+    assert_eq!(
+        check(draft(true), "2026-03-20T00:00:00Z").unwrap_err().code,
+        "enrollment_closed"
+    );
+}
+
+#[test]
+fn metadata_refuses_nul_anywhere() {
+    let mut d = draft(false);
+    d.metadata = serde_json::json!({"a": ["ok", {"b": "x\u{0}y"}]})
+        .as_object()
+        .unwrap()
+        .clone();
+    assert_eq!(
+        check(d, "2026-03-05T00:00:00Z").unwrap_err().code,
+        "invalid_characters"
+    );
+    let mut d = draft(false);
+    d.metadata = serde_json::json!({"k\u{0}": 1})
+        .as_object()
+        .unwrap()
+        .clone();
+    assert_eq!(
+        check(d, "2026-03-05T00:00:00Z")
+            .unwrap_err()
+            .field
+            .as_deref(),
+        Some("metadata")
+    );
+}
+
+#[test]
+fn standalone_template_needs_a_claim_window() {
+    let mut d = draft(false);
+    d.claim_window = None;
+    let err = check(d, "2026-03-05T00:00:00Z").unwrap_err();
+    assert_eq!(
+        (err.code, err.field.as_deref()),
+        ("required", Some("claim_window"))
+    );
+    let mut d = draft(false);
+    d.validity = Validity::Fixed {
+        from: t("2026-04-01T00:00:00Z"),
+        until: t("2026-04-05T00:00:00Z"),
+    };
+    assert_eq!(
+        check(d, "2026-03-05T00:00:00Z")
+            .unwrap_err()
+            .field
+            .as_deref(),
+        Some("validity.until")
+    );
+    let mut d = draft(false);
+    d.scope = Scope::Merchant;
+    let m = merchant();
+    assert!(TemplateSpec::validate(
+        d.clone(),
+        TemplateContext {
+            owner: None,
+            activity: None,
+            now: t("2026-03-05T00:00:00Z"),
+            freeze: FREEZE
+        }
+    )
+    .is_err());
+    assert!(TemplateSpec::validate(
+        d,
+        TemplateContext {
+            owner: Some(&m),
+            activity: None,
+            now: t("2026-03-05T00:00:00Z"),
+            freeze: FREEZE
+        }
+    )
+    .is_ok());
+}
+
+fn template(d: TemplateDraft, published: bool) -> Template {
+    let spec = check(d, "2026-03-05T00:00:00Z").unwrap();
+    Template {
+        id: TemplateId::new(1).unwrap(),
+        merchant_id: Some(MerchantId::new(7).unwrap()),
+        spec,
+        claimed: 0,
+        used: 0,
+        given: Money::ZERO,
+        reserved: Money::ZERO,
+        created_at: t("2026-03-05T00:00:00Z"),
+        updated_at: t("2026-03-05T00:00:00Z"),
+        published_at: published.then(|| t("2026-03-05T00:00:00Z")),
+        aborted_at: None,
+        version: 1,
+    }
+}
+
+#[test]
+fn status_at_every_boundary() {
+    let standalone = template(draft(false), true);
+    let cases = [
+        ("2026-03-31T23:59:59.999999Z", TemplateStatus::Scheduled),
+        ("2026-04-01T00:00:00Z", TemplateStatus::Active),
+        ("2026-04-09T23:59:59.999999Z", TemplateStatus::Active),
+        ("2026-04-10T00:00:00Z", TemplateStatus::Ended),
+        // Relative validity of 30 days after the end of claiming.
+        ("2026-05-09T23:59:59.999999Z", TemplateStatus::Ended),
+        ("2026-05-10T00:00:00Z", TemplateStatus::Expired),
+    ];
+    for (at, want) in cases {
+        assert_eq!(standalone.status(t(at)), want, "at {at}");
+    }
+    let unpublished = template(draft(false), false);
+    assert_eq!(
+        unpublished.status(t("2026-04-05T00:00:00Z")),
+        TemplateStatus::Draft
+    );
+    let in_activity = template(draft(true), false);
+    assert_eq!(
+        in_activity.status(t("2026-03-14T23:59:59.999999Z")),
+        TemplateStatus::Scheduled
+    );
+    assert_eq!(
+        in_activity.status(t("2026-03-15T00:00:00Z")),
+        TemplateStatus::Active
+    );
+    let mut aborted = template(draft(false), true);
+    aborted.aborted_at = Some(t("2026-04-02T00:00:00Z"));
+    assert_eq!(
+        aborted.status(t("2026-04-01T00:00:00Z")),
+        TemplateStatus::Aborted
+    );
+}
+
+#[test]
+fn patch_keeps_activity_and_clears_budget() {
+    let mut d = draft(true);
+    d.budget = Some(Money::new(10).unwrap());
+    let spec = check(d, "2026-03-05T00:00:00Z").unwrap();
+    let p: TemplatePatch = serde_json::from_str(r#"{"budget": null, "title": "New"}"#).unwrap();
+    let patched = p.apply(&spec);
+    assert_eq!(patched.budget, None);
+    assert_eq!(patched.title, "New");
+    assert_eq!(patched.activity_id, spec.activity_id);
+    assert!(serde_json::from_str::<TemplatePatch>(r#"{"activity_id": 4}"#).is_err());
+    assert!(serde_json::from_str::<TemplatePatch>(r#"{"claimed": 4}"#).is_err());
+}
+
+proptest! {
+    #[test]
+    fn status_is_monotonic(start in 0i64..1_000_000, len in 1i64..1_000_000, days in 1u32..100,
+                           a in 0i64..20_000_000, b in 0i64..20_000_000) {
+        let base = 1_800_000_000_000_000i64;
+        let ts = |s: i64| Timestamp::from_unix_micros(base + s * 1_000_000).unwrap();
+        let mut d = draft(false);
+        d.claim_window = Some(Window::new(ts(start), ts(start + len)).unwrap());
+        d.validity = Validity::Relative { days };
+        let tpl = template(d, true);
+        let rank = |s: TemplateStatus| TemplateStatus::ALL.iter().position(|x| *x == s).unwrap();
+        let (lo, hi) = (a.min(b), a.max(b));
+        prop_assert!(rank(tpl.status(ts(lo))) <= rank(tpl.status(ts(hi))));
+        prop_assert_eq!(tpl.status(ts(lo)) == TemplateStatus::Active,
+            tpl.spec.claim_window().contains(ts(lo)));
+    }
+}
