@@ -76,6 +76,43 @@ impl Template {
         }
         Ok(())
     }
+
+    /// Its codes (shared code, generated batches) may change until it is final
+    /// (`already_final`).
+    pub fn check_codes_open(&self, now: Timestamp) -> Result<(), DomainError> {
+        match self.status(now) {
+            st @ (TemplateStatus::Aborted | TemplateStatus::Expired) => Err(DomainError::state(
+                "already_final",
+                format!("the template is {}: its codes cannot change", st.as_str()),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// It may still issue coupons (bulk issuance): not once claiming has ended
+    /// (`not_claimable`).
+    pub fn check_issuing(&self, now: Timestamp) -> Result<(), DomainError> {
+        match self.status(now) {
+            st @ (TemplateStatus::Aborted | TemplateStatus::Expired | TemplateStatus::Ended) => {
+                Err(DomainError::state(
+                    "not_claimable",
+                    format!("the template is {}: it issues no more coupons", st.as_str()),
+                ))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// It may be bound to a listing until it is final (`template_not_bindable`).
+    pub fn check_bindable(&self, now: Timestamp) -> Result<(), DomainError> {
+        match self.status(now) {
+            st @ (TemplateStatus::Aborted | TemplateStatus::Expired) => Err(DomainError::state(
+                "template_not_bindable",
+                format!("the template is {}", st.as_str()),
+            )),
+            _ => Ok(()),
+        }
+    }
 }
 
 impl Activity {

@@ -8,8 +8,8 @@ use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use coupond_domain::codes::TypedCode;
 use coupond_domain::{
-    ClaimRejection, CodeBatchDraft, CodeBatchSpec, SharedCode, Template, TemplateId,
-    TemplateStatus, Timestamp, UserId,
+    ClaimRejection, CodeBatchDraft, CodeBatchSpec, SharedCode, Template, TemplateId, Timestamp,
+    UserId,
 };
 use coupond_engine::{ClaimAsk, ClaimError};
 use coupond_store::Conflict;
@@ -33,12 +33,7 @@ const CSV_PAGE: u32 = 5_000;
 /// A template the caller may see whose codes may still change: not aborted or expired.
 async fn load_open(s: &AppState, p: &Principal, id: TemplateId) -> ApiResult<Template> {
     let t = load_visible(s, p, id).await?;
-    if let st @ (TemplateStatus::Aborted | TemplateStatus::Expired) = t.status(s.now()) {
-        return Err(ApiError::conflict(
-            "already_final",
-            format!("the template is {}: its codes cannot change", st.as_str()),
-        ));
-    }
+    t.check_codes_open(s.now())?;
     Ok(t)
 }
 

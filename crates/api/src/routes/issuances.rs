@@ -7,7 +7,7 @@ use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
-use coupond_domain::{Template, TemplateId, TemplateStatus, Timestamp};
+use coupond_domain::{TemplateId, Timestamp};
 use coupond_store::{Issuance, IssuanceKey, NewIssuance};
 use futures_util::StreamExt;
 use serde::Serialize;
@@ -140,19 +140,6 @@ impl Form {
     }
 }
 
-/// Refuses templates that will issue no more coupons.
-fn check_issuing(t: &Template, now: Timestamp) -> ApiResult<()> {
-    match t.status(now) {
-        st @ (TemplateStatus::Aborted | TemplateStatus::Expired | TemplateStatus::Ended) => {
-            Err(ApiError::conflict(
-                "not_claimable",
-                format!("the template is {}: it issues no more coupons", st.as_str()),
-            ))
-        }
-        _ => Ok(()),
-    }
-}
-
 /// Reads the body as it streams in: JSON whole (at most [`MAX_JSON_BYTES`], and never more than
 /// an upload may be), an upload line by
 /// line (at most `max_upload_bytes`, never held whole). Returns the users and the SHA-256 of
@@ -216,7 +203,7 @@ pub async fn create(
 ) -> ApiResult<Response> {
     // Everything that needs no body comes first: who may, which template, what form.
     let t = load_visible(&s, &p, id).await?;
-    check_issuing(&t, s.now())?;
+    t.check_issuing(s.now())?;
     let form = Form::of(&headers)?;
     const ROUTE: &str = "POST /v1/templates/{id}/issuances";
     idempotency::key(&headers, &p, ROUTE, "")?;

@@ -9,7 +9,7 @@ use axum::http::StatusCode;
 use axum::{Extension, Json};
 use coupond_domain::{
     ActivityId, CategoryId, CityId, CouponKind, Listing, ListingDraft, ListingId, ListingPatch,
-    TemplateId, TemplateStatus, Timestamp,
+    TemplateId, Timestamp,
 };
 use coupond_store::{ListingQuery, StoreError};
 use serde::{Deserialize, Serialize};
@@ -213,12 +213,7 @@ pub async fn bind(
         return Err(ApiError::NotFound);
     }
     let now = s.now();
-    if let st @ (TemplateStatus::Aborted | TemplateStatus::Expired) = template.status(now) {
-        return Err(ApiError::conflict(
-            "template_not_bindable",
-            format!("the template is {}", st.as_str()),
-        ));
-    }
+    template.check_bindable(now)?;
     let max = s.settings().max_bindings_per_listing;
     let created = match s.store().bind(listing.id, template.id, max, now).await {
         Ok(created) => created,

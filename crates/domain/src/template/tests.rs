@@ -298,3 +298,72 @@ proptest! {
             tpl.spec.claim_window().contains(ts(lo)));
     }
 }
+
+/// Each state rule of `lifecycle`, at an instant of each status: the code it answers, or
+/// `ok`.
+#[test]
+fn state_rules_by_status() {
+    let code = |r: Result<(), DomainError>| r.map_or_else(|e| e.code, |()| "ok");
+    let published = template(draft(false), true);
+    let rows = [
+        // (instant, editable, publishable, abortable, codes, issuing, bindable): scheduled (its
+        // terms may still change), active, ended, expired.
+        (
+            "2026-03-06T00:00:00Z",
+            ["ok", "not_draft", "ok", "ok", "ok", "ok"],
+        ),
+        (
+            "2026-04-05T00:00:00Z",
+            ["not_editable", "not_draft", "ok", "ok", "ok", "ok"],
+        ),
+        (
+            "2026-04-20T00:00:00Z",
+            [
+                "not_editable",
+                "not_draft",
+                "ok",
+                "ok",
+                "not_claimable",
+                "ok",
+            ],
+        ),
+        (
+            "2026-05-20T00:00:00Z",
+            [
+                "not_editable",
+                "not_draft",
+                "already_final",
+                "already_final",
+                "not_claimable",
+                "template_not_bindable",
+            ],
+        ),
+    ];
+    for (at, want) in rows {
+        let now = t(at);
+        let got = [
+            code(published.check_editable(now)),
+            code(published.check_publishable(now)),
+            code(published.check_abortable(now, None)),
+            code(published.check_codes_open(now)),
+            code(published.check_issuing(now)),
+            code(published.check_bindable(now)),
+        ];
+        assert_eq!(got, want, "at {at}");
+    }
+    let draft_t = template(draft(false), false);
+    let before = t("2026-03-06T00:00:00Z");
+    assert_eq!(code(draft_t.check_editable(before)), "ok");
+    assert_eq!(code(draft_t.check_publishable(before)), "ok");
+    assert_eq!(
+        code(draft_t.check_publishable(t("2026-04-10T00:00:00Z"))),
+        "claim_window_passed"
+    );
+    let enrolled = template(draft(true), false);
+    assert_eq!(code(enrolled.check_publishable(before)), "not_standalone");
+    assert_eq!(
+        code(enrolled.check_abortable(before, Some(ActivityStatus::Frozen))),
+        "activity_frozen"
+    );
+    assert_eq!(code(enrolled.check_abortable(before, None)), "ok");
+}
