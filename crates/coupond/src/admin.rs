@@ -17,7 +17,7 @@ fn now() -> Timestamp {
 pub async fn migrate(config: &Config) -> anyhow::Result<()> {
     let store = db::open_configured(config).await?;
     store.close().await;
-    println!("migrations applied to {}", redact_url(&config.database_url));
+    println!("migrations applied to {}", redact_url(&config.database.url));
     Ok(())
 }
 
@@ -33,7 +33,7 @@ pub async fn audit(config: &Config, args: AuditArgs) -> anyhow::Result<()> {
     }
     println!(
         "audit of {}: {} violation(s)",
-        redact_url(&config.database_url),
+        redact_url(&config.database.url),
         found.len()
     );
     anyhow::ensure!(
@@ -125,12 +125,12 @@ pub async fn token(config: &Config, args: TokenArgs) -> anyhow::Result<()> {
     let ttl = time::Duration::try_from(args.ttl).context("ttl is too long")?;
     anyhow::ensure!(ttl.whole_seconds() >= 1, "ttl must be at least one second");
     anyhow::ensure!(
-        args.ttl <= config.max_token_lifetime,
+        args.ttl <= config.auth.max_token_lifetime,
         "ttl must be at most max_token_lifetime ({}); the server refuses longer-lived tokens",
-        humantime::format_duration(config.max_token_lifetime)
+        humantime::format_duration(config.auth.max_token_lifetime)
     );
     let store = db::open_configured(config).await?;
-    let secret = db::jwt_secret(store.as_ref(), config.jwt_secret.as_ref()).await;
+    let secret = db::jwt_secret(store.as_ref(), config.auth.jwt_secret.as_ref()).await;
     store.close().await;
     let token = JwtKeys::new(&secret?)
         .mint(&user, now(), ttl)

@@ -12,7 +12,7 @@ use crate::config::{redact_url, Config};
 /// Opens the configured database (`database_url`, `database_pool_size`) and applies pending
 /// migrations.
 pub async fn open_configured(config: &Config) -> anyhow::Result<Arc<dyn Store>> {
-    open_with_pool(&config.database_url, config.database_pool_size).await
+    open_with_pool(&config.database.url, config.database.pool_size).await
 }
 
 /// Opens the database at `url` and applies pending migrations. The scheme picks the backend:

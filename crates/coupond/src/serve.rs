@@ -14,13 +14,13 @@ use crate::config::{redact_url, ClaimModeName, Config, LogFormat};
 use crate::{db, demo};
 
 fn init_logging(config: &Config) -> anyhow::Result<()> {
-    let filter = EnvFilter::try_new(&config.log_level)
-        .with_context(|| format!("log_level {:?} is not a valid filter", config.log_level))?;
+    let filter = EnvFilter::try_new(&config.log.level)
+        .with_context(|| format!("log_level {:?} is not a valid filter", config.log.level))?;
     // Logs go to stderr so that stdout carries only what the user asked for (demo keys).
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
-    let result = match config.log_format {
+    let result = match config.log.format {
         LogFormat::Json => builder.json().try_init(),
         LogFormat::Text => builder.try_init(),
     };
@@ -38,70 +38,71 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
         tracing::warn!(failpoints = %spec, "fault injection is on");
     }
     let store = db::open_configured(&config).await?;
-    let secret = db::jwt_secret(store.as_ref(), config.jwt_secret.as_ref()).await?;
+    let secret = db::jwt_secret(store.as_ref(), config.auth.jwt_secret.as_ref()).await?;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let targets = Arc::new(
-        TargetPolicy::new(&config.webhook_allow_hosts)
+        TargetPolicy::new(&config.webhook.allow_hosts)
             .map_err(anyhow::Error::msg)
             .context("webhook_allow_hosts")?,
     );
     let settings = ApiSettings {
-        freeze: time::Duration::try_from(config.freeze_period)
+        freeze: time::Duration::try_from(config.catalog.freeze_period)
             .context("freeze_period is too long")?,
-        max_body_bytes: config.max_body_bytes,
-        max_upload_bytes: config.max_upload_bytes,
-        max_bindings_per_listing: config.max_bindings_per_listing,
-        claim_mode: match config.claim_mode {
+        max_body_bytes: config.server.max_body_bytes,
+        max_upload_bytes: config.server.max_upload_bytes,
+        max_bindings_per_listing: config.catalog.max_bindings_per_listing,
+        claim_mode: match config.claim.mode {
             ClaimModeName::Batched => ClaimMode::Batched {
-                max_batch: config.claim_max_batch.clamp(1, 10_000),
+                max_batch: config.claim.max_batch.clamp(1, 10_000),
             },
             ClaimModeName::Single => ClaimMode::Single,
         },
         claim_rate_per_user: Rate {
-            per_second: config.claim_rate_per_user,
-            burst: config.claim_burst_per_user,
+            per_second: config.limits.claim_rate_per_user,
+            burst: config.limits.claim_burst_per_user,
         },
-        cache_ttl: config.cache_ttl,
+        cache_ttl: config.auth.cache_ttl,
         claim_rate_per_ip: Rate {
-            per_second: config.claim_rate_per_ip,
-            burst: config.claim_burst_per_ip,
+            per_second: config.limits.claim_rate_per_ip,
+            burst: config.limits.claim_burst_per_ip,
         },
         redeem_rate_per_user: Rate {
-            per_second: config.redeem_rate_per_user,
-            burst: config.redeem_burst_per_user,
+            per_second: config.limits.redeem_rate_per_user,
+            burst: config.limits.redeem_burst_per_user,
         },
         redeem_rate_per_ip: Rate {
-            per_second: config.redeem_rate_per_ip,
-            burst: config.redeem_burst_per_ip,
+            per_second: config.limits.redeem_rate_per_ip,
+            burst: config.limits.redeem_burst_per_ip,
         },
-        code_batch_sync_max: config.code_batch_sync_max,
-        lock_ttl: time::Duration::try_from(config.lock_ttl).context("lock_ttl is too long")?,
-        idempotency_ttl: time::Duration::try_from(config.idempotency_ttl)
+        code_batch_sync_max: config.catalog.code_batch_sync_max,
+        lock_ttl: time::Duration::try_from(config.checkout.lock_ttl)
+            .context("lock_ttl is too long")?,
+        idempotency_ttl: time::Duration::try_from(config.idempotency.ttl)
             .context("idempotency_ttl is too long")?,
-        idempotency_stale: time::Duration::try_from(config.idempotency_stale)
+        idempotency_stale: time::Duration::try_from(config.idempotency.stale)
             .context("idempotency_stale is too long")?,
-        request_timeout: config.request_timeout,
-        max_concurrent_uploads: config.max_concurrent_uploads,
-        max_token_lifetime: time::Duration::try_from(config.max_token_lifetime)
+        request_timeout: config.server.request_timeout,
+        max_concurrent_uploads: config.server.max_concurrent_uploads,
+        max_token_lifetime: time::Duration::try_from(config.auth.max_token_lifetime)
             .context("max_token_lifetime is too long")?,
-        idempotency_max_answer_bytes: config.idempotency_max_answer_bytes,
+        idempotency_max_answer_bytes: config.idempotency.max_answer_bytes,
         idempotency_rate: Rate {
-            per_second: config.idempotency_rate_per_principal,
-            burst: config.idempotency_burst_per_principal,
+            per_second: config.limits.idempotency_rate_per_principal,
+            burst: config.limits.idempotency_burst_per_principal,
         },
         code_set_rate: Rate {
-            per_second: config.code_set_rate_per_merchant,
-            burst: config.code_set_burst_per_merchant,
+            per_second: config.limits.code_set_rate_per_merchant,
+            burst: config.limits.code_set_burst_per_merchant,
         },
         webhook_targets: targets.clone(),
-        max_webhooks_per_owner: config.max_webhooks_per_owner,
-        background_txn_target: config.background_txn_target,
+        max_webhooks_per_owner: config.webhook.max_per_owner,
+        background_txn_target: config.background.txn_target,
         ..ApiSettings::default()
     };
     let state = AppState::new(store.clone(), clock.clone(), &secret, settings);
 
-    let listener = coupond_api::server::bind(config.listen)
-        .with_context(|| format!("binding {}", config.listen))?;
+    let listener = coupond_api::server::bind(config.server.listen)
+        .with_context(|| format!("binding {}", config.server.listen))?;
     let addr = listener.local_addr()?;
     if args.demo {
         let creds = demo::load(
@@ -117,7 +118,7 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
             println!("{line}");
         }
     }
-    tracing::info!(%addr, database = %redact_url(&config.database_url), backend = store.backend(), "listening");
+    tracing::info!(%addr, database = %redact_url(&config.database.url), backend = store.backend(), "listening");
     eprintln!(
         "coupond listening on http://{addr} ({} database)",
         store.backend()
@@ -176,7 +177,7 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
     let observers: Vec<Arc<dyn coupond_engine::Observer>> = vec![
         Arc::new(coupond_engine::ReminderPlanner::new(
             store.clone(),
-            config.reminder_days_before,
+            config.background.reminder_days_before,
         )),
         Arc::new(coupond_engine::InboxNotifier::new(
             store.clone(),
@@ -192,12 +193,12 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
     ];
     let sender_settings = coupond_engine::SenderSettings {
         retry: coupond_engine::RetryPolicy {
-            base: config.webhook_retry_base,
-            max_attempts: config.webhook_max_attempts.max(1),
+            base: config.webhook.retry_base,
+            max_attempts: config.webhook.max_attempts.max(1),
         },
-        timeout: config.webhook_timeout,
-        concurrency: config.webhook_concurrency.max(1) as usize,
-        per_endpoint: config.webhook_concurrency_per_endpoint.max(1) as usize,
+        timeout: config.webhook.timeout,
+        concurrency: config.webhook.concurrency.max(1) as usize,
+        per_endpoint: config.webhook.concurrency_per_endpoint.max(1) as usize,
     };
     let webhooks = supervised(
         "webhooks",
@@ -217,16 +218,16 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
         &workers,
         &stop_rx,
         coupond_engine::Dispatcher::new(store.clone(), clock.clone(), observers, holder)
-            .paced(config.background_txn_target),
+            .paced(config.background.txn_target),
         coupond_engine::worker::run,
     );
-    let grace = config.shutdown_grace;
+    let grace = config.server.shutdown_grace;
     let engine = state.claims().clone();
     let limits = ConnectionLimits {
-        max_connections: config.max_connections,
-        max_connections_per_ip: config.max_connections_per_ip,
-        header_timeout: config.header_timeout,
-        stall_timeout: config.stall_timeout,
+        max_connections: config.server.max_connections,
+        max_connections_per_ip: config.server.max_connections_per_ip,
+        header_timeout: config.server.header_timeout,
+        stall_timeout: config.server.stall_timeout,
     };
     let server =
         coupond_api::server::serve(listener, coupond_api::router(state), limits, async move {

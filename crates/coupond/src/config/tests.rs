@@ -7,29 +7,33 @@ use figment::Jail;
 fn documented_defaults_are_the_defaults() {
     Jail::expect_with(|_| {
         let c = Config::load(None, &Overrides::default()).expect("defaults load");
-        assert_eq!(c.listen.to_string(), "127.0.0.1:8080");
-        assert_eq!(c.database_url, "sqlite://./data/coupond.db");
-        assert!(c.jwt_secret.is_none());
-        assert_eq!(c.freeze_period, Duration::from_secs(300));
-        assert_eq!(c.max_body_bytes, 65536);
-        assert_eq!(c.log_format, LogFormat::Text);
-        assert_eq!(c.max_bindings_per_listing, 3);
+        assert_eq!(c.server.listen.to_string(), "127.0.0.1:8080");
+        assert_eq!(c.database.url, "sqlite://./data/coupond.db");
+        assert!(c.auth.jwt_secret.is_none());
+        assert_eq!(c.catalog.freeze_period, Duration::from_secs(300));
+        assert_eq!(c.server.max_body_bytes, 65536);
+        assert_eq!(c.log.format, LogFormat::Text);
+        assert_eq!(c.catalog.max_bindings_per_listing, 3);
         assert_eq!(
-            (c.claim_mode, c.claim_max_batch),
+            (c.claim.mode, c.claim.max_batch),
             (ClaimModeName::Batched, 512)
         );
-        assert_eq!(c.max_connections, 10_000);
+        assert_eq!(c.server.max_connections, 10_000);
         assert_eq!(
-            (c.header_timeout, c.stall_timeout, c.request_timeout),
+            (
+                c.server.header_timeout,
+                c.server.stall_timeout,
+                c.server.request_timeout
+            ),
             (
                 Duration::from_secs(15),
                 Duration::from_secs(30),
                 Duration::from_secs(60)
             )
         );
-        assert_eq!(c.max_token_lifetime, Duration::from_secs(30 * 86_400));
-        assert!(c.webhook_allow_hosts.is_empty());
-        assert_eq!(c.background_txn_target, Duration::from_millis(10));
+        assert_eq!(c.auth.max_token_lifetime, Duration::from_secs(30 * 86_400));
+        assert!(c.webhook.allow_hosts.is_empty());
+        assert_eq!(c.background.txn_target, Duration::from_millis(10));
         Ok(())
     });
 }
@@ -42,10 +46,10 @@ fn the_webhook_allow_list_reads_from_a_file_or_the_environment() {
             "webhook_allow_hosts = [\"hooks.internal\", \"10.1.0.0/16\"]\n",
         )?;
         let c = Config::load(Some(Path::new("c.toml")), &Overrides::default()).expect("loads");
-        assert_eq!(c.webhook_allow_hosts, ["hooks.internal", "10.1.0.0/16"]);
+        assert_eq!(c.webhook.allow_hosts, ["hooks.internal", "10.1.0.0/16"]);
         jail.set_env("COUPOND_WEBHOOK_ALLOW_HOSTS", "127.0.0.0/8, ::1");
         let c = Config::load(Some(Path::new("c.toml")), &Overrides::default()).expect("loads");
-        assert_eq!(c.webhook_allow_hosts, ["127.0.0.0/8", "::1"]);
+        assert_eq!(c.webhook.allow_hosts, ["127.0.0.0/8", "::1"]);
         Ok(())
     });
 }
@@ -66,10 +70,10 @@ fn layers_apply_in_order() {
             ..Default::default()
         };
         let c = Config::load(Some(Path::new("c.toml")), &flags).expect("loads");
-        assert_eq!(c.listen.to_string(), "127.0.0.1:2000"); // flag beats file
-        assert_eq!(c.log_level, "debug"); // env beats file
-        assert_eq!(c.max_body_bytes, 1024);
-        assert_eq!(c.freeze_period, Duration::from_secs(60)); // file beats default
+        assert_eq!(c.server.listen.to_string(), "127.0.0.1:2000"); // flag beats file
+        assert_eq!(c.log.level, "debug"); // env beats file
+        assert_eq!(c.server.max_body_bytes, 1024);
+        assert_eq!(c.catalog.freeze_period, Duration::from_secs(60)); // file beats default
         Ok(())
     });
 }
@@ -87,10 +91,14 @@ fn bad_values_are_errors_naming_the_setting() {
         jail.set_env("COUPOND_STALL_TIMEOUT", "30s");
         jail.set_env("COUPOND_DATABASE_POOL_SIZE", "0");
         let err = Config::load(None, &Overrides::default()).expect_err("no pool refused");
-        assert!(err.to_string().contains("database_pool_size"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("database.pool_size (database_pool_size)"),
+            "{err}"
+        );
         jail.set_env("COUPOND_DATABASE_POOL_SIZE", "48");
         let c = Config::load(None, &Overrides::default()).expect("a pool size loads");
-        assert_eq!(c.database_pool_size, Some(48));
+        assert_eq!(c.database.pool_size, Some(48));
         jail.create_file("bad.toml", "no_such_setting = 1\n")?;
         let err = Config::load(Some(Path::new("bad.toml")), &Overrides::default())
             .expect_err("unknown key rejected");
@@ -121,4 +129,53 @@ fn secrets_never_print() {
         );
         Ok(())
     });
+}
+
+#[test]
+fn files_may_use_sections_or_the_flat_names() {
+    Jail::expect_with(|jail| {
+        jail.create_file(
+            "nested.toml",
+            "[database]\nurl = \"postgres://db/x\"\npool_size = 32\n\n[webhook]\ntimeout = \"3s\"\n",
+        )?;
+        let c = Config::load(Some(Path::new("nested.toml")), &Overrides::default()).expect("loads");
+        assert_eq!(
+            (c.database.url.as_str(), c.database.pool_size),
+            ("postgres://db/x", Some(32))
+        );
+        assert_eq!(c.webhook.timeout, Duration::from_secs(3));
+        jail.create_file(
+            "flat.toml",
+            "database_url = \"postgres://db/y\"\nmax_webhooks_per_owner = 4\nclaim_mode = \"single\"\n",
+        )?;
+        let c = Config::load(Some(Path::new("flat.toml")), &Overrides::default()).expect("loads");
+        assert_eq!(c.database.url, "postgres://db/y");
+        assert_eq!(c.webhook.max_per_owner, 4);
+        assert_eq!(c.claim.mode, ClaimModeName::Single);
+        // The environment's flat names reach their sections too, and beat the file.
+        jail.set_env("COUPOND_DATABASE_POOL_SIZE", "7");
+        jail.set_env("COUPOND_WEBHOOK_TIMEOUT", "9s");
+        let c = Config::load(Some(Path::new("nested.toml")), &Overrides::default()).expect("loads");
+        assert_eq!(c.database.pool_size, Some(7));
+        assert_eq!(c.webhook.timeout, Duration::from_secs(9));
+        // A key a section does not have is refused by name.
+        jail.create_file("typo.toml", "[database]\nulr = \"x\"\n")?;
+        let err = Config::load(Some(Path::new("typo.toml")), &Overrides::default())
+            .expect_err("unknown key refused");
+        assert!(err.to_string().contains("ulr"), "{err}");
+        Ok(())
+    });
+}
+
+#[test]
+fn every_flat_name_has_a_documented_setting() {
+    let defaults = figment::Figment::from(figment::providers::Toml::string(DEFAULTS_TOML));
+    for (flat, section, key) in super::flat::FLAT {
+        let documented = defaults.find_value(&format!("{section}.{key}")).is_ok()
+            || DEFAULTS_TOML.contains(&format!("# {key} = "));
+        assert!(
+            documented,
+            "{flat}: {section}.{key} is not in defaults.toml"
+        );
+    }
 }

@@ -1,0 +1,127 @@
+//! The flat setting names of earlier versions, still what the environment uses
+//! (`COUPOND_<FLAT NAME>`) and still accepted at the top level of a file and from flags: each
+//! is moved to its section before the configuration is read, by [`Nested`], a provider that
+//! wraps another.
+
+use figment::value::{Dict, Map, Value};
+use figment::{Error, Metadata, Profile, Provider};
+
+/// Every setting: its flat name, its section and its key there.
+pub const FLAT: [(&str, &str, &str); 47] = [
+    ("listen", "server", "listen"),
+    ("max_body_bytes", "server", "max_body_bytes"),
+    ("max_upload_bytes", "server", "max_upload_bytes"),
+    ("max_concurrent_uploads", "server", "max_concurrent_uploads"),
+    ("shutdown_grace", "server", "shutdown_grace"),
+    ("max_connections", "server", "max_connections"),
+    ("max_connections_per_ip", "server", "max_connections_per_ip"),
+    ("header_timeout", "server", "header_timeout"),
+    ("stall_timeout", "server", "stall_timeout"),
+    ("request_timeout", "server", "request_timeout"),
+    ("database_url", "database", "url"),
+    ("database_pool_size", "database", "pool_size"),
+    ("log_level", "log", "level"),
+    ("log_format", "log", "format"),
+    ("jwt_secret", "auth", "jwt_secret"),
+    ("max_token_lifetime", "auth", "max_token_lifetime"),
+    ("cache_ttl", "auth", "cache_ttl"),
+    ("freeze_period", "catalog", "freeze_period"),
+    (
+        "max_bindings_per_listing",
+        "catalog",
+        "max_bindings_per_listing",
+    ),
+    ("code_batch_sync_max", "catalog", "code_batch_sync_max"),
+    ("claim_mode", "claim", "mode"),
+    ("claim_max_batch", "claim", "max_batch"),
+    ("claim_rate_per_user", "limits", "claim_rate_per_user"),
+    ("claim_burst_per_user", "limits", "claim_burst_per_user"),
+    ("claim_rate_per_ip", "limits", "claim_rate_per_ip"),
+    ("claim_burst_per_ip", "limits", "claim_burst_per_ip"),
+    ("redeem_rate_per_user", "limits", "redeem_rate_per_user"),
+    ("redeem_burst_per_user", "limits", "redeem_burst_per_user"),
+    ("redeem_rate_per_ip", "limits", "redeem_rate_per_ip"),
+    ("redeem_burst_per_ip", "limits", "redeem_burst_per_ip"),
+    (
+        "idempotency_rate_per_principal",
+        "limits",
+        "idempotency_rate_per_principal",
+    ),
+    (
+        "idempotency_burst_per_principal",
+        "limits",
+        "idempotency_burst_per_principal",
+    ),
+    (
+        "code_set_rate_per_merchant",
+        "limits",
+        "code_set_rate_per_merchant",
+    ),
+    (
+        "code_set_burst_per_merchant",
+        "limits",
+        "code_set_burst_per_merchant",
+    ),
+    ("lock_ttl", "checkout", "lock_ttl"),
+    ("idempotency_ttl", "idempotency", "ttl"),
+    ("idempotency_stale", "idempotency", "stale"),
+    (
+        "idempotency_max_answer_bytes",
+        "idempotency",
+        "max_answer_bytes",
+    ),
+    ("reminder_days_before", "background", "reminder_days_before"),
+    ("background_txn_target", "background", "txn_target"),
+    ("webhook_retry_base", "webhook", "retry_base"),
+    ("webhook_max_attempts", "webhook", "max_attempts"),
+    ("webhook_allow_hosts", "webhook", "allow_hosts"),
+    ("max_webhooks_per_owner", "webhook", "max_per_owner"),
+    ("webhook_timeout", "webhook", "timeout"),
+    ("webhook_concurrency", "webhook", "concurrency"),
+    (
+        "webhook_concurrency_per_endpoint",
+        "webhook",
+        "concurrency_per_endpoint",
+    ),
+];
+
+/// The flat names, for the environment provider.
+pub fn names() -> Vec<&'static str> {
+    FLAT.iter().map(|(flat, _, _)| *flat).collect()
+}
+
+/// Another provider's data with its flat names moved into their sections (a flat name wins
+/// over the same setting given in its section by the same provider).
+pub struct Nested<P>(pub P);
+
+impl<P: Provider> Provider for Nested<P> {
+    fn metadata(&self) -> Metadata {
+        self.0.metadata()
+    }
+
+    fn data(&self) -> Result<Map<Profile, Dict>, Error> {
+        let mut data = self.0.data()?;
+        for dict in data.values_mut() {
+            nest(dict);
+        }
+        Ok(data)
+    }
+}
+
+fn nest(dict: &mut Dict) {
+    for (flat, section, key) in FLAT {
+        let Some(value) = dict.remove(flat) else {
+            continue;
+        };
+        let entry = dict
+            .entry(section.to_owned())
+            .or_insert_with(|| Value::from(Dict::new()));
+        if let Value::Dict(_, inner) = entry {
+            inner.insert(key.to_owned(), value);
+        } else {
+            // A section given as a plain value: put the flat name back so that reading
+            // reports the section as malformed.
+            dict.insert(flat.to_owned(), value);
+        }
+    }
+}

@@ -1,0 +1,242 @@
+//! The configuration's sections, one per concern. Their defaults live in `defaults.toml`.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use secrecy::SecretString;
+use serde::{Deserialize, Serialize};
+
+use super::redact_url;
+
+/// The listener and what one client may hold.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Server {
+    /// Address `serve` listens on.
+    pub listen: SocketAddr,
+    /// Largest accepted request body, bytes.
+    pub max_body_bytes: usize,
+    /// Largest accepted upload (bulk issuance files), bytes.
+    pub max_upload_bytes: usize,
+    /// Bulk issuance uploads read at once; one more is 429.
+    pub max_concurrent_uploads: u32,
+    /// On SIGINT/SIGTERM, how long in-flight requests may take to finish.
+    #[serde(with = "humantime_serde")]
+    pub shutdown_grace: Duration,
+    /// Connections open at once; more are closed on accept (and logged).
+    pub max_connections: usize,
+    /// Connections open at once from one client address (0: no limit).
+    pub max_connections_per_ip: usize,
+    /// Time a client has to send a request head, from the connection's start or the end of
+    /// the previous response (so also the keep-alive idle limit).
+    #[serde(with = "humantime_serde")]
+    pub header_timeout: Duration,
+    /// A connection whose client stops reading its answer for this long is closed.
+    #[serde(with = "humantime_serde")]
+    pub stall_timeout: Duration,
+    /// The longest a request may take, reading its body included (408 after it).
+    #[serde(with = "humantime_serde")]
+    pub request_timeout: Duration,
+}
+
+/// Where the data lives.
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Database {
+    /// `sqlite://path/to/file.db` (created with its folder) or `postgres://user@host/db`.
+    pub url: String,
+    /// PostgreSQL: connections in the pool (default 16). SQLite: reader connections (default
+    /// 4; the writer is always one). 1..=1000.
+    #[serde(default)]
+    pub pool_size: Option<u32>,
+}
+
+impl fmt::Debug for Database {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Database")
+            .field("url", &redact_url(&self.url))
+            .field("pool_size", &self.pool_size)
+            .finish()
+    }
+}
+
+/// Logs.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Log {
+    /// `tracing` filter: `info`, `debug`, `coupond_api=debug,info`, ...
+    pub level: String,
+    pub format: LogFormat,
+}
+
+/// Log output format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// Who may call, and for how long what they showed is trusted.
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Auth {
+    /// Secret that signs user tokens (HS256). Unset: a random secret generated once and kept
+    /// in the database, so `serve` and `token` on the same database agree.
+    #[serde(default)]
+    pub jwt_secret: Option<SecretString>,
+    /// The longest lifetime a user token may have (`exp` - `iat`); longer ones are refused.
+    #[serde(with = "humantime_serde")]
+    pub max_token_lifetime: Duration,
+    /// How long API keys and claimed templates are cached in memory; a key revoked by
+    /// `coupond keys revoke` stops working within this time.
+    #[serde(with = "humantime_serde")]
+    pub cache_ttl: Duration,
+}
+
+impl fmt::Debug for Auth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Auth")
+            .field(
+                "jwt_secret",
+                &self.jwt_secret.as_ref().map(|_| "<redacted>"),
+            )
+            .field("max_token_lifetime", &self.max_token_lifetime)
+            .field("cache_ttl", &self.cache_ttl)
+            .finish()
+    }
+}
+
+/// Activities, templates, listings and codes.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Catalog {
+    /// Activities freeze this long before they start.
+    #[serde(with = "humantime_serde")]
+    pub freeze_period: Duration,
+    /// How many templates one listing may have bound at once.
+    pub max_bindings_per_listing: u32,
+    /// Code batches up to this many codes are generated within the request; larger ones in
+    /// the background.
+    pub code_batch_sync_max: u32,
+}
+
+/// The claim path.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Claim {
+    /// `batched` (group commit) or `single` (one transaction per claim, for comparison).
+    pub mode: ClaimModeName,
+    /// Largest number of claims committed in one transaction.
+    pub max_batch: usize,
+}
+
+/// `claim.mode` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ClaimModeName {
+    Batched,
+    Single,
+}
+
+/// Rate limits (GCRA): a sustained rate per second and the burst allowed at once; 0 disables.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    pub claim_rate_per_user: u32,
+    pub claim_burst_per_user: u32,
+    /// Per client IP, with user tokens only.
+    pub claim_rate_per_ip: u32,
+    pub claim_burst_per_ip: u32,
+    /// Code redemptions (failed ones count).
+    pub redeem_rate_per_user: u32,
+    pub redeem_burst_per_user: u32,
+    pub redeem_rate_per_ip: u32,
+    pub redeem_burst_per_ip: u32,
+    /// Writes with an `Idempotency-Key` per user or merchant (replays and retries count).
+    pub idempotency_rate_per_principal: u32,
+    pub idempotency_burst_per_principal: u32,
+    /// Shared-code changes (`PUT /v1/templates/{id}/code`) per merchant.
+    pub code_set_rate_per_merchant: u32,
+    pub code_set_burst_per_merchant: u32,
+}
+
+/// Orders holding coupons.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Checkout {
+    /// How long a lock holds an order's coupons without a confirm.
+    #[serde(with = "humantime_serde")]
+    pub lock_ttl: Duration,
+}
+
+/// Answers replayed to retries of writes with an `Idempotency-Key`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Idempotency {
+    /// How long answers are kept for replay.
+    #[serde(with = "humantime_serde")]
+    pub ttl: Duration,
+    /// A request unanswered this long is taken to have died with its process; a retry then
+    /// runs it again.
+    #[serde(with = "humantime_serde")]
+    pub stale: Duration,
+    /// Larger answers are not kept for replay.
+    pub max_answer_bytes: usize,
+}
+
+/// Background work.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Background {
+    /// Users are reminded this many days before their coupons expire.
+    pub reminder_days_before: u32,
+    /// Background work (code generation, bulk issuance) sizes its transactions to take about
+    /// this long, so claims waiting for the database are never held up by much more.
+    #[serde(with = "humantime_serde")]
+    pub txn_target: Duration,
+}
+
+/// Webhook endpoints and deliveries.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Webhook {
+    /// The wait before a delivery's second attempt; it doubles each time.
+    #[serde(with = "humantime_serde")]
+    pub retry_base: Duration,
+    /// Attempts before a delivery is marked failed.
+    pub max_attempts: u32,
+    /// Host names and CIDR ranges webhooks may target although they are internal
+    /// (loopback, private, link-local, ...); empty: none.
+    #[serde(deserialize_with = "list_or_csv")]
+    pub allow_hosts: Vec<String>,
+    /// Endpoints one owner (a merchant, or the platform) may have enabled.
+    pub max_per_owner: u32,
+    /// How long a receiver has to answer.
+    #[serde(with = "humantime_serde")]
+    pub timeout: Duration,
+    /// Deliveries in flight at once, over all endpoints.
+    pub concurrency: u32,
+    /// Deliveries in flight at once to one endpoint.
+    pub concurrency_per_endpoint: u32,
+}
+
+/// A list given as a TOML array, or (from the environment) as one comma-separated string.
+fn list_or_csv<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Either {
+        List(Vec<String>),
+        Text(String),
+    }
+    Ok(match Either::deserialize(d)? {
+        Either::List(v) => v,
+        Either::Text(t) => t
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect(),
+    })
+}
