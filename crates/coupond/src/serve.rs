@@ -45,7 +45,58 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
             .map_err(anyhow::Error::msg)
             .context("webhook_allow_hosts")?,
     );
-    let settings = ApiSettings {
+    let settings = api_settings(&config, targets.clone())?;
+    let state = AppState::new(store.clone(), clock.clone(), &secret, settings);
+
+    let listener = coupond_api::server::bind(config.server.listen)
+        .with_context(|| format!("binding {}", config.server.listen))?;
+    let addr = listener.local_addr()?;
+    if args.demo {
+        print_demo(&store, &state, clock.now(), addr).await?;
+    }
+    tracing::info!(%addr, database = %redact_url(&config.database.url), backend = store.backend(), "listening");
+    eprintln!(
+        "coupond listening on http://{addr} ({} database)",
+        store.backend()
+    );
+
+    // Aborted when `run` returns; it holds no state worth finishing.
+    let upkeep = spawn_upkeep(state.clone());
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    // Background work stops between steps once the signal arrives; what it committed stays.
+    let background = start_workers(&config, &state, &store, &clock, targets, &stop_rx);
+    let grace = config.server.shutdown_grace;
+    let engine = state.claims().clone();
+    let limits = ConnectionLimits {
+        max_connections: config.server.max_connections,
+        max_connections_per_ip: config.server.max_connections_per_ip,
+        header_timeout: config.server.header_timeout,
+        stall_timeout: config.server.stall_timeout,
+    };
+    let server =
+        coupond_api::server::serve(listener, coupond_api::router(state), limits, async move {
+            shutdown_signal().await;
+            tracing::info!("shutdown signal received; finishing in-flight requests");
+            let _ = stop_tx.send(true);
+        });
+    let mut stop_rx = stop_rx;
+    let deadline = async move {
+        // Wait for the signal, then give in-flight requests `grace` to finish.
+        let _ = stop_rx.wait_for(|stopped| *stopped).await;
+        tokio::time::sleep(grace).await;
+    };
+    tokio::select! {
+        () = server => {},
+        () = deadline => tracing::warn!(?grace, "in-flight requests did not finish within the grace period"),
+    }
+    finish(upkeep, background, engine, store).await;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// The API's settings, from the configuration's sections.
+fn api_settings(config: &Config, targets: Arc<TargetPolicy>) -> anyhow::Result<ApiSettings> {
+    Ok(ApiSettings {
         freeze: time::Duration::try_from(config.catalog.freeze_period)
             .context("freeze_period is too long")?,
         max_body_bytes: config.server.max_body_bytes,
@@ -94,39 +145,16 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
             per_second: config.limits.code_set_rate_per_merchant,
             burst: config.limits.code_set_burst_per_merchant,
         },
-        webhook_targets: targets.clone(),
+        webhook_targets: targets,
         max_webhooks_per_owner: config.webhook.max_per_owner,
         background_txn_target: config.background.txn_target,
         ..ApiSettings::default()
-    };
-    let state = AppState::new(store.clone(), clock.clone(), &secret, settings);
+    })
+}
 
-    let listener = coupond_api::server::bind(config.server.listen)
-        .with_context(|| format!("binding {}", config.server.listen))?;
-    let addr = listener.local_addr()?;
-    if args.demo {
-        let creds = demo::load(
-            store.as_ref(),
-            state.jwt(),
-            clock.now(),
-            state.settings().freeze,
-        )
-        .await?;
-        println!("# coupond demo: paste these into the shell you will use curl from");
-        println!("export COUPOND={}", format_args!("http://{addr}"));
-        for line in creds.lines {
-            println!("{line}");
-        }
-    }
-    tracing::info!(%addr, database = %redact_url(&config.database.url), backend = store.backend(), "listening");
-    eprintln!(
-        "coupond listening on http://{addr} ({} database)",
-        store.backend()
-    );
-
-    // Aborted when `run` returns; it holds no state worth finishing.
-    let upkeep_state = state.clone();
-    let upkeep = tokio::spawn(async move {
+/// Every 5 s: metrics upkeep, idle rate-limit keys dropped, expired idempotency records purged.
+fn spawn_upkeep(upkeep_state: AppState) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
         let mut tick = tokio::time::interval(std::time::Duration::from_secs(5));
         loop {
             tick.tick().await;
@@ -140,22 +168,32 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
                 tracing::warn!(error = %e, "purging expired idempotency records failed");
             }
         }
-    });
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    // Background work stops between steps once the signal arrives; what it committed stays.
+    })
+}
+
+/// Starts every background loop, each supervised: a panic is logged, counted and the loop
+/// restarted. They stop between steps once `stop` turns true.
+fn start_workers(
+    config: &Config,
+    state: &AppState,
+    store: &Arc<dyn coupond_store::Store>,
+    clock: &Arc<dyn Clock>,
+    targets: Arc<TargetPolicy>,
+    stop_rx: &tokio::sync::watch::Receiver<bool>,
+) -> Vec<tokio::task::JoinHandle<()>> {
     // Each loop runs supervised: a panic is logged, counted and the loop restarted.
     let workers = state.workers().clone();
     let codes = supervised(
         "codes",
         &workers,
-        &stop_rx,
+        stop_rx,
         state.code_generator().clone(),
         coupond_engine::worker::run,
     );
     let issuance = supervised(
         "issuance",
         &workers,
-        &stop_rx,
+        stop_rx,
         state.issuance_worker().clone(),
         coupond_engine::worker::run,
     );
@@ -165,7 +203,7 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
     let scheduler = supervised(
         "scheduler",
         &workers,
-        &stop_rx,
+        stop_rx,
         coupond_engine::Scheduler::new(
             store.clone(),
             clock.clone(),
@@ -174,7 +212,40 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
         ),
         coupond_engine::worker::run,
     );
-    let observers: Vec<Arc<dyn coupond_engine::Observer>> = vec![
+    let observers = observers(config, state, store, clock);
+    let sender_settings = sender_settings(config);
+    let webhooks = supervised(
+        "webhooks",
+        &workers,
+        stop_rx,
+        coupond_engine::WebhookSender::new(
+            store.clone(),
+            clock.clone(),
+            sender_settings,
+            targets,
+            holder.clone(),
+        ),
+        |w, stop| w.run(stop),
+    );
+    let dispatcher = supervised(
+        "dispatcher",
+        &workers,
+        stop_rx,
+        coupond_engine::Dispatcher::new(store.clone(), clock.clone(), observers, holder)
+            .paced(config.background.txn_target),
+        coupond_engine::worker::run,
+    );
+    vec![codes, issuance, scheduler, webhooks, dispatcher]
+}
+
+/// The outbox's consumers, in the order the dispatcher hands them each batch.
+fn observers(
+    config: &Config,
+    state: &AppState,
+    store: &Arc<dyn coupond_store::Store>,
+    clock: &Arc<dyn Clock>,
+) -> Vec<Arc<dyn coupond_engine::Observer>> {
+    vec![
         Arc::new(coupond_engine::ReminderPlanner::new(
             store.clone(),
             config.background.reminder_days_before,
@@ -190,8 +261,12 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
         Arc::new(coupond_api::invalidate::CacheInvalidator::new(
             state.clone(),
         )),
-    ];
-    let sender_settings = coupond_engine::SenderSettings {
+    ]
+}
+
+/// How the webhook sender retries, waits and spreads its deliveries.
+fn sender_settings(config: &Config) -> coupond_engine::SenderSettings {
+    coupond_engine::SenderSettings {
         retry: coupond_engine::RetryPolicy {
             base: config.webhook.retry_base,
             max_attempts: config.webhook.max_attempts.max(1),
@@ -199,58 +274,37 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
         timeout: config.webhook.timeout,
         concurrency: config.webhook.concurrency.max(1) as usize,
         per_endpoint: config.webhook.concurrency_per_endpoint.max(1) as usize,
-    };
-    let webhooks = supervised(
-        "webhooks",
-        &workers,
-        &stop_rx,
-        coupond_engine::WebhookSender::new(
-            store.clone(),
-            clock.clone(),
-            sender_settings,
-            targets,
-            holder.clone(),
-        ),
-        |w, stop| w.run(stop),
-    );
-    let dispatcher = supervised(
-        "dispatcher",
-        &workers,
-        &stop_rx,
-        coupond_engine::Dispatcher::new(store.clone(), clock.clone(), observers, holder)
-            .paced(config.background.txn_target),
-        coupond_engine::worker::run,
-    );
-    let grace = config.server.shutdown_grace;
-    let engine = state.claims().clone();
-    let limits = ConnectionLimits {
-        max_connections: config.server.max_connections,
-        max_connections_per_ip: config.server.max_connections_per_ip,
-        header_timeout: config.server.header_timeout,
-        stall_timeout: config.server.stall_timeout,
-    };
-    let server =
-        coupond_api::server::serve(listener, coupond_api::router(state), limits, async move {
-            shutdown_signal().await;
-            tracing::info!("shutdown signal received; finishing in-flight requests");
-            let _ = stop_tx.send(true);
-        });
-    let mut stop_rx = stop_rx;
-    let deadline = async move {
-        // Wait for the signal, then give in-flight requests `grace` to finish.
-        let _ = stop_rx.wait_for(|stopped| *stopped).await;
-        tokio::time::sleep(grace).await;
-    };
-    tokio::select! {
-        () = server => {},
-        () = deadline => tracing::warn!(?grace, "in-flight requests did not finish within the grace period"),
     }
+}
+
+/// Loads the demo data and prints the credentials to use it as `export` lines.
+async fn print_demo(
+    store: &Arc<dyn coupond_store::Store>,
+    state: &AppState,
+    now: coupond_domain::Timestamp,
+    addr: std::net::SocketAddr,
+) -> anyhow::Result<()> {
+    let creds = demo::load(store.as_ref(), state.jwt(), now, state.settings().freeze).await?;
+    println!("# coupond demo: paste these into the shell you will use curl from");
+    println!("export COUPOND={}", format_args!("http://{addr}"));
+    for line in creds.lines {
+        println!("{line}");
+    }
+    Ok(())
+}
+
+/// After the server stopped: background loops end, queued claims are committed and answered,
+/// then the database closes (waiting at most 5 s for connections still in use).
+async fn finish(
+    upkeep: tokio::task::JoinHandle<()>,
+    background: Vec<tokio::task::JoinHandle<()>>,
+    engine: coupond_engine::ClaimEngine,
+    store: Arc<dyn coupond_store::Store>,
+) {
     upkeep.abort();
-    let _ = codes.await;
-    let _ = issuance.await;
-    let _ = scheduler.await;
-    let _ = dispatcher.await;
-    let _ = webhooks.await;
+    for task in background {
+        let _ = task.await;
+    }
     // Claims already queued are committed and answered before the database closes.
     engine.shutdown().await;
     // Closing waits for checked-out connections; a request still running past the grace
@@ -261,8 +315,6 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
     {
         tracing::warn!("database connections still busy after 5s; exiting anyway");
     }
-    tracing::info!("stopped");
-    Ok(())
 }
 
 /// Resolves on SIGINT (Ctrl-C) or SIGTERM.
