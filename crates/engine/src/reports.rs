@@ -73,9 +73,11 @@ pub async fn reconciliation(
         let funded_by = match t.spec.activity_id {
             Some(a) => match funders.get(&a) {
                 Some(f) => *f,
-                None => *funders
-                    .entry(a)
-                    .or_insert(store.activity(a).await?.spec.funded_by),
+                None => {
+                    let f = store.activity(a).await?.spec.funded_by;
+                    funders.insert(a, f);
+                    f
+                }
             },
             None if t.merchant_id.is_some() => FundedBy::Merchant,
             None => FundedBy::Platform,
