@@ -36,6 +36,7 @@ mod catalog;
 mod checkout;
 mod claims;
 mod codes;
+mod exec;
 mod idempotency;
 mod inspect;
 mod issuance;
@@ -44,6 +45,7 @@ mod scheduling;
 mod stats;
 mod store;
 mod wallet;
-mod webhooks;
 
 pub use store::{PgStore, DEFAULT_MAX_CONNECTIONS};
+
+coupond_store_sql::impl_webhook_store!(PgStore);

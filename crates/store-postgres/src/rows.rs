@@ -8,8 +8,8 @@ use coupond_domain::{
 use coupond_store::checkout::{OrderRecord, OrderState};
 use coupond_store::Conflict;
 use coupond_store::{
-    codec, ApiKey, CodeBatch, CouponEvent, Delivery, DeliveryAttempt, DeliveryState, Event,
-    Issuance, IssuanceState, Message, PromoCode, Reminder, Role, StoreError, Webhook,
+    codec, ApiKey, CodeBatch, CouponEvent, Event, Issuance, IssuanceState, Message, PromoCode,
+    Reminder, Role, StoreError,
 };
 use sqlx::postgres::PgRow;
 use sqlx::Row;
@@ -302,48 +302,4 @@ pub(crate) fn user_list(blob: &[u8]) -> Result<Vec<UserId>, StoreError> {
     text.split('\n')
         .map(|u| UserId::parse(u).map_err(StoreError::other))
         .collect()
-}
-
-pub(crate) fn webhook(r: &PgRow) -> Result<Webhook, StoreError> {
-    Ok(Webhook {
-        id: get(r, "id")?,
-        merchant_id: get::<Option<i64>>(r, "merchant_id")?
-            .map(|v| id(v, MerchantId::new))
-            .transpose()?,
-        url: get(r, "url")?,
-        secret: get(r, "secret")?,
-        event_types: serde_json::from_str(&get::<String>(r, "event_types")?)
-            .map_err(StoreError::other)?,
-        created_at: ts(get(r, "created_at")?)?,
-        disabled_at: opt_ts(get(r, "disabled_at")?)?,
-    })
-}
-
-pub(crate) fn delivery(r: &PgRow, attempts: Vec<DeliveryAttempt>) -> Result<Delivery, StoreError> {
-    let state: String = get(r, "state")?;
-    Ok(Delivery {
-        id: get(r, "id")?,
-        webhook_id: get(r, "webhook_id")?,
-        event_id: get(r, "event_id")?,
-        event_type: get(r, "event_type")?,
-        payload: get(r, "payload")?,
-        state: DeliveryState::parse(&state)
-            .ok_or_else(|| StoreError::other("unknown delivery state"))?,
-        next_at: ts(get(r, "next_at")?)?,
-        created_at: ts(get(r, "created_at")?)?,
-        delivered_at: opt_ts(get(r, "delivered_at")?)?,
-        tries: get(r, "attempts")?,
-        attempts,
-    })
-}
-
-pub(crate) fn attempt(r: &PgRow) -> Result<DeliveryAttempt, StoreError> {
-    Ok(DeliveryAttempt {
-        attempt: get(r, "attempt")?,
-        at: ts(get(r, "at")?)?,
-        status: get::<Option<i64>>(r, "status")?
-            .map(|s| u16::try_from(s).map_err(StoreError::other))
-            .transpose()?,
-        error: get(r, "error")?,
-    })
 }

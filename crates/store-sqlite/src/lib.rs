@@ -40,6 +40,7 @@ mod catalog;
 mod checkout;
 mod claims;
 mod codes;
+mod exec;
 mod gate;
 mod inspect;
 mod issuance;
@@ -47,6 +48,7 @@ mod rows;
 mod scheduling;
 mod stats;
 mod store;
-mod webhooks;
 
 pub use store::{SqliteStore, DEFAULT_READERS};
+
+coupond_store_sql::impl_webhook_store!(SqliteStore);

@@ -1,0 +1,182 @@
+//! The shared SQL layer's traits ([`Db`], [`Exec`], [`Tx`]) on PostgreSQL: arguments bound
+//! with their PostgreSQL types (`TIMESTAMPTZ`, `JSONB`, `BIGINT[]`), rows read into [`Row`]s
+//! by column type.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use coupond_domain::Timestamp;
+use coupond_store::{StoreError, StoreResult};
+use coupond_store_sql::{Arg, Db, Dialect, Exec, Query, Row, Tx, Value, Work};
+use serde_json::value::RawValue;
+use sqlx::postgres::{PgArguments, PgRow};
+use sqlx::types::Json;
+use sqlx::{Column, Postgres, Row as _, TypeInfo, ValueRef};
+use time::OffsetDateTime;
+
+use crate::rows::db_err;
+use crate::store::PgStore;
+
+type SqlxQuery<'q> = sqlx::query::Query<'q, Postgres, PgArguments>;
+
+fn build(q: &Query) -> StoreResult<SqlxQuery<'_>> {
+    let mut out = sqlx::query(q.text());
+    for a in q.args() {
+        out = match a {
+            Arg::Int(v) => out.bind(*v),
+            Arg::Text(v) => out.bind(v.as_deref()),
+            Arg::Bool(v) => out.bind(*v),
+            Arg::Time(v) => out.bind(v.map(Timestamp::datetime)),
+            Arg::Json(v) => {
+                let doc = RawValue::from_string(v.clone()).map_err(StoreError::other)?;
+                out.bind(Json(doc))
+            }
+            Arg::Bytes(v) => out.bind(v.as_deref()),
+            Arg::Ints(v) => out.bind(v.as_slice()),
+        };
+    }
+    Ok(out)
+}
+
+/// `rows` as [`Row`]s, the column names shared.
+pub(crate) fn rows(rows: &[PgRow]) -> StoreResult<Vec<Row>> {
+    let Some(first) = rows.first() else {
+        return Ok(Vec::new());
+    };
+    let columns: Arc<[String]> = first
+        .columns()
+        .iter()
+        .map(|c| c.name().to_owned())
+        .collect();
+    rows.iter().map(|r| row_in(r, columns.clone())).collect()
+}
+
+/// One driver row as a [`Row`].
+pub(crate) fn row(r: &PgRow) -> StoreResult<Row> {
+    let columns: Arc<[String]> = r.columns().iter().map(|c| c.name().to_owned()).collect();
+    row_in(r, columns)
+}
+
+fn row_in(r: &PgRow, columns: Arc<[String]>) -> StoreResult<Row> {
+    let mut values = Vec::with_capacity(columns.len());
+    for i in 0..columns.len() {
+        let raw = r.try_get_raw(i).map_err(db_err)?;
+        let ty = raw.type_info().name().to_owned();
+        values.push(if raw.is_null() {
+            Value::Null
+        } else {
+            value(r, i, &ty)?
+        });
+    }
+    Ok(Row::new(columns, values))
+}
+
+fn value(r: &PgRow, i: usize, ty: &str) -> StoreResult<Value> {
+    Ok(match ty {
+        "INT8" => Value::Int(r.try_get(i).map_err(db_err)?),
+        "INT4" => Value::Int(i64::from(r.try_get::<i32, _>(i).map_err(db_err)?)),
+        "INT2" => Value::Int(i64::from(r.try_get::<i16, _>(i).map_err(db_err)?)),
+        "BOOL" => Value::Bool(r.try_get(i).map_err(db_err)?),
+        "FLOAT8" => Value::Real(r.try_get(i).map_err(db_err)?),
+        "TEXT" | "VARCHAR" | "BPCHAR" | "NAME" => Value::Text(r.try_get(i).map_err(db_err)?),
+        "JSONB" | "JSON" => {
+            let doc: &RawValue = r.try_get(i).map_err(db_err)?;
+            Value::Text(doc.get().to_owned())
+        }
+        "TIMESTAMPTZ" => {
+            let t: OffsetDateTime = r.try_get(i).map_err(db_err)?;
+            Value::Time(
+                Timestamp::from_datetime(t)
+                    .ok_or_else(|| StoreError::other("instant out of range"))?,
+            )
+        }
+        "BYTEA" => Value::Bytes(r.try_get(i).map_err(db_err)?),
+        "INT8[]" => Value::Ints(r.try_get(i).map_err(db_err)?),
+        "VOID" => Value::Null,
+        other => return Err(StoreError::other(format!("unread PostgreSQL type {other}"))),
+    })
+}
+
+async fn run<'e, E>(q: &Query, ex: E) -> StoreResult<u64>
+where
+    E: sqlx::Executor<'e, Database = Postgres>,
+{
+    let done = build(q)?.execute(ex).await.map_err(db_err)?;
+    Ok(done.rows_affected())
+}
+
+async fn all<'e, E>(q: &Query, ex: E) -> StoreResult<Vec<Row>>
+where
+    E: sqlx::Executor<'e, Database = Postgres>,
+{
+    rows(&build(q)?.fetch_all(ex).await.map_err(db_err)?)
+}
+
+async fn optional<'e, E>(q: &Query, ex: E) -> StoreResult<Option<Row>>
+where
+    E: sqlx::Executor<'e, Database = Postgres>,
+{
+    let r = build(q)?.fetch_optional(ex).await.map_err(db_err)?;
+    r.as_ref().map(row).transpose()
+}
+
+/// A write transaction.
+pub(crate) struct PgTx(pub(crate) sqlx::Transaction<'static, Postgres>);
+
+#[async_trait]
+impl Exec for PgTx {
+    async fn execute(&mut self, q: Query) -> StoreResult<u64> {
+        run(&q, &mut *self.0).await
+    }
+    async fn fetch_all(&mut self, q: Query) -> StoreResult<Vec<Row>> {
+        all(&q, &mut *self.0).await
+    }
+    async fn fetch_optional(&mut self, q: Query) -> StoreResult<Option<Row>> {
+        optional(&q, &mut *self.0).await
+    }
+}
+
+#[async_trait]
+impl Tx for PgTx {
+    async fn commit(self: Box<Self>) -> StoreResult<()> {
+        self.0.commit().await.map_err(db_err)
+    }
+
+    /// A transaction-scoped advisory lock on the key's hash.
+    async fn lock(&mut self, key: &str) -> StoreResult<()> {
+        sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
+            .bind(key)
+            .execute(&mut *self.0)
+            .await
+            .map_err(db_err)?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Db for PgStore {
+    fn dialect(&self) -> Dialect {
+        Dialect::Postgres
+    }
+
+    async fn read_all(&self, q: Query) -> StoreResult<Vec<Row>> {
+        all(&q, &self.pool).await
+    }
+
+    async fn read_optional(&self, q: Query) -> StoreResult<Option<Row>> {
+        optional(&q, &self.pool).await
+    }
+
+    async fn begin(&self, _work: Work) -> StoreResult<Box<dyn Tx + '_>> {
+        let tx = self.pool.begin().await.map_err(db_err)?;
+        Ok(Box::new(PgTx(tx)))
+    }
+
+    async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    fn template_columns(&self) -> &'static str {
+        crate::store::TEMPLATE_COLS
+    }
+}

@@ -1,0 +1,80 @@
+//! What a backend gives the shared layer: a [`Db`] to read from and begin transactions on,
+//! and [`Exec`]utors that run [`Query`]s and return [`Row`]s.
+
+use async_trait::async_trait;
+use coupond_store::{Conflict, StoreError, StoreResult};
+
+use crate::query::{sql, Dialect, Query};
+use crate::value::Row;
+
+/// Runs statements: a pooled connection or an open transaction.
+#[async_trait]
+pub trait Exec: Send {
+    /// Runs `q`; the number of rows it changed.
+    async fn execute(&mut self, q: Query) -> StoreResult<u64>;
+    async fn fetch_all(&mut self, q: Query) -> StoreResult<Vec<Row>>;
+    async fn fetch_optional(&mut self, q: Query) -> StoreResult<Option<Row>>;
+
+    /// The one row `q` returns; [`StoreError::NotFound`] if none.
+    async fn fetch_one(&mut self, q: Query) -> StoreResult<Row> {
+        self.fetch_optional(q).await?.ok_or(StoreError::NotFound)
+    }
+}
+
+/// A write transaction. Dropped without [`Tx::commit`], it rolls back.
+#[async_trait]
+pub trait Tx: Exec {
+    async fn commit(self: Box<Self>) -> StoreResult<()>;
+
+    /// Makes writes about `key` (an owner's webhooks, a user's codes) take turns until this
+    /// transaction ends, where the backend lets writers run at once: so a count and the insert
+    /// it allows cannot interleave with another's.
+    async fn lock(&mut self, key: &str) -> StoreResult<()>;
+}
+
+/// Who a write transaction is for: on a backend with one writer, requests go first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Work {
+    /// A caller is waiting for the answer.
+    Request,
+    /// Consumers, generators and sweepers: they take turns and stand aside for requests.
+    Background,
+}
+
+/// A database the shared layer runs on.
+#[async_trait]
+pub trait Db: Send + Sync {
+    fn dialect(&self) -> Dialect;
+
+    /// Reads outside a transaction (on SQLite, from the reader pool).
+    async fn read_all(&self, q: Query) -> StoreResult<Vec<Row>>;
+    async fn read_optional(&self, q: Query) -> StoreResult<Option<Row>>;
+
+    /// Begins a write transaction.
+    async fn begin(&self, work: Work) -> StoreResult<Box<dyn Tx + '_>>;
+
+    /// Closes the pools; waits for connections in use to come back.
+    async fn close(&self);
+
+    /// The columns a template is read with (`templates` holds `claimed` itself, or a backend
+    /// derives it from its stock shards).
+    fn template_columns(&self) -> &'static str;
+
+    /// The one row `q` reads; [`StoreError::NotFound`] if none.
+    async fn read_one(&self, q: Query) -> StoreResult<Row> {
+        self.read_optional(q).await?.ok_or(StoreError::NotFound)
+    }
+}
+
+/// After a conditional update changed nothing: [`StoreError::NotFound`] if row `id` of `table`
+/// is gone, else its version moved on.
+pub async fn missing_or_conflict(ex: &mut dyn Exec, table: &str, id: i64) -> StoreError {
+    match ex
+        .fetch_optional(sql(format!("SELECT 1 AS one FROM {table} WHERE id = $1")).bind(id))
+        .await
+    {
+        Ok(None) => StoreError::NotFound,
+        Ok(Some(_)) => StoreError::Conflict(Conflict::Version),
+        Err(e) => e,
+    }
+}

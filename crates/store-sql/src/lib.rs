@@ -1,0 +1,33 @@
+//! The SQL coupond's backends share. Statements are written once, with `$n` placeholders,
+//! over a small [`Dialect`]; a backend runs them through the [`Db`], [`Exec`] and [`Tx`]
+//! traits, so nothing here sees a driver type, and backends keep only what is truly theirs
+//! (connection setup, migrations, the claim path, checkout, issuance chunks, outbox ordering).
+//!
+//! - `value`: [`Arg`]s bound to statements, [`Row`]s read back.
+//! - `query`: [`Query`] (a statement and its arguments) and the [`Dialect`] fragments.
+//! - `db`: the traits a backend implements: [`Db`], [`Exec`], [`Tx`].
+//! - `webhooks`: [`WebhookStore`](coupond_store::WebhookStore) ([`impl_webhook_store!`]).
+//!
+//! Each area module ends with a macro that implements its storage trait for a backend type
+//! that is a [`Db`] (a trait of `coupond_store` cannot be implemented here for a type of
+//! another crate): `coupond_store_sql::impl_webhook_store!(SqliteStore);`.
+#![forbid(unsafe_code)]
+
+mod db;
+mod query;
+mod value;
+pub mod webhooks;
+
+pub use db::{missing_or_conflict, Db, Exec, Tx, Work};
+pub use query::{sql, Dialect, Query};
+pub use value::{Arg, IntoArg, Json, Row, Value};
+
+#[doc(hidden)]
+pub use async_trait::async_trait;
+
+/// The crates the area macros name, so a backend need not import them.
+#[doc(hidden)]
+pub mod reexport {
+    pub use coupond_domain as domain;
+    pub use coupond_store as store;
+}

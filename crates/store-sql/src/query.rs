@@ -1,0 +1,182 @@
+//! [`Query`]: a statement and its arguments, written once for every backend.
+//!
+//! Placeholders are PostgreSQL's `$1`, `$2`, ...: PostgreSQL and SQLite (through sqlx) read
+//! them as written, and a backend without numbered placeholders rewrites them
+//! ([`Query::positional`]). Where the dialects differ in syntax, the statement asks the
+//! [`Dialect`] for the fragment.
+
+use std::borrow::Cow;
+
+use crate::value::{Arg, IntoArg};
+
+/// A statement with its arguments, `$n` naming the n-th.
+#[derive(Clone, Debug)]
+pub struct Query {
+    sql: Cow<'static, str>,
+    args: Vec<Arg>,
+}
+
+/// A statement with no arguments yet.
+pub fn sql(text: impl Into<Cow<'static, str>>) -> Query {
+    Query {
+        sql: text.into(),
+        args: Vec::new(),
+    }
+}
+
+impl Query {
+    /// Binds the next argument (`$1` first).
+    pub fn bind(mut self, v: impl IntoArg) -> Self {
+        self.args.push(v.into_arg());
+        self
+    }
+
+    /// Appends SQL text.
+    pub fn push(&mut self, text: &str) -> &mut Self {
+        self.sql.to_mut().push_str(text);
+        self
+    }
+
+    /// Binds the next argument and appends its placeholder.
+    pub fn push_bind(&mut self, v: impl IntoArg) -> &mut Self {
+        self.args.push(v.into_arg());
+        let n = self.args.len();
+        self.sql.to_mut().push_str(&format!("${n}"));
+        self
+    }
+
+    /// The placeholder the next [`Query::push_bind`] would write, for building fragments.
+    pub fn next_param(&self) -> usize {
+        self.args.len() + 1
+    }
+
+    pub fn text(&self) -> &str {
+        &self.sql
+    }
+
+    pub fn args(&self) -> &[Arg] {
+        &self.args
+    }
+
+    /// The text with `?` for each placeholder and the arguments in the order they appear
+    /// (repeated where a placeholder is), for drivers with positional placeholders only.
+    /// `$` inside quoted strings is left alone.
+    pub fn positional(&self) -> (String, Vec<Arg>) {
+        let mut out = String::with_capacity(self.sql.len());
+        let mut args = Vec::with_capacity(self.args.len());
+        let mut chars = self.sql.chars().peekable();
+        let mut quoted = false;
+        while let Some(c) = chars.next() {
+            if c == '\'' {
+                quoted = !quoted;
+            }
+            if c != '$' || quoted || !chars.peek().is_some_and(char::is_ascii_digit) {
+                out.push(c);
+                continue;
+            }
+            let mut n = 0usize;
+            while let Some(d) = chars.peek().and_then(|d| d.to_digit(10)) {
+                n = n * 10 + d as usize;
+                chars.next();
+            }
+            out.push('?');
+            args.push(
+                self.args
+                    .get(n.wrapping_sub(1))
+                    .cloned()
+                    .unwrap_or(Arg::Int(None)),
+            );
+        }
+        (out, args)
+    }
+}
+
+/// The SQL dialects coupond speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dialect {
+    Sqlite,
+    Postgres,
+    Mysql,
+}
+
+impl Dialect {
+    /// `expr` is one of the integers in list parameter `$param` (an [`Arg::Ints`]).
+    pub fn in_list(self, expr: &str, param: usize) -> String {
+        match self {
+            Dialect::Postgres => format!("{expr} = ANY(${param})"),
+            Dialect::Sqlite => format!("{expr} IN (SELECT value FROM json_each(${param}))"),
+            Dialect::Mysql => format!(
+                "{expr} IN (SELECT v FROM JSON_TABLE(${param}, '$[*]' COLUMNS (v BIGINT PATH '$')) AS l)"
+            ),
+        }
+    }
+
+    /// `expr` is none of the integers in list parameter `$param`.
+    pub fn not_in_list(self, expr: &str, param: usize) -> String {
+        match self {
+            Dialect::Postgres => format!("{expr} <> ALL(${param})"),
+            _ => format!("NOT ({})", self.in_list(expr, param)),
+        }
+    }
+
+    /// Equality where NULL equals NULL.
+    pub fn same(self, a: &str, b: &str) -> String {
+        match self {
+            Dialect::Postgres => format!("{a} IS NOT DISTINCT FROM {b}"),
+            Dialect::Sqlite => format!("{a} IS {b}"),
+            Dialect::Mysql => format!("{a} <=> {b}"),
+        }
+    }
+
+    /// `SUM(expr)` as a 64-bit integer (PostgreSQL sums `BIGINT` into `NUMERIC`).
+    pub fn sum(self, expr: &str) -> String {
+        match self {
+            Dialect::Postgres => format!("SUM({expr})::BIGINT"),
+            Dialect::Sqlite => format!("SUM({expr})"),
+            Dialect::Mysql => format!("CAST(SUM({expr}) AS SIGNED)"),
+        }
+    }
+
+    /// Appended to an `INSERT` that skips rows whose unique key is taken (`col` is any column
+    /// of the table, which MySQL's form assigns to itself).
+    pub fn on_conflict_nothing(self, col: &str) -> String {
+        match self {
+            Dialect::Mysql => format!(" ON DUPLICATE KEY UPDATE {col} = {col}"),
+            _ => " ON CONFLICT DO NOTHING".to_owned(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbered_placeholders_become_positional_ones_in_order() {
+        let q = sql("SELECT '$1', $2 WHERE a = $1 AND b IS $2")
+            .bind(10_i64)
+            .bind("x");
+        let (text, args) = q.positional();
+        assert_eq!(text, "SELECT '$1', ? WHERE a = ? AND b IS ?");
+        assert_eq!(
+            args,
+            [
+                Arg::Text(Some("x".into())),
+                Arg::Int(Some(10)),
+                Arg::Text(Some("x".into()))
+            ]
+        );
+    }
+
+    #[test]
+    fn pushed_binds_are_numbered() {
+        let mut q = sql("SELECT 1 WHERE a = $1").bind(1_i64);
+        q.push(" AND b = ")
+            .push_bind(2_i64)
+            .push(" AND c = ")
+            .push_bind(3_i64);
+        assert_eq!(q.text(), "SELECT 1 WHERE a = $1 AND b = $2 AND c = $3");
+        assert_eq!(q.args().len(), 3);
+        assert_eq!(q.next_param(), 4);
+    }
+}

@@ -1,0 +1,158 @@
+//! The shared SQL layer's traits ([`Db`], [`Exec`], [`Tx`]) on SQLite: arguments bound as
+//! SQLite stores them (instants as microseconds, lists and documents as JSON text), rows read
+//! into [`Row`]s by the storage class of each value.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use coupond_store::{StoreError, StoreResult};
+use coupond_store_sql::{Arg, Db, Dialect, Exec, Query, Row, Tx, Value, Work};
+use sqlx::sqlite::{SqliteArguments, SqliteRow};
+use sqlx::{Column, Row as _, Sqlite, TypeInfo, ValueRef};
+use tokio::sync::SemaphorePermit;
+
+use crate::rows::db_err;
+use crate::store::SqliteStore;
+
+type SqlxQuery<'q> = sqlx::query::Query<'q, Sqlite, SqliteArguments<'q>>;
+
+fn build(q: &Query) -> SqlxQuery<'_> {
+    let mut out = sqlx::query(q.text());
+    for a in q.args() {
+        out = match a {
+            Arg::Int(v) => out.bind(*v),
+            Arg::Text(v) => out.bind(v.as_deref()),
+            Arg::Bool(v) => out.bind(*v),
+            Arg::Time(v) => out.bind(v.map(|t| t.unix_micros())),
+            Arg::Json(v) => out.bind(v.as_str()),
+            Arg::Bytes(v) => out.bind(v.as_deref()),
+            Arg::Ints(v) => out.bind(serde_json::to_string(v).unwrap_or_default()),
+        };
+    }
+    out
+}
+
+/// `rows` as [`Row`]s, the column names shared.
+pub(crate) fn rows(rows: &[SqliteRow]) -> StoreResult<Vec<Row>> {
+    let Some(first) = rows.first() else {
+        return Ok(Vec::new());
+    };
+    let columns: Arc<[String]> = first
+        .columns()
+        .iter()
+        .map(|c| c.name().to_owned())
+        .collect();
+    rows.iter().map(|r| row_in(r, columns.clone())).collect()
+}
+
+/// One driver row as a [`Row`].
+pub(crate) fn row(r: &SqliteRow) -> StoreResult<Row> {
+    let columns: Arc<[String]> = r.columns().iter().map(|c| c.name().to_owned()).collect();
+    row_in(r, columns)
+}
+
+fn row_in(r: &SqliteRow, columns: Arc<[String]>) -> StoreResult<Row> {
+    let mut values = Vec::with_capacity(columns.len());
+    for i in 0..columns.len() {
+        let raw = r.try_get_raw(i).map_err(db_err)?;
+        let v = if raw.is_null() {
+            Value::Null
+        } else {
+            match raw.type_info().name() {
+                "INTEGER" | "BOOLEAN" => Value::Int(r.try_get(i).map_err(db_err)?),
+                "REAL" => Value::Real(r.try_get(i).map_err(db_err)?),
+                "TEXT" => Value::Text(r.try_get(i).map_err(db_err)?),
+                "BLOB" => Value::Bytes(r.try_get(i).map_err(db_err)?),
+                other => return Err(StoreError::other(format!("unread SQLite type {other}"))),
+            }
+        };
+        values.push(v);
+    }
+    Ok(Row::new(columns, values))
+}
+
+/// A connection pool as an [`Exec`] (the reader pool, or the writer outside a transaction).
+pub(crate) struct PoolExec<'a>(pub(crate) &'a sqlx::SqlitePool);
+
+#[async_trait]
+impl Exec for PoolExec<'_> {
+    async fn execute(&mut self, q: Query) -> StoreResult<u64> {
+        let done = build(&q).execute(self.0).await.map_err(db_err)?;
+        Ok(done.rows_affected())
+    }
+    async fn fetch_all(&mut self, q: Query) -> StoreResult<Vec<Row>> {
+        rows(&build(&q).fetch_all(self.0).await.map_err(db_err)?)
+    }
+    async fn fetch_optional(&mut self, q: Query) -> StoreResult<Option<Row>> {
+        let r = build(&q).fetch_optional(self.0).await.map_err(db_err)?;
+        r.as_ref().map(row).transpose()
+    }
+}
+
+/// A write transaction, with the background turn it holds (see `gate`).
+pub(crate) struct SqliteTx<'a> {
+    pub(crate) tx: sqlx::Transaction<'static, Sqlite>,
+    pub(crate) _turn: Option<SemaphorePermit<'a>>,
+}
+
+#[async_trait]
+impl Exec for SqliteTx<'_> {
+    async fn execute(&mut self, q: Query) -> StoreResult<u64> {
+        let done = build(&q).execute(&mut *self.tx).await.map_err(db_err)?;
+        Ok(done.rows_affected())
+    }
+    async fn fetch_all(&mut self, q: Query) -> StoreResult<Vec<Row>> {
+        rows(&build(&q).fetch_all(&mut *self.tx).await.map_err(db_err)?)
+    }
+    async fn fetch_optional(&mut self, q: Query) -> StoreResult<Option<Row>> {
+        let r = build(&q)
+            .fetch_optional(&mut *self.tx)
+            .await
+            .map_err(db_err)?;
+        r.as_ref().map(row).transpose()
+    }
+}
+
+#[async_trait]
+impl Tx for SqliteTx<'_> {
+    async fn commit(self: Box<Self>) -> StoreResult<()> {
+        self.tx.commit().await.map_err(db_err)
+    }
+
+    /// One writer at a time already: every write transaction takes turns.
+    async fn lock(&mut self, _key: &str) -> StoreResult<()> {
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Db for SqliteStore {
+    fn dialect(&self) -> Dialect {
+        Dialect::Sqlite
+    }
+
+    async fn read_all(&self, q: Query) -> StoreResult<Vec<Row>> {
+        PoolExec(&self.reader).fetch_all(q).await
+    }
+
+    async fn read_optional(&self, q: Query) -> StoreResult<Option<Row>> {
+        PoolExec(&self.reader).fetch_optional(q).await
+    }
+
+    async fn begin(&self, work: Work) -> StoreResult<Box<dyn Tx + '_>> {
+        let (turn, tx) = match work {
+            Work::Request => (None, SqliteStore::begin(self).await?),
+            Work::Background => self.begin_background().await?,
+        };
+        Ok(Box::new(SqliteTx { tx, _turn: turn }))
+    }
+
+    async fn close(&self) {
+        self.writer.close().await;
+        self.reader.close().await;
+    }
+
+    fn template_columns(&self) -> &'static str {
+        crate::store::TEMPLATE_COLS
+    }
+}
