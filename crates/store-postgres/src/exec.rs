@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use coupond_domain::Timestamp;
-use coupond_store::{StoreError, StoreResult};
+use coupond_store::{OutboxPosition, PoolStats, StoreError, StoreResult};
 use coupond_store_sql::{Arg, Db, Dialect, Exec, Query, Row, Tx, Value, Work};
 use serde_json::value::RawValue;
 use sqlx::postgres::{PgArguments, PgRow};
@@ -176,7 +176,75 @@ impl Db for PgStore {
         self.pool.close().await;
     }
 
+    fn name(&self) -> &'static str {
+        "postgres"
+    }
+
+    fn pool_stats(&self) -> PoolStats {
+        PoolStats {
+            size: self.pool.size(),
+            idle: self.pool.num_idle() as u32,
+            max: self.max,
+        }
+    }
+
+    fn claimed_column(&self) -> &'static str {
+        "(SELECT COALESCE(SUM(s.claimed), 0)::bigint FROM template_stock s
+          WHERE s.template_id = templates.id)"
+    }
+
+    async fn outbox_head(&self) -> StoreResult<OutboxPosition> {
+        self.outbox_head_q().await
+    }
+
+    fn own_audit_checks(&self) -> &'static [(&'static str, &'static str)] {
+        &AUDIT_CHECKS
+    }
+
     fn template_columns(&self) -> &'static str {
         crate::store::TEMPLATE_COLS
     }
+
+    /// Splits the stock into the template's shards (migration 0015), keeping what was claimed.
+    async fn template_stock(&self, tx: &mut dyn Tx, id: i64, total: i64) -> StoreResult<()> {
+        tx.execute(
+            coupond_store_sql::sql("SELECT coupond_split_stock($1, $2)")
+                .bind(id)
+                .bind(total),
+        )
+        .await?;
+        Ok(())
+    }
 }
+
+/// The audit's checks on what is PostgreSQL's own: the stock shards (migration 0015) and the
+/// references the claim path's dropped foreign keys guarded.
+const AUDIT_CHECKS: [(&str, &str); 2] = [
+    (
+        "stock",
+        "SELECT 'template ' || t.id AS subject, 'claimed ' || COALESCE(s.claimed, 0)
+                || ', coupons ' || COALESCE(c.n, 0) || ', stock ' || t.total_stock
+                || ', shards hold ' || COALESCE(s.total, 0) AS detail
+         FROM templates t
+         LEFT JOIN (SELECT template_id, SUM(claimed) AS claimed, SUM(total) AS total
+                    FROM template_stock GROUP BY template_id) s ON s.template_id = t.id
+         LEFT JOIN (SELECT template_id, COUNT(*) AS n FROM coupons GROUP BY template_id) c
+             ON c.template_id = t.id
+         WHERE COALESCE(s.claimed, 0) <> COALESCE(c.n, 0) OR COALESCE(c.n, 0) > t.total_stock
+            OR COALESCE(s.total, 0) <> t.total_stock",
+    ),
+    (
+        "orphans",
+        "SELECT 'coupon ' || c.id AS subject, 'of missing template ' || c.template_id AS detail
+         FROM coupons c WHERE NOT EXISTS (SELECT 1 FROM templates t WHERE t.id = c.template_id)
+         UNION ALL
+         SELECT 'holding ' || h.template_id || '/' || h.user_id, 'of a missing template'
+         FROM holdings h WHERE NOT EXISTS (SELECT 1 FROM templates t WHERE t.id = h.template_id)
+         UNION ALL
+         SELECT 'log row ' || e.id, 'of missing coupon ' || e.coupon_id
+         FROM coupon_events e WHERE NOT EXISTS (SELECT 1 FROM coupons c WHERE c.id = e.coupon_id)
+         UNION ALL
+         SELECT 'reminder ' || r.user_id || '/' || r.template_id, 'of a missing template'
+         FROM reminders r WHERE NOT EXISTS (SELECT 1 FROM templates t WHERE t.id = r.template_id)",
+    ),
+];

@@ -4,13 +4,16 @@
 //!   implements every area trait of `coupond_store`, one module each, so it is a
 //!   [`Store`](coupond_store::Store):
 //! - `admin`: [`AdminStore`](coupond_store::AdminStore): health, settings, API keys.
-//! - `catalog`: [`CatalogStore`](coupond_store::CatalogStore): merchants, listings, bindings.
-//! - `campaigns`: [`CampaignStore`](coupond_store::CampaignStore): activities and templates.
+//! - `catalog`: [`CatalogStore`](coupond_store::CatalogStore): merchants, listings, bindings
+//!   (written once in `coupond_store_sql::catalog`).
+//! - `campaigns`: [`CampaignStore`](coupond_store::CampaignStore): activities and templates
+//!   (written once in `coupond_store_sql::campaigns`).
 //! - `claims`: the claim batch, the hot write path.
 //! - `wallet`: [`ClaimStore`](coupond_store::ClaimStore): the claim batch and a user's wallet.
 //! - `checkout`: [`CheckoutStore`](coupond_store::CheckoutStore): orders locking, confirming and cancelling coupons.
 //! - `idempotency`: [`IdempotencyStore`](coupond_store::IdempotencyStore): records of write routes.
-//! - `codes`: [`CodeStore`](coupond_store::CodeStore): promotion codes and their batches.
+//! - `codes`: [`CodeStore`](coupond_store::CodeStore): promotion codes and their batches
+//!   (written once in `coupond_store_sql::codes`).
 //! - `scheduling`: [`OutboxStore`](coupond_store::OutboxStore),
 //!   [`SchedulerStore`](coupond_store::SchedulerStore) and
 //!   [`InboxStore`](coupond_store::InboxStore): outbox consumers and leases, announced
@@ -29,23 +32,22 @@
 //! row it depends on, so correctness never rests on in-process state.
 #![forbid(unsafe_code)]
 
-mod admin;
-mod audit;
-mod campaigns;
-mod catalog;
 mod checkout;
 mod claims;
-mod codes;
 mod exec;
 mod idempotency;
-mod inspect;
 mod issuance;
 mod rows;
 mod scheduling;
-mod stats;
 mod store;
 mod wallet;
 
 pub use store::{PgStore, DEFAULT_MAX_CONNECTIONS};
 
 coupond_store_sql::impl_webhook_store!(PgStore);
+coupond_store_sql::impl_campaign_store!(PgStore);
+coupond_store_sql::impl_catalog_store!(PgStore);
+coupond_store_sql::impl_code_store!(PgStore);
+coupond_store_sql::impl_admin_store!(PgStore);
+coupond_store_sql::impl_report_store!(PgStore);
+coupond_store_sql::impl_inspect_store!(PgStore);

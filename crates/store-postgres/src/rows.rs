@@ -1,15 +1,13 @@
 //! Row conversions and the mapping of driver errors into [`StoreError`], in one place.
 
 use coupond_domain::{
-    Activity, ActivityId, Actor, CategoryId, CityId, Coupon, CouponId, CouponStatus, Listing,
-    ListingDraft, ListingId, Merchant, MerchantId, Money, OrderId, Template, TemplateId, Timestamp,
-    UserId, Window,
+    Activity, ActivityId, Actor, Coupon, CouponId, CouponStatus, MerchantId, Money, OrderId,
+    Template, TemplateId, Timestamp, UserId, Window,
 };
 use coupond_store::checkout::{OrderRecord, OrderState};
 use coupond_store::Conflict;
 use coupond_store::{
-    codec, ApiKey, CodeBatch, CouponEvent, Event, Issuance, IssuanceState, Message, PromoCode,
-    Reminder, Role, StoreError,
+    codec, CouponEvent, Event, Issuance, IssuanceState, Message, Reminder, StoreError,
 };
 use sqlx::postgres::PgRow;
 use sqlx::Row;
@@ -68,46 +66,6 @@ fn opt_merchant(r: &PgRow) -> Result<Option<MerchantId>, StoreError> {
         .transpose()
 }
 
-pub(crate) fn merchant(r: &PgRow) -> Result<Merchant, StoreError> {
-    Ok(Merchant {
-        id: id(get(r, "id")?, MerchantId::new)?,
-        name: get(r, "name")?,
-        short_name: get(r, "short_name")?,
-        cities: codec::cities_from_vec(get(r, "cities")?)?,
-        created_at: ts(get(r, "created_at")?)?,
-    })
-}
-
-pub(crate) fn api_key(r: &PgRow) -> Result<ApiKey, StoreError> {
-    let role: String = get(r, "role")?;
-    Ok(ApiKey {
-        id: get(r, "id")?,
-        prefix: get(r, "prefix")?,
-        role: Role::parse(&role).ok_or_else(|| StoreError::other("unknown role"))?,
-        merchant_id: opt_merchant(r)?,
-        label: get(r, "label")?,
-        created_at: ts(get(r, "created_at")?)?,
-        revoked_at: opt_ts(get(r, "revoked_at")?)?,
-    })
-}
-
-pub(crate) fn listing(r: &PgRow) -> Result<Listing, StoreError> {
-    Ok(Listing {
-        id: id(get(r, "id")?, ListingId::new)?,
-        merchant_id: id(get(r, "merchant_id")?, MerchantId::new)?,
-        draft: ListingDraft {
-            external_id: get(r, "external_id")?,
-            city_id: id(get(r, "city_id")?, CityId::new)?,
-            category_id: id(get(r, "category_id")?, CategoryId::new)?,
-            title: get(r, "title")?,
-            price: Money::new(get(r, "price")?).map_err(StoreError::other)?,
-            deposit: Money::new(get(r, "deposit")?).map_err(StoreError::other)?,
-        },
-        created_at: ts(get(r, "created_at")?)?,
-        updated_at: ts(get(r, "updated_at")?)?,
-    })
-}
-
 pub(crate) fn coupon(r: &PgRow) -> Result<Coupon, StoreError> {
     let status: String = get(r, "status")?;
     Ok(Coupon {
@@ -127,10 +85,6 @@ pub(crate) fn coupon(r: &PgRow) -> Result<Coupon, StoreError> {
         discount: get::<Option<i64>>(r, "discount")?.map(money).transpose()?,
         used_at: opt_ts(get(r, "used_at")?)?,
     })
-}
-
-pub(crate) fn listing_id(r: &PgRow) -> Result<ListingId, StoreError> {
-    id(get(r, "listing_id")?, ListingId::new)
 }
 
 pub(crate) fn activity(r: &PgRow) -> Result<Activity, StoreError> {
@@ -192,37 +146,6 @@ pub(crate) fn event(r: &PgRow) -> Result<Event, StoreError> {
         kind: get(r, "kind")?,
         at: ts(get(r, "at")?)?,
         body: get(r, "body")?,
-    })
-}
-
-pub(crate) fn code_batch(r: &PgRow) -> Result<CodeBatch, StoreError> {
-    let n = |col: &str| -> Result<u32, StoreError> {
-        u32::try_from(get::<i32>(r, col)?).map_err(StoreError::other)
-    };
-    Ok(CodeBatch {
-        id: get(r, "id")?,
-        template_id: id(get(r, "template_id")?, TemplateId::new)?,
-        prefix: get(r, "prefix")?,
-        length: n("length")?,
-        count: n("count")?,
-        generated: n("generated")?,
-        created_at: ts(get(r, "created_at")?)?,
-        finished_at: opt_ts(get(r, "finished_at")?)?,
-    })
-}
-
-pub(crate) fn promo_code(r: &PgRow) -> Result<PromoCode, StoreError> {
-    Ok(PromoCode {
-        code: get(r, "code")?,
-        template_id: id(get(r, "template_id")?, TemplateId::new)?,
-        batch_id: get(r, "batch_id")?,
-        redeemed_by: get::<Option<String>>(r, "redeemed_by")?
-            .map(|u| UserId::parse(&u).map_err(StoreError::other))
-            .transpose()?,
-        redeemed_at: opt_ts(get(r, "redeemed_at")?)?,
-        coupon_id: get::<Option<i64>>(r, "coupon_id")?
-            .map(|v| id(v, CouponId::new))
-            .transpose()?,
     })
 }
 

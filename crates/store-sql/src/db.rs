@@ -2,7 +2,7 @@
 //! and [`Exec`]utors that run [`Query`]s and return [`Row`]s.
 
 use async_trait::async_trait;
-use coupond_store::{Conflict, StoreError, StoreResult};
+use coupond_store::{Conflict, OutboxPosition, PoolStats, StoreError, StoreResult};
 
 use crate::query::{sql, Dialect, Query};
 use crate::value::Row;
@@ -53,12 +53,34 @@ pub trait Db: Send + Sync {
     /// Begins a write transaction.
     async fn begin(&self, work: Work) -> StoreResult<Box<dyn Tx + '_>>;
 
+    /// `"sqlite"`, `"postgres"`, ...
+    fn name(&self) -> &'static str;
+
+    /// Connection pool sizes, for metrics.
+    fn pool_stats(&self) -> PoolStats;
+
+    /// The SQL expression for a template's coupons claimed, in a statement on `templates`
+    /// (unaliased).
+    fn claimed_column(&self) -> &'static str;
+
+    /// Where the outbox ends now (its ordering is the backend's own).
+    async fn outbox_head(&self) -> StoreResult<OutboxPosition>;
+
+    /// The audit's checks that depend on the backend's own tables: `(check, query)`, as
+    /// [`crate::reports::CHECKS`].
+    fn own_audit_checks(&self) -> &'static [(&'static str, &'static str)];
+
     /// Closes the pools; waits for connections in use to come back.
     async fn close(&self);
 
     /// The columns a template is read with (`templates` holds `claimed` itself, or a backend
     /// derives it from its stock shards).
     fn template_columns(&self) -> &'static str;
+
+    /// After template `id`'s stock was written as `total` in `tx` (inserted or updated): a
+    /// backend that keeps stock outside `templates` (PostgreSQL's shards) lays it out again,
+    /// keeping what was claimed.
+    async fn template_stock(&self, tx: &mut dyn Tx, id: i64, total: i64) -> StoreResult<()>;
 
     /// The one row `q` reads; [`StoreError::NotFound`] if none.
     async fn read_one(&self, q: Query) -> StoreResult<Row> {
@@ -67,8 +89,9 @@ pub trait Db: Send + Sync {
 }
 
 /// After a conditional update changed nothing: [`StoreError::NotFound`] if row `id` of `table`
-/// is gone, else its version moved on.
-pub async fn missing_or_conflict(ex: &mut dyn Exec, table: &str, id: i64) -> StoreError {
+/// is gone, else its version moved on. `ex` may be an open [`Tx`] (generic, so a `dyn Tx`
+/// need not be upcast).
+pub async fn missing_or_conflict<E: Exec + ?Sized>(ex: &mut E, table: &str, id: i64) -> StoreError {
     match ex
         .fetch_optional(sql(format!("SELECT 1 AS one FROM {table} WHERE id = $1")).bind(id))
         .await

@@ -7,14 +7,30 @@
 //! - `query`: [`Query`] (a statement and its arguments) and the [`Dialect`] fragments.
 //! - `db`: the traits a backend implements: [`Db`], [`Exec`], [`Tx`].
 //! - `webhooks`: [`WebhookStore`](coupond_store::WebhookStore) ([`impl_webhook_store!`]).
+//! - `campaigns`: [`CampaignStore`](coupond_store::CampaignStore) ([`impl_campaign_store!`]):
+//!   activities and templates.
+//! - `catalog`: [`CatalogStore`](coupond_store::CatalogStore) ([`impl_catalog_store!`]):
+//!   merchants, listings and their template bindings.
+//! - `codes`: [`CodeStore`](coupond_store::CodeStore) ([`impl_code_store!`]): shared codes and
+//!   generated batches.
+//! - `admin`: [`AdminStore`](coupond_store::AdminStore) ([`impl_admin_store!`]).
+//! - `reports`: [`ReportStore`](coupond_store::ReportStore) ([`impl_report_store!`]): stats,
+//!   reconciliation and the invariant audit's shared checks.
+//! - `inspect`: [`InspectStore`](coupond_store::InspectStore) ([`impl_inspect_store!`]).
 //!
 //! Each area module ends with a macro that implements its storage trait for a backend type
 //! that is a [`Db`] (a trait of `coupond_store` cannot be implemented here for a type of
 //! another crate): `coupond_store_sql::impl_webhook_store!(SqliteStore);`.
 #![forbid(unsafe_code)]
 
+pub mod admin;
+pub mod campaigns;
+pub mod catalog;
+pub mod codes;
 mod db;
+pub mod inspect;
 mod query;
+pub mod reports;
 mod value;
 pub mod webhooks;
 
@@ -30,4 +46,5 @@ pub use async_trait::async_trait;
 pub mod reexport {
     pub use coupond_domain as domain;
     pub use coupond_store as store;
+    pub use time;
 }

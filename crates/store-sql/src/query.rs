@@ -50,6 +50,13 @@ impl Query {
         self.args.len() + 1
     }
 
+    /// Binds the next argument and returns its placeholder (`$n`) without appending it, for
+    /// [`Dialect`] fragments that place it themselves.
+    pub fn param(&mut self, v: impl IntoArg) -> String {
+        self.args.push(v.into_arg());
+        format!("${}", self.args.len())
+    }
+
     pub fn text(&self) -> &str {
         &self.sql
     }
@@ -137,12 +144,79 @@ impl Dialect {
         }
     }
 
+    /// The lesser of `a` and `b`.
+    pub fn least(self, a: &str, b: &str) -> String {
+        match self {
+            Dialect::Sqlite => format!("MIN({a}, {b})"),
+            _ => format!("LEAST({a}, {b})"),
+        }
+    }
+
+    /// The instant `micros` (an integer expression) microseconds before instant `expr`.
+    pub fn minus_micros(self, expr: &str, micros: &str) -> String {
+        match self {
+            Dialect::Postgres => format!("{expr} - {micros} * INTERVAL '1 microsecond'"),
+            _ => format!("{expr} - {micros}"),
+        }
+    }
+
+    /// Stored integer list `list` (see [`Arg::Ints`]) holds the integer `value`.
+    pub fn list_has(self, list: &str, value: &str) -> String {
+        match self {
+            Dialect::Postgres => format!("{value} = ANY({list})"),
+            Dialect::Sqlite => {
+                format!("EXISTS (SELECT 1 FROM json_each({list}) WHERE value = {value})")
+            }
+            Dialect::Mysql => format!("{value} MEMBER OF({list})"),
+        }
+    }
+
+    /// Integer lists `list` and `other` (stored, or parameters) share a value.
+    pub fn lists_overlap(self, list: &str, other: &str) -> String {
+        match self {
+            Dialect::Postgres => format!("{list} && {other}"),
+            Dialect::Sqlite => format!(
+                "EXISTS (SELECT 1 FROM json_each({list}) a JOIN json_each({other}) m \
+                 ON a.value = m.value)"
+            ),
+            Dialect::Mysql => format!("JSON_OVERLAPS({list}, {other})"),
+        }
+    }
+
     /// Appended to an `INSERT` that skips rows whose unique key is taken (`col` is any column
     /// of the table, which MySQL's form assigns to itself).
     pub fn on_conflict_nothing(self, col: &str) -> String {
         match self {
             Dialect::Mysql => format!(" ON DUPLICATE KEY UPDATE {col} = {col}"),
             _ => " ON CONFLICT DO NOTHING".to_owned(),
+        }
+    }
+
+    /// The instant `expr` truncated to its hour.
+    pub fn hour(self, expr: &str) -> String {
+        match self {
+            Dialect::Postgres => format!("date_trunc('hour', {expr})"),
+            _ => format!("(({expr}) / 3600000000) * 3600000000"),
+        }
+    }
+
+    /// Appended to an `INSERT` that replaces `cols` of the row whose unique `key` is taken.
+    pub fn on_conflict_update(self, key: &str, cols: &[&str]) -> String {
+        let set = |f: &dyn Fn(&str) -> String| {
+            cols.iter()
+                .map(|c| format!("{c} = {}", f(c)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        match self {
+            Dialect::Mysql => format!(
+                " ON DUPLICATE KEY UPDATE {}",
+                set(&|c| format!("VALUES({c})"))
+            ),
+            _ => format!(
+                " ON CONFLICT ({key}) DO UPDATE SET {}",
+                set(&|c| format!("excluded.{c}"))
+            ),
         }
     }
 }

@@ -107,6 +107,11 @@ impl Row {
             .ok_or_else(|| StoreError::other(format!("no column {col}")))
     }
 
+    /// Whether the statement selected `col`.
+    pub fn has(&self, col: &str) -> bool {
+        self.columns.iter().any(|c| c == col)
+    }
+
     /// The first column's value (a scalar query's answer).
     pub fn first(&self) -> StoreResult<&Value> {
         self.values

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use coupond_store::{StoreError, StoreResult};
+use coupond_store::{OutboxPosition, PoolStats, StoreError, StoreResult};
 use coupond_store_sql::{Arg, Db, Dialect, Exec, Query, Row, Tx, Value, Work};
 use sqlx::sqlite::{SqliteArguments, SqliteRow};
 use sqlx::{Column, Row as _, Sqlite, TypeInfo, ValueRef};
@@ -152,7 +152,45 @@ impl Db for SqliteStore {
         self.reader.close().await;
     }
 
+    fn name(&self) -> &'static str {
+        "sqlite"
+    }
+
+    fn pool_stats(&self) -> PoolStats {
+        PoolStats {
+            size: self.writer.size() + self.reader.size(),
+            idle: (self.writer.num_idle() + self.reader.num_idle()) as u32,
+            max: 1 + self.readers,
+        }
+    }
+
+    fn claimed_column(&self) -> &'static str {
+        "claimed"
+    }
+
+    async fn outbox_head(&self) -> StoreResult<OutboxPosition> {
+        self.outbox_head_q().await
+    }
+
+    fn own_audit_checks(&self) -> &'static [(&'static str, &'static str)] {
+        &AUDIT_CHECKS
+    }
+
     fn template_columns(&self) -> &'static str {
         crate::store::TEMPLATE_COLS
     }
+
+    /// `templates.total_stock` and `claimed` are the stock: nothing else to lay out.
+    async fn template_stock(&self, _tx: &mut dyn Tx, _id: i64, _total: i64) -> StoreResult<()> {
+        Ok(())
+    }
 }
+
+/// The audit's stock check: `templates.claimed` is the count of its coupons, within the stock.
+const AUDIT_CHECKS: [(&str, &str); 1] = [(
+    "stock",
+    "SELECT 'template ' || t.id AS subject, 'claimed ' || t.claimed || ', coupons '
+            || COUNT(c.id) || ', stock ' || t.total_stock AS detail
+     FROM templates t LEFT JOIN coupons c ON c.template_id = t.id
+     GROUP BY t.id HAVING t.claimed <> COUNT(c.id) OR COUNT(c.id) > t.total_stock",
+)];

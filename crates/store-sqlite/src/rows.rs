@@ -1,15 +1,13 @@
 //! Row conversions and the mapping of driver errors into [`StoreError`], in one place.
 
 use coupond_domain::{
-    Activity, ActivityId, Actor, CategoryId, CityId, Coupon, CouponId, CouponStatus, Listing,
-    ListingDraft, ListingId, Merchant, MerchantId, Money, OrderId, Template, TemplateId, Timestamp,
-    UserId, Window,
+    Activity, ActivityId, Actor, Coupon, CouponId, CouponStatus, MerchantId, Money, OrderId,
+    Template, TemplateId, Timestamp, UserId, Window,
 };
 use coupond_store::checkout::{OrderRecord, OrderState};
 use coupond_store::Conflict;
 use coupond_store::{
-    codec, ApiKey, CodeBatch, CouponEvent, Event, Issuance, IssuanceState, Message, PromoCode,
-    Reminder, Role, StoreError,
+    codec, CouponEvent, Event, Issuance, IssuanceState, Message, Reminder, StoreError,
 };
 use sqlx::sqlite::SqliteRow;
 use sqlx::Row;
@@ -60,48 +58,6 @@ fn money(v: i64) -> Result<Money, StoreError> {
 
 fn id<T>(v: i64, f: fn(i64) -> Result<T, String>) -> Result<T, StoreError> {
     f(v).map_err(StoreError::other)
-}
-
-pub(crate) fn merchant(r: &SqliteRow) -> Result<Merchant, StoreError> {
-    Ok(Merchant {
-        id: id(get(r, "id")?, MerchantId::new)?,
-        name: get(r, "name")?,
-        short_name: get(r, "short_name")?,
-        cities: codec::cities_from_json(get(r, "cities")?)?,
-        created_at: ts(get(r, "created_at")?)?,
-    })
-}
-
-pub(crate) fn api_key(r: &SqliteRow) -> Result<ApiKey, StoreError> {
-    let role: String = get(r, "role")?;
-    Ok(ApiKey {
-        id: get(r, "id")?,
-        prefix: get(r, "prefix")?,
-        role: Role::parse(&role).ok_or_else(|| StoreError::other("unknown role"))?,
-        merchant_id: get::<Option<i64>>(r, "merchant_id")?
-            .map(|v| id(v, MerchantId::new))
-            .transpose()?,
-        label: get(r, "label")?,
-        created_at: ts(get(r, "created_at")?)?,
-        revoked_at: opt_ts(get(r, "revoked_at")?)?,
-    })
-}
-
-pub(crate) fn listing(r: &SqliteRow) -> Result<Listing, StoreError> {
-    Ok(Listing {
-        id: id(get(r, "id")?, ListingId::new)?,
-        merchant_id: id(get(r, "merchant_id")?, MerchantId::new)?,
-        draft: ListingDraft {
-            external_id: get(r, "external_id")?,
-            city_id: id(get(r, "city_id")?, CityId::new)?,
-            category_id: id(get(r, "category_id")?, CategoryId::new)?,
-            title: get(r, "title")?,
-            price: Money::new(get(r, "price")?).map_err(StoreError::other)?,
-            deposit: Money::new(get(r, "deposit")?).map_err(StoreError::other)?,
-        },
-        created_at: ts(get(r, "created_at")?)?,
-        updated_at: ts(get(r, "updated_at")?)?,
-    })
 }
 
 /// A coupon's columns, in [`COUPON_JSON`]'s order: the one shape both readers decode.
@@ -171,10 +127,6 @@ fn coupon_of(c: CouponColumns) -> Result<Coupon, StoreError> {
     })
 }
 
-pub(crate) fn listing_id(r: &SqliteRow) -> Result<ListingId, StoreError> {
-    id(get(r, "listing_id")?, ListingId::new)
-}
-
 pub(crate) fn activity(r: &SqliteRow) -> Result<Activity, StoreError> {
     Ok(Activity {
         id: id(get(r, "id")?, ActivityId::new)?,
@@ -236,37 +188,6 @@ pub(crate) fn event(r: &SqliteRow) -> Result<Event, StoreError> {
         kind: get(r, "kind")?,
         at: ts(get(r, "at")?)?,
         body: serde_json::from_str(&get::<String>(r, "body")?).map_err(StoreError::other)?,
-    })
-}
-
-pub(crate) fn code_batch(r: &SqliteRow) -> Result<CodeBatch, StoreError> {
-    let n = |col: &str| -> Result<u32, StoreError> {
-        u32::try_from(get::<i64>(r, col)?).map_err(StoreError::other)
-    };
-    Ok(CodeBatch {
-        id: get(r, "id")?,
-        template_id: id(get(r, "template_id")?, TemplateId::new)?,
-        prefix: get(r, "prefix")?,
-        length: n("length")?,
-        count: n("count")?,
-        generated: n("generated")?,
-        created_at: ts(get(r, "created_at")?)?,
-        finished_at: opt_ts(get(r, "finished_at")?)?,
-    })
-}
-
-pub(crate) fn promo_code(r: &SqliteRow) -> Result<PromoCode, StoreError> {
-    Ok(PromoCode {
-        code: get(r, "code")?,
-        template_id: id(get(r, "template_id")?, TemplateId::new)?,
-        batch_id: get(r, "batch_id")?,
-        redeemed_by: get::<Option<String>>(r, "redeemed_by")?
-            .map(|u| UserId::parse(&u).map_err(StoreError::other))
-            .transpose()?,
-        redeemed_at: opt_ts(get(r, "redeemed_at")?)?,
-        coupon_id: get::<Option<i64>>(r, "coupon_id")?
-            .map(|v| id(v, CouponId::new))
-            .transpose()?,
     })
 }
 

@@ -1,16 +1,15 @@
 //! [`SqliteStore`]: opening the database, its pools, and the helpers the area modules share.
 
-use coupond_store::Conflict;
 use std::path::Path;
 use std::str::FromStr;
 use std::time::Duration;
 
-use coupond_domain::{ActivityId, ActivityStatus, TemplateStatus, Timestamp};
+use coupond_domain::Timestamp;
 use coupond_store::{StoreError, StoreResult};
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
-use sqlx::{QueryBuilder, Sqlite};
+use sqlx::Sqlite;
 
 use crate::gate::Gate;
 use crate::rows::db_err;
@@ -118,72 +117,6 @@ impl SqliteStore {
             .map_err(db_err)?;
         Ok((turn, tx))
     }
-
-    /// After a conditional update touched no row: `NotFound` if the row is gone, else the
-    /// condition (version) failed.
-    pub(crate) async fn missing_or_conflict(&self, table: &str, id: i64) -> StoreError {
-        let sql = format!("SELECT 1 FROM {table} WHERE id = ?");
-        match sqlx::query(&sql)
-            .bind(id)
-            .fetch_optional(&self.writer)
-            .await
-        {
-            Ok(None) => StoreError::NotFound,
-            Ok(Some(_)) => StoreError::Conflict(Conflict::Version),
-            Err(e) => db_err(e),
-        }
-    }
-}
-
-/// Bumps an activity's `enrollment_seq` if it still has `version` and is not aborted; inside
-/// the caller's write transaction, so the template write and the bump commit together.
-pub(crate) async fn bump_enrollment(
-    tx: &mut sqlx::Transaction<'static, Sqlite>,
-    activity: ActivityId,
-    version: Option<i64>,
-) -> StoreResult<()> {
-    let bumped = sqlx::query(
-        "UPDATE activities SET enrollment_seq = enrollment_seq + 1
-         WHERE id = ? AND version = ? AND aborted_at IS NULL",
-    )
-    .bind(activity.get())
-    .bind(version.unwrap_or(-1))
-    .execute(&mut **tx)
-    .await
-    .map_err(db_err)?;
-    if bumped.rows_affected() == 1 {
-        Ok(())
-    } else {
-        Err(StoreError::Conflict(Conflict::Version))
-    }
-}
-
-/// Removes the bindings of the templates matching `condition` (one `?` parameter) and gives
-/// their listings the slots back, inside the caller's transaction.
-pub(crate) async fn unbind_templates(
-    tx: &mut sqlx::Transaction<'static, Sqlite>,
-    condition: &str,
-    param: i64,
-) -> StoreResult<()> {
-    let targets = format!("SELECT id FROM templates WHERE {condition}");
-    sqlx::query(&format!(
-        "UPDATE listings SET bound = bound - (SELECT COUNT(*) FROM bindings b
-             WHERE b.listing_id = listings.id AND b.template_id IN ({targets}))
-         WHERE id IN (SELECT listing_id FROM bindings WHERE template_id IN ({targets}))"
-    ))
-    .bind(param)
-    .bind(param)
-    .execute(&mut **tx)
-    .await
-    .map_err(db_err)?;
-    sqlx::query(&format!(
-        "DELETE FROM bindings WHERE template_id IN ({targets})"
-    ))
-    .bind(param)
-    .execute(&mut **tx)
-    .await
-    .map_err(db_err)?;
-    Ok(())
 }
 
 fn is_memory(p: &Path) -> bool {
@@ -192,96 +125,4 @@ fn is_memory(p: &Path) -> bool {
 
 pub(crate) fn us(t: Timestamp) -> i64 {
     t.unix_micros()
-}
-
-/// Appends the SQL form of [`Activity::status`] at `now`; the conformance suite checks both
-/// agree at every boundary.
-pub(crate) fn push_activity_status(
-    q: &mut QueryBuilder<'_, Sqlite>,
-    s: ActivityStatus,
-    now: i64,
-    freeze: i64,
-) {
-    if s == ActivityStatus::Aborted {
-        q.push(" AND aborted_at IS NOT NULL");
-        return;
-    }
-    q.push(" AND aborted_at IS NULL");
-    let frozen_at = |q: &mut QueryBuilder<'_, Sqlite>| {
-        q.push(" MIN(enroll_end, run_start - ")
-            .push_bind(freeze)
-            .push(")");
-    };
-    match s {
-        ActivityStatus::Scheduled => {
-            q.push(" AND ").push_bind(now).push(" < enroll_start");
-        }
-        ActivityStatus::Enrolling => {
-            q.push(" AND ")
-                .push_bind(now)
-                .push(" >= enroll_start AND ")
-                .push_bind(now)
-                .push(" <");
-            frozen_at(q);
-        }
-        ActivityStatus::Frozen => {
-            q.push(" AND ")
-                .push_bind(now)
-                .push(" >= enroll_start AND ")
-                .push_bind(now)
-                .push(" >=");
-            frozen_at(q);
-            q.push(" AND ").push_bind(now).push(" < run_start");
-        }
-        ActivityStatus::Running => {
-            q.push(" AND ")
-                .push_bind(now)
-                .push(" >= run_start AND ")
-                .push_bind(now)
-                .push(" < run_end");
-        }
-        ActivityStatus::Ended => {
-            q.push(" AND ").push_bind(now).push(" >= run_end");
-        }
-        ActivityStatus::Aborted => {}
-    }
-}
-
-/// Appends the SQL form of [`Template::status`] at `now`.
-pub(crate) fn push_template_status(q: &mut QueryBuilder<'_, Sqlite>, s: TemplateStatus, now: i64) {
-    match s {
-        TemplateStatus::Aborted => {
-            q.push(" AND aborted_at IS NOT NULL");
-            return;
-        }
-        TemplateStatus::Draft => {
-            q.push(" AND aborted_at IS NULL AND activity_id IS NULL AND published_at IS NULL");
-            return;
-        }
-        _ => {}
-    }
-    q.push(" AND aborted_at IS NULL AND (activity_id IS NOT NULL OR published_at IS NOT NULL)");
-    match s {
-        TemplateStatus::Scheduled => {
-            q.push(" AND ").push_bind(now).push(" < claim_start");
-        }
-        TemplateStatus::Active => {
-            q.push(" AND ")
-                .push_bind(now)
-                .push(" >= claim_start AND ")
-                .push_bind(now)
-                .push(" < claim_end");
-        }
-        TemplateStatus::Ended => {
-            q.push(" AND ")
-                .push_bind(now)
-                .push(" >= claim_end AND ")
-                .push_bind(now)
-                .push(" < expires_at");
-        }
-        TemplateStatus::Expired => {
-            q.push(" AND ").push_bind(now).push(" >= expires_at");
-        }
-        TemplateStatus::Draft | TemplateStatus::Aborted => {}
-    }
 }

@@ -1,0 +1,170 @@
+//! The store's own operations ([`AdminStore`](coupond_store::AdminStore)): health, settings
+//! and API keys, on every backend. Pool figures and closing are the backend's ([`Db`]).
+
+use coupond_domain::{MerchantId, Timestamp};
+use coupond_store::{ApiKey, NewApiKey, Role, StoreError, StoreResult};
+
+use crate::{sql, Db, Row, Work};
+
+pub async fn ping(db: &dyn Db) -> StoreResult<()> {
+    db.read_one(sql("SELECT 1 AS one")).await.map(drop)
+}
+
+pub async fn setting_or_init(db: &dyn Db, key: &str, init: &str) -> StoreResult<String> {
+    let mut tx = db.begin(Work::Request).await?;
+    let skip = db.dialect().on_conflict_nothing("value");
+    tx.execute(
+        sql(format!(
+            "INSERT INTO settings (key, value) VALUES ($1, $2){skip}"
+        ))
+        .bind(key)
+        .bind(init),
+    )
+    .await?;
+    let row = tx
+        .fetch_one(sql("SELECT value FROM settings WHERE key = $1").bind(key))
+        .await?;
+    tx.commit().await?;
+    row.string("value")
+}
+
+pub async fn put_setting(db: &dyn Db, key: &str, value: &str) -> StoreResult<()> {
+    let mut tx = db.begin(Work::Request).await?;
+    let replace = db.dialect().on_conflict_update("key", &["value"]);
+    tx.execute(
+        sql(format!(
+            "INSERT INTO settings (key, value) VALUES ($1, $2){replace}"
+        ))
+        .bind(key)
+        .bind(value),
+    )
+    .await?;
+    tx.commit().await
+}
+
+pub async fn insert_api_key(db: &dyn Db, k: &NewApiKey, now: Timestamp) -> StoreResult<ApiKey> {
+    let mut tx = db.begin(Work::Request).await?;
+    let row = tx
+        .fetch_one(
+            sql(
+                "INSERT INTO api_keys (hash, prefix, role, merchant_id, label, created_at)
+                 VALUES ($1, $2, $3, $4, $5, $6) RETURNING *",
+            )
+            .bind(&k.hash[..])
+            .bind(&k.prefix)
+            .bind(k.role.as_str())
+            .bind(k.merchant_id.map(MerchantId::get))
+            .bind(&k.label)
+            .bind(now),
+        )
+        .await?;
+    tx.commit().await?;
+    api_key_row(&row)
+}
+
+pub async fn api_key_by_hash(db: &dyn Db, hash: &[u8; 32]) -> StoreResult<ApiKey> {
+    let row = db
+        .read_one(sql("SELECT * FROM api_keys WHERE hash = $1").bind(&hash[..]))
+        .await?;
+    api_key_row(&row)
+}
+
+pub async fn list_api_keys(db: &dyn Db) -> StoreResult<Vec<ApiKey>> {
+    let rows = db
+        .read_all(sql("SELECT * FROM api_keys ORDER BY id"))
+        .await?;
+    rows.iter().map(api_key_row).collect()
+}
+
+pub async fn revoke_api_key(db: &dyn Db, id: i64, now: Timestamp) -> StoreResult<ApiKey> {
+    let mut tx = db.begin(Work::Request).await?;
+    let row = tx
+        .fetch_one(
+            sql("UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $1) WHERE id = $2 RETURNING *")
+                .bind(now)
+                .bind(id),
+        )
+        .await?;
+    tx.commit().await?;
+    api_key_row(&row)
+}
+
+fn api_key_row(r: &Row) -> StoreResult<ApiKey> {
+    Ok(ApiKey {
+        id: r.i64("id")?,
+        prefix: r.string("prefix")?,
+        role: Role::parse(r.str("role")?).ok_or_else(|| StoreError::other("unknown role"))?,
+        merchant_id: r
+            .opt_i64("merchant_id")?
+            .map(|v| MerchantId::new(v).map_err(StoreError::other))
+            .transpose()?,
+        label: r.string("label")?,
+        created_at: r.time("created_at")?,
+        revoked_at: r.opt_time("revoked_at")?,
+    })
+}
+
+/// Implements [`AdminStore`](coupond_store::AdminStore) for a backend type that is a [`Db`]
+/// and an [`InspectStore`](coupond_store::InspectStore).
+#[macro_export]
+macro_rules! impl_admin_store {
+    ($t:ty) => {
+        #[$crate::async_trait]
+        impl $crate::reexport::store::AdminStore for $t {
+            fn backend(&self) -> &'static str {
+                $crate::Db::name(self)
+            }
+            async fn ping(&self) -> $crate::reexport::store::StoreResult<()> {
+                $crate::admin::ping(self).await
+            }
+            fn pool_stats(&self) -> $crate::reexport::store::PoolStats {
+                $crate::Db::pool_stats(self)
+            }
+            async fn close(&self) {
+                $crate::Db::close(self).await
+            }
+            async fn setting_or_init(
+                &self,
+                key: &str,
+                init: &str,
+            ) -> $crate::reexport::store::StoreResult<String> {
+                $crate::admin::setting_or_init(self, key, init).await
+            }
+            async fn put_setting(
+                &self,
+                key: &str,
+                value: &str,
+            ) -> $crate::reexport::store::StoreResult<()> {
+                $crate::admin::put_setting(self, key, value).await
+            }
+            async fn insert_api_key(
+                &self,
+                key: &$crate::reexport::store::NewApiKey,
+                now: $crate::reexport::domain::Timestamp,
+            ) -> $crate::reexport::store::StoreResult<$crate::reexport::store::ApiKey> {
+                $crate::admin::insert_api_key(self, key, now).await
+            }
+            async fn api_key_by_hash(
+                &self,
+                hash: &[u8; 32],
+            ) -> $crate::reexport::store::StoreResult<$crate::reexport::store::ApiKey> {
+                $crate::admin::api_key_by_hash(self, hash).await
+            }
+            async fn list_api_keys(
+                &self,
+            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::store::ApiKey>> {
+                $crate::admin::list_api_keys(self).await
+            }
+            async fn revoke_api_key(
+                &self,
+                id: i64,
+                now: $crate::reexport::domain::Timestamp,
+            ) -> $crate::reexport::store::StoreResult<$crate::reexport::store::ApiKey> {
+                $crate::admin::revoke_api_key(self, id, now).await
+            }
+            fn inspect(&self) -> &dyn $crate::reexport::store::InspectStore {
+                self
+            }
+        }
+    };
+}

@@ -1,0 +1,575 @@
+//! Activities and templates ([`CampaignStore`](coupond_store::CampaignStore)), on every
+//! backend.
+//!
+//! Templates are read with [`Db::template_columns`] (PostgreSQL derives `claimed` from its
+//! stock shards), and a template's stock, once written, goes through [`Db::template_stock`]
+//! (PostgreSQL splits it into those shards). Lists filter by status in SQL
+//! ([`push_activity_status`], and the catalog's `push_template_status`).
+
+use coupond_domain::{
+    Activity, ActivityId, ActivitySpec, ActivityStatus, MerchantId, Template, TemplateId,
+    TemplateSpec, Timestamp,
+};
+use coupond_store::{
+    codec, ActivityQuery, Conflict, NewTemplate, StoreError, StoreResult, TemplateQuery,
+};
+
+use crate::catalog::{push_template_status, template_row};
+use crate::{missing_or_conflict, sql, Db, Dialect, Exec, Json, Query, Row, Work};
+
+/// An activity's columns (its cities are read from `spec`).
+const ACTIVITY_COLS: &str = "id, spec, created_at, updated_at, aborted_at, version, enrollment_seq";
+
+pub async fn insert_activity(
+    db: &dyn Db,
+    spec: &ActivitySpec,
+    now: Timestamp,
+) -> StoreResult<Activity> {
+    let q = sql(format!(
+        "INSERT INTO activities (title, kind, cities, enroll_start, enroll_end, run_start,
+                                 run_end, spec, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9) RETURNING {ACTIVITY_COLS}"
+    ));
+    let q = bind_activity(q, spec)?.bind(now);
+    let mut tx = db.begin(Work::Request).await?;
+    let row = tx.fetch_one(q).await?;
+    tx.commit().await?;
+    activity_row(&row)
+}
+
+pub async fn activity(db: &dyn Db, id: ActivityId) -> StoreResult<Activity> {
+    let q = sql(format!(
+        "SELECT {ACTIVITY_COLS} FROM activities WHERE id = $1"
+    ))
+    .bind(id.get());
+    activity_row(&db.read_one(q).await?)
+}
+
+pub async fn list_activities(db: &dyn Db, q: &ActivityQuery) -> StoreResult<Vec<Activity>> {
+    let d = db.dialect();
+    let mut s = sql(format!(
+        "SELECT {ACTIVITY_COLS} FROM activities WHERE id > "
+    ));
+    s.push_bind(q.page.after.unwrap_or(0));
+    if let Some(st) = q.status {
+        push_activity_status(&mut s, d, st, q.now, q.freeze.whole_microseconds() as i64);
+    }
+    if let Some(c) = q.city {
+        let city = s.param(c.get());
+        s.push(" AND ")
+            .push(&d.list_has("activities.cities", &city));
+    }
+    if let Some(any) = &q.any_city {
+        let cities = s.param(codec::cities_to_vec(any));
+        s.push(" AND ")
+            .push(&d.lists_overlap("activities.cities", &cities));
+    }
+    s.push(" ORDER BY id LIMIT ")
+        .push_bind(i64::from(q.page.limit));
+    db.read_all(s).await?.iter().map(activity_row).collect()
+}
+
+/// Replaces the activity's terms (checking `version` and `enrollment_seq`) and moves the
+/// windows of the templates in `following` with it, in one transaction.
+pub async fn update_activity(
+    db: &dyn Db,
+    id: ActivityId,
+    version: i64,
+    enrollment_seq: i64,
+    spec: &ActivitySpec,
+    following: &[(TemplateId, TemplateSpec)],
+    now: Timestamp,
+) -> StoreResult<Activity> {
+    let q = sql(format!(
+        "UPDATE activities SET title = $1, kind = $2, cities = $3, enroll_start = $4,
+            enroll_end = $5, run_start = $6, run_end = $7, spec = $8, updated_at = $9,
+            version = version + 1
+         WHERE id = $10 AND version = $11 AND enrollment_seq = $12 AND aborted_at IS NULL
+         RETURNING {ACTIVITY_COLS}"
+    ));
+    let q = bind_activity(q, spec)?
+        .bind(now)
+        .bind(id.get())
+        .bind(version)
+        .bind(enrollment_seq);
+    let mut tx = db.begin(Work::Request).await?;
+    let Some(row) = tx.fetch_optional(q).await? else {
+        return Err(missing_or_conflict(&mut *tx, "activities", id.get()).await);
+    };
+    for (template, t) in following {
+        let w = t.claim_window();
+        tx.execute(
+            sql(
+                "UPDATE templates SET claim_start = $1, claim_end = $2, expires_at = $3,
+                    updated_at = $4, version = version + 1
+                 WHERE id = $5 AND activity_id = $6",
+            )
+            .bind(w.start)
+            .bind(w.end)
+            .bind(t.expires_at())
+            .bind(now)
+            .bind(template.get())
+            .bind(id.get()),
+        )
+        .await?;
+    }
+    let activity = activity_row(&row)?;
+    tx.commit().await?;
+    Ok(activity)
+}
+
+/// Aborts the activity, every template in it, and their bindings, in one transaction.
+pub async fn abort_activity(
+    db: &dyn Db,
+    id: ActivityId,
+    version: i64,
+    now: Timestamp,
+) -> StoreResult<Activity> {
+    let mut tx = db.begin(Work::Request).await?;
+    let q = sql(format!(
+        "UPDATE activities SET aborted_at = $1, updated_at = $1, version = version + 1
+         WHERE id = $2 AND version = $3 AND aborted_at IS NULL RETURNING {ACTIVITY_COLS}"
+    ))
+    .bind(now)
+    .bind(id.get())
+    .bind(version);
+    let Some(row) = tx.fetch_optional(q).await? else {
+        return Err(missing_or_conflict(&mut *tx, "activities", id.get()).await);
+    };
+    tx.execute(
+        sql(
+            "UPDATE templates SET aborted_at = $1, updated_at = $1, version = version + 1
+             WHERE activity_id = $2 AND aborted_at IS NULL",
+        )
+        .bind(now)
+        .bind(id.get()),
+    )
+    .await?;
+    unbind_templates(&mut *tx, "activity_id = $1", id.get()).await?;
+    tx.commit().await?;
+    activity_row(&row)
+}
+
+/// Inserts a template (inside an activity, only if the activity still has the version the
+/// caller validated against) and lays out its stock.
+pub async fn insert_template(
+    db: &dyn Db,
+    t: &NewTemplate<'_>,
+    now: Timestamp,
+) -> StoreResult<Template> {
+    let spec = t.spec;
+    let q = sql(format!(
+        "INSERT INTO templates (merchant_id, activity_id, title, kind, total_stock,
+             per_user_limit, claim_start, claim_end, expires_at, spec, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11) RETURNING {}",
+        db.template_columns()
+    ))
+    .bind(t.merchant_id.map(MerchantId::get))
+    .bind(spec.activity_id.map(ActivityId::get));
+    let q = bind_template(q, spec)?.bind(now);
+    let mut tx = db.begin(Work::Request).await?;
+    if let Some(activity) = spec.activity_id {
+        bump_enrollment(&mut *tx, activity, t.activity_version).await?;
+    }
+    let template = template_row(&tx.fetch_one(q).await?)?;
+    db.template_stock(&mut *tx, template.id.get(), spec.total_stock)
+        .await?;
+    tx.commit().await?;
+    Ok(template)
+}
+
+pub async fn template(db: &dyn Db, id: TemplateId) -> StoreResult<Template> {
+    let q = sql(format!(
+        "SELECT {} FROM templates WHERE id = $1",
+        db.template_columns()
+    ))
+    .bind(id.get());
+    template_row(&db.read_one(q).await?)
+}
+
+pub async fn list_templates(db: &dyn Db, q: &TemplateQuery) -> StoreResult<Vec<Template>> {
+    let mut s = sql(format!(
+        "SELECT {} FROM templates WHERE id > ",
+        db.template_columns()
+    ));
+    s.push_bind(q.page.after.unwrap_or(0));
+    if let Some(m) = q.merchant {
+        s.push(" AND merchant_id = ").push_bind(m.get());
+    }
+    if let Some(a) = q.activity {
+        s.push(" AND activity_id = ").push_bind(a.get());
+    }
+    if let Some(st) = q.status {
+        push_template_status(&mut s, st, q.now);
+    }
+    s.push(" ORDER BY id LIMIT ")
+        .push_bind(i64::from(q.page.limit));
+    db.read_all(s).await?.iter().map(template_row).collect()
+}
+
+pub async fn activity_templates(db: &dyn Db, id: ActivityId) -> StoreResult<Vec<Template>> {
+    let q = sql(format!(
+        "SELECT {} FROM templates WHERE activity_id = $1 ORDER BY id",
+        db.template_columns()
+    ))
+    .bind(id.get());
+    db.read_all(q).await?.iter().map(template_row).collect()
+}
+
+/// Replaces the template's terms, checking its version and, inside an activity, the
+/// activity's; lays its stock out again.
+pub async fn update_template(
+    db: &dyn Db,
+    id: TemplateId,
+    version: i64,
+    activity_version: Option<i64>,
+    spec: &TemplateSpec,
+    now: Timestamp,
+) -> StoreResult<Template> {
+    let q = sql(format!(
+        "UPDATE templates SET title = $1, kind = $2, total_stock = $3, per_user_limit = $4,
+            claim_start = $5, claim_end = $6, expires_at = $7, spec = $8, updated_at = $9,
+            version = version + 1
+         WHERE id = $10 AND version = $11 RETURNING {}",
+        db.template_columns()
+    ));
+    let q = bind_template(q, spec)?
+        .bind(now)
+        .bind(id.get())
+        .bind(version);
+    let mut tx = db.begin(Work::Request).await?;
+    if let Some(activity) = spec.activity_id {
+        bump_enrollment(&mut *tx, activity, activity_version).await?;
+    }
+    let Some(row) = tx.fetch_optional(q).await? else {
+        return Err(missing_or_conflict(&mut *tx, "templates", id.get()).await);
+    };
+    let template = template_row(&row)?;
+    db.template_stock(&mut *tx, id.get(), spec.total_stock)
+        .await?;
+    tx.commit().await?;
+    Ok(template)
+}
+
+pub async fn publish_template(
+    db: &dyn Db,
+    id: TemplateId,
+    version: i64,
+    now: Timestamp,
+) -> StoreResult<Template> {
+    let q = sql(format!(
+        "UPDATE templates SET published_at = $1, updated_at = $1, version = version + 1
+         WHERE id = $2 AND version = $3 RETURNING {}",
+        db.template_columns()
+    ))
+    .bind(now)
+    .bind(id.get())
+    .bind(version);
+    let mut tx = db.begin(Work::Request).await?;
+    let Some(row) = tx.fetch_optional(q).await? else {
+        return Err(missing_or_conflict(&mut *tx, "templates", id.get()).await);
+    };
+    let template = template_row(&row)?;
+    tx.commit().await?;
+    Ok(template)
+}
+
+/// Aborts the template and removes its bindings, in one transaction.
+pub async fn abort_template(
+    db: &dyn Db,
+    id: TemplateId,
+    version: i64,
+    now: Timestamp,
+) -> StoreResult<Template> {
+    let q = sql(format!(
+        "UPDATE templates SET aborted_at = $1, updated_at = $1, version = version + 1
+         WHERE id = $2 AND version = $3 RETURNING {}",
+        db.template_columns()
+    ))
+    .bind(now)
+    .bind(id.get())
+    .bind(version);
+    let mut tx = db.begin(Work::Request).await?;
+    let Some(row) = tx.fetch_optional(q).await? else {
+        return Err(missing_or_conflict(&mut *tx, "templates", id.get()).await);
+    };
+    unbind_templates(&mut *tx, "id = $1", id.get()).await?;
+    let template = template_row(&row)?;
+    tx.commit().await?;
+    Ok(template)
+}
+
+/// Binds `$1` to `$8` of an activity write: its columns and `spec` document.
+fn bind_activity(q: Query, spec: &ActivitySpec) -> StoreResult<Query> {
+    Ok(q.bind(spec.title.as_str())
+        .bind(spec.kind.as_str())
+        .bind(codec::cities_to_vec(&spec.cities))
+        .bind(spec.enrollment.start)
+        .bind(spec.enrollment.end)
+        .bind(spec.run.start)
+        .bind(spec.run.end)
+        .bind(Json(codec::activity_to_json(spec)?)))
+}
+
+/// Binds the next eight parameters of a template write (title to `spec`), after any the
+/// statement bound before.
+fn bind_template(q: Query, spec: &TemplateSpec) -> StoreResult<Query> {
+    let w = spec.claim_window();
+    Ok(q.bind(spec.title.as_str())
+        .bind(spec.value.kind().as_str())
+        .bind(spec.total_stock)
+        .bind(i64::from(spec.per_user_limit))
+        .bind(w.start)
+        .bind(w.end)
+        .bind(spec.expires_at())
+        .bind(Json(codec::template_to_json(spec)?)))
+}
+
+/// Bumps an activity's `enrollment_seq` if it still has `version` and is not aborted, inside
+/// the caller's transaction: the template write and the bump commit together, and the row
+/// lock this takes serialises the template write with any concurrent edit of the activity.
+async fn bump_enrollment<E: Exec + ?Sized>(
+    ex: &mut E,
+    activity: ActivityId,
+    version: Option<i64>,
+) -> StoreResult<()> {
+    let bumped = ex
+        .execute(
+            sql("UPDATE activities SET enrollment_seq = enrollment_seq + 1
+                 WHERE id = $1 AND version = $2 AND aborted_at IS NULL")
+            .bind(activity.get())
+            .bind(version.unwrap_or(-1)),
+        )
+        .await?;
+    if bumped == 1 {
+        Ok(())
+    } else {
+        Err(StoreError::Conflict(Conflict::Version))
+    }
+}
+
+/// Removes the bindings of the templates matching `condition` (on `$1`, which is `param`) and
+/// gives their listings the slots back, inside the caller's transaction.
+async fn unbind_templates<E: Exec + ?Sized>(
+    ex: &mut E,
+    condition: &str,
+    param: i64,
+) -> StoreResult<()> {
+    let targets = format!("SELECT id FROM templates WHERE {condition}");
+    ex.execute(
+        sql(format!(
+            "UPDATE listings SET bound = bound - (SELECT COUNT(*) FROM bindings b
+                 WHERE b.listing_id = listings.id AND b.template_id IN ({targets}))
+             WHERE id IN (SELECT listing_id FROM bindings WHERE template_id IN ({targets}))"
+        ))
+        .bind(param),
+    )
+    .await?;
+    ex.execute(
+        sql(format!(
+            "DELETE FROM bindings WHERE template_id IN ({targets})"
+        ))
+        .bind(param),
+    )
+    .await?;
+    Ok(())
+}
+
+fn activity_row(r: &Row) -> StoreResult<Activity> {
+    let id = r.i64("id")?;
+    Ok(Activity {
+        id: ActivityId::new(id).map_err(StoreError::other)?,
+        spec: codec::activity_from_json(id, r.str("spec")?)?,
+        created_at: r.time("created_at")?,
+        updated_at: r.time("updated_at")?,
+        aborted_at: r.opt_time("aborted_at")?,
+        version: r.i64("version")?,
+        enrollment_seq: r.i64("enrollment_seq")?,
+    })
+}
+
+/// Appends ` AND` the activity having status `s` at `now`, with a freeze period of
+/// `freeze_us` microseconds before the run starts.
+pub fn push_activity_status(
+    q: &mut Query,
+    d: Dialect,
+    s: ActivityStatus,
+    now: Timestamp,
+    freeze_us: i64,
+) {
+    if s == ActivityStatus::Aborted {
+        q.push(" AND aborted_at IS NOT NULL");
+        return;
+    }
+    q.push(" AND aborted_at IS NULL");
+    // Enrolment closes at its end or when the freeze before the run begins, if earlier.
+    let frozen_at = |q: &mut Query| {
+        let freeze = q.param(freeze_us);
+        let at = d.least("enroll_end", &d.minus_micros("run_start", &freeze));
+        q.push(" ").push(&at);
+    };
+    match s {
+        ActivityStatus::Scheduled => {
+            q.push(" AND ").push_bind(now).push(" < enroll_start");
+        }
+        ActivityStatus::Enrolling => {
+            q.push(" AND ")
+                .push_bind(now)
+                .push(" >= enroll_start AND ")
+                .push_bind(now)
+                .push(" <");
+            frozen_at(q);
+        }
+        ActivityStatus::Frozen => {
+            q.push(" AND ")
+                .push_bind(now)
+                .push(" >= enroll_start AND ")
+                .push_bind(now)
+                .push(" >=");
+            frozen_at(q);
+            q.push(" AND ").push_bind(now).push(" < run_start");
+        }
+        ActivityStatus::Running => {
+            q.push(" AND ")
+                .push_bind(now)
+                .push(" >= run_start AND ")
+                .push_bind(now)
+                .push(" < run_end");
+        }
+        ActivityStatus::Ended => {
+            q.push(" AND ").push_bind(now).push(" >= run_end");
+        }
+        ActivityStatus::Aborted => {}
+    }
+}
+
+/// Implements [`CampaignStore`](coupond_store::CampaignStore) for a backend type that is a
+/// [`Db`], with the statements above.
+#[macro_export]
+macro_rules! impl_campaign_store {
+    ($t:ty) => {
+        #[$crate::async_trait]
+        impl $crate::reexport::store::CampaignStore for $t {
+            async fn insert_activity(
+                &self,
+                spec: &$crate::reexport::domain::ActivitySpec,
+                now: $crate::reexport::domain::Timestamp,
+            ) -> $crate::reexport::store::StoreResult<$crate::reexport::domain::Activity> {
+                $crate::campaigns::insert_activity(self, spec, now).await
+            }
+            async fn activity(
+                &self,
+                id: $crate::reexport::domain::ActivityId,
+            ) -> $crate::reexport::store::StoreResult<$crate::reexport::domain::Activity> {
+                $crate::campaigns::activity(self, id).await
+            }
+            async fn list_activities(
+                &self,
+                q: &$crate::reexport::store::ActivityQuery,
+            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::domain::Activity>> {
+                $crate::campaigns::list_activities(self, q).await
+            }
+            async fn update_activity(
+                &self,
+                id: $crate::reexport::domain::ActivityId,
+                version: i64,
+                enrollment_seq: i64,
+                spec: &$crate::reexport::domain::ActivitySpec,
+                following: &[(
+                    $crate::reexport::domain::TemplateId,
+                    $crate::reexport::domain::TemplateSpec,
+                )],
+                now: $crate::reexport::domain::Timestamp,
+            ) -> $crate::reexport::store::StoreResult<$crate::reexport::domain::Activity> {
+                $crate::campaigns::update_activity(
+                    self,
+                    id,
+                    version,
+                    enrollment_seq,
+                    spec,
+                    following,
+                    now,
+                )
+                .await
+            }
+            async fn abort_activity(
+                &self,
+                id: $crate::reexport::domain::ActivityId,
+                version: i64,
+                now: $crate::reexport::domain::Timestamp,
+            ) -> $crate::reexport::store::StoreResult<$crate::reexport::domain::Activity> {
+                $crate::campaigns::abort_activity(self, id, version, now).await
+            }
+            async fn insert_template(
+                &self,
+                t: &$crate::reexport::store::NewTemplate<'_>,
+                now: $crate::reexport::domain::Timestamp,
+            ) -> $crate::reexport::store::StoreResult<$crate::reexport::domain::Template> {
+                $crate::campaigns::insert_template(self, t, now).await
+            }
+            async fn template(
+                &self,
+                id: $crate::reexport::domain::TemplateId,
+            ) -> $crate::reexport::store::StoreResult<$crate::reexport::domain::Template> {
+                $crate::campaigns::template(self, id).await
+            }
+            async fn list_templates(
+                &self,
+                q: &$crate::reexport::store::TemplateQuery,
+            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::domain::Template>> {
+                $crate::campaigns::list_templates(self, q).await
+            }
+            async fn activity_templates(
+                &self,
+                id: $crate::reexport::domain::ActivityId,
+            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::domain::Template>> {
+                $crate::campaigns::activity_templates(self, id).await
+            }
+            async fn update_template(
+                &self,
+                id: $crate::reexport::domain::TemplateId,
+                version: i64,
+                activity_version: Option<i64>,
+                spec: &$crate::reexport::domain::TemplateSpec,
+                now: $crate::reexport::domain::Timestamp,
+            ) -> $crate::reexport::store::StoreResult<$crate::reexport::domain::Template> {
+                $crate::campaigns::update_template(self, id, version, activity_version, spec, now)
+                    .await
+            }
+            async fn publish_template(
+                &self,
+                id: $crate::reexport::domain::TemplateId,
+                version: i64,
+                now: $crate::reexport::domain::Timestamp,
+            ) -> $crate::reexport::store::StoreResult<$crate::reexport::domain::Template> {
+                $crate::campaigns::publish_template(self, id, version, now).await
+            }
+            async fn abort_template(
+                &self,
+                id: $crate::reexport::domain::TemplateId,
+                version: i64,
+                now: $crate::reexport::domain::Timestamp,
+            ) -> $crate::reexport::store::StoreResult<$crate::reexport::domain::Template> {
+                $crate::campaigns::abort_template(self, id, version, now).await
+            }
+        }
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_freeze_is_written_in_each_dialect() {
+        let now = Timestamp::from_unix_micros(1_700_000_000_000_000).unwrap();
+        let mut q = sql("SELECT 1 FROM activities WHERE id > $1").bind(0_i64);
+        push_activity_status(&mut q, Dialect::Sqlite, ActivityStatus::Enrolling, now, 5);
+        assert!(q.text().ends_with("$3 < MIN(enroll_end, run_start - $4)"));
+        let mut q = sql("SELECT 1 FROM activities WHERE id > $1").bind(0_i64);
+        push_activity_status(&mut q, Dialect::Postgres, ActivityStatus::Frozen, now, 5);
+        let pg = "$3 >= LEAST(enroll_end, run_start - $4 * INTERVAL '1 microsecond') AND $5 <";
+        assert!(q.text().contains(pg), "{}", q.text());
+        assert_eq!(q.args().len(), 5);
+    }
+}

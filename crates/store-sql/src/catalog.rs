@@ -1,0 +1,473 @@
+//! Merchants, listings and their template bindings ([`CatalogStore`]), on every backend.
+//!
+//! Also what other areas read templates with ([`push_template_status`], `template_row`) and
+//! `row_lock`, for statements that lock the rows they read where writers run at once.
+//!
+//! [`CatalogStore`]: coupond_store::CatalogStore
+
+use coupond_domain::{
+    CategoryId, CityId, Listing, ListingDraft, ListingId, Merchant, MerchantDraft, MerchantId,
+    Money, Template, TemplateId, TemplateStatus, Timestamp, Window,
+};
+use coupond_store::{codec, Conflict, ListingQuery, StoreError, StoreResult};
+
+use crate::{sql, Db, Dialect, Query, Row, Work};
+
+/// The clause that locks the rows a `SELECT` reads until its transaction ends, where writers
+/// run at once: PostgreSQL's `FOR NO KEY UPDATE` (`no_key`: compatible with the KEY SHARE locks
+/// foreign keys take) or `FOR UPDATE`. Empty on SQLite, whose one writer excludes the others.
+pub(crate) fn row_lock(d: Dialect, no_key: bool) -> &'static str {
+    match d {
+        Dialect::Sqlite => "",
+        Dialect::Postgres if no_key => " FOR NO KEY UPDATE",
+        Dialect::Postgres | Dialect::Mysql => " FOR UPDATE",
+    }
+}
+
+pub async fn insert_merchant(
+    db: &dyn Db,
+    m: &MerchantDraft,
+    now: Timestamp,
+) -> StoreResult<Merchant> {
+    let mut tx = db.begin(Work::Request).await?;
+    let row = tx
+        .fetch_one(
+            sql(
+                "INSERT INTO merchants (name, short_name, cities, created_at)
+                 VALUES ($1, $2, $3, $4) RETURNING *",
+            )
+            .bind(&m.name)
+            .bind(&m.short_name)
+            .bind(codec::cities_to_vec(&m.cities))
+            .bind(now),
+        )
+        .await?;
+    tx.commit().await?;
+    merchant_row(&row)
+}
+
+pub async fn merchant(db: &dyn Db, id: MerchantId) -> StoreResult<Merchant> {
+    let row = db
+        .read_one(sql("SELECT * FROM merchants WHERE id = $1").bind(id.get()))
+        .await?;
+    merchant_row(&row)
+}
+
+pub async fn insert_listing(
+    db: &dyn Db,
+    merchant: MerchantId,
+    l: &ListingDraft,
+    now: Timestamp,
+) -> StoreResult<Listing> {
+    let mut tx = db.begin(Work::Request).await?;
+    let row = tx
+        .fetch_one(
+            sql(
+                "INSERT INTO listings (merchant_id, external_id, city_id, category_id, title,
+                                       price, deposit, created_at, updated_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8) RETURNING *",
+            )
+            .bind(merchant.get())
+            .bind(&l.external_id)
+            .bind(l.city_id.get())
+            .bind(l.category_id.get())
+            .bind(&l.title)
+            .bind(l.price.minor())
+            .bind(l.deposit.minor())
+            .bind(now),
+        )
+        .await?;
+    tx.commit().await?;
+    listing_row(&row)
+}
+
+pub async fn listing(db: &dyn Db, id: ListingId) -> StoreResult<Listing> {
+    let row = db
+        .read_one(sql("SELECT * FROM listings WHERE id = $1").bind(id.get()))
+        .await?;
+    listing_row(&row)
+}
+
+pub async fn update_listing(
+    db: &dyn Db,
+    id: ListingId,
+    l: &ListingDraft,
+    now: Timestamp,
+) -> StoreResult<Listing> {
+    let mut tx = db.begin(Work::Request).await?;
+    let row = tx
+        .fetch_one(
+            sql(
+                "UPDATE listings SET external_id = $1, city_id = $2, category_id = $3, title = $4,
+                    price = $5, deposit = $6, updated_at = $7
+                 WHERE id = $8 RETURNING *",
+            )
+            .bind(&l.external_id)
+            .bind(l.city_id.get())
+            .bind(l.category_id.get())
+            .bind(&l.title)
+            .bind(l.price.minor())
+            .bind(l.deposit.minor())
+            .bind(now)
+            .bind(id.get()),
+        )
+        .await?;
+    tx.commit().await?;
+    listing_row(&row)
+}
+
+pub async fn list_listings(db: &dyn Db, q: &ListingQuery) -> StoreResult<Vec<Listing>> {
+    let mut b = sql("SELECT * FROM listings WHERE id > ");
+    b.push_bind(q.page.after.unwrap_or(0));
+    if let Some(m) = q.merchant {
+        b.push(" AND merchant_id = ").push_bind(m.get());
+    }
+    if let Some(c) = q.city {
+        b.push(" AND city_id = ").push_bind(c.get());
+    }
+    if let Some(c) = q.category {
+        b.push(" AND category_id = ").push_bind(c.get());
+    }
+    // A template or an activity names few listings: start from its bindings rather than
+    // walk every listing (the EXISTS below still checks the template is live).
+    if let Some(t) = q.template {
+        b.push(" AND id IN (SELECT listing_id FROM bindings WHERE template_id = ")
+            .push_bind(t.get())
+            .push(")");
+    } else if let Some(a) = q.activity {
+        b.push(
+            " AND id IN (SELECT b.listing_id FROM bindings b \
+             JOIN templates t ON t.id = b.template_id WHERE t.activity_id = ",
+        )
+        .push_bind(a.get())
+        .push(")");
+    }
+    if q.wants_coupon() || q.has_coupon == Some(false) {
+        push_live_coupon(&mut b, q);
+    }
+    b.push(" ORDER BY id LIMIT ")
+        .push_bind(i64::from(q.page.limit));
+    db.read_all(b).await?.iter().map(listing_row).collect()
+}
+
+/// The `[NOT] EXISTS` filter on the live templates bound to a listing.
+fn push_live_coupon(b: &mut Query, q: &ListingQuery) {
+    b.push(if q.has_coupon == Some(false) {
+        " AND NOT EXISTS"
+    } else {
+        " AND EXISTS"
+    });
+    b.push(
+        " (SELECT 1 FROM bindings b JOIN templates t ON t.id = b.template_id \
+         WHERE b.listing_id = listings.id",
+    );
+    push_template_status(b, TemplateStatus::Active, q.now);
+    if let Some(k) = q.kind {
+        b.push(" AND t.kind = ").push_bind(k.as_str());
+    }
+    if let Some(a) = q.activity {
+        b.push(" AND t.activity_id = ").push_bind(a.get());
+    }
+    if let Some(t) = q.template {
+        b.push(" AND t.id = ").push_bind(t.get());
+    }
+    b.push(")");
+}
+
+pub async fn live_templates(
+    db: &dyn Db,
+    listings: &[ListingId],
+    now: Timestamp,
+) -> StoreResult<Vec<(ListingId, Template)>> {
+    if listings.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ids: Vec<i64> = listings.iter().map(|l| l.get()).collect();
+    let mut b = sql(format!(
+        "SELECT b.listing_id, {} FROM bindings b \
+         JOIN templates t ON t.id = b.template_id WHERE {}",
+        db.template_columns(),
+        db.dialect().in_list("b.listing_id", 1)
+    ))
+    .bind(ids);
+    push_template_status(&mut b, TemplateStatus::Active, now);
+    b.push(" ORDER BY b.listing_id, t.id");
+    let rows = db.read_all(b).await?;
+    rows.iter()
+        .map(|r| Ok((id(r.i64("listing_id")?, ListingId::new)?, template_row(r)?)))
+        .collect()
+}
+
+pub async fn listing_bindings(db: &dyn Db, listing: ListingId) -> StoreResult<Vec<TemplateId>> {
+    let rows = db
+        .read_all(
+            sql("SELECT template_id FROM bindings WHERE listing_id = $1 ORDER BY template_id")
+                .bind(listing.get()),
+        )
+        .await?;
+    rows.iter()
+        .map(|r| id(r.i64("template_id")?, TemplateId::new))
+        .collect()
+}
+
+pub async fn bind(
+    db: &dyn Db,
+    listing: ListingId,
+    template: TemplateId,
+    max: u32,
+    now: Timestamp,
+) -> StoreResult<bool> {
+    let mut tx = db.begin(Work::Request).await?;
+    // Lock the listing first: concurrent binds to it queue here, so the count and the
+    // existence check below see every committed binding.
+    let lock = row_lock(db.dialect(), true);
+    let found = tx
+        .fetch_optional(
+            sql(format!("SELECT bound FROM listings WHERE id = $1{lock}")).bind(listing.get()),
+        )
+        .await?;
+    if found.is_none() {
+        return Err(StoreError::NotFound);
+    }
+    let exists = tx
+        .fetch_optional(
+            sql("SELECT 1 AS one FROM bindings WHERE listing_id = $1 AND template_id = $2")
+                .bind(listing.get())
+                .bind(template.get()),
+        )
+        .await?;
+    if exists.is_some() {
+        return Ok(false);
+    }
+    let counted = tx
+        .execute(
+            sql("UPDATE listings SET bound = bound + 1 WHERE id = $1 AND bound < $2")
+                .bind(listing.get())
+                .bind(max),
+        )
+        .await?;
+    if counted != 1 {
+        return Err(StoreError::Conflict(Conflict::Limit));
+    }
+    tx.execute(
+        sql("INSERT INTO bindings (listing_id, template_id, bound_at) VALUES ($1, $2, $3)")
+            .bind(listing.get())
+            .bind(template.get())
+            .bind(now),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(true)
+}
+
+pub async fn unbind(db: &dyn Db, listing: ListingId, template: TemplateId) -> StoreResult<bool> {
+    let mut tx = db.begin(Work::Request).await?;
+    // Same lock order as `bind` (listing, then binding), so the two cannot deadlock.
+    let lock = row_lock(db.dialect(), true);
+    if !lock.is_empty() {
+        tx.execute(
+            sql(format!("SELECT 1 AS one FROM listings WHERE id = $1{lock}")).bind(listing.get()),
+        )
+        .await?;
+    }
+    let removed = tx
+        .execute(
+            sql("DELETE FROM bindings WHERE listing_id = $1 AND template_id = $2")
+                .bind(listing.get())
+                .bind(template.get()),
+        )
+        .await?;
+    if removed == 0 {
+        return Ok(false);
+    }
+    tx.execute(sql("UPDATE listings SET bound = bound - 1 WHERE id = $1").bind(listing.get()))
+        .await?;
+    tx.commit().await?;
+    Ok(true)
+}
+
+/// Appends the SQL form of [`Template::status`] at `now` (`AND ...` over the `templates`
+/// columns, unqualified); the conformance suite checks both agree at every boundary.
+pub fn push_template_status(q: &mut Query, s: TemplateStatus, now: Timestamp) {
+    match s {
+        TemplateStatus::Aborted => {
+            q.push(" AND aborted_at IS NOT NULL");
+            return;
+        }
+        TemplateStatus::Draft => {
+            q.push(" AND aborted_at IS NULL AND activity_id IS NULL AND published_at IS NULL");
+            return;
+        }
+        _ => {}
+    }
+    q.push(" AND aborted_at IS NULL AND (activity_id IS NOT NULL OR published_at IS NOT NULL)");
+    match s {
+        TemplateStatus::Scheduled => {
+            q.push(" AND ").push_bind(now).push(" < claim_start");
+        }
+        TemplateStatus::Active => {
+            q.push(" AND ")
+                .push_bind(now)
+                .push(" >= claim_start AND ")
+                .push_bind(now)
+                .push(" < claim_end");
+        }
+        TemplateStatus::Ended => {
+            q.push(" AND ")
+                .push_bind(now)
+                .push(" >= claim_end AND ")
+                .push_bind(now)
+                .push(" < expires_at");
+        }
+        TemplateStatus::Expired => {
+            q.push(" AND ").push_bind(now).push(" >= expires_at");
+        }
+        TemplateStatus::Draft | TemplateStatus::Aborted => {}
+    }
+}
+
+fn id<T>(v: i64, f: fn(i64) -> Result<T, String>) -> StoreResult<T> {
+    f(v).map_err(StoreError::other)
+}
+
+fn money(v: i64) -> StoreResult<Money> {
+    Money::new(v).map_err(StoreError::other)
+}
+
+fn merchant_row(r: &Row) -> StoreResult<Merchant> {
+    Ok(Merchant {
+        id: id(r.i64("id")?, MerchantId::new)?,
+        name: r.string("name")?,
+        short_name: r.string("short_name")?,
+        cities: codec::cities_from_vec(r.ints("cities")?)?,
+        created_at: r.time("created_at")?,
+    })
+}
+
+fn listing_row(r: &Row) -> StoreResult<Listing> {
+    Ok(Listing {
+        id: id(r.i64("id")?, ListingId::new)?,
+        merchant_id: id(r.i64("merchant_id")?, MerchantId::new)?,
+        draft: ListingDraft {
+            external_id: r.opt_string("external_id")?,
+            city_id: id(r.i64("city_id")?, CityId::new)?,
+            category_id: id(r.i64("category_id")?, CategoryId::new)?,
+            title: r.string("title")?,
+            price: money(r.i64("price")?)?,
+            deposit: money(r.i64("deposit")?)?,
+        },
+        created_at: r.time("created_at")?,
+        updated_at: r.time("updated_at")?,
+    })
+}
+
+/// A template read with [`Db::template_columns`].
+pub(crate) fn template_row(r: &Row) -> StoreResult<Template> {
+    let template = r.i64("id")?;
+    let window =
+        Window::new(r.time("claim_start")?, r.time("claim_end")?).map_err(StoreError::other)?;
+    Ok(Template {
+        id: id(template, TemplateId::new)?,
+        merchant_id: r
+            .opt_i64("merchant_id")?
+            .map(|v| id(v, MerchantId::new))
+            .transpose()?,
+        spec: codec::template_from_json(template, r.str("spec")?, window)?,
+        claimed: r.i64("claimed")?,
+        used: r.i64("used")?,
+        given: money(r.i64("given")?)?,
+        reserved: money(r.i64("reserved")?)?,
+        created_at: r.time("created_at")?,
+        updated_at: r.time("updated_at")?,
+        published_at: r.opt_time("published_at")?,
+        aborted_at: r.opt_time("aborted_at")?,
+        version: r.i64("version")?,
+    })
+}
+
+/// Implements [`CatalogStore`](coupond_store::CatalogStore) for a backend type that is a
+/// [`Db`], with the statements above.
+#[macro_export]
+macro_rules! impl_catalog_store {
+    ($t:ty) => {
+        #[$crate::async_trait]
+        impl $crate::reexport::store::CatalogStore for $t {
+            async fn insert_merchant(
+                &self,
+                m: &$crate::reexport::domain::MerchantDraft,
+                now: $crate::reexport::domain::Timestamp,
+            ) -> $crate::reexport::store::StoreResult<$crate::reexport::domain::Merchant> {
+                $crate::catalog::insert_merchant(self, m, now).await
+            }
+            async fn merchant(
+                &self,
+                id: $crate::reexport::domain::MerchantId,
+            ) -> $crate::reexport::store::StoreResult<$crate::reexport::domain::Merchant> {
+                $crate::catalog::merchant(self, id).await
+            }
+            async fn insert_listing(
+                &self,
+                merchant: $crate::reexport::domain::MerchantId,
+                l: &$crate::reexport::domain::ListingDraft,
+                now: $crate::reexport::domain::Timestamp,
+            ) -> $crate::reexport::store::StoreResult<$crate::reexport::domain::Listing> {
+                $crate::catalog::insert_listing(self, merchant, l, now).await
+            }
+            async fn listing(
+                &self,
+                id: $crate::reexport::domain::ListingId,
+            ) -> $crate::reexport::store::StoreResult<$crate::reexport::domain::Listing> {
+                $crate::catalog::listing(self, id).await
+            }
+            async fn update_listing(
+                &self,
+                id: $crate::reexport::domain::ListingId,
+                l: &$crate::reexport::domain::ListingDraft,
+                now: $crate::reexport::domain::Timestamp,
+            ) -> $crate::reexport::store::StoreResult<$crate::reexport::domain::Listing> {
+                $crate::catalog::update_listing(self, id, l, now).await
+            }
+            async fn list_listings(
+                &self,
+                q: &$crate::reexport::store::ListingQuery,
+            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::domain::Listing>> {
+                $crate::catalog::list_listings(self, q).await
+            }
+            async fn live_templates(
+                &self,
+                listings: &[$crate::reexport::domain::ListingId],
+                now: $crate::reexport::domain::Timestamp,
+            ) -> $crate::reexport::store::StoreResult<
+                Vec<(
+                    $crate::reexport::domain::ListingId,
+                    $crate::reexport::domain::Template,
+                )>,
+            > {
+                $crate::catalog::live_templates(self, listings, now).await
+            }
+            async fn listing_bindings(
+                &self,
+                listing: $crate::reexport::domain::ListingId,
+            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::domain::TemplateId>>
+            {
+                $crate::catalog::listing_bindings(self, listing).await
+            }
+            async fn bind(
+                &self,
+                listing: $crate::reexport::domain::ListingId,
+                template: $crate::reexport::domain::TemplateId,
+                max: u32,
+                now: $crate::reexport::domain::Timestamp,
+            ) -> $crate::reexport::store::StoreResult<bool> {
+                $crate::catalog::bind(self, listing, template, max, now).await
+            }
+            async fn unbind(
+                &self,
+                listing: $crate::reexport::domain::ListingId,
+                template: $crate::reexport::domain::TemplateId,
+            ) -> $crate::reexport::store::StoreResult<bool> {
+                $crate::catalog::unbind(self, listing, template).await
+            }
+        }
+    };
+}

@@ -1,0 +1,260 @@
+//! Stats, reconciliation and the invariant audit ([`ReportStore`](coupond_store::ReportStore)):
+//! aggregates over the coupons and their log, on every backend.
+
+use std::collections::HashMap;
+
+use coupond_domain::{TemplateId, Timestamp};
+use coupond_store::{CouponCounts, StoreError, StoreResult, UsageRow, Violation};
+
+use crate::{sql, Db, Query};
+
+fn template_id(v: i64) -> StoreResult<TemplateId> {
+    TemplateId::new(v).map_err(StoreError::other)
+}
+
+pub async fn coupon_counts(
+    db: &dyn Db,
+    templates: &[TemplateId],
+    now: Timestamp,
+    hours: u32,
+) -> StoreResult<Vec<(TemplateId, CouponCounts)>> {
+    if templates.is_empty() {
+        return Ok(vec![]);
+    }
+    let ids: Vec<i64> = templates.iter().map(|t| t.get()).collect();
+    let mut out: HashMap<i64, CouponCounts> =
+        ids.iter().map(|t| (*t, CouponCounts::default())).collect();
+    let d = db.dialect();
+    let q = sql(format!(
+        "SELECT template_id,
+                CASE WHEN status = 'unused' AND valid_until <= $2 THEN 'expired'
+                     ELSE status END AS shown,
+                COUNT(*) AS n,
+                COALESCE({}, 0) AS discount,
+                COUNT(issuance_id) AS issued
+         FROM coupons WHERE {} GROUP BY template_id, shown",
+        d.sum("CASE WHEN status = 'used' THEN discount END"),
+        d.in_list("template_id", 1),
+    ))
+    .bind(ids.clone())
+    .bind(now);
+    for r in db.read_all(q).await? {
+        let c = out.entry(r.i64("template_id")?).or_default();
+        let n = r.i64("n")?;
+        c.issued += r.i64("issued")?;
+        c.discount += r.i64("discount")?;
+        match r.str("shown")? {
+            "unused" => c.unused += n,
+            "locked" => c.locked += n,
+            "used" => c.used += n,
+            "expired" => c.expired += n,
+            _ => c.revoked += n,
+        }
+    }
+    for (t, hour, created, used) in per_hour(db, ids, now, hours).await? {
+        out.entry(t)
+            .or_default()
+            .per_hour
+            .push((hour, created, used));
+    }
+    templates
+        .iter()
+        .map(|t| Ok((*t, out.remove(&t.get()).unwrap_or_default())))
+        .collect()
+}
+
+/// `(template, hour, claimed, used)` for the hours with any, oldest first.
+async fn per_hour(
+    db: &dyn Db,
+    ids: Vec<i64>,
+    now: Timestamp,
+    hours: u32,
+) -> StoreResult<Vec<(i64, Timestamp, i64, i64)>> {
+    let d = db.dialect();
+    let since = now.minus(time::Duration::hours(i64::from(hours)));
+    let q = sql(format!(
+        "SELECT c.template_id, {} AS hour,
+                {} AS created, {} AS used
+         FROM coupon_events e JOIN coupons c ON c.id = e.coupon_id
+         WHERE e.at >= $2 AND e.at <= $3 AND {}
+         GROUP BY c.template_id, hour ORDER BY hour",
+        d.hour("e.at"),
+        d.sum("CASE WHEN e.to_status = 'unused' AND e.from_status IS NULL THEN 1 ELSE 0 END"),
+        d.sum("CASE WHEN e.to_status = 'used' THEN 1 ELSE 0 END"),
+        d.in_list("c.template_id", 1),
+    ))
+    .bind(ids)
+    .bind(since)
+    .bind(now);
+    let mut out = Vec::new();
+    for r in db.read_all(q).await? {
+        let (created, used) = (r.i64("created")?, r.i64("used")?);
+        if created + used > 0 {
+            out.push((r.i64("template_id")?, r.time("hour")?, created, used));
+        }
+    }
+    Ok(out)
+}
+
+pub async fn usage_between(
+    db: &dyn Db,
+    from: Timestamp,
+    to: Timestamp,
+) -> StoreResult<Vec<UsageRow>> {
+    let q = sql(format!(
+        "SELECT template_id, COUNT(*) AS used, COALESCE({}, 0) AS discount FROM coupons
+         WHERE used_at >= $1 AND used_at < $2 AND status = 'used'
+         GROUP BY template_id ORDER BY template_id",
+        db.dialect().sum("discount")
+    ))
+    .bind(from)
+    .bind(to);
+    db.read_all(q)
+        .await?
+        .iter()
+        .map(|r| {
+            Ok(UsageRow {
+                template_id: template_id(r.i64("template_id")?)?,
+                used: r.i64("used")?,
+                discount: r.i64("discount")?,
+            })
+        })
+        .collect()
+}
+
+/// `(check, query)`: each query may use `$1` = the instant locks must have ended by, and
+/// returns `(subject, detail)` rows; `{same}` is replaced by the dialect's null-safe
+/// `c.code = k.code`.
+pub const CHECKS: [(&str, &str); 8] = [
+    (
+        "per_user_limit",
+        "SELECT 'template ' || c.template_id || ' user ' || c.user_id AS subject,
+                COUNT(*) || ' coupons, limit ' || t.per_user_limit AS detail
+         FROM coupons c JOIN templates t ON t.id = c.template_id
+         GROUP BY c.template_id, c.user_id, t.per_user_limit HAVING COUNT(*) > t.per_user_limit",
+    ),
+    (
+        "holdings",
+        "SELECT 'template ' || h.template_id || ' user ' || h.user_id AS subject,
+                'counter ' || h.n || ', coupons ' || COALESCE(c.n, 0) AS detail
+         FROM holdings h LEFT JOIN (SELECT template_id, user_id, COUNT(*) AS n FROM coupons
+                                    GROUP BY template_id, user_id) c
+             ON c.template_id = h.template_id AND c.user_id = h.user_id
+         WHERE h.n <> COALESCE(c.n, 0)",
+    ),
+    (
+        "locks",
+        "SELECT 'coupon ' || c.id AS subject, 'locked for ' || COALESCE(c.order_id, 'no order')
+                || ' whose state is ' || COALESCE(o.state, 'missing') AS detail
+         FROM coupons c LEFT JOIN orders o ON o.order_id = c.order_id
+         WHERE c.status = 'locked' AND (o.state IS NULL OR o.state <> 'locked')
+         UNION ALL
+         SELECT 'coupon ' || c.id, 'not locked (' || c.status || ') but its order '
+                || c.order_id || ' is'
+         FROM coupons c JOIN orders o ON o.order_id = c.order_id
+         WHERE o.state = 'locked' AND c.status <> 'locked'",
+    ),
+    (
+        "uses",
+        "SELECT 'coupon ' || c.id AS subject, 'used by ' || COALESCE(c.order_id, 'no order')
+                || ' whose state is ' || COALESCE(o.state, 'missing') AS detail
+         FROM coupons c LEFT JOIN orders o ON o.order_id = c.order_id
+         WHERE c.status = 'used' AND (o.state IS NULL OR o.state <> 'confirmed')",
+    ),
+    (
+        "overdue_locks",
+        "SELECT 'order ' || order_id AS subject, 'still locked; its deadline passed' AS detail
+         FROM orders WHERE state = 'locked' AND deadline < $1",
+    ),
+    (
+        "log",
+        "SELECT 'coupon ' || c.id AS subject, 'status ' || c.status || ', last logged '
+                || COALESCE(e.to_status, 'nothing') AS detail
+         FROM coupons c LEFT JOIN coupon_events e ON e.id =
+             (SELECT MAX(id) FROM coupon_events x WHERE x.coupon_id = c.id)
+         WHERE e.to_status IS NULL OR e.to_status <> c.status",
+    ),
+    (
+        "template_amounts",
+        "SELECT 'template ' || t.id AS subject, 'used ' || t.used || '/' || COUNT(c.id)
+                || ', given ' || t.given || '/' || COALESCE(SUM(c.discount), 0)
+                || ', reserved ' || t.reserved || '/' || COALESCE((SELECT SUM(l.discount)
+                    FROM coupons l WHERE l.template_id = t.id AND l.status = 'locked'), 0)
+                AS detail
+         FROM templates t LEFT JOIN coupons c ON c.template_id = t.id AND c.status = 'used'
+         GROUP BY t.id
+         HAVING t.used <> COUNT(c.id) OR t.given <> COALESCE(SUM(c.discount), 0)
+             OR t.reserved <> COALESCE((SELECT SUM(l.discount) FROM coupons l
+                 WHERE l.template_id = t.id AND l.status = 'locked'), 0)",
+    ),
+    (
+        "codes",
+        "SELECT 'code ' || k.code AS subject, 'gave coupon ' || k.coupon_id || ' of '
+                || COALESCE(c.user_id, 'nobody') || ', redeemed by ' || k.redeemed_by AS detail
+         FROM codes k LEFT JOIN coupons c ON c.id = k.coupon_id
+         WHERE k.coupon_id IS NOT NULL
+           AND (c.id IS NULL OR c.user_id <> k.redeemed_by OR NOT ({same}))",
+    ),
+];
+
+/// Runs the backend's own checks, then [`CHECKS`]; at most 100 findings per check.
+pub async fn audit(
+    db: &dyn Db,
+    now: Timestamp,
+    grace: time::Duration,
+) -> StoreResult<Vec<Violation>> {
+    let same = db.dialect().same("c.code", "k.code");
+    let deadline = now.minus(grace);
+    let mut out = Vec::new();
+    for (check, text) in db.own_audit_checks().iter().chain(CHECKS.iter()) {
+        let mut q: Query = sql(format!("{} LIMIT 100", text.replace("{same}", &same)));
+        if text.contains("$1") {
+            q = q.bind(deadline);
+        }
+        for r in db.read_all(q).await? {
+            out.push(Violation {
+                check,
+                subject: r.string("subject")?,
+                detail: r.string("detail")?,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Implements [`ReportStore`](coupond_store::ReportStore) for a backend type that is a [`Db`].
+#[macro_export]
+macro_rules! impl_report_store {
+    ($t:ty) => {
+        #[$crate::async_trait]
+        impl $crate::reexport::store::ReportStore for $t {
+            async fn coupon_counts(
+                &self,
+                templates: &[$crate::reexport::domain::TemplateId],
+                now: $crate::reexport::domain::Timestamp,
+                hours: u32,
+            ) -> $crate::reexport::store::StoreResult<
+                Vec<(
+                    $crate::reexport::domain::TemplateId,
+                    $crate::reexport::store::CouponCounts,
+                )>,
+            > {
+                $crate::reports::coupon_counts(self, templates, now, hours).await
+            }
+            async fn usage_between(
+                &self,
+                from: $crate::reexport::domain::Timestamp,
+                to: $crate::reexport::domain::Timestamp,
+            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::store::UsageRow>> {
+                $crate::reports::usage_between(self, from, to).await
+            }
+            async fn audit(
+                &self,
+                now: $crate::reexport::domain::Timestamp,
+                grace: $crate::reexport::time::Duration,
+            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::store::Violation>> {
+                $crate::reports::audit(self, now, grace).await
+            }
+        }
+    };
+}
