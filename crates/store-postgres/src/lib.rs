@@ -9,17 +9,20 @@
 //! - `campaigns`: [`CampaignStore`](coupond_store::CampaignStore): activities and templates
 //!   (written once in `coupond_store_sql::campaigns`).
 //! - `claims`: the claim batch, the hot write path.
-//! - `wallet`: [`ClaimStore`](coupond_store::ClaimStore): the claim batch and a user's wallet.
+//! - `wallet`: [`ClaimStore`](coupond_store::ClaimStore): the claim batch and a user's wallet
+//!   (its reads written once in `coupond_store_sql::wallet`).
 //! - `checkout`: [`CheckoutStore`](coupond_store::CheckoutStore): orders locking, confirming and cancelling coupons.
-//! - `idempotency`: [`IdempotencyStore`](coupond_store::IdempotencyStore): records of write routes.
+//! - [`IdempotencyStore`](coupond_store::IdempotencyStore): records of write routes (written
+//!   once in `coupond_store_sql::idempotency`).
 //! - `codes`: [`CodeStore`](coupond_store::CodeStore): promotion codes and their batches
 //!   (written once in `coupond_store_sql::codes`).
-//! - `scheduling`: [`OutboxStore`](coupond_store::OutboxStore),
-//!   [`SchedulerStore`](coupond_store::SchedulerStore) and
-//!   [`InboxStore`](coupond_store::InboxStore): outbox consumers and leases, announced
-//!   transitions and expiry, reminders and the inbox.
+//! - `scheduling`: [`OutboxStore`](coupond_store::OutboxStore): the outbox's head and its
+//!   read order, the backend's own. Leases and consumer progress,
+//!   [`SchedulerStore`](coupond_store::SchedulerStore) (announced transitions, expiry) and
+//!   [`InboxStore`](coupond_store::InboxStore) (reminders, the inbox) are written once in
+//!   `coupond_store_sql::scheduling` and `coupond_store_sql::inbox`.
 //! - `issuance`: [`IssuanceStore`](coupond_store::IssuanceStore): bulk issuance, a chunk per
-//!   transaction with the job's progress.
+//!   transaction with the job's progress (its bookkeeping in `coupond_store_sql::issuance`).
 //! - `webhooks`: [`WebhookStore`](coupond_store::WebhookStore): endpoints, deliveries, attempts.
 //! - `stats`: [`ReportStore`](coupond_store::ReportStore): coupon counts, usage per period, and
 //!   the audit (whose checks live in `audit`).
@@ -35,7 +38,6 @@
 mod checkout;
 mod claims;
 mod exec;
-mod idempotency;
 mod issuance;
 mod rows;
 mod scheduling;
@@ -51,3 +53,6 @@ coupond_store_sql::impl_code_store!(PgStore);
 coupond_store_sql::impl_admin_store!(PgStore);
 coupond_store_sql::impl_report_store!(PgStore);
 coupond_store_sql::impl_inspect_store!(PgStore);
+coupond_store_sql::impl_idempotency_store!(PgStore);
+coupond_store_sql::impl_scheduler_store!(PgStore);
+coupond_store_sql::impl_inbox_store!(PgStore);

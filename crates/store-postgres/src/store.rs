@@ -20,8 +20,6 @@ pub(crate) const TEMPLATE_COLS: &str = "id, merchant_id, spec::text AS spec, cla
      claim_end, (SELECT COALESCE(SUM(s.claimed), 0)::bigint FROM template_stock s \
      WHERE s.template_id = id) AS claimed, used, given, reserved, created_at, updated_at, \
      published_at, aborted_at, version";
-pub(crate) const ACTIVITY_COLS: &str =
-    "id, spec::text AS spec, created_at, updated_at, aborted_at, version, enrollment_seq";
 
 /// The PostgreSQL store: a connection pool on one database (and schema).
 #[derive(Clone, Debug)]

@@ -1,15 +1,14 @@
-//! A user's wallet on PostgreSQL, and the [`ClaimStore`] that pairs it with the claim batch
-//! of `claims`.
+//! The [`ClaimStore`] of PostgreSQL: the claim batch of `claims`, and a user's wallet, whose
+//! reads are written once in `coupond_store_sql::wallet`.
 
 use async_trait::async_trait;
-use coupond_domain::{Coupon, CouponId, CouponStatus, TemplateId, Timestamp};
+use coupond_domain::{Coupon, CouponId, TemplateId, Timestamp};
 use coupond_store::{
-    ClaimOutcome, ClaimRequest, ClaimStore, CouponEvent, CouponQuery, StoreError, StoreResult,
+    ClaimOutcome, ClaimRequest, ClaimStore, CouponEvent, CouponQuery, StoreResult,
 };
-use sqlx::{Postgres, QueryBuilder};
+use coupond_store_sql::wallet;
 
-use crate::rows::{self, db_err};
-use crate::store::{dt, PgStore};
+use crate::store::PgStore;
 
 #[async_trait]
 impl ClaimStore for PgStore {
@@ -29,53 +28,14 @@ impl ClaimStore for PgStore {
     }
 
     async fn user_coupons(&self, q: &CouponQuery) -> StoreResult<Vec<Coupon>> {
-        let mut b = QueryBuilder::<Postgres>::new("SELECT * FROM coupons WHERE user_id = ");
-        b.push_bind(q.user.as_str().to_owned());
-        let now = dt(q.now);
-        match q.status {
-            None => {}
-            Some(CouponStatus::Unused) => {
-                b.push(" AND status = 'unused' AND valid_until > ")
-                    .push_bind(now);
-            }
-            Some(CouponStatus::Expired) => {
-                b.push(" AND (status = 'expired' OR (status = 'unused' AND valid_until <= ")
-                    .push_bind(now)
-                    .push("))");
-            }
-            Some(s) => {
-                b.push(" AND status = ").push_bind(s.as_str());
-            }
-        }
-        if let Some((vu, id)) = q.after {
-            b.push(" AND (valid_until, id) > (")
-                .push_bind(dt(vu))
-                .push(", ")
-                .push_bind(id)
-                .push(")");
-        }
-        b.push(" ORDER BY valid_until, id LIMIT ")
-            .push_bind(i64::from(q.limit));
-        let rows = b.build().fetch_all(&self.pool).await.map_err(db_err)?;
-        rows.iter().map(rows::coupon).collect()
+        wallet::user_coupons(self, q).await
     }
 
     async fn coupon(&self, id: CouponId) -> StoreResult<Coupon> {
-        let row = sqlx::query("SELECT * FROM coupons WHERE id = $1")
-            .bind(id.get())
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(db_err)?
-            .ok_or(StoreError::NotFound)?;
-        rows::coupon(&row)
+        wallet::coupon(self, id).await
     }
 
     async fn coupon_history(&self, coupon: CouponId) -> StoreResult<Vec<CouponEvent>> {
-        let rows = sqlx::query("SELECT * FROM coupon_events WHERE coupon_id = $1 ORDER BY id")
-            .bind(coupon.get())
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db_err)?;
-        rows.iter().map(rows::coupon_event).collect()
+        wallet::coupon_history(self, coupon).await
     }
 }

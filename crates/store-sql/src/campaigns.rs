@@ -17,8 +17,9 @@ use coupond_store::{
 use crate::catalog::{push_template_status, template_row};
 use crate::{missing_or_conflict, sql, Db, Dialect, Exec, Json, Query, Row, Work};
 
-/// An activity's columns (its cities are read from `spec`).
-const ACTIVITY_COLS: &str = "id, spec, created_at, updated_at, aborted_at, version, enrollment_seq";
+/// An activity's columns (its cities are read from `spec`), as [`activity_row`] reads them.
+pub(crate) const ACTIVITY_COLS: &str =
+    "id, spec, created_at, updated_at, aborted_at, version, enrollment_seq";
 
 pub async fn insert_activity(
     db: &dyn Db,
@@ -375,7 +376,7 @@ async fn unbind_templates<E: Exec + ?Sized>(
     Ok(())
 }
 
-fn activity_row(r: &Row) -> StoreResult<Activity> {
+pub(crate) fn activity_row(r: &Row) -> StoreResult<Activity> {
     let id = r.i64("id")?;
     Ok(Activity {
         id: ActivityId::new(id).map_err(StoreError::other)?,

@@ -17,6 +17,20 @@
 //! - `reports`: [`ReportStore`](coupond_store::ReportStore) ([`impl_report_store!`]): stats,
 //!   reconciliation and the invariant audit's shared checks.
 //! - `inspect`: [`InspectStore`](coupond_store::InspectStore) ([`impl_inspect_store!`]).
+//! - `scheduling`: [`SchedulerStore`](coupond_store::SchedulerStore)
+//!   ([`impl_scheduler_store!`]): announced transitions, expiry, the next due instant; and
+//!   the outbox consumers' leases and progress, which each backend's
+//!   [`OutboxStore`](coupond_store::OutboxStore) calls (it reads the outbox in its own order).
+//! - `inbox`: [`InboxStore`](coupond_store::InboxStore) ([`impl_inbox_store!`]): reminders and
+//!   messages.
+//! - `idempotency`: [`IdempotencyStore`](coupond_store::IdempotencyStore)
+//!   ([`impl_idempotency_store!`]): the records of write routes.
+//! - `issuance`: the bookkeeping of [`IssuanceStore`](coupond_store::IssuanceStore) (jobs,
+//!   their users); each backend implements the trait, running chunks on its own claim path.
+//! - `wallet`: the reads of [`ClaimStore`](coupond_store::ClaimStore) (a user's coupons, one
+//!   coupon, its history); each backend implements the trait with its own claim batch.
+//! - `rows`: the row mappers backends share (coupons, their log, orders, issuance jobs,
+//!   templates), also for rows a backend read with its driver.
 //!
 //! Each area module ends with a macro that implements its storage trait for a backend type
 //! that is a [`Db`] (a trait of `coupond_store` cannot be implemented here for a type of
@@ -28,10 +42,16 @@ pub mod campaigns;
 pub mod catalog;
 pub mod codes;
 mod db;
+pub mod idempotency;
+pub mod inbox;
 pub mod inspect;
+pub mod issuance;
 mod query;
 pub mod reports;
+pub mod rows;
+pub mod scheduling;
 mod value;
+pub mod wallet;
 pub mod webhooks;
 
 pub use db::{missing_or_conflict, Db, Exec, Tx, Work};

@@ -1,20 +1,19 @@
 //! Checkout on SQLite: lock, confirm, cancel and expire orders, each in one `BEGIN IMMEDIATE`
-//! transaction (the only writer until it commits, so what it reads stays true), and the
-//! idempotency records of write routes.
+//! transaction (the only writer until it commits, so what it reads stays true). (The
+//! idempotency records of write routes are written once in `coupond_store_sql::idempotency`.)
 
 use async_trait::async_trait;
-use coupond_store::{CheckoutStore, IdempotencyStore};
+use coupond_store::CheckoutStore;
 use std::collections::BTreeMap;
 
 use coupond_domain::{
     Actor, Coupon, CouponId, CouponStatus, Money, OrderId, TemplateId, Timestamp,
 };
 use coupond_store::checkout::{
-    IdempotencyStart, LockOutcome, LockRequest, LockRules, OrderRecord, OrderState, OrderStep,
-    StoredAnswer,
+    LockOutcome, LockRequest, LockRules, OrderRecord, OrderState, OrderStep,
 };
 use coupond_store::events::{self, kind};
-use coupond_store::{IdempotencyKey, StoreError, StoreResult};
+use coupond_store::{StoreError, StoreResult};
 use sqlx::{QueryBuilder, Sqlite};
 
 use crate::rows::{self, db_err};
@@ -483,102 +482,5 @@ impl CheckoutStore for SqliteStore {
             .await
             .map_err(db_err)?;
         rows.iter().map(rows::coupon).collect()
-    }
-}
-
-#[async_trait]
-impl IdempotencyStore for SqliteStore {
-    async fn idempotency_start(
-        &self,
-        key: &IdempotencyKey,
-        now: Timestamp,
-        stale_before: Timestamp,
-        expires: Timestamp,
-    ) -> StoreResult<IdempotencyStart> {
-        let mut tx = self.begin().await?;
-        let row = sqlx::query("SELECT * FROM idempotency WHERE key = ?")
-            .bind(&key.key)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(db_err)?;
-        let take = match &row {
-            None => true,
-            Some(r) => {
-                let (fingerprint, status, created, expires_at): (Vec<u8>, Option<i64>, i64, i64) = (
-                    sqlx::Row::try_get(r, "fingerprint").map_err(db_err)?,
-                    sqlx::Row::try_get(r, "status").map_err(db_err)?,
-                    sqlx::Row::try_get(r, "created_at").map_err(db_err)?,
-                    sqlx::Row::try_get(r, "expires_at").map_err(db_err)?,
-                );
-                if expires_at <= us(now) {
-                    true
-                } else if fingerprint != key.fingerprint {
-                    return Ok(IdempotencyStart::Mismatch);
-                } else if let Some(status) = status {
-                    return Ok(IdempotencyStart::Replay(StoredAnswer {
-                        status: u16::try_from(status).map_err(StoreError::other)?,
-                        content_type: sqlx::Row::try_get::<Option<String>, _>(r, "content_type")
-                            .map_err(db_err)?
-                            .unwrap_or_default(),
-                        body: sqlx::Row::try_get::<Option<Vec<u8>>, _>(r, "body")
-                            .map_err(db_err)?
-                            .unwrap_or_default(),
-                    }));
-                } else {
-                    // Still running, unless its process died long ago.
-                    if created > us(stale_before) {
-                        return Ok(IdempotencyStart::InFlight);
-                    }
-                    true
-                }
-            }
-        };
-        if take {
-            sqlx::query(
-                "INSERT INTO idempotency (key, fingerprint, created_at, expires_at)
-                 VALUES (?1, ?2, ?3, ?4)
-                 ON CONFLICT (key) DO UPDATE SET fingerprint = ?2, status = NULL,
-                     content_type = NULL, body = NULL, created_at = ?3, expires_at = ?4",
-            )
-            .bind(&key.key)
-            .bind(&key.fingerprint[..])
-            .bind(us(now))
-            .bind(us(expires))
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-        }
-        tx.commit().await.map_err(db_err)?;
-        Ok(IdempotencyStart::New)
-    }
-
-    async fn idempotency_finish(&self, key: &str, answer: &StoredAnswer) -> StoreResult<()> {
-        sqlx::query("UPDATE idempotency SET status = ?, content_type = ?, body = ? WHERE key = ?")
-            .bind(i64::from(answer.status))
-            .bind(&answer.content_type)
-            .bind(&answer.body)
-            .bind(key)
-            .execute(&self.writer)
-            .await
-            .map_err(db_err)?;
-        Ok(())
-    }
-
-    async fn idempotency_abandon(&self, key: &str) -> StoreResult<()> {
-        sqlx::query("DELETE FROM idempotency WHERE key = ? AND status IS NULL")
-            .bind(key)
-            .execute(&self.writer)
-            .await
-            .map_err(db_err)?;
-        Ok(())
-    }
-
-    async fn idempotency_purge(&self, now: Timestamp) -> StoreResult<u64> {
-        Ok(sqlx::query("DELETE FROM idempotency WHERE expires_at <= ?")
-            .bind(us(now))
-            .execute(&self.writer)
-            .await
-            .map_err(db_err)?
-            .rows_affected())
     }
 }

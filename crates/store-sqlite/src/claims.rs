@@ -5,6 +5,9 @@
 //! can be written in a few multi-row statements: per-user counters, coupons, their operation
 //! log rows and their `coupon.claimed` events. The stock update is still conditional, so the
 //! database, not this arithmetic, has the last word on I1.
+//!
+//! The wallet's reads are written once in `coupond_store_sql::wallet`; a page of a user's
+//! coupons runs that statement inside one `json_group_array`, read as a single row.
 
 use async_trait::async_trait;
 use coupond_store::{ClaimStore, CouponEvent, CouponQuery};
@@ -13,6 +16,7 @@ use std::collections::{HashMap, HashSet};
 use coupond_domain::{Coupon, CouponId, CouponStatus, TemplateId, Timestamp};
 use coupond_store::events::{self, kind};
 use coupond_store::{ClaimOutcome, ClaimRequest, IdempotencyKey, StoreError, StoreResult};
+use coupond_store_sql::{sql, wallet, Db, Dialect};
 use sqlx::{QueryBuilder, Sqlite};
 
 use crate::rows::{self, db_err};
@@ -438,66 +442,26 @@ impl ClaimStore for SqliteStore {
     async fn user_coupons(&self, q: &CouponQuery) -> StoreResult<Vec<Coupon>> {
         // One row for the whole page (see `rows::COUPON_JSON`); sorted again here rather than
         // in the aggregate, which would build a temporary b-tree for what the index gave sorted.
-        let mut b = QueryBuilder::<Sqlite>::new(format!(
-            "SELECT json_group_array({}) FROM \
-             (SELECT * FROM coupons WHERE user_id = ",
-            rows::COUPON_JSON
+        let page = wallet::coupon_page(Dialect::Sqlite, q);
+        let mut all = sql(format!(
+            "SELECT json_group_array({}) AS page FROM ({})",
+            rows::COUPON_JSON,
+            page.text()
         ));
-        b.push_bind(q.user.as_str().to_owned());
-        let now = us(q.now);
-        match q.status {
-            None => {}
-            Some(CouponStatus::Unused) => {
-                b.push(" AND status = 'unused' AND valid_until > ")
-                    .push_bind(now);
-            }
-            Some(CouponStatus::Expired) => {
-                b.push(" AND (status = 'expired' OR (status = 'unused' AND valid_until <= ")
-                    .push_bind(now)
-                    .push("))");
-            }
-            Some(s) => {
-                b.push(" AND status = ").push_bind(s.as_str());
-            }
+        for a in page.args() {
+            all = all.bind(a.clone());
         }
-        if let Some((vu, id)) = q.after {
-            b.push(" AND (valid_until > ")
-                .push_bind(us(vu))
-                .push(" OR (valid_until = ")
-                .push_bind(us(vu))
-                .push(" AND id > ")
-                .push_bind(id)
-                .push("))");
-        }
-        b.push(" ORDER BY valid_until, id LIMIT ")
-            .push_bind(i64::from(q.limit))
-            .push(")");
-        let page: String = b
-            .build_query_scalar()
-            .fetch_one(&self.reader)
-            .await
-            .map_err(db_err)?;
-        let mut page = rows::coupons_json(&page)?;
+        let row = self.read_one(all).await?;
+        let mut page = rows::coupons_json(row.str("page")?)?;
         page.sort_by_key(|c| (c.valid_until, c.id));
         Ok(page)
     }
 
     async fn coupon(&self, id: CouponId) -> StoreResult<Coupon> {
-        let row = sqlx::query("SELECT * FROM coupons WHERE id = ?")
-            .bind(id.get())
-            .fetch_optional(&self.reader)
-            .await
-            .map_err(db_err)?
-            .ok_or(StoreError::NotFound)?;
-        rows::coupon(&row)
+        wallet::coupon(self, id).await
     }
 
     async fn coupon_history(&self, coupon: CouponId) -> StoreResult<Vec<CouponEvent>> {
-        let rows = sqlx::query("SELECT * FROM coupon_events WHERE coupon_id = ? ORDER BY id")
-            .bind(coupon.get())
-            .fetch_all(&self.reader)
-            .await
-            .map_err(db_err)?;
-        rows.iter().map(rows::coupon_event).collect()
+        wallet::coupon_history(self, coupon).await
     }
 }

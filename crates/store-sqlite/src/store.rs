@@ -21,8 +21,6 @@ const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
 
 pub(crate) const TEMPLATE_COLS: &str = "id, merchant_id, spec, claim_start, claim_end, claimed, \
      used, given, reserved, created_at, updated_at, published_at, aborted_at, version";
-pub(crate) const ACTIVITY_COLS: &str =
-    "id, spec, created_at, updated_at, aborted_at, version, enrollment_seq";
 
 /// The SQLite store: one writer connection, a few readers, one database file.
 #[derive(Clone, Debug)]
