@@ -19,7 +19,7 @@ use crate::routes::{
         license(name = "Apache-2.0")
     ),
     paths(
-        merchants::create, merchants::get,
+        merchants::create, merchants::list, merchants::get, merchants::update,
         activities::create, activities::list, activities::get, activities::update, activities::abort,
         templates::create, templates::list, templates::get, templates::update, templates::publish,
         templates::abort,

@@ -59,7 +59,7 @@ pub use ids::{
     UserId,
 };
 pub use listing::{Listing, ListingDraft, ListingPatch};
-pub use merchant::{Merchant, MerchantDraft};
+pub use merchant::{Merchant, MerchantDraft, MerchantPatch};
 pub use money::{BasisPoints, Money};
 pub use schedule::Transition;
 pub use template::{

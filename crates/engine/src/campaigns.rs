@@ -1,8 +1,11 @@
-//! The workflows of activities and templates that every front door (the API, the console)
-//! calls after it has parsed and authorized a request: load, apply the domain's state rules
-//! (`coupond_domain::lifecycle`), write in one store transaction.
+//! The workflows of merchants, activities and templates that every front door (the API, the
+//! console) calls after it has parsed and authorized a request: load, apply the domain's rules
+//! (`coupond_domain::lifecycle`, the patches' validation), write in one store transaction.
 
-use coupond_domain::{Activity, ActivityId, ActivityPatch, DomainError, Template, Timestamp};
+use coupond_domain::{
+    Activity, ActivityId, ActivityPatch, DomainError, Merchant, MerchantId, MerchantPatch,
+    Template, Timestamp,
+};
 use coupond_store::{Store, StoreError};
 use time::Duration;
 
@@ -15,6 +18,18 @@ pub enum CampaignError {
     /// Storage refused (a version conflict, a missing record) or failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+/// Edits a merchant's name, short name or cities. Written only if the merchant is still what
+/// was read, so a concurrent edit is a version conflict, never silently undone.
+pub async fn edit_merchant(
+    store: &dyn Store,
+    id: MerchantId,
+    patch: MerchantPatch,
+) -> Result<Merchant, CampaignError> {
+    let m = store.merchant(id).await?;
+    let draft = patch.apply(&m)?;
+    Ok(store.update_merchant(id, &m.draft(), &draft).await?)
 }
 
 /// Edits an activity while it is scheduled or enrolling. Its live templates must still fit

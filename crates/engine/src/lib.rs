@@ -2,8 +2,8 @@
 //!
 //! - [`clock`]: [`Clock`], the one source of "now". Production reads the system clock; tests
 //!   inject a [`ManualClock`] and move time by hand, so no test waits on wall-clock time.
-//! - [`campaigns`]: the workflows of activities and templates (edit, publish, abort) every front
-//!   door calls, applying the domain's state rules before one store transaction.
+//! - [`campaigns`]: the workflows of merchants, activities and templates (edit, publish,
+//!   abort) every front door calls, applying the domain's state rules before one store transaction.
 //! - [`claims`]: [`ClaimEngine`], per-template group commit of claims: all claims waiting for
 //!   a template are committed in one transaction and each caller is answered after the commit.
 //! - [`checkout`]: [`Checkout`] (quotes; lock, confirm and cancel of an order's coupons with

@@ -9,9 +9,9 @@ use coupond_domain::{
     CategoryId, CityId, Listing, ListingDraft, ListingId, Merchant, MerchantDraft, MerchantId,
     Money, Template, TemplateId, TemplateStatus, Timestamp, Window,
 };
-use coupond_store::{codec, Conflict, ListingQuery, StoreError, StoreResult};
+use coupond_store::{codec, Conflict, ListingQuery, MerchantQuery, StoreError, StoreResult};
 
-use crate::{sql, Db, Dialect, Query, Row, Work};
+use crate::{missing_or_conflict, sql, Db, Dialect, Query, Row, Work};
 
 /// The clause that locks the rows a `SELECT` reads until its transaction ends, where writers
 /// run at once: PostgreSQL's `FOR NO KEY UPDATE` (`no_key`: compatible with the KEY SHARE locks
@@ -50,6 +50,68 @@ pub async fn merchant(db: &dyn Db, id: MerchantId) -> StoreResult<Merchant> {
     let row = db
         .read_one(sql("SELECT * FROM merchants WHERE id = $1").bind(id.get()))
         .await?;
+    merchant_row(&row)
+}
+
+pub async fn list_merchants(db: &dyn Db, q: &MerchantQuery) -> StoreResult<Vec<Merchant>> {
+    let d = db.dialect();
+    let mut s = sql("SELECT * FROM merchants WHERE id > ");
+    s.push_bind(q.page.after.unwrap_or(0));
+    if let Some(c) = q.city {
+        let city = s.param(c.get());
+        s.push(" AND ").push(&d.list_has("merchants.cities", &city));
+    }
+    if let Some(name) = &q.name {
+        let pattern = s.param(contains_pattern(name));
+        s.push(&format!(
+            " AND (LOWER(name) LIKE LOWER({pattern}) ESCAPE '!'
+                  OR LOWER(short_name) LIKE LOWER({pattern}) ESCAPE '!')"
+        ));
+    }
+    s.push(" ORDER BY id LIMIT ").push_bind(q.page.limit);
+    db.read_all(s).await?.iter().map(merchant_row).collect()
+}
+
+/// A `LIKE` pattern (escape `!`) matching text that contains `needle`; the statement folds
+/// both sides' case with the database's `LOWER`.
+fn contains_pattern(needle: &str) -> String {
+    let mut p = String::from("%");
+    for c in needle.chars() {
+        if matches!(c, '%' | '_' | '!') {
+            p.push('!');
+        }
+        p.push(c);
+    }
+    p.push('%');
+    p
+}
+
+pub async fn update_merchant(
+    db: &dyn Db,
+    id: MerchantId,
+    was: &MerchantDraft,
+    m: &MerchantDraft,
+) -> StoreResult<Merchant> {
+    let mut tx = db.begin(Work::Request).await?;
+    let row = tx
+        .fetch_optional(
+            sql(
+                "UPDATE merchants SET name = $1, short_name = $2, cities = $3
+                 WHERE id = $4 AND name = $5 AND short_name = $6 AND cities = $7 RETURNING *",
+            )
+            .bind(&m.name)
+            .bind(&m.short_name)
+            .bind(codec::cities_to_vec(&m.cities))
+            .bind(id.get())
+            .bind(&was.name)
+            .bind(&was.short_name)
+            .bind(codec::cities_to_vec(&was.cities)),
+        )
+        .await?;
+    let Some(row) = row else {
+        return Err(missing_or_conflict(&mut *tx, "merchants", id.get()).await);
+    };
+    tx.commit().await?;
     merchant_row(&row)
 }
 
@@ -404,6 +466,20 @@ macro_rules! impl_catalog_store {
                 id: $crate::reexport::domain::MerchantId,
             ) -> $crate::reexport::store::StoreResult<$crate::reexport::domain::Merchant> {
                 $crate::catalog::merchant(self, id).await
+            }
+            async fn list_merchants(
+                &self,
+                q: &$crate::reexport::store::MerchantQuery,
+            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::domain::Merchant>> {
+                $crate::catalog::list_merchants(self, q).await
+            }
+            async fn update_merchant(
+                &self,
+                id: $crate::reexport::domain::MerchantId,
+                was: &$crate::reexport::domain::MerchantDraft,
+                m: &$crate::reexport::domain::MerchantDraft,
+            ) -> $crate::reexport::store::StoreResult<$crate::reexport::domain::Merchant> {
+                $crate::catalog::update_merchant(self, id, was, m).await
             }
             async fn insert_listing(
                 &self,

@@ -1,6 +1,6 @@
 //! Merchants, listings, activities and templates at the storage boundary.
 
-use crate::{ActivityQuery, ListingQuery, NewTemplate, StoreResult, TemplateQuery};
+use crate::{ActivityQuery, ListingQuery, MerchantQuery, NewTemplate, StoreResult, TemplateQuery};
 use coupond_domain::{
     Activity, ActivityId, ActivitySpec, Listing, ListingDraft, ListingId, Merchant, MerchantDraft,
     MerchantId, Template, TemplateId, TemplateSpec, Timestamp,
@@ -13,6 +13,16 @@ use async_trait::async_trait;
 pub trait CatalogStore: Send + Sync {
     async fn insert_merchant(&self, m: &MerchantDraft, now: Timestamp) -> StoreResult<Merchant>;
     async fn merchant(&self, id: MerchantId) -> StoreResult<Merchant>;
+    /// Merchants matching `q`, by id.
+    async fn list_merchants(&self, q: &MerchantQuery) -> StoreResult<Vec<Merchant>>;
+    /// Replaces the merchant's terms with `m` if they are still `was` (what the caller read):
+    /// a concurrent edit in between is a `Conflict(Version)`, so neither is lost.
+    async fn update_merchant(
+        &self,
+        id: MerchantId,
+        was: &MerchantDraft,
+        m: &MerchantDraft,
+    ) -> StoreResult<Merchant>;
     /// Inserts a listing; an `external_id` the merchant already uses is a `Conflict`.
     async fn insert_listing(
         &self,

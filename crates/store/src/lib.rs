@@ -61,8 +61,8 @@ pub use events::{CouponEvent, Event};
 pub use issuance::{InvalidLine, Issuance, IssuanceKey, IssuanceState, IssuanceStore, NewIssuance};
 pub use model::{
     ActivityQuery, ApiKey, ClaimOutcome, ClaimRequest, CodeBatch, CodeClaim, CouponQuery,
-    IdempotencyKey, ListingQuery, NewApiKey, NewTemplate, Page, PoolStats, PromoCode, Role,
-    TemplateAudit, TemplateQuery, Violation,
+    IdempotencyKey, ListingQuery, MerchantQuery, NewApiKey, NewTemplate, Page, PoolStats,
+    PromoCode, Role, TemplateAudit, TemplateQuery, Violation,
 };
 pub use scheduling::{
     CouponCounts, Due, InboxStore, Message, MessageContent, OutboxPosition, OutboxStore, Reminder,

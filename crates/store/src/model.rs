@@ -74,6 +74,17 @@ pub struct Page {
     pub limit: u32,
 }
 
+/// Which merchants to list.
+#[derive(Clone, Debug)]
+pub struct MerchantQuery {
+    /// Merchants operating in this city.
+    pub city: Option<CityId>,
+    /// Merchants whose name or short name contains this text, ignoring case (as the
+    /// database's `LOWER` folds it).
+    pub name: Option<String>,
+    pub page: Page,
+}
+
 /// Which activities to list.
 #[derive(Clone, Debug)]
 pub struct ActivityQuery {

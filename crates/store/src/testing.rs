@@ -17,6 +17,8 @@ macro_rules! conformance_suite {
             settings_init_once,
             api_keys_round_trip,
             merchants_round_trip,
+            merchants_list_by_city_and_name,
+            merchant_edits_never_lose_a_concurrent_one,
             listings_round_trip,
             activities_round_trip,
             activity_status_filter_matches_domain,

@@ -70,11 +70,18 @@ fn table() -> Vec<(RouteSpec, MethodRouter<AppState>)> {
             PLATFORM,
             post(merchants::create),
         ),
+        r(Method::GET, "/v1/merchants", PLATFORM, get(merchants::list)),
         r(
             Method::GET,
             "/v1/merchants/{id}",
             PLATFORM_MERCHANT,
             get(merchants::get),
+        ),
+        r(
+            Method::PATCH,
+            "/v1/merchants/{id}",
+            PLATFORM,
+            patch(merchants::update),
         ),
         r(
             Method::POST,

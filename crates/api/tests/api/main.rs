@@ -12,6 +12,7 @@ mod hostile;
 mod isolation;
 mod issuances;
 mod listings;
+mod merchants;
 mod model;
 mod openapi;
 mod reports;

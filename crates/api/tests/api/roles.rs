@@ -18,7 +18,9 @@ const U: Role = Role::User;
 fn expected() -> Vec<(Method, &'static str, Vec<Role>)> {
     vec![
         (Method::POST, "/v1/merchants", vec![P]),
+        (Method::GET, "/v1/merchants", vec![P]),
         (Method::GET, "/v1/merchants/{id}", vec![P, M]),
+        (Method::PATCH, "/v1/merchants/{id}", vec![P]),
         (Method::POST, "/v1/activities", vec![P]),
         (Method::GET, "/v1/activities", vec![P, M]),
         (Method::GET, "/v1/activities/{id}", vec![P, M]),
