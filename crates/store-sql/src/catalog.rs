@@ -1,7 +1,6 @@
 //! Merchants, listings and their template bindings ([`CatalogStore`]), on every backend.
 //!
-//! Also what other areas read templates with ([`push_template_status`], `template_row`) and
-//! `row_lock`, for statements that lock the rows they read where writers run at once.
+//! Also what other areas read templates with ([`push_template_status`], `template_row`).
 //!
 //! [`CatalogStore`]: coupond_store::CatalogStore
 
@@ -11,18 +10,7 @@ use coupond_domain::{
 };
 use coupond_store::{codec, Conflict, ListingQuery, MerchantQuery, StoreError, StoreResult};
 
-use crate::{missing_or_conflict, sql, Db, Dialect, Query, Row, Work};
-
-/// The clause that locks the rows a `SELECT` reads until its transaction ends, where writers
-/// run at once: PostgreSQL's `FOR NO KEY UPDATE` (`no_key`: compatible with the KEY SHARE locks
-/// foreign keys take) or `FOR UPDATE`. Empty on SQLite, whose one writer excludes the others.
-pub(crate) fn row_lock(d: Dialect, no_key: bool) -> &'static str {
-    match d {
-        Dialect::Sqlite => "",
-        Dialect::Postgres if no_key => " FOR NO KEY UPDATE",
-        Dialect::Postgres | Dialect::Mysql => " FOR UPDATE",
-    }
-}
+use crate::{missing_or_conflict, sql, Db, Query, Row, Work};
 
 pub async fn insert_merchant(
     db: &dyn Db,
@@ -282,7 +270,7 @@ pub async fn bind(
     let mut tx = db.begin(Work::Request).await?;
     // Lock the listing first: concurrent binds to it queue here, so the count and the
     // existence check below see every committed binding.
-    let lock = row_lock(db.dialect(), true);
+    let lock = db.dialect().lock_rows(true);
     let found = tx
         .fetch_optional(
             sql(format!("SELECT bound FROM listings WHERE id = $1{lock}")).bind(listing.get()),
@@ -325,7 +313,7 @@ pub async fn bind(
 pub async fn unbind(db: &dyn Db, listing: ListingId, template: TemplateId) -> StoreResult<bool> {
     let mut tx = db.begin(Work::Request).await?;
     // Same lock order as `bind` (listing, then binding), so the two cannot deadlock.
-    let lock = row_lock(db.dialect(), true);
+    let lock = db.dialect().lock_rows(true);
     if !lock.is_empty() {
         tx.execute(
             sql(format!("SELECT 1 AS one FROM listings WHERE id = $1{lock}")).bind(listing.get()),

@@ -6,7 +6,6 @@
 use coupond_domain::{CodeBatchSpec, CouponId, SharedCode, TemplateId, Timestamp, UserId};
 use coupond_store::{CodeBatch, PromoCode, StoreError, StoreResult};
 
-use crate::catalog::row_lock;
 use crate::{sql, Db, Row, Work};
 
 /// Codes inserted per statement.
@@ -19,7 +18,7 @@ pub async fn set_shared_code(
 ) -> StoreResult<()> {
     let mut tx = db.begin(Work::Request).await?;
     // Locks the template's codes against a concurrent replacement.
-    let lock = row_lock(db.dialect(), true);
+    let lock = db.dialect().lock_rows(true);
     let exists = tx
         .fetch_optional(
             sql(format!(
@@ -112,7 +111,7 @@ pub async fn add_codes(
     let mut tx = db.begin(Work::Background).await?;
     // The batch row is locked first (SQLite's one writer already excludes the others): two
     // processes adding to one batch take turns, so `generated` never passes `count`.
-    let lock = row_lock(db.dialect(), false);
+    let lock = db.dialect().lock_rows(false);
     let row = tx
         .fetch_one(sql(format!("SELECT * FROM code_batches WHERE id = $1{lock}")).bind(batch))
         .await?;

@@ -11,7 +11,6 @@ use coupond_domain::Timestamp;
 use coupond_store::checkout::{IdempotencyStart, StoredAnswer};
 use coupond_store::{IdempotencyKey, StoreError, StoreResult};
 
-use crate::catalog::row_lock;
 use crate::{sql, Db, Row, Work};
 
 /// Starts a request with `key`: new (or taking over an expired or abandoned record), a replay
@@ -40,7 +39,7 @@ pub async fn idempotency_start(
     }
     let q = sql(format!(
         "SELECT * FROM idempotency WHERE key = $1{}",
-        row_lock(d, false)
+        d.lock_rows(false)
     ))
     .bind(key.key.as_str());
     let r = tx.fetch_one(q).await?;

@@ -12,7 +12,6 @@ use coupond_domain::{Template, Timestamp, UserId};
 use coupond_store::events::{self, kind};
 use coupond_store::{ClaimOutcome, ClaimRequest, Issuance, NewIssuance, StoreError, StoreResult};
 
-use crate::catalog::row_lock;
 use crate::rows::{issuance as issuance_row, template as template_row, user_list};
 use crate::{sql, Db, Exec, Json, Work};
 
@@ -90,10 +89,7 @@ pub async fn chunk_start<E: Exec + ?Sized>(
     db: &dyn Db,
     id: i64,
 ) -> StoreResult<Option<(Issuance, Template)>> {
-    let lock = match row_lock(db.dialect(), false) {
-        "" => String::new(),
-        lock => format!("{lock} SKIP LOCKED"),
-    };
+    let lock = db.dialect().lock_rows_skip_locked();
     let q = sql(format!(
         "SELECT {ISSUANCE_COLS} FROM issuances WHERE id = $1 AND state IN ('pending', 'running'){lock}"
     ))

@@ -200,6 +200,27 @@ impl Dialect {
         }
     }
 
+    /// Appended to a `SELECT` in a transaction: locks the rows it reads until the transaction
+    /// ends, where writers run at once: `FOR NO KEY UPDATE` on PostgreSQL when `no_key` (it
+    /// admits the KEY SHARE locks foreign keys take), else `FOR UPDATE`. Empty on SQLite,
+    /// whose one writer excludes the others.
+    pub fn lock_rows(self, no_key: bool) -> &'static str {
+        match self {
+            Dialect::Sqlite => "",
+            Dialect::Postgres if no_key => " FOR NO KEY UPDATE",
+            Dialect::Postgres | Dialect::Mysql => " FOR UPDATE",
+        }
+    }
+
+    /// As [`Dialect::lock_rows`] (`FOR UPDATE`), passing over rows another transaction holds:
+    /// instances share work (expiry, issuance jobs) without waiting on each other.
+    pub fn lock_rows_skip_locked(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "",
+            Dialect::Postgres | Dialect::Mysql => " FOR UPDATE SKIP LOCKED",
+        }
+    }
+
     /// Appended to an `INSERT` that replaces `cols` of the row whose unique `key` is taken.
     pub fn on_conflict_update(self, key: &str, cols: &[&str]) -> String {
         let set = |f: &dyn Fn(&str) -> String| {
@@ -239,6 +260,18 @@ mod tests {
                 Arg::Int(Some(10)),
                 Arg::Text(Some("x".into()))
             ]
+        );
+    }
+
+    #[test]
+    fn row_locks_only_where_writers_run_at_once() {
+        assert_eq!(Dialect::Sqlite.lock_rows(true), "");
+        assert_eq!(Dialect::Sqlite.lock_rows_skip_locked(), "");
+        assert_eq!(Dialect::Postgres.lock_rows(true), " FOR NO KEY UPDATE");
+        assert_eq!(Dialect::Postgres.lock_rows(false), " FOR UPDATE");
+        assert_eq!(
+            Dialect::Postgres.lock_rows_skip_locked(),
+            " FOR UPDATE SKIP LOCKED"
         );
     }
 

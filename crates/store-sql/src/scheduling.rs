@@ -21,8 +21,8 @@ use coupond_store::events::{self, kind};
 use coupond_store::{OutboxPosition, StoreResult};
 
 use crate::campaigns::{activity_row, ACTIVITY_COLS};
-use crate::catalog::{row_lock, template_row};
-use crate::{rows, sql, Db, Dialect, Exec, Json, Work};
+use crate::catalog::template_row;
+use crate::{rows, sql, Db, Exec, Json, Work};
 
 /// Takes lease `name` for `holder` until `until` if it is free, expired at `now`, or already
 /// `holder`'s; whether `holder` has it.
@@ -214,7 +214,7 @@ pub async fn expire_coupons(db: &dyn Db, now: Timestamp, limit: u32) -> StoreRes
     let q = sql(format!(
         "SELECT * FROM coupons WHERE status = 'unused' AND valid_until <= $1
          ORDER BY valid_until LIMIT $2{}",
-        skip_locked(db.dialect())
+        db.dialect().lock_rows_skip_locked()
     ))
     .bind(now)
     .bind(limit);
@@ -305,15 +305,6 @@ async fn emit<E: Exec + ?Sized>(
     Ok(())
 }
 
-/// Appended to a `SELECT` in a transaction: locks the rows it reads and passes over those
-/// another transaction holds, where writers run at once (empty on SQLite).
-fn skip_locked(d: Dialect) -> String {
-    match row_lock(d, false) {
-        "" => String::new(),
-        lock => format!("{lock} SKIP LOCKED"),
-    }
-}
-
 /// Implements [`SchedulerStore`](coupond_store::SchedulerStore) for a backend type that is a
 /// [`Db`], with the statements above.
 #[macro_export]
@@ -379,15 +370,4 @@ macro_rules! impl_scheduler_store {
             }
         }
     };
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn expiry_skips_locked_rows_only_where_writers_run_at_once() {
-        assert_eq!(skip_locked(Dialect::Sqlite), "");
-        assert_eq!(skip_locked(Dialect::Postgres), " FOR UPDATE SKIP LOCKED");
-    }
 }

@@ -1,4 +1,5 @@
-//! Webhook endpoints, deliveries and attempts ([`WebhookStore`]), on every backend.
+//! Webhook endpoints, deliveries and attempts
+//! ([`WebhookStore`](coupond_store::WebhookStore)), on every backend.
 
 use coupond_domain::{MerchantId, Timestamp};
 use coupond_store::{
