@@ -6,8 +6,8 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::{Extension, Json};
 use coupond_domain::{
-    Activity, ActivityId, Merchant, Template, TemplateContext, TemplateDraft, TemplateId,
-    TemplatePatch, TemplateSpec, TemplateStatus, Timestamp,
+    Activity, ActivityId, Merchant, MerchantId, Template, TemplateContext, TemplateDraft,
+    TemplateId, TemplatePatch, TemplateSpec, TemplateStatus, Timestamp,
 };
 use coupond_engine::campaigns;
 use coupond_store::Conflict;
@@ -115,6 +115,10 @@ pub async fn create(
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct ListQuery {
+    /// Only this merchant's templates (the platform's filter; a merchant sees only its own,
+    /// so naming another gives an empty page).
+    #[param(value_type = Option<i64>)]
+    pub merchant_id: Option<MerchantId>,
     /// Only templates in this activity.
     #[param(value_type = Option<i64>)]
     pub activity_id: Option<ActivityId>,
@@ -137,8 +141,19 @@ pub async fn list(
 ) -> ApiResult<Json<PageOf<TemplateView>>> {
     let page = pagination::page(q.cursor.as_deref(), q.limit, s.settings())?;
     let now = s.now();
+    let merchant = match (p.merchant(), q.merchant_id) {
+        (Some(own), Some(asked)) if own != asked => {
+            return Ok(Json(pagination::finish(
+                vec![],
+                page,
+                |t: &Template| t.id.get(),
+                |t| view(t, now),
+            )));
+        }
+        (own, asked) => own.or(asked),
+    };
     let query = TemplateQuery {
-        merchant: p.merchant(),
+        merchant,
         activity: q.activity_id,
         status: q.status,
         now,

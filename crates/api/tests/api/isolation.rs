@@ -92,3 +92,48 @@ async fn merchants_see_only_activities_in_their_cities() {
     let running = app.get("/v1/activities?status=running", app.m1()).await;
     assert_eq!(running.body["items"].as_array().unwrap().len(), 1);
 }
+
+#[tokio::test]
+async fn the_platform_filters_templates_by_merchant_and_merchants_see_only_their_own() {
+    let app = TestApp::new().await;
+    let (m1, m2) = (app.merchants[0].0, app.merchants[1].0);
+    let mut ids = vec![];
+    for (key, city) in [(app.m1(), 1), (app.m2(), 3), (app.m1(), 1)] {
+        let mut body = standalone_template(10, 20);
+        body["cities"] = json!([city]);
+        let r = app.post("/v1/templates", key, body).await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+        ids.push(r.body["id"].as_i64().unwrap());
+    }
+    let listed = |r: &Reply| -> Vec<i64> {
+        r.body["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["id"].as_i64().unwrap())
+            .collect()
+    };
+    let r = app
+        .get(&format!("/v1/templates?merchant_id={m1}"), &app.platform)
+        .await;
+    assert_eq!(listed(&r), [ids[0], ids[2]], "{}", r.body);
+    let r = app
+        .get(&format!("/v1/templates?merchant_id={m2}"), &app.platform)
+        .await;
+    assert_eq!(listed(&r), [ids[1]]);
+    assert_eq!(listed(&app.get("/v1/templates", &app.platform).await), ids);
+    // A merchant naming itself sees its own; naming another sees nothing.
+    let r = app
+        .get(&format!("/v1/templates?merchant_id={m1}"), app.m1())
+        .await;
+    assert_eq!(listed(&r), [ids[0], ids[2]]);
+    let r = app
+        .get(&format!("/v1/templates?merchant_id={m2}"), app.m1())
+        .await;
+    assert_eq!((r.status, listed(&r)), (StatusCode::OK, vec![]));
+    let r = app.get("/v1/templates?merchant_id=0", &app.platform).await;
+    assert_eq!(
+        (r.status, r.body["field"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("merchant_id"))
+    );
+}
