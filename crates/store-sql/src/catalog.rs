@@ -172,6 +172,9 @@ pub async fn list_listings(db: &dyn Db, q: &ListingQuery) -> StoreResult<Vec<Lis
     if let Some(m) = q.merchant {
         b.push(" AND merchant_id = ").push_bind(m.get());
     }
+    if let Some(e) = &q.external_id {
+        b.push(" AND external_id = ").push_bind(e.as_str());
+    }
     if let Some(c) = q.city {
         b.push(" AND city_id = ").push_bind(c.get());
     }

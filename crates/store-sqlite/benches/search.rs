@@ -169,6 +169,7 @@ async fn open_or_seed() -> Arc<dyn Store> {
 fn query() -> ListingQuery {
     ListingQuery {
         merchant: None,
+        external_id: None,
         city: None,
         category: None,
         kind: None,

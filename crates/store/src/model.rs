@@ -117,6 +117,8 @@ pub struct TemplateQuery {
 pub struct ListingQuery {
     /// Only this merchant's listings.
     pub merchant: Option<MerchantId>,
+    /// Only the listing with this `external_id` (one per merchant).
+    pub external_id: Option<String>,
     pub city: Option<CityId>,
     pub category: Option<CategoryId>,
     /// With a live coupon of this kind.

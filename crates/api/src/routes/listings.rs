@@ -126,6 +126,9 @@ pub async fn update(
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct SearchQuery {
+    /// The listing with this `external_id` (1 to 100 characters): a merchant syncing its
+    /// catalogue finds its own listing again.
+    pub external_id: Option<String>,
     #[param(value_type = Option<i64>)]
     pub city: Option<CityId>,
     #[param(value_type = Option<i64>)]
@@ -157,9 +160,20 @@ pub async fn list(
     ApiQuery(q): ApiQuery<SearchQuery>,
 ) -> ApiResult<Json<PageOf<ListingView>>> {
     let page = pagination::page(q.cursor.as_deref(), q.limit, s.settings())?;
+    if q.external_id
+        .as_ref()
+        .is_some_and(|e| e.is_empty() || e.chars().count() > 100)
+    {
+        return Err(ApiError::bad_request(
+            "invalid_query",
+            Some("external_id"),
+            "external_id must be 1 to 100 characters",
+        ));
+    }
     let now = s.now();
     let query = ListingQuery {
         merchant: p.merchant(),
+        external_id: q.external_id,
         city: q.city,
         category: q.category,
         kind: q.kind,

@@ -40,6 +40,21 @@ async fn merchants_manage_listings_and_users_find_them_by_coupon() {
         (r.status, r.code()),
         (StatusCode::CONFLICT, "external_id_taken")
     );
+    // A catalogue sync finds its listing again by external id; m2 has none of m1's.
+    let r = app.get("/v1/listings?external_id=h-1", app.m1()).await;
+    assert_eq!(r.body["items"][0]["id"], l1, "{}", r.body);
+    let r = app.get("/v1/listings?external_id=h-1", app.m2()).await;
+    assert_eq!(r.body["items"], json!([]));
+    let long = "x".repeat(101);
+    for bad in ["", long.as_str()] {
+        let r = app
+            .get(&format!("/v1/listings?external_id={bad}"), app.m1())
+            .await;
+        assert_eq!(
+            (r.status, r.body["field"].as_str()),
+            (StatusCode::BAD_REQUEST, Some("external_id"))
+        );
+    }
     let l2 = app
         .post("/v1/listings", app.m1(), listing(2, 5, "h-2"))
         .await

@@ -202,6 +202,36 @@ pub async fn listings_round_trip(s: Arc<dyn Store>) {
     s.insert_listing(m.id, &no_ext, t0()).await.unwrap();
     let ghost = coupond_domain::MerchantId::new(n.id.get() + 100).unwrap();
     assert!(s.insert_listing(ghost, &no_ext, t0()).await.is_err());
+    // Found again by external id: one per merchant.
+    let by_ext = |merchant, ext: &str| ListingQuery {
+        merchant,
+        external_id: Some(ext.to_owned()),
+        city: None,
+        category: None,
+        kind: None,
+        activity: None,
+        template: None,
+        has_coupon: None,
+        now: t0(),
+        page: page(),
+    };
+    let found = s
+        .list_listings(&by_ext(Some(m.id), "house-1"))
+        .await
+        .unwrap();
+    assert_eq!(found, vec![l]);
+    assert_eq!(
+        s.list_listings(&by_ext(None, "house-1"))
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
+    assert!(s
+        .list_listings(&by_ext(None, "house-2"))
+        .await
+        .unwrap()
+        .is_empty());
 }
 
 pub async fn activities_round_trip(s: Arc<dyn Store>) {

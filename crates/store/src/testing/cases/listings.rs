@@ -55,6 +55,7 @@ pub async fn listings_update_and_search(s: Arc<dyn Store>) {
     assert!(s.bind(b.id, later.id, 3, t0()).await.unwrap());
     let q = |now| ListingQuery {
         merchant: None,
+        external_id: None,
         city: None,
         category: None,
         kind: None,
