@@ -27,7 +27,7 @@ use crate::routes::{
         listings::unbind,
         claims::claim, claims::mine, claims::of_user,
         codes::set_shared, codes::get_shared, codes::remove_shared, codes::create_batch,
-        codes::get_batch, codes::download, codes::redeem,
+        codes::list_batches, codes::get_batch, codes::download, codes::redeem,
         checkout::quote, checkout::lock, checkout::confirm, checkout::cancel, checkout::get,
         checkout::history,
         inbox::list, inbox::read,

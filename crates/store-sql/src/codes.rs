@@ -4,7 +4,7 @@
 //! [`CodeStore`]: coupond_store::CodeStore
 
 use coupond_domain::{CodeBatchSpec, CouponId, SharedCode, TemplateId, Timestamp, UserId};
-use coupond_store::{CodeBatch, PromoCode, StoreError, StoreResult};
+use coupond_store::{CodeBatch, Page, PromoCode, StoreError, StoreResult};
 
 use crate::{sql, Db, Row, Work};
 
@@ -91,6 +91,19 @@ pub async fn code_batch(db: &dyn Db, id: i64) -> StoreResult<CodeBatch> {
         .read_one(sql("SELECT * FROM code_batches WHERE id = $1").bind(id))
         .await?;
     code_batch_row(&row)
+}
+
+pub async fn template_code_batches(
+    db: &dyn Db,
+    template: TemplateId,
+    page: Page,
+) -> StoreResult<Vec<CodeBatch>> {
+    let q =
+        sql("SELECT * FROM code_batches WHERE template_id = $1 AND id > $2 ORDER BY id LIMIT $3")
+            .bind(template.get())
+            .bind(page.after.unwrap_or(0))
+            .bind(page.limit);
+    db.read_all(q).await?.iter().map(code_batch_row).collect()
 }
 
 pub async fn unfinished_code_batches(db: &dyn Db) -> StoreResult<Vec<CodeBatch>> {
@@ -233,6 +246,13 @@ macro_rules! impl_code_store {
                 id: i64,
             ) -> $crate::reexport::store::StoreResult<$crate::reexport::store::CodeBatch> {
                 $crate::codes::code_batch(self, id).await
+            }
+            async fn template_code_batches(
+                &self,
+                template: $crate::reexport::domain::TemplateId,
+                page: $crate::reexport::store::Page,
+            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::store::CodeBatch>> {
+                $crate::codes::template_code_batches(self, template, page).await
             }
             async fn unfinished_code_batches(
                 &self,

@@ -1,6 +1,6 @@
 //! Promotion codes at the storage boundary.
 
-use crate::{CodeBatch, PromoCode, StoreResult};
+use crate::{CodeBatch, Page, PromoCode, StoreResult};
 use coupond_domain::{CodeBatchSpec, SharedCode, TemplateId, Timestamp};
 
 use async_trait::async_trait;
@@ -26,6 +26,12 @@ pub trait CodeStore: Send + Sync {
         now: Timestamp,
     ) -> StoreResult<CodeBatch>;
     async fn code_batch(&self, id: i64) -> StoreResult<CodeBatch>;
+    /// A template's batches, by id.
+    async fn template_code_batches(
+        &self,
+        template: TemplateId,
+        page: Page,
+    ) -> StoreResult<Vec<CodeBatch>>;
     /// Batches not finished yet, oldest first (to resume after a restart).
     async fn unfinished_code_batches(&self) -> StoreResult<Vec<CodeBatch>>;
     /// Adds fresh codes to a batch in one transaction: as many of `codes` as the batch still

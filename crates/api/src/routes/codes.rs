@@ -15,12 +15,13 @@ use coupond_engine::{ClaimAsk, ClaimError};
 use coupond_store::Conflict;
 use coupond_store::{CodeBatch, CodeClaim, PromoCode, StoreError};
 use serde::Deserialize;
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{ApiJson, ApiPath, ClientIp, OptionalJson};
+use crate::extract::{ApiJson, ApiPath, ApiQuery, ClientIp, OptionalJson};
 use crate::idempotency;
+use crate::pagination::{self, PageOf};
 use crate::routes::claims::{claimant, created, user_ip, ClaimBody, Created};
 use crate::routes::templates::load_visible;
 use crate::routes::{BodyErrors, CommonErrors, ConflictError, RateLimitedError};
@@ -167,6 +168,40 @@ pub async fn get_batch(
     ApiPath(id): ApiPath<i64>,
 ) -> ApiResult<Json<CodeBatchView>> {
     Ok(Json(CodeBatchView::new(load_batch(&s, &p, id).await?)))
+}
+
+/// Paging for a template's batches.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct BatchesQuery {
+    /// `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+    /// Page size, 1..=200 (default 50).
+    pub limit: Option<u32>,
+}
+
+/// A template's batches of codes, oldest first, to find a job again (platform; the owning
+/// merchant).
+#[utoipa::path(operation_id = "list_code_batches", get, path = "/v1/templates/{id}/code-batches", tag = "codes",
+    params(("id" = i64, Path, description = "Template id"), BatchesQuery),
+    responses((status = 200, description = "A page of batches", body = PageOf<CodeBatchView>), CommonErrors),
+    security(("bearer" = [])))]
+pub async fn list_batches(
+    Extension(p): Extension<Principal>,
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<TemplateId>,
+    ApiQuery(q): ApiQuery<BatchesQuery>,
+) -> ApiResult<Json<PageOf<CodeBatchView>>> {
+    let page = pagination::page(q.cursor.as_deref(), q.limit, s.settings())?;
+    load_visible(&s, &p, id).await?;
+    let rows = s.store().template_code_batches(id, page).await?;
+    Ok(Json(pagination::finish(
+        rows,
+        page,
+        |b| b.id,
+        CodeBatchView::new,
+    )))
 }
 
 /// The batch's codes as CSV (`code,redeemed_by,redeemed_at`), streamed in code order. While

@@ -215,6 +215,12 @@ fn table() -> Vec<(RouteSpec, MethodRouter<AppState>)> {
         ),
         r(
             Method::GET,
+            "/v1/templates/{id}/code-batches",
+            PLATFORM_MERCHANT,
+            get(codes::list_batches),
+        ),
+        r(
+            Method::GET,
             "/v1/code-batches/{id}",
             PLATFORM_MERCHANT,
             get(codes::get_batch),

@@ -208,6 +208,24 @@ async fn generated_codes_are_single_use_and_refusals_reveal_nothing() {
         StatusCode::NOT_FOUND
     );
     assert_eq!(csv(&app, batch, app.m2()).await.0, StatusCode::NOT_FOUND);
+    // The template's batches find the job again; another merchant does not see them.
+    let batches = format!("/v1/templates/{id}/code-batches");
+    let r = app.get(&batches, app.m1()).await;
+    assert_eq!(
+        (r.status, r.body["items"][0]["id"].as_i64()),
+        (StatusCode::OK, Some(batch)),
+        "{}",
+        r.body
+    );
+    assert_eq!(r.body["items"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        app.get(&batches, &app.platform).await.body["items"][0]["id"],
+        batch
+    );
+    assert_eq!(
+        app.get(&batches, app.m2()).await.status,
+        StatusCode::NOT_FOUND
+    );
 
     let (status, lines) = csv(&app, batch, app.m1()).await;
     assert_eq!(status, StatusCode::OK);

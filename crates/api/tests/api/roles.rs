@@ -53,6 +53,7 @@ fn expected() -> Vec<(Method, &'static str, Vec<Role>)> {
         (Method::GET, "/v1/templates/{id}/code", vec![P, M]),
         (Method::DELETE, "/v1/templates/{id}/code", vec![P, M]),
         (Method::POST, "/v1/templates/{id}/codes", vec![P, M]),
+        (Method::GET, "/v1/templates/{id}/code-batches", vec![P, M]),
         (Method::GET, "/v1/code-batches/{id}", vec![P, M]),
         (Method::GET, "/v1/code-batches/{id}/codes", vec![P, M]),
         (Method::POST, "/v1/codes/{code}/redeem", vec![U, S]),

@@ -128,6 +128,20 @@ pub async fn code_batches_fill_exactly(s: Arc<dyn Store>) {
     assert_eq!(page, codes(&["TC", "TD"]));
     let c = s.promo_code("TC").await.unwrap();
     assert_eq!((c.batch_id, c.redeemed_by.clone()), (Some(b.id), None));
+    // A template's batches, by id, paged; another template's are not among them.
+    let second = s.insert_code_batch(t.id, &spec(3), at(1)).await.unwrap();
+    let other = claimable(&s, 10, 1).await;
+    s.insert_code_batch(other.id, &spec(2), at(1))
+        .await
+        .unwrap();
+    let page = |after, limit| crate::Page { after, limit };
+    let mine = s.template_code_batches(t.id, page(None, 10)).await.unwrap();
+    assert_eq!(mine, vec![b3, second.clone()]);
+    let next = s
+        .template_code_batches(t.id, page(Some(b.id), 1))
+        .await
+        .unwrap();
+    assert_eq!(next, vec![second]);
 }
 
 /// A single-use code gives one coupon: its redeemer gets the same coupon again, anyone else
