@@ -31,7 +31,7 @@ use crate::routes::{
         checkout::quote, checkout::lock, checkout::confirm, checkout::cancel, checkout::get,
         checkout::history,
         inbox::list, inbox::read,
-        issuances::create, issuances::get,
+        issuances::create, issuances::list, issuances::get,
         reports::template, reports::activity, reports::reconciliation,
         webhooks::create, webhooks::list, webhooks::get, webhooks::disable, webhooks::deliveries,
         system::healthz, system::readyz, system::metrics, system::openapi, system::docs,

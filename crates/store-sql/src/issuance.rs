@@ -8,9 +8,11 @@
 //! once, and its template), [`chunk_claims`], then [`chunk_done`] or, when the template
 //! cannot be claimed, [`chunk_stopped`].
 
-use coupond_domain::{Template, Timestamp, UserId};
+use coupond_domain::{Template, TemplateId, Timestamp, UserId};
 use coupond_store::events::{self, kind};
-use coupond_store::{ClaimOutcome, ClaimRequest, Issuance, NewIssuance, StoreError, StoreResult};
+use coupond_store::{
+    ClaimOutcome, ClaimRequest, Issuance, NewIssuance, Page, StoreError, StoreResult,
+};
 
 use crate::rows::{issuance as issuance_row, template as template_row, user_list};
 use crate::{sql, Db, Exec, Json, Work};
@@ -68,6 +70,21 @@ pub async fn issuance(db: &dyn Db, id: i64) -> StoreResult<Issuance> {
     ))
     .bind(id);
     issuance_row(&db.read_one(q).await?)
+}
+
+pub async fn template_issuances(
+    db: &dyn Db,
+    template: TemplateId,
+    page: Page,
+) -> StoreResult<Vec<Issuance>> {
+    let q = sql(format!(
+        "SELECT {ISSUANCE_COLS} FROM issuances WHERE template_id = $1 AND id > $2
+         ORDER BY id LIMIT $3"
+    ))
+    .bind(template.get())
+    .bind(page.after.unwrap_or(0))
+    .bind(page.limit);
+    db.read_all(q).await?.iter().map(issuance_row).collect()
 }
 
 /// The jobs not finished yet, oldest first.

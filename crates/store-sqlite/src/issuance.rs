@@ -3,9 +3,9 @@
 //! the chunk's statements are written once in `coupond_store_sql::issuance`.
 
 use async_trait::async_trait;
-use coupond_domain::{Timestamp, UserId};
+use coupond_domain::{TemplateId, Timestamp, UserId};
 use coupond_store::IssuanceStore;
-use coupond_store::{ClaimOutcome, Issuance, NewIssuance, StoreError, StoreResult};
+use coupond_store::{ClaimOutcome, Issuance, NewIssuance, Page, StoreError, StoreResult};
 use coupond_store_sql::issuance;
 
 use crate::claims::claim_in;
@@ -25,6 +25,14 @@ impl IssuanceStore for SqliteStore {
 
     async fn issuance(&self, id: i64) -> StoreResult<Issuance> {
         issuance::issuance(self, id).await
+    }
+
+    async fn template_issuances(
+        &self,
+        template: TemplateId,
+        page: Page,
+    ) -> StoreResult<Vec<Issuance>> {
+        issuance::template_issuances(self, template, page).await
     }
 
     async fn open_issuances(&self) -> StoreResult<Vec<i64>> {

@@ -1,6 +1,6 @@
 //! Bulk issuance jobs at the storage boundary.
 
-use crate::StoreResult;
+use crate::{Page, StoreResult};
 use async_trait::async_trait;
 
 use coupond_domain::{Actor, TemplateId, Timestamp, UserId};
@@ -115,6 +115,12 @@ pub trait IssuanceStore: Send + Sync {
         now: Timestamp,
     ) -> StoreResult<(Issuance, bool)>;
     async fn issuance(&self, id: i64) -> StoreResult<Issuance>;
+    /// A template's jobs, by id.
+    async fn template_issuances(
+        &self,
+        template: TemplateId,
+        page: Page,
+    ) -> StoreResult<Vec<Issuance>>;
     /// Jobs pending or running, oldest first.
     async fn open_issuances(&self) -> StoreResult<Vec<i64>>;
     /// The users of a job, in order (what [`IssuanceStore::issue_chunk`] takes).

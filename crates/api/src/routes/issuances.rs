@@ -10,14 +10,15 @@ use axum::{Extension, Json};
 use coupond_domain::{TemplateId, Timestamp};
 use coupond_store::{Issuance, IssuanceKey, NewIssuance};
 use futures_util::StreamExt;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::ApiPath;
+use crate::extract::{ApiPath, ApiQuery};
 use crate::idempotency;
+use crate::pagination::{self, PageOf};
 use crate::routes::templates::load_visible;
 use crate::routes::{BodyErrors, CommonErrors, ConflictError, RateLimitedError};
 use crate::state::AppState;
@@ -290,4 +291,47 @@ pub async fn get(
     let job = s.store().issuance(id).await?;
     load_visible(&s, &p, job.template_id).await?;
     Ok(Json(IssuanceView::new(job, s.now())))
+}
+
+/// Which template's jobs to list.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ListQuery {
+    /// The template whose jobs to list (required).
+    #[param(value_type = i64)]
+    pub template_id: Option<TemplateId>,
+    /// `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+    /// Page size, 1..=200 (default 50).
+    pub limit: Option<u32>,
+}
+
+/// A template's bulk issuance jobs, oldest first, to find a job again (the platform; the
+/// merchant owning the template).
+#[utoipa::path(operation_id = "list_issuances", get, path = "/v1/issuances", tag = "issuances", params(ListQuery),
+    responses((status = 200, description = "A page of jobs", body = PageOf<IssuanceView>), CommonErrors),
+    security(("bearer" = [])))]
+pub async fn list(
+    Extension(p): Extension<Principal>,
+    State(s): State<AppState>,
+    ApiQuery(q): ApiQuery<ListQuery>,
+) -> ApiResult<Json<PageOf<IssuanceView>>> {
+    let page = pagination::page(q.cursor.as_deref(), q.limit, s.settings())?;
+    let template = q.template_id.ok_or_else(|| {
+        ApiError::bad_request(
+            "invalid_query",
+            Some("template_id"),
+            "template_id is required",
+        )
+    })?;
+    load_visible(&s, &p, template).await?;
+    let rows = s.store().template_issuances(template, page).await?;
+    let now = s.now();
+    Ok(Json(pagination::finish(
+        rows,
+        page,
+        |j| j.id,
+        |j| IssuanceView::new(j, now),
+    )))
 }

@@ -248,6 +248,12 @@ fn table() -> Vec<(RouteSpec, MethodRouter<AppState>)> {
         ),
         r(
             Method::GET,
+            "/v1/issuances",
+            PLATFORM_MERCHANT,
+            get(issuances::list),
+        ),
+        r(
+            Method::GET,
             "/v1/issuances/{id}",
             PLATFORM_MERCHANT,
             get(issuances::get),

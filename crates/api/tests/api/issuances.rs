@@ -68,6 +68,21 @@ async fn issuance_flows(app: TestApp) {
             .status,
         StatusCode::NOT_FOUND
     );
+    // The template's jobs find it again; another merchant's key does not.
+    let jobs = format!("/v1/issuances?template_id={t}");
+    let r = app.get(&jobs, app.m1()).await;
+    assert_eq!(r.body["items"].as_array().unwrap().len(), 1, "{}", r.body);
+    assert_eq!(r.body["items"][0]["id"], job);
+    assert_eq!(
+        app.get(&jobs, &app.platform).await.body["items"][0]["id"],
+        job
+    );
+    assert_eq!(app.get(&jobs, app.m2()).await.status, StatusCode::NOT_FOUND);
+    let r = app.get("/v1/issuances", app.m1()).await;
+    assert_eq!(
+        (r.status, r.body["field"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("template_id"))
+    );
     let wallet = app.get("/v1/users/u-2/coupons", &app.service).await;
     assert_eq!(wallet.body["items"].as_array().unwrap().len(), 1);
 

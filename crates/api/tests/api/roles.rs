@@ -65,6 +65,7 @@ fn expected() -> Vec<(Method, &'static str, Vec<Role>)> {
         (Method::GET, "/v1/coupons/{id}/history", vec![P, M, U]),
         (Method::GET, "/v1/me/messages", vec![U]),
         (Method::POST, "/v1/templates/{id}/issuances", vec![P, M]),
+        (Method::GET, "/v1/issuances", vec![P, M]),
         (Method::GET, "/v1/issuances/{id}", vec![P, M]),
         (Method::GET, "/v1/templates/{id}/stats", vec![P, M]),
         (Method::GET, "/v1/activities/{id}/stats", vec![P, M]),

@@ -360,4 +360,15 @@ pub async fn issuance_keys_start_one_job(s: Arc<dyn Store>) {
         "{ids:?}"
     );
     assert_eq!(s.open_issuances().await.unwrap().len(), 4);
+    // The template's jobs, by id, paged.
+    let page = |after, limit| crate::Page { after, limit };
+    let listed = s.template_issuances(t.id, page(None, 10)).await.unwrap();
+    let mut sorted = ids;
+    sorted.sort_unstable();
+    assert_eq!(listed.iter().map(|j| j.id).collect::<Vec<_>>(), sorted);
+    let rest = s
+        .template_issuances(t.id, page(Some(sorted[1]), 10))
+        .await
+        .unwrap();
+    assert_eq!(rest.iter().map(|j| j.id).collect::<Vec<_>>(), &sorted[2..]);
 }
