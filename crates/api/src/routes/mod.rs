@@ -51,18 +51,42 @@ fn method_str<S: serde::Serializer>(m: &Method, s: S) -> Result<S::Ok, S::Error>
     s.serialize_str(m.as_str())
 }
 
-fn table() -> Vec<(RouteSpec, MethodRouter<AppState>)> {
-    let r = |method: Method, path, roles, handler| {
-        (
-            RouteSpec {
-                method,
-                path,
-                roles,
-                upload: false,
-            },
-            handler,
-        )
-    };
+/// A route and its handler.
+type Route = (RouteSpec, MethodRouter<AppState>);
+
+/// A route that takes no file uploads.
+fn r(
+    method: Method,
+    path: &'static str,
+    roles: &'static [Role],
+    handler: MethodRouter<AppState>,
+) -> Route {
+    (
+        RouteSpec {
+            method,
+            path,
+            roles,
+            upload: false,
+        },
+        handler,
+    )
+}
+
+fn table() -> Vec<Route> {
+    [
+        merchant_and_activity_routes(),
+        template_routes(),
+        wallet_routes(),
+        operations_routes(),
+        checkout_routes(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// Merchants and activities.
+fn merchant_and_activity_routes() -> Vec<Route> {
     vec![
         r(
             Method::POST,
@@ -113,6 +137,12 @@ fn table() -> Vec<(RouteSpec, MethodRouter<AppState>)> {
             PLATFORM,
             post(activities::abort),
         ),
+    ]
+}
+
+/// Templates and listings with their bindings.
+fn template_routes() -> Vec<Route> {
+    vec![
         r(
             Method::POST,
             "/v1/templates",
@@ -175,6 +205,12 @@ fn table() -> Vec<(RouteSpec, MethodRouter<AppState>)> {
             MERCHANT,
             delete(listings::unbind),
         ),
+    ]
+}
+
+/// Claims, a user's wallet and inbox, promotion codes.
+fn wallet_routes() -> Vec<Route> {
+    vec![
         r(
             Method::POST,
             "/v1/templates/{id}/claims",
@@ -237,6 +273,12 @@ fn table() -> Vec<(RouteSpec, MethodRouter<AppState>)> {
             USER_SERVICE,
             post(codes::redeem),
         ),
+    ]
+}
+
+/// Bulk issuance, stats, reconciliation and webhooks.
+fn operations_routes() -> Vec<Route> {
+    vec![
         (
             RouteSpec {
                 method: Method::POST,
@@ -306,6 +348,12 @@ fn table() -> Vec<(RouteSpec, MethodRouter<AppState>)> {
             PLATFORM_MERCHANT,
             get(webhooks::deliveries),
         ),
+    ]
+}
+
+/// The order service's checkout and the coupon lookups around it.
+fn checkout_routes() -> Vec<Route> {
+    vec![
         r(
             Method::POST,
             "/v1/quotes",
