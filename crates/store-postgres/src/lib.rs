@@ -11,7 +11,9 @@
 //! - `claims`: the claim batch, the hot write path.
 //! - `wallet`: [`ClaimStore`](coupond_store::ClaimStore): the claim batch and a user's wallet
 //!   (its reads written once in `coupond_store_sql::wallet`).
-//! - `checkout`: [`CheckoutStore`](coupond_store::CheckoutStore): orders locking, confirming and cancelling coupons.
+//! - `checkout`: [`CheckoutStore`](coupond_store::CheckoutStore): orders locking, confirming and
+//!   cancelling coupons (written once in `coupond_store_sql::checkout` but for how a lock
+//!   claims its order id).
 //! - [`IdempotencyStore`](coupond_store::IdempotencyStore): records of write routes (written
 //!   once in `coupond_store_sql::idempotency`).
 //! - `codes`: [`CodeStore`](coupond_store::CodeStore): promotion codes and their batches

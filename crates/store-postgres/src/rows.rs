@@ -1,10 +1,9 @@
 //! Row conversions and the mapping of driver errors into [`StoreError`], in one place.
 //!
-//! The mappers both backends share are `coupond_store_sql::rows`; `coupon`, `template` and
-//! `order` here apply them to rows read with sqlx (through `exec::row`).
+//! The mappers both backends share are `coupond_store_sql::rows`; `coupon` here applies
+//! them to coupons read with sqlx (through `exec::row`).
 
-use coupond_domain::{Coupon, Template, Timestamp};
-use coupond_store::checkout::OrderRecord;
+use coupond_domain::{Coupon, Timestamp};
 use coupond_store::{Conflict, Event, StoreError, StoreResult};
 use sqlx::postgres::PgRow;
 use sqlx::Row;
@@ -52,11 +51,6 @@ pub(crate) fn coupon(r: &PgRow) -> StoreResult<Coupon> {
     coupond_store_sql::rows::coupon(&row(r)?)
 }
 
-/// A template read with `TEMPLATE_COLS`.
-pub(crate) fn template(r: &PgRow) -> StoreResult<Template> {
-    coupond_store_sql::rows::template(&row(r)?)
-}
-
 pub(crate) fn event(r: &PgRow) -> Result<Event, StoreError> {
     Ok(Event {
         id: get(r, "id")?,
@@ -65,9 +59,4 @@ pub(crate) fn event(r: &PgRow) -> Result<Event, StoreError> {
         at: ts(get(r, "at")?)?,
         body: get(r, "body")?,
     })
-}
-
-/// An order read with `SELECT *`.
-pub(crate) fn order(r: &PgRow) -> StoreResult<OrderRecord> {
-    coupond_store_sql::rows::order(&row(r)?)
 }

@@ -1,7 +1,8 @@
 //! The SQL coupond's backends share. Statements are written once, with `$n` placeholders,
 //! over a small [`Dialect`]; a backend runs them through the [`Db`], [`Exec`] and [`Tx`]
 //! traits, so nothing here sees a driver type, and backends keep only what is truly theirs
-//! (connection setup, migrations, the claim path, checkout, issuance chunks, outbox ordering).
+//! (connection setup, migrations, the claim path, how a checkout lock claims its order id,
+//! issuance chunks, outbox ordering).
 //!
 //! - `value`: [`Arg`]s bound to statements, [`Row`]s read back.
 //! - `query`: [`Query`] (a statement and its arguments) and the [`Dialect`] fragments.
@@ -27,6 +28,10 @@
 //!   ([`impl_idempotency_store!`]): the records of write routes.
 //! - `issuance`: the bookkeeping of [`IssuanceStore`](coupond_store::IssuanceStore) (jobs,
 //!   their users); each backend implements the trait, running chunks on its own claim path.
+//! - `checkout`: [`CheckoutStore`](coupond_store::CheckoutStore) but for the lock step's order
+//!   claim: order reads, confirm with its amount verification, cancel, the lock sweeper, and
+//!   the lock's coupons and reservations; each backend implements the trait with its own
+//!   `lock_order`.
 //! - `wallet`: the reads of [`ClaimStore`](coupond_store::ClaimStore) (a user's coupons, one
 //!   coupon, its history); each backend implements the trait with its own claim batch.
 //! - `rows`: the row mappers backends share (coupons, their log, orders, issuance jobs,
@@ -40,6 +45,7 @@
 pub mod admin;
 pub mod campaigns;
 pub mod catalog;
+pub mod checkout;
 pub mod codes;
 mod db;
 pub mod idempotency;

@@ -289,7 +289,7 @@ pub async fn next_due(db: &dyn Db, now: Timestamp) -> StoreResult<Option<Timesta
 }
 
 /// Appends an event to the outbox, inside the caller's transaction.
-async fn emit<E: Exec + ?Sized>(
+pub(crate) async fn emit<E: Exec + ?Sized>(
     ex: &mut E,
     kind: &str,
     at: Timestamp,

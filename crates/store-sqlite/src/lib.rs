@@ -11,7 +11,8 @@
 //! - `claims`: [`ClaimStore`](coupond_store::ClaimStore): the claim batch (the hot write
 //!   path) and a user's wallet (its reads written once in `coupond_store_sql::wallet`).
 //! - `checkout`: [`CheckoutStore`](coupond_store::CheckoutStore): orders locking, confirming and
-//!   cancelling coupons. [`IdempotencyStore`](coupond_store::IdempotencyStore) is written once
+//!   cancelling coupons (written once in `coupond_store_sql::checkout` but for how a lock
+//!   claims its order id). [`IdempotencyStore`](coupond_store::IdempotencyStore) is written once
 //!   in `coupond_store_sql::idempotency`.
 //! - `codes`: [`CodeStore`](coupond_store::CodeStore): promotion codes and their batches
 //!   (written once in `coupond_store_sql::codes`).

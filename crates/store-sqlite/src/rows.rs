@@ -1,11 +1,10 @@
 //! Row conversions and the mapping of driver errors into [`StoreError`], in one place.
 //!
-//! The mappers both backends share are `coupond_store_sql::rows`; `coupon`, `template` and
-//! `order` here apply them to rows read with sqlx (through `exec::row`).
+//! The mappers both backends share are `coupond_store_sql::rows`; `coupon` here applies
+//! them to coupons read with sqlx (through `exec::row`).
 
-use coupond_domain::{Coupon, CouponId, CouponStatus, Money, OrderId, Template, TemplateId};
+use coupond_domain::{Coupon, CouponId, CouponStatus, Money, OrderId, TemplateId};
 use coupond_domain::{Timestamp, UserId};
-use coupond_store::checkout::OrderRecord;
 use coupond_store::{Conflict, Event, StoreError, StoreResult};
 use sqlx::sqlite::SqliteRow;
 use sqlx::Row;
@@ -115,11 +114,6 @@ fn coupon_of(c: CouponColumns) -> Result<Coupon, StoreError> {
     })
 }
 
-/// A template read with `TEMPLATE_COLS`.
-pub(crate) fn template(r: &SqliteRow) -> StoreResult<Template> {
-    coupond_store_sql::rows::template(&row(r)?)
-}
-
 pub(crate) fn event(r: &SqliteRow) -> Result<Event, StoreError> {
     Ok(Event {
         id: get(r, "id")?,
@@ -128,9 +122,4 @@ pub(crate) fn event(r: &SqliteRow) -> Result<Event, StoreError> {
         at: ts(get(r, "at")?)?,
         body: serde_json::from_str(&get::<String>(r, "body")?).map_err(StoreError::other)?,
     })
-}
-
-/// An order read with `SELECT *`.
-pub(crate) fn order(r: &SqliteRow) -> StoreResult<OrderRecord> {
-    coupond_store_sql::rows::order(&row(r)?)
 }

@@ -1,0 +1,489 @@
+//! Checkout ([`CheckoutStore`](coupond_store::CheckoutStore)) on every backend: the order
+//! reads, confirm (with its amount verification), cancel and the lock sweeper, and the lock
+//! step's reads and writes once the order is claimed; log rows and outbox events with each.
+//!
+//! Each backend keeps its `impl CheckoutStore` and its own `lock_order`, which decides how an
+//! order id is claimed (SQLite, the one writer, reads it and inserts the order last;
+//! PostgreSQL inserts it first, so a concurrent lock of the same order waits on the row), and
+//! calls [`order_row`], [`replayed`] and [`lock_coupons`] for the rest.
+//!
+//! Where writers run at once (PostgreSQL) every step first locks what it depends on, through
+//! [`Dialect::lock_rows`](crate::Dialect::lock_rows) (nothing on SQLite, whose one writer
+//! excludes the others):
+//!
+//! - the order row (`FOR UPDATE`): a lock's insert, a confirm, a cancel and the sweeper take
+//!   turns on it, and each re-reads the state after the wait, so a lock ends exactly once; the
+//!   sweeper passes over orders another transaction holds (`SKIP LOCKED`);
+//! - the coupons (`FOR UPDATE`, by id): two orders locking one coupon take turns, and the
+//!   second sees it locked;
+//! - the templates (`FOR NO KEY UPDATE`, by id, last): budget reservations are exact. Claims
+//!   lock the template row last too, and no step here touches per-user counters, so the two
+//!   never wait on each other in opposite orders.
+
+use std::collections::BTreeMap;
+
+use coupond_domain::{
+    Actor, Coupon, CouponId, CouponStatus, Money, OrderId, Template, TemplateId, Timestamp,
+};
+use coupond_store::checkout::{
+    over_limits, LockOutcome, LockRefusal, LockRequest, LockRules, OrderRecord, OrderState,
+    OrderStep,
+};
+use coupond_store::events::{self, kind};
+use coupond_store::{StoreError, StoreResult};
+
+use crate::rows::{coupon as coupon_row, order as order_record, template as template_row};
+use crate::scheduling::emit;
+use crate::{sql, Db, Dialect, Exec, Work};
+
+/// An order's columns but its request fingerprint (read only by [`order_row`]).
+pub const ORDER_COLS: &str = "order_id, user_id, state, deadline, answer, created_at, ended_at";
+
+/// The coupons with these ids that exist, by id.
+pub async fn coupons_by_ids(db: &dyn Db, ids: &[CouponId]) -> StoreResult<Vec<Coupon>> {
+    let ids: Vec<i64> = ids.iter().map(|c| c.get()).collect();
+    let q = sql(format!(
+        "SELECT * FROM coupons WHERE {} ORDER BY id",
+        db.dialect().in_list("id", 1)
+    ))
+    .bind(ids);
+    db.read_all(q).await?.iter().map(coupon_row).collect()
+}
+
+/// The templates with these ids that exist, by id.
+pub async fn templates_by_ids(db: &dyn Db, ids: &[TemplateId]) -> StoreResult<Vec<Template>> {
+    let ids: Vec<i64> = ids.iter().map(|t| t.get()).collect();
+    let q = sql(format!(
+        "SELECT {} FROM templates WHERE {} ORDER BY id",
+        db.template_columns(),
+        db.dialect().in_list("id", 1)
+    ))
+    .bind(ids);
+    db.read_all(q).await?.iter().map(template_row).collect()
+}
+
+pub async fn order(db: &dyn Db, order: &OrderId) -> StoreResult<OrderRecord> {
+    let q = sql(format!(
+        "SELECT {ORDER_COLS} FROM orders WHERE order_id = $1"
+    ))
+    .bind(order.as_str());
+    order_record(&db.read_one(q).await?)
+}
+
+/// The coupons an order holds or used, by id.
+pub async fn order_coupons(db: &dyn Db, order: &OrderId) -> StoreResult<Vec<Coupon>> {
+    let q = sql("SELECT * FROM coupons WHERE order_id = $1 ORDER BY id").bind(order.as_str());
+    db.read_all(q).await?.iter().map(coupon_row).collect()
+}
+
+/// The order and its request fingerprint, in the caller's transaction; `lock` takes the row
+/// lock where writers run at once.
+pub async fn order_row<E: Exec + ?Sized>(
+    ex: &mut E,
+    d: Dialect,
+    order: &OrderId,
+    lock: bool,
+) -> StoreResult<Option<(OrderRecord, Vec<u8>)>> {
+    let lock = if lock { d.lock_rows(false) } else { "" };
+    let q = sql(format!(
+        "SELECT {ORDER_COLS}, fingerprint FROM orders WHERE order_id = $1{lock}"
+    ))
+    .bind(order.as_str());
+    let Some(r) = ex.fetch_optional(q).await? else {
+        return Ok(None);
+    };
+    Ok(Some((order_record(&r)?, r.bytes("fingerprint")?.to_vec())))
+}
+
+/// What a lock of an order id seen before answers: the order as it is for the same request,
+/// a conflict for another.
+pub fn replayed(
+    (record, fingerprint): (OrderRecord, Vec<u8>),
+    req: &LockRequest<'_>,
+) -> LockOutcome {
+    if fingerprint == req.fingerprint {
+        LockOutcome::Replayed(record)
+    } else {
+        LockOutcome::OrderConflict
+    }
+}
+
+/// The lock step once its order id is claimed, in the caller's transaction: reads the
+/// requested coupons and their templates (locked), asks `rules`, and if they agree locks the
+/// coupons for the order with their planned discounts (log rows, `coupon.locked` events) and
+/// reserves those against the templates. The answer to record with the order, or the refusal
+/// (nothing written: the caller drops the transaction).
+pub async fn lock_coupons<E: Exec + ?Sized>(
+    ex: &mut E,
+    db: &dyn Db,
+    req: &LockRequest<'_>,
+    rules: &LockRules<'_>,
+) -> StoreResult<Result<serde_json::Value, LockRefusal>> {
+    let d = db.dialect();
+    let ids: Vec<i64> = req.coupons.iter().map(|c| c.get()).collect();
+    let q = sql(format!(
+        "SELECT * FROM coupons WHERE {} ORDER BY id{}",
+        d.in_list("id", 1),
+        d.lock_rows(false)
+    ))
+    .bind(ids);
+    let coupons = ex
+        .fetch_all(q)
+        .await?
+        .iter()
+        .map(coupon_row)
+        .collect::<StoreResult<Vec<_>>>()?;
+    let mut template_ids: Vec<i64> = coupons.iter().map(|c| c.template_id.get()).collect();
+    template_ids.sort_unstable();
+    template_ids.dedup();
+    let templates = templates_locked(ex, db, template_ids).await?;
+    let plan = match rules(&coupons, &templates) {
+        Ok(plan) => plan,
+        Err(refusal) => return Ok(Err(refusal)),
+    };
+    let mut reserve: BTreeMap<TemplateId, i64> = BTreeMap::new();
+    for (id, discount) in &plan.discounts {
+        let c = coupons
+            .iter()
+            .find(|c| c.id == *id)
+            .ok_or_else(|| StoreError::other("the plan names a coupon not asked for"))?;
+        lock_coupon(ex, req, c, *discount).await?;
+        *reserve.entry(c.template_id).or_default() += discount.minor();
+    }
+    for (t, d) in reserve {
+        ex.execute(
+            sql("UPDATE templates SET reserved = reserved + $1 WHERE id = $2")
+                .bind(d)
+                .bind(t.get()),
+        )
+        .await?;
+    }
+    Ok(Ok(plan.answer))
+}
+
+/// Locks coupon `c` for the lock `req` with its `discount`, its log row and event.
+async fn lock_coupon<E: Exec + ?Sized>(
+    ex: &mut E,
+    req: &LockRequest<'_>,
+    c: &Coupon,
+    discount: Money,
+) -> StoreResult<()> {
+    let locked = ex
+        .execute(
+            sql(
+                "UPDATE coupons SET status = 'locked', order_id = $1, locked_until = $2,
+                     discount = $3, updated_at = $4
+                 WHERE id = $5 AND status = 'unused' AND user_id = $6",
+            )
+            .bind(req.order_id.as_str())
+            .bind(req.deadline)
+            .bind(discount.minor())
+            .bind(req.now)
+            .bind(c.id.get())
+            .bind(req.user.as_str()),
+        )
+        .await?;
+    if locked != 1 {
+        return Err(StoreError::other(
+            "a coupon the rules accepted is not an unused coupon of the user",
+        ));
+    }
+    let (from, to) = (CouponStatus::Unused, CouponStatus::Locked);
+    log_change(ex, c.id, from, to, req.order_id, req.actor, req.now).await?;
+    let body = events::coupon_order(c, req.order_id, discount, None);
+    emit(ex, kind::COUPON_LOCKED, req.now, body).await
+}
+
+/// Templates `ids` (sorted), locked `FOR NO KEY UPDATE` where writers run at once, by id.
+async fn templates_locked<E: Exec + ?Sized>(
+    ex: &mut E,
+    db: &dyn Db,
+    ids: Vec<i64>,
+) -> StoreResult<Vec<Template>> {
+    let d = db.dialect();
+    let q = sql(format!(
+        "SELECT {} FROM templates WHERE {} ORDER BY id{}",
+        db.template_columns(),
+        d.in_list("id", 1),
+        d.lock_rows(true)
+    ))
+    .bind(ids);
+    ex.fetch_all(q).await?.iter().map(template_row).collect()
+}
+
+/// The coupons order `order` holds, locked, by id.
+async fn held_by<E: Exec + ?Sized>(
+    ex: &mut E,
+    d: Dialect,
+    order: &OrderId,
+) -> StoreResult<Vec<Coupon>> {
+    let q = sql(format!(
+        "SELECT * FROM coupons WHERE order_id = $1 AND status = 'locked' ORDER BY id{}",
+        d.lock_rows(false)
+    ))
+    .bind(order.as_str());
+    ex.fetch_all(q).await?.iter().map(coupon_row).collect()
+}
+
+/// Confirms a locked order before its deadline (past it, ends the lock as expired).
+pub async fn confirm_order(
+    db: &dyn Db,
+    order: &OrderId,
+    actor: &Actor,
+    now: Timestamp,
+) -> StoreResult<OrderStep> {
+    let d = db.dialect();
+    let mut tx = db.begin(Work::Request).await?;
+    let (record, _) = order_row(&mut *tx, d, order, true)
+        .await?
+        .ok_or(StoreError::NotFound)?;
+    match record.state {
+        OrderState::Confirmed => return Ok(OrderStep::Already(record)),
+        OrderState::Cancelled | OrderState::Expired => return Ok(OrderStep::WrongState(record)),
+        OrderState::Locked if now >= record.deadline => {
+            let ended = release(
+                &mut *tx,
+                d,
+                &record,
+                OrderState::Expired,
+                &Actor::System,
+                now,
+            )
+            .await?;
+            tx.commit().await?;
+            return Ok(OrderStep::WrongState(ended));
+        }
+        OrderState::Locked => {}
+    }
+    let held = held_by(&mut *tx, d, order).await?;
+    if let Some(why) = use_amounts(&mut *tx, db, &held).await? {
+        return Ok(OrderStep::AmountViolation(why));
+    }
+    tx.execute(
+        sql(
+            "UPDATE coupons SET status = 'used', used_at = $1, locked_until = NULL, updated_at = $1
+             WHERE order_id = $2 AND status = 'locked'",
+        )
+        .bind(now)
+        .bind(order.as_str()),
+    )
+    .await?;
+    for c in &held {
+        let (from, to) = (CouponStatus::Locked, CouponStatus::Used);
+        log_change(&mut *tx, c.id, from, to, order, actor, now).await?;
+        let body = events::coupon_order(c, order, c.discount.unwrap_or(Money::ZERO), None);
+        emit(&mut *tx, kind::COUPON_USED, now, body).await?;
+    }
+    let record = end_order(&mut *tx, order, OrderState::Confirmed, now).await?;
+    coupond_store::failpoints::hit("confirm.before_commit")?;
+    tx.commit().await?;
+    Ok(OrderStep::Done(record))
+}
+
+/// The amount verification (the reference design's safeguard) and its updates: what the
+/// coupons `held` use and give must fit every template's stock and budget, as recorded (its
+/// templates locked, by id). Why not, if it does not; else their templates count them used
+/// and given and no longer reserved.
+async fn use_amounts<E: Exec + ?Sized>(
+    ex: &mut E,
+    db: &dyn Db,
+    held: &[Coupon],
+) -> StoreResult<Option<String>> {
+    let mut per_template: BTreeMap<TemplateId, (i64, i64)> = BTreeMap::new();
+    for c in held {
+        let e = per_template.entry(c.template_id).or_default();
+        e.0 += 1;
+        e.1 += c.discount.map_or(0, Money::minor);
+    }
+    let ids: Vec<i64> = per_template.keys().map(|t| t.get()).collect();
+    for t in templates_locked(ex, db, ids).await? {
+        let (k, d) = per_template.get(&t.id).copied().unwrap_or_default();
+        if let Some(why) = over_limits(&t, k, d) {
+            return Ok(Some(why));
+        }
+        ex.execute(
+            sql("UPDATE templates SET used = used + $1, given = given + $2,
+                     reserved = reserved - $2
+                 WHERE id = $3")
+            .bind(k)
+            .bind(d)
+            .bind(t.id.get()),
+        )
+        .await?;
+    }
+    Ok(None)
+}
+
+/// Cancels a locked order (past its deadline, finds it expired and ends it so).
+pub async fn cancel_order(
+    db: &dyn Db,
+    order: &OrderId,
+    actor: &Actor,
+    now: Timestamp,
+) -> StoreResult<OrderStep> {
+    let d = db.dialect();
+    let mut tx = db.begin(Work::Request).await?;
+    let (record, _) = order_row(&mut *tx, d, order, true)
+        .await?
+        .ok_or(StoreError::NotFound)?;
+    let step = match record.state {
+        OrderState::Confirmed => OrderStep::WrongState(record),
+        OrderState::Cancelled | OrderState::Expired => OrderStep::Already(record),
+        // Past the deadline the lock has ended by itself; the cancel finds it so.
+        OrderState::Locked if now >= record.deadline => OrderStep::Already(
+            release(
+                &mut *tx,
+                d,
+                &record,
+                OrderState::Expired,
+                &Actor::System,
+                now,
+            )
+            .await?,
+        ),
+        OrderState::Locked => {
+            OrderStep::Done(release(&mut *tx, d, &record, OrderState::Cancelled, actor, now).await?)
+        }
+    };
+    tx.commit().await?;
+    Ok(step)
+}
+
+/// Ends as expired up to `limit` locks due at `now`; their order ids.
+pub async fn expire_locks(db: &dyn Db, now: Timestamp, limit: u32) -> StoreResult<Vec<OrderId>> {
+    let d = db.dialect();
+    let mut tx = db.begin(Work::Request).await?;
+    // Orders another instance (or a confirm) is working on are skipped, not waited for:
+    // whoever holds one ends it, and the next sweep finds it ended.
+    let q = sql(format!(
+        "SELECT order_id FROM orders WHERE state = 'locked' AND deadline <= $1
+         ORDER BY deadline LIMIT $2{}",
+        d.lock_rows_skip_locked()
+    ))
+    .bind(now)
+    .bind(i64::from(limit));
+    let due = tx.fetch_all(q).await?;
+    let mut ended = Vec::with_capacity(due.len());
+    for r in due {
+        let id = OrderId::parse(r.str("order_id")?).map_err(StoreError::other)?;
+        if let Some((record, _)) = order_row(&mut *tx, d, &id, false).await? {
+            release(
+                &mut *tx,
+                d,
+                &record,
+                OrderState::Expired,
+                &Actor::System,
+                now,
+            )
+            .await?;
+            ended.push(id);
+        }
+    }
+    if !ended.is_empty() {
+        coupond_store::failpoints::hit("sweeper.before_commit")?;
+    }
+    tx.commit().await?;
+    Ok(ended)
+}
+
+/// Gives an order's coupons back (unused, or expired if their validity ended meanwhile) and
+/// their reservations, and ends the order in `state`. The caller holds the order row.
+async fn release<E: Exec + ?Sized>(
+    ex: &mut E,
+    d: Dialect,
+    record: &OrderRecord,
+    state: OrderState,
+    actor: &Actor,
+    now: Timestamp,
+) -> StoreResult<OrderRecord> {
+    let order = &record.order_id;
+    let held = held_by(ex, d, order).await?;
+    let mut give_back: BTreeMap<TemplateId, i64> = BTreeMap::new();
+    for c in &held {
+        *give_back.entry(c.template_id).or_default() += c.discount.map_or(0, Money::minor);
+        let to = if c.valid_until <= now {
+            CouponStatus::Expired
+        } else {
+            CouponStatus::Unused
+        };
+        ex.execute(
+            sql(
+                "UPDATE coupons SET status = $1, order_id = NULL, locked_until = NULL,
+                     discount = NULL, updated_at = $2
+                 WHERE id = $3",
+            )
+            .bind(to.as_str())
+            .bind(now)
+            .bind(c.id.get()),
+        )
+        .await?;
+        log_change(ex, c.id, CouponStatus::Locked, to, order, actor, now).await?;
+        let body = events::coupon_order(c, order, Money::ZERO, Some(to));
+        emit(ex, kind::COUPON_RELEASED, now, body).await?;
+    }
+    let lock = d.lock_rows(true);
+    if !lock.is_empty() {
+        let ids: Vec<i64> = give_back.keys().map(|t| t.get()).collect();
+        let q = sql(format!(
+            "SELECT id FROM templates WHERE {} ORDER BY id{lock}",
+            d.in_list("id", 1)
+        ))
+        .bind(ids);
+        ex.fetch_all(q).await?;
+    }
+    for (t, g) in give_back {
+        ex.execute(
+            sql("UPDATE templates SET reserved = reserved - $1 WHERE id = $2")
+                .bind(g)
+                .bind(t.get()),
+        )
+        .await?;
+    }
+    end_order(ex, order, state, now).await
+}
+
+/// Ends locked order `order` in `state`.
+async fn end_order<E: Exec + ?Sized>(
+    ex: &mut E,
+    order: &OrderId,
+    state: OrderState,
+    now: Timestamp,
+) -> StoreResult<OrderRecord> {
+    let q = sql(format!(
+        "UPDATE orders SET state = $1, ended_at = $2 WHERE order_id = $3 AND state = 'locked'
+         RETURNING {ORDER_COLS}"
+    ))
+    .bind(state.as_str())
+    .bind(now)
+    .bind(order.as_str());
+    let row = ex.fetch_optional(q).await?.ok_or_else(|| {
+        StoreError::other("the order left `locked` while this transaction held it")
+    })?;
+    order_record(&row)
+}
+
+/// A coupon's log row for a checkout step of `order`.
+async fn log_change<E: Exec + ?Sized>(
+    ex: &mut E,
+    coupon: CouponId,
+    from: CouponStatus,
+    to: CouponStatus,
+    order: &OrderId,
+    actor: &Actor,
+    now: Timestamp,
+) -> StoreResult<()> {
+    ex.execute(
+        sql(
+            "INSERT INTO coupon_events (coupon_id, from_status, to_status, order_id, actor, at)
+             VALUES ($1, $2, $3, $4, $5, $6)",
+        )
+        .bind(coupon.get())
+        .bind(from.as_str())
+        .bind(to.as_str())
+        .bind(order.as_str())
+        .bind(actor.to_text())
+        .bind(now),
+    )
+    .await?;
+    Ok(())
+}
