@@ -46,6 +46,7 @@ use crate::claims::live;
 use crate::support::*;
 
 mod bodies;
+mod body_fixtures;
 mod checkout;
 mod codes;
 mod connections;

@@ -1,0 +1,200 @@
+//! A world in which every JSON write route has a request that succeeds, for the body abuse
+//! tests (`bodies`).
+
+use super::*;
+
+/// A request that would succeed: its path, credential and body.
+pub(super) struct Fixture {
+    pub(super) path: String,
+    pub(super) credential: String,
+    pub(super) body: Value,
+}
+
+/// A world in which every JSON write route has a request that succeeds.
+pub(super) async fn fixtures(app: &TestApp) -> BTreeMap<(Method, String), Fixture> {
+    let activity = app.activity(activity_body(-1, 24, 48, 96)).await;
+    let draft = app
+        .post("/v1/templates", app.m1(), standalone_template(10, 20))
+        .await
+        .body["id"]
+        .as_i64()
+        .unwrap();
+    let listing = app
+        .post(
+            "/v1/listings",
+            app.m1(),
+            json!({"city_id": 1, "category_id": 1, "title": "Loft", "price": 100000}),
+        )
+        .await
+        .body["id"]
+        .as_i64()
+        .unwrap();
+    let claimable = live(app, 100, 5, json!({})).await;
+    let coded = live(app, 100, 5, json!({})).await;
+    let r = app
+        .call(
+            Method::PUT,
+            &format!("/v1/templates/{coded}/code"),
+            Some(app.m1()),
+            Some(json!({"code": "MASSCODE"})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let lockable = worth(app, 20000, "stackable").await;
+    let coupon = claim(app, lockable, "u-1").await;
+    let (platform, m1, service) = (
+        app.platform.clone(),
+        app.m1().to_owned(),
+        app.service.clone(),
+    );
+    let f = |path: String, credential: &str, body: Value| Fixture {
+        path,
+        credential: credential.to_owned(),
+        body,
+    };
+    let mut all = BTreeMap::new();
+    let mut add = |method: Method, route: &str, fixture: Fixture| {
+        all.insert((method, route.to_owned()), fixture);
+    };
+    add(
+        Method::POST,
+        "/v1/merchants",
+        f(
+            "/v1/merchants".into(),
+            &platform,
+            json!({"name": "Harbour Homes", "short_name": "Harbour", "cities": [1]}),
+        ),
+    );
+    add(
+        Method::PATCH,
+        "/v1/merchants/{id}",
+        f(
+            format!("/v1/merchants/{}", app.merchants[0].0),
+            &platform,
+            json!({"short_name": "Firstly"}),
+        ),
+    );
+    add(
+        Method::POST,
+        "/v1/activities",
+        f(
+            "/v1/activities".into(),
+            &platform,
+            activity_body(-1, 24, 48, 96),
+        ),
+    );
+    add(
+        Method::PATCH,
+        "/v1/activities/{id}",
+        f(
+            format!("/v1/activities/{activity}"),
+            &platform,
+            json!({"title": "Renamed"}),
+        ),
+    );
+    add(
+        Method::POST,
+        "/v1/templates",
+        f("/v1/templates".into(), &m1, standalone_template(10, 20)),
+    );
+    add(
+        Method::PATCH,
+        "/v1/templates/{id}",
+        f(
+            format!("/v1/templates/{draft}"),
+            &m1,
+            json!({"title": "Renamed", "total_stock": 20}),
+        ),
+    );
+    add(
+        Method::POST,
+        "/v1/listings",
+        f(
+            "/v1/listings".into(),
+            &m1,
+            json!({"city_id": 1, "category_id": 1, "title": "Studio", "price": 90000}),
+        ),
+    );
+    add(
+        Method::PATCH,
+        "/v1/listings/{id}",
+        f(
+            format!("/v1/listings/{listing}"),
+            &m1,
+            json!({"price": 95000}),
+        ),
+    );
+    add(
+        Method::POST,
+        "/v1/templates/{id}/claims",
+        f(
+            format!("/v1/templates/{claimable}/claims"),
+            &service,
+            json!({"user_id": "u-7"}),
+        ),
+    );
+    add(
+        Method::POST,
+        "/v1/codes/{code}/redeem",
+        f(
+            "/v1/codes/MASSCODE/redeem".into(),
+            &service,
+            json!({"user_id": "u-8"}),
+        ),
+    );
+    add(
+        Method::PUT,
+        "/v1/templates/{id}/code",
+        f(
+            format!("/v1/templates/{claimable}/code"),
+            &m1,
+            json!({"code": "NEWCODE"}),
+        ),
+    );
+    add(
+        Method::POST,
+        "/v1/templates/{id}/codes",
+        f(
+            format!("/v1/templates/{claimable}/codes"),
+            &m1,
+            json!({"count": 3}),
+        ),
+    );
+    add(
+        Method::POST,
+        "/v1/templates/{id}/issuances",
+        f(
+            format!("/v1/templates/{claimable}/issuances"),
+            &m1,
+            json!({"user_ids": ["u-9"]}),
+        ),
+    );
+    add(
+        Method::POST,
+        "/v1/quotes",
+        f(
+            "/v1/quotes".into(),
+            &service,
+            json!({"order": order(app, "u-1")}),
+        ),
+    );
+    add(
+        Method::POST,
+        "/v1/orders/{order_id}/lock",
+        f(
+            "/v1/orders/mass-1/lock".into(),
+            &service,
+            json!({"order": order(app, "u-1"), "coupon_ids": [coupon]}),
+        ),
+    );
+    add(
+        Method::POST,
+        "/v1/webhooks",
+        f(
+            "/v1/webhooks".into(),
+            &m1,
+            json!({"url": "http://93.184.216.34/hook", "event_types": ["coupon.claimed"]}),
+        ),
+    );
+    all
+}
