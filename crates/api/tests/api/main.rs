@@ -4,6 +4,7 @@
 
 mod abuse;
 mod checkout;
+mod checkout_guards;
 mod claims;
 mod clock;
 mod codes;
