@@ -1,9 +1,9 @@
 //! Response bodies. Statuses are computed from the clock when the view is built.
 
 use coupond_domain::{
-    Activity, ActivityDraft, ActivityId, ActivityStatus, Coupon, CouponId, CouponStatus,
-    CouponValue, Listing, ListingDraft, ListingId, MerchantId, Money, Stacking, Template,
-    TemplateDraft, TemplateId, TemplateStatus, Timestamp, UserId,
+    standing, Activity, ActivityDraft, ActivityId, ActivityStatus, Coupon, CouponId, CouponStatus,
+    CouponValue, Listing, ListingDraft, ListingId, MerchantId, Money, Reason, Stacking, Template,
+    TemplateDraft, TemplateId, TemplateStatus, TemplateUse, Timestamp, UserId,
 };
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -187,20 +187,29 @@ pub struct CouponView {
     /// The promotion code redeemed for it, if it came from one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub code: Option<String>,
+    /// Whether it can be used on an order now, as far as anything but the order decides.
+    pub usable: bool,
+    /// Why not, when it cannot: `expired`, `not_yet_valid`, `locked`, `used`, `revoked`,
+    /// `template_aborted` (an unused coupon of an aborted template), `budget_exhausted`.
+    pub unusable_reasons: Vec<Reason>,
     pub template: TemplateSummary,
 }
 
 impl CouponView {
-    pub fn new(c: Coupon, template: TemplateSummary, now: Timestamp) -> Self {
+    /// The coupon `c` of template `t` as a wallet shows it at `now`.
+    pub fn new(c: Coupon, t: &Template, now: Timestamp) -> Self {
+        let reasons = standing(now, &c, TemplateUse::of(t));
         CouponView {
             id: c.id,
+            usable: reasons.is_empty(),
+            unusable_reasons: reasons,
+            template: TemplateSummary::new(t),
             status: c.status(now),
             user_id: c.user_id,
             claimed_at: c.claimed_at,
             valid_from: c.valid_from,
             valid_until: c.valid_until,
             code: c.code,
-            template,
         }
     }
 }

@@ -47,9 +47,9 @@ pub use activity::{
     Activity, ActivityDraft, ActivityPatch, ActivitySpec, ActivityStatus, FundedBy,
 };
 pub use checkout::{
-    discount, eligibility, quote, AppliedCoupon, Combination, CouponQuote, Discount, Lease,
-    LeaseDraft, LineDiscount, LineDraft, LineKind, Order, OrderDraft, Quote, QuoteInput, Reason,
-    TemplateUse,
+    discount, eligibility, quote, standing, AppliedCoupon, Combination, CouponQuote, Discount,
+    Lease, LeaseDraft, LineDiscount, LineDraft, LineKind, Order, OrderDraft, Quote, QuoteInput,
+    Reason, TemplateUse,
 };
 pub use codes::{CodeBatchDraft, CodeBatchSpec, SharedCode, TypedCode};
 pub use coupon::{Audience, CouponKind, CouponValue, DeductionMode, Scope, Stacking, Validity};

@@ -186,13 +186,7 @@ fn template_ids(coupons: &[Coupon]) -> Vec<TemplateId> {
 
 /// What each template has left to give: its budget less what was given and what locks hold.
 fn uses<'a>(templates: &[&'a Template]) -> Vec<TemplateUse<'a>> {
-    templates
-        .iter()
-        .map(|&t| TemplateUse {
-            template: t,
-            given: t.given.saturating_add(t.reserved),
-        })
-        .collect()
+    templates.iter().map(|&t| TemplateUse::of(t)).collect()
 }
 
 /// The lock's rules, on the coupons and templates as the lock's transaction reads them.

@@ -166,10 +166,7 @@ async fn preview(s: &AppState, order: &Order, typed: &str) -> ApiResult<CodePrev
         discount: None,
         used_at: None,
     };
-    let usage = TemplateUse {
-        template: &template,
-        given: template.given.saturating_add(template.reserved),
-    };
+    let usage = TemplateUse::of(&template);
     let reasons = eligibility(order, now, &would_be, usage);
     let amount = if reasons.is_empty() {
         discount(order, usage).map_or(Money::ZERO, |d| d.discount)

@@ -22,7 +22,7 @@ use crate::idempotency;
 use crate::pagination::PageOf;
 use crate::routes::{BodyErrors, CommonErrors, ConflictError, RateLimitedError};
 use crate::state::AppState;
-use crate::views::{CouponView, TemplateSummary};
+use crate::views::CouponView;
 
 /// The body of a claim: empty for a user; a service key names the user.
 #[derive(Debug, Default, Deserialize, ToSchema)]
@@ -88,11 +88,10 @@ pub(crate) fn created(s: &AppState, template: &Template, claimed: Claimed) -> Cr
         "idempotent-replayed",
         if claimed.replayed { "true" } else { "false" },
     )];
-    let summary = TemplateSummary::new(template);
     (
         StatusCode::CREATED,
         replayed,
-        Json(CouponView::new(claimed.coupon, summary, s.now())),
+        Json(CouponView::new(claimed.coupon, template, s.now())),
     )
 }
 
@@ -219,18 +218,17 @@ async fn wallet(s: &AppState, user: UserId, q: WalletQuery) -> ApiResult<PageOf<
     } else {
         None
     };
-    let mut summaries: HashMap<TemplateId, TemplateSummary> = HashMap::new();
+    let mut templates: HashMap<TemplateId, Template> = HashMap::new();
     for c in &coupons {
-        if let std::collections::hash_map::Entry::Vacant(slot) = summaries.entry(c.template_id) {
-            let t = s.store().template(c.template_id).await?;
-            slot.insert(TemplateSummary::new(&t));
+        if let std::collections::hash_map::Entry::Vacant(slot) = templates.entry(c.template_id) {
+            slot.insert(s.store().template(c.template_id).await?);
         }
     }
     let items = coupons
         .into_iter()
         .filter_map(|c| {
-            let summary = summaries.get(&c.template_id)?.clone();
-            Some(CouponView::new(c, summary, now))
+            let t = templates.get(&c.template_id)?;
+            Some(CouponView::new(c, t, now))
         })
         .collect();
     Ok(PageOf { items, next_cursor })

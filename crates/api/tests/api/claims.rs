@@ -132,6 +132,43 @@ async fn users_claim_and_find_coupons_in_their_wallet() {
 }
 
 #[tokio::test]
+async fn wallets_say_when_a_coupon_cannot_be_used_and_why() {
+    let app = TestApp::new().await;
+    let id = live(&app, 10, 1, json!({})).await;
+    let r = claim_as_user(&app, id).await;
+    assert_eq!(
+        (&r.body["usable"], &r.body["unusable_reasons"]),
+        (&json!(true), &json!([])),
+        "{}",
+        r.body
+    );
+    // The merchant stops the template: the coupon stays `unused`, and says it cannot be used.
+    let r = app
+        .post(&format!("/v1/templates/{id}/abort"), app.m1(), json!({}))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let wallet = app.get("/v1/me/coupons", &app.user).await;
+    let c = &wallet.body["items"][0];
+    assert_eq!(
+        (&c["status"], &c["usable"], &c["unusable_reasons"]),
+        (
+            &json!("unused"),
+            &json!(false),
+            &json!(["template_aborted"])
+        ),
+        "{}",
+        wallet.body
+    );
+    // Past its validity it is expired as well, in the documented order.
+    app.clock.set(Timestamp::parse(&at(44)).unwrap());
+    let wallet = app.get("/v1/users/u-1/coupons", &app.service).await;
+    assert_eq!(
+        wallet.body["items"][0]["unusable_reasons"],
+        json!(["expired", "template_aborted"])
+    );
+}
+
+#[tokio::test]
 async fn refusals_say_why() {
     let app = TestApp::new().await;
     // Sold out.

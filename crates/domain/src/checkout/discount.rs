@@ -17,7 +17,16 @@ pub struct TemplateUse<'a> {
     pub given: Money,
 }
 
-impl TemplateUse<'_> {
+impl<'a> TemplateUse<'a> {
+    /// The template as recorded: what its used coupons gave and its locks hold count against
+    /// its budget.
+    pub fn of(template: &'a Template) -> Self {
+        TemplateUse {
+            template,
+            given: template.given.saturating_add(template.reserved),
+        }
+    }
+
     /// What is left of the budget, `None` when the template has no budget.
     pub fn remaining_budget(&self) -> Option<Money> {
         self.template

@@ -119,13 +119,7 @@ pub(crate) fn reasons(
     terms: &Terms,
 ) -> Vec<Reason> {
     let spec = &t.template.spec;
-    let mut r = Vec::new();
-    if now >= coupon.valid_until || coupon.status(now) == CouponStatus::Expired {
-        r.push(Reason::Expired);
-    }
-    if now < coupon.valid_from {
-        r.push(Reason::NotYetValid);
-    }
+    let mut r = standing(now, coupon, t);
     if terms.subtotal < spec.threshold {
         r.push(Reason::BelowThreshold);
     }
@@ -137,6 +131,23 @@ pub(crate) fn reasons(
     }
     if coupon.user_id != order.user_id {
         r.push(Reason::NotOwner);
+    }
+    // Declaration order, as documented on [`Reason`].
+    r.sort_unstable();
+    r
+}
+
+/// Why `coupon` (of template `t`) cannot be used on any order at `now`, whoever holds it: the
+/// reasons that do not depend on an order (`expired`, `not_yet_valid`, `locked`, `used`,
+/// `revoked`, `template_aborted`, `budget_exhausted`), in declaration order; empty when it is
+/// usable. A wallet shows them, so a coupon of an aborted template does not look usable.
+pub fn standing(now: Timestamp, coupon: &Coupon, t: TemplateUse<'_>) -> Vec<Reason> {
+    let mut r = Vec::new();
+    if now >= coupon.valid_until || coupon.status(now) == CouponStatus::Expired {
+        r.push(Reason::Expired);
+    }
+    if now < coupon.valid_from {
+        r.push(Reason::NotYetValid);
     }
     match coupon.stored_status {
         CouponStatus::Locked => r.push(Reason::Locked),

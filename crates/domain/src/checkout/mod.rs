@@ -2,7 +2,8 @@
 //! coupons, their templates and the clock; the engine loads those and the API exposes a quote.
 //!
 //! - `order`: the order snapshot ([`OrderDraft`] as sent, [`Order`] once validated).
-//! - `eligibility`: whether one coupon can be used ([`eligibility()`]), with every [`Reason`]
+//! - `eligibility`: whether one coupon can be used ([`eligibility()`]; on any order, for a
+//!   wallet: [`standing()`]), with every [`Reason`]
 //!   why not.
 //! - `discount`: what one coupon takes off ([`discount()`]), split over lines and lease months.
 //! - `quote`: every coupon of a wallet at once, and the best combination ([`quote()`]).
@@ -20,7 +21,7 @@ mod quote;
 mod tests;
 
 pub use discount::{discount, schedule, Discount, LineDiscount, TemplateUse};
-pub use eligibility::{eligibility, Reason};
+pub use eligibility::{eligibility, standing, Reason};
 pub use order::{
     Lease, LeaseDraft, LineDraft, LineKind, Order, OrderDraft, MAX_LEASE_MONTHS, MAX_LINES,
     MAX_PRODUCT_ID_CHARS, MAX_QUANTITY,

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::checkout::discount::{discount, Discount, LineDiscount, TemplateUse};
-use crate::checkout::eligibility::{eligibility, Reason};
+use crate::checkout::eligibility::{eligibility, standing, Reason};
 
 fn use_of(t: &Template) -> TemplateUse<'_> {
     TemplateUse {
@@ -399,6 +399,29 @@ fn every_eligibility_reason() {
         .filter(|r| !matches!(r, Reason::Locked | Reason::Revoked))
         .collect();
     assert_eq!(all, want);
+
+    // A wallet's view: only what no order can change, in the same order.
+    let standing_all = standing(
+        now(),
+        &worst,
+        TemplateUse {
+            template: &bad,
+            given: m(5),
+        },
+    );
+    let order_free = [
+        Reason::Expired,
+        Reason::NotYetValid,
+        Reason::Used,
+        Reason::TemplateAborted,
+        Reason::BudgetExhausted,
+    ];
+    assert_eq!(standing_all, order_free);
+    assert_eq!(standing(now(), &ok, use_of(&base)), vec![]);
+    assert_eq!(
+        standing(now(), &ok, use_of(&aborted)),
+        vec![Reason::TemplateAborted]
+    );
 }
 
 #[test]
