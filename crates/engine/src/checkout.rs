@@ -105,6 +105,7 @@ impl Checkout {
             None => {
                 self.store
                     .user_coupons(&CouponQuery {
+                        merchant: None,
                         user: order.user_id.clone(),
                         status: Some(CouponStatus::Unused),
                         now: self.clock.now(),

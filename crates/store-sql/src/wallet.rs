@@ -16,6 +16,11 @@ use crate::{sql, Db, Dialect, Query};
 pub fn coupon_page(d: Dialect, q: &CouponQuery) -> Query {
     let mut s = sql("SELECT * FROM coupons WHERE user_id = ");
     s.push_bind(q.user.as_str());
+    if let Some(m) = q.merchant {
+        s.push(" AND template_id IN (SELECT id FROM templates WHERE merchant_id = ")
+            .push_bind(m.get())
+            .push(")");
+    }
     match q.status {
         None => {}
         Some(CouponStatus::Unused) => {
@@ -76,6 +81,7 @@ mod tests {
     fn query(status: Option<CouponStatus>) -> CouponQuery {
         let now = Timestamp::from_unix_micros(1_700_000_000_000_000).unwrap();
         CouponQuery {
+            merchant: None,
             user: UserId::parse("u1").unwrap(),
             status,
             now,

@@ -218,6 +218,8 @@ pub enum ClaimOutcome {
 #[derive(Clone, Debug)]
 pub struct CouponQuery {
     pub user: UserId,
+    /// Only coupons of this merchant's templates (a merchant's support view).
+    pub merchant: Option<MerchantId>,
     /// Only coupons in this status at `now` (an unused coupon past its validity is expired).
     pub status: Option<CouponStatus>,
     pub now: Timestamp,

@@ -9,7 +9,9 @@ use axum::http::StatusCode;
 use axum::{Extension, Json};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use coupond_domain::{Actor, Coupon, CouponStatus, Template, TemplateId, Timestamp, UserId};
+use coupond_domain::{
+    Actor, Coupon, CouponStatus, MerchantId, Template, TemplateId, Timestamp, UserId,
+};
 use coupond_engine::{ClaimAsk, Claimed};
 use coupond_store::CouponQuery;
 use serde::Deserialize;
@@ -155,20 +157,22 @@ pub async fn mine(
     let Principal::User(user) = p else {
         return Err(ApiError::Forbidden);
     };
-    wallet(&s, user, q).await.map(Json)
+    wallet(&s, user, None, q).await.map(Json)
 }
 
-/// A user's coupons, soonest-expiring first (order service).
+/// A user's coupons, soonest-expiring first: the order service and the platform see them all, a
+/// merchant (support) only those of its own templates.
 #[utoipa::path(operation_id = "user_coupons", get, path = "/v1/users/{id}/coupons", tag = "claims",
     params(("id" = String, Path, description = "User id"), WalletQuery),
     responses((status = 200, description = "A page of coupons", body = PageOf<CouponView>), CommonErrors),
     security(("bearer" = [])))]
 pub async fn of_user(
+    Extension(p): Extension<Principal>,
     State(s): State<AppState>,
     ApiPath(user): ApiPath<UserId>,
     ApiQuery(q): ApiQuery<WalletQuery>,
 ) -> ApiResult<Json<PageOf<CouponView>>> {
-    wallet(&s, user, q).await.map(Json)
+    wallet(&s, user, p.merchant(), q).await.map(Json)
 }
 
 fn encode_cursor(c: &Coupon) -> String {
@@ -183,7 +187,12 @@ fn decode_cursor(s: &str) -> Option<(Timestamp, i64)> {
     Some((Timestamp::from_unix_micros(micros)?, id))
 }
 
-async fn wallet(s: &AppState, user: UserId, q: WalletQuery) -> ApiResult<PageOf<CouponView>> {
+async fn wallet(
+    s: &AppState,
+    user: UserId,
+    merchant: Option<MerchantId>,
+    q: WalletQuery,
+) -> ApiResult<PageOf<CouponView>> {
     let limit = q.limit.unwrap_or(s.settings().default_page);
     if limit == 0 || limit > s.settings().max_page {
         return Err(ApiError::bad_request(
@@ -204,6 +213,7 @@ async fn wallet(s: &AppState, user: UserId, q: WalletQuery) -> ApiResult<PageOf<
     };
     let now = s.now();
     let query = CouponQuery {
+        merchant,
         user,
         status: q.status,
         now,

@@ -32,6 +32,7 @@ const ANYONE: &[Role] = &[Role::Platform, Role::Merchant, Role::Service, Role::U
 const USER: &[Role] = &[Role::User];
 const SERVICE: &[Role] = &[Role::Service];
 const USER_SERVICE: &[Role] = &[Role::User, Role::Service];
+const PLATFORM_MERCHANT_SERVICE: &[Role] = &[Role::Platform, Role::Merchant, Role::Service];
 const PLATFORM_MERCHANT_USER: &[Role] = &[Role::Platform, Role::Merchant, Role::User];
 
 /// One route: method, path (in axum's `{param}` form, as in the OpenAPI document) and the
@@ -393,7 +394,7 @@ fn checkout_routes() -> Vec<Route> {
         r(
             Method::GET,
             "/v1/users/{id}/coupons",
-            SERVICE,
+            PLATFORM_MERCHANT_SERVICE,
             get(claims::of_user),
         ),
     ]

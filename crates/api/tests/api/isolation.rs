@@ -137,3 +137,55 @@ async fn the_platform_filters_templates_by_merchant_and_merchants_see_only_their
         (StatusCode::BAD_REQUEST, Some("merchant_id"))
     );
 }
+
+#[tokio::test]
+async fn support_sees_a_users_coupons_merchants_only_of_their_own_templates() {
+    let app = TestApp::new().await;
+    let mine = crate::claims::live(&app, 10, 1, json!({})).await;
+    // A template of the second merchant (city 3), claimable at the same time.
+    let mut body = standalone_template(10, 20);
+    body["cities"] = json!([3]);
+    let theirs = app.post("/v1/templates", app.m2(), body).await.body["id"]
+        .as_i64()
+        .unwrap();
+    let r = app
+        .post(
+            &format!("/v1/templates/{theirs}/publish"),
+            app.m2(),
+            json!({}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    for t in [mine, theirs] {
+        let r = app
+            .post(
+                &format!("/v1/templates/{t}/claims"),
+                &app.service,
+                json!({"user_id": "u-7"}),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    }
+    let templates = |r: &Reply| -> Vec<i64> {
+        let mut v: Vec<i64> = r.body["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["template"]["id"].as_i64().unwrap())
+            .collect();
+        v.sort_unstable();
+        v
+    };
+    let path = "/v1/users/u-7/coupons";
+    assert_eq!(
+        templates(&app.get(path, &app.platform).await),
+        [mine, theirs]
+    );
+    assert_eq!(
+        templates(&app.get(path, &app.service).await),
+        [mine, theirs]
+    );
+    assert_eq!(templates(&app.get(path, app.m1()).await), [mine]);
+    assert_eq!(templates(&app.get(path, app.m2()).await), [theirs]);
+    assert_eq!(app.get(path, &app.user).await.status, StatusCode::FORBIDDEN);
+}

@@ -48,7 +48,7 @@ fn expected() -> Vec<(Method, &'static str, Vec<Role>)> {
         ),
         (Method::POST, "/v1/templates/{id}/claims", vec![U, S]),
         (Method::GET, "/v1/me/coupons", vec![U]),
-        (Method::GET, "/v1/users/{id}/coupons", vec![S]),
+        (Method::GET, "/v1/users/{id}/coupons", vec![P, M, S]),
         (Method::PUT, "/v1/templates/{id}/code", vec![P, M]),
         (Method::GET, "/v1/templates/{id}/code", vec![P, M]),
         (Method::DELETE, "/v1/templates/{id}/code", vec![P, M]),

@@ -201,6 +201,7 @@ pub async fn wallets_list_soonest_expiring_first(s: Arc<dyn Store>) {
         .unwrap();
     ids.sort();
     let q = |status, after, limit| CouponQuery {
+        merchant: None,
         user: coupond_domain::UserId::parse("w").unwrap(),
         status,
         now: at(35),
@@ -242,6 +243,16 @@ pub async fn wallets_list_soonest_expiring_first(s: Arc<dyn Store>) {
         .map(|c| c.id)
         .collect();
     assert_eq!(rest, vec![ids[1].1, ids[2].1]);
+    // A merchant's support view: only its own templates' coupons.
+    let owner = t.merchant_id.expect("the fixture template has a merchant");
+    let other = coupond_domain::MerchantId::new(owner.get() + 1000).unwrap();
+    for (merchant, want) in [(owner, 3), (other, 0)] {
+        let q = CouponQuery {
+            merchant: Some(merchant),
+            ..q(None, None, 10)
+        };
+        assert_eq!(s.user_coupons(&q).await.unwrap().len(), want, "{merchant}");
+    }
 }
 
 /// A retried claim with the same key gets the same coupon, never a second one, even once the
