@@ -29,23 +29,21 @@ pub async fn setting_or_init(db: &dyn Db, key: &str, init: &str) -> StoreResult<
 }
 
 pub async fn put_setting(db: &dyn Db, key: &str, value: &str) -> StoreResult<()> {
-    let mut tx = db.begin(Work::Request).await?;
     let replace = db.dialect().on_conflict_update("key", &["value"]);
-    tx.execute(
+    db.write(
         sql(format!(
             "INSERT INTO settings (key, value) VALUES ($1, $2){replace}"
         ))
         .bind(key)
         .bind(value),
     )
-    .await?;
-    tx.commit().await
+    .await
+    .map(drop)
 }
 
 pub async fn insert_api_key(db: &dyn Db, k: &NewApiKey, now: Timestamp) -> StoreResult<ApiKey> {
-    let mut tx = db.begin(Work::Request).await?;
-    let row = tx
-        .fetch_one(
+    let row = db
+        .write_one(
             sql(
                 "INSERT INTO api_keys (hash, prefix, role, merchant_id, label, created_at)
                  VALUES ($1, $2, $3, $4, $5, $6) RETURNING *",
@@ -58,7 +56,6 @@ pub async fn insert_api_key(db: &dyn Db, k: &NewApiKey, now: Timestamp) -> Store
             .bind(now),
         )
         .await?;
-    tx.commit().await?;
     api_key_row(&row)
 }
 
@@ -77,15 +74,13 @@ pub async fn list_api_keys(db: &dyn Db) -> StoreResult<Vec<ApiKey>> {
 }
 
 pub async fn revoke_api_key(db: &dyn Db, id: i64, now: Timestamp) -> StoreResult<ApiKey> {
-    let mut tx = db.begin(Work::Request).await?;
-    let row = tx
-        .fetch_one(
+    let row = db
+        .write_one(
             sql("UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $1) WHERE id = $2 RETURNING *")
                 .bind(now)
                 .bind(id),
         )
         .await?;
-    tx.commit().await?;
     api_key_row(&row)
 }
 

@@ -32,9 +32,7 @@ pub async fn insert_activity(
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9) RETURNING {ACTIVITY_COLS}"
     ));
     let q = bind_activity(q, spec)?.bind(now);
-    let mut tx = db.begin(Work::Request).await?;
-    let row = tx.fetch_one(q).await?;
-    tx.commit().await?;
+    let row = db.write_one(q).await?;
     activity_row(&row)
 }
 

@@ -17,9 +17,8 @@ pub async fn insert_merchant(
     m: &MerchantDraft,
     now: Timestamp,
 ) -> StoreResult<Merchant> {
-    let mut tx = db.begin(Work::Request).await?;
-    let row = tx
-        .fetch_one(
+    let row = db
+        .write_one(
             sql(
                 "INSERT INTO merchants (name, short_name, cities, created_at)
                  VALUES ($1, $2, $3, $4) RETURNING *",
@@ -30,7 +29,6 @@ pub async fn insert_merchant(
             .bind(now),
         )
         .await?;
-    tx.commit().await?;
     merchant_row(&row)
 }
 
@@ -109,9 +107,8 @@ pub async fn insert_listing(
     l: &ListingDraft,
     now: Timestamp,
 ) -> StoreResult<Listing> {
-    let mut tx = db.begin(Work::Request).await?;
-    let row = tx
-        .fetch_one(
+    let row = db
+        .write_one(
             sql(
                 "INSERT INTO listings (merchant_id, external_id, city_id, category_id, title,
                                        price, deposit, created_at, updated_at)
@@ -127,7 +124,6 @@ pub async fn insert_listing(
             .bind(now),
         )
         .await?;
-    tx.commit().await?;
     listing_row(&row)
 }
 
@@ -144,9 +140,8 @@ pub async fn update_listing(
     l: &ListingDraft,
     now: Timestamp,
 ) -> StoreResult<Listing> {
-    let mut tx = db.begin(Work::Request).await?;
-    let row = tx
-        .fetch_one(
+    let row = db
+        .write_one(
             sql(
                 "UPDATE listings SET external_id = $1, city_id = $2, category_id = $3, title = $4,
                     price = $5, deposit = $6, updated_at = $7
@@ -162,7 +157,6 @@ pub async fn update_listing(
             .bind(id.get()),
         )
         .await?;
-    tx.commit().await?;
     listing_row(&row)
 }
 

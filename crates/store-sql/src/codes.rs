@@ -68,9 +68,8 @@ pub async fn insert_code_batch(
     spec: &CodeBatchSpec,
     now: Timestamp,
 ) -> StoreResult<CodeBatch> {
-    let mut tx = db.begin(Work::Request).await?;
-    let row = tx
-        .fetch_one(
+    let row = db
+        .write_one(
             sql(
                 "INSERT INTO code_batches (template_id, prefix, length, count, created_at)
                  VALUES ($1, $2, $3, $4, $5) RETURNING *",
@@ -82,7 +81,6 @@ pub async fn insert_code_batch(
             .bind(now),
         )
         .await?;
-    tx.commit().await?;
     code_batch_row(&row)
 }
 

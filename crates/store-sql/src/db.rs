@@ -86,6 +86,23 @@ pub trait Db: Send + Sync {
     async fn read_one(&self, q: Query) -> StoreResult<Row> {
         self.read_optional(q).await?.ok_or(StoreError::NotFound)
     }
+
+    /// Runs the one-statement write `q` in a request transaction; the rows it changed.
+    async fn write(&self, q: Query) -> StoreResult<u64> {
+        let mut tx = self.begin(Work::Request).await?;
+        let changed = tx.execute(q).await?;
+        tx.commit().await?;
+        Ok(changed)
+    }
+
+    /// As [`Db::write`], for a statement that returns one row (`RETURNING`); that row,
+    /// [`StoreError::NotFound`] (and nothing written) if none.
+    async fn write_one(&self, q: Query) -> StoreResult<Row> {
+        let mut tx = self.begin(Work::Request).await?;
+        let row = tx.fetch_one(q).await?;
+        tx.commit().await?;
+        Ok(row)
+    }
 }
 
 /// After a conditional update changed nothing: [`StoreError::NotFound`] if row `id` of `table`

@@ -92,24 +92,22 @@ fn earlier(
 
 /// Records the answer of a request started with [`idempotency_start`].
 pub async fn idempotency_finish(db: &dyn Db, key: &str, answer: &StoredAnswer) -> StoreResult<()> {
-    let mut tx = db.begin(Work::Request).await?;
-    tx.execute(
+    db.write(
         sql("UPDATE idempotency SET status = $1, content_type = $2, body = $3 WHERE key = $4")
             .bind(i64::from(answer.status))
             .bind(answer.content_type.as_str())
             .bind(answer.body.as_slice())
             .bind(key),
     )
-    .await?;
-    tx.commit().await
+    .await
+    .map(drop)
 }
 
 /// Forgets a request that did not finish (a 5xx), so a retry runs again.
 pub async fn idempotency_abandon(db: &dyn Db, key: &str) -> StoreResult<()> {
-    let mut tx = db.begin(Work::Request).await?;
-    tx.execute(sql("DELETE FROM idempotency WHERE key = $1 AND status IS NULL").bind(key))
-        .await?;
-    tx.commit().await
+    db.write(sql("DELETE FROM idempotency WHERE key = $1 AND status IS NULL").bind(key))
+        .await
+        .map(drop)
 }
 
 /// Removes the records expired at `now`; how many.

@@ -71,9 +71,7 @@ pub async fn cancel_reminder(
     .bind(day)
     .bind(day_start(day)?)
     .bind(day_start(day + 1)?);
-    let mut tx = db.begin(Work::Request).await?;
-    tx.execute(q).await?;
-    tx.commit().await
+    db.write(q).await.map(drop)
 }
 
 pub async fn due_reminders(db: &dyn Db, now: Timestamp, limit: u32) -> StoreResult<Vec<Reminder>> {

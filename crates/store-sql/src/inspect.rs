@@ -4,7 +4,7 @@
 use coupond_domain::{CouponId, TemplateId, UserId};
 use coupond_store::{Event, SpecOf, StoreError, StoreResult, TemplateAudit};
 
-use crate::{sql, Db, Json, Row, Work};
+use crate::{sql, Db, Json, Row};
 
 pub async fn audit_template(db: &dyn Db, template: TemplateId) -> StoreResult<TemplateAudit> {
     let r = db
@@ -96,14 +96,13 @@ pub async fn put_raw_spec(db: &dyn Db, record: SpecOf, json: &str) -> StoreResul
         SpecOf::Template(id) => ("templates", id.get()),
         SpecOf::Activity(id) => ("activities", id.get()),
     };
-    let mut tx = db.begin(Work::Request).await?;
     let q = sql(format!("UPDATE {table} SET spec = $1 WHERE id = $2"))
         .bind(Json(json.to_owned()))
         .bind(id);
-    if tx.execute(q).await? == 0 {
-        return Err(StoreError::NotFound);
+    match db.write(q).await? {
+        0 => Err(StoreError::NotFound),
+        _ => Ok(()),
     }
-    tx.commit().await
 }
 
 /// Implements [`InspectStore`](coupond_store::InspectStore) for a backend type that is a

@@ -45,11 +45,6 @@ impl Query {
         self
     }
 
-    /// The placeholder the next [`Query::push_bind`] would write, for building fragments.
-    pub fn next_param(&self) -> usize {
-        self.args.len() + 1
-    }
-
     /// Binds the next argument and returns its placeholder (`$n`) without appending it, for
     /// [`Dialect`] fragments that place it themselves.
     pub fn param(&mut self, v: impl IntoArg) -> String {
@@ -284,6 +279,5 @@ mod tests {
             .push_bind(3_i64);
         assert_eq!(q.text(), "SELECT 1 WHERE a = $1 AND b = $2 AND c = $3");
         assert_eq!(q.args().len(), 3);
-        assert_eq!(q.next_param(), 4);
     }
 }

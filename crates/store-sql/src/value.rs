@@ -112,13 +112,6 @@ impl Row {
         self.columns.iter().any(|c| c == col)
     }
 
-    /// The first column's value (a scalar query's answer).
-    pub fn first(&self) -> StoreResult<&Value> {
-        self.values
-            .first()
-            .ok_or_else(|| StoreError::other("no columns"))
-    }
-
     pub fn opt_i64(&self, col: &str) -> StoreResult<Option<i64>> {
         match self.value(col)? {
             Value::Null => Ok(None),
@@ -152,14 +145,6 @@ impl Row {
 
     pub fn opt_string(&self, col: &str) -> StoreResult<Option<String>> {
         Ok(self.opt_str(col)?.map(str::to_owned))
-    }
-
-    pub fn bool(&self, col: &str) -> StoreResult<bool> {
-        match self.value(col)? {
-            Value::Bool(b) => Ok(*b),
-            Value::Int(v) => Ok(*v != 0),
-            v => Err(wrong(col, "a boolean", v)),
-        }
     }
 
     /// An instant, stored as `TIMESTAMPTZ` or as microseconds since the epoch.
