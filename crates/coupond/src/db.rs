@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use coupond_store::Store;
+use coupond_store_mysql::MysqlStore;
 use coupond_store_postgres::PgStore;
 use coupond_store_sqlite::SqliteStore;
 
@@ -16,8 +17,9 @@ pub async fn open_configured(config: &Config) -> anyhow::Result<Arc<dyn Store>> 
 }
 
 /// Opens the database at `url` and applies pending migrations. The scheme picks the backend:
-/// `sqlite:` or `postgres:`/`postgresql:`; anything else is an error naming both. `pool`: the
-/// PostgreSQL pool size, or SQLite's reader connections; `None` for the backend's default.
+/// `sqlite:`, `postgres:`/`postgresql:` or `mysql:`/`mariadb:`; anything else is an error
+/// naming them. `pool`: the PostgreSQL or MySQL pool size, or SQLite's reader connections;
+/// `None` for the backend's default.
 pub async fn open_with_pool(url: &str, pool: Option<u32>) -> anyhow::Result<Arc<dyn Store>> {
     let scheme = url.split(':').next().unwrap_or_default();
     let shown = redact_url(url);
@@ -35,11 +37,24 @@ pub async fn open_with_pool(url: &str, pool: Option<u32>) -> anyhow::Result<Arc<
             let s = PgStore::connect_with_pool(url, max)
                 .await
                 .with_context(|| format!("connecting to PostgreSQL {shown}"))?;
-            s.migrate().await.context("applying PostgreSQL migrations")?;
+            s.migrate()
+                .await
+                .context("applying PostgreSQL migrations")?;
+            Arc::new(s)
+        }
+        "mysql" | "mariadb" => {
+            let max = pool.unwrap_or(coupond_store_mysql::DEFAULT_MAX_CONNECTIONS);
+            // sqlx reads `mysql://` only; MariaDB users write `mariadb://` as often.
+            let url = url.replacen("mariadb://", "mysql://", 1);
+            let s = MysqlStore::connect_with_pool(&url, max)
+                .await
+                .with_context(|| format!("connecting to MySQL {shown}"))?;
+            s.migrate().await.context("applying MySQL migrations")?;
             Arc::new(s)
         }
         other => anyhow::bail!(
-            "unsupported database URL scheme {other:?}: use sqlite://path/to/file.db or postgres://user@host/database"
+            "unsupported database URL scheme {other:?}: use sqlite://path/to/file.db, \
+             postgres://user@host/database or mysql://user@host/database"
         ),
     };
     Ok(store)
@@ -74,13 +89,13 @@ mod tests {
     use super::*;
 
     #[tokio::test]
-    async fn unknown_schemes_name_both_accepted_ones() {
-        let Err(err) = open_with_pool("mysql://root@localhost/db", None).await else {
-            panic!("mysql:// must be refused");
+    async fn unknown_schemes_name_the_accepted_ones() {
+        let Err(err) = open_with_pool("oracle://root@localhost/db", None).await else {
+            panic!("oracle:// must be refused");
         };
         let msg = err.to_string();
         assert!(
-            msg.contains("sqlite://") && msg.contains("postgres://"),
+            msg.contains("sqlite://") && msg.contains("postgres://") && msg.contains("mysql://"),
             "{msg}"
         );
     }

@@ -15,24 +15,24 @@ pub async fn setting_or_init(db: &dyn Db, key: &str, init: &str) -> StoreResult<
     let skip = db.dialect().on_conflict_nothing("value");
     tx.execute(
         sql(format!(
-            "INSERT INTO settings (key, value) VALUES ($1, $2){skip}"
+            "INSERT INTO settings (\"key\", value) VALUES ($1, $2){skip}"
         ))
         .bind(key)
         .bind(init),
     )
     .await?;
     let row = tx
-        .fetch_one(sql("SELECT value FROM settings WHERE key = $1").bind(key))
+        .fetch_one(sql("SELECT value FROM settings WHERE \"key\" = $1").bind(key))
         .await?;
     tx.commit().await?;
     row.string("value")
 }
 
 pub async fn put_setting(db: &dyn Db, key: &str, value: &str) -> StoreResult<()> {
-    let replace = db.dialect().on_conflict_update("key", &["value"]);
+    let replace = db.dialect().on_conflict_update("\"key\"", &["value"]);
     db.write(
         sql(format!(
-            "INSERT INTO settings (key, value) VALUES ($1, $2){replace}"
+            "INSERT INTO settings (\"key\", value) VALUES ($1, $2){replace}"
         ))
         .bind(key)
         .bind(value),

@@ -274,7 +274,7 @@ pub async fn confirm_order(
         let body = events::coupon_order(c, order, c.discount.unwrap_or(Money::ZERO), None);
         emit(&mut *tx, kind::COUPON_USED, now, body).await?;
     }
-    let record = end_order(&mut *tx, order, OrderState::Confirmed, now).await?;
+    let record = end_order(&mut *tx, d, order, OrderState::Confirmed, now).await?;
     coupond_store::failpoints::hit("confirm.before_commit")?;
     tx.commit().await?;
     Ok(OrderStep::Done(record))
@@ -354,11 +354,14 @@ pub async fn expire_locks(db: &dyn Db, now: Timestamp, limit: u32) -> StoreResul
     let d = db.dialect();
     let mut tx = db.begin(Work::Request).await?;
     // Orders another instance (or a confirm) is working on are skipped, not waited for:
-    // whoever holds one ends it, and the next sweep finds it ended.
+    // whoever holds one ends it, and the next sweep finds it ended. MySQL would keep the
+    // locks a skipping scan of the deadline index took on the skipped orders' index entries
+    // (which a confirm then needs): there each due order is locked by its key instead.
+    let each = d == Dialect::Mysql;
     let q = sql(format!(
         "SELECT order_id FROM orders WHERE state = 'locked' AND deadline <= $1
          ORDER BY deadline LIMIT $2{}",
-        d.lock_rows_skip_locked()
+        if each { "" } else { d.lock_rows_skip_locked() }
     ))
     .bind(now)
     .bind(i64::from(limit));
@@ -366,6 +369,15 @@ pub async fn expire_locks(db: &dyn Db, now: Timestamp, limit: u32) -> StoreResul
     let mut ended = Vec::with_capacity(due.len());
     for r in due {
         let id = OrderId::parse(r.str("order_id")?).map_err(StoreError::other)?;
+        if each {
+            let q = sql(format!(
+                "SELECT order_id FROM orders WHERE order_id = $1 AND state = 'locked'{}",
+                d.lock_rows_skip_locked()
+            ));
+            if tx.fetch_optional(q.bind(id.as_str())).await?.is_none() {
+                continue;
+            }
+        }
         if let Some((record, _)) = order_row(&mut *tx, d, &id, false).await? {
             release(
                 &mut *tx,
@@ -439,26 +451,39 @@ async fn release<E: Exec + ?Sized>(
         )
         .await?;
     }
-    end_order(ex, order, state, now).await
+    end_order(ex, d, order, state, now).await
 }
 
 /// Ends locked order `order` in `state`.
 async fn end_order<E: Exec + ?Sized>(
     ex: &mut E,
+    d: Dialect,
     order: &OrderId,
     state: OrderState,
     now: Timestamp,
 ) -> StoreResult<OrderRecord> {
-    let q = sql(format!(
-        "UPDATE orders SET state = $1, ended_at = $2 WHERE order_id = $3 AND state = 'locked'
-         RETURNING {ORDER_COLS}"
-    ))
-    .bind(state.as_str())
-    .bind(now)
-    .bind(order.as_str());
-    let row = ex.fetch_optional(q).await?.ok_or_else(|| {
-        StoreError::other("the order left `locked` while this transaction held it")
-    })?;
+    let left = || StoreError::other("the order left `locked` while this transaction held it");
+    let update = "UPDATE orders SET state = $1, ended_at = $2
+                  WHERE order_id = $3 AND state = 'locked'";
+    let q = |text: String| {
+        sql(text)
+            .bind(state.as_str())
+            .bind(now)
+            .bind(order.as_str())
+    };
+    let row = if d == Dialect::Mysql {
+        // No `RETURNING`, and orders have no integer id to read one back by: read it after.
+        if ex.execute(q(update.to_owned())).await? != 1 {
+            return Err(left());
+        }
+        let read = sql(format!(
+            "SELECT {ORDER_COLS} FROM orders WHERE order_id = $1"
+        ));
+        ex.fetch_one(read.bind(order.as_str())).await?
+    } else {
+        let text = format!("{update} RETURNING {ORDER_COLS}");
+        ex.fetch_optional(q(text)).await?.ok_or_else(left)?
+    };
     order_record(&row)
 }
 

@@ -143,9 +143,13 @@ pub async fn add_codes(
     }
     let row = tx
         .fetch_one(
-            sql("UPDATE code_batches SET generated = generated + $1,
-                     finished_at = CASE WHEN generated + $1 = count THEN $2 END
-                 WHERE id = $3 RETURNING *")
+            // `finished_at` first: MySQL assigns left to right, reading values already set.
+            sql(
+                "UPDATE code_batches SET finished_at = CASE WHEN \"generated\" + $1 = count
+                                                 THEN $2 END,
+                     \"generated\" = \"generated\" + $1
+                 WHERE id = $3 RETURNING *",
+            )
             .bind(i64::try_from(added).map_err(StoreError::other)?)
             .bind(now)
             .bind(batch),

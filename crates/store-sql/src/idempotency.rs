@@ -25,9 +25,9 @@ pub async fn idempotency_start(
     let d = db.dialect();
     let mut tx = db.begin(Work::Request).await?;
     let insert = sql(format!(
-        "INSERT INTO idempotency (key, fingerprint, created_at, expires_at)
+        "INSERT INTO idempotency (\"key\", fingerprint, created_at, expires_at)
          VALUES ($1, $2, $3, $4){}",
-        d.on_conflict_nothing("key")
+        d.on_conflict_nothing("\"key\"")
     ))
     .bind(key.key.as_str())
     .bind(&key.fingerprint[..])
@@ -38,7 +38,7 @@ pub async fn idempotency_start(
         return Ok(IdempotencyStart::New);
     }
     let q = sql(format!(
-        "SELECT * FROM idempotency WHERE key = $1{}",
+        "SELECT * FROM idempotency WHERE \"key\" = $1{}",
         d.lock_rows(false)
     ))
     .bind(key.key.as_str());
@@ -50,7 +50,7 @@ pub async fn idempotency_start(
         sql(
             "UPDATE idempotency SET fingerprint = $2, status = NULL, content_type = NULL,
                  body = NULL, created_at = $3, expires_at = $4
-             WHERE key = $1",
+             WHERE \"key\" = $1",
         )
         .bind(key.key.as_str())
         .bind(&key.fingerprint[..])
@@ -93,7 +93,7 @@ fn earlier(
 /// Records the answer of a request started with [`idempotency_start`].
 pub async fn idempotency_finish(db: &dyn Db, key: &str, answer: &StoredAnswer) -> StoreResult<()> {
     db.write(
-        sql("UPDATE idempotency SET status = $1, content_type = $2, body = $3 WHERE key = $4")
+        sql("UPDATE idempotency SET status = $1, content_type = $2, body = $3 WHERE \"key\" = $4")
             .bind(i64::from(answer.status))
             .bind(answer.content_type.as_str())
             .bind(answer.body.as_slice())
@@ -105,7 +105,7 @@ pub async fn idempotency_finish(db: &dyn Db, key: &str, answer: &StoredAnswer) -
 
 /// Forgets a request that did not finish (a 5xx), so a retry runs again.
 pub async fn idempotency_abandon(db: &dyn Db, key: &str) -> StoreResult<()> {
-    db.write(sql("DELETE FROM idempotency WHERE key = $1 AND status IS NULL").bind(key))
+    db.write(sql("DELETE FROM idempotency WHERE \"key\" = $1 AND status IS NULL").bind(key))
         .await
         .map(drop)
 }

@@ -207,9 +207,9 @@ async fn deliver<E: Exec + ?Sized>(
 ) -> StoreResult<u64> {
     ex.execute(
         sql(format!(
-            "INSERT INTO message_contents (key, kind, title, body, created_at)
+            "INSERT INTO message_contents (\"key\", kind, title, body, created_at)
              VALUES ($1, $2, $3, $4, $5){}",
-            d.on_conflict_nothing("key")
+            d.on_conflict_nothing("\"key\"")
         ))
         .bind(&content.key)
         .bind(&content.kind)
@@ -219,7 +219,7 @@ async fn deliver<E: Exec + ?Sized>(
     )
     .await?;
     let content_id = ex
-        .fetch_one(sql("SELECT id FROM message_contents WHERE key = $1").bind(&content.key))
+        .fetch_one(sql("SELECT id FROM message_contents WHERE \"key\" = $1").bind(&content.key))
         .await?
         .i64("id")?;
     let mut added = 0;

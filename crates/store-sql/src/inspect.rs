@@ -11,10 +11,9 @@ pub async fn audit_template(db: &dyn Db, template: TemplateId) -> StoreResult<Te
         .read_one(
             sql(format!(
                 "SELECT total_stock, per_user_limit, {} AS claimed,
-                        (SELECT COUNT(*) FROM coupons c WHERE c.template_id = templates.id)
-                            AS coupons,
+                        (SELECT COUNT(*) FROM coupons c WHERE c.template_id = $1) AS coupons,
                         (SELECT COALESCE(MAX(n), 0) FROM (SELECT COUNT(*) AS n FROM coupons c
-                            WHERE c.template_id = templates.id GROUP BY c.user_id) per_user)
+                            WHERE c.template_id = $1 GROUP BY c.user_id) per_user)
                             AS max_per_user
                  FROM templates WHERE id = $1",
                 db.claimed_column()

@@ -162,7 +162,8 @@ impl Dialect {
             Dialect::Sqlite => {
                 format!("EXISTS (SELECT 1 FROM json_each({list}) WHERE value = {value})")
             }
-            Dialect::Mysql => format!("{value} MEMBER OF({list})"),
+            // `MEMBER OF` is MySQL 8's only; this form MariaDB reads too.
+            Dialect::Mysql => format!("JSON_CONTAINS({list}, CAST({value} AS CHAR))"),
         }
     }
 

@@ -182,7 +182,7 @@ pub const CHECKS: [(&str, &str); 8] = [
                     FROM coupons l WHERE l.template_id = t.id AND l.status = 'locked'), 0)
                 AS detail
          FROM templates t LEFT JOIN coupons c ON c.template_id = t.id AND c.status = 'used'
-         GROUP BY t.id
+         GROUP BY t.id, t.used, t.given, t.reserved
          HAVING t.used <> COUNT(c.id) OR t.given <> COALESCE(SUM(c.discount), 0)
              OR t.reserved <> COALESCE((SELECT SUM(l.discount) FROM coupons l
                  WHERE l.template_id = t.id AND l.status = 'locked'), 0)",

@@ -22,7 +22,7 @@ use coupond_store::{OutboxPosition, StoreResult};
 
 use crate::campaigns::{activity_row, ACTIVITY_COLS};
 use crate::catalog::template_row;
-use crate::{rows, sql, Db, Exec, Json, Work};
+use crate::{rows, sql, Db, Dialect, Exec, Json, Work};
 
 /// Takes lease `name` for `holder` until `until` if it is free, expired at `now`, or already
 /// `holder`'s; whether `holder` has it.
@@ -33,18 +33,33 @@ pub async fn try_lease(
     now: Timestamp,
     until: Timestamp,
 ) -> StoreResult<bool> {
-    let q = sql(
-        "INSERT INTO leases (name, holder, until) VALUES ($1, $2, $3)
-         ON CONFLICT (name) DO UPDATE SET holder = $2, until = $3
-             WHERE leases.until <= $4 OR leases.holder = $2
-         RETURNING holder",
-    )
-    .bind(name)
-    .bind(holder)
-    .bind(until)
-    .bind(now);
+    let (upsert, read) = if db.dialect() == Dialect::Mysql {
+        // No conditional upsert: the condition moves into the values (assigned left to
+        // right, so `until` follows `holder`), and the holder is read after.
+        (
+            "INSERT INTO leases (name, holder, until) VALUES ($1, $2, $3)
+             ON DUPLICATE KEY UPDATE holder = IF(until <= $4 OR holder = $2, $2, holder),
+                 until = IF(holder = $2, $3, until)",
+            Some(sql("SELECT holder FROM leases WHERE name = $1").bind(name)),
+        )
+    } else {
+        (
+            "INSERT INTO leases (name, holder, until) VALUES ($1, $2, $3)
+             ON CONFLICT (name) DO UPDATE SET holder = $2, until = $3
+                 WHERE leases.until <= $4 OR leases.holder = $2
+             RETURNING holder",
+            None,
+        )
+    };
+    let q = sql(upsert).bind(name).bind(holder).bind(until).bind(now);
     let mut tx = db.begin(Work::Request).await?;
-    let held = tx.fetch_optional(q).await?;
+    let held = match read {
+        Some(read) => {
+            tx.execute(q).await?;
+            tx.fetch_optional(read).await?
+        }
+        None => tx.fetch_optional(q).await?,
+    };
     tx.commit().await?;
     Ok(match held {
         Some(r) => r.str("holder")? == holder,

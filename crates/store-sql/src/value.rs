@@ -126,10 +126,15 @@ impl Row {
             .ok_or_else(|| wrong(col, "an integer", &Value::Null))
     }
 
+    /// Text; also a binary string that holds UTF-8 (MySQL reports the text of a binary
+    /// collation's expressions as bytes).
     pub fn opt_str(&self, col: &str) -> StoreResult<Option<&str>> {
         match self.value(col)? {
             Value::Null => Ok(None),
             Value::Text(v) => Ok(Some(v)),
+            Value::Bytes(b) => std::str::from_utf8(b)
+                .map(Some)
+                .map_err(|_| wrong(col, "text", &Value::Bytes(Vec::new()))),
             v => Err(wrong(col, "text", v)),
         }
     }
@@ -181,7 +186,7 @@ impl Row {
     pub fn ints(&self, col: &str) -> StoreResult<Vec<i64>> {
         match self.value(col)? {
             Value::Ints(v) => Ok(v.clone()),
-            Value::Text(json) => serde_json::from_str(json)
+            Value::Text(_) | Value::Bytes(_) => serde_json::from_str(self.str(col)?)
                 .map_err(|e| StoreError::other(format!("column {col}: {e}"))),
             v => Err(wrong(col, "integers", v)),
         }

@@ -1,0 +1,102 @@
+//! Checkout on MySQL. Several instances may act on one order at once, so every step first
+//! locks what it depends on (the order row, then the coupons, then the templates, as
+//! `coupond_store_sql::checkout` describes), where all of it is written once but for how a
+//! lock claims its order id: as on PostgreSQL it inserts the order first, so a concurrent lock
+//! of the same order waits on that row and then finds it, and records the answer on it last.
+
+use async_trait::async_trait;
+use coupond_domain::{Actor, Coupon, CouponId, OrderId, Template, TemplateId, Timestamp};
+use coupond_store::checkout::{LockOutcome, LockRequest, LockRules, OrderRecord, OrderStep};
+use coupond_store::{CheckoutStore, StoreError, StoreResult};
+use coupond_store_sql::checkout::{self, ORDER_COLS};
+use coupond_store_sql::{rows, sql, Db, Dialect, Json, Work};
+
+use crate::store::MysqlStore;
+
+#[async_trait]
+impl CheckoutStore for MysqlStore {
+    async fn coupons_by_ids(&self, ids: &[CouponId]) -> StoreResult<Vec<Coupon>> {
+        checkout::coupons_by_ids(self, ids).await
+    }
+
+    async fn templates_by_ids(&self, ids: &[TemplateId]) -> StoreResult<Vec<Template>> {
+        checkout::templates_by_ids(self, ids).await
+    }
+
+    async fn lock_order(
+        &self,
+        req: &LockRequest<'_>,
+        rules: &LockRules<'_>,
+    ) -> StoreResult<LockOutcome> {
+        let mut tx = self.begin(Work::Request).await?;
+        // Claim the order id first: a concurrent lock of the same order waits here.
+        let fresh = tx
+            .execute(
+                sql(
+                    "INSERT INTO orders (order_id, user_id, state, fingerprint, deadline, answer,
+                                         created_at)
+                     VALUES ($1, $2, 'locked', $3, $4, '{}', $5)
+                     ON DUPLICATE KEY UPDATE order_id = order_id",
+                )
+                .bind(req.order_id.as_str())
+                .bind(req.user.as_str())
+                .bind(&req.fingerprint[..])
+                .bind(req.deadline)
+                .bind(req.now),
+            )
+            .await?
+            == 1;
+        if !fresh {
+            let seen = checkout::order_row(&mut *tx, Dialect::Mysql, req.order_id, false)
+                .await?
+                .ok_or_else(|| StoreError::other("an order vanished"))?;
+            return Ok(checkout::replayed(seen, req));
+        }
+        let answer = match checkout::lock_coupons(&mut *tx, self, req, rules).await? {
+            Ok(answer) => answer,
+            Err(refusal) => return Ok(LockOutcome::Refused(refusal)),
+        };
+        tx.execute(
+            sql("UPDATE orders SET answer = $1 WHERE order_id = $2")
+                .bind(Json(answer.to_string()))
+                .bind(req.order_id.as_str()),
+        )
+        .await?;
+        let q = sql(format!(
+            "SELECT {ORDER_COLS} FROM orders WHERE order_id = $1"
+        ));
+        let record = rows::order(&tx.fetch_one(q.bind(req.order_id.as_str())).await?)?;
+        tx.commit().await?;
+        Ok(LockOutcome::Locked(record))
+    }
+
+    async fn confirm_order(
+        &self,
+        order: &OrderId,
+        actor: &Actor,
+        now: Timestamp,
+    ) -> StoreResult<OrderStep> {
+        checkout::confirm_order(self, order, actor, now).await
+    }
+
+    async fn cancel_order(
+        &self,
+        order: &OrderId,
+        actor: &Actor,
+        now: Timestamp,
+    ) -> StoreResult<OrderStep> {
+        checkout::cancel_order(self, order, actor, now).await
+    }
+
+    async fn expire_locks(&self, now: Timestamp, limit: u32) -> StoreResult<Vec<OrderId>> {
+        checkout::expire_locks(self, now, limit).await
+    }
+
+    async fn order(&self, order: &OrderId) -> StoreResult<OrderRecord> {
+        checkout::order(self, order).await
+    }
+
+    async fn order_coupons(&self, order: &OrderId) -> StoreResult<Vec<Coupon>> {
+        checkout::order_coupons(self, order).await
+    }
+}

@@ -1,0 +1,501 @@
+//! Claims on MySQL: a whole batch in one transaction that first locks the template's row.
+//!
+//! `SELECT ... FOR UPDATE` on the template makes the batches of one template take turns,
+//! across every coupond instance on the database, so what the batch reads under that lock
+//! (stock left, the users' counters) stays true until it commits, and the batch is decided
+//! in memory and written in a few multi-row statements, as on SQLite. Batches of different
+//! templates run at once; the engine's per-template batching is the group commit. The stock
+//! update stays conditional, so the database, not this arithmetic, has the last word on I1.
+//!
+//! Coupon ids come from `id_blocks`, advanced in its own statement outside the batch's
+//! transaction (a sequence MySQL lacks), so batches of different templates never wait on
+//! each other for ids; a rolled-back batch leaves a gap.
+//!
+//! Lock order, the same in every batch: the template's row, idempotency keys (sorted),
+//! single-use codes (sorted), the per-user counters.
+
+use std::collections::HashMap;
+
+use coupond_domain::{Coupon, CouponId, CouponStatus, TemplateId, Timestamp};
+use coupond_store::events::{self, kind};
+use coupond_store::{ClaimOutcome, ClaimRequest, IdempotencyKey, StoreError, StoreResult};
+use coupond_store_sql::{rows, sql, Exec, Query};
+
+use crate::rows::db_err;
+use crate::store::MysqlStore;
+
+/// Rows per multi-row statement.
+const CHUNK: usize = 500;
+
+/// What the template's row says, read under its lock.
+struct Terms {
+    total_stock: i64,
+    remaining: i64,
+    limit: i64,
+}
+
+impl MysqlStore {
+    /// `n` fresh coupon ids, in one autocommitted statement.
+    async fn coupon_ids(&self, n: usize) -> StoreResult<i64> {
+        let done = sqlx::query(
+            "UPDATE id_blocks SET next = LAST_INSERT_ID(next + ?) WHERE name = 'coupons'",
+        )
+        .bind(n as i64)
+        .execute(&self.ids)
+        .await
+        .map_err(db_err)?;
+        let last = i64::try_from(done.last_insert_id()).map_err(StoreError::other)?;
+        Ok(last - n as i64 + 1)
+    }
+}
+
+/// The claim batch inside the caller's transaction (which commits it). A template that is not
+/// claimable at `now` gets no writes.
+pub(crate) async fn claim_in<E: Exec + ?Sized>(
+    tx: &mut E,
+    store: &MysqlStore,
+    template: TemplateId,
+    claims: &[ClaimRequest],
+    now: Timestamp,
+) -> StoreResult<Vec<ClaimOutcome>> {
+    let Some(terms) = lock_template(tx, template, now).await? else {
+        return not_claimable(tx, template, claims).await;
+    };
+    let mut out: Vec<Option<ClaimOutcome>> = vec![None; claims.len()];
+    // 1. Idempotency keys, sorted: retries get their earlier answer; new keys are taken.
+    let mut keyed: Vec<(usize, &IdempotencyKey)> = claims
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| c.idempotency.as_ref().map(|k| (i, k)))
+        .collect();
+    keyed.sort_by(|a, b| a.1.key.cmp(&b.1.key));
+    for (i, k) in keyed {
+        out[i] = claim_key(tx, k, now).await?;
+    }
+    // 2. Single-use codes, sorted: taken now, given back below if the claim is refused.
+    let mut coded: Vec<(usize, &str)> = (0..claims.len())
+        .filter(|i| out[*i].is_none())
+        .filter_map(|i| single_use(&claims[i]).map(|k| (i, k)))
+        .collect();
+    coded.sort_by(|a, b| a.1.cmp(b.1));
+    for (i, code) in coded {
+        out[i] = take_code(tx, template, code, &claims[i], now).await?;
+    }
+    let candidates: Vec<usize> = (0..claims.len()).filter(|i| out[*i].is_none()).collect();
+    // 3. Per-user counters and the stock, first come first served.
+    let granted = grant(tx, template, claims, &candidates, &terms, &mut out).await?;
+    let refused: Vec<usize> = candidates
+        .iter()
+        .copied()
+        .filter(|i| !granted.contains(i))
+        .collect();
+    forget(tx, claims, &refused).await?;
+    // 4. Coupons, their log rows and events; then the stock.
+    if !granted.is_empty() {
+        let first = store.coupon_ids(granted.len()).await?;
+        let coupons = insert_coupons(tx, template, claims, &granted, first, now).await?;
+        coupond_store::failpoints::hit("claim.mid_batch")?;
+        take_stock(tx, template, &terms, granted.len() as i64, now).await?;
+        for (c, &i) in coupons.into_iter().zip(&granted) {
+            out[i] = Some(ClaimOutcome::Issued(c));
+        }
+    }
+    out.into_iter()
+        .map(|o| o.ok_or_else(|| StoreError::other("claim without an outcome")))
+        .collect()
+}
+
+/// Locks the template's row; its terms if it is claimable at `now`.
+async fn lock_template<E: Exec + ?Sized>(
+    tx: &mut E,
+    template: TemplateId,
+    now: Timestamp,
+) -> StoreResult<Option<Terms>> {
+    let row = tx
+        .fetch_optional(
+            sql(
+                "SELECT total_stock, total_stock - claimed AS remaining, per_user_limit,
+                        (aborted_at IS NULL
+                         AND (activity_id IS NOT NULL OR published_at IS NOT NULL)
+                         AND claim_start <= $1 AND $1 < claim_end) AS claimable
+                 FROM templates WHERE id = $2 FOR UPDATE",
+            )
+            .bind(now)
+            .bind(template.get()),
+        )
+        .await?
+        .ok_or(StoreError::NotFound)?;
+    if row.i64("claimable")? == 0 {
+        return Ok(None);
+    }
+    Ok(Some(Terms {
+        total_stock: row.i64("total_stock")?,
+        remaining: row.i64("remaining")?,
+        limit: row.i64("per_user_limit")?,
+    }))
+}
+
+/// Decides which candidates get a coupon (per-user limit, then stock, in arrival order), sets
+/// the others' outcome and writes the counters of users granted one; the granted, in order.
+async fn grant<E: Exec + ?Sized>(
+    tx: &mut E,
+    template: TemplateId,
+    claims: &[ClaimRequest],
+    candidates: &[usize],
+    terms: &Terms,
+    out: &mut [Option<ClaimOutcome>],
+) -> StoreResult<Vec<usize>> {
+    let mut users: Vec<&str> = candidates
+        .iter()
+        .map(|&i| claims[i].user.as_str())
+        .collect();
+    users.sort_unstable();
+    users.dedup();
+    let mut held = holdings(tx, template, &users).await?;
+    let mut granted = Vec::new();
+    let mut changed: Vec<&str> = Vec::new();
+    for &i in candidates {
+        let user = claims[i].user.as_str();
+        let n = held.entry(user.to_owned()).or_insert(0);
+        if *n >= terms.limit {
+            out[i] = Some(ClaimOutcome::LimitReached);
+        } else if granted.len() as i64 >= terms.remaining {
+            out[i] = Some(ClaimOutcome::SoldOut);
+        } else {
+            *n += 1;
+            granted.push(i);
+            changed.push(user);
+        }
+    }
+    changed.sort_unstable();
+    changed.dedup();
+    for chunk in changed.chunks(CHUNK) {
+        let mut q = sql("INSERT INTO holdings (template_id, user_id, n) VALUES ");
+        for (k, user) in chunk.iter().enumerate() {
+            q.push(if k == 0 { "(" } else { ", (" });
+            q.push_bind(template.get())
+                .push(", ")
+                .push_bind(*user)
+                .push(", ")
+                .push_bind(held[*user])
+                .push(")");
+        }
+        q.push(" ON DUPLICATE KEY UPDATE n = VALUES(n)");
+        tx.execute(q).await?;
+    }
+    Ok(granted)
+}
+
+/// The counters of `users` (sorted) on `template`, locked.
+async fn holdings<E: Exec + ?Sized>(
+    tx: &mut E,
+    template: TemplateId,
+    users: &[&str],
+) -> StoreResult<HashMap<String, i64>> {
+    let mut held = HashMap::with_capacity(users.len());
+    for chunk in users.chunks(CHUNK) {
+        let mut q = sql("SELECT user_id, n FROM holdings WHERE template_id = $1 AND user_id IN (")
+            .bind(template.get());
+        for (k, user) in chunk.iter().enumerate() {
+            q.push(if k == 0 { "" } else { ", " }).push_bind(*user);
+        }
+        q.push(") ORDER BY user_id FOR UPDATE");
+        for r in tx.fetch_all(q).await? {
+            held.insert(r.string("user_id")?, r.i64("n")?);
+        }
+    }
+    Ok(held)
+}
+
+/// A refused claim records no key and leaves its code free.
+async fn forget<E: Exec + ?Sized>(
+    tx: &mut E,
+    claims: &[ClaimRequest],
+    refused: &[usize],
+) -> StoreResult<()> {
+    for &i in refused {
+        if let Some(k) = &claims[i].idempotency {
+            tx.execute(sql("DELETE FROM claim_keys WHERE \"key\" = $1").bind(k.key.as_str()))
+                .await?;
+        }
+        if let Some(code) = single_use(&claims[i]) {
+            tx.execute(
+                sql("UPDATE codes SET redeemed_by = NULL, redeemed_at = NULL WHERE code = $1")
+                    .bind(code),
+            )
+            .await?;
+        }
+    }
+    Ok(())
+}
+
+/// Raises `claimed` by `n` (conditionally: the database has the last word) and writes
+/// `template.sold_out` when the batch took the last coupon.
+async fn take_stock<E: Exec + ?Sized>(
+    tx: &mut E,
+    template: TemplateId,
+    terms: &Terms,
+    n: i64,
+    now: Timestamp,
+) -> StoreResult<()> {
+    let raised = tx
+        .execute(
+            sql("UPDATE templates SET claimed = claimed + $1
+                 WHERE id = $2 AND claimed + $1 <= total_stock")
+            .bind(n)
+            .bind(template.get()),
+        )
+        .await?;
+    if raised != 1 {
+        return Err(StoreError::other("stock changed under the template's lock"));
+    }
+    coupond_store::failpoints::hit("claim.stock_taken")?;
+    if n == terms.remaining {
+        tx.execute(
+            sql("INSERT INTO outbox (kind, at, body) VALUES ($1, $2, $3)")
+                .bind(kind::TEMPLATE_SOLD_OUT)
+                .bind(now)
+                .bind(events::template_sold_out(template, terms.total_stock)),
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// Inserts the coupons of `granted` claims with ids from `first` on, with one operation-log
+/// row and one `coupon.claimed` event each, and points their keys and codes at them.
+async fn insert_coupons<E: Exec + ?Sized>(
+    tx: &mut E,
+    template: TemplateId,
+    claims: &[ClaimRequest],
+    granted: &[usize],
+    first: i64,
+    now: Timestamp,
+) -> StoreResult<Vec<Coupon>> {
+    let mut coupons = Vec::with_capacity(granted.len());
+    for (k, &i) in granted.iter().enumerate() {
+        let r = &claims[i];
+        coupons.push(Coupon {
+            id: CouponId::new(first + k as i64).map_err(StoreError::other)?,
+            template_id: template,
+            user_id: r.user.clone(),
+            stored_status: CouponStatus::Unused,
+            claimed_at: now,
+            valid_from: r.valid_from,
+            valid_until: r.valid_until,
+            code: r.code.as_ref().map(|k| k.code.clone()),
+            order_id: None,
+            locked_until: None,
+            discount: None,
+            used_at: None,
+        });
+    }
+    let pairs: Vec<(&Coupon, &ClaimRequest)> = coupons
+        .iter()
+        .zip(granted.iter().map(|&i| &claims[i]))
+        .collect();
+    for chunk in pairs.chunks(CHUNK) {
+        tx.execute(coupon_rows(template, chunk, now)).await?;
+        tx.execute(multi_row(
+            "INSERT INTO coupon_events (coupon_id, to_status, actor, at) VALUES ",
+            chunk,
+            |q, (c, r)| {
+                q.push_bind(c.id.get())
+                    .push(", 'unused', ")
+                    .push_bind(r.actor.to_text())
+                    .push(", ")
+                    .push_bind(now);
+            },
+        ))
+        .await?;
+        tx.execute(multi_row(
+            "INSERT INTO outbox (kind, at, body) VALUES ",
+            chunk,
+            |q, (c, r)| {
+                let (kind, body) = events::coupon_claimed(c, &r.actor, r.issuance);
+                q.push_bind(kind)
+                    .push(", ")
+                    .push_bind(now)
+                    .push(", ")
+                    .push_bind(body);
+            },
+        ))
+        .await?;
+    }
+    for (c, r) in &pairs {
+        if let Some(k) = &r.idempotency {
+            let q = sql("UPDATE claim_keys SET coupon_id = $1 WHERE \"key\" = $2");
+            tx.execute(q.bind(c.id.get()).bind(k.key.as_str())).await?;
+        }
+        if let Some(code) = single_use(r) {
+            let q = sql("UPDATE codes SET coupon_id = $1 WHERE code = $2");
+            tx.execute(q.bind(c.id.get()).bind(code)).await?;
+        }
+    }
+    Ok(coupons)
+}
+
+fn coupon_rows(template: TemplateId, chunk: &[(&Coupon, &ClaimRequest)], now: Timestamp) -> Query {
+    multi_row(
+        "INSERT INTO coupons (id, template_id, user_id, claimed_at, valid_from, valid_until,
+                              updated_at, code, issuance_id) VALUES ",
+        chunk,
+        |q, (c, r)| {
+            q.push_bind(c.id.get())
+                .push(", ")
+                .push_bind(template.get())
+                .push(", ")
+                .push_bind(c.user_id.as_str())
+                .push(", ")
+                .push_bind(now)
+                .push(", ")
+                .push_bind(c.valid_from)
+                .push(", ")
+                .push_bind(c.valid_until)
+                .push(", ")
+                .push_bind(now)
+                .push(", ")
+                .push_bind(c.code.clone())
+                .push(", ")
+                .push_bind(r.issuance);
+        },
+    )
+}
+
+/// `head` followed by one parenthesised row per item, written by `row`.
+fn multi_row<T>(head: &str, items: &[T], row: impl Fn(&mut Query, &T)) -> Query {
+    let mut q = sql(head.to_owned());
+    for (k, item) in items.iter().enumerate() {
+        q.push(if k == 0 { "(" } else { ", (" });
+        row(&mut q, item);
+        q.push(")");
+    }
+    q
+}
+
+/// Every claim of a batch on a template that is not claimable: retries of claims that
+/// succeeded earlier still get their coupon.
+async fn not_claimable<E: Exec + ?Sized>(
+    tx: &mut E,
+    template: TemplateId,
+    claims: &[ClaimRequest],
+) -> StoreResult<Vec<ClaimOutcome>> {
+    let mut out = Vec::with_capacity(claims.len());
+    for c in claims {
+        let mut earlier = match &c.idempotency {
+            Some(k) => earlier_claim(tx, k).await?,
+            None => None,
+        };
+        if let (None, Some(code)) = (&earlier, single_use(c)) {
+            earlier = earlier_code(tx, template, code, c).await?;
+        }
+        out.push(earlier.unwrap_or(ClaimOutcome::NotClaimable));
+    }
+    Ok(out)
+}
+
+/// Takes an idempotency key for a claim about to be made. `None`: the key is new (and held by
+/// this transaction; a concurrent one with the same key waits). `Some(outcome)`: used before.
+async fn claim_key<E: Exec + ?Sized>(
+    tx: &mut E,
+    k: &IdempotencyKey,
+    now: Timestamp,
+) -> StoreResult<Option<ClaimOutcome>> {
+    let inserted = tx
+        .execute(
+            sql(
+                "INSERT INTO claim_keys (\"key\", fingerprint, created_at) VALUES ($1, $2, $3)
+                 ON DUPLICATE KEY UPDATE \"key\" = \"key\"",
+            )
+            .bind(k.key.as_str())
+            .bind(&k.fingerprint[..])
+            .bind(now),
+        )
+        .await?;
+    if inserted == 1 {
+        return Ok(None);
+    }
+    earlier_claim(tx, k).await
+}
+
+/// What an idempotency key did before: the coupon it issued, `KeyReused` if it was for
+/// another request, `None` if it is unknown.
+async fn earlier_claim<E: Exec + ?Sized>(
+    tx: &mut E,
+    k: &IdempotencyKey,
+) -> StoreResult<Option<ClaimOutcome>> {
+    let row = tx
+        .fetch_optional(
+            sql(
+                "SELECT k.fingerprint, c.* FROM claim_keys k JOIN coupons c ON c.id = k.coupon_id
+                 WHERE k.\"key\" = $1",
+            )
+            .bind(k.key.as_str()),
+        )
+        .await?;
+    let Some(row) = row else { return Ok(None) };
+    if row.bytes("fingerprint")? != k.fingerprint {
+        return Ok(Some(ClaimOutcome::KeyReused));
+    }
+    Ok(Some(ClaimOutcome::Replayed(rows::coupon(&row)?)))
+}
+
+/// The single-use code a claim redeems, if it redeems one.
+fn single_use(c: &ClaimRequest) -> Option<&str> {
+    c.code
+        .as_ref()
+        .filter(|k| k.single_use)
+        .map(|k| k.code.as_str())
+}
+
+/// Takes a single-use code of `template` for the claim's user. `None`: taken now. `Some`: the
+/// user redeemed it before (its coupon), or someone else did or it is not this template's.
+async fn take_code<E: Exec + ?Sized>(
+    tx: &mut E,
+    template: TemplateId,
+    code: &str,
+    c: &ClaimRequest,
+    now: Timestamp,
+) -> StoreResult<Option<ClaimOutcome>> {
+    let taken = tx
+        .execute(
+            sql("UPDATE codes SET redeemed_by = $1, redeemed_at = $2
+                 WHERE code = $3 AND template_id = $4 AND batch_id IS NOT NULL
+                   AND redeemed_by IS NULL")
+            .bind(c.user.as_str())
+            .bind(now)
+            .bind(code)
+            .bind(template.get()),
+        )
+        .await?;
+    if taken == 1 {
+        return Ok(None);
+    }
+    Ok(Some(
+        earlier_code(tx, template, code, c)
+            .await?
+            .unwrap_or(ClaimOutcome::CodeTaken),
+    ))
+}
+
+/// The coupon a single-use code gave this claim's user before, as `Replayed`.
+async fn earlier_code<E: Exec + ?Sized>(
+    tx: &mut E,
+    template: TemplateId,
+    code: &str,
+    c: &ClaimRequest,
+) -> StoreResult<Option<ClaimOutcome>> {
+    let row = tx
+        .fetch_optional(
+            sql(
+                "SELECT c.* FROM codes k JOIN coupons c ON c.id = k.coupon_id
+                 WHERE k.code = $1 AND k.template_id = $2 AND k.redeemed_by = $3",
+            )
+            .bind(code)
+            .bind(template.get())
+            .bind(c.user.as_str()),
+        )
+        .await?;
+    row.map(|r| rows::coupon(&r).map(ClaimOutcome::Replayed))
+        .transpose()
+}

@@ -1,0 +1,252 @@
+//! The shared SQL layer's traits ([`Db`], [`Exec`], [`Tx`]) on MySQL: `$n` placeholders made
+//! positional, arguments bound as the schema stores them (instants as microseconds, lists and
+//! documents as JSON text), rows read into [`Row`]s by column type, and `RETURNING` run as a
+//! write and a read (`translate`).
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use coupond_store::{OutboxPosition, PoolStats, StoreError, StoreResult};
+use coupond_store_sql::{Arg, Db, Dialect, Exec, Query, Row, Tx, Value, Work};
+use sqlx::mysql::{MySqlArguments, MySqlConnection, MySqlRow};
+use sqlx::{Column, MySql, Row as _, TypeInfo, ValueRef};
+
+use crate::rows::db_err;
+use crate::store::MysqlStore;
+use crate::translate::{plan, Plan};
+
+type SqlxQuery<'q> = sqlx::query::Query<'q, MySql, MySqlArguments>;
+
+fn build<'q>(text: &'q str, args: &[Arg]) -> SqlxQuery<'q> {
+    let mut out = sqlx::query(text);
+    for a in args {
+        out = match a {
+            Arg::Int(v) => out.bind(*v),
+            Arg::Text(v) => out.bind(v.clone()),
+            Arg::Bool(v) => out.bind(*v),
+            Arg::Time(v) => out.bind(v.map(|t| t.unix_micros())),
+            Arg::Json(v) => out.bind(v.clone()),
+            Arg::Bytes(v) => out.bind(v.clone()),
+            Arg::Ints(v) => out.bind(serde_json::to_string(v).unwrap_or_default()),
+        };
+    }
+    out
+}
+
+/// `rows` as [`Row`]s, the column names shared.
+pub(crate) fn rows(rows: &[MySqlRow]) -> StoreResult<Vec<Row>> {
+    let Some(first) = rows.first() else {
+        return Ok(Vec::new());
+    };
+    let columns: Arc<[String]> = first
+        .columns()
+        .iter()
+        .map(|c| c.name().to_owned())
+        .collect();
+    rows.iter().map(|r| row_in(r, columns.clone())).collect()
+}
+
+fn row_in(r: &MySqlRow, columns: Arc<[String]>) -> StoreResult<Row> {
+    let mut values = Vec::with_capacity(columns.len());
+    for i in 0..columns.len() {
+        let raw = r.try_get_raw(i).map_err(db_err)?;
+        let ty = raw.type_info().name().to_owned();
+        values.push(if raw.is_null() {
+            Value::Null
+        } else {
+            value(r, i, &ty)?
+        });
+    }
+    Ok(Row::new(columns, values))
+}
+
+fn value(r: &MySqlRow, i: usize, ty: &str) -> StoreResult<Value> {
+    Ok(match ty {
+        "BIGINT" | "INT" | "MEDIUMINT" | "SMALLINT" | "TINYINT" | "BOOLEAN" => {
+            Value::Int(r.try_get_unchecked(i).map_err(db_err)?)
+        }
+        "BIGINT UNSIGNED" | "INT UNSIGNED" => {
+            let v: u64 = r.try_get_unchecked(i).map_err(db_err)?;
+            Value::Int(i64::try_from(v).map_err(StoreError::other)?)
+        }
+        // Sums and counts over integers, without a fractional part.
+        "DECIMAL" => {
+            let text: String = r.try_get_unchecked(i).map_err(db_err)?;
+            Value::Int(text.parse().map_err(StoreError::other)?)
+        }
+        "DOUBLE" | "FLOAT" => Value::Real(r.try_get_unchecked(i).map_err(db_err)?),
+        "VARCHAR" | "CHAR" | "TEXT" | "TINYTEXT" | "MEDIUMTEXT" | "LONGTEXT" | "JSON" | "ENUM" => {
+            Value::Text(r.try_get_unchecked(i).map_err(db_err)?)
+        }
+        // Binary strings: hashes, and the text of a binary collation's expressions; the row
+        // reads them as text where a column is text (see `Row::str`).
+        "VARBINARY" | "BINARY" | "BLOB" | "TINYBLOB" | "MEDIUMBLOB" | "LONGBLOB" => {
+            Value::Bytes(r.try_get_unchecked(i).map_err(db_err)?)
+        }
+        other => return Err(StoreError::other(format!("unread MySQL type {other}"))),
+    })
+}
+
+/// Runs `q` on `conn`: the rows it returns and, for a write, the rows it changed.
+async fn run(conn: &mut MySqlConnection, q: &Query, want_rows: bool) -> StoreResult<Output> {
+    let (text, args) = q.positional();
+    match plan(&text).map_err(StoreError::other)? {
+        Plan::Plain(text) if want_rows => {
+            let found = build(&text, &args)
+                .fetch_all(&mut *conn)
+                .await
+                .map_err(db_err)?;
+            Ok(Output::Rows(rows(&found)?))
+        }
+        Plan::Plain(text) => {
+            let done = build(&text, &args)
+                .execute(&mut *conn)
+                .await
+                .map_err(db_err)?;
+            Ok(Output::Changed(done.rows_affected()))
+        }
+        Plan::Returning { write, read } => {
+            let done = build(&write, &args)
+                .execute(&mut *conn)
+                .await
+                .map_err(db_err)?;
+            if done.rows_affected() == 0 || done.last_insert_id() == 0 {
+                return Ok(Output::Rows(Vec::new()));
+            }
+            let id = i64::try_from(done.last_insert_id()).map_err(StoreError::other)?;
+            let found = build(&read, &[Arg::Int(Some(id))])
+                .fetch_all(&mut *conn)
+                .await
+                .map_err(db_err)?;
+            Ok(Output::Rows(rows(&found)?))
+        }
+    }
+}
+
+enum Output {
+    Changed(u64),
+    Rows(Vec<Row>),
+}
+
+impl Output {
+    fn changed(self) -> u64 {
+        match self {
+            Output::Changed(n) => n,
+            Output::Rows(r) => r.len() as u64,
+        }
+    }
+    fn rows(self) -> Vec<Row> {
+        match self {
+            Output::Rows(r) => r,
+            Output::Changed(_) => Vec::new(),
+        }
+    }
+}
+
+/// A write transaction.
+pub(crate) struct MysqlTx(pub(crate) sqlx::Transaction<'static, MySql>);
+
+#[async_trait]
+impl Exec for MysqlTx {
+    async fn execute(&mut self, q: Query) -> StoreResult<u64> {
+        Ok(run(&mut self.0, &q, false).await?.changed())
+    }
+    async fn fetch_all(&mut self, q: Query) -> StoreResult<Vec<Row>> {
+        Ok(run(&mut self.0, &q, true).await?.rows())
+    }
+    async fn fetch_optional(&mut self, q: Query) -> StoreResult<Option<Row>> {
+        Ok(run(&mut self.0, &q, true).await?.rows().into_iter().next())
+    }
+}
+
+#[async_trait]
+impl Tx for MysqlTx {
+    async fn commit(self: Box<Self>) -> StoreResult<()> {
+        self.0.commit().await.map_err(db_err)
+    }
+
+    /// The row of `key` in `locks`, upserted: its exclusive lock lasts until the transaction
+    /// ends (MySQL's named locks belong to the session, not the transaction).
+    async fn lock(&mut self, key: &str) -> StoreResult<()> {
+        sqlx::query("INSERT INTO locks (name) VALUES (?) ON DUPLICATE KEY UPDATE name = name")
+            .bind(key)
+            .execute(&mut *self.0)
+            .await
+            .map_err(db_err)?;
+        Ok(())
+    }
+}
+
+impl MysqlStore {
+    async fn read(&self, q: &Query) -> StoreResult<Vec<Row>> {
+        let mut conn = self.pool.acquire().await.map_err(db_err)?;
+        Ok(run(&mut conn, q, true).await?.rows())
+    }
+}
+
+#[async_trait]
+impl Db for MysqlStore {
+    fn dialect(&self) -> Dialect {
+        Dialect::Mysql
+    }
+
+    async fn read_all(&self, q: Query) -> StoreResult<Vec<Row>> {
+        self.read(&q).await
+    }
+
+    async fn read_optional(&self, q: Query) -> StoreResult<Option<Row>> {
+        Ok(self.read(&q).await?.into_iter().next())
+    }
+
+    async fn begin(&self, _work: Work) -> StoreResult<Box<dyn Tx + '_>> {
+        let tx = self.pool.begin().await.map_err(db_err)?;
+        Ok(Box::new(MysqlTx(tx)))
+    }
+
+    async fn close(&self) {
+        self.close_pools().await;
+    }
+
+    fn name(&self) -> &'static str {
+        "mysql"
+    }
+
+    fn pool_stats(&self) -> PoolStats {
+        PoolStats {
+            size: self.pool.size() + self.ids.size(),
+            idle: (self.pool.num_idle() + self.ids.num_idle()) as u32,
+            max: self.max + crate::store::ID_CONNECTIONS,
+        }
+    }
+
+    fn claimed_column(&self) -> &'static str {
+        "claimed"
+    }
+
+    async fn outbox_head(&self) -> StoreResult<OutboxPosition> {
+        self.outbox_head_q().await
+    }
+
+    fn own_audit_checks(&self) -> &'static [(&'static str, &'static str)] {
+        &AUDIT_CHECKS
+    }
+
+    fn template_columns(&self) -> &'static str {
+        crate::store::TEMPLATE_COLS
+    }
+
+    /// `templates.total_stock` and `claimed` are the stock: nothing else to lay out.
+    async fn template_stock(&self, _tx: &mut dyn Tx, _id: i64, _total: i64) -> StoreResult<()> {
+        Ok(())
+    }
+}
+
+/// The audit's stock check: `templates.claimed` is the count of its coupons, within the stock.
+const AUDIT_CHECKS: [(&str, &str); 1] = [(
+    "stock",
+    "SELECT 'template ' || t.id AS subject, 'claimed ' || t.claimed || ', coupons '
+            || COUNT(c.id) || ', stock ' || t.total_stock AS detail
+     FROM templates t LEFT JOIN coupons c ON c.template_id = t.id
+     GROUP BY t.id, t.claimed, t.total_stock
+     HAVING t.claimed <> COUNT(c.id) OR COUNT(c.id) > t.total_stock",
+)];

@@ -1,0 +1,128 @@
+//! The outbox on MySQL: where it ends and how its consumers read it, which are MySQL's own.
+//!
+//! Writers commit in any order and MySQL shows no transaction horizon (PostgreSQL's `xmin`),
+//! so an id can become visible after a larger one was read. A *sequencer* gives each event,
+//! once committed, a position `seq` in the order it was seen: it takes the unsequenced rows
+//! `FOR UPDATE SKIP LOCKED` (a row still being inserted is locked by its writer, so it is
+//! passed over, not waited for), in id order, and numbers them past every position given
+//! before. Sequencers take turns on a named lock; consumers read by `(seq, id)` and so never
+//! see an earlier position appear behind them. Leases and the consumers' progress are written
+//! once in `coupond_store_sql::scheduling`, as are the scheduler and the inbox.
+
+use async_trait::async_trait;
+use coupond_domain::Timestamp;
+use coupond_store::{Event, OutboxPosition, OutboxStore, StoreError, StoreResult};
+use coupond_store_sql::{scheduling, sql, Db, Row, Work};
+
+use crate::store::MysqlStore;
+
+/// Events numbered per sequencer transaction.
+const SEQUENCE_BATCH: i64 = 5_000;
+
+impl MysqlStore {
+    /// Gives the committed events that have none a position past every position given.
+    async fn sequence(&self) -> StoreResult<()> {
+        let pending = self
+            .read_optional(sql("SELECT 1 AS one FROM outbox WHERE seq IS NULL LIMIT 1"))
+            .await?;
+        if pending.is_none() {
+            return Ok(());
+        }
+        let mut tx = self.begin(Work::Background).await?;
+        tx.lock("outbox.sequencer").await?;
+        let ids: Vec<i64> = tx
+            .fetch_all(
+                sql(
+                    "SELECT id FROM outbox WHERE seq IS NULL ORDER BY id LIMIT $1
+                     FOR UPDATE SKIP LOCKED",
+                )
+                .bind(SEQUENCE_BATCH),
+            )
+            .await?
+            .iter()
+            .map(|r| r.i64("id"))
+            .collect::<StoreResult<_>>()?;
+        let (Some(&first), Some(&last)) = (ids.first(), ids.last()) else {
+            return Ok(());
+        };
+        let top = tx
+            .fetch_one(sql("SELECT COALESCE(MAX(seq), 0) AS top FROM outbox"))
+            .await?
+            .i64("top")?;
+        // `seq = id + offset`: in id order, and past `top`.
+        let offset = (top + 1 - first).max(0);
+        tx.execute(
+            sql(format!(
+                "UPDATE outbox SET seq = id + $1 WHERE id BETWEEN $2 AND $3 AND {}",
+                self.dialect().in_list("id", 4)
+            ))
+            .bind(offset)
+            .bind(first)
+            .bind(last)
+            .bind(ids),
+        )
+        .await?;
+        tx.commit().await
+    }
+
+    pub(crate) async fn outbox_head_q(&self) -> StoreResult<OutboxPosition> {
+        self.sequence().await?;
+        let head = self
+            .read_optional(sql(
+                "SELECT seq, id FROM outbox WHERE seq IS NOT NULL ORDER BY seq DESC LIMIT 1",
+            ))
+            .await?;
+        head.map_or(Ok(OutboxPosition::default()), |r| {
+            Ok(OutboxPosition {
+                txid: r.i64("seq")?,
+                event_id: r.i64("id")?,
+            })
+        })
+    }
+}
+
+fn event(r: &Row) -> StoreResult<Event> {
+    Ok(Event {
+        id: r.i64("id")?,
+        txid: r.i64("seq")?,
+        kind: r.string("kind")?,
+        at: r.time("at")?,
+        body: serde_json::from_str(r.str("body")?).map_err(StoreError::other)?,
+    })
+}
+
+#[async_trait]
+impl OutboxStore for MysqlStore {
+    async fn try_lease(
+        &self,
+        name: &str,
+        holder: &str,
+        now: Timestamp,
+        until: Timestamp,
+    ) -> StoreResult<bool> {
+        scheduling::try_lease(self, name, holder, now, until).await
+    }
+
+    async fn outbox_read(&self, after: OutboxPosition, limit: u32) -> StoreResult<Vec<Event>> {
+        self.sequence().await?;
+        let rows = self
+            .read_all(
+                sql("SELECT id, seq, kind, at, body FROM outbox
+                     WHERE seq > $1 OR (seq = $1 AND id > $2)
+                     ORDER BY seq, id LIMIT $3")
+                .bind(after.txid)
+                .bind(after.event_id)
+                .bind(i64::from(limit)),
+            )
+            .await?;
+        rows.iter().map(event).collect()
+    }
+
+    async fn sink_position(&self, sink: &str) -> StoreResult<OutboxPosition> {
+        scheduling::sink_position(self, sink).await
+    }
+
+    async fn sink_ack(&self, sink: &str, at: OutboxPosition) -> StoreResult<()> {
+        scheduling::sink_ack(self, sink, at).await
+    }
+}
