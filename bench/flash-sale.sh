@@ -3,11 +3,13 @@
 # `coupond serve` on a fresh database, measures the HTTP ceiling (GET /healthz), runs the
 # flash-sale scenario RUNS times (one template, stock 100,000, 200,000 distinct users, 512
 # connections), and prints every run, how long the outbox consumers took to catch up after it
-# (needs sqlite3 or psql), and the median claims per second.
+# (needs sqlite3, psql or mysql), and the median claims per second.
 #
-# Usage: bench/flash-sale.sh [sqlite|postgres] [batched|single] [RUNS]
+# Usage: bench/flash-sale.sh [sqlite|postgres|mysql] [batched|single] [RUNS]
 # PostgreSQL: set BENCH_POSTGRES_URL (a database this script may fill), e.g.
 #   BENCH_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/coupond_bench
+# MariaDB / MySQL: set BENCH_MYSQL_HOST (default 127.0.0.1; user root, no password): the
+#   script drops and creates the database coupond_bench there.
 set -euo pipefail
 backend=${1:-sqlite}
 mode=${2:-batched}
@@ -23,7 +25,12 @@ case "$backend" in
     db=${BENCH_POSTGRES_URL:?set BENCH_POSTGRES_URL}
     psql "$db" -q -c 'DROP SCHEMA public CASCADE; CREATE SCHEMA public;' >/dev/null
     ;;
-  *) echo "backend: sqlite or postgres" >&2; exit 2 ;;
+  mysql)
+    myhost=${BENCH_MYSQL_HOST:-127.0.0.1}
+    mysql -h "$myhost" -uroot -e 'DROP DATABASE IF EXISTS coupond_bench; CREATE DATABASE coupond_bench'
+    db="mysql://root@$myhost:3306/coupond_bench"
+    ;;
+  *) echo "backend: sqlite, postgres or mysql" >&2; exit 2 ;;
 esac
 export COUPOND_DATABASE_URL="$db" COUPOND_CLAIM_MODE="$mode" COUPOND_LOG_LEVEL=warn
 "$bin" serve --listen "127.0.0.1:$port" >"$work/serve.out" 2>"$work/serve.err" &
@@ -39,6 +46,9 @@ backlog() {
   case "$backend" in
     sqlite) sqlite3 "$work/bench.db" "$backlog_sql" ;;
     postgres) psql "$db" -Atq -c "$backlog_sql" ;;
+    # Positions are the sequencer's numbers (`seq`), kept as the position's txid.
+    mysql) mysql -h "$myhost" -uroot -N coupond_bench -e "SELECT COUNT(*) FROM outbox
+             WHERE seq IS NULL OR seq > (SELECT COALESCE(MIN(txid), 0) FROM sink_progress)" ;;
   esac
 }
 # Polls the backlog until it is empty: how long the consumers took after the run's last answer.

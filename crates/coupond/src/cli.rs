@@ -22,7 +22,7 @@ pub struct GlobalArgs {
     /// TOML configuration file (see `coupond config`).
     #[arg(long, global = true, env = "COUPOND_CONFIG", value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Database URL: sqlite://path/to/file.db or postgres://user@host/db.
+    /// Database URL: sqlite://path/to/file.db, postgres://user@host/db or mysql://user@host/db.
     #[arg(long = "database", global = true, value_name = "URL")]
     pub database_url: Option<String>,
     /// Address to listen on (serve).

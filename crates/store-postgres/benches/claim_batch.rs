@@ -10,8 +10,7 @@
 
 use std::sync::Arc;
 
-use coupond_store::testing::bench::{claim_rate, median, rate, report, ClaimLoad};
-use coupond_store::testing::fixtures::{at, claimable_template};
+use coupond_store::testing::bench::{args, compare};
 use coupond_store::Store;
 use coupond_store_postgres::PgStore;
 use sqlx::postgres::PgPoolOptions;
@@ -28,18 +27,12 @@ async fn main() {
         eprintln!("SKIP: set COUPOND_TEST_POSTGRES_URL to run the PostgreSQL claim benchmark");
         return;
     };
-    let args: Vec<String> = std::env::args().filter(|a| !a.starts_with("--")).collect();
-    let batch: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(1000);
-    let secs: f64 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(3.0);
     let schema = format!("bench_claims_{}", std::process::id());
     let store = PgStore::connect_in_schema(&url, Some(&schema))
         .await
         .expect("connect");
     store.migrate().await.expect("migrate");
     let store: Arc<dyn Store> = Arc::new(store);
-    let template = claimable_template(store.as_ref(), 1_000_000_000, 1).await;
-    let now = at(11);
-    let valid = template.spec.validity.for_claim(now);
     let pool = PgPoolOptions::new()
         .max_connections(16)
         .after_connect({
@@ -65,47 +58,26 @@ async fn main() {
     ] {
         sqlx::query(ddl).execute(&pool).await.expect("bare tables");
     }
-    for batchers in [1, 4, 16] {
-        let (mut claims, mut bare) = (vec![], vec![]);
-        for run in 0..3 {
-            let tag = format!("b{batchers}r{run}");
-            claims.push(
-                claim_rate(
-                    store.clone(),
-                    ClaimLoad {
-                        template: template.id,
-                        now,
-                        valid,
-                        batch,
-                        batchers,
-                        secs,
-                    },
-                    &tag,
-                )
-                .await,
-            );
-            let pool = pool.clone();
-            bare.push(
-                rate(batchers, secs, move |lane, round| {
-                    let pool = pool.clone();
-                    let users: Vec<String> = (0..batch)
-                        .map(|i| format!("{tag}-{lane}-{round}-{i}"))
-                        .collect();
-                    async move {
-                        sqlx::query(BARE)
-                            .bind(batch as i64)
-                            .bind(&users)
-                            .execute(&pool)
-                            .await
-                            .expect("bare batch")
-                            .rows_affected()
-                    }
-                })
-                .await,
-            );
-        }
-        report("postgres", batch, batchers, median(claims), median(bare));
-    }
+    let bare = pool.clone();
+    compare(
+        "postgres",
+        store.clone(),
+        args(),
+        &[1, 4, 16],
+        move |users| {
+            let pool = bare.clone();
+            async move {
+                sqlx::query(BARE)
+                    .bind(users.len() as i64)
+                    .bind(&users)
+                    .execute(&pool)
+                    .await
+                    .expect("bare batch")
+                    .rows_affected()
+            }
+        },
+    )
+    .await;
     pool.close().await;
     store.close().await;
     let admin = PgPoolOptions::new()

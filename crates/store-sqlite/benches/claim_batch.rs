@@ -9,8 +9,7 @@
 use std::str::FromStr;
 use std::sync::Arc;
 
-use coupond_store::testing::bench::{claim_rate, median, rate, report, ClaimLoad};
-use coupond_store::testing::fixtures::{at, claimable_template};
+use coupond_store::testing::bench::{args, compare};
 use coupond_store::Store;
 use coupond_store_sqlite::SqliteStore;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
@@ -24,17 +23,11 @@ fn main() {
 }
 
 async fn run() {
-    let args: Vec<String> = std::env::args().filter(|a| !a.starts_with("--")).collect();
-    let batch: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(1000);
-    let secs: f64 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(3.0);
     let dir = tempfile::tempdir().expect("tmp");
     let url = format!("sqlite://{}/bench.db", dir.path().display());
     let store = SqliteStore::connect(&url).await.expect("open");
     store.migrate().await.expect("migrate");
     let store: Arc<dyn Store> = Arc::new(store);
-    let template = claimable_template(store.as_ref(), 1_000_000_000, 1).await;
-    let now = at(11);
-    let valid = template.spec.validity.for_claim(now);
     let opts = SqliteConnectOptions::from_str(&url)
         .expect("url")
         .journal_mode(SqliteJournalMode::Wal)
@@ -52,31 +45,12 @@ async fn run() {
     ] {
         sqlx::query(ddl).execute(&pool).await.expect("bare tables");
     }
-    let (mut claims, mut bare) = (vec![], vec![]);
-    for run in 0..3 {
-        let tag = format!("r{run}");
-        let load = ClaimLoad {
-            template: template.id,
-            now,
-            valid,
-            batch,
-            batchers: 1,
-            secs,
-        };
-        claims.push(claim_rate(store.clone(), load, &tag).await);
+    // One writer: one batcher.
+    compare("sqlite", store, args(), &[1], move |users| {
         let pool = pool.clone();
-        bare.push(
-            rate(1, secs, move |lane, round| {
-                let pool = pool.clone();
-                let users: Vec<String> = (0..batch)
-                    .map(|i| format!("{tag}-{lane}-{round}-{i}"))
-                    .collect();
-                async move { bare_batch(&pool, &users).await }
-            })
-            .await,
-        );
-    }
-    report("sqlite", batch, 1, median(claims), median(bare));
+        async move { bare_batch(&pool, &users).await }
+    })
+    .await;
 }
 
 /// One bare batch: the stock update and one multi-row insert (in statements of at most 500

@@ -44,7 +44,8 @@ pub struct Server {
 #[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Database {
-    /// `sqlite://path/to/file.db` (created with its folder) or `postgres://user@host/db`.
+    /// `sqlite://path/to/file.db` (created with its folder), `postgres://user@host/db` or
+    /// `mysql://user@host/db` (MariaDB or MySQL).
     pub url: String,
     /// PostgreSQL: connections in the pool (default 16). SQLite: reader connections (default
     /// 4; the writer is always one). 1..=1000.

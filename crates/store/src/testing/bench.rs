@@ -14,7 +14,63 @@ use std::time::{Duration, Instant};
 
 use coupond_domain::{Actor, TemplateId, Timestamp, UserId};
 
+use crate::testing::fixtures::{at, claimable_template};
 use crate::{ClaimOutcome, ClaimRequest, Store};
+
+/// A benchmark's `[BATCH SECS]` arguments: 1,000 claims per batch and 3 s per measurement
+/// unless given.
+pub fn args() -> (usize, f64) {
+    let args: Vec<String> = std::env::args().filter(|a| !a.starts_with("--")).collect();
+    let batch = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(1000);
+    let secs = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(3.0);
+    (batch, secs)
+}
+
+/// The whole comparison on `store`: for each count of `batchers`, `claim_batch` on a fresh
+/// hot template and `bare` alternately, three times each, and a [`report`] line of the
+/// medians. `bare(users)` commits one bare batch of rows for `users` and returns how many rows
+/// it wrote.
+pub async fn compare<F, Fut>(
+    backend: &str,
+    store: Arc<dyn Store>,
+    (batch, secs): (usize, f64),
+    batchers: &[usize],
+    bare: F,
+) where
+    F: Fn(Vec<String>) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = u64> + Send + 'static,
+{
+    let template = claimable_template(store.as_ref(), 1_000_000_000, 1).await;
+    let now = at(11);
+    let valid = template.spec.validity.for_claim(now);
+    for &n in batchers {
+        let (mut claims, mut rows) = (vec![], vec![]);
+        for run in 0..3 {
+            let tag = format!("b{n}r{run}");
+            let load = ClaimLoad {
+                template: template.id,
+                now,
+                valid,
+                batch,
+                batchers: n,
+                secs,
+            };
+            claims.push(claim_rate(store.clone(), load, &tag).await);
+            let bare = bare.clone();
+            rows.push(
+                rate(n, secs, move |lane, round| {
+                    bare(
+                        (0..batch)
+                            .map(|i| format!("{tag}-{lane}-{round}-{i}"))
+                            .collect(),
+                    )
+                })
+                .await,
+            );
+        }
+        report(backend, batch, n, median(claims), median(rows));
+    }
+}
 
 /// What one `claim_batch` measurement runs: `batchers` loops, each committing `batch` claims
 /// of new users at a time on `template` at `now`, for `secs`.
