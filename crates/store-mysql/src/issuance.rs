@@ -4,10 +4,8 @@
 //! open jobs, and one job's chunks never run at once. The claims run on the claim path
 //! (`claims`), under the template's lock.
 
-use async_trait::async_trait;
-use coupond_domain::{TemplateId, Timestamp, UserId};
-use coupond_store::IssuanceStore;
-use coupond_store::{ClaimOutcome, Issuance, NewIssuance, Page, StoreError, StoreResult};
+use coupond_domain::{Timestamp, UserId};
+use coupond_store::{ClaimOutcome, Issuance, StoreError, StoreResult};
 use coupond_store_sql::{issuance, Tx};
 
 use crate::claims::claim_in;
@@ -15,36 +13,7 @@ use crate::exec::MysqlTx;
 use crate::rows::db_err;
 use crate::store::MysqlStore;
 
-#[async_trait]
-impl IssuanceStore for MysqlStore {
-    async fn insert_issuance(
-        &self,
-        new: &NewIssuance<'_>,
-        now: Timestamp,
-    ) -> StoreResult<(Issuance, bool)> {
-        issuance::insert_issuance(self, new, now).await
-    }
-
-    async fn issuance(&self, id: i64) -> StoreResult<Issuance> {
-        issuance::issuance(self, id).await
-    }
-
-    async fn template_issuances(
-        &self,
-        template: TemplateId,
-        page: Page,
-    ) -> StoreResult<Vec<Issuance>> {
-        issuance::template_issuances(self, template, page).await
-    }
-
-    async fn open_issuances(&self) -> StoreResult<Vec<i64>> {
-        issuance::open_issuances(self).await
-    }
-
-    async fn issuance_users(&self, id: i64) -> StoreResult<Vec<UserId>> {
-        issuance::issuance_users(self, id).await
-    }
-
+coupond_store_sql::impl_issuance_store!(MysqlStore, {
     async fn issue_chunk(
         &self,
         id: i64,
@@ -76,4 +45,4 @@ impl IssuanceStore for MysqlStore {
         Box::new(tx).commit().await?;
         Ok(job)
     }
-}
+});

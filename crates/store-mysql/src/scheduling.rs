@@ -9,10 +9,8 @@
 //! see an earlier position appear behind them. Leases and the consumers' progress are written
 //! once in `coupond_store_sql::scheduling`, as are the scheduler and the inbox.
 
-use async_trait::async_trait;
-use coupond_domain::Timestamp;
-use coupond_store::{Event, OutboxPosition, OutboxStore, StoreError, StoreResult};
-use coupond_store_sql::{scheduling, sql, Db, Row, Work};
+use coupond_store::{Event, OutboxPosition, StoreError, StoreResult};
+use coupond_store_sql::{sql, Db, Row, Work};
 
 use crate::store::MysqlStore;
 
@@ -91,18 +89,7 @@ fn event(r: &Row) -> StoreResult<Event> {
     })
 }
 
-#[async_trait]
-impl OutboxStore for MysqlStore {
-    async fn try_lease(
-        &self,
-        name: &str,
-        holder: &str,
-        now: Timestamp,
-        until: Timestamp,
-    ) -> StoreResult<bool> {
-        scheduling::try_lease(self, name, holder, now, until).await
-    }
-
+coupond_store_sql::impl_outbox_store!(MysqlStore, {
     async fn outbox_read(&self, after: OutboxPosition, limit: u32) -> StoreResult<Vec<Event>> {
         self.sequence().await?;
         let rows = self
@@ -117,12 +104,4 @@ impl OutboxStore for MysqlStore {
             .await?;
         rows.iter().map(event).collect()
     }
-
-    async fn sink_position(&self, sink: &str) -> StoreResult<OutboxPosition> {
-        scheduling::sink_position(self, sink).await
-    }
-
-    async fn sink_ack(&self, sink: &str, at: OutboxPosition) -> StoreResult<()> {
-        scheduling::sink_ack(self, sink, at).await
-    }
-}
+});

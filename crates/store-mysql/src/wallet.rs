@@ -1,11 +1,8 @@
 //! The [`ClaimStore`] of MySQL: the claim batch of `claims`, and a user's wallet, whose reads
 //! are written once in `coupond_store_sql::wallet`.
 
-use async_trait::async_trait;
-use coupond_domain::{Coupon, CouponId, TemplateId, Timestamp};
-use coupond_store::{
-    ClaimOutcome, ClaimRequest, ClaimStore, CouponEvent, CouponQuery, StoreResult,
-};
+use coupond_domain::{Coupon, TemplateId, Timestamp};
+use coupond_store::{ClaimOutcome, ClaimRequest, CouponQuery, StoreResult};
 use coupond_store_sql::{wallet, Tx};
 
 use crate::claims::claim_in;
@@ -13,8 +10,7 @@ use crate::exec::MysqlTx;
 use crate::rows::db_err;
 use crate::store::MysqlStore;
 
-#[async_trait]
-impl ClaimStore for MysqlStore {
+coupond_store_sql::impl_claim_store!(MysqlStore, {
     async fn claim_batch(
         &self,
         template: TemplateId,
@@ -39,12 +35,4 @@ impl ClaimStore for MysqlStore {
     async fn user_coupons(&self, q: &CouponQuery) -> StoreResult<Vec<Coupon>> {
         wallet::user_coupons(self, q).await
     }
-
-    async fn coupon(&self, id: CouponId) -> StoreResult<Coupon> {
-        wallet::coupon(self, id).await
-    }
-
-    async fn coupon_history(&self, coupon: CouponId) -> StoreResult<Vec<CouponEvent>> {
-        wallet::coupon_history(self, coupon).await
-    }
-}
+});

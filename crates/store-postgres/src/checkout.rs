@@ -5,25 +5,14 @@
 //! order first, so a concurrent lock of the same order waits on that row and then finds it,
 //! and records the rules' answer on it last.
 
-use async_trait::async_trait;
-use coupond_domain::{Actor, Coupon, CouponId, OrderId, Template, TemplateId, Timestamp};
-use coupond_store::checkout::{LockOutcome, LockRequest, LockRules, OrderRecord, OrderStep};
-use coupond_store::{CheckoutStore, StoreError, StoreResult};
+use coupond_store::checkout::{LockOutcome, LockRequest, LockRules};
+use coupond_store::{StoreError, StoreResult};
 use coupond_store_sql::checkout::{self, ORDER_COLS};
 use coupond_store_sql::{rows, sql, Db, Dialect, Json, Work};
 
 use crate::store::PgStore;
 
-#[async_trait]
-impl CheckoutStore for PgStore {
-    async fn coupons_by_ids(&self, ids: &[CouponId]) -> StoreResult<Vec<Coupon>> {
-        checkout::coupons_by_ids(self, ids).await
-    }
-
-    async fn templates_by_ids(&self, ids: &[TemplateId]) -> StoreResult<Vec<Template>> {
-        checkout::templates_by_ids(self, ids).await
-    }
-
+coupond_store_sql::impl_checkout_store!(PgStore, {
     async fn lock_order(
         &self,
         req: &LockRequest<'_>,
@@ -66,34 +55,4 @@ impl CheckoutStore for PgStore {
         tx.commit().await?;
         Ok(LockOutcome::Locked(record))
     }
-
-    async fn confirm_order(
-        &self,
-        order: &OrderId,
-        actor: &Actor,
-        now: Timestamp,
-    ) -> StoreResult<OrderStep> {
-        checkout::confirm_order(self, order, actor, now).await
-    }
-
-    async fn cancel_order(
-        &self,
-        order: &OrderId,
-        actor: &Actor,
-        now: Timestamp,
-    ) -> StoreResult<OrderStep> {
-        checkout::cancel_order(self, order, actor, now).await
-    }
-
-    async fn expire_locks(&self, now: Timestamp, limit: u32) -> StoreResult<Vec<OrderId>> {
-        checkout::expire_locks(self, now, limit).await
-    }
-
-    async fn order(&self, order: &OrderId) -> StoreResult<OrderRecord> {
-        checkout::order(self, order).await
-    }
-
-    async fn order_coupons(&self, order: &OrderId) -> StoreResult<Vec<Coupon>> {
-        checkout::order_coupons(self, order).await
-    }
-}
+});

@@ -1,17 +1,13 @@
 //! The [`ClaimStore`] of PostgreSQL: the claim batch of `claims`, and a user's wallet, whose
 //! reads are written once in `coupond_store_sql::wallet`.
 
-use async_trait::async_trait;
-use coupond_domain::{Coupon, CouponId, TemplateId, Timestamp};
-use coupond_store::{
-    ClaimOutcome, ClaimRequest, ClaimStore, CouponEvent, CouponQuery, StoreResult,
-};
+use coupond_domain::{Coupon, TemplateId, Timestamp};
+use coupond_store::{ClaimOutcome, ClaimRequest, CouponQuery, StoreResult};
 use coupond_store_sql::wallet;
 
 use crate::store::PgStore;
 
-#[async_trait]
-impl ClaimStore for PgStore {
+coupond_store_sql::impl_claim_store!(PgStore, {
     async fn claim_batch(
         &self,
         template: TemplateId,
@@ -30,12 +26,4 @@ impl ClaimStore for PgStore {
     async fn user_coupons(&self, q: &CouponQuery) -> StoreResult<Vec<Coupon>> {
         wallet::user_coupons(self, q).await
     }
-
-    async fn coupon(&self, id: CouponId) -> StoreResult<Coupon> {
-        wallet::coupon(self, id).await
-    }
-
-    async fn coupon_history(&self, coupon: CouponId) -> StoreResult<Vec<CouponEvent>> {
-        wallet::coupon_history(self, coupon).await
-    }
-}
+});

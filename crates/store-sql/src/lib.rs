@@ -37,6 +37,10 @@
 //! - `rows`: the row mappers backends share (coupons, their log, orders, issuance jobs,
 //!   templates), also for rows a backend read with its driver.
 //!
+//! - `mixed`: the macros implementing the four traits that mix shared methods with a
+//!   backend's own ([`impl_claim_store!`], [`impl_checkout_store!`], [`impl_outbox_store!`],
+//!   [`impl_issuance_store!`]): the backend passes a block with only its own methods.
+//!
 //! Each area module ends with a macro that implements its storage trait for a backend type
 //! that is a [`Db`] (a trait of `coupond_store` cannot be implemented here for a type of
 //! another crate): `coupond_store_sql::impl_webhook_store!(SqliteStore);`.
@@ -52,6 +56,7 @@ pub mod idempotency;
 pub mod inbox;
 pub mod inspect;
 pub mod issuance;
+mod mixed;
 mod query;
 pub mod reports;
 pub mod rows;

@@ -3,25 +3,14 @@
 //! for how a lock claims its order id: it reads the order first and, the coupons locked,
 //! inserts it last, as no other writer can come in between.
 
-use async_trait::async_trait;
-use coupond_domain::{Actor, Coupon, CouponId, OrderId, Template, TemplateId, Timestamp};
-use coupond_store::checkout::{LockOutcome, LockRequest, LockRules, OrderRecord, OrderStep};
-use coupond_store::{CheckoutStore, StoreResult};
+use coupond_store::checkout::{LockOutcome, LockRequest, LockRules};
+use coupond_store::StoreResult;
 use coupond_store_sql::checkout::{self, ORDER_COLS};
 use coupond_store_sql::{rows, sql, Db, Dialect, Json, Work};
 
 use crate::store::SqliteStore;
 
-#[async_trait]
-impl CheckoutStore for SqliteStore {
-    async fn coupons_by_ids(&self, ids: &[CouponId]) -> StoreResult<Vec<Coupon>> {
-        checkout::coupons_by_ids(self, ids).await
-    }
-
-    async fn templates_by_ids(&self, ids: &[TemplateId]) -> StoreResult<Vec<Template>> {
-        checkout::templates_by_ids(self, ids).await
-    }
-
+coupond_store_sql::impl_checkout_store!(SqliteStore, {
     async fn lock_order(
         &self,
         req: &LockRequest<'_>,
@@ -52,34 +41,4 @@ impl CheckoutStore for SqliteStore {
         tx.commit().await?;
         Ok(LockOutcome::Locked(record))
     }
-
-    async fn confirm_order(
-        &self,
-        order: &OrderId,
-        actor: &Actor,
-        now: Timestamp,
-    ) -> StoreResult<OrderStep> {
-        checkout::confirm_order(self, order, actor, now).await
-    }
-
-    async fn cancel_order(
-        &self,
-        order: &OrderId,
-        actor: &Actor,
-        now: Timestamp,
-    ) -> StoreResult<OrderStep> {
-        checkout::cancel_order(self, order, actor, now).await
-    }
-
-    async fn expire_locks(&self, now: Timestamp, limit: u32) -> StoreResult<Vec<OrderId>> {
-        checkout::expire_locks(self, now, limit).await
-    }
-
-    async fn order(&self, order: &OrderId) -> StoreResult<OrderRecord> {
-        checkout::order(self, order).await
-    }
-
-    async fn order_coupons(&self, order: &OrderId) -> StoreResult<Vec<Coupon>> {
-        checkout::order_coupons(self, order).await
-    }
-}
+});

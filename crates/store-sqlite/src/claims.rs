@@ -9,8 +9,7 @@
 //! The wallet's reads are written once in `coupond_store_sql::wallet`; a page of a user's
 //! coupons runs that statement inside one `json_group_array`, read as a single row.
 
-use async_trait::async_trait;
-use coupond_store::{ClaimStore, CouponEvent, CouponQuery};
+use coupond_store::CouponQuery;
 use std::collections::{HashMap, HashSet};
 
 use coupond_domain::{Coupon, CouponId, CouponStatus, TemplateId, Timestamp};
@@ -424,8 +423,7 @@ async fn release_code(tx: &mut Tx, code: Option<&str>) -> StoreResult<()> {
     Ok(())
 }
 
-#[async_trait]
-impl ClaimStore for SqliteStore {
+coupond_store_sql::impl_claim_store!(SqliteStore, {
     async fn claim_batch(
         &self,
         template: TemplateId,
@@ -456,12 +454,4 @@ impl ClaimStore for SqliteStore {
         page.sort_by_key(|c| (c.valid_until, c.id));
         Ok(page)
     }
-
-    async fn coupon(&self, id: CouponId) -> StoreResult<Coupon> {
-        wallet::coupon(self, id).await
-    }
-
-    async fn coupon_history(&self, coupon: CouponId) -> StoreResult<Vec<CouponEvent>> {
-        wallet::coupon_history(self, coupon).await
-    }
-}
+});

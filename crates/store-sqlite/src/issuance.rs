@@ -2,10 +2,8 @@
 //! claims and the job's progress together, on SQLite's claim path. The jobs' bookkeeping and
 //! the chunk's statements are written once in `coupond_store_sql::issuance`.
 
-use async_trait::async_trait;
-use coupond_domain::{TemplateId, Timestamp, UserId};
-use coupond_store::IssuanceStore;
-use coupond_store::{ClaimOutcome, Issuance, NewIssuance, Page, StoreError, StoreResult};
+use coupond_domain::{Timestamp, UserId};
+use coupond_store::{ClaimOutcome, Issuance, StoreError, StoreResult};
 use coupond_store_sql::issuance;
 
 use crate::claims::claim_in;
@@ -13,36 +11,7 @@ use crate::exec::SqliteTx;
 use crate::rows::db_err;
 use crate::store::SqliteStore;
 
-#[async_trait]
-impl IssuanceStore for SqliteStore {
-    async fn insert_issuance(
-        &self,
-        new: &NewIssuance<'_>,
-        now: Timestamp,
-    ) -> StoreResult<(Issuance, bool)> {
-        issuance::insert_issuance(self, new, now).await
-    }
-
-    async fn issuance(&self, id: i64) -> StoreResult<Issuance> {
-        issuance::issuance(self, id).await
-    }
-
-    async fn template_issuances(
-        &self,
-        template: TemplateId,
-        page: Page,
-    ) -> StoreResult<Vec<Issuance>> {
-        issuance::template_issuances(self, template, page).await
-    }
-
-    async fn open_issuances(&self) -> StoreResult<Vec<i64>> {
-        issuance::open_issuances(self).await
-    }
-
-    async fn issuance_users(&self, id: i64) -> StoreResult<Vec<UserId>> {
-        issuance::issuance_users(self, id).await
-    }
-
+coupond_store_sql::impl_issuance_store!(SqliteStore, {
     async fn issue_chunk(
         &self,
         id: i64,
@@ -75,4 +44,4 @@ impl IssuanceStore for SqliteStore {
         tx.tx.commit().await.map_err(db_err)?;
         Ok(job)
     }
-}
+});

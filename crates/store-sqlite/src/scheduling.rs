@@ -4,10 +4,7 @@
 //! ([`SchedulerStore`](coupond_store::SchedulerStore)) and the inbox
 //! ([`InboxStore`](coupond_store::InboxStore)).
 
-use async_trait::async_trait;
-use coupond_domain::Timestamp;
-use coupond_store::{Event, OutboxPosition, OutboxStore, StoreResult};
-use coupond_store_sql::scheduling;
+use coupond_store::{Event, OutboxPosition, StoreResult};
 
 use crate::rows::{self, db_err};
 use crate::store::SqliteStore;
@@ -25,18 +22,7 @@ impl SqliteStore {
     }
 }
 
-#[async_trait]
-impl OutboxStore for SqliteStore {
-    async fn try_lease(
-        &self,
-        name: &str,
-        holder: &str,
-        now: Timestamp,
-        until: Timestamp,
-    ) -> StoreResult<bool> {
-        scheduling::try_lease(self, name, holder, now, until).await
-    }
-
+coupond_store_sql::impl_outbox_store!(SqliteStore, {
     async fn outbox_read(&self, after: OutboxPosition, limit: u32) -> StoreResult<Vec<Event>> {
         // One writer: ids grow in commit order, so the id alone is the position.
         let rows = sqlx::query("SELECT * FROM outbox WHERE id > ? ORDER BY id LIMIT ?")
@@ -47,12 +33,4 @@ impl OutboxStore for SqliteStore {
             .map_err(db_err)?;
         rows.iter().map(rows::event).collect()
     }
-
-    async fn sink_position(&self, sink: &str) -> StoreResult<OutboxPosition> {
-        scheduling::sink_position(self, sink).await
-    }
-
-    async fn sink_ack(&self, sink: &str, at: OutboxPosition) -> StoreResult<()> {
-        scheduling::sink_ack(self, sink, at).await
-    }
-}
+});
