@@ -165,7 +165,8 @@ CREATE TABLE coupons (
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
 CREATE INDEX coupons_by_user ON coupons (user_id, valid_until, id);
-CREATE INDEX coupons_by_template ON coupons (template_id);
+-- (template_id, user_id): the audit counts a user's coupons of a template per holding.
+CREATE INDEX coupons_by_template ON coupons (template_id, user_id);
 CREATE INDEX coupons_by_order ON coupons (order_id);
 CREATE INDEX coupons_unused_by_expiry ON coupons (status, valid_until);
 CREATE INDEX coupons_by_used_at ON coupons (used_at);

@@ -1,12 +1,15 @@
 //! The mapping of driver errors into [`StoreError`], in one place.
 
 use coupond_store::{Conflict, StoreError};
+use sqlx::mysql::MySqlDatabaseError;
 
 /// MySQL's error numbers for a server that is not there right now: too many connections
 /// (1040), shutting down (1053, 1077, 1079, 1080), server gone or lost (2002, 2003, 2006,
-/// 2013), and the connection killed (1927, MariaDB).
-const UNAVAILABLE: [&str; 10] = [
-    "1040", "1053", "1077", "1079", "1080", "2002", "2003", "2006", "2013", "1927",
+/// 2013), the connection killed (1927, MariaDB); and for a transaction InnoDB rolled back to
+/// break a deadlock (1213) or that waited too long for a lock (1205). Each is a 503 with
+/// `Retry-After`: nothing was written, and the same request may succeed at once.
+const UNAVAILABLE: [u16; 12] = [
+    1040, 1053, 1077, 1079, 1080, 2002, 2003, 2006, 2013, 1927, 1213, 1205,
 ];
 
 pub(crate) fn db_err(e: sqlx::Error) -> StoreError {
@@ -18,7 +21,11 @@ pub(crate) fn db_err(e: sqlx::Error) -> StoreError {
         sqlx::Error::Database(d) if d.is_foreign_key_violation() => {
             StoreError::Conflict(Conflict::Reference)
         }
-        sqlx::Error::Database(d) if d.code().is_some_and(|c| UNAVAILABLE.contains(&c.as_ref())) => {
+        // The number, not `code()`: that is the SQLSTATE, shared by many errors.
+        sqlx::Error::Database(d)
+            if d.try_downcast_ref::<MySqlDatabaseError>()
+                .is_some_and(|m| UNAVAILABLE.contains(&m.number())) =>
+        {
             StoreError::Unavailable(d.into())
         }
         e @ (sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_)) => {

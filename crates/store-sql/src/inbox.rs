@@ -33,8 +33,15 @@ pub async fn plan_reminders(db: &dyn Db, reminders: &[Reminder]) -> StoreResult<
     if reminders.is_empty() {
         return Ok(());
     }
+    // In template order: the foreign key check locks each template's row (shared on MySQL),
+    // and a checkout locks the templates of its order in id order too, so the two never
+    // wait on each other in a cycle.
+    let mut sorted: Vec<&Reminder> = reminders.iter().collect();
+    sorted.sort_by(|a, b| {
+        (a.template_id, a.user_id.as_str(), a.day).cmp(&(b.template_id, b.user_id.as_str(), b.day))
+    });
     let mut tx = db.begin(Work::Background).await?;
-    for chunk in reminders.chunks(CHUNK) {
+    for chunk in sorted.chunks(CHUNK) {
         let mut q = sql("INSERT INTO reminders (user_id, template_id, day, due_at) VALUES ");
         for (i, r) in chunk.iter().enumerate() {
             q.push(if i == 0 { "(" } else { ", (" });

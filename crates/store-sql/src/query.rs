@@ -192,7 +192,9 @@ impl Dialect {
     pub fn hour(self, expr: &str) -> String {
         match self {
             Dialect::Postgres => format!("date_trunc('hour', {expr})"),
-            _ => format!("(({expr}) / 3600000000) * 3600000000"),
+            Dialect::Sqlite => format!("(({expr}) / 3600000000) * 3600000000"),
+            // `/` is decimal division on MySQL; `DIV` is the integer one.
+            Dialect::Mysql => format!("(({expr}) DIV 3600000000) * 3600000000"),
         }
     }
 

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use coupond_domain::{TemplateId, Timestamp};
 use coupond_store::{CouponCounts, StoreError, StoreResult, UsageRow, Violation};
 
-use crate::{sql, Db, Query};
+use crate::{sql, Db, Dialect, Query};
 
 fn template_id(v: i64) -> StoreResult<TemplateId> {
     TemplateId::new(v).map_err(StoreError::other)
@@ -197,6 +197,17 @@ pub const CHECKS: [(&str, &str); 8] = [
     ),
 ];
 
+/// The `holdings` check as MySQL runs it: correlated, looked up by the coupons'
+/// `(template_id, user_id)` index. MariaDB joins the grouped derived table of [`CHECKS`]
+/// without a key (8 min 41 s on 100,000 coupons; this form 0.4 s), while SQLite, whose planner
+/// would look this one up by the template alone, keeps the join.
+const HOLDINGS_MYSQL: &str = "SELECT 'template ' || h.template_id || ' user ' || h.user_id
+        AS subject, 'counter ' || h.n || ', coupons ' || (SELECT COUNT(*) FROM coupons c
+            WHERE c.template_id = h.template_id AND c.user_id = h.user_id) AS detail
+     FROM holdings h
+     WHERE h.n <> (SELECT COUNT(*) FROM coupons c
+                   WHERE c.template_id = h.template_id AND c.user_id = h.user_id)";
+
 /// Runs the backend's own checks, then [`CHECKS`]; at most 100 findings per check.
 pub async fn audit(
     db: &dyn Db,
@@ -207,6 +218,10 @@ pub async fn audit(
     let deadline = now.minus(grace);
     let mut out = Vec::new();
     for (check, text) in db.own_audit_checks().iter().chain(CHECKS.iter()) {
+        let text = match (*check, db.dialect()) {
+            ("holdings", Dialect::Mysql) => HOLDINGS_MYSQL,
+            _ => text,
+        };
         let mut q: Query = sql(format!("{} LIMIT 100", text.replace("{same}", &same)));
         if text.contains("$1") {
             q = q.bind(deadline);
