@@ -311,6 +311,13 @@ async fn a_lease_with_every_kind_on_postgres() {
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_with_every_kind_on_mysql() {
+    if let Some(app) = TestApp::mysql().await {
+        rental_flow(app).await;
+    }
+}
+
 async fn cancel_and_deadline(app: TestApp) {
     let t = template(
         &app,
@@ -430,6 +437,13 @@ async fn cancel_and_the_deadline_give_coupons_back_on_postgres() {
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_and_the_deadline_give_coupons_back_on_mysql() {
+    if let Some(app) = TestApp::mysql().await {
+        cancel_and_deadline(app).await;
+    }
+}
+
 async fn many_orders_one_coupon(app: TestApp) {
     let app = Arc::new(app);
     let t = template(
@@ -476,6 +490,13 @@ async fn sixty_four_orders_lock_one_coupon_once_on_sqlite() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sixty_four_orders_lock_one_coupon_once_on_postgres() {
     if let Some(app) = TestApp::postgres().await {
+        many_orders_one_coupon(app).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sixty_four_orders_lock_one_coupon_once_on_mysql() {
+    if let Some(app) = TestApp::mysql().await {
         many_orders_one_coupon(app).await;
     }
 }

@@ -1,5 +1,5 @@
 //! Claims over HTTP: every answer code, wallets, and real concurrency audited afterwards, on
-//! SQLite and (when configured) PostgreSQL.
+//! SQLite and (when configured) PostgreSQL and MySQL.
 
 use std::sync::Arc;
 
@@ -300,6 +300,13 @@ async fn flash_sale_is_exact_on_sqlite() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn flash_sale_is_exact_on_postgres() {
     if let Some(app) = TestApp::postgres().await {
+        flash_sale(app).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flash_sale_is_exact_on_mysql() {
+    if let Some(app) = TestApp::mysql().await {
         flash_sale(app).await;
     }
 }

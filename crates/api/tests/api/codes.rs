@@ -412,6 +412,13 @@ async fn a_single_use_code_gives_one_coupon_under_a_rush_on_postgres() {
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_single_use_code_gives_one_coupon_under_a_rush_on_mysql() {
+    if let Some(app) = TestApp::mysql().await {
+        one_code_many_users(app).await;
+    }
+}
+
 #[tokio::test]
 async fn redemptions_are_rate_limited_and_failures_count() {
     let settings = ApiSettings {

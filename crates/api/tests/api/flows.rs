@@ -1,4 +1,4 @@
-//! The success path of every route, on SQLite and (when configured) PostgreSQL.
+//! The success path of every route, on SQLite and (when configured) PostgreSQL and MySQL.
 
 use axum::http::{Method, StatusCode};
 use coupond_domain::Timestamp;
@@ -283,6 +283,13 @@ async fn every_route_succeeds_on_sqlite() {
 #[tokio::test]
 async fn every_route_succeeds_on_postgres() {
     if let Some(app) = TestApp::postgres().await {
+        full_flow(app).await;
+    }
+}
+
+#[tokio::test]
+async fn every_route_succeeds_on_mysql() {
+    if let Some(app) = TestApp::mysql().await {
         full_flow(app).await;
     }
 }

@@ -194,6 +194,13 @@ async fn bulk_issuance_on_postgres() {
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bulk_issuance_on_mysql() {
+    if let Some(app) = TestApp::mysql().await {
+        issuance_flows(app).await;
+    }
+}
+
 #[tokio::test]
 async fn audiences_and_limits_count_as_skipped() {
     let app = TestApp::new().await;

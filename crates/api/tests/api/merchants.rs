@@ -1,5 +1,5 @@
 //! The platform finds merchants again and edits them, on SQLite and (when configured)
-//! PostgreSQL.
+//! PostgreSQL and MySQL.
 
 use axum::http::StatusCode;
 use serde_json::json;
@@ -67,6 +67,13 @@ async fn the_platform_finds_and_edits_merchants_on_sqlite() {
 #[tokio::test]
 async fn the_platform_finds_and_edits_merchants_on_postgres() {
     if let Some(app) = TestApp::postgres().await {
+        find_and_edit(app).await;
+    }
+}
+
+#[tokio::test]
+async fn the_platform_finds_and_edits_merchants_on_mysql() {
+    if let Some(app) = TestApp::mysql().await {
         find_and_edit(app).await;
     }
 }

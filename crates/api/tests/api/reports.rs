@@ -224,3 +224,10 @@ async fn stats_and_reconciliation_on_postgres() {
         reports(app).await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stats_and_reconciliation_on_mysql() {
+    if let Some(app) = TestApp::mysql().await {
+        reports(app).await;
+    }
+}

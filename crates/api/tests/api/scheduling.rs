@@ -210,6 +210,13 @@ async fn an_activitys_life_on_postgres() {
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_activitys_life_on_mysql() {
+    if let Some(app) = TestApp::mysql().await {
+        activity_life(app).await;
+    }
+}
+
 async fn inbox_and_reminders(app: TestApp) {
     let (s, d) = (scheduler(&app), dispatcher(&app));
     // A standalone template claimable hours [10, 20); coupons valid until hour 44.
@@ -369,6 +376,13 @@ async fn inbox_and_reminders_on_sqlite() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn inbox_and_reminders_on_postgres() {
     if let Some(app) = TestApp::postgres().await {
+        inbox_and_reminders(app).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inbox_and_reminders_on_mysql() {
+    if let Some(app) = TestApp::mysql().await {
         inbox_and_reminders(app).await;
     }
 }

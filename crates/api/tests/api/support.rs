@@ -32,6 +32,39 @@ pub fn at(hours: i64) -> String {
 pub enum Backend {
     Sqlite,
     Postgres,
+    Mysql,
+}
+
+impl Backend {
+    /// The variable naming the test server (`None` for SQLite, which needs none).
+    fn env(self) -> Option<&'static str> {
+        match self {
+            Backend::Sqlite => None,
+            Backend::Postgres => Some("COUPOND_TEST_POSTGRES_URL"),
+            Backend::Mysql => Some("COUPOND_TEST_MYSQL_URL"),
+        }
+    }
+
+    /// The test server's URL (`Some("")` for SQLite); `None`, after saying so on stderr, when
+    /// its variable is not set.
+    pub fn url(self) -> Option<String> {
+        let Some(var) = self.env() else {
+            return Some(String::new());
+        };
+        let url = std::env::var(var).ok();
+        if url.is_none() {
+            let name = match self {
+                Backend::Mysql => "mysql",
+                _ => "postgres",
+            };
+            // Straight to stderr: libtest captures `eprintln!`, and CI counts these lines.
+            let _ = std::io::Write::write_all(
+                &mut std::io::stderr(),
+                format!("SKIP {name} API test: {var} is not set\n").as_bytes(),
+            );
+        }
+        url
+    }
 }
 
 pub struct TestApp {
@@ -75,6 +108,12 @@ impl TestApp {
         Self::with_settings(Backend::Postgres, ApiSettings::default()).await
     }
 
+    /// On MySQL (MariaDB) when `COUPOND_TEST_MYSQL_URL` is set; `None` (after saying so) when
+    /// not.
+    pub async fn mysql() -> Option<TestApp> {
+        Self::with_settings(Backend::Mysql, ApiSettings::default()).await
+    }
+
     pub async fn with_settings(backend: Backend, settings: ApiSettings) -> Option<TestApp> {
         let (store, dir): (Arc<dyn Store>, _) = match backend {
             Backend::Sqlite => {
@@ -87,14 +126,7 @@ impl TestApp {
                 (Arc::new(s), Some(dir))
             }
             Backend::Postgres => {
-                let Ok(url) = std::env::var("COUPOND_TEST_POSTGRES_URL") else {
-                    // Straight to stderr: libtest captures `eprintln!`.
-                    let _ = std::io::Write::write_all(
-                        &mut std::io::stderr(),
-                        b"SKIP postgres API test: COUPOND_TEST_POSTGRES_URL is not set\n",
-                    );
-                    return None;
-                };
+                let url = backend.url()?;
                 let schema = format!("api_{}", uuid::Uuid::new_v4().simple());
                 let s = coupond_store_postgres::PgStore::connect_in_schema(&url, Some(&schema))
                     .await
@@ -104,6 +136,20 @@ impl TestApp {
                     &mut std::io::stderr(),
                     format!("postgres API test running on PostgreSQL in schema {schema}\n")
                         .as_bytes(),
+                );
+                (Arc::new(s), None)
+            }
+            Backend::Mysql => {
+                let url = backend.url()?;
+                // A database of its own; MySQL names are at most 64 characters.
+                let db = format!("ct_api_{}", uuid::Uuid::new_v4().simple());
+                let s = coupond_store_mysql::MysqlStore::connect_in_database(&url, Some(&db))
+                    .await
+                    .unwrap();
+                s.migrate().await.unwrap();
+                let _ = std::io::Write::write_all(
+                    &mut std::io::stderr(),
+                    format!("mysql API test running on MySQL in database {db}\n").as_bytes(),
                 );
                 (Arc::new(s), None)
             }
@@ -207,7 +253,7 @@ impl TestApp {
         addr
     }
 
-    /// The SQLite database file (`None` on PostgreSQL), for tests that read it directly.
+    /// The SQLite database file (`None` on the server backends), for tests that read it directly.
     pub fn sqlite_path(&self) -> Option<std::path::PathBuf> {
         self._dir.as_ref().map(|d| d.path().join("coupond.db"))
     }

@@ -120,6 +120,13 @@ async fn deliveries_are_signed_retried_and_scoped_on_postgres() {
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deliveries_are_signed_retried_and_scoped_on_mysql() {
+    if let Some(app) = app_with_loopback_hooks(Backend::Mysql).await {
+        flows(app).await;
+    }
+}
+
 async fn flows(app: TestApp) {
     let (base, inbox) = receiver(&[("platform", 2), ("broken", usize::MAX)]).await;
     let (platform, secret) = register(

@@ -65,6 +65,7 @@ fn layers_apply_in_order() {
         jail.set_env("COUPOND_MAX_BODY_BYTES", "1024");
         // Unrelated COUPOND_* variables (the test suite's) are not settings.
         jail.set_env("COUPOND_TEST_POSTGRES_URL", "postgres://x");
+        jail.set_env("COUPOND_TEST_MYSQL_URL", "mysql://x");
         let flags = Overrides {
             listen: Some("127.0.0.1:2000".into()),
             ..Default::default()
@@ -122,6 +123,10 @@ fn secrets_never_print() {
         assert_eq!(
             q,
             "postgres://app@db/coupond?sslmode=require&password=<redacted>"
+        );
+        assert_eq!(
+            redact_url("mysql://app:pw123@db:3306/coupond"),
+            "mysql://app:<redacted>@db:3306/coupond"
         );
         assert_eq!(
             redact_url("sqlite://./data/coupond.db"),

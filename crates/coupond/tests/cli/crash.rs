@@ -2,7 +2,7 @@
 //! intervals and restarted on the same database and address while a load generator keeps
 //! going, retrying by Idempotency-Key whatever got no definitive answer. Afterwards every
 //! outcome is known, each acknowledged effect exists exactly once, refused ones left nothing,
-//! and `coupond audit` is clean. Loads, each on SQLite and on PostgreSQL: a flash sale,
+//! and `coupond audit` is clean. Loads, each on SQLite, PostgreSQL and MySQL: a flash sale,
 //! checkouts (claim, lock, confirm or cancel) and a 100,000-user bulk issuance.
 //!
 //! `COUPOND_CRASH_SEED` replays a schedule; the seed in use is printed.
@@ -160,6 +160,14 @@ fn kill_9_repeatedly_during_a_flash_sale_on_postgres() {
     flash_sale_under_kill_9(&db, "flash sale on PostgreSQL");
 }
 
+#[test]
+fn kill_9_repeatedly_during_a_flash_sale_on_mysql() {
+    let Some(db) = super::mysql_database("crash") else {
+        return;
+    };
+    flash_sale_under_kill_9(&db, "flash sale on MySQL");
+}
+
 /// Checkouts: claim, lock, then confirm or cancel, with kills across the waves.
 fn checkouts_under_kill_9(db: &str, test: &str) {
     let stdout = under_repeated_kill_9(db, &["--scenario", "checkout", "--users", "3000"], 3, test);
@@ -186,6 +194,14 @@ fn kill_9_repeatedly_during_checkouts_on_postgres() {
         return;
     };
     checkouts_under_kill_9(&db, "checkouts on PostgreSQL");
+}
+
+#[test]
+fn kill_9_repeatedly_during_checkouts_on_mysql() {
+    let Some(db) = super::mysql_database("crash") else {
+        return;
+    };
+    checkouts_under_kill_9(&db, "checkouts on MySQL");
 }
 
 /// `coupond audit` on the database: every invariant check passes.
@@ -227,4 +243,12 @@ fn kill_9_repeatedly_during_an_issuance_on_postgres() {
         return;
     };
     issuance_under_kill_9(&db, "issuance on PostgreSQL");
+}
+
+#[test]
+fn kill_9_repeatedly_during_an_issuance_on_mysql() {
+    let Some(db) = super::mysql_database("crash") else {
+        return;
+    };
+    issuance_under_kill_9(&db, "issuance on MySQL");
 }

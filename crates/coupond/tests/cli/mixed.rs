@@ -3,10 +3,10 @@
 //! sweeper run too.
 //! - One server on SQLite: every writer shares one database file, and no caller may see a
 //!   "database is locked" (or any 5xx).
-//! - Three servers on one PostgreSQL: the invariants hold, each load's own audit passes, and
-//!   the scheduler's announcements are written once, not once per server.
+//! - Three servers on one PostgreSQL (one MySQL): the invariants hold, each load's own audit
+//!   passes, and the scheduler's announcements are written once, not once per server.
 
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 
 use super::{server_logs, start_server, terminate_and_wait, BIN};
 
@@ -42,13 +42,19 @@ fn three_loads(dir: &std::path::Path, db: &str, bases: &[String]) -> [String; 3]
         spawn(base(1), &["--scenario", "checkout", "--users", "1000"]),
         spawn(base(2), &["--scenario", "issuance", "--users", "30000"]),
     ];
-    loads.map(|load| {
-        let out: Output = load.wait_with_output().unwrap();
+    // Every load is waited for before any is judged, so a failure leaves none running.
+    let outs: [Output; 3] = loads.map(|load| load.wait_with_output().unwrap());
+    outs.map(|out| {
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         assert!(
             out.status.success(),
-            "{stdout}\n{}",
-            String::from_utf8_lossy(&out.stderr)
+            "{stdout}\n{}\nthe servers' first warnings and errors:\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            server_logs(dir)
+                .lines()
+                .take(20)
+                .collect::<Vec<_>>()
+                .join("\n")
         );
         stdout
     })
@@ -96,23 +102,42 @@ fn sqlite_writers_never_answer_database_is_locked() {
     super::crash::assert_audit_clean(dir.path(), &db);
 }
 
+/// Servers still running when a check fails are killed, not left behind.
+struct Servers(Vec<Child>);
+
+impl Drop for Servers {
+    fn drop(&mut self) {
+        for server in &mut self.0 {
+            let _ = server.kill();
+            let _ = server.wait();
+        }
+    }
+}
+
+/// Three servers on the server database `db` under the three loads at once; each load clean
+/// and no server logged an error. Returns the servers' folder.
+fn three_processes_under_mixed_load(db: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let (servers, bases): (Vec<_>, Vec<String>) = (0..3)
+        .map(|_| start_server(dir.path(), db, "127.0.0.1:0", &[]))
+        .unzip();
+    let mut servers = Servers(servers);
+    let outs = three_loads(dir.path(), db, &bases);
+    assert_loads_clean(&outs);
+    for server in servers.0.drain(..) {
+        assert!(terminate_and_wait(server).success());
+    }
+    let logs = server_logs(dir.path());
+    assert!(!logs.contains("ERROR"), "{logs}");
+    dir
+}
+
 #[test]
 fn three_processes_on_one_postgres_under_mixed_load() {
     let Some(db) = super::postgres_schema("mixed") else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let servers: Vec<_> = (0..3)
-        .map(|_| start_server(dir.path(), &db, "127.0.0.1:0", &[]))
-        .collect();
-    let bases: Vec<String> = servers.iter().map(|(_, b)| b.clone()).collect();
-    let outs = three_loads(dir.path(), &db, &bases);
-    assert_loads_clean(&outs);
-    for (server, _) in servers {
-        assert!(terminate_and_wait(server).success());
-    }
-    let logs = server_logs(dir.path());
-    assert!(!logs.contains("ERROR"), "{logs}");
+    let dir = three_processes_under_mixed_load(&db);
 
     // Each load's template went live once: three schedulers, one announcement each.
     tokio::runtime::Runtime::new().unwrap().block_on(async {
@@ -143,6 +168,40 @@ fn three_processes_on_one_postgres_under_mixed_load() {
                 .unwrap();
         assert_eq!(holders.len(), 1, "one scheduler lease: {holders:?}");
         pool.close().await;
+    });
+    super::crash::assert_audit_clean(dir.path(), &db);
+}
+
+#[test]
+fn three_processes_on_one_mysql_under_mixed_load() {
+    let Some(db) = super::mysql_database("mixed") else {
+        return;
+    };
+    let dir = three_processes_under_mixed_load(&db);
+
+    // Each load's template went live once: three schedulers, one announcement each. Read
+    // through the store (the scheduler lease is one row by its primary key).
+    tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let s = super::open_server_store(&db).await;
+        let events = s.inspect().events_after(0, 1_000_000).await.unwrap();
+        let announced = events
+            .iter()
+            .filter(|e| e.kind == "template.status_changed")
+            .count();
+        assert!(announced >= 3, "the templates' going live was announced");
+        let mut seen = std::collections::HashMap::new();
+        for e in events
+            .iter()
+            .filter(|e| e.kind == "template.status_changed" || e.kind == "activity.status_changed")
+        {
+            *seen.entry(e.body.to_string()).or_insert(0) += 1;
+        }
+        let repeated: Vec<_> = seen.into_iter().filter(|(_, n)| *n > 1).collect();
+        assert!(
+            repeated.is_empty(),
+            "announced more than once: {repeated:?}"
+        );
+        s.close().await;
     });
     super::crash::assert_audit_clean(dir.path(), &db);
 }

@@ -1,5 +1,5 @@
-//! Two coupond processes on one PostgreSQL racing for one template: exactly its stock is
-//! issued, nothing acknowledged is lost, nobody exceeds the per-user limit.
+//! Two coupond processes on one PostgreSQL (one MySQL) racing for one template: exactly its
+//! stock is issued, nothing acknowledged is lost, nobody exceeds the per-user limit.
 
 use std::process::Command;
 
@@ -19,17 +19,31 @@ fn two_processes_on_one_postgres_issue_exactly_the_stock() {
     let Some(db) = super::postgres_schema("procs") else {
         return;
     };
+    two_processes_issue_exactly_the_stock(&db);
+}
+
+#[test]
+fn two_processes_on_one_mysql_issue_exactly_the_stock() {
+    let Some(db) = super::mysql_database("procs") else {
+        return;
+    };
+    two_processes_issue_exactly_the_stock(&db);
+}
+
+/// Two servers on the server database `db`, each rushed by its own load test for the one
+/// template; then the template's audit and `coupond audit`.
+fn two_processes_issue_exactly_the_stock(db: &str) {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let (one, base_one) = start_server(dir.path(), &db, "127.0.0.1:0", &[]);
-    let (two, base_two) = start_server(dir.path(), &db, "127.0.0.1:0", &[]);
+    let (one, base_one) = start_server(dir.path(), db, "127.0.0.1:0", &[]);
+    let (two, base_two) = start_server(dir.path(), db, "127.0.0.1:0", &[]);
 
     let loadtest = |base: &str, extra: &[&str]| {
         Command::new(BIN)
             .current_dir(dir.path())
             .args([
                 "--database",
-                &db,
+                db,
                 "loadtest",
                 "--url",
                 base,
@@ -83,22 +97,19 @@ fn two_processes_on_one_postgres_issue_exactly_the_stock() {
         "the stock left after the first claim"
     );
     rt.block_on(async {
-        let s = coupond_store_postgres::PgStore::connect(&db).await.unwrap();
+        let s = super::open_server_store(db).await;
         let id = coupond_domain::TemplateId::new(template.parse().unwrap()).unwrap();
-        let audit = coupond_store::AdminStore::inspect(&s)
-            .audit_template(id)
-            .await
-            .unwrap();
+        let audit = s.inspect().audit_template(id).await.unwrap();
         assert_eq!(
             (audit.claimed, audit.coupons, audit.max_per_user),
             (1_500, 1_500, 1)
         );
         assert!(audit.violations().is_empty(), "{audit:?}");
-        coupond_store::AdminStore::close(&s).await;
+        s.close().await;
     });
     assert!(terminate_and_wait(one).success());
     assert!(terminate_and_wait(two).success());
-    super::crash::assert_audit_clean(dir.path(), &db);
+    super::crash::assert_audit_clean(dir.path(), db);
 }
 
 /// A child process whose output is collected on a thread, so several run at once.

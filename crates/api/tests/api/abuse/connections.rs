@@ -83,6 +83,13 @@ async fn one_user_on_many_connections_gets_its_limit_only_on_postgres() {
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_user_on_many_connections_gets_its_limit_only_on_mysql() {
+    if let Some(app) = TestApp::mysql().await {
+        per_user_limit_across_connections(app).await;
+    }
+}
+
 /// The per-user claim rate counts the user's claims from every address together.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_user_on_many_connections_is_rate_limited_as_one() {

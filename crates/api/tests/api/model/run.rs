@@ -34,9 +34,10 @@ impl Run {
     }
 
     /// A coupon id as the transcript keeps it: its place in the order of issue. PostgreSQL
-    /// hands out coupon ids from a sequence, and a claim attempt that is rolled back and
-    /// retried under the template's lock (see store-postgres `claims.rs`) leaves a gap;
-    /// SQLite leaves none. Ids are opaque, so only their order is compared.
+    /// and MySQL hand out coupon ids from a sequence (an auto-increment), and a claim attempt
+    /// that is rolled back and retried under the template's lock (see store-postgres
+    /// `claims.rs`) leaves a gap; SQLite leaves none. Ids are opaque, so only their order is
+    /// compared.
     fn rank(&self, id: i64) -> Value {
         match self.m.coupons.keys().position(|&k| k == id) {
             Some(p) => json!(format!("c{p}")),
