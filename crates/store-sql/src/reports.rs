@@ -197,6 +197,17 @@ pub const CHECKS: [(&str, &str); 8] = [
     ),
 ];
 
+/// The stock check of a backend that keeps `claimed` on `templates` (SQLite, MySQL), for its
+/// [`Db::own_audit_checks`]: `claimed` is the count of its coupons, within the stock.
+pub const CLAIMED_ON_TEMPLATES: [(&str, &str); 1] = [(
+    "stock",
+    "SELECT 'template ' || t.id AS subject, 'claimed ' || t.claimed || ', coupons '
+            || COUNT(c.id) || ', stock ' || t.total_stock AS detail
+     FROM templates t LEFT JOIN coupons c ON c.template_id = t.id
+     GROUP BY t.id, t.claimed, t.total_stock
+     HAVING t.claimed <> COUNT(c.id) OR COUNT(c.id) > t.total_stock",
+)];
+
 /// The `holdings` check as MySQL runs it: correlated, looked up by the coupons'
 /// `(template_id, user_id)` index. MariaDB joins the grouped derived table of [`CHECKS`]
 /// without a key (8 min 41 s on 100,000 coupons; this form 0.4 s), while SQLite, whose planner

@@ -173,7 +173,7 @@ impl Db for SqliteStore {
     }
 
     fn own_audit_checks(&self) -> &'static [(&'static str, &'static str)] {
-        &AUDIT_CHECKS
+        &coupond_store_sql::reports::CLAIMED_ON_TEMPLATES
     }
 
     fn template_columns(&self) -> &'static str {
@@ -185,12 +185,3 @@ impl Db for SqliteStore {
         Ok(())
     }
 }
-
-/// The audit's stock check: `templates.claimed` is the count of its coupons, within the stock.
-const AUDIT_CHECKS: [(&str, &str); 1] = [(
-    "stock",
-    "SELECT 'template ' || t.id AS subject, 'claimed ' || t.claimed || ', coupons '
-            || COUNT(c.id) || ', stock ' || t.total_stock AS detail
-     FROM templates t LEFT JOIN coupons c ON c.template_id = t.id
-     GROUP BY t.id HAVING t.claimed <> COUNT(c.id) OR COUNT(c.id) > t.total_stock",
-)];
