@@ -35,7 +35,7 @@ impl Observer for CacheInvalidator {
         for e in events {
             if matches!(
                 e.kind.as_str(),
-                kind::TEMPLATE_STATUS_CHANGED | kind::TEMPLATE_SOLD_OUT
+                kind::TEMPLATE_STATUS_CHANGED | kind::TEMPLATE_SOLD_OUT | kind::TEMPLATE_CHANGED
             ) {
                 if let Some(t) = e
                     .body
@@ -44,6 +44,11 @@ impl Observer for CacheInvalidator {
                     .and_then(|t| TemplateId::new(t).ok())
                 {
                     self.state.forget_template(t);
+                    let stock = e.body.get("total_stock").and_then(|s| s.as_i64());
+                    if let (kind::TEMPLATE_CHANGED, Some(stock)) = (e.kind.as_str(), stock) {
+                        // Its stock may have been raised.
+                        self.state.claims().forget_sold_out(t, stock);
+                    }
                 }
             }
         }

@@ -4,8 +4,8 @@ use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use crate::routes::{
-    activities, checkout, claims, codes, inbox, issuances, listings, merchants, reports, system,
-    templates, webhooks,
+    activities, checkout, claims, codes, coupons, events, inbox, issuances, listings, merchants,
+    refunds, reports, system, templates, webhooks,
 };
 
 /// The whole API, served at `/openapi.json`.
@@ -22,14 +22,16 @@ use crate::routes::{
         merchants::create, merchants::list, merchants::get, merchants::update,
         activities::create, activities::list, activities::get, activities::update, activities::abort,
         templates::create, templates::list, templates::get, templates::update, templates::publish,
-        templates::abort,
+        templates::abort, templates::remove, templates::history,
         listings::create, listings::list, listings::get, listings::update, listings::bind,
-        listings::unbind,
+        listings::unbind, listings::remove,
         claims::claim, claims::mine, claims::of_user,
         codes::set_shared, codes::get_shared, codes::remove_shared, codes::create_batch,
         codes::list_batches, codes::get_batch, codes::download, codes::redeem,
         checkout::quote, checkout::lock, checkout::confirm, checkout::cancel, checkout::get,
-        checkout::history,
+        checkout::history, refunds::refund,
+        coupons::revoke, coupons::of_template,
+        events::list,
         inbox::list, inbox::read,
         issuances::create, issuances::list, issuances::get,
         reports::template, reports::activity, reports::reconciliation,
@@ -49,6 +51,8 @@ use crate::routes::{
         (name = "inbox", description = "A user's messages: coupons claimed, issued, expiring"),
         (name = "codes", description = "Promotion codes: shared codes, generated single-use codes, redemption"),
         (name = "listings", description = "Listings, their bound templates, and search by coupon"),
+        (name = "coupons", description = "Revoking coupons and who holds a template's coupons"),
+        (name = "events", description = "The outbox as a replayable feed of events"),
         (name = "system", description = "Health, metrics and this document"),
     )
 )]

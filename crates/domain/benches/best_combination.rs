@@ -8,8 +8,8 @@ use std::hint::black_box;
 
 use coupond_domain::{
     quote, Audience, BasisPoints, CategoryId, CityId, CitySet, Coupon, CouponId, CouponStatus,
-    CouponValue, DeductionMode, LeaseDraft, LineDraft, LineKind, ListingId, MerchantId, Money,
-    Order, OrderDraft, QuoteInput, Scope, Stacking, Template, TemplateDraft, TemplateId,
+    CouponValue, DeductionMode, Gift, LeaseDraft, LineDraft, LineKind, ListingId, MerchantId,
+    Money, Order, OrderDraft, QuoteInput, Scope, Stacking, Template, TemplateDraft, TemplateId,
     TemplateSpec, TemplateUse, Timestamp, UserId, Validity, Window,
 };
 use criterion::{criterion_group, criterion_main, Criterion};
@@ -69,13 +69,13 @@ fn order_draft() -> OrderDraft {
     }
 }
 
-/// 24 templates cycling through the five kinds and four scopes, two thirds stackable, some
+/// 24 templates cycling through the seven kinds and four scopes, two thirds stackable, some
 /// with a threshold or a budget.
 fn templates() -> Vec<Template> {
     let claim = Window::new(t("2026-04-01T00:00:00Z"), t("2026-05-01T00:00:00Z")).unwrap();
     (0..TEMPLATES)
         .map(|i| {
-            let value = match i % 5 {
+            let value = match i % 7 {
                 0 => CouponValue::AmountOff {
                     amount: m(2_000 + 500 * i),
                 },
@@ -87,8 +87,23 @@ fn templates() -> Vec<Template> {
                 3 => CouponValue::DepositWaiver {
                     cap: Some(m(100_000 + 10_000 * i)),
                 },
-                _ => CouponValue::SpecialPrice {
+                4 => CouponValue::SpecialPrice {
                     price: m(2_000 + 100 * i),
+                },
+                5 => CouponValue::FreeShipping {
+                    cap: (i % 2 == 0).then(|| m(2_000)),
+                },
+                _ => CouponValue::BuyXGetY {
+                    buy: 2,
+                    get: 1,
+                    gift: if i % 2 == 0 {
+                        Gift::Cheapest
+                    } else {
+                        Gift::Category {
+                            id: CategoryId::new(2).unwrap(),
+                        }
+                    },
+                    max_applications: (i % 3 == 0).then_some(3),
                 },
             };
             let scope = match i % 4 {
@@ -129,6 +144,7 @@ fn templates() -> Vec<Template> {
                 validity: Validity::Relative { days: 365 },
                 budget: (i % 7 == 0).then(|| m(1_000_000)),
                 metadata: Default::default(),
+                refund_policy: Default::default(),
             };
             Template {
                 id: TemplateId::new(i + 1).unwrap(),

@@ -3,12 +3,15 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use crate::checkout::{LineDraft, MAX_PRODUCT_ID_CHARS};
 use crate::error::DomainError;
 use crate::ids::{CategoryId, ListingId, UserId};
 use crate::money::{BasisPoints, Money};
+use crate::text::check_text;
 use crate::time::Timestamp;
 
-/// The kinds of coupon (seed `couponType`: 1 direct, 2 discount, 3 free days, 4 deposit, 5 special).
+/// The kinds of coupon (seed `couponType`: 1 direct, 2 discount, 3 free days, 4 deposit, 5 special;
+/// seed 002 adds free shipping and buy-x-get-y).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CouponKind {
@@ -17,17 +20,24 @@ pub enum CouponKind {
     FreeDays,
     DepositWaiver,
     SpecialPrice,
+    FreeShipping,
+    #[serde(rename = "buy_x_get_y")]
+    BuyXGetY,
 }
 
 impl CouponKind {
-    pub const ALL: [CouponKind; 5] = [
+    /// Every kind, in declaration order.
+    pub const ALL: [CouponKind; 7] = [
         CouponKind::AmountOff,
         CouponKind::PercentOff,
         CouponKind::FreeDays,
         CouponKind::DepositWaiver,
         CouponKind::SpecialPrice,
+        CouponKind::FreeShipping,
+        CouponKind::BuyXGetY,
     ];
 
+    /// The kind's stable code, as in JSON.
     pub fn as_str(self) -> &'static str {
         match self {
             CouponKind::AmountOff => "amount_off",
@@ -35,14 +45,21 @@ impl CouponKind {
             CouponKind::FreeDays => "free_days",
             CouponKind::DepositWaiver => "deposit_waiver",
             CouponKind::SpecialPrice => "special_price",
+            CouponKind::FreeShipping => "free_shipping",
+            CouponKind::BuyXGetY => "buy_x_get_y",
         }
     }
 
+    /// The kind of a code ([`CouponKind::as_str`]), `None` for an unknown one.
     pub fn parse(s: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|k| k.as_str() == s)
     }
 
-    /// The unit an activity's value bounds are expressed in for this kind.
+    /// The unit an activity's value bounds are expressed in for this kind (what
+    /// [`CouponValue::magnitude`] returns). For `free_shipping` it is the cap, an uncapped one
+    /// being unbounded (as for `deposit_waiver`); for `buy_x_get_y` it is the most units one
+    /// order gets free, `get × max_applications`, unbounded without `max_applications`: what
+    /// the promotion gives away at most, whatever the prices.
     pub fn bound_unit(self) -> &'static str {
         match self {
             CouponKind::AmountOff => "minor units off",
@@ -50,6 +67,10 @@ impl CouponKind {
             CouponKind::FreeDays => "free days",
             CouponKind::DepositWaiver => "minor units of deposit waived (the cap)",
             CouponKind::SpecialPrice => "minor units of special price",
+            CouponKind::FreeShipping => "minor units of shipping waived (the cap)",
+            CouponKind::BuyXGetY => {
+                "free units per order (get × max_applications; unbounded without it)"
+            }
         }
     }
 }
@@ -58,7 +79,9 @@ impl CouponKind {
 ///
 /// JSON: `{"kind": "amount_off", "amount": 2000}`, `{"kind": "percent_off", "bps": 1500, "cap": 5000}`,
 /// `{"kind": "free_days", "days": 7}`, `{"kind": "deposit_waiver", "cap": 300000}`,
-/// `{"kind": "special_price", "price": 199900}`.
+/// `{"kind": "special_price", "price": 199900}`, `{"kind": "free_shipping", "cap": 1500}`,
+/// `{"kind": "buy_x_get_y", "buy": 2, "get": 1, "gift": {"type": "cheapest"},
+/// "max_applications": 3}`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum CouponValue {
@@ -79,9 +102,69 @@ pub enum CouponValue {
     },
     /// The listing's price becomes this fixed price.
     SpecialPrice { price: Money },
+    /// The in-scope `shipping` lines waived, optionally only up to a cap.
+    FreeShipping {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cap: Option<Money>,
+    },
+    /// Buy `buy` units, get `get` units free: each application takes `buy + get` in-scope
+    /// purchase units and makes `get` of them, chosen by `gift`, free; at most
+    /// `max_applications` times per order (no limit but the order's units when absent). See
+    /// [`discount`](crate::checkout::discount()) for the exact rule.
+    #[serde(rename = "buy_x_get_y")]
+    BuyXGetY {
+        /// Units paid for per application, 1..=1000.
+        buy: u32,
+        /// Units free per application, 1..=1000.
+        get: u32,
+        /// Which units are free; the cheapest when absent.
+        #[serde(default)]
+        gift: Gift,
+        /// 1..=10000 when set.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max_applications: Option<u32>,
+    },
 }
 
+/// Which units a `buy_x_get_y` coupon gives away. Gift units are always in-scope purchase
+/// units (`item` or `rent` lines the scope covers): a gift outside the coupon's scope is never
+/// free, so scope a "buy 2 shirts, get a belt" coupon to both categories (or the merchant).
+///
+/// JSON: `{"type": "cheapest"}`, `{"type": "product", "product_id": "sku-1"}`,
+/// `{"type": "listing", "id": 12}`, `{"type": "category", "id": 3}`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Gift {
+    /// Any in-scope unit: the cheapest ones are free.
+    #[default]
+    Cheapest,
+    /// Units of lines with this `product_id` (the order service's own id, 1 to 128 characters).
+    Product { product_id: String },
+    /// Units of lines of this listing.
+    Listing { id: ListingId },
+    /// Units of lines in this category.
+    Category { id: CategoryId },
+}
+
+impl Gift {
+    /// Whether the units of `line` are gift units (scope and line kind aside).
+    pub fn matches(&self, line: &LineDraft) -> bool {
+        match self {
+            Gift::Cheapest => true,
+            Gift::Product { product_id } => line.product_id.as_deref() == Some(product_id),
+            Gift::Listing { id } => line.listing_id == Some(*id),
+            Gift::Category { id } => line.category_id == *id,
+        }
+    }
+}
+
+/// Most `buy` or `get` units of one `buy_x_get_y` application.
+pub const MAX_BXGY_UNITS: u32 = 1000;
+/// Most applications of one `buy_x_get_y` coupon on one order.
+pub const MAX_BXGY_APPLICATIONS: u32 = 10_000;
+
 impl CouponValue {
+    /// The value's kind.
     pub fn kind(&self) -> CouponKind {
         match self {
             CouponValue::AmountOff { .. } => CouponKind::AmountOff,
@@ -89,18 +172,31 @@ impl CouponValue {
             CouponValue::FreeDays { .. } => CouponKind::FreeDays,
             CouponValue::DepositWaiver { .. } => CouponKind::DepositWaiver,
             CouponValue::SpecialPrice { .. } => CouponKind::SpecialPrice,
+            CouponValue::FreeShipping { .. } => CouponKind::FreeShipping,
+            CouponValue::BuyXGetY { .. } => CouponKind::BuyXGetY,
         }
     }
 
     /// The number an activity's `[value_min, value_max]` bounds apply to, in the kind's unit
-    /// ([`CouponKind::bound_unit`]). An uncapped deposit waiver counts as unbounded.
+    /// ([`CouponKind::bound_unit`]). An uncapped deposit waiver or free shipping, and a
+    /// buy-x-get-y without `max_applications`, count as unbounded.
     pub fn magnitude(&self) -> i64 {
         match self {
             CouponValue::AmountOff { amount } => amount.minor(),
             CouponValue::PercentOff { bps, .. } => i64::from(bps.get()),
             CouponValue::FreeDays { days } => i64::from(*days),
-            CouponValue::DepositWaiver { cap } => cap.map_or(i64::MAX, Money::minor),
+            CouponValue::DepositWaiver { cap } | CouponValue::FreeShipping { cap } => {
+                cap.map_or(i64::MAX, Money::minor)
+            }
             CouponValue::SpecialPrice { price } => price.minor(),
+            // Saturating: a stored value may hold any u32 in both.
+            CouponValue::BuyXGetY {
+                get,
+                max_applications,
+                ..
+            } => {
+                max_applications.map_or(i64::MAX, |n| i64::from(*get).saturating_mul(i64::from(n)))
+            }
         }
     }
 
@@ -120,11 +216,53 @@ impl CouponValue {
             CouponValue::FreeDays { days } if !(1..=366).contains(days) => {
                 bad("value.days", "days must be within 1..=366")
             }
-            CouponValue::DepositWaiver { cap: Some(c) } if c.minor() == 0 => {
+            CouponValue::DepositWaiver { cap: Some(c) }
+            | CouponValue::FreeShipping { cap: Some(c) }
+                if c.minor() == 0 =>
+            {
                 bad("value.cap", "cap must be at least 1 when set")
             }
+            CouponValue::BuyXGetY {
+                buy,
+                get,
+                gift,
+                max_applications,
+            } => validate_bxgy(*buy, *get, gift, *max_applications),
             _ => Ok(()),
         }
+    }
+}
+
+fn validate_bxgy(
+    buy: u32,
+    get: u32,
+    gift: &Gift,
+    max_applications: Option<u32>,
+) -> Result<(), DomainError> {
+    let bad = |f: &str, m: String| Err(DomainError::invalid(f, "invalid_value", m));
+    if !(1..=MAX_BXGY_UNITS).contains(&buy) {
+        return bad(
+            "value.buy",
+            format!("buy must be within 1..={MAX_BXGY_UNITS}"),
+        );
+    }
+    if !(1..=MAX_BXGY_UNITS).contains(&get) {
+        return bad(
+            "value.get",
+            format!("get must be within 1..={MAX_BXGY_UNITS}"),
+        );
+    }
+    if max_applications.is_some_and(|n| !(1..=MAX_BXGY_APPLICATIONS).contains(&n)) {
+        return bad(
+            "value.max_applications",
+            format!("max_applications must be within 1..={MAX_BXGY_APPLICATIONS} when set"),
+        );
+    }
+    match gift {
+        Gift::Product { product_id } => {
+            check_text("value.gift.product_id", product_id, 1, MAX_PRODUCT_ID_CHARS)
+        }
+        _ => Ok(()),
     }
 }
 
@@ -267,34 +405,4 @@ impl Validity {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn value_json_is_tagged_and_strict() {
-        let v: CouponValue = serde_json::from_str(r#"{"kind":"percent_off","bps":1500}"#).unwrap();
-        assert_eq!(v.kind(), CouponKind::PercentOff);
-        assert_eq!(v.magnitude(), 1500);
-        assert!(serde_json::from_str::<CouponValue>(r#"{"kind":"bogus"}"#).is_err());
-        assert!(
-            serde_json::from_str::<CouponValue>(r#"{"kind":"amount_off","amount":1,"x":2}"#)
-                .is_err()
-        );
-        assert!(
-            serde_json::from_str::<CouponValue>(r#"{"kind":"amount_off","amount":-1}"#).is_err()
-        );
-        assert!(CouponValue::FreeDays { days: 0 }.validate().is_err());
-        assert_eq!(
-            CouponValue::DepositWaiver { cap: None }.magnitude(),
-            i64::MAX
-        );
-    }
-
-    #[test]
-    fn kinds_round_trip_as_str() {
-        for k in CouponKind::ALL {
-            assert_eq!(CouponKind::parse(k.as_str()), Some(k));
-            assert_eq!(serde_json::to_value(k).unwrap(), k.as_str());
-        }
-    }
-}
+mod tests;

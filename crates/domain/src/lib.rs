@@ -18,6 +18,7 @@
 //! - `lifecycle`: what each status allows: editing, publishing, aborting, and the re-check of
 //!   enrolled templates when their activity changes.
 //! - `stored`: the invariants every stored record keeps, checked when storage reads one back.
+//! - [`note`]: [`Note`], a reason a person gave (a revoke's, a refund's).
 //! - [`text`]: the rules for free text (titles, names): visible, no bidirectional controls.
 //! - [`error`]: [`DomainError`], the one error every rule returns, naming the field and a
 //!   stable code.
@@ -36,6 +37,7 @@ mod lifecycle;
 pub mod listing;
 pub mod merchant;
 pub mod money;
+pub mod note;
 pub mod schedule;
 mod stored;
 pub mod template;
@@ -52,7 +54,9 @@ pub use checkout::{
     Reason, TemplateUse,
 };
 pub use codes::{CodeBatchDraft, CodeBatchSpec, SharedCode, TypedCode};
-pub use coupon::{Audience, CouponKind, CouponValue, DeductionMode, Scope, Stacking, Validity};
+pub use coupon::{
+    Audience, CouponKind, CouponValue, DeductionMode, Gift, Scope, Stacking, Validity,
+};
 pub use error::DomainError;
 pub use ids::{
     ActivityId, CategoryId, CityId, CitySet, CouponId, ListingId, MerchantId, OrderId, TemplateId,
@@ -61,9 +65,11 @@ pub use ids::{
 pub use listing::{Listing, ListingDraft, ListingPatch};
 pub use merchant::{Merchant, MerchantDraft, MerchantPatch};
 pub use money::{BasisPoints, Money};
+pub use note::Note;
 pub use schedule::Transition;
 pub use template::{
-    Template, TemplateContext, TemplateDraft, TemplatePatch, TemplateSpec, TemplateStatus,
+    RefundPolicy, Template, TemplateContext, TemplateDraft, TemplatePatch, TemplateSpec,
+    TemplateStatus,
 };
 pub use time::{Timestamp, Window};
 pub use wallet::{

@@ -223,6 +223,7 @@ mod tests {
             validity: Validity::Relative { days: 1 },
             budget: None,
             metadata: Default::default(),
+            refund_policy: Default::default(),
         };
         Template {
             id: TemplateId::new(1).unwrap(),

@@ -35,8 +35,20 @@ impl TemplateDraft {
             CouponValue::FreeDays { days } if days < 1 => {
                 return Err(broken("value.days", "free days are at least 1"))
             }
-            CouponValue::DepositWaiver { cap } if zero(cap) => {
+            CouponValue::DepositWaiver { cap } | CouponValue::FreeShipping { cap } if zero(cap) => {
                 return Err(broken("value.cap", "a cap, when set, is at least 1"))
+            }
+            // The arithmetic divides by `buy + get` and by `get`.
+            CouponValue::BuyXGetY {
+                buy,
+                get,
+                max_applications,
+                ..
+            } if buy < 1 || get < 1 || max_applications.is_some_and(|n| n < 1) => {
+                return Err(broken(
+                    "value",
+                    "buy and get are at least 1, max_applications at least 1 when set",
+                ))
             }
             _ => {}
         }
@@ -80,6 +92,43 @@ mod tests {
             "run":{"start":"2026-01-02T00:00:00Z","end":"2026-01-03T00:00:00Z"}}"#,
         )
         .unwrap()
+    }
+
+    fn template(value: serde_json::Value) -> TemplateDraft {
+        serde_json::from_value(serde_json::json!({
+            "title": "t", "value": value, "cities": [1], "total_stock": 10,
+            "validity": {"type": "relative", "days": 30}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn new_kinds_keep_what_the_arithmetic_needs() {
+        use serde_json::json;
+        // Looser than a request (get 5000 is above 1000), but never a zero divisor.
+        for ok in [
+            json!({"kind": "free_shipping"}),
+            json!({"kind": "free_shipping", "cap": 1}),
+            json!({"kind": "buy_x_get_y", "buy": 1, "get": 5000, "max_applications": 1}),
+        ] {
+            assert!(template(ok.clone()).check_stored().is_ok(), "{ok}");
+        }
+        for (broken, field) in [
+            (json!({"kind": "free_shipping", "cap": 0}), "value.cap"),
+            (json!({"kind": "buy_x_get_y", "buy": 0, "get": 1}), "value"),
+            (json!({"kind": "buy_x_get_y", "buy": 1, "get": 0}), "value"),
+            (
+                json!({"kind": "buy_x_get_y", "buy": 1, "get": 1, "max_applications": 0}),
+                "value",
+            ),
+        ] {
+            let e = template(broken.clone()).check_stored().unwrap_err();
+            assert_eq!(
+                (e.field.as_deref(), e.code),
+                (Some(field), "stored_invariant"),
+                "{broken}"
+            );
+        }
     }
 
     #[test]

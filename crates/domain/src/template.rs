@@ -71,6 +71,29 @@ pub struct TemplateDraft {
     #[serde(default)]
     #[schema(value_type = Object)]
     pub metadata: serde_json::Map<String, serde_json::Value>,
+    /// What a refund of an order does to the coupons it used (default `return`).
+    #[serde(default)]
+    pub refund_policy: RefundPolicy,
+}
+
+/// What a refund of a confirmed order does to the coupons of this template it used.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RefundPolicy {
+    /// Back to the user: `unused`, or `expired` if its validity has ended.
+    #[default]
+    Return,
+    /// `revoked`: a refunded order does not give the coupon back.
+    Void,
+}
+
+impl RefundPolicy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RefundPolicy::Return => "return",
+            RefundPolicy::Void => "void",
+        }
+    }
 }
 
 /// What a template is checked against besides itself.
@@ -355,6 +378,7 @@ pub struct TemplatePatch {
     pub budget: Option<Option<Money>>,
     #[schema(value_type = Option<Object>)]
     pub metadata: Option<serde_json::Map<String, serde_json::Value>>,
+    pub refund_policy: Option<RefundPolicy>,
 }
 
 impl TemplatePatch {
@@ -378,6 +402,7 @@ impl TemplatePatch {
             validity: self.validity.unwrap_or(b.validity),
             budget: self.budget.unwrap_or(b.budget),
             metadata: self.metadata.unwrap_or(b.metadata),
+            refund_policy: self.refund_policy.unwrap_or(b.refund_policy),
         }
     }
 }
@@ -481,5 +506,6 @@ impl Template {
     }
 }
 
+mod live;
 #[cfg(test)]
 mod tests;

@@ -3,10 +3,10 @@
 //! (`coupond_domain::lifecycle`, the patches' validation), write in one store transaction.
 
 use coupond_domain::{
-    Activity, ActivityId, ActivityPatch, DomainError, Merchant, MerchantId, MerchantPatch,
-    Template, Timestamp,
+    Activity, ActivityId, ActivityPatch, Actor, DomainError, Merchant, MerchantId, MerchantPatch,
+    Template, TemplateContext, TemplatePatch, TemplateSpec, TemplateStatus, Timestamp, Validity,
 };
-use coupond_store::{Store, StoreError};
+use coupond_store::{Store, StoreError, TemplateEdit};
 use time::Duration;
 
 /// Why a workflow refused or failed.
@@ -66,6 +66,73 @@ pub async fn abort_activity(
     let a = store.activity(id).await?;
     a.check_abortable(now, freeze)?;
     Ok(store.abort_activity(id, a.version, now).await?)
+}
+
+/// Edits a template's terms. Until claiming can start (draft, scheduled; in an activity, while
+/// it enrolls) any term may change; a standalone template claimable now may only get more
+/// stock, a later claim end and a later fixed validity end ([`TemplatePatch::apply_live`]),
+/// and the coupons already issued with that validity keep up with it. Every change is
+/// recorded in the template's history with `actor`. `ctx` holds the owner and activity the
+/// caller loaded (and `activity_version` the version it read).
+pub async fn edit_template(
+    store: &dyn Store,
+    t: &Template,
+    patch: TemplatePatch,
+    ctx: TemplateContext<'_>,
+    actor: &Actor,
+) -> Result<Template, CampaignError> {
+    let now = ctx.now;
+    let live = t.status(now) == TemplateStatus::Active && t.spec.activity_id.is_none();
+    let draft = if live {
+        patch.apply_live(&t.spec)?
+    } else {
+        t.check_editable(now)?;
+        patch.apply(&t.spec)
+    };
+    let activity_version = ctx.activity.map(|a| a.version);
+    let spec = TemplateSpec::validate(draft, ctx)?;
+    let changes = changed_fields(&t.spec, &spec);
+    if changes.as_object().is_none_or(serde_json::Map::is_empty) {
+        return Ok(t.clone());
+    }
+    let coupons_until = match (&t.spec.validity, &spec.validity) {
+        (Validity::Fixed { until: old, .. }, Validity::Fixed { until: new, .. })
+            if live && old != new =>
+        {
+            Some((*old, *new))
+        }
+        _ => None,
+    };
+    let edit = TemplateEdit {
+        actor,
+        changes: &changes,
+        coupons_until,
+    };
+    let updated = store
+        .update_template(t.id, t.version, activity_version, &spec, Some(edit), now)
+        .await?;
+    Ok(updated)
+}
+
+/// `{"field": {"from": .., "to": ..}}` for each term that differs between `old` and `new`.
+fn changed_fields(old: &TemplateSpec, new: &TemplateSpec) -> serde_json::Value {
+    let as_map = |s: &TemplateSpec| match serde_json::to_value(s.draft()) {
+        Ok(serde_json::Value::Object(m)) => m,
+        _ => serde_json::Map::new(),
+    };
+    let (before, after) = (as_map(old), as_map(new));
+    let mut changes = serde_json::Map::new();
+    let null = serde_json::Value::Null;
+    for key in before.keys().chain(after.keys()) {
+        let (from, to) = (
+            before.get(key).unwrap_or(&null),
+            after.get(key).unwrap_or(&null),
+        );
+        if from != to && !changes.contains_key(key) {
+            changes.insert(key.clone(), serde_json::json!({"from": from, "to": to}));
+        }
+    }
+    serde_json::Value::Object(changes)
 }
 
 /// Publishes a standalone draft (read by the caller, who checked it may see it).

@@ -25,7 +25,7 @@
 //!   commits whatever was still queued; a sender that raced with that gets a closed channel
 //!   and starts a new batcher.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
@@ -173,7 +173,10 @@ struct Inner {
     clock: Arc<dyn Clock>,
     mode: ClaimMode,
     batchers: Mutex<HashMap<TemplateId, mpsc::Sender<Job>>>,
-    sold_out: RwLock<HashSet<TemplateId>>,
+    /// Per template: whether it was seen sold out, and the stock that was seen with. A
+    /// raise of the stock clears the flag and records the new stock, so a batch that read
+    /// the old terms and answers sold out afterwards cannot set it again.
+    sold_out: RwLock<HashMap<TemplateId, (bool, i64)>>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
     closing: std::sync::atomic::AtomicBool,
 }
@@ -186,7 +189,7 @@ impl ClaimEngine {
                 clock,
                 mode,
                 batchers: Mutex::new(HashMap::new()),
-                sold_out: RwLock::new(HashSet::new()),
+                sold_out: RwLock::new(HashMap::new()),
                 tasks: Mutex::new(Vec::new()),
                 closing: std::sync::atomic::AtomicBool::new(false),
             }),
@@ -265,7 +268,7 @@ impl ClaimEngine {
             ClaimOutcome::KeyReused => Err(ClaimError::KeyReused),
             ClaimOutcome::CodeTaken => Err(ClaimError::CodeTaken),
             ClaimOutcome::SoldOut => {
-                self.mark_sold_out(template.id);
+                self.mark_sold_out(template.id, template.spec.total_stock);
                 Err(ClaimError::Rejected(ClaimRejection::SoldOut))
             }
             ClaimOutcome::LimitReached => Err(ClaimError::Rejected(ClaimRejection::LimitReached)),
@@ -279,21 +282,41 @@ impl ClaimEngine {
         }
     }
 
-    /// Whether `t` was seen sold out (final: issued stock never comes back).
+    /// Forgets that `t` was sold out: its stock was raised to `stock`.
+    pub fn forget_sold_out(&self, t: TemplateId, stock: i64) {
+        let mut memo = self
+            .inner
+            .sold_out
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        let seen = memo.entry(t).or_insert((false, stock));
+        if stock >= seen.1 {
+            *seen = (false, stock);
+        }
+    }
+
+    /// Whether `t` was seen sold out (until its stock is raised: issued coupons never come
+    /// back to the stock).
     pub fn is_sold_out(&self, t: TemplateId) -> bool {
         self.inner
             .sold_out
             .read()
             .unwrap_or_else(PoisonError::into_inner)
-            .contains(&t)
+            .get(&t)
+            .is_some_and(|(sold, _)| *sold)
     }
 
-    fn mark_sold_out(&self, t: TemplateId) {
-        self.inner
+    /// Records `t` sold out at `stock`, unless its stock has been raised past that since.
+    fn mark_sold_out(&self, t: TemplateId, stock: i64) {
+        let mut memo = self
+            .inner
             .sold_out
             .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(t);
+            .unwrap_or_else(PoisonError::into_inner);
+        let seen = memo.entry(t).or_insert((true, stock));
+        if stock >= seen.1 {
+            *seen = (true, stock);
+        }
     }
 
     async fn enqueue(

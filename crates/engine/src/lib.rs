@@ -12,6 +12,7 @@
 //! - [`codes`]: [`CodeGenerator`], which fills batches of single-use promotion codes in
 //!   the background, resumable after a crash.
 //! - [`issuance`]: [`IssuanceWorker`], bulk issuance a chunk per transaction, resumable.
+//! - [`lifecycle`]: revoking a coupon, refunding a confirmed order, deleting a draft.
 //! - [`pacing`]: [`Pacer`], which sizes background chunks to a target transaction time.
 //! - [`reports`]: the reconciliation of discounts given in a period, per template and funder,
 //!   and its CSV.
@@ -41,6 +42,7 @@ pub mod clock;
 pub mod codes;
 pub mod dispatch;
 pub mod issuance;
+pub mod lifecycle;
 pub mod pacing;
 pub mod reports;
 pub mod scheduler;

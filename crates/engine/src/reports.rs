@@ -4,9 +4,10 @@
 use std::collections::BTreeMap;
 
 use coupond_domain::{ActivityId, FundedBy, MerchantId, Money, Template, TemplateId, Timestamp};
-use coupond_store::{Store, StoreError, StoreResult};
+use coupond_store::{Store, StoreError, StoreResult, UsageRow};
 
-/// One template's line: the coupons used (confirmed) in the period and their discount.
+/// One template's line: the coupons used (confirmed) in the period and their discount, and
+/// the refunds made in the period with the discount they took back.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReconciliationRow {
     pub template_id: TemplateId,
@@ -17,6 +18,15 @@ pub struct ReconciliationRow {
     pub funded_by: FundedBy,
     pub coupons_used: i64,
     pub discount: Money,
+    pub coupons_refunded: i64,
+    pub refunded_discount: Money,
+}
+
+impl ReconciliationRow {
+    /// What the period costs its funder: the discount given less the discount refunded.
+    pub fn net_discount(&self) -> i64 {
+        self.discount.minor() - self.refunded_discount.minor()
+    }
 }
 
 /// Totals of one funder (or of everyone).
@@ -24,12 +34,21 @@ pub struct ReconciliationRow {
 pub struct FunderTotal {
     pub coupons_used: i64,
     pub discount: i64,
+    pub coupons_refunded: i64,
+    pub refunded_discount: i64,
 }
 
 impl FunderTotal {
-    fn add(&mut self, used: i64, discount: i64) {
-        self.coupons_used += used;
-        self.discount += discount;
+    fn add(&mut self, u: &UsageRow) {
+        self.coupons_used += u.used;
+        self.discount += u.discount;
+        self.coupons_refunded += u.refunded;
+        self.refunded_discount += u.refunded_discount;
+    }
+
+    /// The discount given less the discount refunded.
+    pub fn net_discount(&self) -> i64 {
+        self.discount - self.refunded_discount
     }
 }
 
@@ -45,7 +64,8 @@ pub struct Reconciliation {
 }
 
 /// Per template and per funder, the coupons used in `[from, to)` and the discount they gave,
-/// counted from the coupons' operation log.
+/// and the refunds made in it. A use counts in its period even if refunded later; the refund
+/// counts in its own, so a past period's figures never change.
 pub async fn reconciliation(
     store: &dyn Store,
     from: Timestamp,
@@ -83,10 +103,10 @@ pub async fn reconciliation(
             None => FundedBy::Platform,
         };
         match funded_by {
-            FundedBy::Platform => report.platform.add(u.used, u.discount),
-            FundedBy::Merchant => report.merchants.add(u.used, u.discount),
+            FundedBy::Platform => report.platform.add(&u),
+            FundedBy::Merchant => report.merchants.add(&u),
         }
-        report.total.add(u.used, u.discount);
+        report.total.add(&u);
         report.rows.push(ReconciliationRow {
             template_id: t.id,
             title: t.spec.title.clone(),
@@ -95,6 +115,8 @@ pub async fn reconciliation(
             funded_by,
             coupons_used: u.used,
             discount: Money::new(u.discount).map_err(StoreError::other)?,
+            coupons_refunded: u.refunded,
+            refunded_discount: Money::new(u.refunded_discount).map_err(StoreError::other)?,
         });
     }
     Ok(report)
@@ -104,18 +126,22 @@ impl Reconciliation {
     /// The rows as CSV, with a header line.
     pub fn to_csv(&self) -> String {
         let mut text = String::from(
-            "template_id,title,merchant_id,activity_id,funded_by,coupons_used,discount\n",
+            "template_id,title,merchant_id,activity_id,funded_by,coupons_used,discount,\
+             coupons_refunded,refunded_discount,net_discount\n",
         );
         for r in &self.rows {
             text.push_str(&format!(
-                "{},{},{},{},{},{},{}\n",
+                "{},{},{},{},{},{},{},{},{},{}\n",
                 r.template_id,
                 csv_field(&r.title),
                 r.merchant_id.map(|m| m.to_string()).unwrap_or_default(),
                 r.activity_id.map(|a| a.to_string()).unwrap_or_default(),
                 r.funded_by.as_str(),
                 r.coupons_used,
-                r.discount.minor()
+                r.discount.minor(),
+                r.coupons_refunded,
+                r.refunded_discount.minor(),
+                r.net_discount()
             ));
         }
         text

@@ -10,11 +10,14 @@ use coupond_domain::{
     Activity, ActivityId, ActivitySpec, ActivityStatus, MerchantId, Template, TemplateId,
     TemplateSpec, Timestamp,
 };
+use coupond_store::events::{self, kind};
 use coupond_store::{
-    codec, ActivityQuery, Conflict, NewTemplate, StoreError, StoreResult, TemplateQuery,
+    codec, ActivityQuery, Conflict, NewTemplate, StoreError, StoreResult, TemplateEdit,
+    TemplateQuery,
 };
 
 use crate::catalog::{push_template_status, template_row};
+use crate::scheduling::emit;
 use crate::{missing_or_conflict, sql, Db, Dialect, Exec, Json, Query, Row, Work};
 
 /// An activity's columns (its cities are read from `spec`), as [`activity_row`] reads them.
@@ -216,13 +219,14 @@ pub async fn activity_templates(db: &dyn Db, id: ActivityId) -> StoreResult<Vec<
 }
 
 /// Replaces the template's terms, checking its version and, inside an activity, the
-/// activity's; lays its stock out again.
+/// activity's; lays its stock out again; records `edit` in the history, with its event.
 pub async fn update_template(
     db: &dyn Db,
     id: TemplateId,
     version: i64,
     activity_version: Option<i64>,
     spec: &TemplateSpec,
+    edit: Option<TemplateEdit<'_>>,
     now: Timestamp,
 ) -> StoreResult<Template> {
     let q = sql(format!(
@@ -246,6 +250,17 @@ pub async fn update_template(
     let template = template_row(&row)?;
     db.template_stock(&mut *tx, id.get(), spec.total_stock)
         .await?;
+    if let Some(e) = edit {
+        if let Some((old, new)) = e.coupons_until {
+            let q = sql("UPDATE coupons SET valid_until = $1, updated_at = $2
+                         WHERE template_id = $3 AND valid_until = $4");
+            tx.execute(q.bind(new).bind(now).bind(id.get()).bind(old))
+                .await?;
+        }
+        crate::lifecycle::record_change(&mut *tx, id, e.actor, e.changes, now).await?;
+        let body = events::template_changed(id, e.changes, e.actor, spec.total_stock);
+        emit(&mut *tx, kind::TEMPLATE_CHANGED, now, body).await?;
+    }
     tx.commit().await?;
     Ok(template)
 }
@@ -530,10 +545,19 @@ macro_rules! impl_campaign_store {
                 version: i64,
                 activity_version: Option<i64>,
                 spec: &$crate::reexport::domain::TemplateSpec,
+                edit: Option<$crate::reexport::store::TemplateEdit<'_>>,
                 now: $crate::reexport::domain::Timestamp,
             ) -> $crate::reexport::store::StoreResult<$crate::reexport::domain::Template> {
-                $crate::campaigns::update_template(self, id, version, activity_version, spec, now)
-                    .await
+                $crate::campaigns::update_template(
+                    self,
+                    id,
+                    version,
+                    activity_version,
+                    spec,
+                    edit,
+                    now,
+                )
+                .await
             }
             async fn publish_template(
                 &self,

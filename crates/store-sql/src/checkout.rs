@@ -195,7 +195,7 @@ async fn lock_coupon<E: Exec + ?Sized>(
 }
 
 /// Templates `ids` (sorted), locked `FOR NO KEY UPDATE` where writers run at once, by id.
-async fn templates_locked<E: Exec + ?Sized>(
+pub(crate) async fn templates_locked<E: Exec + ?Sized>(
     ex: &mut E,
     db: &dyn Db,
     ids: Vec<i64>,
@@ -255,7 +255,26 @@ pub async fn confirm_order(
         }
         OrderState::Locked => {}
     }
-    let held = held_by(&mut *tx, d, order).await?;
+    // Every coupon under the order, locked: a revoke of one waits for this, or this for it,
+    // and each then sees what the other did.
+    let q = sql(format!(
+        "SELECT * FROM coupons WHERE order_id = $1 ORDER BY id{}",
+        d.lock_rows(false)
+    ));
+    let rows = tx.fetch_all(q.bind(order.as_str())).await?;
+    let mut held = Vec::with_capacity(rows.len());
+    let mut revoked = Vec::new();
+    for r in &rows {
+        let c = coupon_row(r)?;
+        match c.stored_status {
+            CouponStatus::Revoked => revoked.push(c.id),
+            CouponStatus::Locked => held.push(c),
+            _ => {}
+        }
+    }
+    if !revoked.is_empty() {
+        return Ok(OrderStep::Revoked(revoked));
+    }
     if let Some(why) = use_amounts(&mut *tx, db, &held).await? {
         return Ok(OrderStep::AmountViolation(why));
     }
@@ -497,17 +516,44 @@ async fn log_change<E: Exec + ?Sized>(
     actor: &Actor,
     now: Timestamp,
 ) -> StoreResult<()> {
+    let entry = LogEntry {
+        coupon,
+        from,
+        to,
+        order: Some(order),
+        actor,
+        reason: None,
+        now,
+    };
+    log_coupon(ex, &entry).await
+}
+
+/// A row of a coupon's operation log, for a change of an existing coupon.
+pub(crate) struct LogEntry<'a> {
+    pub coupon: CouponId,
+    pub from: CouponStatus,
+    pub to: CouponStatus,
+    pub order: Option<&'a OrderId>,
+    pub actor: &'a Actor,
+    /// Why, when a person said so (a revoke, a refund).
+    pub reason: Option<&'a str>,
+    pub now: Timestamp,
+}
+
+pub(crate) async fn log_coupon<E: Exec + ?Sized>(ex: &mut E, e: &LogEntry<'_>) -> StoreResult<()> {
     ex.execute(
         sql(
-            "INSERT INTO coupon_events (coupon_id, from_status, to_status, order_id, actor, at)
-             VALUES ($1, $2, $3, $4, $5, $6)",
+            "INSERT INTO coupon_events (coupon_id, from_status, to_status, order_id, actor,
+                 reason, at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
         )
-        .bind(coupon.get())
-        .bind(from.as_str())
-        .bind(to.as_str())
-        .bind(order.as_str())
-        .bind(actor.to_text())
-        .bind(now),
+        .bind(e.coupon.get())
+        .bind(e.from.as_str())
+        .bind(e.to.as_str())
+        .bind(e.order.map(OrderId::as_str))
+        .bind(e.actor.to_text())
+        .bind(e.reason)
+        .bind(e.now),
     )
     .await?;
     Ok(())

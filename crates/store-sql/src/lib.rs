@@ -28,6 +28,8 @@
 //!   ([`impl_idempotency_store!`]): the records of write routes.
 //! - `issuance`: the bookkeeping of [`IssuanceStore`](coupond_store::IssuanceStore) (jobs,
 //!   their users); each backend implements the trait, running chunks on its own claim path.
+//! - `lifecycle`: [`LifecycleStore`](coupond_store::LifecycleStore)
+//!   ([`impl_lifecycle_store!`]): revoke, refund, template history, deletions.
 //! - `checkout`: [`CheckoutStore`](coupond_store::CheckoutStore) but for the lock step's order
 //!   claim: order reads, confirm with its amount verification, cancel, the lock sweeper, and
 //!   the lock's coupons and reservations; each backend implements the trait with its own
@@ -56,6 +58,7 @@ pub mod idempotency;
 pub mod inbox;
 pub mod inspect;
 pub mod issuance;
+pub mod lifecycle;
 mod mixed;
 mod query;
 pub mod reports;

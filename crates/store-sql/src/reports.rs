@@ -101,11 +101,26 @@ pub async fn usage_between(
     from: Timestamp,
     to: Timestamp,
 ) -> StoreResult<Vec<UsageRow>> {
+    // A use counts in the period it happened, whether or not it was refunded since (the
+    // refund row keeps its `used_at`); a refund counts in the period of the refund. So a
+    // period's figures never move once it is over.
+    let sum = |c: &str| db.dialect().sum(c);
     let q = sql(format!(
-        "SELECT template_id, COUNT(*) AS used, COALESCE({}, 0) AS discount FROM coupons
-         WHERE used_at >= $1 AND used_at < $2 AND status = 'used'
+        "SELECT template_id, {} AS used, {} AS discount, {} AS refunded,
+                {} AS refunded_discount
+         FROM (SELECT template_id, 1 AS u, discount AS d, 0 AS r, 0 AS rd FROM coupons
+               WHERE used_at >= $1 AND used_at < $2 AND status = 'used'
+               UNION ALL
+               SELECT template_id, 1, discount, 0, 0 FROM refunds
+               WHERE used_at >= $1 AND used_at < $2
+               UNION ALL
+               SELECT template_id, 0, 0, 1, discount FROM refunds
+               WHERE at >= $1 AND at < $2) x
          GROUP BY template_id ORDER BY template_id",
-        db.dialect().sum("discount")
+        sum("u"),
+        sum("d"),
+        sum("r"),
+        sum("rd"),
     ))
     .bind(from)
     .bind(to);
@@ -117,6 +132,8 @@ pub async fn usage_between(
                 template_id: template_id(r.i64("template_id")?)?,
                 used: r.i64("used")?,
                 discount: r.i64("discount")?,
+                refunded: r.i64("refunded")?,
+                refunded_discount: r.i64("refunded_discount")?,
             })
         })
         .collect()
@@ -152,7 +169,7 @@ pub const CHECKS: [(&str, &str); 8] = [
          SELECT 'coupon ' || c.id, 'not locked (' || c.status || ') but its order '
                 || c.order_id || ' is'
          FROM coupons c JOIN orders o ON o.order_id = c.order_id
-         WHERE o.state = 'locked' AND c.status <> 'locked'",
+         WHERE o.state = 'locked' AND c.status NOT IN ('locked', 'revoked')",
     ),
     (
         "uses",
@@ -273,6 +290,12 @@ macro_rules! impl_report_store {
                 to: $crate::reexport::domain::Timestamp,
             ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::store::UsageRow>> {
                 $crate::reports::usage_between(self, from, to).await
+            }
+            async fn template_coupons(
+                &self,
+                q: &$crate::reexport::store::HoldersQuery,
+            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::domain::Coupon>> {
+                $crate::wallet::template_coupons(self, q).await
             }
             async fn audit(
                 &self,

@@ -62,6 +62,7 @@ pub fn coupon_event(r: &Row) -> StoreResult<CouponEvent> {
         to: status(r.str("to_status")?)?,
         order_id: r.opt_string("order_id")?,
         actor: actor(r)?,
+        reason: r.opt_string("reason")?,
         at: r.time("at")?,
     })
 }

@@ -1,12 +1,13 @@
 //! A user's wallet: the reads of [`ClaimStore`](coupond_store::ClaimStore) (a page of a user's
-//! coupons, one coupon, its history), on every backend.
+//! coupons, one coupon, its history), on every backend; and a template's coupons (who holds
+//! them, for [`ReportStore`](coupond_store::ReportStore)).
 //!
 //! The claim batch is each backend's own hot path, so each keeps its `impl ClaimStore` and
 //! calls these for the reads. A backend may run [`coupon_page`] its own way (SQLite reads the
 //! page as one aggregated row) and call [`user_coupons`] otherwise.
 
-use coupond_domain::{Coupon, CouponId, CouponStatus};
-use coupond_store::{CouponEvent, CouponQuery, StoreResult};
+use coupond_domain::{Coupon, CouponId, CouponStatus, Timestamp};
+use coupond_store::{CouponEvent, CouponQuery, HoldersQuery, StoreResult};
 
 use crate::rows::{coupon as coupon_row, coupon_event};
 use crate::{sql, Db, Dialect, Query};
@@ -21,21 +22,7 @@ pub fn coupon_page(d: Dialect, q: &CouponQuery) -> Query {
             .push_bind(m.get())
             .push(")");
     }
-    match q.status {
-        None => {}
-        Some(CouponStatus::Unused) => {
-            s.push(" AND status = 'unused' AND valid_until > ")
-                .push_bind(q.now);
-        }
-        Some(CouponStatus::Expired) => {
-            s.push(" AND (status = 'expired' OR (status = 'unused' AND valid_until <= ")
-                .push_bind(q.now)
-                .push("))");
-        }
-        Some(st) => {
-            s.push(" AND status = ").push_bind(st.as_str());
-        }
-    }
+    push_status(&mut s, q.status, q.now);
     if let Some((valid_until, id)) = q.after {
         let (vu, id) = (s.param(valid_until), s.param(id));
         s.push(" AND ").push(&after(d, &vu, &id));
@@ -43,6 +30,41 @@ pub fn coupon_page(d: Dialect, q: &CouponQuery) -> Query {
     s.push(" ORDER BY valid_until, id LIMIT ")
         .push_bind(i64::from(q.limit));
     s
+}
+
+/// Appends ` AND` the status filter at `now` (an unused coupon past its validity is expired).
+fn push_status(s: &mut Query, status: Option<CouponStatus>, now: Timestamp) {
+    match status {
+        None => {}
+        Some(CouponStatus::Unused) => {
+            s.push(" AND status = 'unused' AND valid_until > ")
+                .push_bind(now);
+        }
+        Some(CouponStatus::Expired) => {
+            s.push(" AND (status = 'expired' OR (status = 'unused' AND valid_until <= ")
+                .push_bind(now)
+                .push("))");
+        }
+        Some(st) => {
+            s.push(" AND status = ").push_bind(st.as_str());
+        }
+    }
+}
+
+/// A page of a template's coupons by id, optionally of one user and in one status.
+pub async fn template_coupons(db: &dyn Db, q: &HoldersQuery) -> StoreResult<Vec<Coupon>> {
+    let mut s = sql("SELECT * FROM coupons WHERE template_id = ");
+    s.push_bind(q.template.get());
+    if let Some(user) = &q.user {
+        s.push(" AND user_id = ").push_bind(user.as_str());
+    }
+    push_status(&mut s, q.status, q.now);
+    if let Some(id) = q.after {
+        s.push(" AND id > ").push_bind(id);
+    }
+    s.push(" ORDER BY id LIMIT ").push_bind(i64::from(q.limit));
+    let rows = db.read_all(s).await?;
+    rows.iter().map(coupon_row).collect()
 }
 
 /// `(valid_until, id) > (vu, id)`: PostgreSQL compares the row values (one range of the

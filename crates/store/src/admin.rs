@@ -1,10 +1,10 @@
 //! The store's own operations, reports, and the inspection extension.
 
 use crate::{
-    ApiKey, CouponCounts, Event, NewApiKey, OutboxPosition, PoolStats, StoreResult, TemplateAudit,
-    UsageRow, Violation,
+    ApiKey, CouponCounts, Event, HoldersQuery, NewApiKey, OutboxPosition, PoolStats, StoreResult,
+    TemplateAudit, UsageRow, Violation,
 };
-use coupond_domain::{CouponId, TemplateId, Timestamp, UserId};
+use coupond_domain::{Coupon, CouponId, TemplateId, Timestamp, UserId};
 
 use async_trait::async_trait;
 
@@ -45,9 +45,11 @@ pub trait ReportStore: Send + Sync {
         now: Timestamp,
         hours: u32,
     ) -> StoreResult<Vec<(TemplateId, CouponCounts)>>;
-    /// Per template, the coupons used in `[from, to)` and their discount, counted from the
-    /// coupons' operation log.
+    /// Per template, the coupons used in `[from, to)` and their discount (refunded since or
+    /// not), and the refunds made in `[from, to)` with the discount they took back.
     async fn usage_between(&self, from: Timestamp, to: Timestamp) -> StoreResult<Vec<UsageRow>>;
+    /// A page of one template's coupons (who holds them), by id.
+    async fn template_coupons(&self, q: &HoldersQuery) -> StoreResult<Vec<Coupon>>;
     /// Checks I1-I3 across the whole database and returns every violation found (at most 100
     /// per check): claimed = coupons <= stock per template; nobody over a per-user limit;
     /// per-user counters equal to the coupons held; every locked coupon held by one locked

@@ -1,6 +1,9 @@
 //! Merchants, listings, activities and templates at the storage boundary.
 
-use crate::{ActivityQuery, ListingQuery, MerchantQuery, NewTemplate, StoreResult, TemplateQuery};
+use crate::{
+    ActivityQuery, ListingQuery, MerchantQuery, NewTemplate, StoreResult, TemplateEdit,
+    TemplateQuery,
+};
 use coupond_domain::{
     Activity, ActivityId, ActivitySpec, Listing, ListingDraft, ListingId, Merchant, MerchantDraft,
     MerchantId, Template, TemplateId, TemplateSpec, Timestamp,
@@ -102,13 +105,15 @@ pub trait CampaignStore: Send + Sync {
     /// Every template of an activity (for re-validating them when it changes).
     async fn activity_templates(&self, id: ActivityId) -> StoreResult<Vec<Template>>;
     /// Replaces the template's terms, checking its version and, inside an activity, the
-    /// activity's version.
+    /// activity's version. With `edit`, the change is recorded in the template's history and
+    /// announced (`template.changed`) in the same transaction.
     async fn update_template(
         &self,
         id: TemplateId,
         version: i64,
         activity_version: Option<i64>,
         spec: &TemplateSpec,
+        edit: Option<TemplateEdit<'_>>,
         now: Timestamp,
     ) -> StoreResult<Template>;
     async fn publish_template(

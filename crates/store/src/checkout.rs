@@ -118,6 +118,9 @@ pub enum OrderStep {
     /// Confirming would use more of a template than its stock or give more than its budget:
     /// refused, nothing changed. Should never happen; it means a bug or a tampered database.
     AmountViolation(String),
+    /// A confirm found these coupons of the order revoked while it held them: refused,
+    /// nothing changed (the order service cancels the order, or its lock expires).
+    Revoked(Vec<CouponId>),
 }
 
 /// The start of a request with an idempotency key.

@@ -23,6 +23,12 @@ pub mod kind {
     pub const COUPON_EXPIRED: &str = "coupon.expired";
     /// A coupon was issued by a bulk issuance job.
     pub const COUPON_ISSUED: &str = "coupon.issued";
+    /// A coupon was revoked (unused or locked); the body says why and by whom.
+    pub const COUPON_REVOKED: &str = "coupon.revoked";
+    /// A refund of a confirmed order gave a used coupon back (or voided it).
+    pub const COUPON_REFUNDED: &str = "coupon.refunded";
+    /// A template's terms changed (before claiming, or live: more stock, later ends).
+    pub const TEMPLATE_CHANGED: &str = "template.changed";
     /// An activity entered a status (`from`, `to`, `at`).
     pub const ACTIVITY_STATUS_CHANGED: &str = "activity.status_changed";
     /// A template entered a status (`from`, `to`, `at`).
@@ -33,7 +39,7 @@ pub mod kind {
     /// A bulk issuance job finished.
     pub const ISSUANCE_FINISHED: &str = "issuance.finished";
     /// Every type, for validating subscriptions.
-    pub const ALL: [&str; 11] = [
+    pub const ALL: [&str; 14] = [
         COUPON_CLAIMED,
         COUPON_ISSUED,
         COUPON_LOCKED,
@@ -45,6 +51,9 @@ pub mod kind {
         ACTIVITY_STATUS_CHANGED,
         LISTING_COUPONS_CHANGED,
         ISSUANCE_FINISHED,
+        COUPON_REVOKED,
+        COUPON_REFUNDED,
+        TEMPLATE_CHANGED,
     ];
     /// An order's lock ended without a confirm (cancelled, or past its deadline): the coupon
     /// is unused again, or expired if its validity ended meanwhile (`to`).
@@ -76,6 +85,8 @@ pub struct CouponEvent {
     /// The order that locked, used or released it.
     pub order_id: Option<String>,
     pub actor: Actor,
+    /// Why, when a person said so (a revoke's or a refund's reason).
+    pub reason: Option<String>,
     pub at: Timestamp,
 }
 
@@ -108,6 +119,16 @@ pub fn coupon_order(
     discount: Money,
     to: Option<CouponStatus>,
 ) -> String {
+    coupon_order_value(c, order, discount, to).to_string()
+}
+
+/// The body of [`coupon_order`] as a JSON value, for callers that add to it.
+pub fn coupon_order_value(
+    c: &Coupon,
+    order: &OrderId,
+    discount: Money,
+    to: Option<CouponStatus>,
+) -> serde_json::Value {
     let mut body = json!({
         "coupon_id": c.id,
         "template_id": c.template_id,
@@ -119,10 +140,36 @@ pub fn coupon_order(
     if let Some(to) = to {
         body["to"] = json!(to);
     }
-    body.to_string()
+    body
 }
 
-/// The body of [`kind::COUPON_EXPIRED`].
+/// `coupon.revoked`: the coupon, the status it left, why and by whom; the order that held
+/// it, if it was locked.
+pub fn coupon_revoked(c: &Coupon, from: CouponStatus, reason: &str, actor: &Actor) -> String {
+    json!({
+        "coupon_id": c.id,
+        "template_id": c.template_id,
+        "user_id": c.user_id,
+        "from": from,
+        "order_id": c.order_id,
+        "reason": reason,
+        "actor": actor,
+    })
+    .to_string()
+}
+
+/// `template.changed`: what a change of its terms changed (`{"field": {"from": .., "to":
+/// ..}}`), by whom, and the stock it has now.
+pub fn template_changed(
+    t: TemplateId,
+    changes: &serde_json::Value,
+    actor: &Actor,
+    total_stock: i64,
+) -> String {
+    json!({ "template_id": t, "changes": changes, "actor": actor, "total_stock": total_stock })
+        .to_string()
+}
+
 pub fn coupon_expired(c: &Coupon) -> String {
     json!({
         "coupon_id": c.id,

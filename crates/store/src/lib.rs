@@ -41,6 +41,7 @@ pub mod error;
 pub mod events;
 pub mod failpoints;
 pub mod issuance;
+pub mod lifecycle;
 pub mod model;
 pub mod records;
 pub mod scheduling;
@@ -59,10 +60,14 @@ pub use codes::CodeStore;
 pub use error::{Conflict, StoreError, StoreResult};
 pub use events::{CouponEvent, Event};
 pub use issuance::{InvalidLine, Issuance, IssuanceKey, IssuanceState, IssuanceStore, NewIssuance};
+pub use lifecycle::{
+    Deleted, LifecycleStore, Refund, RefundRequest, RefundStep, RevokeStep, TemplateChange,
+    TemplateEdit,
+};
 pub use model::{
     ActivityQuery, ApiKey, ClaimOutcome, ClaimRequest, CodeBatch, CodeClaim, CouponQuery,
-    IdempotencyKey, ListingQuery, MerchantQuery, NewApiKey, NewTemplate, Page, PoolStats,
-    PromoCode, Role, TemplateAudit, TemplateQuery, Violation,
+    HoldersQuery, IdempotencyKey, ListingQuery, MerchantQuery, NewApiKey, NewTemplate, Page,
+    PoolStats, PromoCode, Role, TemplateAudit, TemplateQuery, Violation,
 };
 pub use scheduling::{
     CouponCounts, Due, InboxStore, Message, MessageContent, OutboxPosition, OutboxStore, Reminder,
@@ -91,6 +96,7 @@ pub trait Store:
     + SchedulerStore
     + InboxStore
     + IssuanceStore
+    + LifecycleStore
     + WebhookStore
     + ReportStore
     + std::fmt::Debug
@@ -110,6 +116,7 @@ impl<T> Store for T where
         + SchedulerStore
         + InboxStore
         + IssuanceStore
+        + LifecycleStore
         + WebhookStore
         + ReportStore
         + std::fmt::Debug
@@ -123,7 +130,7 @@ pub mod prelude {
     pub use crate::{
         AdminStore as _, CampaignStore as _, CatalogStore as _, CheckoutStore as _,
         ClaimStore as _, CodeStore as _, IdempotencyStore as _, InboxStore as _, InspectStore as _,
-        IssuanceStore as _, OutboxStore as _, ReportStore as _, SchedulerStore as _,
-        WebhookStore as _,
+        IssuanceStore as _, LifecycleStore as _, OutboxStore as _, ReportStore as _,
+        SchedulerStore as _, WebhookStore as _,
     };
 }

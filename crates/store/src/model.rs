@@ -228,6 +228,20 @@ pub struct CouponQuery {
     pub limit: u32,
 }
 
+/// A page of one template's coupons (who holds them), by id.
+#[derive(Clone, Debug)]
+pub struct HoldersQuery {
+    pub template: TemplateId,
+    /// Only this user's coupons.
+    pub user: Option<UserId>,
+    /// Only coupons in this status at `now`.
+    pub status: Option<CouponStatus>,
+    pub now: Timestamp,
+    /// Coupons with a larger id.
+    pub after: Option<i64>,
+    pub limit: u32,
+}
+
 /// What the database says about one template's stock and holdings (for audits, I1 and I2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TemplateAudit {

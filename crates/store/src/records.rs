@@ -13,8 +13,8 @@
 
 use coupond_domain::{
     ActivityDraft, ActivityId, ActivitySpec, Audience, BasisPoints, CategoryId, CitySet,
-    CouponKind, CouponValue, DeductionMode, FundedBy, ListingId, Money, Scope, Stacking,
-    TemplateDraft, TemplateSpec, Timestamp, UserId, Validity, Window,
+    CouponKind, CouponValue, DeductionMode, FundedBy, Gift, ListingId, Money, RefundPolicy, Scope,
+    Stacking, TemplateDraft, TemplateSpec, Timestamp, UserId, Validity, Window,
 };
 use serde::{Deserialize, Serialize};
 
@@ -67,6 +67,41 @@ pub struct TemplateRecord {
     budget: Option<Money>,
     #[serde(default)]
     metadata: serde_json::Map<String, serde_json::Value>,
+    /// Absent in rows written before refunds existed: `return`.
+    #[serde(default, skip_serializing_if = "RefundPolicyRecord::is_return")]
+    refund_policy: RefundPolicyRecord,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum RefundPolicyRecord {
+    #[default]
+    Return,
+    Void,
+}
+
+impl RefundPolicyRecord {
+    fn is_return(&self) -> bool {
+        *self == RefundPolicyRecord::Return
+    }
+}
+
+impl From<RefundPolicy> for RefundPolicyRecord {
+    fn from(p: RefundPolicy) -> Self {
+        match p {
+            RefundPolicy::Return => RefundPolicyRecord::Return,
+            RefundPolicy::Void => RefundPolicyRecord::Void,
+        }
+    }
+}
+
+impl From<RefundPolicyRecord> for RefundPolicy {
+    fn from(p: RefundPolicyRecord) -> Self {
+        match p {
+            RefundPolicyRecord::Return => RefundPolicy::Return,
+            RefundPolicyRecord::Void => RefundPolicy::Void,
+        }
+    }
 }
 
 /// The `spec` column of `activities`.
@@ -113,6 +148,36 @@ enum ValueRecord {
     },
     SpecialPrice {
         price: Money,
+    },
+    FreeShipping {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cap: Option<Money>,
+    },
+    #[serde(rename = "buy_x_get_y")]
+    BuyXGetY {
+        buy: u32,
+        get: u32,
+        #[serde(default)]
+        gift: GiftRecord,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max_applications: Option<u32>,
+    },
+}
+
+/// A `buy_x_get_y` gift, tolerant like the other records (unknown fields are ignored).
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum GiftRecord {
+    #[default]
+    Cheapest,
+    Product {
+        product_id: String,
+    },
+    Listing {
+        id: ListingId,
+    },
+    Category {
+        id: CategoryId,
     },
 }
 
@@ -168,6 +233,7 @@ impl TemplateRecord {
             validity: ValidityRecord::from(&d.validity),
             budget: d.budget,
             metadata: d.metadata.clone(),
+            refund_policy: d.refund_policy.into(),
         }
     }
 
@@ -191,6 +257,7 @@ impl TemplateRecord {
             validity: self.validity.into(),
             budget: self.budget,
             metadata: self.metadata,
+            refund_policy: self.refund_policy.into(),
         };
         draft
             .check_stored()
@@ -251,12 +318,24 @@ impl From<Window> for WindowRecord {
 
 impl From<&CouponValue> for ValueRecord {
     fn from(v: &CouponValue) -> Self {
-        match *v {
-            CouponValue::AmountOff { amount } => ValueRecord::AmountOff { amount },
-            CouponValue::PercentOff { bps, cap } => ValueRecord::PercentOff { bps, cap },
-            CouponValue::FreeDays { days } => ValueRecord::FreeDays { days },
-            CouponValue::DepositWaiver { cap } => ValueRecord::DepositWaiver { cap },
-            CouponValue::SpecialPrice { price } => ValueRecord::SpecialPrice { price },
+        match v {
+            &CouponValue::AmountOff { amount } => ValueRecord::AmountOff { amount },
+            &CouponValue::PercentOff { bps, cap } => ValueRecord::PercentOff { bps, cap },
+            &CouponValue::FreeDays { days } => ValueRecord::FreeDays { days },
+            &CouponValue::DepositWaiver { cap } => ValueRecord::DepositWaiver { cap },
+            &CouponValue::SpecialPrice { price } => ValueRecord::SpecialPrice { price },
+            &CouponValue::FreeShipping { cap } => ValueRecord::FreeShipping { cap },
+            CouponValue::BuyXGetY {
+                buy,
+                get,
+                gift,
+                max_applications,
+            } => ValueRecord::BuyXGetY {
+                buy: *buy,
+                get: *get,
+                gift: GiftRecord::from(gift),
+                max_applications: *max_applications,
+            },
         }
     }
 }
@@ -269,6 +348,42 @@ impl From<ValueRecord> for CouponValue {
             ValueRecord::FreeDays { days } => CouponValue::FreeDays { days },
             ValueRecord::DepositWaiver { cap } => CouponValue::DepositWaiver { cap },
             ValueRecord::SpecialPrice { price } => CouponValue::SpecialPrice { price },
+            ValueRecord::FreeShipping { cap } => CouponValue::FreeShipping { cap },
+            ValueRecord::BuyXGetY {
+                buy,
+                get,
+                gift,
+                max_applications,
+            } => CouponValue::BuyXGetY {
+                buy,
+                get,
+                gift: gift.into(),
+                max_applications,
+            },
+        }
+    }
+}
+
+impl From<&Gift> for GiftRecord {
+    fn from(g: &Gift) -> Self {
+        match g {
+            Gift::Cheapest => GiftRecord::Cheapest,
+            Gift::Product { product_id } => GiftRecord::Product {
+                product_id: product_id.clone(),
+            },
+            Gift::Listing { id } => GiftRecord::Listing { id: *id },
+            Gift::Category { id } => GiftRecord::Category { id: *id },
+        }
+    }
+}
+
+impl From<GiftRecord> for Gift {
+    fn from(g: GiftRecord) -> Self {
+        match g {
+            GiftRecord::Cheapest => Gift::Cheapest,
+            GiftRecord::Product { product_id } => Gift::Product { product_id },
+            GiftRecord::Listing { id } => Gift::Listing { id },
+            GiftRecord::Category { id } => Gift::Category { id },
         }
     }
 }
@@ -327,6 +442,127 @@ impl From<ValidityRecord> for Validity {
         match v {
             ValidityRecord::Fixed { from, until } => Validity::Fixed { from, until },
             ValidityRecord::Relative { days } => Validity::Relative { days },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+
+    use super::*;
+
+    fn values() -> Vec<CouponValue> {
+        let m = |v| Money::new(v).unwrap();
+        let bxgy = |gift, max_applications| CouponValue::BuyXGetY {
+            buy: 2,
+            get: 1,
+            gift,
+            max_applications,
+        };
+        vec![
+            CouponValue::AmountOff { amount: m(2000) },
+            CouponValue::PercentOff {
+                bps: BasisPoints::new(1500).unwrap(),
+                cap: Some(m(5000)),
+            },
+            CouponValue::FreeDays { days: 7 },
+            CouponValue::DepositWaiver { cap: None },
+            CouponValue::SpecialPrice { price: m(199_900) },
+            CouponValue::FreeShipping { cap: None },
+            CouponValue::FreeShipping { cap: Some(m(1500)) },
+            bxgy(Gift::Cheapest, Some(3)),
+            bxgy(
+                Gift::Product {
+                    product_id: "sku-1".into(),
+                },
+                None,
+            ),
+            bxgy(
+                Gift::Listing {
+                    id: ListingId::new(12).unwrap(),
+                },
+                Some(1),
+            ),
+            bxgy(
+                Gift::Category {
+                    id: CategoryId::new(3).unwrap(),
+                },
+                None,
+            ),
+        ]
+    }
+
+    fn read(json: Value) -> CouponValue {
+        serde_json::from_value::<ValueRecord>(json).unwrap().into()
+    }
+
+    #[test]
+    fn values_are_stored_as_the_request_json_and_read_back() {
+        for v in values() {
+            let stored = serde_json::to_value(ValueRecord::from(&v)).unwrap();
+            assert_eq!(stored, serde_json::to_value(&v).unwrap(), "{v:?}");
+            assert_eq!(read(stored), v);
+        }
+        assert_eq!(
+            serde_json::to_value(ValueRecord::from(&values()[7])).unwrap(),
+            json!({"kind": "buy_x_get_y", "buy": 2, "get": 1, "gift": {"type": "cheapest"},
+                   "max_applications": 3})
+        );
+    }
+
+    #[test]
+    fn values_tolerate_fields_a_newer_version_adds() {
+        for v in values() {
+            let mut stored = serde_json::to_value(ValueRecord::from(&v)).unwrap();
+            stored["rounding"] = json!("half_even");
+            if stored.get("gift").is_some() {
+                stored["gift"]["note"] = json!({"colour": "red"});
+            }
+            assert_eq!(read(stored), v);
+        }
+        // A gift left out is the cheapest unit.
+        assert_eq!(
+            read(json!({"kind": "buy_x_get_y", "buy": 1, "get": 1})),
+            CouponValue::BuyXGetY {
+                buy: 1,
+                get: 1,
+                gift: Gift::Cheapest,
+                max_applications: None
+            }
+        );
+    }
+
+    fn template(value: Value) -> Result<TemplateSpec, StoreError> {
+        let record: TemplateRecord = serde_json::from_value(json!({
+            "title": "t", "value": value, "cities": [1], "total_stock": 10,
+            "validity": {"type": "relative", "days": 30}
+        }))
+        .unwrap();
+        let w = Window::new(
+            Timestamp::parse("2026-04-01T00:00:00Z").unwrap(),
+            Timestamp::parse("2026-05-01T00:00:00Z").unwrap(),
+        )
+        .unwrap();
+        record.into_spec(w)
+    }
+
+    #[test]
+    fn broken_values_are_reported() {
+        let ok = template(json!({"kind": "buy_x_get_y", "buy": 2, "get": 1})).unwrap();
+        assert_eq!(ok.value.kind(), CouponKind::BuyXGetY);
+        // Looser than a request: 5000 free units per application stays readable.
+        assert!(template(json!({"kind": "buy_x_get_y", "buy": 1, "get": 5000})).is_ok());
+        for broken in [
+            json!({"kind": "buy_x_get_y", "buy": 0, "get": 1}),
+            json!({"kind": "buy_x_get_y", "buy": 1, "get": 0}),
+            json!({"kind": "buy_x_get_y", "buy": 1, "get": 1, "max_applications": 0}),
+            json!({"kind": "free_shipping", "cap": 0}),
+        ] {
+            assert!(
+                matches!(template(broken.clone()), Err(StoreError::Corrupt(_))),
+                "{broken}"
+            );
         }
     }
 }

@@ -85,6 +85,10 @@ pub struct UsageRow {
     pub used: i64,
     /// Their discount.
     pub discount: i64,
+    /// Coupons refunded in the period (whenever they were used).
+    pub refunded: i64,
+    /// The discount those refunds took back.
+    pub refunded_discount: i64,
 }
 
 /// The outbox as its consumers read it, their durable positions, and leases that let one

@@ -61,6 +61,11 @@ macro_rules! conformance_suite {
             outbox_positions,
             reminders_and_inbox,
             issuance_keys_start_one_job,
+            revokes_end_a_coupon_for_good,
+            refunds_return_coupons,
+            refunds_void_coupons_and_refuse_open_orders,
+            deletes_and_history,
+            refunds_and_revokes_race_once,
         );
     };
     (@cases $factory:path; $($case:ident),* $(,)?) => {

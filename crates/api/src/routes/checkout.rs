@@ -294,7 +294,7 @@ pub async fn lock(
     }
 }
 
-fn parse_order_id(s: &str) -> ApiResult<OrderId> {
+pub(crate) fn parse_order_id(s: &str) -> ApiResult<OrderId> {
     OrderId::parse(s).map_err(|e| ApiError::bad_request("invalid_path", Some("order_id"), e))
 }
 
@@ -305,7 +305,8 @@ fn actor(p: &Principal) -> Actor {
 /// Confirm an order (the coupons are used): records each coupon's discount and counts it
 /// against its template's budget, after checking no template's stock or budget would be
 /// passed (409 `amount_verification_failed`, and an alert, if one would). Repeating it
-/// answers the same; after a cancel or the deadline, 409 `order_ended`.
+/// answers the same; after a cancel or the deadline, 409 `order_ended`; when a coupon it holds
+/// was revoked meanwhile, 409 `coupon_revoked` (nothing changes: cancel the order).
 #[utoipa::path(operation_id = "confirm_order", post, path = "/v1/orders/{order_id}/confirm", tag = "checkout",
     params(("order_id" = String, Path, description = "The order id")),
     responses((status = 200, description = "Confirmed", body = OrderView), CommonErrors, ConflictError),
@@ -329,6 +330,17 @@ pub async fn confirm(
             "amount_verification_failed",
             "confirming would pass a template's stock or budget; it was refused and reported",
         )),
+        OrderStep::Revoked(ids) => {
+            let ids: Vec<String> = ids.iter().map(ToString::to_string).collect();
+            Err(ApiError::conflict(
+                "coupon_revoked",
+                format!(
+                    "coupons {} were revoked while the order held them; cancel the order and \
+                     quote again",
+                    ids.join(", ")
+                ),
+            ))
+        }
     }
 }
 
@@ -351,8 +363,8 @@ pub async fn cancel(
             "already_used",
             "the order was confirmed: its coupons are used",
         )),
-        OrderStep::AmountViolation(_) => Err(ApiError::Internal(
-            "a cancel reported an amount violation".into(),
+        OrderStep::AmountViolation(_) | OrderStep::Revoked(_) => Err(ApiError::Internal(
+            "a cancel reported a confirm's refusal".into(),
         )),
     }
 }
@@ -381,6 +393,9 @@ pub struct HistoryEntry {
     pub order_id: Option<String>,
     /// `platform`, `merchant:<id>`, `service`, `user:<id>` or `system`.
     pub actor: String,
+    /// Why, when a person said so (a revoke, a refund).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
     pub at: coupond_domain::Timestamp,
 }
 
@@ -425,6 +440,7 @@ pub async fn history(
             to: e.to,
             order_id: e.order_id,
             actor: e.actor.to_text(),
+            reason: e.reason,
             at: e.at,
         })
         .collect();

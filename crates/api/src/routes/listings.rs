@@ -274,3 +274,20 @@ pub async fn unbind(
     s.store().unbind(listing.id, template.id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
+
+/// Delete a listing (its merchant): it is unbound from every template first, in the same
+/// transaction. Deleting it again: 404.
+#[utoipa::path(operation_id = "delete_listing", delete, path = "/v1/listings/{id}",
+    tag = "listings",
+    params(("id" = i64, Path, description = "Listing id")),
+    responses((status = 204, description = "Deleted"), CommonErrors),
+    security(("bearer" = [])))]
+pub async fn remove(
+    Extension(p): Extension<Principal>,
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<ListingId>,
+) -> ApiResult<StatusCode> {
+    let listing = load_visible(&s, &p, id).await?;
+    s.store().delete_listing(listing.id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -5,10 +5,13 @@ pub mod activities;
 pub mod checkout;
 pub mod claims;
 pub mod codes;
+pub mod coupons;
+pub mod events;
 pub mod inbox;
 pub mod issuances;
 pub mod listings;
 pub mod merchants;
+pub mod refunds;
 pub mod reports;
 pub mod system;
 pub mod templates;
@@ -169,6 +172,24 @@ fn template_routes() -> Vec<Route> {
             patch(templates::update),
         ),
         r(
+            Method::DELETE,
+            "/v1/templates/{id}",
+            PLATFORM_MERCHANT,
+            delete(templates::remove),
+        ),
+        r(
+            Method::GET,
+            "/v1/templates/{id}/history",
+            PLATFORM_MERCHANT,
+            get(templates::history),
+        ),
+        r(
+            Method::GET,
+            "/v1/templates/{id}/coupons",
+            PLATFORM_MERCHANT,
+            get(coupons::of_template),
+        ),
+        r(
             Method::POST,
             "/v1/templates/{id}/publish",
             PLATFORM_MERCHANT,
@@ -193,6 +214,12 @@ fn template_routes() -> Vec<Route> {
             "/v1/listings/{id}",
             MERCHANT,
             patch(listings::update),
+        ),
+        r(
+            Method::DELETE,
+            "/v1/listings/{id}",
+            MERCHANT,
+            delete(listings::remove),
         ),
         r(
             Method::PUT,
@@ -349,6 +376,12 @@ fn operations_routes() -> Vec<Route> {
             PLATFORM_MERCHANT,
             get(webhooks::deliveries),
         ),
+        r(
+            Method::GET,
+            "/v1/events",
+            PLATFORM_MERCHANT,
+            get(events::list),
+        ),
     ]
 }
 
@@ -380,10 +413,22 @@ fn checkout_routes() -> Vec<Route> {
             post(checkout::cancel),
         ),
         r(
+            Method::POST,
+            "/v1/orders/{order_id}/refund",
+            SERVICE,
+            post(refunds::refund),
+        ),
+        r(
             Method::GET,
             "/v1/orders/{order_id}",
             SERVICE,
             get(checkout::get),
+        ),
+        r(
+            Method::POST,
+            "/v1/coupons/{id}/revoke",
+            PLATFORM_MERCHANT,
+            post(coupons::revoke),
         ),
         r(
             Method::GET,

@@ -250,8 +250,16 @@ pub struct ReconciliationRow {
     /// Who pays for the discount: the activity's funder, else the template's owner (the
     /// platform for its own templates).
     pub funded_by: FundedBy,
+    /// Coupons used (confirmed) in the period, refunded since or not.
     pub coupons_used: i64,
+    /// Their discount.
     pub discount: Money,
+    /// Coupons refunded in the period, whenever they were used.
+    pub coupons_refunded: i64,
+    /// The discount those refunds took back.
+    pub refunded_discount: Money,
+    /// `discount - refunded_discount`: what the period costs the funder.
+    pub net_discount: i64,
 }
 
 /// Totals of one funder.
@@ -259,6 +267,9 @@ pub struct ReconciliationRow {
 pub struct FunderTotal {
     pub coupons_used: i64,
     pub discount: i64,
+    pub coupons_refunded: i64,
+    pub refunded_discount: i64,
+    pub net_discount: i64,
 }
 
 /// Coupons used and discount given in a period, per template and per funder.
@@ -273,8 +284,9 @@ pub struct Reconciliation {
 }
 
 /// The reconciliation of a period `[from, to)`: per template and per funder, the coupons used
-/// (confirmed) in it and the discount they gave, with totals (platform). `format=csv` gives
-/// the rows as CSV.
+/// (confirmed) in it and the discount they gave, the refunds made in it and the discount they
+/// took back, with totals (platform). A use counts in its period even if refunded later, the
+/// refund in its own, so a past period never changes. `format=csv` gives the rows as CSV.
 #[utoipa::path(operation_id = "reconciliation", get, path = "/v1/reports/reconciliation", tag = "reports",
     params(PeriodQuery),
     responses((status = 200, description = "The report (JSON, or CSV with format=csv)", body = Reconciliation), CommonErrors),
@@ -314,6 +326,9 @@ impl From<reports::FunderTotal> for FunderTotal {
         FunderTotal {
             coupons_used: t.coupons_used,
             discount: t.discount,
+            coupons_refunded: t.coupons_refunded,
+            refunded_discount: t.refunded_discount,
+            net_discount: t.net_discount(),
         }
     }
 }
@@ -321,6 +336,7 @@ impl From<reports::FunderTotal> for FunderTotal {
 impl From<reports::Reconciliation> for Reconciliation {
     fn from(r: reports::Reconciliation) -> Self {
         let row = |r: reports::ReconciliationRow| ReconciliationRow {
+            net_discount: r.net_discount(),
             template_id: r.template_id,
             title: r.title,
             merchant_id: r.merchant_id,
@@ -328,6 +344,8 @@ impl From<reports::Reconciliation> for Reconciliation {
             funded_by: r.funded_by,
             coupons_used: r.coupons_used,
             discount: r.discount,
+            coupons_refunded: r.coupons_refunded,
+            refunded_discount: r.refunded_discount,
         };
         Reconciliation {
             from: r.from,

@@ -9,11 +9,11 @@ use coupond_domain::{
     Activity, ActivityId, Merchant, MerchantId, Template, TemplateContext, TemplateDraft,
     TemplateId, TemplatePatch, TemplateSpec, TemplateStatus, Timestamp,
 };
-use coupond_engine::campaigns;
+use coupond_engine::{campaigns, lifecycle};
 use coupond_store::Conflict;
 use coupond_store::{NewTemplate, StoreError, TemplateQuery};
-use serde::Deserialize;
-use utoipa::IntoParams;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
@@ -180,7 +180,10 @@ pub async fn get(
 }
 
 /// Change a template's terms while it is a draft or scheduled (and, in an activity, while the
-/// activity is enrolling).
+/// activity is enrolling). Once a standalone template is claimable only more stock
+/// (`total_stock` raised), a later `claim_window.end` and a later fixed `validity.until` may
+/// be sent (the coupons already issued get the later end too); any other change is 422
+/// `fixed_once_claimable` naming the field. Each change is kept in the template's history.
 #[utoipa::path(operation_id = "update_template", patch, path = "/v1/templates/{id}", tag = "templates", request_body = TemplatePatch,
     params(("id" = i64, Path, description = "Template id")),
     responses((status = 200, description = "The updated template", body = TemplateView),
@@ -194,7 +197,6 @@ pub async fn update(
 ) -> ApiResult<Json<TemplateView>> {
     let t = load_visible(&s, &p, id).await?;
     let now = s.now();
-    t.check_editable(now)?;
     let owner = owner(&s, t.merchant_id).await?;
     let activity = activity_for(&s, &p, t.spec.activity_id).await?;
     let ctx = TemplateContext {
@@ -203,11 +205,11 @@ pub async fn update(
         now,
         freeze: s.settings().freeze,
     };
-    let spec = TemplateSpec::validate(patch.apply(&t.spec), ctx)?;
-    let updated = s
-        .store()
-        .update_template(id, t.version, activity.map(|a| a.version), &spec, now)
-        .await?;
+    let updated = campaigns::edit_template(s.store(), &t, patch, ctx, &p.actor()).await?;
+    // More stock may end a sold-out: this process forgets both at once (the others on the
+    // `template.changed` event).
+    s.forget_template(id);
+    s.claims().forget_sold_out(id, updated.spec.total_stock);
     Ok(Json(view(updated, now)))
 }
 
@@ -246,4 +248,56 @@ pub async fn abort(
     let freeze = s.settings().freeze;
     let aborted = campaigns::abort_template(s.store(), &t, by_merchant, now, freeze).await?;
     Ok(Json(view(aborted, now)))
+}
+
+/// Delete a standalone draft never published (platform; its merchant), with its bindings and
+/// codes. Anything else: 409 `not_draft` (abort it instead).
+#[utoipa::path(operation_id = "delete_template", delete, path = "/v1/templates/{id}", tag = "templates",
+    params(("id" = i64, Path, description = "Template id")),
+    responses((status = 204, description = "Deleted"), CommonErrors, ConflictError),
+    security(("bearer" = [])))]
+pub async fn remove(
+    Extension(p): Extension<Principal>,
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<TemplateId>,
+) -> ApiResult<StatusCode> {
+    let t = load_visible(&s, &p, id).await?;
+    lifecycle::delete_template(s.store(), &t, s.now()).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// One recorded change of a template's terms.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TemplateChangeView {
+    /// Who: `platform`, `merchant:<id>`.
+    pub actor: String,
+    pub at: Timestamp,
+    /// Each changed field: `{"total_stock": {"from": 100, "to": 150}}`.
+    #[schema(value_type = Object)]
+    pub changes: serde_json::Value,
+}
+
+/// A template's history: every change of its terms after it was created, oldest first
+/// (platform; its merchant).
+#[utoipa::path(operation_id = "template_history", get, path = "/v1/templates/{id}/history", tag = "templates",
+    params(("id" = i64, Path, description = "Template id")),
+    responses((status = 200, description = "The changes", body = Vec<TemplateChangeView>), CommonErrors),
+    security(("bearer" = [])))]
+pub async fn history(
+    Extension(p): Extension<Principal>,
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<TemplateId>,
+) -> ApiResult<Json<Vec<TemplateChangeView>>> {
+    let t = load_visible(&s, &p, id).await?;
+    let changes = s.store().template_history(t.id).await?;
+    Ok(Json(
+        changes
+            .into_iter()
+            .map(|c| TemplateChangeView {
+                actor: c.actor.to_text(),
+                at: c.at,
+                changes: c.changes,
+            })
+            .collect(),
+    ))
 }

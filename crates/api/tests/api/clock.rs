@@ -97,8 +97,20 @@ async fn standalone_template_status_follows_publish_and_clock() {
     let r = app
         .patch(&path, app.m1(), json!({"title": "late change"}))
         .await;
-    assert_eq!((r.status, r.code()), (StatusCode::CONFLICT, "not_editable"));
+    // Claimable: only more stock and later ends may change now.
+    assert_eq!(
+        (r.status, r.code(), r.body["field"].as_str()),
+        (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "fixed_once_claimable",
+            Some("title")
+        )
+    );
     set(&app, 20, 0);
+    let r = app
+        .patch(&path, app.m1(), json!({"total_stock": 500}))
+        .await;
+    assert_eq!((r.status, r.code()), (StatusCode::CONFLICT, "not_editable"));
     assert_eq!(app.get(&path, app.m1()).await.body["status"], "ended");
     set(&app, 44, 0);
     assert_eq!(app.get(&path, app.m1()).await.body["status"], "expired");

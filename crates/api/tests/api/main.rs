@@ -12,6 +12,7 @@ mod flows;
 mod hostile;
 mod isolation;
 mod issuances;
+mod lifecycle;
 mod listings;
 mod merchants;
 mod model;

@@ -168,11 +168,13 @@ async fn reports(app: TestApp) {
     );
     assert_eq!(
         r.body["total"],
-        json!({"coupons_used": 2, "discount": 5_000})
+        json!({"coupons_used": 2, "discount": 5_000, "coupons_refunded": 0,
+               "refunded_discount": 0, "net_discount": 5_000})
     );
     assert_eq!(
         r.body["platform"],
-        json!({"coupons_used": 1, "discount": 2_000})
+        json!({"coupons_used": 1, "discount": 2_000, "coupons_refunded": 0,
+               "refunded_discount": 0, "net_discount": 2_000})
     );
 
     // The totals agree with the operation log, recomputed here coupon by coupon.

@@ -53,6 +53,7 @@ pub(super) fn draft(
         validity: Validity::Relative { days: 7 },
         budget: None,
         metadata: Default::default(),
+        refund_policy: Default::default(),
     })
 }
 

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use crate::checkout::bxgy::Bxgy;
 use crate::checkout::order::{Lease, LineKind, Order};
 use crate::coupon::{CouponValue, DeductionMode, Scope};
 use crate::money::Money;
@@ -112,40 +113,62 @@ fn applies_to(value: &CouponValue, kind: LineKind) -> bool {
     match value {
         CouponValue::AmountOff { .. }
         | CouponValue::PercentOff { .. }
-        | CouponValue::SpecialPrice { .. } => kind.is_purchase(),
+        | CouponValue::SpecialPrice { .. }
+        | CouponValue::BuyXGetY { .. } => kind.is_purchase(),
         CouponValue::FreeDays { .. } => kind == LineKind::Rent,
         CouponValue::DepositWaiver { .. } => kind == LineKind::Deposit,
+        CouponValue::FreeShipping { .. } => kind == LineKind::Shipping,
     }
+}
+
+/// Per in-scope line of a kind `value` applies to, in line order: the most the discount could
+/// take from that line (zero included).
+fn weights(order: &Order, mask: &[bool], value: &CouponValue) -> Vec<(usize, Money)> {
+    if let CouponValue::BuyXGetY {
+        buy,
+        get,
+        gift,
+        max_applications,
+    } = value
+    {
+        let offer = Bxgy {
+            buy: *buy,
+            get: *get,
+            gift,
+            max_applications: *max_applications,
+        };
+        return offer.free_amounts(order, mask);
+    }
+    let amounts = order.amounts();
+    let mut weights = Vec::new();
+    for (i, line) in order.lines.iter().enumerate() {
+        if !mask[i] || !applies_to(value, line.kind) {
+            continue;
+        }
+        let most = match value {
+            // The line's price becomes the special price: the saving per unit, never
+            // negative, times the quantity. At most the line's amount.
+            CouponValue::SpecialPrice { price } => line
+                .unit_price
+                .saturating_sub(*price)
+                .checked_mul(line.quantity)
+                .map_or(amounts[i], |s| s.min(amounts[i])),
+            _ => amounts[i],
+        };
+        weights.push((i, most));
+    }
+    weights
 }
 
 pub(crate) fn terms(order: &Order, t: TemplateUse<'_>) -> Terms {
     let spec = &t.template.spec;
     let mask = scope_mask(order, t.template);
     let amounts = order.amounts();
-    let mut subtotal = Money::ZERO;
+    let subtotal = (0..order.lines.len())
+        .filter(|&i| mask[i] && order.lines[i].kind.is_purchase())
+        .fold(Money::ZERO, |s, i| s.saturating_add(amounts[i]));
     // Per line the discount applies to: how much it could take from that line at most.
-    let mut weights: Vec<(usize, Money)> = Vec::new();
-    for (i, line) in order.lines.iter().enumerate() {
-        if !mask[i] {
-            continue;
-        }
-        if line.kind.is_purchase() {
-            subtotal = subtotal.saturating_add(amounts[i]);
-        }
-        if applies_to(&spec.value, line.kind) {
-            let most = match spec.value {
-                // The line's price becomes the special price: the saving per unit, never
-                // negative, times the quantity. At most the line's amount.
-                CouponValue::SpecialPrice { price } => line
-                    .unit_price
-                    .saturating_sub(price)
-                    .checked_mul(line.quantity)
-                    .map_or(amounts[i], |s| s.min(amounts[i])),
-                _ => amounts[i],
-            };
-            weights.push((i, most));
-        }
-    }
+    let weights = weights(order, &mask, &spec.value);
     let lease = order.lease();
     let needs_lease = matches!(spec.value, CouponValue::FreeDays { .. });
     let in_scope = !weights.is_empty() && (lease.is_some() || !needs_lease);
@@ -171,9 +194,11 @@ pub(crate) fn terms(order: &Order, t: TemplateUse<'_>) -> Terms {
             .and_then(|daily| daily.checked_mul(i64::from(days)))
             // Above MONEY_MAX is above any base, so the base is the answer.
             .map_or(base, |d| d.min(base)),
-        CouponValue::DepositWaiver { cap } => cap.map_or(base, |c| base.min(c)),
-        // `base` is already the sum of the per-line savings.
-        CouponValue::SpecialPrice { .. } => base,
+        CouponValue::DepositWaiver { cap } | CouponValue::FreeShipping { cap } => {
+            cap.map_or(base, |c| base.min(c))
+        }
+        // `base` is already the sum of the per-line savings (free units).
+        CouponValue::SpecialPrice { .. } | CouponValue::BuyXGetY { .. } => base,
     };
     let discount = t.remaining_budget().map_or(raw, |r| raw.min(r));
     let w: Vec<Money> = weights.iter().map(|&(_, w)| w).collect();
@@ -206,12 +231,22 @@ pub(crate) fn terms(order: &Order, t: TemplateUse<'_>) -> Terms {
 ///   (`monthly_rent × months`) is never used as a base: it may not be what the order bills;
 /// - `deposit_waiver`: the in-scope `deposit` lines, at most `cap`;
 /// - `special_price`: for each in-scope `item`/`rent` line, `max(0, unit_price − price) ×
-///   quantity` (the line is billed at the special price).
+///   quantity` (the line is billed at the special price);
+/// - `free_shipping`: the in-scope `shipping` lines, at most `cap`. Out of scope without an
+///   in-scope shipping line;
+/// - `buy_x_get_y`: the free units' prices, on the in-scope `item`/`rent` lines (in scope with
+///   any such line, even when too few units make it zero): `applications = min(units / (buy +
+///   get), gift units / get, max_applications)` and `applications × get` gift units, the
+///   cheapest first, are free. Units count across lines; `cheapest` makes every unit a gift
+///   unit. The dearest gift units are the ones paid for as `buy` units.
+///
+/// Whatever the kind, the threshold is compared with the in-scope `item` and `rent` subtotal.
 ///
 /// Then the discount is capped to what is left of the template's budget. It is split over
 /// the base lines by largest remainder, weighted by each line's amount (by each line's saving
-/// for `special_price`), so parts sum exactly and no part exceeds its line. With a lease, the
-/// schedule follows the template's deduction mode (see [`schedule`]).
+/// for `special_price`, by each line's free units for `buy_x_get_y`), so parts sum exactly and
+/// no part exceeds its line. With a lease, the schedule follows the template's deduction mode
+/// (see [`schedule`]).
 pub fn discount(order: &Order, t: TemplateUse<'_>) -> Option<Discount> {
     let terms = terms(order, t);
     terms.in_scope.then(|| Discount {

@@ -6,12 +6,14 @@
 //!   wallet: [`standing()`]), with every [`Reason`]
 //!   why not.
 //! - `discount`: what one coupon takes off ([`discount()`]), split over lines and lease months.
+//! - `bxgy`: which units a `buy_x_get_y` coupon makes free.
 //! - `quote`: every coupon of a wallet at once, and the best combination ([`quote()`]).
 //!
 //! Money rules (DESIGN §2, I8): discounts round down to the minor unit, never exceed what they
 //! apply to (per line, and in total for a combination), and every split over lines or months
 //! sums exactly to the whole.
 
+pub(crate) mod bxgy;
 mod discount;
 mod eligibility;
 mod order;

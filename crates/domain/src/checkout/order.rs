@@ -20,8 +20,8 @@ pub const MAX_LEASE_MONTHS: i64 = 120;
 pub const MAX_PRODUCT_ID_CHARS: usize = 128;
 
 /// What an order line is for. Kinds decide which coupons can touch the line: price discounts
-/// apply to `item` and `rent`, free days to `rent`, a deposit waiver to `deposit`, and nothing
-/// to `shipping`.
+/// (and buy-x-get-y's free units) apply to `item` and `rent`, free days to `rent`, a deposit
+/// waiver to `deposit`, and free shipping to `shipping`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum LineKind {
@@ -31,7 +31,7 @@ pub enum LineKind {
     Rent,
     /// A refundable deposit.
     Deposit,
-    /// Delivery; no coupon kind applies to it.
+    /// Delivery; only free shipping applies to it.
     Shipping,
 }
 

@@ -64,6 +64,7 @@ fn draft(activity: bool) -> TemplateDraft {
         validity: Validity::Relative { days: 30 },
         budget: None,
         metadata: Default::default(),
+        refund_policy: Default::default(),
     }
 }
 const FREEZE: Duration = Duration::minutes(5);
@@ -366,4 +367,55 @@ fn state_rules_by_status() {
         "activity_frozen"
     );
     assert_eq!(code(enrolled.check_abortable(before, None)), "ok");
+}
+
+/// An activity taking `kind` coupons with values in `[min, max]`.
+fn activity_of(kind: CouponKind, min: i64, max: i64) -> Activity {
+    let mut a = activity();
+    let mut d = a.spec.clone().into_draft();
+    (d.kind, d.value_min, d.value_max) = (kind, min, max);
+    a.spec = ActivitySpec::try_from(d).unwrap();
+    a
+}
+
+#[test]
+fn new_kinds_fit_activity_bounds() {
+    let check_in = |value: CouponValue, a: &Activity| {
+        let mut d = draft(true);
+        d.value = value;
+        let m = merchant();
+        TemplateSpec::validate(
+            d,
+            TemplateContext {
+                owner: Some(&m),
+                activity: Some(a),
+                now: t("2026-03-05T00:00:00Z"),
+                freeze: FREEZE,
+            },
+        )
+        .map(|_| ())
+        .map_err(|e| e.code)
+    };
+    // Free shipping: the cap is the magnitude; uncapped is unbounded.
+    let a = activity_of(CouponKind::FreeShipping, 0, 2_000);
+    let cap = |c: Option<i64>| CouponValue::FreeShipping {
+        cap: c.map(|c| Money::new(c).unwrap()),
+    };
+    assert_eq!(check_in(cap(Some(1_500)), &a), Ok(()));
+    assert_eq!(check_in(cap(Some(2_001)), &a), Err("value_out_of_bounds"));
+    assert_eq!(check_in(cap(None), &a), Err("value_out_of_bounds"));
+    // Buy-x-get-y: free units per order, get × max_applications.
+    let a = activity_of(CouponKind::BuyXGetY, 1, 6);
+    let bxgy = |get, max_applications| CouponValue::BuyXGetY {
+        buy: 2,
+        get,
+        gift: crate::coupon::Gift::Cheapest,
+        max_applications,
+    };
+    assert_eq!(check_in(bxgy(2, Some(3)), &a), Ok(()));
+    assert_eq!(check_in(bxgy(1, Some(7)), &a), Err("value_out_of_bounds"));
+    assert_eq!(check_in(bxgy(1, None), &a), Err("value_out_of_bounds"));
+    assert_eq!(check_in(cap(Some(1)), &a), Err("kind_mismatch"));
+    // The value's own rules come first.
+    assert_eq!(check_in(bxgy(0, Some(3)), &a), Err("invalid_value"));
 }

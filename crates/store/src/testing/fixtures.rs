@@ -80,6 +80,7 @@ pub fn standalone_template(claim_from: i64, claim_to: i64) -> TemplateDraft {
             .as_object()
             .cloned()
             .unwrap_or_default(),
+        refund_policy: Default::default(),
     }
 }
 
@@ -109,6 +110,16 @@ pub async fn claimable_template(
     stock: i64,
     limit: u32,
 ) -> coupond_domain::Template {
+    claimable_template_with(s, stock, limit, |_| {}).await
+}
+
+/// [`claimable_template`] with its draft changed by `f` first.
+pub async fn claimable_template_with(
+    s: &dyn crate::Store,
+    stock: i64,
+    limit: u32,
+    f: impl FnOnce(&mut TemplateDraft),
+) -> coupond_domain::Template {
     let m = s
         .insert_merchant(&merchant("Claims", &[1, 2]), t0())
         .await
@@ -116,6 +127,7 @@ pub async fn claimable_template(
     let mut d = standalone_template(10, 20);
     d.total_stock = stock;
     d.per_user_limit = limit;
+    f(&mut d);
     let spec = spec(d, &m, None, t0());
     let new = crate::NewTemplate {
         merchant_id: Some(m.id),

@@ -399,6 +399,10 @@ async fn page_sizes_are_bounded_on_every_list_route() {
             "/v1/templates/{id}/code-batches",
             format!("/v1/templates/{template}/code-batches"),
         ),
+        (
+            "/v1/templates/{id}/coupons",
+            format!("/v1/templates/{template}/coupons"),
+        ),
         // A required filter.
         (
             "/v1/issuances",

@@ -42,6 +42,14 @@ pub(super) async fn fixtures(app: &TestApp) -> BTreeMap<(Method, String), Fixtur
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     let lockable = worth(app, 20000, "stackable").await;
     let coupon = claim(app, lockable, "u-1").await;
+    let revocable = claim(app, claimable, "u-2").await;
+    let refundable = claim(app, lockable, "u-3").await;
+    let r = lock(app, "paid-1", "u-3", &[refundable]).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let r = app
+        .post("/v1/orders/paid-1/confirm", &app.service, json!({}))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     let (platform, m1, service) = (
         app.platform.clone(),
         app.m1().to_owned(),
@@ -185,6 +193,24 @@ pub(super) async fn fixtures(app: &TestApp) -> BTreeMap<(Method, String), Fixtur
             "/v1/orders/mass-1/lock".into(),
             &service,
             json!({"order": order(app, "u-1"), "coupon_ids": [coupon]}),
+        ),
+    );
+    add(
+        Method::POST,
+        "/v1/coupons/{id}/revoke",
+        f(
+            format!("/v1/coupons/{revocable}/revoke"),
+            &m1,
+            json!({"reason": "issued by mistake"}),
+        ),
+    );
+    add(
+        Method::POST,
+        "/v1/orders/{order_id}/refund",
+        f(
+            "/v1/orders/paid-1/refund".into(),
+            &service,
+            json!({"reason": "returned"}),
         ),
     );
     add(

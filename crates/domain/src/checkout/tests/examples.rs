@@ -251,7 +251,7 @@ fn scope_and_kinds_pick_the_lines() {
         let tpl = template(1, amount_off(1_000_000), |d| d.scope = scope);
         on(&o, &tpl).lines
     };
-    // Shipping is never discounted; everything else is, in full.
+    // A price discount never touches shipping; everything else it takes in full.
     assert_eq!(
         lines_of(Scope::All),
         vec![ld(0, 1_000), ld(1, 2_000), ld(2, 3_000), ld(4, 5_000)]
@@ -269,6 +269,105 @@ fn scope_and_kinds_pick_the_lines() {
         ids: vec![ListingId::new(1).unwrap(), ListingId::new(3).unwrap()],
     };
     assert_eq!(lines_of(listings), vec![ld(0, 1_000), ld(2, 3_000)]);
+}
+
+/// A shop order: two items of merchant 7 (50.00 and 2 × 10.00), its shipping (15.00), and
+/// merchant 8's shipping (8.00, category 2). Purchase subtotal 70.00; total 93.00.
+fn shipped() -> Order {
+    let mut theirs = line(4, 2, 800, 1, LineKind::Shipping);
+    theirs.merchant_id = MerchantId::new(8).unwrap();
+    order(
+        vec![
+            line(1, 1, 5_000, 1, LineKind::Item),
+            line(2, 1, 1_000, 2, LineKind::Item),
+            line(3, 1, 1_500, 1, LineKind::Shipping),
+            theirs,
+        ],
+        None,
+    )
+}
+
+#[test]
+fn free_shipping_waives_shipping_lines() {
+    let o = shipped();
+    let free = |cap: Option<i64>| CouponValue::FreeShipping { cap: cap.map(m) };
+    // Both shipping lines, in full; never an item.
+    let d = on(&o, &template(1, free(None), |_| {}));
+    assert_eq!(
+        d,
+        Discount {
+            discount: m(2_300),
+            lines: vec![ld(2, 1_500), ld(3, 800)],
+            schedule: vec![],
+        }
+    );
+    // Capped at 10.00, split over 15.00 and 8.00: exact shares 6.5217 and 3.4783, floors
+    // 6.52 and 3.47, the cent left to the larger remainder: 6.52 + 3.48.
+    let d = on(&o, &template(1, free(Some(1_000)), |_| {}));
+    assert_eq!(d.discount, m(1_000));
+    assert_eq!(d.lines, vec![ld(2, 652), ld(3, 348)]);
+    // A cap above the shipping changes nothing.
+    assert_eq!(
+        on(&o, &template(1, free(Some(100_000)), |_| {})).discount,
+        m(2_300)
+    );
+    // Merchant-scoped: only merchant 7's shipping.
+    let mine = template(1, free(None), |d| d.scope = Scope::Merchant);
+    assert_eq!(on(&o, &mine).lines, vec![ld(2, 1_500)]);
+    // Category 2 holds only merchant 8's shipping line.
+    let cat = template(1, free(None), |d| {
+        d.scope = Scope::Categories {
+            ids: vec![CategoryId::new(2).unwrap()],
+        }
+    });
+    assert_eq!(on(&o, &cat).lines, vec![ld(3, 800)]);
+    // With a budget of 12.00 of which 2.00 is given: 10.00 left.
+    let budgeted = template(1, free(None), |d| d.budget = Some(m(1_200)));
+    let tu = TemplateUse {
+        template: &budgeted,
+        given: m(200),
+    };
+    assert_eq!(discount(&o, tu).unwrap().discount, m(1_000));
+    // No shipping line in scope: nothing to apply to.
+    let items = order(vec![line(1, 1, 5_000, 1, LineKind::Item)], None);
+    assert_eq!(
+        discount(&items, use_of(&template(1, free(None), |_| {}))),
+        None
+    );
+    let c = coupon(1, 1, "2027-01-01T00:00:00Z");
+    assert_eq!(
+        eligibility(&items, now(), &c, use_of(&template(1, free(None), |_| {}))),
+        vec![Reason::OutOfScope]
+    );
+}
+
+#[test]
+fn free_shipping_threshold_counts_purchases_only() {
+    // The subtotal is 70.00 of items; the 23.00 of shipping does not count.
+    let o = shipped();
+    let c = coupon(1, 1, "2027-01-01T00:00:00Z");
+    let with = |threshold| {
+        template(1, CouponValue::FreeShipping { cap: None }, |d| {
+            d.threshold = m(threshold)
+        })
+    };
+    assert_eq!(eligibility(&o, now(), &c, use_of(&with(7_000))), vec![]);
+    assert_eq!(
+        eligibility(&o, now(), &c, use_of(&with(7_001))),
+        vec![Reason::BelowThreshold]
+    );
+    // Scoped to category 2: merchant 8's shipping, but nothing bought there, so the in-scope
+    // subtotal is zero and any threshold is missed.
+    let theirs = template(1, CouponValue::FreeShipping { cap: None }, |d| {
+        d.threshold = m(1);
+        d.scope = Scope::Categories {
+            ids: vec![CategoryId::new(2).unwrap()],
+        };
+    });
+    assert_eq!(
+        eligibility(&o, now(), &c, use_of(&theirs)),
+        vec![Reason::BelowThreshold]
+    );
 }
 
 #[test]

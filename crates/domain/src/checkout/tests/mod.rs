@@ -1,6 +1,8 @@
-//! Checkout tests: worked examples (`examples`, `combining`) and properties (`props`), over the
-//! fixtures below.
+//! Checkout tests: worked examples (`examples`, `buy_x_get_y`, `combining`) and properties
+//! (`props`, with the strategies of `arb`), over the fixtures below.
 
+mod arb;
+mod buy_x_get_y;
 mod combining;
 mod examples;
 mod props;
@@ -98,6 +100,7 @@ pub(super) fn template(
         validity: Validity::Relative { days: 365 },
         budget: None,
         metadata: Default::default(),
+        refund_policy: Default::default(),
     };
     edit(&mut draft);
     let claim = Window::new(t("2026-04-01T00:00:00Z"), t("2026-05-01T00:00:00Z")).unwrap();

@@ -1,242 +1,16 @@
 //! Properties: I8 for every discount and combination, the best combination against brute
-//! force, and independence from input order.
+//! force, buy-x-get-y against a unit-by-unit model, and independence from input order.
+
+use std::collections::VecDeque;
 
 use proptest::prelude::*;
 
+use super::arb::*;
 use super::*;
-use crate::checkout::discount::{discount, TemplateUse};
+use crate::checkout::discount::{discount, scope_mask, TemplateUse};
 use crate::checkout::eligibility::{eligibility, Reason};
 use crate::checkout::quote::{quote, Quote, QuoteInput};
 use crate::money::MONEY_MAX;
-
-fn arb_kind() -> impl Strategy<Value = LineKind> {
-    prop_oneof![
-        3 => Just(LineKind::Item),
-        2 => Just(LineKind::Rent),
-        1 => Just(LineKind::Deposit),
-        1 => Just(LineKind::Shipping),
-    ]
-}
-
-fn arb_line() -> impl Strategy<Value = LineDraft> {
-    (
-        1i64..=4,
-        1i64..=3,
-        prop::bool::weighted(0.2),
-        prop::bool::weighted(0.1),
-        0i64..=5_000,
-        1i64..=4,
-        arb_kind(),
-    )
-        .prop_map(|(listing, category, other, product, unit, qty, kind)| {
-            let mut l = line(listing, category, unit, qty, kind);
-            if other {
-                l.merchant_id = MerchantId::new(8).unwrap();
-            }
-            if product {
-                l.listing_id = None;
-                l.product_id = Some(format!("p-{listing}"));
-            }
-            l
-        })
-}
-
-fn arb_order() -> impl Strategy<Value = Order> {
-    (
-        prop::collection::vec(arb_line(), 1..=6),
-        prop::option::weighted(0.6, (0i64..=400_000, 1i64..=13)),
-    )
-        .prop_map(|(lines, lease)| order(lines, lease))
-}
-
-fn arb_value() -> impl Strategy<Value = CouponValue> {
-    let cap = || prop::option::of((1i64..=20_000).prop_map(m));
-    prop_oneof![
-        (1i64..=20_000).prop_map(amount_off),
-        (1i64..=10_000, cap()).prop_map(|(b, cap)| CouponValue::PercentOff { bps: bps(b), cap }),
-        (1u32..=366).prop_map(|days| CouponValue::FreeDays { days }),
-        cap().prop_map(|cap| CouponValue::DepositWaiver { cap }),
-        (0i64..=5_000).prop_map(|p| CouponValue::SpecialPrice { price: m(p) }),
-    ]
-}
-
-fn arb_scope() -> impl Strategy<Value = Scope> {
-    let ids = |n: i64| prop::sample::subsequence((1..=n).collect::<Vec<i64>>(), 1..=2);
-    prop_oneof![
-        3 => Just(Scope::All),
-        1 => Just(Scope::Merchant),
-        1 => ids(4).prop_map(|v| Scope::Categories {
-            ids: v.into_iter().map(|i| CategoryId::new(i).unwrap()).collect()
-        }),
-        1 => ids(5).prop_map(|v| Scope::Listings {
-            ids: v.into_iter().map(|i| ListingId::new(i).unwrap()).collect()
-        }),
-    ]
-}
-
-/// A template with its `given` budget use.
-#[derive(Clone, Debug)]
-struct Tpl {
-    template: Template,
-    given: Money,
-}
-
-fn arb_templates() -> impl Strategy<Value = Vec<Tpl>> {
-    let one = (
-        arb_value(),
-        prop_oneof![6 => Just(0i64), 1 => 0i64..=20_000],
-        arb_scope(),
-        prop::bool::weighted(0.7),
-        any::<bool>(),
-        prop::option::weighted(0.3, (1i64..=20_000, 0i64..=10_000)),
-        prop::bool::weighted(0.05),
-        prop::bool::weighted(0.05),
-    );
-    prop::collection::vec(one, 1..=5).prop_map(|v| {
-        v.into_iter()
-            .enumerate()
-            .map(
-                |(i, (value, threshold, scope, stackable, spread, budget, city2, aborted))| {
-                    let mut template = template(i as i64 + 1, value, |d| {
-                        d.threshold = m(threshold);
-                        d.scope = scope;
-                        d.stacking = if stackable {
-                            Stacking::Stackable
-                        } else {
-                            Stacking::Exclusive
-                        };
-                        if spread {
-                            d.deduction = DeductionMode::Spread;
-                        }
-                        d.budget = budget.map(|(b, _)| m(b));
-                        if city2 {
-                            d.cities = CitySet::new(vec![CityId::new(2).unwrap()]).unwrap();
-                        }
-                    });
-                    if aborted {
-                        template.aborted_at = Some(t("2026-05-15T00:00:00Z"));
-                    }
-                    Tpl {
-                        template,
-                        given: m(budget.map_or(0, |(_, g)| g)),
-                    }
-                },
-            )
-            .collect()
-    })
-}
-
-/// Up to 8 coupons over `n` templates, with distinct ids and a few shared expiries (so ties
-/// happen).
-fn arb_coupons(n: usize) -> impl Strategy<Value = Vec<Coupon>> {
-    let one = (
-        0..n,
-        prop_oneof![
-            1 => Just("2026-05-01T00:00:00Z"),
-            3 => Just("2026-07-01T00:00:00Z"),
-            3 => Just("2026-08-01T00:00:00Z"),
-            3 => Just("2026-09-01T00:00:00Z"),
-        ],
-        prop_oneof![
-            12 => Just(CouponStatus::Unused),
-            1 => Just(CouponStatus::Locked),
-            1 => Just(CouponStatus::Used),
-            1 => Just(CouponStatus::Revoked),
-        ],
-        prop::bool::weighted(0.05),
-    );
-    prop::collection::vec(one, 1..=8).prop_map(|v| {
-        v.into_iter()
-            .enumerate()
-            .map(|(i, (tpl, until, status, theirs))| {
-                // 17 is coprime with 31: distinct ids, not in input order.
-                let mut c = coupon((i as i64 * 17) % 31 + 1, tpl as i64 + 1, until);
-                c.stored_status = status;
-                if theirs {
-                    c.user_id = UserId::parse("u-2").unwrap();
-                }
-                c
-            })
-            .collect()
-    })
-}
-
-fn arb_case() -> impl Strategy<Value = (Order, Vec<Tpl>, Vec<Coupon>, u64)> {
-    (arb_order(), arb_templates()).prop_flat_map(|(o, tpls)| {
-        let n = tpls.len();
-        (Just(o), Just(tpls), arb_coupons(n), any::<u64>())
-    })
-}
-
-/// Usable coupons only (owned, unused, valid, no threshold, in city), mostly stackable price
-/// discounts on one to four purchase lines: their parts overlap, so line caps bind often.
-fn arb_stacking_case() -> impl Strategy<Value = (Order, Vec<Tpl>, Vec<Coupon>, u64)> {
-    let line = (1i64..=2, 1i64..=3_000, 1i64..=3, prop::bool::weighted(0.3)).prop_map(
-        |(category, unit, qty, rent)| {
-            let kind = if rent { LineKind::Rent } else { LineKind::Item };
-            line(category, category, unit, qty, kind)
-        },
-    );
-    let order = (
-        prop::collection::vec(line, 1..=4),
-        prop::option::weighted(0.3, (0i64..=100_000, 1i64..=13)),
-    )
-        .prop_map(|(lines, lease)| order(lines, lease));
-    let value = prop_oneof![
-        3 => (1i64..=6_000).prop_map(amount_off),
-        2 => (1i64..=10_000, prop::option::of((1i64..=6_000).prop_map(m)))
-            .prop_map(|(b, cap)| CouponValue::PercentOff { bps: bps(b), cap }),
-        1 => (0i64..=3_000).prop_map(|p| CouponValue::SpecialPrice { price: m(p) }),
-        1 => (1u32..=30).prop_map(|days| CouponValue::FreeDays { days }),
-    ];
-    let scope = prop_oneof![
-        3 => Just(Scope::All),
-        1 => (1i64..=2).prop_map(|c| Scope::Categories { ids: vec![CategoryId::new(c).unwrap()] }),
-    ];
-    let one = (
-        value,
-        scope,
-        prop::bool::weighted(0.8),
-        any::<bool>(),
-        prop::option::weighted(0.2, 1i64..=6_000),
-    );
-    let templates = prop::collection::vec(one, 1..=5).prop_map(|v| {
-        v.into_iter()
-            .enumerate()
-            .map(|(i, (value, scope, stackable, spread, budget))| Tpl {
-                template: template(i as i64 + 1, value, |d| {
-                    d.scope = scope;
-                    if !stackable {
-                        d.stacking = Stacking::Exclusive;
-                    }
-                    if spread {
-                        d.deduction = DeductionMode::Spread;
-                    }
-                    d.budget = budget.map(m);
-                }),
-                given: Money::ZERO,
-            })
-            .collect::<Vec<_>>()
-    });
-    (order, templates).prop_flat_map(|(o, tpls)| {
-        let n = tpls.len();
-        let one_coupon = (
-            0..n,
-            prop::sample::select(vec![
-                "2026-07-01T00:00:00Z",
-                "2026-08-01T00:00:00Z",
-                "2026-09-01T00:00:00Z",
-            ]),
-        );
-        let coupons = prop::collection::vec(one_coupon, 1..=8).prop_map(|v| {
-            v.into_iter()
-                .enumerate()
-                .map(|(i, (tpl, until))| coupon((i as i64 * 17) % 31 + 1, tpl as i64 + 1, until))
-                .collect::<Vec<_>>()
-        });
-        (Just(o), Just(tpls), coupons, any::<u64>())
-    })
-}
 
 fn uses(tpls: &[Tpl]) -> Vec<TemplateUse<'_>> {
     tpls.iter()
@@ -265,6 +39,58 @@ fn shuffle<T>(v: &mut [T], mut seed: u64) {
         seed ^= seed << 17;
         v.swap(i, (seed % (i as u64 + 1)) as usize);
     }
+}
+
+/// Buy-x-get-y unit by unit, per line the amount of its free units. Every in-scope purchase
+/// unit on its own; applications are formed one at a time while enough units are left: `buy`
+/// units paid for (units that are not gifts first, then the dearest gift units) and the `get`
+/// cheapest gift units left free.
+fn bxgy_model(o: &Order, template: &Template) -> Vec<i64> {
+    let CouponValue::BuyXGetY {
+        buy,
+        get,
+        gift,
+        max_applications,
+    } = &template.spec.value
+    else {
+        panic!("not a buy_x_get_y template");
+    };
+    let (buy, get) = (*buy as usize, *get as usize);
+    let mask = scope_mask(o, template);
+    let mut gifts = Vec::new();
+    let mut others = 0usize;
+    for (i, l) in o.lines.iter().enumerate() {
+        if !mask[i] || !l.kind.is_purchase() {
+            continue;
+        }
+        for _ in 0..l.quantity {
+            if gift.matches(l) {
+                gifts.push((l.unit_price.minor(), i));
+            } else {
+                others += 1;
+            }
+        }
+    }
+    gifts.sort();
+    let mut gifts = VecDeque::from(gifts);
+    let mut free = vec![0i64; o.lines.len()];
+    let mut applications = 0u32;
+    while max_applications.is_none_or(|n| applications < n) {
+        let paid_gifts = buy.saturating_sub(others);
+        if gifts.len() < paid_gifts + get {
+            break;
+        }
+        others -= buy - paid_gifts;
+        for _ in 0..paid_gifts {
+            gifts.pop_back();
+        }
+        for _ in 0..get {
+            let (price, line) = gifts.pop_front().unwrap();
+            free[line] += price;
+        }
+        applications += 1;
+    }
+    free
 }
 
 fn sum(v: impl IntoIterator<Item = Money>) -> i64 {
@@ -431,6 +257,7 @@ proptest! {
                 let ok = match spec.value {
                     CouponValue::FreeDays { .. } => kind == LineKind::Rent,
                     CouponValue::DepositWaiver { .. } => kind == LineKind::Deposit,
+                    CouponValue::FreeShipping { .. } => kind == LineKind::Shipping,
                     _ => kind.is_purchase(),
                 };
                 prop_assert!(ok, "{:?} on a {:?} line", spec.value, kind);
@@ -442,7 +269,16 @@ proptest! {
             match spec.value {
                 CouponValue::AmountOff { amount } => prop_assert!(d.discount <= amount),
                 CouponValue::PercentOff { cap: Some(c), .. }
-                | CouponValue::DepositWaiver { cap: Some(c) } => prop_assert!(d.discount <= c),
+                | CouponValue::DepositWaiver { cap: Some(c) }
+                | CouponValue::FreeShipping { cap: Some(c) } => prop_assert!(d.discount <= c),
+                CouponValue::BuyXGetY { .. } => {
+                    // Never more than the free units' prices, line by line.
+                    let free = bxgy_model(&o, tu.template);
+                    prop_assert!(d.discount.minor() <= free.iter().sum::<i64>());
+                    for l in &d.lines {
+                        prop_assert!(l.amount.minor() <= free[l.line]);
+                    }
+                }
                 _ => {}
             }
             if let Some(r) = tu.remaining_budget() {
@@ -455,6 +291,28 @@ proptest! {
                     prop_assert_eq!(d.schedule.len(), l.months as usize);
                     prop_assert_eq!(sum(d.schedule.iter().copied()), d.discount.minor());
                 }
+            }
+        }
+    }
+
+    /// Without a budget, buy-x-get-y takes exactly the free units' prices, line by line.
+    #[test]
+    fn bxgy_frees_the_cheapest_gift_units(
+        o in arb_order(),
+        value in arb_bxgy(),
+        scope in arb_scope(),
+    ) {
+        let tpl = template(1, value, |d| d.scope = scope);
+        let tu = TemplateUse { template: &tpl, given: Money::ZERO };
+        let free = bxgy_model(&o, &tpl);
+        match discount(&o, tu) {
+            None => prop_assert!(free.iter().all(|&f| f == 0)),
+            Some(d) => {
+                let lines: Vec<(usize, i64)> =
+                    d.lines.iter().map(|l| (l.line, l.amount.minor())).collect();
+                let want: Vec<(usize, i64)> =
+                    free.iter().copied().enumerate().filter(|&(_, f)| f > 0).collect();
+                prop_assert_eq!(lines, want);
             }
         }
     }

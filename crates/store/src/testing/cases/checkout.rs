@@ -16,12 +16,12 @@ use crate::{
     LockRequest, OrderState, OrderStep, Store, StoredAnswer,
 };
 
-fn oid(s: &str) -> OrderId {
+pub(super) fn oid(s: &str) -> OrderId {
     OrderId::parse(s).unwrap()
 }
 
 /// Claims `n` coupons of `t` for `user`.
-async fn coupons(s: &Arc<dyn Store>, t: &Template, user: &str, n: usize) -> Vec<Coupon> {
+pub(super) async fn coupons(s: &Arc<dyn Store>, t: &Template, user: &str, n: usize) -> Vec<Coupon> {
     let batch: Vec<_> = (0..n).map(|_| req(user)).collect();
     s.claim_batch(t.id, &batch, at(15))
         .await
@@ -35,7 +35,7 @@ async fn coupons(s: &Arc<dyn Store>, t: &Template, user: &str, n: usize) -> Vec<
 }
 
 /// Rules that accept unused coupons of `user` and plan `each` off every one of them.
-fn accept(
+pub(super) fn accept(
     user: &str,
     ids: Vec<CouponId>,
     each: i64,
@@ -64,7 +64,7 @@ fn accept(
     }
 }
 
-fn lock_req<'a>(
+pub(super) fn lock_req<'a>(
     order: &'a OrderId,
     user: &'a UserId,
     ids: &'a [CouponId],

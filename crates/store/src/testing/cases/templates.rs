@@ -67,13 +67,14 @@ pub async fn templates_round_trip(s: Arc<dyn Store>) {
     d.title = "Changed".into();
     let changed = crate::testing::fixtures::spec(d, &m, None, t0());
     let u = s
-        .update_template(t.id, t.version, None, &changed, at(1))
+        .update_template(t.id, t.version, None, &changed, None, at(1))
         .await
         .unwrap();
     assert_eq!((u.spec.total_stock, u.version, u.updated_at), (5, 2, at(1)));
     assert_eq!(s.template(t.id).await.unwrap(), u);
     assert!(matches!(
-        s.update_template(t.id, t.version, None, &spec, at(2)).await,
+        s.update_template(t.id, t.version, None, &spec, None, at(2))
+            .await,
         Err(StoreError::Conflict(Conflict::Version))
     ));
 
@@ -226,11 +227,11 @@ pub async fn template_insert_checks_activity_version(s: Arc<dyn Store>) {
     assert_eq!(b.enrollment_seq, 1);
     // Updating the template also checks the activity's version.
     assert!(matches!(
-        s.update_template(t.id, t.version, Some(a.version), &spec, at(2))
+        s.update_template(t.id, t.version, Some(a.version), &spec, None, at(2))
             .await,
         Err(StoreError::Conflict(Conflict::Version))
     ));
-    s.update_template(t.id, t.version, Some(b.version), &spec, at(2))
+    s.update_template(t.id, t.version, Some(b.version), &spec, None, at(2))
         .await
         .unwrap();
 }

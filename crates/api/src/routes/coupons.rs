@@ -1,0 +1,159 @@
+//! Coupons as the platform and merchants manage them: revoking one, and who holds a
+//! template's coupons (JSON or CSV).
+
+use std::fmt::Write as _;
+
+use axum::extract::State;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use coupond_domain::{Coupon, CouponId, CouponStatus, Note, TemplateId, UserId};
+use coupond_engine::lifecycle;
+use coupond_store::HoldersQuery;
+use serde::Deserialize;
+use utoipa::{IntoParams, ToSchema};
+
+use crate::auth::Principal;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::pagination::{self, PageOf};
+use crate::routes::templates::load_visible;
+use crate::routes::{BodyErrors, CommonErrors, ConflictError};
+use crate::state::AppState;
+use crate::views::CouponView;
+
+/// Why a coupon is revoked.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RevokeBody {
+    /// 1 to 500 visible characters; kept in the coupon's history and its event.
+    #[schema(value_type = String, example = "issued by mistake")]
+    pub reason: Note,
+}
+
+/// Revoke a coupon (platform; the merchant owning its template): an unused or locked coupon
+/// becomes `revoked` for good. A locked coupon's order then fails to confirm (409
+/// `coupon_revoked`). Revoking again answers the coupon; a used coupon is 409 `coupon_used`
+/// (refund its order instead), an expired one 409 `coupon_expired`.
+#[utoipa::path(operation_id = "revoke_coupon", post, path = "/v1/coupons/{id}/revoke", tag = "coupons",
+    request_body = RevokeBody,
+    params(("id" = i64, Path, description = "Coupon id")),
+    responses((status = 200, description = "The revoked coupon", body = CouponView),
+        CommonErrors, BodyErrors, ConflictError),
+    security(("bearer" = [])))]
+pub async fn revoke(
+    Extension(p): Extension<Principal>,
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<CouponId>,
+    ApiJson(body): ApiJson<RevokeBody>,
+) -> ApiResult<Json<CouponView>> {
+    let coupon = s.store().coupon(id).await?;
+    let t = load_visible(&s, &p, coupon.template_id).await?;
+    let now = s.now();
+    let revoked = lifecycle::revoke_coupon(s.store(), id, &body.reason, &p.actor(), now).await?;
+    Ok(Json(CouponView::new(revoked, &t, now)))
+}
+
+/// The filters and page of a template's coupons.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct HoldersParams {
+    /// Only this user's coupons.
+    #[param(value_type = Option<String>)]
+    pub user_id: Option<UserId>,
+    /// Only coupons in this status now.
+    pub status: Option<CouponStatus>,
+    /// `next_cursor` of the previous page (for CSV, the `next-cursor` header).
+    pub cursor: Option<String>,
+    /// Page size, 1..=`max_page` (default `default_page`).
+    pub limit: Option<u32>,
+    /// `json` (the default) or `csv`.
+    pub format: Option<String>,
+}
+
+/// Who holds a template's coupons (platform; the owning merchant), by coupon id, filtered by
+/// status and user, cursor-paged. `format=csv` answers the page as CSV, the next page's
+/// cursor in the `next-cursor` header.
+#[utoipa::path(operation_id = "template_coupons", get, path = "/v1/templates/{id}/coupons", tag = "coupons",
+    params(("id" = i64, Path, description = "Template id"), HoldersParams),
+    responses((status = 200, description = "A page of coupons (JSON, or CSV with format=csv)", body = PageOf<CouponView>),
+        CommonErrors),
+    security(("bearer" = [])))]
+pub async fn of_template(
+    Extension(p): Extension<Principal>,
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<TemplateId>,
+    ApiQuery(q): ApiQuery<HoldersParams>,
+) -> ApiResult<Response> {
+    let csv = match q.format.as_deref() {
+        None | Some("json") => false,
+        Some("csv") => true,
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "invalid_query",
+                Some("format"),
+                "format is json or csv",
+            ))
+        }
+    };
+    let t = load_visible(&s, &p, id).await?;
+    let page = pagination::page(q.cursor.as_deref(), q.limit, s.settings())?;
+    let now = s.now();
+    let query = HoldersQuery {
+        template: id,
+        user: q.user_id,
+        status: q.status,
+        now,
+        after: page.after,
+        limit: page.limit,
+    };
+    let rows = s.store().template_coupons(&query).await?;
+    let listed = pagination::finish(rows, page, |c| c.id.get(), |c| c);
+    if csv {
+        let mut response = (
+            [(header::CONTENT_TYPE, "text/csv; charset=utf-8")],
+            holders_csv(&listed.items, now),
+        )
+            .into_response();
+        if let Some(next) = listed.next_cursor.as_deref().and_then(|c| c.parse().ok()) {
+            response.headers_mut().insert("next-cursor", next);
+        }
+        return Ok(response);
+    }
+    Ok(Json(PageOf {
+        items: listed
+            .items
+            .into_iter()
+            .map(|c| CouponView::new(c, &t, now))
+            .collect(),
+        next_cursor: listed.next_cursor,
+    })
+    .into_response())
+}
+
+/// A page of coupons as CSV with a header line. User ids and codes are restricted to visible
+/// ASCII without commas or quotes when created, so no field needs quoting.
+fn holders_csv(coupons: &[Coupon], now: coupond_domain::Timestamp) -> String {
+    let mut text = String::from(
+        "coupon_id,user_id,status,claimed_at,valid_until,used_at,order_id,discount,code\n",
+    );
+    for c in coupons {
+        let _ = writeln!(
+            text,
+            "{},{},{},{},{},{},{},{},{}",
+            c.id,
+            c.user_id,
+            c.status(now).as_str(),
+            c.claimed_at,
+            c.valid_until,
+            c.used_at.map(|t| t.to_string()).unwrap_or_default(),
+            c.order_id.as_ref().map(|o| o.as_str()).unwrap_or_default(),
+            c.discount
+                .map(|d| d.minor().to_string())
+                .unwrap_or_default(),
+            c.code.as_deref().unwrap_or_default(),
+        );
+    }
+    text
+}

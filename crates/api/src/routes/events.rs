@@ -1,0 +1,230 @@
+//! The outbox as a replayable feed: a consumer that lost webhooks (or never had them) reads
+//! every event in commit order from where it stopped.
+
+use std::collections::HashMap;
+
+use axum::extract::State;
+use axum::{Extension, Json};
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use coupond_domain::{MerchantId, TemplateId, Timestamp};
+use coupond_store::events::kind;
+use coupond_store::{Event, OutboxPosition, StoreError};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::auth::Principal;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::ApiQuery;
+use crate::routes::CommonErrors;
+use crate::state::AppState;
+
+/// Where to read from and what.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct EventsQuery {
+    /// `next_cursor` of the previous answer; absent: from the first event.
+    pub after: Option<String>,
+    /// Only events of these types, comma-separated (`coupon.used,coupon.refunded`).
+    #[serde(rename = "type")]
+    #[param(rename = "type")]
+    pub kinds: Option<String>,
+    /// Events to read, 1..=`max_page` (default `default_page`).
+    pub limit: Option<u32>,
+}
+
+/// One event, as webhooks carry it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EventView {
+    pub id: i64,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub at: Timestamp,
+    #[schema(value_type = Object)]
+    pub data: serde_json::Value,
+}
+
+/// A stretch of the feed.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EventPage {
+    pub items: Vec<EventView>,
+    /// Where this stretch ended: pass it as `after` to go on. Always present, so a consumer
+    /// can poll from it; it moves past events the filters left out, too.
+    pub next_cursor: String,
+}
+
+/// Most reads of `limit` events one request makes while filters leave events out: what one
+/// request can cost is bounded whatever the filters.
+const SCAN_PAGES: usize = 10;
+
+fn encode(p: OutboxPosition) -> String {
+    URL_SAFE_NO_PAD.encode(format!("e:{}:{}", p.txid, p.event_id))
+}
+
+fn decode(s: &str) -> Option<OutboxPosition> {
+    if s.len() > 64 {
+        return None;
+    }
+    let text = String::from_utf8(URL_SAFE_NO_PAD.decode(s).ok()?).ok()?;
+    let mut parts = text.strip_prefix("e:")?.split(':');
+    let p = OutboxPosition {
+        txid: parts.next()?.parse().ok()?,
+        event_id: parts.next()?.parse().ok()?,
+    };
+    (parts.next().is_none() && p.txid >= 0 && p.event_id >= 0 && encode(p) == s).then_some(p)
+}
+
+fn bad(field: &'static str, message: impl Into<String>) -> ApiError {
+    ApiError::bad_request("invalid_query", Some(field), message)
+}
+
+/// The outbox as a feed, in commit order (platform: every event; a merchant: events of its
+/// own templates), after `after`: up to `limit` events that pass the filters, and the cursor
+/// to go on from. One request looks at no more than 10 × `limit` events, so a page may be
+/// short (even empty) while more lie ahead: go on from `next_cursor` until it stops moving.
+/// Events are kept as long as the outbox keeps them.
+#[utoipa::path(operation_id = "list_events", get, path = "/v1/events", tag = "events",
+    params(EventsQuery),
+    responses((status = 200, description = "A stretch of the feed", body = EventPage), CommonErrors),
+    security(("bearer" = [])))]
+pub async fn list(
+    Extension(p): Extension<Principal>,
+    State(s): State<AppState>,
+    ApiQuery(q): ApiQuery<EventsQuery>,
+) -> ApiResult<Json<EventPage>> {
+    let limit = q.limit.unwrap_or(s.settings().default_page);
+    if limit == 0 || limit > s.settings().max_page {
+        let max = s.settings().max_page;
+        return Err(bad("limit", format!("limit must be within 1..={max}")));
+    }
+    let after = match q.after.as_deref() {
+        None => OutboxPosition::default(),
+        Some(c) => decode(c).ok_or_else(|| bad("after", "cursor is not one this API issued"))?,
+    };
+    let kinds = parse_kinds(q.kinds.as_deref())?;
+    let mut owners: HashMap<TemplateId, Option<MerchantId>> = HashMap::new();
+    let mut items = Vec::new();
+    let mut next = after;
+    // Filters may leave most events out: read on until `limit` pass, the outbox has no more,
+    // or SCAN_PAGES reads have been spent (the cursor then says where to go on).
+    for _ in 0..SCAN_PAGES {
+        let events = s.store().outbox_read(next, limit).await?;
+        if events.is_empty() {
+            break;
+        }
+        for e in events {
+            if items.len() == limit as usize {
+                // `next` stays at the last event looked at: the rest come next time.
+                break;
+            }
+            next = OutboxPosition {
+                txid: e.txid,
+                event_id: e.id,
+            };
+            if wanted(&s, &p, &kinds, &mut owners, &e).await? {
+                items.push(EventView {
+                    id: e.id,
+                    kind: e.kind,
+                    at: e.at,
+                    data: e.body,
+                });
+            }
+        }
+        if items.len() == limit as usize {
+            break;
+        }
+    }
+    Ok(Json(EventPage {
+        items,
+        next_cursor: encode(next),
+    }))
+}
+
+/// The kinds asked for, each one the API knows.
+fn parse_kinds(text: Option<&str>) -> ApiResult<Option<Vec<&'static str>>> {
+    let Some(text) = text else {
+        return Ok(None);
+    };
+    text.split(',')
+        .map(|k| {
+            kind::ALL
+                .into_iter()
+                .find(|known| *known == k)
+                .ok_or_else(|| {
+                    bad(
+                        "type",
+                        format!("unknown event type; one of {}", kind::ALL.join(", ")),
+                    )
+                })
+        })
+        .collect::<ApiResult<Vec<_>>>()
+        .map(Some)
+}
+
+/// Whether event `e` passes the type filter and, for a merchant, is about its own template.
+async fn wanted(
+    s: &AppState,
+    p: &Principal,
+    kinds: &Option<Vec<&'static str>>,
+    owners: &mut HashMap<TemplateId, Option<MerchantId>>,
+    e: &Event,
+) -> ApiResult<bool> {
+    if !kinds.as_ref().is_none_or(|k| k.contains(&e.kind.as_str())) {
+        return Ok(false);
+    }
+    match p.merchant() {
+        Some(m) => Ok(owner(s, owners, e).await? == Some(m)),
+        None => Ok(true),
+    }
+}
+
+/// The merchant owning the template an event is about (`None` for events about no template,
+/// or a platform template), looked up once per template.
+async fn owner(
+    s: &AppState,
+    owners: &mut HashMap<TemplateId, Option<MerchantId>>,
+    e: &Event,
+) -> ApiResult<Option<MerchantId>> {
+    let Some(t) = e
+        .body
+        .get("template_id")
+        .and_then(serde_json::Value::as_i64)
+        .and_then(|t| TemplateId::new(t).ok())
+    else {
+        return Ok(None);
+    };
+    if let Some(m) = owners.get(&t) {
+        return Ok(*m);
+    }
+    let m = match s.store().template(t).await {
+        Ok(t) => t.merchant_id,
+        // A deleted draft: nobody's.
+        Err(StoreError::NotFound) => None,
+        Err(e) => return Err(e.into()),
+    };
+    owners.insert(t, m);
+    Ok(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_round_trip_and_reject_garbage() {
+        let p = OutboxPosition {
+            txid: 7,
+            event_id: 42,
+        };
+        assert_eq!(decode(&encode(p)), Some(p));
+        for bad in ["", "e:1:2", "ZTox", &"A".repeat(100)] {
+            assert_eq!(decode(bad), None, "{bad:?}");
+        }
+        assert_eq!(
+            parse_kinds(Some("coupon.used")).unwrap(),
+            Some(vec!["coupon.used"])
+        );
+        assert!(parse_kinds(Some("coupon.used,nope")).is_err());
+    }
+}
