@@ -5,7 +5,7 @@ use utoipa::{Modify, OpenApi};
 
 use crate::routes::{
     activities, checkout, claims, codes, coupons, events, inbox, issuances, listings, merchants,
-    refunds, reports, system, templates, webhooks,
+    refunds, reports, system, tags, templates, webhooks,
 };
 
 /// The whole API, served at `/openapi.json`.
@@ -32,6 +32,7 @@ use crate::routes::{
         checkout::history, refunds::refund,
         coupons::revoke, coupons::of_template,
         events::list,
+        tags::put, tags::get, tags::bulk,
         inbox::list, inbox::read,
         issuances::create, issuances::list, issuances::get,
         reports::template, reports::activity, reports::reconciliation,
@@ -52,6 +53,7 @@ use crate::routes::{
         (name = "codes", description = "Promotion codes: shared codes, generated single-use codes, redemption"),
         (name = "listings", description = "Listings, their bound templates, and search by coupon"),
         (name = "coupons", description = "Revoking coupons and who holds a template's coupons"),
+        (name = "tags", description = "User tags coupond holds, for segment issuance (platform, order service)"),
         (name = "events", description = "The outbox as a replayable feed of events"),
         (name = "system", description = "Health, metrics and this document"),
     )

@@ -19,6 +19,8 @@
 //!   enrolled templates when their activity changes.
 //! - `stored`: the invariants every stored record keeps, checked when storage reads one back.
 //! - [`note`]: [`Note`], a reason a person gave (a revoke's, a refund's).
+//! - [`tags`]: [`Tag`] (user tags coupond holds) and [`Segment`] (users holding any of some
+//!   tags), for tag audiences and segment issuance.
 //! - [`text`]: the rules for free text (titles, names): visible, no bidirectional controls.
 //! - [`error`]: [`DomainError`], the one error every rule returns, naming the field and a
 //!   stable code.
@@ -40,6 +42,7 @@ pub mod money;
 pub mod note;
 pub mod schedule;
 mod stored;
+pub mod tags;
 pub mod template;
 pub mod text;
 pub mod time;
@@ -67,6 +70,7 @@ pub use merchant::{Merchant, MerchantDraft, MerchantPatch};
 pub use money::{BasisPoints, Money};
 pub use note::Note;
 pub use schedule::Transition;
+pub use tags::{Segment, Tag};
 pub use template::{
     RefundPolicy, Template, TemplateContext, TemplateDraft, TemplatePatch, TemplateSpec,
     TemplateStatus,

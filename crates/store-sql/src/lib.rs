@@ -24,6 +24,8 @@
 //!   [`OutboxStore`](coupond_store::OutboxStore) calls (it reads the outbox in its own order).
 //! - `inbox`: [`InboxStore`](coupond_store::InboxStore) ([`impl_inbox_store!`]): reminders and
 //!   messages.
+//! - `tags`: [`TagStore`](coupond_store::TagStore) ([`impl_tag_store!`]): user tags and
+//!   segments.
 //! - `idempotency`: [`IdempotencyStore`](coupond_store::IdempotencyStore)
 //!   ([`impl_idempotency_store!`]): the records of write routes.
 //! - `issuance`: the bookkeeping of [`IssuanceStore`](coupond_store::IssuanceStore) (jobs,
@@ -64,6 +66,7 @@ mod query;
 pub mod reports;
 pub mod rows;
 pub mod scheduling;
+pub mod tags;
 mod value;
 pub mod wallet;
 pub mod webhooks;

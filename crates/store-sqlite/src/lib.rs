@@ -52,6 +52,7 @@ pub use store::{SqliteStore, DEFAULT_READERS};
 
 coupond_store_sql::impl_webhook_store!(SqliteStore);
 coupond_store_sql::impl_lifecycle_store!(SqliteStore);
+coupond_store_sql::impl_tag_store!(SqliteStore);
 coupond_store_sql::impl_campaign_store!(SqliteStore);
 coupond_store_sql::impl_catalog_store!(SqliteStore);
 coupond_store_sql::impl_code_store!(SqliteStore);

@@ -45,6 +45,7 @@ pub mod lifecycle;
 pub mod model;
 pub mod records;
 pub mod scheduling;
+pub mod tags;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod webhooks;
@@ -73,6 +74,7 @@ pub use scheduling::{
     CouponCounts, Due, InboxStore, Message, MessageContent, OutboxPosition, OutboxStore, Reminder,
     SchedulerStore, UsageRow,
 };
+pub use tags::{TagStore, Tagged};
 pub use webhooks::{
     Delivery, DeliveryAttempt, DeliveryState, NewDelivery, NewWebhook, Webhook, WebhookStore,
 };
@@ -97,6 +99,7 @@ pub trait Store:
     + InboxStore
     + IssuanceStore
     + LifecycleStore
+    + TagStore
     + WebhookStore
     + ReportStore
     + std::fmt::Debug
@@ -117,6 +120,7 @@ impl<T> Store for T where
         + InboxStore
         + IssuanceStore
         + LifecycleStore
+        + TagStore
         + WebhookStore
         + ReportStore
         + std::fmt::Debug
@@ -131,6 +135,6 @@ pub mod prelude {
         AdminStore as _, CampaignStore as _, CatalogStore as _, CheckoutStore as _,
         ClaimStore as _, CodeStore as _, IdempotencyStore as _, InboxStore as _, InspectStore as _,
         IssuanceStore as _, LifecycleStore as _, OutboxStore as _, ReportStore as _,
-        SchedulerStore as _, WebhookStore as _,
+        SchedulerStore as _, TagStore as _, WebhookStore as _,
     };
 }

@@ -66,6 +66,8 @@ macro_rules! conformance_suite {
             refunds_void_coupons_and_refuse_open_orders,
             deletes_and_history,
             refunds_and_revokes_race_once,
+            user_tags_and_segments,
+            tag_limit_holds_under_concurrent_writers,
         );
     };
     (@cases $factory:path; $($case:ident),* $(,)?) => {

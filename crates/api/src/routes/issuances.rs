@@ -25,7 +25,7 @@ use crate::state::AppState;
 
 mod parse;
 
-use parse::{parse_json_users, LineParser, Parsed};
+use parse::{parse_json_ask, JsonAsk, LineParser, Parsed};
 pub use parse::{IssuanceBody, MAX_JSON_BYTES, MAX_JSON_USERS, MAX_LINES};
 
 /// A line that is not a user id.
@@ -145,7 +145,7 @@ impl Form {
 /// an upload may be), an upload line by
 /// line (at most `max_upload_bytes`, never held whole). Returns the users and the SHA-256 of
 /// the bytes (what an `Idempotency-Key` is bound to).
-async fn read_users(body: Body, form: Form, max_upload: usize) -> ApiResult<(Parsed, [u8; 32])> {
+async fn read_users(body: Body, form: Form, max_upload: usize) -> ApiResult<(JsonAsk, [u8; 32])> {
     let limit = match form {
         Form::Json => MAX_JSON_BYTES.min(max_upload),
         Form::Lines => max_upload,
@@ -169,8 +169,8 @@ async fn read_users(body: Body, form: Form, max_upload: usize) -> ApiResult<(Par
         }
     }
     let parsed = match form {
-        Form::Json => parse_json_users(&json)?,
-        Form::Lines => lines.finish()?,
+        Form::Json => parse_json_ask(&json)?,
+        Form::Lines => JsonAsk::Users(lines.finish()?),
     };
     Ok((parsed, hash.finalize().into()))
 }
@@ -178,7 +178,9 @@ async fn read_users(body: Body, form: Form, max_upload: usize) -> ApiResult<(Par
 /// Issue coupons of a template to many users, with the same rules as claims (stock, per-user
 /// limit, audience; the template must be claimable while the job runs), each user at most
 /// once. `application/json` with `user_ids` (up to 10,000, a body of up to 1 MiB): answered
-/// 201 when done. `text/csv` or `text/plain` (one user id per line, or CSV with the id first;
+/// 201 when done. `application/json` with `segment` (`{"any": ["vip"]}`: every user holding
+/// any of the tags coupond holds for them, up to 1,000,000, taken when the job is made):
+/// answered 202 with the job, issued in the background. `text/csv` or `text/plain` (one user id per line, or CSV with the id first;
 /// up to 1,000,000 lines and `max_upload_bytes`): answered 202 with the job at once, issued in
 /// the background, resumable after a crash; poll `GET /v1/issuances/{id}`.
 ///
@@ -212,13 +214,13 @@ pub async fn create(
     let _permit = s
         .upload_permit(&p.scope())
         .ok_or(ApiError::TooManyUploads)?;
-    let (parsed, digest) = read_users(body, form, s.settings().max_upload_bytes).await?;
+    let (ask, digest) = read_users(body, form, s.settings().max_upload_bytes).await?;
+    let (parsed, field, background) = match ask {
+        JsonAsk::Users(p) if form == Form::Json => (p, "user_ids", false),
+        JsonAsk::Users(p) => (p, "body", true),
+        JsonAsk::Segment(seg) => (segment(&s, &seg).await?, "segment.any", true),
+    };
     if parsed.users.is_empty() {
-        let field = if form == Form::Json {
-            "user_ids"
-        } else {
-            "body"
-        };
         return Err(ApiError::invalid(
             "no_users",
             field,
@@ -253,22 +255,44 @@ pub async fn create(
             "this key was already used for a different request",
         ));
     }
-    answer(&s, form, job, !created).await
+    answer(&s, background, job, !created).await
 }
 
-/// The job as the answer: done (201) for JSON, which is worked to its end here, or accepted
-/// (202) for uploads.
-async fn answer(s: &AppState, form: Form, job: Issuance, replayed: bool) -> ApiResult<Response> {
+/// The users of a segment, as a job's list: at most [`MAX_LINES`], like an upload.
+async fn segment(s: &AppState, seg: &coupond_domain::Segment) -> ApiResult<Parsed> {
+    let users = s
+        .store()
+        .segment_users(&seg.any, MAX_LINES as u32 + 1)
+        .await?;
+    if users.len() > MAX_LINES {
+        return Err(ApiError::invalid(
+            "segment_too_large",
+            "segment.any",
+            format!("the segment holds more than {MAX_LINES} users; split it by tag"),
+        ));
+    }
+    let mut parsed = Parsed::default();
+    parsed.users = users;
+    Ok(parsed)
+}
+
+/// The job as the answer: done (201) for a JSON list, which is worked to its end here, or
+/// accepted (202) for uploads and segments, worked in the background.
+async fn answer(
+    s: &AppState,
+    background: bool,
+    job: Issuance,
+    replayed: bool,
+) -> ApiResult<Response> {
     let location = [(header::LOCATION, format!("/v1/issuances/{}", job.id))];
-    let (status, job) = match form {
-        Form::Json => (
+    let (status, job) = if background {
+        s.issuance_worker().wake();
+        (StatusCode::ACCEPTED, job)
+    } else {
+        (
             StatusCode::CREATED,
             s.issuance_worker().finish(job.id).await?,
-        ),
-        Form::Lines => {
-            s.issuance_worker().wake();
-            (StatusCode::ACCEPTED, job)
-        }
+        )
     };
     let mut res = (status, location, Json(IssuanceView::new(job, s.now()))).into_response();
     res.headers_mut().insert(

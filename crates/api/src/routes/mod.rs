@@ -14,6 +14,7 @@ pub mod merchants;
 pub mod refunds;
 pub mod reports;
 pub mod system;
+pub mod tags;
 pub mod templates;
 pub mod webhooks;
 
@@ -37,6 +38,7 @@ const SERVICE: &[Role] = &[Role::Service];
 const USER_SERVICE: &[Role] = &[Role::User, Role::Service];
 const PLATFORM_MERCHANT_SERVICE: &[Role] = &[Role::Platform, Role::Merchant, Role::Service];
 const PLATFORM_MERCHANT_USER: &[Role] = &[Role::Platform, Role::Merchant, Role::User];
+const PLATFORM_SERVICE: &[Role] = &[Role::Platform, Role::Service];
 
 /// One route: method, path (in axum's `{param}` form, as in the OpenAPI document) and the
 /// roles admitted. Any other role gets 403; no credentials get 401.
@@ -441,6 +443,27 @@ fn checkout_routes() -> Vec<Route> {
             "/v1/users/{id}/coupons",
             PLATFORM_MERCHANT_SERVICE,
             get(claims::of_user),
+        ),
+        r(
+            Method::PUT,
+            "/v1/users/{id}/tags",
+            PLATFORM_SERVICE,
+            put(tags::put),
+        ),
+        r(
+            Method::GET,
+            "/v1/users/{id}/tags",
+            PLATFORM_SERVICE,
+            get(tags::get),
+        ),
+        (
+            RouteSpec {
+                method: Method::POST,
+                path: "/v1/user-tags",
+                roles: PLATFORM_SERVICE,
+                upload: true,
+            },
+            post(tags::bulk),
         ),
     ]
 }

@@ -20,6 +20,7 @@ mod openapi;
 mod reports;
 mod roles;
 mod scheduling;
+mod segments;
 mod support;
 mod validation;
 mod webhooks;

@@ -17,6 +17,7 @@ mod merchants;
 mod records;
 mod scheduling;
 mod stock;
+mod tags;
 mod templates;
 pub use checkout::*;
 pub use claims::*;
@@ -29,6 +30,7 @@ pub use merchants::*;
 pub use records::*;
 pub use scheduling::*;
 pub use stock::*;
+pub use tags::*;
 use templates::spec_standalone;
 pub use templates::*;
 

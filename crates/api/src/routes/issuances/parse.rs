@@ -3,7 +3,7 @@
 
 use std::hash::{BuildHasher, RandomState};
 
-use coupond_domain::UserId;
+use coupond_domain::{Segment, UserId};
 use coupond_store::InvalidLine;
 use serde::Deserialize;
 use utoipa::ToSchema;
@@ -23,14 +23,30 @@ pub(super) const REPORTED: usize = 100;
 /// line is judged by its start.
 const MAX_LINE_BYTES: usize = 4096;
 
-/// A JSON issuance: the users, answered once all are handled.
+/// A JSON issuance: the users (answered once all are handled), or a segment (answered at once
+/// with the job, issued in the background). Exactly one of the two.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct IssuanceBody {
     /// 1 to 10,000 user ids.
-    #[schema(value_type = Vec<String>)]
-    #[serde(deserialize_with = "at_most_json_users")]
-    pub user_ids: Vec<String>,
+    #[schema(value_type = Option<Vec<String>>)]
+    #[serde(default, deserialize_with = "some_json_users")]
+    pub user_ids: Option<Vec<String>>,
+    /// Every user holding any of these tags (1 to 20), at most 1,000,000 users.
+    pub segment: Option<Segment>,
+}
+
+/// What a JSON issuance asks for.
+#[derive(Debug)]
+pub enum JsonAsk {
+    Users(Parsed),
+    Segment(Segment),
+}
+
+fn some_json_users<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Vec<String>>, D::Error> {
+    at_most_json_users(d).map(Some)
 }
 
 /// Reads the first `MAX_JSON_USERS + 1` ids and skips the rest unread, so that an oversized
@@ -112,9 +128,20 @@ impl Parsed {
 }
 
 /// A JSON issuance body: 1 to [`MAX_JSON_USERS`] ids.
-pub fn parse_json_users(bytes: &[u8]) -> ApiResult<Parsed> {
+pub fn parse_json_ask(bytes: &[u8]) -> ApiResult<JsonAsk> {
     let b: IssuanceBody = parse_json(bytes)?;
-    if b.user_ids.is_empty() || b.user_ids.len() > MAX_JSON_USERS {
+    let ids = match (b.user_ids, b.segment) {
+        (Some(ids), None) => ids,
+        (None, Some(segment)) => return Ok(JsonAsk::Segment(segment.validate()?)),
+        _ => {
+            return Err(ApiError::invalid(
+                "invalid_value",
+                "user_ids",
+                "give user_ids or a segment, not both",
+            ))
+        }
+    };
+    if ids.is_empty() || ids.len() > MAX_JSON_USERS {
         return Err(ApiError::invalid(
             "invalid_value",
             "user_ids",
@@ -122,10 +149,23 @@ pub fn parse_json_users(bytes: &[u8]) -> ApiResult<Parsed> {
         ));
     }
     let mut parsed = Parsed::default();
-    for (i, u) in b.user_ids.iter().enumerate() {
+    for (i, u) in ids.iter().enumerate() {
         parsed.take(i as u64 + 1, u);
     }
-    Ok(parsed)
+    Ok(JsonAsk::Users(parsed))
+}
+
+/// A JSON body that must list users (not a segment).
+#[cfg(test)]
+pub fn parse_json_users(bytes: &[u8]) -> ApiResult<Parsed> {
+    match parse_json_ask(bytes)? {
+        JsonAsk::Users(p) => Ok(p),
+        JsonAsk::Segment(_) => Err(ApiError::invalid(
+            "invalid_value",
+            "segment",
+            "a segment is not a list of users",
+        )),
+    }
 }
 
 /// An upload read as it arrives: one user id per line, or CSV whose first column is the user

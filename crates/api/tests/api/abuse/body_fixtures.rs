@@ -196,6 +196,15 @@ pub(super) async fn fixtures(app: &TestApp) -> BTreeMap<(Method, String), Fixtur
         ),
     );
     add(
+        Method::PUT,
+        "/v1/users/{id}/tags",
+        f(
+            "/v1/users/u-5/tags".into(),
+            &platform,
+            json!({"tags": ["vip"]}),
+        ),
+    );
+    add(
         Method::POST,
         "/v1/coupons/{id}/revoke",
         f(

@@ -1,0 +1,128 @@
+//! [`TagStore`](coupond_store::TagStore) on every backend ([`impl_tag_store!`]): the tags
+//! coupond holds for users, and a segment's users.
+//!
+//! Every write takes the `user_tags` lock first (a transaction lock where writers run at
+//! once), so the per-user count a write checks cannot change under it.
+
+use std::collections::BTreeSet;
+
+use coupond_domain::tags::MAX_TAGS_PER_USER;
+use coupond_domain::{Tag, UserId};
+use coupond_store::{StoreError, StoreResult, Tagged};
+
+use crate::{sql, Db, Row, Work};
+
+const LOCK: &str = "user_tags";
+
+pub async fn put_user_tags(db: &dyn Db, user: &UserId, tags: &[Tag]) -> StoreResult<()> {
+    let mut tx = db.begin(Work::Request).await?;
+    tx.lock(LOCK).await?;
+    let q = sql("DELETE FROM user_tags WHERE user_id = $1").bind(user.as_str());
+    tx.execute(q).await?;
+    if !tags.is_empty() {
+        let mut q = sql("INSERT INTO user_tags (user_id, tag) VALUES ");
+        for (i, t) in tags.iter().enumerate() {
+            q.push(if i == 0 { "(" } else { ", (" })
+                .push_bind(user.as_str())
+                .push(", ")
+                .push_bind(t.as_str())
+                .push(")");
+        }
+        tx.execute(q).await?;
+    }
+    tx.commit().await
+}
+
+pub async fn user_tags(db: &dyn Db, user: &UserId) -> StoreResult<Vec<Tag>> {
+    let q = sql("SELECT tag FROM user_tags WHERE user_id = $1 ORDER BY tag").bind(user.as_str());
+    db.read_all(q).await?.iter().map(tag).collect()
+}
+
+pub async fn add_user_tags(db: &dyn Db, pairs: &[(UserId, Tag)]) -> StoreResult<Tagged> {
+    let mut tx = db.begin(Work::Request).await?;
+    tx.lock(LOCK).await?;
+    let mut done = Tagged::default();
+    let mut seen: BTreeSet<(&str, &str)> = BTreeSet::new();
+    for (user, t) in pairs {
+        if !seen.insert((user.as_str(), t.as_str())) {
+            done.present += 1;
+            continue;
+        }
+        let q = sql("SELECT tag FROM user_tags WHERE user_id = $1").bind(user.as_str());
+        let held = tx.fetch_all(q).await?;
+        if held.iter().any(|r| r.str("tag").ok() == Some(t.as_str())) {
+            done.present += 1;
+        } else if held.len() >= MAX_TAGS_PER_USER {
+            done.over_limit += 1;
+        } else {
+            let q = sql("INSERT INTO user_tags (user_id, tag) VALUES ($1, $2)")
+                .bind(user.as_str())
+                .bind(t.as_str());
+            tx.execute(q).await?;
+            done.added += 1;
+        }
+    }
+    tx.commit().await?;
+    Ok(done)
+}
+
+pub async fn segment_users(db: &dyn Db, any: &[Tag], limit: u32) -> StoreResult<Vec<UserId>> {
+    if any.is_empty() {
+        return Ok(Vec::new());
+    }
+    // At most 20 tags: one parameter each.
+    let mut q = sql("SELECT DISTINCT user_id FROM user_tags WHERE tag IN (");
+    for (i, t) in any.iter().enumerate() {
+        q.push(if i == 0 { "" } else { ", " }).push_bind(t.as_str());
+    }
+    q.push(") ORDER BY user_id LIMIT ")
+        .push_bind(i64::from(limit));
+    db.read_all(q)
+        .await?
+        .iter()
+        .map(|r| UserId::parse(r.str("user_id")?).map_err(StoreError::other))
+        .collect()
+}
+
+fn tag(r: &Row) -> StoreResult<Tag> {
+    Tag::parse(r.str("tag")?).map_err(StoreError::other)
+}
+
+/// Implements `TagStore` for a backend type that is a [`Db`].
+#[macro_export]
+macro_rules! impl_tag_store {
+    ($t:ty) => {
+        #[$crate::async_trait]
+        impl $crate::reexport::store::TagStore for $t {
+            async fn put_user_tags(
+                &self,
+                user: &$crate::reexport::domain::UserId,
+                tags: &[$crate::reexport::domain::Tag],
+            ) -> $crate::reexport::store::StoreResult<()> {
+                $crate::tags::put_user_tags(self, user, tags).await
+            }
+            async fn user_tags(
+                &self,
+                user: &$crate::reexport::domain::UserId,
+            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::domain::Tag>> {
+                $crate::tags::user_tags(self, user).await
+            }
+            async fn add_user_tags(
+                &self,
+                pairs: &[(
+                    $crate::reexport::domain::UserId,
+                    $crate::reexport::domain::Tag,
+                )],
+            ) -> $crate::reexport::store::StoreResult<$crate::reexport::store::Tagged> {
+                $crate::tags::add_user_tags(self, pairs).await
+            }
+            async fn segment_users(
+                &self,
+                any: &[$crate::reexport::domain::Tag],
+                limit: u32,
+            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::domain::UserId>> {
+                $crate::tags::segment_users(self, any, limit).await
+            }
+        }
+    };
+}
