@@ -7,6 +7,7 @@ use crate::checkout::{LineDraft, MAX_PRODUCT_ID_CHARS};
 use crate::error::DomainError;
 use crate::ids::{CategoryId, ListingId, UserId};
 use crate::money::{BasisPoints, Money};
+use crate::tags::{tag_set, Tag, MAX_SEGMENT_TAGS};
 use crate::text::check_text;
 use crate::time::Timestamp;
 
@@ -339,12 +340,19 @@ pub enum Audience {
     Everyone,
     /// Only these users (at most 10,000; larger audiences use bulk issuance).
     Users { ids: Vec<UserId> },
+    /// Users holding any of these tags (1 to 20) when they claim: the claim's transaction
+    /// reads the tags coupond holds for them (`PUT /v1/users/{id}/tags`).
+    Tags {
+        #[schema(value_type = Vec<String>)]
+        any: Vec<Tag>,
+    },
 }
 
 impl Audience {
     pub const MAX_USERS: usize = 10_000;
 
-    pub fn validate(&self) -> Result<(), DomainError> {
+    /// The audience as stored: a tag audience's tags as a set.
+    pub fn validate(self) -> Result<Audience, DomainError> {
         match self {
             Audience::Users { ids } if ids.is_empty() || ids.len() > Self::MAX_USERS => {
                 Err(DomainError::invalid(
@@ -353,14 +361,28 @@ impl Audience {
                     format!("between 1 and {} user ids", Self::MAX_USERS),
                 ))
             }
-            _ => Ok(()),
+            Audience::Tags { any } => Ok(Audience::Tags {
+                any: tag_set("audience.any", &any, 1, MAX_SEGMENT_TAGS)?,
+            }),
+            a => Ok(a),
         }
     }
 
-    pub fn admits(&self, user: &UserId) -> bool {
+    /// Whether `user` is in the audience, when that can be told without the user's tags;
+    /// `None` for a tag audience, which the store decides in the claim's transaction.
+    pub fn admits(&self, user: &UserId) -> Option<bool> {
         match self {
-            Audience::Everyone => true,
-            Audience::Users { ids } => ids.contains(user),
+            Audience::Everyone => Some(true),
+            Audience::Users { ids } => Some(ids.contains(user)),
+            Audience::Tags { .. } => None,
+        }
+    }
+
+    /// The tags a claimant must hold one of, for a tag audience; empty otherwise.
+    pub fn tags(&self) -> &[Tag] {
+        match self {
+            Audience::Tags { any } => any,
+            _ => &[],
         }
     }
 }

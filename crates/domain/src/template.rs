@@ -172,7 +172,8 @@ impl TemplateSpec {
             ));
         }
         draft.scope.validate(ctx.owner.is_some())?;
-        draft.audience.validate()?;
+        let mut draft = draft;
+        draft.audience = std::mem::take(&mut draft.audience).validate()?;
         draft.validity.validate()?;
         if let Some(owner) = ctx.owner {
             if !draft.cities.is_subset(&owner.cities) {

@@ -189,13 +189,14 @@ pub fn not_claimable(t: &Template, now: Timestamp) -> Option<NotClaimable> {
     }
 }
 
-/// Whether `user` may claim `t` at `now`, before stock and the per-user limit (which the
-/// database decides).
+/// Whether `user` may claim `t` at `now`, before stock, the per-user limit and a tag audience
+/// (which the database decides).
 pub fn check_claim(t: &Template, user: &UserId, now: Timestamp) -> Result<(), ClaimRejection> {
     if let Some(r) = not_claimable(t, now) {
         return Err(ClaimRejection::NotClaimable(r));
     }
-    if !t.spec.audience.admits(user) {
+    // A tag audience is decided by the store, in the claim's transaction.
+    if t.spec.audience.admits(user) == Some(false) {
         return Err(ClaimRejection::NotEligible);
     }
     Ok(())

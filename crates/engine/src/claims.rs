@@ -227,7 +227,7 @@ impl ClaimEngine {
             if self.is_sold_out(template.id) {
                 return Err(ClaimError::Rejected(ClaimRejection::SoldOut));
             }
-        } else if !template.spec.audience.admits(&user) {
+        } else if template.spec.audience.admits(&user) == Some(false) {
             return Err(ClaimError::Rejected(ClaimRejection::NotEligible));
         }
         let (valid_from, valid_until) = template.spec.validity.for_claim(now);
@@ -272,6 +272,7 @@ impl ClaimEngine {
                 Err(ClaimError::Rejected(ClaimRejection::SoldOut))
             }
             ClaimOutcome::LimitReached => Err(ClaimError::Rejected(ClaimRejection::LimitReached)),
+            ClaimOutcome::NotEligible => Err(ClaimError::Rejected(ClaimRejection::NotEligible)),
             ClaimOutcome::NotClaimable => {
                 // Either the caller's copy already said so (keyed claims skip the early
                 // check), or the template changed since it was read (aborted, window closed).

@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use coupond_domain::{Coupon, CouponId, CouponStatus, TemplateId, Timestamp};
 use coupond_store::events::{self, kind};
 use coupond_store::{ClaimOutcome, ClaimRequest, IdempotencyKey, StoreError, StoreResult};
-use coupond_store_sql::{rows, sql, Exec, Query};
+use coupond_store_sql::{rows, sql, tags, Exec, Query};
 
 use crate::rows::db_err;
 use crate::store::MysqlStore;
@@ -32,6 +32,8 @@ struct Terms {
     total_stock: i64,
     remaining: i64,
     limit: i64,
+    /// The audience is a set of tags (`template_tags` has rows).
+    tagged: bool,
 }
 
 impl MysqlStore {
@@ -81,6 +83,15 @@ pub(crate) async fn claim_in<E: Exec + ?Sized>(
     for (i, code) in coded {
         out[i] = take_code(tx, template, code, &claims[i], now).await?;
     }
+    // 2b. A tag audience: claimants holding none of its tags are not eligible.
+    if terms.tagged {
+        let (open, users) = tags::open_claimants(claims, &out);
+        let rows = tx
+            .fetch_all(tags::tagged_claimants(template, &users))
+            .await?;
+        let untagged = tags::refuse_untagged(claims, &mut out, open, &rows)?;
+        forget(tx, claims, &untagged).await?;
+    }
     let candidates: Vec<usize> = (0..claims.len()).filter(|i| out[*i].is_none()).collect();
     // 3. Per-user counters and the stock, first come first served.
     let granted = grant(tx, template, claims, &candidates, &terms, &mut out).await?;
@@ -115,6 +126,8 @@ async fn lock_template<E: Exec + ?Sized>(
         .fetch_optional(
             sql(
                 "SELECT total_stock, total_stock - claimed AS remaining, per_user_limit,
+                        (SELECT COUNT(*) FROM template_tags tt WHERE tt.template_id = templates.id)
+                            AS tagged,
                         (aborted_at IS NULL
                          AND (activity_id IS NOT NULL OR published_at IS NOT NULL)
                          AND claim_start <= $1 AND $1 < claim_end) AS claimable
@@ -132,6 +145,7 @@ async fn lock_template<E: Exec + ?Sized>(
         total_stock: row.i64("total_stock")?,
         remaining: row.i64("remaining")?,
         limit: row.i64("per_user_limit")?,
+        tagged: row.i64("tagged")? > 0,
     }))
 }
 

@@ -30,8 +30,10 @@ use std::collections::HashMap;
 use coupond_domain::{Coupon, CouponId, TemplateId, Timestamp};
 use coupond_store::events;
 use coupond_store::{ClaimOutcome, ClaimRequest, IdempotencyKey, StoreError, StoreResult};
+use coupond_store_sql::tags;
 use sqlx::Postgres;
 
+use crate::exec::fetch_on;
 use crate::rows::{self, db_err};
 use crate::store::{dt, PgStore};
 
@@ -70,7 +72,9 @@ pub(crate) async fn attempt(
     // FOR SHARE: the template cannot be aborted (or changed) under the batch; other batches
     // share the lock. The stock is decided at the end.
     let row = sqlx::query(&format!(
-        "SELECT per_user_limit, ({CLAIMABLE}) AS claimable FROM templates WHERE id = $1 FOR SHARE"
+        "SELECT per_user_limit, ({CLAIMABLE}) AS claimable, {} FROM templates WHERE id = $1 \
+         FOR SHARE",
+        tags::TAGGED_COLUMN
     ))
     .bind(template.get())
     .bind(dt(now))
@@ -107,12 +111,18 @@ pub(crate) async fn attempt(
     for (i, code) in coded {
         out[i] = take_code(tx, template, code, &claims[i], now).await?;
     }
+    // 2b. A tag audience: claimants holding none of its tags are not eligible.
+    let tagged: i64 = sqlx::Row::try_get(&row, "tagged").map_err(db_err)?;
+    let mut refused = if tagged > 0 {
+        refuse_untagged(tx, template, claims, &mut out).await?
+    } else {
+        Vec::new()
+    };
     let candidates: Vec<usize> = (0..claims.len()).filter(|i| out[*i].is_none()).collect();
 
     // 3. Per-user counters.
     let holds = take_slots(tx, template, claims, &candidates, limit).await?;
     let mut accepted: Vec<usize> = Vec::with_capacity(candidates.len());
-    let mut refused: Vec<usize> = Vec::new();
     for &i in &candidates {
         if holds[i] {
             accepted.push(i);
@@ -184,6 +194,19 @@ pub(crate) async fn attempt(
         .map(|o| o.ok_or_else(|| StoreError::other("claim without an outcome")))
         .collect::<StoreResult<Vec<_>>>()
         .map(Attempt::Done)
+}
+
+/// Answers `not_eligible` to the claims still open whose user holds none of the template's
+/// audience tags (read in this transaction); their indexes, to give back keys and codes.
+async fn refuse_untagged(
+    tx: &mut Tx,
+    template: TemplateId,
+    claims: &[ClaimRequest],
+    out: &mut [Option<ClaimOutcome>],
+) -> StoreResult<Vec<usize>> {
+    let (open, users) = tags::open_claimants(claims, out);
+    let rows = fetch_on(tx, &tags::tagged_claimants(template, &users)).await?;
+    tags::refuse_untagged(claims, out, open, &rows)
 }
 
 /// Takes `k` of the template's stock from one shard (or, `exact`, from the shards in order,

@@ -112,6 +112,11 @@ where
     rows(&build(q)?.fetch_all(ex).await.map_err(db_err)?)
 }
 
+/// Runs a shared statement on a connection the caller holds (the claim path's transaction).
+pub(crate) async fn fetch_on(conn: &mut sqlx::PgConnection, q: &Query) -> StoreResult<Vec<Row>> {
+    all(q, conn).await
+}
+
 async fn optional<'e, E>(q: &Query, ex: E) -> StoreResult<Option<Row>>
 where
     E: sqlx::Executor<'e, Database = Postgres>,

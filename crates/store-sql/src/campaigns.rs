@@ -176,6 +176,7 @@ pub async fn insert_template(
     let template = template_row(&tx.fetch_one(q).await?)?;
     db.template_stock(&mut *tx, template.id.get(), spec.total_stock)
         .await?;
+    crate::tags::write_template_tags(&mut *tx, template.id, spec).await?;
     tx.commit().await?;
     Ok(template)
 }
@@ -250,6 +251,7 @@ pub async fn update_template(
     let template = template_row(&row)?;
     db.template_stock(&mut *tx, id.get(), spec.total_stock)
         .await?;
+    crate::tags::write_template_tags(&mut *tx, id, spec).await?;
     if let Some(e) = edit {
         if let Some((old, new)) = e.coupons_until {
             let q = sql("UPDATE coupons SET valid_until = $1, updated_at = $2

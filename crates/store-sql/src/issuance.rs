@@ -137,7 +137,8 @@ pub fn chunk_claims(
     let claims = users
         .iter()
         .filter(|u| {
-            let ok = template.spec.audience.admits(u);
+            // A tag audience is checked by the claim path, in the chunk's transaction.
+            let ok = template.spec.audience.admits(u) != Some(false);
             not_eligible += u64::from(!ok);
             ok
         })
@@ -181,7 +182,8 @@ pub async fn chunk_stopped<E: Exec + ?Sized>(
         .transpose()
 }
 
-/// Records a chunk's outcomes `out` (and `not_eligible` users passed over) on job `id`, whose
+/// Records a chunk's outcomes `out` (and `not_eligible` users passed over before the claims,
+/// besides those the claim path found outside a tag audience) on job `id`, whose
 /// next user is now `to`, finishing it (with its `issuance.finished` event) if `done`.
 pub async fn chunk_done<E: Exec + ?Sized>(
     ex: &mut E,
@@ -203,7 +205,7 @@ pub async fn chunk_done<E: Exec + ?Sized>(
     .bind(count(|o| matches!(o, ClaimOutcome::Issued(_))))
     .bind(count(|o| *o == ClaimOutcome::LimitReached))
     .bind(count(|o| *o == ClaimOutcome::SoldOut))
-    .bind(not_eligible as i64)
+    .bind(not_eligible as i64 + count(|o| *o == ClaimOutcome::NotEligible))
     .bind(if done { "done" } else { "running" })
     .bind(now)
     .bind(done.then_some(now))

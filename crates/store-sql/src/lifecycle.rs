@@ -119,9 +119,6 @@ pub async fn refund_order(db: &dyn Db, req: &RefundRequest<'_>) -> StoreResult<R
         }
     };
     let made = give_back(&mut *tx, db, &take, req).await?;
-    if !made.is_empty() {
-        coupond_store::failpoints::hit("refund.before_commit")?;
-    }
     tx.commit().await?;
     let mut refunds: Vec<(Refund, bool)> = before.into_iter().map(|r| (r, false)).collect();
     refunds.extend(made.into_iter().map(|r| (r, true)));
@@ -323,7 +320,13 @@ pub async fn delete_template(db: &dyn Db, id: TemplateId) -> StoreResult<Deleted
     .await?;
     // A draft has no coupons, so no holdings, reminders or claim keys; codes and code
     // batches may have been defined for it. PostgreSQL lays stock out in `template_stock`.
-    let mut tables = vec!["bindings", "codes", "code_batches", "template_changes"];
+    let mut tables = vec![
+        "bindings",
+        "codes",
+        "code_batches",
+        "template_changes",
+        "template_tags",
+    ];
     if d == Dialect::Postgres {
         tables.push("template_stock");
     }

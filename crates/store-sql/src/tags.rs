@@ -7,10 +7,10 @@
 use std::collections::BTreeSet;
 
 use coupond_domain::tags::MAX_TAGS_PER_USER;
-use coupond_domain::{Tag, UserId};
-use coupond_store::{StoreError, StoreResult, Tagged};
+use coupond_domain::{Tag, TemplateId, TemplateSpec, UserId};
+use coupond_store::{ClaimOutcome, ClaimRequest, StoreError, StoreResult, Tagged};
 
-use crate::{sql, Db, Row, Work};
+use crate::{sql, Db, Exec, Row, Work};
 
 const LOCK: &str = "user_tags";
 
@@ -82,6 +82,78 @@ pub async fn segment_users(db: &dyn Db, any: &[Tag], limit: u32) -> StoreResult<
         .iter()
         .map(|r| UserId::parse(r.str("user_id")?).map_err(StoreError::other))
         .collect()
+}
+
+/// Lays out a template's audience tags in `template_tags`, which claim batches read (empty
+/// unless its audience is a set of tags).
+pub(crate) async fn write_template_tags<E: Exec + ?Sized>(
+    ex: &mut E,
+    id: TemplateId,
+    spec: &TemplateSpec,
+) -> StoreResult<()> {
+    let q = sql("DELETE FROM template_tags WHERE template_id = $1").bind(id.get());
+    ex.execute(q).await?;
+    for tag in spec.audience.tags() {
+        let q = sql("INSERT INTO template_tags (template_id, tag) VALUES ($1, $2)")
+            .bind(id.get())
+            .bind(tag.as_str());
+        ex.execute(q).await?;
+    }
+    Ok(())
+}
+
+/// The claim path's audience check, run by each backend inside its claim transaction for a
+/// template with audience tags: which of `users` hold any of template `template`'s tags
+/// (rows of `user_id`). One parameter per user; a batch is far below every backend's limit.
+pub fn tagged_claimants(template: TemplateId, users: &[&str]) -> crate::Query {
+    let mut q = sql(
+        "SELECT DISTINCT u.user_id FROM user_tags u JOIN template_tags t ON t.tag = u.tag
+         WHERE t.template_id = ",
+    );
+    q.push_bind(template.get()).push(" AND u.user_id IN (");
+    for (i, u) in users.iter().enumerate() {
+        q.push(if i == 0 { "" } else { ", " }).push_bind(*u);
+    }
+    q.push(")");
+    q
+}
+
+/// The claim path's test for a tag audience, as a column of its read of the template row
+/// (`tagged > 0`: the template's audience is a set of tags).
+pub const TAGGED_COLUMN: &str =
+    "(SELECT COUNT(*) FROM template_tags tt WHERE tt.template_id = templates.id) AS tagged";
+
+/// The claims of a batch still open (no outcome yet), and their users, for
+/// [`tagged_claimants`].
+pub fn open_claimants<'a>(
+    claims: &'a [ClaimRequest],
+    out: &[Option<ClaimOutcome>],
+) -> (Vec<usize>, Vec<&'a str>) {
+    let open: Vec<usize> = (0..claims.len()).filter(|i| out[*i].is_none()).collect();
+    let users = open.iter().map(|&i| claims[i].user.as_str()).collect();
+    (open, users)
+}
+
+/// Answers `not_eligible` to the `open` claims whose user is not among `rows` (read by
+/// [`tagged_claimants`]); their indexes, for the backend to give back keys and codes.
+pub fn refuse_untagged(
+    claims: &[ClaimRequest],
+    out: &mut [Option<ClaimOutcome>],
+    open: Vec<usize>,
+    rows: &[Row],
+) -> StoreResult<Vec<usize>> {
+    let admitted: std::collections::HashSet<String> = rows
+        .iter()
+        .map(|r| r.string("user_id"))
+        .collect::<StoreResult<_>>()?;
+    let refused: Vec<usize> = open
+        .into_iter()
+        .filter(|&i| !admitted.contains(claims[i].user.as_str()))
+        .collect();
+    for &i in &refused {
+        out[i] = Some(ClaimOutcome::NotEligible);
+    }
+    Ok(refused)
 }
 
 fn tag(r: &Row) -> StoreResult<Tag> {

@@ -7,3 +7,11 @@ CREATE TABLE user_tags (
 ) STRICT, WITHOUT ROWID;
 
 CREATE INDEX user_tags_by_tag ON user_tags (tag, user_id);
+
+-- The tags of templates whose audience is a set of tags (written with the template): a claim
+-- batch joins them with `user_tags` in its transaction.
+CREATE TABLE template_tags (
+    template_id INTEGER NOT NULL REFERENCES templates (id),
+    tag         TEXT    NOT NULL,
+    PRIMARY KEY (template_id, tag)
+) STRICT, WITHOUT ROWID;

@@ -15,9 +15,10 @@ use std::collections::{HashMap, HashSet};
 use coupond_domain::{Coupon, CouponId, CouponStatus, TemplateId, Timestamp};
 use coupond_store::events::{self, kind};
 use coupond_store::{ClaimOutcome, ClaimRequest, IdempotencyKey, StoreError, StoreResult};
-use coupond_store_sql::{sql, wallet, Db, Dialect};
+use coupond_store_sql::{sql, tags, wallet, Db, Dialect};
 use sqlx::{QueryBuilder, Sqlite};
 
+use crate::exec::fetch_on;
 use crate::rows::{self, db_err};
 use crate::store::{us, SqliteStore};
 
@@ -34,12 +35,13 @@ pub(crate) async fn claim_in(
     claims: &[ClaimRequest],
     now: Timestamp,
 ) -> StoreResult<Vec<ClaimOutcome>> {
-    let row = sqlx::query(
-        "SELECT total_stock, total_stock - claimed AS remaining, per_user_limit,
+    let row = sqlx::query(&format!(
+        "SELECT total_stock, total_stock - claimed AS remaining, per_user_limit, {},
                 (aborted_at IS NULL AND (activity_id IS NOT NULL OR published_at IS NOT NULL)
                  AND claim_start <= ?1 AND ?1 < claim_end) AS claimable
          FROM templates WHERE id = ?2",
-    )
+        tags::TAGGED_COLUMN
+    ))
     .bind(us(now))
     .bind(template.get())
     .fetch_optional(&mut **tx)
@@ -80,6 +82,10 @@ pub(crate) async fn claim_in(
         if let (None, Some(code)) = (&out[i], single_use(c)) {
             out[i] = take_code(tx, template, code, c, now).await?;
         }
+    }
+    // 2b. A tag audience: claimants holding none of its tags are not eligible.
+    if get("tagged")? > 0 {
+        refuse_untagged(tx, template, claims, &mut out).await?;
     }
     let candidates: Vec<usize> = (0..claims.len()).filter(|i| out[*i].is_none()).collect();
 
@@ -163,6 +169,23 @@ pub(crate) async fn claim_in(
     out.into_iter()
         .map(|o| o.ok_or_else(|| StoreError::other("claim without an outcome")))
         .collect()
+}
+
+/// Answers `not_eligible` to the claims still open whose user holds none of the template's
+/// audience tags (read in this transaction); they record no key and leave their code free.
+async fn refuse_untagged(
+    tx: &mut Tx,
+    template: TemplateId,
+    claims: &[ClaimRequest],
+    out: &mut [Option<ClaimOutcome>],
+) -> StoreResult<()> {
+    let (open, users) = tags::open_claimants(claims, out);
+    let rows = fetch_on(tx, &tags::tagged_claimants(template, &users)).await?;
+    for i in tags::refuse_untagged(claims, out, open, &rows)? {
+        forget_key(tx, claims[i].idempotency.as_ref()).await?;
+        release_code(tx, single_use(&claims[i])).await?;
+    }
+    Ok(())
 }
 
 /// Takes a per-user slot for each candidate claim; `true` where one was free. Users appearing

@@ -71,6 +71,14 @@ fn row_in(r: &SqliteRow, columns: Arc<[String]>) -> StoreResult<Row> {
     Ok(Row::new(columns, values))
 }
 
+/// Runs a shared statement on a connection the caller holds (the claim path's transaction).
+pub(crate) async fn fetch_on(
+    conn: &mut sqlx::SqliteConnection,
+    q: &Query,
+) -> StoreResult<Vec<Row>> {
+    rows(&build(q).fetch_all(conn).await.map_err(db_err)?)
+}
+
 /// A connection pool as an [`Exec`] (the reader pool, or the writer outside a transaction).
 pub(crate) struct PoolExec<'a>(pub(crate) &'a sqlx::SqlitePool);
 

@@ -212,6 +212,9 @@ pub enum ClaimOutcome {
     KeyReused,
     /// The single-use code was redeemed by another user (or belongs to another template).
     CodeTaken,
+    /// The template's audience is a set of tags and the user holds none of them (read in the
+    /// claim's transaction).
+    NotEligible,
 }
 
 /// Which of a user's coupons to list: soonest-expiring first.

@@ -14,7 +14,7 @@
 use coupond_domain::{
     ActivityDraft, ActivityId, ActivitySpec, Audience, BasisPoints, CategoryId, CitySet,
     CouponKind, CouponValue, DeductionMode, FundedBy, Gift, ListingId, Money, RefundPolicy, Scope,
-    Stacking, TemplateDraft, TemplateSpec, Timestamp, UserId, Validity, Window,
+    Stacking, Tag, TemplateDraft, TemplateSpec, Timestamp, UserId, Validity, Window,
 };
 use serde::{Deserialize, Serialize};
 
@@ -202,6 +202,9 @@ enum AudienceRecord {
     Everyone,
     Users {
         ids: Vec<UserId>,
+    },
+    Tags {
+        any: Vec<Tag>,
     },
 }
 
@@ -415,6 +418,7 @@ impl From<&Audience> for AudienceRecord {
         match a {
             Audience::Everyone => AudienceRecord::Everyone,
             Audience::Users { ids } => AudienceRecord::Users { ids: ids.clone() },
+            Audience::Tags { any } => AudienceRecord::Tags { any: any.clone() },
         }
     }
 }
@@ -424,6 +428,7 @@ impl From<AudienceRecord> for Audience {
         match a {
             AudienceRecord::Everyone => Audience::Everyone,
             AudienceRecord::Users { ids } => Audience::Users { ids },
+            AudienceRecord::Tags { any } => Audience::Tags { any },
         }
     }
 }

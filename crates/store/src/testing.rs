@@ -68,6 +68,7 @@ macro_rules! conformance_suite {
             refunds_and_revokes_race_once,
             user_tags_and_segments,
             tag_limit_holds_under_concurrent_writers,
+            tag_audiences_are_checked_in_the_claim,
         );
     };
     (@cases $factory:path; $($case:ident),* $(,)?) => {

@@ -160,6 +160,77 @@ async fn tags_and_segments(app: TestApp) {
     );
 }
 
+/// A template for a tag audience: claimable only by users holding one of its tags when they
+/// claim, decided by the claim's transaction.
+async fn tag_audience(app: TestApp) {
+    let t = live(
+        &app,
+        10,
+        1,
+        json!({"audience": {"type": "tags", "any": ["vip", "gold", "vip"]}}),
+    )
+    .await;
+    let r = app.get(&format!("/v1/templates/{t}"), app.m1()).await;
+    assert_eq!(
+        r.body["audience"],
+        json!({"type": "tags", "any": ["gold", "vip"]}),
+        "{}",
+        r.body
+    );
+    let claims = format!("/v1/templates/{t}/claims");
+    let r = app
+        .post(&claims, &app.service, json!({"user_id": "u-20"}))
+        .await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::CONFLICT, "not_eligible"),
+        "{}",
+        r.body
+    );
+    let r = app
+        .call(
+            Method::PUT,
+            "/v1/users/u-20/tags",
+            Some(&app.platform),
+            Some(json!({"tags": ["gold"]})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    let r = app
+        .post(&claims, &app.service, json!({"user_id": "u-20"}))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let bad = json!({"audience": {"type": "tags", "any": []}});
+    let mut body = standalone_template(10, 20);
+    body["audience"] = bad["audience"].clone();
+    let r = app.post("/v1/templates", app.m1(), body).await;
+    assert_eq!(
+        (r.status, r.body["field"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("audience.any")),
+        "{}",
+        r.body
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tag_audience_on_sqlite() {
+    tag_audience(TestApp::new().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tag_audience_on_postgres() {
+    if let Some(app) = TestApp::postgres().await {
+        tag_audience(app).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tag_audience_on_mysql() {
+    if let Some(app) = TestApp::mysql().await {
+        tag_audience(app).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tags_and_segments_on_sqlite() {
     tags_and_segments(TestApp::new().await).await;

@@ -198,3 +198,22 @@ fn kinds_round_trip_as_str() {
         Some(CouponKind::FreeShipping)
     );
 }
+
+#[test]
+fn tag_audiences_are_sets_decided_by_the_store() {
+    let a: Audience =
+        serde_json::from_str(r#"{"type":"tags","any":["vip","gold","vip"]}"#).unwrap();
+    let a = a.validate().unwrap();
+    let tags: Vec<&str> = a.tags().iter().map(|t| t.as_str()).collect();
+    assert_eq!(tags, ["gold", "vip"]);
+    let u = UserId::parse("u-1").unwrap();
+    assert_eq!(a.admits(&u), None, "the claim's transaction decides");
+    assert_eq!(Audience::Everyone.admits(&u), Some(true));
+    assert!(Audience::Everyone.tags().is_empty());
+    let none: Audience = serde_json::from_str(r#"{"type":"tags","any":[]}"#).unwrap();
+    assert_eq!(
+        none.validate().unwrap_err().field.as_deref(),
+        Some("audience.any")
+    );
+    assert!(serde_json::from_str::<Audience>(r#"{"type":"tags","any":["VIP"]}"#).is_err());
+}

@@ -1,4 +1,5 @@
-//! Plain claim batches in one round trip: `coupond_claim_plain` (migration 0015) does the
+//! Plain claim batches in one round trip: `coupond_claim_plain` (migrations 0015, 0017: the
+//! tag audience) does the
 //! whole batch server-side, in autocommit, so BEGIN and COMMIT cost no round trips of their
 //! own. The coupons' `coupon.claimed` bodies are built here (the database sets their
 //! `coupon_id`), so the event format has one author.
@@ -103,6 +104,7 @@ impl PgStore {
             .zip(claims)
             .map(|(&id, r)| match id {
                 0 => Ok(ClaimOutcome::LimitReached),
+                -2 => Ok(ClaimOutcome::NotEligible),
                 id => CouponId::new(id)
                     .map(|id| ClaimOutcome::Issued(coupon(template, r, id, now)))
                     .map_err(StoreError::other),

@@ -86,3 +86,60 @@ pub async fn tag_limit_holds_under_concurrent_writers(s: Arc<dyn Store>) {
     );
     assert_eq!(s.user_tags(&u).await.unwrap().len(), MAX_TAGS_PER_USER);
 }
+
+/// A template whose audience is a set of tags: the claim batch reads the claimants' tags in
+/// its transaction, on every claim path (plain batches, keyed ones, bulk issuance).
+pub async fn tag_audiences_are_checked_in_the_claim(s: Arc<dyn Store>) {
+    let vip = tag("vip");
+    let t = crate::testing::fixtures::claimable_template_with(s.as_ref(), 10, 1, |d| {
+        d.audience = coupond_domain::Audience::Tags {
+            any: vec![vip.clone(), tag("gold")],
+        }
+    })
+    .await;
+    assert_eq!(t.spec.audience.tags(), &[tag("gold"), vip.clone()]);
+    s.put_user_tags(&user("in-1"), std::slice::from_ref(&vip))
+        .await
+        .unwrap();
+    s.put_user_tags(&user("in-2"), &[tag("gold"), tag("new")])
+        .await
+        .unwrap();
+    s.put_user_tags(&user("out-1"), &[tag("new")])
+        .await
+        .unwrap();
+    let at = crate::testing::fixtures::at(15);
+    // A plain batch (each user once, no keys).
+    let batch: Vec<_> = ["in-1", "out-1", "nobody"]
+        .iter()
+        .map(|u| super::req(u))
+        .collect();
+    let out = s.claim_batch(t.id, &batch, at).await.unwrap();
+    assert!(matches!(out[0], crate::ClaimOutcome::Issued(_)), "{out:?}");
+    assert_eq!(
+        &out[1..],
+        &[
+            crate::ClaimOutcome::NotEligible,
+            crate::ClaimOutcome::NotEligible
+        ]
+    );
+    // A keyed batch: the refused key is not kept, so a retry after tagging succeeds.
+    let keyed = vec![
+        super::claims::keyed("in-2", "k-in", 1),
+        super::claims::keyed("out-1", "k-out", 2),
+    ];
+    let out = s.claim_batch(t.id, &keyed, at).await.unwrap();
+    assert!(matches!(out[0], crate::ClaimOutcome::Issued(_)), "{out:?}");
+    assert_eq!(out[1], crate::ClaimOutcome::NotEligible);
+    s.put_user_tags(&user("out-1"), &[vip]).await.unwrap();
+    let again = s.claim_batch(t.id, &keyed[1..], at).await.unwrap();
+    assert!(
+        matches!(again[0], crate::ClaimOutcome::Issued(_)),
+        "{again:?}"
+    );
+    let holders = s.inspect().count_coupons(t.id).await.unwrap();
+    assert_eq!(holders, 3);
+    assert_eq!(
+        s.audit(at, time::Duration::minutes(1)).await.unwrap(),
+        vec![]
+    );
+}
