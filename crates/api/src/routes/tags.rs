@@ -104,7 +104,8 @@ pub struct InvalidLineView {
 /// Add tags to many users (platform, service): a `text/csv` upload of `user_id,tag` lines (an
 /// optional `user_id,tag` header; up to 1,000,000 lines and `max_upload_bytes`). The whole
 /// file is read and checked first; then the pairs are added 1,000 per transaction, keeping
-/// what users already hold. Adding is idempotent, so a failed upload is safely sent again.
+/// what users already hold. Adding is idempotent, so a failed upload is safely sent again. A
+/// file without one valid pair is 422 `no_pairs`.
 #[utoipa::path(operation_id = "bulk_user_tags", post, path = "/v1/user-tags", tag = "tags",
     request_body(content = String, content_type = "text/csv", description = "user_id,tag lines"),
     responses((status = 200, description = "What was added", body = BulkTagsView),
@@ -128,6 +129,13 @@ pub async fn bulk(
         .upload_permit(&p.scope())
         .ok_or(ApiError::TooManyUploads)?;
     let (pairs, mut view) = read_pairs(body, s.settings().max_upload_bytes).await?;
+    if pairs.is_empty() {
+        return Err(ApiError::invalid(
+            "no_pairs",
+            "body",
+            "no line is a user_id,tag pair",
+        ));
+    }
     for chunk in pairs.chunks(CHUNK) {
         let done = s.store().add_user_tags(chunk).await?;
         view.added += done.added;

@@ -79,6 +79,13 @@ async fn tags_and_segments(app: TestApp) {
         r.body
     );
     assert_eq!(r.body["invalid_lines"][0]["line"], 6, "{}", r.body);
+    let r = bulk(&app, "-1619").await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::UNPROCESSABLE_ENTITY, "no_pairs"),
+        "{}",
+        r.body
+    );
     let r = app
         .send(
             Request::builder()
