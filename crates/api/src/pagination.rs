@@ -65,6 +65,20 @@ pub fn page(cursor: Option<&str>, limit: Option<u32>, s: &ApiSettings) -> ApiRes
     })
 }
 
+/// Whether a list or report's `format` query parameter asks for CSV (`json`, the default, or
+/// `csv`; anything else is 400 `invalid_query` naming `format`).
+pub fn wants_csv(format: Option<&str>) -> ApiResult<bool> {
+    match format {
+        None | Some("json") => Ok(false),
+        Some("csv") => Ok(true),
+        Some(_) => Err(ApiError::bad_request(
+            "invalid_query",
+            Some("format"),
+            "format is json or csv",
+        )),
+    }
+}
+
 /// Trims the extra row fetched by [`page`] and sets the next cursor.
 pub fn finish<R, T>(
     mut rows: Vec<R>,

@@ -10,7 +10,8 @@
 //! Consistency never depends on this process: the stock and per-user limits are decided by
 //! the database inside `claim_batch`, so several coupond processes on one PostgreSQL stay
 //! exact. The only in-memory shortcut is the set of templates known to be sold out, which
-//! answers `sold_out` without a database round trip (stock never comes back once issued).
+//! answers `sold_out` without a database round trip ([`SoldOutMemo`](crate::sold_out::SoldOutMemo):
+//! cleared when the stock is raised).
 //!
 //! Locks and channels:
 //! - `batchers` (a `std` mutex, held only to look up or insert a sender, never across an
@@ -26,7 +27,7 @@
 //!   and starts a new batcher.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use coupond_domain::{
@@ -38,6 +39,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use crate::clock::Clock;
+use crate::sold_out::SoldOutMemo;
 
 /// How long a batcher waits for work before it exits.
 pub const IDLE: Duration = Duration::from_secs(30);
@@ -173,10 +175,7 @@ struct Inner {
     clock: Arc<dyn Clock>,
     mode: ClaimMode,
     batchers: Mutex<HashMap<TemplateId, mpsc::Sender<Job>>>,
-    /// Per template: whether it was seen sold out, and the stock that was seen with. A
-    /// raise of the stock clears the flag and records the new stock, so a batch that read
-    /// the old terms and answers sold out afterwards cannot set it again.
-    sold_out: RwLock<HashMap<TemplateId, (bool, i64)>>,
+    sold_out: SoldOutMemo,
     tasks: Mutex<Vec<JoinHandle<()>>>,
     closing: std::sync::atomic::AtomicBool,
 }
@@ -189,7 +188,7 @@ impl ClaimEngine {
                 clock,
                 mode,
                 batchers: Mutex::new(HashMap::new()),
-                sold_out: RwLock::new(HashMap::new()),
+                sold_out: SoldOutMemo::default(),
                 tasks: Mutex::new(Vec::new()),
                 closing: std::sync::atomic::AtomicBool::new(false),
             }),
@@ -268,7 +267,9 @@ impl ClaimEngine {
             ClaimOutcome::KeyReused => Err(ClaimError::KeyReused),
             ClaimOutcome::CodeTaken => Err(ClaimError::CodeTaken),
             ClaimOutcome::SoldOut => {
-                self.mark_sold_out(template.id, template.spec.total_stock);
+                self.inner
+                    .sold_out
+                    .mark(template.id, template.spec.total_stock);
                 Err(ClaimError::Rejected(ClaimRejection::SoldOut))
             }
             ClaimOutcome::LimitReached => Err(ClaimError::Rejected(ClaimRejection::LimitReached)),
@@ -285,39 +286,12 @@ impl ClaimEngine {
 
     /// Forgets that `t` was sold out: its stock was raised to `stock`.
     pub fn forget_sold_out(&self, t: TemplateId, stock: i64) {
-        let mut memo = self
-            .inner
-            .sold_out
-            .write()
-            .unwrap_or_else(PoisonError::into_inner);
-        let seen = memo.entry(t).or_insert((false, stock));
-        if stock >= seen.1 {
-            *seen = (false, stock);
-        }
+        self.inner.sold_out.forget(t, stock);
     }
 
-    /// Whether `t` was seen sold out (until its stock is raised: issued coupons never come
-    /// back to the stock).
+    /// Whether `t` was seen sold out (and its stock not raised since).
     pub fn is_sold_out(&self, t: TemplateId) -> bool {
-        self.inner
-            .sold_out
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&t)
-            .is_some_and(|(sold, _)| *sold)
-    }
-
-    /// Records `t` sold out at `stock`, unless its stock has been raised past that since.
-    fn mark_sold_out(&self, t: TemplateId, stock: i64) {
-        let mut memo = self
-            .inner
-            .sold_out
-            .write()
-            .unwrap_or_else(PoisonError::into_inner);
-        let seen = memo.entry(t).or_insert((true, stock));
-        if stock >= seen.1 {
-            *seen = (true, stock);
-        }
+        self.inner.sold_out.is_sold_out(t)
     }
 
     async fn enqueue(

@@ -16,6 +16,7 @@
 //! - [`pacing`]: [`Pacer`], which sizes background chunks to a target transaction time.
 //! - [`reports`]: the reconciliation of discounts given in a period, per template and funder,
 //!   and its CSV.
+//! - [`sold_out`]: the templates this process saw sold out, cleared by a raise of the stock.
 //! - [`scheduler`]: [`Scheduler`], the one loop (under a lease) that announces status
 //!   transitions, expires coupons, ends locks and sends reminders as time makes them due.
 //! - [`dispatch`]: [`Dispatcher`], which hands the outbox to [`Observer`]s (reminder planner,
@@ -46,6 +47,7 @@ pub mod lifecycle;
 pub mod pacing;
 pub mod reports;
 pub mod scheduler;
+pub mod sold_out;
 pub mod supervise;
 pub mod webhooks;
 pub mod worker;

@@ -124,15 +124,14 @@ async fn lock_template<E: Exec + ?Sized>(
 ) -> StoreResult<Option<Terms>> {
     let row = tx
         .fetch_optional(
-            sql(
-                "SELECT total_stock, total_stock - claimed AS remaining, per_user_limit,
-                        (SELECT COUNT(*) FROM template_tags tt WHERE tt.template_id = templates.id)
-                            AS tagged,
+            sql(format!(
+                "SELECT total_stock, total_stock - claimed AS remaining, per_user_limit, {},
                         (aborted_at IS NULL
                          AND (activity_id IS NOT NULL OR published_at IS NOT NULL)
                          AND claim_start <= $1 AND $1 < claim_end) AS claimable
                  FROM templates WHERE id = $2 FOR UPDATE",
-            )
+                tags::TAGGED_COLUMN
+            ))
             .bind(now)
             .bind(template.get()),
         )

@@ -232,15 +232,18 @@ async fn refund_one<E: Exec + ?Sized>(
     emit(ex, kind::COUPON_REFUNDED, req.now, body.to_string()).await
 }
 
-/// Every refund of `order`, by coupon id.
+/// Every refund of order `$1`, by coupon id.
+const REFUNDS_OF: &str = "SELECT * FROM refunds WHERE order_id = $1 ORDER BY coupon_id";
+
+/// Every refund of `order`, by coupon id, inside the caller's transaction.
 async fn refunds_of<E: Exec + ?Sized>(ex: &mut E, order: &OrderId) -> StoreResult<Vec<Refund>> {
-    let q = sql("SELECT * FROM refunds WHERE order_id = $1 ORDER BY coupon_id");
+    let q = sql(REFUNDS_OF);
     let rows = ex.fetch_all(q.bind(order.as_str())).await?;
     rows.iter().map(refund_row).collect()
 }
 
 pub async fn order_refunds(db: &dyn Db, order: &OrderId) -> StoreResult<Vec<Refund>> {
-    let q = sql("SELECT * FROM refunds WHERE order_id = $1 ORDER BY coupon_id");
+    let q = sql(REFUNDS_OF);
     let rows = db.read_all(q.bind(order.as_str())).await?;
     rows.iter().map(refund_row).collect()
 }

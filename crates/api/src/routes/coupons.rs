@@ -14,7 +14,7 @@ use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::Principal;
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::pagination::{self, PageOf};
 use crate::routes::templates::load_visible;
@@ -86,17 +86,7 @@ pub async fn of_template(
     ApiPath(id): ApiPath<TemplateId>,
     ApiQuery(q): ApiQuery<HoldersParams>,
 ) -> ApiResult<Response> {
-    let csv = match q.format.as_deref() {
-        None | Some("json") => false,
-        Some("csv") => true,
-        Some(_) => {
-            return Err(ApiError::bad_request(
-                "invalid_query",
-                Some("format"),
-                "format is json or csv",
-            ))
-        }
-    };
+    let csv = pagination::wants_csv(q.format.as_deref())?;
     let t = load_visible(&s, &p, id).await?;
     let page = pagination::page(q.cursor.as_deref(), q.limit, s.settings())?;
     let now = s.now();

@@ -17,6 +17,7 @@ use utoipa::{IntoParams, ToSchema};
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiPath, ApiQuery};
+use crate::pagination;
 use crate::routes::templates::load_visible;
 use crate::routes::CommonErrors;
 use crate::state::AppState;
@@ -302,17 +303,7 @@ pub async fn reconciliation(
             "to must be after from",
         ));
     }
-    let csv = match q.format.as_deref() {
-        None | Some("json") => false,
-        Some("csv") => true,
-        Some(_) => {
-            return Err(ApiError::bad_request(
-                "invalid_query",
-                Some("format"),
-                "format is json or csv",
-            ))
-        }
-    };
+    let csv = pagination::wants_csv(q.format.as_deref())?;
     let report = reports::reconciliation(s.store(), q.from, q.to).await?;
     if csv {
         let text = report.to_csv();
