@@ -44,12 +44,13 @@ pub fn key(
     }))
 }
 
-/// Routes whose keys are kept inside their own transaction (the claim's, the issuance job's),
+/// Routes whose keys are kept inside their own transaction (the claim's, the issuance job's, the tag upload's),
 /// not here.
-pub const OWN_KEYS: [&str; 3] = [
+pub const OWN_KEYS: [&str; 4] = [
     "/v1/templates/{id}/claims",
     "/v1/codes/{code}/redeem",
     "/v1/templates/{id}/issuances",
+    "/v1/user-tags",
 ];
 
 /// `POST` routes that change nothing (a quote): there is no effect to make happen once, so no

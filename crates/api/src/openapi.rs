@@ -5,7 +5,7 @@ use utoipa::{Modify, OpenApi};
 
 use crate::routes::{
     activities, checkout, claims, codes, coupons, events, inbox, issuances, listings, merchants,
-    refunds, reports, system, tags, templates, webhooks,
+    refunds, reports, system, tag_uploads, tags, templates, webhooks,
 };
 
 /// The whole API, served at `/openapi.json`.
@@ -32,7 +32,7 @@ use crate::routes::{
         checkout::history, refunds::refund,
         coupons::revoke, coupons::of_template,
         events::list,
-        tags::put, tags::get, tags::bulk,
+        tags::put, tags::get, tag_uploads::create, tag_uploads::list, tag_uploads::get,
         inbox::list, inbox::read,
         issuances::create, issuances::list, issuances::get,
         reports::template, reports::activity, reports::reconciliation,

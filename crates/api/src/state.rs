@@ -4,7 +4,9 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use coupond_domain::Timestamp;
-use coupond_engine::{Checkout, ClaimEngine, ClaimMode, Clock, CodeGenerator, IssuanceWorker};
+use coupond_engine::{
+    Checkout, ClaimEngine, ClaimMode, Clock, CodeGenerator, IssuanceWorker, TagWorker,
+};
 use coupond_store::Store;
 
 use crate::auth::{JwtKeys, Principal};
@@ -152,6 +154,7 @@ struct Inner {
     codes: CodeGenerator,
     checkout: Checkout,
     issuance: IssuanceWorker,
+    tagging: TagWorker,
     keys: TtlCache<[u8; 32], Principal>,
     templates: TtlCache<TemplateId, Arc<Template>>,
     /// Restarts of the supervised background loops, for `/readyz`.
@@ -172,6 +175,7 @@ impl AppState {
         let codes = CodeGenerator::new(store.clone(), clock.clone(), pace);
         let checkout = Checkout::new(store.clone(), clock.clone(), settings.lock_ttl);
         let issuance = IssuanceWorker::new(store.clone(), clock.clone(), pace);
+        let tagging = TagWorker::new(store.clone(), clock.clone(), pace);
         AppState {
             inner: Arc::new(Inner {
                 store,
@@ -195,6 +199,7 @@ impl AppState {
                 codes,
                 checkout,
                 issuance,
+                tagging,
                 keys: TtlCache::new(settings.cache_ttl, 100_000),
                 templates: TtlCache::new(settings.cache_ttl, 10_000),
                 workers: Workers::default(),
@@ -301,6 +306,11 @@ impl AppState {
     /// The bulk issuance worker; `serve` runs its loop.
     pub fn issuance_worker(&self) -> &IssuanceWorker {
         &self.inner.issuance
+    }
+
+    /// The bulk tag upload worker; `serve` runs its loop.
+    pub fn tag_worker(&self) -> &TagWorker {
+        &self.inner.tagging
     }
 
     /// Quotes, locks, confirms and cancels.

@@ -197,6 +197,13 @@ fn start_workers(
         state.issuance_worker().clone(),
         coupond_engine::worker::run,
     );
+    let tagging = supervised(
+        "tagging",
+        &workers,
+        stop_rx,
+        state.tag_worker().clone(),
+        coupond_engine::worker::run,
+    );
     // Under leases in the database: with several instances on one PostgreSQL, one of them
     // runs each loop and another takes over if it dies.
     let holder = format!("coupond-{:016x}", rand::random::<u64>());
@@ -235,7 +242,7 @@ fn start_workers(
             .paced(config.background.txn_target),
         coupond_engine::worker::run,
     );
-    vec![codes, issuance, scheduler, webhooks, dispatcher]
+    vec![codes, issuance, tagging, scheduler, webhooks, dispatcher]
 }
 
 /// The outbox's consumers, in the order the dispatcher hands them each batch.

@@ -6,11 +6,9 @@
 //! PostgreSQL a job being worked on by another instance is skipped, so instances share the open
 //! jobs.
 //!
-//! Locks: `users` (a `std` mutex, never held across an await) caches each open job's user list
-//! so it is read from the database once per job and process, not once per chunk.
+//! Each open job's user list is read once per job and process ([`Lists`]).
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use coupond_domain::UserId;
@@ -18,6 +16,7 @@ use coupond_store::{Issuance, IssuanceState, Store, StoreResult};
 use tokio::sync::Notify;
 
 use crate::clock::Clock;
+use crate::jobs::Lists;
 use crate::pacing::Pacer;
 use crate::worker::{Pass, Worker};
 
@@ -33,7 +32,7 @@ const IDLE: Duration = Duration::from_secs(1);
 pub struct IssuanceWorker {
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
-    users: Arc<Mutex<HashMap<i64, Arc<Vec<UserId>>>>>,
+    users: Lists<UserId>,
     wake: Arc<Notify>,
     pacer: Arc<Pacer>,
 }
@@ -54,7 +53,7 @@ impl IssuanceWorker {
         IssuanceWorker {
             store,
             clock,
-            users: Arc::new(Mutex::new(HashMap::new())),
+            users: Lists::default(),
             wake: Arc::new(Notify::new()),
             pacer: Arc::new(Pacer::new(txn_target, CHUNK)),
         }
@@ -65,27 +64,9 @@ impl IssuanceWorker {
         self.wake.notify_one();
     }
 
-    async fn users_of(&self, id: i64) -> StoreResult<Arc<Vec<UserId>>> {
-        let cached = self
-            .users
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&id)
-            .cloned();
-        if let Some(u) = cached {
-            return Ok(u);
-        }
-        let users = Arc::new(self.store.issuance_users(id).await?);
-        self.users
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(id, users.clone());
-        Ok(users)
-    }
-
     /// One chunk of job `id`; `None` if it is not open or another instance holds it now.
     pub async fn step(&self, id: i64) -> StoreResult<Option<Issuance>> {
-        let users = self.users_of(id).await?;
+        let users = self.users.get(id, self.store.issuance_users(id)).await?;
         let size = self.pacer.size();
         let started = std::time::Instant::now();
         let job = self
@@ -98,10 +79,7 @@ impl IssuanceWorker {
         }
         coupond_store::failpoints::hit("issuance.after_chunk")?;
         if job.as_ref().is_none_or(|j| !open(j)) {
-            self.users
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .remove(&id);
+            self.users.forget(id);
         }
         Ok(job)
     }

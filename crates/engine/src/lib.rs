@@ -12,6 +12,8 @@
 //! - [`codes`]: [`CodeGenerator`], which fills batches of single-use promotion codes in
 //!   the background, resumable after a crash.
 //! - [`issuance`]: [`IssuanceWorker`], bulk issuance a chunk per transaction, resumable.
+//! - [`tagging`]: [`TagWorker`], bulk tag uploads a chunk per transaction, resumable.
+//! - [`jobs`]: what those chunked jobs share (the cache of each job's list).
 //! - [`lifecycle`]: revoking a coupon, refunding a confirmed order, deleting a draft.
 //! - [`pacing`]: [`Pacer`], which sizes background chunks to a target transaction time.
 //! - [`reports`]: the reconciliation of discounts given in a period, per template and funder,
@@ -43,12 +45,14 @@ pub mod clock;
 pub mod codes;
 pub mod dispatch;
 pub mod issuance;
+pub mod jobs;
 pub mod lifecycle;
 pub mod pacing;
 pub mod reports;
 pub mod scheduler;
 pub mod sold_out;
 pub mod supervise;
+pub mod tagging;
 pub mod webhooks;
 pub mod worker;
 
@@ -61,5 +65,6 @@ pub use dispatch::{Dispatcher, InboxNotifier, Observer, ReminderPlanner};
 pub use issuance::IssuanceWorker;
 pub use pacing::Pacer;
 pub use scheduler::Scheduler;
+pub use tagging::TagWorker;
 pub use webhooks::{RetryPolicy, SenderSettings, TargetPolicy, WebhookFanout, WebhookSender};
 pub use worker::{Lease, Pass, Worker};

@@ -66,6 +66,7 @@ mod query;
 pub mod reports;
 pub mod rows;
 pub mod scheduling;
+pub mod tag_uploads;
 pub mod tags;
 mod value;
 pub mod wallet;

@@ -40,6 +40,16 @@ pub async fn user_tags(db: &dyn Db, user: &UserId) -> StoreResult<Vec<Tag>> {
 
 pub async fn add_user_tags(db: &dyn Db, pairs: &[(UserId, Tag)]) -> StoreResult<Tagged> {
     let mut tx = db.begin(Work::Request).await?;
+    let done = add_pairs(&mut *tx, pairs).await?;
+    tx.commit().await?;
+    Ok(done)
+}
+
+/// Adds `pairs` in the caller's transaction, under the `user_tags` lock (taken here).
+pub(crate) async fn add_pairs<E: crate::Tx + ?Sized>(
+    tx: &mut E,
+    pairs: &[(UserId, Tag)],
+) -> StoreResult<Tagged> {
     tx.lock(LOCK).await?;
     let mut done = Tagged::default();
     let mut seen: BTreeSet<(&str, &str)> = BTreeSet::new();
@@ -62,7 +72,6 @@ pub async fn add_user_tags(db: &dyn Db, pairs: &[(UserId, Tag)]) -> StoreResult<
             done.added += 1;
         }
     }
-    tx.commit().await?;
     Ok(done)
 }
 
@@ -194,6 +203,53 @@ macro_rules! impl_tag_store {
                 limit: u32,
             ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::domain::UserId>> {
                 $crate::tags::segment_users(self, any, limit).await
+            }
+            async fn insert_tag_upload(
+                &self,
+                new: &$crate::reexport::store::NewTagUpload<'_>,
+                now: $crate::reexport::domain::Timestamp,
+            ) -> $crate::reexport::store::StoreResult<($crate::reexport::store::TagUpload, bool)>
+            {
+                $crate::tag_uploads::insert_tag_upload(self, new, now).await
+            }
+            async fn tag_upload(
+                &self,
+                id: i64,
+            ) -> $crate::reexport::store::StoreResult<$crate::reexport::store::TagUpload> {
+                $crate::tag_uploads::tag_upload(self, id).await
+            }
+            async fn tag_uploads(
+                &self,
+                page: $crate::reexport::store::Page,
+            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::store::TagUpload>> {
+                $crate::tag_uploads::tag_uploads(self, page).await
+            }
+            async fn open_tag_uploads(&self) -> $crate::reexport::store::StoreResult<Vec<i64>> {
+                $crate::tag_uploads::open_tag_uploads(self).await
+            }
+            async fn tag_upload_pairs(
+                &self,
+                id: i64,
+            ) -> $crate::reexport::store::StoreResult<
+                Vec<(
+                    $crate::reexport::domain::UserId,
+                    $crate::reexport::domain::Tag,
+                )>,
+            > {
+                $crate::tag_uploads::tag_upload_pairs(self, id).await
+            }
+            async fn tag_chunk(
+                &self,
+                id: i64,
+                pairs: &[(
+                    $crate::reexport::domain::UserId,
+                    $crate::reexport::domain::Tag,
+                )],
+                max: u32,
+                now: $crate::reexport::domain::Timestamp,
+            ) -> $crate::reexport::store::StoreResult<Option<$crate::reexport::store::TagUpload>>
+            {
+                $crate::tag_uploads::tag_chunk(self, id, pairs, max, now).await
             }
         }
     };

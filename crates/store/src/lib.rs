@@ -74,7 +74,7 @@ pub use scheduling::{
     CouponCounts, Due, InboxStore, Message, MessageContent, OutboxPosition, OutboxStore, Reminder,
     SchedulerStore, UsageRow,
 };
-pub use tags::{TagStore, Tagged};
+pub use tags::{NewTagUpload, TagStore, TagUpload, Tagged};
 pub use webhooks::{
     Delivery, DeliveryAttempt, DeliveryState, NewDelivery, NewWebhook, Webhook, WebhookStore,
 };

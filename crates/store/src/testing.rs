@@ -69,6 +69,7 @@ macro_rules! conformance_suite {
             user_tags_and_segments,
             tag_limit_holds_under_concurrent_writers,
             tag_audiences_are_checked_in_the_claim,
+            tag_uploads_resume_and_key_once,
         );
     };
     (@cases $factory:path; $($case:ident),* $(,)?) => {

@@ -14,6 +14,7 @@ pub mod merchants;
 pub mod refunds;
 pub mod reports;
 pub mod system;
+pub mod tag_uploads;
 pub mod tags;
 pub mod templates;
 pub mod webhooks;
@@ -463,7 +464,19 @@ fn checkout_routes() -> Vec<Route> {
                 roles: PLATFORM_SERVICE,
                 upload: true,
             },
-            post(tags::bulk),
+            post(tag_uploads::create),
+        ),
+        r(
+            Method::GET,
+            "/v1/user-tags",
+            PLATFORM_SERVICE,
+            get(tag_uploads::list),
+        ),
+        r(
+            Method::GET,
+            "/v1/user-tags/{id}",
+            PLATFORM_SERVICE,
+            get(tag_uploads::get),
         ),
     ]
 }

@@ -42,6 +42,8 @@ fn expected() -> Vec<(Method, &'static str, Vec<Role>)> {
         (Method::PUT, "/v1/users/{id}/tags", vec![P, S]),
         (Method::GET, "/v1/users/{id}/tags", vec![P, S]),
         (Method::POST, "/v1/user-tags", vec![P, S]),
+        (Method::GET, "/v1/user-tags", vec![P, S]),
+        (Method::GET, "/v1/user-tags/{id}", vec![P, S]),
         (Method::POST, "/v1/listings", vec![M]),
         (Method::GET, "/v1/listings", vec![P, M, S, U]),
         (Method::GET, "/v1/listings/{id}", vec![P, M, S, U]),

@@ -66,19 +66,48 @@ async fn tags_and_segments(app: TestApp) {
         "user_id,tag\nu-8,vip\nu-9,vip\nu-9,vip\nu-7,vip\nnot a user,vip\n\nu-10,gold\n",
     )
     .await;
-    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
     assert_eq!(
         (
+            &r.body["state"],
             &r.body["lines"],
-            &r.body["added"],
-            &r.body["present"],
+            &r.body["requested"],
             &r.body["invalid"]
         ),
-        (&json!(6), &json!(3), &json!(2), &json!(1)),
+        (&json!("pending"), &json!(6), &json!(5), &json!(1)),
         "{}",
         r.body
     );
     assert_eq!(r.body["invalid_lines"][0]["line"], 6, "{}", r.body);
+    let upload = format!("/v1/user-tags/{}", r.body["id"]);
+    assert_eq!(
+        r.headers.get("location").and_then(|v| v.to_str().ok()),
+        Some(upload.as_str())
+    );
+    // Nothing is added before the worker runs: the segment is still u-7 alone.
+    assert_eq!(
+        app.get("/v1/users/u-8/tags", &app.service).await.body["tags"],
+        json!([])
+    );
+    while app.state.tag_worker().run_once().await.unwrap().is_some() {}
+    let r = app.get(&upload, &app.service).await;
+    assert_eq!(
+        (
+            &r.body["state"],
+            &r.body["handled"],
+            &r.body["added"],
+            &r.body["present"]
+        ),
+        (&json!("done"), &json!(5), &json!(3), &json!(2)),
+        "{}",
+        r.body
+    );
+    let listed = app.get("/v1/user-tags", &app.platform).await;
+    assert_eq!(
+        listed.body["items"][0]["id"], r.body["id"],
+        "{}",
+        listed.body
+    );
     let r = bulk(&app, "-1619").await;
     assert_eq!(
         (r.status, r.code()),
@@ -255,4 +284,43 @@ async fn tags_and_segments_on_mysql() {
     if let Some(app) = TestApp::mysql().await {
         tags_and_segments(app).await;
     }
+}
+
+/// An upload retried with its Idempotency-Key answers the job it made (and makes no second
+/// one); the key with another file is refused and changes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tag_uploads_keep_their_key() {
+    let app = TestApp::new().await;
+    let keyed = |text: &'static str| {
+        Request::builder()
+            .method(Method::POST)
+            .uri("/v1/user-tags")
+            .header("authorization", format!("Bearer {}", app.service))
+            .header("content-type", "text/csv")
+            .header("idempotency-key", "tags-1")
+            .body(axum::body::Body::from(text))
+            .unwrap()
+    };
+    let first = app.send(keyed("u-1,vip\n")).await;
+    assert_eq!(first.status, StatusCode::ACCEPTED, "{}", first.body);
+    let again = app.send(keyed("u-1,vip\n")).await;
+    assert_eq!(
+        (again.status, &again.body["id"]),
+        (StatusCode::ACCEPTED, &first.body["id"])
+    );
+    assert_eq!(again.headers["idempotent-replayed"], "true");
+    let other = app.send(keyed("u-2,vip\n")).await;
+    assert_eq!(
+        (other.status, other.code()),
+        (StatusCode::UNPROCESSABLE_ENTITY, "idempotency_key_reused"),
+        "{}",
+        other.body
+    );
+    let all = app.get("/v1/user-tags", &app.platform).await;
+    assert_eq!(
+        all.body["items"].as_array().map(Vec::len),
+        Some(1),
+        "{}",
+        all.body
+    );
 }

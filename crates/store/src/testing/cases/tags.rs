@@ -143,3 +143,108 @@ pub async fn tag_audiences_are_checked_in_the_claim(s: Arc<dyn Store>) {
         vec![]
     );
 }
+
+/// A bulk upload as a job: chunks resume where the last committed one ended (a fresh reader
+/// of the job's pairs, as after a restart), count each pair once, finish once; an
+/// Idempotency-Key makes one job.
+pub async fn tag_uploads_resume_and_key_once(s: Arc<dyn Store>) {
+    use crate::testing::fixtures::at;
+    use crate::{IssuanceKey, IssuanceState, NewTagUpload};
+    s.put_user_tags(&user("held"), &[tag("vip")]).await.unwrap();
+    let pairs = vec![
+        (user("a"), tag("vip")),
+        (user("held"), tag("vip")),
+        (user("b"), tag("vip")),
+        (user("a"), tag("vip")),
+        (user("c"), tag("gold")),
+    ];
+    let actor = coupond_domain::Actor::Service;
+    let new = |key: Option<&'static str>| NewTagUpload {
+        actor: &actor,
+        pairs: &pairs,
+        lines: 6,
+        invalid: 1,
+        invalid_lines: &[],
+        key: key.map(|key| IssuanceKey {
+            key,
+            fingerprint: [3; 32],
+        }),
+    };
+    let (job, created) = s.insert_tag_upload(&new(Some("k")), at(1)).await.unwrap();
+    assert!(created);
+    assert_eq!(
+        (job.state, job.requested, job.next_pair),
+        (IssuanceState::Pending, 5, 0)
+    );
+    let (again, created) = s.insert_tag_upload(&new(Some("k")), at(2)).await.unwrap();
+    assert_eq!(
+        (again.id, created, again.key_fingerprint),
+        (job.id, false, Some([3; 32]))
+    );
+    assert_eq!(s.open_tag_uploads().await.unwrap(), vec![job.id]);
+
+    let stored = s.tag_upload_pairs(job.id).await.unwrap();
+    assert_eq!(stored, pairs);
+    let one = s
+        .tag_chunk(job.id, &stored, 2, at(3))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (one.state, one.next_pair, one.done.added, one.done.present),
+        (IssuanceState::Running, 2, 1, 1)
+    );
+    // As after a restart: the pairs read again, the job resumed at its next pair.
+    let stored = s.tag_upload_pairs(job.id).await.unwrap();
+    let two = s
+        .tag_chunk(job.id, &stored, 10, at(4))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(two.state, IssuanceState::Done);
+    assert_eq!(
+        (two.next_pair, two.done, two.started_at, two.finished_at),
+        (
+            5,
+            Tagged {
+                added: 3,
+                present: 2,
+                over_limit: 0
+            },
+            Some(at(3)),
+            Some(at(4))
+        )
+    );
+    assert!(
+        s.tag_chunk(job.id, &stored, 10, at(5))
+            .await
+            .unwrap()
+            .is_none(),
+        "done once"
+    );
+    assert!(s.open_tag_uploads().await.unwrap().is_empty());
+    assert_eq!(s.tag_upload(job.id).await.unwrap(), two);
+    assert_eq!(
+        s.segment_users(&[tag("vip")], 10).await.unwrap(),
+        vec![user("a"), user("b"), user("held")]
+    );
+    let (other, created) = s.insert_tag_upload(&new(None), at(6)).await.unwrap();
+    assert!(created && other.id != job.id);
+    let page = crate::Page {
+        after: None,
+        limit: 10,
+    };
+    let all: Vec<i64> = s
+        .tag_uploads(page)
+        .await
+        .unwrap()
+        .iter()
+        .map(|u| u.id)
+        .collect();
+    assert_eq!(all, vec![job.id, other.id]);
+    let page = crate::Page {
+        after: Some(job.id),
+        limit: 10,
+    };
+    assert_eq!(s.tag_uploads(page).await.unwrap().len(), 1);
+}
