@@ -235,34 +235,40 @@ pub async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Princ
             "send Authorization: Bearer <API key or user token>",
         ))?;
     if credential.starts_with(KEY_PREFIX) {
-        let hash = hash_api_key(credential);
-        if let Some(p) = state.key_cache().get(&hash) {
-            return Ok(p);
-        }
-        // Unknown and revoked keys get the same answer: it tells nobody which keys existed.
-        let key = match state.store().api_key_by_hash(&hash).await {
-            Ok(k) if k.revoked_at.is_none() => k,
-            Ok(_) | Err(StoreError::NotFound) => {
-                return Err(ApiError::Unauthorized("the API key is not valid"))
-            }
-            Err(e) => return Err(e.into()),
-        };
-        use coupond_store::Role as KeyRole;
-        let principal = match (key.role, key.merchant_id) {
-            (KeyRole::Platform, _) => Principal::Platform,
-            (KeyRole::Service, _) => Principal::Service,
-            (KeyRole::Merchant, Some(m)) => Principal::Merchant(m),
-            (KeyRole::Merchant, None) => {
-                return Err(ApiError::Unauthorized("merchant key without merchant"))
-            }
-        };
-        state.key_cache().insert(hash, principal.clone());
-        return Ok(principal);
+        return authenticate_key(state, credential).await;
     }
     let user = state
         .jwt()
         .verify(credential, state.now(), state.settings().max_token_lifetime)?;
     Ok(Principal::User(user))
+}
+
+/// Resolves an API key (platform, merchant or service) to its principal, through the key
+/// cache: a revoked key stops working within `cache_ttl`. The console's sessions use this too.
+pub async fn authenticate_key(state: &AppState, credential: &str) -> Result<Principal, ApiError> {
+    let hash = hash_api_key(credential);
+    if let Some(p) = state.key_cache().get(&hash) {
+        return Ok(p);
+    }
+    // Unknown and revoked keys get the same answer: it tells nobody which keys existed.
+    let key = match state.store().api_key_by_hash(&hash).await {
+        Ok(k) if k.revoked_at.is_none() => k,
+        Ok(_) | Err(StoreError::NotFound) => {
+            return Err(ApiError::Unauthorized("the API key is not valid"))
+        }
+        Err(e) => return Err(e.into()),
+    };
+    use coupond_store::Role as KeyRole;
+    let principal = match (key.role, key.merchant_id) {
+        (KeyRole::Platform, _) => Principal::Platform,
+        (KeyRole::Service, _) => Principal::Service,
+        (KeyRole::Merchant, Some(m)) => Principal::Merchant(m),
+        (KeyRole::Merchant, None) => {
+            return Err(ApiError::Unauthorized("merchant key without merchant"))
+        }
+    };
+    state.key_cache().insert(hash, principal.clone());
+    Ok(principal)
 }
 
 /// The credential of `Bearer <credential>`; the scheme is case-insensitive (RFC 9110).

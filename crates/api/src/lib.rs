@@ -49,6 +49,17 @@ pub use state::{ApiSettings, AppState};
 /// The complete service: `/v1` routes behind their guards, the system routes, and the layers
 /// every request passes (request id and metrics, body limit, panic guard).
 pub fn router(state: AppState) -> Router {
+    router_with(state, Router::new())
+}
+
+/// The `/v1` routes alone, behind their guards and idempotency, for in-process callers (the
+/// console): what they answer is what the API answers.
+pub fn v1_service(state: AppState) -> Router {
+    routes::v1(&state).with_state(state)
+}
+
+/// [`router`] with `extra` routes (the console) beside the API's, behind the same layers.
+pub fn router_with(state: AppState, extra: Router) -> Router {
     // Install the recorder before the first request records anything.
     observe::metrics_handle();
     let max_body = state.settings().max_body_bytes;
@@ -60,6 +71,8 @@ pub fn router(state: AppState) -> Router {
         .route("/openapi.json", get(routes::system::openapi))
         .route("/docs", get(routes::system::docs))
         .route(routes::system::REDOC_PATH, get(routes::system::redoc_js))
+        .with_state(state.clone())
+        .merge(extra)
         .fallback(|| async { ApiError::NotFound })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .layer(DefaultBodyLimit::max(max_body))
@@ -69,7 +82,6 @@ pub fn router(state: AppState) -> Router {
             within_request_timeout,
         ))
         .layer(axum::middleware::from_fn(observe::observe))
-        .with_state(state)
 }
 
 /// Answers 408 when a request (reading its body included) runs past `request_timeout`, so a

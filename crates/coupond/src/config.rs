@@ -14,8 +14,8 @@ mod flat;
 mod sections;
 
 pub use sections::{
-    Auth, Background, Catalog, Checkout, Claim, ClaimModeName, Database, Idempotency, Limits, Log,
-    LogFormat, Server, Webhook,
+    Auth, Background, Catalog, Checkout, Claim, ClaimModeName, Console, Database, Idempotency,
+    Limits, Log, LogFormat, Server, Webhook,
 };
 
 /// The settings every subcommand shares, by concern. The one source of truth: `serve`
@@ -34,6 +34,7 @@ pub struct Config {
     pub idempotency: Idempotency,
     pub background: Background,
     pub webhook: Webhook,
+    pub console: Console,
 }
 
 /// The documented defaults, printed by `coupond config`. A test checks that this text parses

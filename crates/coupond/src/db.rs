@@ -84,6 +84,30 @@ pub async fn jwt_secret(
     Ok(kept.into_bytes())
 }
 
+/// The console's secret: the configured one (at least 32 characters), or one kept in the
+/// database (generated on first use), so instances on one database share sessions.
+pub async fn console_secret(
+    store: &dyn Store,
+    configured: Option<&secrecy::SecretString>,
+) -> anyhow::Result<Vec<u8>> {
+    use base64::Engine;
+    use secrecy::ExposeSecret;
+    if let Some(s) = configured {
+        anyhow::ensure!(
+            s.expose_secret().len() >= 32,
+            "console_secret must be at least 32 characters"
+        );
+        return Ok(s.expose_secret().as_bytes().to_vec());
+    }
+    let fresh: [u8; 48] = rand::random();
+    let fresh = base64::engine::general_purpose::STANDARD.encode(fresh);
+    let kept = store
+        .setting_or_init("console_secret", &fresh)
+        .await
+        .context("reading the stored console secret")?;
+    Ok(kept.into_bytes())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

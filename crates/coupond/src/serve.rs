@@ -47,6 +47,7 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
     );
     let settings = api_settings(&config, targets.clone())?;
     let state = AppState::new(store.clone(), clock.clone(), &secret, settings);
+    let console = console(&config, &store, &state).await?;
 
     let listener = coupond_api::server::bind(config.server.listen)
         .with_context(|| format!("binding {}", config.server.listen))?;
@@ -73,12 +74,16 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
         header_timeout: config.server.header_timeout,
         stall_timeout: config.server.stall_timeout,
     };
-    let server =
-        coupond_api::server::serve(listener, coupond_api::router(state), limits, async move {
+    let server = coupond_api::server::serve(
+        listener,
+        coupond_api::router_with(state, console),
+        limits,
+        async move {
             shutdown_signal().await;
             tracing::info!("shutdown signal received; finishing in-flight requests");
             let _ = stop_tx.send(true);
-        });
+        },
+    );
     let mut stop_rx = stop_rx;
     let deadline = async move {
         // Wait for the signal, then give in-flight requests `grace` to finish.
@@ -92,6 +97,23 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
     finish(upkeep, background, engine, store).await;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// The console's routes, its secret configured or kept in the database.
+async fn console(
+    config: &Config,
+    store: &Arc<dyn coupond_store::Store>,
+    state: &AppState,
+) -> anyhow::Result<axum::Router> {
+    let secret = db::console_secret(store.as_ref(), config.console.secret.as_ref()).await?;
+    let settings = coupond_console::ConsoleSettings {
+        secret: Some(secret),
+        secure_cookies: config.console.secure_cookies,
+        session_ttl: config.console.session_ttl,
+    };
+    let console =
+        coupond_console::Console::new(state.clone(), settings).context("console_secret")?;
+    Ok(coupond_console::router(console))
 }
 
 /// The API's settings, from the configuration's sections.
@@ -292,6 +314,9 @@ async fn print_demo(
     addr: std::net::SocketAddr,
 ) -> anyhow::Result<()> {
     let creds = demo::load(store.as_ref(), state.jwt(), now, state.settings().freeze).await?;
+    println!(
+        "# the console: open http://{addr}/console and sign in with PLATFORM_KEY or a MERCHANT key"
+    );
     println!("# coupond demo: paste these into the shell you will use curl from");
     println!("export COUPOND={}", format_args!("http://{addr}"));
     for line in creds.lines {

@@ -7,7 +7,7 @@ use figment::value::{Dict, Map, Value};
 use figment::{Error, Metadata, Profile, Provider};
 
 /// Every setting: its flat name, its section and its key there.
-pub const FLAT: [(&str, &str, &str); 47] = [
+pub const FLAT: [(&str, &str, &str); 50] = [
     ("listen", "server", "listen"),
     ("max_body_bytes", "server", "max_body_bytes"),
     ("max_upload_bytes", "server", "max_upload_bytes"),
@@ -83,6 +83,9 @@ pub const FLAT: [(&str, &str, &str); 47] = [
         "webhook",
         "concurrency_per_endpoint",
     ),
+    ("console_secret", "console", "secret"),
+    ("console_secure_cookies", "console", "secure_cookies"),
+    ("console_session_ttl", "console", "session_ttl"),
 ];
 
 /// The flat names, for the environment provider.

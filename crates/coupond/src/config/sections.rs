@@ -241,3 +241,29 @@ fn list_or_csv<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D:
             .collect(),
     })
 }
+
+/// The web console under `/console`.
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Console {
+    /// At least 32 characters: the session cookies are encrypted and the form tokens signed
+    /// with a key derived from it. Unset: a random secret generated once and kept in the
+    /// database, so instances on one database share sessions.
+    #[serde(default)]
+    pub secret: Option<SecretString>,
+    /// Mark the session cookie `Secure` (set it when the console is reached over https).
+    pub secure_cookies: bool,
+    /// How long a sign-in lasts.
+    #[serde(with = "humantime_serde")]
+    pub session_ttl: Duration,
+}
+
+impl fmt::Debug for Console {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Console")
+            .field("secret", &self.secret.as_ref().map(|_| "<redacted>"))
+            .field("secure_cookies", &self.secure_cookies)
+            .field("session_ttl", &self.session_ttl)
+            .finish()
+    }
+}

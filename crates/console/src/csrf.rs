@@ -1,0 +1,91 @@
+//! Cross-site request forgery: the session cookie is SameSite=Strict, every form carries a
+//! token bound to its session (an HMAC of the session's key under the console's key), and a
+//! POST is refused unless its token matches and, when the browser says where it came from
+//! (`Origin`, `Sec-Fetch-Site`), it came from this origin.
+
+use axum::http::{header, HeaderMap};
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use hmac::{Hmac, Mac};
+use sha2::{Digest, Sha256};
+
+use crate::Console;
+
+/// The form field the token travels in.
+pub const FIELD: &str = "csrf";
+
+/// The token of the session signed in with `key`.
+pub fn token(console: &Console, key: &str) -> String {
+    let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(console.signing_key()) else {
+        return String::new();
+    };
+    mac.update(b"coupond console csrf\n");
+    mac.update(&Sha256::digest(key.as_bytes()));
+    URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes())
+}
+
+/// Whether a POST may proceed: `sent` is the session's token (compared in constant time) and
+/// the request is not from another site.
+pub fn allowed(headers: &HeaderMap, expected: &str, sent: &str) -> bool {
+    same_origin(headers)
+        && !expected.is_empty()
+        && constant_eq(expected.as_bytes(), sent.as_bytes())
+}
+
+/// Whether the browser's own signals say the request came from this origin (absent signals
+/// pass: the token still has to match).
+pub fn same_origin(headers: &HeaderMap) -> bool {
+    let site = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok());
+    if matches!(site, Some("cross-site" | "same-site")) {
+        return false;
+    }
+    let Some(origin) = headers.get(header::ORIGIN) else {
+        return true;
+    };
+    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
+    match (origin.to_str().ok(), host) {
+        (Some(o), Some(h)) => o
+            .split_once("://")
+            .is_some_and(|(_, authority)| authority.eq_ignore_ascii_case(h)),
+        _ => false,
+    }
+}
+
+fn constant_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.insert(*k, HeaderValue::from_static(v));
+        }
+        h
+    }
+
+    #[test]
+    fn only_this_origin_with_the_token_passes() {
+        let same = headers(&[
+            ("host", "localhost:8080"),
+            ("origin", "http://localhost:8080"),
+        ]);
+        assert!(allowed(&same, "tok", "tok"));
+        assert!(!allowed(&same, "tok", "tom"), "wrong token");
+        assert!(!allowed(&same, "tok", ""), "no token");
+        let other = headers(&[("host", "localhost:8080"), ("origin", "http://evil.test")]);
+        assert!(!allowed(&other, "tok", "tok"), "another origin");
+        let null = headers(&[("host", "localhost:8080"), ("origin", "null")]);
+        assert!(!allowed(&null, "tok", "tok"), "an opaque origin");
+        let cross = headers(&[("host", "localhost:8080"), ("sec-fetch-site", "cross-site")]);
+        assert!(!allowed(&cross, "tok", "tok"), "cross-site fetch");
+        assert!(
+            allowed(&headers(&[("host", "h")]), "tok", "tok"),
+            "no signals: the token decides"
+        );
+    }
+}

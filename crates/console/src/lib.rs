@@ -1,0 +1,140 @@
+//! coupond's web console, served by `coupond serve` under `/console`: server-rendered pages
+//! for the platform and its merchants, from the one binary, working offline.
+//!
+//! - [`api`]: [`Api`], the console's only way to read or change anything: the `/v1` routes
+//!   called in process with the session's API key, so every page obeys the API's roles,
+//!   validation and idempotency, and no rule is written twice.
+//! - [`session`]: sign-in with an API key, kept in a private (encrypted, authenticated)
+//!   cookie that expires; every request re-checks the key, so a revoked key ends its sessions
+//!   within `cache_ttl`.
+//! - [`csrf`]: every form carries a token bound to its session, and a POST from another
+//!   origin is refused.
+//! - `assets`: the stylesheet and the vendored htmx, embedded and cached for good.
+//! - `views`: one module per area (sign-in, home, activities, templates), askama templates
+//!   under `templates/` with a base layout and htmx partials.
+#![forbid(unsafe_code)]
+
+pub mod api;
+mod assets;
+pub mod csrf;
+pub mod session;
+mod views;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::FromRef;
+use axum::Router;
+use axum_extra::extract::cookie::Key;
+use coupond_api::AppState;
+
+pub use api::Api;
+
+/// Where the console is served.
+pub const BASE: &str = "/console";
+
+/// How the console keeps sessions.
+#[derive(Clone, Debug)]
+pub struct ConsoleSettings {
+    /// At least 32 bytes: the session cookies' encryption and the form tokens derive from it,
+    /// so instances sharing it share sessions. `None`: a random key per process (sessions
+    /// end when it restarts).
+    pub secret: Option<Vec<u8>>,
+    /// Mark the session cookie `Secure` (serve the console over TLS, at a proxy). A request
+    /// that says it arrived over https (`X-Forwarded-Proto: https`) gets it regardless.
+    pub secure_cookies: bool,
+    /// How long a sign-in lasts.
+    pub session_ttl: Duration,
+}
+
+/// Why the console could not be set up.
+#[derive(Debug)]
+pub enum ConsoleError {
+    /// The secret is shorter than 32 bytes.
+    ShortSecret,
+}
+
+impl std::fmt::Display for ConsoleError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConsoleError::ShortSecret => f.write_str("console_secret must be at least 32 bytes"),
+        }
+    }
+}
+
+impl std::error::Error for ConsoleError {}
+
+/// The console's state: read-only, cheap to clone.
+#[derive(Clone)]
+pub struct Console {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    app: AppState,
+    api: Api,
+    key: Key,
+    settings: ConsoleSettings,
+}
+
+impl std::fmt::Debug for Console {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Console").finish_non_exhaustive()
+    }
+}
+
+impl FromRef<Console> for Key {
+    fn from_ref(c: &Console) -> Key {
+        c.inner.key.clone()
+    }
+}
+
+impl Console {
+    pub fn new(app: AppState, settings: ConsoleSettings) -> Result<Self, ConsoleError> {
+        let key = match &settings.secret {
+            Some(s) if s.len() < 32 => return Err(ConsoleError::ShortSecret),
+            Some(s) => Key::from(&derive(s)),
+            None => Key::generate(),
+        };
+        Ok(Console {
+            inner: Arc::new(Inner {
+                api: Api::new(app.clone()),
+                app,
+                key,
+                settings,
+            }),
+        })
+    }
+
+    pub fn app(&self) -> &AppState {
+        &self.inner.app
+    }
+
+    pub fn api(&self) -> &Api {
+        &self.inner.api
+    }
+
+    pub fn settings(&self) -> &ConsoleSettings {
+        &self.inner.settings
+    }
+
+    /// The key the form tokens are signed with (the cookie key's signing half).
+    fn signing_key(&self) -> &[u8] {
+        self.inner.key.signing()
+    }
+}
+
+/// 64 bytes of key from a secret of at least 32: SHA-512 over a label and the secret (the
+/// secret is already random; the label keeps this key apart from any other use of it).
+fn derive(secret: &[u8]) -> [u8; 64] {
+    use sha2::{Digest, Sha512};
+    let mut h = Sha512::new();
+    h.update(b"coupond console key\n");
+    h.update(secret);
+    h.finalize().into()
+}
+
+/// The console's routes, under [`BASE`].
+pub fn router(console: Console) -> Router {
+    views::routes().with_state(console)
+}

@@ -1,0 +1,299 @@
+//! Activities: the list (the platform sees all; a merchant those enrolling in its cities), the
+//! platform's form to create one, and an activity's page with its stats.
+
+use askama::Template;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, Method, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::Form;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::home::items;
+use super::{
+    field_errors, guard, problem_page, render, ActivityRow, FieldErrors, Shell, TemplateRow,
+};
+use crate::session::Session;
+use crate::Console;
+
+#[derive(Template)]
+#[template(path = "activities.html")]
+struct ListPage {
+    shell: Shell,
+    platform: bool,
+    rows: Vec<ActivityRow>,
+}
+
+pub async fn list(State(console): State<Console>, session: Session) -> Response {
+    let reply = console
+        .api()
+        .get(&session.key, "/v1/activities?limit=200")
+        .await;
+    match reply.into::<Value>() {
+        Ok(page) => render(
+            StatusCode::OK,
+            &ListPage {
+                shell: Shell::new(&session, "Activities"),
+                platform: session.is_platform(),
+                rows: items(&page).map(ActivityRow::of).collect(),
+            },
+        ),
+        Err(p) => problem_page(&session, &p),
+    }
+}
+
+/// The create form as sent: money in major units, percentages in %, instants in UTC.
+#[derive(Debug, Default, Deserialize)]
+pub struct ActivityForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    title: String,
+    #[serde(default)]
+    description: String,
+    #[serde(default)]
+    cities: String,
+    #[serde(default)]
+    kind: String,
+    #[serde(default)]
+    value_min: String,
+    #[serde(default)]
+    value_max: String,
+    #[serde(default)]
+    enrollment_start: String,
+    #[serde(default)]
+    enrollment_end: String,
+    #[serde(default)]
+    run_start: String,
+    #[serde(default)]
+    run_end: String,
+    #[serde(default)]
+    funded_by: String,
+}
+
+/// An option of a select.
+#[derive(Debug, Clone)]
+pub(super) struct Choice {
+    pub value: &'static str,
+    pub label: &'static str,
+    pub selected: bool,
+}
+
+const KINDS: [(&str, &str); 7] = [
+    ("amount_off", "Amount off"),
+    ("percent_off", "Percent off"),
+    ("free_days", "Free days"),
+    ("deposit_waiver", "Deposit waiver"),
+    ("special_price", "Special price"),
+    ("free_shipping", "Free shipping"),
+    ("buy_x_get_y", "Buy X get Y"),
+];
+
+#[derive(Template)]
+#[template(path = "activity_new.html")]
+struct NewPage {
+    shell: Shell,
+    kinds: Vec<Choice>,
+    form: ActivityForm,
+    errors: FieldErrors,
+    error: Option<String>,
+}
+
+pub async fn new(session: Session) -> Response {
+    let form = ActivityForm {
+        kind: "amount_off".into(),
+        funded_by: "platform".into(),
+        ..ActivityForm::default()
+    };
+    new_page(&session, form, FieldErrors::new(), None, StatusCode::OK)
+}
+
+fn new_page(
+    session: &Session,
+    form: ActivityForm,
+    errors: FieldErrors,
+    error: Option<String>,
+    status: StatusCode,
+) -> Response {
+    let page = NewPage {
+        shell: Shell::new(session, "New activity"),
+        kinds: KINDS
+            .iter()
+            .map(|(value, label)| Choice {
+                value,
+                label,
+                selected: form.kind == *value,
+            })
+            .collect(),
+        form,
+        errors,
+        error,
+    };
+    render(status, &page)
+}
+
+pub async fn create(
+    State(console): State<Console>,
+    session: Session,
+    headers: HeaderMap,
+    Form(form): Form<ActivityForm>,
+) -> Response {
+    if let Some(refused) = guard(&headers, &session, &form.csrf) {
+        return refused;
+    }
+    let body = match draft(&form) {
+        Ok(b) => b,
+        Err((field, why)) => {
+            let errors = FieldErrors::one(field, why);
+            return new_page(
+                &session,
+                form,
+                errors,
+                None,
+                StatusCode::UNPROCESSABLE_ENTITY,
+            );
+        }
+    };
+    let reply = console
+        .api()
+        .send_json(&session.key, Method::POST, "/v1/activities", &body)
+        .await;
+    match reply.into::<Value>() {
+        Ok(a) => Redirect::to(&format!("/console/activities/{}", a["id"])).into_response(),
+        Err(p) => {
+            let (errors, error) = field_errors(&p);
+            let status = StatusCode::from_u16(p.status).unwrap_or(StatusCode::UNPROCESSABLE_ENTITY);
+            new_page(&session, form, errors, error, status)
+        }
+    }
+}
+
+/// The API's draft from the form; a field that cannot be read is named with why.
+fn draft(f: &ActivityForm) -> Result<Value, (&'static str, String)> {
+    let cities: Result<Vec<i64>, _> = f
+        .cities
+        .split(',')
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .map(str::parse::<i64>)
+        .collect();
+    let cities = cities.map_err(|_| ("cities", "city ids, separated by commas".to_owned()))?;
+    Ok(json!({
+        "title": f.title,
+        "description": f.description,
+        "cities": cities,
+        "kind": f.kind,
+        "value_min": hundredths("value_min", &f.value_min)?,
+        "value_max": hundredths("value_max", &f.value_max)?,
+        "enrollment": {"start": utc(&f.enrollment_start), "end": utc(&f.enrollment_end)},
+        "run": {"start": utc(&f.run_start), "end": utc(&f.run_end)},
+        "funded_by": f.funded_by,
+    }))
+}
+
+/// A decimal entered by a person (`12.5`) in hundredths (money in minor units, percentages in
+/// basis points); the field is named if it is not a number in range.
+pub(super) fn hundredths(field: &'static str, s: &str) -> Result<i64, (&'static str, String)> {
+    let n: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| (field, "enter a number".to_owned()))?;
+    let scaled = (n * 100.0).round();
+    if !scaled.is_finite() || scaled.abs() > 1e15 {
+        return Err((field, "this number is out of range".to_owned()));
+    }
+    Ok(scaled as i64)
+}
+
+/// A `datetime-local` value (`2026-11-24T12:00`) read as UTC.
+pub(super) fn utc(s: &str) -> String {
+    let s = s.trim();
+    if s.len() == 16 {
+        format!("{s}:00Z")
+    } else {
+        s.to_owned()
+    }
+}
+
+#[derive(Template)]
+#[template(path = "activity.html")]
+struct ActivityPage {
+    shell: Shell,
+    platform: bool,
+    a: ActivityRow,
+    rows: Vec<TemplateRow>,
+    enrolled: usize,
+    claimed: i64,
+    used: i64,
+    given: String,
+}
+
+pub async fn page(
+    State(console): State<Console>,
+    session: Session,
+    Path(id): Path<i64>,
+) -> Response {
+    let api = console.api();
+    let a = match api
+        .get(&session.key, &format!("/v1/activities/{id}"))
+        .await
+        .into::<Value>()
+    {
+        Ok(a) => a,
+        Err(p) => return problem_page(&session, &p),
+    };
+    // The stats are the platform's; a merchant sees the activity without them.
+    let stats = api
+        .get(&session.key, &format!("/v1/activities/{id}/stats"))
+        .await
+        .into::<Value>()
+        .unwrap_or(Value::Null);
+    let templates = api
+        .get(
+            &session.key,
+            &format!("/v1/templates?activity_id={id}&limit=200"),
+        )
+        .await
+        .into::<Value>()
+        .unwrap_or(Value::Null);
+    let totals = &stats["totals"];
+    let page = ActivityPage {
+        shell: Shell::new(&session, a["title"].as_str().unwrap_or("Activity")),
+        platform: session.is_platform(),
+        a: ActivityRow::of(&a),
+        rows: items(&templates).map(TemplateRow::of).collect(),
+        enrolled: stats["merchants"].as_array().map_or(0, Vec::len),
+        claimed: totals["claimed"].as_i64().unwrap_or(0),
+        used: totals["used"].as_i64().unwrap_or(0),
+        given: super::format::money(totals["discount_given"].as_i64().unwrap_or(0)),
+    };
+    render(StatusCode::OK, &page)
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct AbortForm {
+    #[serde(default)]
+    csrf: String,
+}
+
+/// Aborts an activity (the platform): its templates stop being claimable and usable.
+pub async fn abort(
+    State(console): State<Console>,
+    session: Session,
+    headers: HeaderMap,
+    Path(id): Path<i64>,
+    Form(f): Form<AbortForm>,
+) -> Response {
+    if let Some(refused) = guard(&headers, &session, &f.csrf) {
+        return refused;
+    }
+    let path = format!("/v1/activities/{id}/abort");
+    let reply = console
+        .api()
+        .call(&session.key, Method::POST, &path, None)
+        .await;
+    if !reply.ok() {
+        return problem_page(&session, &reply.problem());
+    }
+    Redirect::to(&format!("/console/activities/{id}")).into_response()
+}

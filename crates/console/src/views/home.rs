@@ -1,0 +1,105 @@
+//! The home page: activities by status, what needs attention (templates low on stock or
+//! expiring within 7 days), and totals. The platform sees everything; a merchant its own
+//! templates and the activities open to it.
+
+use askama::Template;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::Response;
+use coupond_domain::Timestamp;
+use serde_json::Value;
+
+use super::{problem_page, render, ActivityRow, Shell, TemplateRow};
+use crate::session::Session;
+use crate::Console;
+
+/// The counts at the top.
+#[derive(Debug, Default)]
+struct Totals {
+    running: usize,
+    enrolling: usize,
+    claimable: usize,
+    claimed: i64,
+    used: i64,
+    low: usize,
+}
+
+#[derive(Template)]
+#[template(path = "home.html")]
+struct HomePage {
+    shell: Shell,
+    platform: bool,
+    totals: Totals,
+    activities: Vec<ActivityRow>,
+    /// Templates that need attention.
+    rows: Vec<TemplateRow>,
+}
+
+/// Status order on the home page: what is live first.
+const ORDER: [&str; 6] = [
+    "running",
+    "enrolling",
+    "frozen",
+    "scheduled",
+    "ended",
+    "aborted",
+];
+
+pub async fn page(State(console): State<Console>, session: Session) -> Response {
+    let api = console.api();
+    let activities = api.get(&session.key, "/v1/activities?limit=200").await;
+    let templates = api.get(&session.key, "/v1/templates?limit=200").await;
+    let (activities, templates) = match (activities.into::<Value>(), templates.into::<Value>()) {
+        (Ok(a), Ok(t)) => (a, t),
+        (Err(p), _) | (_, Err(p)) => return problem_page(&session, &p),
+    };
+    let mut activities: Vec<ActivityRow> = items(&activities).map(ActivityRow::of).collect();
+    activities.sort_by_key(|a| {
+        ORDER
+            .iter()
+            .position(|s| *s == a.status)
+            .unwrap_or(ORDER.len())
+    });
+    let templates: Vec<TemplateRow> = items(&templates).map(TemplateRow::of).collect();
+    let soon = in_7_days(&console);
+    let totals = Totals {
+        running: activities.iter().filter(|a| a.status == "running").count(),
+        enrolling: activities
+            .iter()
+            .filter(|a| a.status == "enrolling")
+            .count(),
+        claimable: templates.iter().filter(|t| t.status == "active").count(),
+        claimed: templates.iter().map(|t| t.claimed).sum(),
+        used: templates.iter().map(|t| t.used).sum(),
+        low: templates
+            .iter()
+            .filter(|t| t.low && t.status == "active")
+            .count(),
+    };
+    let rows = templates
+        .into_iter()
+        .filter(|t| {
+            let expiring = Timestamp::parse(&t.expires_at).is_ok_and(|e| e < soon);
+            t.status == "active" && (t.low || expiring)
+        })
+        .collect();
+    let page = HomePage {
+        shell: Shell::new(&session, "Home"),
+        platform: session.is_platform(),
+        totals,
+        activities,
+        rows,
+    };
+    render(StatusCode::OK, &page)
+}
+
+/// The `items` of a page of results.
+pub fn items(page: &Value) -> impl Iterator<Item = &Value> {
+    page["items"].as_array().into_iter().flatten()
+}
+
+/// Now plus 7 days.
+fn in_7_days(console: &Console) -> Timestamp {
+    let now = console.app().now();
+    Timestamp::from_unix_micros(now.unix_micros() + 7 * 24 * 3_600 * 1_000_000).unwrap_or(now)
+}

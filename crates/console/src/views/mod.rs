@@ -1,0 +1,187 @@
+//! The console's pages, one module per area, and what they share: the shell the base layout
+//! shows (title, who is signed in, the form token), rendering, the guard every POST passes,
+//! and how an API problem becomes a page.
+
+use std::collections::HashMap;
+
+use askama::Template;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use coupond_api::Principal;
+
+use crate::api::Problem;
+use crate::session::Session;
+use crate::Console;
+
+mod activities;
+mod enroll;
+mod format;
+mod home;
+mod listings;
+mod login;
+mod support;
+mod templates;
+
+pub(crate) use format::{ActivityRow, TemplateRow};
+
+/// Every page's routes.
+pub fn routes() -> Router<Console> {
+    Router::new()
+        .route("/console", get(home::page))
+        .route("/console/", get(|| async { Redirect::to("/console") }))
+        .route("/console/login", get(login::form).post(login::submit))
+        .route("/console/logout", post(login::logout))
+        .route(
+            "/console/activities",
+            get(activities::list).post(activities::create),
+        )
+        .route("/console/activities/new", get(activities::new))
+        .route("/console/activities/{id}", get(activities::page))
+        .route(
+            "/console/templates",
+            get(templates::list).post(enroll::create),
+        )
+        .route("/console/templates/new", get(enroll::new))
+        .route(
+            "/console/listings",
+            get(listings::list).post(listings::create),
+        )
+        .route("/console/listings/{id}/bind", post(listings::bind))
+        .route("/console/templates/{id}", get(templates::page))
+        .route("/console/templates/{id}/publish", post(templates::publish))
+        .route("/console/templates/{id}/abort", post(templates::abort))
+        .route("/console/templates/{id}/stock", post(templates::top_up))
+        .route("/console/activities/{id}/abort", post(activities::abort))
+        .route("/console/templates/{id}/issuances", post(templates::upload))
+        .route("/console/issuances/{id}", get(templates::progress))
+        .route("/console/users", get(support::users))
+        .route("/console/coupons/{id}/revoke", post(support::revoke))
+        .route("/console/reconciliation", get(support::reconciliation))
+        .route(crate::assets::HTMX_PATH, get(crate::assets::htmx))
+        .route(crate::assets::CSS_PATH, get(crate::assets::css))
+}
+
+/// What the base layout shows.
+#[derive(Debug, Clone)]
+pub struct Shell {
+    pub title: String,
+    /// Who is signed in, in words.
+    pub who: String,
+    pub csrf: String,
+    /// The platform (which sees the platform's pages in the menu) or a merchant.
+    pub platform: bool,
+}
+
+impl Shell {
+    pub fn new(session: &Session, title: impl Into<String>) -> Self {
+        let who = match &session.principal {
+            Principal::Platform => "Platform".to_owned(),
+            Principal::Merchant(m) => format!("Merchant {m}"),
+            Principal::Service => "Service".to_owned(),
+            Principal::User(u) => format!("User {u}"),
+        };
+        Shell {
+            title: title.into(),
+            who,
+            csrf: session.csrf.clone(),
+            platform: session.is_platform(),
+        }
+    }
+}
+
+/// Field errors of a form, by field name (as the API names them, to its first `.`).
+#[derive(Debug, Default, Clone)]
+pub struct FieldErrors(HashMap<String, String>);
+
+impl FieldErrors {
+    pub fn new() -> Self {
+        FieldErrors::default()
+    }
+
+    pub fn one(field: &str, why: String) -> Self {
+        let mut e = FieldErrors::new();
+        e.insert(field, why);
+        e
+    }
+
+    /// Records `why` under `field`'s first segment (`enrollment.end` under `enrollment`).
+    pub fn insert(&mut self, field: &str, why: String) {
+        let key = field.split(['.', '[']).next().unwrap_or(field);
+        self.0.insert(key.to_owned(), why);
+    }
+
+    /// The message for `field`, if any.
+    pub fn msg<S: AsRef<str>>(&self, field: S) -> Option<&str> {
+        self.0.get(field.as_ref()).map(String::as_str)
+    }
+
+    pub fn has<S: AsRef<str>>(&self, field: S) -> bool {
+        self.0.contains_key(field.as_ref())
+    }
+}
+
+/// A page as HTML (or, if it cannot render, a plain 500).
+pub fn render<T: Template>(status: StatusCode, page: &T) -> Response {
+    match page.render() {
+        Ok(html) => (status, Html(html)).into_response(),
+        Err(e) => {
+            tracing::error!(error = %e, "a console page failed to render");
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the page could not be rendered",
+            )
+                .into_response()
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "error.html")]
+struct ErrorPage {
+    shell: Shell,
+    heading: String,
+    detail: String,
+}
+
+/// An API problem as a page with the API's status (a 404 stays a 404).
+pub fn problem_page(session: &Session, p: &Problem) -> Response {
+    let heading = match p.status {
+        404 => "Not found".to_owned(),
+        403 => "Not allowed".to_owned(),
+        _ => "Something went wrong".to_owned(),
+    };
+    let status = StatusCode::from_u16(p.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let page = ErrorPage {
+        shell: Shell::new(session, heading.clone()),
+        heading,
+        detail: p.detail.clone(),
+    };
+    render(status, &page)
+}
+
+/// The refusal of a POST without this session's form token, or from another origin; `None`
+/// lets it through.
+pub fn guard(headers: &HeaderMap, session: &Session, sent: &str) -> Option<Response> {
+    if crate::csrf::allowed(headers, &session.csrf, sent) {
+        return None;
+    }
+    let p = Problem {
+        status: 403,
+        code: "csrf".into(),
+        field: None,
+        detail: "This form was not sent from this console page (its token is missing or \
+                 stale, or it came from another site). Reload the page and try again."
+            .into(),
+    };
+    Some(problem_page(session, &p))
+}
+
+/// A problem's message for its field, or for the whole form.
+pub fn field_errors(p: &Problem) -> (FieldErrors, Option<String>) {
+    match &p.field {
+        Some(f) => (FieldErrors::one(f, p.detail.clone()), None),
+        None => (FieldErrors::new(), Some(p.detail.clone())),
+    }
+}

@@ -1,0 +1,221 @@
+//! Sessions over HTTP (the console's router, in process): sign-in takes only platform and
+//! merchant keys, the cookie is HttpOnly, SameSite=Strict and scoped to /console, a revoked
+//! key ends its session (with the key cache off, at once), an expired session asks to sign in
+//! again, and a POST without the form token or from another origin is refused.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{header, Request, StatusCode};
+use axum::Router;
+use coupond_api::auth::generate_api_key;
+use coupond_api::{ApiSettings, AppState};
+use coupond_console::{Console, ConsoleSettings};
+use coupond_domain::Timestamp;
+use coupond_engine::ManualClock;
+use coupond_store::{NewApiKey, Role, Store};
+use http_body_util::BodyExt;
+use tower::ServiceExt;
+
+struct App {
+    router: Router,
+    store: Arc<dyn Store>,
+    clock: ManualClock,
+    _dir: tempfile::TempDir,
+}
+
+fn t0() -> Timestamp {
+    Timestamp::parse("2026-11-24T12:00:00Z").unwrap()
+}
+
+async fn app() -> App {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}/c.db", dir.path().display());
+    let s = coupond_store_sqlite::SqliteStore::connect(&url)
+        .await
+        .unwrap();
+    s.migrate().await.unwrap();
+    let store: Arc<dyn Store> = Arc::new(s);
+    let clock = ManualClock::new(t0());
+    let settings = ApiSettings {
+        cache_ttl: Duration::ZERO,
+        ..ApiSettings::default()
+    };
+    let state = AppState::new(store.clone(), Arc::new(clock.clone()), b"secret", settings);
+    let console = Console::new(
+        state.clone(),
+        ConsoleSettings {
+            secret: Some(vec![7; 32]),
+            secure_cookies: false,
+            session_ttl: Duration::from_secs(3600),
+        },
+    )
+    .unwrap();
+    App {
+        router: coupond_api::router_with(state, coupond_console::router(console)),
+        store,
+        clock,
+        _dir: dir,
+    }
+}
+
+async fn key(app: &App, role: Role) -> (String, i64) {
+    let k = generate_api_key();
+    let stored = app
+        .store
+        .insert_api_key(
+            &NewApiKey {
+                hash: k.hash,
+                prefix: k.prefix,
+                role,
+                merchant_id: None,
+                label: String::new(),
+            },
+            t0(),
+        )
+        .await
+        .unwrap();
+    (k.secret, stored.id)
+}
+
+struct Answer {
+    status: StatusCode,
+    location: String,
+    cookie: Option<String>,
+    body: String,
+}
+
+async fn send(app: &App, req: Request<Body>) -> Answer {
+    let res = app.router.clone().oneshot(req).await.unwrap();
+    let header = |h| {
+        res.headers()
+            .get(h)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    };
+    let (location, cookie) = (
+        header(header::LOCATION).unwrap_or_default(),
+        header(header::SET_COOKIE),
+    );
+    let status = res.status();
+    let body = res.into_body().collect().await.unwrap().to_bytes();
+    Answer {
+        status,
+        location,
+        cookie,
+        body: String::from_utf8_lossy(&body).into_owned(),
+    }
+}
+
+async fn sign_in(app: &App, key: &str) -> Answer {
+    let req = Request::post("/console/login")
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .header(header::HOST, "console.test")
+        .header(header::ORIGIN, "http://console.test")
+        .body(Body::from(format!("key={key}")))
+        .unwrap();
+    send(app, req).await
+}
+
+async fn home(app: &App, cookie: &str) -> Answer {
+    let req = Request::get("/console")
+        .header(header::COOKIE, cookie)
+        .body(Body::empty())
+        .unwrap();
+    send(app, req).await
+}
+
+/// The `name=value` part of a Set-Cookie.
+fn pair(set_cookie: &str) -> String {
+    set_cookie.split(';').next().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn sessions_follow_their_key() {
+    let app = app().await;
+    let (platform, id) = key(&app, Role::Platform).await;
+    let (service, _) = key(&app, Role::Service).await;
+
+    assert_eq!(
+        sign_in(&app, &service).await.status,
+        StatusCode::UNAUTHORIZED,
+        "a service key"
+    );
+    assert_eq!(
+        sign_in(&app, "cpd_nope").await.status,
+        StatusCode::UNAUTHORIZED
+    );
+    let signed = sign_in(&app, &platform).await;
+    assert_eq!(
+        (signed.status, signed.location.as_str()),
+        (StatusCode::SEE_OTHER, "/console")
+    );
+    let set = signed.cookie.expect("a session cookie");
+    for attr in [
+        "HttpOnly",
+        "SameSite=Strict",
+        "Path=/console",
+        "Max-Age=3600",
+    ] {
+        assert!(set.contains(attr), "{attr} in {set}");
+    }
+    assert!(!set.contains(&platform), "the key is encrypted: {set}");
+    let cookie = pair(&set);
+    let page = home(&app, &cookie).await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(page.body.contains("Platform") && !page.body.contains(&platform));
+
+    // A POST without the token, or from another origin, changes nothing.
+    let token = page
+        .body
+        .split("name=\"csrf\" value=\"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .unwrap()
+        .to_owned();
+    let post = |origin: &'static str, body: String| {
+        Request::post("/console/activities")
+            .header(header::COOKIE, cookie.clone())
+            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .header(header::HOST, "console.test")
+            .header(header::ORIGIN, origin)
+            .body(Body::from(body))
+            .unwrap()
+    };
+    let form = "title=T&cities=1&kind=amount_off&value_min=1&value_max=2&enrollment_start=2026-11-25T00:00&enrollment_end=2026-11-26T00:00&run_start=2026-11-26T00:00&run_end=2026-11-27T00:00&funded_by=platform";
+    let bare = send(&app, post("http://console.test", form.to_owned())).await;
+    assert_eq!(bare.status, StatusCode::FORBIDDEN);
+    let foreign = send(
+        &app,
+        post("http://evil.test", format!("csrf={token}&{form}")),
+    )
+    .await;
+    assert_eq!(foreign.status, StatusCode::FORBIDDEN);
+    let ok = send(
+        &app,
+        post("http://console.test", format!("csrf={token}&{form}")),
+    )
+    .await;
+    assert_eq!(
+        (ok.status, ok.location.as_str()),
+        (StatusCode::SEE_OTHER, "/console/activities/1"),
+        "{}",
+        ok.body
+    );
+
+    // Revoking the key ends the session (the key cache is off here; otherwise within it).
+    app.store.revoke_api_key(id, t0()).await.unwrap();
+    let after = home(&app, &cookie).await;
+    assert_eq!(
+        (after.status, after.location.as_str()),
+        (StatusCode::SEE_OTHER, "/console/login")
+    );
+
+    // A session past its expiry asks to sign in again.
+    let (again, _) = key(&app, Role::Platform).await;
+    let cookie = pair(&sign_in(&app, &again).await.cookie.unwrap());
+    assert_eq!(home(&app, &cookie).await.status, StatusCode::OK);
+    app.clock.advance(time::Duration::hours(2));
+    assert_eq!(home(&app, &cookie).await.location, "/console/login");
+}

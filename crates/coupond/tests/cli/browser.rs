@@ -1,0 +1,455 @@
+//! The console in a real browser: headless Chromium driven over WebDriver (chromedriver,
+//! through `fantoccini`) against the real binary running `serve --demo`. Without Chromium
+//! or chromedriver the test prints `SKIP browser: <why>`; `.ci/run` installs both and fails
+//! if the test skipped.
+//!
+//! With `COUPOND_SCREENSHOTS=<dir>` the test saves screenshots of the main screens at
+//! 1280 px there (`docs/console/` in the README is made this way).
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use fantoccini::{Client, ClientBuilder, Locator};
+
+use crate::{export, serve, terminate_and_wait};
+
+/// Where Debian puts them; `COUPOND_CHROMIUM` / `COUPOND_CHROMEDRIVER` override.
+fn tool(var: &str, default: &str) -> Option<PathBuf> {
+    let path = PathBuf::from(std::env::var(var).unwrap_or_else(|_| default.to_owned()));
+    path.is_file().then_some(path)
+}
+
+/// chromedriver on a free port, once it says it is ready.
+struct Driver {
+    child: Child,
+    url: String,
+}
+
+impl Driver {
+    fn start(binary: &Path) -> Driver {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut child = Command::new(binary)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("chromedriver starts");
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        loop {
+            let mut line = String::new();
+            assert!(
+                out.read_line(&mut line).unwrap() > 0,
+                "chromedriver exited early"
+            );
+            if line.contains("started successfully") {
+                break;
+            }
+        }
+        std::thread::spawn(move || for _ in out.lines() {});
+        Driver {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+        }
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn browser(driver: &Driver, chromium: &Path) -> Client {
+    let caps = serde_json::json!({
+        "goog:chromeOptions": {
+            "binary": chromium,
+            "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                     "--window-size=1280,1000"],
+        }
+    });
+    let serde_json::Value::Object(caps) = caps else {
+        unreachable!()
+    };
+    ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+        .capabilities(caps)
+        .connect(&driver.url)
+        .await
+        .expect("a WebDriver session")
+}
+
+/// How long a page may take to show what a step waits for.
+const WAIT: Duration = Duration::from_secs(20);
+
+async fn text(c: &Client, css: &str) -> String {
+    c.wait()
+        .at_most(WAIT)
+        .for_element(Locator::Css(css))
+        .await
+        .unwrap_or_else(|e| panic!("{css}: {e}"))
+        .text()
+        .await
+        .unwrap()
+}
+
+async fn sign_in(c: &Client, base: &str, key: &str) {
+    c.goto(&format!("{base}/console")).await.unwrap();
+    assert!(c
+        .current_url()
+        .await
+        .unwrap()
+        .path()
+        .ends_with("/console/login"));
+    c.find(Locator::Id("key"))
+        .await
+        .unwrap()
+        .send_keys(key)
+        .await
+        .unwrap();
+    c.find(Locator::Id("sign-in"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    text(c, "#sign-out").await;
+}
+
+async fn sign_out(c: &Client) {
+    c.find(Locator::Id("sign-out"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    text(c, "#sign-in").await;
+}
+
+async fn fill(c: &Client, name: &str, value: &str) {
+    let field = c
+        .find(Locator::Css(&format!("[name='{name}']")))
+        .await
+        .unwrap();
+    field.clear().await.unwrap();
+    field.send_keys(value).await.unwrap();
+}
+
+/// Sets a `datetime-local` input (typing into one depends on the locale).
+async fn set_value(c: &Client, name: &str, value: &str) {
+    let js = format!("document.querySelector(\"[name='{name}']\").value = '{value}';");
+    c.execute(&js, vec![]).await.unwrap();
+}
+
+async fn shot(c: &Client, name: &str) {
+    if let Ok(dir) = std::env::var("COUPOND_SCREENSHOTS") {
+        let png = c.screenshot().await.unwrap();
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(Path::new(&dir).join(format!("{name}.png")), png).unwrap();
+    }
+}
+
+/// `datetime-local` text for now plus `hours` (UTC).
+fn local(hours: i64) -> String {
+    let t = time::OffsetDateTime::now_utc() + time::Duration::hours(hours);
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}",
+        t.year(),
+        u8::from(t.month()),
+        t.day(),
+        t.hour(),
+        t.minute()
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_in_a_browser() {
+    let (Some(chromium), Some(chromedriver)) = (
+        tool("COUPOND_CHROMIUM", "/usr/bin/chromium"),
+        tool("COUPOND_CHROMEDRIVER", "/usr/bin/chromedriver"),
+    ) else {
+        println!("SKIP browser: /usr/bin/chromium or /usr/bin/chromedriver is not installed (apt-get install chromium chromium-driver)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (server, lines) = serve(
+        dir.path(),
+        &["--demo", "--listen", "127.0.0.1:0"],
+        "export USER_TOKEN=",
+    );
+    let base = export(&lines, "COUPOND");
+    let driver = Driver::start(&chromedriver);
+    let c = browser(&driver, &chromium).await;
+    let outcome = flows(&c, &base, &lines).await;
+    let _ = c.close().await;
+    terminate_and_wait(server);
+    outcome.unwrap();
+}
+
+async fn flows(c: &Client, base: &str, lines: &[String]) -> Result<(), String> {
+    platform_creates_an_activity(c, base, &export(lines, "PLATFORM_KEY")).await;
+    let template = merchant_enrolls_and_issues(c, base, &export(lines, "MERCHANT1_KEY")).await;
+    another_merchant_cannot_open_it(c, base, &export(lines, "MERCHANT2_KEY"), template).await;
+    Ok(())
+}
+
+async fn platform_creates_an_activity(c: &Client, base: &str, key: &str) {
+    sign_in(c, base, key).await;
+    assert_eq!(text(c, "h1").await, "Platform");
+    shot(c, "platform-home").await;
+    c.goto(&format!("{base}/console/activities/new"))
+        .await
+        .unwrap();
+    fill(c, "title", "Winter sale").await;
+    fill(c, "cities", "1").await;
+    fill(c, "value_min", "10").await;
+    fill(c, "value_max", "5").await;
+    set_value(c, "enrollment_start", &local(0)).await;
+    set_value(c, "enrollment_end", &local(24)).await;
+    set_value(c, "run_start", &local(24)).await;
+    set_value(c, "run_end", &local(48)).await;
+    c.find(Locator::Id("create-activity"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    // The API's rule, shown at its field; the values typed stay.
+    let why = text(c, ".field-error[data-field='value_max']").await;
+    assert!(why.contains("value_min"), "{why}");
+    fill(c, "value_max", "50").await;
+    c.find(Locator::Id("create-activity"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    assert!(text(c, "h1").await.starts_with("Winter sale"));
+    shot(c, "activity").await;
+
+    // The reconciliation of a period, with its CSV link.
+    let (from, to) = (local(-24), local(1));
+    c.goto(&format!(
+        "{base}/console/reconciliation?from={from}&to={to}"
+    ))
+    .await
+    .unwrap();
+    assert!(text(c, "main").await.contains("By funder"));
+
+    // A form without its token is refused, and changes nothing.
+    c.goto(&format!("{base}/console/activities/new"))
+        .await
+        .unwrap();
+    fill(c, "title", "Forged").await;
+    c.execute(
+        "document.querySelector('#activity-form [name=csrf]').remove();",
+        vec![],
+    )
+    .await
+    .unwrap();
+    c.find(Locator::Id("create-activity"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    assert!(text(c, "#problem")
+        .await
+        .contains("not sent from this console page"));
+    c.goto(&format!("{base}/console/activities")).await.unwrap();
+    let list = text(c, "main").await;
+    assert!(
+        list.contains("Winter sale") && !list.contains("Forged"),
+        "{list}"
+    );
+
+    // Signing out ends the session: the console asks to sign in again.
+    sign_out(c).await;
+    c.goto(&format!("{base}/console")).await.unwrap();
+    assert!(c
+        .current_url()
+        .await
+        .unwrap()
+        .path()
+        .ends_with("/console/login"));
+}
+
+/// Enrolls in the demo's enrolling activity (an out-of-bounds value refused at its field),
+/// makes a standalone template, binds a listing, uploads an issuance file and watches the job
+/// finish, then sees the chart. Returns the standalone template's id.
+async fn merchant_enrolls_and_issues(c: &Client, base: &str, key: &str) -> i64 {
+    sign_in(c, base, key).await;
+    c.goto(&format!("{base}/console/activities")).await.unwrap();
+    c.find(Locator::LinkText("Spring rental festival"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    c.find(Locator::Id("enroll"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    fill(c, "title", "Too generous").await;
+    fill(c, "value", "900").await;
+    fill(c, "cities", "1").await;
+    fill(c, "total_stock", "10").await;
+    c.find(Locator::Id("create-template"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let why = text(c, ".field-error[data-field='value']").await;
+    assert!(!why.is_empty());
+    fill(c, "title", "100 off").await;
+    fill(c, "value", "100").await;
+    c.find(Locator::Id("create-template"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    assert!(text(c, "h1").await.starts_with("100 off"));
+
+    c.goto(&format!("{base}/console/templates/new"))
+        .await
+        .unwrap();
+    fill(c, "title", "Flash 50 off").await;
+    fill(c, "value", "50").await;
+    fill(c, "cities", "1").await;
+    fill(c, "total_stock", "100").await;
+    set_value(c, "claim_start", &local(-1)).await;
+    set_value(c, "claim_end", &local(48)).await;
+    c.find(Locator::Id("create-template"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    text(c, "#publish").await;
+    let url = c.current_url().await.unwrap();
+    let id: i64 = url.path().rsplit('/').next().unwrap().parse().unwrap();
+    c.find(Locator::Id("publish"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    assert_eq!(text(c, "#status").await, "active");
+
+    c.goto(&format!("{base}/console/listings")).await.unwrap();
+    fill(c, "title", "Studio by the park").await;
+    fill(c, "external_id", "park-1").await;
+    fill(c, "city_id", "1").await;
+    fill(c, "category_id", "1").await;
+    fill(c, "price", "3200").await;
+    fill(c, "deposit", "6400").await;
+    c.find(Locator::Id("create-listing"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let row = c
+        .wait()
+        .at_most(WAIT)
+        .for_element(Locator::Css("tr[id^='listing-']"))
+        .await
+        .unwrap();
+    row.find(Locator::Css("button"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let bound = text(c, "tr[id^='listing-'] .badge").await;
+    assert_eq!(bound, "Flash 50 off");
+
+    let file = std::env::temp_dir().join(format!("coupond-browser-{}.csv", std::process::id()));
+    let users: Vec<String> = (0..40).map(|i| format!("u-{i}")).collect();
+    std::fs::write(&file, users.join("\n")).unwrap();
+    c.goto(&format!("{base}/console/templates/{id}"))
+        .await
+        .unwrap();
+    c.find(Locator::Id("issuance-file"))
+        .await
+        .unwrap()
+        .send_keys(file.to_str().unwrap())
+        .await
+        .unwrap();
+    c.find(Locator::Id("upload"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    // htmx polls the job's partial until it is done.
+    let done = text(c, ".job[data-state='done']").await;
+    assert!(
+        done.contains("40 of 40 users handled") && done.contains("40 issued"),
+        "{done}"
+    );
+    shot(c, "issuance-progress").await;
+    let _ = std::fs::remove_file(&file);
+    c.goto(&format!("{base}/console/templates/{id}"))
+        .await
+        .unwrap();
+    let chart = c.find(Locator::Css("svg.chart")).await.unwrap();
+    let label = chart.attr("aria-label").await.unwrap().unwrap_or_default();
+    assert!(label.contains("40 claimed"), "{label}");
+    shot(c, "template").await;
+
+    // A live template's stock is raised; a lower one is refused by the API's rule.
+    fill(c, "total_stock", "120").await;
+    c.find(Locator::Id("top-up"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    assert!(text(c, "#notice").await.contains("topped up"));
+    assert!(text(c, "main").await.contains("40 / 120"));
+
+    // Support: a user's coupon of this template, revoked.
+    c.goto(&format!("{base}/console/users?user=u-3"))
+        .await
+        .unwrap();
+    let row = c
+        .wait()
+        .at_most(WAIT)
+        .for_element(Locator::Css("tr[id^='coupon-']"))
+        .await
+        .unwrap();
+    row.find(Locator::Css("[name='reason']"))
+        .await
+        .unwrap()
+        .send_keys("support ticket 7")
+        .await
+        .unwrap();
+    row.find(Locator::Css("button"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    assert_eq!(text(c, "tr[id^='coupon-'] .badge").await, "revoked");
+    sign_out(c).await;
+    id
+}
+
+async fn another_merchant_cannot_open_it(c: &Client, base: &str, key: &str, template: i64) {
+    sign_in(c, base, key).await;
+    c.goto(&format!("{base}/console/templates/{template}"))
+        .await
+        .unwrap();
+    assert_eq!(text(c, "h1").await, "Not found");
+    sign_out(c).await;
+}
