@@ -87,15 +87,31 @@ async fn browser(driver: &Driver, chromium: &Path) -> Client {
 /// How long a page may take to show what a step waits for.
 const WAIT: Duration = Duration::from_secs(20);
 
+/// The text of the first element matching `css` once it satisfies `ok`, polled until
+/// [`WAIT`]: after a click the old page may still be showing, and its elements go stale.
+async fn until(c: &Client, css: &str, ok: impl Fn(&str) -> bool) -> String {
+    let deadline = std::time::Instant::now() + WAIT;
+    let mut last = String::new();
+    loop {
+        if let Ok(e) = c.find(Locator::Css(css)).await {
+            if let Ok(t) = e.text().await {
+                if ok(&t) {
+                    return t;
+                }
+                last = t;
+            }
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{css} never showed what was expected; last: {last:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The text of the first element matching `css`, once there is one.
 async fn text(c: &Client, css: &str) -> String {
-    c.wait()
-        .at_most(WAIT)
-        .for_element(Locator::Css(css))
-        .await
-        .unwrap_or_else(|e| panic!("{css}: {e}"))
-        .text()
-        .await
-        .unwrap()
+    until(c, css, |_| true).await
 }
 
 async fn sign_in(c: &Client, base: &str, key: &str) {
@@ -200,7 +216,7 @@ async fn flows(c: &Client, base: &str, lines: &[String]) -> Result<(), String> {
 
 async fn platform_creates_an_activity(c: &Client, base: &str, key: &str) {
     sign_in(c, base, key).await;
-    assert_eq!(text(c, "h1").await, "Platform");
+    until(c, "h1", |t| t == "Platform").await;
     shot(c, "platform-home").await;
     c.goto(&format!("{base}/console/activities/new"))
         .await
@@ -229,7 +245,7 @@ async fn platform_creates_an_activity(c: &Client, base: &str, key: &str) {
         .click()
         .await
         .unwrap();
-    assert!(text(c, "h1").await.starts_with("Winter sale"));
+    until(c, "h1", |t| t.starts_with("Winter sale")).await;
     shot(c, "activity").await;
 
     // The reconciliation of a period, with its CSV link.
@@ -239,7 +255,7 @@ async fn platform_creates_an_activity(c: &Client, base: &str, key: &str) {
     ))
     .await
     .unwrap();
-    assert!(text(c, "main").await.contains("By funder"));
+    until(c, "main", |t| t.contains("By funder")).await;
 
     // A form without its token is refused, and changes nothing.
     c.goto(&format!("{base}/console/activities/new"))
@@ -258,9 +274,10 @@ async fn platform_creates_an_activity(c: &Client, base: &str, key: &str) {
         .click()
         .await
         .unwrap();
-    assert!(text(c, "#problem")
-        .await
-        .contains("not sent from this console page"));
+    until(c, "#problem", |t| {
+        t.contains("not sent from this console page")
+    })
+    .await;
     c.goto(&format!("{base}/console/activities")).await.unwrap();
     let list = text(c, "main").await;
     assert!(
@@ -317,7 +334,7 @@ async fn merchant_enrolls_and_issues(c: &Client, base: &str, key: &str) -> i64 {
         .click()
         .await
         .unwrap();
-    assert!(text(c, "h1").await.starts_with("100 off"));
+    until(c, "h1", |t| t.starts_with("100 off")).await;
 
     c.goto(&format!("{base}/console/templates/new"))
         .await
@@ -343,7 +360,7 @@ async fn merchant_enrolls_and_issues(c: &Client, base: &str, key: &str) -> i64 {
         .click()
         .await
         .unwrap();
-    assert_eq!(text(c, "#status").await, "active");
+    until(c, "#status", |t| t == "active").await;
 
     c.goto(&format!("{base}/console/listings")).await.unwrap();
     fill(c, "title", "Studio by the park").await;
@@ -370,8 +387,7 @@ async fn merchant_enrolls_and_issues(c: &Client, base: &str, key: &str) -> i64 {
         .click()
         .await
         .unwrap();
-    let bound = text(c, "tr[id^='listing-'] .badge").await;
-    assert_eq!(bound, "Flash 50 off");
+    until(c, "tr[id^='listing-'] .badge", |t| t == "Flash 50 off").await;
 
     let file = std::env::temp_dir().join(format!("coupond-browser-{}.csv", std::process::id()));
     let users: Vec<String> = (0..40).map(|i| format!("u-{i}")).collect();
@@ -415,8 +431,8 @@ async fn merchant_enrolls_and_issues(c: &Client, base: &str, key: &str) -> i64 {
         .click()
         .await
         .unwrap();
-    assert!(text(c, "#notice").await.contains("topped up"));
-    assert!(text(c, "main").await.contains("40 / 120"));
+    until(c, "#notice", |t| t.contains("topped up")).await;
+    until(c, "main", |t| t.contains("40 / 120")).await;
 
     // Support: a user's coupon of this template, revoked.
     c.goto(&format!("{base}/console/users?user=u-3"))
@@ -440,7 +456,7 @@ async fn merchant_enrolls_and_issues(c: &Client, base: &str, key: &str) -> i64 {
         .click()
         .await
         .unwrap();
-    assert_eq!(text(c, "tr[id^='coupon-'] .badge").await, "revoked");
+    until(c, "tr[id^='coupon-'] .badge", |t| t == "revoked").await;
     sign_out(c).await;
     id
 }
@@ -450,6 +466,6 @@ async fn another_merchant_cannot_open_it(c: &Client, base: &str, key: &str, temp
     c.goto(&format!("{base}/console/templates/{template}"))
         .await
         .unwrap();
-    assert_eq!(text(c, "h1").await, "Not found");
+    until(c, "h1", |t| t == "Not found").await;
     sign_out(c).await;
 }
