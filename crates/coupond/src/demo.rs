@@ -9,6 +9,8 @@ use coupond_domain::{
 use coupond_store::{ActivityQuery, NewApiKey, Page, Role, Store};
 use time::Duration;
 
+mod history;
+
 /// Credentials printed for the demo, as shell `export` lines.
 #[derive(Debug)]
 pub struct DemoCredentials {
@@ -20,7 +22,7 @@ const DEMO_MARKER: &str = "demo_merchants";
 /// Loads the demo data once per database (later runs reuse it) and mints fresh keys and a
 /// user token.
 pub async fn load(
-    store: &dyn Store,
+    store: &std::sync::Arc<dyn Store>,
     jwt: &JwtKeys,
     now: Timestamp,
     freeze: Duration,
@@ -28,7 +30,9 @@ pub async fn load(
     // The marker holds the demo merchants' ids once the data is loaded.
     let existing = store.setting_or_init(DEMO_MARKER, "").await?;
     let merchants: Vec<MerchantId> = if existing.is_empty() {
-        let ids = seed(store, now).await.context("loading demo data")?;
+        let ids = seed(store, now, freeze)
+            .await
+            .context("loading demo data")?;
         store
             .put_setting(DEMO_MARKER, &serde_json::to_string(&ids)?)
             .await?;
@@ -106,7 +110,11 @@ fn cities(ids: &[i64]) -> anyhow::Result<CitySet> {
     CitySet::new(ids.map_err(anyhow::Error::msg)?).map_err(anyhow::Error::msg)
 }
 
-async fn seed(store: &dyn Store, now: Timestamp) -> anyhow::Result<Vec<MerchantId>> {
+async fn seed(
+    store: &std::sync::Arc<dyn Store>,
+    now: Timestamp,
+    freeze: Duration,
+) -> anyhow::Result<Vec<MerchantId>> {
     // City 1: Hangzhou, city 2: Shanghai.
     let merchants = [
         ("Westlake Apartments Co.", "Westlake", vec![1]),
@@ -143,6 +151,11 @@ async fn seed(store: &dyn Store, now: Timestamp) -> anyhow::Result<Vec<MerchantI
                 };
                 store.insert_listing(m.id, &listing, now).await?;
             }
+        }
+        if ids.is_empty() {
+            history::seed(store, &m, now, freeze)
+                .await
+                .context("demo history")?;
         }
         ids.push(m.id);
     }

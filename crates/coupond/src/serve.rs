@@ -313,7 +313,7 @@ async fn print_demo(
     now: coupond_domain::Timestamp,
     addr: std::net::SocketAddr,
 ) -> anyhow::Result<()> {
-    let creds = demo::load(store.as_ref(), state.jwt(), now, state.settings().freeze).await?;
+    let creds = demo::load(store, state.jwt(), now, state.settings().freeze).await?;
     println!(
         "# the console: open http://{addr}/console and sign in with PLATFORM_KEY or a MERCHANT key"
     );

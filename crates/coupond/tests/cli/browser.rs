@@ -381,6 +381,13 @@ async fn merchant_enrolls_and_issues(c: &Client, base: &str, key: &str) -> i64 {
         .for_element(Locator::Css("tr[id^='listing-']"))
         .await
         .unwrap();
+    // The demo's own template is live too: choose this one.
+    row.find(Locator::Css("select"))
+        .await
+        .unwrap()
+        .select_by_label("Flash 50 off")
+        .await
+        .unwrap();
     row.find(Locator::Css("button"))
         .await
         .unwrap()
