@@ -53,6 +53,10 @@ pub fn routes() -> Router<Console> {
         .route("/console/templates/{id}/publish", post(templates::publish))
         .route("/console/templates/{id}/abort", post(templates::abort))
         .route("/console/templates/{id}/stock", post(templates::top_up))
+        .route(
+            "/console/templates/{id}/coupons.csv",
+            get(templates::holders_csv),
+        )
         .route("/console/activities/{id}/abort", post(activities::abort))
         .route("/console/templates/{id}/issuances", post(templates::upload))
         .route("/console/issuances/{id}", get(templates::progress))

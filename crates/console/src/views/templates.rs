@@ -114,6 +114,8 @@ struct TemplatePage {
     can_top_up: bool,
     chart: Chart,
     jobs: Vec<Job>,
+    /// The first holders of its coupons: (coupon id, user, status).
+    holders: Vec<(i64, String, String)>,
     notice: Option<String>,
 }
 
@@ -151,8 +153,25 @@ pub async fn page(
         .await
         .into::<Value>()
         .unwrap_or(Value::Null);
+    let holders = api
+        .get(
+            &session.key,
+            &format!("/v1/templates/{id}/coupons?limit=20"),
+        )
+        .await
+        .into::<Value>()
+        .unwrap_or(Value::Null);
     let row = TemplateRow::of(&t);
     let page = TemplatePage {
+        holders: items(&holders)
+            .map(|c| {
+                (
+                    c["id"].as_i64().unwrap_or(0),
+                    c["user_id"].as_str().unwrap_or("").to_owned(),
+                    c["status"].as_str().unwrap_or("").to_owned(),
+                )
+            })
+            .collect(),
         shell: Shell::new(&session, row.title.clone()),
         can_publish: row.status == "draft" && t["activity_id"].is_null(),
         can_abort: !matches!(row.status.as_str(), "aborted" | "expired" | "ended"),
@@ -270,6 +289,31 @@ pub async fn top_up(
         return problem_page(&session, &reply.problem());
     }
     Redirect::to(&format!("/console/templates/{id}?notice=topped+up")).into_response()
+}
+
+/// The holders of a template's coupons as CSV (the API's page of up to 200, as a download).
+pub async fn holders_csv(
+    State(console): State<Console>,
+    session: Session,
+    Path(id): Path<i64>,
+) -> Response {
+    let path = format!("/v1/templates/{id}/coupons?limit=200&format=csv");
+    let reply = console.api().get(&session.key, &path).await;
+    if !reply.ok() {
+        return problem_page(&session, &reply.problem());
+    }
+    let name = format!("attachment; filename=\"template-{id}-coupons.csv\"");
+    (
+        [
+            (
+                axum::http::header::CONTENT_TYPE,
+                "text/csv; charset=utf-8".to_owned(),
+            ),
+            (axum::http::header::CONTENT_DISPOSITION, name),
+        ],
+        reply.bytes,
+    )
+        .into_response()
 }
 
 /// A file of user ids (the `csrf` part first, then `file`): sent to the API as the upload

@@ -429,6 +429,19 @@ async fn merchant_enrolls_and_issues(c: &Client, base: &str, key: &str) -> i64 {
     let label = chart.attr("aria-label").await.unwrap().unwrap_or_default();
     assert!(label.contains("40 claimed"), "{label}");
     shot(c, "template").await;
+    until(c, "#holders", |t| t.contains("u-0")).await;
+    let csv = c
+        .execute_async(
+            &format!(
+                "const done = arguments[arguments.length - 1];
+                 fetch('/console/templates/{id}/coupons.csv').then(r => r.text()).then(done);"
+            ),
+            vec![],
+        )
+        .await
+        .unwrap();
+    let csv = csv.as_str().unwrap_or_default();
+    assert!(csv.lines().count() > 40 && csv.contains("u-39"), "{csv}");
 
     // A live template's stock is raised; a lower one is refused by the API's rule.
     fill(c, "total_stock", "120").await;
