@@ -17,6 +17,7 @@ use crate::Console;
 
 mod activities;
 mod enroll;
+mod feeds;
 mod format;
 mod home;
 mod listings;
@@ -61,6 +62,9 @@ pub fn routes() -> Router<Console> {
         .route("/console/templates/{id}/issuances", post(templates::upload))
         .route("/console/issuances/{id}", get(templates::progress))
         .route("/console/users", get(support::users))
+        .route("/console/events", get(feeds::events))
+        .route("/console/webhooks", get(feeds::webhooks))
+        .route("/console/merchants", get(feeds::merchants))
         .route("/console/coupons/{id}/revoke", post(support::revoke))
         .route("/console/reconciliation", get(support::reconciliation))
         .route(crate::assets::HTMX_PATH, get(crate::assets::htmx))

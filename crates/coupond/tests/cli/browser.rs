@@ -257,6 +257,16 @@ async fn platform_creates_an_activity(c: &Client, base: &str, key: &str) {
     .unwrap();
     until(c, "main", |t| t.contains("By funder")).await;
 
+    // The outbox as a feed (the demo's history is in it), merchants, webhooks.
+    c.goto(&format!("{base}/console/events?type=coupon.used"))
+        .await
+        .unwrap();
+    until(c, "#events", |t| t.contains("coupon.used")).await;
+    c.goto(&format!("{base}/console/merchants")).await.unwrap();
+    until(c, "main", |t| t.contains("Westlake Apartments Co.")).await;
+    c.goto(&format!("{base}/console/webhooks")).await.unwrap();
+    until(c, "main", |t| t.contains("No webhook endpoints")).await;
+
     // A form without its token is refused, and changes nothing.
     c.goto(&format!("{base}/console/activities/new"))
         .await

@@ -1,0 +1,194 @@
+//! Read-only pages over the outbox and its consumers: the events feed (the platform sees
+//! everything, a merchant its templates' events) with a type filter and cursor paging, the
+//! webhook endpoints with their latest deliveries, and (the platform) the merchants.
+
+use askama::Template;
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::format::instant;
+use super::home::items;
+use super::{problem_page, render, Shell};
+use crate::session::Session;
+use crate::Console;
+
+#[derive(Debug, Default, Deserialize)]
+pub struct FeedQuery {
+    #[serde(default)]
+    r#type: String,
+    #[serde(default)]
+    after: String,
+}
+
+/// An event as a row: (id, type, at, data as compact JSON).
+type EventRow = (i64, String, String, String);
+
+#[derive(Template)]
+#[template(path = "events.html")]
+struct EventsPage {
+    shell: Shell,
+    kind: String,
+    rows: Vec<EventRow>,
+    next: String,
+}
+
+/// A filter or cursor as typed: only the characters the API's own take.
+fn plain(s: &str, extra: &str) -> String {
+    s.chars()
+        .filter(|c| c.is_ascii_alphanumeric() || extra.contains(*c))
+        .take(200)
+        .collect()
+}
+
+pub async fn events(
+    State(console): State<Console>,
+    session: Session,
+    Query(q): Query<FeedQuery>,
+) -> Response {
+    let kind = plain(&q.r#type, "._,");
+    let after = plain(&q.after, "-_");
+    let mut path = "/v1/events?limit=50".to_owned();
+    if !kind.is_empty() {
+        path.push_str(&format!("&type={kind}"));
+    }
+    if !after.is_empty() {
+        path.push_str(&format!("&after={after}"));
+    }
+    let page = match console.api().get(&session.key, &path).await.into::<Value>() {
+        Ok(p) => p,
+        Err(p) => return problem_page(&session, &p),
+    };
+    let rows = items(&page)
+        .map(|e| {
+            (
+                e["id"].as_i64().unwrap_or(0),
+                e["type"].as_str().unwrap_or("").to_owned(),
+                instant(&e["at"]),
+                e["data"].to_string().chars().take(300).collect(),
+            )
+        })
+        .collect();
+    let page = EventsPage {
+        shell: Shell::new(&session, "Events"),
+        kind,
+        rows,
+        next: page["next_cursor"].as_str().unwrap_or("").to_owned(),
+    };
+    render(StatusCode::OK, &page)
+}
+
+/// A webhook endpoint with its latest deliveries: (event type, state, attempts, when).
+#[derive(Debug, Clone)]
+struct Hook {
+    id: i64,
+    url: String,
+    types: String,
+    disabled: bool,
+    deliveries: Vec<(String, String, usize, String)>,
+}
+
+#[derive(Template)]
+#[template(path = "webhooks.html")]
+struct WebhooksPage {
+    shell: Shell,
+    hooks: Vec<Hook>,
+}
+
+pub async fn webhooks(State(console): State<Console>, session: Session) -> Response {
+    let api = console.api();
+    let list = match api
+        .get(&session.key, "/v1/webhooks?limit=50")
+        .await
+        .into::<Value>()
+    {
+        Ok(l) => l,
+        Err(p) => return problem_page(&session, &p),
+    };
+    let mut hooks = Vec::new();
+    for w in items(&list) {
+        let id = w["id"].as_i64().unwrap_or(0);
+        let deliveries = api
+            .get(
+                &session.key,
+                &format!("/v1/webhooks/{id}/deliveries?limit=10"),
+            )
+            .await
+            .into::<Value>()
+            .unwrap_or(Value::Null);
+        hooks.push(Hook {
+            id,
+            url: w["url"].as_str().unwrap_or("").to_owned(),
+            types: w["event_types"]
+                .as_array()
+                .map(|t| {
+                    t.iter()
+                        .filter_map(Value::as_str)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                })
+                .unwrap_or_default(),
+            disabled: !w["disabled_at"].is_null(),
+            deliveries: items(&deliveries)
+                .map(|d| {
+                    (
+                        d["event_type"].as_str().unwrap_or("").to_owned(),
+                        d["state"].as_str().unwrap_or("").to_owned(),
+                        d["attempts"].as_array().map_or(0, Vec::len),
+                        instant(&d["created_at"]),
+                    )
+                })
+                .collect(),
+        });
+    }
+    render(
+        StatusCode::OK,
+        &WebhooksPage {
+            shell: Shell::new(&session, "Webhooks"),
+            hooks,
+        },
+    )
+}
+
+#[derive(Template)]
+#[template(path = "merchants.html")]
+struct MerchantsPage {
+    shell: Shell,
+    /// (id, name, short name, cities)
+    rows: Vec<(i64, String, String, String)>,
+}
+
+pub async fn merchants(State(console): State<Console>, session: Session) -> Response {
+    let list = match console
+        .api()
+        .get(&session.key, "/v1/merchants?limit=200")
+        .await
+        .into::<Value>()
+    {
+        Ok(l) => l,
+        Err(p) => return problem_page(&session, &p),
+    };
+    let rows = items(&list)
+        .map(|m| {
+            let cities: Vec<String> = m["cities"]
+                .as_array()
+                .map(|c| c.iter().map(Value::to_string).collect())
+                .unwrap_or_default();
+            (
+                m["id"].as_i64().unwrap_or(0),
+                m["name"].as_str().unwrap_or("").to_owned(),
+                m["short_name"].as_str().unwrap_or("").to_owned(),
+                cities.join(", "),
+            )
+        })
+        .collect();
+    render(
+        StatusCode::OK,
+        &MerchantsPage {
+            shell: Shell::new(&session, "Merchants"),
+            rows,
+        },
+    )
+}
