@@ -5,7 +5,7 @@ use axum::http::header;
 use axum::response::IntoResponse;
 
 pub const HTMX_PATH: &str = "/console/assets/htmx-2.0.11.min.js";
-pub const CSS_PATH: &str = "/console/assets/console-1.css";
+pub const CSS_PATH: &str = "/console/assets/console-2.css";
 
 const HTMX: &[u8] = include_bytes!("../assets/htmx/htmx-2.0.11.min.js");
 const CSS: &[u8] = include_bytes!("../assets/console.css");

@@ -218,6 +218,21 @@ async fn platform_creates_an_activity(c: &Client, base: &str, key: &str) {
     sign_in(c, base, key).await;
     until(c, "h1", |t| t == "Platform").await;
     shot(c, "platform-home").await;
+    // A phone's width: the menu wraps, wide columns give way, nothing scrolls sideways.
+    c.set_window_size(390, 844).await.unwrap();
+    c.refresh().await.unwrap();
+    let sideways: bool = c
+        .execute(
+            "return document.documentElement.scrollWidth > document.documentElement.clientWidth;",
+            vec![],
+        )
+        .await
+        .unwrap()
+        .as_bool()
+        .unwrap_or(true);
+    shot(c, "platform-home-390").await;
+    assert!(!sideways, "the home page scrolls sideways at 390 px");
+    c.set_window_size(1280, 1000).await.unwrap();
     c.goto(&format!("{base}/console/activities/new"))
         .await
         .unwrap();
