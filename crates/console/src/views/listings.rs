@@ -25,8 +25,8 @@ struct ListingRow {
     title: String,
     city: i64,
     price: String,
-    /// Titles of the bound templates.
-    coupons: Vec<String>,
+    /// The bound templates: (id, title).
+    coupons: Vec<(i64, String)>,
 }
 
 impl ListingRow {
@@ -38,7 +38,12 @@ impl ListingRow {
             city: l["city_id"].as_i64().unwrap_or(0),
             price: money(l["price"].as_i64().unwrap_or(0)),
             coupons: items_of(&l["coupons"])
-                .map(|c| c["title"].as_str().unwrap_or("").to_owned())
+                .map(|c| {
+                    (
+                        c["template_id"].as_i64().unwrap_or(0),
+                        c["title"].as_str().unwrap_or("").to_owned(),
+                    )
+                })
                 .collect(),
         }
     }
@@ -184,6 +189,17 @@ pub struct BindForm {
     template_id: String,
 }
 
+/// Unbinds a template from a listing.
+pub async fn unbind(
+    State(console): State<Console>,
+    session: Session,
+    headers: HeaderMap,
+    Path(id): Path<i64>,
+    Form(form): Form<BindForm>,
+) -> Response {
+    change_binding(&console, &session, &headers, id, &form, Method::DELETE).await
+}
+
 pub async fn bind(
     State(console): State<Console>,
     session: Session,
@@ -191,14 +207,25 @@ pub async fn bind(
     Path(id): Path<i64>,
     Form(form): Form<BindForm>,
 ) -> Response {
-    if let Some(refused) = guard(&headers, &session, &form.csrf) {
+    change_binding(&console, &session, &headers, id, &form, Method::PUT).await
+}
+
+async fn change_binding(
+    console: &Console,
+    session: &Session,
+    headers: &HeaderMap,
+    id: i64,
+    form: &BindForm,
+    method: Method,
+) -> Response {
+    if let Some(refused) = guard(headers, session, &form.csrf) {
         return refused;
     }
     let Ok(template) = form.template_id.trim().parse::<i64>() else {
         let errors = FieldErrors::one("template_id", "choose a template".into());
         return page(
-            &console,
-            &session,
+            console,
+            session,
             ListingForm::default(),
             errors,
             None,
@@ -207,10 +234,7 @@ pub async fn bind(
         .await;
     };
     let path = format!("/v1/listings/{id}/templates/{template}");
-    let reply = console
-        .api()
-        .call(&session.key, Method::PUT, &path, None)
-        .await;
+    let reply = console.api().call(&session.key, method, &path, None).await;
     if reply.ok() {
         return Redirect::to("/console/listings").into_response();
     }
@@ -218,8 +242,8 @@ pub async fn bind(
     let status = StatusCode::from_u16(p.status).unwrap_or(StatusCode::UNPROCESSABLE_ENTITY);
     let error = Some(format!("Listing {id}: {}", p.detail));
     page(
-        &console,
-        &session,
+        console,
+        session,
         ListingForm::default(),
         FieldErrors::new(),
         error,

@@ -50,6 +50,7 @@ pub fn routes() -> Router<Console> {
             get(listings::list).post(listings::create),
         )
         .route("/console/listings/{id}/bind", post(listings::bind))
+        .route("/console/listings/{id}/unbind", post(listings::unbind))
         .route("/console/templates/{id}", get(templates::page))
         .route("/console/templates/{id}/publish", post(templates::publish))
         .route("/console/templates/{id}/abort", post(templates::abort))

@@ -113,6 +113,8 @@ struct TemplatePage {
     /// A live template's stock can be raised.
     can_top_up: bool,
     chart: Chart,
+    hours: u32,
+    ranges: Vec<u32>,
     jobs: Vec<Job>,
     /// The first holders of its coupons: (coupon id, user, status).
     holders: Vec<(i64, String, String)>,
@@ -123,7 +125,13 @@ struct TemplatePage {
 pub struct Notice {
     #[serde(default)]
     notice: String,
+    /// The chart's range in hours (24, 48 or 168).
+    #[serde(default)]
+    hours: Option<u32>,
 }
+
+/// The chart's ranges a person picks from.
+const RANGES: [u32; 3] = [24, 48, 168];
 
 pub async fn page(
     State(console): State<Console>,
@@ -132,6 +140,7 @@ pub async fn page(
     Query(n): Query<Notice>,
 ) -> Response {
     let api = console.api();
+    let hours = n.hours.filter(|h| RANGES.contains(h)).unwrap_or(48);
     let t = match api
         .get(&session.key, &format!("/v1/templates/{id}"))
         .await
@@ -141,7 +150,10 @@ pub async fn page(
         Err(p) => return problem_page(&session, &p),
     };
     let stats = api
-        .get(&session.key, &format!("/v1/templates/{id}/stats?hours=48"))
+        .get(
+            &session.key,
+            &format!("/v1/templates/{id}/stats?hours={hours}"),
+        )
         .await
         .into::<Value>()
         .unwrap_or(Value::Null);
@@ -187,6 +199,8 @@ pub async fn page(
             .unwrap_or_else(|| "no cap".into()),
         reserved: money(t["reserved"].as_i64().unwrap_or(0)),
         chart: Chart::of(&stats["per_hour"]),
+        hours,
+        ranges: RANGES.to_vec(),
         jobs: items(&jobs)
             .map(Job::of)
             .collect::<Vec<_>>()

@@ -419,7 +419,18 @@ async fn merchant_enrolls_and_issues(c: &Client, base: &str, key: &str) -> i64 {
         .click()
         .await
         .unwrap();
-    until(c, "tr[id^='listing-'] .badge", |t| t == "Flash 50 off").await;
+    until(c, "tr[id^='listing-'] .badge", |t| {
+        t.starts_with("Flash 50 off")
+    })
+    .await;
+    // Unbound, and bound again for the listing's coupons.
+    c.find(Locator::Css("tr[id^='listing-'] .badge button"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    until(c, "tr[id^='listing-']", |t| t.contains("none")).await;
 
     let file = std::env::temp_dir().join(format!("coupond-browser-{}.csv", std::process::id()));
     let users: Vec<String> = (0..40).map(|i| format!("u-{i}")).collect();
@@ -455,6 +466,10 @@ async fn merchant_enrolls_and_issues(c: &Client, base: &str, key: &str) -> i64 {
     assert!(label.contains("40 claimed"), "{label}");
     shot(c, "template").await;
     until(c, "#holders", |t| t.contains("u-0")).await;
+    c.goto(&format!("{base}/console/templates/{id}?hours=168"))
+        .await
+        .unwrap();
+    until(c, "h2", |t| t.contains("168 hours")).await;
     let csv = c
         .execute_async(
             &format!(
