@@ -93,6 +93,10 @@ const KINDS: [(&str, &str); 7] = [
 #[template(path = "activity_new.html")]
 struct NewPage {
     shell: Shell,
+    /// Where the form posts, its heading and its button: creating or editing.
+    action: String,
+    heading: String,
+    submit: &'static str,
     kinds: Vec<Choice>,
     form: ActivityForm,
     errors: FieldErrors,
@@ -115,8 +119,34 @@ fn new_page(
     error: Option<String>,
     status: StatusCode,
 ) -> Response {
+    let target = Target {
+        action: "/console/activities".into(),
+        heading: "New activity".into(),
+        submit: "Create activity",
+    };
+    form_page(session, target, form, errors, error, status)
+}
+
+/// Where an activity form goes.
+struct Target {
+    action: String,
+    heading: String,
+    submit: &'static str,
+}
+
+fn form_page(
+    session: &Session,
+    target: Target,
+    form: ActivityForm,
+    errors: FieldErrors,
+    error: Option<String>,
+    status: StatusCode,
+) -> Response {
     let page = NewPage {
-        shell: Shell::new(session, "New activity"),
+        shell: Shell::new(session, target.heading.clone()),
+        action: target.action,
+        heading: target.heading,
+        submit: target.submit,
         kinds: KINDS
             .iter()
             .map(|(value, label)| Choice {
@@ -268,6 +298,105 @@ pub async fn page(
         given: super::format::money(totals["discount_given"].as_i64().unwrap_or(0)),
     };
     render(StatusCode::OK, &page)
+}
+
+fn edit_target(id: i64) -> Target {
+    Target {
+        action: format!("/console/activities/{id}"),
+        heading: format!("Edit activity {id}"),
+        submit: "Save changes",
+    }
+}
+
+/// The edit form, filled from the activity as the API has it (the platform, until it
+/// freezes: the API refuses later edits and the page says why).
+pub async fn edit(
+    State(console): State<Console>,
+    session: Session,
+    Path(id): Path<i64>,
+) -> Response {
+    let path = format!("/v1/activities/{id}");
+    let a = match console.api().get(&session.key, &path).await.into::<Value>() {
+        Ok(a) => a,
+        Err(p) => return problem_page(&session, &p),
+    };
+    let decimal = |k: &str| {
+        let n = a[k].as_i64().unwrap_or(0);
+        format!("{}.{:02}", n / 100, (n % 100).abs())
+    };
+    // `2026-11-24T12:00:00Z` as `2026-11-24T12:00`, what a datetime-local input takes.
+    let local = |w: &str, end: &str| {
+        a[w][end]
+            .as_str()
+            .map(|s| s.chars().take(16).collect())
+            .unwrap_or_default()
+    };
+    let cities: Vec<String> = a["cities"]
+        .as_array()
+        .map(|c| c.iter().map(Value::to_string).collect())
+        .unwrap_or_default();
+    let form = ActivityForm {
+        csrf: String::new(),
+        title: a["title"].as_str().unwrap_or("").to_owned(),
+        description: a["description"].as_str().unwrap_or("").to_owned(),
+        cities: cities.join(", "),
+        kind: a["kind"].as_str().unwrap_or("").to_owned(),
+        value_min: decimal("value_min"),
+        value_max: decimal("value_max"),
+        enrollment_start: local("enrollment", "start"),
+        enrollment_end: local("enrollment", "end"),
+        run_start: local("run", "start"),
+        run_end: local("run", "end"),
+        funded_by: a["funded_by"].as_str().unwrap_or("").to_owned(),
+    };
+    form_page(
+        &session,
+        edit_target(id),
+        form,
+        FieldErrors::new(),
+        None,
+        StatusCode::OK,
+    )
+}
+
+/// Saves the edit form: the whole form as a `PATCH`, so the API applies its rules to the
+/// activity as changed.
+pub async fn update(
+    State(console): State<Console>,
+    session: Session,
+    headers: HeaderMap,
+    Path(id): Path<i64>,
+    Form(form): Form<ActivityForm>,
+) -> Response {
+    if let Some(refused) = guard(&headers, &session, &form.csrf) {
+        return refused;
+    }
+    let body = match draft(&form) {
+        Ok(b) => b,
+        Err((field, why)) => {
+            let errors = FieldErrors::one(field, why);
+            return form_page(
+                &session,
+                edit_target(id),
+                form,
+                errors,
+                None,
+                StatusCode::UNPROCESSABLE_ENTITY,
+            );
+        }
+    };
+    let path = format!("/v1/activities/{id}");
+    let reply = console
+        .api()
+        .send_json(&session.key, Method::PATCH, &path, &body)
+        .await;
+    if reply.ok() {
+        return Redirect::to(&path.replace("/v1/", "/console/")).into_response();
+    }
+    let p = reply.problem();
+    let (errors, error) = field_errors(&p);
+    let status = StatusCode::from_u16(p.status).unwrap_or(StatusCode::UNPROCESSABLE_ENTITY);
+    form_page(&session, edit_target(id), form, errors, error, status)
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -39,7 +39,11 @@ pub fn routes() -> Router<Console> {
             get(activities::list).post(activities::create),
         )
         .route("/console/activities/new", get(activities::new))
-        .route("/console/activities/{id}", get(activities::page))
+        .route(
+            "/console/activities/{id}",
+            get(activities::page).post(activities::update),
+        )
+        .route("/console/activities/{id}/edit", get(activities::edit))
         .route(
             "/console/templates",
             get(templates::list).post(enroll::create),

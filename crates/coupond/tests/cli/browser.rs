@@ -261,6 +261,22 @@ async fn platform_creates_an_activity(c: &Client, base: &str, key: &str) {
         .await
         .unwrap();
     until(c, "h1", |t| t.starts_with("Winter sale")).await;
+    // Edited while it is enrolling: the form comes filled in.
+    c.find(Locator::Id("edit-activity"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    until(c, "h1", |t| t.starts_with("Edit activity")).await;
+    fill(c, "title", "Winter sale, extended").await;
+    c.find(Locator::Id("create-activity"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    until(c, "h1", |t| t.starts_with("Winter sale, extended")).await;
     shot(c, "activity").await;
 
     // The reconciliation of a period, with its CSV link.
