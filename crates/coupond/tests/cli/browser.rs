@@ -90,10 +90,16 @@ const WAIT: Duration = Duration::from_secs(20);
 /// The text of the first element matching `css` once it satisfies `ok`, polled until
 /// [`WAIT`]: after a click the old page may still be showing, and its elements go stale.
 async fn until(c: &Client, css: &str, ok: impl Fn(&str) -> bool) -> String {
+    until_at(c, Locator::Css(css), ok).await
+}
+
+/// [`until`] for any locator.
+async fn until_at(c: &Client, at: Locator<'_>, ok: impl Fn(&str) -> bool) -> String {
+    let css = format!("{at:?}");
     let deadline = std::time::Instant::now() + WAIT;
     let mut last = String::new();
     loop {
-        if let Ok(e) = c.find(Locator::Css(css)).await {
+        if let Ok(e) = c.find(at).await {
             if let Ok(t) = e.text().await {
                 if ok(&t) {
                     return t;
@@ -349,7 +355,9 @@ async fn merchant_enrolls_and_issues(c: &Client, base: &str, key: &str) -> i64 {
         .click()
         .await
         .unwrap();
-    c.find(Locator::Id("enroll"))
+    c.wait()
+        .at_most(WAIT)
+        .for_element(Locator::Id("enroll"))
         .await
         .unwrap()
         .click()
@@ -416,12 +424,10 @@ async fn merchant_enrolls_and_issues(c: &Client, base: &str, key: &str) -> i64 {
         .click()
         .await
         .unwrap();
-    let row = c
-        .wait()
-        .at_most(WAIT)
-        .for_element(Locator::Css("tr[id^='listing-']"))
-        .await
-        .unwrap();
+    // The demo's listings are there too: work on the new one's row, once the page shows it.
+    const ROW: &str = "//tr[contains(., 'Studio by the park')]";
+    until_at(c, Locator::XPath(ROW), |_| true).await;
+    let row = c.find(Locator::XPath(ROW)).await.unwrap();
     // The demo's own template is live too: choose this one.
     row.find(Locator::Css("select"))
         .await
@@ -435,18 +441,16 @@ async fn merchant_enrolls_and_issues(c: &Client, base: &str, key: &str) -> i64 {
         .click()
         .await
         .unwrap();
-    until(c, "tr[id^='listing-'] .badge", |t| {
-        t.starts_with("Flash 50 off")
-    })
-    .await;
-    // Unbound, and bound again for the listing's coupons.
-    c.find(Locator::Css("tr[id^='listing-'] .badge button"))
+    let badge = "//tr[contains(., 'Studio by the park')]//span[contains(@class, 'badge')]";
+    until_at(c, Locator::XPath(badge), |t| t.starts_with("Flash 50 off")).await;
+    // Unbound, and the row says so.
+    c.find(Locator::XPath(&format!("{badge}//button")))
         .await
         .unwrap()
         .click()
         .await
         .unwrap();
-    until(c, "tr[id^='listing-']", |t| t.contains("none")).await;
+    until_at(c, Locator::XPath(ROW), |t| t.contains("none")).await;
 
     let file = std::env::temp_dir().join(format!("coupond-browser-{}.csv", std::process::id()));
     let users: Vec<String> = (0..40).map(|i| format!("u-{i}")).collect();
