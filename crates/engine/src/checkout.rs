@@ -143,27 +143,21 @@ impl Checkout {
         let rules = |found: &[Coupon], templates: &[Template]| {
             plan(order_id, order, coupons, found, templates, now, deadline)
         };
-        self.store
-            .lock_order(
-                &LockRequest {
-                    order_id,
-                    user: &order.user_id,
-                    coupons,
-                    fingerprint,
-                    deadline,
-                    actor,
-                    now,
-                },
-                &rules,
-            )
-            .await
+        let req = LockRequest {
+            order_id,
+            user: &order.user_id,
+            coupons,
+            fingerprint,
+            deadline,
+            actor,
+            now,
+        };
+        again(|| self.store.lock_order(&req, &rules)).await
     }
 
     pub async fn confirm(&self, order_id: &OrderId, actor: &Actor) -> StoreResult<OrderStep> {
-        let step = self
-            .store
-            .confirm_order(order_id, actor, self.clock.now())
-            .await?;
+        let now = self.clock.now();
+        let step = again(|| self.store.confirm_order(order_id, actor, now)).await?;
         coupond_store::failpoints::hit("confirm.after_commit")?;
         if let OrderStep::AmountViolation(why) = &step {
             // The safeguard fired: this should never happen. Loud, and counted.
@@ -174,9 +168,34 @@ impl Checkout {
     }
 
     pub async fn cancel(&self, order_id: &OrderId, actor: &Actor) -> StoreResult<OrderStep> {
-        self.store
-            .cancel_order(order_id, actor, self.clock.now())
-            .await
+        let now = self.clock.now();
+        again(|| self.store.cancel_order(order_id, actor, now)).await
+    }
+}
+
+/// Attempts in all of a checkout step the database refused as unavailable.
+const ATTEMPTS: usize = 3;
+
+/// Runs a checkout step again when the database answers "unavailable": on MariaDB that
+/// includes a transaction InnoDB rolled back to break a deadlock (1213) or a lock wait that
+/// timed out (1205), which its manual says to restart. Lock, confirm and cancel are
+/// idempotent by order id, so a step whose commit did land before the error is answered as
+/// a replay the second time.
+async fn again<T, F, Fut>(mut step: F) -> StoreResult<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = StoreResult<T>>,
+{
+    let mut attempt = 1;
+    loop {
+        match step().await {
+            Err(StoreError::Unavailable(e)) if attempt < ATTEMPTS => {
+                tracing::debug!(error = %e, attempt, "checkout step refused as unavailable; trying again");
+                metrics::counter!("coupond_checkout_retries_total").increment(1);
+                attempt += 1;
+            }
+            other => return other,
+        }
     }
 }
 
@@ -297,5 +316,51 @@ impl Sweeper {
                 return Ok(ended);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod retry_tests {
+    use super::*;
+
+    fn unavailable() -> StoreError {
+        StoreError::Unavailable("deadlock".into())
+    }
+
+    #[tokio::test]
+    async fn a_step_refused_as_unavailable_is_tried_again_up_to_three_times() {
+        let calls = std::sync::atomic::AtomicUsize::new(0);
+        let step = |fail_first: usize| {
+            let calls = &calls;
+            move || async move {
+                let n = calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                if n < fail_first {
+                    Err(unavailable())
+                } else {
+                    Ok(n)
+                }
+            }
+        };
+        assert_eq!(
+            again(step(2)).await.unwrap(),
+            2,
+            "the third attempt succeeds"
+        );
+        calls.store(0, std::sync::atomic::Ordering::SeqCst);
+        assert!(matches!(
+            again(step(3)).await,
+            Err(StoreError::Unavailable(_))
+        ));
+        assert_eq!(
+            calls.load(std::sync::atomic::Ordering::SeqCst),
+            3,
+            "three attempts, no more"
+        );
+        calls.store(0, std::sync::atomic::Ordering::SeqCst);
+        let other = again(|| async { Err::<(), _>(StoreError::NotFound) }).await;
+        assert!(
+            matches!(other, Err(StoreError::NotFound)),
+            "other errors are not retried"
+        );
     }
 }
