@@ -75,6 +75,10 @@ struct Inner {
     api: Api,
     key: Key,
     settings: ConsoleSettings,
+    /// One permit per issuance upload the console is reading (each up to
+    /// `max_upload_bytes`, held in memory until the API has it): the bound on that memory, as
+    /// `max_concurrent_uploads` bounds the API's own.
+    uploads: Arc<tokio::sync::Semaphore>,
 }
 
 impl std::fmt::Debug for Console {
@@ -96,8 +100,10 @@ impl Console {
             Some(s) => Key::from(&derive(s)),
             None => Key::generate(),
         };
+        let uploads = app.settings().max_concurrent_uploads.max(1) as usize;
         Ok(Console {
             inner: Arc::new(Inner {
+                uploads: Arc::new(tokio::sync::Semaphore::new(uploads)),
                 api: Api::new(app.clone()),
                 app,
                 key,
@@ -118,6 +124,11 @@ impl Console {
         &self.inner.settings
     }
 
+    /// A permit to read an upload, if one is free.
+    pub(crate) fn upload_permit(&self) -> Option<tokio::sync::SemaphorePermit<'_>> {
+        self.inner.uploads.try_acquire().ok()
+    }
+
     /// The key the form tokens are signed with (the cookie key's signing half).
     fn signing_key(&self) -> &[u8] {
         self.inner.key.signing()
@@ -136,5 +147,6 @@ fn derive(secret: &[u8]) -> [u8; 64] {
 
 /// The console's routes, under [`BASE`].
 pub fn router(console: Console) -> Router {
-    views::routes().with_state(console)
+    let max_upload = console.app().settings().max_upload_bytes;
+    views::routes(max_upload).with_state(console)
 }

@@ -27,8 +27,9 @@ mod templates;
 
 pub(crate) use format::{ActivityRow, TemplateRow};
 
-/// Every page's routes.
-pub fn routes() -> Router<Console> {
+/// Every page's routes; the issuance upload takes bodies up to `max_upload` bytes, every other
+/// route the service's `max_body_bytes`.
+pub fn routes(max_upload: usize) -> Router<Console> {
     Router::new()
         .route("/console", get(home::page))
         .route("/console/", get(|| async { Redirect::to("/console") }))
@@ -64,7 +65,10 @@ pub fn routes() -> Router<Console> {
             get(templates::holders_csv),
         )
         .route("/console/activities/{id}/abort", post(activities::abort))
-        .route("/console/templates/{id}/issuances", post(templates::upload))
+        .route(
+            "/console/templates/{id}/issuances",
+            post(templates::upload).layer(axum::extract::DefaultBodyLimit::max(max_upload)),
+        )
         .route("/console/issuances/{id}", get(templates::progress))
         .route("/console/users", get(support::users))
         .route("/console/events", get(feeds::events))

@@ -339,6 +339,16 @@ pub async fn upload(
     Path(id): Path<i64>,
     mut form: Multipart,
 ) -> Response {
+    // Held until the API has the file: the file is in memory until then.
+    let Some(_permit) = console.upload_permit() else {
+        let p = Problem {
+            status: 429,
+            code: "too_many_uploads".into(),
+            field: Some("file".into()),
+            detail: "other uploads are being read right now; try again in a moment".into(),
+        };
+        return progress_error(&p);
+    };
     let (mut csrf, mut file) = (String::new(), None);
     while let Ok(Some(field)) = form.next_field().await {
         match field.name() {

@@ -453,8 +453,12 @@ async fn merchant_enrolls_and_issues(c: &Client, base: &str, key: &str) -> i64 {
     until_at(c, Locator::XPath(ROW), |t| t.contains("none")).await;
 
     let file = std::env::temp_dir().join(format!("coupond-browser-{}.csv", std::process::id()));
-    let users: Vec<String> = (0..40).map(|i| format!("u-{i}")).collect();
+    // 40 users, then 20,000 repeats of one of them: a 100 KiB file, over the 64 KiB every
+    // other console form may send; repeats count once.
+    let mut users: Vec<String> = (0..40).map(|i| format!("u-{i}")).collect();
+    users.extend(std::iter::repeat_n("u-0".to_owned(), 20_000));
     std::fs::write(&file, users.join("\n")).unwrap();
+    assert!(std::fs::metadata(&file).unwrap().len() > 64 * 1024);
     c.goto(&format!("{base}/console/templates/{id}"))
         .await
         .unwrap();
