@@ -46,19 +46,42 @@ pub async fn insert_issuance(
     .bind(now)
     .bind(new.key.map(|k| k.key))
     .bind(new.key.map(|k| k.fingerprint.to_vec()));
+    insert_once(
+        db,
+        q,
+        "issuances",
+        ISSUANCE_COLS,
+        new.key.map(|k| k.key),
+        issuance_row,
+    )
+    .await
+}
+
+/// Runs `insert` (an `INSERT ... RETURNING cols` that skips a row whose `idempotency_key`
+/// is taken) in one transaction; if it inserted nothing, reads the row `key` already made in
+/// `table`. The row, and whether it is new. Bulk issuances and tag uploads both keep their
+/// upload's key this way.
+pub(crate) async fn insert_once<T>(
+    db: &dyn Db,
+    insert: crate::Query,
+    table: &str,
+    cols: &str,
+    key: Option<&str>,
+    row: fn(&crate::Row) -> StoreResult<T>,
+) -> StoreResult<(T, bool)> {
     let mut tx = db.begin(Work::Request).await?;
-    let inserted = tx.fetch_optional(q).await?;
-    let out = match (inserted, new.key) {
-        (Some(row), _) => (issuance_row(&row)?, true),
-        // The key made a job already: that job, unchanged.
+    let inserted = tx.fetch_optional(insert).await?;
+    let out = match (inserted, key) {
+        (Some(r), _) => (row(&r)?, true),
+        // The key made a row already: that row, unchanged.
         (None, Some(key)) => {
             let q = sql(format!(
-                "SELECT {ISSUANCE_COLS} FROM issuances WHERE idempotency_key = $1"
+                "SELECT {cols} FROM {table} WHERE idempotency_key = $1"
             ))
-            .bind(key.key);
-            (issuance_row(&tx.fetch_one(q).await?)?, false)
+            .bind(key);
+            (row(&tx.fetch_one(q).await?)?, false)
         }
-        (None, None) => return Err(StoreError::other("an unkeyed job was not inserted")),
+        (None, None) => return Err(StoreError::other("an unkeyed row was not inserted")),
     };
     tx.commit().await?;
     Ok(out)

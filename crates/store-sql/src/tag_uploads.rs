@@ -37,22 +37,8 @@ pub async fn insert_tag_upload(
     .bind(now)
     .bind(new.key.map(|k| k.key))
     .bind(new.key.map(|k| k.fingerprint.to_vec()));
-    let mut tx = db.begin(Work::Request).await?;
-    let inserted = tx.fetch_optional(q).await?;
-    let out = match (inserted, new.key) {
-        (Some(row), _) => (upload(&row)?, true),
-        // The key made an upload already: that one, unchanged.
-        (None, Some(key)) => {
-            let q = sql(format!(
-                "SELECT {COLS} FROM tag_uploads WHERE idempotency_key = $1"
-            ))
-            .bind(key.key);
-            (upload(&tx.fetch_one(q).await?)?, false)
-        }
-        (None, None) => return Err(StoreError::other("an unkeyed upload was not inserted")),
-    };
-    tx.commit().await?;
-    Ok(out)
+    let key = new.key.map(|k| k.key);
+    crate::issuance::insert_once(db, q, "tag_uploads", COLS, key, upload).await
 }
 
 pub async fn tag_upload(db: &dyn Db, id: i64) -> StoreResult<TagUpload> {

@@ -10,9 +10,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::home::items;
-use super::{
-    field_errors, guard, problem_page, render, ActivityRow, FieldErrors, Shell, TemplateRow,
-};
+use super::{guard, problem_page, render, ActivityRow, FieldErrors, Shell, Shown, TemplateRow};
 use crate::session::Session;
 use crate::Console;
 
@@ -109,22 +107,16 @@ pub async fn new(session: Session) -> Response {
         funded_by: "platform".into(),
         ..ActivityForm::default()
     };
-    new_page(&session, form, FieldErrors::new(), None, StatusCode::OK)
+    new_page(&session, form, Shown::ok())
 }
 
-fn new_page(
-    session: &Session,
-    form: ActivityForm,
-    errors: FieldErrors,
-    error: Option<String>,
-    status: StatusCode,
-) -> Response {
+fn new_page(session: &Session, form: ActivityForm, shown: Shown) -> Response {
     let target = Target {
         action: "/console/activities".into(),
         heading: "New activity".into(),
         submit: "Create activity",
     };
-    form_page(session, target, form, errors, error, status)
+    form_page(session, target, form, shown)
 }
 
 /// Where an activity form goes.
@@ -134,14 +126,7 @@ struct Target {
     submit: &'static str,
 }
 
-fn form_page(
-    session: &Session,
-    target: Target,
-    form: ActivityForm,
-    errors: FieldErrors,
-    error: Option<String>,
-    status: StatusCode,
-) -> Response {
+fn form_page(session: &Session, target: Target, form: ActivityForm, shown: Shown) -> Response {
     let page = NewPage {
         shell: Shell::new(session, target.heading.clone()),
         action: target.action,
@@ -156,10 +141,10 @@ fn form_page(
             })
             .collect(),
         form,
-        errors,
-        error,
+        errors: shown.errors,
+        error: shown.error,
     };
-    render(status, &page)
+    render(shown.status, &page)
 }
 
 pub async fn create(
@@ -174,14 +159,7 @@ pub async fn create(
     let body = match draft(&form) {
         Ok(b) => b,
         Err((field, why)) => {
-            let errors = FieldErrors::one(field, why);
-            return new_page(
-                &session,
-                form,
-                errors,
-                None,
-                StatusCode::UNPROCESSABLE_ENTITY,
-            );
+            return new_page(&session, form, Shown::field(field, why));
         }
     };
     let reply = console
@@ -190,11 +168,7 @@ pub async fn create(
         .await;
     match reply.into::<Value>() {
         Ok(a) => Redirect::to(&format!("/console/activities/{}", a["id"])).into_response(),
-        Err(p) => {
-            let (errors, error) = field_errors(&p);
-            let status = StatusCode::from_u16(p.status).unwrap_or(StatusCode::UNPROCESSABLE_ENTITY);
-            new_page(&session, form, errors, error, status)
-        }
+        Err(p) => new_page(&session, form, Shown::of(&p)),
     }
 }
 
@@ -349,14 +323,7 @@ pub async fn edit(
         run_end: local("run", "end"),
         funded_by: a["funded_by"].as_str().unwrap_or("").to_owned(),
     };
-    form_page(
-        &session,
-        edit_target(id),
-        form,
-        FieldErrors::new(),
-        None,
-        StatusCode::OK,
-    )
+    form_page(&session, edit_target(id), form, Shown::ok())
 }
 
 /// Saves the edit form: the whole form as a `PATCH`, so the API applies its rules to the
@@ -374,15 +341,7 @@ pub async fn update(
     let body = match draft(&form) {
         Ok(b) => b,
         Err((field, why)) => {
-            let errors = FieldErrors::one(field, why);
-            return form_page(
-                &session,
-                edit_target(id),
-                form,
-                errors,
-                None,
-                StatusCode::UNPROCESSABLE_ENTITY,
-            );
+            return form_page(&session, edit_target(id), form, Shown::field(field, why));
         }
     };
     let path = format!("/v1/activities/{id}");
@@ -394,9 +353,7 @@ pub async fn update(
         return Redirect::to(&path.replace("/v1/", "/console/")).into_response();
     }
     let p = reply.problem();
-    let (errors, error) = field_errors(&p);
-    let status = StatusCode::from_u16(p.status).unwrap_or(StatusCode::UNPROCESSABLE_ENTITY);
-    form_page(&session, edit_target(id), form, errors, error, status)
+    form_page(&session, edit_target(id), form, Shown::of(&p))
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -4,14 +4,14 @@
 
 use askama::Template;
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, Method, StatusCode};
+use axum::http::{HeaderMap, Method};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::activities::{hundredths, utc, Choice};
-use super::{field_errors, guard, problem_page, render, ActivityRow, FieldErrors, Shell};
+use super::{guard, problem_page, render, ActivityRow, FieldErrors, Shell, Shown};
 use crate::session::Session;
 use crate::Console;
 
@@ -85,24 +85,14 @@ pub async fn new(
     if let Some(a) = q.activity_id {
         form.activity_id = a.to_string();
     }
-    page(
-        &console,
-        &session,
-        form,
-        FieldErrors::new(),
-        None,
-        StatusCode::OK,
-    )
-    .await
+    page(&console, &session, form, Shown::ok()).await
 }
 
 async fn page(
     console: &Console,
     session: &Session,
     mut form: TemplateForm,
-    errors: FieldErrors,
-    error: Option<String>,
-    status: StatusCode,
+    shown: Shown,
 ) -> Response {
     let activity = match form.activity_id.trim().parse::<i64>() {
         Ok(id) => match console
@@ -134,10 +124,10 @@ async fn page(
         activity: activity.as_ref().map(ActivityRow::of),
         kinds,
         form,
-        errors,
-        error,
+        errors: shown.errors,
+        error: shown.error,
     };
-    render(status, &page)
+    render(shown.status, &page)
 }
 
 pub async fn create(
@@ -152,16 +142,7 @@ pub async fn create(
     let body = match draft(&form) {
         Ok(b) => b,
         Err((field, why)) => {
-            let errors = FieldErrors::one(field, why);
-            return page(
-                &console,
-                &session,
-                form,
-                errors,
-                None,
-                StatusCode::UNPROCESSABLE_ENTITY,
-            )
-            .await;
+            return page(&console, &session, form, Shown::field(field, why)).await;
         }
     };
     let reply = console
@@ -170,11 +151,7 @@ pub async fn create(
         .await;
     match reply.into::<Value>() {
         Ok(t) => Redirect::to(&format!("/console/templates/{}", t["id"])).into_response(),
-        Err(p) => {
-            let (errors, error) = field_errors(&p);
-            let status = StatusCode::from_u16(p.status).unwrap_or(StatusCode::UNPROCESSABLE_ENTITY);
-            page(&console, &session, form, errors, error, status).await
-        }
+        Err(p) => page(&console, &session, form, Shown::of(&p)).await,
     }
 }
 

@@ -4,7 +4,7 @@
 
 use askama::Template;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, Method, StatusCode};
+use axum::http::{HeaderMap, Method};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
 use serde::Deserialize;
@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use super::activities::hundredths;
 use super::format::money;
 use super::home::items;
-use super::{field_errors, guard, problem_page, render, FieldErrors, Shell, TemplateRow};
+use super::{guard, problem_page, render, FieldErrors, Shell, Shown, TemplateRow};
 use crate::session::Session;
 use crate::Console;
 
@@ -84,25 +84,10 @@ struct ListPage {
 }
 
 pub async fn list(State(console): State<Console>, session: Session) -> Response {
-    page(
-        &console,
-        &session,
-        ListingForm::default(),
-        FieldErrors::new(),
-        None,
-        StatusCode::OK,
-    )
-    .await
+    page(&console, &session, ListingForm::default(), Shown::ok()).await
 }
 
-async fn page(
-    console: &Console,
-    session: &Session,
-    form: ListingForm,
-    errors: FieldErrors,
-    error: Option<String>,
-    status: StatusCode,
-) -> Response {
+async fn page(console: &Console, session: &Session, form: ListingForm, shown: Shown) -> Response {
     let api = console.api();
     let listings = match api
         .get(&session.key, "/v1/listings?limit=200")
@@ -122,10 +107,10 @@ async fn page(
         rows: items(&listings).map(ListingRow::of).collect(),
         templates: items(&templates).map(TemplateRow::of).collect(),
         form,
-        errors,
-        error,
+        errors: shown.errors,
+        error: shown.error,
     };
-    render(status, &page)
+    render(shown.status, &page)
 }
 
 pub async fn create(
@@ -140,16 +125,7 @@ pub async fn create(
     let body = match draft(&form) {
         Ok(b) => b,
         Err((field, why)) => {
-            let errors = FieldErrors::one(field, why);
-            return page(
-                &console,
-                &session,
-                form,
-                errors,
-                None,
-                StatusCode::UNPROCESSABLE_ENTITY,
-            )
-            .await;
+            return page(&console, &session, form, Shown::field(field, why)).await;
         }
     };
     let reply = console
@@ -160,9 +136,7 @@ pub async fn create(
         return Redirect::to("/console/listings").into_response();
     }
     let p = reply.problem();
-    let (errors, error) = field_errors(&p);
-    let status = StatusCode::from_u16(p.status).unwrap_or(StatusCode::UNPROCESSABLE_ENTITY);
-    page(&console, &session, form, errors, error, status).await
+    page(&console, &session, form, Shown::of(&p)).await
 }
 
 fn draft(f: &ListingForm) -> Result<Value, (&'static str, String)> {
@@ -222,14 +196,11 @@ async fn change_binding(
         return refused;
     }
     let Ok(template) = form.template_id.trim().parse::<i64>() else {
-        let errors = FieldErrors::one("template_id", "choose a template".into());
         return page(
             console,
             session,
             ListingForm::default(),
-            errors,
-            None,
-            StatusCode::UNPROCESSABLE_ENTITY,
+            Shown::field("template_id", "choose a template".into()),
         )
         .await;
     };
@@ -238,16 +209,11 @@ async fn change_binding(
     if reply.ok() {
         return Redirect::to("/console/listings").into_response();
     }
+    // The API names no field of this form: the message goes above the list.
     let p = reply.problem();
-    let status = StatusCode::from_u16(p.status).unwrap_or(StatusCode::UNPROCESSABLE_ENTITY);
-    let error = Some(format!("Listing {id}: {}", p.detail));
-    page(
-        console,
-        session,
-        ListingForm::default(),
-        FieldErrors::new(),
-        error,
-        status,
-    )
-    .await
+    let shown = Shown {
+        error: Some(format!("Listing {id}: {}", p.detail)),
+        ..Shown::of(&p)
+    };
+    page(console, session, ListingForm::default(), shown).await
 }

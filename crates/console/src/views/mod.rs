@@ -195,10 +195,40 @@ pub fn guard(headers: &HeaderMap, session: &Session, sent: &str) -> Option<Respo
     Some(problem_page(session, &p))
 }
 
-/// A problem's message for its field, or for the whole form.
-pub fn field_errors(p: &Problem) -> (FieldErrors, Option<String>) {
-    match &p.field {
-        Some(f) => (FieldErrors::one(f, p.detail.clone()), None),
-        None => (FieldErrors::new(), Some(p.detail.clone())),
+/// Why a form is shown (again): its field errors, a message for the whole form, and the
+/// status to answer with.
+#[derive(Debug, Default)]
+pub struct Shown {
+    pub errors: FieldErrors,
+    pub error: Option<String>,
+    pub status: StatusCode,
+}
+
+impl Shown {
+    /// A fresh form: no errors, 200.
+    pub fn ok() -> Self {
+        Shown::default()
+    }
+
+    /// A field the console could not read (422).
+    pub fn field(field: &str, why: String) -> Self {
+        Shown {
+            errors: FieldErrors::one(field, why),
+            error: None,
+            status: StatusCode::UNPROCESSABLE_ENTITY,
+        }
+    }
+
+    /// The API's problem: next to the field it names, or for the whole form; its status.
+    pub fn of(p: &Problem) -> Self {
+        let (errors, error) = match &p.field {
+            Some(f) => (FieldErrors::one(f, p.detail.clone()), None),
+            None => (FieldErrors::new(), Some(p.detail.clone())),
+        };
+        Shown {
+            errors,
+            error,
+            status: StatusCode::from_u16(p.status).unwrap_or(StatusCode::UNPROCESSABLE_ENTITY),
+        }
     }
 }

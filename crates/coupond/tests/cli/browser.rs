@@ -120,6 +120,16 @@ async fn text(c: &Client, css: &str) -> String {
     until(c, css, |_| true).await
 }
 
+/// Clicks the element `at` finds on the page as it is.
+async fn click(c: &Client, at: Locator<'_>) {
+    c.find(at)
+        .await
+        .unwrap_or_else(|e| panic!("{at:?}: {e}"))
+        .click()
+        .await
+        .unwrap();
+}
+
 async fn sign_in(c: &Client, base: &str, key: &str) {
     c.goto(&format!("{base}/console")).await.unwrap();
     assert!(c
@@ -134,22 +144,12 @@ async fn sign_in(c: &Client, base: &str, key: &str) {
         .send_keys(key)
         .await
         .unwrap();
-    c.find(Locator::Id("sign-in"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(c, Locator::Id("sign-in")).await;
     text(c, "#sign-out").await;
 }
 
 async fn sign_out(c: &Client) {
-    c.find(Locator::Id("sign-out"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(c, Locator::Id("sign-out")).await;
     text(c, "#sign-in").await;
 }
 
@@ -250,38 +250,18 @@ async fn platform_creates_an_activity(c: &Client, base: &str, key: &str) {
     set_value(c, "enrollment_end", &local(24)).await;
     set_value(c, "run_start", &local(24)).await;
     set_value(c, "run_end", &local(48)).await;
-    c.find(Locator::Id("create-activity"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(c, Locator::Id("create-activity")).await;
     // The API's rule, shown at its field; the values typed stay.
     let why = text(c, ".field-error[data-field='value_max']").await;
     assert!(why.contains("value_min"), "{why}");
     fill(c, "value_max", "50").await;
-    c.find(Locator::Id("create-activity"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(c, Locator::Id("create-activity")).await;
     until(c, "h1", |t| t.starts_with("Winter sale")).await;
     // Edited while it is enrolling: the form comes filled in.
-    c.find(Locator::Id("edit-activity"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(c, Locator::Id("edit-activity")).await;
     until(c, "h1", |t| t.starts_with("Edit activity")).await;
     fill(c, "title", "Winter sale, extended").await;
-    c.find(Locator::Id("create-activity"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(c, Locator::Id("create-activity")).await;
     until(c, "h1", |t| t.starts_with("Winter sale, extended")).await;
     shot(c, "activity").await;
 
@@ -315,12 +295,7 @@ async fn platform_creates_an_activity(c: &Client, base: &str, key: &str) {
     )
     .await
     .unwrap();
-    c.find(Locator::Id("create-activity"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(c, Locator::Id("create-activity")).await;
     until(c, "#problem", |t| {
         t.contains("not sent from this console page")
     })
@@ -349,12 +324,7 @@ async fn platform_creates_an_activity(c: &Client, base: &str, key: &str) {
 async fn merchant_enrolls_and_issues(c: &Client, base: &str, key: &str) -> i64 {
     sign_in(c, base, key).await;
     c.goto(&format!("{base}/console/activities")).await.unwrap();
-    c.find(Locator::LinkText("Spring rental festival"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(c, Locator::LinkText("Spring rental festival")).await;
     c.wait()
         .at_most(WAIT)
         .for_element(Locator::Id("enroll"))
@@ -367,22 +337,12 @@ async fn merchant_enrolls_and_issues(c: &Client, base: &str, key: &str) -> i64 {
     fill(c, "value", "900").await;
     fill(c, "cities", "1").await;
     fill(c, "total_stock", "10").await;
-    c.find(Locator::Id("create-template"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(c, Locator::Id("create-template")).await;
     let why = text(c, ".field-error[data-field='value']").await;
     assert!(!why.is_empty());
     fill(c, "title", "100 off").await;
     fill(c, "value", "100").await;
-    c.find(Locator::Id("create-template"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(c, Locator::Id("create-template")).await;
     until(c, "h1", |t| t.starts_with("100 off")).await;
 
     c.goto(&format!("{base}/console/templates/new"))
@@ -394,21 +354,11 @@ async fn merchant_enrolls_and_issues(c: &Client, base: &str, key: &str) -> i64 {
     fill(c, "total_stock", "100").await;
     set_value(c, "claim_start", &local(-1)).await;
     set_value(c, "claim_end", &local(48)).await;
-    c.find(Locator::Id("create-template"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(c, Locator::Id("create-template")).await;
     text(c, "#publish").await;
     let url = c.current_url().await.unwrap();
     let id: i64 = url.path().rsplit('/').next().unwrap().parse().unwrap();
-    c.find(Locator::Id("publish"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(c, Locator::Id("publish")).await;
     until(c, "#status", |t| t == "active").await;
 
     c.goto(&format!("{base}/console/listings")).await.unwrap();
@@ -418,12 +368,7 @@ async fn merchant_enrolls_and_issues(c: &Client, base: &str, key: &str) -> i64 {
     fill(c, "category_id", "1").await;
     fill(c, "price", "3200").await;
     fill(c, "deposit", "6400").await;
-    c.find(Locator::Id("create-listing"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(c, Locator::Id("create-listing")).await;
     // The demo's listings are there too: work on the new one's row, once the page shows it.
     const ROW: &str = "//tr[contains(., 'Studio by the park')]";
     until_at(c, Locator::XPath(ROW), |_| true).await;
@@ -468,12 +413,7 @@ async fn merchant_enrolls_and_issues(c: &Client, base: &str, key: &str) -> i64 {
         .send_keys(file.to_str().unwrap())
         .await
         .unwrap();
-    c.find(Locator::Id("upload"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(c, Locator::Id("upload")).await;
     // htmx polls the job's partial until it is done.
     let done = text(c, ".job[data-state='done']").await;
     assert!(
@@ -509,12 +449,7 @@ async fn merchant_enrolls_and_issues(c: &Client, base: &str, key: &str) -> i64 {
 
     // A live template's stock is raised; a lower one is refused by the API's rule.
     fill(c, "total_stock", "120").await;
-    c.find(Locator::Id("top-up"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(c, Locator::Id("top-up")).await;
     until(c, "#notice", |t| t.contains("topped up")).await;
     until(c, "main", |t| t.contains("40 / 120")).await;
 
