@@ -119,6 +119,35 @@ pub fn generate_api_key() -> GeneratedKey {
     }
 }
 
+/// Creates an API key of `role` (a merchant key for `merchant`, which must exist: otherwise
+/// `NotFound`) and returns it with its secret, which is shown once and never stored. The one
+/// way keys are made, for the CLI and the API.
+pub async fn issue_key(
+    store: &dyn coupond_store::Store,
+    role: coupond_store::Role,
+    merchant: Option<MerchantId>,
+    label: String,
+    now: Timestamp,
+) -> Result<(coupond_store::ApiKey, String), StoreError> {
+    if let Some(m) = merchant {
+        store.merchant(m).await?;
+    }
+    let k = generate_api_key();
+    let stored = store
+        .insert_api_key(
+            &coupond_store::NewApiKey {
+                hash: k.hash,
+                prefix: k.prefix,
+                role,
+                merchant_id: merchant,
+                label,
+            },
+            now,
+        )
+        .await?;
+    Ok((stored, k.secret))
+}
+
 pub fn hash_api_key(key: &str) -> [u8; 32] {
     Sha256::digest(key.as_bytes()).into()
 }

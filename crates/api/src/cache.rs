@@ -51,6 +51,14 @@ impl<K: Eq + Hash, V: Clone> TtlCache<K, V> {
             .unwrap_or_else(PoisonError::into_inner)
             .remove(k);
     }
+
+    /// Forgets every entry.
+    pub fn clear(&self) {
+        self.map
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+    }
 }
 
 #[cfg(test)]

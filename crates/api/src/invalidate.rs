@@ -28,7 +28,7 @@ impl CacheInvalidator {
 #[async_trait]
 impl Observer for CacheInvalidator {
     fn name(&self) -> &str {
-        "cache"
+        coupond_engine::dispatch::sinks::CACHE
     }
 
     async fn handle(&self, events: &[Event]) -> StoreResult<()> {

@@ -4,8 +4,8 @@ use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use crate::routes::{
-    activities, checkout, claims, codes, coupons, events, inbox, issuances, listings, merchants,
-    refunds, reports, system, tag_uploads, tags, templates, webhooks,
+    activities, checkout, claims, codes, coupons, events, inbox, issuances, keys, listings,
+    merchants, refunds, reports, system, tag_uploads, tags, templates, today, webhooks,
 };
 
 /// The whole API, served at `/openapi.json`.
@@ -20,6 +20,7 @@ use crate::routes::{
     ),
     paths(
         merchants::create, merchants::list, merchants::get, merchants::update,
+        keys::create, keys::list, keys::revoke,
         activities::create, activities::list, activities::get, activities::update, activities::abort,
         templates::create, templates::list, templates::get, templates::update, templates::publish,
         templates::abort, templates::remove, templates::history,
@@ -35,7 +36,7 @@ use crate::routes::{
         tags::put, tags::get, tag_uploads::create, tag_uploads::list, tag_uploads::get,
         inbox::list, inbox::read,
         issuances::create, issuances::list, issuances::get,
-        reports::template, reports::activity, reports::reconciliation,
+        reports::template, reports::activity, reports::reconciliation, today::today,
         webhooks::create, webhooks::list, webhooks::get, webhooks::disable, webhooks::deliveries,
         system::healthz, system::readyz, system::metrics, system::openapi, system::docs,
     ),

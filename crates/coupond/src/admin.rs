@@ -1,10 +1,10 @@
 //! One-shot subcommands: `migrate`, `keys`, `token`, `openapi`, `audit`.
 
 use anyhow::Context;
-use coupond_api::auth::{generate_api_key, JwtKeys};
+use coupond_api::auth::{issue_key, JwtKeys};
 use coupond_domain::{MerchantId, Timestamp, UserId};
 use coupond_engine::{Clock, SystemClock};
-use coupond_store::{NewApiKey, Role, StoreError};
+use coupond_store::{Role, StoreError};
 
 use crate::cli::{AuditArgs, KeysCommand, TokenArgs};
 use crate::config::{redact_url, Config};
@@ -55,35 +55,25 @@ pub async fn keys(config: &Config, cmd: KeysCommand) -> anyhow::Result<()> {
             let role = Role::parse(&role).context("role must be platform, merchant or service")?;
             let merchant_id = match (role, merchant) {
                 (Role::Merchant, Some(id)) => {
-                    let id = MerchantId::new(id).map_err(anyhow::Error::msg)?;
-                    match store.merchant(id).await {
-                        Ok(_) => Some(id),
-                        Err(StoreError::NotFound) => anyhow::bail!("no merchant with id {id}"),
-                        Err(e) => return Err(e.into()),
-                    }
+                    Some(MerchantId::new(id).map_err(anyhow::Error::msg)?)
                 }
                 (Role::Merchant, None) => anyhow::bail!("--role merchant needs --merchant ID"),
                 (_, Some(_)) => anyhow::bail!("--merchant is only for --role merchant"),
                 (_, None) => None,
             };
-            let k = generate_api_key();
-            let stored = store
-                .insert_api_key(
-                    &NewApiKey {
-                        hash: k.hash,
-                        prefix: k.prefix,
-                        role,
-                        merchant_id,
-                        label,
-                    },
-                    now(),
-                )
-                .await?;
+            let (stored, secret) =
+                match issue_key(store.as_ref(), role, merchant_id, label, now()).await {
+                    Ok(k) => k,
+                    Err(StoreError::NotFound) => {
+                        anyhow::bail!("no merchant with id {}", merchant_id.map_or(0, |m| m.get()))
+                    }
+                    Err(e) => return Err(e.into()),
+                };
             eprintln!(
                 "created key {} ({role}); it is shown once, store it now:",
                 stored.id
             );
-            println!("{}", k.secret);
+            println!("{secret}");
             Ok(())
         }
         KeysCommand::List => {

@@ -19,6 +19,18 @@ use coupond_domain::{Template, TemplateId, Timestamp, UserId};
 use coupond_store::events::kind;
 use coupond_store::{Event, MessageContent, OutboxPosition, Reminder, Store, StoreResult};
 
+/// The names of the outbox's durable consumers (their positions are stored under them), for
+/// whoever reports how far behind they are.
+pub mod sinks {
+    pub const REMINDERS: &str = "reminders";
+    pub const INBOX: &str = "inbox";
+    pub const WEBHOOKS: &str = "webhooks";
+    /// The API's cache invalidation (`coupond_api::invalidate`).
+    pub const CACHE: &str = "cache";
+    /// Every one, in the order `serve` runs them.
+    pub const ALL: [&str; 4] = [REMINDERS, INBOX, WEBHOOKS, CACHE];
+}
+
 use crate::clock::Clock;
 use crate::pacing::Pacer;
 use crate::worker::{Lease, Pass, Worker};
@@ -239,7 +251,7 @@ impl ReminderPlanner {
 #[async_trait]
 impl Observer for ReminderPlanner {
     fn name(&self) -> &str {
-        "reminders"
+        sinks::REMINDERS
     }
 
     async fn handle(&self, events: &[Event]) -> StoreResult<()> {
@@ -294,7 +306,7 @@ impl InboxNotifier {
 #[async_trait]
 impl Observer for InboxNotifier {
     fn name(&self) -> &str {
-        "inbox"
+        sinks::INBOX
     }
 
     async fn handle(&self, events: &[Event]) -> StoreResult<()> {

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use coupond_domain::{TemplateId, Timestamp};
-use coupond_store::{CouponCounts, StoreError, StoreResult, UsageRow, Violation};
+use coupond_store::{CouponCounts, Since, StoreError, StoreResult, UsageRow, Violation};
 
 use crate::{sql, Db, Dialect, Query};
 
@@ -92,6 +92,65 @@ async fn per_hour(
         if created + used > 0 {
             out.push((r.i64("template_id")?, r.time("hour")?, created, used));
         }
+    }
+    Ok(out)
+}
+
+/// What [`ReportStore::since`](coupond_store::ReportStore::since) counts: coupon log rows
+/// since the instant (by its index on `at`), joined to their templates when one merchant's
+/// are asked for, and webhook deliveries created since.
+pub async fn since(
+    db: &dyn Db,
+    merchant: Option<coupond_domain::MerchantId>,
+    since: Timestamp,
+) -> StoreResult<Since> {
+    let d = db.dialect();
+    let (join, only) = match merchant {
+        Some(_) => (
+            "JOIN coupons c ON c.id = e.coupon_id JOIN templates t ON t.id = c.template_id",
+            "AND t.merchant_id = $2",
+        ),
+        None => ("", ""),
+    };
+    let q = sql(format!(
+        "SELECT COALESCE({}, 0) AS claimed, COALESCE({}, 0) AS used
+         FROM coupon_events e {join} WHERE e.at >= $1 {only}",
+        d.sum("CASE WHEN e.from_status IS NULL THEN 1 ELSE 0 END"),
+        d.sum("CASE WHEN e.to_status = 'used' THEN 1 ELSE 0 END"),
+    ))
+    .bind(since);
+    let q = match merchant {
+        Some(m) => q.bind(m.get()),
+        None => q,
+    };
+    let coupons = db.read_all(q).await?;
+    let (w_join, w_only) = match merchant {
+        Some(_) => (
+            "JOIN webhooks w ON w.id = x.webhook_id",
+            "AND w.merchant_id = $2",
+        ),
+        None => ("", ""),
+    };
+    let q = sql(format!(
+        "SELECT COALESCE({}, 0) AS failed, COALESCE({}, 0) AS retrying
+         FROM webhook_deliveries x {w_join} WHERE x.created_at >= $1 {w_only}",
+        d.sum("CASE WHEN x.state = 'failed' THEN 1 ELSE 0 END"),
+        d.sum("CASE WHEN x.state = 'pending' AND x.attempts > 0 THEN 1 ELSE 0 END"),
+    ))
+    .bind(since);
+    let q = match merchant {
+        Some(m) => q.bind(m.get()),
+        None => q,
+    };
+    let deliveries = db.read_all(q).await?;
+    let mut out = Since::default();
+    if let Some(r) = coupons.first() {
+        out.claimed = r.i64("claimed")?;
+        out.used = r.i64("used")?;
+    }
+    if let Some(r) = deliveries.first() {
+        out.deliveries_failed = r.i64("failed")?;
+        out.deliveries_retrying = r.i64("retrying")?;
     }
     Ok(out)
 }
@@ -290,6 +349,13 @@ macro_rules! impl_report_store {
                 to: $crate::reexport::domain::Timestamp,
             ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::store::UsageRow>> {
                 $crate::reports::usage_between(self, from, to).await
+            }
+            async fn since(
+                &self,
+                merchant: Option<$crate::reexport::domain::MerchantId>,
+                since: $crate::reexport::domain::Timestamp,
+            ) -> $crate::reexport::store::StoreResult<$crate::reexport::store::Since> {
+                $crate::reports::since(self, merchant, since).await
             }
             async fn template_coupons(
                 &self,

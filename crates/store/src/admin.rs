@@ -1,10 +1,10 @@
 //! The store's own operations, reports, and the inspection extension.
 
 use crate::{
-    ApiKey, CouponCounts, Event, HoldersQuery, NewApiKey, OutboxPosition, PoolStats, StoreResult,
-    TemplateAudit, UsageRow, Violation,
+    ApiKey, CouponCounts, Event, HoldersQuery, NewApiKey, OutboxPosition, PoolStats, Since,
+    StoreResult, TemplateAudit, UsageRow, Violation,
 };
-use coupond_domain::{Coupon, CouponId, TemplateId, Timestamp, UserId};
+use coupond_domain::{Coupon, CouponId, MerchantId, TemplateId, Timestamp, UserId};
 
 use async_trait::async_trait;
 
@@ -48,6 +48,9 @@ pub trait ReportStore: Send + Sync {
     /// Per template, the coupons used in `[from, to)` and their discount (refunded since or
     /// not), and the refunds made in `[from, to)` with the discount they took back.
     async fn usage_between(&self, from: Timestamp, to: Timestamp) -> StoreResult<Vec<UsageRow>>;
+    /// Coupons created and used at or after `since`, and webhook deliveries created since that
+    /// failed or are being retried; of one merchant's templates and endpoints, or all.
+    async fn since(&self, merchant: Option<MerchantId>, since: Timestamp) -> StoreResult<Since>;
     /// A page of one template's coupons (who holds them), by id.
     async fn template_coupons(&self, q: &HoldersQuery) -> StoreResult<Vec<Coupon>>;
     /// Checks I1-I3 across the whole database and returns every violation found (at most 100

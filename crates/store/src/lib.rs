@@ -72,7 +72,7 @@ pub use model::{
 };
 pub use scheduling::{
     CouponCounts, Due, InboxStore, Message, MessageContent, OutboxPosition, OutboxStore, Reminder,
-    SchedulerStore, UsageRow,
+    SchedulerStore, Since, UsageRow,
 };
 pub use tags::{NewTagUpload, TagStore, TagUpload, Tagged};
 pub use webhooks::{

@@ -77,6 +77,20 @@ pub struct CouponCounts {
     pub per_hour: Vec<(Timestamp, i64, i64)>,
 }
 
+/// What happened since an instant (the console's "today"), over every template or one
+/// merchant's.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Since {
+    /// Coupons created (claimed, redeemed or issued).
+    pub claimed: i64,
+    /// Coupons used by confirmed orders (refunded since or not).
+    pub used: i64,
+    /// Webhook deliveries that failed for good.
+    pub deliveries_failed: i64,
+    /// Webhook deliveries still pending after at least one failed attempt.
+    pub deliveries_retrying: i64,
+}
+
 /// One template's part of a reconciliation period.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UsageRow {

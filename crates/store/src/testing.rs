@@ -36,6 +36,7 @@ macro_rules! conformance_suite {
             bind_limit_holds_under_concurrency,
             abort_releases_bindings,
             claims_stop_at_the_stock,
+            since_counts_coupons_of_the_period_and_the_merchant,
             claims_respect_the_per_user_limit,
             claims_outside_the_window_or_aborted_leave_nothing,
             concurrent_batches_never_over_issue,

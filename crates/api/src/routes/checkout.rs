@@ -403,6 +403,8 @@ pub struct HistoryEntry {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct HistoryView {
     pub coupon_id: CouponId,
+    pub template_id: coupond_domain::TemplateId,
+    pub user_id: coupond_domain::UserId,
     pub status: CouponStatus,
     pub events: Vec<HistoryEntry>,
 }
@@ -446,6 +448,8 @@ pub async fn history(
         .collect();
     Ok(Json(HistoryView {
         coupon_id: id,
+        template_id: coupon.template_id,
+        user_id: coupon.user_id.clone(),
         status: coupon.status(s.now()),
         events,
     }))

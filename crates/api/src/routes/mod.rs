@@ -9,6 +9,7 @@ pub mod coupons;
 pub mod events;
 pub mod inbox;
 pub mod issuances;
+pub mod keys;
 pub mod listings;
 pub mod merchants;
 pub mod refunds;
@@ -17,6 +18,7 @@ pub mod system;
 pub mod tag_uploads;
 pub mod tags;
 pub mod templates;
+pub mod today;
 pub mod webhooks;
 
 use axum::http::Method;
@@ -113,6 +115,24 @@ fn merchant_and_activity_routes() -> Vec<Route> {
             "/v1/merchants/{id}",
             PLATFORM,
             patch(merchants::update),
+        ),
+        r(
+            Method::POST,
+            "/v1/merchants/{id}/keys",
+            PLATFORM,
+            post(keys::create),
+        ),
+        r(
+            Method::GET,
+            "/v1/merchants/{id}/keys",
+            PLATFORM,
+            get(keys::list),
+        ),
+        r(
+            Method::POST,
+            "/v1/merchants/{id}/keys/{key_id}/revoke",
+            PLATFORM,
+            post(keys::revoke),
         ),
         r(
             Method::POST,
@@ -348,6 +368,12 @@ fn operations_routes() -> Vec<Route> {
             "/v1/reports/reconciliation",
             PLATFORM,
             get(reports::reconciliation),
+        ),
+        r(
+            Method::GET,
+            "/v1/reports/today",
+            PLATFORM_MERCHANT,
+            get(today::today),
         ),
         r(
             Method::POST,

@@ -1,7 +1,8 @@
 //! The platform finds merchants again and edits them, on SQLite and (when configured)
 //! PostgreSQL and MySQL.
 
-use axum::http::StatusCode;
+use axum::body::Body;
+use axum::http::{header, Method, Request, StatusCode};
 use serde_json::json;
 
 use crate::support::*;
@@ -144,4 +145,131 @@ async fn bad_filters_and_patches_are_refused_and_change_nothing() {
         )
         .await;
     assert_eq!(r.status, StatusCode::NOT_FOUND);
+}
+
+/// The platform gives a merchant a key, the key works at once and only as that merchant, its
+/// secret is answered once (not by a replay, not by the list), and revoking it ends it at once.
+async fn keys_are_made_used_and_revoked(app: TestApp) {
+    let m1 = app.merchants[0].0.get();
+    let m2 = app.merchants[1].0.get();
+    let create = |key: &'static str, label: &str| {
+        Request::builder()
+            .method(Method::POST)
+            .uri(format!("/v1/merchants/{m1}/keys"))
+            .header(header::AUTHORIZATION, format!("Bearer {}", app.platform))
+            .header(header::CONTENT_TYPE, "application/json")
+            .header("idempotency-key", key)
+            .body(Body::from(json!({ "label": label }).to_string()))
+            .unwrap()
+    };
+    let r = app.send(create("k-1", "till 3")).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let secret = r.body["secret"].as_str().unwrap().to_owned();
+    let id = r.body["id"].as_i64().unwrap();
+    assert!(secret.starts_with("cpd_") && secret.starts_with(r.body["prefix"].as_str().unwrap()));
+    let replay = app.send(create("k-1", "till 3")).await;
+    assert_eq!(replay.status, StatusCode::CREATED);
+    assert_eq!(replay.body["id"], id);
+    assert!(replay.body.get("secret").is_none(), "{}", replay.body);
+
+    let own = app.get(&format!("/v1/merchants/{m1}"), &secret).await;
+    assert_eq!(own.status, StatusCode::OK, "{}", own.body);
+    let other = app.get(&format!("/v1/merchants/{m2}"), &secret).await;
+    assert_eq!(other.status, StatusCode::NOT_FOUND);
+
+    let list = app
+        .get(&format!("/v1/merchants/{m1}/keys"), &app.platform)
+        .await;
+    assert_eq!(list.body["items"][0]["id"], id, "{}", list.body);
+    assert_eq!(list.body["items"][0]["label"], "till 3");
+    assert!(!list.body.to_string().contains(&secret));
+    let theirs = app
+        .get(&format!("/v1/merchants/{m2}/keys"), &app.platform)
+        .await;
+    assert!(theirs.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|k| k["id"] != id));
+
+    // The key belongs to m1: under m2 it does not exist.
+    let wrong = app
+        .post(
+            &format!("/v1/merchants/{m2}/keys/{id}/revoke"),
+            &app.platform,
+            json!({}),
+        )
+        .await;
+    assert_eq!(wrong.status, StatusCode::NOT_FOUND);
+    assert_eq!(
+        app.get(&format!("/v1/merchants/{m1}"), &secret)
+            .await
+            .status,
+        StatusCode::OK
+    );
+    let r = app
+        .post(
+            &format!("/v1/merchants/{m1}/keys/{id}/revoke"),
+            &app.platform,
+            json!({}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert!(r.body["revoked_at"].is_string());
+    let after = app.get(&format!("/v1/merchants/{m1}"), &secret).await;
+    assert_eq!(after.status, StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
+async fn merchant_keys_are_made_used_and_revoked_on_sqlite() {
+    keys_are_made_used_and_revoked(TestApp::new().await).await;
+}
+
+#[tokio::test]
+async fn merchant_keys_are_made_used_and_revoked_on_postgres() {
+    if let Some(app) = TestApp::postgres().await {
+        keys_are_made_used_and_revoked(app).await;
+    }
+}
+
+#[tokio::test]
+async fn key_requests_are_checked_and_refused_requests_make_no_key() {
+    let app = TestApp::new().await;
+    let m1 = app.merchants[0].0.get();
+    let path = format!("/v1/merchants/{m1}/keys");
+    let before = app.get(&path, &app.platform).await.body;
+    assert_eq!(
+        before["items"].as_array().map(Vec::len),
+        Some(1),
+        "{before}"
+    );
+    for (body, status) in [
+        (json!({"label": ""}), StatusCode::UNPROCESSABLE_ENTITY),
+        (
+            json!({"label": "a\u{202E}b"}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+        ),
+        (
+            json!({"label": "x".repeat(501)}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+        ),
+        (
+            json!({"label": "ok", "role": "platform"}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+        ),
+    ] {
+        let r = app.post(&path, &app.platform, body.clone()).await;
+        assert_eq!(r.status, status, "{body}: {}", r.body);
+    }
+    let r = app
+        .post(
+            "/v1/merchants/999999/keys",
+            &app.platform,
+            json!({"label": "x"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    let r = app.post(&path, app.m1(), json!({"label": "mine"})).await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    assert_eq!(app.get(&path, &app.platform).await.body, before);
 }

@@ -213,6 +213,52 @@ async fn reports(app: TestApp) {
         (bad.status, bad.body["field"].as_str()),
         (StatusCode::BAD_REQUEST, Some("to"))
     );
+    today(&app).await;
+}
+
+/// The day's figures, at hour 40: since midnight (hour 24) one use and no claim; since hour
+/// 10 every claim and use; merchant 2 owns none of them; only the platform sees the outbox.
+async fn today(app: &TestApp) {
+    let r = app.get("/v1/reports/today", &app.platform).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["since"], at(24));
+    assert_eq!(
+        (&r.body["claimed"], &r.body["used"]),
+        (&json!(0), &json!(1))
+    );
+    let consumers: Vec<&str> = r.body["outbox"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["consumer"].as_str().unwrap())
+        .collect();
+    assert_eq!(consumers, ["reminders", "inbox", "webhooks", "cache"]);
+    let path = format!("/v1/reports/today?since={}", at(10));
+    let r = app.get(&path, &app.platform).await;
+    assert_eq!(
+        (&r.body["claimed"], &r.body["used"]),
+        (&json!(3), &json!(3)),
+        "{}",
+        r.body
+    );
+    let mine = app.get(&path, app.m1()).await;
+    assert_eq!(mine.body["claimed"], 3, "{}", mine.body);
+    assert!(mine.body.get("outbox").is_none());
+    let theirs = app.get(&path, app.m2()).await;
+    assert_eq!(
+        (&theirs.body["claimed"], &theirs.body["used"]),
+        (&json!(0), &json!(0))
+    );
+    for since in [at(-24 * 40), at(41)] {
+        let r = app
+            .get(&format!("/v1/reports/today?since={since}"), &app.platform)
+            .await;
+        assert_eq!(
+            (r.status, r.body["field"].as_str()),
+            (StatusCode::BAD_REQUEST, Some("since")),
+            "{since}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

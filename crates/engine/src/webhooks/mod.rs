@@ -64,7 +64,7 @@ impl WebhookFanout {
 #[async_trait]
 impl Observer for WebhookFanout {
     fn name(&self) -> &str {
-        "webhooks"
+        crate::dispatch::sinks::WEBHOOKS
     }
 
     async fn handle(&self, events: &[Event]) -> StoreResult<()> {

@@ -84,6 +84,15 @@ pub(super) async fn fixtures(app: &TestApp) -> BTreeMap<(Method, String), Fixtur
     );
     add(
         Method::POST,
+        "/v1/merchants/{id}/keys",
+        f(
+            format!("/v1/merchants/{}/keys", app.merchants[0].0),
+            &platform,
+            json!({"label": "till 2"}),
+        ),
+    );
+    add(
+        Method::POST,
         "/v1/activities",
         f(
             "/v1/activities".into(),

@@ -1,0 +1,155 @@
+//! `/v1/merchants/{id}/keys`: the platform creates, lists and revokes a merchant's API keys.
+//!
+//! A key's secret is answered once, by the request that creates it; only its SHA-256 hash is
+//! stored, and an `Idempotency-Key` replay answers the key without it. A revoked key stops
+//! working at once in this process and within `cache_ttl` in the others.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use coupond_domain::{MerchantId, Note, Timestamp};
+use coupond_store::{ApiKey, StoreError};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::auth::issue_key;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{ApiJson, ApiPath};
+use crate::idempotency::ReplayAs;
+use crate::pagination::PageOf;
+use crate::routes::{BodyErrors, CommonErrors};
+use crate::state::AppState;
+
+/// What to create.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct KeyBody {
+    /// What the key is for, 1 to 500 visible characters (shown in listings).
+    #[schema(example = "order service, production")]
+    pub label: String,
+}
+
+/// A merchant's API key as the platform sees it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct KeyView {
+    pub id: i64,
+    /// The key's first characters, to tell keys apart.
+    pub prefix: String,
+    #[schema(value_type = i64)]
+    pub merchant_id: Option<MerchantId>,
+    pub label: String,
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: Timestamp,
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub revoked_at: Option<Timestamp>,
+    /// The key itself: only in the answer to the request that created it. Send it as
+    /// `Authorization: Bearer <secret>`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secret: Option<String>,
+}
+
+impl KeyView {
+    fn new(k: ApiKey, secret: Option<String>) -> Self {
+        KeyView {
+            id: k.id,
+            prefix: k.prefix,
+            merchant_id: k.merchant_id,
+            label: k.label,
+            created_at: k.created_at,
+            revoked_at: k.revoked_at,
+            secret,
+        }
+    }
+}
+
+/// Path of one key of a merchant.
+#[derive(Debug, Deserialize)]
+pub struct KeyPath {
+    id: MerchantId,
+    key_id: i64,
+}
+
+/// Create an API key for a merchant. The answer carries the key's `secret`, once.
+#[utoipa::path(operation_id = "create_merchant_key", post, path = "/v1/merchants/{id}/keys", tag = "merchants",
+    request_body = KeyBody,
+    params(("id" = i64, Path, description = "Merchant id")),
+    responses((status = 201, description = "Created; `secret` is the key", body = KeyView), CommonErrors, BodyErrors),
+    security(("bearer" = [])))]
+pub async fn create(
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<MerchantId>,
+    ApiJson(body): ApiJson<KeyBody>,
+) -> ApiResult<Response> {
+    let label = Note::parse("label", &body.label)?;
+    let role = coupond_store::Role::Merchant;
+    let (key, secret) = issue_key(
+        s.store(),
+        role,
+        Some(id),
+        label.as_str().to_owned(),
+        s.now(),
+    )
+    .await?;
+    // A replay must not hand the secret out again, nor keep it in the idempotency table.
+    let replay = ReplayAs::json(&KeyView::new(key.clone(), None));
+    let mut res = (StatusCode::CREATED, Json(KeyView::new(key, Some(secret)))).into_response();
+    res.extensions_mut().insert(replay);
+    Ok(res)
+}
+
+/// A merchant's keys, newest first, revoked ones too (without secrets).
+#[utoipa::path(operation_id = "list_merchant_keys", get, path = "/v1/merchants/{id}/keys", tag = "merchants",
+    params(("id" = i64, Path, description = "Merchant id")),
+    responses((status = 200, description = "The merchant's keys", body = PageOf<KeyView>), CommonErrors),
+    security(("bearer" = [])))]
+pub async fn list(
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<MerchantId>,
+) -> ApiResult<Json<PageOf<KeyView>>> {
+    s.store().merchant(id).await?;
+    let mut items: Vec<KeyView> = s
+        .store()
+        .list_api_keys()
+        .await?
+        .into_iter()
+        .filter(|k| k.merchant_id == Some(id))
+        .map(|k| KeyView::new(k, None))
+        .collect();
+    items.reverse();
+    Ok(Json(PageOf {
+        items,
+        next_cursor: None,
+    }))
+}
+
+/// Revoke one of a merchant's keys; revoking again answers the key with its first
+/// `revoked_at`. Requests with it are refused (401) at once by this instance, and by others
+/// within `cache_ttl`.
+#[utoipa::path(operation_id = "revoke_merchant_key", post, path = "/v1/merchants/{id}/keys/{key_id}/revoke", tag = "merchants",
+    params(("id" = i64, Path, description = "Merchant id"), ("key_id" = i64, Path, description = "Key id")),
+    responses((status = 200, description = "The revoked key", body = KeyView), CommonErrors),
+    security(("bearer" = [])))]
+pub async fn revoke(
+    State(s): State<AppState>,
+    ApiPath(path): ApiPath<KeyPath>,
+) -> ApiResult<Json<KeyView>> {
+    let owned = s
+        .store()
+        .list_api_keys()
+        .await?
+        .into_iter()
+        .any(|k| k.id == path.key_id && k.merchant_id == Some(path.id));
+    if !owned {
+        return Err(ApiError::NotFound);
+    }
+    let key = match s.store().revoke_api_key(path.key_id, s.now()).await {
+        Ok(k) => k,
+        Err(StoreError::NotFound) => return Err(ApiError::NotFound),
+        Err(e) => return Err(e.into()),
+    };
+    // The cache is keyed by the secret's hash, which is not at hand: forgetting every cached
+    // key costs one lookup per key on its next request.
+    s.key_cache().clear();
+    Ok(Json(KeyView::new(key, None)))
+}

@@ -1,0 +1,134 @@
+//! `GET /v1/reports/today`: what happened since the start of the day (UTC) or a chosen
+//! instant, for the console's home page and an operator's glance: coupons claimed and used,
+//! webhook deliveries failing, and (the platform) how far each outbox consumer is behind.
+
+use axum::extract::State;
+use axum::{Extension, Json};
+use coupond_domain::Timestamp;
+use coupond_engine::dispatch::sinks;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::auth::Principal;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::ApiQuery;
+use crate::routes::CommonErrors;
+use crate::state::AppState;
+
+/// The furthest back `since` may go: the counts read the coupon log from there on.
+const MAX_DAYS: i64 = 31;
+/// Outbox events counted per consumer, at most (more reads as `behind_more: true`).
+const MAX_BEHIND: u32 = 1_000;
+
+/// The instant to count from.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct TodayQuery {
+    /// RFC 3339, within the last 31 days (default: the start of today, UTC).
+    #[param(value_type = Option<String>, format = DateTime)]
+    pub since: Option<Timestamp>,
+}
+
+/// How far one outbox consumer is behind.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ConsumerLag {
+    pub consumer: &'static str,
+    /// Events written that it has not handled yet (counted up to 1,000).
+    pub behind: u32,
+    /// More than `behind` events are waiting.
+    pub behind_more: bool,
+}
+
+/// Since `since`: coupons and webhook deliveries (a merchant: of its templates and
+/// endpoints), and the outbox consumers' lag (the platform only).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TodayView {
+    pub since: Timestamp,
+    /// Coupons created (claimed, redeemed or issued).
+    pub claimed: i64,
+    /// Coupons used by confirmed orders.
+    pub used: i64,
+    /// Webhook deliveries created since that failed for good.
+    pub deliveries_failed: i64,
+    /// Webhook deliveries created since still being retried.
+    pub deliveries_retrying: i64,
+    /// The platform's view of the outbox consumers; absent for merchants.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outbox: Option<Vec<ConsumerLag>>,
+}
+
+/// Today's figures (platform; merchants see their own).
+#[utoipa::path(operation_id = "today", get, path = "/v1/reports/today", tag = "reports", params(TodayQuery),
+    responses((status = 200, description = "The figures", body = TodayView), CommonErrors),
+    security(("bearer" = [])))]
+pub async fn today(
+    Extension(p): Extension<Principal>,
+    State(s): State<AppState>,
+    ApiQuery(q): ApiQuery<TodayQuery>,
+) -> ApiResult<Json<TodayView>> {
+    let now = s.now();
+    let since = match q.since {
+        Some(t) if t > now || t < now.minus(time::Duration::days(MAX_DAYS)) => {
+            return Err(ApiError::bad_request(
+                "invalid_query",
+                Some("since"),
+                format!("since must be within the last {MAX_DAYS} days"),
+            ))
+        }
+        Some(t) => t,
+        None => start_of_day(now),
+    };
+    let counts = s.store().since(p.merchant(), since).await?;
+    let outbox = match p {
+        Principal::Platform => Some(lags(&s).await?),
+        _ => None,
+    };
+    Ok(Json(TodayView {
+        since,
+        claimed: counts.claimed,
+        used: counts.used,
+        deliveries_failed: counts.deliveries_failed,
+        deliveries_retrying: counts.deliveries_retrying,
+        outbox,
+    }))
+}
+
+/// Each consumer's unread events, read from its stored position (at most `MAX_BEHIND` + 1).
+async fn lags(s: &AppState) -> ApiResult<Vec<ConsumerLag>> {
+    let mut out = Vec::with_capacity(sinks::ALL.len());
+    for consumer in sinks::ALL {
+        let at = s.store().sink_position(consumer).await?;
+        let n = s.store().outbox_read(at, MAX_BEHIND + 1).await?.len();
+        let n = u32::try_from(n).unwrap_or(u32::MAX);
+        out.push(ConsumerLag {
+            consumer,
+            behind: n.min(MAX_BEHIND),
+            behind_more: n > MAX_BEHIND,
+        });
+    }
+    Ok(out)
+}
+
+/// 00:00 UTC of `now`'s day.
+fn start_of_day(now: Timestamp) -> Timestamp {
+    const DAY: i64 = 86_400_000_000;
+    let micros = now.unix_micros();
+    Timestamp::from_unix_micros(micros - micros.rem_euclid(DAY)).unwrap_or(now)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_day_starts_at_midnight_utc() {
+        let t = Timestamp::parse("2026-11-24T15:42:07.123Z").unwrap();
+        assert_eq!(
+            start_of_day(t),
+            Timestamp::parse("2026-11-24T00:00:00Z").unwrap()
+        );
+        let midnight = Timestamp::parse("2026-11-24T00:00:00Z").unwrap();
+        assert_eq!(start_of_day(midnight), midnight);
+    }
+}
