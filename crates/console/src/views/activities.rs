@@ -230,6 +230,7 @@ struct ActivityPage {
     claimed: i64,
     used: i64,
     given: String,
+    chart: super::templates::Chart,
 }
 
 pub async fn page(
@@ -248,7 +249,7 @@ pub async fn page(
     };
     // The stats are the platform's; a merchant sees the activity without them.
     let stats = api
-        .get(&session.key, &format!("/v1/activities/{id}/stats"))
+        .get(&session.key, &format!("/v1/activities/{id}/stats?hours=48"))
         .await
         .into::<Value>()
         .unwrap_or(Value::Null);
@@ -270,8 +271,30 @@ pub async fn page(
         claimed: totals["claimed"].as_i64().unwrap_or(0),
         used: totals["used"].as_i64().unwrap_or(0),
         given: super::format::money(totals["discount_given"].as_i64().unwrap_or(0)),
+        chart: super::templates::Chart::of(&hours_of(&stats)),
     };
     render(StatusCode::OK, &page)
+}
+
+/// The activity's claims and uses per hour: its templates' hours added up, oldest first.
+fn hours_of(stats: &Value) -> Value {
+    let mut sum: std::collections::BTreeMap<String, (i64, i64)> = Default::default();
+    for t in items_of(&stats["templates"]) {
+        for h in items_of(&t["per_hour"]) {
+            let e = sum
+                .entry(h["hour"].as_str().unwrap_or("").to_owned())
+                .or_default();
+            e.0 += h["claimed"].as_i64().unwrap_or(0);
+            e.1 += h["used"].as_i64().unwrap_or(0);
+        }
+    }
+    sum.into_iter()
+        .map(|(hour, (claimed, used))| json!({"hour": hour, "claimed": claimed, "used": used}))
+        .collect()
+}
+
+fn items_of(v: &Value) -> impl Iterator<Item = &Value> {
+    v.as_array().into_iter().flatten()
 }
 
 fn edit_target(id: i64) -> Target {

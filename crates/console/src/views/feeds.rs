@@ -1,6 +1,6 @@
 //! Read-only pages over the outbox and its consumers: the events feed (the platform sees
 //! everything, a merchant its templates' events) with a type filter and cursor paging, the
-//! webhook endpoints with their latest deliveries, and (the platform) the merchants.
+//! webhook endpoints with their latest deliveries.
 
 use askama::Template;
 use axum::extract::{Query, State};
@@ -148,47 +148,6 @@ pub async fn webhooks(State(console): State<Console>, session: Session) -> Respo
         &WebhooksPage {
             shell: Shell::new(&session, "Webhooks"),
             hooks,
-        },
-    )
-}
-
-#[derive(Template)]
-#[template(path = "merchants.html")]
-struct MerchantsPage {
-    shell: Shell,
-    /// (id, name, short name, cities)
-    rows: Vec<(i64, String, String, String)>,
-}
-
-pub async fn merchants(State(console): State<Console>, session: Session) -> Response {
-    let list = match console
-        .api()
-        .get(&session.key, "/v1/merchants?limit=200")
-        .await
-        .into::<Value>()
-    {
-        Ok(l) => l,
-        Err(p) => return problem_page(&session, &p),
-    };
-    let rows = items(&list)
-        .map(|m| {
-            let cities: Vec<String> = m["cities"]
-                .as_array()
-                .map(|c| c.iter().map(Value::to_string).collect())
-                .unwrap_or_default();
-            (
-                m["id"].as_i64().unwrap_or(0),
-                m["name"].as_str().unwrap_or("").to_owned(),
-                m["short_name"].as_str().unwrap_or("").to_owned(),
-                cities.join(", "),
-            )
-        })
-        .collect();
-    render(
-        StatusCode::OK,
-        &MerchantsPage {
-            shell: Shell::new(&session, "Merchants"),
-            rows,
         },
     )
 }

@@ -107,9 +107,17 @@ pub struct TemplateRow {
     pub used: i64,
     pub given: String,
     pub expires: String,
-    /// Raw, for filters: fewer than 5 % left, or expiring within 7 days.
+    /// Discount given against the budget: `given / cap`, or `given` with no budget.
+    pub budget: String,
+    /// Given, as a whole percentage of the budget (0 without one).
+    pub budget_pct: i64,
+    /// When it last changed.
+    pub updated: String,
+    /// Raw, for filters and sorting: fewer than 5 % left, or expiring within 7 days.
     pub low: bool,
     pub expires_at: String,
+    pub given_minor: i64,
+    pub updated_at: String,
 }
 
 impl TemplateRow {
@@ -117,6 +125,8 @@ impl TemplateRow {
         let stock = t["total_stock"].as_i64().unwrap_or(0);
         let claimed = t["claimed"].as_i64().unwrap_or(0);
         let remaining = t["remaining"].as_i64().unwrap_or(stock - claimed);
+        let given = t["given"].as_i64().unwrap_or(0);
+        let cap = t["budget"].as_i64();
         TemplateRow {
             id: t["id"].as_i64().unwrap_or(0),
             title: t["title"].as_str().unwrap_or("").to_owned(),
@@ -131,12 +141,72 @@ impl TemplateRow {
                 0
             },
             used: t["used"].as_i64().unwrap_or(0),
-            given: money(t["given"].as_i64().unwrap_or(0)),
+            given: money(given),
             expires: instant(&t["expires_at"]),
+            budget: match cap {
+                Some(c) => format!("{} / {}", money(given), money(c)),
+                None => format!("{} (no budget)", money(given)),
+            },
+            budget_pct: cap
+                .filter(|c| *c > 0)
+                .map_or(0, |c| (given * 100 / c).clamp(0, 100)),
+            updated: instant(&t["updated_at"]),
             low: stock > 0 && remaining * 20 < stock,
             expires_at: t["expires_at"].as_str().unwrap_or("").to_owned(),
+            given_minor: given,
+            updated_at: t["updated_at"].as_str().unwrap_or("").to_owned(),
         }
     }
+}
+
+/// A table column a person may sort by, and which way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SortKey {
+    Title,
+    Status,
+    Claimed,
+    Used,
+    Given,
+    Expires,
+    Updated,
+}
+
+impl SortKey {
+    /// Every key with its query name.
+    pub const ALL: [(SortKey, &'static str); 7] = [
+        (SortKey::Title, "title"),
+        (SortKey::Status, "status"),
+        (SortKey::Claimed, "claimed"),
+        (SortKey::Used, "used"),
+        (SortKey::Given, "given"),
+        (SortKey::Expires, "expires"),
+        (SortKey::Updated, "updated"),
+    ];
+
+    pub fn parse(s: &str) -> Option<SortKey> {
+        Self::ALL.iter().find(|(_, n)| *n == s).map(|(k, _)| *k)
+    }
+}
+
+/// Sorts template rows by `key` (ties by id), descending if `desc`.
+pub fn sort_templates(rows: &mut [TemplateRow], key: SortKey, desc: bool) {
+    rows.sort_by(|a, b| {
+        let o = match key {
+            SortKey::Title => a.title.to_lowercase().cmp(&b.title.to_lowercase()),
+            SortKey::Status => a.status.cmp(&b.status),
+            SortKey::Claimed => (a.pct, a.claimed).cmp(&(b.pct, b.claimed)),
+            SortKey::Used => a.used.cmp(&b.used),
+            SortKey::Given => a.given_minor.cmp(&b.given_minor),
+            SortKey::Expires => a.expires_at.cmp(&b.expires_at),
+            SortKey::Updated => a.updated_at.cmp(&b.updated_at),
+        };
+        let o = o.then(a.id.cmp(&b.id));
+        if desc {
+            o.reverse()
+        } else {
+            o
+        }
+    });
 }
 
 #[cfg(test)]
@@ -150,6 +220,28 @@ mod tests {
         assert_eq!(money(20_000), "200.00");
         assert_eq!(money(123_456_789), "1,234,567.89");
         assert_eq!(money(-5), "-0.05");
+    }
+
+    #[test]
+    fn template_rows_sort_by_the_column_chosen() {
+        let row = |id: i64, title: &str, claimed: i64, given: i64| {
+            TemplateRow::of(&json!({"id": id, "title": title, "total_stock": 100,
+                "claimed": claimed, "given": given, "status": "active"}))
+        };
+        let mut rows = vec![
+            row(1, "b", 50, 300),
+            row(2, "A", 90, 100),
+            row(3, "c", 10, 200),
+        ];
+        let ids = |rows: &[TemplateRow]| rows.iter().map(|r| r.id).collect::<Vec<_>>();
+        sort_templates(&mut rows, SortKey::Title, false);
+        assert_eq!(ids(&rows), [2, 1, 3]);
+        sort_templates(&mut rows, SortKey::Claimed, true);
+        assert_eq!(ids(&rows), [2, 1, 3]);
+        sort_templates(&mut rows, SortKey::Given, false);
+        assert_eq!(ids(&rows), [2, 3, 1]);
+        assert_eq!(SortKey::parse("given"), Some(SortKey::Given));
+        assert_eq!(SortKey::parse("id; drop"), None);
     }
 
     #[test]

@@ -1,6 +1,7 @@
-//! The home page: activities by status, what needs attention (templates low on stock or
-//! expiring within 7 days), and totals. The platform sees everything; a merchant its own
-//! templates and the activities open to it.
+//! The home page: today's claims and uses, activities on a timeline and by status, what
+//! needs attention (templates low on stock or expiring within 7 days, failing webhook
+//! deliveries, the platform's outbox backlog), and totals. The platform sees everything; a
+//! merchant its own templates and endpoints and the activities open to it.
 
 use askama::Template;
 use axum::extract::State;
@@ -9,6 +10,7 @@ use axum::response::Response;
 use coupond_domain::Timestamp;
 use serde_json::Value;
 
+use super::timeline::Timeline;
 use super::{problem_page, render, ActivityRow, Shell, TemplateRow};
 use crate::session::Session;
 use crate::Console;
@@ -22,6 +24,10 @@ struct Totals {
     claimed: i64,
     used: i64,
     low: usize,
+    claimed_today: i64,
+    used_today: i64,
+    deliveries_failed: i64,
+    deliveries_retrying: i64,
 }
 
 #[derive(Template)]
@@ -31,8 +37,11 @@ struct HomePage {
     platform: bool,
     totals: Totals,
     activities: Vec<ActivityRow>,
+    timeline: Timeline,
     /// Templates that need attention.
     rows: Vec<TemplateRow>,
+    /// The platform's outbox consumers: (name, events behind, more than that).
+    outbox: Vec<(String, i64, bool)>,
 }
 
 /// Status order on the home page: what is live first.
@@ -53,6 +62,13 @@ pub async fn page(State(console): State<Console>, session: Session) -> Response 
         (Ok(a), Ok(t)) => (a, t),
         (Err(p), _) | (_, Err(p)) => return problem_page(&session, &p),
     };
+    let today = api
+        .get(&session.key, "/v1/reports/today")
+        .await
+        .into::<Value>()
+        .unwrap_or(Value::Null);
+    let now = console.app().now();
+    let timeline = Timeline::of(items(&activities), now);
     let mut activities: Vec<ActivityRow> = items(&activities).map(ActivityRow::of).collect();
     activities.sort_by_key(|a| {
         ORDER
@@ -75,7 +91,20 @@ pub async fn page(State(console): State<Console>, session: Session) -> Response 
             .iter()
             .filter(|t| t.low && t.status == "active")
             .count(),
+        claimed_today: today["claimed"].as_i64().unwrap_or(0),
+        used_today: today["used"].as_i64().unwrap_or(0),
+        deliveries_failed: today["deliveries_failed"].as_i64().unwrap_or(0),
+        deliveries_retrying: today["deliveries_retrying"].as_i64().unwrap_or(0),
     };
+    let outbox = items_of(&today["outbox"])
+        .map(|c| {
+            (
+                c["consumer"].as_str().unwrap_or("").to_owned(),
+                c["behind"].as_i64().unwrap_or(0),
+                c["behind_more"].as_bool().unwrap_or(false),
+            )
+        })
+        .collect();
     let rows = templates
         .into_iter()
         .filter(|t| {
@@ -88,7 +117,9 @@ pub async fn page(State(console): State<Console>, session: Session) -> Response 
         platform: session.is_platform(),
         totals,
         activities,
+        timeline,
         rows,
+        outbox,
     };
     render(StatusCode::OK, &page)
 }
@@ -96,6 +127,10 @@ pub async fn page(State(console): State<Console>, session: Session) -> Response 
 /// The `items` of a page of results.
 pub fn items(page: &Value) -> impl Iterator<Item = &Value> {
     page["items"].as_array().into_iter().flatten()
+}
+
+fn items_of(v: &Value) -> impl Iterator<Item = &Value> {
+    v.as_array().into_iter().flatten()
 }
 
 /// Now plus 7 days.

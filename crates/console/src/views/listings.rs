@@ -1,9 +1,10 @@
-//! A merchant's listings: the list with the coupons bound to each (at most the configured
-//! number, three by default: the API refuses a fourth), a form to add one, and binding a
-//! template to a listing.
+//! A merchant's listings: the list with the coupons live on each, searched with the filters a
+//! user's search has (city, category, coupon kind, with or without a coupon), a form to add
+//! one, a listing's edit page, and binding a template to a listing (at most the configured
+//! number, three by default: the API refuses a fourth).
 
 use askama::Template;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, Method};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
@@ -81,19 +82,94 @@ struct ListPage {
     form: ListingForm,
     errors: FieldErrors,
     error: Option<String>,
+    search: Search,
+    kinds: Vec<(&'static str, &'static str)>,
 }
 
-pub async fn list(State(console): State<Console>, session: Session) -> Response {
-    page(&console, &session, ListingForm::default(), Shown::ok()).await
+/// The search filters, as a user's search takes them.
+#[derive(Debug, Default, Deserialize, Clone)]
+pub struct Search {
+    #[serde(default)]
+    city: String,
+    #[serde(default)]
+    category: String,
+    #[serde(default)]
+    kind: String,
+    /// `yes`, `no` or empty.
+    #[serde(default)]
+    has_coupon: String,
+}
+
+const KINDS: [(&str, &str); 7] = [
+    ("amount_off", "Amount off"),
+    ("percent_off", "Percent off"),
+    ("free_days", "Free days"),
+    ("deposit_waiver", "Deposit waiver"),
+    ("special_price", "Special price"),
+    ("free_shipping", "Free shipping"),
+    ("buy_x_get_y", "Buy X get Y"),
+];
+
+impl Search {
+    /// The API's query: only filters that are well formed (others are dropped and shown
+    /// empty, so the page never passes text through unchecked).
+    fn query(&mut self) -> String {
+        let digits = |s: &mut String| {
+            if s.trim().parse::<u32>().is_err() {
+                s.clear();
+            }
+            s.trim().to_owned()
+        };
+        let mut q = "/v1/listings?limit=200".to_owned();
+        let (city, category) = (digits(&mut self.city), digits(&mut self.category));
+        if !city.is_empty() {
+            q.push_str(&format!("&city={city}"));
+        }
+        if !category.is_empty() {
+            q.push_str(&format!("&category={category}"));
+        }
+        if KINDS.iter().any(|(k, _)| *k == self.kind) {
+            q.push_str(&format!("&kind={}", self.kind));
+        } else {
+            self.kind.clear();
+        }
+        match self.has_coupon.as_str() {
+            "yes" => q.push_str("&has_coupon=true"),
+            "no" => q.push_str("&has_coupon=false"),
+            _ => self.has_coupon.clear(),
+        }
+        q
+    }
+}
+
+pub async fn list(
+    State(console): State<Console>,
+    session: Session,
+    Query(search): Query<Search>,
+) -> Response {
+    page_with(
+        &console,
+        &session,
+        search,
+        ListingForm::default(),
+        Shown::ok(),
+    )
+    .await
 }
 
 async fn page(console: &Console, session: &Session, form: ListingForm, shown: Shown) -> Response {
+    page_with(console, session, Search::default(), form, shown).await
+}
+
+async fn page_with(
+    console: &Console,
+    session: &Session,
+    mut search: Search,
+    form: ListingForm,
+    shown: Shown,
+) -> Response {
     let api = console.api();
-    let listings = match api
-        .get(&session.key, "/v1/listings?limit=200")
-        .await
-        .into::<Value>()
-    {
+    let listings = match api.get(&session.key, &search.query()).await.into::<Value>() {
         Ok(l) => l,
         Err(p) => return problem_page(session, &p),
     };
@@ -109,6 +185,8 @@ async fn page(console: &Console, session: &Session, form: ListingForm, shown: Sh
         form,
         errors: shown.errors,
         error: shown.error,
+        search,
+        kinds: KINDS.to_vec(),
     };
     render(shown.status, &page)
 }
@@ -153,6 +231,88 @@ fn draft(f: &ListingForm) -> Result<Value, (&'static str, String)> {
         "price": hundredths("price", &f.price)?,
         "deposit": hundredths("deposit", &f.deposit)?,
     }))
+}
+
+#[derive(Template)]
+#[template(path = "listing.html")]
+struct EditPage {
+    shell: Shell,
+    id: i64,
+    form: ListingForm,
+    errors: FieldErrors,
+    error: Option<String>,
+}
+
+fn edit_page(session: &Session, id: i64, form: ListingForm, shown: Shown) -> Response {
+    let page = EditPage {
+        shell: Shell::new(session, format!("Listing {id}")),
+        id,
+        form,
+        errors: shown.errors,
+        error: shown.error,
+    };
+    render(shown.status, &page)
+}
+
+/// A listing's edit form, filled from the listing.
+pub async fn edit(
+    State(console): State<Console>,
+    session: Session,
+    Path(id): Path<i64>,
+) -> Response {
+    let l = match console
+        .api()
+        .get(&session.key, &format!("/v1/listings/{id}"))
+        .await
+        .into::<Value>()
+    {
+        Ok(l) => l,
+        Err(p) => return problem_page(&session, &p),
+    };
+    let decimal = |k: &str| {
+        let n = l[k].as_i64().unwrap_or(0);
+        format!("{}.{:02}", n / 100, n % 100)
+    };
+    let form = ListingForm {
+        csrf: String::new(),
+        external_id: l["external_id"].as_str().unwrap_or("").to_owned(),
+        title: l["title"].as_str().unwrap_or("").to_owned(),
+        city_id: l["city_id"].to_string(),
+        category_id: l["category_id"].to_string(),
+        price: decimal("price"),
+        deposit: decimal("deposit"),
+    };
+    edit_page(&session, id, form, Shown::ok())
+}
+
+/// Saves the edit form as a `PATCH` of every field.
+pub async fn update(
+    State(console): State<Console>,
+    session: Session,
+    headers: HeaderMap,
+    Path(id): Path<i64>,
+    Form(form): Form<ListingForm>,
+) -> Response {
+    if let Some(refused) = guard(&headers, &session, &form.csrf) {
+        return refused;
+    }
+    let body = match draft(&form) {
+        Ok(b) => b,
+        Err((field, why)) => return edit_page(&session, id, form, Shown::field(field, why)),
+    };
+    let reply = console
+        .api()
+        .send_json(
+            &session.key,
+            Method::PATCH,
+            &format!("/v1/listings/{id}"),
+            &body,
+        )
+        .await;
+    if reply.ok() {
+        return Redirect::to("/console/listings").into_response();
+    }
+    edit_page(&session, id, form, Shown::of(&reply.problem()))
 }
 
 #[derive(Debug, Default, Deserialize)]

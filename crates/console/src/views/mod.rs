@@ -16,14 +16,17 @@ use crate::session::Session;
 use crate::Console;
 
 mod activities;
+mod coupons;
 mod enroll;
 mod feeds;
 mod format;
 mod home;
 mod listings;
 mod login;
+mod merchants;
 mod support;
 mod templates;
+mod timeline;
 
 pub(crate) use format::{ActivityRow, TemplateRow};
 
@@ -54,12 +57,22 @@ pub fn routes(max_upload: usize) -> Router<Console> {
             "/console/listings",
             get(listings::list).post(listings::create),
         )
+        .route(
+            "/console/listings/{id}",
+            get(listings::edit).post(listings::update),
+        )
         .route("/console/listings/{id}/bind", post(listings::bind))
         .route("/console/listings/{id}/unbind", post(listings::unbind))
         .route("/console/templates/{id}", get(templates::page))
         .route("/console/templates/{id}/publish", post(templates::publish))
         .route("/console/templates/{id}/abort", post(templates::abort))
         .route("/console/templates/{id}/stock", post(templates::top_up))
+        .route("/console/templates/{id}/extend", post(templates::extend))
+        .route("/console/templates/{id}/codes", post(templates::code_batch))
+        .route(
+            "/console/code-batches/{id}/codes.csv",
+            get(templates::codes_csv),
+        )
         .route(
             "/console/templates/{id}/coupons.csv",
             get(templates::holders_csv),
@@ -73,11 +86,24 @@ pub fn routes(max_upload: usize) -> Router<Console> {
         .route("/console/users", get(support::users))
         .route("/console/events", get(feeds::events))
         .route("/console/webhooks", get(feeds::webhooks))
-        .route("/console/merchants", get(feeds::merchants))
+        .route(
+            "/console/merchants",
+            get(merchants::list).post(merchants::create),
+        )
+        .route(
+            "/console/merchants/{id}",
+            get(merchants::page).post(merchants::update),
+        )
+        .route("/console/merchants/{id}/keys", post(merchants::create_key))
+        .route(
+            "/console/merchants/{id}/keys/{key}/revoke",
+            post(merchants::revoke_key),
+        )
+        .route("/console/coupons/{id}", get(coupons::page))
         .route("/console/coupons/{id}/revoke", post(support::revoke))
         .route("/console/reconciliation", get(support::reconciliation))
         .route(crate::assets::HTMX_PATH, get(crate::assets::htmx))
-        .route(crate::assets::CSS_PATH, get(crate::assets::css))
+        .route(crate::assets::css_path(), get(crate::assets::css))
 }
 
 /// What the base layout shows.

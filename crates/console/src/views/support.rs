@@ -159,6 +159,9 @@ pub async fn revoke(
         .chars()
         .filter(|c| c.is_ascii_alphanumeric() || "_.:@-".contains(*c))
         .collect();
+    if user.is_empty() {
+        return Redirect::to(&format!("/console/coupons/{id}")).into_response();
+    }
     Redirect::to(&format!("/console/users?user={user}")).into_response()
 }
 

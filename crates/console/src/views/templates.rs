@@ -5,27 +5,46 @@
 use askama::Template;
 use axum::extract::{Multipart, Path, Query, State};
 use axum::http::{HeaderMap, Method, StatusCode};
-use axum::response::{IntoResponse, Redirect, Response};
-use axum::Form;
+use axum::response::{IntoResponse, Response};
 use coupond_domain::TemplateStatus;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::format::{money, window};
+use super::format::{money, sort_templates, window, SortKey};
 use super::home::items;
 use super::{guard, problem_page, render, Shell, TemplateRow};
 use crate::api::Problem;
 use crate::session::Session;
 use crate::Console;
 
+mod changes;
 mod chart;
 
-use chart::Chart;
+pub use changes::{abort, code_batch, codes_csv, extend, publish, top_up};
+
+pub(super) use chart::Chart;
 
 #[derive(Debug, Default, Deserialize)]
 pub struct Filter {
     #[serde(default)]
     status: String,
+    /// The platform's filter: one merchant's templates.
+    #[serde(default)]
+    merchant_id: String,
+    /// A column of [`SortKey::ALL`], and `desc` to reverse it.
+    #[serde(default)]
+    sort: String,
+    #[serde(default)]
+    desc: String,
+}
+
+/// A sortable column's header: its label, its link, and the arrow showing the current sort.
+#[derive(Debug, Clone)]
+pub struct Column {
+    pub label: &'static str,
+    pub href: String,
+    pub arrow: &'static str,
+    pub num: bool,
 }
 
 #[derive(Template)]
@@ -35,6 +54,8 @@ struct ListPage {
     platform: bool,
     status: String,
     statuses: Vec<&'static str>,
+    merchant_id: String,
+    columns: Vec<Column>,
     rows: Vec<TemplateRow>,
 }
 
@@ -49,23 +70,71 @@ pub async fn list(
         .find(|s| **s == f.status)
         .copied()
         .unwrap_or("");
+    let merchant_id = match f.merchant_id.trim() {
+        "" => String::new(),
+        m if session.is_platform() && m.parse::<u32>().is_ok() => m.to_owned(),
+        _ => String::new(),
+    };
     let mut path = "/v1/templates?limit=200".to_owned();
     if !status.is_empty() {
         path.push_str(&format!("&status={status}"));
     }
-    match console.api().get(&session.key, &path).await.into::<Value>() {
-        Ok(page) => render(
-            StatusCode::OK,
-            &ListPage {
-                shell: Shell::new(&session, "Templates"),
-                platform: session.is_platform(),
-                status: status.to_owned(),
-                statuses,
-                rows: items(&page).map(TemplateRow::of).collect(),
-            },
-        ),
-        Err(p) => problem_page(&session, &p),
+    if !merchant_id.is_empty() {
+        path.push_str(&format!("&merchant_id={merchant_id}"));
     }
+    let page = match console.api().get(&session.key, &path).await.into::<Value>() {
+        Ok(page) => page,
+        Err(p) => return problem_page(&session, &p),
+    };
+    let mut rows: Vec<TemplateRow> = items(&page).map(TemplateRow::of).collect();
+    let sort = SortKey::parse(&f.sort);
+    let desc = f.desc == "1";
+    if let Some(key) = sort {
+        sort_templates(&mut rows, key, desc);
+    }
+    let base = format!("/console/templates?status={status}&merchant_id={merchant_id}");
+    let page = ListPage {
+        shell: Shell::new(&session, "Templates"),
+        platform: session.is_platform(),
+        status: status.to_owned(),
+        statuses,
+        columns: columns(&base, sort, desc),
+        merchant_id,
+        rows,
+    };
+    render(StatusCode::OK, &page)
+}
+
+/// The sortable headers of the templates table: a second click on the current column
+/// reverses it.
+fn columns(base: &str, sort: Option<SortKey>, desc: bool) -> Vec<Column> {
+    let labels = [
+        ("Template", false),
+        ("Status", false),
+        ("Claimed / stock", true),
+        ("Used", true),
+        ("Budget used", true),
+        ("Usable until", false),
+        ("Last change", false),
+    ];
+    SortKey::ALL
+        .iter()
+        .zip(labels)
+        .map(|((key, name), (label, num))| {
+            let current = sort == Some(*key);
+            let reverse = current && !desc;
+            Column {
+                label,
+                href: format!("{base}&sort={name}{}", if reverse { "&desc=1" } else { "" }),
+                arrow: match (current, desc) {
+                    (false, _) => "",
+                    (true, false) => " ▲",
+                    (true, true) => " ▼",
+                },
+                num,
+            }
+        })
+        .collect()
 }
 
 /// A bulk issuance job, as its progress bar shows it.
@@ -112,6 +181,13 @@ struct TemplatePage {
     can_abort: bool,
     /// A live template's stock can be raised.
     can_top_up: bool,
+    /// A live standalone template's claim window and fixed validity can end later.
+    can_extend: bool,
+    /// The current ends, as `datetime-local` values: the claim window's, a fixed validity's.
+    claim_end: String,
+    valid_until: Option<String>,
+    /// Its code batches: (id, state, prefix, count, generated, created).
+    batches: Vec<(i64, String, String, u64, u64, String)>,
     chart: Chart,
     hours: u32,
     ranges: Vec<u32>,
@@ -173,8 +249,34 @@ pub async fn page(
         .await
         .into::<Value>()
         .unwrap_or(Value::Null);
+    let batches = api
+        .get(
+            &session.key,
+            &format!("/v1/templates/{id}/code-batches?limit=20"),
+        )
+        .await
+        .into::<Value>()
+        .unwrap_or(Value::Null);
     let row = TemplateRow::of(&t);
+    let local = |v: &Value| v.as_str().map(|s| s.chars().take(16).collect::<String>());
     let page = TemplatePage {
+        can_extend: matches!(row.status.as_str(), "scheduled" | "active")
+            && t["activity_id"].is_null(),
+        claim_end: local(&t["claim_window"]["end"]).unwrap_or_default(),
+        valid_until: local(&t["validity"]["until"]),
+        batches: items(&batches)
+            .map(|b| {
+                let n = |k: &str| b[k].as_u64().unwrap_or(0);
+                (
+                    b["id"].as_i64().unwrap_or(0),
+                    b["status"].as_str().unwrap_or("").to_owned(),
+                    b["prefix"].as_str().unwrap_or("").to_owned(),
+                    n("count"),
+                    n("generated"),
+                    super::format::instant(&b["created_at"]),
+                )
+            })
+            .collect(),
         holders: items(&holders)
             .map(|c| {
                 (
@@ -212,97 +314,6 @@ pub async fn page(
         t: row,
     };
     render(StatusCode::OK, &page)
-}
-
-#[derive(Debug, Default, Deserialize)]
-pub struct Action {
-    #[serde(default)]
-    csrf: String,
-}
-
-pub async fn publish(
-    State(console): State<Console>,
-    session: Session,
-    headers: HeaderMap,
-    Path(id): Path<i64>,
-    Form(f): Form<Action>,
-) -> Response {
-    act(&console, &session, &headers, id, &f.csrf, "publish").await
-}
-
-pub async fn abort(
-    State(console): State<Console>,
-    session: Session,
-    headers: HeaderMap,
-    Path(id): Path<i64>,
-    Form(f): Form<Action>,
-) -> Response {
-    act(&console, &session, &headers, id, &f.csrf, "abort").await
-}
-
-async fn act(
-    console: &Console,
-    session: &Session,
-    headers: &HeaderMap,
-    id: i64,
-    csrf: &str,
-    action: &str,
-) -> Response {
-    if let Some(refused) = guard(headers, session, csrf) {
-        return refused;
-    }
-    let path = format!("/v1/templates/{id}/{action}");
-    let reply = console
-        .api()
-        .call(&session.key, Method::POST, &path, None)
-        .await;
-    if !reply.ok() {
-        return problem_page(session, &reply.problem());
-    }
-    let done = if action == "publish" {
-        "published"
-    } else {
-        "aborted"
-    };
-    Redirect::to(&format!("/console/templates/{id}?notice={done}")).into_response()
-}
-
-#[derive(Debug, Default, Deserialize)]
-pub struct TopUp {
-    #[serde(default)]
-    csrf: String,
-    #[serde(default)]
-    total_stock: String,
-}
-
-/// Raises the stock of a live template (`PATCH` with `total_stock`); the API refuses a lower
-/// one (`not_raised`), shown on the template's page.
-pub async fn top_up(
-    State(console): State<Console>,
-    session: Session,
-    headers: HeaderMap,
-    Path(id): Path<i64>,
-    Form(f): Form<TopUp>,
-) -> Response {
-    if let Some(refused) = guard(&headers, &session, &f.csrf) {
-        return refused;
-    }
-    let Ok(stock) = f.total_stock.trim().parse::<i64>() else {
-        return Redirect::to(&format!(
-            "/console/templates/{id}?notice=not+changed:+enter+a+whole+number"
-        ))
-        .into_response();
-    };
-    let path = format!("/v1/templates/{id}");
-    let body = serde_json::json!({"total_stock": stock});
-    let reply = console
-        .api()
-        .send_json(&session.key, Method::PATCH, &path, &body)
-        .await;
-    if !reply.ok() {
-        return problem_page(&session, &reply.problem());
-    }
-    Redirect::to(&format!("/console/templates/{id}?notice=topped+up")).into_response()
 }
 
 /// The holders of a template's coupons as CSV (the API's page of up to 200, as a download).
@@ -349,14 +360,11 @@ pub async fn upload(
         };
         return progress_error(&p);
     };
-    let (mut csrf, mut file) = (String::new(), None);
-    while let Ok(Some(field)) = form.next_field().await {
-        match field.name() {
-            Some("csrf") => csrf = field.text().await.unwrap_or_default(),
-            Some("file") => file = field.bytes().await.ok(),
-            _ => {}
-        }
-    }
+    let (csrf, file) = match read_upload(&mut form, console.app().settings().max_upload_bytes).await
+    {
+        Ok(parts) => parts,
+        Err(p) => return progress_error(&p),
+    };
     if let Some(refused) = guard(&headers, &session, &csrf) {
         return refused;
     }
@@ -383,6 +391,33 @@ pub async fn upload(
         Ok(j) => render(StatusCode::OK, &Progress { job: Job::of(&j) }),
         Err(p) => progress_error(&p),
     }
+}
+
+/// The form token and the file of an upload form; a body over the route's limit (or one that
+/// cannot be read) is a problem naming the file, not a missing file.
+async fn read_upload(
+    form: &mut Multipart,
+    limit: usize,
+) -> Result<(String, Option<axum::body::Bytes>), Problem> {
+    let unreadable = |e: axum::extract::multipart::MultipartError| Problem {
+        status: e.status().as_u16(),
+        code: "upload_unreadable".into(),
+        field: Some("file".into()),
+        detail: if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            format!("the file is too large: uploads take at most {limit} bytes")
+        } else {
+            format!("the upload could not be read ({})", e.body_text())
+        },
+    };
+    let (mut csrf, mut file) = (String::new(), None);
+    while let Some(field) = form.next_field().await.map_err(unreadable)? {
+        match field.name() {
+            Some("csrf") => csrf = field.text().await.map_err(unreadable)?,
+            Some("file") => file = Some(field.bytes().await.map_err(unreadable)?),
+            _ => {}
+        }
+    }
+    Ok((csrf, file))
 }
 
 #[derive(Template)]

@@ -15,6 +15,8 @@ use fantoccini::{Client, ClientBuilder, Locator};
 
 use crate::{export, serve, terminate_and_wait};
 
+mod operations;
+
 /// Where Debian puts them; `COUPOND_CHROMIUM` / `COUPOND_CHROMEDRIVER` override.
 fn tool(var: &str, default: &str) -> Option<PathBuf> {
     let path = PathBuf::from(std::env::var(var).unwrap_or_else(|_| default.to_owned()));
@@ -214,9 +216,13 @@ async fn the_console_in_a_browser() {
 }
 
 async fn flows(c: &Client, base: &str, lines: &[String]) -> Result<(), String> {
-    platform_creates_an_activity(c, base, &export(lines, "PLATFORM_KEY")).await;
+    let platform = export(lines, "PLATFORM_KEY");
+    platform_creates_an_activity(c, base, &platform).await;
     let template = merchant_enrolls_and_issues(c, base, &export(lines, "MERCHANT1_KEY")).await;
+    operations::merchant_runs_the_template(c, base, &export(lines, "MERCHANT1_KEY"), template)
+        .await;
     another_merchant_cannot_open_it(c, base, &export(lines, "MERCHANT2_KEY"), template).await;
+    operations::platform_manages_merchants(c, base, &platform).await;
     Ok(())
 }
 

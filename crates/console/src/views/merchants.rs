@@ -1,0 +1,312 @@
+//! Merchants (the platform): the list with a form to add one, and a merchant's page where the
+//! platform edits it and creates or revokes its API keys. A new key's secret is shown on the
+//! page that answers its creation, once; the API keeps only its hash.
+
+use askama::Template;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, Method, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::Form;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::format::instant;
+use super::home::items;
+use super::{guard, problem_page, render, FieldErrors, Shell, Shown};
+use crate::session::Session;
+use crate::Console;
+
+/// A merchant as a row.
+#[derive(Debug, Clone, Default)]
+struct MerchantRow {
+    id: i64,
+    name: String,
+    short_name: String,
+    cities: String,
+}
+
+impl MerchantRow {
+    fn of(m: &Value) -> Self {
+        let cities: Vec<String> = m["cities"]
+            .as_array()
+            .map(|c| c.iter().map(Value::to_string).collect())
+            .unwrap_or_default();
+        MerchantRow {
+            id: m["id"].as_i64().unwrap_or(0),
+            name: m["name"].as_str().unwrap_or("").to_owned(),
+            short_name: m["short_name"].as_str().unwrap_or("").to_owned(),
+            cities: cities.join(", "),
+        }
+    }
+}
+
+/// The merchant form as sent.
+#[derive(Debug, Default, Deserialize)]
+pub struct MerchantForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    short_name: String,
+    #[serde(default)]
+    cities: String,
+}
+
+impl MerchantForm {
+    /// The API's body; cities that are not ids are named.
+    fn body(&self) -> Result<Value, Shown> {
+        let cities: Result<Vec<i64>, _> = self
+            .cities
+            .split(',')
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .map(str::parse::<i64>)
+            .collect();
+        let cities =
+            cities.map_err(|_| Shown::field("cities", "city ids, separated by commas".into()))?;
+        Ok(json!({"name": self.name, "short_name": self.short_name, "cities": cities}))
+    }
+}
+
+#[derive(Template)]
+#[template(path = "merchants.html")]
+struct ListPage {
+    shell: Shell,
+    rows: Vec<MerchantRow>,
+    form: MerchantForm,
+    errors: FieldErrors,
+    error: Option<String>,
+}
+
+async fn list_page(
+    console: &Console,
+    session: &Session,
+    form: MerchantForm,
+    shown: Shown,
+) -> Response {
+    let list = match console
+        .api()
+        .get(&session.key, "/v1/merchants?limit=200")
+        .await
+        .into::<Value>()
+    {
+        Ok(l) => l,
+        Err(p) => return problem_page(session, &p),
+    };
+    let page = ListPage {
+        shell: Shell::new(session, "Merchants"),
+        rows: items(&list).map(MerchantRow::of).collect(),
+        form,
+        errors: shown.errors,
+        error: shown.error,
+    };
+    render(shown.status, &page)
+}
+
+pub async fn list(State(console): State<Console>, session: Session) -> Response {
+    list_page(&console, &session, MerchantForm::default(), Shown::ok()).await
+}
+
+pub async fn create(
+    State(console): State<Console>,
+    session: Session,
+    headers: HeaderMap,
+    Form(form): Form<MerchantForm>,
+) -> Response {
+    if let Some(refused) = guard(&headers, &session, &form.csrf) {
+        return refused;
+    }
+    let body = match form.body() {
+        Ok(b) => b,
+        Err(shown) => return list_page(&console, &session, form, shown).await,
+    };
+    let reply = console
+        .api()
+        .send_json(&session.key, Method::POST, "/v1/merchants", &body)
+        .await;
+    match reply.into::<Value>() {
+        Ok(m) => Redirect::to(&format!("/console/merchants/{}", m["id"])).into_response(),
+        Err(p) => list_page(&console, &session, form, Shown::of(&p)).await,
+    }
+}
+
+/// A key as a row: (id, prefix, label, created, revoked).
+type KeyRow = (i64, String, String, String, Option<String>);
+
+#[derive(Template)]
+#[template(path = "merchant.html")]
+struct MerchantPage {
+    shell: Shell,
+    m: MerchantRow,
+    form: MerchantForm,
+    errors: FieldErrors,
+    error: Option<String>,
+    keys: Vec<KeyRow>,
+    /// A key just created: (prefix, secret), shown this once.
+    new_key: Option<(String, String)>,
+    key_error: Option<String>,
+}
+
+/// What a merchant's page shows besides the merchant.
+#[derive(Default)]
+struct Extra {
+    form: Option<MerchantForm>,
+    shown: Shown,
+    new_key: Option<(String, String)>,
+    key_error: Option<String>,
+}
+
+async fn merchant_page(console: &Console, session: &Session, id: i64, extra: Extra) -> Response {
+    let api = console.api();
+    let m = match api
+        .get(&session.key, &format!("/v1/merchants/{id}"))
+        .await
+        .into::<Value>()
+    {
+        Ok(m) => MerchantRow::of(&m),
+        Err(p) => return problem_page(session, &p),
+    };
+    let keys = api
+        .get(&session.key, &format!("/v1/merchants/{id}/keys"))
+        .await
+        .into::<Value>()
+        .unwrap_or(Value::Null);
+    let keys = items(&keys)
+        .map(|k| {
+            (
+                k["id"].as_i64().unwrap_or(0),
+                k["prefix"].as_str().unwrap_or("").to_owned(),
+                k["label"].as_str().unwrap_or("").to_owned(),
+                instant(&k["created_at"]),
+                k["revoked_at"].as_str().map(|_| instant(&k["revoked_at"])),
+            )
+        })
+        .collect();
+    let form = extra.form.unwrap_or_else(|| MerchantForm {
+        csrf: String::new(),
+        name: m.name.clone(),
+        short_name: m.short_name.clone(),
+        cities: m.cities.clone(),
+    });
+    let page = MerchantPage {
+        shell: Shell::new(session, m.name.clone()),
+        m,
+        form,
+        errors: extra.shown.errors,
+        error: extra.shown.error,
+        keys,
+        new_key: extra.new_key,
+        key_error: extra.key_error,
+    };
+    render(extra.shown.status, &page)
+}
+
+pub async fn page(
+    State(console): State<Console>,
+    session: Session,
+    Path(id): Path<i64>,
+) -> Response {
+    merchant_page(&console, &session, id, Extra::default()).await
+}
+
+/// Saves the edit form as a `PATCH` of name, short name and cities.
+pub async fn update(
+    State(console): State<Console>,
+    session: Session,
+    headers: HeaderMap,
+    Path(id): Path<i64>,
+    Form(form): Form<MerchantForm>,
+) -> Response {
+    if let Some(refused) = guard(&headers, &session, &form.csrf) {
+        return refused;
+    }
+    let shown = match form.body() {
+        Ok(body) => {
+            let path = format!("/v1/merchants/{id}");
+            let reply = console
+                .api()
+                .send_json(&session.key, Method::PATCH, &path, &body)
+                .await;
+            if reply.ok() {
+                return Redirect::to(&format!("/console/merchants/{id}")).into_response();
+            }
+            Shown::of(&reply.problem())
+        }
+        Err(shown) => shown,
+    };
+    let extra = Extra {
+        form: Some(form),
+        shown,
+        ..Extra::default()
+    };
+    merchant_page(&console, &session, id, extra).await
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct KeyForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    label: String,
+}
+
+/// Creates a key and answers the merchant's page with its secret, this once.
+pub async fn create_key(
+    State(console): State<Console>,
+    session: Session,
+    headers: HeaderMap,
+    Path(id): Path<i64>,
+    Form(form): Form<KeyForm>,
+) -> Response {
+    if let Some(refused) = guard(&headers, &session, &form.csrf) {
+        return refused;
+    }
+    let path = format!("/v1/merchants/{id}/keys");
+    let body = json!({ "label": form.label });
+    let reply = console
+        .api()
+        .send_json(&session.key, Method::POST, &path, &body)
+        .await;
+    let mut extra = Extra::default();
+    match reply.into::<Value>() {
+        Ok(k) => {
+            let prefix = k["prefix"].as_str().unwrap_or("").to_owned();
+            let secret = k["secret"].as_str().unwrap_or("").to_owned();
+            extra.new_key = Some((prefix, secret));
+        }
+        Err(p) => {
+            extra.key_error = Some(p.detail);
+            extra.shown.status = StatusCode::from_u16(p.status).unwrap_or(StatusCode::OK);
+        }
+    }
+    merchant_page(&console, &session, id, extra).await
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct RevokeForm {
+    #[serde(default)]
+    csrf: String,
+}
+
+/// Revokes one of the merchant's keys.
+pub async fn revoke_key(
+    State(console): State<Console>,
+    session: Session,
+    headers: HeaderMap,
+    Path((id, key)): Path<(i64, i64)>,
+    Form(form): Form<RevokeForm>,
+) -> Response {
+    if let Some(refused) = guard(&headers, &session, &form.csrf) {
+        return refused;
+    }
+    let path = format!("/v1/merchants/{id}/keys/{key}/revoke");
+    let reply = console
+        .api()
+        .call(&session.key, Method::POST, &path, None)
+        .await;
+    if !reply.ok() {
+        return problem_page(&session, &reply.problem());
+    }
+    Redirect::to(&format!("/console/merchants/{id}")).into_response()
+}

@@ -1,0 +1,236 @@
+//! What a person changes on a template's page: publish, abort, raise the stock, extend the
+//! claim window or the coupons' validity, and generate single-use codes (and download them).
+//! Each is one API call; the API's refusal is shown as a page in words.
+
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, Method};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::Form;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::super::activities::utc;
+use super::super::{guard, problem_page};
+use crate::session::Session;
+use crate::Console;
+
+#[derive(Debug, Default, Deserialize)]
+pub struct Action {
+    #[serde(default)]
+    csrf: String,
+}
+
+pub async fn publish(
+    State(console): State<Console>,
+    session: Session,
+    headers: HeaderMap,
+    Path(id): Path<i64>,
+    Form(f): Form<Action>,
+) -> Response {
+    act(&console, &session, &headers, id, &f.csrf, "publish").await
+}
+
+pub async fn abort(
+    State(console): State<Console>,
+    session: Session,
+    headers: HeaderMap,
+    Path(id): Path<i64>,
+    Form(f): Form<Action>,
+) -> Response {
+    act(&console, &session, &headers, id, &f.csrf, "abort").await
+}
+
+async fn act(
+    console: &Console,
+    session: &Session,
+    headers: &HeaderMap,
+    id: i64,
+    csrf: &str,
+    action: &str,
+) -> Response {
+    if let Some(refused) = guard(headers, session, csrf) {
+        return refused;
+    }
+    let path = format!("/v1/templates/{id}/{action}");
+    let reply = console
+        .api()
+        .call(&session.key, Method::POST, &path, None)
+        .await;
+    if !reply.ok() {
+        return problem_page(session, &reply.problem());
+    }
+    let done = if action == "publish" {
+        "published"
+    } else {
+        "aborted"
+    };
+    Redirect::to(&format!("/console/templates/{id}?notice={done}")).into_response()
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct TopUp {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    total_stock: String,
+}
+
+/// Raises the stock of a live template (`PATCH` with `total_stock`); the API refuses a lower
+/// one (`not_raised`), shown on the template's page.
+pub async fn top_up(
+    State(console): State<Console>,
+    session: Session,
+    headers: HeaderMap,
+    Path(id): Path<i64>,
+    Form(f): Form<TopUp>,
+) -> Response {
+    if let Some(refused) = guard(&headers, &session, &f.csrf) {
+        return refused;
+    }
+    let Ok(stock) = f.total_stock.trim().parse::<i64>() else {
+        return Redirect::to(&format!(
+            "/console/templates/{id}?notice=not+changed:+enter+a+whole+number"
+        ))
+        .into_response();
+    };
+    let path = format!("/v1/templates/{id}");
+    let body = serde_json::json!({"total_stock": stock});
+    let reply = console
+        .api()
+        .send_json(&session.key, Method::PATCH, &path, &body)
+        .await;
+    if !reply.ok() {
+        return problem_page(&session, &reply.problem());
+    }
+    Redirect::to(&format!("/console/templates/{id}?notice=topped+up")).into_response()
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct Extend {
+    #[serde(default)]
+    csrf: String,
+    /// The claim window's new end (`datetime-local`, UTC); empty keeps it.
+    #[serde(default)]
+    claim_end: String,
+    /// A fixed validity's new end; empty keeps it.
+    #[serde(default)]
+    valid_until: String,
+}
+
+/// Extends a live template (a `PATCH` of the claim window's end and a fixed validity's end,
+/// their starts kept); the API allows only later ends and says why otherwise.
+pub async fn extend(
+    State(console): State<Console>,
+    session: Session,
+    headers: HeaderMap,
+    Path(id): Path<i64>,
+    Form(f): Form<Extend>,
+) -> Response {
+    if let Some(refused) = guard(&headers, &session, &f.csrf) {
+        return refused;
+    }
+    let path = format!("/v1/templates/{id}");
+    let api = console.api();
+    let t = match api.get(&session.key, &path).await.into::<Value>() {
+        Ok(t) => t,
+        Err(p) => return problem_page(&session, &p),
+    };
+    // The form shows the ends to the minute: an end left as shown is left alone.
+    let shown = |v: &Value| v.as_str().map(|s| s.chars().take(16).collect::<String>());
+    let changed = |sent: &str, now: &Value| {
+        let sent = sent.trim();
+        !sent.is_empty() && shown(now).as_deref() != Some(sent)
+    };
+    let mut patch = serde_json::Map::new();
+    if changed(&f.claim_end, &t["claim_window"]["end"]) && t["claim_window"].is_object() {
+        let start = t["claim_window"]["start"].clone();
+        patch.insert(
+            "claim_window".into(),
+            json!({"start": start, "end": utc(&f.claim_end)}),
+        );
+    }
+    if changed(&f.valid_until, &t["validity"]["until"]) && t["validity"]["type"] == "fixed" {
+        let from = t["validity"]["from"].clone();
+        patch.insert(
+            "validity".into(),
+            json!({"type": "fixed", "from": from, "until": utc(&f.valid_until)}),
+        );
+    }
+    if patch.is_empty() {
+        return Redirect::to(&format!(
+            "/console/templates/{id}?notice=not+changed:+enter+a+new+end"
+        ))
+        .into_response();
+    }
+    let reply = api
+        .send_json(&session.key, Method::PATCH, &path, &Value::Object(patch))
+        .await;
+    if !reply.ok() {
+        return problem_page(&session, &reply.problem());
+    }
+    Redirect::to(&format!("/console/templates/{id}?notice=extended")).into_response()
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct CodeBatch {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    count: String,
+    #[serde(default)]
+    prefix: String,
+}
+
+/// Generates a batch of single-use codes (small batches at once, large ones in the
+/// background; the page lists them with their state).
+pub async fn code_batch(
+    State(console): State<Console>,
+    session: Session,
+    headers: HeaderMap,
+    Path(id): Path<i64>,
+    Form(f): Form<CodeBatch>,
+) -> Response {
+    if let Some(refused) = guard(&headers, &session, &f.csrf) {
+        return refused;
+    }
+    let Ok(count) = f.count.trim().parse::<u32>() else {
+        return Redirect::to(&format!(
+            "/console/templates/{id}?notice=no+codes+made:+enter+how+many"
+        ))
+        .into_response();
+    };
+    let path = format!("/v1/templates/{id}/codes");
+    let body = json!({"count": count, "prefix": f.prefix.trim().to_uppercase()});
+    let reply = console
+        .api()
+        .send_json(&session.key, Method::POST, &path, &body)
+        .await;
+    if !reply.ok() {
+        return problem_page(&session, &reply.problem());
+    }
+    Redirect::to(&format!("/console/templates/{id}?notice=codes+generated")).into_response()
+}
+
+/// A batch's codes as a CSV download.
+pub async fn codes_csv(
+    State(console): State<Console>,
+    session: Session,
+    Path(id): Path<i64>,
+) -> Response {
+    let reply = console
+        .api()
+        .get(&session.key, &format!("/v1/code-batches/{id}/codes"))
+        .await;
+    if !reply.ok() {
+        return problem_page(&session, &reply.problem());
+    }
+    let name = format!("attachment; filename=\"code-batch-{id}.csv\"");
+    (
+        [
+            (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_owned()),
+            (header::CONTENT_DISPOSITION, name),
+        ],
+        reply.bytes,
+    )
+        .into_response()
+}

@@ -1,0 +1,113 @@
+//! The home page's activity timeline: each activity's enrollment and run as bars on one time
+//! axis (from a week ago to five weeks ahead), with today marked. Plain HTML and CSS: each
+//! bar's position is a percentage of the axis, computed here.
+
+use coupond_domain::Timestamp;
+use serde_json::Value;
+
+/// How far back and ahead the axis reaches, in days.
+const BACK_DAYS: i64 = 7;
+const AHEAD_DAYS: i64 = 35;
+const DAY_MICROS: i64 = 86_400_000_000;
+
+/// A bar on the axis: left edge and width, in percent of the axis.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bar {
+    pub left: f64,
+    pub width: f64,
+}
+
+/// One activity on the timeline.
+#[derive(Debug, Clone)]
+pub struct Lane {
+    pub id: i64,
+    pub title: String,
+    pub status: String,
+    pub enrollment: Option<Bar>,
+    pub run: Option<Bar>,
+}
+
+/// The axis with its lanes and tick labels.
+#[derive(Debug, Clone, Default)]
+pub struct Timeline {
+    pub lanes: Vec<Lane>,
+    /// Today, in percent of the axis.
+    pub now: f64,
+    /// Week ticks: (percent, `Mon 24 Nov`-style label).
+    pub ticks: Vec<(f64, String)>,
+}
+
+impl Timeline {
+    /// The activities (API JSON) that overlap the axis at `now`, in the order given.
+    pub fn of<'a>(activities: impl Iterator<Item = &'a Value>, now: Timestamp) -> Self {
+        let from = now.unix_micros() - BACK_DAYS * DAY_MICROS;
+        let to = now.unix_micros() + AHEAD_DAYS * DAY_MICROS;
+        let span = (to - from) as f64;
+        let bar = |w: &Value| -> Option<Bar> {
+            let t = |k: &str| {
+                w[k].as_str()
+                    .and_then(|s| Timestamp::parse(s).ok())
+                    .map(Timestamp::unix_micros)
+            };
+            let (s, e) = (t("start")?.max(from), t("end")?.min(to));
+            (s < e).then(|| Bar {
+                left: (s - from) as f64 * 100.0 / span,
+                width: ((e - s) as f64 * 100.0 / span).max(0.5),
+            })
+        };
+        let lanes = activities
+            .filter_map(|a| {
+                let (enrollment, run) = (bar(&a["enrollment"]), bar(&a["run"]));
+                (enrollment.is_some() || run.is_some()).then(|| Lane {
+                    id: a["id"].as_i64().unwrap_or(0),
+                    title: a["title"].as_str().unwrap_or("").to_owned(),
+                    status: a["status"].as_str().unwrap_or("").to_owned(),
+                    enrollment,
+                    run,
+                })
+            })
+            .collect();
+        let ticks = (0..=(BACK_DAYS + AHEAD_DAYS) / 7)
+            .map(|week| {
+                let at = from + week * 7 * DAY_MICROS;
+                let label = Timestamp::from_unix_micros(at)
+                    .map(|t| t.to_string().chars().take(10).collect())
+                    .unwrap_or_default();
+                ((at - from) as f64 * 100.0 / span, label)
+            })
+            .collect();
+        Timeline {
+            lanes,
+            now: BACK_DAYS as f64 * 100.0 / (BACK_DAYS + AHEAD_DAYS) as f64,
+            ticks,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn bars_sit_where_their_windows_are_and_are_clipped_to_the_axis() {
+        let now = Timestamp::parse("2026-11-24T00:00:00Z").unwrap();
+        let a = json!({"id": 1, "title": "A", "status": "enrolling",
+            "enrollment": {"start": "2026-11-17T00:00:00Z", "end": "2026-11-24T00:00:00Z"},
+            "run": {"start": "2026-11-24T00:00:00Z", "end": "2027-06-01T00:00:00Z"}});
+        let gone = json!({"id": 2, "title": "Old", "status": "ended",
+            "enrollment": {"start": "2025-01-01T00:00:00Z", "end": "2025-01-02T00:00:00Z"},
+            "run": {"start": "2025-01-02T00:00:00Z", "end": "2025-02-01T00:00:00Z"}});
+        let t = Timeline::of([a, gone].iter(), now);
+        assert_eq!(t.lanes.len(), 1, "an activity off the axis has no lane");
+        let lane = &t.lanes[0];
+        let e = lane.enrollment.unwrap();
+        assert!(
+            e.left.abs() < 1e-9 && (e.width - t.now).abs() < 1e-9,
+            "{e:?}"
+        );
+        let r = lane.run.unwrap();
+        assert!((r.left - t.now).abs() < 1e-9 && (r.left + r.width - 100.0).abs() < 1e-9);
+        assert_eq!(t.ticks.first().map(|x| x.1.as_str()), Some("2026-11-17"));
+    }
+}

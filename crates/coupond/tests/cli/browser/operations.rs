@@ -1,0 +1,145 @@
+//! The flows after the first ones: a merchant runs its template (codes, extending it, a
+//! coupon's history, its listing edited and searched for), and the platform's home, sorting,
+//! merchants and their keys (a new key signs in; a revoked one no longer does).
+
+use fantoccini::{Client, Locator};
+
+use super::{click, fill, local, set_value, shot, sign_in, sign_out, text, until, until_at};
+
+/// Confirms every `confirm()` on the page (the revoke and abort buttons ask first).
+async fn confirm_all(c: &Client) {
+    c.execute("window.confirm = () => true;", vec![])
+        .await
+        .unwrap();
+}
+
+/// Fetches `path` in the page (the session's cookie goes with it) and returns the text.
+async fn fetch(c: &Client, path: &str) -> String {
+    let js = format!(
+        "const done = arguments[arguments.length - 1];
+         fetch('{path}').then(r => r.text()).then(done);"
+    );
+    let v = c.execute_async(&js, vec![]).await.unwrap();
+    v.as_str().unwrap_or_default().to_owned()
+}
+
+pub(super) async fn merchant_runs_the_template(c: &Client, base: &str, key: &str, id: i64) {
+    sign_in(c, base, key).await;
+    c.goto(&format!("{base}/console/templates/{id}"))
+        .await
+        .unwrap();
+    // Codes: five made at once, downloaded as CSV.
+    fill(c, "count", "5").await;
+    fill(c, "prefix", "WNT").await;
+    click(c, Locator::Id("generate-codes")).await;
+    until(c, "#notice", |t| t.contains("codes generated")).await;
+    let link = c.find(Locator::Css("a.codes-csv")).await.unwrap();
+    let href = link.attr("href").await.unwrap().unwrap_or_default();
+    let csv = fetch(c, &href).await;
+    assert_eq!(csv.lines().count(), 6, "{csv}");
+    assert!(csv.lines().skip(1).all(|l| l.starts_with("WNT")), "{csv}");
+
+    // Extended: claiming ends later.
+    click(c, Locator::Css("#extend summary")).await;
+    set_value(c, "claim_end", &local(96)).await;
+    click(c, Locator::Id("extend-submit")).await;
+    until(c, "#notice", |t| t.contains("extended")).await;
+    let day = local(96).chars().take(10).collect::<String>();
+    until(c, "dl.facts", |t| t.contains(&day)).await;
+
+    // The coupon revoked by support shows its history, reason included.
+    c.goto(&format!("{base}/console/users?user=u-3"))
+        .await
+        .unwrap();
+    click(c, Locator::Css("tr[id^='coupon-'] a")).await;
+    until(c, "h1", |t| t.starts_with("Coupon ")).await;
+    until(c, "#history", |t| {
+        t.contains("support ticket 7") && t.contains("revoked")
+    })
+    .await;
+
+    // A listing edited, then found by a user's search (no live coupon is bound to it).
+    c.goto(&format!("{base}/console/listings")).await.unwrap();
+    click(c, Locator::LinkText("Studio by the park")).await;
+    until(c, "h1", |t| t.starts_with("Listing ")).await;
+    fill(c, "price", "3300").await;
+    click(c, Locator::Id("save-listing")).await;
+    until_at(
+        c,
+        Locator::XPath("//tr[contains(., 'Studio by the park')]"),
+        |t| t.contains("3,300.00"),
+    )
+    .await;
+    c.goto(&format!("{base}/console/listings?city=1&has_coupon=no"))
+        .await
+        .unwrap();
+    until(c, "main", |t| t.contains("Studio by the park")).await;
+    c.goto(&format!("{base}/console/listings?has_coupon=yes"))
+        .await
+        .unwrap();
+    let found = text(c, "main").await;
+    assert!(!found.contains("Studio by the park"), "{found}");
+    sign_out(c).await;
+}
+
+pub(super) async fn platform_manages_merchants(c: &Client, base: &str, key: &str) {
+    sign_in(c, base, key).await;
+    // Home: today's figures, the timeline, the outbox.
+    until(c, "#today", |t| t.contains("claimed today")).await;
+    until(c, "#timeline", |t| t.contains("Spring rental festival")).await;
+    until(c, "#outbox", |t| t.contains("webhooks")).await;
+
+    // Templates sorted by how much of their stock is claimed, most first.
+    c.goto(&format!("{base}/console/templates?sort=claimed&desc=1"))
+        .await
+        .unwrap();
+    let shares: Vec<f64> = c
+        .execute(
+            "return [...document.querySelectorAll('#templates tbody td > .bar[title$=claimed]')]
+                 .map(b => parseFloat(b.title));",
+            vec![],
+        )
+        .await
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|v| v.as_f64())
+        .collect();
+    assert!(shares.len() > 1, "{shares:?}");
+    assert!(shares.windows(2).all(|w| w[0] >= w[1]), "{shares:?}");
+
+    // A merchant added, given a key; the key signs in as that merchant.
+    c.goto(&format!("{base}/console/merchants")).await.unwrap();
+    fill(c, "name", "Harbour Homes").await;
+    fill(c, "short_name", "Harbour").await;
+    fill(c, "cities", "1").await;
+    click(c, Locator::Id("create-merchant")).await;
+    until(c, "h1", |t| t.starts_with("Harbour Homes")).await;
+    let page = c.current_url().await.unwrap();
+    fill(c, "label", "console, front desk").await;
+    click(c, Locator::Id("create-key")).await;
+    let secret = text(c, "#new-key-secret").await;
+    assert!(secret.starts_with("cpd_"), "{secret}");
+    shot(c, "merchant-keys").await;
+    sign_out(c).await;
+    sign_in(c, base, &secret).await;
+    until(c, "h1", |t| t == "Your coupons").await;
+    sign_out(c).await;
+
+    // Revoked, the key signs in no more.
+    sign_in(c, base, key).await;
+    c.goto(page.as_str()).await.unwrap();
+    confirm_all(c).await;
+    click(c, Locator::Css("button[data-key]")).await;
+    until(c, "#keys", |t| t.contains("revoked")).await;
+    sign_out(c).await;
+    c.find(Locator::Id("key"))
+        .await
+        .unwrap()
+        .send_keys(&secret)
+        .await
+        .unwrap();
+    click(c, Locator::Id("sign-in")).await;
+    until(c, "body", |t| t.contains("not a valid")).await;
+}
