@@ -4,7 +4,9 @@
 use std::collections::HashMap;
 
 use coupond_domain::{TemplateId, Timestamp};
-use coupond_store::{CouponCounts, Since, StoreError, StoreResult, UsageRow, Violation};
+use coupond_store::{
+    CouponCounts, HourCounts, Since, StoreError, StoreResult, UsageRow, Violation,
+};
 
 use crate::{sql, Db, Dialect, Query};
 
@@ -51,11 +53,8 @@ pub async fn coupon_counts(
             _ => c.revoked += n,
         }
     }
-    for (t, hour, created, used) in per_hour(db, ids, now, hours).await? {
-        out.entry(t)
-            .or_default()
-            .per_hour
-            .push((hour, created, used));
+    for (t, h) in per_hour(db, ids, now, hours).await? {
+        out.entry(t).or_default().per_hour.push(h);
     }
     templates
         .iter()
@@ -63,24 +62,31 @@ pub async fn coupon_counts(
         .collect()
 }
 
-/// `(template, hour, claimed, used)` for the hours with any, oldest first.
+/// `(template, hour)` for the hours with any coupon created or used, oldest first. A use's
+/// discount is the coupon's, or, if the use was refunded since, the refund's record of it.
 async fn per_hour(
     db: &dyn Db,
     ids: Vec<i64>,
     now: Timestamp,
     hours: u32,
-) -> StoreResult<Vec<(i64, Timestamp, i64, i64)>> {
+) -> StoreResult<Vec<(i64, HourCounts)>> {
     let d = db.dialect();
     let since = now.minus(time::Duration::hours(i64::from(hours)));
     let q = sql(format!(
         "SELECT c.template_id, {} AS hour,
-                {} AS created, {} AS used
+                {} AS created, {} AS used, {} AS discount
          FROM coupon_events e JOIN coupons c ON c.id = e.coupon_id
+         LEFT JOIN refunds r ON r.coupon_id = e.coupon_id AND r.used_at = e.at
+              AND e.to_status = 'used'
          WHERE e.at >= $2 AND e.at <= $3 AND {}
          GROUP BY c.template_id, hour ORDER BY hour",
         d.hour("e.at"),
         d.sum("CASE WHEN e.to_status = 'unused' AND e.from_status IS NULL THEN 1 ELSE 0 END"),
         d.sum("CASE WHEN e.to_status = 'used' THEN 1 ELSE 0 END"),
+        d.sum(
+            "CASE WHEN e.to_status = 'used' THEN COALESCE(r.discount, \
+             CASE WHEN c.used_at = e.at THEN c.discount END, 0) ELSE 0 END"
+        ),
         d.in_list("c.template_id", 1),
     ))
     .bind(ids)
@@ -88,9 +94,14 @@ async fn per_hour(
     .bind(now);
     let mut out = Vec::new();
     for r in db.read_all(q).await? {
-        let (created, used) = (r.i64("created")?, r.i64("used")?);
-        if created + used > 0 {
-            out.push((r.i64("template_id")?, r.time("hour")?, created, used));
+        let h = HourCounts {
+            hour: r.time("hour")?,
+            created: r.i64("created")?,
+            used: r.i64("used")?,
+            discount: r.i64("discount")?,
+        };
+        if h.created + h.used > 0 {
+            out.push((r.i64("template_id")?, h));
         }
     }
     Ok(out)

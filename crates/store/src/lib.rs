@@ -71,8 +71,8 @@ pub use model::{
     PoolStats, PromoCode, Role, TemplateAudit, TemplateQuery, Violation,
 };
 pub use scheduling::{
-    CouponCounts, Due, InboxStore, Message, MessageContent, OutboxPosition, OutboxStore, Reminder,
-    SchedulerStore, Since, UsageRow,
+    CouponCounts, Due, HourCounts, InboxStore, Message, MessageContent, OutboxPosition,
+    OutboxStore, Reminder, SchedulerStore, Since, UsageRow,
 };
 pub use tags::{NewTagUpload, TagStore, TagUpload, Tagged};
 pub use webhooks::{

@@ -73,8 +73,22 @@ pub struct CouponCounts {
     pub issued: i64,
     /// The discount of used coupons.
     pub discount: i64,
-    /// Per hour (the hour's first instant): coupons created (claimed or issued) and used.
-    pub per_hour: Vec<(Timestamp, i64, i64)>,
+    /// The hours with any coupon created or used, oldest first.
+    pub per_hour: Vec<HourCounts>,
+}
+
+/// One hour of a template's coupons.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HourCounts {
+    /// The hour's first instant.
+    pub hour: Timestamp,
+    /// Coupons created (claimed or issued).
+    pub created: i64,
+    /// Coupons used by confirmed orders.
+    pub used: i64,
+    /// The discount of those uses (minor units; a use refunded since counts what it took,
+    /// as the reconciliation of its period does).
+    pub discount: i64,
 }
 
 /// What happened since an instant (the console's "today"), over every template or one

@@ -33,6 +33,8 @@ pub struct HourCount {
     /// Coupons claimed or issued in it.
     pub claimed: i64,
     pub used: i64,
+    /// The discount of the uses in it (minor units), refunded since or not.
+    pub discount: i64,
 }
 
 /// A template's numbers now.
@@ -84,10 +86,11 @@ impl TemplateStats {
             per_hour: c
                 .per_hour
                 .into_iter()
-                .map(|(hour, claimed, used)| HourCount {
-                    hour,
-                    claimed,
-                    used,
+                .map(|h| HourCount {
+                    hour: h.hour,
+                    claimed: h.created,
+                    used: h.used,
+                    discount: h.discount,
                 })
                 .collect(),
         }

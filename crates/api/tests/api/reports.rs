@@ -104,9 +104,9 @@ async fn reports(app: TestApp) {
     assert_eq!(
         st["per_hour"],
         json!([
-            {"hour": at(15), "claimed": 2, "used": 0},
-            {"hour": at(16), "claimed": 0, "used": 1},
-            {"hour": at(40), "claimed": 0, "used": 1}
+            {"hour": at(15), "claimed": 2, "used": 0, "discount": 0},
+            {"hour": at(16), "claimed": 0, "used": 1, "discount": 3_000},
+            {"hour": at(40), "claimed": 0, "used": 1, "discount": 5_000}
         ])
     );
     assert_eq!(
@@ -214,6 +214,27 @@ async fn reports(app: TestApp) {
         (StatusCode::BAD_REQUEST, Some("to"))
     );
     today(&app).await;
+    refunded_hours_keep_their_discount(&app, standalone).await;
+}
+
+/// A use refunded later still gave its discount in its hour (as in the reconciliation).
+async fn refunded_hours_keep_their_discount(app: &TestApp, template: i64) {
+    let r = app
+        .post(
+            "/v1/orders/o-2/refund",
+            &app.service,
+            json!({"reason": "returned"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let st = app
+        .get(&format!("/v1/templates/{template}/stats"), app.m1())
+        .await
+        .body;
+    assert_eq!(
+        st["per_hour"][1],
+        json!({"hour": at(16), "claimed": 0, "used": 1, "discount": 3_000})
+    );
 }
 
 /// The day's figures, at hour 40: since midnight (hour 24) one use and no claim; since hour
