@@ -87,6 +87,7 @@ async fn key(app: &App, role: Role) -> (String, i64) {
 
 struct Answer {
     status: StatusCode,
+    cache_control: String,
     location: String,
     cookie: Option<String>,
     body: String,
@@ -105,9 +106,11 @@ async fn send(app: &App, req: Request<Body>) -> Answer {
         header(header::SET_COOKIE),
     );
     let status = res.status();
+    let cache_control = header(header::CACHE_CONTROL).unwrap_or_default();
     let body = res.into_body().collect().await.unwrap().to_bytes();
     Answer {
         status,
+        cache_control,
         location,
         cookie,
         body: String::from_utf8_lossy(&body).into_owned(),
@@ -170,6 +173,7 @@ async fn sessions_follow_their_key() {
     let cookie = pair(&set);
     let page = home(&app, &cookie).await;
     assert_eq!(page.status, StatusCode::OK);
+    assert_eq!(page.cache_control, "no-store", "a page is one person's");
     assert!(page.body.contains("Platform") && !page.body.contains(&platform));
 
     // A POST without the token, or from another origin, changes nothing.

@@ -271,14 +271,14 @@ pub async fn page(
         claimed: totals["claimed"].as_i64().unwrap_or(0),
         used: totals["used"].as_i64().unwrap_or(0),
         given: super::format::money(totals["discount_given"].as_i64().unwrap_or(0)),
-        chart: super::templates::Chart::of(&hours_of(&stats)),
+        chart: super::templates::Chart::of(&hours_of(&stats), super::templates::Unit::Hour),
     };
     render(StatusCode::OK, &page)
 }
 
 /// The activity's claims and uses per hour: its templates' hours added up, oldest first.
 fn hours_of(stats: &Value) -> Value {
-    let mut sum: std::collections::BTreeMap<String, (i64, i64)> = Default::default();
+    let mut sum: std::collections::BTreeMap<String, (i64, i64, i64)> = Default::default();
     for t in items_of(&stats["templates"]) {
         for h in items_of(&t["per_hour"]) {
             let e = sum
@@ -286,10 +286,13 @@ fn hours_of(stats: &Value) -> Value {
                 .or_default();
             e.0 += h["claimed"].as_i64().unwrap_or(0);
             e.1 += h["used"].as_i64().unwrap_or(0);
+            e.2 += h["discount"].as_i64().unwrap_or(0);
         }
     }
     sum.into_iter()
-        .map(|(hour, (claimed, used))| json!({"hour": hour, "claimed": claimed, "used": used}))
+        .map(|(hour, (claimed, used, discount))| {
+            json!({"hour": hour, "claimed": claimed, "used": used, "discount": discount})
+        })
         .collect()
 }
 

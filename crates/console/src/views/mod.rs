@@ -165,10 +165,16 @@ impl FieldErrors {
     }
 }
 
-/// A page as HTML (or, if it cannot render, a plain 500).
+/// A page as HTML (or, if it cannot render, a plain 500). Pages hold one signed-in person's
+/// data (a new key's secret, once), so no cache keeps them.
 pub fn render<T: Template>(status: StatusCode, page: &T) -> Response {
     match page.render() {
-        Ok(html) => (status, Html(html)).into_response(),
+        Ok(html) => (
+            status,
+            [(axum::http::header::CACHE_CONTROL, "no-store")],
+            Html(html),
+        )
+            .into_response(),
         Err(e) => {
             tracing::error!(error = %e, "a console page failed to render");
             (

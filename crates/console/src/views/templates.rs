@@ -22,7 +22,7 @@ mod chart;
 
 pub use changes::{abort, code_batch, codes_csv, extend, publish, top_up};
 
-pub(super) use chart::Chart;
+pub(super) use chart::{Chart, Unit};
 
 #[derive(Debug, Default, Deserialize)]
 pub struct Filter {
@@ -190,7 +190,9 @@ struct TemplatePage {
     batches: Vec<(i64, String, String, u64, u64, String)>,
     chart: Chart,
     hours: u32,
-    ranges: Vec<u32>,
+    /// The range shown, in words, and those to pick from.
+    range: String,
+    ranges: Vec<(u32, String)>,
     jobs: Vec<Job>,
     /// The first holders of its coupons: (coupon id, user, status).
     holders: Vec<(i64, String, String)>,
@@ -201,13 +203,23 @@ struct TemplatePage {
 pub struct Notice {
     #[serde(default)]
     notice: String,
-    /// The chart's range in hours (24, 48 or 168).
+    /// The chart's range in hours (one of [`RANGES`]).
     #[serde(default)]
     hours: Option<u32>,
 }
 
 /// The chart's ranges a person picks from.
-const RANGES: [u32; 3] = [24, 48, 168];
+/// The chart's ranges a person picks from, in hours; past a week the chart is per day.
+const RANGES: [u32; 5] = [24, 48, 168, 720, 2160];
+
+/// A range in words, and its buckets.
+fn range(hours: u32) -> (String, Unit) {
+    if hours > 168 {
+        (format!("last {} days, per day", hours / 24), Unit::Day)
+    } else {
+        (format!("last {hours} hours, per hour"), Unit::Hour)
+    }
+}
 
 pub async fn page(
     State(console): State<Console>,
@@ -300,9 +312,10 @@ pub async fn page(
             .map(money)
             .unwrap_or_else(|| "no cap".into()),
         reserved: money(t["reserved"].as_i64().unwrap_or(0)),
-        chart: Chart::of(&stats["per_hour"]),
+        chart: Chart::of(&stats["per_hour"], range(hours).1),
         hours,
-        ranges: RANGES.to_vec(),
+        range: range(hours).0,
+        ranges: RANGES.iter().map(|h| (*h, range(*h).0)).collect(),
         jobs: items(&jobs)
             .map(Job::of)
             .collect::<Vec<_>>()

@@ -75,6 +75,8 @@ impl Timeline {
                     .unwrap_or_default();
                 ((at - from) as f64 * 100.0 / span, label)
             })
+            // A label at the right edge would stick out of the card.
+            .filter(|(x, _)| *x < 95.0)
             .collect();
         Timeline {
             lanes,

@@ -1,18 +1,26 @@
-//! Claims and uses per hour as a server-rendered SVG bar chart: bars laid out here, drawn by
-//! `templates/partials/chart.html`; a y-axis with its top value, hour labels at both ends,
-//! a legend, and an empty state that says what would appear.
+//! Claims, uses and discount given as a server-rendered SVG chart: bars (claimed, used) and a
+//! line (discount given) per hour or per day, laid out here and drawn by
+//! `templates/partials/chart.html`; a y-axis with its top value on each side, labels at both
+//! ends, a legend, and an empty state that says what would appear.
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
-use crate::views::format::instant;
+use crate::views::format::{instant, money};
 
-/// Drawing area, in SVG units.
-pub const WIDTH: i64 = 720;
+/// Drawing area, in SVG units (the whole image is 720 wide, as the partial's viewBox says).
 pub const HEIGHT: i64 = 200;
-/// Left margin for the axis labels.
+/// Left margin for the axis labels; the right one holds the discount axis.
 pub const LEFT: i64 = 40;
+pub const RIGHT: i64 = 660;
 
-/// One hour: two bars side by side.
+/// Buckets of a chart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    Hour,
+    Day,
+}
+
+/// One bucket: two bars side by side.
 #[derive(Debug, Clone)]
 pub struct Bar {
     pub x: i64,
@@ -29,53 +37,116 @@ pub struct Bar {
 pub struct Chart {
     pub bars: Vec<Bar>,
     pub max: i64,
+    /// The discount line's points (`x,y x,y ...`) and its top value, in money.
+    pub line: String,
+    pub max_discount: String,
     pub first: String,
     pub last: String,
     pub total_claimed: i64,
     pub total_used: i64,
+    pub total_discount: String,
+    /// `hour` or `day`.
+    pub unit: &'static str,
+}
+
+/// An hour's or a day's counts.
+struct Bucket {
+    at: String,
+    claimed: i64,
+    used: i64,
+    discount: i64,
+}
+
+/// The stats' `per_hour` (`[{hour, claimed, used, discount}]`, oldest first) in buckets of
+/// `unit` (a day sums its hours).
+fn buckets(per_hour: &Value, unit: Unit) -> Vec<Bucket> {
+    let n = |h: &Value, k: &str| h[k].as_i64().unwrap_or(0).max(0);
+    let mut out: Vec<Bucket> = Vec::new();
+    for h in per_hour.as_array().into_iter().flatten() {
+        let hour = h["hour"].as_str().unwrap_or("");
+        let at = match unit {
+            Unit::Hour => hour.to_owned(),
+            Unit::Day => hour.chars().take(10).collect(),
+        };
+        match out.last_mut() {
+            Some(b) if b.at == at => {
+                b.claimed += n(h, "claimed");
+                b.used += n(h, "used");
+                b.discount += n(h, "discount");
+            }
+            _ => out.push(Bucket {
+                at,
+                claimed: n(h, "claimed"),
+                used: n(h, "used"),
+                discount: n(h, "discount"),
+            }),
+        }
+    }
+    out
 }
 
 impl Chart {
-    /// From the stats' `per_hour` (`[{hour, claimed, used}]`, oldest first).
-    pub fn of(per_hour: &Value) -> Self {
-        let hours: Vec<&Value> = per_hour.as_array().into_iter().flatten().collect();
-        let n = |h: &Value, k: &str| h[k].as_i64().unwrap_or(0).max(0);
-        let max = hours
+    /// From the stats' `per_hour`, per hour or per day.
+    pub fn of(per_hour: &Value, unit: Unit) -> Self {
+        let buckets = buckets(per_hour, unit);
+        let max = buckets
             .iter()
-            .map(|h| n(h, "claimed").max(n(h, "used")))
+            .map(|b| b.claimed.max(b.used))
             .max()
             .unwrap_or(0);
-        if hours.is_empty() || max == 0 {
+        if buckets.is_empty() || max == 0 {
             return Chart::default();
         }
-        // Wide enough to read, never wider than 40 units an hour.
-        let slot = ((WIDTH - LEFT) / hours.len() as i64).clamp(2, 40);
+        let label = |at: &str| match unit {
+            Unit::Hour => instant(&json!(at)),
+            Unit::Day => at.to_owned(),
+        };
+        // Wide enough to read, never wider than 40 units a bucket.
+        let slot = ((RIGHT - LEFT) / buckets.len() as i64).clamp(2, 40);
         let w = (slot / 2 - 1).max(1);
         let height = |v: i64| v * (HEIGHT - 10) / max;
-        let bars = hours
+        let top_discount = buckets.iter().map(|b| b.discount).max().unwrap_or(0);
+        let mut line = Vec::new();
+        let bars = buckets
             .iter()
             .enumerate()
-            .map(|(i, h)| {
-                let (c, u) = (n(h, "claimed"), n(h, "used"));
+            .map(|(i, b)| {
                 let x = LEFT + i as i64 * slot;
+                if top_discount > 0 {
+                    let y = HEIGHT - b.discount * (HEIGHT - 10) / top_discount;
+                    line.push(format!("{},{y}", x + w));
+                }
                 Bar {
                     x,
                     w,
-                    claimed_h: height(c),
-                    claimed_y: HEIGHT - height(c),
-                    used_h: height(u),
-                    used_y: HEIGHT - height(u),
-                    label: format!("{}: {c} claimed, {u} used", instant(&h["hour"])),
+                    claimed_h: height(b.claimed),
+                    claimed_y: HEIGHT - height(b.claimed),
+                    used_h: height(b.used),
+                    used_y: HEIGHT - height(b.used),
+                    label: format!(
+                        "{}: {} claimed, {} used, {} discount given",
+                        label(&b.at),
+                        b.claimed,
+                        b.used,
+                        money(b.discount)
+                    ),
                 }
             })
             .collect();
         Chart {
             bars,
             max,
-            first: instant(&hours[0]["hour"]),
-            last: instant(&hours[hours.len() - 1]["hour"]),
-            total_claimed: hours.iter().map(|h| n(h, "claimed")).sum(),
-            total_used: hours.iter().map(|h| n(h, "used")).sum(),
+            line: line.join(" "),
+            max_discount: money(top_discount),
+            first: label(&buckets[0].at),
+            last: label(&buckets[buckets.len() - 1].at),
+            total_claimed: buckets.iter().map(|b| b.claimed).sum(),
+            total_used: buckets.iter().map(|b| b.used).sum(),
+            total_discount: money(buckets.iter().map(|b| b.discount).sum()),
+            unit: match unit {
+                Unit::Hour => "hour",
+                Unit::Day => "day",
+            },
         }
     }
 
@@ -87,18 +158,46 @@ impl Chart {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn bars_scale_to_the_busiest_hour() {
-        let c = Chart::of(&json!([
-            {"hour": "2026-11-24T10:00:00Z", "claimed": 10, "used": 5},
-            {"hour": "2026-11-24T11:00:00Z", "claimed": 0, "used": 0},
-        ]));
+        let c = Chart::of(
+            &json!([
+                {"hour": "2026-11-24T10:00:00Z", "claimed": 10, "used": 5, "discount": 1000},
+                {"hour": "2026-11-24T11:00:00Z", "claimed": 0, "used": 0, "discount": 0},
+            ]),
+            Unit::Hour,
+        );
         assert_eq!((c.max, c.total_claimed, c.total_used), (10, 10, 5));
         assert_eq!(c.bars[0].claimed_h, HEIGHT - 10);
         assert_eq!(c.bars[0].used_h, (HEIGHT - 10) / 2);
         assert_eq!(c.bars[1].claimed_h, 0);
-        assert!(Chart::of(&json!([])).is_empty());
+        assert_eq!(
+            (c.total_discount.as_str(), c.line.split(' ').count()),
+            ("10.00", 2)
+        );
+        assert!(Chart::of(&json!([]), Unit::Hour).is_empty());
+    }
+
+    #[test]
+    fn days_add_up_their_hours() {
+        let hours = json!([
+            {"hour": "2026-11-23T22:00:00Z", "claimed": 1, "used": 0, "discount": 0},
+            {"hour": "2026-11-24T10:00:00Z", "claimed": 2, "used": 1, "discount": 500},
+            {"hour": "2026-11-24T11:00:00Z", "claimed": 3, "used": 1, "discount": 700},
+        ]);
+        let c = Chart::of(&hours, Unit::Day);
+        assert_eq!(c.bars.len(), 2);
+        assert_eq!(
+            (c.first.as_str(), c.last.as_str()),
+            ("2026-11-23", "2026-11-24")
+        );
+        assert!(
+            c.bars[1]
+                .label
+                .contains("5 claimed, 2 used, 12.00 discount"),
+            "{}",
+            c.bars[1].label
+        );
     }
 }

@@ -440,6 +440,14 @@ async fn merchant_enrolls_and_issues(c: &Client, base: &str, key: &str) -> i64 {
         .await
         .unwrap();
     until(c, "h2", |t| t.contains("168 hours")).await;
+    // Past a week, the chart adds up days.
+    c.goto(&format!("{base}/console/templates/{id}?hours=720"))
+        .await
+        .unwrap();
+    until(c, "h2", |t| t.contains("30 days, per day")).await;
+    let chart = c.find(Locator::Css("svg.chart")).await.unwrap();
+    let label = chart.attr("aria-label").await.unwrap().unwrap_or_default();
+    assert!(label.contains("per day: 40 claimed"), "{label}");
     let csv = c
         .execute_async(
             &format!(

@@ -121,7 +121,6 @@ pub(super) async fn platform_manages_merchants(c: &Client, base: &str, key: &str
     click(c, Locator::Id("create-key")).await;
     let secret = text(c, "#new-key-secret").await;
     assert!(secret.starts_with("cpd_"), "{secret}");
-    shot(c, "merchant-keys").await;
     sign_out(c).await;
     sign_in(c, base, &secret).await;
     until(c, "h1", |t| t == "Your coupons").await;
@@ -133,6 +132,7 @@ pub(super) async fn platform_manages_merchants(c: &Client, base: &str, key: &str
     confirm_all(c).await;
     click(c, Locator::Css("button[data-key]")).await;
     until(c, "#keys", |t| t.contains("revoked")).await;
+    shot(c, "merchant-keys").await;
     sign_out(c).await;
     c.find(Locator::Id("key"))
         .await
