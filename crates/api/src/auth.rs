@@ -315,7 +315,24 @@ pub async fn guard(
     mut req: Request,
     next: Next,
 ) -> Response {
-    match authenticate(&state, req.headers()).await {
+    let principal = authenticate(&state, req.headers()).await;
+    // The request's log line names who asked and from where (the client a trusted proxy
+    // names, else the peer).
+    let span = tracing::Span::current();
+    if let Ok(p) = &principal {
+        span.record("principal", p.actor().to_text());
+    }
+    if let Some(peer) = req
+        .extensions()
+        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+    {
+        let client = state
+            .settings()
+            .trusted_proxies
+            .client(peer.0.ip(), req.headers());
+        span.record("client", tracing::field::display(client));
+    }
+    match principal {
         Ok(p) if roles.contains(&p.role()) => {
             req.extensions_mut().insert(p);
             next.run(req).await

@@ -217,19 +217,24 @@ impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for ApiPath
 }
 
 /// The client's IP address, when the server was started with connection info (`serve` is;
-/// in-process tests are not).
+/// in-process tests are not): the peer's, or, when the peer is one of `trusted_proxies`, the
+/// one its forwarding headers name ([`TrustedProxies::client`](crate::forwarded::TrustedProxies::client)).
 #[derive(Clone, Copy, Debug)]
 pub struct ClientIp(pub Option<std::net::IpAddr>);
 
-impl<S: Send + Sync> FromRequestParts<S> for ClientIp {
+impl FromRequestParts<crate::state::AppState> for ClientIp {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, ApiError> {
-        Ok(ClientIp(
-            parts
-                .extensions
-                .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
-                .map(|c| c.0.ip()),
-        ))
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &crate::state::AppState,
+    ) -> Result<Self, ApiError> {
+        let peer = parts
+            .extensions
+            .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+            .map(|c| c.0.ip());
+        Ok(ClientIp(peer.map(|ip| {
+            state.settings().trusted_proxies.client(ip, &parts.headers)
+        })))
     }
 }

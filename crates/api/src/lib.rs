@@ -22,6 +22,7 @@ pub mod auth;
 pub mod cache;
 pub mod error;
 pub mod extract;
+pub mod forwarded;
 pub mod idempotency;
 pub mod invalidate;
 pub mod observe;

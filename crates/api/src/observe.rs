@@ -88,7 +88,15 @@ pub async fn observe(req: Request, next: Next) -> Response {
         _ => "other",
     }
     .to_owned();
-    let span = tracing::info_span!("request", %method, %route, request_id = %id);
+    // `principal` and `client` are filled in by the auth guard once it knows them.
+    let span = tracing::info_span!(
+        "request",
+        %method,
+        %route,
+        request_id = %id,
+        principal = tracing::field::Empty,
+        client = tracing::field::Empty
+    );
     let start = Instant::now();
     let mut res = REQUEST_ID
         .scope(id.clone(), next.run(req).instrument(span.clone()))

@@ -76,6 +76,8 @@ pub struct ApiSettings {
     pub webhook_targets: Arc<TargetPolicy>,
     /// Webhook endpoints one owner may have enabled.
     pub max_webhooks_per_owner: u32,
+    /// Peers whose `Forwarded` / `X-Forwarded-For` name the client (per-IP limits, logs).
+    pub trusted_proxies: Arc<crate::forwarded::TrustedProxies>,
     /// Background transactions (code generation, bulk issuance) are sized to take about this
     /// long; zero: fixed, maximal chunks.
     pub background_txn_target: std::time::Duration,
@@ -108,6 +110,7 @@ impl Default for ApiSettings {
             code_set_rate: Rate::OFF,
             webhook_targets: Arc::new(TargetPolicy::default()),
             max_webhooks_per_owner: 10,
+            trusted_proxies: Arc::default(),
             background_txn_target: std::time::Duration::ZERO,
         }
     }

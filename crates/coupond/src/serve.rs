@@ -17,8 +17,11 @@ fn init_logging(config: &Config) -> anyhow::Result<()> {
     let filter = EnvFilter::try_new(&config.log.level)
         .with_context(|| format!("log_level {:?} is not a valid filter", config.log.level))?;
     // Logs go to stderr so that stdout carries only what the user asked for (demo keys).
+    // Colour codes only for a person at a terminal, not in files, journald or pipes.
+    use std::io::IsTerminal;
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
     let result = match config.log.format {
         LogFormat::Json => builder.json().try_init(),
@@ -56,10 +59,13 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
         print_demo(&store, &state, clock.now(), addr).await?;
     }
     tracing::info!(%addr, database = %redact_url(&config.database.url), backend = store.backend(), "listening");
-    eprintln!(
-        "coupond listening on http://{addr} ({} database)",
-        store.backend()
-    );
+    if config.log.format == LogFormat::Text {
+        // For a person; with JSON logs stderr carries only JSON lines (the one above says it).
+        eprintln!(
+            "coupond listening on http://{addr} ({} database)",
+            store.backend()
+        );
+    }
 
     // Aborted when `run` returns; it holds no state worth finishing.
     let upkeep = spawn_upkeep(state.clone());
@@ -169,6 +175,10 @@ fn api_settings(config: &Config, targets: Arc<TargetPolicy>) -> anyhow::Result<A
         },
         webhook_targets: targets,
         max_webhooks_per_owner: config.webhook.max_per_owner,
+        trusted_proxies: Arc::new(
+            coupond_api::forwarded::TrustedProxies::parse(&config.server.trusted_proxies)
+                .map_err(|e| anyhow::anyhow!("trusted_proxies: {e}"))?,
+        ),
         background_txn_target: config.background.txn_target,
         ..ApiSettings::default()
     })

@@ -7,7 +7,7 @@ use figment::value::{Dict, Map, Value};
 use figment::{Error, Metadata, Profile, Provider};
 
 /// Every setting: its flat name, its section and its key there.
-pub const FLAT: [(&str, &str, &str); 50] = [
+pub const FLAT: [(&str, &str, &str); 51] = [
     ("listen", "server", "listen"),
     ("max_body_bytes", "server", "max_body_bytes"),
     ("max_upload_bytes", "server", "max_upload_bytes"),
@@ -18,6 +18,7 @@ pub const FLAT: [(&str, &str, &str); 50] = [
     ("header_timeout", "server", "header_timeout"),
     ("stall_timeout", "server", "stall_timeout"),
     ("request_timeout", "server", "request_timeout"),
+    ("trusted_proxies", "server", "trusted_proxies"),
     ("database_url", "database", "url"),
     ("database_pool_size", "database", "pool_size"),
     ("log_level", "log", "level"),

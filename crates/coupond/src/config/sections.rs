@@ -38,6 +38,10 @@ pub struct Server {
     /// The longest a request may take, reading its body included (408 after it).
     #[serde(with = "humantime_serde")]
     pub request_timeout: Duration,
+    /// Reverse proxies (CIDRs or addresses) whose `Forwarded` / `X-Forwarded-For` headers name
+    /// the client; a list, or one comma-separated string (as the environment gives it).
+    #[serde(deserialize_with = "list_or_csv")]
+    pub trusted_proxies: Vec<String>,
 }
 
 /// Where the data lives.

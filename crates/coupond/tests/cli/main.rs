@@ -326,6 +326,46 @@ fn serve_demo_on_the_default_database_and_stop_on_sigterm() {
     assert!(terminate_and_wait(child).success());
 }
 
+/// With `--log-format json`, stderr is JSON lines only, the start included, without colour
+/// codes; a request's line names its principal and its client address.
+#[test]
+fn json_logs_are_json_lines_naming_who_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut child, lines) = serve(
+        dir.path(),
+        &["--demo", "--listen", "127.0.0.1:0", "--log-format", "json"],
+        "export USER_TOKEN=",
+    );
+    let base = export(&lines, "COUPOND");
+    let (status, _) = get(
+        &base,
+        "/v1/activities",
+        Some(&export(&lines, "MERCHANT1_KEY")),
+    );
+    assert_eq!(status, 200);
+    let mut stderr = child.stderr.take().unwrap();
+    assert!(terminate_and_wait(child).success());
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut text).unwrap();
+    assert!(!text.contains('\x1b'), "colour codes in {text}");
+    let logs: Vec<serde_json::Value> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l:?}")))
+        .collect();
+    assert!(
+        logs.iter().any(|l| l["fields"]["message"] == "listening"),
+        "{text}"
+    );
+    let merchant = format!("merchant:{}", export(&lines, "MERCHANT1_ID"));
+    let request = logs
+        .iter()
+        .find(|l| l["fields"]["message"] == "request" && l["span"]["route"] == "/v1/activities")
+        .unwrap_or_else(|| panic!("no request line in {text}"));
+    assert_eq!(request["span"]["principal"], merchant.as_str(), "{request}");
+    assert_eq!(request["span"]["client"], "127.0.0.1", "{request}");
+}
+
 #[test]
 fn admin_commands_share_the_database_with_serve() {
     let dir = tempfile::tempdir().unwrap();

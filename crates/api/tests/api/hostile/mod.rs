@@ -16,6 +16,7 @@
 mod codes;
 mod connections;
 mod idempotency;
+mod proxies;
 mod small;
 mod uploads;
 mod webhooks;
