@@ -23,7 +23,7 @@ pub async fn migrate(config: &Config) -> anyhow::Result<()> {
 
 /// `coupond audit`: every invariant check on the database.
 pub async fn audit(config: &Config, args: AuditArgs) -> anyhow::Result<()> {
-    let store = db::open_configured(config).await?;
+    let store = db::open_as(config, db::Open::Existing).await?;
     let grace = time::Duration::try_from(args.grace).context("grace is too long")?;
     let found = store.audit(SystemClock.now(), grace).await;
     store.close().await;
@@ -45,7 +45,13 @@ pub async fn audit(config: &Config, args: AuditArgs) -> anyhow::Result<()> {
 }
 
 pub async fn keys(config: &Config, cmd: KeysCommand) -> anyhow::Result<()> {
-    let store = db::open_configured(config).await?;
+    // Creating the first key is how a new installation starts, so it may create the database;
+    // listing and revoking only use one that exists.
+    let how = match cmd {
+        KeysCommand::Create { .. } => db::Open::Migrate,
+        _ => db::Open::Existing,
+    };
+    let store = db::open_as(config, how).await?;
     let result = match cmd {
         KeysCommand::Create {
             role,
@@ -119,7 +125,7 @@ pub async fn token(config: &Config, args: TokenArgs) -> anyhow::Result<()> {
         "ttl must be at most max_token_lifetime ({}); the server refuses longer-lived tokens",
         humantime::format_duration(config.auth.max_token_lifetime)
     );
-    let store = db::open_configured(config).await?;
+    let store = db::open_as(config, db::Open::Existing).await?;
     let secret = db::jwt_secret(store.as_ref(), config.auth.jwt_secret.as_ref()).await;
     store.close().await;
     let token = JwtKeys::new(&secret?)

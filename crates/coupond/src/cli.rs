@@ -58,8 +58,9 @@ pub enum Command {
     Keys(KeysCommand),
     /// Mint a user token (JWT) for testing and demos.
     Token(TokenArgs),
-    /// Print the documented default configuration (a valid config file).
-    Config,
+    /// Print the settings in effect (the defaults, the --config file, COUPOND_* variables and
+    /// flags merged; secrets redacted), as a config file. Reads no database.
+    Config(ConfigArgs),
     /// Print the OpenAPI document.
     Openapi,
     /// Drive a running coupond with concurrent claims over HTTP, then audit the database.
@@ -146,6 +147,17 @@ pub struct ServeArgs {
     /// Load a small demo data set and print ready-to-use API keys and a user token.
     #[arg(long)]
     pub demo: bool,
+    /// Do not apply migrations: refuse to start unless the database's schema is this
+    /// build's (for deployments that migrate in a separate step with `coupond migrate`).
+    #[arg(long)]
+    pub no_migrate: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ConfigArgs {
+    /// Print the documented defaults, with their comments, instead.
+    #[arg(long)]
+    pub defaults: bool,
 }
 
 #[derive(Debug, Subcommand)]

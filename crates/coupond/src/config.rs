@@ -58,6 +58,38 @@ impl Config {
     /// Loads the layers. `file` is the `--config` path, if any. Files may use sections or the
     /// flat names of earlier versions; the environment uses the flat names.
     pub fn load(file: Option<&Path>, flags: &Overrides) -> anyhow::Result<Config> {
+        let config = Self::layers(file, flags)?
+            .extract::<Config>()
+            .map_err(|e| {
+                let msgs: Vec<String> = e.into_iter().map(|e| e.to_string()).collect();
+                anyhow::anyhow!("invalid configuration: {}", msgs.join("; "))
+            })?;
+        config.check()?;
+        Ok(config)
+    }
+
+    /// The settings in effect (defaults, the file, the environment, the flags), as a config
+    /// file in sections, with secrets redacted: what `coupond config` prints. Call after
+    /// [`Config::load`] succeeded, so the values are known to be valid.
+    pub fn effective_toml(file: Option<&Path>, flags: &Overrides) -> anyhow::Result<String> {
+        let mut all: figment::value::Dict = Self::layers(file, flags)?.extract()?;
+        for (section, key) in [("auth", "jwt_secret"), ("console", "secret")] {
+            if let Some(figment::value::Value::Dict(_, d)) = all.get_mut(section) {
+                if d.contains_key(key) {
+                    d.insert(key.into(), "(redacted)".into());
+                }
+            }
+        }
+        if let Some(figment::value::Value::Dict(_, d)) = all.get_mut("database") {
+            if let Some(url) = d.get("url").and_then(|u| u.as_str()).map(redact_url) {
+                d.insert("url".into(), url.into());
+            }
+        }
+        Ok(toml::to_string(&all)?)
+    }
+
+    /// The layers, lowest first: the documented defaults, the file, `COUPOND_*`, the flags.
+    fn layers(file: Option<&Path>, flags: &Overrides) -> anyhow::Result<Figment> {
         let mut fig = Figment::from(Toml::string(DEFAULTS_TOML));
         if let Some(path) = file {
             if !path.is_file() {
@@ -72,12 +104,7 @@ impl Config {
         fig = fig
             .merge(flat::Nested(Env::prefixed("COUPOND_").only(&env_keys)))
             .merge(flat::Nested(Serialized::defaults(flags)));
-        let config = fig.extract::<Config>().map_err(|e| {
-            let msgs: Vec<String> = e.into_iter().map(|e| e.to_string()).collect();
-            anyhow::anyhow!("invalid configuration: {}", msgs.join("; "))
-        })?;
-        config.check()?;
-        Ok(config)
+        Ok(fig)
     }
 
     /// Rules between values that serde cannot express.

@@ -10,37 +10,66 @@ use coupond_store_sqlite::SqliteStore;
 
 use crate::config::{redact_url, Config};
 
+/// What opening a database may do to it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Open {
+    /// Create it if missing and apply pending migrations (`serve`, `migrate`).
+    Migrate,
+    /// Use it only if its schema is this build's: nothing is created or migrated
+    /// (`serve --no-migrate`, and the commands that only use a database: `keys`, `token`,
+    /// `audit`).
+    Existing,
+}
+
 /// Opens the configured database (`database_url`, `database_pool_size`) and applies pending
 /// migrations.
 pub async fn open_configured(config: &Config) -> anyhow::Result<Arc<dyn Store>> {
-    open_with_pool(&config.database.url, config.database.pool_size).await
+    open_as(config, Open::Migrate).await
 }
 
-/// Opens the database at `url` and applies pending migrations. The scheme picks the backend:
-/// `sqlite:`, `postgres:`/`postgresql:` or `mysql:`/`mariadb:`; anything else is an error
-/// naming them. `pool`: the PostgreSQL or MySQL pool size, or SQLite's reader connections;
-/// `None` for the backend's default.
-pub async fn open_with_pool(url: &str, pool: Option<u32>) -> anyhow::Result<Arc<dyn Store>> {
+/// Opens the configured database as `how` says.
+pub async fn open_as(config: &Config, how: Open) -> anyhow::Result<Arc<dyn Store>> {
+    open(&config.database.url, config.database.pool_size, how).await
+}
+
+/// Opens the database at `url`. The scheme picks the backend: `sqlite:`,
+/// `postgres:`/`postgresql:` or `mysql:`/`mariadb:`; anything else is an error naming them.
+/// `pool`: the PostgreSQL or MySQL pool size, or SQLite's reader connections; `None` for the
+/// backend's default. A database a newer coupond migrated is refused, naming both versions
+/// (migrations are forward-only: this build cannot know what they did).
+pub async fn open(url: &str, pool: Option<u32>, how: Open) -> anyhow::Result<Arc<dyn Store>> {
     let scheme = url.split(':').next().unwrap_or_default();
     let shown = redact_url(url);
-    let store: Arc<dyn Store> = match scheme {
+    let (store, schema): (Arc<dyn Store>, _) = match scheme {
         "sqlite" => {
+            if how == Open::Existing && !SqliteStore::exists(url)? {
+                anyhow::bail!(
+                    "no coupond database at {shown}: `coupond migrate` (or `coupond serve`) \
+                     creates it"
+                );
+            }
             let readers = pool.unwrap_or(coupond_store_sqlite::DEFAULT_READERS);
             let s = SqliteStore::connect_with_readers(url, readers)
                 .await
                 .with_context(|| format!("opening SQLite database {shown}"))?;
-            s.migrate().await.context("applying SQLite migrations")?;
-            Arc::new(s)
+            let schema = s.schema().await?;
+            if how == Open::Migrate && !schema.is_newer() {
+                s.migrate().await.context("applying SQLite migrations")?;
+            }
+            (Arc::new(s), schema)
         }
         "postgres" | "postgresql" => {
             let max = pool.unwrap_or(coupond_store_postgres::DEFAULT_MAX_CONNECTIONS);
             let s = PgStore::connect_with_pool(url, max)
                 .await
                 .with_context(|| format!("connecting to PostgreSQL {shown}"))?;
-            s.migrate()
-                .await
-                .context("applying PostgreSQL migrations")?;
-            Arc::new(s)
+            let schema = s.schema().await?;
+            if how == Open::Migrate && !schema.is_newer() {
+                s.migrate()
+                    .await
+                    .context("applying PostgreSQL migrations")?;
+            }
+            (Arc::new(s), schema)
         }
         "mysql" | "mariadb" => {
             let max = pool.unwrap_or(coupond_store_mysql::DEFAULT_MAX_CONNECTIONS);
@@ -49,15 +78,43 @@ pub async fn open_with_pool(url: &str, pool: Option<u32>) -> anyhow::Result<Arc<
             let s = MysqlStore::connect_with_pool(&url, max)
                 .await
                 .with_context(|| format!("connecting to MySQL {shown}"))?;
-            s.migrate().await.context("applying MySQL migrations")?;
-            Arc::new(s)
+            let schema = s.schema().await?;
+            if how == Open::Migrate && !schema.is_newer() {
+                s.migrate().await.context("applying MySQL migrations")?;
+            }
+            (Arc::new(s), schema)
         }
         other => anyhow::bail!(
             "unsupported database URL scheme {other:?}: use sqlite://path/to/file.db, \
              postgres://user@host/database or mysql://user@host/database"
         ),
     };
+    if let Err(e) = check_schema(schema, how, &shown) {
+        store.close().await;
+        return Err(e);
+    }
     Ok(store)
+}
+
+/// Refuses a schema this build cannot use: newer than it, or (when it may not migrate) not
+/// there or behind it.
+fn check_schema(schema: coupond_store::Schema, how: Open, shown: &str) -> anyhow::Result<()> {
+    let known = schema.known;
+    match schema.applied {
+        Some(applied) if schema.is_newer() => anyhow::bail!(
+            "the database {shown} has schema version {applied}, newer than this coupond's \
+             {known}: run the coupond that migrated it, or a newer one (migrations only go \
+             forward)"
+        ),
+        None if how == Open::Existing => anyhow::bail!(
+            "{shown} holds no coupond schema: `coupond migrate` (or `coupond serve`) creates it"
+        ),
+        Some(applied) if how == Open::Existing && schema.is_behind() => anyhow::bail!(
+            "the database {shown} has schema version {applied}; this coupond needs {known}: \
+             run `coupond migrate` first"
+        ),
+        _ => Ok(()),
+    }
 }
 
 /// The user-token secret: the configured one, or the one kept in the database (generated on
@@ -114,7 +171,7 @@ mod tests {
 
     #[tokio::test]
     async fn unknown_schemes_name_the_accepted_ones() {
-        let Err(err) = open_with_pool("oracle://root@localhost/db", None).await else {
+        let Err(err) = open("oracle://root@localhost/db", None, Open::Migrate).await else {
             panic!("oracle:// must be refused");
         };
         let msg = err.to_string();
@@ -128,7 +185,7 @@ mod tests {
     async fn stored_secret_is_stable() {
         let dir = tempfile::tempdir().expect("tmp");
         let url = format!("sqlite://{}/x.db", dir.path().display());
-        let store = open_with_pool(&url, Some(2)).await.expect("open");
+        let store = open(&url, Some(2), Open::Migrate).await.expect("open");
         assert_eq!(store.pool_stats().max, 3, "two readers and the writer");
         let a = jwt_secret(store.as_ref(), None).await.expect("secret");
         let b = jwt_secret(store.as_ref(), None).await.expect("secret");

@@ -46,8 +46,13 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Migrate => admin::migrate(&config).await,
         Command::Keys(cmd) => admin::keys(&config, cmd).await,
         Command::Token(args) => admin::token(&config, args).await,
-        Command::Config => {
-            print!("{}", config::DEFAULTS_TOML);
+        Command::Config(args) => {
+            if args.defaults {
+                print!("{}", config::DEFAULTS_TOML);
+            } else {
+                let file = cli.global.config.as_deref();
+                print!("{}", Config::effective_toml(file, &cli.global.overrides())?);
+            }
             Ok(())
         }
         Command::Openapi => admin::openapi(),

@@ -40,7 +40,12 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
             .context("COUPOND_FAILPOINTS")?;
         tracing::warn!(failpoints = %spec, "fault injection is on");
     }
-    let store = db::open_configured(&config).await?;
+    let how = if args.no_migrate {
+        db::Open::Existing
+    } else {
+        db::Open::Migrate
+    };
+    let store = db::open_as(&config, how).await?;
     let secret = db::jwt_secret(store.as_ref(), config.auth.jwt_secret.as_ref()).await?;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let targets = Arc::new(

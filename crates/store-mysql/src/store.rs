@@ -105,6 +105,31 @@ impl MysqlStore {
         self.ids.close().await;
     }
 
+    /// The newest migration applied here and the newest this build carries.
+    pub async fn schema(&self) -> StoreResult<coupond_store::Schema> {
+        let known = sqlx::migrate!("./migrations")
+            .iter()
+            .map(|m| m.version)
+            .max()
+            .unwrap_or(0);
+        let table: Option<Option<String>> = sqlx::query_scalar(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = '_sqlx_migrations'",
+        )
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(StoreError::other)?;
+        let applied = match table.flatten() {
+            Some(_) => {
+                sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations WHERE success")
+                    .fetch_one(&self.pool)
+                    .await
+                    .map_err(StoreError::other)?
+            }
+            None => None,
+        };
+        Ok(coupond_store::Schema { applied, known })
+    }
+
     /// Applies the embedded migrations that have not run yet. Safe to run from several
     /// instances at once: sqlx serialises them with a named lock.
     pub async fn migrate(&self) -> StoreResult<()> {

@@ -91,6 +91,30 @@ impl PgStore {
         })
     }
 
+    /// The newest migration applied here and the newest this build carries.
+    pub async fn schema(&self) -> StoreResult<coupond_store::Schema> {
+        let known = sqlx::migrate!("./migrations")
+            .iter()
+            .map(|m| m.version)
+            .max()
+            .unwrap_or(0);
+        let table: Option<Option<String>> =
+            sqlx::query_scalar("SELECT to_regclass('_sqlx_migrations')::text")
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(StoreError::other)?;
+        let applied = match table.flatten() {
+            Some(_) => {
+                sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations WHERE success")
+                    .fetch_one(&self.pool)
+                    .await
+                    .map_err(StoreError::other)?
+            }
+            None => None,
+        };
+        Ok(coupond_store::Schema { applied, known })
+    }
+
     /// Applies the embedded migrations that have not run yet. Safe to run from several
     /// instances at once: sqlx serialises them with an advisory lock.
     pub async fn migrate(&self) -> StoreResult<()> {

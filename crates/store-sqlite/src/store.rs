@@ -80,6 +80,39 @@ impl SqliteStore {
         })
     }
 
+    /// Whether the database file at `url` exists (an in-memory database always does), without
+    /// creating it.
+    pub fn exists(url: &str) -> StoreResult<bool> {
+        let opts = SqliteConnectOptions::from_str(url).map_err(StoreError::other)?;
+        let file = opts.get_filename();
+        Ok(is_memory(file) || file.exists())
+    }
+
+    /// The newest migration applied here and the newest this build carries.
+    pub async fn schema(&self) -> StoreResult<coupond_store::Schema> {
+        let known = sqlx::migrate!("./migrations")
+            .iter()
+            .map(|m| m.version)
+            .max()
+            .unwrap_or(0);
+        let table: Option<String> = sqlx::query_scalar(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'",
+        )
+        .fetch_optional(&self.reader)
+        .await
+        .map_err(db_err)?;
+        let applied = match table {
+            Some(_) => {
+                sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations WHERE success")
+                    .fetch_one(&self.reader)
+                    .await
+                    .map_err(db_err)?
+            }
+            None => None,
+        };
+        Ok(coupond_store::Schema { applied, known })
+    }
+
     /// Applies the embedded migrations that have not run yet.
     pub async fn migrate(&self) -> StoreResult<()> {
         sqlx::migrate!("./migrations")

@@ -68,7 +68,7 @@ pub use lifecycle::{
 pub use model::{
     ActivityQuery, ApiKey, ClaimOutcome, ClaimRequest, CodeBatch, CodeClaim, CouponQuery,
     HoldersQuery, IdempotencyKey, ListingQuery, MerchantQuery, NewApiKey, NewTemplate, Page,
-    PoolStats, PromoCode, Role, TemplateAudit, TemplateQuery, Violation,
+    PoolStats, PromoCode, Role, Schema, TemplateAudit, TemplateQuery, Violation,
 };
 pub use scheduling::{
     CouponCounts, Due, HourCounts, InboxStore, Message, MessageContent, OutboxPosition,

@@ -152,6 +152,27 @@ pub struct NewTemplate<'a> {
     pub activity_version: Option<i64>,
 }
 
+/// Where a database's schema stands against this build's migrations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Schema {
+    /// The newest migration applied to the database; `None`: none (no coupond schema yet).
+    pub applied: Option<i64>,
+    /// The newest migration this build carries.
+    pub known: i64,
+}
+
+impl Schema {
+    /// The database was migrated by a newer coupond than this one.
+    pub fn is_newer(&self) -> bool {
+        self.applied.is_some_and(|a| a > self.known)
+    }
+
+    /// Migrations this build carries are not applied yet.
+    pub fn is_behind(&self) -> bool {
+        self.applied.is_none_or(|a| a < self.known)
+    }
+}
+
 /// Connection pool sizes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PoolStats {

@@ -6,6 +6,7 @@ mod browser;
 mod crash;
 mod failpoints;
 mod mixed;
+mod operator;
 mod outage;
 mod processes;
 

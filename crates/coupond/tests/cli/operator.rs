@@ -1,0 +1,126 @@
+//! The CLI as an operator meets it: commands that only use a database create none and apply
+//! no migrations; a database migrated by a newer coupond is refused, naming both versions;
+//! `serve --no-migrate` starts only on a schema that is this build's; `coupond config` prints
+//! the settings in effect with secrets redacted.
+
+use std::path::Path;
+
+use crate::run;
+
+/// Its stderr, asserting it failed.
+fn refused(out: std::process::Output) -> String {
+    assert!(!out.status.success(), "expected a refusal");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn ok(out: std::process::Output) -> String {
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{err}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn commands_that_use_a_database_create_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("absent/coupond.db");
+    let db = format!("sqlite://{}", file.display());
+    for args in [
+        vec!["keys", "list"],
+        vec!["keys", "revoke", "1"],
+        vec!["token", "--user", "u-1"],
+        vec!["audit"],
+        vec!["serve", "--no-migrate", "--listen", "127.0.0.1:0"],
+    ] {
+        let mut all = vec!["--database", db.as_str()];
+        all.extend(args.iter().copied());
+        let why = refused(run(dir.path(), &all));
+        assert!(why.contains("no coupond database"), "{args:?}: {why}");
+        assert!(
+            !file.exists() && !file.parent().unwrap().exists(),
+            "{args:?}"
+        );
+    }
+    // Migrating creates it; then they work.
+    ok(run(dir.path(), &["--database", &db, "migrate"]));
+    ok(run(dir.path(), &["--database", &db, "keys", "list"]));
+    ok(run(dir.path(), &["--database", &db, "audit"]));
+}
+
+/// Marks the SQLite database at `file` as migrated by a newer coupond.
+fn newer_schema(file: &Path) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let url = format!("sqlite://{}", file.display());
+        let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
+        sqlx::query(
+            "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time)
+             VALUES (99990101000000, 'from the future', TRUE, X'00', 0)",
+        )
+        .execute(&pool)
+        .await
+        .unwrap();
+        pool.close().await;
+    });
+}
+
+#[test]
+fn a_database_from_a_newer_coupond_is_refused_naming_both_versions() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("coupond.db");
+    let db = format!("sqlite://{}", file.display());
+    ok(run(dir.path(), &["--database", &db, "migrate"]));
+    newer_schema(&file);
+    for args in [
+        vec!["migrate"],
+        vec!["keys", "list"],
+        vec!["serve", "--listen", "127.0.0.1:0"],
+    ] {
+        let mut all = vec!["--database", db.as_str()];
+        all.extend(args.iter().copied());
+        let why = refused(run(dir.path(), &all));
+        assert!(
+            why.contains("schema version 99990101000000")
+                && why.contains("newer than this coupond's"),
+            "{args:?}: {why}"
+        );
+    }
+}
+
+#[test]
+fn config_prints_the_settings_in_effect_without_secrets() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(crate::BIN)
+        .current_dir(dir.path())
+        .args([
+            "--listen",
+            "127.0.0.1:9",
+            "--database",
+            "postgres://ops:hunter2@db/c",
+            "config",
+        ])
+        .env("COUPOND_JWT_SECRET", "a-very-secret-secret-string")
+        .env("COUPOND_CACHE_TTL", "3s")
+        .output()
+        .unwrap();
+    let text = ok(out);
+    for shown in [
+        "listen = \"127.0.0.1:9\"",
+        "cache_ttl = \"3s\"",
+        "jwt_secret = \"(redacted)\"",
+    ] {
+        assert!(text.contains(shown), "{shown} in {text}");
+    }
+    assert!(
+        !text.contains("a-very-secret") && !text.contains("hunter2"),
+        "{text}"
+    );
+    assert!(
+        !dir.path().join("data").exists(),
+        "config reads no database"
+    );
+    let defaults = ok(run(dir.path(), &["config", "--defaults"]));
+    assert!(
+        defaults.starts_with("# coupond configuration"),
+        "{defaults}"
+    );
+}
