@@ -37,7 +37,7 @@ pub struct Config {
     pub console: Console,
 }
 
-/// The documented defaults, printed by `coupond config`. A test checks that this text parses
+/// The documented defaults, printed by `coupond config --defaults`. A test checks that this text parses
 /// to exactly the defaults the code uses.
 pub const DEFAULTS_TOML: &str = include_str!("config/defaults.toml");
 
