@@ -136,6 +136,16 @@ pub async fn token(config: &Config, args: TokenArgs) -> anyhow::Result<()> {
 }
 
 pub fn openapi() -> anyhow::Result<()> {
-    println!("{}", coupond_api::openapi::document_json());
-    Ok(())
+    emit(&format!("{}\n", coupond_api::openapi::document_json()))
+}
+
+/// Writes `text` to stdout; a reader that stopped reading (`coupond openapi | head`) is no
+/// error: the output was simply not wanted further.
+pub fn emit(text: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
 }

@@ -25,25 +25,21 @@ pub struct GlobalArgs {
     /// Database URL: sqlite://path/to/file.db, postgres://user@host/db or mysql://user@host/db.
     #[arg(long = "database", global = true, value_name = "URL")]
     pub database_url: Option<String>,
-    /// Address to listen on (serve).
-    #[arg(long, global = true, value_name = "ADDR")]
-    pub listen: Option<String>,
-    /// tracing filter, e.g. info or coupond_api=debug,info.
-    #[arg(long, global = true, value_name = "FILTER")]
-    pub log_level: Option<String>,
-    /// Log format.
-    #[arg(long, global = true, value_enum)]
-    pub log_format: Option<LogFormat>,
 }
 
-impl GlobalArgs {
+impl Cli {
+    /// The flags that override settings: the global ones, and `serve`'s own.
     pub fn overrides(&self) -> Overrides {
-        Overrides {
-            listen: self.listen.clone(),
-            database_url: self.database_url.clone(),
-            log_level: self.log_level.clone(),
-            log_format: self.log_format,
+        let mut o = Overrides {
+            database_url: self.global.database_url.clone(),
+            ..Overrides::default()
+        };
+        if let Command::Serve(s) = &self.command {
+            o.listen = s.listen.clone();
+            o.log_level = s.log_level.clone();
+            o.log_format = s.log_format;
         }
+        o
     }
 }
 
@@ -144,6 +140,15 @@ pub struct AuditArgs {
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
+    /// Address to listen on: host:port (a host name is resolved; port 0 picks a free one).
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<String>,
+    /// tracing filter, e.g. info or coupond_api=debug,info.
+    #[arg(long, value_name = "FILTER")]
+    pub log_level: Option<String>,
+    /// Log format.
+    #[arg(long, value_enum)]
+    pub log_format: Option<LogFormat>,
     /// Load a small demo data set and print ready-to-use API keys and a user token.
     #[arg(long)]
     pub demo: bool,

@@ -37,6 +37,51 @@ pub struct Config {
     pub console: Console,
 }
 
+/// A configuration error as the operator wrote it: the setting (`checkout.lock_ttl`) and
+/// where its value came from, the environment variable (`COUPOND_LOCK_TTL`), the flag or the
+/// file, without the source paths figment knows.
+fn describe(e: &figment::Error) -> String {
+    let key = e
+        .path
+        .iter()
+        .map(|p| p.to_lowercase())
+        .collect::<Vec<_>>()
+        .join(".");
+    let flat = flat::FLAT
+        .iter()
+        .find(|(_, section, name)| key == format!("{section}.{name}"))
+        .map(|(flat, _, _)| *flat);
+    let source = e
+        .metadata
+        .as_ref()
+        .map(|m| m.name.to_string())
+        .unwrap_or_default();
+    let from = match flat {
+        _ if key.is_empty() => String::new(),
+        Some(flat) if source.contains("environment") => {
+            format!(" (environment variable COUPOND_{})", flat.to_uppercase())
+        }
+        Some(flat) if source.contains("Overrides") => {
+            let flag = match flat {
+                "database_url" => "--database".to_owned(),
+                other => format!("--{}", other.replace('_', "-")),
+            };
+            format!(" (flag {flag})")
+        }
+        _ if source.contains("TOML file") => {
+            match e.metadata.as_ref().and_then(|m| m.source.as_ref()) {
+                Some(figment::Source::File(path)) => format!(" (in {})", path.display()),
+                _ => " (in the config file)".to_owned(),
+            }
+        }
+        _ => String::new(),
+    };
+    match key.is_empty() {
+        true => e.kind.to_string(),
+        false => format!("{key}{from}: {}", e.kind),
+    }
+}
+
 /// The documented defaults, printed by `coupond config --defaults`. A test checks that this text parses
 /// to exactly the defaults the code uses.
 pub const DEFAULTS_TOML: &str = include_str!("config/defaults.toml");
@@ -61,7 +106,7 @@ impl Config {
         let config = Self::layers(file, flags)?
             .extract::<Config>()
             .map_err(|e| {
-                let msgs: Vec<String> = e.into_iter().map(|e| e.to_string()).collect();
+                let msgs: Vec<String> = e.into_iter().map(|e| describe(&e)).collect();
                 anyhow::anyhow!("invalid configuration: {}", msgs.join("; "))
             })?;
         config.check()?;
@@ -110,6 +155,16 @@ impl Config {
     /// Rules between values that serde cannot express.
     fn check(&self) -> anyhow::Result<()> {
         let s = &self.server;
+        let port = s
+            .listen
+            .rsplit_once(':')
+            .map(|(host, port)| (host, port.parse::<u16>()));
+        anyhow::ensure!(
+            matches!(port, Some((host, Ok(_))) if !host.is_empty()),
+            "invalid configuration: server.listen (listen) must be host:port, e.g. \
+             127.0.0.1:8080, localhost:8080 or [::1]:8080; got {:?}",
+            s.listen
+        );
         for (name, value) in [
             ("header_timeout", s.header_timeout),
             ("stall_timeout", s.stall_timeout),

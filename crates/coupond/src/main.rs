@@ -40,7 +40,8 @@ async fn main() -> std::process::ExitCode {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
-    let config = Config::load(cli.global.config.as_deref(), &cli.global.overrides())?;
+    let overrides = cli.overrides();
+    let config = Config::load(cli.global.config.as_deref(), &overrides)?;
     match cli.command {
         Command::Serve(args) => serve::run(config, args).await,
         Command::Migrate => admin::migrate(&config).await,
@@ -48,10 +49,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Token(args) => admin::token(&config, args).await,
         Command::Config(args) => {
             if args.defaults {
-                print!("{}", config::DEFAULTS_TOML);
+                admin::emit(config::DEFAULTS_TOML)?;
             } else {
                 let file = cli.global.config.as_deref();
-                print!("{}", Config::effective_toml(file, &cli.global.overrides())?);
+                admin::emit(&Config::effective_toml(file, &overrides)?)?;
             }
             Ok(())
         }

@@ -40,6 +40,17 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
             .context("COUPOND_FAILPOINTS")?;
         tracing::warn!(failpoints = %spec, "fault injection is on");
     }
+    // Bound first: an address in use fails before anything is created on disk. Connections
+    // wait in the listen queue while the database opens.
+    let listen = &config.server.listen;
+    let at = tokio::net::lookup_host(listen.as_str())
+        .await
+        .with_context(|| format!("listen: resolving {listen}"))?
+        .next()
+        .with_context(|| format!("listen: {listen} resolves to no address"))?;
+    let listener =
+        coupond_api::server::bind(at).with_context(|| format!("binding {listen} ({at})"))?;
+    let addr = listener.local_addr()?;
     let how = if args.no_migrate {
         db::Open::Existing
     } else {
@@ -57,9 +68,6 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
     let state = AppState::new(store.clone(), clock.clone(), &secret, settings);
     let console = console(&config, &store, &state).await?;
 
-    let listener = coupond_api::server::bind(config.server.listen)
-        .with_context(|| format!("binding {}", config.server.listen))?;
-    let addr = listener.local_addr()?;
     if args.demo {
         print_demo(&store, &state, clock.now(), addr).await?;
     }

@@ -1,7 +1,6 @@
 //! The configuration's sections, one per concern. Their defaults live in `defaults.toml`.
 
 use std::fmt;
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use secrecy::SecretString;
@@ -13,8 +12,9 @@ use super::redact_url;
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Server {
-    /// Address `serve` listens on.
-    pub listen: SocketAddr,
+    /// Address `serve` listens on: `host:port`, the host an IP address or a name resolved at
+    /// start (`[::1]:8080` for IPv6).
+    pub listen: String,
     /// Largest accepted request body, bytes.
     pub max_body_bytes: usize,
     /// Largest accepted upload (bulk issuance files), bytes.

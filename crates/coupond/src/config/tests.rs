@@ -184,3 +184,29 @@ fn every_flat_name_has_a_documented_setting() {
         );
     }
 }
+
+#[test]
+fn errors_name_the_variable_or_flag_and_no_source_paths() {
+    Jail::expect_with(|jail| {
+        jail.set_env("COUPOND_LOCK_TTL", "abc");
+        let err = Config::load(None, &Overrides::default())
+            .expect_err("rejected")
+            .to_string();
+        assert!(
+            err.contains("COUPOND_LOCK_TTL") && err.contains("checkout.lock_ttl"),
+            "{err}"
+        );
+        assert!(!err.contains(".rs"), "{err}");
+        jail.set_env("COUPOND_LOCK_TTL", "15m");
+        jail.create_file("c.toml", "[server]\nmax_connections = \"many\"\n")?;
+        let err = Config::load(Some(std::path::Path::new("c.toml")), &Overrides::default())
+            .expect_err("rejected")
+            .to_string();
+        assert!(
+            err.contains("server.max_connections") && err.contains("c.toml"),
+            "{err}"
+        );
+        assert!(!err.contains(".rs"), "{err}");
+        Ok(())
+    });
+}

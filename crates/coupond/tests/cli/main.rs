@@ -229,9 +229,9 @@ pub(crate) fn start_server(
         .args([
             "--database",
             db,
+            "serve",
             "--log-level",
             "warn",
-            "serve",
             "--listen",
             listen,
         ])

@@ -91,13 +91,8 @@ fn config_prints_the_settings_in_effect_without_secrets() {
     let dir = tempfile::tempdir().unwrap();
     let out = std::process::Command::new(crate::BIN)
         .current_dir(dir.path())
-        .args([
-            "--listen",
-            "127.0.0.1:9",
-            "--database",
-            "postgres://ops:hunter2@db/c",
-            "config",
-        ])
+        .args(["--database", "postgres://ops:hunter2@db/c", "config"])
+        .env("COUPOND_LISTEN", "127.0.0.1:9")
         .env("COUPOND_JWT_SECRET", "a-very-secret-secret-string")
         .env("COUPOND_CACHE_TTL", "3s")
         .output()
@@ -123,4 +118,52 @@ fn config_prints_the_settings_in_effect_without_secrets() {
         defaults.starts_with("# coupond configuration"),
         "{defaults}"
     );
+}
+
+#[test]
+fn output_cut_short_is_no_error_and_server_flags_belong_to_serve() {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    // `coupond openapi | head -c 10`: the reader goes away after ten bytes.
+    let mut child = Command::new(crate::BIN)
+        .arg("openapi")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 10];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && !err.contains("panicked"), "{err}");
+    let dir = tempfile::tempdir().unwrap();
+    let why = refused(run(
+        dir.path(),
+        &["keys", "list", "--listen", "127.0.0.1:1"],
+    ));
+    assert!(why.contains("--listen"), "{why}");
+    let help = ok(run(dir.path(), &["--help"]));
+    for cmd in [
+        "serve", "migrate", "keys", "token", "config", "openapi", "loadtest", "audit",
+    ] {
+        assert!(help.contains(cmd), "{cmd} in {help}");
+    }
+    assert!(!help.contains("--listen"), "{help}");
+}
+
+#[test]
+fn a_taken_address_fails_before_anything_is_created() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let why = refused(run(dir.path(), &["serve", "--listen", &addr]));
+    assert!(why.contains("binding"), "{why}");
+    assert!(!dir.path().join("data").exists(), "nothing created");
+    // A host name is resolved.
+    let port = addr.rsplit(':').next().unwrap();
+    let why = refused(run(
+        dir.path(),
+        &["serve", "--listen", &format!("localhost:{port}")],
+    ));
+    assert!(why.contains("binding localhost"), "{why}");
 }
