@@ -52,8 +52,38 @@ pub fn metrics_handle() -> &'static PrometheusHandle {
         let handle = recorder.handle();
         // Fails only if another recorder is installed; metrics then go there.
         let _ = metrics::set_global_recorder(recorder);
+        describe();
         handle
     })
+}
+
+/// The HELP text of every metric: the engine's and the HTTP layer's.
+fn describe() {
+    use metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
+    coupond_engine::telemetry::describe();
+    describe_counter!(
+        "http_requests_total",
+        "HTTP requests answered, by method, route and status"
+    );
+    describe_histogram!(
+        "http_request_duration_seconds",
+        Unit::Seconds,
+        "Time to answer an HTTP request, by method and route"
+    );
+    describe_gauge!("http_open_connections", "HTTP connections open now");
+    describe_counter!(
+        "http_connections_refused_total",
+        "Connections closed on accept, by the limit they met"
+    );
+    describe_gauge!("db_pool_connections", "Database connections open");
+    describe_gauge!(
+        "db_pool_idle_connections",
+        "Database connections open and idle"
+    );
+    describe_gauge!(
+        "db_pool_max_connections",
+        "The database pool's configured size"
+    );
 }
 
 /// Drains histogram samples into their buckets. Run periodically (`serve` does every few

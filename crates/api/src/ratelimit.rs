@@ -39,12 +39,15 @@ impl Rate {
 #[derive(Debug)]
 pub struct Limit<K: Hash + Eq + Clone> {
     limiter: Option<DefaultKeyedRateLimiter<K>>,
+    /// Its name in `coupond_rate_limited_total{limit}`.
+    name: &'static str,
 }
 
 impl<K: Hash + Eq + Clone> Limit<K> {
-    pub fn new(rate: Rate) -> Self {
+    pub fn new(name: &'static str, rate: Rate) -> Self {
         Limit {
             limiter: rate.quota().map(RateLimiter::keyed),
+            name,
         }
     }
 
@@ -52,6 +55,8 @@ impl<K: Hash + Eq + Clone> Limit<K> {
     pub fn check(&self, key: &K) -> Result<(), ApiError> {
         match &self.limiter {
             Some(l) => l.check_key(key).map_err(|not_until| {
+                metrics::counter!(coupond_engine::telemetry::RATE_LIMITED, "limit" => self.name)
+                    .increment(1);
                 too_many(not_until.wait_time_from(DefaultClock::default().now()))
             }),
             None => Ok(()),
@@ -67,6 +72,9 @@ impl<K: Hash + Eq + Clone> Limit<K> {
 }
 
 /// A per-user and a per-IP limit, shared by all requests.
+/// The metric names of a pair of limits: (per user, per IP).
+pub type Names = (&'static str, &'static str);
+
 #[derive(Debug)]
 pub struct RateLimits {
     per_user: Limit<String>,
@@ -74,10 +82,11 @@ pub struct RateLimits {
 }
 
 impl RateLimits {
-    pub fn new(per_user: Rate, per_ip: Rate) -> Self {
+    /// `name` prefixes the limits' metric names (`claim` gives `claim_per_user`, ...).
+    pub fn new(name: Names, per_user: Rate, per_ip: Rate) -> Self {
         RateLimits {
-            per_user: Limit::new(per_user),
-            per_ip: Limit::new(per_ip),
+            per_user: Limit::new(name.0, per_user),
+            per_ip: Limit::new(name.1, per_ip),
         }
     }
 

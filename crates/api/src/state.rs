@@ -186,15 +186,17 @@ impl AppState {
                 jwt: JwtKeys::new(jwt_secret),
                 claims,
                 rate_limits: RateLimits::new(
+                    ("claim_per_user", "claim_per_ip"),
                     settings.claim_rate_per_user,
                     settings.claim_rate_per_ip,
                 ),
                 redeem_limits: RateLimits::new(
+                    ("redeem_per_user", "redeem_per_ip"),
                     settings.redeem_rate_per_user,
                     settings.redeem_rate_per_ip,
                 ),
-                idempotency_limits: Limit::new(settings.idempotency_rate),
-                code_set_limits: Limit::new(settings.code_set_rate),
+                idempotency_limits: Limit::new("idempotency", settings.idempotency_rate),
+                code_set_limits: Limit::new("code_set", settings.code_set_rate),
                 uploads: Arc::new(Semaphore::new(
                     settings.max_concurrent_uploads.max(1) as usize
                 )),

@@ -203,6 +203,17 @@ impl ClaimEngine {
     /// no database (status, audience) are checked here; stock and the per-user limit are
     /// decided in the commit.
     pub async fn claim(&self, template: &Template, ask: ClaimAsk) -> Result<Claimed, ClaimError> {
+        let result = self.claim_counted(template, ask).await;
+        let outcome = crate::telemetry::claim_outcome(&result);
+        metrics::counter!(crate::telemetry::CLAIMS, "outcome" => outcome).increment(1);
+        result
+    }
+
+    async fn claim_counted(
+        &self,
+        template: &Template,
+        ask: ClaimAsk,
+    ) -> Result<Claimed, ClaimError> {
         let ClaimAsk {
             user,
             actor,
@@ -224,6 +235,7 @@ impl ClaimEngine {
         if idempotency.is_none() && !single_use {
             check_claim(template, &user, now).map_err(ClaimError::Rejected)?;
             if self.is_sold_out(template.id) {
+                metrics::counter!(crate::telemetry::SOLD_OUT_FROM_MEMORY).increment(1);
                 return Err(ClaimError::Rejected(ClaimRejection::SoldOut));
             }
         } else if template.spec.audience.admits(&user) == Some(false) {
@@ -292,6 +304,17 @@ impl ClaimEngine {
     /// Whether `t` was seen sold out (and its stock not raised since).
     pub fn is_sold_out(&self, t: TemplateId) -> bool {
         self.inner.sold_out.is_sold_out(t)
+    }
+
+    /// Whether a claim of `t` can be answered `sold_out` from memory; if so it is counted as
+    /// such a claim (for callers that answer it themselves, before reading the template).
+    pub fn sold_out_from_memory(&self, t: TemplateId) -> bool {
+        let sold_out = self.is_sold_out(t);
+        if sold_out {
+            metrics::counter!(crate::telemetry::SOLD_OUT_FROM_MEMORY).increment(1);
+            metrics::counter!(crate::telemetry::CLAIMS, "outcome" => "sold_out").increment(1);
+        }
+        sold_out
     }
 
     async fn enqueue(
@@ -494,7 +517,11 @@ impl ClaimEngine {
             }
         }
         let requests: Vec<ClaimRequest> = unique.iter().map(|&i| jobs[i].request.clone()).collect();
+        let started = std::time::Instant::now();
         let result = self.inner.store.claim_batch(template, &requests, now).await;
+        metrics::histogram!(crate::telemetry::CLAIM_BATCH_SIZE).record(requests.len() as f64);
+        metrics::histogram!(crate::telemetry::CLAIM_COMMIT_SECONDS)
+            .record(started.elapsed().as_secs_f64());
         // Committed, nobody answered yet: a crash here is what idempotency keys are for.
         let result = result
             .and_then(|done| coupond_store::failpoints::hit("claim.after_commit").map(|()| done));

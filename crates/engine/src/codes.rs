@@ -91,10 +91,13 @@ impl CodeGenerator {
         let want = (batch.count - batch.generated).min(size);
         let codes = draw(&batch.prefix, batch.length, want as usize);
         let started = std::time::Instant::now();
+        let before = batch.generated;
         let batch = self
             .store
             .add_codes(batch.id, &codes, self.clock.now())
             .await?;
+        metrics::counter!(crate::telemetry::CODES_GENERATED)
+            .increment(u64::from(batch.generated.saturating_sub(before)));
         // Only a full chunk says what `size` codes cost (the last one of a batch is smaller).
         if want == size {
             self.pacer.record(want, started.elapsed());

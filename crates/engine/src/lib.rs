@@ -53,6 +53,7 @@ pub mod scheduler;
 pub mod sold_out;
 pub mod supervise;
 pub mod tagging;
+pub mod telemetry;
 pub mod webhooks;
 pub mod worker;
 

@@ -52,6 +52,10 @@ pub struct Scheduler {
     clock: Arc<dyn Clock>,
     freeze: time::Duration,
     lease: Lease,
+    /// The instant the last pass said the next one was due, to measure how late it ran. A
+    /// lock, not a field of `&mut self`: passes run through `&self` (the worker shape); shared
+    /// by clones, which are the same scheduler.
+    due_at: Arc<std::sync::Mutex<Option<Timestamp>>>,
 }
 
 impl std::fmt::Debug for Scheduler {
@@ -75,6 +79,7 @@ impl Scheduler {
             clock,
             freeze,
             lease: Lease::new("scheduler", holder, LEASE),
+            due_at: Arc::default(),
         }
     }
 
@@ -173,14 +178,24 @@ impl Worker for Scheduler {
 
     /// A step, then a wait until the next due instant, at most [`MAX_SLEEP`].
     async fn pass(&self) -> StoreResult<Pass> {
+        let due = self.due_at.lock().map(|mut d| d.take()).unwrap_or(None);
+        if let Some(due) = due {
+            let late = self.clock.now().unix_micros() - due.unix_micros();
+            metrics::histogram!(crate::telemetry::SCHEDULER_LAG_SECONDS)
+                .record(late.max(0) as f64 / 1e6);
+        }
         self.run_once().await?;
         let now = self.clock.now();
-        let wait = match self.store.next_due(now).await? {
+        let next = self.store.next_due(now).await?;
+        let wait = match next {
             Some(next) => Duration::from_micros(
                 u64::try_from(next.unix_micros() - now.unix_micros()).unwrap_or(0),
             ),
             None => MAX_SLEEP,
         };
+        if let (Some(next), Ok(mut d)) = (next.filter(|_| wait <= MAX_SLEEP), self.due_at.lock()) {
+            *d = Some(next);
+        }
         Ok(Pass::Idle(wait.min(MAX_SLEEP)))
     }
 

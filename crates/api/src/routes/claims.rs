@@ -64,7 +64,7 @@ pub async fn claim(
     s.rate_limits().check(&user, user_ip(&p, ip))?;
     // Sold out is final: answer from memory, before reading anything (a keyed retry still
     // goes to the database, which knows its coupon).
-    if key.is_none() && s.claims().is_sold_out(id) {
+    if key.is_none() && s.claims().sold_out_from_memory(id) {
         return Err(ApiError::ClaimRefused(
             coupond_domain::ClaimRejection::SoldOut,
         ));

@@ -82,6 +82,13 @@ pub async fn metrics(State(s): State<AppState>) -> impl IntoResponse {
     metrics::gauge!("db_pool_connections", "backend" => backend).set(f64::from(pool.size));
     metrics::gauge!("db_pool_idle_connections", "backend" => backend).set(f64::from(pool.idle));
     metrics::gauge!("db_pool_max_connections", "backend" => backend).set(f64::from(pool.max));
+    // Read at scrape time (up to 1,000 events per consumer), so it is right on every instance.
+    if let Ok(lags) = crate::routes::today::lags(&s).await {
+        for l in lags {
+            metrics::gauge!(coupond_engine::telemetry::OUTBOX_BACKLOG, "consumer" => l.consumer)
+                .set(f64::from(l.behind));
+        }
+    }
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
         metrics_handle().render(),

@@ -95,7 +95,7 @@ pub async fn today(
 }
 
 /// Each consumer's unread events, read from its stored position (at most `MAX_BEHIND` + 1).
-async fn lags(s: &AppState) -> ApiResult<Vec<ConsumerLag>> {
+pub(crate) async fn lags(s: &AppState) -> ApiResult<Vec<ConsumerLag>> {
     let mut out = Vec::with_capacity(sinks::ALL.len());
     for consumer in sinks::ALL {
         let at = s.store().sink_position(consumer).await?;

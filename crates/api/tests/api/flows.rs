@@ -377,11 +377,8 @@ async fn system_routes_and_request_ids() {
     assert!(r.headers.contains_key("x-request-id"));
 }
 
-#[tokio::test]
-async fn metrics_count_requests_by_route_and_status() {
-    let app = TestApp::new().await;
-    app.get("/v1/activities", &app.platform).await;
-    app.get("/v1/activities/999", &app.platform).await;
+/// `/metrics` as text.
+async fn metrics_text(app: &TestApp) -> String {
     let req = axum::http::Request::builder()
         .uri("/metrics")
         .body(axum::body::Body::empty())
@@ -389,14 +386,19 @@ async fn metrics_count_requests_by_route_and_status() {
     let res = tower::ServiceExt::oneshot(app.router.clone(), req)
         .await
         .unwrap();
-    let text = String::from_utf8(
-        http_body_util::BodyExt::collect(res.into_body())
-            .await
-            .unwrap()
-            .to_bytes()
-            .to_vec(),
-    )
-    .unwrap();
+    let body = http_body_util::BodyExt::collect(res.into_body())
+        .await
+        .unwrap()
+        .to_bytes();
+    String::from_utf8(body.to_vec()).unwrap()
+}
+
+#[tokio::test]
+async fn metrics_count_requests_by_route_and_status() {
+    let app = TestApp::new().await;
+    app.get("/v1/activities", &app.platform).await;
+    app.get("/v1/activities/999", &app.platform).await;
+    let text = metrics_text(&app).await;
     assert!(
         text.contains(
             "http_requests_total{method=\"GET\",route=\"/v1/activities\",status=\"200\"}"
@@ -415,4 +417,39 @@ async fn metrics_count_requests_by_route_and_status() {
         text.contains("db_pool_connections{backend=\"sqlite\"}"),
         "{text}"
     );
+}
+
+/// What an operator alerts on is there, with its HELP line: claims by outcome (a sold-out
+/// answer from memory counted apart), batch sizes and commit times, each outbox consumer's
+/// backlog.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_say_what_they_count() {
+    let app = TestApp::new().await;
+    let t = crate::claims::live(&app, 1, 1, serde_json::json!({})).await;
+    let claim = |user: &'static str| {
+        let app = &app;
+        async move {
+            let body = serde_json::json!({ "user_id": user });
+            app.post(&format!("/v1/templates/{t}/claims"), &app.service, body)
+                .await
+                .status
+        }
+    };
+    assert_eq!(claim("u-m1").await, StatusCode::CREATED);
+    assert_eq!(claim("u-m2").await, StatusCode::CONFLICT);
+    assert_eq!(claim("u-m3").await, StatusCode::CONFLICT);
+    let text = metrics_text(&app).await;
+    for line in [
+        "# HELP coupond_claims_total Claims answered, by outcome",
+        "# HELP coupond_claim_commit_seconds",
+        "# HELP coupond_outbox_backlog",
+        "# HELP http_requests_total",
+        "coupond_claims_total{outcome=\"issued\"}",
+        "coupond_claims_total{outcome=\"sold_out\"}",
+        "coupond_claims_sold_out_from_memory_total",
+        "coupond_claim_batch_size_count",
+        "coupond_outbox_backlog{consumer=\"webhooks\"}",
+    ] {
+        assert!(text.contains(line), "{line} in {text}");
+    }
 }

@@ -240,6 +240,14 @@ impl WebhookSender {
         } else {
             DeliveryState::Pending
         };
+        let result = match state {
+            DeliveryState::Delivered => "delivered",
+            DeliveryState::Failed => "failed",
+            DeliveryState::Pending => "retry",
+        };
+        metrics::counter!(crate::telemetry::WEBHOOK_DELIVERIES, "result" => result).increment(1);
+        let waited = (at.unix_micros() - d.created_at.unix_micros()).max(0) as f64 / 1e6;
+        metrics::histogram!(crate::telemetry::WEBHOOK_QUEUE_AGE_SECONDS).record(waited);
         let exponent = u32::try_from(n - 1).unwrap_or(0).min(30);
         let wait = self.settings.retry.base.saturating_mul(1 << exponent);
         let next = at.plus(time::Duration::try_from(wait).unwrap_or(time::Duration::HOUR));

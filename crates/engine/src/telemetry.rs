@@ -1,0 +1,92 @@
+//! The service's own Prometheus metrics: their names, in one place, and their HELP text
+//! ([`describe`], called once when the recorder is installed). Each is what an operator alerts
+//! on; the labels come from fixed sets (outcomes, consumers, workers), never from requests.
+
+/// Claims answered, by `outcome`: `issued`, `replayed`, `sold_out`, `limit_reached`,
+/// `not_claimable`, `not_eligible`, `key_reused`, `code_taken`, `unavailable`, `error`.
+pub const CLAIMS: &str = "coupond_claims_total";
+/// Of those, `sold_out` answers given from memory, without a database round trip.
+pub const SOLD_OUT_FROM_MEMORY: &str = "coupond_claims_sold_out_from_memory_total";
+/// Claims per group-commit transaction.
+pub const CLAIM_BATCH_SIZE: &str = "coupond_claim_batch_size";
+/// Seconds one group-commit transaction took.
+pub const CLAIM_COMMIT_SECONDS: &str = "coupond_claim_commit_seconds";
+/// Outbox events each consumer has not handled yet (counted up to 1,000 at each scrape).
+pub const OUTBOX_BACKLOG: &str = "coupond_outbox_backlog";
+/// Webhook delivery attempts, by `result`: `delivered`, `retry`, `failed`.
+pub const WEBHOOK_DELIVERIES: &str = "coupond_webhook_deliveries_total";
+/// Seconds from a delivery being queued to its attempt.
+pub const WEBHOOK_QUEUE_AGE_SECONDS: &str = "coupond_webhook_queue_age_seconds";
+/// Seconds the scheduler ran after the instant it was due.
+pub const SCHEDULER_LAG_SECONDS: &str = "coupond_scheduler_lag_seconds";
+/// Single-use codes generated.
+pub const CODES_GENERATED: &str = "coupond_codes_generated_total";
+/// Requests refused by a rate limit, by `limit`.
+pub const RATE_LIMITED: &str = "coupond_rate_limited_total";
+
+/// Registers the HELP text of every metric above and of those named elsewhere.
+pub fn describe() {
+    use metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
+    describe_counter!(CLAIMS, "Claims answered, by outcome");
+    describe_counter!(
+        SOLD_OUT_FROM_MEMORY,
+        "sold_out answers given from memory, without a database round trip"
+    );
+    describe_histogram!(CLAIM_BATCH_SIZE, "Claims per group-commit transaction");
+    describe_histogram!(
+        CLAIM_COMMIT_SECONDS,
+        Unit::Seconds,
+        "Time one group-commit claim transaction took"
+    );
+    describe_gauge!(
+        OUTBOX_BACKLOG,
+        "Outbox events a consumer has not handled yet (up to 1000, read at scrape)"
+    );
+    describe_counter!(WEBHOOK_DELIVERIES, "Webhook delivery attempts, by result");
+    describe_histogram!(
+        WEBHOOK_QUEUE_AGE_SECONDS,
+        Unit::Seconds,
+        "Time from a webhook delivery being queued to its attempt"
+    );
+    describe_histogram!(
+        SCHEDULER_LAG_SECONDS,
+        Unit::Seconds,
+        "How late the scheduler ran after the instant it was due"
+    );
+    describe_counter!(CODES_GENERATED, "Single-use codes generated");
+    describe_counter!(RATE_LIMITED, "Requests refused by a rate limit, by limit");
+    describe_counter!(
+        "coupond_worker_restarts_total",
+        "Background loops restarted after a panic or an error, by worker"
+    );
+    describe_counter!(
+        "coupond_checkout_retries_total",
+        "Checkout steps tried again after the database answered unavailable"
+    );
+    describe_counter!(
+        "coupond_amount_verification_failures_total",
+        "Locks refused because the order's amounts did not add up"
+    );
+}
+
+/// The `outcome` label of a claim's answer.
+pub fn claim_outcome(
+    result: &Result<crate::claims::Claimed, crate::claims::ClaimError>,
+) -> &'static str {
+    use crate::claims::ClaimError;
+    use coupond_domain::ClaimRejection;
+    match result {
+        Ok(c) if c.replayed => "replayed",
+        Ok(_) => "issued",
+        Err(ClaimError::Rejected(r)) => match r {
+            ClaimRejection::SoldOut => "sold_out",
+            ClaimRejection::LimitReached => "limit_reached",
+            ClaimRejection::NotClaimable(_) => "not_claimable",
+            ClaimRejection::NotEligible => "not_eligible",
+        },
+        Err(ClaimError::KeyReused) => "key_reused",
+        Err(ClaimError::CodeTaken) => "code_taken",
+        Err(ClaimError::Unavailable | ClaimError::ShuttingDown) => "unavailable",
+        Err(ClaimError::Internal(_)) => "error",
+    }
+}
