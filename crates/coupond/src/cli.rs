@@ -59,6 +59,9 @@ pub enum Command {
     Config(ConfigArgs),
     /// Print the OpenAPI document.
     Openapi,
+    /// Copy the SQLite database, consistently, while it is in use (PostgreSQL and MySQL:
+    /// use pg_dump or mysqldump; see docs/OPERATIONS.md).
+    Backup(BackupArgs),
     /// Drive a running coupond with concurrent claims over HTTP, then audit the database.
     Loadtest(LoadtestArgs),
     /// Check the invariants (stock, per-user limits, locks and uses, the log, amounts) on the
@@ -156,6 +159,13 @@ pub struct ServeArgs {
     /// build's (for deployments that migrate in a separate step with `coupond migrate`).
     #[arg(long)]
     pub no_migrate: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct BackupArgs {
+    /// The file to write; it must not exist.
+    #[arg(long, value_name = "FILE")]
+    pub to: PathBuf,
 }
 
 #[derive(Debug, Args)]

@@ -117,6 +117,31 @@ fn check_schema(schema: coupond_store::Schema, how: Open, shown: &str) -> anyhow
     }
 }
 
+/// `coupond backup`: a consistent copy of the SQLite database at `to`, taken while it may be
+/// in use; the other backends have their own tools.
+pub async fn backup(config: &Config, to: &std::path::Path) -> anyhow::Result<()> {
+    let url = &config.database.url;
+    anyhow::ensure!(
+        url.starts_with("sqlite:"),
+        "coupond backup copies SQLite databases; back up PostgreSQL with pg_dump and MySQL \
+         with mysqldump (docs/OPERATIONS.md)"
+    );
+    anyhow::ensure!(!to.exists(), "{} exists already", to.display());
+    anyhow::ensure!(
+        SqliteStore::exists(url)?,
+        "no coupond database at {}",
+        redact_url(url)
+    );
+    let store = SqliteStore::connect_with_readers(url, 1)
+        .await
+        .with_context(|| format!("opening {}", redact_url(url)))?;
+    let done = store.backup_to(to).await;
+    coupond_store::AdminStore::close(&store).await;
+    done.with_context(|| format!("writing {}", to.display()))?;
+    println!("backed up {} to {}", redact_url(url), to.display());
+    Ok(())
+}
+
 /// The user-token secret: the configured one, or the one kept in the database (generated on
 /// first use), so `serve` and `token` against one database agree without configuration.
 pub async fn jwt_secret(

@@ -57,6 +57,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Openapi => admin::openapi(),
+        Command::Backup(args) => db::backup(&config, &args.to).await,
         Command::Loadtest(args) => loadtest::run(&config, args).await,
         Command::Audit(args) => admin::audit(&config, args).await,
     }

@@ -113,6 +113,21 @@ impl SqliteStore {
         Ok(coupond_store::Schema { applied, known })
     }
 
+    /// Writes a consistent copy of the whole database to `path` (SQLite's `VACUUM INTO`, on a
+    /// reader connection: the server keeps serving, and the copy is the database as of one
+    /// read transaction). `path` must not exist.
+    pub async fn backup_to(&self, path: &std::path::Path) -> StoreResult<()> {
+        let target = path.to_str().ok_or_else(|| {
+            StoreError::other(std::io::Error::other("the backup path is not UTF-8"))
+        })?;
+        sqlx::query("VACUUM INTO ?")
+            .bind(target)
+            .execute(&self.reader)
+            .await
+            .map_err(db_err)?;
+        Ok(())
+    }
+
     /// Applies the embedded migrations that have not run yet.
     pub async fn migrate(&self) -> StoreResult<()> {
         sqlx::migrate!("./migrations")

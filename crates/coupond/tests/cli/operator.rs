@@ -167,3 +167,75 @@ fn a_taken_address_fails_before_anything_is_created() {
     ));
     assert!(why.contains("binding localhost"), "{why}");
 }
+
+/// `coupond backup` copies the SQLite database while `serve` uses it; the copy opens, holds
+/// the data and passes the audit.
+#[test]
+fn sqlite_is_backed_up_while_serving() {
+    let dir = tempfile::tempdir().unwrap();
+    let (child, lines) = crate::serve(
+        dir.path(),
+        &["--demo", "--listen", "127.0.0.1:0"],
+        "export USER_TOKEN=",
+    );
+    let db = format!("sqlite://{}/data/coupond.db", dir.path().display());
+    let copy = dir.path().join("copy.db");
+    let said = ok(run(
+        dir.path(),
+        &["--database", &db, "backup", "--to", copy.to_str().unwrap()],
+    ));
+    assert!(said.contains("backed up"), "{said}");
+    // The server went on serving meanwhile.
+    let base = crate::export(&lines, "COUPOND");
+    assert_eq!(crate::get(&base, "/readyz", None).0, 200);
+    assert!(crate::terminate_and_wait(child).success());
+    let copied = format!("sqlite://{}", copy.display());
+    let keys = ok(run(dir.path(), &["--database", &copied, "keys", "list"]));
+    assert!(keys.contains("platform"), "{keys}");
+    ok(run(dir.path(), &["--database", &copied, "audit"]));
+    // Not over an existing file, and not for the server databases.
+    let again = refused(run(
+        dir.path(),
+        &["--database", &db, "backup", "--to", copy.to_str().unwrap()],
+    ));
+    assert!(again.contains("exists"), "{again}");
+    let pg = refused(run(
+        dir.path(),
+        &[
+            "--database",
+            "postgres://x@127.0.0.1/y",
+            "backup",
+            "--to",
+            "z",
+        ],
+    ));
+    assert!(pg.contains("pg_dump"), "{pg}");
+}
+
+/// The systemd unit in `deploy/` passes `systemd-analyze verify` (with this build's binary in
+/// place of /usr/local/bin/coupond). Without systemd-analyze it prints SKIP.
+#[test]
+fn the_systemd_unit_verifies() {
+    let Some(analyze) = ["/usr/bin/systemd-analyze", "/bin/systemd-analyze"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+    else {
+        println!("SKIP systemd unit: systemd-analyze is not installed");
+        return;
+    };
+    let unit = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/coupond.service"),
+    )
+    .unwrap();
+    assert!(unit.contains("ExecStart=/usr/local/bin/coupond "), "{unit}");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("coupond.service");
+    std::fs::write(&path, unit.replace("/usr/local/bin/coupond", crate::BIN)).unwrap();
+    let out = std::process::Command::new(analyze)
+        .arg("verify")
+        .arg(&path)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && said.trim().is_empty(), "{said}");
+}
