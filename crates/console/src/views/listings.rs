@@ -84,6 +84,8 @@ struct ListPage {
     error: Option<String>,
     search: Search,
     kinds: Vec<(&'static str, &'static str)>,
+    /// How many templates one listing may have bound (`max_bindings_per_listing`).
+    max_bindings: u32,
 }
 
 /// The search filters, as a user's search takes them.
@@ -187,6 +189,7 @@ async fn page_with(
         error: shown.error,
         search,
         kinds: KINDS.to_vec(),
+        max_bindings: console.app().settings().max_bindings_per_listing,
     };
     render(shown.status, &page)
 }

@@ -394,6 +394,8 @@ async fn merchant_enrolls_and_issues(c: &Client, base: &str, key: &str) -> i64 {
         .unwrap();
     let badge = "//tr[contains(., 'Studio by the park')]//span[contains(@class, 'badge')]";
     until_at(c, Locator::XPath(badge), |t| t.starts_with("Flash 50 off")).await;
+    // The limit is shown with what is bound.
+    until_at(c, Locator::XPath(ROW), |t| t.contains("1 of 3")).await;
     // Unbound, and the row says so.
     c.find(Locator::XPath(&format!("{badge}//button")))
         .await
