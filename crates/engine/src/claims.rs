@@ -34,10 +34,12 @@ use coupond_domain::{
     check_claim, not_claimable, Actor, ClaimRejection, Coupon, NotClaimable, Template, TemplateId,
     UserId,
 };
-use coupond_store::{ClaimOutcome, ClaimRequest, CodeClaim, IdempotencyKey, Store, StoreError};
+use coupond_store::{ClaimOutcome, ClaimRequest, CodeClaim, IdempotencyKey, Store};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
+use crate::claim_errors::store_error;
+pub use crate::claim_errors::{ClaimError, Internal};
 use crate::clock::Clock;
 use crate::sold_out::SoldOutMemo;
 
@@ -62,56 +64,6 @@ impl Default for ClaimMode {
         ClaimMode::Batched { max_batch: 512 }
     }
 }
-
-/// Why a claim failed.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ClaimError {
-    /// A rule refused it; the caller gets a 409 with the reason.
-    Rejected(ClaimRejection),
-    /// The database is unreachable; nothing was written for this claim.
-    Unavailable,
-    /// The engine is shutting down and takes no new claims.
-    ShuttingDown,
-    /// The idempotency key was used before for a different claim.
-    KeyReused,
-    /// The single-use code was redeemed by someone else.
-    CodeTaken,
-    /// Anything else (logged by the engine); nothing was written for this claim.
-    Internal(Internal),
-}
-
-/// What went wrong inside the engine or the store, kept with its source so that whoever logs
-/// it sees the whole cause chain. Cheap to clone: one failed batch answers all its claims.
-#[derive(Clone, Debug)]
-pub struct Internal(Arc<dyn std::error::Error + Send + Sync>);
-
-impl Internal {
-    /// An engine invariant that did not hold (a claim left without an outcome).
-    fn broken(what: &'static str) -> Self {
-        Internal(Arc::new(StoreError::other(what)))
-    }
-}
-
-impl std::fmt::Display for Internal {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt(f)
-    }
-}
-
-impl std::error::Error for Internal {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.0.source()
-    }
-}
-
-/// Two internal errors are the same failure when they share their cause (the same batch).
-impl PartialEq for Internal {
-    fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
-    }
-}
-
-impl Eq for Internal {}
 
 /// One claim as the engine takes it: for whom, who asks, and the caller's idempotency key.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -585,19 +537,6 @@ impl ClaimEngine {
         );
         for t in tasks {
             let _ = t.await;
-        }
-    }
-}
-
-fn store_error(e: StoreError) -> ClaimError {
-    match e {
-        StoreError::Unavailable(source) => {
-            tracing::warn!(error = %source, "claim batch: database unavailable");
-            ClaimError::Unavailable
-        }
-        other => {
-            tracing::error!(error = %other.chain(), "claim batch failed");
-            ClaimError::Internal(Internal(Arc::new(other)))
         }
     }
 }

@@ -40,6 +40,7 @@
 
 pub mod campaigns;
 pub mod checkout;
+mod claim_errors;
 pub mod claims;
 pub mod clock;
 pub mod codes;

@@ -130,11 +130,7 @@ pub async fn since(
         d.sum("CASE WHEN e.to_status = 'used' THEN 1 ELSE 0 END"),
     ))
     .bind(since);
-    let q = match merchant {
-        Some(m) => q.bind(m.get()),
-        None => q,
-    };
-    let coupons = db.read_all(q).await?;
+    let coupons = db.read_all(bind_merchant(q, merchant)).await?;
     let (w_join, w_only) = match merchant {
         Some(_) => (
             "JOIN webhooks w ON w.id = x.webhook_id",
@@ -149,11 +145,7 @@ pub async fn since(
         d.sum("CASE WHEN x.state = 'pending' AND x.attempts > 0 THEN 1 ELSE 0 END"),
     ))
     .bind(since);
-    let q = match merchant {
-        Some(m) => q.bind(m.get()),
-        None => q,
-    };
-    let deliveries = db.read_all(q).await?;
+    let deliveries = db.read_all(bind_merchant(q, merchant)).await?;
     let mut out = Since::default();
     if let Some(r) = coupons.first() {
         out.claimed = r.i64("claimed")?;
@@ -164,6 +156,14 @@ pub async fn since(
         out.deliveries_retrying = r.i64("retrying")?;
     }
     Ok(out)
+}
+
+/// `q` with the merchant as its `$2`, when one is asked for.
+fn bind_merchant(q: Query, merchant: Option<coupond_domain::MerchantId>) -> Query {
+    match merchant {
+        Some(m) => q.bind(m.get()),
+        None => q,
+    }
 }
 
 pub async fn usage_between(
