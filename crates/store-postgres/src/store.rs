@@ -75,6 +75,10 @@ impl PgStore {
             admin.close().await;
             opts = opts.options([("search_path", schema)]);
         }
+        // One connection first, outside the pool: a server that refuses or does not exist is
+        // reported at once, where the pool would retry until its acquire timeout.
+        let probe = sqlx::ConnectOptions::connect(&opts).await.map_err(db_err)?;
+        sqlx::Connection::close(probe).await.map_err(db_err)?;
         let pool = PgPoolOptions::new()
             .max_connections(max)
             .acquire_timeout(ACQUIRE_TIMEOUT)

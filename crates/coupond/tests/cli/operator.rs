@@ -239,3 +239,28 @@ fn the_systemd_unit_verifies() {
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success() && said.trim().is_empty(), "{said}");
 }
+
+/// A PostgreSQL that refuses connections (nothing listens) is reported as such by the first
+/// attempt, not after the pool's retries until its acquire timeout; so is a missing database.
+#[test]
+fn a_refused_postgres_connection_is_reported_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = super::crash::free_port();
+    let url = format!("postgres://postgres@127.0.0.1:{port}/coupond");
+    let started = std::time::Instant::now();
+    let stderr = refused(run(dir.path(), &["--database", &url, "keys", "list"]));
+    assert!(stderr.contains("Connection refused"), "{stderr}");
+    assert!(stderr.contains(&format!("127.0.0.1:{port}")), "{stderr}");
+    // Before, the pool retried the refused connection until its acquire timeout (10 s).
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    let serve = [
+        "--database",
+        &url,
+        "serve",
+        "--no-migrate",
+        "--listen",
+        "127.0.0.1:0",
+    ];
+    let stderr = refused(run(dir.path(), &serve));
+    assert!(stderr.contains("Connection refused"), "{stderr}");
+}
