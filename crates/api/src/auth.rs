@@ -45,7 +45,8 @@ impl Role {
 pub enum Principal {
     Platform,
     Merchant(MerchantId),
-    Service,
+    /// A service key, by its id.
+    Service(i64),
     User(UserId),
 }
 
@@ -54,7 +55,7 @@ impl Principal {
         match self {
             Principal::Platform => Role::Platform,
             Principal::Merchant(_) => Role::Merchant,
-            Principal::Service => Role::Service,
+            Principal::Service(_) => Role::Service,
             Principal::User(_) => Role::User,
         }
     }
@@ -64,19 +65,20 @@ impl Principal {
         match self {
             Principal::Platform => coupond_domain::Actor::Platform,
             Principal::Merchant(m) => coupond_domain::Actor::Merchant(*m),
-            Principal::Service => coupond_domain::Actor::Service,
+            Principal::Service(key) => coupond_domain::Actor::ServiceKey(*key),
             Principal::User(u) => coupond_domain::Actor::User(u.clone()),
         }
     }
 
     /// The caller as a key for what is kept per caller (idempotency keys, uploads):
-    /// `user:<id>`, `merchant:<id>`, `platform` or `service`.
+    /// `user:<id>`, `merchant:<id>`, `platform` or `service` (every service key: a retry
+    /// under a rotated key still finds its answer).
     pub fn scope(&self) -> String {
         match self {
             Principal::User(u) => format!("user:{u}"),
             Principal::Merchant(m) => format!("merchant:{m}"),
             Principal::Platform => "platform".to_owned(),
-            Principal::Service => "service".to_owned(),
+            Principal::Service(_) => "service".to_owned(),
         }
     }
 
@@ -276,7 +278,8 @@ pub async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Princ
 /// cache: a revoked key stops working within `cache_ttl`. The console's sessions use this too.
 pub async fn authenticate_key(state: &AppState, credential: &str) -> Result<Principal, ApiError> {
     let hash = hash_api_key(credential);
-    if let Some(p) = state.key_cache().get(&hash) {
+    if let Some((p, key)) = state.key_cache().get(&hash) {
+        tracing::Span::current().record("key", key);
         return Ok(p);
     }
     // Unknown and revoked keys get the same answer: it tells nobody which keys existed.
@@ -290,13 +293,15 @@ pub async fn authenticate_key(state: &AppState, credential: &str) -> Result<Prin
     use coupond_store::Role as KeyRole;
     let principal = match (key.role, key.merchant_id) {
         (KeyRole::Platform, _) => Principal::Platform,
-        (KeyRole::Service, _) => Principal::Service,
+        (KeyRole::Service, _) => Principal::Service(key.id),
         (KeyRole::Merchant, Some(m)) => Principal::Merchant(m),
         (KeyRole::Merchant, None) => {
             return Err(ApiError::Unauthorized("merchant key without merchant"))
         }
     };
-    state.key_cache().insert(hash, principal.clone());
+    state.key_cache().insert(hash, (principal.clone(), key.id));
+    // The request log names the key (its id), whatever its role.
+    tracing::Span::current().record("key", key.id);
     Ok(principal)
 }
 

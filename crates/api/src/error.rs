@@ -94,6 +94,9 @@ pub enum ApiError {
     TooManyUploads,
     /// 503: the database is unreachable right now; retry after a moment.
     Unavailable,
+    /// 503 `rate_limit_unavailable`: a limit that fails closed (code redemption) could not be
+    /// counted because Redis is unreachable; retry after a moment.
+    LimitsUnavailable,
     /// 500: a bug or broken dependency. Logged with its cause chain; callers see only a code.
     Internal(Box<dyn StdError + Send + Sync>),
 }
@@ -150,7 +153,7 @@ impl ApiError {
             ApiError::RateLimited { .. } | ApiError::TooManyUploads => {
                 StatusCode::TOO_MANY_REQUESTS
             }
-            ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Unavailable | ApiError::LimitsUnavailable => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -239,6 +242,11 @@ impl ApiError {
                 None,
                 "the database is unavailable; retry shortly".to_owned(),
             ),
+            ApiError::LimitsUnavailable => (
+                "rate_limit_unavailable",
+                None,
+                "the shared rate limit cannot be counted right now; retry shortly".to_owned(),
+            ),
             ApiError::Internal(_) => (
                 "internal",
                 None,
@@ -290,7 +298,7 @@ impl IntoResponse for ApiError {
             HeaderValue::from_static("application/problem+json"),
         );
         match self {
-            ApiError::Unavailable | ApiError::TooManyUploads => {
+            ApiError::Unavailable | ApiError::LimitsUnavailable | ApiError::TooManyUploads => {
                 res.headers_mut()
                     .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
             }

@@ -183,7 +183,7 @@ async fn run(
 fn limited_scope(p: &Principal) -> Option<String> {
     match p {
         Principal::User(_) | Principal::Merchant(_) => Some(p.scope()),
-        Principal::Platform | Principal::Service => None,
+        Principal::Platform | Principal::Service(_) => None,
     }
 }
 

@@ -3,10 +3,13 @@
 //!
 //! The cache is only a short cut (a claim's commit re-checks the template), so this is about
 //! freshness, not correctness. It runs as one of the dispatcher's observers, which hold a lease:
-//! with several instances, the others' caches expire by `cache_ttl`.
+//! with several instances it tells the others through [`AppState::tell`] (Redis), and without
+//! Redis their caches expire by `cache_ttl`. This catches what the routes do not tell at once
+//! themselves (status changes by the scheduler, sold-out events).
 
 use async_trait::async_trait;
 use coupond_domain::TemplateId;
+use coupond_engine::shared::Notice;
 use coupond_engine::Observer;
 use coupond_store::events::kind;
 use coupond_store::{Event, StoreResult};
@@ -43,12 +46,16 @@ impl Observer for CacheInvalidator {
                     .and_then(|t| t.as_i64())
                     .and_then(|t| TemplateId::new(t).ok())
                 {
-                    self.state.forget_template(t);
                     let stock = e.body.get("total_stock").and_then(|s| s.as_i64());
-                    if let (kind::TEMPLATE_CHANGED, Some(stock)) = (e.kind.as_str(), stock) {
+                    let notice = match (e.kind.as_str(), stock) {
                         // Its stock may have been raised.
-                        self.state.claims().forget_sold_out(t, stock);
-                    }
+                        (kind::TEMPLATE_CHANGED, Some(stock)) => {
+                            Notice::StockRaised { template: t, stock }
+                        }
+                        _ => Notice::TemplateChanged { template: t },
+                    };
+                    // Here and on every instance (the others hold no lease on the outbox).
+                    self.state.tell(notice);
                 }
             }
         }

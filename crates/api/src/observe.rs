@@ -125,6 +125,7 @@ pub async fn observe(req: Request, next: Next) -> Response {
         %route,
         request_id = %id,
         principal = tracing::field::Empty,
+        key = tracing::field::Empty,
         client = tracing::field::Empty
     );
     let start = Instant::now();

@@ -1,7 +1,10 @@
-//! Rate limits (GCRA, in process), answered 429 with Retry-After.
+//! Rate limits (GCRA), answered 429 with Retry-After.
 //!
-//! [`Limit`] is one keyed limit; [`RateLimits`] pairs a per-user and a per-IP limit, as claims
-//! and code lookups use them. The per-user limit applies to the user a request is for,
+//! [`Limit`] is one keyed limit, in process; [`RateLimits`] pairs a per-user and a per-IP
+//! limit, as claims and code lookups use them. With Redis configured, a [`RateLimits`] counts
+//! in Redis ([`SharedLimits`]) so several instances allow one instance's limit between them;
+//! when Redis cannot be reached it falls back to its in-process limits or refuses with 503, as
+//! its [`OnLimitError`] says. The per-user limit applies to the user a request is for,
 //! whoever sends it. The per-IP limit applies to requests made with a user token only:
 //! service keys (the order service, a gateway) speak for many users from few addresses.
 
@@ -9,7 +12,11 @@ use std::hash::Hash;
 use std::net::IpAddr;
 use std::num::NonZeroU32;
 
+use std::sync::Arc;
+
 use coupond_domain::UserId;
+use coupond_engine::shared::{LimitAsk, OnLimitError, SharedLimits};
+use coupond_engine::telemetry;
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 
@@ -39,6 +46,7 @@ impl Rate {
 #[derive(Debug)]
 pub struct Limit<K: Hash + Eq + Clone> {
     limiter: Option<DefaultKeyedRateLimiter<K>>,
+    rate: Rate,
     /// Its name in `coupond_rate_limited_total{limit}`.
     name: &'static str,
 }
@@ -47,6 +55,7 @@ impl<K: Hash + Eq + Clone> Limit<K> {
     pub fn new(name: &'static str, rate: Rate) -> Self {
         Limit {
             limiter: rate.quota().map(RateLimiter::keyed),
+            rate,
             name,
         }
     }
@@ -55,12 +64,24 @@ impl<K: Hash + Eq + Clone> Limit<K> {
     pub fn check(&self, key: &K) -> Result<(), ApiError> {
         match &self.limiter {
             Some(l) => l.check_key(key).map_err(|not_until| {
-                metrics::counter!(coupond_engine::telemetry::RATE_LIMITED, "limit" => self.name)
-                    .increment(1);
-                too_many(not_until.wait_time_from(DefaultClock::default().now()))
+                refused(
+                    self.name,
+                    not_until.wait_time_from(DefaultClock::default().now()),
+                )
             }),
             None => Ok(()),
         }
+    }
+
+    /// This limit as one ask of a shared check, if it is on.
+    fn ask<'a>(&self, key: &'a str) -> Option<LimitAsk<'a>> {
+        self.limiter.as_ref()?;
+        Some(LimitAsk {
+            name: self.name,
+            key,
+            per_second: self.rate.per_second,
+            burst: self.rate.burst.max(1),
+        })
     }
 
     /// Forgets keys that are back to a full burst, so memory follows active callers only.
@@ -71,28 +92,73 @@ impl<K: Hash + Eq + Clone> Limit<K> {
     }
 }
 
-/// A per-user and a per-IP limit, shared by all requests.
 /// The metric names of a pair of limits: (per user, per IP).
 pub type Names = (&'static str, &'static str);
 
+/// Where a pair of limits is counted when several instances share them, and what to do when
+/// it cannot be reached.
+#[derive(Clone, Debug)]
+pub struct Sharing {
+    pub limits: Arc<dyn SharedLimits>,
+    pub on_error: OnLimitError,
+}
+
+/// A per-user and a per-IP limit, shared by all requests.
 #[derive(Debug)]
 pub struct RateLimits {
     per_user: Limit<String>,
     per_ip: Limit<IpAddr>,
+    shared: Option<Sharing>,
 }
 
 impl RateLimits {
-    /// `name` prefixes the limits' metric names (`claim` gives `claim_per_user`, ...).
-    pub fn new(name: Names, per_user: Rate, per_ip: Rate) -> Self {
+    /// `name` gives the limits' metric names; `shared`, where they are counted with other
+    /// instances (none: in this process only).
+    pub fn new(name: Names, per_user: Rate, per_ip: Rate, shared: Option<Sharing>) -> Self {
         RateLimits {
             per_user: Limit::new(name.0, per_user),
             per_ip: Limit::new(name.1, per_ip),
+            shared,
         }
     }
 
     /// Counts one request for `user` (and for `ip`, when given); 429 if either is over its
     /// rate.
-    pub fn check(&self, user: &UserId, ip: Option<IpAddr>) -> Result<(), ApiError> {
+    pub async fn check(&self, user: &UserId, ip: Option<IpAddr>) -> Result<(), ApiError> {
+        if let Some(shared) = &self.shared {
+            let ip_text = ip.map(|ip| ip.to_string());
+            let asks: Vec<LimitAsk<'_>> = [
+                ip_text.as_deref().and_then(|ip| self.per_ip.ask(ip)),
+                self.per_user.ask(user.as_str()),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
+            if asks.is_empty() {
+                return Ok(());
+            }
+            match shared.limits.check(&asks).await {
+                Ok(None) => return Ok(()),
+                Ok(Some((i, wait))) => return Err(refused(asks[i].name, wait)),
+                Err(e) => {
+                    tracing::warn!(error = %e, "shared rate limit not counted");
+                    let outcome = match shared.on_error {
+                        OnLimitError::Open => "local",
+                        OnLimitError::Closed => "refused",
+                    };
+                    metrics::counter!(telemetry::RATE_LIMIT_FALLBACK, "outcome" => outcome)
+                        .increment(1);
+                    if shared.on_error == OnLimitError::Closed {
+                        return Err(ApiError::LimitsUnavailable);
+                    }
+                }
+            }
+        }
+        self.check_here(user, ip)
+    }
+
+    /// Counts in this process only.
+    fn check_here(&self, user: &UserId, ip: Option<IpAddr>) -> Result<(), ApiError> {
         if let Some(ip) = ip {
             self.per_ip.check(&ip)?;
         }
@@ -104,6 +170,12 @@ impl RateLimits {
         self.per_user.shrink();
         self.per_ip.shrink();
     }
+}
+
+/// A refusal by the limit `name`, counted in `coupond_rate_limited_total`.
+fn refused(name: &'static str, wait: std::time::Duration) -> ApiError {
+    metrics::counter!(telemetry::RATE_LIMITED, "limit" => name).increment(1);
+    too_many(wait)
 }
 
 fn too_many(wait: std::time::Duration) -> ApiError {

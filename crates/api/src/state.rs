@@ -11,9 +11,10 @@ use coupond_store::Store;
 
 use crate::auth::{JwtKeys, Principal};
 use crate::cache::TtlCache;
-use crate::ratelimit::{Limit, Rate, RateLimits};
+use crate::ratelimit::{Limit, Rate, RateLimits, Sharing};
 use coupond_domain::{MerchantId, Template, TemplateId};
 use coupond_engine::checkout::TemplateSource;
+use coupond_engine::shared::{Alone, Notice, OnLimitError, Peers, SharedLimits};
 use coupond_engine::supervise::Workers;
 use coupond_engine::webhooks::TargetPolicy;
 use coupond_store::StoreError;
@@ -81,6 +82,17 @@ pub struct ApiSettings {
     /// Background transactions (code generation, bulk issuance) are sized to take about this
     /// long; zero: fixed, maximal chunks.
     pub background_txn_target: std::time::Duration,
+    /// Where claim and redemption limits are counted with other instances (Redis); `None`:
+    /// in this process.
+    pub shared_limits: Option<Arc<dyn SharedLimits>>,
+    /// What claims do when the shared limits cannot be counted.
+    pub claim_limits_on_error: OnLimitError,
+    /// What code redemptions do when the shared limits cannot be counted.
+    pub redeem_limits_on_error: OnLimitError,
+    /// The other instances, told when a key is revoked or a template changes or sells out.
+    pub peers: Arc<dyn Peers>,
+    /// Whether the outbox is published to NATS (its consumer's backlog is then reported).
+    pub publishes_to_nats: bool,
 }
 
 impl Default for ApiSettings {
@@ -112,6 +124,11 @@ impl Default for ApiSettings {
             max_webhooks_per_owner: 10,
             trusted_proxies: Arc::default(),
             background_txn_target: std::time::Duration::ZERO,
+            shared_limits: None,
+            claim_limits_on_error: OnLimitError::Open,
+            redeem_limits_on_error: OnLimitError::Closed,
+            peers: Arc::new(Alone),
+            publishes_to_nats: false,
         }
     }
 }
@@ -158,7 +175,8 @@ struct Inner {
     checkout: Checkout,
     issuance: IssuanceWorker,
     tagging: TagWorker,
-    keys: TtlCache<[u8; 32], Principal>,
+    /// Principals of recently seen API keys (and the key's id), by key hash.
+    keys: TtlCache<[u8; 32], (Principal, i64)>,
     templates: TtlCache<TemplateId, Arc<Template>>,
     /// Restarts of the supervised background loops, for `/readyz`.
     workers: Workers,
@@ -173,7 +191,13 @@ impl AppState {
         jwt_secret: &[u8],
         settings: ApiSettings,
     ) -> Self {
-        let claims = ClaimEngine::new(store.clone(), clock.clone(), settings.claim_mode);
+        let peers = settings.peers.clone();
+        let claims =
+            ClaimEngine::with_peers(store.clone(), clock.clone(), settings.claim_mode, peers);
+        let sharing = |on_error| {
+            let limits = settings.shared_limits.clone()?;
+            Some(Sharing { limits, on_error })
+        };
         let pace = settings.background_txn_target;
         let codes = CodeGenerator::new(store.clone(), clock.clone(), pace);
         let checkout = Checkout::new(store.clone(), clock.clone(), settings.lock_ttl);
@@ -189,11 +213,13 @@ impl AppState {
                     ("claim_per_user", "claim_per_ip"),
                     settings.claim_rate_per_user,
                     settings.claim_rate_per_ip,
+                    sharing(settings.claim_limits_on_error),
                 ),
                 redeem_limits: RateLimits::new(
                     ("redeem_per_user", "redeem_per_ip"),
                     settings.redeem_rate_per_user,
                     settings.redeem_rate_per_ip,
+                    sharing(settings.redeem_limits_on_error),
                 ),
                 idempotency_limits: Limit::new("idempotency", settings.idempotency_rate),
                 code_set_limits: Limit::new("code_set", settings.code_set_rate),
@@ -231,7 +257,7 @@ impl AppState {
     }
 
     /// Principals of recently seen API keys, by key hash.
-    pub fn key_cache(&self) -> &TtlCache<[u8; 32], Principal> {
+    pub fn key_cache(&self) -> &TtlCache<[u8; 32], (Principal, i64)> {
         &self.inner.keys
     }
 
@@ -258,6 +284,32 @@ impl AppState {
     /// Drops a template from the claim path's cache (see [`crate::invalidate`]).
     pub fn forget_template(&self, id: TemplateId) {
         self.inner.templates.remove(&id);
+    }
+
+    /// Acts on `notice` here and tells the other instances.
+    pub fn tell(&self, notice: Notice) {
+        self.heard(&notice);
+        self.settings().peers.tell(notice);
+    }
+
+    /// Acts on a notice (from another instance, or this one's own): drops what went stale.
+    pub fn heard(&self, notice: &Notice) {
+        match *notice {
+            Notice::KeysChanged => self.inner.keys.clear(),
+            Notice::TemplateChanged { template } => self.forget_template(template),
+            Notice::StockRaised { template, stock } => {
+                self.forget_template(template);
+                self.claims().forget_sold_out(template, stock);
+            }
+            Notice::SoldOut { template, stock } => {
+                self.forget_template(template);
+                self.claims().heard_sold_out(template, stock);
+            }
+            Notice::Resync => {
+                self.inner.keys.clear();
+                self.inner.templates.clear();
+            }
+        }
     }
 
     /// Claim rate limits.

@@ -106,6 +106,7 @@ pub async fn keys(config: &Config, cmd: KeysCommand) -> anyhow::Result<()> {
                     k.id,
                     k.revoked_at.unwrap_or_else(now)
                 );
+                crate::brokers::tell_keys_changed(config).await;
                 Ok(())
             }
             Err(StoreError::NotFound) => Err(anyhow::anyhow!("no key with id {id}")),

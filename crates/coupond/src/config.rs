@@ -10,8 +10,11 @@ use figment::providers::{Env, Format, Serialized, Toml};
 use figment::Figment;
 use serde::{Deserialize, Serialize};
 
+mod brokers;
 mod flat;
 mod sections;
+
+pub use brokers::{Nats, Redis};
 
 pub use sections::{
     Auth, Background, Catalog, Checkout, Claim, ClaimModeName, Console, Database, Idempotency,
@@ -35,6 +38,8 @@ pub struct Config {
     pub background: Background,
     pub webhook: Webhook,
     pub console: Console,
+    pub redis: Redis,
+    pub nats: Nats,
 }
 
 /// A configuration error as the operator wrote it: the setting (`checkout.lock_ttl`) and
@@ -125,9 +130,11 @@ impl Config {
                 }
             }
         }
-        if let Some(figment::value::Value::Dict(_, d)) = all.get_mut("database") {
-            if let Some(url) = d.get("url").and_then(|u| u.as_str()).map(redact_url) {
-                d.insert("url".into(), url.into());
+        for section in ["database", "redis", "nats"] {
+            if let Some(figment::value::Value::Dict(_, d)) = all.get_mut(section) {
+                if let Some(url) = d.get("url").and_then(|u| u.as_str()).map(redact_url) {
+                    d.insert("url".into(), url.into());
+                }
             }
         }
         Ok(toml::to_string(&all)?)
@@ -180,6 +187,14 @@ impl Config {
                 .pool_size
                 .is_none_or(|n| (1..=1000).contains(&n)),
             "invalid configuration: database.pool_size (database_pool_size) must be within 1..=1000"
+        );
+        anyhow::ensure!(
+            (1..=5).contains(&self.nats.replicas),
+            "invalid configuration: nats.replicas (nats_replicas) must be within 1..=5"
+        );
+        anyhow::ensure!(
+            self.redis.timeout >= Duration::from_millis(1),
+            "invalid configuration: redis.timeout (redis_timeout) must be at least 1ms"
         );
         anyhow::ensure!(
             s.max_connections > 0,

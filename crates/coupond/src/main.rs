@@ -4,12 +4,15 @@
 //! - `config`: layered configuration (defaults, file, environment, flags).
 //! - `db`: opens the store the database URL names.
 //! - `serve`: runs the HTTP service with graceful shutdown.
+//! - `brokers`: what `serve` shares with other instances outside the database (Redis limits
+//!   and cache notices, NATS JetStream events).
 //! - `demo`: the `serve --demo` data set.
 //! - `admin`: `keys`, `token`, `migrate`, `config`, `openapi`, `audit`.
 //! - `loadtest`: concurrent claims over HTTP, then an audit of the database.
 #![forbid(unsafe_code)]
 
 mod admin;
+mod brokers;
 mod cli;
 mod config;
 mod db;

@@ -64,7 +64,12 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
             .map_err(anyhow::Error::msg)
             .context("webhook_allow_hosts")?,
     );
-    let settings = api_settings(&config, targets.clone())?;
+    let mut settings = api_settings(&config, targets.clone())?;
+    // Names this process in leases and in its notices to the other instances.
+    let instance = format!("coupond-{:016x}", rand::random::<u64>());
+    let shared = crate::brokers::redis(&config, &instance, &mut settings)?;
+    let nats = crate::brokers::nats(&config).await?;
+    settings.publishes_to_nats = nats.is_some();
     let state = AppState::new(store.clone(), clock.clone(), &secret, settings);
     let console = console(&config, &store, &state).await?;
 
@@ -84,7 +89,8 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
     let upkeep = spawn_upkeep(state.clone());
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     // Background work stops between steps once the signal arrives; what it committed stays.
-    let background = start_workers(&config, &state, &store, &clock, targets, &stop_rx);
+    let mut background = start_workers(&config, &state, &store, &clock, &instance, &stop_rx, nats);
+    background.extend(shared.start(&state, &stop_rx));
     let grace = config.server.shutdown_grace;
     let engine = state.claims().clone();
     let limits = ConnectionLimits {
@@ -223,8 +229,9 @@ fn start_workers(
     state: &AppState,
     store: &Arc<dyn coupond_store::Store>,
     clock: &Arc<dyn Clock>,
-    targets: Arc<TargetPolicy>,
+    holder: &str,
     stop_rx: &tokio::sync::watch::Receiver<bool>,
+    nats: Option<Arc<dyn coupond_engine::Observer>>,
 ) -> Vec<tokio::task::JoinHandle<()>> {
     // Each loop runs supervised: a panic is logged, counted and the loop restarted.
     let workers = state.workers().clone();
@@ -251,7 +258,7 @@ fn start_workers(
     );
     // Under leases in the database: with several instances on one PostgreSQL, one of them
     // runs each loop and another takes over if it dies.
-    let holder = format!("coupond-{:016x}", rand::random::<u64>());
+    let holder = holder.to_owned();
     let scheduler = supervised(
         "scheduler",
         &workers,
@@ -264,7 +271,8 @@ fn start_workers(
         ),
         coupond_engine::worker::run,
     );
-    let observers = observers(config, state, store, clock);
+    let mut observers = observers(config, state, store, clock);
+    observers.extend(nats);
     let sender_settings = sender_settings(config);
     let webhooks = supervised(
         "webhooks",
@@ -274,7 +282,8 @@ fn start_workers(
             store.clone(),
             clock.clone(),
             sender_settings,
-            targets,
+            // The same policy the API checks registrations against.
+            state.settings().webhook_targets.clone(),
             holder.clone(),
         ),
         |w, stop| w.run(stop),
@@ -398,7 +407,7 @@ async fn shutdown_signal() {
 
 /// Runs `run(worker.clone(), stop)` under [`coupond_engine::supervise`]: restarted from a fresh
 /// clone of `worker` after a panic, each restart recorded in `workers` (shown on `/readyz`).
-fn supervised<W, Fut>(
+pub(crate) fn supervised<W, Fut>(
     name: &'static str,
     workers: &coupond_engine::supervise::Workers,
     stop: &tokio::sync::watch::Receiver<bool>,

@@ -78,13 +78,16 @@ impl Coupon {
 }
 
 /// Who made a change, as written to a coupon's operation log (seed `t_coupon_opt_record`)
-/// and to events: `platform`, `merchant:<id>`, `service`, `user:<id>`, or `system` (the
+/// and to events: `platform`, `merchant:<id>`, `service:<key id>` (the service key that
+/// asked; `service` in records written before keys were named), `user:<id>`, or `system` (the
 /// scheduler and sweepers acting on time).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Actor {
     Platform,
     Merchant(MerchantId),
     Service,
+    /// The service key with this id (an order service, a gateway).
+    ServiceKey(i64),
     User(UserId),
     System,
 }
@@ -103,6 +106,8 @@ impl Actor {
             _ => {
                 if let Some(m) = s.strip_prefix("merchant:") {
                     MerchantId::new(m.parse().ok()?).ok().map(Actor::Merchant)
+                } else if let Some(k) = s.strip_prefix("service:") {
+                    k.parse().ok().filter(|k| *k > 0).map(Actor::ServiceKey)
                 } else {
                     UserId::parse(s.strip_prefix("user:")?)
                         .ok()
@@ -119,6 +124,7 @@ impl std::fmt::Display for Actor {
             Actor::Platform => f.write_str("platform"),
             Actor::Merchant(m) => write!(f, "merchant:{m}"),
             Actor::Service => f.write_str("service"),
+            Actor::ServiceKey(k) => write!(f, "service:{k}"),
             Actor::User(u) => write!(f, "user:{u}"),
             Actor::System => f.write_str("system"),
         }
@@ -244,6 +250,7 @@ mod tests {
             Actor::Platform,
             Actor::Merchant(MerchantId::new(7).unwrap()),
             Actor::Service,
+            Actor::ServiceKey(12),
             Actor::User(UserId::parse("u-1:x").unwrap()),
             Actor::System,
         ] {

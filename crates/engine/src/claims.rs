@@ -41,6 +41,7 @@ use tokio::task::JoinHandle;
 use crate::claim_errors::store_error;
 pub use crate::claim_errors::{ClaimError, Internal};
 use crate::clock::Clock;
+use crate::shared::{Alone, Notice, Peers};
 use crate::sold_out::SoldOutMemo;
 
 /// How long a batcher waits for work before it exits.
@@ -128,12 +129,24 @@ struct Inner {
     mode: ClaimMode,
     batchers: Mutex<HashMap<TemplateId, mpsc::Sender<Job>>>,
     sold_out: SoldOutMemo,
+    /// The other instances, told when a template sells out here.
+    peers: Arc<dyn Peers>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
     closing: std::sync::atomic::AtomicBool,
 }
 
 impl ClaimEngine {
     pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>, mode: ClaimMode) -> Self {
+        Self::with_peers(store, clock, mode, Arc::new(Alone))
+    }
+
+    /// An engine that tells `peers` when a template sells out.
+    pub fn with_peers(
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+        mode: ClaimMode,
+        peers: Arc<dyn Peers>,
+    ) -> Self {
         ClaimEngine {
             inner: Arc::new(Inner {
                 store,
@@ -141,6 +154,7 @@ impl ClaimEngine {
                 mode,
                 batchers: Mutex::new(HashMap::new()),
                 sold_out: SoldOutMemo::default(),
+                peers,
                 tasks: Mutex::new(Vec::new()),
                 closing: std::sync::atomic::AtomicBool::new(false),
             }),
@@ -231,9 +245,11 @@ impl ClaimEngine {
             ClaimOutcome::KeyReused => Err(ClaimError::KeyReused),
             ClaimOutcome::CodeTaken => Err(ClaimError::CodeTaken),
             ClaimOutcome::SoldOut => {
-                self.inner
-                    .sold_out
-                    .mark(template.id, template.spec.total_stock);
+                let (t, stock) = (template.id, template.spec.total_stock);
+                if self.inner.sold_out.mark(t, stock) {
+                    let notice = Notice::SoldOut { template: t, stock };
+                    self.inner.peers.tell(notice);
+                }
                 Err(ClaimError::Rejected(ClaimRejection::SoldOut))
             }
             ClaimOutcome::LimitReached => Err(ClaimError::Rejected(ClaimRejection::LimitReached)),
@@ -246,6 +262,11 @@ impl ClaimEngine {
                 Err(ClaimError::Rejected(ClaimRejection::NotClaimable(reason)))
             }
         }
+    }
+
+    /// Records that another instance saw `t` sold out at `stock`.
+    pub fn heard_sold_out(&self, t: TemplateId, stock: i64) {
+        self.inner.sold_out.mark(t, stock);
     }
 
     /// Forgets that `t` was sold out: its stock was raised to `stock`.

@@ -27,8 +27,10 @@ pub mod sinks {
     pub const WEBHOOKS: &str = "webhooks";
     /// The API's cache invalidation (`coupond_api::invalidate`).
     pub const CACHE: &str = "cache";
-    /// Every one, in the order `serve` runs them.
+    /// Every one `serve` always runs, in its order.
     pub const ALL: [&str; 4] = [REMINDERS, INBOX, WEBHOOKS, CACHE];
+    /// The NATS JetStream publisher (`coupond_nats`), run when `nats.url` is set.
+    pub const NATS: &str = "nats";
 }
 
 use crate::clock::Clock;

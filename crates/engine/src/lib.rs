@@ -18,6 +18,8 @@
 //! - [`pacing`]: [`Pacer`], which sizes background chunks to a target transaction time.
 //! - [`reports`]: the reconciliation of discounts given in a period, per template and funder,
 //!   and its CSV.
+//! - [`shared`]: what several instances share beyond the database: [`shared::SharedLimits`]
+//!   (rate limits counted in one place) and [`shared::Peers`] (notices that clear stale caches).
 //! - [`sold_out`]: the templates this process saw sold out, cleared by a raise of the stock.
 //! - [`scheduler`]: [`Scheduler`], the one loop (under a lease) that announces status
 //!   transitions, expires coupons, ends locks and sends reminders as time makes them due.
@@ -51,6 +53,7 @@ pub mod lifecycle;
 pub mod pacing;
 pub mod reports;
 pub mod scheduler;
+pub mod shared;
 pub mod sold_out;
 pub mod supervise;
 pub mod tagging;

@@ -26,8 +26,9 @@ impl SoldOutMemo {
     }
 
     /// Records `t` sold out at `stock`, unless its stock has been raised past that since.
-    pub fn mark(&self, t: TemplateId, stock: i64) {
-        self.record(t, true, stock);
+    /// True if this is news (it was not marked sold out before).
+    pub fn mark(&self, t: TemplateId, stock: i64) -> bool {
+        self.record(t, true, stock)
     }
 
     /// Forgets that `t` was sold out: its stock was raised to `stock`.
@@ -35,13 +36,17 @@ impl SoldOutMemo {
         self.record(t, false, stock);
     }
 
-    /// Sets `t`'s entry, unless it already holds a larger stock (newer terms).
-    fn record(&self, t: TemplateId, sold: bool, stock: i64) {
+    /// Sets `t`'s entry, unless it already holds a larger stock (newer terms); true if the
+    /// flag changed.
+    fn record(&self, t: TemplateId, sold: bool, stock: i64) -> bool {
         let mut memo = self.0.write().unwrap_or_else(PoisonError::into_inner);
-        let seen = memo.entry(t).or_insert((sold, stock));
+        let seen = memo.entry(t).or_insert((!sold, stock));
         if stock >= seen.1 {
+            let changed = seen.0 != sold;
             *seen = (sold, stock);
+            return changed;
         }
+        false
     }
 }
 
@@ -53,11 +58,12 @@ mod tests {
     fn a_raise_clears_it_and_old_terms_cannot_set_it_again() {
         let (memo, t) = (SoldOutMemo::default(), TemplateId::new(1).unwrap());
         assert!(!memo.is_sold_out(t));
-        memo.mark(t, 10);
+        assert!(memo.mark(t, 10), "news");
+        assert!(!memo.mark(t, 10), "not news twice");
         assert!(memo.is_sold_out(t));
         memo.forget(t, 20);
         assert!(!memo.is_sold_out(t));
-        memo.mark(t, 10);
+        assert!(!memo.mark(t, 10));
         assert!(!memo.is_sold_out(t), "a batch that read stock 10 is stale");
         memo.mark(t, 20);
         assert!(memo.is_sold_out(t));

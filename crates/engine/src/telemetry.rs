@@ -24,10 +24,42 @@ pub const CODES_GENERATED: &str = "coupond_codes_generated_total";
 /// Requests refused by a rate limit, by `limit`.
 pub const RATE_LIMITED: &str = "coupond_rate_limited_total";
 
+/// Shared rate limits that could not be counted in Redis, by `outcome`: `local` (counted in
+/// process instead) or `refused` (503, the limit fails closed).
+pub const RATE_LIMIT_FALLBACK: &str = "coupond_rate_limit_fallback_total";
+/// Redis commands that failed or timed out, by `op`: `rate_limit`, `publish`, `subscribe`.
+pub const REDIS_ERRORS: &str = "coupond_redis_errors_total";
+/// Notices to other instances, by `way`: `sent`, `received`.
+pub const PEER_NOTICES: &str = "coupond_peer_notices_total";
+/// Events published to NATS JetStream and acknowledged.
+pub const NATS_PUBLISHED: &str = "coupond_nats_published_total";
+/// NATS publishes that failed or were not acknowledged (the batch is sent again).
+pub const NATS_ERRORS: &str = "coupond_nats_errors_total";
+
 /// Registers the HELP text of every metric above and of those named elsewhere.
 pub fn describe() {
     use metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
     describe_counter!(CLAIMS, "Claims answered, by outcome");
+    describe_counter!(
+        RATE_LIMIT_FALLBACK,
+        "Shared rate limits not counted in Redis: counted locally, or refused (fail closed)"
+    );
+    describe_counter!(
+        REDIS_ERRORS,
+        "Redis commands that failed or timed out, by op"
+    );
+    describe_counter!(
+        PEER_NOTICES,
+        "Cache notices to other instances, sent and received"
+    );
+    describe_counter!(
+        NATS_PUBLISHED,
+        "Events published to NATS JetStream and acknowledged"
+    );
+    describe_counter!(
+        NATS_ERRORS,
+        "NATS publishes that failed or were not acknowledged"
+    );
     describe_counter!(
         SOLD_OUT_FROM_MEMORY,
         "sold_out answers given from memory, without a database round trip"

@@ -107,7 +107,9 @@ pub async fn quote(
     check_user(&p, &order)?;
     if body.code.is_some() {
         // A code looked up here is a redemption attempt as far as guessing goes.
-        s.redeem_limits().check(&order.user_id, user_ip(&p, ip))?;
+        s.redeem_limits()
+            .check(&order.user_id, user_ip(&p, ip))
+            .await?;
     }
     if let Some(ids) = &body.coupon_ids {
         if ids.len() > coupond_engine::checkout::MAX_WALLET as usize {
@@ -427,7 +429,7 @@ pub async fn history(
         Principal::Merchant(m) => {
             s.store().template(coupon.template_id).await?.merchant_id == Some(*m)
         }
-        Principal::Service => false,
+        Principal::Service(_) => false,
     };
     if !visible {
         return Err(ApiError::NotFound);

@@ -61,7 +61,7 @@ pub async fn claim(
         "POST /v1/templates/{id}/claims",
         &format!("{id}\n{user}"),
     )?;
-    s.rate_limits().check(&user, user_ip(&p, ip))?;
+    s.rate_limits().check(&user, user_ip(&p, ip)).await?;
     // Sold out is final: answer from memory, before reading anything (a keyed retry still
     // goes to the database, which knows its coupon).
     if key.is_none() && s.claims().sold_out_from_memory(id) {
@@ -114,7 +114,7 @@ pub(crate) fn claimant(p: &Principal, asked: Option<UserId>) -> ApiResult<(UserI
             "user_id",
             "users claim for themselves; only service keys name a user",
         )),
-        (_, Some(u)) => Ok((u, Actor::Service)),
+        (_, Some(u)) => Ok((u, p.actor())),
         (_, None) => Err(ApiError::invalid(
             "missing_field",
             "user_id",

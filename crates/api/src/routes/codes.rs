@@ -309,7 +309,7 @@ pub async fn redeem(
 ) -> ApiResult<Created> {
     let (user, actor) = claimant(&p, body.unwrap_or_default().user_id)?;
     // Counted before anything is looked at: failed guesses cost as much as good ones.
-    s.redeem_limits().check(&user, user_ip(&p, ip))?;
+    s.redeem_limits().check(&user, user_ip(&p, ip)).await?;
     let code = TypedCode::parse(&typed).map_err(|_| ApiError::unusable_code())?;
     let idempotency = idempotency::key(
         &headers,

@@ -20,6 +20,7 @@ use crate::idempotency::ReplayAs;
 use crate::pagination::PageOf;
 use crate::routes::{BodyErrors, CommonErrors};
 use crate::state::AppState;
+use coupond_engine::shared::Notice;
 
 /// What to create.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -149,7 +150,8 @@ pub async fn revoke(
         Err(e) => return Err(e.into()),
     };
     // The cache is keyed by the secret's hash, which is not at hand: forgetting every cached
-    // key costs one lookup per key on its next request.
-    s.key_cache().clear();
+    // key (here and, through Redis, on every instance) costs one lookup per key on its next
+    // request.
+    s.tell(Notice::KeysChanged);
     Ok(Json(KeyView::new(key, None)))
 }

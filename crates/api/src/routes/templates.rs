@@ -22,6 +22,7 @@ use crate::pagination::{self, PageOf};
 use crate::routes::{activities, BodyErrors, CommonErrors, ConflictError};
 use crate::state::AppState;
 use crate::views::TemplateView;
+use coupond_engine::shared::Notice;
 
 /// How often a create retries when an enrolling activity changed between read and write.
 const CREATE_ATTEMPTS: usize = 3;
@@ -206,10 +207,11 @@ pub async fn update(
         freeze: s.settings().freeze,
     };
     let updated = campaigns::edit_template(s.store(), &t, patch, ctx, &p.actor()).await?;
-    // More stock may end a sold-out: this process forgets both at once (the others on the
-    // `template.changed` event).
-    s.forget_template(id);
-    s.claims().forget_sold_out(id, updated.spec.total_stock);
+    // More stock may end a sold-out: every instance forgets both at once.
+    s.tell(Notice::StockRaised {
+        template: id,
+        stock: updated.spec.total_stock,
+    });
     Ok(Json(view(updated, now)))
 }
 
@@ -247,6 +249,8 @@ pub async fn abort(
     let by_merchant = p.merchant().is_some();
     let freeze = s.settings().freeze;
     let aborted = campaigns::abort_template(s.store(), &t, by_merchant, now, freeze).await?;
+    // Claims of it are refused at once on every instance, not after `cache_ttl`.
+    s.tell(Notice::TemplateChanged { template: id });
     Ok(Json(view(aborted, now)))
 }
 

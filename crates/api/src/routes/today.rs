@@ -96,8 +96,9 @@ pub async fn today(
 
 /// Each consumer's unread events, read from its stored position (at most `MAX_BEHIND` + 1).
 pub(crate) async fn lags(s: &AppState) -> ApiResult<Vec<ConsumerLag>> {
-    let mut out = Vec::with_capacity(sinks::ALL.len());
-    for consumer in sinks::ALL {
+    let nats = s.settings().publishes_to_nats.then_some(sinks::NATS);
+    let mut out = Vec::with_capacity(sinks::ALL.len() + 1);
+    for consumer in sinks::ALL.into_iter().chain(nats) {
         let at = s.store().sink_position(consumer).await?;
         let n = s.store().outbox_read(at, MAX_BEHIND + 1).await?.len();
         let n = u32::try_from(n).unwrap_or(u32::MAX);

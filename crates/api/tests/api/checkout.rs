@@ -271,12 +271,16 @@ async fn rental_flow(app: TestApp) {
         .iter()
         .map(|e| (e["from"].clone(), e["to"].clone(), e["actor"].clone()))
         .collect();
+    // The order service's steps name its key (`service:<key id>`), not just "service".
+    let service = steps[1].2.as_str().unwrap().to_owned();
+    let key_id: i64 = service.strip_prefix("service:").unwrap().parse().unwrap();
+    assert!(key_id > 0, "{service}");
     assert_eq!(
         steps,
         vec![
             (Value::Null, json!("unused"), json!("user:u-1")),
-            (json!("unused"), json!("locked"), json!("service")),
-            (json!("locked"), json!("used"), json!("service")),
+            (json!("unused"), json!("locked"), json!(service)),
+            (json!("locked"), json!("used"), json!(service)),
         ]
     );
     assert_eq!(h.body["events"][2]["order_id"], "lease-1");

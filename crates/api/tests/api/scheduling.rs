@@ -387,8 +387,9 @@ async fn inbox_and_reminders_on_mysql() {
     }
 }
 
-/// A template's status change reaches the claim path's cache through the outbox, without
-/// waiting out `cache_ttl`.
+/// A template aborted through this process's API leaves its cache at once; one changed
+/// elsewhere (another instance, without Redis) reaches it through the outbox, without waiting
+/// out `cache_ttl`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn template_changes_evict_the_cache() {
     let settings = coupond_api::ApiSettings {
@@ -398,32 +399,51 @@ async fn template_changes_evict_the_cache() {
     let app = TestApp::with_settings(Backend::Sqlite, settings)
         .await
         .unwrap();
-    let r = app
-        .post("/v1/templates", app.m1(), standalone_template(10, 20))
-        .await;
-    let id = r.body["id"].as_i64().unwrap();
-    app.post(&format!("/v1/templates/{id}/publish"), app.m1(), json!({}))
-        .await;
+    let mut ids = vec![];
+    for _ in 0..2 {
+        let r = app
+            .post("/v1/templates", app.m1(), standalone_template(10, 20))
+            .await;
+        let id = r.body["id"].as_i64().unwrap();
+        app.post(&format!("/v1/templates/{id}/publish"), app.m1(), json!({}))
+            .await;
+        ids.push(coupond_domain::TemplateId::new(id).unwrap());
+    }
     set(&app, 15);
-    let tid = coupond_domain::TemplateId::new(id).unwrap();
-    assert!(app
-        .state
-        .claimed_template(tid)
-        .await
-        .unwrap()
-        .aborted_at
-        .is_none());
-    app.post(&format!("/v1/templates/{id}/abort"), app.m1(), json!({}))
-        .await;
-    assert!(
-        app.state
-            .claimed_template(tid)
-            .await
-            .unwrap()
-            .aborted_at
-            .is_none(),
-        "cached"
-    );
+    let aborted = |t| {
+        let state = app.state.clone();
+        async move {
+            state
+                .claimed_template(t)
+                .await
+                .unwrap()
+                .aborted_at
+                .is_some()
+        }
+    };
+    for t in &ids {
+        assert!(!aborted(*t).await, "cached, live");
+    }
+    app.post(
+        &format!("/v1/templates/{}/abort", ids[0]),
+        app.m1(),
+        json!({}),
+    )
+    .await;
+    assert!(aborted(ids[0]).await, "the route forgot its copy at once");
+    // Another instance aborts the second.
+    let other = app.store.template(ids[1]).await.unwrap();
+    let freeze = time::Duration::minutes(5);
+    coupond_engine::campaigns::abort_template(
+        app.store.as_ref(),
+        &other,
+        true,
+        app.state.now(),
+        freeze,
+    )
+    .await
+    .unwrap();
+    assert!(!aborted(ids[1]).await, "still cached here");
     scheduler(&app).run_once().await.unwrap();
     let clock = Arc::new(app.clock.clone());
     let observers: Vec<Arc<dyn Observer>> = vec![Arc::new(
@@ -434,12 +454,7 @@ async fn template_changes_evict_the_cache() {
         .await
         .unwrap();
     assert!(
-        app.state
-            .claimed_template(tid)
-            .await
-            .unwrap()
-            .aborted_at
-            .is_some(),
-        "evicted and read again"
+        aborted(ids[1]).await,
+        "evicted through the outbox and read again"
     );
 }

@@ -122,7 +122,7 @@ impl Shell {
         let who = match &session.principal {
             Principal::Platform => "Platform".to_owned(),
             Principal::Merchant(m) => format!("Merchant {m}"),
-            Principal::Service => "Service".to_owned(),
+            Principal::Service(_) => "Service".to_owned(),
             Principal::User(u) => format!("User {u}"),
         };
         Shell {

@@ -7,7 +7,7 @@ use figment::value::{Dict, Map, Value};
 use figment::{Error, Metadata, Profile, Provider};
 
 /// Every setting: its flat name, its section and its key there.
-pub const FLAT: [(&str, &str, &str); 51] = [
+pub const FLAT: [(&str, &str, &str); 62] = [
     ("listen", "server", "listen"),
     ("max_body_bytes", "server", "max_body_bytes"),
     ("max_upload_bytes", "server", "max_upload_bytes"),
@@ -87,6 +87,25 @@ pub const FLAT: [(&str, &str, &str); 51] = [
     ("console_secret", "console", "secret"),
     ("console_secure_cookies", "console", "secure_cookies"),
     ("console_session_ttl", "console", "session_ttl"),
+    ("redis_url", "redis", "url"),
+    ("redis_key_prefix", "redis", "key_prefix"),
+    ("redis_timeout", "redis", "timeout"),
+    (
+        "redis_claim_limits_on_error",
+        "redis",
+        "claim_limits_on_error",
+    ),
+    (
+        "redis_redeem_limits_on_error",
+        "redis",
+        "redeem_limits_on_error",
+    ),
+    ("nats_url", "nats", "url"),
+    ("nats_stream", "nats", "stream"),
+    ("nats_subject_prefix", "nats", "subject_prefix"),
+    ("nats_replicas", "nats", "replicas"),
+    ("nats_max_age", "nats", "max_age"),
+    ("nats_ack_timeout", "nats", "ack_timeout"),
 ];
 
 /// The flat names, for the environment provider.

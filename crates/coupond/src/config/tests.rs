@@ -116,9 +116,21 @@ fn secrets_never_print() {
     Jail::expect_with(|jail| {
         jail.set_env("COUPOND_JWT_SECRET", "hunter2");
         jail.set_env("COUPOND_DATABASE_URL", "postgres://app:pw123@db/coupond");
+        jail.set_env("COUPOND_REDIS_URL", "redis://app:rpw456@cache:6379/");
+        jail.set_env("COUPOND_NATS_URL", "nats://app:npw789@bus:4222");
         let c = Config::load(None, &Overrides::default()).expect("loads");
         let dbg = format!("{c:?}");
-        assert!(!dbg.contains("hunter2") && !dbg.contains("pw123"), "{dbg}");
+        for secret in ["hunter2", "pw123", "rpw456", "npw789"] {
+            assert!(!dbg.contains(secret), "{dbg}");
+        }
+        let shown = Config::effective_toml(None, &Overrides::default()).expect("prints");
+        for secret in ["hunter2", "pw123", "rpw456", "npw789"] {
+            assert!(!shown.contains(secret), "{shown}");
+        }
+        assert!(
+            shown.contains("redis://app:<redacted>@cache:6379/"),
+            "{shown}"
+        );
         let q = redact_url("postgres://app@db/coupond?sslmode=require&password=s3cret");
         assert_eq!(
             q,

@@ -2,6 +2,7 @@
 //! subcommands, and graceful shutdown on SIGTERM.
 #![allow(clippy::unwrap_used)]
 
+mod brokers;
 mod browser;
 mod crash;
 mod failpoints;
@@ -9,6 +10,7 @@ mod mixed;
 mod operator;
 mod outage;
 mod processes;
+mod proxy;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -114,9 +116,15 @@ fn with_database(url: &str, database: &str) -> String {
     out
 }
 
-/// The store of a server database URL (PostgreSQL or MySQL), to read what the servers left.
+/// The store of a database URL, to read what the servers left (SQLite: while one serves).
 pub(crate) async fn open_server_store(db: &str) -> Box<dyn coupond_store::Store> {
-    if db.starts_with("mysql:") {
+    if db.starts_with("sqlite:") {
+        Box::new(
+            coupond_store_sqlite::SqliteStore::connect(db)
+                .await
+                .unwrap(),
+        )
+    } else if db.starts_with("mysql:") {
         Box::new(coupond_store_mysql::MysqlStore::connect(db).await.unwrap())
     } else {
         Box::new(coupond_store_postgres::PgStore::connect(db).await.unwrap())
@@ -328,7 +336,7 @@ fn serve_demo_on_the_default_database_and_stop_on_sigterm() {
 }
 
 /// With `--log-format json`, stderr is JSON lines only, the start included, without colour
-/// codes; a request's line names its principal and its client address.
+/// codes; a request's line names its principal, the API key's id and its client address.
 #[test]
 fn json_logs_are_json_lines_naming_who_asked() {
     let dir = tempfile::tempdir().unwrap();
@@ -365,6 +373,11 @@ fn json_logs_are_json_lines_naming_who_asked() {
         .unwrap_or_else(|| panic!("no request line in {text}"));
     assert_eq!(request["span"]["principal"], merchant.as_str(), "{request}");
     assert_eq!(request["span"]["client"], "127.0.0.1", "{request}");
+    // The key that asked, by id (never the key itself).
+    assert!(
+        request["span"]["key"].as_i64().is_some_and(|k| k > 0),
+        "{request}"
+    );
 }
 
 #[test]

@@ -13,7 +13,7 @@ use super::{server_logs, start_server, terminate_and_wait, BIN};
 /// Runs the three loads at once, the flash sale against `bases[0]`, the checkouts against
 /// `bases[1 % n]` and the issuance against `bases[2 % n]`; each must succeed. Returns their
 /// stdouts.
-fn three_loads(dir: &std::path::Path, db: &str, bases: &[String]) -> [String; 3] {
+pub(crate) fn three_loads(dir: &std::path::Path, db: &str, bases: &[String]) -> [String; 3] {
     let base = |i: usize| bases[i % bases.len()].as_str();
     let spawn = |base: &str, args: &[&str]| {
         Command::new(BIN)
@@ -61,7 +61,7 @@ fn three_loads(dir: &std::path::Path, db: &str, bases: &[String]) -> [String; 3]
 }
 
 /// What each load must have seen: only the answers of a healthy server, and a clean audit.
-fn assert_loads_clean([sale, checkout, issuance]: &[String; 3]) {
+pub(crate) fn assert_loads_clean([sale, checkout, issuance]: &[String; 3]) {
     let answers = sale
         .lines()
         .find_map(|l| l.strip_prefix("answers      "))
@@ -103,7 +103,7 @@ fn sqlite_writers_never_answer_database_is_locked() {
 }
 
 /// Servers still running when a check fails are killed, not left behind.
-struct Servers(Vec<Child>);
+pub(crate) struct Servers(pub(crate) Vec<Child>);
 
 impl Drop for Servers {
     fn drop(&mut self) {

@@ -51,6 +51,7 @@ mod checkout;
 mod codes;
 mod connections;
 mod merchants;
+mod redis_down;
 
 // ---------------------------------------------------------------------------------------------
 // Helpers

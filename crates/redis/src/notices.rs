@@ -1,0 +1,184 @@
+//! Cache notices between instances over Redis pub/sub.
+//!
+//! A process tells its [`Notifier`] (never waiting); its [`Publisher`] sends each notice on
+//! the channel `<prefix>:notices`, tagged with the process's instance id; every process's
+//! [`Subscriber`] hands the others' notices to the process. Pub/sub delivers to whoever is
+//! subscribed at that moment, at most once: after a reconnect the subscriber hands the process
+//! [`Notice::Resync`] first, so whatever it missed is forgotten rather than served stale.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use coupond_engine::shared::{Notice, Peers};
+use coupond_engine::telemetry::PEER_NOTICES;
+use futures_util::StreamExt;
+use serde::{Deserialize, Serialize};
+use tokio::sync::{mpsc, watch, Mutex};
+
+use crate::{count_error, Redis};
+
+/// Notices waiting to be published; past this many (Redis down for long) new ones are
+/// dropped and counted: the others' caches then expire by `cache_ttl`.
+const QUEUE: usize = 10_000;
+
+/// A notice as it travels: who sent it, so its sender skips its own.
+#[derive(Debug, Serialize, Deserialize)]
+struct Envelope {
+    from: String,
+    #[serde(flatten)]
+    notice: Notice,
+}
+
+/// The [`Peers`] a process tells; hands notices to its [`Publisher`].
+#[derive(Debug)]
+pub struct Notifier {
+    queue: mpsc::Sender<Notice>,
+}
+
+impl Peers for Notifier {
+    fn tell(&self, notice: Notice) {
+        if self.queue.try_send(notice).is_err() {
+            count_error("publish");
+        }
+    }
+}
+
+/// Sends this process's notices to the others.
+#[derive(Clone, Debug)]
+pub struct Publisher {
+    redis: Redis,
+    instance: Arc<str>,
+    // A mutex only so a restarted publisher (after a panic) takes over the same queue; one
+    // publisher runs at a time.
+    queue: Arc<Mutex<mpsc::Receiver<Notice>>>,
+}
+
+/// Hears the other instances' notices.
+#[derive(Clone)]
+pub struct Subscriber {
+    redis: Redis,
+    instance: Arc<str>,
+    heard: Arc<dyn Fn(&Notice) + Send + Sync>,
+}
+
+impl std::fmt::Debug for Subscriber {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Subscriber")
+            .field("instance", &self.instance)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Redis {
+    /// The three parts of this process's notices: what it tells, what sends its notices, and
+    /// what hears the others' (handing each to `heard`). `instance` names this process.
+    pub fn notices(
+        &self,
+        instance: &str,
+        heard: Arc<dyn Fn(&Notice) + Send + Sync>,
+    ) -> (Notifier, Publisher, Subscriber) {
+        let (tx, rx) = mpsc::channel(QUEUE);
+        let instance: Arc<str> = instance.into();
+        let publisher = Publisher {
+            redis: self.clone(),
+            instance: instance.clone(),
+            queue: Arc::new(Mutex::new(rx)),
+        };
+        let subscriber = Subscriber {
+            redis: self.clone(),
+            instance,
+            heard,
+        };
+        (Notifier { queue: tx }, publisher, subscriber)
+    }
+}
+
+impl Redis {
+    /// Publishes one notice now, as `from` (for a process with no publisher loop: the CLI's
+    /// `keys revoke`). Ok once Redis took it; the subscribers then at once hear it.
+    pub async fn announce(&self, from: &str, notice: Notice) -> Result<(), crate::RedisError> {
+        let envelope = Envelope {
+            from: from.to_owned(),
+            notice,
+        };
+        let text = serde_json::to_string(&envelope)
+            .map_err(|e| crate::RedisError::Command(e.to_string()))?;
+        let mut conn = self.conn.clone();
+        let mut publish = redis::cmd("PUBLISH");
+        publish.arg(self.channel()).arg(text);
+        let sent = self.bounded(publish.query_async::<i64>(&mut conn)).await;
+        match &sent {
+            Ok(_) => metrics::counter!(PEER_NOTICES, "way" => "sent").increment(1),
+            Err(_) => count_error("publish"),
+        }
+        sent.map(drop)
+    }
+}
+
+impl Publisher {
+    /// Publishes queued notices until `stop` turns true. A notice Redis does not take is
+    /// dropped and counted (the others' caches expire by `cache_ttl`).
+    pub async fn run(self, mut stop: watch::Receiver<bool>) {
+        let mut queue = self.queue.lock().await;
+        loop {
+            let notice = tokio::select! {
+                n = queue.recv() => match n { Some(n) => n, None => return },
+                _ = stop.wait_for(|s| *s) => return,
+            };
+            if let Err(e) = self.redis.announce(&self.instance, notice).await {
+                tracing::warn!(error = %e, "a cache notice was not sent to the other instances");
+            }
+        }
+    }
+}
+
+impl Subscriber {
+    /// Hears notices until `stop` turns true, subscribing again (after a second) whenever
+    /// the subscription is lost.
+    pub async fn run(self, mut stop: watch::Receiver<bool>) {
+        loop {
+            tokio::select! {
+                e = self.listen() => {
+                    count_error("subscribe");
+                    tracing::warn!(error = %e, "not hearing other instances' cache notices; retrying");
+                }
+                _ = stop.wait_for(|s| *s) => return,
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                _ = stop.wait_for(|s| *s) => return,
+            }
+        }
+    }
+
+    /// Subscribes and hands on what it hears; returns why it stopped.
+    async fn listen(&self) -> crate::RedisError {
+        let pubsub = async {
+            let mut pubsub = self.redis.client.get_async_pubsub().await?;
+            pubsub.subscribe(self.redis.channel()).await?;
+            Ok::<_, redis::RedisError>(pubsub)
+        };
+        let pubsub = match self.redis.bounded(pubsub).await {
+            Ok(p) => p,
+            Err(e) => return e,
+        };
+        // Whatever was said while not subscribed is lost: forget everything cached.
+        (self.heard)(&Notice::Resync);
+        let mut messages = pubsub.into_on_message();
+        while let Some(message) = messages.next().await {
+            let Ok(text) = message.get_payload::<String>() else {
+                continue;
+            };
+            match serde_json::from_str::<Envelope>(&text) {
+                Ok(e) if *e.from == *self.instance => {}
+                Ok(e) => {
+                    metrics::counter!(PEER_NOTICES, "way" => "received").increment(1);
+                    (self.heard)(&e.notice);
+                }
+                // From a newer version, or not from coupond: ignored.
+                Err(e) => tracing::debug!(error = %e, "an unreadable notice was ignored"),
+            }
+        }
+        crate::RedisError::Command("the subscription ended".into())
+    }
+}
