@@ -282,6 +282,8 @@ pub async fn authenticate_key(state: &AppState, credential: &str) -> Result<Prin
         tracing::Span::current().record("key", key);
         return Ok(p);
     }
+    // Read before the database: a revocation heard meanwhile keeps this copy out of the cache.
+    let generation = state.key_cache().generation();
     // Unknown and revoked keys get the same answer: it tells nobody which keys existed.
     let key = match state.store().api_key_by_hash(&hash).await {
         Ok(k) if k.revoked_at.is_none() => k,
@@ -299,7 +301,9 @@ pub async fn authenticate_key(state: &AppState, credential: &str) -> Result<Prin
             return Err(ApiError::Unauthorized("merchant key without merchant"))
         }
     };
-    state.key_cache().insert(hash, (principal.clone(), key.id));
+    state
+        .key_cache()
+        .insert_from(generation, hash, (principal.clone(), key.id));
     // The request log names the key (its id), whatever its role.
     tracing::Span::current().record("key", key.id);
     Ok(principal)

@@ -14,11 +14,23 @@ use std::time::{Duration, Instant};
 
 /// A map whose entries expire after `ttl`; holds at most `max` entries (it starts over when
 /// full, which keeps memory bounded without bookkeeping).
+///
+/// Every `remove` and `clear` moves the cache to a new generation. A reader that looked the
+/// value up in the database reads [`TtlCache::generation`] first and inserts with
+/// [`TtlCache::insert_from`]: if something was forgotten meanwhile (a key revoked, a template
+/// aborted), its possibly stale copy is not kept.
 #[derive(Debug)]
 pub struct TtlCache<K, V> {
     ttl: Duration,
     max: usize,
-    map: Mutex<HashMap<K, (Instant, V)>>,
+    // A std mutex: held only to read or change the map, never across an await.
+    map: Mutex<Entries<K, V>>,
+}
+
+#[derive(Debug)]
+struct Entries<K, V> {
+    generation: u64,
+    map: HashMap<K, (Instant, V)>,
 }
 
 impl<K: Eq + Hash, V: Clone> TtlCache<K, V> {
@@ -26,38 +38,58 @@ impl<K: Eq + Hash, V: Clone> TtlCache<K, V> {
         TtlCache {
             ttl,
             max,
-            map: Mutex::new(HashMap::new()),
+            map: Mutex::new(Entries {
+                generation: 0,
+                map: HashMap::new(),
+            }),
         }
     }
 
+    fn entries(&self) -> std::sync::MutexGuard<'_, Entries<K, V>> {
+        self.map.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     pub fn get(&self, k: &K) -> Option<V> {
-        let map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
-        map.get(k)
+        self.entries()
+            .map
+            .get(k)
             .filter(|(at, _)| at.elapsed() < self.ttl)
             .map(|(_, v)| v.clone())
     }
 
+    /// The current generation: read it before looking a value up elsewhere.
+    pub fn generation(&self) -> u64 {
+        self.entries().generation
+    }
+
     pub fn insert(&self, k: K, v: V) {
-        let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
-        if map.len() >= self.max {
-            map.clear();
+        let generation = self.generation();
+        self.insert_from(generation, k, v);
+    }
+
+    /// Inserts `v` read at `generation`, unless something was forgotten since.
+    pub fn insert_from(&self, generation: u64, k: K, v: V) {
+        let mut e = self.entries();
+        if e.generation != generation {
+            return;
         }
-        map.insert(k, (Instant::now(), v));
+        if e.map.len() >= self.max {
+            e.map.clear();
+        }
+        e.map.insert(k, (Instant::now(), v));
     }
 
     pub fn remove(&self, k: &K) {
-        self.map
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(k);
+        let mut e = self.entries();
+        e.generation += 1;
+        e.map.remove(k);
     }
 
     /// Forgets every entry.
     pub fn clear(&self) {
-        self.map
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clear();
+        let mut e = self.entries();
+        e.generation += 1;
+        e.map.clear();
     }
 }
 
@@ -78,5 +110,16 @@ mod tests {
         assert_eq!((c.get(&1), c.get(&3)), (None, Some("c")));
         c.remove(&3);
         assert_eq!(c.get(&3), None);
+    }
+
+    #[test]
+    fn a_copy_read_before_a_forget_is_not_kept() {
+        let c = TtlCache::new(Duration::from_secs(60), 10);
+        let before = c.generation();
+        c.clear(); // a revocation while the reader was at the database
+        c.insert_from(before, 1, "stale");
+        assert_eq!(c.get(&1), None);
+        c.insert_from(c.generation(), 1, "fresh");
+        assert_eq!(c.get(&1), Some("fresh"));
     }
 }

@@ -141,7 +141,7 @@ impl RateLimits {
                 Ok(None) => return Ok(()),
                 Ok(Some((i, wait))) => return Err(refused(asks[i].name, wait)),
                 Err(e) => {
-                    tracing::warn!(error = %e, "shared rate limit not counted");
+                    warn_now_and_then(&e);
                     let outcome = match shared.on_error {
                         OnLimitError::Open => "local",
                         OnLimitError::Closed => "refused",
@@ -169,6 +169,24 @@ impl RateLimits {
     pub fn shrink(&self) {
         self.per_user.shrink();
         self.per_ip.shrink();
+    }
+}
+
+/// Logs that Redis could not count a limit, at most every 10 s (every request says so while it
+/// is down; the metric counts each).
+fn warn_now_and_then(e: &coupond_engine::shared::LimitsUnavailable) {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static LAST: AtomicU64 = AtomicU64::new(0);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let last = LAST.load(Ordering::Relaxed);
+    if now >= last + 10
+        && LAST
+            .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+    {
+        tracing::warn!(error = %e, "shared rate limits are not counted in Redis; see coupond_rate_limit_fallback_total");
     }
 }
 

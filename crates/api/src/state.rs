@@ -266,8 +266,9 @@ impl AppState {
         if let Some(t) = self.inner.templates.get(&id) {
             return Ok(t);
         }
+        let generation = self.inner.templates.generation();
         let t = Arc::new(self.store().template(id).await?);
-        self.inner.templates.insert(id, t.clone());
+        self.inner.templates.insert_from(generation, id, t.clone());
         Ok(t)
     }
 
@@ -308,6 +309,7 @@ impl AppState {
             Notice::Resync => {
                 self.inner.keys.clear();
                 self.inner.templates.clear();
+                self.claims().forget_all_sold_out();
             }
         }
     }
@@ -399,9 +401,12 @@ impl TemplateSource for AppState {
             }
         }
         if !missing.is_empty() {
+            let generation = self.inner.templates.generation();
             for t in self.store().templates_by_ids(&missing).await? {
                 let t = Arc::new(t);
-                self.inner.templates.insert(t.id, t.clone());
+                self.inner
+                    .templates
+                    .insert_from(generation, t.id, t.clone());
                 found.push(t);
             }
         }

@@ -193,6 +193,11 @@ impl Config {
             "invalid configuration: nats.replicas (nats_replicas) must be within 1..=5"
         );
         anyhow::ensure!(
+            (Duration::from_millis(100)..=Duration::from_secs(4)).contains(&self.nats.ack_timeout),
+            "invalid configuration: nats.ack_timeout (nats_ack_timeout) must be within 100ms..=4s \
+             (a pass waiting longer could outlast the publisher's 10 s lease)"
+        );
+        anyhow::ensure!(
             self.redis.timeout >= Duration::from_millis(1),
             "invalid configuration: redis.timeout (redis_timeout) must be at least 1ms"
         );
@@ -204,8 +209,9 @@ impl Config {
     }
 }
 
-/// The URL with any password replaced, for logs: the `user:password@` part and the query
-/// parameters that carry secrets (`password`, `sslpassword`).
+/// The URL with any password replaced, for logs: the `user:password@` part, the query
+/// parameters that carry secrets (`password`, `sslpassword`), and a NATS URL's token
+/// (`nats://TOKEN@host`, userinfo without a colon).
 pub fn redact_url(url: &str) -> String {
     let (base, query) = match url.split_once('?') {
         Some((b, q)) => (b, Some(q)),
@@ -221,6 +227,9 @@ pub fn redact_url(url: &str) -> String {
                     &userinfo[..colon],
                     &base[at..]
                 ),
+                None if base.starts_with("nats") || base.starts_with("tls") => {
+                    format!("{}<redacted>{}", &base[..scheme_end + 3], &base[at..])
+                }
                 None => base.to_owned(),
             }
         }

@@ -271,8 +271,7 @@ fn start_workers(
         ),
         coupond_engine::worker::run,
     );
-    let mut observers = observers(config, state, store, clock);
-    observers.extend(nats);
+    let observers = observers(config, state, store, clock);
     let sender_settings = sender_settings(config);
     let webhooks = supervised(
         "webhooks",
@@ -292,11 +291,25 @@ fn start_workers(
         "dispatcher",
         &workers,
         stop_rx,
-        coupond_engine::Dispatcher::new(store.clone(), clock.clone(), observers, holder)
+        coupond_engine::Dispatcher::new(store.clone(), clock.clone(), observers, holder.clone())
             .paced(config.background.txn_target),
         coupond_engine::worker::run,
     );
-    vec![codes, issuance, tagging, scheduler, webhooks, dispatcher]
+    // NATS under a lease of its own: while it is down, its publishes wait out their timeout
+    // without delaying the other consumers or stretching their lease.
+    let nats = nats.map(|n| {
+        let d = coupond_engine::Dispatcher::under_lease(
+            "nats",
+            store.clone(),
+            clock.clone(),
+            vec![n],
+            holder.clone(),
+        );
+        supervised("nats", &workers, stop_rx, d, coupond_engine::worker::run)
+    });
+    let mut all = vec![codes, issuance, tagging, scheduler, webhooks, dispatcher];
+    all.extend(nats);
+    all
 }
 
 /// The outbox's consumers, in the order the dispatcher hands them each batch.

@@ -90,12 +90,21 @@ pub enum Actor {
     ServiceKey(i64),
     User(UserId),
     System,
+    /// An actor this version does not know, as a newer coupond wrote it: kept and shown as
+    /// written rather than failing the read (see [`Actor::read`]).
+    Other(String),
 }
 
 impl Actor {
     /// The stored form, the inverse of [`Actor::parse`].
     pub fn to_text(&self) -> String {
         self.to_string()
+    }
+
+    /// A stored actor, tolerant: what [`Actor::parse`] does not know (written by a newer
+    /// version) is kept as [`Actor::Other`], up to 200 characters.
+    pub fn read(s: &str) -> Actor {
+        Actor::parse(s).unwrap_or_else(|| Actor::Other(s.chars().take(200).collect()))
     }
 
     pub fn parse(s: &str) -> Option<Actor> {
@@ -127,6 +136,7 @@ impl std::fmt::Display for Actor {
             Actor::ServiceKey(k) => write!(f, "service:{k}"),
             Actor::User(u) => write!(f, "user:{u}"),
             Actor::System => f.write_str("system"),
+            Actor::Other(s) => f.write_str(s),
         }
     }
 }
@@ -256,8 +266,16 @@ mod tests {
         ] {
             assert_eq!(Actor::parse(&a.to_text()), Some(a.clone()), "{a}");
         }
-        for bad in ["", "merchant:0", "merchant:x", "user:", "root"] {
+        for bad in ["", "merchant:0", "merchant:x", "user:", "root", "service:0"] {
             assert_eq!(Actor::parse(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn an_actor_from_a_newer_version_is_read_as_written() {
+        assert_eq!(Actor::read("service:3"), Actor::ServiceKey(3));
+        let newer = Actor::read("robot:7");
+        assert_eq!(newer, Actor::Other("robot:7".into()));
+        assert_eq!(newer.to_text(), "robot:7");
     }
 }

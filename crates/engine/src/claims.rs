@@ -269,6 +269,11 @@ impl ClaimEngine {
         self.inner.sold_out.mark(t, stock);
     }
 
+    /// Forgets every template seen sold out (after notices may have been missed).
+    pub fn forget_all_sold_out(&self) {
+        self.inner.sold_out.clear();
+    }
+
     /// Forgets that `t` was sold out: its stock was raised to `stock`.
     pub fn forget_sold_out(&self, t: TemplateId, stock: i64) {
         self.inner.sold_out.forget(t, stock);

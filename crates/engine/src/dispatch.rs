@@ -81,6 +81,18 @@ impl Dispatcher {
         observers: Vec<Arc<dyn Observer>>,
         holder: impl Into<String>,
     ) -> Self {
+        Self::under_lease("dispatcher", store, clock, observers, holder)
+    }
+
+    /// A dispatcher under its own lease `name`, for observers that must not hold up the others
+    /// (a broker that may be down waits its timeout in its own passes, not theirs).
+    pub fn under_lease(
+        name: &'static str,
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+        observers: Vec<Arc<dyn Observer>>,
+        holder: impl Into<String>,
+    ) -> Self {
         let pacers = observers
             .iter()
             .map(|_| Pacer::new(Duration::ZERO, BATCH))
@@ -90,7 +102,7 @@ impl Dispatcher {
             clock,
             observers,
             pacers: Arc::new(pacers),
-            lease: Lease::new("dispatcher", holder, LEASE),
+            lease: Lease::new(name, holder, LEASE),
         }
     }
 

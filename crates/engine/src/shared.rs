@@ -29,7 +29,7 @@ pub enum Notice {
     /// A template sold out at `stock`: answer its claims `sold_out` from memory.
     SoldOut { template: TemplateId, stock: i64 },
     /// Notices may have been missed (the channel to the others was down): forget everything
-    /// cached.
+    /// cached, the sold-out memory included.
     Resync,
 }
 

@@ -36,6 +36,16 @@ impl SoldOutMemo {
         self.record(t, false, stock);
     }
 
+    /// Forgets every template seen sold out (notices may have been missed: a raise of the
+    /// stock elsewhere would otherwise go unseen here). The next claim of each asks the
+    /// database once.
+    pub fn clear(&self) {
+        self.0
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+    }
+
     /// Sets `t`'s entry, unless it already holds a larger stock (newer terms); true if the
     /// flag changed.
     fn record(&self, t: TemplateId, sold: bool, stock: i64) -> bool {
@@ -67,5 +77,7 @@ mod tests {
         assert!(!memo.is_sold_out(t), "a batch that read stock 10 is stale");
         memo.mark(t, 20);
         assert!(memo.is_sold_out(t));
+        memo.clear();
+        assert!(!memo.is_sold_out(t), "forgotten after a resync");
     }
 }

@@ -41,6 +41,7 @@ pub struct NatsSettings {
 /// Publishes the outbox to JetStream (an [`Observer`]).
 #[derive(Debug)]
 pub struct NatsPublisher {
+    client: async_nats::Client,
     js: jetstream::Context,
     settings: NatsSettings,
     /// Set once the stream is known to exist; until then each batch first makes sure of it.
@@ -57,9 +58,10 @@ impl NatsPublisher {
             .connection_timeout(settings.ack_timeout)
             .connect(settings.url.as_str())
             .await?;
-        let mut js = jetstream::new(client);
+        let mut js = jetstream::new(client.clone());
         js.set_timeout(settings.ack_timeout);
         Ok(NatsPublisher {
+            client,
             js,
             settings,
             stream: OnceCell::new(),
@@ -111,6 +113,11 @@ impl Observer for NatsPublisher {
     }
 
     async fn handle(&self, events: &[Event]) -> StoreResult<()> {
+        // Not connected: say so at once rather than wait out the timeouts.
+        let state = self.client.connection_state();
+        if state != async_nats::connection::State::Connected {
+            return Err(failed("not connected", format!("{state:?}")));
+        }
         self.ensure_stream().await?;
         // Sent one after another on one connection (so stored in this order), acknowledged
         // together: one round trip's wait per batch, not per event.

@@ -20,6 +20,11 @@ use crate::{count_error, Redis};
 /// Notices waiting to be published; past this many (Redis down for long) new ones are
 /// dropped and counted: the others' caches then expire by `cache_ttl`.
 const QUEUE: usize = 10_000;
+/// How often a subscription is pinged to find out it is still there.
+const PING_EVERY: Duration = Duration::from_secs(5);
+/// Attempts to publish one notice before it is dropped (then the subscribers' `Resync` on
+/// reconnecting, or `cache_ttl`, makes up for it).
+const ATTEMPTS: u32 = 3;
 
 /// A notice as it travels: who sent it, so its sender skips its own.
 #[derive(Debug, Serialize, Deserialize)]
@@ -116,8 +121,9 @@ impl Redis {
 }
 
 impl Publisher {
-    /// Publishes queued notices until `stop` turns true. A notice Redis does not take is
-    /// dropped and counted (the others' caches expire by `cache_ttl`).
+    /// Publishes queued notices until `stop` turns true. A notice Redis does not take after
+    /// [`ATTEMPTS`] tries is dropped and counted: a Redis that failed has also dropped the
+    /// others' subscriptions, and each forgets everything when it subscribes again.
     pub async fn run(self, mut stop: watch::Receiver<bool>) {
         let mut queue = self.queue.lock().await;
         loop {
@@ -125,8 +131,20 @@ impl Publisher {
                 n = queue.recv() => match n { Some(n) => n, None => return },
                 _ = stop.wait_for(|s| *s) => return,
             };
-            if let Err(e) = self.redis.announce(&self.instance, notice).await {
-                tracing::warn!(error = %e, "a cache notice was not sent to the other instances");
+            for attempt in 1..=ATTEMPTS {
+                match self.redis.announce(&self.instance, notice.clone()).await {
+                    Ok(()) => break,
+                    Err(e) if attempt == ATTEMPTS => {
+                        tracing::warn!(error = %e, "a cache notice was not sent to the other instances");
+                    }
+                    Err(_) => {
+                        let backoff = Duration::from_millis(100 << attempt);
+                        tokio::select! {
+                            _ = tokio::time::sleep(backoff) => {}
+                            _ = stop.wait_for(|s| *s) => return,
+                        }
+                    }
+                }
             }
         }
     }
@@ -151,34 +169,51 @@ impl Subscriber {
         }
     }
 
-    /// Subscribes and hands on what it hears; returns why it stopped.
+    /// Subscribes and hands on what it hears; returns why it stopped. The subscription is
+    /// pinged every [`PING_EVERY`]: a connection lost without a word (a partition) is noticed
+    /// and made up for by a `Resync`, not left silent.
     async fn listen(&self) -> crate::RedisError {
         let pubsub = async {
             let mut pubsub = self.redis.client.get_async_pubsub().await?;
             pubsub.subscribe(self.redis.channel()).await?;
             Ok::<_, redis::RedisError>(pubsub)
         };
-        let pubsub = match self.redis.bounded(pubsub).await {
-            Ok(p) => p,
+        let (mut sink, mut messages) = match self.redis.bounded(pubsub).await {
+            Ok(p) => p.split(),
             Err(e) => return e,
         };
         // Whatever was said while not subscribed is lost: forget everything cached.
         (self.heard)(&Notice::Resync);
-        let mut messages = pubsub.into_on_message();
-        while let Some(message) = messages.next().await {
-            let Ok(text) = message.get_payload::<String>() else {
-                continue;
-            };
-            match serde_json::from_str::<Envelope>(&text) {
-                Ok(e) if *e.from == *self.instance => {}
-                Ok(e) => {
-                    metrics::counter!(PEER_NOTICES, "way" => "received").increment(1);
-                    (self.heard)(&e.notice);
+        let mut ping = tokio::time::interval(PING_EVERY);
+        ping.tick().await;
+        loop {
+            tokio::select! {
+                message = messages.next() => match message {
+                    Some(m) => self.hand_on(&m),
+                    None => return crate::RedisError::Command("the subscription ended".into()),
+                },
+                _ = ping.tick() => {
+                    if let Err(e) = self.redis.bounded(sink.ping::<redis::Value>()).await {
+                        return e;
+                    }
                 }
-                // From a newer version, or not from coupond: ignored.
-                Err(e) => tracing::debug!(error = %e, "an unreadable notice was ignored"),
             }
         }
-        crate::RedisError::Command("the subscription ended".into())
+    }
+
+    /// Hands one message on, unless it is this instance's own or unreadable.
+    fn hand_on(&self, message: &redis::Msg) {
+        let Ok(text) = message.get_payload::<String>() else {
+            return;
+        };
+        match serde_json::from_str::<Envelope>(&text) {
+            Ok(e) if *e.from == *self.instance => {}
+            Ok(e) => {
+                metrics::counter!(PEER_NOTICES, "way" => "received").increment(1);
+                (self.heard)(&e.notice);
+            }
+            // From a newer version, or not from coupond: ignored.
+            Err(e) => tracing::debug!(error = %e, "an unreadable notice was ignored"),
+        }
     }
 }

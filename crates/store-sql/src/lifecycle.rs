@@ -288,8 +288,7 @@ pub async fn template_history(db: &dyn Db, id: TemplateId) -> StoreResult<Vec<Te
             Ok(TemplateChange {
                 id: r.i64("id")?,
                 template_id: id,
-                actor: Actor::parse(r.str("actor")?)
-                    .ok_or_else(|| StoreError::other("unknown actor"))?,
+                actor: Actor::read(r.str("actor")?),
                 at: r.time("at")?,
                 changes: serde_json::from_str(r.str("changes")?).map_err(StoreError::other)?,
             })

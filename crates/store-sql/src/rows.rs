@@ -22,7 +22,7 @@ fn user(r: &Row, col: &str) -> StoreResult<UserId> {
 }
 
 fn actor(r: &Row) -> StoreResult<Actor> {
-    Actor::parse(r.str("actor")?).ok_or_else(|| StoreError::other("unknown actor"))
+    Ok(Actor::read(r.str("actor")?))
 }
 
 fn status(s: &str) -> StoreResult<CouponStatus> {

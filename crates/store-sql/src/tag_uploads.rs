@@ -137,7 +137,7 @@ fn upload(r: &Row) -> StoreResult<TagUpload> {
     let n = |c: &str| -> StoreResult<u64> { u64::try_from(r.i64(c)?).map_err(StoreError::other) };
     Ok(TagUpload {
         id: r.i64("id")?,
-        actor: Actor::parse(r.str("actor")?).ok_or_else(|| StoreError::other("unknown actor"))?,
+        actor: Actor::read(r.str("actor")?),
         state: IssuanceState::parse(r.str("state")?)
             .ok_or_else(|| StoreError::other("unknown upload state"))?,
         lines: n("line_count")?,

@@ -131,6 +131,10 @@ fn secrets_never_print() {
             shown.contains("redis://app:<redacted>@cache:6379/"),
             "{shown}"
         );
+        assert_eq!(
+            redact_url("nats://s3cr3tt0ken@bus:4222"),
+            "nats://<redacted>@bus:4222"
+        );
         let q = redact_url("postgres://app@db/coupond?sslmode=require&password=s3cret");
         assert_eq!(
             q,

@@ -25,8 +25,8 @@ fn haproxy() -> Option<&'static str> {
         .find(|p| std::path::Path::new(p).exists())
 }
 
-/// Starts HAProxy on the guide's config with the three `backends`; its address once every
-/// backend passed its health check (asked through the proxy until each answered once).
+/// Starts HAProxy on the guide's config with the three `backends`; its address once it
+/// answers `/readyz` through a backend that passed its health check.
 fn start_proxy(bin: &str, backends: &[String]) -> (Proxy, String) {
     let config = concat!(env!("CARGO_MANIFEST_DIR"), "/../../deploy/haproxy.cfg");
     let listen = format!("127.0.0.1:{}", free_port());
