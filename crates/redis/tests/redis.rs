@@ -12,16 +12,22 @@ use tokio::sync::{mpsc, watch};
 
 fn settings(prefix: &str) -> Option<RedisSettings> {
     let Ok(url) = std::env::var("COUPOND_TEST_REDIS_URL") else {
-        println!("SKIP redis: COUPOND_TEST_REDIS_URL is not set");
+        say("SKIP redis: COUPOND_TEST_REDIS_URL is not set");
         return None;
     };
-    println!("running on Redis");
+    say(&format!("redis test `{prefix}` running on Redis"));
     Some(RedisSettings {
         url,
         // Each test (and each run) its own keys.
         key_prefix: format!("coupond-test-{prefix}-{:x}", rand_suffix()),
         timeout: Duration::from_secs(2),
     })
+}
+
+/// To stderr itself, past the test harness's capture: `.ci/run` counts these lines.
+fn say(line: &str) {
+    use std::io::Write;
+    let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
 }
 
 fn rand_suffix() -> u128 {
