@@ -158,3 +158,30 @@ async fn a_redis_that_is_down_fails_fast() {
     })
     .is_err());
 }
+
+#[tokio::test]
+async fn a_redis_that_never_answers_fails_within_the_timeout() {
+    // Accepts connections and reads nothing back: a hung Redis, not a refused one.
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = silent.local_addr().unwrap();
+    tokio::spawn(async move {
+        let mut held = vec![];
+        while let Ok((conn, _)) = silent.accept().await {
+            held.push(conn);
+        }
+    });
+    let redis = Redis::new(&RedisSettings {
+        url: format!("redis://{addr}/"),
+        key_prefix: "coupond".into(),
+        timeout: Duration::from_millis(200),
+    })
+    .unwrap();
+    // Bounded by the timeout: the claim that asked falls back instead of hanging.
+    let checked = tokio::time::timeout(
+        Duration::from_secs(10),
+        redis.check(&[ask("per_user", "u", 1, 1)]),
+    )
+    .await
+    .expect("the check gave up by itself");
+    assert!(checked.is_err());
+}
