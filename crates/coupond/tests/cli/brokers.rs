@@ -172,7 +172,9 @@ fn a_crash_after_the_ack_publishes_nothing_twice() {
     let mut with_fault = env.clone();
     let fault = "nats.after_ack=1*off->1*return(abort)";
     with_fault.push(("COUPOND_FAILPOINTS".into(), fault.into()));
-    let (mut server, base) = start_server(dir.path(), &db, &listen, &refs(&with_fault));
+    let (server, base) = start_server(dir.path(), &db, &listen, &refs(&with_fault));
+    // Killed if a check fails, not left serving (and publishing) after the test.
+    let mut servers = super::mixed::Servers(vec![server]);
     let mut load = Command::new(BIN)
         .current_dir(dir.path())
         .args(["--database", &db, "loadtest", "--url", &base])
@@ -186,7 +188,7 @@ fn a_crash_after_the_ack_publishes_nothing_twice() {
     let give_up = Instant::now() + Duration::from_secs(120);
     while load.try_wait().unwrap().is_none() {
         assert!(Instant::now() < give_up, "the load test hung");
-        if let Some(status) = server.try_wait().unwrap() {
+        if let Some(status) = servers.0[0].try_wait().unwrap() {
             let signal = std::os::unix::process::ExitStatusExt::signal(&status);
             assert_eq!(
                 signal,
@@ -194,7 +196,7 @@ fn a_crash_after_the_ack_publishes_nothing_twice() {
                 "the server exited ({status}), not by SIGABRT"
             );
             crashes += 1;
-            server = start_server(dir.path(), &db, &listen, &refs(&env)).0;
+            servers.0[0] = start_server(dir.path(), &db, &listen, &refs(&env)).0;
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -205,7 +207,7 @@ fn a_crash_after_the_ack_publishes_nothing_twice() {
     let (expected, got) = consumed_ids(&rt, &nats, &tag.to_uppercase(), &db);
     assert!(got.len() > 2000, "every claim's event: {}", got.len());
     assert_eq!(got, expected, "every event once, in the outbox's order");
-    assert!(terminate_and_wait(server).success());
+    assert!(terminate_and_wait(servers.0.remove(0)).success());
     assert_audit_clean(dir.path(), &db);
 }
 
