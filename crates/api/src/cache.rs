@@ -63,17 +63,19 @@ impl<K: Eq + Hash, V: Clone> TtlCache<K, V> {
     }
 
     pub fn insert(&self, k: K, v: V) {
-        let generation = self.generation();
-        self.insert_from(generation, k, v);
+        Self::put(&mut self.entries(), self.max, k, v);
     }
 
     /// Inserts `v` read at `generation`, unless something was forgotten since.
     pub fn insert_from(&self, generation: u64, k: K, v: V) {
         let mut e = self.entries();
-        if e.generation != generation {
-            return;
+        if e.generation == generation {
+            Self::put(&mut e, self.max, k, v);
         }
-        if e.map.len() >= self.max {
+    }
+
+    fn put(e: &mut Entries<K, V>, max: usize, k: K, v: V) {
+        if e.map.len() >= max {
             e.map.clear();
         }
         e.map.insert(k, (Instant::now(), v));

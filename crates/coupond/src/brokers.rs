@@ -31,12 +31,8 @@ pub fn redis(
     let Some(url) = &config.redis.url else {
         return Ok(Shared { loops: None, state });
     };
-    let redis = Redis::new(&RedisSettings {
-        url: url.clone(),
-        key_prefix: config.redis.key_prefix.clone(),
-        timeout: config.redis.timeout,
-    })
-    .with_context(|| format!("redis.url (redis_url) {}", redact_url(url)))?;
+    let redis = Redis::new(&redis_settings(config, url))
+        .with_context(|| format!("redis.url (redis_url) {}", redact_url(url)))?;
     let slot = state.clone();
     let heard = Arc::new(move |n: &Notice| {
         if let Some(s) = slot.get() {
@@ -53,6 +49,15 @@ pub fn redis(
         loops: Some((publisher, subscriber)),
         state,
     })
+}
+
+/// The `[redis]` section as the Redis crate takes it, for `url`.
+fn redis_settings(config: &Config, url: &str) -> RedisSettings {
+    RedisSettings {
+        url: url.to_owned(),
+        key_prefix: config.redis.key_prefix.clone(),
+        timeout: config.redis.timeout,
+    }
 }
 
 impl Shared {
@@ -110,11 +115,7 @@ pub async fn tell_keys_changed(config: &Config) {
         return;
     };
     let told = async {
-        let redis = Redis::new(&RedisSettings {
-            url: url.clone(),
-            key_prefix: config.redis.key_prefix.clone(),
-            timeout: config.redis.timeout,
-        })?;
+        let redis = Redis::new(&redis_settings(config, url))?;
         redis.announce("coupond-cli", Notice::KeysChanged).await
     };
     match told.await {

@@ -84,14 +84,6 @@ impl Redis {
         })
     }
 
-    /// Whether Redis answers a PING within the timeout (for start-up logs and tests).
-    pub async fn ping(&self) -> Result<(), RedisError> {
-        let mut conn = self.conn.clone();
-        self.bounded(redis::cmd("PING").query_async::<String>(&mut conn))
-            .await
-            .map(drop)
-    }
-
     /// The channel notices travel on.
     fn channel(&self) -> String {
         format!("{}:notices", self.prefix)

@@ -149,7 +149,6 @@ async fn a_redis_that_is_down_fails_fast() {
     .unwrap();
     let started = std::time::Instant::now();
     assert!(redis.check(&[ask("per_user", "u", 1, 1)]).await.is_err());
-    assert!(redis.ping().await.is_err());
     assert!(started.elapsed() < Duration::from_secs(5));
     assert!(Redis::new(&RedisSettings {
         url: "http://nope".into(),

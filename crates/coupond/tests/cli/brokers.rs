@@ -17,6 +17,7 @@ use async_nats::jetstream;
 use futures_util::StreamExt;
 
 use super::crash::{assert_audit_clean, free_port};
+use super::failpoints::restart_after_aborts;
 use super::{run, start_server, terminate_and_wait, BIN};
 
 /// The brokers' URLs, or `None` with the skip announced.
@@ -184,22 +185,9 @@ fn a_crash_after_the_ack_publishes_nothing_twice() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut crashes = 0;
-    let give_up = Instant::now() + Duration::from_secs(120);
-    while load.try_wait().unwrap().is_none() {
-        assert!(Instant::now() < give_up, "the load test hung");
-        if let Some(status) = servers.0[0].try_wait().unwrap() {
-            let signal = std::os::unix::process::ExitStatusExt::signal(&status);
-            assert_eq!(
-                signal,
-                Some(6),
-                "the server exited ({status}), not by SIGABRT"
-            );
-            crashes += 1;
-            servers.0[0] = start_server(dir.path(), &db, &listen, &refs(&env)).0;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let crashes = restart_after_aborts("nats.after_ack", &mut load, &mut servers.0[0], || {
+        start_server(dir.path(), &db, &listen, &refs(&env)).0
+    });
     let out = load.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}");

@@ -7,7 +7,7 @@
 //! every issuance user issued once) and `coupond audit` must pass, and the fault must have
 //! been seen: a crash, or a retried 5xx.
 
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::crash::{assert_audit_clean, free_port};
@@ -101,24 +101,9 @@ fn one(db: &str, point: &str, fault: Fault, load: Load) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut crashes = 0;
-    let give_up = Instant::now() + Duration::from_secs(120);
-    // Watch both processes: a server that died at its failpoint comes back without it.
-    while run.try_wait().unwrap().is_none() {
-        assert!(Instant::now() < give_up, "{what}: the load test hung");
-        if let Some(status) = server.try_wait().unwrap() {
-            assert_eq!(fault, Fault::Crash, "{what}: the server exited ({status})");
-            // Aborted at the failpoint, not dead of something else.
-            assert_eq!(
-                std::os::unix::process::ExitStatusExt::signal(&status),
-                Some(6),
-                "{what}: the server exited ({status}), not by SIGABRT"
-            );
-            crashes += 1;
-            server = start_server(dir.path(), db, &listen, &env).0;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let crashes = restart_after_aborts(&what, &mut run, &mut server, || {
+        start_server(dir.path(), db, &listen, &env).0
+    });
     let out = run.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
@@ -157,6 +142,34 @@ fn one(db: &str, point: &str, fault: Fault, load: Load) {
     }
     assert_audit_clean(dir.path(), db);
     eprintln!("{what}: ok ({crashes} crash)");
+}
+
+/// Watches `load` and `server` until the load ends: a server that died at its failpoint
+/// (SIGABRT, not anything else) is replaced by `restart()`, which starts it without the fault.
+/// Returns how many times it aborted.
+pub(crate) fn restart_after_aborts(
+    what: &str,
+    load: &mut Child,
+    server: &mut Child,
+    mut restart: impl FnMut() -> Child,
+) -> usize {
+    let mut crashes = 0;
+    let give_up = Instant::now() + Duration::from_secs(120);
+    while load.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < give_up, "{what}: the load test hung");
+        if let Some(status) = server.try_wait().unwrap() {
+            // Aborted at the failpoint, not dead of something else.
+            assert_eq!(
+                std::os::unix::process::ExitStatusExt::signal(&status),
+                Some(6),
+                "{what}: the server exited ({status}), not by SIGABRT"
+            );
+            crashes += 1;
+            *server = restart();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    crashes
 }
 
 /// The whole matrix on one backend.
