@@ -1,39 +1,65 @@
-//! Claims on MySQL: a whole batch in one transaction that first locks the template's row.
+//! Claims on MySQL: a whole batch in one transaction.
 //!
-//! `SELECT ... FOR UPDATE` on the template makes the batches of one template take turns,
-//! across every coupond instance on the database, so what the batch reads under that lock
-//! (stock left, the users' counters) stays true until it commits, and the batch is decided
-//! in memory and written in a few multi-row statements, as on SQLite. Batches of different
-//! templates run at once; the engine's per-template batching is the group commit. The stock
-//! update stays conditional, so the database, not this arithmetic, has the last word on I1.
+//! Several coupond instances, and several batches of one instance, may claim the same
+//! template at once, so nothing read early in the transaction is trusted for the stock. The
+//! stock is split into shards (`template_stock`, migration 0005, see `stock`): a batch of `k`
+//! claims takes `k` from one shard with a conditional update (`claimed + k <= total`), the
+//! last thing it does before `COMMIT`, so batches on different shards never wait on each
+//! other and InnoDB flushes their commits together. Batches start on different shards
+//! ([`MysqlStore::shard_cursor`]). The template's row is only shared (`LOCK IN SHARE MODE`):
+//! an abort or an edit waits for the batches in flight, and batches do not wait on each other.
+//!
+//! When no single shard holds the batch, the batch is rolled back and run again in *exact*
+//! mode, which locks every shard in shard order after the per-user counters, reads the stock
+//! left, and issues exactly that many in arrival order (taking from the shards in order); the
+//! rest are `sold_out`. That happens while a template sells out, and for issuance chunks.
+//!
+//! Per-user counters are taken first, in user order: one upsert creates the missing ones and
+//! locks them all, so two batches with the same user take turns on its counter, and the batch
+//! decides the limits in memory from what it then reads.
 //!
 //! Coupon ids come from `id_blocks`, advanced in its own statement outside the batch's
-//! transaction (a sequence MySQL lacks), so batches of different templates never wait on
-//! each other for ids; a rolled-back batch leaves a gap.
+//! transaction (a sequence MySQL lacks), so batches never wait on each other for ids; a
+//! rolled-back batch leaves a gap.
 //!
-//! Lock order, the same in every batch: the template's row, idempotency keys (sorted),
-//! single-use codes (sorted), the per-user counters.
+//! Lock order, the same in every batch: the template's row (shared), idempotency keys
+//! (sorted), single-use codes (sorted), the per-user counters (sorted by user), then the stock
+//! shards (exact mode: all of them, in shard order; otherwise one), then the template's
+//! `sold_out` lock. A transaction holding a shard waits for nothing but that lock, and its
+//! holder waits for nothing: no cycle.
 
-use std::collections::HashMap;
+mod holdings;
+mod stock;
 
 use coupond_domain::{Coupon, CouponId, CouponStatus, TemplateId, Timestamp};
-use coupond_store::events::{self, kind};
+use coupond_store::events;
 use coupond_store::{ClaimOutcome, ClaimRequest, IdempotencyKey, StoreError, StoreResult};
-use coupond_store_sql::{rows, sql, tags, Exec, Query};
+use coupond_store_sql::{rows, sql, tags, Exec, Query, Tx};
 
-use crate::rows::db_err;
+use crate::exec::MysqlTx;
+use crate::rows::{db_err, deadlock};
 use crate::store::MysqlStore;
 
-/// Rows per multi-row statement.
-const CHUNK: usize = 500;
+pub(crate) use stock::split as split_stock;
 
-/// What the template's row says, read under its lock.
-struct Terms {
+/// Rows per multi-row statement.
+pub(super) const CHUNK: usize = 500;
+/// Tries of a batch that InnoDB rolled back to break a deadlock (nothing of it stayed).
+const DEADLOCK_TRIES: usize = 3;
+
+/// What the template's row says, read under its shared lock.
+pub(super) struct Terms {
     total_stock: i64,
-    remaining: i64,
-    limit: i64,
+    pub(super) limit: i64,
     /// The audience is a set of tags (`template_tags` has rows).
     tagged: bool,
+}
+
+/// How an attempt ended. Only `Done` may be committed.
+pub(crate) enum Attempt {
+    Done(Vec<ClaimOutcome>),
+    /// No single shard held the batch (or the stock ran out under it): run it again exactly.
+    Retry,
 }
 
 impl MysqlStore {
@@ -49,19 +75,58 @@ impl MysqlStore {
         let last = i64::try_from(done.last_insert_id()).map_err(StoreError::other)?;
         Ok(last - n as i64 + 1)
     }
+
+    /// The shard the next batch starts looking at.
+    fn shard_start(&self) -> i64 {
+        let n = self
+            .shard_cursor
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        i64::from(n) % stock::SHARDS
+    }
+
+    /// A claim batch in its own transaction: from one shard, else exactly. A batch InnoDB
+    /// rolled back to break a deadlock is run again, up to [`DEADLOCK_TRIES`] times.
+    pub(crate) async fn claim_batch_tx(
+        &self,
+        template: TemplateId,
+        claims: &[ClaimRequest],
+        now: Timestamp,
+    ) -> StoreResult<Vec<ClaimOutcome>> {
+        let start = self.shard_start();
+        let mut tries = 0;
+        let mut exact = false;
+        loop {
+            let mut tx = MysqlTx(self.pool.begin().await.map_err(db_err)?);
+            match attempt(&mut tx, self, template, claims, now, exact, start).await {
+                Ok(Attempt::Done(out)) => {
+                    coupond_store::failpoints::hit("claim.before_commit")?;
+                    Box::new(tx).commit().await?;
+                    return Ok(out);
+                }
+                Ok(Attempt::Retry) if !exact => exact = true,
+                Ok(Attempt::Retry) => {
+                    return Err(StoreError::other("stock changed under the shards' locks"))
+                }
+                Err(e) if deadlock(&e) && tries + 1 < DEADLOCK_TRIES => tries += 1,
+                Err(e) => return Err(e),
+            }
+        }
+    }
 }
 
-/// The claim batch inside the caller's transaction (which commits it). A template that is not
-/// claimable at `now` gets no writes.
-pub(crate) async fn claim_in<E: Exec + ?Sized>(
+/// One try at a claim batch inside the caller's transaction, which commits it on `Done` and
+/// drops it otherwise. A template that is not claimable at `now` gets no writes.
+pub(crate) async fn attempt<E: Tx + ?Sized>(
     tx: &mut E,
     store: &MysqlStore,
     template: TemplateId,
     claims: &[ClaimRequest],
     now: Timestamp,
-) -> StoreResult<Vec<ClaimOutcome>> {
-    let Some(terms) = lock_template(tx, template, now).await? else {
-        return not_claimable(tx, template, claims).await;
+    exact: bool,
+    start: i64,
+) -> StoreResult<Attempt> {
+    let Some(terms) = share_template(tx, template, now).await? else {
+        return not_claimable(tx, template, claims).await.map(Attempt::Done);
     };
     let mut out: Vec<Option<ClaimOutcome>> = vec![None; claims.len()];
     // 1. Idempotency keys, sorted: retries get their earlier answer; new keys are taken.
@@ -93,31 +158,52 @@ pub(crate) async fn claim_in<E: Exec + ?Sized>(
         forget(tx, claims, &untagged).await?;
     }
     let candidates: Vec<usize> = (0..claims.len()).filter(|i| out[*i].is_none()).collect();
-    // 3. Per-user counters and the stock, first come first served.
-    let granted = grant(tx, template, claims, &candidates, &terms, &mut out).await?;
+    // 3. Per-user counters, then (exact mode) every shard: first come first served.
+    let mut held = holdings::lock_holdings(tx, template, claims, &candidates).await?;
+    let shards = if exact {
+        Some(stock::lock_all(tx, template).await?)
+    } else {
+        None
+    };
+    let remaining = shards
+        .as_ref()
+        .map_or(i64::MAX, |s| s.iter().map(|s| s.left).sum());
+    let granted = holdings::grant(claims, &candidates, &terms, remaining, &mut held, &mut out);
+    holdings::write_holdings(tx, template, claims, &granted, &held).await?;
     let refused: Vec<usize> = candidates
         .iter()
         .copied()
         .filter(|i| !granted.contains(i))
         .collect();
     forget(tx, claims, &refused).await?;
-    // 4. Coupons, their log rows and events; then the stock.
+    // 4. Coupons, their log rows and events; then the stock, last.
     if !granted.is_empty() {
         let first = store.coupon_ids(granted.len()).await?;
         let coupons = insert_coupons(tx, template, claims, &granted, first, now).await?;
+        // Coupons written, stock not yet taken: a fault here must leave neither.
         coupond_store::failpoints::hit("claim.mid_batch")?;
-        take_stock(tx, template, &terms, granted.len() as i64, now).await?;
+        let k = granted.len() as i64;
+        let taken = match &shards {
+            Some(s) => stock::take_exact(tx, template, terms.total_stock, s, k, now).await?,
+            None => stock::take_one(tx, template, terms.total_stock, k, start, now).await?,
+        };
+        if !taken {
+            return Ok(Attempt::Retry);
+        }
+        coupond_store::failpoints::hit("claim.stock_taken")?;
         for (c, &i) in coupons.into_iter().zip(&granted) {
             out[i] = Some(ClaimOutcome::Issued(c));
         }
     }
     out.into_iter()
         .map(|o| o.ok_or_else(|| StoreError::other("claim without an outcome")))
-        .collect()
+        .collect::<StoreResult<Vec<_>>>()
+        .map(Attempt::Done)
 }
 
-/// Locks the template's row; its terms if it is claimable at `now`.
-async fn lock_template<E: Exec + ?Sized>(
+/// Shares the template's row (an abort or edit waits for the batch; other batches do not);
+/// its terms if it is claimable at `now`.
+async fn share_template<E: Exec + ?Sized>(
     tx: &mut E,
     template: TemplateId,
     now: Timestamp,
@@ -125,11 +211,11 @@ async fn lock_template<E: Exec + ?Sized>(
     let row = tx
         .fetch_optional(
             sql(format!(
-                "SELECT total_stock, total_stock - claimed AS remaining, per_user_limit, {},
+                "SELECT total_stock, per_user_limit, {},
                         (aborted_at IS NULL
                          AND (activity_id IS NOT NULL OR published_at IS NOT NULL)
                          AND claim_start <= $1 AND $1 < claim_end) AS claimable
-                 FROM templates WHERE id = $2 FOR UPDATE",
+                 FROM templates WHERE id = $2 LOCK IN SHARE MODE",
                 tags::TAGGED_COLUMN
             ))
             .bind(now)
@@ -142,82 +228,9 @@ async fn lock_template<E: Exec + ?Sized>(
     }
     Ok(Some(Terms {
         total_stock: row.i64("total_stock")?,
-        remaining: row.i64("remaining")?,
         limit: row.i64("per_user_limit")?,
         tagged: row.i64("tagged")? > 0,
     }))
-}
-
-/// Decides which candidates get a coupon (per-user limit, then stock, in arrival order), sets
-/// the others' outcome and writes the counters of users granted one; the granted, in order.
-async fn grant<E: Exec + ?Sized>(
-    tx: &mut E,
-    template: TemplateId,
-    claims: &[ClaimRequest],
-    candidates: &[usize],
-    terms: &Terms,
-    out: &mut [Option<ClaimOutcome>],
-) -> StoreResult<Vec<usize>> {
-    let mut users: Vec<&str> = candidates
-        .iter()
-        .map(|&i| claims[i].user.as_str())
-        .collect();
-    users.sort_unstable();
-    users.dedup();
-    let mut held = holdings(tx, template, &users).await?;
-    let mut granted = Vec::new();
-    let mut changed: Vec<&str> = Vec::new();
-    for &i in candidates {
-        let user = claims[i].user.as_str();
-        let n = held.entry(user.to_owned()).or_insert(0);
-        if *n >= terms.limit {
-            out[i] = Some(ClaimOutcome::LimitReached);
-        } else if granted.len() as i64 >= terms.remaining {
-            out[i] = Some(ClaimOutcome::SoldOut);
-        } else {
-            *n += 1;
-            granted.push(i);
-            changed.push(user);
-        }
-    }
-    changed.sort_unstable();
-    changed.dedup();
-    for chunk in changed.chunks(CHUNK) {
-        let mut q = sql("INSERT INTO holdings (template_id, user_id, n) VALUES ");
-        for (k, user) in chunk.iter().enumerate() {
-            q.push(if k == 0 { "(" } else { ", (" });
-            q.push_bind(template.get())
-                .push(", ")
-                .push_bind(*user)
-                .push(", ")
-                .push_bind(held[*user])
-                .push(")");
-        }
-        q.push(" ON DUPLICATE KEY UPDATE n = VALUES(n)");
-        tx.execute(q).await?;
-    }
-    Ok(granted)
-}
-
-/// The counters of `users` (sorted) on `template`, locked.
-async fn holdings<E: Exec + ?Sized>(
-    tx: &mut E,
-    template: TemplateId,
-    users: &[&str],
-) -> StoreResult<HashMap<String, i64>> {
-    let mut held = HashMap::with_capacity(users.len());
-    for chunk in users.chunks(CHUNK) {
-        let mut q = sql("SELECT user_id, n FROM holdings WHERE template_id = $1 AND user_id IN (")
-            .bind(template.get());
-        for (k, user) in chunk.iter().enumerate() {
-            q.push(if k == 0 { "" } else { ", " }).push_bind(*user);
-        }
-        q.push(") ORDER BY user_id FOR UPDATE");
-        for r in tx.fetch_all(q).await? {
-            held.insert(r.string("user_id")?, r.i64("n")?);
-        }
-    }
-    Ok(held)
 }
 
 /// A refused claim records no key and leaves its code free.
@@ -238,39 +251,6 @@ async fn forget<E: Exec + ?Sized>(
             )
             .await?;
         }
-    }
-    Ok(())
-}
-
-/// Raises `claimed` by `n` (conditionally: the database has the last word) and writes
-/// `template.sold_out` when the batch took the last coupon.
-async fn take_stock<E: Exec + ?Sized>(
-    tx: &mut E,
-    template: TemplateId,
-    terms: &Terms,
-    n: i64,
-    now: Timestamp,
-) -> StoreResult<()> {
-    let raised = tx
-        .execute(
-            sql("UPDATE templates SET claimed = claimed + $1
-                 WHERE id = $2 AND claimed + $1 <= total_stock")
-            .bind(n)
-            .bind(template.get()),
-        )
-        .await?;
-    if raised != 1 {
-        return Err(StoreError::other("stock changed under the template's lock"));
-    }
-    coupond_store::failpoints::hit("claim.stock_taken")?;
-    if n == terms.remaining {
-        tx.execute(
-            sql("INSERT INTO outbox (kind, at, body) VALUES ($1, $2, $3)")
-                .bind(kind::TEMPLATE_SOLD_OUT)
-                .bind(now)
-                .bind(events::template_sold_out(template, terms.total_stock)),
-        )
-        .await?;
     }
     Ok(())
 }
@@ -376,7 +356,7 @@ fn coupon_rows(template: TemplateId, chunk: &[(&Coupon, &ClaimRequest)], now: Ti
 }
 
 /// `head` followed by one parenthesised row per item, written by `row`.
-fn multi_row<T>(head: &str, items: &[T], row: impl Fn(&mut Query, &T)) -> Query {
+pub(super) fn multi_row<T>(head: &str, items: &[T], row: impl Fn(&mut Query, &T)) -> Query {
     let mut q = sql(head.to_owned());
     for (k, item) in items.iter().enumerate() {
         q.push(if k == 0 { "(" } else { ", (" });

@@ -220,7 +220,8 @@ impl Db for MysqlStore {
     }
 
     fn claimed_column(&self) -> &'static str {
-        "claimed"
+        "(SELECT CAST(COALESCE(SUM(s.claimed), 0) AS SIGNED) FROM template_stock s
+          WHERE s.template_id = templates.id)"
     }
 
     async fn outbox_head(&self) -> StoreResult<OutboxPosition> {
@@ -228,15 +229,31 @@ impl Db for MysqlStore {
     }
 
     fn own_audit_checks(&self) -> &'static [(&'static str, &'static str)] {
-        &coupond_store_sql::reports::CLAIMED_ON_TEMPLATES
+        &AUDIT_CHECKS
     }
 
     fn template_columns(&self) -> &'static str {
         crate::store::TEMPLATE_COLS
     }
 
-    /// `templates.total_stock` and `claimed` are the stock: nothing else to lay out.
-    async fn template_stock(&self, _tx: &mut dyn Tx, _id: i64, _total: i64) -> StoreResult<()> {
-        Ok(())
+    /// Splits the stock into the template's shards (migration 0005), keeping what was claimed.
+    async fn template_stock(&self, tx: &mut dyn Tx, id: i64, total: i64) -> StoreResult<()> {
+        crate::claims::split_stock(tx, id, total).await
     }
 }
+
+/// The audit's check on what is MySQL's own: the stock shards (migration 0005) hold the
+/// template's stock, and their `claimed` is the count of its coupons, within the stock.
+const AUDIT_CHECKS: [(&str, &str); 1] = [(
+    "stock",
+    "SELECT 'template ' || t.id AS subject, 'claimed ' || COALESCE(s.claimed, 0)
+            || ', coupons ' || COALESCE(c.n, 0) || ', stock ' || t.total_stock
+            || ', shards hold ' || COALESCE(s.total, 0) AS detail
+     FROM templates t
+     LEFT JOIN (SELECT template_id, SUM(claimed) AS claimed, SUM(total) AS total
+                FROM template_stock GROUP BY template_id) s ON s.template_id = t.id
+     LEFT JOIN (SELECT template_id, COUNT(*) AS n FROM coupons GROUP BY template_id) c
+         ON c.template_id = t.id
+     WHERE COALESCE(s.claimed, 0) <> COALESCE(c.n, 0) OR COALESCE(c.n, 0) > t.total_stock
+        OR COALESCE(s.total, 0) <> t.total_stock",
+)];

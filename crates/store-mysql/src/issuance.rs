@@ -8,7 +8,7 @@ use coupond_domain::{Timestamp, UserId};
 use coupond_store::{ClaimOutcome, Issuance, StoreError, StoreResult};
 use coupond_store_sql::{issuance, Tx};
 
-use crate::claims::claim_in;
+use crate::claims::{attempt, Attempt};
 use crate::exec::MysqlTx;
 use crate::rows::db_err;
 use crate::store::MysqlStore;
@@ -31,7 +31,10 @@ coupond_store_sql::impl_issuance_store!(MysqlStore, {
         let from = job.next_user as usize;
         let to = (from + max as usize).min(users.len());
         let (claims, not_eligible) = issuance::chunk_claims(&job, &template, &users[from..to], now);
-        let out = claim_in(&mut tx, self, template.id, &claims, now).await?;
+        let Attempt::Done(out) = attempt(&mut tx, self, template.id, &claims, now, true, 0).await?
+        else {
+            return Err(StoreError::other("stock changed under the shards' locks"));
+        };
         // The chunk's coupons written, the job's progress not yet.
         coupond_store::failpoints::hit("issuance.mid_chunk")?;
         let job = if out.contains(&ClaimOutcome::NotClaimable) {

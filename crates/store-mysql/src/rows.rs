@@ -12,6 +12,18 @@ const UNAVAILABLE: [u16; 12] = [
     1040, 1053, 1077, 1079, 1080, 2002, 2003, 2006, 2013, 1927, 1213, 1205,
 ];
 
+/// InnoDB rolled the transaction back to break a deadlock (1213): nothing of it stayed, and
+/// running it again is safe.
+pub(crate) fn deadlock(e: &StoreError) -> bool {
+    let StoreError::Unavailable(source) = e else {
+        return false;
+    };
+    source
+        .downcast_ref::<Box<dyn sqlx::error::DatabaseError>>()
+        .and_then(|d| d.try_downcast_ref::<MySqlDatabaseError>())
+        .is_some_and(|m| m.number() == 1213)
+}
+
 pub(crate) fn db_err(e: sqlx::Error) -> StoreError {
     match e {
         sqlx::Error::RowNotFound => StoreError::NotFound,

@@ -15,8 +15,12 @@ pub const DEFAULT_MAX_CONNECTIONS: u32 = 16;
 /// Connections that only draw coupon ids (see [`MysqlStore::ids`]).
 pub(crate) const ID_CONNECTIONS: u32 = 2;
 
-pub(crate) const TEMPLATE_COLS: &str = "id, merchant_id, spec, claim_start, claim_end, claimed, \
-     used, given, reserved, created_at, updated_at, published_at, aborted_at, version";
+/// A template's columns. `claimed` is the sum of its stock shards (`template_stock`, see
+/// migration 0005); `id` inside that subquery is the template's (the shard table has none).
+pub(crate) const TEMPLATE_COLS: &str = "id, merchant_id, spec, claim_start, claim_end, \
+     (SELECT CAST(COALESCE(SUM(s.claimed), 0) AS SIGNED) FROM template_stock s \
+     WHERE s.template_id = id) AS claimed, used, given, reserved, created_at, updated_at, \
+     published_at, aborted_at, version";
 
 /// Every session: identifiers in double quotes and `||` as concatenation, as the shared SQL is
 /// written (sqlx adds `PIPES_AS_CONCAT` itself), and `READ COMMITTED`, so that locking reads
@@ -35,6 +39,9 @@ pub struct MysqlStore {
     /// `pool`: drawn from `pool` itself, batches holding every connection would wait forever
     /// for one more.
     pub(crate) ids: MySqlPool,
+    /// Where the next claim batch starts looking for a stock shard: batches in flight at once
+    /// start on different shards, so they do not wait on each other's (see `claims`).
+    pub(crate) shard_cursor: std::sync::Arc<std::sync::atomic::AtomicU32>,
 }
 
 impl MysqlStore {
@@ -79,7 +86,15 @@ impl MysqlStore {
         }
         let pool = Self::pool(max, opts.clone()).await?;
         let ids = Self::pool(ID_CONNECTIONS, opts).await?;
-        Ok(MysqlStore { pool, max, ids })
+        Ok(MysqlStore {
+            pool,
+            max,
+            ids,
+            // Processes start at different shards too.
+            shard_cursor: std::sync::Arc::new(std::sync::atomic::AtomicU32::new(
+                std::process::id(),
+            )),
+        })
     }
 
     async fn pool(max: u32, opts: MySqlConnectOptions) -> StoreResult<MySqlPool> {

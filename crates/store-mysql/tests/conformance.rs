@@ -44,3 +44,56 @@ fn mysql_is_configured_in_ci() {
         );
     }
 }
+
+/// The audit reads the stock shards (migration 0005): a shard that counts a coupon that does
+/// not exist, or shards that hold more than the template's stock, are reported as `stock`.
+#[tokio::test]
+async fn the_audit_catches_stock_shard_tampering() {
+    use coupond_store::testing::fixtures::{at, claimable_template};
+    use coupond_store::{ClaimOutcome, ClaimRequest};
+
+    let Ok(url) = std::env::var(ENV) else {
+        let _ = writeln!(std::io::stderr(), "SKIP mysql shard audit: {ENV} is not set");
+        return;
+    };
+    for tamper in [
+        "UPDATE template_stock SET claimed = claimed + 1 WHERE claimed < total LIMIT 1",
+        "UPDATE template_stock SET total = total + 1 LIMIT 1",
+    ] {
+        let database = format!("ct_shard_audit_{}", uuid::Uuid::new_v4().simple());
+        let store = MysqlStore::connect_in_database(&url, Some(&database))
+            .await
+            .expect("connect to mysql");
+        store.migrate().await.expect("migrate");
+        let store: Arc<dyn Store> = Arc::new(store);
+        let t = claimable_template(&*store, 40, 1).await;
+        let req = |u: &str| ClaimRequest {
+            user: coupond_domain::UserId::parse(u).unwrap(),
+            actor: coupond_domain::Actor::System,
+            valid_from: at(15),
+            valid_until: at(40),
+            idempotency: None,
+            code: None,
+            issuance: None,
+        };
+        let out = store
+            .claim_batch(t.id, &[req("a"), req("b")], at(15))
+            .await
+            .unwrap();
+        assert!(out.iter().all(|o| matches!(o, ClaimOutcome::Issued(_))));
+        let grace = time::Duration::minutes(1);
+        assert_eq!(store.audit(at(15), grace).await.unwrap(), vec![]);
+        let base = url.rsplit_once('/').map_or(url.as_str(), |(b, _)| b);
+        let raw = sqlx::MySqlPool::connect(&format!("{base}/{database}"))
+            .await
+            .unwrap();
+        sqlx::query(tamper).execute(&raw).await.unwrap();
+        raw.close().await;
+        let found = store.audit(at(15), grace).await.unwrap();
+        assert!(
+            found.iter().any(|v| v.check == "stock"),
+            "{tamper}: expected `stock`, found {found:?}"
+        );
+        store.close().await;
+    }
+}
