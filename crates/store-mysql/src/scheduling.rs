@@ -40,7 +40,7 @@ impl MysqlStore {
             .iter()
             .map(|r| r.i64("id"))
             .collect::<StoreResult<_>>()?;
-        let (Some(&first), Some(&last)) = (ids.first(), ids.last()) else {
+        let Some(&first) = ids.first() else {
             return Ok(());
         };
         let top = tx
@@ -49,15 +49,16 @@ impl MysqlStore {
             .i64("top")?;
         // `seq = id + offset`: in id order, and past `top`.
         let offset = (top + 1 - first).max(0);
+        // Joined from the list, one primary-key lookup per id. Written as `id IN (SELECT ...
+        // JSON_TABLE ...)`, MariaDB read the whole list again for every row of the id range:
+        // 2.6 s for 5,000 ids against 0.04 s joined, and the consumers fell 45 s behind a
+        // 100,000-claim flash sale.
         tx.execute(
-            sql(format!(
-                "UPDATE outbox SET seq = id + $1 WHERE id BETWEEN $2 AND $3 AND {}",
-                self.dialect().in_list("id", 4)
-            ))
-            .bind(offset)
-            .bind(first)
-            .bind(last)
-            .bind(ids),
+            sql("UPDATE outbox o
+                 JOIN JSON_TABLE($1, '$[*]' COLUMNS (v BIGINT PATH '$')) AS l ON o.id = l.v
+                 SET o.seq = o.id + $2")
+            .bind(ids)
+            .bind(offset),
         )
         .await?;
         tx.commit().await
