@@ -91,9 +91,9 @@ impl MysqlStore {
             max,
             ids,
             // Processes start at different shards too.
-            shard_cursor: std::sync::Arc::new(std::sync::atomic::AtomicU32::new(
-                std::process::id(),
-            )),
+            shard_cursor: std::sync::Arc::new(
+                std::sync::atomic::AtomicU32::new(std::process::id()),
+            ),
         })
     }
 

@@ -53,7 +53,10 @@ async fn the_audit_catches_stock_shard_tampering() {
     use coupond_store::{ClaimOutcome, ClaimRequest};
 
     let Ok(url) = std::env::var(ENV) else {
-        let _ = writeln!(std::io::stderr(), "SKIP mysql shard audit: {ENV} is not set");
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIP mysql shard audit: {ENV} is not set"
+        );
         return;
     };
     for tamper in [

@@ -18,7 +18,7 @@ use crate::StoreResult;
 /// The points, by name; the failpoint matrix drives each one.
 pub const POINTS: [&str; 10] = [
     // Claims: between the coupon rows and the stock update (the claim code bulk issuance
-    // chunks share, so it fires there too); the stock taken (on PostgreSQL from a shard, the
+    // chunks share, so it fires there too); the stock taken (on PostgreSQL and MySQL from a shard, the
     // sold-out event written where it was the last), not committed; just before the commit
     // (all in the store); after the commit, before the callers are answered (engine).
     "claim.mid_batch",

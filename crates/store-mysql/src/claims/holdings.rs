@@ -54,7 +54,10 @@ pub(super) async fn lock_holdings<E: Exec + ?Sized>(
             "INSERT INTO holdings (template_id, user_id, n) VALUES ",
             chunk,
             |q, user| {
-                q.push_bind(template.get()).push(", ").push_bind(*user).push(", 0");
+                q.push_bind(template.get())
+                    .push(", ")
+                    .push_bind(*user)
+                    .push(", 0");
             },
         );
         let mut q = q;

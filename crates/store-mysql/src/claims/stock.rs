@@ -28,8 +28,10 @@ pub(crate) async fn lock_all<E: Tx + ?Sized>(
     tx: &mut E,
     template: TemplateId,
 ) -> StoreResult<Vec<Shard>> {
-    let q = sql("SELECT shard, total - claimed AS \"left\" FROM template_stock
-                 WHERE template_id = $1 ORDER BY shard FOR UPDATE");
+    let q = sql(
+        "SELECT shard, total - claimed AS \"left\" FROM template_stock
+                 WHERE template_id = $1 ORDER BY shard FOR UPDATE",
+    );
     tx.fetch_all(q.bind(template.get()))
         .await?
         .iter()
@@ -96,9 +98,11 @@ async fn pick<E: Tx + ?Sized>(
     for q in [
         free("shard >= $2"),
         free("shard < $2"),
-        sql("SELECT shard, total - claimed AS \"left\" FROM template_stock
+        sql(
+            "SELECT shard, total - claimed AS \"left\" FROM template_stock
              WHERE template_id = $1 AND claimed + $2 <= total
-             ORDER BY shard LIMIT 1 FOR UPDATE")
+             ORDER BY shard LIMIT 1 FOR UPDATE",
+        )
         .bind(template.get())
         .bind(k),
     ] {
@@ -133,7 +137,10 @@ pub(crate) async fn take_exact<E: Tx + ?Sized>(
         }
         need -= take;
         emptied |= take == s.left;
-        q.push(" WHEN ").push_bind(s.shard).push(" THEN ").push_bind(take);
+        q.push(" WHEN ")
+            .push_bind(s.shard)
+            .push(" THEN ")
+            .push_bind(take);
         taken.push(s.shard);
     }
     if need > 0 {
@@ -167,8 +174,10 @@ async fn sold_out<E: Tx + ?Sized>(
     tx.lock(&format!("sold_out:{}", template.get())).await?;
     let left = tx
         .fetch_optional(
-            sql("SELECT shard FROM template_stock WHERE template_id = $1 AND claimed < total
-                 LIMIT 1")
+            sql(
+                "SELECT shard FROM template_stock WHERE template_id = $1 AND claimed < total
+                 LIMIT 1",
+            )
             .bind(template.get()),
         )
         .await?;
@@ -190,8 +199,10 @@ async fn sold_out<E: Tx + ?Sized>(
 pub(crate) async fn split<E: Tx + ?Sized>(tx: &mut E, id: i64, total: i64) -> StoreResult<()> {
     let done = tx
         .fetch_one(
-            sql("SELECT CAST(COALESCE(SUM(claimed), 0) AS SIGNED) AS n FROM template_stock
-                 WHERE template_id = $1")
+            sql(
+                "SELECT CAST(COALESCE(SUM(claimed), 0) AS SIGNED) AS n FROM template_stock
+                 WHERE template_id = $1",
+            )
             .bind(id),
         )
         .await?
