@@ -23,7 +23,8 @@ SET @stock_check = (
       ON t.CONSTRAINT_SCHEMA = c.CONSTRAINT_SCHEMA AND t.CONSTRAINT_NAME = c.CONSTRAINT_NAME
     WHERE c.CONSTRAINT_SCHEMA = DATABASE() AND t.TABLE_NAME = 'templates'
       AND t.CONSTRAINT_TYPE = 'CHECK' AND c.CHECK_CLAUSE LIKE '%claimed%<=%total_stock%');
-SET @drop_check = CONCAT('ALTER TABLE templates DROP CONSTRAINT ', @stock_check);
+SET @drop_check = IF(@stock_check IS NULL, 'DO 0',
+                     CONCAT('ALTER TABLE templates DROP CONSTRAINT ', @stock_check));
 PREPARE drop_check FROM @drop_check;
 EXECUTE drop_check;
 DEALLOCATE PREPARE drop_check;
@@ -38,7 +39,19 @@ CREATE TABLE template_stock (
     FOREIGN KEY (template_id) REFERENCES templates (id)
 ) ENGINE=InnoDB;
 
+-- Each template's stock in min(16, stock) shards, the coupons already claimed filled into
+-- them in order (as `claims/stock.rs::split` lays it out when a template is written): shard
+-- i holds stock / n, one more for the first stock mod n, and starts after i * q + min(i, r).
 INSERT INTO template_stock (template_id, shard, total, claimed)
-    SELECT id, 0, total_stock, claimed FROM templates;
+    SELECT id, i, size, LEAST(size, GREATEST(0, claimed - i * q - LEAST(i, r)))
+    FROM (
+        WITH RECURSIVE k (i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM k WHERE i < 15)
+        SELECT t.id, k.i, t.claimed,
+               t.total_stock DIV LEAST(16, t.total_stock) AS q,
+               t.total_stock MOD LEAST(16, t.total_stock) AS r,
+               t.total_stock DIV LEAST(16, t.total_stock)
+                   + (k.i < t.total_stock MOD LEAST(16, t.total_stock)) AS size
+        FROM templates t JOIN k ON k.i < LEAST(16, t.total_stock)
+    ) s;
 
 ALTER TABLE templates DROP COLUMN claimed;

@@ -15,8 +15,12 @@
 //! rest are `sold_out`. That happens while a template sells out, and for issuance chunks.
 //!
 //! Per-user counters are taken first, in user order: one upsert creates the missing ones and
-//! locks them all, so two batches with the same user take turns on its counter, and the batch
-//! decides the limits in memory from what it then reads.
+//! locks them all exclusively (an update of each existing one), so two batches with the same
+//! user take turns on its counter, and the batch decides the limits in memory from what it
+//! then reads. A plain batch then reads the shards as committed: no stock left anywhere is
+//! `sold_out` at once (the template's row is shared, so no edit can add any, and a commit only
+//! takes more), and no shard that looks like holding the batch sends it to exact mode before
+//! it writes anything.
 //!
 //! Coupon ids come from `id_blocks`, advanced in its own statement outside the batch's
 //! transaction (a sequence MySQL lacks), so batches never wait on each other for ids; a
@@ -34,7 +38,10 @@ mod stock;
 use coupond_domain::{Coupon, CouponId, CouponStatus, TemplateId, Timestamp};
 use coupond_store::events;
 use coupond_store::{ClaimOutcome, ClaimRequest, IdempotencyKey, StoreError, StoreResult};
-use coupond_store_sql::{rows, sql, tags, Exec, Query, Tx};
+use coupond_store_sql::claims::{
+    earlier_claim, forget, multi_row, not_claimable, single_use, take_code,
+};
+use coupond_store_sql::{sql, tags, Exec, Query, Tx};
 
 use crate::exec::MysqlTx;
 use crate::rows::{db_err, deadlock};
@@ -110,6 +117,9 @@ impl MysqlStore {
                 Err(e) if deadlock(&e) && tries + 1 < DEADLOCK_TRIES => tries += 1,
                 Err(e) => return Err(e),
             }
+            // Now, not when the pool next sees the connection: the next try would wait on
+            // this one's locks until then.
+            tx.0.rollback().await.map_err(db_err)?;
         }
     }
 }
@@ -158,17 +168,20 @@ pub(crate) async fn attempt<E: Tx + ?Sized>(
         forget(tx, claims, &untagged).await?;
     }
     let candidates: Vec<usize> = (0..claims.len()).filter(|i| out[*i].is_none()).collect();
-    // 3. Per-user counters, then (exact mode) every shard: first come first served.
+    // 3. Per-user counters, then the shards: in exact mode every one locked; otherwise as
+    // committed, the one to take from being locked last. First come first served.
     let mut held = holdings::lock_holdings(tx, template, claims, &candidates).await?;
-    let shards = if exact {
-        Some(stock::lock_all(tx, template).await?)
-    } else {
-        None
-    };
-    let remaining = shards
-        .as_ref()
-        .map_or(i64::MAX, |s| s.iter().map(|s| s.left).sum());
+    let shards = stock::shards(tx, template, exact).await?;
+    let left: i64 = shards.iter().map(|s| s.left).sum();
+    // No committed stock anywhere is sold out for good, in either mode: the template's row is
+    // shared, so no edit adds stock, and what commits only takes more.
+    let remaining = if exact || left == 0 { left } else { i64::MAX };
     let granted = holdings::grant(claims, &candidates, &terms, remaining, &mut held, &mut out);
+    let k = granted.len() as i64;
+    if !exact && k > shards.iter().map(|s| s.left).max().unwrap_or(0) {
+        // No shard looks like holding the batch: run it exactly, before writing anything.
+        return Ok(Attempt::Retry);
+    }
     holdings::write_holdings(tx, template, claims, &granted, &held).await?;
     let refused: Vec<usize> = candidates
         .iter()
@@ -182,10 +195,10 @@ pub(crate) async fn attempt<E: Tx + ?Sized>(
         let coupons = insert_coupons(tx, template, claims, &granted, first, now).await?;
         // Coupons written, stock not yet taken: a fault here must leave neither.
         coupond_store::failpoints::hit("claim.mid_batch")?;
-        let k = granted.len() as i64;
-        let taken = match &shards {
-            Some(s) => stock::take_exact(tx, template, terms.total_stock, s, k, now).await?,
-            None => stock::take_one(tx, template, terms.total_stock, k, start, now).await?,
+        let taken = if exact {
+            stock::take_exact(tx, template, terms.total_stock, &shards, k, now).await?
+        } else {
+            stock::take_one(tx, template, terms.total_stock, k, start, now).await?
         };
         if !taken {
             return Ok(Attempt::Retry);
@@ -231,28 +244,6 @@ async fn share_template<E: Exec + ?Sized>(
         limit: row.i64("per_user_limit")?,
         tagged: row.i64("tagged")? > 0,
     }))
-}
-
-/// A refused claim records no key and leaves its code free.
-async fn forget<E: Exec + ?Sized>(
-    tx: &mut E,
-    claims: &[ClaimRequest],
-    refused: &[usize],
-) -> StoreResult<()> {
-    for &i in refused {
-        if let Some(k) = &claims[i].idempotency {
-            tx.execute(sql("DELETE FROM claim_keys WHERE \"key\" = $1").bind(k.key.as_str()))
-                .await?;
-        }
-        if let Some(code) = single_use(&claims[i]) {
-            tx.execute(
-                sql("UPDATE codes SET redeemed_by = NULL, redeemed_at = NULL WHERE code = $1")
-                    .bind(code),
-            )
-            .await?;
-        }
-    }
-    Ok(())
 }
 
 /// Inserts the coupons of `granted` claims with ids from `first` on, with one operation-log
@@ -355,38 +346,6 @@ fn coupon_rows(template: TemplateId, chunk: &[(&Coupon, &ClaimRequest)], now: Ti
     )
 }
 
-/// `head` followed by one parenthesised row per item, written by `row`.
-pub(super) fn multi_row<T>(head: &str, items: &[T], row: impl Fn(&mut Query, &T)) -> Query {
-    let mut q = sql(head.to_owned());
-    for (k, item) in items.iter().enumerate() {
-        q.push(if k == 0 { "(" } else { ", (" });
-        row(&mut q, item);
-        q.push(")");
-    }
-    q
-}
-
-/// Every claim of a batch on a template that is not claimable: retries of claims that
-/// succeeded earlier still get their coupon.
-async fn not_claimable<E: Exec + ?Sized>(
-    tx: &mut E,
-    template: TemplateId,
-    claims: &[ClaimRequest],
-) -> StoreResult<Vec<ClaimOutcome>> {
-    let mut out = Vec::with_capacity(claims.len());
-    for c in claims {
-        let mut earlier = match &c.idempotency {
-            Some(k) => earlier_claim(tx, k).await?,
-            None => None,
-        };
-        if let (None, Some(code)) = (&earlier, single_use(c)) {
-            earlier = earlier_code(tx, template, code, c).await?;
-        }
-        out.push(earlier.unwrap_or(ClaimOutcome::NotClaimable));
-    }
-    Ok(out)
-}
-
 /// Takes an idempotency key for a claim about to be made. `None`: the key is new (and held by
 /// this transaction; a concurrent one with the same key waits). `Some(outcome)`: used before.
 async fn claim_key<E: Exec + ?Sized>(
@@ -409,86 +368,4 @@ async fn claim_key<E: Exec + ?Sized>(
         return Ok(None);
     }
     earlier_claim(tx, k).await
-}
-
-/// What an idempotency key did before: the coupon it issued, `KeyReused` if it was for
-/// another request, `None` if it is unknown.
-async fn earlier_claim<E: Exec + ?Sized>(
-    tx: &mut E,
-    k: &IdempotencyKey,
-) -> StoreResult<Option<ClaimOutcome>> {
-    let row = tx
-        .fetch_optional(
-            sql(
-                "SELECT k.fingerprint, c.* FROM claim_keys k JOIN coupons c ON c.id = k.coupon_id
-                 WHERE k.\"key\" = $1",
-            )
-            .bind(k.key.as_str()),
-        )
-        .await?;
-    let Some(row) = row else { return Ok(None) };
-    if row.bytes("fingerprint")? != k.fingerprint {
-        return Ok(Some(ClaimOutcome::KeyReused));
-    }
-    Ok(Some(ClaimOutcome::Replayed(rows::coupon(&row)?)))
-}
-
-/// The single-use code a claim redeems, if it redeems one.
-fn single_use(c: &ClaimRequest) -> Option<&str> {
-    c.code
-        .as_ref()
-        .filter(|k| k.single_use)
-        .map(|k| k.code.as_str())
-}
-
-/// Takes a single-use code of `template` for the claim's user. `None`: taken now. `Some`: the
-/// user redeemed it before (its coupon), or someone else did or it is not this template's.
-async fn take_code<E: Exec + ?Sized>(
-    tx: &mut E,
-    template: TemplateId,
-    code: &str,
-    c: &ClaimRequest,
-    now: Timestamp,
-) -> StoreResult<Option<ClaimOutcome>> {
-    let taken = tx
-        .execute(
-            sql("UPDATE codes SET redeemed_by = $1, redeemed_at = $2
-                 WHERE code = $3 AND template_id = $4 AND batch_id IS NOT NULL
-                   AND redeemed_by IS NULL")
-            .bind(c.user.as_str())
-            .bind(now)
-            .bind(code)
-            .bind(template.get()),
-        )
-        .await?;
-    if taken == 1 {
-        return Ok(None);
-    }
-    Ok(Some(
-        earlier_code(tx, template, code, c)
-            .await?
-            .unwrap_or(ClaimOutcome::CodeTaken),
-    ))
-}
-
-/// The coupon a single-use code gave this claim's user before, as `Replayed`.
-async fn earlier_code<E: Exec + ?Sized>(
-    tx: &mut E,
-    template: TemplateId,
-    code: &str,
-    c: &ClaimRequest,
-) -> StoreResult<Option<ClaimOutcome>> {
-    let row = tx
-        .fetch_optional(
-            sql(
-                "SELECT c.* FROM codes k JOIN coupons c ON c.id = k.coupon_id
-                 WHERE k.code = $1 AND k.template_id = $2 AND k.redeemed_by = $3",
-            )
-            .bind(code)
-            .bind(template.get())
-            .bind(c.user.as_str()),
-        )
-        .await?;
-    row.map(|r| rows::coupon(&r).map(ClaimOutcome::Replayed))
-        .transpose()
 }

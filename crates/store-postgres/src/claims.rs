@@ -575,6 +575,9 @@ impl PgStore {
                 tx.commit().await.map_err(db_err)?;
                 return Ok(out);
             }
+            // Now, not when the pool next sees the connection: the exact try would wait on
+            // this one's locks (its per-user counters) until then.
+            tx.rollback().await.map_err(db_err)?;
         }
         Err(StoreError::other("stock changed under the shards' locks"))
     }

@@ -36,6 +36,8 @@
 //!   claim: order reads, confirm with its amount verification, cancel, the lock sweeper, and
 //!   the lock's coupons and reservations; each backend implements the trait with its own
 //!   `lock_order`.
+//! - `claims`: claim-batch steps in shared statements (refusals given back, earlier answers
+//!   by key or code, single-use codes, multi-row inserts), which MySQL's claim path uses.
 //! - `wallet`: the reads of [`ClaimStore`](coupond_store::ClaimStore) (a user's coupons, one
 //!   coupon, its history); each backend implements the trait with its own claim batch.
 //! - `rows`: the row mappers backends share (coupons, their log, orders, issuance jobs,
@@ -54,6 +56,7 @@ pub mod admin;
 pub mod campaigns;
 pub mod catalog;
 pub mod checkout;
+pub mod claims;
 pub mod codes;
 mod db;
 pub mod idempotency;

@@ -284,7 +284,7 @@ pub const CHECKS: [(&str, &str); 8] = [
     ),
 ];
 
-/// The stock check of a backend that keeps `claimed` on `templates` (SQLite, MySQL), for its
+/// The stock check of a backend that keeps `claimed` on `templates` (SQLite), for its
 /// [`Db::own_audit_checks`]: `claimed` is the count of its coupons, within the stock.
 pub const CLAIMED_ON_TEMPLATES: [(&str, &str); 1] = [(
     "stock",

@@ -35,7 +35,8 @@ pub(super) fn grant(
 }
 
 /// The counters of the candidates' users on `template`, each locked by this transaction: one
-/// upsert in user order creates the missing ones (at 0) and locks them all, then they are read.
+/// upsert in user order creates the missing ones (at 0) and locks them all exclusively, then
+/// they are read.
 pub(super) async fn lock_holdings<E: Exec + ?Sized>(
     tx: &mut E,
     template: TemplateId,
@@ -61,13 +62,11 @@ pub(super) async fn lock_holdings<E: Exec + ?Sized>(
             },
         );
         let mut q = q;
-        q.push(" ON DUPLICATE KEY UPDATE n = n");
-        let created = tx.execute(q).await?;
-        if created == chunk.len() as u64 {
-            // Every counter is new (an existing one counts 0, unchanged): all at 0.
-            held.extend(chunk.iter().map(|u| ((*u).to_owned(), 0)));
-            continue;
-        }
+        // `n = holdings.n`, not `n = n`: the translator runs that form as `INSERT IGNORE`,
+        // which takes only a shared lock on an existing row, and two batches of one user
+        // would then deadlock upgrading it. An update takes the row exclusively.
+        q.push(" ON DUPLICATE KEY UPDATE n = holdings.n");
+        tx.execute(q).await?;
         let mut q = sql("SELECT user_id, n FROM holdings WHERE template_id = $1 AND user_id IN (")
             .bind(template.get());
         for (k, user) in chunk.iter().enumerate() {

@@ -23,15 +23,17 @@ pub(crate) struct Shard {
     pub(crate) left: i64,
 }
 
-/// Every shard of `template`, locked in shard order (exact mode).
-pub(crate) async fn lock_all<E: Tx + ?Sized>(
+/// Every shard of `template`: `lock`ed in shard order (exact mode), or as committed.
+pub(crate) async fn shards<E: Tx + ?Sized>(
     tx: &mut E,
     template: TemplateId,
+    lock: bool,
 ) -> StoreResult<Vec<Shard>> {
-    let q = sql(
+    let q = sql(format!(
         "SELECT shard, total - claimed AS \"left\" FROM template_stock
-                 WHERE template_id = $1 ORDER BY shard FOR UPDATE",
-    );
+         WHERE template_id = $1 ORDER BY shard{}",
+        if lock { " FOR UPDATE" } else { "" }
+    ));
     tx.fetch_all(q.bind(template.get()))
         .await?
         .iter()

@@ -1,0 +1,145 @@
+//! Steps of a claim batch written once in the shared statements: giving back what a refused
+//! claim took, the answers of claims made before (by idempotency key or single-use code),
+//! taking a single-use code, and multi-row inserts. MySQL's claim path is built on them;
+//! SQLite's and PostgreSQL's read their driver's rows directly on their hot paths.
+
+use coupond_domain::{TemplateId, Timestamp};
+use coupond_store::{ClaimOutcome, ClaimRequest, IdempotencyKey, StoreResult};
+
+use crate::{rows, sql, Exec, Query};
+
+/// A refused claim records no key and leaves its code free.
+pub async fn forget<E: Exec + ?Sized>(
+    tx: &mut E,
+    claims: &[ClaimRequest],
+    refused: &[usize],
+) -> StoreResult<()> {
+    for &i in refused {
+        if let Some(k) = &claims[i].idempotency {
+            tx.execute(sql("DELETE FROM claim_keys WHERE \"key\" = $1").bind(k.key.as_str()))
+                .await?;
+        }
+        if let Some(code) = single_use(&claims[i]) {
+            tx.execute(
+                sql("UPDATE codes SET redeemed_by = NULL, redeemed_at = NULL WHERE code = $1")
+                    .bind(code),
+            )
+            .await?;
+        }
+    }
+    Ok(())
+}
+
+/// `head` followed by one parenthesised row per item, written by `row`.
+pub fn multi_row<T>(head: &str, items: &[T], row: impl Fn(&mut Query, &T)) -> Query {
+    let mut q = sql(head.to_owned());
+    for (k, item) in items.iter().enumerate() {
+        q.push(if k == 0 { "(" } else { ", (" });
+        row(&mut q, item);
+        q.push(")");
+    }
+    q
+}
+
+/// Every claim of a batch on a template that is not claimable: retries of claims that
+/// succeeded earlier still get their coupon.
+pub async fn not_claimable<E: Exec + ?Sized>(
+    tx: &mut E,
+    template: TemplateId,
+    claims: &[ClaimRequest],
+) -> StoreResult<Vec<ClaimOutcome>> {
+    let mut out = Vec::with_capacity(claims.len());
+    for c in claims {
+        let mut earlier = match &c.idempotency {
+            Some(k) => earlier_claim(tx, k).await?,
+            None => None,
+        };
+        if let (None, Some(code)) = (&earlier, single_use(c)) {
+            earlier = earlier_code(tx, template, code, c).await?;
+        }
+        out.push(earlier.unwrap_or(ClaimOutcome::NotClaimable));
+    }
+    Ok(out)
+}
+
+/// What an idempotency key did before: the coupon it issued, `KeyReused` if it was for
+/// another request, `None` if it is unknown.
+pub async fn earlier_claim<E: Exec + ?Sized>(
+    tx: &mut E,
+    k: &IdempotencyKey,
+) -> StoreResult<Option<ClaimOutcome>> {
+    let row = tx
+        .fetch_optional(
+            sql(
+                "SELECT k.fingerprint, c.* FROM claim_keys k JOIN coupons c ON c.id = k.coupon_id
+                 WHERE k.\"key\" = $1",
+            )
+            .bind(k.key.as_str()),
+        )
+        .await?;
+    let Some(row) = row else { return Ok(None) };
+    if row.bytes("fingerprint")? != k.fingerprint {
+        return Ok(Some(ClaimOutcome::KeyReused));
+    }
+    Ok(Some(ClaimOutcome::Replayed(rows::coupon(&row)?)))
+}
+
+/// The single-use code a claim redeems, if it redeems one.
+pub fn single_use(c: &ClaimRequest) -> Option<&str> {
+    c.code
+        .as_ref()
+        .filter(|k| k.single_use)
+        .map(|k| k.code.as_str())
+}
+
+/// Takes a single-use code of `template` for the claim's user. `None`: taken now. `Some`: the
+/// user redeemed it before (its coupon), or someone else did or it is not this template's.
+pub async fn take_code<E: Exec + ?Sized>(
+    tx: &mut E,
+    template: TemplateId,
+    code: &str,
+    c: &ClaimRequest,
+    now: Timestamp,
+) -> StoreResult<Option<ClaimOutcome>> {
+    let taken = tx
+        .execute(
+            sql("UPDATE codes SET redeemed_by = $1, redeemed_at = $2
+                 WHERE code = $3 AND template_id = $4 AND batch_id IS NOT NULL
+                   AND redeemed_by IS NULL")
+            .bind(c.user.as_str())
+            .bind(now)
+            .bind(code)
+            .bind(template.get()),
+        )
+        .await?;
+    if taken == 1 {
+        return Ok(None);
+    }
+    Ok(Some(
+        earlier_code(tx, template, code, c)
+            .await?
+            .unwrap_or(ClaimOutcome::CodeTaken),
+    ))
+}
+
+/// The coupon a single-use code gave this claim's user before, as `Replayed`.
+pub async fn earlier_code<E: Exec + ?Sized>(
+    tx: &mut E,
+    template: TemplateId,
+    code: &str,
+    c: &ClaimRequest,
+) -> StoreResult<Option<ClaimOutcome>> {
+    let row = tx
+        .fetch_optional(
+            sql(
+                "SELECT c.* FROM codes k JOIN coupons c ON c.id = k.coupon_id
+                 WHERE k.code = $1 AND k.template_id = $2 AND k.redeemed_by = $3",
+            )
+            .bind(code)
+            .bind(template.get())
+            .bind(c.user.as_str()),
+        )
+        .await?;
+    row.map(|r| rows::coupon(&r).map(ClaimOutcome::Replayed))
+        .transpose()
+}
