@@ -182,7 +182,7 @@ pub(crate) async fn attempt<E: Tx + ?Sized>(
         // No shard looks like holding the batch: run it exactly, before writing anything.
         return Ok(Attempt::Retry);
     }
-    holdings::write_holdings(tx, template, claims, &granted, &held).await?;
+    holdings::write_holdings(tx, template, &held).await?;
     let refused: Vec<usize> = candidates
         .iter()
         .copied()

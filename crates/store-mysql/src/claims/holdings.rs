@@ -34,9 +34,14 @@ pub(super) fn grant(
     granted
 }
 
+/// Added to an existing counter by the upsert that locks it, so that the upsert changes every
+/// existing row: MySQL then counts 2 for each (1 for a row it inserted), and a batch of new
+/// users, a flash sale's, needs no read. [`write_holdings`] writes every counter back.
+const MARK: i64 = 1 << 40;
+
 /// The counters of the candidates' users on `template`, each locked by this transaction: one
 /// upsert in user order creates the missing ones (at 0) and locks them all exclusively, then
-/// they are read.
+/// they are read, unless every one was new.
 pub(super) async fn lock_holdings<E: Exec + ?Sized>(
     tx: &mut E,
     template: TemplateId,
@@ -51,7 +56,7 @@ pub(super) async fn lock_holdings<E: Exec + ?Sized>(
     users.dedup();
     let mut held = HashMap::with_capacity(users.len());
     for chunk in users.chunks(CHUNK) {
-        let q = multi_row(
+        let mut q = multi_row(
             "INSERT INTO holdings (template_id, user_id, n) VALUES ",
             chunk,
             |q, user| {
@@ -61,12 +66,16 @@ pub(super) async fn lock_holdings<E: Exec + ?Sized>(
                     .push(", 0");
             },
         );
-        let mut q = q;
-        // `n = holdings.n`, not `n = n`: the translator runs that form as `INSERT IGNORE`,
-        // which takes only a shared lock on an existing row, and two batches of one user
-        // would then deadlock upgrading it. An update takes the row exclusively.
-        q.push(" ON DUPLICATE KEY UPDATE n = holdings.n");
-        tx.execute(q).await?;
+        // An update, which takes an existing row exclusively (`n = n` would be run as
+        // `INSERT IGNORE`, a shared lock, and two batches of one user would deadlock
+        // upgrading it), and a change, which MySQL counts.
+        q.push(" ON DUPLICATE KEY UPDATE n = holdings.n + ")
+            .push_bind(MARK);
+        let counted = tx.execute(q).await?;
+        if counted == chunk.len() as u64 {
+            held.extend(chunk.iter().map(|u| ((*u).to_owned(), 0)));
+            continue;
+        }
         let mut q = sql("SELECT user_id, n FROM holdings WHERE template_id = $1 AND user_id IN (")
             .bind(template.get());
         for (k, user) in chunk.iter().enumerate() {
@@ -74,50 +83,43 @@ pub(super) async fn lock_holdings<E: Exec + ?Sized>(
         }
         q.push(")");
         for r in tx.fetch_all(q).await? {
-            held.insert(r.string("user_id")?, r.i64("n")?);
+            let n = r.i64("n")?;
+            held.insert(r.string("user_id")?, if n >= MARK { n - MARK } else { n });
         }
     }
     Ok(held)
 }
 
-/// Writes the counters of the users granted a coupon, and drops the counters this batch
-/// created for users it granted none (a sold-out refusal in exact mode).
+/// Writes back every counter [`lock_holdings`] took, as `held` now counts it, and drops the
+/// ones at 0 (users this batch created a counter for and granted nothing: a sold-out refusal
+/// in exact mode).
 pub(super) async fn write_holdings<E: Exec + ?Sized>(
     tx: &mut E,
     template: TemplateId,
-    claims: &[ClaimRequest],
-    granted: &[usize],
     held: &HashMap<String, i64>,
 ) -> StoreResult<()> {
-    let mut changed: Vec<&str> = granted.iter().map(|&i| claims[i].user.as_str()).collect();
-    changed.sort_unstable();
-    changed.dedup();
-    for chunk in changed.chunks(CHUNK) {
-        let q = multi_row(
+    let mut counted: Vec<(&str, i64)> = held.iter().map(|(u, &n)| (u.as_str(), n)).collect();
+    counted.sort_unstable();
+    let (unused, kept): (Vec<_>, Vec<_>) = counted.into_iter().partition(|&(_, n)| n == 0);
+    for chunk in kept.chunks(CHUNK) {
+        let mut q = multi_row(
             "INSERT INTO holdings (template_id, user_id, n) VALUES ",
             chunk,
-            |q, user| {
+            |q, &(user, n)| {
                 q.push_bind(template.get())
                     .push(", ")
-                    .push_bind(*user)
+                    .push_bind(user)
                     .push(", ")
-                    .push_bind(held[*user]);
+                    .push_bind(n);
             },
         );
-        let mut q = q;
         q.push(" ON DUPLICATE KEY UPDATE n = VALUES(n)");
         tx.execute(q).await?;
     }
-    let mut unused: Vec<&str> = held
-        .iter()
-        .filter(|(_, &n)| n == 0)
-        .map(|(u, _)| u.as_str())
-        .collect();
-    unused.sort_unstable();
     for chunk in unused.chunks(CHUNK) {
-        let mut q = sql("DELETE FROM holdings WHERE template_id = $1 AND n = 0 AND user_id IN (")
+        let mut q = sql("DELETE FROM holdings WHERE template_id = $1 AND user_id IN (")
             .bind(template.get());
-        for (k, user) in chunk.iter().enumerate() {
+        for (k, (user, _)) in chunk.iter().enumerate() {
             q.push(if k == 0 { "" } else { ", " }).push_bind(*user);
         }
         q.push(")");
