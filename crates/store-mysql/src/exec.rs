@@ -242,18 +242,5 @@ impl Db for MysqlStore {
     }
 }
 
-/// The audit's check on what is MySQL's own: the stock shards (migration 0005) hold the
-/// template's stock, and their `claimed` is the count of its coupons, within the stock.
-const AUDIT_CHECKS: [(&str, &str); 1] = [(
-    "stock",
-    "SELECT 'template ' || t.id AS subject, 'claimed ' || COALESCE(s.claimed, 0)
-            || ', coupons ' || COALESCE(c.n, 0) || ', stock ' || t.total_stock
-            || ', shards hold ' || COALESCE(s.total, 0) AS detail
-     FROM templates t
-     LEFT JOIN (SELECT template_id, SUM(claimed) AS claimed, SUM(total) AS total
-                FROM template_stock GROUP BY template_id) s ON s.template_id = t.id
-     LEFT JOIN (SELECT template_id, COUNT(*) AS n FROM coupons GROUP BY template_id) c
-         ON c.template_id = t.id
-     WHERE COALESCE(s.claimed, 0) <> COALESCE(c.n, 0) OR COALESCE(c.n, 0) > t.total_stock
-        OR COALESCE(s.total, 0) <> t.total_stock",
-)];
+/// The audit's check on what is MySQL's own: the stock shards (migration 0005).
+const AUDIT_CHECKS: [(&str, &str); 1] = [coupond_store_sql::reports::STOCK_IN_SHARDS];

@@ -225,19 +225,7 @@ impl Db for PgStore {
 /// The audit's checks on what is PostgreSQL's own: the stock shards (migration 0015) and the
 /// references the claim path's dropped foreign keys guarded.
 const AUDIT_CHECKS: [(&str, &str); 2] = [
-    (
-        "stock",
-        "SELECT 'template ' || t.id AS subject, 'claimed ' || COALESCE(s.claimed, 0)
-                || ', coupons ' || COALESCE(c.n, 0) || ', stock ' || t.total_stock
-                || ', shards hold ' || COALESCE(s.total, 0) AS detail
-         FROM templates t
-         LEFT JOIN (SELECT template_id, SUM(claimed) AS claimed, SUM(total) AS total
-                    FROM template_stock GROUP BY template_id) s ON s.template_id = t.id
-         LEFT JOIN (SELECT template_id, COUNT(*) AS n FROM coupons GROUP BY template_id) c
-             ON c.template_id = t.id
-         WHERE COALESCE(s.claimed, 0) <> COALESCE(c.n, 0) OR COALESCE(c.n, 0) > t.total_stock
-            OR COALESCE(s.total, 0) <> t.total_stock",
-    ),
+    coupond_store_sql::reports::STOCK_IN_SHARDS,
     (
         "orphans",
         "SELECT 'coupon ' || c.id AS subject, 'of missing template ' || c.template_id AS detail

@@ -49,8 +49,7 @@ fn postgres_is_configured_in_ci() {
 /// not exist, or shards that hold more than the template's stock, are reported as `stock`.
 #[tokio::test]
 async fn the_audit_catches_stock_shard_tampering() {
-    use coupond_store::testing::fixtures::{at, claimable_template};
-    use coupond_store::{ClaimOutcome, ClaimRequest};
+    use coupond_store::testing::fixtures::{assert_audit_finds, two_claims_audited_clean};
 
     let Ok(url) = std::env::var(ENV) else {
         let _ = writeln!(
@@ -70,32 +69,12 @@ async fn the_audit_catches_stock_shard_tampering() {
             .expect("connect to postgres");
         store.migrate().await.expect("migrate");
         let store: Arc<dyn Store> = Arc::new(store);
-        let t = claimable_template(&*store, 40, 1).await;
-        let req = |u: &str| ClaimRequest {
-            user: coupond_domain::UserId::parse(u).unwrap(),
-            actor: coupond_domain::Actor::System,
-            valid_from: at(15),
-            valid_until: at(40),
-            idempotency: None,
-            code: None,
-            issuance: None,
-        };
-        let out = store
-            .claim_batch(t.id, &[req("a"), req("b")], at(15))
-            .await
-            .unwrap();
-        assert!(out.iter().all(|o| matches!(o, ClaimOutcome::Issued(_))));
-        let grace = time::Duration::minutes(1);
-        assert_eq!(store.audit(at(15), grace).await.unwrap(), vec![]);
+        two_claims_audited_clean(&*store, 40).await;
         let raw = sqlx::PgPool::connect(&url).await.unwrap();
         let tamper = tamper.replace("{s}", &schema);
         sqlx::query(&tamper).execute(&raw).await.unwrap();
         raw.close().await;
-        let found = store.audit(at(15), grace).await.unwrap();
-        assert!(
-            found.iter().any(|v| v.check == "stock"),
-            "{tamper}: expected `stock`, found {found:?}"
-        );
+        assert_audit_finds(&*store, "stock", &tamper).await;
         store.close().await;
     }
 }

@@ -284,6 +284,23 @@ pub const CHECKS: [(&str, &str); 8] = [
     ),
 ];
 
+/// The stock check of a backend that keeps its stock in shards (`template_stock`: PostgreSQL,
+/// MySQL), for its [`Db::own_audit_checks`]: the shards' `claimed` is the count of the
+/// template's coupons, within the stock, and the shards' totals are the stock.
+pub const STOCK_IN_SHARDS: (&str, &str) = (
+    "stock",
+    "SELECT 'template ' || t.id AS subject, 'claimed ' || COALESCE(s.claimed, 0)
+                || ', coupons ' || COALESCE(c.n, 0) || ', stock ' || t.total_stock
+                || ', shards hold ' || COALESCE(s.total, 0) AS detail
+         FROM templates t
+         LEFT JOIN (SELECT template_id, SUM(claimed) AS claimed, SUM(total) AS total
+                    FROM template_stock GROUP BY template_id) s ON s.template_id = t.id
+         LEFT JOIN (SELECT template_id, COUNT(*) AS n FROM coupons GROUP BY template_id) c
+             ON c.template_id = t.id
+         WHERE COALESCE(s.claimed, 0) <> COALESCE(c.n, 0) OR COALESCE(c.n, 0) > t.total_stock
+            OR COALESCE(s.total, 0) <> t.total_stock",
+);
+
 /// The stock check of a backend that keeps `claimed` on `templates` (SQLite), for its
 /// [`Db::own_audit_checks`]: `claimed` is the count of its coupons, within the stock.
 pub const CLAIMED_ON_TEMPLATES: [(&str, &str); 1] = [(

@@ -35,8 +35,7 @@ async fn creates_the_database_folder_and_migrates_twice() {
 /// The audit catches each kind of damage a bug (or a hand in the database) could do.
 #[tokio::test]
 async fn the_audit_catches_tampering() {
-    use coupond_store::testing::fixtures::{at, claimable_template};
-    use coupond_store::{ClaimOutcome, ClaimRequest};
+    use coupond_store::testing::fixtures::{assert_audit_finds, two_claims_audited_clean};
 
     let tampering = [
         ("UPDATE templates SET claimed = claimed + 1", "stock"),
@@ -58,31 +57,11 @@ async fn the_audit_catches_tampering() {
         let url = format!("sqlite://{}/coupond.db", dir.path().display());
         let store = SqliteStore::connect(&url).await.expect("open");
         store.migrate().await.expect("migrate");
-        let t = claimable_template(&store, 10, 1).await;
-        let req = |u: &str| ClaimRequest {
-            user: coupond_domain::UserId::parse(u).unwrap(),
-            actor: coupond_domain::Actor::System,
-            valid_from: at(15),
-            valid_until: at(40),
-            idempotency: None,
-            code: None,
-            issuance: None,
-        };
-        let out = store
-            .claim_batch(t.id, &[req("a"), req("b")], at(15))
-            .await
-            .unwrap();
-        assert!(out.iter().all(|o| matches!(o, ClaimOutcome::Issued(_))));
-        let grace = time::Duration::minutes(1);
-        assert_eq!(store.audit(at(15), grace).await.unwrap(), vec![]);
+        two_claims_audited_clean(&store, 10).await;
         let raw = sqlx::SqlitePool::connect(&url).await.unwrap();
         sqlx::query(sql).execute(&raw).await.unwrap();
         raw.close().await;
-        let found = store.audit(at(15), grace).await.unwrap();
-        assert!(
-            found.iter().any(|v| v.check == check),
-            "{sql}: expected `{check}`, found {found:?}"
-        );
+        assert_audit_finds(&store, check, sql).await;
         store.close().await;
     }
 }

@@ -142,3 +142,38 @@ pub async fn claimable_template_with(
         .await
         .expect("publish template")
 }
+
+/// For a backend's audit tests: a template of `stock` with coupons claimed for users `a` and
+/// `b`, and an audit that finds nothing. The caller then damages the database and calls
+/// [`assert_audit_finds`].
+pub async fn two_claims_audited_clean(s: &dyn crate::Store, stock: i64) {
+    let t = claimable_template(s, stock, 1).await;
+    let req = |u: &str| crate::ClaimRequest {
+        user: coupond_domain::UserId::parse(u).expect("user id"),
+        actor: coupond_domain::Actor::System,
+        valid_from: at(15),
+        valid_until: at(40),
+        idempotency: None,
+        code: None,
+        issuance: None,
+    };
+    let out = s
+        .claim_batch(t.id, &[req("a"), req("b")], at(15))
+        .await
+        .expect("claim");
+    assert!(out
+        .iter()
+        .all(|o| matches!(o, crate::ClaimOutcome::Issued(_))));
+    let found = s.audit(at(15), Duration::minutes(1)).await.expect("audit");
+    assert_eq!(found, vec![], "the audit before any damage");
+}
+
+/// The audit (at the claims' instant of [`two_claims_audited_clean`]) reports `check` after
+/// `damage` was done to the database.
+pub async fn assert_audit_finds(s: &dyn crate::Store, check: &str, damage: &str) {
+    let found = s.audit(at(15), Duration::minutes(1)).await.expect("audit");
+    assert!(
+        found.iter().any(|v| v.check == check),
+        "{damage}: expected `{check}`, found {found:?}"
+    );
+}
