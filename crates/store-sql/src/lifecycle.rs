@@ -321,8 +321,8 @@ pub async fn delete_template(db: &dyn Db, id: TemplateId) -> StoreResult<Deleted
     )
     .await?;
     // A draft has no coupons, so no holdings, reminders or claim keys; codes and code
-    // batches may have been defined for it. PostgreSQL and MySQL lay stock
-    // out in `template_stock`.
+    // batches may have been defined for it. PostgreSQL and MySQL lay stock out in
+    // `template_stock`.
     let mut tables = vec![
         "bindings",
         "codes",

@@ -45,6 +45,18 @@ impl Query {
         self
     }
 
+    /// Binds each of `values` and appends their placeholders, separated by commas (the inside
+    /// of an `IN (...)` list).
+    pub fn push_binds<V: IntoArg>(&mut self, values: impl IntoIterator<Item = V>) -> &mut Self {
+        for (i, v) in values.into_iter().enumerate() {
+            if i > 0 {
+                self.push(", ");
+            }
+            self.push_bind(v);
+        }
+        self
+    }
+
     /// Binds the next argument and returns its placeholder (`$n`) without appending it, for
     /// [`Dialect`] fragments that place it themselves.
     pub fn param(&mut self, v: impl IntoArg) -> String {

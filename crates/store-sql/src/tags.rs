@@ -81,10 +81,8 @@ pub async fn segment_users(db: &dyn Db, any: &[Tag], limit: u32) -> StoreResult<
     }
     // At most 20 tags: one parameter each.
     let mut q = sql("SELECT DISTINCT user_id FROM user_tags WHERE tag IN (");
-    for (i, t) in any.iter().enumerate() {
-        q.push(if i == 0 { "" } else { ", " }).push_bind(t.as_str());
-    }
-    q.push(") ORDER BY user_id LIMIT ")
+    q.push_binds(any.iter().map(Tag::as_str))
+        .push(") ORDER BY user_id LIMIT ")
         .push_bind(i64::from(limit));
     db.read_all(q)
         .await?
@@ -119,11 +117,10 @@ pub fn tagged_claimants(template: TemplateId, users: &[&str]) -> crate::Query {
         "SELECT DISTINCT u.user_id FROM user_tags u JOIN template_tags t ON t.tag = u.tag
          WHERE t.template_id = ",
     );
-    q.push_bind(template.get()).push(" AND u.user_id IN (");
-    for (i, u) in users.iter().enumerate() {
-        q.push(if i == 0 { "" } else { ", " }).push_bind(*u);
-    }
-    q.push(")");
+    q.push_bind(template.get())
+        .push(" AND u.user_id IN (")
+        .push_binds(users.iter().copied())
+        .push(")");
     q
 }
 

@@ -78,10 +78,7 @@ pub(super) async fn lock_holdings<E: Exec + ?Sized>(
         }
         let mut q = sql("SELECT user_id, n FROM holdings WHERE template_id = $1 AND user_id IN (")
             .bind(template.get());
-        for (k, user) in chunk.iter().enumerate() {
-            q.push(if k == 0 { "" } else { ", " }).push_bind(*user);
-        }
-        q.push(")");
+        q.push_binds(chunk.iter().copied()).push(")");
         for r in tx.fetch_all(q).await? {
             let n = r.i64("n")?;
             held.insert(r.string("user_id")?, if n >= MARK { n - MARK } else { n });
@@ -119,10 +116,7 @@ pub(super) async fn write_holdings<E: Exec + ?Sized>(
     for chunk in unused.chunks(CHUNK) {
         let mut q = sql("DELETE FROM holdings WHERE template_id = $1 AND user_id IN (")
             .bind(template.get());
-        for (k, (user, _)) in chunk.iter().enumerate() {
-            q.push(if k == 0 { "" } else { ", " }).push_bind(*user);
-        }
-        q.push(")");
+        q.push_binds(chunk.iter().map(|&(user, _)| user)).push(")");
         tx.execute(q).await?;
     }
     Ok(())

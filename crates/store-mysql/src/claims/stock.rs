@@ -150,11 +150,9 @@ pub(crate) async fn take_exact<E: Tx + ?Sized>(
     }
     q.push(" ELSE 0 END WHERE template_id = ")
         .push_bind(template.get())
-        .push(" AND shard IN (");
-    for (n, s) in taken.iter().enumerate() {
-        q.push(if n == 0 { "" } else { ", " }).push_bind(*s);
-    }
-    q.push(")");
+        .push(" AND shard IN (")
+        .push_binds(taken.iter().copied())
+        .push(")");
     if tx.execute(q).await? != taken.len() as u64 {
         return Ok(false);
     }
