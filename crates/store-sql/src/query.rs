@@ -76,8 +76,53 @@ impl Query {
     /// (repeated where a placeholder is), for drivers with positional placeholders only.
     /// `$` inside quoted strings is left alone.
     pub fn positional(&self) -> (String, Vec<Arg>) {
+        let (text, order) = self.placeholders();
+        let args = order
+            .iter()
+            .map(|&n| self.arg_at(n).cloned().unwrap_or(Arg::Int(None)))
+            .collect();
+        (text, args)
+    }
+
+    /// [`Query::positional`], moving each argument out where its placeholder appears once
+    /// (the common case) instead of copying it. SQLite runs statements this way: its `$n`
+    /// are named parameters, which it and sqlx look up by a linear scan per parameter, so a
+    /// multi-row statement's binding grew with the square of its rows.
+    pub fn into_positional(self) -> (String, Vec<Arg>) {
+        let (text, order) = self.placeholders();
+        let mut left = vec![0usize; self.args.len()];
+        for &n in &order {
+            if let Some(c) = n.checked_sub(1).and_then(|i| left.get_mut(i)) {
+                *c += 1;
+            }
+        }
+        let mut args: Vec<Option<Arg>> = self.args.into_iter().map(Some).collect();
+        let out = order
+            .iter()
+            .map(|&n| {
+                let Some(i) = n.checked_sub(1).filter(|i| *i < args.len()) else {
+                    return Arg::Int(None);
+                };
+                left[i] -= 1;
+                let arg = if left[i] == 0 {
+                    args[i].take()
+                } else {
+                    args[i].clone()
+                };
+                arg.unwrap_or(Arg::Int(None))
+            })
+            .collect();
+        (text, out)
+    }
+
+    fn arg_at(&self, n: usize) -> Option<&Arg> {
+        self.args.get(n.wrapping_sub(1))
+    }
+
+    /// The text with `?` for each `$n` outside quotes, and the `n` of each in order.
+    fn placeholders(&self) -> (String, Vec<usize>) {
         let mut out = String::with_capacity(self.sql.len());
-        let mut args = Vec::with_capacity(self.args.len());
+        let mut order = Vec::with_capacity(self.args.len());
         let mut chars = self.sql.chars().peekable();
         let mut quoted = false;
         while let Some(c) = chars.next() {
@@ -90,18 +135,13 @@ impl Query {
             }
             let mut n = 0usize;
             while let Some(d) = chars.peek().and_then(|d| d.to_digit(10)) {
-                n = n * 10 + d as usize;
+                n = n.saturating_mul(10).saturating_add(d as usize);
                 chars.next();
             }
             out.push('?');
-            args.push(
-                self.args
-                    .get(n.wrapping_sub(1))
-                    .cloned()
-                    .unwrap_or(Arg::Int(None)),
-            );
+            order.push(n);
         }
-        (out, args)
+        (out, order)
     }
 }
 
@@ -271,6 +311,18 @@ mod tests {
                 Arg::Text(Some("x".into()))
             ]
         );
+    }
+
+    #[test]
+    fn moved_arguments_match_copied_ones() {
+        let q = sql("SELECT '$1', $2 WHERE a = $1 AND b IS $2 AND c = $3 AND d = $9")
+            .bind(10_i64)
+            .bind("x")
+            .bind("y");
+        let copied = q.positional();
+        assert_eq!(copied.1.len(), 5);
+        assert_eq!(copied.1[4], Arg::Int(None), "an unbound $9 binds NULL");
+        assert_eq!(q.into_positional(), copied);
     }
 
     #[test]

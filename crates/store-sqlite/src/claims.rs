@@ -180,7 +180,7 @@ async fn refuse_untagged(
     out: &mut [Option<ClaimOutcome>],
 ) -> StoreResult<()> {
     let (open, users) = tags::open_claimants(claims, out);
-    let rows = fetch_on(tx, &tags::tagged_claimants(template, &users)).await?;
+    let rows = fetch_on(tx, tags::tagged_claimants(template, &users)).await?;
     for i in tags::refuse_untagged(claims, out, open, &rows)? {
         forget_key(tx, claims[i].idempotency.as_ref()).await?;
         release_code(tx, single_use(&claims[i])).await?;
@@ -207,24 +207,31 @@ async fn take_slots(
         .iter()
         .partition(|i| seen[claims[**i].user.as_str()] == 1);
     for chunk in single.chunks(CHUNK) {
-        let mut b = QueryBuilder::<Sqlite>::new("INSERT INTO holdings (template_id, user_id, n) ");
-        b.push_values(chunk, |mut row, &i| {
-            row.push_bind(template.get())
-                .push_bind(claims[i].user.as_str().to_owned())
-                .push("1");
-        });
-        b.push(" ON CONFLICT (template_id, user_id) DO UPDATE SET n = n + 1 WHERE n < ")
-            .push_bind(limit)
-            .push(" RETURNING user_id");
-        let taken: HashSet<String> = b
-            .build_query_scalar()
-            .fetch_all(&mut **tx)
-            .await
-            .map_err(db_err)?
-            .into_iter()
+        let full = users_at_limit(tx, template, claims, chunk, limit).await?;
+        let open: Vec<usize> = chunk
+            .iter()
+            .copied()
+            .filter(|&i| !full.contains(claims[i].user.as_str()))
             .collect();
+        if !open.is_empty() {
+            let mut b =
+                QueryBuilder::<Sqlite>::new("INSERT INTO holdings (template_id, user_id, n) ");
+            b.push_values(&open, |mut row, &i| {
+                row.push_bind(template.get())
+                    .push_bind(claims[i].user.as_str().to_owned())
+                    .push("1");
+            });
+            b.push(" ON CONFLICT (template_id, user_id) DO UPDATE SET n = n + 1 WHERE n < ")
+                .push_bind(limit);
+            let done = b.build().execute(&mut **tx).await.map_err(db_err)?;
+            if done.rows_affected() != open.len() as u64 {
+                return Err(StoreError::other(
+                    "per-user counters moved inside the batch",
+                ));
+            }
+        }
         for &i in chunk {
-            holds[i] = taken.contains(claims[i].user.as_str());
+            holds[i] = !full.contains(claims[i].user.as_str());
         }
     }
     for i in repeated {
@@ -242,6 +249,30 @@ async fn take_slots(
         holds[i] = held.is_some();
     }
     Ok(holds)
+}
+
+/// The users of `chunk` whose counter has reached `limit`, read as one aggregated row (sqlx
+/// hands each row of a `RETURNING` across its thread on its own). Inside `BEGIN IMMEDIATE`
+/// nothing else writes, so the upsert that follows meets these same counters.
+async fn users_at_limit(
+    tx: &mut Tx,
+    template: TemplateId,
+    claims: &[ClaimRequest],
+    chunk: &[usize],
+    limit: i64,
+) -> StoreResult<HashSet<String>> {
+    let users: Vec<&str> = chunk.iter().map(|&i| claims[i].user.as_str()).collect();
+    let full: String = sqlx::query_scalar(
+        "SELECT json_group_array(user_id) FROM holdings
+         WHERE template_id = ? AND n >= ? AND user_id IN (SELECT value FROM json_each(?))",
+    )
+    .bind(template.get())
+    .bind(limit)
+    .bind(serde_json::to_string(&users).map_err(StoreError::other)?)
+    .fetch_one(&mut **tx)
+    .await
+    .map_err(db_err)?;
+    serde_json::from_str(&full).map_err(StoreError::other)
 }
 
 /// Inserts the coupons of `granted` claims, with one operation-log row and one

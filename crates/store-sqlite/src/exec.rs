@@ -16,17 +16,21 @@ use crate::store::SqliteStore;
 
 type SqlxQuery<'q> = sqlx::query::Query<'q, Sqlite, SqliteArguments<'q>>;
 
-fn build(q: &Query) -> SqlxQuery<'_> {
-    let mut out = sqlx::query(q.text());
-    for a in q.args() {
+/// A shared statement as sqlx's, given `Query::into_positional`'s text and arguments. SQLite
+/// reads `$n` as a named parameter, found by a linear scan of the statement's names once when
+/// parsing and again per parameter when sqlx binds: quadratic in a multi-row statement, so
+/// statements run with anonymous `?`.
+fn build(text: &str, args: Vec<Arg>) -> SqlxQuery<'_> {
+    let mut out = sqlx::query(text);
+    for a in args {
         out = match a {
-            Arg::Int(v) => out.bind(*v),
-            Arg::Text(v) => out.bind(v.as_deref()),
-            Arg::Bool(v) => out.bind(*v),
+            Arg::Int(v) => out.bind(v),
+            Arg::Text(v) => out.bind(v),
+            Arg::Bool(v) => out.bind(v),
             Arg::Time(v) => out.bind(v.map(|t| t.unix_micros())),
-            Arg::Json(v) => out.bind(v.as_str()),
-            Arg::Bytes(v) => out.bind(v.as_deref()),
-            Arg::Ints(v) => out.bind(serde_json::to_string(v).unwrap_or_default()),
+            Arg::Json(v) => out.bind(v),
+            Arg::Bytes(v) => out.bind(v),
+            Arg::Ints(v) => out.bind(serde_json::to_string(&v).unwrap_or_default()),
         };
     }
     out
@@ -72,11 +76,9 @@ fn row_in(r: &SqliteRow, columns: Arc<[String]>) -> StoreResult<Row> {
 }
 
 /// Runs a shared statement on a connection the caller holds (the claim path's transaction).
-pub(crate) async fn fetch_on(
-    conn: &mut sqlx::SqliteConnection,
-    q: &Query,
-) -> StoreResult<Vec<Row>> {
-    rows(&build(q).fetch_all(conn).await.map_err(db_err)?)
+pub(crate) async fn fetch_on(conn: &mut sqlx::SqliteConnection, q: Query) -> StoreResult<Vec<Row>> {
+    let (text, args) = q.into_positional();
+    rows(&build(&text, args).fetch_all(conn).await.map_err(db_err)?)
 }
 
 /// A connection pool as an [`Exec`] (the reader pool, or the writer outside a transaction).
@@ -85,14 +87,20 @@ pub(crate) struct PoolExec<'a>(pub(crate) &'a sqlx::SqlitePool);
 #[async_trait]
 impl Exec for PoolExec<'_> {
     async fn execute(&mut self, q: Query) -> StoreResult<u64> {
-        let done = build(&q).execute(self.0).await.map_err(db_err)?;
+        let (text, args) = q.into_positional();
+        let done = build(&text, args).execute(self.0).await.map_err(db_err)?;
         Ok(done.rows_affected())
     }
     async fn fetch_all(&mut self, q: Query) -> StoreResult<Vec<Row>> {
-        rows(&build(&q).fetch_all(self.0).await.map_err(db_err)?)
+        let (text, args) = q.into_positional();
+        rows(&build(&text, args).fetch_all(self.0).await.map_err(db_err)?)
     }
     async fn fetch_optional(&mut self, q: Query) -> StoreResult<Option<Row>> {
-        let r = build(&q).fetch_optional(self.0).await.map_err(db_err)?;
+        let (text, args) = q.into_positional();
+        let r = build(&text, args)
+            .fetch_optional(self.0)
+            .await
+            .map_err(db_err)?;
         r.as_ref().map(row).transpose()
     }
 }
@@ -106,14 +114,25 @@ pub(crate) struct SqliteTx<'a> {
 #[async_trait]
 impl Exec for SqliteTx<'_> {
     async fn execute(&mut self, q: Query) -> StoreResult<u64> {
-        let done = build(&q).execute(&mut *self.tx).await.map_err(db_err)?;
+        let (text, args) = q.into_positional();
+        let done = build(&text, args)
+            .execute(&mut *self.tx)
+            .await
+            .map_err(db_err)?;
         Ok(done.rows_affected())
     }
     async fn fetch_all(&mut self, q: Query) -> StoreResult<Vec<Row>> {
-        rows(&build(&q).fetch_all(&mut *self.tx).await.map_err(db_err)?)
+        let (text, args) = q.into_positional();
+        rows(
+            &build(&text, args)
+                .fetch_all(&mut *self.tx)
+                .await
+                .map_err(db_err)?,
+        )
     }
     async fn fetch_optional(&mut self, q: Query) -> StoreResult<Option<Row>> {
-        let r = build(&q)
+        let (text, args) = q.into_positional();
+        let r = build(&text, args)
             .fetch_optional(&mut *self.tx)
             .await
             .map_err(db_err)?;

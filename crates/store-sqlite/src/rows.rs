@@ -7,7 +7,6 @@ use coupond_domain::{Coupon, CouponId, CouponStatus, Money, OrderId, TemplateId}
 use coupond_domain::{Timestamp, UserId};
 use coupond_store::{Conflict, Event, StoreError, StoreResult};
 use sqlx::sqlite::SqliteRow;
-use sqlx::Row;
 
 use crate::exec::row;
 
@@ -38,13 +37,6 @@ pub(crate) fn db_err(e: sqlx::Error) -> StoreError {
 
 pub(crate) fn ts(micros: i64) -> Result<Timestamp, StoreError> {
     Timestamp::from_unix_micros(micros).ok_or_else(|| StoreError::other("instant out of range"))
-}
-
-fn get<'r, T>(r: &'r SqliteRow, col: &str) -> Result<T, StoreError>
-where
-    T: sqlx::Decode<'r, sqlx::Sqlite> + sqlx::Type<sqlx::Sqlite>,
-{
-    r.try_get(col).map_err(db_err)
 }
 
 fn opt_ts(micros: Option<i64>) -> Result<Option<Timestamp>, StoreError> {
@@ -81,6 +73,30 @@ type CouponColumns = (
 pub(crate) const COUPON_JSON: &str = "json_array(id, template_id, user_id, status, claimed_at, \
      valid_from, valid_until, code, order_id, locked_until, discount, used_at)";
 
+/// An outbox row as a JSON array, for [`events_json`]: the outbox's reader takes a page of
+/// events as one row (see [`COUPON_JSON`] for why).
+pub(crate) const EVENT_JSON: &str = "json_array(id, kind, at, json(body))";
+
+/// The events of a `json_group_array(EVENT_JSON)` value, in id order.
+pub(crate) fn events_json(text: &str) -> Result<Vec<Event>, StoreError> {
+    let all: Vec<(i64, String, i64, serde_json::Value)> =
+        serde_json::from_str(text).map_err(StoreError::other)?;
+    let mut events = all
+        .into_iter()
+        .map(|(id, kind, at, body)| {
+            Ok(Event {
+                id,
+                txid: 0,
+                kind,
+                at: ts(at)?,
+                body,
+            })
+        })
+        .collect::<Result<Vec<Event>, StoreError>>()?;
+    events.sort_by_key(|e| e.id);
+    Ok(events)
+}
+
 /// A coupon read with `SELECT *` (or `c.*`).
 pub(crate) fn coupon(r: &SqliteRow) -> StoreResult<Coupon> {
     coupond_store_sql::rows::coupon(&row(r)?)
@@ -111,15 +127,5 @@ fn coupon_of(c: CouponColumns) -> Result<Coupon, StoreError> {
         locked_until: opt_ts(locked)?,
         discount: discount.map(money).transpose()?,
         used_at: opt_ts(used)?,
-    })
-}
-
-pub(crate) fn event(r: &SqliteRow) -> Result<Event, StoreError> {
-    Ok(Event {
-        id: get(r, "id")?,
-        txid: 0,
-        kind: get(r, "kind")?,
-        at: ts(get(r, "at")?)?,
-        body: serde_json::from_str(&get::<String>(r, "body")?).map_err(StoreError::other)?,
     })
 }

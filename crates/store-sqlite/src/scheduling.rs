@@ -24,13 +24,18 @@ impl SqliteStore {
 
 coupond_store_sql::impl_outbox_store!(SqliteStore, {
     async fn outbox_read(&self, after: OutboxPosition, limit: u32) -> StoreResult<Vec<Event>> {
-        // One writer: ids grow in commit order, so the id alone is the position.
-        let rows = sqlx::query("SELECT * FROM outbox WHERE id > ? ORDER BY id LIMIT ?")
-            .bind(after.event_id)
-            .bind(i64::from(limit))
-            .fetch_all(&self.reader)
-            .await
-            .map_err(db_err)?;
-        rows.iter().map(rows::event).collect()
+        // One writer: ids grow in commit order, so the id alone is the position. The page is
+        // one aggregated row (see `rows::EVENT_JSON`), sorted again here.
+        let page: String = sqlx::query_scalar(&format!(
+            "SELECT json_group_array({}) FROM \
+             (SELECT * FROM outbox WHERE id > ? ORDER BY id LIMIT ?)",
+            rows::EVENT_JSON
+        ))
+        .bind(after.event_id)
+        .bind(i64::from(limit))
+        .fetch_one(&self.reader)
+        .await
+        .map_err(db_err)?;
+        rows::events_json(&page)
     }
 });
