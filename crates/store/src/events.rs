@@ -5,7 +5,7 @@
 //! same document for the same change and consumers never depend on the backend.
 
 use coupond_domain::{
-    Actor, Coupon, CouponId, CouponStatus, Money, OrderId, TemplateId, Timestamp,
+    Actor, Coupon, CouponId, CouponStatus, Money, OrderId, TemplateId, Timestamp, UserId,
 };
 use serde_json::json;
 
@@ -93,22 +93,38 @@ pub struct CouponEvent {
 /// The kind and body of the event of a new coupon: [`kind::COUPON_CLAIMED`], or
 /// [`kind::COUPON_ISSUED`] when a bulk issuance job issued it.
 pub fn coupon_claimed(c: &Coupon, actor: &Actor, issuance: Option<i64>) -> (&'static str, String) {
-    let mut body = json!({
-        "coupon_id": c.id,
-        "template_id": c.template_id,
-        "user_id": c.user_id,
-        "valid_from": c.valid_from,
-        "valid_until": c.valid_until,
-        "actor": actor,
-        "code": c.code,
-    });
-    match issuance {
-        Some(job) => {
-            body["issuance_id"] = json!(job);
-            (kind::COUPON_ISSUED, body.to_string())
-        }
-        None => (kind::COUPON_CLAIMED, body.to_string()),
-    }
+    let body = NewCoupon {
+        actor,
+        code: &c.code,
+        coupon_id: c.id,
+        issuance_id: issuance,
+        template_id: c.template_id,
+        user_id: &c.user_id,
+        valid_from: c.valid_from,
+        valid_until: c.valid_until,
+    };
+    let kind = match issuance {
+        Some(_) => kind::COUPON_ISSUED,
+        None => kind::COUPON_CLAIMED,
+    };
+    // Serializing plain fields cannot fail; an empty body would be refused by consumers.
+    (kind, serde_json::to_string(&body).unwrap_or_default())
+}
+
+/// The body of [`coupon_claimed`], written straight to text: one per claimed coupon, in the
+/// claim's transaction, where building a `serde_json::Value` map first cost more than the
+/// row. Fields in name order, as the map wrote them, so the document is unchanged.
+#[derive(serde::Serialize)]
+struct NewCoupon<'a> {
+    actor: &'a Actor,
+    code: &'a Option<String>,
+    coupon_id: CouponId,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    issuance_id: Option<i64>,
+    template_id: TemplateId,
+    user_id: &'a UserId,
+    valid_from: Timestamp,
+    valid_until: Timestamp,
 }
 
 /// The body of [`kind::COUPON_LOCKED`], [`kind::COUPON_USED`] and [`kind::COUPON_RELEASED`]
@@ -215,7 +231,6 @@ pub fn template_sold_out(template: TemplateId, total_stock: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use coupond_domain::UserId;
 
     #[test]
     fn claimed_body_names_the_coupon_and_the_actor() {
@@ -242,5 +257,51 @@ mod tests {
         assert_eq!(body["user_id"], "u-1");
         assert_eq!(body["actor"], "service");
         assert_eq!(body["valid_until"], "2026-03-01T00:00:00Z");
+    }
+
+    /// The typed body writes the document the `json!` map wrote (consumers and webhook
+    /// receivers keep what they stored): keys in name order, `code` null when absent,
+    /// `issuance_id` only for issued coupons.
+    #[test]
+    fn claimed_body_is_the_document_the_map_wrote() {
+        let t = Timestamp::parse("2026-03-01T00:00:00Z").unwrap();
+        let mut c = Coupon {
+            id: CouponId::new(9).unwrap(),
+            template_id: TemplateId::new(3).unwrap(),
+            user_id: UserId::parse("u.1@shop:x").unwrap(),
+            stored_status: CouponStatus::Unused,
+            claimed_at: t,
+            valid_from: t,
+            valid_until: Timestamp::parse("2026-04-01T12:30:00.5Z").unwrap(),
+            code: None,
+            order_id: None,
+            locked_until: None,
+            discount: None,
+            used_at: None,
+        };
+        let actor = Actor::User(c.user_id.clone());
+        for (code, issuance) in [(None, None), (Some("SPRING".to_owned()), Some(7))] {
+            c.code = code;
+            let mut map = json!({
+                "coupon_id": c.id,
+                "template_id": c.template_id,
+                "user_id": c.user_id,
+                "valid_from": c.valid_from,
+                "valid_until": c.valid_until,
+                "actor": actor,
+                "code": c.code,
+            });
+            if let Some(job) = issuance {
+                map["issuance_id"] = json!(job);
+            }
+            let (kind, body) = coupon_claimed(&c, &actor, issuance);
+            assert_eq!(body, map.to_string());
+            let want = if issuance.is_some() {
+                kind::COUPON_ISSUED
+            } else {
+                kind::COUPON_CLAIMED
+            };
+            assert_eq!(kind, want);
+        }
     }
 }
