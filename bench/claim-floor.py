@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""How much of a claim is HTTP: one release server on a fresh SQLite database, driven by wrk
+over the same connections for each of
+  1. GET /healthz (the ceiling: a route that does no work),
+  2. claims that fail validation (authentication, the JSON body, a 422 problem; no claim),
+  3. real claims of one template, each for a new user (then `coupond audit`),
+and prints each rate and its share of the same round's ceiling, and their medians over RUNS
+rounds. Every answer of (2)
+must be a 422 and of (3) a 201, or the script fails.
+
+usage: bench/claim-floor.py [--runs 3] [--seconds 8] [--conns 512] [--threads N]
+needs: wrk, and target/release/coupond (built if missing)
+"""
+import argparse, json, os, re, socket, statistics, subprocess, sys, tempfile, time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LUA = os.path.join(ROOT, "bench", "claim-floor.lua")
+BIN = os.path.join(ROOT, "target", "release", "coupond")
+
+
+def cli(db, *args):
+    r = subprocess.run([BIN, *args, "--database", db], capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"coupond {' '.join(args)} failed: {(r.stdout + r.stderr)[-400:]}")
+    return r.stdout
+
+
+def call(base, method, path, body, token):
+    r = urllib.request.Request(base + path, data=json.dumps(body).encode() if body else None,
+                               method=method, headers={"Authorization": "Bearer " + token,
+                                                       "Content-Type": "application/json"})
+    with urllib.request.urlopen(r, timeout=30) as resp:
+        return json.loads(resp.read() or b"null")
+
+
+def wrk(a, url, env=None, script=None):
+    cmd = ["wrk", f"-t{a.threads}", f"-c{a.conns}", f"-d{a.seconds}s"]
+    out = subprocess.run(cmd + (["-s", script] if script else []) + [url], capture_output=True,
+                         text=True, env=dict(os.environ, **(env or {})), timeout=a.seconds + 60).stdout
+    rate = re.search(r"Requests/sec:\s+([\d.]+)", out)
+    if not rate:
+        sys.exit("wrk printed no rate: " + out[-300:])
+    answered = re.search(r"answered (\d+)", out)
+    total = re.search(r"(\d+) requests in", out)
+    if script and answered and total and int(answered.group(1)) != int(total.group(1)):
+        sys.exit(f"{env}: {answered.group(1)} of {total.group(1)} answers as expected:\n{out}")
+    return float(rate.group(1))
+
+
+def round_(a, tmp, n):
+    db = "sqlite://" + os.path.join(tmp, f"floor{n}.db")
+    cli(db, "migrate")
+    plat = cli(db, "keys", "create", "--role", "platform").split()[-1]
+    svc = cli(db, "keys", "create", "--role", "service").split()[-1]
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close()
+    base = f"http://127.0.0.1:{port}"
+    log = open(os.path.join(tmp, f"serve{n}.log"), "w")
+    proc = subprocess.Popen([BIN, "serve", "--listen", f"127.0.0.1:{port}", "--database", db],
+                            env=dict(os.environ, COUPOND_LOG_LEVEL="warn"), stdout=log, stderr=log)
+    try:
+        for _ in range(300):
+            try:
+                urllib.request.urlopen(base + "/healthz", timeout=1); break
+            except OSError:
+                time.sleep(0.1)
+        m = call(base, "POST", "/v1/merchants", {"name": "Floor", "short_name": "F", "cities": [1]}, plat)
+        mkey = cli(db, "keys", "create", "--role", "merchant", "--merchant", str(m["id"])).split()[-1]
+        iso = lambda t: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+        t = call(base, "POST", "/v1/templates", {
+            "title": "floor", "value": {"kind": "amount_off", "amount": 100}, "cities": [1],
+            "total_stock": 100_000_000, "per_user_limit": 1,
+            "claim_window": {"start": iso(time.time() - 60), "end": iso(time.time() + 86400)},
+            "validity": {"type": "relative", "days": 30}}, mkey)
+        call(base, "POST", f"/v1/templates/{t['id']}/publish", None, mkey)
+        env = {"WRK_TEMPLATE": str(t["id"]), "WRK_KEY": svc}
+        ceiling = wrk(a, base + "/healthz")
+        invalid = wrk(a, base, dict(env, WRK_INVALID="1"), LUA)
+        claims = wrk(a, base, env, LUA)
+    finally:
+        proc.terminate(); proc.wait(30)
+    if subprocess.run([BIN, "audit", "--database", db], capture_output=True).returncode != 0:
+        sys.exit("audit failed after the claims")
+    print(f"round {n}: ceiling {ceiling:,.0f}/s  invalid claims {invalid:,.0f}/s "
+          f"({invalid / ceiling:.1%})  claims {claims:,.0f}/s ({claims / ceiling:.1%})", flush=True)
+    return ceiling, invalid, claims
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--runs", type=int, default=3); p.add_argument("--seconds", type=int, default=8)
+    p.add_argument("--conns", type=int, default=512)
+    p.add_argument("--threads", type=int, default=max(1, min(8, (os.cpu_count() or 2) // 2)))
+    a = p.parse_args()
+    if not os.access(BIN, os.X_OK):
+        subprocess.run(["cargo", "build", "--release", "-p", "coupond"], cwd=ROOT, check=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        rounds = [round_(a, tmp, n) for n in range(1, a.runs + 1)]
+    med = [statistics.median(r[i] for r in rounds) for i in range(3)]
+    share = [statistics.median(r[i] / r[0] for r in rounds) for i in (1, 2)]
+    print(f"median: ceiling {med[0]:,.0f}/s  invalid claims {med[1]:,.0f}/s ({share[0]:.1%})  "
+          f"claims {med[2]:,.0f}/s ({share[1]:.1%}); shares are medians of the rounds' shares")
+
+
+if __name__ == "__main__":
+    main()
