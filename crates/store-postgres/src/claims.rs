@@ -30,11 +30,12 @@ use std::collections::HashMap;
 use coupond_domain::{Coupon, CouponId, TemplateId, Timestamp};
 use coupond_store::events;
 use coupond_store::{ClaimOutcome, ClaimRequest, IdempotencyKey, StoreError, StoreResult};
-use coupond_store_sql::tags;
+use coupond_store_sql::claims::{self as shared, single_use};
+use coupond_store_sql::{tags, Exec};
 use sqlx::Postgres;
 
-use crate::exec::fetch_on;
-use crate::rows::{self, db_err};
+use crate::exec::ConnExec;
+use crate::rows::db_err;
 use crate::store::{dt, PgStore};
 
 type Tx = sqlx::Transaction<'static, Postgres>;
@@ -84,7 +85,9 @@ pub(crate) async fn attempt(
     .ok_or(StoreError::NotFound)?;
     let claimable: bool = sqlx::Row::try_get(&row, "claimable").map_err(db_err)?;
     if !claimable {
-        return not_claimable(tx, template, claims).await.map(Attempt::Done);
+        return shared::not_claimable(&mut ConnExec(tx), template, claims)
+            .await
+            .map(Attempt::Done);
     }
     let limit: i64 = sqlx::Row::try_get(&row, "per_user_limit").map_err(db_err)?;
     let limit = i32::try_from(limit).map_err(StoreError::other)?;
@@ -109,7 +112,7 @@ pub(crate) async fn attempt(
         .collect();
     coded.sort_by(|a, b| a.1.cmp(b.1));
     for (i, code) in coded {
-        out[i] = take_code(tx, template, code, &claims[i], now).await?;
+        out[i] = shared::take_code(&mut ConnExec(tx), template, code, &claims[i], now).await?;
     }
     // 2b. A tag audience: claimants holding none of its tags are not eligible.
     let tagged: i64 = sqlx::Row::try_get(&row, "tagged").map_err(db_err)?;
@@ -205,7 +208,9 @@ async fn refuse_untagged(
     out: &mut [Option<ClaimOutcome>],
 ) -> StoreResult<Vec<usize>> {
     let (open, users) = tags::open_claimants(claims, out);
-    let rows = fetch_on(tx, &tags::tagged_claimants(template, &users)).await?;
+    let rows = ConnExec(tx)
+        .fetch_all(tags::tagged_claimants(template, &users))
+        .await?;
     tags::refuse_untagged(claims, out, open, &rows)
 }
 
@@ -424,27 +429,6 @@ async fn insert_coupons(
     Ok(coupons)
 }
 
-/// Every claim of a batch on a template that is not claimable: retries of claims that
-/// succeeded earlier still get their coupon.
-async fn not_claimable(
-    tx: &mut Tx,
-    template: TemplateId,
-    claims: &[ClaimRequest],
-) -> StoreResult<Vec<ClaimOutcome>> {
-    let mut out = Vec::with_capacity(claims.len());
-    for c in claims {
-        let mut earlier = match &c.idempotency {
-            Some(k) => earlier_claim(tx, k).await?,
-            None => None,
-        };
-        if let (None, Some(code)) = (&earlier, single_use(c)) {
-            earlier = earlier_code(tx, template, code, c).await?;
-        }
-        out.push(earlier.unwrap_or(ClaimOutcome::NotClaimable));
-    }
-    Ok(out)
-}
-
 /// Takes an idempotency key for a claim about to be made. `None`: the key is new (and now
 /// held by this transaction; a concurrent transaction with the same key waits for it).
 /// `Some(outcome)`: the key was used before.
@@ -466,87 +450,7 @@ async fn claim_key(
     if inserted.rows_affected() == 1 {
         return Ok(None);
     }
-    earlier_claim(tx, k).await
-}
-
-/// What an idempotency key did before: the coupon it issued, `KeyReused` if it was for
-/// another request, `None` if it is unknown.
-async fn earlier_claim(tx: &mut Tx, k: &IdempotencyKey) -> StoreResult<Option<ClaimOutcome>> {
-    let row = sqlx::query(
-        "SELECT k.fingerprint, c.* FROM claim_keys k JOIN coupons c ON c.id = k.coupon_id
-         WHERE k.key = $1",
-    )
-    .bind(&k.key)
-    .fetch_optional(&mut **tx)
-    .await
-    .map_err(db_err)?;
-    let Some(row) = row else { return Ok(None) };
-    let fingerprint: Vec<u8> = sqlx::Row::try_get(&row, "fingerprint").map_err(db_err)?;
-    if fingerprint != k.fingerprint {
-        return Ok(Some(ClaimOutcome::KeyReused));
-    }
-    Ok(Some(ClaimOutcome::Replayed(rows::coupon(&row)?)))
-}
-
-/// The single-use code a claim redeems, if it redeems one.
-fn single_use(c: &ClaimRequest) -> Option<&str> {
-    c.code
-        .as_ref()
-        .filter(|k| k.single_use)
-        .map(|k| k.code.as_str())
-}
-
-/// Takes a single-use code of `template` for the claim's user. `None`: taken now (the row
-/// stays locked until commit; a concurrent redemption of the same code waits). `Some(outcome)`:
-/// the user redeemed it before (its coupon), or someone else did or it is not this
-/// template's (`CodeTaken`).
-async fn take_code(
-    tx: &mut Tx,
-    template: TemplateId,
-    code: &str,
-    c: &ClaimRequest,
-    now: Timestamp,
-) -> StoreResult<Option<ClaimOutcome>> {
-    let taken = sqlx::query(
-        "UPDATE codes SET redeemed_by = $1, redeemed_at = $2
-         WHERE code = $3 AND template_id = $4 AND batch_id IS NOT NULL AND redeemed_by IS NULL",
-    )
-    .bind(c.user.as_str())
-    .bind(dt(now))
-    .bind(code)
-    .bind(template.get())
-    .execute(&mut **tx)
-    .await
-    .map_err(db_err)?;
-    if taken.rows_affected() == 1 {
-        return Ok(None);
-    }
-    Ok(Some(
-        earlier_code(tx, template, code, c)
-            .await?
-            .unwrap_or(ClaimOutcome::CodeTaken),
-    ))
-}
-
-/// The coupon a single-use code gave this claim's user before, as `Replayed`.
-async fn earlier_code(
-    tx: &mut Tx,
-    template: TemplateId,
-    code: &str,
-    c: &ClaimRequest,
-) -> StoreResult<Option<ClaimOutcome>> {
-    let row = sqlx::query(
-        "SELECT c.* FROM codes k JOIN coupons c ON c.id = k.coupon_id
-         WHERE k.code = $1 AND k.template_id = $2 AND k.redeemed_by = $3",
-    )
-    .bind(code)
-    .bind(template.get())
-    .bind(c.user.as_str())
-    .fetch_optional(&mut **tx)
-    .await
-    .map_err(db_err)?;
-    row.map(|r| rows::coupon(&r).map(ClaimOutcome::Replayed))
-        .transpose()
+    shared::earlier_claim(&mut ConnExec(tx), k).await
 }
 
 impl PgStore {

@@ -112,9 +112,21 @@ where
     rows(&build(q)?.fetch_all(ex).await.map_err(db_err)?)
 }
 
-/// Runs a shared statement on a connection the caller holds (the claim path's transaction).
-pub(crate) async fn fetch_on(conn: &mut sqlx::PgConnection, q: &Query) -> StoreResult<Vec<Row>> {
-    all(q, conn).await
+/// A connection the caller holds (the claim path's transaction) as an [`Exec`], for the
+/// claim steps written once in `coupond_store_sql::claims` and `tags`.
+pub(crate) struct ConnExec<'a>(pub(crate) &'a mut sqlx::PgConnection);
+
+#[async_trait]
+impl Exec for ConnExec<'_> {
+    async fn execute(&mut self, q: Query) -> StoreResult<u64> {
+        run(&q, &mut *self.0).await
+    }
+    async fn fetch_all(&mut self, q: Query) -> StoreResult<Vec<Row>> {
+        all(&q, &mut *self.0).await
+    }
+    async fn fetch_optional(&mut self, q: Query) -> StoreResult<Option<Row>> {
+        optional(&q, &mut *self.0).await
+    }
 }
 
 async fn optional<'e, E>(q: &Query, ex: E) -> StoreResult<Option<Row>>

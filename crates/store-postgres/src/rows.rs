@@ -3,13 +3,11 @@
 //! The mappers both backends share are `coupond_store_sql::rows`; `coupon` here applies
 //! them to coupons read with sqlx (through `exec::row`).
 
-use coupond_domain::{Coupon, Timestamp};
-use coupond_store::{Conflict, Event, StoreError, StoreResult};
+use coupond_domain::Timestamp;
+use coupond_store::{Conflict, Event, StoreError};
 use sqlx::postgres::PgRow;
 use sqlx::Row;
 use time::OffsetDateTime;
-
-use crate::exec::row;
 
 pub(crate) fn db_err(e: sqlx::Error) -> StoreError {
     match e {
@@ -44,11 +42,6 @@ where
     T: sqlx::Decode<'r, sqlx::Postgres> + sqlx::Type<sqlx::Postgres>,
 {
     r.try_get(col).map_err(db_err)
-}
-
-/// A coupon read with `SELECT *` (or `c.*`).
-pub(crate) fn coupon(r: &PgRow) -> StoreResult<Coupon> {
-    coupond_store_sql::rows::coupon(&row(r)?)
 }
 
 pub(crate) fn event(r: &PgRow) -> Result<Event, StoreError> {

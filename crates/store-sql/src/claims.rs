@@ -1,7 +1,8 @@
 //! Steps of a claim batch written once in the shared statements: giving back what a refused
 //! claim took, the answers of claims made before (by idempotency key or single-use code),
-//! taking a single-use code, and multi-row inserts. MySQL's claim path is built on them;
-//! SQLite's and PostgreSQL's read their driver's rows directly on their hot paths.
+//! taking a single-use code, and multi-row inserts. MySQL's claim path is built on them, and
+//! SQLite and PostgreSQL call them for keys, codes and non-claimable templates (through a
+//! connection `Exec`); their hot paths read their driver's rows directly.
 
 use coupond_domain::{TemplateId, Timestamp};
 use coupond_store::{ClaimOutcome, ClaimRequest, IdempotencyKey, StoreResult};

@@ -15,10 +15,11 @@ use std::collections::{HashMap, HashSet};
 use coupond_domain::{Coupon, CouponId, CouponStatus, TemplateId, Timestamp};
 use coupond_store::events::{self, kind};
 use coupond_store::{ClaimOutcome, ClaimRequest, IdempotencyKey, StoreError, StoreResult};
-use coupond_store_sql::{sql, tags, wallet, Db, Dialect};
+use coupond_store_sql::claims::{self as shared, single_use};
+use coupond_store_sql::{sql, tags, wallet, Db, Dialect, Exec};
 use sqlx::{QueryBuilder, Sqlite};
 
-use crate::exec::fetch_on;
+use crate::exec::ConnExec;
 use crate::rows::{self, db_err};
 use crate::store::{us, SqliteStore};
 
@@ -50,19 +51,7 @@ pub(crate) async fn claim_in(
     .ok_or(StoreError::NotFound)?;
     let get = |col: &str| -> StoreResult<i64> { sqlx::Row::try_get(&row, col).map_err(db_err) };
     if get("claimable")? == 0 {
-        // Retries of claims that succeeded earlier still get their coupon.
-        let mut out = Vec::with_capacity(claims.len());
-        for c in claims {
-            let mut earlier = match &c.idempotency {
-                Some(k) => earlier_claim(tx, k).await?,
-                None => None,
-            };
-            if let (None, Some(code)) = (&earlier, single_use(c)) {
-                earlier = earlier_code(tx, template, code, c).await?;
-            }
-            out.push(earlier.unwrap_or(ClaimOutcome::NotClaimable));
-        }
-        return Ok(out);
+        return shared::not_claimable(&mut ConnExec(tx), template, claims).await;
     }
     let (total_stock, remaining, limit) = (
         get("total_stock")?,
@@ -80,7 +69,7 @@ pub(crate) async fn claim_in(
     // 2. Single-use codes: taken now, given back below if the claim is refused.
     for (i, c) in claims.iter().enumerate() {
         if let (None, Some(code)) = (&out[i], single_use(c)) {
-            out[i] = take_code(tx, template, code, c, now).await?;
+            out[i] = shared::take_code(&mut ConnExec(tx), template, code, c, now).await?;
         }
     }
     // 2b. A tag audience: claimants holding none of its tags are not eligible.
@@ -180,7 +169,9 @@ async fn refuse_untagged(
     out: &mut [Option<ClaimOutcome>],
 ) -> StoreResult<()> {
     let (open, users) = tags::open_claimants(claims, out);
-    let rows = fetch_on(tx, tags::tagged_claimants(template, &users)).await?;
+    let rows = ConnExec(tx)
+        .fetch_all(tags::tagged_claimants(template, &users))
+        .await?;
     for i in tags::refuse_untagged(claims, out, open, &rows)? {
         forget_key(tx, claims[i].idempotency.as_ref()).await?;
         release_code(tx, single_use(&claims[i])).await?;
@@ -373,26 +364,7 @@ async fn claim_key(
     if inserted.rows_affected() == 1 {
         return Ok(None);
     }
-    earlier_claim(tx, k).await
-}
-
-/// What an idempotency key did before: the coupon it issued, `KeyReused` if it was for
-/// another request, `None` if it is unknown.
-async fn earlier_claim(tx: &mut Tx, k: &IdempotencyKey) -> StoreResult<Option<ClaimOutcome>> {
-    let row = sqlx::query(
-        "SELECT k.fingerprint, c.* FROM claim_keys k JOIN coupons c ON c.id = k.coupon_id
-         WHERE k.key = ?",
-    )
-    .bind(&k.key)
-    .fetch_optional(&mut **tx)
-    .await
-    .map_err(db_err)?;
-    let Some(row) = row else { return Ok(None) };
-    let fingerprint: Vec<u8> = sqlx::Row::try_get(&row, "fingerprint").map_err(db_err)?;
-    if fingerprint != k.fingerprint {
-        return Ok(Some(ClaimOutcome::KeyReused));
-    }
-    Ok(Some(ClaimOutcome::Replayed(rows::coupon(&row)?)))
+    shared::earlier_claim(&mut ConnExec(tx), k).await
 }
 
 async fn forget_key(tx: &mut Tx, k: Option<&IdempotencyKey>) -> StoreResult<()> {
@@ -404,66 +376,6 @@ async fn forget_key(tx: &mut Tx, k: Option<&IdempotencyKey>) -> StoreResult<()> 
             .map_err(db_err)?;
     }
     Ok(())
-}
-
-/// The single-use code a claim redeems, if it redeems one.
-fn single_use(c: &ClaimRequest) -> Option<&str> {
-    c.code
-        .as_ref()
-        .filter(|k| k.single_use)
-        .map(|k| k.code.as_str())
-}
-
-/// Takes a single-use code of `template` for the claim's user. `None`: taken now, by this
-/// transaction. `Some(outcome)`: the user redeemed it before (its coupon), or someone else did
-/// or it is not this template's (`CodeTaken`).
-async fn take_code(
-    tx: &mut Tx,
-    template: TemplateId,
-    code: &str,
-    c: &ClaimRequest,
-    now: Timestamp,
-) -> StoreResult<Option<ClaimOutcome>> {
-    let taken = sqlx::query(
-        "UPDATE codes SET redeemed_by = ?, redeemed_at = ?
-         WHERE code = ? AND template_id = ? AND batch_id IS NOT NULL AND redeemed_by IS NULL",
-    )
-    .bind(c.user.as_str())
-    .bind(us(now))
-    .bind(code)
-    .bind(template.get())
-    .execute(&mut **tx)
-    .await
-    .map_err(db_err)?;
-    if taken.rows_affected() == 1 {
-        return Ok(None);
-    }
-    Ok(Some(
-        earlier_code(tx, template, code, c)
-            .await?
-            .unwrap_or(ClaimOutcome::CodeTaken),
-    ))
-}
-
-/// The coupon a single-use code gave this claim's user before, as `Replayed`.
-async fn earlier_code(
-    tx: &mut Tx,
-    template: TemplateId,
-    code: &str,
-    c: &ClaimRequest,
-) -> StoreResult<Option<ClaimOutcome>> {
-    let row = sqlx::query(
-        "SELECT c.* FROM codes k JOIN coupons c ON c.id = k.coupon_id
-         WHERE k.code = ? AND k.template_id = ? AND k.redeemed_by = ?",
-    )
-    .bind(code)
-    .bind(template.get())
-    .bind(c.user.as_str())
-    .fetch_optional(&mut **tx)
-    .await
-    .map_err(db_err)?;
-    row.map(|r| rows::coupon(&r).map(ClaimOutcome::Replayed))
-        .transpose()
 }
 
 async fn release_code(tx: &mut Tx, code: Option<&str>) -> StoreResult<()> {

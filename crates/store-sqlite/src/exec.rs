@@ -75,10 +75,37 @@ fn row_in(r: &SqliteRow, columns: Arc<[String]>) -> StoreResult<Row> {
     Ok(Row::new(columns, values))
 }
 
-/// Runs a shared statement on a connection the caller holds (the claim path's transaction).
-pub(crate) async fn fetch_on(conn: &mut sqlx::SqliteConnection, q: Query) -> StoreResult<Vec<Row>> {
-    let (text, args) = q.into_positional();
-    rows(&build(&text, args).fetch_all(conn).await.map_err(db_err)?)
+/// A connection the caller holds (the claim path's transaction) as an [`Exec`], for the
+/// claim steps written once in `coupond_store_sql::claims` and `tags`.
+pub(crate) struct ConnExec<'a>(pub(crate) &'a mut sqlx::SqliteConnection);
+
+#[async_trait]
+impl Exec for ConnExec<'_> {
+    async fn execute(&mut self, q: Query) -> StoreResult<u64> {
+        let (text, args) = q.into_positional();
+        let done = build(&text, args)
+            .execute(&mut *self.0)
+            .await
+            .map_err(db_err)?;
+        Ok(done.rows_affected())
+    }
+    async fn fetch_all(&mut self, q: Query) -> StoreResult<Vec<Row>> {
+        let (text, args) = q.into_positional();
+        rows(
+            &build(&text, args)
+                .fetch_all(&mut *self.0)
+                .await
+                .map_err(db_err)?,
+        )
+    }
+    async fn fetch_optional(&mut self, q: Query) -> StoreResult<Option<Row>> {
+        let (text, args) = q.into_positional();
+        let r = build(&text, args)
+            .fetch_optional(&mut *self.0)
+            .await
+            .map_err(db_err)?;
+        r.as_ref().map(row).transpose()
+    }
 }
 
 /// A connection pool as an [`Exec`] (the reader pool, or the writer outside a transaction).

@@ -5,10 +5,7 @@
 
 use coupond_domain::{Coupon, CouponId, CouponStatus, Money, OrderId, TemplateId};
 use coupond_domain::{Timestamp, UserId};
-use coupond_store::{Conflict, Event, StoreError, StoreResult};
-use sqlx::sqlite::SqliteRow;
-
-use crate::exec::row;
+use coupond_store::{Conflict, Event, StoreError};
 
 pub(crate) fn db_err(e: sqlx::Error) -> StoreError {
     match e {
@@ -95,11 +92,6 @@ pub(crate) fn events_json(text: &str) -> Result<Vec<Event>, StoreError> {
         .collect::<Result<Vec<Event>, StoreError>>()?;
     events.sort_by_key(|e| e.id);
     Ok(events)
-}
-
-/// A coupon read with `SELECT *` (or `c.*`).
-pub(crate) fn coupon(r: &SqliteRow) -> StoreResult<Coupon> {
-    coupond_store_sql::rows::coupon(&row(r)?)
 }
 
 /// The coupons of a `json_group_array(COUPON_JSON)` value.
