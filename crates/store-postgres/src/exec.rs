@@ -143,13 +143,13 @@ pub(crate) struct PgTx(pub(crate) sqlx::Transaction<'static, Postgres>);
 #[async_trait]
 impl Exec for PgTx {
     async fn execute(&mut self, q: Query) -> StoreResult<u64> {
-        run(&q, &mut *self.0).await
+        ConnExec(&mut self.0).execute(q).await
     }
     async fn fetch_all(&mut self, q: Query) -> StoreResult<Vec<Row>> {
-        all(&q, &mut *self.0).await
+        ConnExec(&mut self.0).fetch_all(q).await
     }
     async fn fetch_optional(&mut self, q: Query) -> StoreResult<Option<Row>> {
-        optional(&q, &mut *self.0).await
+        ConnExec(&mut self.0).fetch_optional(q).await
     }
 }
 

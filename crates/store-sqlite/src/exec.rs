@@ -138,32 +138,17 @@ pub(crate) struct SqliteTx<'a> {
     pub(crate) _turn: Option<SemaphorePermit<'a>>,
 }
 
+/// The transaction's connection does the work (see [`ConnExec`]).
 #[async_trait]
 impl Exec for SqliteTx<'_> {
     async fn execute(&mut self, q: Query) -> StoreResult<u64> {
-        let (text, args) = q.into_positional();
-        let done = build(&text, args)
-            .execute(&mut *self.tx)
-            .await
-            .map_err(db_err)?;
-        Ok(done.rows_affected())
+        ConnExec(&mut self.tx).execute(q).await
     }
     async fn fetch_all(&mut self, q: Query) -> StoreResult<Vec<Row>> {
-        let (text, args) = q.into_positional();
-        rows(
-            &build(&text, args)
-                .fetch_all(&mut *self.tx)
-                .await
-                .map_err(db_err)?,
-        )
+        ConnExec(&mut self.tx).fetch_all(q).await
     }
     async fn fetch_optional(&mut self, q: Query) -> StoreResult<Option<Row>> {
-        let (text, args) = q.into_positional();
-        let r = build(&text, args)
-            .fetch_optional(&mut *self.tx)
-            .await
-            .map_err(db_err)?;
-        r.as_ref().map(row).transpose()
+        ConnExec(&mut self.tx).fetch_optional(q).await
     }
 }
 
