@@ -1,392 +1,383 @@
-//! Claims on SQLite: a whole batch in one `BEGIN IMMEDIATE` transaction.
+//! Claims on SQLite: a whole batch in one `BEGIN IMMEDIATE` transaction, run start to finish
+//! on the claim writer's thread (`writer`): one hop per batch, each statement prepared once
+//! and cached, one row per execution (no multi-row statement to parse per batch).
 //!
 //! Inside `BEGIN IMMEDIATE` this transaction is the only writer until it commits, so what it
-//! reads (remaining stock, the next coupon id) stays true for the whole batch, and the batch
-//! can be written in a few multi-row statements: per-user counters, coupons, their operation
-//! log rows and their `coupon.claimed` events. The stock update is still conditional, so the
-//! database, not this arithmetic, has the last word on I1.
+//! reads (remaining stock, the next coupon id) stays true for the whole batch. The stock
+//! update is still conditional, so the database, not this arithmetic, has the last word on I1.
 //!
 //! The wallet's reads are written once in `coupond_store_sql::wallet`; a page of a user's
 //! coupons runs that statement inside one `json_group_array`, read as a single row.
 
-use coupond_store::CouponQuery;
 use std::collections::{HashMap, HashSet};
+
+use coupond_store::CouponQuery;
+use rusqlite::types::Value as Sql;
+use rusqlite::{params, Connection, OptionalExtension};
 
 use coupond_domain::{Coupon, CouponId, CouponStatus, TemplateId, Timestamp};
 use coupond_store::events::{self, kind};
 use coupond_store::{ClaimOutcome, ClaimRequest, IdempotencyKey, StoreError, StoreResult};
 use coupond_store_sql::claims::{self as shared, single_use};
-use coupond_store_sql::{sql, tags, wallet, Db, Dialect, Exec};
-use sqlx::{QueryBuilder, Sqlite};
+use coupond_store_sql::{sql, tags, wallet, Db, Dialect, Exec, Work};
 
-use crate::exec::ConnExec;
-use crate::rows::{self, db_err};
+use crate::batch;
+use crate::rows;
 use crate::store::{us, SqliteStore};
+use crate::writer::{immediate, now_or_never, sql_err, RawExec};
 
-type Tx = sqlx::Transaction<'static, Sqlite>;
+/// What the batch reads of its template first.
+struct Head {
+    total_stock: i64,
+    remaining: i64,
+    limit: i64,
+    tagged: bool,
+    claimable: bool,
+}
 
-/// Rows per multi-row statement: well under SQLite's bound-parameter limit at 9 per row.
-const CHUNK: usize = 400;
+fn head(c: &Connection, template: TemplateId, now: Timestamp) -> StoreResult<Head> {
+    let q = format!(
+        "SELECT total_stock, total_stock - claimed, per_user_limit, {},
+                (aborted_at IS NULL AND (activity_id IS NOT NULL OR published_at IS NOT NULL)
+                 AND claim_start <= ?1 AND ?1 < claim_end)
+         FROM templates WHERE id = ?2",
+        tags::TAGGED_COLUMN
+    );
+    let mut st = c.prepare_cached(&q).map_err(sql_err)?;
+    st.query_row(params![us(now), template.get()], |r| {
+        Ok(Head {
+            total_stock: r.get(0)?,
+            remaining: r.get(1)?,
+            limit: r.get(2)?,
+            tagged: r.get::<_, i64>(3)? > 0,
+            claimable: r.get::<_, i64>(4)? != 0,
+        })
+    })
+    .map_err(sql_err)
+}
 
 /// The claim batch inside the caller's write transaction (which commits it). A template that
 /// is not claimable at `now` gets no writes.
-pub(crate) async fn claim_in(
-    tx: &mut Tx,
+pub(crate) fn claim_in(
+    c: &mut Connection,
     template: TemplateId,
     claims: &[ClaimRequest],
     now: Timestamp,
 ) -> StoreResult<Vec<ClaimOutcome>> {
-    let row = sqlx::query(&format!(
-        "SELECT total_stock, total_stock - claimed AS remaining, per_user_limit, {},
-                (aborted_at IS NULL AND (activity_id IS NOT NULL OR published_at IS NOT NULL)
-                 AND claim_start <= ?1 AND ?1 < claim_end) AS claimable
-         FROM templates WHERE id = ?2",
-        tags::TAGGED_COLUMN
-    ))
-    .bind(us(now))
-    .bind(template.get())
-    .fetch_optional(&mut **tx)
-    .await
-    .map_err(db_err)?
-    .ok_or(StoreError::NotFound)?;
-    let get = |col: &str| -> StoreResult<i64> { sqlx::Row::try_get(&row, col).map_err(db_err) };
-    if get("claimable")? == 0 {
-        return shared::not_claimable(&mut ConnExec(tx), template, claims).await;
+    let head = head(c, template, now)?;
+    if !head.claimable {
+        return now_or_never(shared::not_claimable(&mut RawExec(c), template, claims));
     }
-    let (total_stock, remaining, limit) = (
-        get("total_stock")?,
-        get("remaining")?,
-        get("per_user_limit")?,
-    );
     let mut out: Vec<Option<ClaimOutcome>> = vec![None; claims.len()];
 
     // 1. Idempotency keys: retries get their earlier answer; new keys are taken.
-    for (i, c) in claims.iter().enumerate() {
-        if let Some(k) = &c.idempotency {
-            out[i] = claim_key(tx, k, now).await?;
+    for (i, cl) in claims.iter().enumerate() {
+        if let Some(k) = &cl.idempotency {
+            out[i] = claim_key(c, k, now)?;
         }
     }
     // 2. Single-use codes: taken now, given back below if the claim is refused.
-    for (i, c) in claims.iter().enumerate() {
-        if let (None, Some(code)) = (&out[i], single_use(c)) {
-            out[i] = shared::take_code(&mut ConnExec(tx), template, code, c, now).await?;
+    for (i, cl) in claims.iter().enumerate() {
+        if let (None, Some(code)) = (&out[i], single_use(cl)) {
+            out[i] = now_or_never(shared::take_code(&mut RawExec(c), template, code, cl, now))?;
         }
     }
     // 2b. A tag audience: claimants holding none of its tags are not eligible.
-    if get("tagged")? > 0 {
-        refuse_untagged(tx, template, claims, &mut out).await?;
+    if head.tagged {
+        refuse_untagged(c, template, claims, &mut out)?;
     }
-    let candidates: Vec<usize> = (0..claims.len()).filter(|i| out[*i].is_none()).collect();
 
     // 3. Per-user counters.
-    let holds = take_slots(tx, template, claims, &candidates, limit).await?;
+    let candidates: Vec<usize> = (0..claims.len()).filter(|i| out[*i].is_none()).collect();
+    let holds = take_slots(c, template, claims, &candidates, head.limit)?;
 
     // 4. Stock, first come first served; refused claims give back what they took.
     let mut granted: Vec<usize> = Vec::new();
-    for &i in &candidates {
-        let c = &claims[i];
+    for i in candidates {
+        let cl = &claims[i];
         let outcome = if !holds[i] {
             ClaimOutcome::LimitReached
-        } else if (granted.len() as i64) < remaining {
+        } else if (granted.len() as i64) < head.remaining {
             granted.push(i);
             continue;
         } else {
-            sqlx::query("UPDATE holdings SET n = n - 1 WHERE template_id = ? AND user_id = ?")
-                .bind(template.get())
-                .bind(c.user.as_str())
-                .execute(&mut **tx)
-                .await
-                .map_err(db_err)?;
+            c.prepare_cached("UPDATE holdings SET n = n - 1 WHERE template_id = ? AND user_id = ?")
+                .and_then(|mut st| st.execute(params![template.get(), cl.user.as_str()]))
+                .map_err(sql_err)?;
             ClaimOutcome::SoldOut
         };
-        // A refused claim records no key and leaves its code free.
-        forget_key(tx, c.idempotency.as_ref()).await?;
-        release_code(tx, single_use(c)).await?;
+        give_back(c, cl)?;
         out[i] = Some(outcome);
     }
 
-    // 5. Coupons, their log rows and events.
+    // 5. Coupons, their log rows and events, then the stock.
     if !granted.is_empty() {
-        let coupons = insert_coupons(tx, template, claims, &granted, now).await?;
-        for (c, &i) in coupons.into_iter().zip(&granted) {
-            if let Some(key) = &claims[i].idempotency {
-                sqlx::query("UPDATE claim_keys SET coupon_id = ? WHERE key = ?")
-                    .bind(c.id.get())
-                    .bind(&key.key)
-                    .execute(&mut **tx)
-                    .await
-                    .map_err(db_err)?;
-            }
-            if let Some(code) = single_use(&claims[i]) {
-                sqlx::query("UPDATE codes SET coupon_id = ? WHERE code = ?")
-                    .bind(c.id.get())
-                    .bind(code)
-                    .execute(&mut **tx)
-                    .await
-                    .map_err(db_err)?;
-            }
-            out[i] = Some(ClaimOutcome::Issued(c));
+        for (coupon, i) in insert_coupons(c, template, claims, &granted, now)? {
+            out[i] = Some(ClaimOutcome::Issued(coupon));
         }
-        // Coupons written, stock not yet raised: a fault here must leave neither.
-        coupond_store::failpoints::hit("claim.mid_batch")?;
-        let n = granted.len() as i64;
-        let raised = sqlx::query(
-            "UPDATE templates SET claimed = claimed + ?1
-             WHERE id = ?2 AND claimed + ?1 <= total_stock",
-        )
-        .bind(n)
-        .bind(template.get())
-        .execute(&mut **tx)
-        .await
-        .map_err(db_err)?;
-        if raised.rows_affected() != 1 {
-            return Err(StoreError::other(
-                "stock changed inside a write transaction",
-            ));
-        }
-        coupond_store::failpoints::hit("claim.stock_taken")?;
-        if n == remaining {
-            sqlx::query("INSERT INTO outbox (kind, at, body) VALUES (?, ?, ?)")
-                .bind(kind::TEMPLATE_SOLD_OUT)
-                .bind(us(now))
-                .bind(events::template_sold_out(template, total_stock))
-                .execute(&mut **tx)
-                .await
-                .map_err(db_err)?;
-        }
+        take_stock(c, template, &head, granted.len() as i64, now)?;
     }
     out.into_iter()
         .map(|o| o.ok_or_else(|| StoreError::other("claim without an outcome")))
         .collect()
 }
 
+/// Raises the template's claimed count by `n` (the coupons just written), with the
+/// `template.sold_out` event if that was the last of the stock.
+fn take_stock(
+    c: &Connection,
+    template: TemplateId,
+    head: &Head,
+    n: i64,
+    now: Timestamp,
+) -> StoreResult<()> {
+    // Coupons written, stock not yet raised: a fault here must leave neither.
+    coupond_store::failpoints::hit("claim.mid_batch")?;
+    let raised = c
+        .prepare_cached(
+            "UPDATE templates SET claimed = claimed + ?1
+             WHERE id = ?2 AND claimed + ?1 <= total_stock",
+        )
+        .and_then(|mut st| st.execute(params![n, template.get()]))
+        .map_err(sql_err)?;
+    if raised != 1 {
+        return Err(StoreError::other(
+            "stock changed inside a write transaction",
+        ));
+    }
+    coupond_store::failpoints::hit("claim.stock_taken")?;
+    if n == head.remaining {
+        c.prepare_cached("INSERT INTO outbox (kind, at, body) VALUES (?, ?, ?)")
+            .and_then(|mut st| {
+                st.execute(params![
+                    kind::TEMPLATE_SOLD_OUT,
+                    us(now),
+                    events::template_sold_out(template, head.total_stock)
+                ])
+            })
+            .map_err(sql_err)?;
+    }
+    Ok(())
+}
+
+/// A refused claim records no key and leaves its code free.
+fn give_back(c: &Connection, cl: &ClaimRequest) -> StoreResult<()> {
+    if let Some(k) = &cl.idempotency {
+        c.prepare_cached("DELETE FROM claim_keys WHERE key = ?")
+            .and_then(|mut st| st.execute([&k.key]))
+            .map_err(sql_err)?;
+    }
+    if let Some(code) = single_use(cl) {
+        c.prepare_cached("UPDATE codes SET redeemed_by = NULL, redeemed_at = NULL WHERE code = ?")
+            .and_then(|mut st| st.execute([code]))
+            .map_err(sql_err)?;
+    }
+    Ok(())
+}
+
 /// Answers `not_eligible` to the claims still open whose user holds none of the template's
 /// audience tags (read in this transaction); they record no key and leave their code free.
-async fn refuse_untagged(
-    tx: &mut Tx,
+fn refuse_untagged(
+    c: &mut Connection,
     template: TemplateId,
     claims: &[ClaimRequest],
     out: &mut [Option<ClaimOutcome>],
 ) -> StoreResult<()> {
     let (open, users) = tags::open_claimants(claims, out);
-    let rows = ConnExec(tx)
-        .fetch_all(tags::tagged_claimants(template, &users))
-        .await?;
+    let rows = now_or_never(RawExec(c).fetch_all(tags::tagged_claimants(template, &users)))?;
     for i in tags::refuse_untagged(claims, out, open, &rows)? {
-        forget_key(tx, claims[i].idempotency.as_ref()).await?;
-        release_code(tx, single_use(&claims[i])).await?;
+        give_back(c, &claims[i])?;
     }
     Ok(())
 }
 
 /// Takes a per-user slot for each candidate claim; `true` where one was free. Users appearing
-/// once in the batch take theirs in one multi-row upsert; a user appearing several times goes
-/// one claim at a time, in arrival order, so the limit counts earlier claims of the batch.
-async fn take_slots(
-    tx: &mut Tx,
+/// once take theirs in multi-row upserts that return the users they counted; a user appearing
+/// several times goes one claim at a time, in arrival order, so the limit counts earlier
+/// claims of the batch.
+fn take_slots(
+    c: &Connection,
     template: TemplateId,
     claims: &[ClaimRequest],
     candidates: &[usize],
     limit: i64,
 ) -> StoreResult<Vec<bool>> {
-    let mut seen: HashMap<&str, usize> = HashMap::new();
+    let mut seen: HashMap<&str, usize> = HashMap::with_capacity(candidates.len());
     for &i in candidates {
         *seen.entry(claims[i].user.as_str()).or_insert(0) += 1;
     }
-    let mut holds = vec![false; claims.len()];
     let (single, repeated): (Vec<usize>, Vec<usize>) = candidates
         .iter()
         .partition(|i| seen[claims[**i].user.as_str()] == 1);
-    for chunk in single.chunks(CHUNK) {
-        let full = users_at_limit(tx, template, claims, chunk, limit).await?;
-        let open: Vec<usize> = chunk
-            .iter()
-            .copied()
-            .filter(|&i| !full.contains(claims[i].user.as_str()))
-            .collect();
-        if !open.is_empty() {
-            let mut b =
-                QueryBuilder::<Sqlite>::new("INSERT INTO holdings (template_id, user_id, n) ");
-            b.push_values(&open, |mut row, &i| {
-                row.push_bind(template.get())
-                    .push_bind(claims[i].user.as_str().to_owned())
-                    .push("1");
-            });
-            b.push(" ON CONFLICT (template_id, user_id) DO UPDATE SET n = n + 1 WHERE n < ")
-                .push_bind(limit);
-            let done = b.build().execute(&mut **tx).await.map_err(db_err)?;
-            if done.rows_affected() != open.len() as u64 {
-                return Err(StoreError::other(
-                    "per-user counters moved inside the batch",
-                ));
-            }
-        }
-        for &i in chunk {
-            holds[i] = !full.contains(claims[i].user.as_str());
-        }
+    let values: Vec<Sql> = single
+        .iter()
+        .flat_map(|&i| {
+            [
+                Sql::Integer(template.get()),
+                Sql::Text(claims[i].user.as_str().to_owned()),
+            ]
+        })
+        .collect();
+    let shape = (
+        "INSERT INTO holdings (template_id, user_id, n)",
+        "(?, ?, 1)",
+        "ON CONFLICT (template_id, user_id) DO UPDATE SET n = n + 1 WHERE n < ? \
+         RETURNING user_id",
+    );
+    let mut counted: HashSet<String> = HashSet::with_capacity(single.len());
+    batch::insert_returning(c, shape, 2, &values, &[Sql::Integer(limit)], |r| {
+        counted.insert(r.get(0)?);
+        Ok(())
+    })?;
+    let mut holds = vec![false; claims.len()];
+    for i in single {
+        holds[i] = counted.contains(claims[i].user.as_str());
     }
     for i in repeated {
-        let held: Option<i64> = sqlx::query_scalar(
-            "INSERT INTO holdings (template_id, user_id, n) VALUES (?1, ?2, 1)
-             ON CONFLICT (template_id, user_id) DO UPDATE SET n = n + 1 WHERE n < ?3
-             RETURNING n",
-        )
-        .bind(template.get())
-        .bind(claims[i].user.as_str())
-        .bind(limit)
-        .fetch_optional(&mut **tx)
-        .await
-        .map_err(db_err)?;
-        holds[i] = held.is_some();
+        holds[i] = take_slot(c, template, &claims[i], limit)?;
     }
     Ok(holds)
 }
 
-/// The users of `chunk` whose counter has reached `limit`, read as one aggregated row (sqlx
-/// hands each row of a `RETURNING` across its thread on its own). Inside `BEGIN IMMEDIATE`
-/// nothing else writes, so the upsert that follows meets these same counters.
-async fn users_at_limit(
-    tx: &mut Tx,
+/// Takes a per-user slot for a claim; `false` if the user is at `limit`.
+fn take_slot(
+    c: &Connection,
     template: TemplateId,
-    claims: &[ClaimRequest],
-    chunk: &[usize],
+    cl: &ClaimRequest,
     limit: i64,
-) -> StoreResult<HashSet<String>> {
-    let users: Vec<&str> = chunk.iter().map(|&i| claims[i].user.as_str()).collect();
-    let full: String = sqlx::query_scalar(
-        "SELECT json_group_array(user_id) FROM holdings
-         WHERE template_id = ? AND n >= ? AND user_id IN (SELECT value FROM json_each(?))",
-    )
-    .bind(template.get())
-    .bind(limit)
-    .bind(serde_json::to_string(&users).map_err(StoreError::other)?)
-    .fetch_one(&mut **tx)
-    .await
-    .map_err(db_err)?;
-    serde_json::from_str(&full).map_err(StoreError::other)
+) -> StoreResult<bool> {
+    let mut st = c
+        .prepare_cached(
+            "INSERT INTO holdings (template_id, user_id, n) VALUES (?1, ?2, 1)
+             ON CONFLICT (template_id, user_id) DO UPDATE SET n = n + 1 WHERE n < ?3
+             RETURNING n",
+        )
+        .map_err(sql_err)?;
+    let held = st
+        .query_row(params![template.get(), cl.user.as_str(), limit], |r| {
+            r.get::<_, i64>(0)
+        })
+        .optional()
+        .map_err(sql_err)?;
+    Ok(held.is_some())
 }
 
 /// Inserts the coupons of `granted` claims, with one operation-log row and one
-/// `coupon.claimed` event each. Ids are handed out here: inside `BEGIN IMMEDIATE` this
-/// transaction is the only writer, so `max(id) + 1..` is free.
-async fn insert_coupons(
-    tx: &mut Tx,
+/// `coupon.claimed` event each; each coupon with its claim's index. Ids are handed out here:
+/// inside `BEGIN IMMEDIATE` this transaction is the only writer, so `max(id) + 1..` is free.
+fn insert_coupons(
+    c: &Connection,
     template: TemplateId,
     claims: &[ClaimRequest],
     granted: &[usize],
     now: Timestamp,
-) -> StoreResult<Vec<Coupon>> {
-    let first_id: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(id), 0) + 1 FROM coupons")
-        .fetch_one(&mut **tx)
-        .await
-        .map_err(db_err)?;
-    let coupons = granted
-        .iter()
-        .enumerate()
-        .map(|(k, &i)| {
-            let c = &claims[i];
-            Ok(Coupon {
-                id: CouponId::new(first_id + k as i64).map_err(StoreError::other)?,
-                template_id: template,
-                user_id: c.user.clone(),
-                stored_status: CouponStatus::Unused,
-                claimed_at: now,
-                valid_from: c.valid_from,
-                valid_until: c.valid_until,
-                code: c.code.as_ref().map(|k| k.code.clone()),
-                order_id: None,
-                locked_until: None,
-                discount: None,
-                used_at: None,
-            })
-        })
-        .collect::<StoreResult<Vec<Coupon>>>()?;
-    let with_actor: Vec<(&Coupon, &ClaimRequest)> = coupons
-        .iter()
-        .zip(granted.iter().map(|&i| &claims[i]))
-        .collect();
-    for chunk in with_actor.chunks(CHUNK) {
-        let mut b = QueryBuilder::<Sqlite>::new(
-            "INSERT INTO coupons (id, template_id, user_id, claimed_at, valid_from, valid_until, \
-             updated_at, code, issuance_id) ",
-        );
-        b.push_values(chunk, |mut row, (c, r)| {
-            row.push_bind(c.id.get())
-                .push_bind(template.get())
-                .push_bind(c.user_id.as_str().to_owned())
-                .push_bind(us(now))
-                .push_bind(us(c.valid_from))
-                .push_bind(us(c.valid_until))
-                .push_bind(us(now))
-                .push_bind(c.code.clone())
-                .push_bind(r.issuance);
-        });
-        b.build().execute(&mut **tx).await.map_err(db_err)?;
-
-        let mut b = QueryBuilder::<Sqlite>::new(
-            "INSERT INTO coupon_events (coupon_id, to_status, actor, at) ",
-        );
-        b.push_values(chunk, |mut row, (c, r)| {
-            row.push_bind(c.id.get())
-                .push("'unused'")
-                .push_bind(r.actor.to_text())
-                .push_bind(us(now));
-        });
-        b.build().execute(&mut **tx).await.map_err(db_err)?;
-
-        let mut b = QueryBuilder::<Sqlite>::new("INSERT INTO outbox (kind, at, body) ");
-        b.push_values(chunk, |mut row, (c, r)| {
-            let (kind, body) = events::coupon_claimed(c, &r.actor, r.issuance);
-            row.push_bind(kind).push_bind(us(now)).push_bind(body);
-        });
-        b.build().execute(&mut **tx).await.map_err(db_err)?;
+) -> StoreResult<Vec<(Coupon, usize)>> {
+    let first_id: i64 = c
+        .prepare_cached("SELECT COALESCE(MAX(id), 0) + 1 FROM coupons")
+        .and_then(|mut st| st.query_row([], |r| r.get(0)))
+        .map_err(sql_err)?;
+    let n = granted.len();
+    let (mut coupons, mut log, mut events) = (
+        Vec::with_capacity(n * 9),
+        Vec::with_capacity(n * 3),
+        Vec::with_capacity(n * 3),
+    );
+    let mut out = Vec::with_capacity(n);
+    for (k, &i) in granted.iter().enumerate() {
+        let r = &claims[i];
+        let coupon = Coupon {
+            id: CouponId::new(first_id + k as i64).map_err(StoreError::other)?,
+            template_id: template,
+            user_id: r.user.clone(),
+            stored_status: CouponStatus::Unused,
+            claimed_at: now,
+            valid_from: r.valid_from,
+            valid_until: r.valid_until,
+            code: r.code.as_ref().map(|k| k.code.clone()),
+            order_id: None,
+            locked_until: None,
+            discount: None,
+            used_at: None,
+        };
+        let id = Sql::Integer(coupon.id.get());
+        coupons.extend([
+            id.clone(),
+            Sql::Integer(template.get()),
+            Sql::Text(coupon.user_id.as_str().to_owned()),
+            Sql::Integer(us(now)),
+            Sql::Integer(us(coupon.valid_from)),
+            Sql::Integer(us(coupon.valid_until)),
+            Sql::Integer(us(now)),
+            coupon.code.clone().map_or(Sql::Null, Sql::Text),
+            r.issuance.map_or(Sql::Null, Sql::Integer),
+        ]);
+        log.extend([id, Sql::Text(r.actor.to_text()), Sql::Integer(us(now))]);
+        let (kind, body) = events::coupon_claimed(&coupon, &r.actor, r.issuance);
+        events.extend([
+            Sql::Text(kind.to_owned()),
+            Sql::Integer(us(now)),
+            Sql::Text(body),
+        ]);
+        out.push((coupon, i));
     }
-    Ok(coupons)
+    let shape = (
+        "INSERT INTO coupons (id, template_id, user_id, claimed_at, valid_from, valid_until, \
+         updated_at, code, issuance_id)",
+        "(?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "",
+    );
+    batch::insert(c, shape, 9, &coupons)?;
+    let shape = (
+        "INSERT INTO coupon_events (coupon_id, to_status, actor, at)",
+        "(?, 'unused', ?, ?)",
+        "",
+    );
+    batch::insert(c, shape, 3, &log)?;
+    batch::insert(
+        c,
+        ("INSERT INTO outbox (kind, at, body)", "(?, ?, ?)", ""),
+        3,
+        &events,
+    )?;
+    for (coupon, i) in &out {
+        link_claim(c, &claims[*i], coupon.id.get())?;
+    }
+    Ok(out)
+}
+
+/// Points a granted claim's idempotency key and single-use code at its coupon.
+fn link_claim(c: &Connection, r: &ClaimRequest, coupon: i64) -> StoreResult<()> {
+    if let Some(key) = &r.idempotency {
+        c.prepare_cached("UPDATE claim_keys SET coupon_id = ? WHERE key = ?")
+            .and_then(|mut st| st.execute(params![coupon, key.key]))
+            .map_err(sql_err)?;
+    }
+    if let Some(code) = single_use(r) {
+        c.prepare_cached("UPDATE codes SET coupon_id = ? WHERE code = ?")
+            .and_then(|mut st| st.execute(params![coupon, code]))
+            .map_err(sql_err)?;
+    }
+    Ok(())
 }
 
 /// Takes an idempotency key for a claim about to be made. `None`: the key is new (and now
 /// held by this transaction). `Some(outcome)`: the key was used before.
-async fn claim_key(
-    tx: &mut Tx,
+fn claim_key(
+    c: &mut Connection,
     k: &IdempotencyKey,
     now: Timestamp,
 ) -> StoreResult<Option<ClaimOutcome>> {
-    let inserted = sqlx::query(
-        "INSERT INTO claim_keys (key, fingerprint, created_at) VALUES (?, ?, ?)
-         ON CONFLICT (key) DO NOTHING",
-    )
-    .bind(&k.key)
-    .bind(&k.fingerprint[..])
-    .bind(us(now))
-    .execute(&mut **tx)
-    .await
-    .map_err(db_err)?;
-    if inserted.rows_affected() == 1 {
+    let inserted = c
+        .prepare_cached(
+            "INSERT INTO claim_keys (key, fingerprint, created_at) VALUES (?, ?, ?)
+             ON CONFLICT (key) DO NOTHING",
+        )
+        .and_then(|mut st| st.execute(params![k.key, &k.fingerprint[..], us(now)]))
+        .map_err(sql_err)?;
+    if inserted == 1 {
         return Ok(None);
     }
-    shared::earlier_claim(&mut ConnExec(tx), k).await
-}
-
-async fn forget_key(tx: &mut Tx, k: Option<&IdempotencyKey>) -> StoreResult<()> {
-    if let Some(k) = k {
-        sqlx::query("DELETE FROM claim_keys WHERE key = ?")
-            .bind(&k.key)
-            .execute(&mut **tx)
-            .await
-            .map_err(db_err)?;
-    }
-    Ok(())
-}
-
-async fn release_code(tx: &mut Tx, code: Option<&str>) -> StoreResult<()> {
-    if let Some(code) = code {
-        sqlx::query("UPDATE codes SET redeemed_by = NULL, redeemed_at = NULL WHERE code = ?")
-            .bind(code)
-            .execute(&mut **tx)
-            .await
-            .map_err(db_err)?;
-    }
-    Ok(())
+    now_or_never(shared::earlier_claim(&mut RawExec(c), k))
 }
 
 coupond_store_sql::impl_claim_store!(SqliteStore, {
@@ -396,11 +387,15 @@ coupond_store_sql::impl_claim_store!(SqliteStore, {
         claims: &[ClaimRequest],
         now: Timestamp,
     ) -> StoreResult<Vec<ClaimOutcome>> {
-        let mut tx = self.begin().await?;
-        let out = claim_in(&mut tx, template, claims, now).await?;
-        coupond_store::failpoints::hit("claim.before_commit")?;
-        tx.commit().await.map_err(db_err)?;
-        Ok(out)
+        let claims = claims.to_vec();
+        self.on_writer(Work::Request, move |c| {
+            immediate(c, |c| {
+                let out = claim_in(c, template, &claims, now)?;
+                coupond_store::failpoints::hit("claim.before_commit")?;
+                Ok(out)
+            })
+        })
+        .await
     }
 
     async fn user_coupons(&self, q: &CouponQuery) -> StoreResult<Vec<Coupon>> {

@@ -187,6 +187,7 @@ impl Db for SqliteStore {
     }
 
     async fn close(&self) {
+        self.claims.close();
         self.writer.close().await;
         self.reader.close().await;
     }

@@ -28,6 +28,9 @@
 //!   the audit (whose checks live in `audit`).
 //! - `inspect`: [`InspectStore`](coupond_store::InspectStore): reads for tests and tools.
 //! - `gate`: requests go before background work on the one writer.
+//! - `batch`: multi-row statements on the claim writer's connection, in power-of-two sizes.
+//! - `writer`: the claim path's own connection on a thread of its own (`rusqlite`): a claim
+//!   batch or issuance chunk runs there as one job.
 //! - `rows`: row to domain conversions and the one driver-error mapping.
 //! - `migrations/`: the schema, embedded in the binary and applied by [`SqliteStore::migrate`].
 //!
@@ -39,6 +42,7 @@
 //! busy timeout.
 #![forbid(unsafe_code)]
 
+mod batch;
 mod checkout;
 mod claims;
 mod exec;
@@ -47,6 +51,7 @@ mod issuance;
 mod rows;
 mod scheduling;
 mod store;
+mod writer;
 
 pub use store::{SqliteStore, DEFAULT_READERS};
 

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use coupond_domain::Timestamp;
 use coupond_store::{StoreError, StoreResult};
+use coupond_store_sql::Work;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
@@ -13,6 +14,7 @@ use sqlx::Sqlite;
 
 use crate::gate::Gate;
 use crate::rows::db_err;
+use crate::writer::Writer;
 
 /// Reader connections unless configured otherwise.
 pub const DEFAULT_READERS: u32 = 4;
@@ -34,6 +36,8 @@ pub struct SqliteStore {
     pub(crate) readers: u32,
     /// Requests before background work on the writer.
     pub(crate) gate: std::sync::Arc<Gate>,
+    /// The claim path's own connection and thread (see `writer`).
+    pub(crate) claims: std::sync::Arc<Writer>,
 }
 
 impl SqliteStore {
@@ -66,6 +70,8 @@ impl SqliteStore {
             .connect_with(opts.clone())
             .await
             .map_err(db_err)?;
+        // After the sqlx writer: it created the file and set WAL.
+        let claims = std::sync::Arc::new(Writer::open(file, BUSY_TIMEOUT)?);
         let reader = SqlitePoolOptions::new()
             .max_connections(readers)
             .acquire_timeout(ACQUIRE_TIMEOUT)
@@ -77,6 +83,7 @@ impl SqliteStore {
             reader,
             readers,
             gate: std::sync::Arc::default(),
+            claims,
         })
     }
 
@@ -162,6 +169,29 @@ impl SqliteStore {
             .await
             .map_err(db_err)?;
         Ok((turn, tx))
+    }
+}
+
+impl SqliteStore {
+    /// Runs `f` on the claim writer's thread (see `writer`), holding the sqlx writer connection
+    /// meanwhile, with `work`'s place in line (see [`Gate`]): so no other write of this
+    /// process waits on the file lock while `f`'s transaction holds it.
+    pub(crate) async fn on_writer<R, F>(&self, work: Work, f: F) -> StoreResult<R>
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut rusqlite::Connection) -> StoreResult<R> + Send + 'static,
+    {
+        let (_turn, _held) = match work {
+            Work::Request => {
+                let _waiting = self.gate.request();
+                (None, self.writer.acquire().await.map_err(db_err)?)
+            }
+            Work::Background => {
+                let turn = self.gate.background_turn().await;
+                (turn, self.writer.acquire().await.map_err(db_err)?)
+            }
+        };
+        self.claims.run(f).await
     }
 }
 
