@@ -187,7 +187,7 @@ impl Db for SqliteStore {
     }
 
     async fn close(&self) {
-        self.claims.close();
+        self.claims.close().await;
         self.writer.close().await;
         self.reader.close().await;
     }

@@ -31,12 +31,14 @@
 //! - `batch`: multi-row statements on the claim writer's connection, in power-of-two sizes.
 //! - `writer`: the claim path's own connection on a thread of its own (`rusqlite`): a claim
 //!   batch or issuance chunk runs there as one job.
-//! - `rows`: row to domain conversions and the one driver-error mapping.
+//! - `rows`: row to domain conversions and the mapping of sqlx's errors (`writer::sql_err`
+//!   maps the claim writer's).
 //! - `migrations/`: the schema, embedded in the binary and applied by [`SqliteStore::migrate`].
 //!
 //! SQLite allows one writer at a time. Rather than let connections fight over the write lock
 //! (and surface "database is locked"), writes go through a pool of exactly one connection and
-//! begin `IMMEDIATE`, taking the lock up front; reads use a separate pool and, in WAL mode,
+//! begin `IMMEDIATE`, taking the lock up front (claim batches and issuance chunks run on the
+//! claim writer's own connection while holding that one); reads use a separate pool and, in WAL mode,
 //! never wait for the writer. `synchronous=FULL` makes every acknowledged commit survive power
 //! loss. Another process on the same file (`coupond keys create` while serving) waits on the
 //! busy timeout.

@@ -59,10 +59,14 @@ impl SqliteStore {
             .foreign_keys(true)
             .busy_timeout(BUSY_TIMEOUT);
         let file = opts.get_filename();
+        if is_memory(file) {
+            // Its readers and writers would each see a database of their own.
+            return Err(StoreError::other(
+                "an in-memory SQLite database is not supported: give a file path",
+            ));
+        }
         if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
-            if !is_memory(file) {
-                std::fs::create_dir_all(dir).map_err(StoreError::other)?;
-            }
+            std::fs::create_dir_all(dir).map_err(StoreError::other)?;
         }
         let writer = SqlitePoolOptions::new()
             .max_connections(1)
@@ -176,29 +180,60 @@ impl SqliteStore {
     /// Runs `f` on the claim writer's thread (see `writer`), holding the sqlx writer connection
     /// meanwhile, with `work`'s place in line (see [`Gate`]): so no other write of this
     /// process waits on the file lock while `f`'s transaction holds it.
+    ///
+    /// The holding runs in a task of its own: a caller that stops waiting (a client gone, a
+    /// request timeout) does not end it, so the connection is held until the job has ended.
+    /// The job then commits or not on its own; its caller is not told, as with a commit that
+    /// lands just before a timeout (idempotency keys are the retry's safeguard).
     pub(crate) async fn on_writer<R, F>(&self, work: Work, f: F) -> StoreResult<R>
     where
         R: Send + 'static,
         F: FnOnce(&mut rusqlite::Connection) -> StoreResult<R> + Send + 'static,
     {
-        let (_turn, _held) = match work {
-            Work::Request => {
-                let _waiting = self.gate.request();
-                (None, self.writer.acquire().await.map_err(db_err)?)
-            }
-            Work::Background => {
-                let turn = self.gate.background_turn().await;
-                (turn, self.writer.acquire().await.map_err(db_err)?)
-            }
-        };
-        self.claims.run(f).await
+        let store = self.clone();
+        tokio::spawn(async move {
+            let (_turn, _held) = match work {
+                Work::Request => {
+                    let _waiting = store.gate.request();
+                    (None, store.writer.acquire().await.map_err(db_err)?)
+                }
+                Work::Background => {
+                    let turn = store.gate.background_turn().await;
+                    (turn, store.writer.acquire().await.map_err(db_err)?)
+                }
+            };
+            store.claims.run(f).await
+        })
+        .await
+        .map_err(StoreError::other)?
     }
 }
 
 fn is_memory(p: &Path) -> bool {
-    p.as_os_str() == ":memory:" || p.as_os_str().is_empty()
+    // sqlx names an in-memory database `file:sqlx-in-memory-N` (a shared-cache URI).
+    p.as_os_str() == ":memory:"
+        || p.as_os_str().is_empty()
+        || p.to_str()
+            .is_some_and(|s| s.starts_with("file:sqlx-in-memory-"))
 }
 
 pub(crate) fn us(t: Timestamp) -> i64 {
     t.unix_micros()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn an_in_memory_database_is_refused_by_name() {
+        for url in ["sqlite::memory:", "sqlite://:memory:"] {
+            let err = SqliteStore::connect(url).await.unwrap_err();
+            assert!(
+                std::error::Error::source(&err)
+                    .is_some_and(|e| e.to_string().contains("in-memory")),
+                "{url}: {err:?}"
+            );
+        }
+    }
 }

@@ -4,13 +4,13 @@
 //! Through sqlx every statement is a hop to sqlx's connection thread and back (a channel send,
 //! a wake-up, a task poll), and every row returned is another; a claim batch is a dozen
 //! statements, and the hops cost more than SQLite's own work. Here the batch's transaction
-//! runs start to finish on this thread, its statements prepared once and cached, one row per
-//! statement execution: one hop per batch.
+//! runs start to finish on this thread, its statements prepared once and cached (the
+//! multi-row ones in a few sizes, see `batch`): one hop per batch.
 //!
-//! SQLite has one writer. In process, the caller holds the sqlx writer connection (see
-//! [`SqliteStore::claim_writer_job`](crate::store::SqliteStore)) while its job runs here, so
-//! the two connections never wait on each other's file lock; another process still waits on
-//! the busy timeout.
+//! SQLite has one writer. In process, the sqlx writer connection is held while a job runs
+//! here (`SqliteStore::on_writer`), so the two connections never wait on each other's file
+//! lock; another process still waits on the busy timeout. A job that panics is rolled back
+//! and its caller gets an error (the panic's message goes to stderr).
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -39,6 +39,8 @@ pub(crate) struct Writer {
     /// The job queue; `None` once closed. The mutex lets [`Writer::close`] drop the sender
     /// through the shared handle; it is held for one send.
     jobs: Mutex<Option<mpsc::Sender<Job>>>,
+    /// The thread, joined by [`Writer::close`].
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
 impl std::fmt::Debug for Writer {
@@ -61,12 +63,13 @@ impl Writer {
             .map_err(sql_err)?;
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         let (tx, rx) = mpsc::channel::<Job>();
-        std::thread::Builder::new()
+        let thread = std::thread::Builder::new()
             .name("coupond-sqlite-claims".into())
             .spawn(move || serve(conn, rx))
             .map_err(StoreError::other)?;
         Ok(Writer {
             jobs: Mutex::new(Some(tx)),
+            thread: Mutex::new(Some(thread)),
         })
     }
 
@@ -92,10 +95,15 @@ impl Writer {
             .map_err(|_| StoreError::other("the claim writer failed before answering"))?
     }
 
-    /// Stops the thread once the jobs already queued have run.
-    pub(crate) fn close(&self) {
+    /// Stops the thread once the jobs already queued have run, and waits for it: its
+    /// connection is closed when this returns.
+    pub(crate) async fn close(&self) {
         if let Ok(mut jobs) = self.jobs.lock() {
             jobs.take();
+        }
+        let thread = self.thread.lock().ok().and_then(|mut t| t.take());
+        if let Some(thread) = thread {
+            let _ = tokio::task::spawn_blocking(move || thread.join()).await;
         }
     }
 }
@@ -118,6 +126,10 @@ pub(crate) fn immediate<R>(
     c: &mut Connection,
     f: impl FnOnce(&mut Connection) -> StoreResult<R>,
 ) -> StoreResult<R> {
+    if !c.is_autocommit() {
+        // An earlier rollback failed and left a transaction open: end it before this one.
+        c.execute_batch("ROLLBACK").map_err(sql_err)?;
+    }
     c.execute_batch("BEGIN IMMEDIATE").map_err(sql_err)?;
     let done = f(c).and_then(|r| c.execute_batch("COMMIT").map(|_| r).map_err(sql_err));
     if done.is_err() && !c.is_autocommit() {
@@ -138,14 +150,16 @@ pub(crate) fn now_or_never<T>(f: impl Future<Output = StoreResult<T>>) -> StoreR
 }
 
 /// The writer thread's connection as an [`Exec`], for the steps written once in
-/// `coupond_store_sql` (see [`now_or_never`]).
+/// `coupond_store_sql` (see [`now_or_never`]). Their statements are not cached: they are the
+/// cold steps (keys, codes, tag audiences, issuance bookkeeping), and a tag audience's text
+/// varies with the number of users, which would push the batch's own statements out.
 pub(crate) struct RawExec<'a>(pub(crate) &'a mut Connection);
 
 #[async_trait]
 impl Exec for RawExec<'_> {
     async fn execute(&mut self, q: Query) -> StoreResult<u64> {
         let (text, args) = q.into_positional();
-        let mut st = self.0.prepare_cached(&text).map_err(sql_err)?;
+        let mut st = self.0.prepare(&text).map_err(sql_err)?;
         let n = st
             .execute(rusqlite::params_from_iter(args.into_iter().map(arg)))
             .map_err(sql_err)?;
@@ -162,7 +176,7 @@ impl Exec for RawExec<'_> {
 /// Up to `max` rows of `q`.
 fn read(c: &Connection, q: Query, max: usize) -> StoreResult<Vec<Row>> {
     let (text, args) = q.into_positional();
-    let mut st = c.prepare_cached(&text).map_err(sql_err)?;
+    let mut st = c.prepare(&text).map_err(sql_err)?;
     let columns: std::sync::Arc<[String]> =
         st.column_names().into_iter().map(str::to_owned).collect();
     let mut rows = st
