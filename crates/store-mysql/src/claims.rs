@@ -35,7 +35,7 @@
 mod holdings;
 mod stock;
 
-use coupond_domain::{Coupon, CouponId, CouponStatus, TemplateId, Timestamp};
+use coupond_domain::{Coupon, CouponId, TemplateId, Timestamp};
 use coupond_store::events;
 use coupond_store::{ClaimOutcome, ClaimRequest, IdempotencyKey, StoreError, StoreResult};
 use coupond_store_sql::claims::{
@@ -259,20 +259,8 @@ async fn insert_coupons<E: Exec + ?Sized>(
     let mut coupons = Vec::with_capacity(granted.len());
     for (k, &i) in granted.iter().enumerate() {
         let r = &claims[i];
-        coupons.push(Coupon {
-            id: CouponId::new(first + k as i64).map_err(StoreError::other)?,
-            template_id: template,
-            user_id: r.user.clone(),
-            stored_status: CouponStatus::Unused,
-            claimed_at: now,
-            valid_from: r.valid_from,
-            valid_until: r.valid_until,
-            code: r.code.as_ref().map(|k| k.code.clone()),
-            order_id: None,
-            locked_until: None,
-            discount: None,
-            used_at: None,
-        });
+        let id = CouponId::new(first + k as i64).map_err(StoreError::other)?;
+        coupons.push(r.coupon(id, template, now));
     }
     let pairs: Vec<(&Coupon, &ClaimRequest)> = coupons
         .iter()

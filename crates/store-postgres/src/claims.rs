@@ -361,12 +361,7 @@ async fn insert_coupons(
     let (mut coupon_codes, mut taken_codes, mut taken_ids) = (vec![], vec![], vec![]);
     for (&id, &i) in ids.iter().zip(accepted) {
         let r = &claims[i];
-        let c = plain::coupon(
-            template,
-            r,
-            CouponId::new(id).map_err(StoreError::other)?,
-            now,
-        );
+        let c = r.coupon(CouponId::new(id).map_err(StoreError::other)?, template, now);
         users.push(r.user.as_str().to_owned());
         froms.push(dt(r.valid_from));
         untils.push(dt(r.valid_until));

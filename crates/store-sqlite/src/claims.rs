@@ -1,6 +1,6 @@
 //! Claims on SQLite: a whole batch in one `BEGIN IMMEDIATE` transaction, run start to finish
 //! on the claim writer's thread (`writer`): one hop per batch, each statement prepared once
-//! and cached, one row per execution (no multi-row statement to parse per batch).
+//! and cached, the batch's rows written by multi-row statements in a few sizes (`batch`).
 //!
 //! Inside `BEGIN IMMEDIATE` this transaction is the only writer until it commits, so what it
 //! reads (remaining stock, the next coupon id) stays true for the whole batch. The stock
@@ -15,7 +15,7 @@ use coupond_store::CouponQuery;
 use rusqlite::types::Value as Sql;
 use rusqlite::{params, Connection, OptionalExtension};
 
-use coupond_domain::{Coupon, CouponId, CouponStatus, TemplateId, Timestamp};
+use coupond_domain::{Coupon, CouponId, TemplateId, Timestamp};
 use coupond_store::events::{self, kind};
 use coupond_store::{ClaimOutcome, ClaimRequest, IdempotencyKey, StoreError, StoreResult};
 use coupond_store_sql::claims::{self as shared, single_use};
@@ -285,20 +285,8 @@ fn insert_coupons(
     let mut out = Vec::with_capacity(n);
     for (k, &i) in granted.iter().enumerate() {
         let r = &claims[i];
-        let coupon = Coupon {
-            id: CouponId::new(first_id + k as i64).map_err(StoreError::other)?,
-            template_id: template,
-            user_id: r.user.clone(),
-            stored_status: CouponStatus::Unused,
-            claimed_at: now,
-            valid_from: r.valid_from,
-            valid_until: r.valid_until,
-            code: r.code.as_ref().map(|k| k.code.clone()),
-            order_id: None,
-            locked_until: None,
-            discount: None,
-            used_at: None,
-        };
+        let id = CouponId::new(first_id + k as i64).map_err(StoreError::other)?;
+        let coupon = r.coupon(id, template, now);
         let id = Sql::Integer(coupon.id.get());
         coupons.extend([
             id.clone(),

@@ -201,6 +201,27 @@ pub struct ClaimRequest {
     pub issuance: Option<i64>,
 }
 
+impl ClaimRequest {
+    /// The coupon this claim gets as coupon `id` of `template`, claimed at `now`: what every
+    /// backend's claim batch writes and answers.
+    pub fn coupon(&self, id: CouponId, template: TemplateId, now: Timestamp) -> Coupon {
+        Coupon {
+            id,
+            template_id: template,
+            user_id: self.user.clone(),
+            stored_status: CouponStatus::Unused,
+            claimed_at: now,
+            valid_from: self.valid_from,
+            valid_until: self.valid_until,
+            code: self.code.as_ref().map(|k| k.code.clone()),
+            order_id: None,
+            locked_until: None,
+            discount: None,
+            used_at: None,
+        }
+    }
+}
+
 /// A code redeemed by a claim: recorded on the coupon; a single-use code is also taken, in
 /// the claim's transaction, so it gives one coupon at most.
 #[derive(Clone, Debug, PartialEq, Eq)]

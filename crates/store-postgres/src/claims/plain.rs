@@ -6,7 +6,7 @@
 
 use std::collections::HashSet;
 
-use coupond_domain::{Coupon, CouponId, CouponStatus, TemplateId, Timestamp};
+use coupond_domain::{CouponId, TemplateId, Timestamp};
 use coupond_store::events;
 use coupond_store::{failpoints, ClaimOutcome, ClaimRequest, StoreError, StoreResult};
 
@@ -46,12 +46,7 @@ impl PgStore {
         let (mut users, mut froms, mut untils) = (vec![], vec![], vec![]);
         let (mut actors, mut codes, mut bodies) = (vec![], vec![], vec![]);
         for r in claims {
-            let c = coupon(
-                template,
-                r,
-                CouponId::new(1).map_err(StoreError::other)?,
-                now,
-            );
+            let c = r.coupon(CouponId::new(1).map_err(StoreError::other)?, template, now);
             bodies.push(events::coupon_claimed(&c, &r.actor, None).1);
             users.push(r.user.as_str());
             froms.push(dt(r.valid_from));
@@ -106,33 +101,10 @@ impl PgStore {
                 0 => Ok(ClaimOutcome::LimitReached),
                 -2 => Ok(ClaimOutcome::NotEligible),
                 id => CouponId::new(id)
-                    .map(|id| ClaimOutcome::Issued(coupon(template, r, id, now)))
+                    .map(|id| ClaimOutcome::Issued(r.coupon(id, template, now)))
                     .map_err(StoreError::other),
             })
             .collect::<StoreResult<Vec<_>>>()
             .map(Some)
-    }
-}
-
-/// The coupon a claim gets, as a claim batch writes it.
-pub(crate) fn coupon(
-    template: TemplateId,
-    r: &ClaimRequest,
-    id: CouponId,
-    now: Timestamp,
-) -> Coupon {
-    Coupon {
-        id,
-        template_id: template,
-        user_id: r.user.clone(),
-        stored_status: CouponStatus::Unused,
-        claimed_at: now,
-        valid_from: r.valid_from,
-        valid_until: r.valid_until,
-        code: r.code.as_ref().map(|k| k.code.clone()),
-        order_id: None,
-        locked_until: None,
-        discount: None,
-        used_at: None,
     }
 }
