@@ -41,6 +41,7 @@ macro_rules! conformance_suite {
             claims_outside_the_window_or_aborted_leave_nothing,
             concurrent_batches_never_over_issue,
             stock_runs_out_everywhere_before_sold_out,
+            chunks_of_one_job_at_once_issue_each_user_once,
             concurrent_claims_of_one_user_hold_the_limit,
             wallets_list_soonest_expiring_first,
             claim_keys_replay_the_same_coupon,

@@ -50,3 +50,49 @@ pub async fn stock_runs_out_everywhere_before_sold_out(s: Arc<dyn Store>) {
         .unwrap()
         .is_empty());
 }
+
+/// Chunks of one issuance job run at once (the worker's loop and a request finishing the same
+/// job): each user of the job is issued exactly once, even with a per-user limit that would
+/// allow a second coupon, and the job ends done with every user counted once.
+pub async fn chunks_of_one_job_at_once_issue_each_user_once(s: Arc<dyn Store>) {
+    let t = claimable(&s, 1_000, 5).await;
+    let users: Vec<coupond_domain::UserId> = (0..60)
+        .map(|i| coupond_domain::UserId::parse(&format!("bulk-{i}")).unwrap())
+        .collect();
+    let new = crate::NewIssuance {
+        template: t.id,
+        actor: &coupond_domain::Actor::Platform,
+        users: &users,
+        duplicates: 0,
+        invalid: 0,
+        invalid_lines: &[],
+        key: None,
+    };
+    let (job, _) = s.insert_issuance(&new, at(1)).await.unwrap();
+    let users = Arc::new(users);
+    let mut joins = vec![];
+    for _ in 0..4 {
+        let (s, users) = (s.clone(), users.clone());
+        joins.push(tokio::spawn(async move {
+            for _ in 0..10 {
+                s.issue_chunk(job.id, &users, 7, at(15)).await.unwrap();
+            }
+        }));
+    }
+    for j in joins {
+        j.await.unwrap();
+    }
+    // Whatever is left (a backend may have answered `None` to a chunk another one held).
+    for _ in 0..20 {
+        if s.issuance(job.id).await.unwrap().state == crate::IssuanceState::Done {
+            break;
+        }
+        s.issue_chunk(job.id, &users, 7, at(15)).await.unwrap();
+    }
+    let done = s.issuance(job.id).await.unwrap();
+    assert_eq!(done.state, crate::IssuanceState::Done, "{done:?}");
+    assert_eq!((done.next_user, done.issued, done.skipped), (60, 60, 0));
+    let audit = s.inspect().audit_template(t.id).await.unwrap();
+    assert_eq!((audit.coupons, audit.claimed), (60, 60));
+    assert!(audit.violations().is_empty(), "{audit:?}");
+}
