@@ -39,7 +39,7 @@ use coupond_domain::{Coupon, CouponId, TemplateId, Timestamp};
 use coupond_store::events;
 use coupond_store::{ClaimOutcome, ClaimRequest, IdempotencyKey, StoreError, StoreResult};
 use coupond_store_sql::claims::{
-    earlier_claim, forget, multi_row, not_claimable, single_use, take_code,
+    earlier_claim, forget, link, multi_row, not_claimable, single_use, take_code,
 };
 use coupond_store_sql::{sql, tags, Exec, Query, Tx};
 
@@ -295,14 +295,7 @@ async fn insert_coupons<E: Exec + ?Sized>(
         .await?;
     }
     for (c, r) in &pairs {
-        if let Some(k) = &r.idempotency {
-            let q = sql("UPDATE claim_keys SET coupon_id = $1 WHERE \"key\" = $2");
-            tx.execute(q.bind(c.id.get()).bind(k.key.as_str())).await?;
-        }
-        if let Some(code) = single_use(r) {
-            let q = sql("UPDATE codes SET coupon_id = $1 WHERE code = $2");
-            tx.execute(q.bind(c.id.get()).bind(code)).await?;
-        }
+        link(tx, r, c.id).await?;
     }
     Ok(coupons)
 }

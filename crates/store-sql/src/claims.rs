@@ -4,7 +4,7 @@
 //! SQLite and PostgreSQL call them for keys, codes and non-claimable templates (through a
 //! connection `Exec`); their hot paths read their driver's rows directly.
 
-use coupond_domain::{TemplateId, Timestamp};
+use coupond_domain::{CouponId, TemplateId, Timestamp};
 use coupond_store::{ClaimOutcome, ClaimRequest, IdempotencyKey, StoreResult};
 
 use crate::{rows, sql, Exec, Query};
@@ -27,6 +27,24 @@ pub async fn forget<E: Exec + ?Sized>(
             )
             .await?;
         }
+    }
+    Ok(())
+}
+
+/// Points a granted claim's idempotency key and single-use code at its coupon.
+pub async fn link<E: Exec + ?Sized>(
+    tx: &mut E,
+    r: &ClaimRequest,
+    coupon: CouponId,
+) -> StoreResult<()> {
+    if let Some(k) = &r.idempotency {
+        let q = sql("UPDATE claim_keys SET coupon_id = $1 WHERE \"key\" = $2");
+        tx.execute(q.bind(coupon.get()).bind(k.key.as_str()))
+            .await?;
+    }
+    if let Some(code) = single_use(r) {
+        let q = sql("UPDATE codes SET coupon_id = $1 WHERE code = $2");
+        tx.execute(q.bind(coupon.get()).bind(code)).await?;
     }
     Ok(())
 }

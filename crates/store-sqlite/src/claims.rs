@@ -92,7 +92,7 @@ pub(crate) fn claim_in(
     let holds = take_slots(c, template, claims, &candidates, head.limit)?;
 
     // 4. Stock, first come first served; refused claims give back what they took.
-    let mut granted: Vec<usize> = Vec::new();
+    let (mut granted, mut refused) = (Vec::new(), Vec::new());
     for i in candidates {
         let cl = &claims[i];
         let outcome = if !holds[i] {
@@ -106,9 +106,10 @@ pub(crate) fn claim_in(
                 .map_err(sql_err)?;
             ClaimOutcome::SoldOut
         };
-        give_back(c, cl)?;
+        refused.push(i);
         out[i] = Some(outcome);
     }
+    now_or_never(shared::forget(&mut RawExec(c), claims, &refused))?;
 
     // 5. Coupons, their log rows and events, then the stock.
     if !granted.is_empty() {
@@ -160,21 +161,6 @@ fn take_stock(
     Ok(())
 }
 
-/// A refused claim records no key and leaves its code free.
-fn give_back(c: &Connection, cl: &ClaimRequest) -> StoreResult<()> {
-    if let Some(k) = &cl.idempotency {
-        c.prepare_cached("DELETE FROM claim_keys WHERE key = ?")
-            .and_then(|mut st| st.execute([&k.key]))
-            .map_err(sql_err)?;
-    }
-    if let Some(code) = single_use(cl) {
-        c.prepare_cached("UPDATE codes SET redeemed_by = NULL, redeemed_at = NULL WHERE code = ?")
-            .and_then(|mut st| st.execute([code]))
-            .map_err(sql_err)?;
-    }
-    Ok(())
-}
-
 /// Answers `not_eligible` to the claims still open whose user holds none of the template's
 /// audience tags (read in this transaction); they record no key and leave their code free.
 fn refuse_untagged(
@@ -185,10 +171,8 @@ fn refuse_untagged(
 ) -> StoreResult<()> {
     let (open, users) = tags::open_claimants(claims, out);
     let rows = now_or_never(RawExec(c).fetch_all(tags::tagged_claimants(template, &users)))?;
-    for i in tags::refuse_untagged(claims, out, open, &rows)? {
-        give_back(c, &claims[i])?;
-    }
-    Ok(())
+    let refused = tags::refuse_untagged(claims, out, open, &rows)?;
+    now_or_never(shared::forget(&mut RawExec(c), claims, &refused))
 }
 
 /// Takes a per-user slot for each candidate claim; `true` where one was free. Users appearing
@@ -266,7 +250,7 @@ fn take_slot(
 /// `coupon.claimed` event each; each coupon with its claim's index. Ids are handed out here:
 /// inside `BEGIN IMMEDIATE` this transaction is the only writer, so `max(id) + 1..` is free.
 fn insert_coupons(
-    c: &Connection,
+    c: &mut Connection,
     template: TemplateId,
     claims: &[ClaimRequest],
     granted: &[usize],
@@ -328,24 +312,9 @@ fn insert_coupons(
         &events,
     )?;
     for (coupon, i) in &out {
-        link_claim(c, &claims[*i], coupon.id.get())?;
+        now_or_never(shared::link(&mut RawExec(c), &claims[*i], coupon.id))?;
     }
     Ok(out)
-}
-
-/// Points a granted claim's idempotency key and single-use code at its coupon.
-fn link_claim(c: &Connection, r: &ClaimRequest, coupon: i64) -> StoreResult<()> {
-    if let Some(key) = &r.idempotency {
-        c.prepare_cached("UPDATE claim_keys SET coupon_id = ? WHERE key = ?")
-            .and_then(|mut st| st.execute(params![coupon, key.key]))
-            .map_err(sql_err)?;
-    }
-    if let Some(code) = single_use(r) {
-        c.prepare_cached("UPDATE codes SET coupon_id = ? WHERE code = ?")
-            .and_then(|mut st| st.execute(params![coupon, code]))
-            .map_err(sql_err)?;
-    }
-    Ok(())
 }
 
 /// Takes an idempotency key for a claim about to be made. `None`: the key is new (and now

@@ -75,39 +75,6 @@ fn row_in(r: &SqliteRow, columns: Arc<[String]>) -> StoreResult<Row> {
     Ok(Row::new(columns, values))
 }
 
-/// A connection the caller holds (the claim path's transaction) as an [`Exec`], for the
-/// claim steps written once in `coupond_store_sql::claims` and `tags`.
-pub(crate) struct ConnExec<'a>(pub(crate) &'a mut sqlx::SqliteConnection);
-
-#[async_trait]
-impl Exec for ConnExec<'_> {
-    async fn execute(&mut self, q: Query) -> StoreResult<u64> {
-        let (text, args) = q.into_positional();
-        let done = build(&text, args)
-            .execute(&mut *self.0)
-            .await
-            .map_err(db_err)?;
-        Ok(done.rows_affected())
-    }
-    async fn fetch_all(&mut self, q: Query) -> StoreResult<Vec<Row>> {
-        let (text, args) = q.into_positional();
-        rows(
-            &build(&text, args)
-                .fetch_all(&mut *self.0)
-                .await
-                .map_err(db_err)?,
-        )
-    }
-    async fn fetch_optional(&mut self, q: Query) -> StoreResult<Option<Row>> {
-        let (text, args) = q.into_positional();
-        let r = build(&text, args)
-            .fetch_optional(&mut *self.0)
-            .await
-            .map_err(db_err)?;
-        r.as_ref().map(row).transpose()
-    }
-}
-
 /// A connection pool as an [`Exec`] (the reader pool, or the writer outside a transaction).
 pub(crate) struct PoolExec<'a>(pub(crate) &'a sqlx::SqlitePool);
 
@@ -138,17 +105,32 @@ pub(crate) struct SqliteTx<'a> {
     pub(crate) _turn: Option<SemaphorePermit<'a>>,
 }
 
-/// The transaction's connection does the work (see [`ConnExec`]).
 #[async_trait]
 impl Exec for SqliteTx<'_> {
     async fn execute(&mut self, q: Query) -> StoreResult<u64> {
-        ConnExec(&mut self.tx).execute(q).await
+        let (text, args) = q.into_positional();
+        let done = build(&text, args)
+            .execute(&mut *self.tx)
+            .await
+            .map_err(db_err)?;
+        Ok(done.rows_affected())
     }
     async fn fetch_all(&mut self, q: Query) -> StoreResult<Vec<Row>> {
-        ConnExec(&mut self.tx).fetch_all(q).await
+        let (text, args) = q.into_positional();
+        rows(
+            &build(&text, args)
+                .fetch_all(&mut *self.tx)
+                .await
+                .map_err(db_err)?,
+        )
     }
     async fn fetch_optional(&mut self, q: Query) -> StoreResult<Option<Row>> {
-        ConnExec(&mut self.tx).fetch_optional(q).await
+        let (text, args) = q.into_positional();
+        let r = build(&text, args)
+            .fetch_optional(&mut *self.tx)
+            .await
+            .map_err(db_err)?;
+        r.as_ref().map(row).transpose()
     }
 }
 

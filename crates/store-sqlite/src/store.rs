@@ -192,16 +192,14 @@ impl SqliteStore {
     {
         let store = self.clone();
         tokio::spawn(async move {
-            let (_turn, _held) = match work {
-                Work::Request => {
-                    let _waiting = store.gate.request();
-                    (None, store.writer.acquire().await.map_err(db_err)?)
-                }
-                Work::Background => {
-                    let turn = store.gate.background_turn().await;
-                    (turn, store.writer.acquire().await.map_err(db_err)?)
-                }
+            // A request counts as waiting until it holds the writer (as in `begin`).
+            let waiting = (work == Work::Request).then(|| store.gate.request());
+            let _turn = match work {
+                Work::Request => None,
+                Work::Background => store.gate.background_turn().await,
             };
+            let _held = store.writer.acquire().await.map_err(db_err)?;
+            drop(waiting);
             store.claims.run(f).await
         })
         .await

@@ -15,10 +15,8 @@
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::path::Path;
-use std::pin::pin;
 use std::sync::mpsc;
 use std::sync::Mutex;
-use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -142,11 +140,8 @@ pub(crate) fn immediate<R>(
 /// backends whose drivers are, and over [`RawExec`] every statement finishes when called, so
 /// one poll completes them. A future that does wait is a bug, reported as an error.
 pub(crate) fn now_or_never<T>(f: impl Future<Output = StoreResult<T>>) -> StoreResult<T> {
-    let mut f = pin!(f);
-    match f.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
-        Poll::Ready(out) => out,
-        Poll::Pending => Err(StoreError::other("a writer-thread step waited")),
-    }
+    futures_util::FutureExt::now_or_never(f)
+        .unwrap_or_else(|| Err(StoreError::other("a writer-thread step waited")))
 }
 
 /// The writer thread's connection as an [`Exec`], for the steps written once in

@@ -232,23 +232,29 @@ pub fn template_sold_out(template: TemplateId, total_stock: i64) -> String {
 mod tests {
     use super::*;
 
-    #[test]
-    fn claimed_body_names_the_coupon_and_the_actor() {
-        let t = Timestamp::parse("2026-03-01T00:00:00Z").unwrap();
-        let c = Coupon {
+    /// Coupon 9 of template 3, new, for `user`, valid from `from` until `until`.
+    fn coupon(user: &str, from: &str, until: &str) -> Coupon {
+        let from = Timestamp::parse(from).unwrap();
+        Coupon {
             id: CouponId::new(9).unwrap(),
             template_id: TemplateId::new(3).unwrap(),
-            user_id: UserId::parse("u-1").unwrap(),
+            user_id: UserId::parse(user).unwrap(),
             stored_status: CouponStatus::Unused,
-            claimed_at: t,
-            valid_from: t,
-            valid_until: t,
+            claimed_at: from,
+            valid_from: from,
+            valid_until: Timestamp::parse(until).unwrap(),
             code: None,
             order_id: None,
             locked_until: None,
             discount: None,
             used_at: None,
-        };
+        }
+    }
+
+    #[test]
+    fn claimed_body_names_the_coupon_and_the_actor() {
+        let t = "2026-03-01T00:00:00Z";
+        let c = coupon("u-1", t, t);
         let (kind, body) = coupon_claimed(&c, &Actor::Service, None);
         assert_eq!(kind, kind::COUPON_CLAIMED);
         let body: serde_json::Value = serde_json::from_str(&body).unwrap();
@@ -264,21 +270,11 @@ mod tests {
     /// `issuance_id` only for issued coupons.
     #[test]
     fn claimed_body_is_the_document_the_map_wrote() {
-        let t = Timestamp::parse("2026-03-01T00:00:00Z").unwrap();
-        let mut c = Coupon {
-            id: CouponId::new(9).unwrap(),
-            template_id: TemplateId::new(3).unwrap(),
-            user_id: UserId::parse("u.1@shop:x").unwrap(),
-            stored_status: CouponStatus::Unused,
-            claimed_at: t,
-            valid_from: t,
-            valid_until: Timestamp::parse("2026-04-01T12:30:00.5Z").unwrap(),
-            code: None,
-            order_id: None,
-            locked_until: None,
-            discount: None,
-            used_at: None,
-        };
+        let mut c = coupon(
+            "u.1@shop:x",
+            "2026-03-01T00:00:00Z",
+            "2026-04-01T12:30:00.5Z",
+        );
         let actor = Actor::User(c.user_id.clone());
         for (code, issuance) in [(None, None), (Some("SPRING".to_owned()), Some(7))] {
             c.code = code;
