@@ -145,42 +145,53 @@ impl Dispatcher {
         };
         let events = self.store.outbox_read(from, size).await?;
         let window_full = events.len() >= size as usize;
-        let (mut handed, mut failed) = (0, None);
+        let (mut handed, mut failed, mut acks) = (0, None, Vec::new());
         for ((o, pacer), pos) in self.observers.iter().zip(self.pacers.iter()).zip(at) {
             let skip = events.partition_point(|e| position(e) <= pos);
             let result = if skip == events.len() && window_full {
                 match self.store.outbox_read(pos, pacer.size()).await {
-                    Ok(own) => self.hand(o.as_ref(), pacer, &own).await,
+                    Ok(own) => Self::hand(o.as_ref(), pacer, &own).await,
                     Err(e) => Err(e),
                 }
             } else {
                 let mine = &events[skip..(skip + pacer.size() as usize).min(events.len())];
-                self.hand(o.as_ref(), pacer, mine).await
+                Self::hand(o.as_ref(), pacer, mine).await
             };
             match result {
-                Ok(n) => handed += n,
+                Ok(Some((n, last))) => {
+                    handed += n;
+                    acks.push((o.name(), last));
+                }
+                Ok(None) => {}
                 Err(e) => {
                     tracing::warn!(observer = o.name(), error = %e.chain(), "an outbox observer failed; the others go on");
                     failed.get_or_insert(e);
                 }
             }
         }
+        // One commit moves every observer that handled its batch: a commit per observer would
+        // be as many durable writes per pass, each waiting behind claims for the one writer.
+        // If it fails, they all see their batches again (delivery is at least once).
+        self.store.sink_ack(&acks).await?;
         match failed {
             Some(e) if handed == 0 => Err(e),
             _ => Ok(handed),
         }
     }
 
-    /// Hands `mine` to `o` and moves its position past them.
-    async fn hand(&self, o: &dyn Observer, pacer: &Pacer, mine: &[Event]) -> StoreResult<usize> {
+    /// Hands `mine` to `o`: how many, and the position to acknowledge (none if `mine` is empty).
+    async fn hand(
+        o: &dyn Observer,
+        pacer: &Pacer,
+        mine: &[Event],
+    ) -> StoreResult<Option<(usize, OutboxPosition)>> {
         let Some(last) = mine.last() else {
-            return Ok(0);
+            return Ok(None);
         };
         let started = std::time::Instant::now();
         o.handle(mine).await?;
         pacer.record(mine.len() as u32, started.elapsed());
-        self.store.sink_ack(o.name(), position(last)).await?;
-        Ok(mine.len())
+        Ok(Some((mine.len(), position(last))))
     }
 
     /// Passes until every observer is up to date.

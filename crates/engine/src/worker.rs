@@ -66,13 +66,21 @@ pub async fn run<W: Worker>(w: W, mut shutdown: watch::Receiver<bool>) {
 }
 
 /// A named lease in the database that one instance holds at a time (the scheduler, the
-/// outbox dispatcher, the webhook sender), renewed at each pass; if its holder dies, another
+/// outbox dispatcher, the webhook sender), renewed as passes go; if its holder dies, another
 /// instance takes over once it lapses.
+///
+/// A pass within the first third of the lease's time since this holder last renewed it does
+/// not write it again: no other instance can take it before it lapses, so the holder still
+/// has at least two thirds of it, where a write at every pass (several a second while the
+/// outbox is busy) would cost a durable commit each, waiting behind claims for the one writer.
 #[derive(Clone, Debug)]
 pub struct Lease {
     name: &'static str,
     holder: String,
     ttl: time::Duration,
+    /// When this holder last took or renewed it; shared by the clones of one loop. A std
+    /// mutex: held for a read or a write of the value, never across an await.
+    renewed: std::sync::Arc<std::sync::Mutex<Option<Timestamp>>>,
 }
 
 impl Lease {
@@ -82,14 +90,34 @@ impl Lease {
             name,
             holder: holder.into(),
             ttl,
+            renewed: std::sync::Arc::default(),
         }
     }
 
     /// Takes or renews the lease at `now`: whether this instance holds it.
     pub async fn hold(&self, store: &dyn Store, now: Timestamp) -> StoreResult<bool> {
-        store
+        let fresh = self.last_renewed().is_some_and(|at| {
+            // A clock that went back counts as stale, so the lease is written again.
+            at <= now && now < at.plus(self.ttl / 3)
+        });
+        if fresh {
+            return Ok(true);
+        }
+        let held = store
             .try_lease(self.name, &self.holder, now, now.plus(self.ttl))
-            .await
+            .await?;
+        *self
+            .renewed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = held.then_some(now);
+        Ok(held)
+    }
+
+    fn last_renewed(&self) -> Option<Timestamp> {
+        *self
+            .renewed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 

@@ -1,4 +1,5 @@
-//! The outbox dispatcher against a real SQLite store: a failing observer delays only itself.
+//! The outbox dispatcher against a real SQLite store: a failing observer delays only itself;
+//! the leases its loops hold are written once per third of their time.
 #![allow(clippy::unwrap_used)]
 
 use std::sync::{Arc, Mutex};
@@ -6,9 +7,9 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use coupond_domain::UserId;
 use coupond_engine::dispatch::{Dispatcher, Observer};
-use coupond_engine::{ClaimAsk, ClaimEngine, ClaimMode, ManualClock};
+use coupond_engine::{ClaimAsk, ClaimEngine, ClaimMode, Lease, ManualClock};
 use coupond_store::testing::fixtures::{at, claimable_template};
-use coupond_store::{Event, Store, StoreError, StoreResult};
+use coupond_store::{Event, OutboxStore, Store, StoreError, StoreResult};
 use coupond_store_sqlite::SqliteStore;
 
 /// Records the ids of the events it is handed.
@@ -100,4 +101,37 @@ async fn a_failing_observer_delays_only_itself() {
         written,
         "every event once, in order"
     );
+}
+
+/// A lease is written again only once a third of its time has passed since this holder last
+/// wrote it: a pass before that holds it without a write (so it lapses at the first write's
+/// end), a pass after renews it.
+#[tokio::test]
+async fn a_lease_is_renewed_after_a_third_of_its_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}/lease.db", dir.path().display());
+    let store = SqliteStore::connect(&url).await.unwrap();
+    store.migrate().await.unwrap();
+    let secs = |n: i64| at(0).plus(time::Duration::seconds(n));
+    let ttl = time::Duration::seconds(30);
+
+    let early = Lease::new("early", "a", ttl);
+    assert!(early.hold(&store, secs(0)).await.unwrap());
+    assert!(early.hold(&store, secs(5)).await.unwrap(), "still ours");
+    // Written at 0 only: it lapsed at 30, so another instance takes it at 31...
+    assert!(store
+        .try_lease("early", "b", secs(31), secs(61))
+        .await
+        .unwrap());
+    // ...and this holder finds it taken.
+    assert!(!early.hold(&store, secs(32)).await.unwrap());
+
+    let late = Lease::new("late", "a", ttl);
+    assert!(late.hold(&store, secs(0)).await.unwrap());
+    assert!(late.hold(&store, secs(11)).await.unwrap());
+    // Renewed at 11, until 41: nobody else gets it at 31.
+    assert!(!store
+        .try_lease("late", "b", secs(31), secs(61))
+        .await
+        .unwrap());
 }

@@ -123,10 +123,9 @@ macro_rules! impl_outbox_store {
             }
             async fn sink_ack(
                 &self,
-                sink: &str,
-                at: $crate::reexport::store::OutboxPosition,
+                acks: &[(&str, $crate::reexport::store::OutboxPosition)],
             ) -> $crate::reexport::store::StoreResult<()> {
-                $crate::scheduling::sink_ack(self, sink, at).await
+                $crate::scheduling::sink_ack(self, acks).await
             }
         }
     };

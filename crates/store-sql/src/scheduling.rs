@@ -80,18 +80,24 @@ pub async fn sink_position(db: &dyn Db, sink: &str) -> StoreResult<OutboxPositio
     })
 }
 
-/// Records that consumer `sink` has handled the outbox up to `at`.
-pub async fn sink_ack(db: &dyn Db, sink: &str, at: OutboxPosition) -> StoreResult<()> {
-    let q = sql(format!(
+/// Records that each consumer has handled the outbox up to its position, in one transaction.
+pub async fn sink_ack(db: &dyn Db, acks: &[(&str, OutboxPosition)]) -> StoreResult<()> {
+    if acks.is_empty() {
+        return Ok(());
+    }
+    let upsert = format!(
         "INSERT INTO sink_progress (sink, txid, event_id) VALUES ($1, $2, $3){}",
         db.dialect()
             .on_conflict_update("sink", &["txid", "event_id"])
-    ))
-    .bind(sink)
-    .bind(at.txid)
-    .bind(at.event_id);
+    );
     let mut tx = db.begin(Work::Request).await?;
-    tx.execute(q).await?;
+    for (sink, at) in acks {
+        let q = sql(upsert.clone())
+            .bind(*sink)
+            .bind(at.txid)
+            .bind(at.event_id);
+        tx.execute(q).await?;
+    }
     tx.commit().await
 }
 

@@ -137,8 +137,9 @@ pub trait OutboxStore: Send + Sync {
     async fn outbox_read(&self, after: OutboxPosition, limit: u32) -> StoreResult<Vec<Event>>;
     /// Where the durable consumer `sink` has got (the start, if it never acknowledged).
     async fn sink_position(&self, sink: &str) -> StoreResult<OutboxPosition>;
-    /// Records that `sink` handled everything up to `at`.
-    async fn sink_ack(&self, sink: &str, at: OutboxPosition) -> StoreResult<()>;
+    /// Records that each sink handled everything up to its position, in one transaction (a
+    /// dispatcher's pass acknowledges all its observers with one commit).
+    async fn sink_ack(&self, acks: &[(&str, OutboxPosition)]) -> StoreResult<()>;
 }
 
 /// What the scheduler announces and ends: status transitions and expired coupons.
