@@ -5,13 +5,19 @@ over the same connections for each of
   2. claims that fail validation (authentication, the JSON body, a 422 problem; no claim),
   3. real claims of one template, each for a new user (then `coupond audit`),
 and prints each rate and its share of the same round's ceiling, and their medians over RUNS
-rounds. Every answer of (2)
-must be a 422 and of (3) a 201, or the script fails.
+rounds. Every answer of (2) must be a 422 and of (3) a 201, or the script fails.
+
+It also reads the CPU time each phase cost, from /proc (the server, by thread name) and from
+getrusage (wrk), and prints it per request in microseconds. With both cores busy in every
+phase, claims reach a share S of the ceiling only if a claim's CPU (server and wrk) is at most
+1/S times a /healthz request's, so the last line says how much server CPU a claim may cost for
+50 % of the ceiling on this machine, against what it costs.
 
 usage: bench/claim-floor.py [--runs 3] [--seconds 8] [--conns 512] [--threads N]
 needs: wrk, and target/release/coupond (built if missing)
 """
-import argparse, json, os, re, socket, statistics, subprocess, sys, tempfile, time
+import argparse, collections, json, os, re, resource, socket, statistics, subprocess, sys
+import tempfile, time
 import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -32,6 +38,35 @@ def call(base, method, path, body, token):
                                                        "Content-Type": "application/json"})
     with urllib.request.urlopen(r, timeout=30) as resp:
         return json.loads(resp.read() or b"null")
+
+
+TICK_US = 1e6 / os.sysconf("SC_CLK_TCK")
+
+
+def threads(pid):
+    """CPU seconds used so far by each thread of `pid`, summed by thread name."""
+    out = collections.Counter()
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            stat = open(f"/proc/{pid}/task/{tid}/stat").read()
+        except OSError:
+            continue  # the thread ended
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2:].split()
+        out[re.sub(r"[-\d]+$", "", name)] += int(fields[11]) + int(fields[12])
+    return out
+
+
+def measured(a, pid, url, env=None, script=None):
+    """wrk's rate, and the CPU microseconds per request of the server (total and by thread
+    name) and of wrk itself."""
+    before, kids = threads(pid), resource.getrusage(resource.RUSAGE_CHILDREN)
+    rate = wrk(a, url, env, script)
+    after, kids2 = threads(pid), resource.getrusage(resource.RUSAGE_CHILDREN)
+    n = rate * a.seconds
+    server = {k: (after[k] - before[k]) * TICK_US / n for k in after}
+    client = (kids2.ru_utime + kids2.ru_stime - kids.ru_utime - kids.ru_stime) * 1e6 / n
+    return rate, server, client
 
 
 def wrk(a, url, env=None, script=None):
@@ -74,16 +109,28 @@ def round_(a, tmp, n):
             "validity": {"type": "relative", "days": 30}}, mkey)
         call(base, "POST", f"/v1/templates/{t['id']}/publish", None, mkey)
         env = {"WRK_TEMPLATE": str(t["id"]), "WRK_KEY": svc}
-        ceiling = wrk(a, base + "/healthz")
-        invalid = wrk(a, base, dict(env, WRK_INVALID="1"), LUA)
-        claims = wrk(a, base, env, LUA)
+        ceiling = measured(a, proc.pid, base + "/healthz")
+        invalid = measured(a, proc.pid, base, dict(env, WRK_INVALID="1"), LUA)
+        claims = measured(a, proc.pid, base, env, LUA)
     finally:
         proc.terminate(); proc.wait(30)
     if subprocess.run([BIN, "audit", "--database", db], capture_output=True).returncode != 0:
         sys.exit("audit failed after the claims")
-    print(f"round {n}: ceiling {ceiling:,.0f}/s  invalid claims {invalid:,.0f}/s "
-          f"({invalid / ceiling:.1%})  claims {claims:,.0f}/s ({claims / ceiling:.1%})", flush=True)
+    print(f"round {n}: ceiling {ceiling[0]:,.0f}/s  invalid claims {invalid[0]:,.0f}/s "
+          f"({invalid[0] / ceiling[0]:.1%})  claims {claims[0]:,.0f}/s "
+          f"({claims[0] / ceiling[0]:.1%})", flush=True)
+    for label, (_, server, client) in (("ceiling", ceiling), ("invalid", invalid),
+                                       ("claims", claims)):
+        split = "  ".join(f"{k} {v:.1f}" for k, v in sorted(server.items(), key=lambda x: -x[1])
+                          if v >= 0.05)
+        print(f"  {label:<8} CPU us/request: server {sum(server.values()):.1f} ({split})  "
+              f"wrk {client:.1f}", flush=True)
     return ceiling, invalid, claims
+
+
+def cpu(phase):
+    """Server and wrk CPU microseconds per request of a phase."""
+    return sum(phase[1].values()), phase[2]
 
 
 def main():
@@ -96,10 +143,15 @@ def main():
         subprocess.run(["cargo", "build", "--release", "-p", "coupond"], cwd=ROOT, check=True)
     with tempfile.TemporaryDirectory() as tmp:
         rounds = [round_(a, tmp, n) for n in range(1, a.runs + 1)]
-    med = [statistics.median(r[i] for r in rounds) for i in range(3)]
-    share = [statistics.median(r[i] / r[0] for r in rounds) for i in (1, 2)]
+    med = [statistics.median(r[i][0] for r in rounds) for i in range(3)]
+    share = [statistics.median(r[i][0] / r[0][0] for r in rounds) for i in (1, 2)]
     print(f"median: ceiling {med[0]:,.0f}/s  invalid claims {med[1]:,.0f}/s ({share[0]:.1%})  "
           f"claims {med[2]:,.0f}/s ({share[1]:.1%}); shares are medians of the rounds' shares")
+    (hs, hw), (cs, cw) = ([statistics.median(cpu(r[i])[j] for r in rounds) for j in (0, 1)]
+                          for i in (0, 2))
+    print(f"median CPU per request: /healthz server {hs:.1f} us + wrk {hw:.1f} us; claim server "
+          f"{cs:.1f} us + wrk {cw:.1f} us. For 50 % of the ceiling a claim may cost the server "
+          f"at most 2 x ({hs:.1f} + {hw:.1f}) - {cw:.1f} = {2 * (hs + hw) - cw:.1f} us")
 
 
 if __name__ == "__main__":
