@@ -44,7 +44,7 @@ TICK_US = 1e6 / os.sysconf("SC_CLK_TCK")
 
 
 def threads(pid):
-    """CPU seconds used so far by each thread of `pid`, summed by thread name."""
+    """CPU time used so far by each thread of `pid`, in clock ticks, summed by thread name."""
     out = collections.Counter()
     for tid in os.listdir(f"/proc/{pid}/task"):
         try:
@@ -58,12 +58,11 @@ def threads(pid):
 
 
 def measured(a, pid, url, env=None, script=None):
-    """wrk's rate, and the CPU microseconds per request of the server (total and by thread
+    """wrk's rate, and the CPU microseconds per request wrk made, of the server (by thread
     name) and of wrk itself."""
     before, kids = threads(pid), resource.getrusage(resource.RUSAGE_CHILDREN)
-    rate = wrk(a, url, env, script)
+    rate, n = wrk(a, url, env, script)
     after, kids2 = threads(pid), resource.getrusage(resource.RUSAGE_CHILDREN)
-    n = rate * a.seconds
     server = {k: (after[k] - before[k]) * TICK_US / n for k in after}
     client = (kids2.ru_utime + kids2.ru_stime - kids.ru_utime - kids.ru_stime) * 1e6 / n
     return rate, server, client
@@ -74,13 +73,13 @@ def wrk(a, url, env=None, script=None):
     out = subprocess.run(cmd + (["-s", script] if script else []) + [url], capture_output=True,
                          text=True, env=dict(os.environ, **(env or {})), timeout=a.seconds + 60).stdout
     rate = re.search(r"Requests/sec:\s+([\d.]+)", out)
-    if not rate:
+    total = re.search(r"(\d+) requests in", out)
+    if not rate or not total:
         sys.exit("wrk printed no rate: " + out[-300:])
     answered = re.search(r"answered (\d+)", out)
-    total = re.search(r"(\d+) requests in", out)
-    if script and answered and total and int(answered.group(1)) != int(total.group(1)):
+    if script and answered and int(answered.group(1)) != int(total.group(1)):
         sys.exit(f"{env}: {answered.group(1)} of {total.group(1)} answers as expected:\n{out}")
-    return float(rate.group(1))
+    return float(rate.group(1)), int(total.group(1))
 
 
 def round_(a, tmp, n):
