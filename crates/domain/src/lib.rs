@@ -3,6 +3,8 @@
 //! - [`money`]: [`Money`] (i64 minor units), [`BasisPoints`], rounding down and exact splitting.
 //! - [`time`]: [`Timestamp`] (UTC, microsecond precision) and [`Window`] (half-open `[start, end)`).
 //! - [`ids`]: identifiers ([`MerchantId`], [`UserId`], ...) and [`CitySet`].
+//! - [`csv`]: the CSV coupond writes ([`CsvWriter`]), every text cell kept from being read as a
+//!   spreadsheet formula.
 //! - [`codes`]: promotion codes: shared codes, generated single-use codes and their check
 //!   character.
 //! - [`coupon`]: what a coupon is worth ([`CouponValue`]) and the rules around it
@@ -33,6 +35,7 @@ pub mod activity;
 pub mod checkout;
 pub mod codes;
 pub mod coupon;
+pub mod csv;
 pub mod error;
 pub mod ids;
 mod lifecycle;
@@ -60,6 +63,7 @@ pub use codes::{CodeBatchDraft, CodeBatchSpec, SharedCode, TypedCode};
 pub use coupon::{
     Audience, CouponKind, CouponValue, DeductionMode, Gift, Scope, Stacking, Validity,
 };
+pub use csv::CsvWriter;
 pub use error::DomainError;
 pub use ids::{
     ActivityId, CategoryId, CityId, CitySet, CouponId, ListingId, MerchantId, OrderId, TemplateId,

@@ -3,7 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use coupond_domain::{ActivityId, FundedBy, MerchantId, Money, Template, TemplateId, Timestamp};
+use coupond_domain::{
+    ActivityId, CsvWriter, FundedBy, MerchantId, Money, Template, TemplateId, Timestamp,
+};
 use coupond_store::{Store, StoreError, StoreResult, UsageRow};
 
 /// One template's line: the coupons used (confirmed) in the period and their discount, and
@@ -123,36 +125,34 @@ pub async fn reconciliation(
 }
 
 impl Reconciliation {
-    /// The rows as CSV, with a header line.
+    /// The rows as CSV, with a header line; the title goes through [`coupond_domain::csv`],
+    /// so a title written like a formula is text in a spreadsheet.
     pub fn to_csv(&self) -> String {
-        let mut text = String::from(
-            "template_id,title,merchant_id,activity_id,funded_by,coupons_used,discount,\
-             coupons_refunded,refunded_discount,net_discount\n",
-        );
+        let mut w = CsvWriter::with_header(&[
+            "template_id",
+            "title",
+            "merchant_id",
+            "activity_id",
+            "funded_by",
+            "coupons_used",
+            "discount",
+            "coupons_refunded",
+            "refunded_discount",
+            "net_discount",
+        ]);
         for r in &self.rows {
-            text.push_str(&format!(
-                "{},{},{},{},{},{},{},{},{},{}\n",
-                r.template_id,
-                csv_field(&r.title),
-                r.merchant_id.map(|m| m.to_string()).unwrap_or_default(),
-                r.activity_id.map(|a| a.to_string()).unwrap_or_default(),
-                r.funded_by.as_str(),
-                r.coupons_used,
-                r.discount.minor(),
-                r.coupons_refunded,
-                r.refunded_discount.minor(),
-                r.net_discount()
-            ));
+            w.number(r.template_id.get())
+                .text(&r.title)
+                .optional_number(r.merchant_id.map(MerchantId::get))
+                .optional_number(r.activity_id.map(ActivityId::get))
+                .text(r.funded_by.as_str())
+                .number(r.coupons_used)
+                .number(r.discount.minor())
+                .number(r.coupons_refunded)
+                .number(r.refunded_discount.minor())
+                .number(r.net_discount())
+                .end_line();
         }
-        text
-    }
-}
-
-/// A CSV field, quoted when it holds a comma, a quote or a line break.
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_owned()
+        w.finish()
     }
 }

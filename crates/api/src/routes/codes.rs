@@ -8,8 +8,8 @@ use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use coupond_domain::codes::TypedCode;
 use coupond_domain::{
-    ClaimRejection, CodeBatchDraft, CodeBatchSpec, SharedCode, Template, TemplateId, Timestamp,
-    UserId,
+    ClaimRejection, CodeBatchDraft, CodeBatchSpec, CsvWriter, SharedCode, Template, TemplateId,
+    Timestamp, UserId,
 };
 use coupond_engine::{ClaimAsk, ClaimError};
 use coupond_store::Conflict;
@@ -231,27 +231,22 @@ pub async fn download(
         let s = s.clone();
         async move {
             let after = after?;
-            let mut text = String::new();
-            if after.is_none() {
-                text.push_str("code,redeemed_by,redeemed_at\n");
-            }
+            let mut w = if after.is_none() {
+                CsvWriter::with_header(&["code", "redeemed_by", "redeemed_at"])
+            } else {
+                CsvWriter::new()
+            };
             match s.store().batch_codes(id, after.as_deref(), CSV_PAGE).await {
                 Ok(codes) => {
                     for c in &codes {
-                        text.push_str(&c.code);
-                        text.push(',');
-                        if let Some(u) = &c.redeemed_by {
-                            text.push_str(u.as_str());
-                        }
-                        text.push(',');
-                        if let Some(at) = c.redeemed_at {
-                            text.push_str(&at.to_string());
-                        }
-                        text.push('\n');
+                        w.text(&c.code)
+                            .optional(c.redeemed_by.as_ref().map(|u| u.as_str()))
+                            .optional(c.redeemed_at.map(|at| at.to_string()).as_deref())
+                            .end_line();
                     }
                     let next = (codes.len() == CSV_PAGE as usize)
                         .then(|| codes.last().map(|c| c.code.clone()));
-                    Some((Ok::<_, std::io::Error>(text), next))
+                    Some((Ok::<_, std::io::Error>(w.finish()), next))
                 }
                 Err(e) => Some((Err(std::io::Error::other(e)), None)),
             }

@@ -1,13 +1,11 @@
 //! Coupons as the platform and merchants manage them: revoking one, and who holds a
 //! template's coupons (JSON or CSV).
 
-use std::fmt::Write as _;
-
 use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
-use coupond_domain::{Coupon, CouponId, CouponStatus, Note, TemplateId, UserId};
+use coupond_domain::{Coupon, CouponId, CouponStatus, CsvWriter, Note, TemplateId, UserId};
 use coupond_engine::lifecycle;
 use coupond_store::HoldersQuery;
 use serde::Deserialize;
@@ -122,28 +120,31 @@ pub async fn of_template(
     .into_response())
 }
 
-/// A page of coupons as CSV with a header line. User ids and codes are restricted to visible
-/// ASCII without commas or quotes when created, so no field needs quoting.
+/// A page of coupons as CSV with a header line, written by [`CsvWriter`] like every CSV
+/// coupond writes.
 fn holders_csv(coupons: &[Coupon], now: coupond_domain::Timestamp) -> String {
-    let mut text = String::from(
-        "coupon_id,user_id,status,claimed_at,valid_until,used_at,order_id,discount,code\n",
-    );
+    let mut w = CsvWriter::with_header(&[
+        "coupon_id",
+        "user_id",
+        "status",
+        "claimed_at",
+        "valid_until",
+        "used_at",
+        "order_id",
+        "discount",
+        "code",
+    ]);
     for c in coupons {
-        let _ = writeln!(
-            text,
-            "{},{},{},{},{},{},{},{},{}",
-            c.id,
-            c.user_id,
-            c.status(now).as_str(),
-            c.claimed_at,
-            c.valid_until,
-            c.used_at.map(|t| t.to_string()).unwrap_or_default(),
-            c.order_id.as_ref().map(|o| o.as_str()).unwrap_or_default(),
-            c.discount
-                .map(|d| d.minor().to_string())
-                .unwrap_or_default(),
-            c.code.as_deref().unwrap_or_default(),
-        );
+        w.number(c.id.get())
+            .text(c.user_id.as_str())
+            .text(c.status(now).as_str())
+            .text(&c.claimed_at.to_string())
+            .text(&c.valid_until.to_string())
+            .optional(c.used_at.map(|t| t.to_string()).as_deref())
+            .optional(c.order_id.as_ref().map(|o| o.as_str()))
+            .optional_number(c.discount.map(|d| d.minor()))
+            .optional(c.code.as_deref())
+            .end_line();
     }
-    text
+    w.finish()
 }

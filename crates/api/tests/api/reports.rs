@@ -22,7 +22,8 @@ fn order(app: &TestApp, amount: i64) -> Value {
     })
 }
 
-async fn claim(app: &TestApp, template: i64) -> i64 {
+/// Claims a coupon of `template` for `u-1` (the user token).
+pub(crate) async fn claim(app: &TestApp, template: i64) -> i64 {
     let r = app
         .call(
             Method::POST,
@@ -36,7 +37,7 @@ async fn claim(app: &TestApp, template: i64) -> i64 {
 }
 
 /// Locks and confirms `coupon` on an order of `amount`.
-async fn spend(app: &TestApp, order_id: &str, coupon: i64, amount: i64) {
+pub(crate) async fn spend(app: &TestApp, order_id: &str, coupon: i64, amount: i64) {
     let r = app
         .post(
             &format!("/v1/orders/{order_id}/lock"),

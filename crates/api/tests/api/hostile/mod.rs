@@ -12,9 +12,12 @@
 //! 9. redemption timing: `codes::unusable_codes_are_refused_without_a_claim_transaction`.
 //! 10. listings in cities not served, 11. token times, 13. the smaller findings: `small.rs`.
 //! 12. drafts seen by users: `codes::users_and_the_order_service_cannot_tell_a_draft_from_a_missing_template`.
+//!
+//! A later probe of the files coupond writes (CSV cells written as formulas): `files.rs`.
 
 mod codes;
 mod connections;
+mod files;
 mod idempotency;
 mod proxies;
 mod small;
