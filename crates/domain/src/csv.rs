@@ -1,8 +1,10 @@
-//! CSV as coupond writes it.
+//! CSV as coupond writes and reads it.
 //!
 //! Every file coupond writes (the reconciliation, a template's holders, a batch's codes) is
 //! built with [`CsvWriter`], so every cell of text passes [`field`], which keeps a
-//! spreadsheet from reading it as a formula.
+//! spreadsheet from reading it as a formula. Every upload it reads (issuances, user tags) is
+//! cut into lines by [`LineSplitter`]: a byte-order mark dropped, `\r\n`, `\n` and a lone
+//! `\r` each ending a line.
 //!
 //! Text cells (titles, user ids, codes, order ids, timestamps) are neutralised as OWASP
 //! recommends: a cell starting with `=`, `+`, `-`, `@`, a tab or a carriage return gets a
@@ -102,6 +104,90 @@ impl CsvWriter {
     }
 }
 
+/// The UTF-8 byte-order mark some editors put at the start of a file.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// Cuts an upload into lines as its bytes arrive, however they are chunked: `\r\n`, `\n` and
+/// a lone `\r` (old Mac files) each end a line, and a UTF-8 byte-order mark at the very start
+/// is dropped. Only the current line is held, and only its first `max_line_bytes` bytes (a
+/// longer line is judged by its start).
+#[derive(Debug)]
+pub struct LineSplitter {
+    max_line_bytes: usize,
+    /// The line being read, up to `max_line_bytes`.
+    partial: Vec<u8>,
+    /// Lines ended so far (blank ones included).
+    ended: u64,
+    /// The last byte read was a `\r`: a `\n` next belongs to the same line end.
+    after_cr: bool,
+}
+
+impl LineSplitter {
+    /// A splitter holding at most `max_line_bytes` of a line.
+    pub fn new(max_line_bytes: usize) -> Self {
+        LineSplitter {
+            max_line_bytes,
+            partial: Vec::new(),
+            ended: 0,
+            after_cr: false,
+        }
+    }
+
+    /// Reads the next bytes: calls `each` with every line they end, numbered from 1 and
+    /// without its line end. Stops at the first error `each` returns.
+    pub fn feed<E>(
+        &mut self,
+        mut bytes: &[u8],
+        mut each: impl FnMut(u64, &[u8]) -> Result<(), E>,
+    ) -> Result<(), E> {
+        if self.after_cr && !bytes.is_empty() {
+            bytes = bytes.strip_prefix(b"\n").unwrap_or(bytes);
+            self.after_cr = false;
+        }
+        while let Some(end) = bytes.iter().position(|b| *b == b'\n' || *b == b'\r') {
+            self.keep(&bytes[..end]);
+            self.end_line(&mut each)?;
+            let cr = bytes[end] == b'\r';
+            bytes = &bytes[end + 1..];
+            if cr {
+                self.after_cr = bytes.is_empty();
+                bytes = bytes.strip_prefix(b"\n").unwrap_or(bytes);
+            }
+        }
+        self.keep(bytes);
+        Ok(())
+    }
+
+    /// The upload is complete: calls `each` with its last line if no line break ended it.
+    pub fn finish<E>(mut self, mut each: impl FnMut(u64, &[u8]) -> Result<(), E>) -> Result<(), E> {
+        if self.partial.is_empty() {
+            return Ok(());
+        }
+        self.end_line(&mut each)
+    }
+
+    /// Bytes held for the line being read.
+    pub fn held(&self) -> usize {
+        self.partial.len()
+    }
+
+    fn keep(&mut self, bytes: &[u8]) {
+        let room = self.max_line_bytes.saturating_sub(self.partial.len());
+        self.partial
+            .extend_from_slice(&bytes[..bytes.len().min(room)]);
+    }
+
+    fn end_line<E>(&mut self, each: &mut impl FnMut(u64, &[u8]) -> Result<(), E>) -> Result<(), E> {
+        self.ended += 1;
+        let line = std::mem::take(&mut self.partial);
+        let text = match self.ended {
+            1 => line.strip_prefix(BOM).unwrap_or(&line),
+            _ => &line,
+        };
+        each(self.ended, text)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -147,5 +233,50 @@ mod tests {
         w.optional(None).optional_number(Some(7)).end_line();
         w.optional(Some("-x")).optional_number(None).end_line();
         assert_eq!(w.finish(), "title,net\n'=1+1,-500\n,7\n'-x,\n");
+    }
+
+    /// The lines of `text` fed in chunks of `size`, as (number, line).
+    fn lines(text: &[u8], size: usize) -> Vec<(u64, String)> {
+        let mut out = Vec::new();
+        let mut push = |n: u64, l: &[u8]| {
+            out.push((n, String::from_utf8(l.to_vec()).unwrap()));
+            Ok::<_, ()>(())
+        };
+        let mut s = LineSplitter::new(16);
+        for chunk in text.chunks(size) {
+            s.feed(chunk, &mut push).unwrap();
+        }
+        s.finish(&mut push).unwrap();
+        out
+    }
+
+    #[test]
+    fn every_line_end_ends_a_line_in_any_chunking() {
+        let text = "\u{feff}user_id\r\na\rb\nc\r\rd\r\n\ne";
+        let want: Vec<(u64, String)> = ["user_id", "a", "b", "c", "", "d", "", "e"]
+            .iter()
+            .enumerate()
+            .map(|(i, l)| (i as u64 + 1, (*l).to_owned()))
+            .collect();
+        for size in 1..=text.len() {
+            assert_eq!(lines(text.as_bytes(), size), want, "chunks of {size}");
+        }
+        assert_eq!(lines(b"a\r", 1), [(1, "a".to_owned())]);
+        assert_eq!(lines("\u{feff}".as_bytes(), 1), [(1, String::new())]);
+        assert_eq!(lines("a\n\u{feff}b".as_bytes(), 2)[1].1, "\u{feff}b");
+    }
+
+    #[test]
+    fn a_long_line_is_held_up_to_the_bound() {
+        let mut s = LineSplitter::new(4);
+        s.feed(b"abcdefgh", |_, _| Ok::<_, ()>(())).unwrap();
+        assert_eq!(s.held(), 4);
+        let mut got = Vec::new();
+        s.feed(b"ij\nk", |n, l| {
+            got.push((n, l.to_vec()));
+            Ok::<_, ()>(())
+        })
+        .unwrap();
+        assert_eq!(got, [(1, b"abcd".to_vec())]);
     }
 }

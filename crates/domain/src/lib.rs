@@ -4,7 +4,7 @@
 //! - [`time`]: [`Timestamp`] (UTC, microsecond precision) and [`Window`] (half-open `[start, end)`).
 //! - [`ids`]: identifiers ([`MerchantId`], [`UserId`], ...) and [`CitySet`].
 //! - [`csv`]: the CSV coupond writes ([`CsvWriter`]), every text cell kept from being read as a
-//!   spreadsheet formula.
+//!   spreadsheet formula, and the lines of the uploads it reads ([`csv::LineSplitter`]).
 //! - [`codes`]: promotion codes: shared codes, generated single-use codes and their check
 //!   character.
 //! - [`coupon`]: what a coupon is worth ([`CouponValue`]) and the rules around it

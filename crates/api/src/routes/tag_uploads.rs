@@ -7,6 +7,7 @@ use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
+use coupond_domain::csv::LineSplitter;
 use coupond_domain::{Tag, Timestamp, UserId};
 use coupond_store::{InvalidLine, IssuanceKey, NewTagUpload, TagUpload};
 use futures_util::StreamExt;
@@ -215,14 +216,31 @@ async fn read_file(body: Body, max: usize) -> ApiResult<(File, [u8; 32])> {
         bytes.extend_from_slice(&chunk);
     }
     let digest = Sha256::digest(&bytes).into();
-    let mut file = File::default();
-    for (i, raw) in String::from_utf8_lossy(&bytes).lines().enumerate() {
-        let line = raw.trim();
-        if line.is_empty() || (i == 0 && line.eq_ignore_ascii_case("user_id,tag")) {
-            continue;
+    Ok((File::parse(&bytes)?, digest))
+}
+
+impl File {
+    /// The lines of a whole upload, cut by [`LineSplitter`] (a byte-order mark dropped;
+    /// `\r\n`, `\n` and a lone `\r` each end a line). The file is in memory already, so its
+    /// lines are held whole too.
+    fn parse(bytes: &[u8]) -> ApiResult<File> {
+        let mut file = File::default();
+        let mut lines = LineSplitter::new(bytes.len());
+        lines.feed(bytes, |n, line| file.line(n, line))?;
+        lines.finish(|n, line| file.line(n, line))?;
+        Ok(file)
+    }
+
+    /// Reads line `n` of the upload: blank lines and a `user_id,tag` header on line 1 are
+    /// skipped, a pair kept, anything else counted invalid.
+    fn line(&mut self, n: u64, raw: &[u8]) -> ApiResult<()> {
+        let text = String::from_utf8_lossy(raw);
+        let line = text.trim();
+        if line.is_empty() || (n == 1 && line.eq_ignore_ascii_case("user_id,tag")) {
+            return Ok(());
         }
-        file.lines += 1;
-        if file.lines as usize > MAX_LINES {
+        self.lines += 1;
+        if self.lines as usize > MAX_LINES {
             return Err(ApiError::invalid(
                 "too_many_lines",
                 "body",
@@ -230,19 +248,19 @@ async fn read_file(body: Body, max: usize) -> ApiResult<(File, [u8; 32])> {
             ));
         }
         match pair(line) {
-            Some(p) => file.pairs.push(p),
+            Some(p) => self.pairs.push(p),
             None => {
-                file.invalid += 1;
-                if file.invalid_lines.len() < REPORTED {
-                    file.invalid_lines.push(InvalidLine {
-                        line: i as u64 + 1,
+                self.invalid += 1;
+                if self.invalid_lines.len() < REPORTED {
+                    self.invalid_lines.push(InvalidLine {
+                        line: n,
                         text: line.chars().take(100).collect(),
                     });
                 }
             }
         }
+        Ok(())
     }
-    Ok((file, digest))
 }
 
 /// `user_id,tag`, either optionally in double quotes.
@@ -264,6 +282,28 @@ fn pair(line: &str) -> Option<(UserId, Tag)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The pairs of a whole upload.
+    fn pairs_of(upload: &str) -> (Vec<String>, u64) {
+        let file = File::parse(upload.as_bytes()).unwrap();
+        let pairs = file.pairs.iter().map(|(u, t)| format!("{u}:{t}"));
+        (pairs.collect(), file.invalid)
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_dropped_and_a_lone_cr_ends_a_line() {
+        for upload in [
+            "\u{feff}u-1,vip\nu-2,new",
+            "\u{feff}user_id,tag\r\nu-1,vip\r\nu-2,new\r\n",
+            "u-1,vip\ru-2,new\r",
+        ] {
+            assert_eq!(
+                pairs_of(upload),
+                (vec!["u-1:vip".to_owned(), "u-2:new".to_owned()], 0),
+                "{upload:?}"
+            );
+        }
+    }
 
     #[test]
     fn lines_are_pairs() {

@@ -3,6 +3,7 @@
 
 use std::hash::{BuildHasher, RandomState};
 
+use coupond_domain::csv::LineSplitter;
 use coupond_domain::{Segment, UserId};
 use coupond_store::InvalidLine;
 use serde::Deserialize;
@@ -169,16 +170,21 @@ pub fn parse_json_users(bytes: &[u8]) -> ApiResult<Parsed> {
 }
 
 /// An upload read as it arrives: one user id per line, or CSV whose first column is the user
-/// id (an optional `user_id` header, optional double quotes). Blank lines are skipped; line
-/// numbers count them. At most `max_lines` lines that are not blank: reading stops at the
-/// next one. Only the current line is buffered (its first [`MAX_LINE_BYTES`] bytes).
+/// id (an optional `user_id` header, optional double quotes). Lines are cut by
+/// [`LineSplitter`] (a byte-order mark dropped; `\r\n`, `\n` and a lone `\r` end a line).
+/// Blank lines are skipped; line numbers count them. At most `max_lines` lines that are not
+/// blank: reading stops at the next one. Only the current line is buffered (its first
+/// [`MAX_LINE_BYTES`] bytes).
 #[derive(Debug)]
 pub struct LineParser {
+    lines: LineSplitter,
+    users: UserLines,
+}
+
+/// The users of the lines read so far.
+#[derive(Debug)]
+struct UserLines {
     max_lines: usize,
-    /// The line being read, up to [`MAX_LINE_BYTES`].
-    partial: Vec<u8>,
-    /// Lines ended so far (blank ones included).
-    line_no: u64,
     /// Lines with something in the first column so far.
     counted: usize,
     parsed: Parsed,
@@ -187,46 +193,31 @@ pub struct LineParser {
 impl LineParser {
     pub fn new(max_lines: usize) -> Self {
         LineParser {
-            max_lines,
-            partial: Vec::new(),
-            line_no: 0,
-            counted: 0,
-            parsed: Parsed::default(),
+            lines: LineSplitter::new(MAX_LINE_BYTES),
+            users: UserLines {
+                max_lines,
+                counted: 0,
+                parsed: Parsed::default(),
+            },
         }
     }
 
     /// Reads the next bytes of the upload.
-    pub fn feed(&mut self, mut bytes: &[u8]) -> ApiResult<()> {
-        while let Some(end) = bytes.iter().position(|b| *b == b'\n') {
-            self.keep(&bytes[..end]);
-            if self.partial.last() == Some(&b'\r') {
-                self.partial.pop();
-            }
-            self.end_line()?;
-            bytes = &bytes[end + 1..];
-        }
-        self.keep(bytes);
-        Ok(())
+    pub fn feed(&mut self, bytes: &[u8]) -> ApiResult<()> {
+        self.lines.feed(bytes, |n, line| self.users.line(n, line))
     }
 
     /// The upload is complete: the users found.
-    pub fn finish(mut self) -> ApiResult<Parsed> {
-        if !self.partial.is_empty() {
-            self.end_line()?;
-        }
-        Ok(self.parsed)
+    pub fn finish(self) -> ApiResult<Parsed> {
+        let LineParser { lines, mut users } = self;
+        lines.finish(|n, line| users.line(n, line))?;
+        Ok(users.parsed)
     }
+}
 
-    fn keep(&mut self, bytes: &[u8]) {
-        let room = MAX_LINE_BYTES.saturating_sub(self.partial.len());
-        self.partial
-            .extend_from_slice(&bytes[..bytes.len().min(room)]);
-    }
-
-    fn end_line(&mut self) -> ApiResult<()> {
-        self.line_no += 1;
-        let line = std::mem::take(&mut self.partial);
-        let text = match std::str::from_utf8(&line) {
+impl UserLines {
+    fn line(&mut self, line_no: u64, line: &[u8]) -> ApiResult<()> {
+        let text = match std::str::from_utf8(line) {
             Ok(t) => t,
             // Cut inside a character by the length bound: judge the line by what came before.
             Err(e) if line.len() == MAX_LINE_BYTES && e.error_len().is_none() => {
@@ -247,7 +238,7 @@ impl LineParser {
             .trim()
             .trim_matches('"')
             .trim();
-        if first.is_empty() || (self.line_no == 1 && first.eq_ignore_ascii_case("user_id")) {
+        if first.is_empty() || (line_no == 1 && first.eq_ignore_ascii_case("user_id")) {
             return Ok(());
         }
         self.counted += 1;
@@ -258,8 +249,7 @@ impl LineParser {
                 format!("at most {} users per upload", self.max_lines),
             ));
         }
-        let (line_no, first) = (self.line_no, first.to_owned());
-        self.parsed.take(line_no, &first);
+        self.parsed.take(line_no, first);
         Ok(())
     }
 }
@@ -305,6 +295,20 @@ mod tests {
     }
 
     #[test]
+    fn a_byte_order_mark_is_dropped_and_a_lone_cr_ends_a_line() {
+        for upload in [
+            "\u{feff}u-1\nu-2",
+            "\u{feff}user_id\r\nu-1\r\nu-2\r\n",
+            "u-1\ru-2\r",
+            "\u{feff}user_id\ru-1\r\ru-2",
+        ] {
+            let p = parse_upload(upload.as_bytes()).unwrap();
+            let users: Vec<&str> = p.users.iter().map(UserId::as_str).collect();
+            assert_eq!((users, p.invalid), (vec!["u-1", "u-2"], 0), "{upload:?}");
+        }
+    }
+
+    #[test]
     fn a_huge_line_is_judged_by_its_start_without_being_kept() {
         let mut upload = b"u-1,".to_vec();
         upload.extend(std::iter::repeat_n(b'x', 10 * MAX_LINE_BYTES));
@@ -312,7 +316,7 @@ mod tests {
         let mut p = LineParser::new(MAX_LINES);
         for chunk in upload.chunks(1000) {
             p.feed(chunk).unwrap();
-            assert!(p.partial.len() <= MAX_LINE_BYTES);
+            assert!(p.lines.held() <= MAX_LINE_BYTES);
         }
         let users: Vec<String> = p
             .finish()

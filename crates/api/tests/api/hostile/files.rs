@@ -1,8 +1,10 @@
-//! The files coupond writes: a cell written like a spreadsheet formula is text in every CSV
-//! (a template title `=HYPERLINK(...)` reached the reconciliation as a live formula).
+//! The files coupond writes and reads: a cell written like a spreadsheet formula is text in
+//! every CSV (a template title `=HYPERLINK(...)` reached the reconciliation as a live
+//! formula); uploads that start with a byte-order mark or end lines with a lone `\r` read
+//! like any other (the first user was dropped, and a CR-only file answered `no_users`).
 
 use axum::body::Body;
-use axum::http::{Request, StatusCode};
+use axum::http::{Method, Request, StatusCode};
 use serde_json::json;
 
 use crate::claims::live;
@@ -69,4 +71,62 @@ async fn user_ids_written_like_formulas_are_text_in_the_holders_csv() {
     let lines = csv_lines(&app, &path, app.m1()).await;
     let user = lines[1].split(',').nth(1);
     assert_eq!(user, Some("'@u-9"), "{lines:?}");
+}
+
+/// An upload of `text` to `path` as `cred`.
+async fn upload(app: &TestApp, path: &str, cred: &str, text: &str) -> Reply {
+    app.send(
+        Request::builder()
+            .method(Method::POST)
+            .uri(path)
+            .header("authorization", format!("Bearer {cred}"))
+            .header("content-type", "text/csv")
+            .body(Body::from(text.to_owned()))
+            .unwrap(),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn issuance_uploads_drop_a_byte_order_mark_and_end_lines_at_a_lone_cr() {
+    let app = TestApp::new().await;
+    let t = live(&app, 100, 1, json!({})).await;
+    let path = format!("/v1/templates/{t}/issuances");
+    for text in [
+        "\u{feff}u-1\nu-2\nu-3\n",
+        "\u{feff}user_id\r\nu-1\r\nu-2\r\nu-3\r\n",
+        "u-1\ru-2\ru-3\r",
+    ] {
+        let r = upload(&app, &path, app.m1(), text).await;
+        assert_eq!(r.status, StatusCode::ACCEPTED, "{text:?}: {}", r.body);
+        assert_eq!(
+            (r.body["requested"].as_u64(), r.body["invalid"].as_u64()),
+            (Some(3), Some(0)),
+            "{text:?}: {}",
+            r.body
+        );
+    }
+}
+
+#[tokio::test]
+async fn tag_uploads_drop_a_byte_order_mark_and_end_lines_at_a_lone_cr() {
+    let app = TestApp::new().await;
+    for text in [
+        "\u{feff}u-1,vip\nu-2,vip\n",
+        "\u{feff}user_id,tag\r\nu-1,vip\r\nu-2,vip\r\n",
+        "u-1,vip\ru-2,vip",
+    ] {
+        let r = upload(&app, "/v1/user-tags", &app.platform, text).await;
+        assert_eq!(r.status, StatusCode::ACCEPTED, "{text:?}: {}", r.body);
+        assert_eq!(
+            (
+                r.body["lines"].as_u64(),
+                r.body["requested"].as_u64(),
+                r.body["invalid"].as_u64()
+            ),
+            (Some(2), Some(2), Some(0)),
+            "{text:?}: {}",
+            r.body
+        );
+    }
 }

@@ -13,7 +13,8 @@
 //! 10. listings in cities not served, 11. token times, 13. the smaller findings: `small.rs`.
 //! 12. drafts seen by users: `codes::users_and_the_order_service_cannot_tell_a_draft_from_a_missing_template`.
 //!
-//! A later probe of the files coupond writes (CSV cells written as formulas): `files.rs`.
+//! A later probe of the files coupond writes and reads (CSV cells written as formulas;
+//! uploads with a byte-order mark or lone `\r` line ends): `files.rs`.
 
 mod codes;
 mod connections;
