@@ -192,8 +192,13 @@ impl AppState {
         settings: ApiSettings,
     ) -> Self {
         let peers = settings.peers.clone();
-        let claims =
-            ClaimEngine::with_peers(store.clone(), clock.clone(), settings.claim_mode, peers);
+        let claims = ClaimEngine::with_peers(
+            store.clone(),
+            clock.clone(),
+            settings.claim_mode,
+            peers,
+            settings.cache_ttl,
+        );
         let sharing = |on_error| {
             let limits = settings.shared_limits.clone()?;
             Some(Sharing { limits, on_error })

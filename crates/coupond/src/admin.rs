@@ -106,7 +106,14 @@ pub async fn keys(config: &Config, cmd: KeysCommand) -> anyhow::Result<()> {
                     k.id,
                     k.revoked_at.unwrap_or_else(now)
                 );
-                crate::brokers::tell_keys_changed(config).await;
+                // The notice is signed with the secret the instances share.
+                match db::jwt_secret(store.as_ref(), config.auth.jwt_secret.as_ref()).await {
+                    Ok(secret) => crate::brokers::tell_keys_changed(config, &secret).await,
+                    Err(e) => eprintln!(
+                        "warning: the running instances could not be told ({e:#}); they \
+                         refuse the key within auth.cache_ttl"
+                    ),
+                }
                 Ok(())
             }
             Err(StoreError::NotFound) => Err(anyhow::anyhow!("no key with id {id}")),

@@ -8,7 +8,7 @@ use std::sync::{Arc, OnceLock};
 use anyhow::Context as _;
 use coupond_api::{ApiSettings, AppState};
 use coupond_engine::shared::Notice;
-use coupond_redis::{Publisher, Redis, RedisSettings, Subscriber};
+use coupond_redis::{NoticeKey, Publisher, Redis, RedisSettings, Subscriber};
 
 use crate::config::{redact_url, Config};
 
@@ -21,17 +21,19 @@ pub struct Shared {
 }
 
 /// Connects (lazily) to the configured Redis, if any, and puts its limits and notifier into
-/// `settings`. `instance` names this process in its notices.
+/// `settings`. `instance` names this process in its notices; `secret` (the user-token secret
+/// every instance shares) is what its notices are signed with.
 pub fn redis(
     config: &Config,
     instance: &str,
+    secret: &[u8],
     settings: &mut ApiSettings,
 ) -> anyhow::Result<Shared> {
     let state = Arc::new(OnceLock::<AppState>::new());
     let Some(url) = &config.redis.url else {
         return Ok(Shared { loops: None, state });
     };
-    let redis = Redis::new(&redis_settings(config, url))
+    let redis = Redis::new(&redis_settings(config, url, secret))
         .with_context(|| format!("redis.url (redis_url) {}", redact_url(url)))?;
     let slot = state.clone();
     let heard = Arc::new(move |n: &Notice| {
@@ -51,12 +53,14 @@ pub fn redis(
     })
 }
 
-/// The `[redis]` section as the Redis crate takes it, for `url`.
-fn redis_settings(config: &Config, url: &str) -> RedisSettings {
+/// The `[redis]` section as the Redis crate takes it, for `url`, signing notices with a key
+/// derived from `secret`.
+fn redis_settings(config: &Config, url: &str, secret: &[u8]) -> RedisSettings {
     RedisSettings {
         url: url.to_owned(),
         key_prefix: config.redis.key_prefix.clone(),
         timeout: config.redis.timeout,
+        notice_key: NoticeKey::derive(secret),
     }
 }
 
@@ -109,13 +113,13 @@ pub async fn nats(config: &Config) -> anyhow::Result<Option<Arc<dyn coupond_engi
 
 /// Tells the running instances (through Redis, if configured) that a key was revoked, so they
 /// refuse it at once rather than after `cache_ttl`. A Redis that cannot be reached is said on
-/// stderr; the revocation itself is done either way.
-pub async fn tell_keys_changed(config: &Config) {
+/// stderr; the revocation itself is done either way. `secret` signs the notice.
+pub async fn tell_keys_changed(config: &Config, secret: &[u8]) {
     let Some(url) = &config.redis.url else {
         return;
     };
     let told = async {
-        let redis = Redis::new(&redis_settings(config, url))?;
+        let redis = Redis::new(&redis_settings(config, url, secret))?;
         redis.announce("coupond-cli", Notice::KeysChanged).await
     };
     match told.await {

@@ -67,7 +67,7 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
     let mut settings = api_settings(&config, targets.clone())?;
     // Names this process in leases and in its notices to the other instances.
     let instance = format!("coupond-{:016x}", rand::random::<u64>());
-    let shared = crate::brokers::redis(&config, &instance, &mut settings)?;
+    let shared = crate::brokers::redis(&config, &instance, &secret, &mut settings)?;
     let nats = crate::brokers::nats(&config).await?;
     settings.publishes_to_nats = nats.is_some();
     let state = AppState::new(store.clone(), clock.clone(), &secret, settings);

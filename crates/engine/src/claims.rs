@@ -104,6 +104,10 @@ pub struct Claimed {
     pub replayed: bool,
 }
 
+/// How long [`ClaimEngine::new`]'s engine trusts a sold-out answer (`auth.cache_ttl`'s
+/// default).
+pub const DEFAULT_SOLD_OUT_TTL: std::time::Duration = std::time::Duration::from_secs(1);
+
 struct Job {
     request: ClaimRequest,
     reply: oneshot::Sender<Result<ClaimOutcome, ClaimError>>,
@@ -136,16 +140,22 @@ struct Inner {
 }
 
 impl ClaimEngine {
+    /// An engine alone (no other instances), trusting a sold-out answer for
+    /// [`DEFAULT_SOLD_OUT_TTL`].
     pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>, mode: ClaimMode) -> Self {
-        Self::with_peers(store, clock, mode, Arc::new(Alone))
+        Self::with_peers(store, clock, mode, Arc::new(Alone), DEFAULT_SOLD_OUT_TTL)
     }
 
-    /// An engine that tells `peers` when a template sells out.
+    /// An engine that tells `peers` when a template sells out, and answers a claim of a
+    /// template seen sold out from memory for at most `sold_out_ttl` (`cache_ttl`): after
+    /// that the database is asked again, so a raise of the stock whose notice was lost is
+    /// seen anyway.
     pub fn with_peers(
         store: Arc<dyn Store>,
         clock: Arc<dyn Clock>,
         mode: ClaimMode,
         peers: Arc<dyn Peers>,
+        sold_out_ttl: std::time::Duration,
     ) -> Self {
         ClaimEngine {
             inner: Arc::new(Inner {
@@ -153,7 +163,7 @@ impl ClaimEngine {
                 clock,
                 mode,
                 batchers: Mutex::new(HashMap::new()),
-                sold_out: SoldOutMemo::default(),
+                sold_out: SoldOutMemo::new(sold_out_ttl),
                 peers,
                 tasks: Mutex::new(Vec::new()),
                 closing: std::sync::atomic::AtomicBool::new(false),
@@ -200,7 +210,7 @@ impl ClaimEngine {
         // so the shortcuts are skipped.
         if idempotency.is_none() && !single_use {
             check_claim(template, &user, now).map_err(ClaimError::Rejected)?;
-            if self.is_sold_out(template.id) {
+            if self.inner.sold_out.is_sold_out(template.id, now) {
                 metrics::counter!(crate::telemetry::SOLD_OUT_FROM_MEMORY).increment(1);
                 return Err(ClaimError::Rejected(ClaimRejection::SoldOut));
             }
@@ -246,7 +256,7 @@ impl ClaimEngine {
             ClaimOutcome::CodeTaken => Err(ClaimError::CodeTaken),
             ClaimOutcome::SoldOut => {
                 let (t, stock) = (template.id, template.spec.total_stock);
-                if self.inner.sold_out.mark(t, stock) {
+                if self.inner.sold_out.mark(t, stock, self.inner.clock.now()) {
                     let notice = Notice::SoldOut { template: t, stock };
                     self.inner.peers.tell(notice);
                 }
@@ -266,7 +276,7 @@ impl ClaimEngine {
 
     /// Records that another instance saw `t` sold out at `stock`.
     pub fn heard_sold_out(&self, t: TemplateId, stock: i64) {
-        self.inner.sold_out.mark(t, stock);
+        self.inner.sold_out.mark(t, stock, self.inner.clock.now());
     }
 
     /// Forgets every template seen sold out (after notices may have been missed).
@@ -276,12 +286,13 @@ impl ClaimEngine {
 
     /// Forgets that `t` was sold out: its stock was raised to `stock`.
     pub fn forget_sold_out(&self, t: TemplateId, stock: i64) {
-        self.inner.sold_out.forget(t, stock);
+        self.inner.sold_out.forget(t, stock, self.inner.clock.now());
     }
 
-    /// Whether `t` was seen sold out (and its stock not raised since).
+    /// Whether `t` was seen sold out less than the memo's ttl ago (and its stock not raised
+    /// since).
     pub fn is_sold_out(&self, t: TemplateId) -> bool {
-        self.inner.sold_out.is_sold_out(t)
+        self.inner.sold_out.is_sold_out(t, self.inner.clock.now())
     }
 
     /// Whether a claim of `t` can be answered `sold_out` from memory; if so it is counted as

@@ -29,7 +29,8 @@ pub const RATE_LIMITED: &str = "coupond_rate_limited_total";
 pub const RATE_LIMIT_FALLBACK: &str = "coupond_rate_limit_fallback_total";
 /// Redis commands that failed or timed out, by `op`: `rate_limit`, `publish`, `subscribe`.
 pub const REDIS_ERRORS: &str = "coupond_redis_errors_total";
-/// Notices to other instances, by `way`: `sent`, `received`.
+/// Notices to other instances, by `way`: `sent`, `received`, `rejected` (unsigned, forged or
+/// stale messages on the channel).
 pub const PEER_NOTICES: &str = "coupond_peer_notices_total";
 /// Events published to NATS JetStream and acknowledged.
 pub const NATS_PUBLISHED: &str = "coupond_nats_published_total";
@@ -50,7 +51,7 @@ pub fn describe() {
     );
     describe_counter!(
         PEER_NOTICES,
-        "Cache notices to other instances, sent and received"
+        "Cache notices to other instances: sent, received, and rejected (unsigned, forged or stale)"
     );
     describe_counter!(
         NATS_PUBLISHED,

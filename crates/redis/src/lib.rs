@@ -6,6 +6,8 @@
 //! - [`notices`]: [`Notifier`] (the [`Peers`](coupond_engine::shared::Peers) a process tells),
 //!   [`Publisher`] (sends its notices on a pub/sub channel) and [`Subscriber`] (hears the
 //!   others' and hands them to the process).
+//! - [`seal`]: [`NoticeKey`], which signs notices so that only the deployment's instances
+//!   can speak on the channel.
 //!
 //! Redis never decides stock, per-user coupon limits or key validity: the database does. What
 //! happens when Redis is down is each limit's `on_error` setting; notices missed while the
@@ -14,12 +16,14 @@
 
 pub mod limits;
 pub mod notices;
+pub mod seal;
 
 use std::time::Duration;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
 pub use notices::{Notifier, Publisher, Subscriber};
+pub use seal::NoticeKey;
 
 /// How to reach Redis and name what coupond keeps there.
 #[derive(Clone, Debug)]
@@ -32,6 +36,8 @@ pub struct RedisSettings {
     /// The longest a command may take, connecting included; past it the command counts as
     /// failed (a claim's limit falls back as `on_error` says).
     pub timeout: Duration,
+    /// Signs this deployment's notices ([`NoticeKey::derive`] from the user-token secret).
+    pub notice_key: NoticeKey,
 }
 
 /// A handle on Redis, cheap to clone (one multiplexed connection, re-made when lost).
@@ -41,6 +47,7 @@ pub struct Redis {
     conn: ConnectionManager,
     prefix: String,
     timeout: Duration,
+    notice_key: NoticeKey,
 }
 
 impl std::fmt::Debug for Redis {
@@ -81,6 +88,7 @@ impl Redis {
             conn,
             prefix: settings.key_prefix.clone(),
             timeout: settings.timeout,
+            notice_key: settings.notice_key.clone(),
         })
     }
 

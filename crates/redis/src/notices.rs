@@ -5,6 +5,10 @@
 //! [`Subscriber`] hands the others' notices to the process. Pub/sub delivers to whoever is
 //! subscribed at that moment, at most once: after a reconnect the subscriber hands the process
 //! [`Notice::Resync`] first, so whatever it missed is forgotten rather than served stale.
+//!
+//! Every notice is sealed with the deployment's [`NoticeKey`](crate::NoticeKey) and carries
+//! when it was sent: an unsigned, forged or stale message on the channel is dropped and
+//! counted (`coupond_peer_notices_total{way="rejected"}`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,10 +30,12 @@ const PING_EVERY: Duration = Duration::from_secs(5);
 /// reconnecting, or `cache_ttl`, makes up for it).
 const ATTEMPTS: u32 = 3;
 
-/// A notice as it travels: who sent it, so its sender skips its own.
+/// A notice as it travels: who sent it, so its sender skips its own, and when (milliseconds
+/// since the epoch), so an old one is not acted on.
 #[derive(Debug, Serialize, Deserialize)]
 struct Envelope {
     from: String,
+    at: i64,
     #[serde(flatten)]
     notice: Notice,
 }
@@ -104,10 +110,12 @@ impl Redis {
     pub async fn announce(&self, from: &str, notice: Notice) -> Result<(), crate::RedisError> {
         let envelope = Envelope {
             from: from.to_owned(),
+            at: crate::seal::now_ms(),
             notice,
         };
-        let text = serde_json::to_string(&envelope)
+        let json = serde_json::to_string(&envelope)
             .map_err(|e| crate::RedisError::Command(e.to_string()))?;
+        let text = self.notice_key.seal(&json);
         let mut conn = self.conn.clone();
         let mut publish = redis::cmd("PUBLISH");
         publish.arg(self.channel()).arg(text);
@@ -201,19 +209,35 @@ impl Subscriber {
         }
     }
 
-    /// Hands one message on, unless it is this instance's own or unreadable.
+    /// Hands one message on, unless it is this instance's own, or not sealed with the
+    /// deployment's key, stale or unreadable.
     fn hand_on(&self, message: &redis::Msg) {
         let Ok(text) = message.get_payload::<String>() else {
             return;
         };
-        match serde_json::from_str::<Envelope>(&text) {
+        match self.open(&text) {
             Ok(e) if *e.from == *self.instance => {}
             Ok(e) => {
                 metrics::counter!(PEER_NOTICES, "way" => "received").increment(1);
                 (self.heard)(&e.notice);
             }
-            // From a newer version, or not from coupond: ignored.
-            Err(e) => tracing::debug!(error = %e, "an unreadable notice was ignored"),
+            Err(why) => {
+                metrics::counter!(PEER_NOTICES, "way" => "rejected").increment(1);
+                tracing::warn!(why, "a message on the notice channel was dropped");
+            }
         }
+    }
+
+    /// The envelope in `text`, if it is sealed with this deployment's key, recent and
+    /// readable (one from a newer version is not).
+    fn open(&self, text: &str) -> Result<Envelope, &'static str> {
+        let json = self
+            .redis
+            .notice_key
+            .open(text)
+            .map_err(|_| "not signed with this deployment's key")?;
+        let envelope: Envelope = serde_json::from_str(json).map_err(|_| "unreadable")?;
+        crate::seal::check_age(envelope.at, std::time::SystemTime::now()).map_err(|_| "stale")?;
+        Ok(envelope)
     }
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use coupond_domain::TemplateId;
 use coupond_engine::shared::{LimitAsk, Notice, Peers, SharedLimits};
-use coupond_redis::{Redis, RedisSettings};
+use coupond_redis::{NoticeKey, Redis, RedisSettings};
 use tokio::sync::{mpsc, watch};
 
 fn settings(prefix: &str) -> Option<RedisSettings> {
@@ -21,6 +21,7 @@ fn settings(prefix: &str) -> Option<RedisSettings> {
         // Each test (and each run) its own keys.
         key_prefix: format!("coupond-test-{prefix}-{:x}", rand_suffix()),
         timeout: Duration::from_secs(2),
+        notice_key: NoticeKey::derive(b"the deployment's shared secret"),
     })
 }
 
@@ -130,6 +131,53 @@ async fn notices_reach_the_other_instances_not_their_sender() {
     stop_tx.send(true).unwrap();
 }
 
+/// Whoever can publish on the channel cannot speak for an instance: an unsigned notice, one
+/// signed with another deployment's key and a stale one are dropped; the next real one is
+/// heard (so the forged ones were not merely late).
+#[tokio::test]
+async fn forged_and_stale_notices_are_not_heard() {
+    let Some(s) = settings("forged") else { return };
+    let (stop_tx, stop) = watch::channel(false);
+    let redis = Redis::new(&s).unwrap();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let heard = Arc::new(move |n: &Notice| drop(tx.send(n.clone())));
+    let (_notifier, _publisher, subscriber) = redis.notices("victim", heard);
+    tokio::spawn(subscriber.run(stop.clone()));
+    assert_eq!(next(&mut rx).await, Notice::Resync);
+    let channel = format!("{}:notices", s.key_prefix);
+    let forged = r#"{"from":"attacker","at":0,"notice":"sold_out","template":7,"stock":9223372036854775807}"#;
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis();
+    let recent = forged.replace(r#""at":0"#, &format!(r#""at":{now_ms}"#));
+    let mut conn = redis::Client::open(s.url.as_str())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    for message in [
+        recent.clone(),
+        NoticeKey::derive(b"another deployment").seal(&recent),
+        s.notice_key.seal(forged),
+    ] {
+        let _: i64 = redis::cmd("PUBLISH")
+            .arg(&channel)
+            .arg(message)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+    }
+    let other = Redis::new(&s).unwrap();
+    other.announce("peer", Notice::KeysChanged).await.unwrap();
+    assert_eq!(
+        next(&mut rx).await,
+        Notice::KeysChanged,
+        "an unsigned, foreign-signed or stale notice was heard"
+    );
+    stop_tx.send(true).unwrap();
+}
+
 /// The next notice `rx` hears, within 5 s.
 async fn next(rx: &mut mpsc::UnboundedReceiver<Notice>) -> Notice {
     tokio::time::timeout(Duration::from_secs(5), rx.recv())
@@ -145,6 +193,7 @@ async fn a_redis_that_is_down_fails_fast() {
         url: "redis://127.0.0.1:1/".into(),
         key_prefix: "coupond".into(),
         timeout: Duration::from_millis(200),
+        notice_key: NoticeKey::derive(b"secret"),
     })
     .unwrap();
     let started = std::time::Instant::now();
@@ -154,6 +203,7 @@ async fn a_redis_that_is_down_fails_fast() {
         url: "http://nope".into(),
         key_prefix: "coupond".into(),
         timeout: Duration::from_millis(200),
+        notice_key: NoticeKey::derive(b"secret"),
     })
     .is_err());
 }
@@ -173,6 +223,7 @@ async fn a_redis_that_never_answers_fails_within_the_timeout() {
         url: format!("redis://{addr}/"),
         key_prefix: "coupond".into(),
         timeout: Duration::from_millis(200),
+        notice_key: NoticeKey::derive(b"secret"),
     })
     .unwrap();
     // Bounded by the timeout: the claim that asked falls back instead of hanging.

@@ -230,6 +230,8 @@ pub async fn publish(
     let t = load_visible(&s, &p, id).await?;
     let now = s.now();
     let published = campaigns::publish_template(s.store(), &t, now).await?;
+    // A copy read while it was a draft answers claims `not_found`: every instance forgets it.
+    s.tell(Notice::TemplateChanged { template: id });
     Ok(Json(view(published, now)))
 }
 

@@ -10,6 +10,7 @@ mod clock;
 mod codes;
 mod flows;
 mod hostile;
+mod instances;
 mod isolation;
 mod issuances;
 mod lifecycle;

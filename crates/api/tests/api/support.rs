@@ -236,6 +236,31 @@ impl TestApp {
         self.router = coupond_api::router(self.state.clone());
     }
 
+    /// A second instance beside this one: its own `AppState` (caches, sold-out memo, claim
+    /// batchers, limits) over the same database, clock, keys and settings, as a second
+    /// `serve` process on one database with no Redis between them. Keep `self` alive: it
+    /// owns the SQLite file.
+    pub fn twin(&self) -> TestApp {
+        let settings = self.state.settings().clone();
+        let state = AppState::new(
+            self.store.clone(),
+            Arc::new(self.clock.clone()),
+            SECRET,
+            settings,
+        );
+        TestApp {
+            router: coupond_api::router(state.clone()),
+            state,
+            store: self.store.clone(),
+            clock: self.clock.clone(),
+            platform: self.platform.clone(),
+            service: self.service.clone(),
+            merchants: self.merchants.clone(),
+            user: self.user.clone(),
+            _dir: None,
+        }
+    }
+
     /// Serves the app over real TCP on a loopback port, with `limits`, until the test's runtime
     /// ends; returns the address.
     pub async fn listen(
