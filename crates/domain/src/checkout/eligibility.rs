@@ -42,9 +42,10 @@ pub enum Reason {
     /// coupon, including one of the same template); and for an applicable `stackable` coupon
     /// when the best combination is an exclusive coupon.
     ExclusiveConflict,
-    /// Usable, but asked for together with coupons that leave it nothing to take off (another
-    /// coupon of its template, or lines already fully discounted). Only a lock produces it: a
-    /// coupon is never spent for nothing.
+    /// Usable, but it takes nothing off: a quote says it of a coupon whose own discount on
+    /// the order is zero; a lock also of one asked for together with coupons that leave it
+    /// nothing to take off (another coupon of its template, or lines already fully
+    /// discounted). A coupon is never spent for nothing.
     Redundant,
 }
 

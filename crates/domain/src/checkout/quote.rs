@@ -35,7 +35,8 @@ pub struct CouponQuote {
     /// Whether the coupon can be used on this order: `reasons` is empty. An applicable coupon
     /// can still be left out of the best combination when another coupon of its template is in
     /// it, or when it would add nothing to it (every line it applies to is already fully
-    /// discounted, or its own discount is zero).
+    /// discounted). One whose own discount on this order is zero is not applicable: its
+    /// reason is `redundant`, as a lock would say.
     pub applicable: bool,
     /// Every reason it cannot be used, in [`Reason`]'s order.
     pub reasons: Vec<Reason>,
@@ -170,17 +171,23 @@ pub fn quote(input: &QuoteInput<'_>) -> Result<Quote, DomainError> {
         .enumerate()
         .map(|(ci, c)| {
             let t = templates[tpl_of[ci]];
-            let r = terms_of(ci).map_or_else(Vec::new, |tm| reasons(order, input.now, c, t, tm));
-            let eligible = r.is_empty();
+            let mut r =
+                terms_of(ci).map_or_else(Vec::new, |tm| reasons(order, input.now, c, t, tm));
+            let discount = match terms_of(ci) {
+                Some(tm) if r.is_empty() => tm.discount,
+                _ => Money::ZERO,
+            };
+            // Usable, but it takes nothing off this order: a lock would refuse it as
+            // `redundant`, and the quote says so too.
+            if r.is_empty() && discount == Money::ZERO {
+                r.push(Reason::Redundant);
+            }
             CouponQuote {
                 coupon_id: c.id,
                 template_id: c.template_id,
-                applicable: eligible,
+                applicable: r.is_empty(),
                 reasons: r,
-                discount: match terms_of(ci) {
-                    Some(tm) if eligible => tm.discount,
-                    _ => Money::ZERO,
-                },
+                discount,
                 chosen: false,
             }
         })

@@ -303,3 +303,24 @@ fn refuses_inconsistent_input() {
         "templates[1]"
     );
 }
+
+/// A coupon that takes nothing off this order (a special price above the price) is not
+/// `applicable`: the quote says `redundant`, as a lock of it would, instead of `applicable`
+/// with a discount of 0.
+#[test]
+fn a_coupon_that_takes_nothing_is_redundant_in_the_quote() {
+    let o = shop();
+    let coupons = [coupon(1, 1, AUG), coupon(2, 2, AUG)];
+    let templates = [
+        template(1, CouponValue::SpecialPrice { price: m(200_000) }, |_| {}),
+        template(2, amount_off(10_000), |_| {}),
+    ];
+    let q = run(&o, &coupons, &templates);
+    let nothing = find(&q, 1);
+    assert_eq!(
+        (nothing.applicable, &nothing.reasons[..], nothing.discount),
+        (false, &[Reason::Redundant][..], Money::ZERO)
+    );
+    assert!(find(&q, 2).applicable);
+    assert_eq!(chosen(&q), vec![2]);
+}

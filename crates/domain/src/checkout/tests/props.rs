@@ -165,12 +165,16 @@ fn check_quote(o: &Order, tpls: &[Tpl], coupons: &[Coupon]) -> Result<(), TestCa
         q.coupons.iter().filter(|c| c.chosen).count(),
         best.coupons.len()
     );
-    // Reasons: exactly eligibility's, plus exclusive_conflict for some eligible ones.
+    // Reasons: exactly eligibility's, plus exclusive_conflict for some eligible ones, and
+    // redundant for an eligible one that takes nothing off on its own.
     for c in coupons {
         let cq = q.coupons.iter().find(|x| x.coupon_id == c.id).unwrap();
         let tu = uses(std::slice::from_ref(tpl_of(c.template_id)))[0];
         let alone = eligibility(o, now(), c, tu);
-        if alone.is_empty() {
+        let takes_nothing = discount(o, tu).is_none_or(|d| d.discount == Money::ZERO);
+        if alone.is_empty() && takes_nothing {
+            prop_assert_eq!(&cq.reasons, &vec![Reason::Redundant]);
+        } else if alone.is_empty() {
             prop_assert!(cq.reasons.is_empty() || cq.reasons == vec![Reason::ExclusiveConflict]);
         } else {
             prop_assert_eq!(&cq.reasons, &alone);
