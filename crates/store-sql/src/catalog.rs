@@ -10,7 +10,7 @@ use coupond_domain::{
 };
 use coupond_store::{codec, Conflict, ListingQuery, MerchantQuery, StoreError, StoreResult};
 
-use crate::{missing_or_conflict, sql, Db, Query, Row, Work};
+use crate::{missing_or_conflict, sql, Db, Exec, Query, Row, Work};
 
 pub async fn insert_merchant(
     db: &dyn Db,
@@ -286,13 +286,15 @@ pub async fn bind(
     if exists.is_some() {
         return Ok(false);
     }
-    let counted = tx
-        .execute(
-            sql("UPDATE listings SET bound = bound + 1 WHERE id = $1 AND bound < $2")
-                .bind(listing.get())
-                .bind(max),
-        )
-        .await?;
+    let count = || {
+        sql("UPDATE listings SET bound = bound + 1 WHERE id = $1 AND bound < $2")
+            .bind(listing.get())
+            .bind(max)
+    };
+    let mut counted = tx.execute(count()).await?;
+    if counted != 1 && release_dead_bindings(&mut *tx, listing, now).await? > 0 {
+        counted = tx.execute(count()).await?;
+    }
     if counted != 1 {
         return Err(StoreError::Conflict(Conflict::Limit));
     }
@@ -305,6 +307,35 @@ pub async fn bind(
     .await?;
     tx.commit().await?;
     Ok(true)
+}
+
+/// Unbinds from `listing` (whose row the caller holds locked) every template that can no
+/// longer be claimed at `now` (aborted, or its claim window over): the limit counts templates
+/// that give users coupons, not dead ones. How many were released.
+async fn release_dead_bindings<E: Exec + ?Sized>(
+    tx: &mut E,
+    listing: ListingId,
+    now: Timestamp,
+) -> StoreResult<u64> {
+    let released = tx
+        .execute(
+            sql(
+                "DELETE FROM bindings WHERE listing_id = $1 AND template_id IN
+                 (SELECT id FROM templates WHERE aborted_at IS NOT NULL OR claim_end <= $2)",
+            )
+            .bind(listing.get())
+            .bind(now),
+        )
+        .await?;
+    if released > 0 {
+        tx.execute(
+            sql("UPDATE listings SET bound = bound - $1 WHERE id = $2")
+                .bind(released as i64)
+                .bind(listing.get()),
+        )
+        .await?;
+    }
+    Ok(released)
 }
 
 pub async fn unbind(db: &dyn Db, listing: ListingId, template: TemplateId) -> StoreResult<bool> {

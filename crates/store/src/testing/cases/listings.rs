@@ -253,3 +253,39 @@ pub async fn abort_releases_bindings(s: Arc<dyn Store>) {
         "the activity's slot is free again"
     );
 }
+
+/// A listing's limit counts templates that still give coupons: once three bound templates'
+/// claim windows are over, a fourth binds, and the dead ones are unbound with it.
+pub async fn ended_templates_free_their_binding_slots(s: Arc<dyn Store>) {
+    let m = s
+        .insert_merchant(&merchant("M", &[1, 2]), t0())
+        .await
+        .unwrap();
+    let l = listing_in(&s, m.id, 1, 4).await;
+    let mut ended = vec![];
+    for _ in 0..3 {
+        let t = live_template(&s, &m, 10, 20).await.id;
+        assert!(s.bind(l.id, t, 3, at(11)).await.unwrap());
+        ended.push(t);
+    }
+    let later = live_template(&s, &m, 10, 40).await.id;
+    assert!(matches!(
+        s.bind(l.id, later, 3, at(19)).await,
+        Err(StoreError::Conflict(Conflict::Limit))
+    ));
+    assert!(
+        s.bind(l.id, later, 3, at(20)).await.unwrap(),
+        "ended at hour 20"
+    );
+    assert_eq!(s.listing_bindings(l.id).await.unwrap(), vec![later]);
+    // The count followed: two more slots.
+    for _ in 0..2 {
+        let t = live_template(&s, &m, 10, 40).await.id;
+        assert!(s.bind(l.id, t, 3, at(21)).await.unwrap());
+    }
+    let one_more = live_template(&s, &m, 10, 40).await.id;
+    assert!(matches!(
+        s.bind(l.id, one_more, 3, at(21)).await,
+        Err(StoreError::Conflict(Conflict::Limit))
+    ));
+}
