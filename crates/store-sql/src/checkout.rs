@@ -218,7 +218,8 @@ async fn held_by<E: Exec + ?Sized>(
     order: &OrderId,
 ) -> StoreResult<Vec<Coupon>> {
     let q = sql(format!(
-        "SELECT * FROM coupons WHERE order_id = $1 AND status = 'locked' ORDER BY id{}",
+        "SELECT * FROM {} WHERE order_id = $1 AND status = 'locked' ORDER BY id{}",
+        d.coupons_of_order(),
         d.lock_rows(false)
     ))
     .bind(order.as_str());
@@ -258,7 +259,8 @@ pub async fn confirm_order(
     // Every coupon under the order, locked: a revoke of one waits for this, or this for it,
     // and each then sees what the other did.
     let q = sql(format!(
-        "SELECT * FROM coupons WHERE order_id = $1 ORDER BY id{}",
+        "SELECT * FROM {} WHERE order_id = $1 ORDER BY id{}",
+        d.coupons_of_order(),
         d.lock_rows(false)
     ));
     let rows = tx.fetch_all(q.bind(order.as_str())).await?;
@@ -279,10 +281,11 @@ pub async fn confirm_order(
         return Ok(OrderStep::AmountViolation(why));
     }
     tx.execute(
-        sql(
-            "UPDATE coupons SET status = 'used', used_at = $1, locked_until = NULL, updated_at = $1
+        sql(format!(
+            "UPDATE {} SET status = 'used', used_at = $1, locked_until = NULL, updated_at = $1
              WHERE order_id = $2 AND status = 'locked'",
-        )
+            d.coupons_of_order()
+        ))
         .bind(now)
         .bind(order.as_str()),
     )

@@ -93,7 +93,8 @@ pub async fn refund_order(db: &dyn Db, req: &RefundRequest<'_>) -> StoreResult<R
         return Ok(RefundStep::WrongState(order));
     }
     let q = sql(format!(
-        "SELECT * FROM coupons WHERE order_id = $1 AND status = 'used' ORDER BY id{}",
+        "SELECT * FROM {} WHERE order_id = $1 AND status = 'used' ORDER BY id{}",
+        d.coupons_of_order(),
         d.lock_rows(false)
     ));
     let used = tx.fetch_all(q.bind(req.order_id.as_str())).await?;
@@ -321,12 +322,14 @@ pub async fn delete_template(db: &dyn Db, id: TemplateId) -> StoreResult<Deleted
     )
     .await?;
     // A draft has no coupons, so no holdings, reminders or claim keys; codes and code
-    // batches may have been defined for it. PostgreSQL and MySQL lay stock out in
+    // batches may have been defined for it, and issuance jobs asked for (each failed or
+    // fails at once: a draft issues nothing). PostgreSQL and MySQL lay stock out in
     // `template_stock`.
     let mut tables = vec![
         "bindings",
         "codes",
         "code_batches",
+        "issuances",
         "template_changes",
         "template_tags",
     ];

@@ -262,6 +262,18 @@ impl Dialect {
         }
     }
 
+    /// The `coupons` table in a statement that finds an order's coupons by `order_id` and
+    /// locks them (a locking read, or an `UPDATE`). MariaDB locks every index record its
+    /// chosen index visits: left to itself it picked `(status, valid_until)` with a filter on
+    /// the order, and so locked every `locked` coupon of every order, and unrelated checkouts
+    /// deadlocked. The hint makes it visit only this order's rows.
+    pub fn coupons_of_order(self) -> &'static str {
+        match self {
+            Dialect::Mysql => "coupons FORCE INDEX (coupons_by_order)",
+            Dialect::Sqlite | Dialect::Postgres => "coupons",
+        }
+    }
+
     /// As [`Dialect::lock_rows`] (`FOR UPDATE`), passing over rows another transaction holds:
     /// instances share work (expiry, issuance jobs) without waiting on each other.
     pub fn lock_rows_skip_locked(self) -> &'static str {

@@ -361,6 +361,16 @@ async fn deletes_and_live_changes(app: TestApp) {
         .post("/v1/templates", app.m1(), standalone_template(10, 20))
         .await;
     let draft = r.body["id"].as_i64().unwrap();
+    // An issuance job asked for on the draft (it issues nothing) does not keep it.
+    let upload = axum::http::Request::builder()
+        .method("POST")
+        .uri(format!("/v1/templates/{draft}/issuances"))
+        .header("authorization", format!("Bearer {}", app.m1()))
+        .header("content-type", "text/csv")
+        .body(axum::body::Body::from("u-1\nu-2\n"))
+        .unwrap();
+    let r = app.send(upload).await;
+    assert!(r.status.is_success(), "{} {}", r.status, r.body);
     assert_eq!(
         app.call(
             Method::DELETE,
@@ -435,7 +445,7 @@ async fn deletes_and_live_changes(app: TestApp) {
     assert_eq!(r.body["total_stock"], 40, "{}", r.body);
     let h = app.get(&format!("{live}/history"), &app.platform).await;
     assert_eq!(h.status, StatusCode::OK, "{}", h.body);
-    let changes = &h.body[0]["changes"];
+    let changes = &h.body["items"][0]["changes"];
     assert_eq!(
         changes["total_stock"],
         json!({"from": 10, "to": 40}),
@@ -448,7 +458,7 @@ async fn deletes_and_live_changes(app: TestApp) {
         h.body
     );
     assert_eq!(
-        h.body[0]["actor"].as_str().unwrap(),
+        h.body["items"][0]["actor"].as_str().unwrap(),
         format!("merchant:{}", app.merchants[0].0)
     );
     // The coupon already held is valid for as long as the template now says.

@@ -5,6 +5,7 @@
 mod abuse;
 mod checkout;
 mod checkout_guards;
+mod checkout_races;
 mod claims;
 mod clock;
 mod codes;
