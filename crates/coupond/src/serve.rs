@@ -348,6 +348,7 @@ fn sender_settings(config: &Config) -> coupond_engine::SenderSettings {
         timeout: config.webhook.timeout,
         concurrency: config.webhook.concurrency.max(1) as usize,
         per_endpoint: config.webhook.concurrency_per_endpoint.max(1) as usize,
+        per_owner: config.webhook.concurrency_per_owner.max(1) as usize,
     }
 }
 

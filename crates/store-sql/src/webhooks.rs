@@ -3,8 +3,8 @@
 
 use coupond_domain::{MerchantId, Timestamp};
 use coupond_store::{
-    Conflict, Delivery, DeliveryAttempt, DeliveryState, NewDelivery, NewWebhook, StoreError,
-    StoreResult, Webhook,
+    Conflict, Delivery, DeliveryAttempt, DeliveryState, DueSkip, NewDelivery, NewWebhook,
+    StoreError, StoreResult, Webhook,
 };
 
 use crate::{sql, Db, Row, Work};
@@ -119,17 +119,20 @@ pub async fn due_deliveries(
     db: &dyn Db,
     now: Timestamp,
     limit: u32,
-    skip: &[i64],
+    skip: &DueSkip,
 ) -> StoreResult<Vec<Delivery>> {
+    let d = db.dialect();
     let q = sql(format!(
         "SELECT d.* FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
-         WHERE d.state = 'pending' AND d.next_at <= $1 AND w.disabled_at IS NULL AND {}
+         WHERE d.state = 'pending' AND d.next_at <= $1 AND w.disabled_at IS NULL AND {} AND {}
          ORDER BY d.next_at, d.id LIMIT $2",
-        db.dialect().not_in_list("d.webhook_id", 3)
+        d.not_in_list("d.webhook_id", 3),
+        d.not_in_list("COALESCE(w.merchant_id, 0)", 4)
     ))
     .bind(now)
     .bind(limit)
-    .bind(skip);
+    .bind(skip.webhooks.as_slice())
+    .bind(skip.owners.as_slice());
     let rows = db.read_all(q).await?;
     rows.iter().map(|r| delivery_row(r, vec![])).collect()
 }
@@ -291,7 +294,7 @@ macro_rules! impl_webhook_store {
                 &self,
                 now: $crate::reexport::domain::Timestamp,
                 limit: u32,
-                skip: &[i64],
+                skip: &$crate::reexport::store::DueSkip,
             ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::store::Delivery>> {
                 $crate::webhooks::due_deliveries(self, now, limit, skip).await
             }

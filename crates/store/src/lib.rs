@@ -76,7 +76,8 @@ pub use scheduling::{
 };
 pub use tags::{NewTagUpload, TagStore, TagUpload, Tagged};
 pub use webhooks::{
-    Delivery, DeliveryAttempt, DeliveryState, NewDelivery, NewWebhook, Webhook, WebhookStore,
+    owner_key, Delivery, DeliveryAttempt, DeliveryState, DueSkip, NewDelivery, NewWebhook,
+    Webhook, WebhookStore,
 };
 
 /// Everything coupond persists: every area trait at once. Implementations are cheap to share

@@ -102,6 +102,22 @@ pub struct Delivery {
     pub attempts: Vec<DeliveryAttempt>,
 }
 
+/// What [`WebhookStore::due_deliveries`] leaves out: endpoints and owners at their bound of
+/// deliveries in flight.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DueSkip {
+    /// Endpoint ids.
+    pub webhooks: Vec<i64>,
+    /// Owners, as [`owner_key`] gives them.
+    pub owners: Vec<i64>,
+}
+
+/// An endpoint's owner as one integer: its merchant's id, or 0 for the platform's (merchant
+/// ids start at 1).
+pub fn owner_key(merchant: Option<MerchantId>) -> i64 {
+    merchant.map_or(0, MerchantId::get)
+}
+
 /// Webhook endpoints, their queued deliveries and attempts.
 #[async_trait]
 pub trait WebhookStore: Send + Sync {
@@ -123,13 +139,13 @@ pub trait WebhookStore: Send + Sync {
     /// Queues deliveries, each at most once per (endpoint, event), due at `now`; returns how
     /// many were new.
     async fn enqueue_deliveries(&self, d: &[NewDelivery], now: Timestamp) -> StoreResult<u64>;
-    /// Pending deliveries due at `now` to enabled endpoints other than `skip` (those the sender
-    /// has no room for), oldest first.
+    /// Pending deliveries due at `now` to enabled endpoints, oldest first, except those of the
+    /// endpoints and owners in `skip` (those the sender has no room for).
     async fn due_deliveries(
         &self,
         now: Timestamp,
         limit: u32,
-        skip: &[i64],
+        skip: &DueSkip,
     ) -> StoreResult<Vec<Delivery>>;
     /// Records an attempt and what follows: delivered, failed for good, or retried at `next`.
     async fn record_attempt(

@@ -7,7 +7,7 @@ use figment::value::{Dict, Map, Value};
 use figment::{Error, Metadata, Profile, Provider};
 
 /// Every setting: its flat name, its section and its key there.
-pub const FLAT: [(&str, &str, &str); 62] = [
+pub const FLAT: [(&str, &str, &str); 63] = [
     ("listen", "server", "listen"),
     ("max_body_bytes", "server", "max_body_bytes"),
     ("max_upload_bytes", "server", "max_upload_bytes"),
@@ -83,6 +83,11 @@ pub const FLAT: [(&str, &str, &str); 62] = [
         "webhook_concurrency_per_endpoint",
         "webhook",
         "concurrency_per_endpoint",
+    ),
+    (
+        "webhook_concurrency_per_owner",
+        "webhook",
+        "concurrency_per_owner",
     ),
     ("console_secret", "console", "secret"),
     ("console_secure_cookies", "console", "secure_cookies"),

@@ -225,6 +225,8 @@ pub struct Webhook {
     pub concurrency: u32,
     /// Deliveries in flight at once to one endpoint.
     pub concurrency_per_endpoint: u32,
+    /// Deliveries in flight at once to the endpoints of one owner (a merchant, the platform).
+    pub concurrency_per_owner: u32,
 }
 
 /// A list given as a TOML array, or (from the environment) as one comma-separated string.

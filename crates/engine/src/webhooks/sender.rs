@@ -1,7 +1,10 @@
-//! The sender: posts due deliveries, each on its own task, at most `concurrency` at once and
-//! `per_endpoint` to one endpoint, so a receiver that takes its time (up to the timeout)
-//! delays its own deliveries only. Endpoints at their bound are left out of the next query,
-//! so their backlog cannot crowd out anyone else's due deliveries either.
+//! The sender: posts due deliveries, each on its own task, at most `concurrency` at once,
+//! `per_owner` for one owner's endpoints (a merchant's, or the platform's) and `per_endpoint`
+//! to one endpoint, so a receiver that takes its time (up to the timeout) delays its own
+//! deliveries only, and one owner's many slow receivers delay only that owner. Endpoints and
+//! owners at their bound are left out of the next query, so their backlog cannot crowd out
+//! anyone else's due deliveries either; what the query returns is started round robin
+//! between owners.
 //!
 //! What a merchant sees of a failed attempt is "delivery failed", or the HTTP status of an
 //! exchange that completed: never why a connection failed, which would tell a closed port from
@@ -13,7 +16,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use coupond_domain::Timestamp;
-use coupond_store::{Delivery, DeliveryAttempt, DeliveryState, Store, StoreResult, Webhook};
+use coupond_store::{
+    owner_key, Delivery, DeliveryAttempt, DeliveryState, DueSkip, Store, StoreResult, Webhook,
+};
 use http_body_util::Full;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
@@ -58,6 +63,8 @@ pub struct SenderSettings {
     pub concurrency: usize,
     /// Deliveries in flight at once to one endpoint.
     pub per_endpoint: usize,
+    /// Deliveries in flight at once to the endpoints of one owner.
+    pub per_owner: usize,
 }
 
 impl Default for SenderSettings {
@@ -67,15 +74,36 @@ impl Default for SenderSettings {
             timeout: Duration::from_secs(10),
             concurrency: 32,
             per_endpoint: 2,
+            per_owner: 8,
         }
     }
 }
 
-/// Deliveries in flight: which, and how many per endpoint.
+/// Deliveries in flight: which, and how many per endpoint and per owner ([`owner_key`]).
 #[derive(Debug, Default)]
 struct Busy {
     deliveries: HashSet<i64>,
     per_endpoint: HashMap<i64, usize>,
+    per_owner: HashMap<i64, usize>,
+}
+
+/// One less in flight under `key`; the entry goes when it reaches 0.
+fn release(counts: &mut HashMap<i64, usize>, key: i64) {
+    if let Some(n) = counts.get_mut(&key) {
+        *n -= 1;
+        if *n == 0 {
+            counts.remove(&key);
+        }
+    }
+}
+
+/// The keys of `counts` at `bound` or past it.
+fn full(counts: &HashMap<i64, usize>, bound: usize) -> Vec<i64> {
+    counts
+        .iter()
+        .filter(|(_, n)| **n >= bound)
+        .map(|(k, _)| *k)
+        .collect()
 }
 
 /// A delivery's place among those in flight, given back on drop.
@@ -84,19 +112,36 @@ struct Slot {
     busy: Arc<Mutex<Busy>>,
     delivery: i64,
     webhook: i64,
+    owner: i64,
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
         let mut busy = self.busy.lock().unwrap_or_else(PoisonError::into_inner);
         busy.deliveries.remove(&self.delivery);
-        if let Some(n) = busy.per_endpoint.get_mut(&self.webhook) {
-            *n -= 1;
-            if *n == 0 {
-                busy.per_endpoint.remove(&self.webhook);
-            }
+        release(&mut busy.per_endpoint, self.webhook);
+        release(&mut busy.per_owner, self.owner);
+    }
+}
+
+/// `items` reordered so that owners take turns: each owner's first, then each one's second,
+/// and so on, owners in the order of their first item (the oldest due first).
+fn round_robin<T>(items: Vec<T>, owner: impl Fn(&T) -> i64) -> Vec<T> {
+    let mut queues: Vec<(i64, std::collections::VecDeque<T>)> = Vec::new();
+    for item in items {
+        let o = owner(&item);
+        match queues.iter_mut().find(|(k, _)| *k == o) {
+            Some((_, q)) => q.push_back(item),
+            None => queues.push((o, std::iter::once(item).collect())),
         }
     }
+    let mut out = Vec::new();
+    while queues.iter().any(|(_, q)| !q.is_empty()) {
+        for (_, q) in &mut queues {
+            out.extend(q.pop_front());
+        }
+    }
+    out
 }
 
 /// Posts due deliveries. Cheap to clone (the clones share what is in flight).
@@ -154,43 +199,41 @@ impl WebhookSender {
         }
         // What is in flight now: such a delivery may still come back from the query (its
         // attempt not recorded yet) and must not start again, even if it ends meanwhile.
-        let (room, full, in_flight) = {
+        let (room, skip, in_flight) = {
             let busy = self.busy();
-            let full: Vec<i64> = busy
-                .per_endpoint
-                .iter()
-                .filter(|(_, n)| **n >= self.settings.per_endpoint)
-                .map(|(w, _)| *w)
-                .collect();
+            let skip = DueSkip {
+                webhooks: full(&busy.per_endpoint, self.settings.per_endpoint),
+                owners: full(&busy.per_owner, self.settings.per_owner),
+            };
             let room = self
                 .settings
                 .concurrency
                 .saturating_sub(busy.deliveries.len());
-            (room, full, busy.deliveries.clone())
+            (room, skip, busy.deliveries.clone())
         };
         if room == 0 {
             return Ok(0);
         }
         let limit = u32::try_from(room.max(50)).unwrap_or(u32::MAX);
-        let due = self.store.due_deliveries(now, limit, &full).await?;
+        let due = self.store.due_deliveries(now, limit, &skip).await?;
         let mut hooks: HashMap<i64, Arc<Webhook>> = HashMap::new();
+        for d in &due {
+            if !hooks.contains_key(&d.webhook_id) {
+                let w = self.store.webhook(d.webhook_id).await?;
+                hooks.insert(w.id, Arc::new(w));
+            }
+        }
         let mut started = 0;
-        for d in due {
+        for d in round_robin(due, |d| owner_key(hooks[&d.webhook_id].merchant_id)) {
             if started == room {
                 break;
             }
             if in_flight.contains(&d.id) {
                 continue;
             }
-            let Some(slot) = self.take_slot(&d) else {
+            let hook = hooks[&d.webhook_id].clone();
+            let Some(slot) = self.take_slot(&d, owner_key(hook.merchant_id)) else {
                 continue;
-            };
-            let hook = match hooks.get(&d.webhook_id) {
-                Some(h) => h.clone(),
-                None => {
-                    let w = self.store.webhook(d.webhook_id).await?;
-                    hooks.entry(w.id).or_insert(Arc::new(w)).clone()
-                }
             };
             let this = self.clone();
             tasks.spawn(async move {
@@ -202,20 +245,27 @@ impl WebhookSender {
         Ok(started)
     }
 
-    /// Claims an in-flight slot for `d`, unless it is already in flight or its endpoint is
-    /// at its bound. The slot is given back when dropped (also if its task panics).
-    fn take_slot(&self, d: &Delivery) -> Option<Slot> {
+    /// Claims an in-flight slot for `d` (of `owner`), unless it is already in flight or its
+    /// endpoint or owner is at its bound. The slot is given back when dropped (also if its
+    /// task panics).
+    fn take_slot(&self, d: &Delivery, owner: i64) -> Option<Slot> {
         let mut busy = self.busy();
         let n = busy.per_endpoint.get(&d.webhook_id).copied().unwrap_or(0);
-        if n >= self.settings.per_endpoint || busy.deliveries.contains(&d.id) {
+        let o = busy.per_owner.get(&owner).copied().unwrap_or(0);
+        if n >= self.settings.per_endpoint
+            || o >= self.settings.per_owner
+            || busy.deliveries.contains(&d.id)
+        {
             return None;
         }
         busy.deliveries.insert(d.id);
         busy.per_endpoint.insert(d.webhook_id, n + 1);
+        busy.per_owner.insert(owner, o + 1);
         Some(Slot {
             busy: self.busy.clone(),
             delivery: d.id,
             webhook: d.webhook_id,
+            owner,
         })
     }
 
@@ -308,5 +358,17 @@ impl WebhookSender {
             }
         }
         while tasks.join_next().await.is_some() {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::round_robin;
+
+    #[test]
+    fn owners_take_turns_oldest_first() {
+        let items = vec![(1, 'a'), (1, 'b'), (1, 'c'), (2, 'x'), (3, 'p'), (2, 'y')];
+        let order: String = round_robin(items, |i| i.0).iter().map(|i| i.1).collect();
+        assert_eq!(order, "axpbyc");
     }
 }

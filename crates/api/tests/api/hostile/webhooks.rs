@@ -321,3 +321,82 @@ async fn a_slow_receiver_delays_only_its_own_deliveries() {
     stop_tx.send(true).unwrap();
     running.await.unwrap();
 }
+
+/// Serves `router` on a loopback port; its URL.
+async fn serve_on_loopback(router: axum::Router) -> String {
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", l.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(l, router).await });
+    url
+}
+
+/// Two merchants with four slow receivers each and a backlog older than anyone else's: with
+/// `concurrency` 8 they once took every slot; now each owner has at most `per_owner`, owners
+/// take turns, and the platform's three deliveries arrive within 2 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_owners_slow_receivers_delay_only_that_owner() {
+    let app = app_with_loopback_hooks(Backend::Sqlite).await.unwrap();
+    let slow = axum::Router::new().route(
+        "/",
+        axum::routing::post(|| async {
+            tokio::time::sleep(Duration::from_secs(4)).await;
+            StatusCode::OK
+        }),
+    );
+    let slow_url = serve_on_loopback(slow).await;
+    let arrivals = Arc::new(std::sync::Mutex::new(Vec::<Instant>::new()));
+    let log = arrivals.clone();
+    let fast = axum::Router::new().route(
+        "/",
+        axum::routing::post(move || {
+            let log = log.clone();
+            async move {
+                log.lock().unwrap().push(Instant::now());
+                StatusCode::OK
+            }
+        }),
+    );
+    let fast_url = serve_on_loopback(fast).await;
+    let mut event = 0;
+    for merchant in [app.m1().to_owned(), app.m2().to_owned()] {
+        for n in 0..4 {
+            let url = format!("{slow_url}?hook={n}");
+            let hook = register(&app, &merchant, &url).await.body["id"].as_i64().unwrap();
+            for _ in 0..4 {
+                event += 1;
+                queue_one(&app, hook, event).await;
+            }
+        }
+    }
+    let platform_hook = register(&app, &app.platform, &fast_url).await.body["id"]
+        .as_i64()
+        .unwrap();
+    for _ in 0..3 {
+        event += 1;
+        queue_one(&app, platform_hook, event).await;
+    }
+    let settings = SenderSettings {
+        concurrency: 8,
+        per_endpoint: 2,
+        per_owner: 3,
+        ..SenderSettings::default()
+    };
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let started = Instant::now();
+    let running = tokio::spawn(sender(&app, settings).run(stop_rx));
+    let deadline = started + Duration::from_secs(20);
+    while arrivals.lock().unwrap().len() < 3 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let got = arrivals.lock().unwrap().clone();
+    assert_eq!(got.len(), 3, "the platform's deliveries never all arrived");
+    for at in got {
+        let waited = at - started;
+        assert!(
+            waited < Duration::from_secs(2),
+            "the platform's delivery waited {waited:?} behind the merchants' slow receivers"
+        );
+    }
+    stop_tx.send(true).unwrap();
+    running.await.unwrap();
+}
