@@ -4,8 +4,8 @@
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use coupond_store::Page;
-use serde::Serialize;
-use utoipa::ToSchema;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
 use crate::error::{ApiError, ApiResult};
 use crate::state::ApiSettings;
@@ -17,6 +17,17 @@ pub struct PageOf<T> {
     /// Pass as `cursor` to get the next page; absent on the last page.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
+}
+
+/// The query of a list with nothing to filter by: only its page.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct PageQuery {
+    /// `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+    /// Page size, 1..=200 (default 50).
+    pub limit: Option<u32>,
 }
 
 pub fn encode_cursor(last_id: i64) -> String {
@@ -100,6 +111,22 @@ pub fn finish<R, T>(
     }
 }
 
+/// [`finish`] over `rows` the store answered whole, ordered by `id`: the page is cut from them
+/// here (the rows after the cursor, one extra to tell whether more follow).
+pub fn slice<R, T>(
+    rows: Vec<R>,
+    page: Page,
+    id: impl Fn(&R) -> i64,
+    view: impl Fn(R) -> T,
+) -> PageOf<T> {
+    let rows: Vec<R> = rows
+        .into_iter()
+        .filter(|r| page.after.is_none_or(|after| id(r) > after))
+        .take(page.limit as usize)
+        .collect();
+    finish(rows, page, id, view)
+}
+
 #[cfg(test)]
 mod props;
 
@@ -115,5 +142,29 @@ mod tests {
         assert!(page(Some("not-a-cursor"), None, &s).is_err());
         assert!(page(None, Some(0), &s).is_err());
         assert!(page(None, Some(s.max_page + 1), &s).is_err());
+    }
+
+    #[test]
+    fn a_whole_list_is_sliced_into_the_same_pages() {
+        let s = ApiSettings::default();
+        let rows = || vec![2_i64, 3, 5, 7, 11];
+        let first = slice(rows(), page(None, Some(2), &s).unwrap(), |r| *r, |r| r);
+        assert_eq!(first.items, [2, 3]);
+        let cursor = first.next_cursor.unwrap();
+        let second = slice(
+            rows(),
+            page(Some(&cursor), Some(2), &s).unwrap(),
+            |r| *r,
+            |r| r,
+        );
+        assert_eq!(second.items, [5, 7]);
+        let cursor = second.next_cursor.unwrap();
+        let last = slice(
+            rows(),
+            page(Some(&cursor), Some(2), &s).unwrap(),
+            |r| *r,
+            |r| r,
+        );
+        assert_eq!((last.items, last.next_cursor), (vec![11], None));
     }
 }

@@ -18,7 +18,7 @@ use utoipa::{IntoParams, ToSchema};
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
-use crate::pagination::{self, PageOf};
+use crate::pagination::{self, PageOf, PageQuery};
 use crate::routes::{activities, BodyErrors, CommonErrors, ConflictError};
 use crate::state::AppState;
 use crate::views::TemplateView;
@@ -283,27 +283,29 @@ pub struct TemplateChangeView {
     pub changes: serde_json::Value,
 }
 
-/// A template's history: every change of its terms after it was created, oldest first
-/// (platform; its merchant).
+/// A template's history: every change of its terms after it was created, oldest first, a
+/// page at a time (platform; its merchant).
 #[utoipa::path(operation_id = "template_history", get, path = "/v1/templates/{id}/history", tag = "templates",
-    params(("id" = i64, Path, description = "Template id")),
-    responses((status = 200, description = "The changes", body = Vec<TemplateChangeView>), CommonErrors),
+    params(("id" = i64, Path, description = "Template id"), PageQuery),
+    responses((status = 200, description = "A page of changes", body = PageOf<TemplateChangeView>), CommonErrors),
     security(("bearer" = [])))]
 pub async fn history(
     Extension(p): Extension<Principal>,
     State(s): State<AppState>,
     ApiPath(id): ApiPath<TemplateId>,
-) -> ApiResult<Json<Vec<TemplateChangeView>>> {
+    ApiQuery(q): ApiQuery<PageQuery>,
+) -> ApiResult<Json<PageOf<TemplateChangeView>>> {
+    let page = pagination::page(q.cursor.as_deref(), q.limit, s.settings())?;
     let t = load_visible(&s, &p, id).await?;
     let changes = s.store().template_history(t.id).await?;
-    Ok(Json(
-        changes
-            .into_iter()
-            .map(|c| TemplateChangeView {
-                actor: c.actor.to_text(),
-                at: c.at,
-                changes: c.changes,
-            })
-            .collect(),
-    ))
+    Ok(Json(pagination::slice(
+        changes,
+        page,
+        |c| c.id,
+        |c| TemplateChangeView {
+            actor: c.actor.to_text(),
+            at: c.at,
+            changes: c.changes,
+        },
+    )))
 }

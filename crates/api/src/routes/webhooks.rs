@@ -19,7 +19,7 @@ use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::idempotency::ReplayAs;
-use crate::pagination::PageOf;
+use crate::pagination::{self, PageOf, PageQuery};
 use crate::routes::{BodyErrors, CommonErrors, ConflictError};
 use crate::state::AppState;
 
@@ -168,20 +168,23 @@ async fn load(s: &AppState, p: &Principal, id: i64) -> ApiResult<Webhook> {
     }
 }
 
-/// The caller's endpoints (the platform sees all).
-#[utoipa::path(operation_id = "list_webhooks", get, path = "/v1/webhooks", tag = "webhooks",
-    responses((status = 200, description = "The endpoints", body = Vec<WebhookView>), CommonErrors),
+/// The caller's endpoints (the platform sees all), oldest first, a page at a time.
+#[utoipa::path(operation_id = "list_webhooks", get, path = "/v1/webhooks", tag = "webhooks", params(PageQuery),
+    responses((status = 200, description = "A page of endpoints", body = PageOf<WebhookView>), CommonErrors),
     security(("bearer" = [])))]
 pub async fn list(
     Extension(p): Extension<Principal>,
     State(s): State<AppState>,
-) -> ApiResult<Json<Vec<WebhookView>>> {
+    ApiQuery(q): ApiQuery<PageQuery>,
+) -> ApiResult<Json<PageOf<WebhookView>>> {
+    let page = pagination::page(q.cursor.as_deref(), q.limit, s.settings())?;
     let all = s.store().list_webhooks(p.merchant()).await?;
-    Ok(Json(
-        all.into_iter()
-            .map(|w| WebhookView::new(w, false))
-            .collect(),
-    ))
+    Ok(Json(pagination::slice(
+        all,
+        page,
+        |w| w.id,
+        |w| WebhookView::new(w, false),
+    )))
 }
 
 /// An endpoint.

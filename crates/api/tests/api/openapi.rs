@@ -120,3 +120,36 @@ async fn document_lists_every_route_with_its_errors() {
     }
     assert!(doc["components"]["securitySchemes"]["bearer"].is_object());
 }
+
+/// Every list pages: no route answers a bare JSON array (a client reading `items` would see
+/// nothing), each answers `{"items": [...], "next_cursor"}` like the others.
+#[tokio::test]
+async fn no_route_answers_a_bare_array() {
+    let app = TestApp::new().await;
+    let doc = app
+        .call(Method::GET, "/openapi.json", None, None)
+        .await
+        .body;
+    for route in coupond_api::route_table() {
+        let op = &doc["paths"][route.path][route.method.as_str().to_lowercase()];
+        for (status, answer) in op["responses"].as_object().unwrap() {
+            let schema = &answer["content"]["application/json"]["schema"];
+            assert_ne!(
+                schema["type"], "array",
+                "{} {} answers {status} with a bare array",
+                route.method, route.path
+            );
+        }
+    }
+    let page = &doc["paths"]["/v1/webhooks"]["get"];
+    let params: Vec<&str> = page["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    assert!(
+        params.contains(&"cursor") && params.contains(&"limit"),
+        "{params:?}"
+    );
+}

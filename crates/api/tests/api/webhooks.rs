@@ -306,14 +306,50 @@ async fn flows(app: TestApp) {
     assert_eq!(r.status, StatusCode::OK);
     assert!(r.body["disabled_at"].is_string());
     let listed = app.get("/v1/webhooks", app.m1()).await;
-    assert_eq!(listed.body.as_array().unwrap().len(), 1);
+    assert_eq!(listed.body["items"].as_array().unwrap().len(), 1);
     assert_eq!(
-        app.get("/v1/webhooks", &app.platform)
-            .await
-            .body
+        app.get("/v1/webhooks", &app.platform).await.body["items"]
             .as_array()
             .unwrap()
             .len(),
         4
     );
+}
+
+/// The ids of a page of endpoints, and its next cursor.
+async fn listed(app: &TestApp, cred: &str, query: &str) -> (Vec<i64>, Option<String>) {
+    let r = app.get(&format!("/v1/webhooks{query}"), cred).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let ids = r.body["items"]
+        .as_array()
+        .unwrap_or_else(|| panic!("not a page: {}", r.body))
+        .iter()
+        .map(|w| w["id"].as_i64().unwrap())
+        .collect();
+    (ids, r.body["next_cursor"].as_str().map(str::to_owned))
+}
+
+#[tokio::test]
+async fn the_list_pages_like_every_other_list() {
+    let app = app_with_loopback_hooks(Backend::Sqlite).await.unwrap();
+    let mut platform = vec![];
+    for i in 0..3 {
+        let url = format!("http://127.0.0.1:9/p{i}");
+        platform.push(register(&app, &app.platform, url, json!(["*"])).await.0);
+    }
+    let (m1, _) = register(&app, app.m1(), "http://127.0.0.1:9/m1".into(), json!(["*"])).await;
+    platform.push(m1);
+
+    let (first, cursor) = listed(&app, &app.platform, "?limit=2").await;
+    assert_eq!(first, platform[..2]);
+    let cursor = cursor.expect("a next page");
+    let (second, end) = listed(&app, &app.platform, &format!("?limit=2&cursor={cursor}")).await;
+    assert_eq!((second, end), (platform[2..].to_vec(), None));
+    // A merchant pages through its own only.
+    assert_eq!(listed(&app, app.m1(), "?limit=1").await, (vec![m1], None));
+    assert_eq!(listed(&app, app.m2(), "").await, (vec![], None));
+    for bad in ["?limit=0", "?cursor=nope", "?page=2"] {
+        let r = app.get(&format!("/v1/webhooks{bad}"), &app.platform).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{bad}: {}", r.body);
+    }
 }

@@ -1,6 +1,6 @@
 //! Read-only pages over the outbox and its consumers: the events feed (the platform sees
 //! everything, a merchant its templates' events) with a type filter and cursor paging, the
-//! webhook endpoints with their latest deliveries.
+//! webhook endpoints (a page at a time) with their latest deliveries.
 
 use askama::Template;
 use axum::extract::{Query, State};
@@ -95,59 +95,79 @@ struct Hook {
 struct WebhooksPage {
     shell: Shell,
     hooks: Vec<Hook>,
+    /// The next page's cursor; empty on the last page.
+    next: String,
 }
 
-pub async fn webhooks(State(console): State<Console>, session: Session) -> Response {
-    let api = console.api();
-    let list = match api
-        .get(&session.key, "/v1/webhooks?limit=50")
-        .await
-        .into::<Value>()
-    {
+/// Which page of endpoints: `after` is the API's `next_cursor` of the page before.
+#[derive(Debug, Default, Deserialize)]
+pub struct HooksQuery {
+    #[serde(default)]
+    after: String,
+}
+
+/// The caller's webhook endpoints (the platform's: every owner's), a page of 50 at a time,
+/// each with its latest deliveries.
+pub async fn webhooks(
+    State(console): State<Console>,
+    session: Session,
+    Query(q): Query<HooksQuery>,
+) -> Response {
+    let mut path = "/v1/webhooks?limit=50".to_owned();
+    let after = plain(&q.after, "-_");
+    if !after.is_empty() {
+        path.push_str(&format!("&cursor={after}"));
+    }
+    let list = match console.api().get(&session.key, &path).await.into::<Value>() {
         Ok(l) => l,
         Err(p) => return problem_page(&session, &p),
     };
     let mut hooks = Vec::new();
     for w in items(&list) {
-        let id = w["id"].as_i64().unwrap_or(0);
-        let deliveries = api
-            .get(
-                &session.key,
-                &format!("/v1/webhooks/{id}/deliveries?limit=10"),
-            )
-            .await
-            .into::<Value>()
-            .unwrap_or(Value::Null);
-        hooks.push(Hook {
-            id,
-            url: w["url"].as_str().unwrap_or("").to_owned(),
-            types: w["event_types"]
-                .as_array()
-                .map(|t| {
-                    t.iter()
-                        .filter_map(Value::as_str)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                })
-                .unwrap_or_default(),
-            disabled: !w["disabled_at"].is_null(),
-            deliveries: items(&deliveries)
-                .map(|d| {
-                    (
-                        d["event_type"].as_str().unwrap_or("").to_owned(),
-                        d["state"].as_str().unwrap_or("").to_owned(),
-                        d["attempts"].as_array().map_or(0, Vec::len),
-                        instant(&d["created_at"]),
-                    )
-                })
-                .collect(),
-        });
+        hooks.push(hook(&console, &session, w).await);
     }
-    render(
-        StatusCode::OK,
-        &WebhooksPage {
-            shell: Shell::new(&session, "Webhooks"),
-            hooks,
-        },
-    )
+    let page = WebhooksPage {
+        shell: Shell::new(&session, "Webhooks"),
+        hooks,
+        next: list["next_cursor"].as_str().unwrap_or("").to_owned(),
+    };
+    render(StatusCode::OK, &page)
+}
+
+/// An endpoint of the API's list, with its latest 10 deliveries.
+async fn hook(console: &Console, session: &Session, w: &Value) -> Hook {
+    let id = w["id"].as_i64().unwrap_or(0);
+    let deliveries = console
+        .api()
+        .get(
+            &session.key,
+            &format!("/v1/webhooks/{id}/deliveries?limit=10"),
+        )
+        .await
+        .into::<Value>()
+        .unwrap_or(Value::Null);
+    Hook {
+        id,
+        url: w["url"].as_str().unwrap_or("").to_owned(),
+        types: items_of(&w["event_types"])
+            .filter_map(Value::as_str)
+            .collect::<Vec<_>>()
+            .join(", "),
+        disabled: !w["disabled_at"].is_null(),
+        deliveries: items(&deliveries)
+            .map(|d| {
+                (
+                    d["event_type"].as_str().unwrap_or("").to_owned(),
+                    d["state"].as_str().unwrap_or("").to_owned(),
+                    d["attempts"].as_array().map_or(0, Vec::len),
+                    instant(&d["created_at"]),
+                )
+            })
+            .collect(),
+    }
+}
+
+/// The elements of a JSON array (none for anything else).
+fn items_of(v: &Value) -> impl Iterator<Item = &Value> {
+    v.as_array().into_iter().flatten()
 }

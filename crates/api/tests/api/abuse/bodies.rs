@@ -403,6 +403,10 @@ async fn page_sizes_are_bounded_on_every_list_route() {
             "/v1/templates/{id}/coupons",
             format!("/v1/templates/{template}/coupons"),
         ),
+        (
+            "/v1/templates/{id}/history",
+            format!("/v1/templates/{template}/history"),
+        ),
         // A required filter.
         (
             "/v1/issuances",
