@@ -59,7 +59,8 @@ pub fn v1_service(state: AppState) -> Router {
     routes::v1(&state).with_state(state)
 }
 
-/// [`router`] with `extra` routes (the console) beside the API's, behind the same layers.
+/// [`router`] with `extra` routes (the console) beside the API's, behind the same layers;
+/// every answer, whatever produced it, carries `X-Content-Type-Options: nosniff`.
 pub fn router_with(state: AppState, extra: Router) -> Router {
     // Install the recorder before the first request records anything.
     observe::metrics_handle();
@@ -83,6 +84,17 @@ pub fn router_with(state: AppState, extra: Router) -> Router {
             within_request_timeout,
         ))
         .layer(axum::middleware::from_fn(observe::observe))
+        .layer(axum::middleware::map_response(nosniff))
+}
+
+/// `X-Content-Type-Options: nosniff`: a browser takes each body only as the type it is sent
+/// as, so JSON, CSV or problem text naming user input is never run as a script or style.
+async fn nosniff(mut res: Response) -> Response {
+    res.headers_mut().insert(
+        axum::http::header::X_CONTENT_TYPE_OPTIONS,
+        axum::http::HeaderValue::from_static("nosniff"),
+    );
+    res
 }
 
 /// Answers 408 when a request (reading its body included) runs past `request_timeout`, so a

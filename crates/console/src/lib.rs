@@ -9,7 +9,10 @@
 //!   within `cache_ttl`.
 //! - [`csrf`]: every form carries a token bound to its session, and a POST from another
 //!   origin is refused.
-//! - `assets`: the stylesheet and the vendored htmx, embedded and cached for good.
+//! - `assets`: the stylesheet, the console's script and the vendored htmx, embedded and
+//!   cached for good.
+//! - `headers`: the Content-Security-Policy (no inline script), framing, sniffing and referrer
+//!   headers every console answer carries.
 //! - `views`: one module per area (sign-in, home, activities, templates), askama templates
 //!   under `templates/` with a base layout and htmx partials.
 #![forbid(unsafe_code)]
@@ -17,6 +20,7 @@
 pub mod api;
 mod assets;
 pub mod csrf;
+mod headers;
 pub mod session;
 mod views;
 
@@ -145,8 +149,10 @@ fn derive(secret: &[u8]) -> [u8; 64] {
     h.finalize().into()
 }
 
-/// The console's routes, under [`BASE`].
+/// The console's routes, under [`BASE`], each answer with the console's security headers.
 pub fn router(console: Console) -> Router {
     let max_upload = console.app().settings().max_upload_bytes;
-    views::routes(max_upload).with_state(console)
+    views::routes(max_upload)
+        .with_state(console)
+        .layer(axum::middleware::map_response(headers::secure))
 }

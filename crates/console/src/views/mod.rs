@@ -104,6 +104,7 @@ pub fn routes(max_upload: usize) -> Router<Console> {
         .route("/console/reconciliation", get(support::reconciliation))
         .route(crate::assets::HTMX_PATH, get(crate::assets::htmx))
         .route(crate::assets::css_path(), get(crate::assets::css))
+        .route(crate::assets::js_path(), get(crate::assets::js))
 }
 
 /// What the base layout shows.

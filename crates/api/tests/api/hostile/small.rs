@@ -1,6 +1,7 @@
 //! Items 10, 11 and 13: listings only in served cities; token times checked; the bearer scheme
 //! in any case; empty claim bodies with a content type; titles that show something; one 401
-//! for unknown and revoked keys; `/docs` from the binary.
+//! for unknown and revoked keys; `/docs` from the binary. And from a later probe of the
+//! headers: every answer, whatever produced it, says `X-Content-Type-Options: nosniff`.
 
 use axum::body::Body;
 use axum::http::{header, Method, Request, StatusCode};
@@ -214,4 +215,44 @@ async fn the_api_reference_page_needs_no_internet() {
         .unwrap()
         .to_bytes();
     assert!(js.len() > 500_000, "the whole Redoc bundle");
+}
+
+/// A route, a guard, a refused query or body, the fallbacks and the system routes: no browser
+/// takes JSON, CSV or a problem naming user input for a script or a page.
+#[tokio::test]
+async fn every_answer_says_nosniff() {
+    let app = TestApp::new().await;
+    let answers = [
+        app.get("/v1/activities", &app.platform).await,
+        app.get("/v1/activities", "cpd_nobody").await,
+        app.get("/v1/activities?limit=0", &app.platform).await,
+        app.post("/v1/listings", app.m1(), json!({"nope": 1})).await,
+        app.call(Method::GET, "/v1/nowhere", None, None).await,
+        app.call(Method::PUT, "/healthz", None, None).await,
+        app.call(Method::GET, "/healthz", None, None).await,
+        app.call(Method::GET, "/metrics", None, None).await,
+        app.call(Method::GET, "/openapi.json", None, None).await,
+        app.call(Method::GET, "/docs", None, None).await,
+    ];
+    let statuses: Vec<StatusCode> = answers.iter().map(|r| r.status).collect();
+    for expected in [
+        StatusCode::OK,
+        StatusCode::UNAUTHORIZED,
+        StatusCode::BAD_REQUEST,
+        StatusCode::NOT_FOUND,
+        StatusCode::METHOD_NOT_ALLOWED,
+    ] {
+        assert!(statuses.contains(&expected), "{expected}: {statuses:?}");
+    }
+    for r in answers {
+        assert_eq!(
+            r.headers
+                .get(header::X_CONTENT_TYPE_OPTIONS)
+                .map(|v| v.to_str().unwrap()),
+            Some("nosniff"),
+            "{} {}",
+            r.status,
+            r.body
+        );
+    }
 }

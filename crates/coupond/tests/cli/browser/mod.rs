@@ -223,6 +223,14 @@ async fn flows(c: &Client, base: &str, lines: &[String]) -> Result<(), String> {
         .await;
     another_merchant_cannot_open_it(c, base, &export(lines, "MERCHANT2_KEY"), template).await;
     operations::platform_manages_merchants(c, base, &platform).await;
+    let (ours, theirs) = (
+        "http://93.184.216.34/platform-hook",
+        "http://93.184.216.34/m1-hook",
+    );
+    operations::webhooks_show_their_endpoints(c, base, &platform, ours, &[]).await;
+    let merchant = export(lines, "MERCHANT1_KEY");
+    operations::webhooks_show_their_endpoints(c, base, &merchant, theirs, &[ours]).await;
+    operations::the_api_reference_renders(c, base).await;
     Ok(())
 }
 
@@ -264,6 +272,9 @@ async fn platform_creates_an_activity(c: &Client, base: &str, key: &str) {
     click(c, Locator::Id("create-activity")).await;
     until(c, "h1", |t| t.starts_with("Winter sale")).await;
     // Edited while it is enrolling: the form comes filled in.
+    // Aborting asks first; declined, the activity stays.
+    let asked = operations::declined(c, Locator::Id("abort-activity")).await;
+    assert!(asked.starts_with("Abort this activity?"), "{asked:?}");
     click(c, Locator::Id("edit-activity")).await;
     until(c, "h1", |t| t.starts_with("Edit activity")).await;
     fill(c, "title", "Winter sale, extended").await;

@@ -1,6 +1,9 @@
 //! The flows after the first ones: a merchant runs its template (codes, extending it, a
 //! coupon's history, its listing edited and searched for), and the platform's home, sorting,
-//! merchants and their keys (a new key signs in; a revoked one no longer does).
+//! merchants and their keys (a new key signs in; a revoked one no longer does); webhook
+//! endpoints on the Webhooks page; the API reference. The pages' policy refuses inline script:
+//! each confirmation is shown to be asked (and, declined, to send nothing) by the console's
+//! own script.
 
 use fantoccini::{Client, Locator};
 
@@ -11,6 +14,20 @@ async fn confirm_all(c: &Client) {
     c.execute("window.confirm = () => true;", vec![])
         .await
         .unwrap();
+}
+
+/// Clicks `at`, declining the confirmation it asks for, and returns what it asked (empty when
+/// nothing asked: had the form been sent, the page that follows knows of no question).
+pub(super) async fn declined(c: &Client, at: Locator<'_>) -> String {
+    c.execute(
+        "window.asked = ''; window.confirm = (m) => { window.asked = m; return false; };",
+        vec![],
+    )
+    .await
+    .unwrap();
+    click(c, at).await;
+    let asked = c.execute("return window.asked;", vec![]).await.unwrap();
+    asked.as_str().unwrap_or_default().to_owned()
 }
 
 /// Fetches `path` in the page (the session's cookie goes with it) and returns the text.
@@ -28,6 +45,10 @@ pub(super) async fn merchant_runs_the_template(c: &Client, base: &str, key: &str
     c.goto(&format!("{base}/console/templates/{id}"))
         .await
         .unwrap();
+    // Aborting asks first; declined, the template stays active.
+    let asked = declined(c, Locator::Id("abort")).await;
+    assert!(asked.starts_with("Abort this template?"), "{asked:?}");
+    until(c, "#status", |t| t == "active").await;
     // Codes: five made at once, downloaded as CSV.
     fill(c, "count", "5").await;
     fill(c, "prefix", "WNT").await;
@@ -126,9 +147,13 @@ pub(super) async fn platform_manages_merchants(c: &Client, base: &str, key: &str
     until(c, "h1", |t| t == "Your coupons").await;
     sign_out(c).await;
 
-    // Revoked, the key signs in no more.
+    // Revoking asks first; declined, the key stays. Revoked, it signs in no more.
     sign_in(c, base, key).await;
     c.goto(page.as_str()).await.unwrap();
+    let asked = declined(c, Locator::Css("button[data-key]")).await;
+    assert!(asked.starts_with("Revoke this key?"), "{asked:?}");
+    let keys = text(c, "#keys").await;
+    assert!(!keys.contains("revoked"), "{keys}");
     confirm_all(c).await;
     click(c, Locator::Css("button[data-key]")).await;
     until(c, "#keys", |t| t.contains("revoked")).await;
@@ -142,4 +167,42 @@ pub(super) async fn platform_manages_merchants(c: &Client, base: &str, key: &str
         .unwrap();
     click(c, Locator::Id("sign-in")).await;
     until(c, "body", |t| t.contains("not a valid")).await;
+}
+
+/// Registers an endpoint at `url` with `key` (over the API, from the page) and finds it on the
+/// Webhooks page, without any of `hidden` (others' endpoints).
+pub(super) async fn webhooks_show_their_endpoints(
+    c: &Client,
+    base: &str,
+    key: &str,
+    url: &str,
+    hidden: &[&str],
+) {
+    sign_in(c, base, key).await;
+    let js = format!(
+        "const done = arguments[arguments.length - 1];
+         fetch('/v1/webhooks', {{method: 'POST', headers: {{'Authorization': 'Bearer {key}',
+           'Content-Type': 'application/json'}},
+           body: JSON.stringify({{url: '{url}', event_types: ['*']}})}})
+           .then(r => r.status).then(done);"
+    );
+    let status = c.execute_async(&js, vec![]).await.unwrap();
+    assert_eq!(status.as_u64(), Some(201), "registering {url}");
+    c.goto(&format!("{base}/console/webhooks")).await.unwrap();
+    let shown = until(c, "#webhooks", |t| t.contains(url)).await;
+    for other in hidden {
+        assert!(!shown.contains(other), "{other} in {shown}");
+    }
+    shot(c, "webhooks").await;
+    sign_out(c).await;
+}
+
+/// `/docs` renders the API reference (Redoc, from the binary) under the headers it is sent.
+pub(super) async fn the_api_reference_renders(c: &Client, base: &str) {
+    c.goto(&format!("{base}/docs")).await.unwrap();
+    until(c, "#redoc h1", |t| t.contains("coupond")).await;
+    until(c, "#redoc", |t| {
+        t.contains("list_webhooks") || t.contains("/v1/webhooks")
+    })
+    .await;
 }
