@@ -277,7 +277,25 @@ pub async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Princ
 /// Resolves an API key (platform, merchant or service) to its principal, through the key
 /// cache: a revoked key stops working within `cache_ttl`. The console's sessions use this too.
 pub async fn authenticate_key(state: &AppState, credential: &str) -> Result<Principal, ApiError> {
-    let hash = hash_api_key(credential);
+    authenticate_hash(state, &KeyHash(hash_api_key(credential))).await
+}
+
+/// An API key named by its SHA-256 hash, for callers in this process (the console's
+/// sessions keep the hash, never the key). Put on a request's extensions it stands for
+/// `Authorization: Bearer <the key>`: extensions never come from the network, so only code in
+/// this process can use it. `Debug` never shows it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct KeyHash(pub [u8; 32]);
+
+impl std::fmt::Debug for KeyHash {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("KeyHash(..)")
+    }
+}
+
+/// As [`authenticate_key`], for the key with this hash.
+pub async fn authenticate_hash(state: &AppState, hash: &KeyHash) -> Result<Principal, ApiError> {
+    let hash = hash.0;
     if let Some((p, key)) = state.key_cache().get(&hash) {
         tracing::Span::current().record("key", key);
         return Ok(p);
@@ -324,7 +342,10 @@ pub async fn guard(
     mut req: Request,
     next: Next,
 ) -> Response {
-    let principal = authenticate(&state, req.headers()).await;
+    let principal = match req.extensions().get::<KeyHash>() {
+        Some(hash) => authenticate_hash(&state, hash).await,
+        None => authenticate(&state, req.headers()).await,
+    };
     // The request's log line names who asked and from where (the client a trusted proxy
     // names, else the peer).
     let span = tracing::Span::current();

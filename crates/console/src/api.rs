@@ -1,10 +1,13 @@
 //! The in-process API client: each call runs the `/v1` router (its guards, idempotency and
-//! handlers) with the session's key as the bearer, without a socket. The console reads and
-//! changes everything through it, so it can do nothing the key's role could not do over HTTP.
+//! handlers) as the session's key, without a socket. The console reads and changes
+//! everything through it, so it can do nothing the key's role could not do over HTTP. A
+//! session keeps only the key's hash: the call names the key by it ([`KeyHash`], a request
+//! extension only code in this process can set).
 
 use axum::body::Body;
 use axum::http::{header, Method, Request, StatusCode};
 use axum::Router;
+use coupond_api::auth::KeyHash;
 use coupond_api::AppState;
 use http_body_util::BodyExt;
 use serde::de::DeserializeOwned;
@@ -81,18 +84,15 @@ impl Api {
         }
     }
 
-    /// `method path` with `key`, and a body of `content_type` if given.
+    /// `method path` as the key hashed to `key`, and a body of `content_type` if given.
     pub async fn call(
         &self,
-        key: &str,
+        key: &KeyHash,
         method: Method,
         path: &str,
         body: Option<(&str, Vec<u8>)>,
     ) -> Reply {
-        let mut req = Request::builder()
-            .method(method)
-            .uri(path)
-            .header(header::AUTHORIZATION, format!("Bearer {key}"));
+        let mut req = Request::builder().method(method).uri(path).extension(*key);
         if let Some((ct, _)) = &body {
             req = req.header(header::CONTENT_TYPE, *ct);
         }
@@ -114,11 +114,17 @@ impl Api {
         }
     }
 
-    pub async fn get(&self, key: &str, path: &str) -> Reply {
+    pub async fn get(&self, key: &KeyHash, path: &str) -> Reply {
         self.call(key, Method::GET, path, None).await
     }
 
-    pub async fn send_json(&self, key: &str, method: Method, path: &str, body: &Value) -> Reply {
+    pub async fn send_json(
+        &self,
+        key: &KeyHash,
+        method: Method,
+        path: &str,
+        body: &Value,
+    ) -> Reply {
         let bytes = serde_json::to_vec(body).unwrap_or_default();
         self.call(key, method, path, Some(("application/json", bytes)))
             .await

@@ -1,28 +1,12 @@
-//! Cross-site request forgery: the session cookie is SameSite=Strict, every form carries a
-//! token bound to its session (an HMAC of the session's key under the console's key), and a
-//! POST is refused unless its token matches and, when the browser says where it came from
-//! (`Origin`, `Sec-Fetch-Site`), it came from this origin.
+//! Cross-site request forgery: the session cookie is SameSite=Strict, every form carries its
+//! session's own random token (kept with the session on the server), and a POST is refused
+//! unless its token matches and, when the browser says where it came from (`Origin`,
+//! `Sec-Fetch-Site`), it came from this origin.
 
 use axum::http::{header, HeaderMap};
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine;
-use hmac::{Hmac, Mac};
-use sha2::{Digest, Sha256};
-
-use crate::Console;
 
 /// The form field the token travels in.
 pub const FIELD: &str = "csrf";
-
-/// The token of the session signed in with `key`.
-pub fn token(console: &Console, key: &str) -> String {
-    let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(console.signing_key()) else {
-        return String::new();
-    };
-    mac.update(b"coupond console csrf\n");
-    mac.update(&Sha256::digest(key.as_bytes()));
-    URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes())
-}
 
 /// Whether a POST may proceed: `sent` is the session's token (compared in constant time) and
 /// the request is not from another site.

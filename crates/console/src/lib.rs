@@ -4,11 +4,11 @@
 //! - [`api`]: [`Api`], the console's only way to read or change anything: the `/v1` routes
 //!   called in process with the session's API key, so every page obeys the API's roles,
 //!   validation and idempotency, and no rule is written twice.
-//! - [`session`]: sign-in with an API key, kept in a private (encrypted, authenticated)
-//!   cookie that expires; every request re-checks the key, so a revoked key ends its sessions
-//!   within `cache_ttl`.
-//! - [`csrf`]: every form carries a token bound to its session, and a POST from another
-//!   origin is refused.
+//! - [`session`]: sign-in with an API key, a session stored in the database (shared by every
+//!   instance) named by a random id in a private cookie; sign-out, expiry and revoking the key
+//!   end it at once everywhere.
+//! - [`csrf`]: every form carries its session's own token, and a POST from another origin is
+//!   refused.
 //! - `assets`: the stylesheet, the console's script and the vendored htmx, embedded and
 //!   cached for good.
 //! - `headers`: the Content-Security-Policy (no inline script), framing, sniffing and referrer
@@ -40,9 +40,9 @@ pub const BASE: &str = "/console";
 /// How the console keeps sessions.
 #[derive(Clone, Debug)]
 pub struct ConsoleSettings {
-    /// At least 32 bytes: the session cookies' encryption and the form tokens derive from it,
-    /// so instances sharing it share sessions. `None`: a random key per process (sessions
-    /// end when it restarts).
+    /// At least 32 bytes: the session cookies' encryption derives from it, so instances
+    /// sharing it share sessions (which live in the database). `None`: a random key per
+    /// process (its cookies are unreadable after a restart).
     pub secret: Option<Vec<u8>>,
     /// Mark the session cookie `Secure` (serve the console over TLS, at a proxy). A request
     /// that says it arrived over https (`X-Forwarded-Proto: https`) gets it regardless.
@@ -131,11 +131,6 @@ impl Console {
     /// A permit to read an upload, if one is free.
     pub(crate) fn upload_permit(&self) -> Option<tokio::sync::SemaphorePermit<'_>> {
         self.inner.uploads.try_acquire().ok()
-    }
-
-    /// The key the form tokens are signed with (the cookie key's signing half).
-    fn signing_key(&self) -> &[u8] {
-        self.inner.key.signing()
     }
 }
 

@@ -1,40 +1,39 @@
-//! Sessions: signing in with an API key (platform or merchant) sets a private cookie holding
-//! the key and its expiry, encrypted and authenticated with the console's key (AES-GCM, by
-//! `axum-extra`), HttpOnly, SameSite=Strict, Path=/console, Secure over TLS. The key never
-//! appears in a URL or a log. Each request re-checks the key through the API's key cache, so
-//! a revoked key ends its sessions within `cache_ttl`.
+//! Sessions, kept on the server: signing in with an API key (platform or merchant) stores a
+//! session in the database (the key's hash, a form token of its own, an expiry) under the
+//! SHA-256 of a random id, and sets a private cookie holding only that id (encrypted and
+//! authenticated with the console's key by `axum-extra`, HttpOnly, SameSite=Strict,
+//! Path=/console, Secure over TLS). Every instance reads the same sessions, so signing out,
+//! expiry and revoking the key end a session at once everywhere, and a copied cookie opens
+//! nothing after that. The key itself is kept nowhere; each request re-checks it through the
+//! API's key cache too.
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum_extra::extract::cookie::{Cookie, Key, PrivateCookieJar, SameSite};
-use coupond_api::auth::authenticate_key;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use coupond_api::auth::{authenticate_hash, authenticate_key, hash_api_key, KeyHash};
 use coupond_api::Principal;
-use serde::{Deserialize, Serialize};
+use coupond_store::{ConsoleSession, StoreResult};
+use sha2::{Digest, Sha256};
 
 use crate::{Console, BASE};
 
 /// The session cookie's name.
 pub const COOKIE: &str = "coupond_session";
 
-/// What the cookie holds.
-#[derive(Serialize, Deserialize)]
-struct Stored {
-    /// The API key.
-    k: String,
-    /// Expiry, Unix seconds.
-    e: i64,
-}
-
 /// A signed-in caller.
 #[derive(Clone)]
 pub struct Session {
-    /// The API key the console calls the API with.
-    pub key: String,
+    /// The API key the console calls the API as (its hash).
+    pub key: KeyHash,
     pub principal: Principal,
     /// This session's form token.
     pub csrf: String,
+    /// Where the session is stored (the SHA-256 of the cookie's id).
+    id: [u8; 32],
 }
 
 impl std::fmt::Debug for Session {
@@ -56,39 +55,71 @@ pub async fn check_key(console: &Console, key: &str) -> Option<Principal> {
     if key.is_empty() || key.len() > 200 {
         return None;
     }
-    match authenticate_key(console.app(), key).await {
-        Ok(p @ (Principal::Platform | Principal::Merchant(_))) => Some(p),
-        _ => None,
-    }
+    console_principal(authenticate_key(console.app(), key).await.ok()?)
 }
 
-/// `jar` with a new session for `key`.
-pub fn start(
+fn console_principal(p: Principal) -> Option<Principal> {
+    matches!(p, Principal::Platform | Principal::Merchant(_)).then_some(p)
+}
+
+/// A random id, base64url: a session's cookie value or form token.
+fn random_id() -> String {
+    URL_SAFE_NO_PAD.encode(rand::random::<[u8; 32]>())
+}
+
+/// Where the session whose cookie holds `id` is stored.
+fn stored_id(id: &str) -> [u8; 32] {
+    Sha256::digest(id.as_bytes()).into()
+}
+
+/// Stores a new session for `key` and returns `jar` with its cookie.
+pub async fn start(
     console: &Console,
     jar: PrivateCookieJar,
     key: &str,
     headers: &HeaderMap,
-) -> PrivateCookieJar {
+) -> StoreResult<PrivateCookieJar> {
     let ttl = console.settings().session_ttl;
-    let expires = console.app().now().unix_micros() / 1_000_000 + ttl.as_secs() as i64;
-    let value = serde_json::to_string(&Stored {
-        k: key.to_owned(),
-        e: expires,
-    })
-    .unwrap_or_default();
+    let now = console.app().now();
+    let lifetime = time::Duration::try_from(ttl).unwrap_or(time::Duration::days(1));
+    let id = random_id();
+    let session = ConsoleSession {
+        key_hash: hash_api_key(key),
+        csrf: random_id(),
+        created_at: now,
+        expires_at: now.plus(lifetime),
+    };
+    let store = console.app().store();
+    store
+        .insert_console_session(&stored_id(&id), &session)
+        .await?;
     let secure = console.settings().secure_cookies || over_https(headers);
-    let cookie = Cookie::build((COOKIE, value))
+    let cookie = Cookie::build((COOKIE, id))
         .path(BASE)
         .http_only(true)
         .same_site(SameSite::Strict)
         .secure(secure)
-        .max_age(time::Duration::seconds(ttl.as_secs() as i64))
+        .max_age(lifetime)
         .build();
-    jar.add(cookie)
+    Ok(jar.add(cookie))
 }
 
-/// `jar` without the session.
-pub fn end(jar: PrivateCookieJar) -> PrivateCookieJar {
+/// Ends `session` on every instance and returns `jar` without its cookie.
+pub async fn end(
+    console: &Console,
+    jar: PrivateCookieJar,
+    session: &Session,
+) -> StoreResult<PrivateCookieJar> {
+    console
+        .app()
+        .store()
+        .end_console_session(&session.id)
+        .await?;
+    Ok(forget(jar))
+}
+
+/// `jar` without the session cookie.
+pub fn forget(jar: PrivateCookieJar) -> PrivateCookieJar {
     jar.remove(Cookie::build(COOKIE).path(BASE).build())
 }
 
@@ -99,18 +130,28 @@ fn over_https(headers: &HeaderMap) -> bool {
         .is_some_and(|v| v.eq_ignore_ascii_case("https"))
 }
 
-/// The session `jar` holds, if it holds a valid one: not expired, its key still valid.
+/// The session `jar` names, if it is stored, not expired, and its key still valid.
 pub async fn current(console: &Console, jar: &PrivateCookieJar) -> Option<Session> {
-    let stored = serde_json::from_str::<Stored>(jar.get(COOKIE)?.value()).ok()?;
-    let now = console.app().now().unix_micros() / 1_000_000;
-    if stored.e <= now {
+    let cookie = jar.get(COOKIE)?;
+    if cookie.value().len() > 64 {
         return None;
     }
-    let principal = check_key(console, &stored.k).await?;
+    let id = stored_id(cookie.value());
+    let app = console.app();
+    let stored = match app.store().console_session(&id, app.now()).await {
+        Ok(s) => s?,
+        Err(e) => {
+            tracing::warn!(error = %e.chain(), "reading a console session failed");
+            return None;
+        }
+    };
+    let key = KeyHash(stored.key_hash);
+    let principal = console_principal(authenticate_hash(app, &key).await.ok()?)?;
     Some(Session {
-        csrf: crate::csrf::token(console, &stored.k),
-        key: stored.k,
+        key,
         principal,
+        csrf: stored.csrf,
+        id,
     })
 }
 
@@ -126,7 +167,7 @@ impl FromRequestParts<Console> for Session {
         if let Some(session) = current(console, &jar).await {
             return Ok(session);
         }
-        let mut res = (end(jar), Redirect::to(&format!("{BASE}/login"))).into_response();
+        let mut res = (forget(jar), Redirect::to(&format!("{BASE}/login"))).into_response();
         if parts.headers.contains_key("hx-request") {
             res.headers_mut()
                 .insert("hx-redirect", HeaderValue::from_static("/console/login"));

@@ -35,6 +35,15 @@ async fn app() -> App {
 }
 
 async fn app_with(max_upload_bytes: usize) -> App {
+    let settings = ApiSettings {
+        cache_ttl: Duration::ZERO,
+        max_upload_bytes,
+        ..ApiSettings::default()
+    };
+    app_with_settings(settings).await
+}
+
+async fn app_with_settings(settings: ApiSettings) -> App {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}/c.db", dir.path().display());
     let s = coupond_store_sqlite::SqliteStore::connect(&url)
@@ -43,11 +52,16 @@ async fn app_with(max_upload_bytes: usize) -> App {
     s.migrate().await.unwrap();
     let store: Arc<dyn Store> = Arc::new(s);
     let clock = ManualClock::new(t0());
-    let settings = ApiSettings {
-        cache_ttl: Duration::ZERO,
-        max_upload_bytes,
-        ..ApiSettings::default()
-    };
+    App {
+        router: console_router(&store, &clock, settings),
+        store,
+        clock,
+        _dir: dir,
+    }
+}
+
+/// An instance's API and console over `store` (instances share the console secret).
+fn console_router(store: &Arc<dyn Store>, clock: &ManualClock, settings: ApiSettings) -> Router {
     let state = AppState::new(store.clone(), Arc::new(clock.clone()), b"secret", settings);
     let console = Console::new(
         state.clone(),
@@ -58,12 +72,7 @@ async fn app_with(max_upload_bytes: usize) -> App {
         },
     )
     .unwrap();
-    App {
-        router: coupond_api::router_with(state, coupond_console::router(console)),
-        store,
-        clock,
-        _dir: dir,
-    }
+    coupond_api::router_with(state, coupond_console::router(console))
 }
 
 async fn key(app: &App, role: Role) -> (String, i64) {
@@ -268,4 +277,56 @@ async fn an_upload_over_the_limit_is_refused_in_words() {
     // Within the limit, the file reaches the API (which has no template 1).
     let small = send(&app, upload("u-1\n".to_owned())).await;
     assert!(!small.body.contains("too large"), "{}", small.body);
+}
+
+/// Sessions live on the server: each has its own form token; signing out ends it on every
+/// instance at once, so a copy of its cookie opens nothing (before, a copied cookie kept
+/// working for the whole session lifetime); revoking the key ends its sessions at once even
+/// while the key cache would still accept the key.
+#[tokio::test]
+async fn signing_out_ends_the_session_on_every_instance() {
+    let settings = ApiSettings {
+        cache_ttl: Duration::from_secs(600),
+        ..ApiSettings::default()
+    };
+    let app = app_with_settings(settings.clone()).await;
+    let other = App {
+        router: console_router(&app.store, &app.clock, settings),
+        store: app.store.clone(),
+        clock: app.clock.clone(),
+        _dir: tempfile::tempdir().unwrap(),
+    };
+    let (platform, id) = key(&app, Role::Platform).await;
+    let first = pair(&sign_in(&app, &platform).await.cookie.unwrap());
+    let second = pair(&sign_in(&app, &platform).await.cookie.unwrap());
+    let first_token = token(&home(&app, &first).await.body);
+    let second_token = token(&home(&app, &second).await.body);
+    assert_ne!(first_token, second_token, "each session has its own token");
+    assert_eq!(home(&other, &first).await.status, StatusCode::OK, "shared");
+
+    let out = Request::post("/console/logout")
+        .header(header::COOKIE, first.clone())
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .header(header::HOST, "console.test")
+        .header(header::ORIGIN, "http://console.test")
+        .body(Body::from(format!("csrf={first_token}")))
+        .unwrap();
+    let out = send(&app, out).await;
+    assert_eq!(out.location, "/console/login", "{}", out.body);
+    for instance in [&app, &other] {
+        let copied = home(instance, &first).await;
+        assert_eq!(
+            (copied.status, copied.location.as_str()),
+            (StatusCode::SEE_OTHER, "/console/login"),
+            "a copied cookie still opened the console after sign-out"
+        );
+    }
+    assert_eq!(home(&other, &second).await.status, StatusCode::OK);
+
+    // The key is cached for 10 minutes, yet its sessions end with it.
+    assert_eq!(home(&app, &second).await.status, StatusCode::OK);
+    app.store.revoke_api_key(id, t0()).await.unwrap();
+    for instance in [&app, &other] {
+        assert_eq!(home(instance, &second).await.location, "/console/login");
+    }
 }

@@ -2,7 +2,7 @@
 //! and API keys, on every backend. Pool figures and closing are the backend's ([`Db`]).
 
 use coupond_domain::{MerchantId, Timestamp};
-use coupond_store::{ApiKey, NewApiKey, Role, StoreError, StoreResult};
+use coupond_store::{ApiKey, ConsoleSession, NewApiKey, Role, StoreError, StoreResult};
 
 use crate::{sql, Db, Row, Work};
 
@@ -74,14 +74,76 @@ pub async fn list_api_keys(db: &dyn Db) -> StoreResult<Vec<ApiKey>> {
 }
 
 pub async fn revoke_api_key(db: &dyn Db, id: i64, now: Timestamp) -> StoreResult<ApiKey> {
-    let row = db
-        .write_one(
+    let mut tx = db.begin(Work::Request).await?;
+    let row = tx
+        .fetch_optional(
             sql("UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $1) WHERE id = $2 RETURNING *")
                 .bind(now)
                 .bind(id),
         )
+        .await?
+        .ok_or(StoreError::NotFound)?;
+    // Console sessions signed in with it end with it, on every instance.
+    tx.execute(sql("DELETE FROM console_sessions WHERE key_hash = $1").bind(row.bytes("hash")?))
         .await?;
+    tx.commit().await?;
     api_key_row(&row)
+}
+
+pub async fn insert_console_session(
+    db: &dyn Db,
+    id: &[u8; 32],
+    s: &ConsoleSession,
+) -> StoreResult<()> {
+    let mut tx = db.begin(Work::Request).await?;
+    // Sessions are made only by signing in with a valid key; expired ones go here, so the
+    // table holds at most what signed in within one session lifetime.
+    tx.execute(sql("DELETE FROM console_sessions WHERE expires_at <= $1").bind(s.created_at))
+        .await?;
+    tx.execute(
+        sql(
+            "INSERT INTO console_sessions (id, key_hash, csrf, created_at, expires_at)
+             VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(&id[..])
+        .bind(&s.key_hash[..])
+        .bind(&s.csrf)
+        .bind(s.created_at)
+        .bind(s.expires_at),
+    )
+    .await?;
+    tx.commit().await
+}
+
+pub async fn console_session(
+    db: &dyn Db,
+    id: &[u8; 32],
+    now: Timestamp,
+) -> StoreResult<Option<ConsoleSession>> {
+    let row = db
+        .read_optional(
+            sql("SELECT * FROM console_sessions WHERE id = $1 AND expires_at > $2")
+                .bind(&id[..])
+                .bind(now),
+        )
+        .await?;
+    let Some(r) = row else { return Ok(None) };
+    let key_hash: [u8; 32] = r
+        .bytes("key_hash")?
+        .try_into()
+        .map_err(|_| StoreError::other("a console session's key hash is not 32 bytes"))?;
+    Ok(Some(ConsoleSession {
+        key_hash,
+        csrf: r.string("csrf")?,
+        created_at: r.time("created_at")?,
+        expires_at: r.time("expires_at")?,
+    }))
+}
+
+pub async fn end_console_session(db: &dyn Db, id: &[u8; 32]) -> StoreResult<()> {
+    db.write(sql("DELETE FROM console_sessions WHERE id = $1").bind(&id[..]))
+        .await
+        .map(drop)
 }
 
 fn api_key_row(r: &Row) -> StoreResult<ApiKey> {
@@ -156,6 +218,27 @@ macro_rules! impl_admin_store {
                 now: $crate::reexport::domain::Timestamp,
             ) -> $crate::reexport::store::StoreResult<$crate::reexport::store::ApiKey> {
                 $crate::admin::revoke_api_key(self, id, now).await
+            }
+            async fn insert_console_session(
+                &self,
+                id: &[u8; 32],
+                s: &$crate::reexport::store::ConsoleSession,
+            ) -> $crate::reexport::store::StoreResult<()> {
+                $crate::admin::insert_console_session(self, id, s).await
+            }
+            async fn console_session(
+                &self,
+                id: &[u8; 32],
+                now: $crate::reexport::domain::Timestamp,
+            ) -> $crate::reexport::store::StoreResult<Option<$crate::reexport::store::ConsoleSession>>
+            {
+                $crate::admin::console_session(self, id, now).await
+            }
+            async fn end_console_session(
+                &self,
+                id: &[u8; 32],
+            ) -> $crate::reexport::store::StoreResult<()> {
+                $crate::admin::end_console_session(self, id).await
             }
             fn inspect(&self) -> &dyn $crate::reexport::store::InspectStore {
                 self

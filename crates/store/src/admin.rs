@@ -1,8 +1,8 @@
 //! The store's own operations, reports, and the inspection extension.
 
 use crate::{
-    ApiKey, CouponCounts, Event, HoldersQuery, NewApiKey, OutboxPosition, PoolStats, Since,
-    StoreResult, TemplateAudit, UsageRow, Violation,
+    ApiKey, ConsoleSession, CouponCounts, Event, HoldersQuery, NewApiKey, OutboxPosition,
+    PoolStats, Since, StoreResult, TemplateAudit, UsageRow, Violation,
 };
 use coupond_domain::{Coupon, CouponId, MerchantId, TemplateId, Timestamp, UserId};
 
@@ -28,8 +28,20 @@ pub trait AdminStore: Send + Sync {
     /// The key with this SHA-256 hash, revoked or not.
     async fn api_key_by_hash(&self, hash: &[u8; 32]) -> StoreResult<ApiKey>;
     async fn list_api_keys(&self) -> StoreResult<Vec<ApiKey>>;
-    /// Marks the key revoked; revoking twice keeps the first instant.
+    /// Marks the key revoked (revoking twice keeps the first instant) and ends every console
+    /// session signed in with it, in one transaction.
     async fn revoke_api_key(&self, id: i64, now: Timestamp) -> StoreResult<ApiKey>;
+    /// Stores a console session under `id` (the SHA-256 of the cookie's session id), and
+    /// drops sessions expired by its creation time.
+    async fn insert_console_session(&self, id: &[u8; 32], s: &ConsoleSession) -> StoreResult<()>;
+    /// The console session stored under `id`, unless it has expired by `now`.
+    async fn console_session(
+        &self,
+        id: &[u8; 32],
+        now: Timestamp,
+    ) -> StoreResult<Option<ConsoleSession>>;
+    /// Ends the console session stored under `id` (sign-out); ending it twice is a no-op.
+    async fn end_console_session(&self, id: &[u8; 32]) -> StoreResult<()>;
     /// Reads for tests, audits and the load tool.
     fn inspect(&self) -> &dyn InspectStore;
 }

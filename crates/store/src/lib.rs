@@ -23,6 +23,7 @@
 //! - [`issuance`]: bulk issuance jobs and their progress.
 //! - [`scheduling`]: outbox positions, reminders and inbox messages, for the background loops.
 //! - [`webhooks`]: webhook endpoints, deliveries and attempts.
+//! - [`sessions`]: console sessions ([`AdminStore`] keeps them), shared by every instance.
 //! - [`codec`]: the JSON both backends use for the nested parts of a record, so a record reads
 //!   back identically from either.
 //! - [`records`]: the stored, versioned record types behind that JSON, tolerant of fields a
@@ -45,12 +46,14 @@ pub mod lifecycle;
 pub mod model;
 pub mod records;
 pub mod scheduling;
+pub mod sessions;
 pub mod tags;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod webhooks;
 
 pub use admin::{AdminStore, InspectStore, ReportStore, SpecOf};
+pub use sessions::ConsoleSession;
 pub use catalog::{CampaignStore, CatalogStore};
 pub use checkout::{
     CheckoutStore, IdempotencyStart, IdempotencyStore, LockOutcome, LockPlan, LockRefusal,

@@ -35,6 +35,7 @@ macro_rules! conformance_suite {
             listings_update_and_search,
             bind_limit_holds_under_concurrency,
             abort_releases_bindings,
+            console_sessions_end_with_sign_out_expiry_and_their_key,
             ended_templates_free_their_binding_slots,
             claims_stop_at_the_stock,
             since_counts_coupons_of_the_period_and_the_merchant,

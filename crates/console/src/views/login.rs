@@ -47,8 +47,14 @@ pub async fn submit(
         let error = Some("This is not a valid platform or merchant API key.".to_owned());
         return render(StatusCode::UNAUTHORIZED, &LoginPage { error });
     }
-    let jar = session::start(&console, jar, key, &headers);
-    (jar, Redirect::to("/console")).into_response()
+    match session::start(&console, jar, key, &headers).await {
+        Ok(jar) => (jar, Redirect::to("/console")).into_response(),
+        Err(e) => {
+            tracing::warn!(error = %e.chain(), "storing a console session failed");
+            let error = Some("Signing in failed; try again in a moment.".to_owned());
+            render(StatusCode::SERVICE_UNAVAILABLE, &LoginPage { error })
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -57,7 +63,10 @@ pub struct SignOut {
     csrf: String,
 }
 
+/// Signs out: the session ends on every instance at once, so a copy of its cookie opens
+/// nothing any more.
 pub async fn logout(
+    State(console): State<Console>,
     session: Session,
     jar: PrivateCookieJar,
     headers: HeaderMap,
@@ -66,5 +75,15 @@ pub async fn logout(
     if let Some(refused) = super::guard(&headers, &session, &f.csrf) {
         return refused;
     }
-    (session::end(jar), Redirect::to("/console/login")).into_response()
+    match session::end(&console, jar, &session).await {
+        Ok(jar) => (jar, Redirect::to("/console/login")).into_response(),
+        Err(e) => {
+            tracing::warn!(error = %e.chain(), "ending a console session failed");
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Signing out failed; try again.",
+            )
+                .into_response()
+        }
+    }
 }
