@@ -82,6 +82,12 @@ pub struct ApiSettings {
     /// Background transactions (code generation, bulk issuance) are sized to take about this
     /// long; zero: fixed, maximal chunks.
     pub background_txn_target: std::time::Duration,
+    /// Codes one owner (a merchant, or the platform) may have waiting to be generated;
+    /// a batch past it is 409 `queue_full`.
+    pub max_queued_codes_per_owner: i64,
+    /// Users one owner's open issuance jobs may have waiting; a job past it is 409
+    /// `queue_full`.
+    pub max_queued_issuance_per_owner: i64,
     /// Where claim and redemption limits are counted with other instances (Redis); `None`:
     /// in this process.
     pub shared_limits: Option<Arc<dyn SharedLimits>>,
@@ -124,6 +130,8 @@ impl Default for ApiSettings {
             max_webhooks_per_owner: 10,
             trusted_proxies: Arc::default(),
             background_txn_target: std::time::Duration::ZERO,
+            max_queued_codes_per_owner: 2_000_000,
+            max_queued_issuance_per_owner: 2_000_000,
             shared_limits: None,
             claim_limits_on_error: OnLimitError::Open,
             redeem_limits_on_error: OnLimitError::Closed,

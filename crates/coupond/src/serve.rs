@@ -199,6 +199,8 @@ fn api_settings(config: &Config, targets: Arc<TargetPolicy>) -> anyhow::Result<A
                 .map_err(|e| anyhow::anyhow!("trusted_proxies: {e}"))?,
         ),
         background_txn_target: config.background.txn_target,
+        max_queued_codes_per_owner: i64::from(config.background.max_queued_codes_per_owner),
+        max_queued_issuance_per_owner: i64::from(config.background.max_queued_issuance_per_owner),
         ..ApiSettings::default()
     })
 }

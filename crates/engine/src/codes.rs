@@ -18,6 +18,7 @@ use rand::Rng;
 use tokio::sync::Notify;
 
 use crate::clock::Clock;
+use crate::jobs::Turns;
 use crate::pacing::Pacer;
 use crate::worker::{Pass, Worker};
 
@@ -40,6 +41,8 @@ pub struct CodeGenerator {
     clock: Arc<dyn Clock>,
     wake: Arc<Notify>,
     pacer: Arc<Pacer>,
+    /// Owners take turns, a chunk each (shared by clones).
+    turns: Arc<Turns>,
 }
 
 impl std::fmt::Debug for CodeGenerator {
@@ -56,6 +59,7 @@ impl CodeGenerator {
             clock,
             wake: Arc::new(Notify::new()),
             pacer: Arc::new(Pacer::new(txn_target, CHUNK)),
+            turns: Arc::default(),
         }
     }
 
@@ -64,18 +68,21 @@ impl CodeGenerator {
         self.wake.notify_one();
     }
 
-    /// One step: up to [`CHUNK`] codes for the oldest unfinished batch.
+    /// One step: up to [`CHUNK`] codes for the oldest unfinished batch of the owner whose
+    /// turn it is ([`Turns`]).
     pub async fn run_once(&self) -> StoreResult<Outcome> {
-        let Some(batch) = self
-            .store
-            .unfinished_code_batches()
-            .await?
-            .into_iter()
-            .next()
-        else {
+        let open = self.store.unfinished_code_batches().await?;
+        let Some(next) = self.turns.order(open).into_iter().next() else {
             return Ok(Outcome::Idle);
         };
-        self.step(&batch).await.map(Outcome::Progress)
+        let batch = self.store.code_batch(next.id).await?;
+        if batch.finished_at.is_some() {
+            // Finished by another instance since the list was read.
+            return Ok(Outcome::Progress(batch));
+        }
+        let done = self.step(&batch).await.map(Outcome::Progress)?;
+        self.turns.served(next.owner);
+        Ok(done)
     }
 
     /// Fills `batch` to its count (for small batches answered in the request).

@@ -16,7 +16,7 @@ use coupond_store::{Issuance, IssuanceState, Store, StoreResult};
 use tokio::sync::Notify;
 
 use crate::clock::Clock;
-use crate::jobs::Lists;
+use crate::jobs::{Lists, Turns};
 use crate::pacing::Pacer;
 use crate::worker::{Pass, Worker};
 
@@ -35,6 +35,8 @@ pub struct IssuanceWorker {
     users: Lists<UserId>,
     wake: Arc<Notify>,
     pacer: Arc<Pacer>,
+    /// Owners take turns, a chunk each (shared by clones).
+    turns: Arc<Turns>,
 }
 
 impl std::fmt::Debug for IssuanceWorker {
@@ -56,6 +58,7 @@ impl IssuanceWorker {
             users: Lists::default(),
             wake: Arc::new(Notify::new()),
             pacer: Arc::new(Pacer::new(txn_target, CHUNK)),
+            turns: Arc::default(),
         }
     }
 
@@ -86,9 +89,11 @@ impl IssuanceWorker {
 
     /// One chunk of the oldest open job this instance can take; `None` with nothing to do.
     pub async fn run_once(&self) -> StoreResult<Option<Issuance>> {
-        for id in self.store.open_issuances().await? {
-            if let Some(job) = self.step(id).await? {
-                return Ok(Some(job));
+        let open = self.store.open_issuances().await?;
+        for job in self.turns.order(open) {
+            if let Some(done) = self.step(job.id).await? {
+                self.turns.served(job.owner);
+                return Ok(Some(done));
             }
         }
         Ok(None)

@@ -11,7 +11,7 @@
 use coupond_domain::{Template, TemplateId, Timestamp, UserId};
 use coupond_store::events::{self, kind};
 use coupond_store::{
-    ClaimOutcome, ClaimRequest, Issuance, NewIssuance, Page, StoreError, StoreResult,
+    ClaimOutcome, ClaimRequest, Issuance, NewIssuance, OpenJob, Page, StoreError, StoreResult,
 };
 
 use crate::rows::{issuance as issuance_row, template as template_row, user_list};
@@ -110,10 +110,28 @@ pub async fn template_issuances(
     db.read_all(q).await?.iter().map(issuance_row).collect()
 }
 
-/// The jobs not finished yet, oldest first.
-pub async fn open_issuances(db: &dyn Db) -> StoreResult<Vec<i64>> {
-    let q = sql("SELECT id FROM issuances WHERE state IN ('pending', 'running') ORDER BY id");
-    db.read_all(q).await?.iter().map(|r| r.i64("id")).collect()
+/// The jobs not finished yet, oldest first, with their owners.
+pub async fn open_issuances(db: &dyn Db) -> StoreResult<Vec<OpenJob>> {
+    let q = sql("SELECT i.id, COALESCE(t.merchant_id, 0) AS owner
+         FROM issuances i JOIN templates t ON t.id = i.template_id
+         WHERE i.state IN ('pending', 'running') ORDER BY i.id");
+    db.read_all(q)
+        .await?
+        .iter()
+        .map(crate::codes::open_job)
+        .collect()
+}
+
+/// Users still to be issued by `owner`'s open jobs.
+pub async fn queued_issuance_users(db: &dyn Db, owner: i64) -> StoreResult<i64> {
+    let q = sql(format!(
+        "SELECT COALESCE({}, 0) AS n
+         FROM issuances i JOIN templates t ON t.id = i.template_id
+         WHERE i.state IN ('pending', 'running') AND COALESCE(t.merchant_id, 0) = $1",
+        db.dialect().sum("i.requested - i.next_user")
+    ))
+    .bind(owner);
+    db.read_one(q).await?.i64("n")
 }
 
 pub async fn issuance_users(db: &dyn Db, id: i64) -> StoreResult<Vec<UserId>> {

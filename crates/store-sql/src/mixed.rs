@@ -159,8 +159,16 @@ macro_rules! impl_issuance_store {
             ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::store::Issuance>> {
                 $crate::issuance::template_issuances(self, template, page).await
             }
-            async fn open_issuances(&self) -> $crate::reexport::store::StoreResult<Vec<i64>> {
+            async fn open_issuances(
+                &self,
+            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::store::OpenJob>> {
                 $crate::issuance::open_issuances(self).await
+            }
+            async fn queued_issuance_users(
+                &self,
+                owner: i64,
+            ) -> $crate::reexport::store::StoreResult<i64> {
+                $crate::issuance::queued_issuance_users(self, owner).await
             }
             async fn issuance_users(
                 &self,

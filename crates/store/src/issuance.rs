@@ -105,6 +105,14 @@ pub struct Issuance {
 }
 
 /// Bulk issuance jobs, a chunk per transaction.
+/// An open background job and whose it is ([`owner_key`](crate::owner_key) of its
+/// template's merchant: 0 for the platform's), so workers can let owners take turns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpenJob {
+    pub id: i64,
+    pub owner: i64,
+}
+
 #[async_trait]
 pub trait IssuanceStore: Send + Sync {
     /// A new pending job, and `true`; with `new.key`, the job already made under that key if
@@ -121,8 +129,11 @@ pub trait IssuanceStore: Send + Sync {
         template: TemplateId,
         page: Page,
     ) -> StoreResult<Vec<Issuance>>;
-    /// Jobs pending or running, oldest first.
-    async fn open_issuances(&self) -> StoreResult<Vec<i64>>;
+    /// Jobs pending or running, oldest first, with their owners.
+    async fn open_issuances(&self) -> StoreResult<Vec<OpenJob>>;
+    /// Users still to be issued by `owner`'s open jobs ([`owner_key`](crate::owner_key) of
+    /// their templates' merchant): what a new job is capped against.
+    async fn queued_issuance_users(&self, owner: i64) -> StoreResult<i64>;
     /// The users of a job, in order (what [`IssuanceStore::issue_chunk`] takes).
     async fn issuance_users(&self, id: i64) -> StoreResult<Vec<UserId>>;
     /// Issues the next `max` users of job `id` (`users` is the job's list) in one

@@ -63,7 +63,9 @@ pub use claims::ClaimStore;
 pub use codes::CodeStore;
 pub use error::{Conflict, StoreError, StoreResult};
 pub use events::{CouponEvent, Event};
-pub use issuance::{InvalidLine, Issuance, IssuanceKey, IssuanceState, IssuanceStore, NewIssuance};
+pub use issuance::{
+    InvalidLine, Issuance, IssuanceKey, IssuanceState, IssuanceStore, NewIssuance, OpenJob,
+};
 pub use lifecycle::{
     Deleted, LifecycleStore, Refund, RefundRequest, RefundStep, RevokeStep, TemplateChange,
     TemplateEdit,

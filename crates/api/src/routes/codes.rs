@@ -13,7 +13,7 @@ use coupond_domain::{
 };
 use coupond_engine::{ClaimAsk, ClaimError};
 use coupond_store::Conflict;
-use coupond_store::{CodeBatch, CodeClaim, PromoCode, StoreError};
+use coupond_store::{owner_key, CodeBatch, CodeClaim, PromoCode, StoreError};
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
@@ -118,7 +118,9 @@ pub async fn remove_shared(
 /// that catches any one mistyped character or swapped pair. Up to `code_batch_sync_max`
 /// codes are generated before the answer (201); a larger batch is answered 202 at once and
 /// generated in the background (poll `GET /v1/code-batches/{id}`). Codes do not reserve
-/// stock: each redemption claims a coupon like any claim.
+/// stock: each redemption claims a coupon like any claim. An owner (a merchant, or the
+/// platform) may have at most `max_queued_codes_per_owner` codes waiting to be generated:
+/// past it, 409 `queue_full` until earlier batches finish.
 #[utoipa::path(operation_id = "create_code_batch", post, path = "/v1/templates/{id}/codes", tag = "codes",
     params(("id" = i64, Path, description = "Template id")),
     request_body = CodeBatchDraft,
@@ -133,7 +135,10 @@ pub async fn create_batch(
     ApiJson(draft): ApiJson<CodeBatchDraft>,
 ) -> ApiResult<Response> {
     let spec = CodeBatchSpec::try_from(draft)?;
-    load_open(&s, &p, id).await?;
+    let t = load_open(&s, &p, id).await?;
+    let max = s.settings().max_queued_codes_per_owner;
+    let queued = s.store().queued_codes(owner_key(t.merchant_id)).await?;
+    ApiError::check_queue("codes", queued, i64::from(spec.count()), max)?;
     let batch = s.store().insert_code_batch(id, &spec, s.now()).await?;
     let location = format!("/v1/code-batches/{}", batch.id);
     let (status, batch) = if spec.count() <= s.settings().code_batch_sync_max {

@@ -227,6 +227,12 @@ pub async fn create(
             "no valid user id was given",
         ));
     }
+    let queued = s
+        .store()
+        .queued_issuance_users(coupond_store::owner_key(t.merchant_id))
+        .await?;
+    let max = s.settings().max_queued_issuance_per_owner;
+    ApiError::check_queue("users", queued, parsed.users.len() as i64, max)?;
     let asked = format!("{id}\n{form:?}\n{}", idempotency::hex(&digest));
     let key = idempotency::key(&headers, &p, ROUTE, &asked)?;
     let now = s.now();

@@ -19,6 +19,7 @@ mod listings;
 mod merchants;
 mod model;
 mod openapi;
+mod queues;
 mod reports;
 mod roles;
 mod scheduling;

@@ -7,7 +7,7 @@ use figment::value::{Dict, Map, Value};
 use figment::{Error, Metadata, Profile, Provider};
 
 /// Every setting: its flat name, its section and its key there.
-pub const FLAT: [(&str, &str, &str); 63] = [
+pub const FLAT: [(&str, &str, &str); 65] = [
     ("listen", "server", "listen"),
     ("max_body_bytes", "server", "max_body_bytes"),
     ("max_upload_bytes", "server", "max_upload_bytes"),
@@ -73,6 +73,16 @@ pub const FLAT: [(&str, &str, &str); 63] = [
     ),
     ("reminder_days_before", "background", "reminder_days_before"),
     ("background_txn_target", "background", "txn_target"),
+    (
+        "max_queued_codes_per_owner",
+        "background",
+        "max_queued_codes_per_owner",
+    ),
+    (
+        "max_queued_issuance_per_owner",
+        "background",
+        "max_queued_issuance_per_owner",
+    ),
     ("webhook_retry_base", "webhook", "retry_base"),
     ("webhook_max_attempts", "webhook", "max_attempts"),
     ("webhook_allow_hosts", "webhook", "allow_hosts"),

@@ -201,6 +201,10 @@ pub struct Background {
     /// this long, so claims waiting for the database are never held up by much more.
     #[serde(with = "humantime_serde")]
     pub txn_target: Duration,
+    /// Codes one owner (a merchant, or the platform) may have waiting to be generated.
+    pub max_queued_codes_per_owner: u32,
+    /// Users one owner's open issuance jobs may have waiting to be issued.
+    pub max_queued_issuance_per_owner: u32,
 }
 
 /// Webhook endpoints and deliveries.

@@ -84,7 +84,13 @@ pub async fn code_batches_fill_exactly(s: Arc<dyn Store>) {
         (b.count, b.generated, b.finished_at, b.prefix.as_str()),
         (5, 0, None, "T")
     );
-    assert_eq!(s.unfinished_code_batches().await.unwrap(), vec![b.clone()]);
+    let owner = crate::owner_key(t.merchant_id);
+    assert_eq!(
+        s.unfinished_code_batches().await.unwrap(),
+        vec![crate::OpenJob { id: b.id, owner }]
+    );
+    assert_eq!(s.queued_codes(owner).await.unwrap(), 5);
+    assert_eq!(s.queued_codes(owner + 1000).await.unwrap(), 0);
     let codes = |v: &[&str]| v.iter().map(|c| (*c).to_owned()).collect::<Vec<_>>();
     let b1 = s
         .add_codes(b.id, &codes(&["TA", "TB", "TA"]), at(2))
