@@ -5,7 +5,8 @@ use utoipa::{Modify, OpenApi};
 
 use crate::routes::{
     activities, checkout, claims, codes, coupons, events, inbox, issuances, keys, listings,
-    merchants, refunds, reports, system, tag_uploads, tags, templates, today, webhooks,
+    merchants, refunds, reports, shared_tags, system, tag_uploads, tags, templates, today,
+    webhooks,
 };
 
 /// The whole API, served at `/openapi.json`.
@@ -34,6 +35,7 @@ use crate::routes::{
         coupons::revoke, coupons::of_template,
         events::list,
         tags::put, tags::get, tag_uploads::create, tag_uploads::list, tag_uploads::get,
+        shared_tags::share, shared_tags::unshare, shared_tags::list,
         inbox::list, inbox::read,
         issuances::create, issuances::list, issuances::get,
         reports::template, reports::activity, reports::reconciliation, today::today,
@@ -54,7 +56,7 @@ use crate::routes::{
         (name = "codes", description = "Promotion codes: shared codes, generated single-use codes, redemption"),
         (name = "listings", description = "Listings, their bound templates, and search by coupon"),
         (name = "coupons", description = "Revoking coupons and who holds a template's coupons"),
-        (name = "tags", description = "User tags coupond holds, for segment issuance (platform, order service)"),
+        (name = "tags", description = "User tags coupond holds, for segment issuance (platform, order service); private to the platform unless shared with merchants"),
         (name = "events", description = "The outbox as a replayable feed of events"),
         (name = "system", description = "Health, metrics and this document"),
     )

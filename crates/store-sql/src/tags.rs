@@ -1,5 +1,5 @@
 //! [`TagStore`](coupond_store::TagStore) on every backend ([`impl_tag_store!`]): the tags
-//! coupond holds for users, and a segment's users.
+//! coupond holds for users, a segment's users, and the tags shared with merchants.
 //!
 //! Every write takes the `user_tags` lock first (a transaction lock where writers run at
 //! once), so the per-user count a write checks cannot change under it.
@@ -7,8 +7,9 @@
 use std::collections::BTreeSet;
 
 use coupond_domain::tags::MAX_TAGS_PER_USER;
+use coupond_domain::Timestamp;
 use coupond_domain::{Tag, TemplateId, TemplateSpec, UserId};
-use coupond_store::{ClaimOutcome, ClaimRequest, StoreError, StoreResult, Tagged};
+use coupond_store::{ClaimOutcome, ClaimRequest, SharedTag, StoreError, StoreResult, Tagged};
 
 use crate::{sql, Db, Exec, Row, Work};
 
@@ -89,6 +90,56 @@ pub async fn segment_users(db: &dyn Db, any: &[Tag], limit: u32) -> StoreResult<
         .iter()
         .map(|r| UserId::parse(r.str("user_id")?).map_err(StoreError::other))
         .collect()
+}
+
+/// Shares `tag`, keeping the first `shared_at` of a tag already shared.
+pub async fn share_tag(db: &dyn Db, tag: &Tag, now: Timestamp) -> StoreResult<SharedTag> {
+    let q = sql(format!(
+        "INSERT INTO shared_tags (tag, shared_at) VALUES ($1, $2){}",
+        db.dialect().on_conflict_nothing("tag")
+    ))
+    .bind(tag.as_str())
+    .bind(now);
+    let mut tx = db.begin(Work::Request).await?;
+    tx.execute(q).await?;
+    let q = sql("SELECT tag, shared_at FROM shared_tags WHERE tag = $1").bind(tag.as_str());
+    let row = tx.fetch_one(q).await?;
+    tx.commit().await?;
+    shared(&row)
+}
+
+pub async fn unshare_tag(db: &dyn Db, tag: &Tag) -> StoreResult<bool> {
+    let q = sql("DELETE FROM shared_tags WHERE tag = $1").bind(tag.as_str());
+    Ok(db.write(q).await? > 0)
+}
+
+pub async fn shared_tags(
+    db: &dyn Db,
+    after: Option<&Tag>,
+    limit: u32,
+) -> StoreResult<Vec<SharedTag>> {
+    // Tags are ASCII, and every backend orders them bytewise (PostgreSQL's column is "C").
+    let q = sql("SELECT tag, shared_at FROM shared_tags WHERE tag > $1 ORDER BY tag LIMIT $2")
+        .bind(after.map_or("", Tag::as_str))
+        .bind(i64::from(limit));
+    db.read_all(q).await?.iter().map(shared).collect()
+}
+
+pub async fn shared_of(db: &dyn Db, tags: &[Tag]) -> StoreResult<Vec<Tag>> {
+    if tags.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut q = sql("SELECT tag FROM shared_tags WHERE tag IN (");
+    q.push_binds(tags.iter().map(Tag::as_str))
+        .push(") ORDER BY tag");
+    db.read_all(q).await?.iter().map(tag).collect()
+}
+
+fn shared(r: &Row) -> StoreResult<SharedTag> {
+    Ok(SharedTag {
+        tag: tag(r)?,
+        shared_at: r.time("shared_at")?,
+    })
 }
 
 /// Lays out a template's audience tags in `template_tags`, which claim batches read (empty
@@ -200,6 +251,32 @@ macro_rules! impl_tag_store {
                 limit: u32,
             ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::domain::UserId>> {
                 $crate::tags::segment_users(self, any, limit).await
+            }
+            async fn share_tag(
+                &self,
+                tag: &$crate::reexport::domain::Tag,
+                now: $crate::reexport::domain::Timestamp,
+            ) -> $crate::reexport::store::StoreResult<$crate::reexport::store::SharedTag> {
+                $crate::tags::share_tag(self, tag, now).await
+            }
+            async fn unshare_tag(
+                &self,
+                tag: &$crate::reexport::domain::Tag,
+            ) -> $crate::reexport::store::StoreResult<bool> {
+                $crate::tags::unshare_tag(self, tag).await
+            }
+            async fn shared_tags(
+                &self,
+                after: Option<&$crate::reexport::domain::Tag>,
+                limit: u32,
+            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::store::SharedTag>> {
+                $crate::tags::shared_tags(self, after, limit).await
+            }
+            async fn shared_of(
+                &self,
+                tags: &[$crate::reexport::domain::Tag],
+            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::domain::Tag>> {
+                $crate::tags::shared_of(self, tags).await
             }
             async fn insert_tag_upload(
                 &self,

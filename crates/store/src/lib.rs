@@ -79,7 +79,7 @@ pub use scheduling::{
     CouponCounts, Due, HourCounts, InboxStore, Message, MessageContent, OutboxPosition,
     OutboxStore, Reminder, SchedulerStore, Since, UsageRow,
 };
-pub use tags::{NewTagUpload, TagStore, TagUpload, Tagged};
+pub use tags::{NewTagUpload, SharedTag, TagStore, TagUpload, Tagged};
 pub use webhooks::{
     owner_key, Delivery, DeliveryAttempt, DeliveryState, DueSkip, NewDelivery, NewWebhook,
     Webhook, WebhookStore,

@@ -1,5 +1,5 @@
 //! User tags at the storage boundary: the tags coupond holds for users, the users of a
-//! segment, and bulk tag uploads worked as jobs.
+//! segment, the tags the platform shares with merchants, and bulk tag uploads worked as jobs.
 
 use async_trait::async_trait;
 use coupond_domain::{Actor, Tag, Timestamp, UserId};
@@ -56,6 +56,15 @@ pub struct TagUpload {
     pub key_fingerprint: Option<[u8; 32]>,
 }
 
+/// A tag the platform shares with merchants: they may name it in a segment or an audience.
+/// Every other tag is private to the platform.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SharedTag {
+    pub tag: Tag,
+    /// When it was first shared (sharing it again keeps this).
+    pub shared_at: Timestamp,
+}
+
 /// User tags; each method one transaction.
 #[async_trait]
 pub trait TagStore: Send + Sync {
@@ -68,6 +77,16 @@ pub trait TagStore: Send + Sync {
     async fn add_user_tags(&self, pairs: &[(UserId, Tag)]) -> StoreResult<Tagged>;
     /// Up to `limit` distinct users holding any of `any`, by user id.
     async fn segment_users(&self, any: &[Tag], limit: u32) -> StoreResult<Vec<UserId>>;
+
+    /// Shares `tag` with merchants at `now`; a tag already shared keeps its `shared_at`.
+    async fn share_tag(&self, tag: &Tag, now: Timestamp) -> StoreResult<SharedTag>;
+    /// Stops sharing `tag`; whether it was shared.
+    async fn unshare_tag(&self, tag: &Tag) -> StoreResult<bool>;
+    /// Up to `limit` shared tags after `after`, by tag.
+    async fn shared_tags(&self, after: Option<&Tag>, limit: u32) -> StoreResult<Vec<SharedTag>>;
+    /// Which of `tags` (at most [`MAX_SEGMENT_TAGS`](coupond_domain::tags::MAX_SEGMENT_TAGS))
+    /// are shared, sorted, each once.
+    async fn shared_of(&self, tags: &[Tag]) -> StoreResult<Vec<Tag>>;
 
     /// A new pending upload, and `true`; with `new.key`, the upload already made under that
     /// key if there is one, and `false` (nothing is inserted).

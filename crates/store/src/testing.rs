@@ -74,6 +74,7 @@ macro_rules! conformance_suite {
             tag_limit_holds_under_concurrent_writers,
             tag_audiences_are_checked_in_the_claim,
             tag_uploads_resume_and_key_once,
+            tags_are_shared_explicitly,
         );
     };
     (@cases $factory:path; $($case:ident),* $(,)?) => {

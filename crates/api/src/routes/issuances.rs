@@ -19,6 +19,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiPath, ApiQuery};
 use crate::idempotency;
 use crate::pagination::{self, PageOf};
+use crate::routes::shared_tags;
 use crate::routes::templates::load_visible;
 use crate::routes::{BodyErrors, CommonErrors, ConflictError, RateLimitedError};
 use crate::state::AppState;
@@ -180,7 +181,9 @@ async fn read_users(body: Body, form: Form, max_upload: usize) -> ApiResult<(Jso
 /// once. `application/json` with `user_ids` (up to 10,000, a body of up to 1 MiB): answered
 /// 201 when done. `application/json` with `segment` (`{"any": ["vip"]}`: every user holding
 /// any of the tags coupond holds for them, up to 1,000,000, taken when the job is made):
-/// answered 202 with the job, issued in the background. `text/csv` or `text/plain` (one user id per line, or CSV with the id first;
+/// answered 202 with the job, issued in the background; for a merchant only the tags the
+/// platform shares count (`PUT /v1/tags/{tag}/shared`: any other tag is one nobody holds).
+/// `text/csv` or `text/plain` (one user id per line, or CSV with the id first;
 /// up to 1,000,000 lines and `max_upload_bytes`): answered 202 with the job at once, issued in
 /// the background, resumable after a crash; poll `GET /v1/issuances/{id}`.
 ///
@@ -218,7 +221,7 @@ pub async fn create(
     let (parsed, field, background) = match ask {
         JsonAsk::Users(p) if form == Form::Json => (p, "user_ids", false),
         JsonAsk::Users(p) => (p, "body", true),
-        JsonAsk::Segment(seg) => (segment(&s, &seg).await?, "segment.any", true),
+        JsonAsk::Segment(seg) => (segment(&s, &p, &seg).await?, "segment.any", true),
     };
     if parsed.users.is_empty() {
         return Err(ApiError::invalid(
@@ -264,12 +267,11 @@ pub async fn create(
     answer(&s, background, job, !created).await
 }
 
-/// The users of a segment, as a job's list: at most [`MAX_LINES`], like an upload.
-async fn segment(s: &AppState, seg: &coupond_domain::Segment) -> ApiResult<Parsed> {
-    let users = s
-        .store()
-        .segment_users(&seg.any, MAX_LINES as u32 + 1)
-        .await?;
+/// The users of a segment, as a job's list: at most [`MAX_LINES`], like an upload. Only the
+/// tags shared with merchants count for a merchant ([`shared_tags::segment_tags`]).
+async fn segment(s: &AppState, p: &Principal, seg: &coupond_domain::Segment) -> ApiResult<Parsed> {
+    let any = shared_tags::segment_tags(s, p, &seg.any).await?;
+    let users = s.store().segment_users(&any, MAX_LINES as u32 + 1).await?;
     if users.len() > MAX_LINES {
         return Err(ApiError::invalid(
             "segment_too_large",

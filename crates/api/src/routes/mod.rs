@@ -14,6 +14,7 @@ pub mod listings;
 pub mod merchants;
 pub mod refunds;
 pub mod reports;
+pub mod shared_tags;
 pub mod system;
 pub mod tag_uploads;
 pub mod tags;

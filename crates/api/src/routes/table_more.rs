@@ -5,9 +5,9 @@ use axum::http::Method;
 use axum::routing::{delete, get, post, put};
 
 use super::{
-    checkout, claims, coupons, events, issuances, r, refunds, reports, tag_uploads, tags, today,
-    webhooks, Route, RouteSpec, PLATFORM, PLATFORM_MERCHANT, PLATFORM_MERCHANT_SERVICE,
-    PLATFORM_MERCHANT_USER, PLATFORM_SERVICE, SERVICE, USER_SERVICE,
+    checkout, claims, coupons, events, issuances, r, refunds, reports, shared_tags, tag_uploads,
+    tags, today, webhooks, Route, RouteSpec, PLATFORM, PLATFORM_MERCHANT,
+    PLATFORM_MERCHANT_SERVICE, PLATFORM_MERCHANT_USER, PLATFORM_SERVICE, SERVICE, USER_SERVICE,
 };
 
 /// Bulk issuance, stats, reconciliation and webhooks.
@@ -186,6 +186,24 @@ pub(super) fn checkout_routes() -> Vec<Route> {
             "/v1/user-tags/{id}",
             PLATFORM_SERVICE,
             get(tag_uploads::get),
+        ),
+        r(
+            Method::GET,
+            "/v1/tags/shared",
+            PLATFORM,
+            get(shared_tags::list),
+        ),
+        r(
+            Method::PUT,
+            "/v1/tags/{tag}/shared",
+            PLATFORM,
+            put(shared_tags::share),
+        ),
+        r(
+            Method::DELETE,
+            "/v1/tags/{tag}/shared",
+            PLATFORM,
+            delete(shared_tags::unshare),
         ),
     ]
 }

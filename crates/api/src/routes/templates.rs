@@ -19,7 +19,7 @@ use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::pagination::{self, PageOf, PageQuery};
-use crate::routes::{activities, BodyErrors, CommonErrors, ConflictError};
+use crate::routes::{activities, shared_tags, BodyErrors, CommonErrors, ConflictError};
 use crate::state::AppState;
 use crate::views::TemplateView;
 use coupond_engine::shared::Notice;
@@ -74,7 +74,8 @@ async fn activity_for(
 }
 
 /// Create a template: in an activity (merchants, while it is enrolling) or standalone (a draft
-/// until published).
+/// until published). A merchant's tag audience may name only tags the platform shares with
+/// merchants (422 `tag_not_shared` on `audience.any`; so may a merchant's edit).
 #[utoipa::path(operation_id = "create_template", post, path = "/v1/templates", tag = "templates", request_body = TemplateDraft,
     responses((status = 201, description = "Created", body = TemplateView),
         CommonErrors, BodyErrors, ConflictError),
@@ -85,6 +86,7 @@ pub async fn create(
     ApiJson(draft): ApiJson<TemplateDraft>,
 ) -> ApiResult<(StatusCode, Json<TemplateView>)> {
     let owner = owner(&s, p.merchant()).await?;
+    shared_tags::check_audience(&s, &p, Some(&draft.audience)).await?;
     let mut attempt = 0;
     loop {
         attempt += 1;
@@ -197,6 +199,7 @@ pub async fn update(
     ApiJson(patch): ApiJson<TemplatePatch>,
 ) -> ApiResult<Json<TemplateView>> {
     let t = load_visible(&s, &p, id).await?;
+    shared_tags::check_audience(&s, &p, patch.audience.as_ref()).await?;
     let now = s.now();
     let owner = owner(&s, t.merchant_id).await?;
     let activity = activity_for(&s, &p, t.spec.activity_id).await?;

@@ -24,6 +24,7 @@ mod reports;
 mod roles;
 mod scheduling;
 mod segments;
+mod shared_tags;
 mod support;
 mod validation;
 mod webhooks;

@@ -51,6 +51,9 @@ fn expected() -> Vec<(Method, &'static str, Vec<Role>)> {
         (Method::POST, "/v1/user-tags", vec![P, S]),
         (Method::GET, "/v1/user-tags", vec![P, S]),
         (Method::GET, "/v1/user-tags/{id}", vec![P, S]),
+        (Method::GET, "/v1/tags/shared", vec![P]),
+        (Method::PUT, "/v1/tags/{tag}/shared", vec![P]),
+        (Method::DELETE, "/v1/tags/{tag}/shared", vec![P]),
         (Method::POST, "/v1/listings", vec![M]),
         (Method::GET, "/v1/listings", vec![P, M, S, U]),
         (Method::GET, "/v1/listings/{id}", vec![P, M, S, U]),
@@ -138,6 +141,7 @@ async fn every_route_admits_exactly_its_roles() {
             .replace("{id}", &activity.to_string())
             .replace("{template_id}", "1")
             .replace("{code}", "SPRING24")
+            .replace("{tag}", "vip")
             .replace("{order_id}", "order-1");
         let body = matches!(method, Method::POST | Method::PATCH | Method::PUT).then(|| json!({}));
         let anon = app

@@ -1,11 +1,13 @@
 //! User tags and segment issuance over HTTP, on every backend: the platform and the order
 //! service write and read tags (merchants and users cannot: the role table), in bulk from a
-//! file too; a segment's users get a coupon each, once, by the background worker.
+//! file too; a segment's users get a coupon each, once, by the background worker. Merchants
+//! name only the tags the platform shares with them (`shared_tags`).
 
 use axum::http::{Method, Request, StatusCode};
 use serde_json::json;
 
 use crate::claims::live;
+use crate::shared_tags::share;
 use crate::support::*;
 
 async fn bulk(app: &TestApp, text: &str) -> Reply {
@@ -128,7 +130,10 @@ async fn tags_and_segments(app: TestApp) {
         .await;
     assert_eq!(r.status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
 
-    // A segment: u-7, u-8 and u-9 hold `vip`, u-10 `gold`; each gets one coupon.
+    // A segment: u-7, u-8 and u-9 hold `vip`, u-10 `gold`; each gets one coupon (the platform
+    // shares both tags with merchants first: `shared_tags`).
+    share(&app, "vip").await;
+    share(&app, "gold").await;
     let t = live(&app, 10, 1, json!({})).await;
     let path = format!("/v1/templates/{t}/issuances");
     let r = app
@@ -199,6 +204,8 @@ async fn tags_and_segments(app: TestApp) {
 /// A template for a tag audience: claimable only by users holding one of its tags when they
 /// claim, decided by the claim's transaction.
 async fn tag_audience(app: TestApp) {
+    share(&app, "vip").await;
+    share(&app, "gold").await;
     let t = live(
         &app,
         10,

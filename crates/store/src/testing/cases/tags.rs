@@ -248,3 +248,44 @@ pub async fn tag_uploads_resume_and_key_once(s: Arc<dyn Store>) {
     };
     assert_eq!(s.tag_uploads(page).await.unwrap().len(), 1);
 }
+
+/// Tags the platform shares with merchants: sharing is idempotent (the first instant kept),
+/// unsharing says whether the tag was shared, the list pages by tag, and a lookup answers
+/// only the shared ones of the tags asked; holding a tag has nothing to do with sharing it.
+pub async fn tags_are_shared_explicitly(s: Arc<dyn Store>) {
+    use crate::testing::fixtures::at;
+    s.put_user_tags(&user("ann"), &[tag("churn-risk"), tag("vip")])
+        .await
+        .unwrap();
+    let asked = [tag("churn-risk"), tag("vip"), tag("nobody")];
+    assert_eq!(s.shared_of(&asked).await.unwrap(), vec![]);
+    assert_eq!(s.shared_tags(None, 10).await.unwrap(), vec![]);
+    let vip = s.share_tag(&tag("vip"), at(1)).await.unwrap();
+    assert_eq!((vip.tag.as_str(), vip.shared_at), ("vip", at(1)));
+    assert_eq!(s.share_tag(&tag("vip"), at(2)).await.unwrap(), vip);
+    for t in ["nobody", "city:1", "city-1", "a_b"] {
+        s.share_tag(&tag(t), at(3)).await.unwrap();
+    }
+    assert_eq!(
+        s.shared_of(&asked).await.unwrap(),
+        vec![tag("nobody"), tag("vip")]
+    );
+    assert_eq!(s.shared_of(&[]).await.unwrap(), vec![]);
+    let names = |page: Vec<crate::SharedTag>| -> Vec<String> {
+        page.into_iter()
+            .map(|t| t.tag.as_str().to_owned())
+            .collect()
+    };
+    let first = s.shared_tags(None, 3).await.unwrap();
+    assert_eq!(names(first.clone()), ["a_b", "city-1", "city:1"]);
+    let rest = s.shared_tags(Some(&first[2].tag), 3).await.unwrap();
+    assert_eq!(names(rest), ["nobody", "vip"]);
+    assert!(s.unshare_tag(&tag("vip")).await.unwrap());
+    assert!(!s.unshare_tag(&tag("vip")).await.unwrap());
+    assert!(!s.unshare_tag(&tag("churn-risk")).await.unwrap());
+    assert_eq!(s.shared_of(&asked).await.unwrap(), vec![tag("nobody")]);
+    // Shared again later: a new instant.
+    let again = s.share_tag(&tag("vip"), at(5)).await.unwrap();
+    assert_eq!(again.shared_at, at(5));
+    assert_eq!(s.user_tags(&user("ann")).await.unwrap().len(), 2);
+}

@@ -1,0 +1,7 @@
+-- Tags the platform shares with merchants (`PUT /v1/tags/{tag}/shared`): a merchant's segment
+-- issuance counts only these, and a merchant's template audience may name only these. Every
+-- other tag stays private to the platform (SQLite's 0019).
+CREATE TABLE shared_tags (
+    tag       TEXT        COLLATE "C" NOT NULL PRIMARY KEY,
+    shared_at TIMESTAMPTZ NOT NULL
+);
