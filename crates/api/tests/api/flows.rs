@@ -424,7 +424,14 @@ async fn metrics_count_requests_by_route_and_status() {
 /// backlog.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_say_what_they_count() {
-    let app = TestApp::new().await;
+    // Sold-out answers come from memory only within `cache_ttl` (zero by default here).
+    let settings = coupond_api::ApiSettings {
+        cache_ttl: std::time::Duration::from_secs(60),
+        ..coupond_api::ApiSettings::default()
+    };
+    let app = TestApp::with_settings(Backend::Sqlite, settings)
+        .await
+        .unwrap();
     let t = crate::claims::live(&app, 1, 1, serde_json::json!({})).await;
     let claim = |user: &'static str| {
         let app = &app;
