@@ -286,6 +286,8 @@ pub async fn publish_template(
         return Err(missing_or_conflict(&mut *tx, "templates", id.get()).await);
     };
     let template = template_row(&row)?;
+    // Its status events go with it: a claim committed after this comes after them.
+    crate::scheduling::announce_template_now(&mut *tx, &template, now).await?;
     tx.commit().await?;
     Ok(template)
 }
@@ -311,6 +313,7 @@ pub async fn abort_template(
     };
     unbind_templates(&mut *tx, "id = $1", id.get()).await?;
     let template = template_row(&row)?;
+    crate::scheduling::announce_template_now(&mut *tx, &template, now).await?;
     tx.commit().await?;
     Ok(template)
 }

@@ -186,10 +186,45 @@ pub async fn announce_template(
     from: Option<TemplateStatus>,
     transitions: &[Transition<TemplateStatus>],
 ) -> StoreResult<bool> {
+    if transitions.is_empty() {
+        return Ok(true);
+    }
+    let mut tx = db.begin(Work::Background).await?;
+    if !announce_template_in(&mut *tx, id, from, transitions).await? {
+        return Ok(false);
+    }
+    tx.commit().await?;
+    Ok(true)
+}
+
+/// Announces `t`'s transitions up to `now` in the caller's transaction (which has just
+/// changed it: published, aborted), so its status events come before anything a later
+/// transaction writes about it (a claim of it, say), whatever the scheduler does meanwhile.
+pub async fn announce_template_now<E: Exec + ?Sized>(
+    ex: &mut E,
+    t: &coupond_domain::Template,
+    now: Timestamp,
+) -> StoreResult<()> {
+    let q = sql("SELECT announced FROM templates WHERE id = $1").bind(t.id.get());
+    let from = TemplateStatus::parse(ex.fetch_one(q).await?.str("announced")?);
+    let moves = t.transitions_since(from, now);
+    if !moves.is_empty() {
+        announce_template_in(ex, t.id, from, &moves).await?;
+    }
+    Ok(())
+}
+
+/// [`announce_template`]'s work in the caller's transaction: false (nothing written) if the
+/// announced status is no longer `from`.
+async fn announce_template_in<E: Exec + ?Sized>(
+    tx: &mut E,
+    id: TemplateId,
+    from: Option<TemplateStatus>,
+    transitions: &[Transition<TemplateStatus>],
+) -> StoreResult<bool> {
     let Some(last) = transitions.last() else {
         return Ok(true);
     };
-    let mut tx = db.begin(Work::Background).await?;
     let moved = tx
         .execute(
             sql("UPDATE templates SET announced = $1 WHERE id = $2 AND announced = $3")
@@ -210,22 +245,15 @@ pub async fn announce_template(
             t.to.as_str(),
             t.at,
         );
-        emit(&mut *tx, kind::TEMPLATE_STATUS_CHANGED, t.at, body).await?;
+        emit(tx, kind::TEMPLATE_STATUS_CHANGED, t.at, body).await?;
         let was_live = prev == Some(TemplateStatus::Active);
         if was_live != (t.to == TemplateStatus::Active) {
             let body =
                 serde_json::json!({"template_id": id, "live": t.to == TemplateStatus::Active});
-            emit(
-                &mut *tx,
-                kind::LISTING_COUPONS_CHANGED,
-                t.at,
-                body.to_string(),
-            )
-            .await?;
+            emit(tx, kind::LISTING_COUPONS_CHANGED, t.at, body.to_string()).await?;
         }
         prev = Some(t.to);
     }
-    tx.commit().await?;
     Ok(true)
 }
 

@@ -9,6 +9,7 @@ mod checkout_races;
 mod claims;
 mod clock;
 mod codes;
+mod event_order;
 mod flows;
 mod hostile;
 mod instances;

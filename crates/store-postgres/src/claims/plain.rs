@@ -1,6 +1,6 @@
 //! Plain claim batches in one round trip: `coupond_claim_plain` (migrations 0015, 0017: the
-//! tag audience) does the
-//! whole batch server-side, in autocommit, so BEGIN and COMMIT cost no round trips of their
+//! tag audience, 0021: the stock taken last, so `template.sold_out` follows the batch's own
+//! `coupon.claimed` events) does the whole batch server-side, in autocommit, so BEGIN and COMMIT cost no round trips of their
 //! own. The coupons' `coupon.claimed` bodies are built here (the database sets their
 //! `coupon_id`), so the event format has one author.
 

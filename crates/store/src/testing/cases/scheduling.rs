@@ -32,15 +32,19 @@ pub async fn transitions_are_announced_once(s: Arc<dyn Store>) {
     let t = claimable(&s, 10, 1).await; // published at hour 0, claimable [10, 20)
     let due = s.due_templates(at(15), 100).await.unwrap();
     let (found, announced) = due.iter().find(|(d, _)| d.id == t.id).unwrap();
-    assert_eq!(*announced, None);
-    let moves = found.transitions_since(None, at(15));
+    let published = Some(TemplateStatus::Scheduled);
+    assert_eq!(
+        *announced, published,
+        "publishing announced it, in its transaction"
+    );
+    let moves = found.transitions_since(published, at(15));
     assert_eq!(
         moves.iter().map(|m| m.to).collect::<Vec<_>>(),
-        vec![TemplateStatus::Scheduled, TemplateStatus::Active]
+        vec![TemplateStatus::Active]
     );
-    assert!(s.announce_template(t.id, None, &moves).await.unwrap());
+    assert!(s.announce_template(t.id, published, &moves).await.unwrap());
     assert!(
-        !s.announce_template(t.id, None, &moves).await.unwrap(),
+        !s.announce_template(t.id, published, &moves).await.unwrap(),
         "a second scheduler that read the same finds it taken"
     );
     assert!(s
