@@ -185,7 +185,9 @@ async fn read_users(body: Body, form: Form, max_upload: usize) -> ApiResult<(Jso
 /// platform shares count (`PUT /v1/tags/{tag}/shared`: any other tag is one nobody holds).
 /// `text/csv` or `text/plain` (one user id per line, or CSV with the id first;
 /// up to 1,000,000 lines and `max_upload_bytes`): answered 202 with the job at once, issued in
-/// the background, resumable after a crash; poll `GET /v1/issuances/{id}`.
+/// the background, resumable after a crash; poll `GET /v1/issuances/{id}`. An owner (the
+/// template's merchant, or the platform) may have at most `max_queued_issuance_per_owner`
+/// users waiting in open jobs: past it, 409 `queue_full` until earlier jobs finish.
 ///
 /// The caller's right to the template is checked before any of the body is read, and at most
 /// `max_concurrent_uploads` bodies are read at once (429 `too_many_uploads` with Retry-After
