@@ -3,9 +3,13 @@
 //! everything through it, so it can do nothing the key's role could not do over HTTP. A
 //! session keeps only the key's hash: the call names the key by it ([`KeyHash`], a request
 //! extension only code in this process can set).
+//!
+//! Downloads ([`Api::stream`]) and uploads ([`Api::send_body`]) pass their bodies through as
+//! streams: the console never holds a whole CSV or a whole file.
 
 use axum::body::Body;
 use axum::http::{header, Method, Request, StatusCode};
+use axum::response::Response;
 use axum::Router;
 use coupond_api::auth::KeyHash;
 use coupond_api::AppState;
@@ -20,14 +24,15 @@ pub struct Api {
     v1: Router,
 }
 
-/// An API answer.
+/// The most of a refused download's answer (a problem) that is read to show it.
+const MAX_PROBLEM_BYTES: usize = 64 * 1024;
+
+/// An API answer, read whole (JSON; downloads use [`Api::stream`]).
 #[derive(Debug)]
 pub struct Reply {
     pub status: StatusCode,
     /// The JSON body (`Null` when there is none or it is not JSON).
     pub body: Value,
-    /// The raw body (CSV downloads).
-    pub bytes: Vec<u8>,
 }
 
 /// A problem+json answer, as the console shows it.
@@ -92,26 +97,72 @@ impl Api {
         path: &str,
         body: Option<(&str, Vec<u8>)>,
     ) -> Reply {
-        let mut req = Request::builder().method(method).uri(path).extension(*key);
-        if let Some((ct, _)) = &body {
-            req = req.header(header::CONTENT_TYPE, *ct);
+        match body {
+            Some((ct, b)) => self.send_body(key, method, path, ct, Body::from(b)).await,
+            None => match self.request(key, method, path, None, Body::empty()) {
+                Some(req) => self.read(req).await,
+                None => failed("the request could not be built"),
+            },
         }
-        let body = body.map(|(_, b)| Body::from(b)).unwrap_or_else(Body::empty);
-        let Ok(req) = req.body(body) else {
-            return failed("the request could not be built");
+    }
+
+    /// `method path` as the key hashed to `key`, with `body` (of `content_type`) streamed to
+    /// the API as it arrives: an upload is never held whole here.
+    pub async fn send_body(
+        &self,
+        key: &KeyHash,
+        method: Method,
+        path: &str,
+        content_type: &str,
+        body: Body,
+    ) -> Reply {
+        match self.request(key, method, path, Some(content_type), body) {
+            Some(req) => self.read(req).await,
+            None => failed("the request could not be built"),
+        }
+    }
+
+    /// `GET path` as the key hashed to `key`, for a download: a success is the API's status,
+    /// its `Content-Type` and `Content-Disposition`, and its body as a stream, not read here
+    /// (a large CSV passes through a chunk at a time); any other answer is read as the
+    /// [`Reply`] it is, to be shown as the console shows problems.
+    pub async fn stream(&self, key: &KeyHash, path: &str) -> Result<Response, Reply> {
+        let Some(req) = self.request(key, Method::GET, path, None, Body::empty()) else {
+            return Err(failed("the request could not be built"));
         };
         let Ok(res) = self.v1.clone().oneshot(req).await;
-        let status = res.status();
-        let bytes = match res.into_body().collect().await {
-            Ok(b) => b.to_bytes().to_vec(),
-            Err(_) => return failed("the answer could not be read"),
-        };
-        let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-        Reply {
-            status,
-            body,
-            bytes,
+        if !res.status().is_success() {
+            return Err(reply(res, MAX_PROBLEM_BYTES).await);
         }
+        let (parts, body) = res.into_parts();
+        let mut out = Response::new(body);
+        *out.status_mut() = parts.status;
+        for name in [header::CONTENT_TYPE, header::CONTENT_DISPOSITION] {
+            if let Some(v) = parts.headers.get(&name) {
+                out.headers_mut().insert(name, v.clone());
+            }
+        }
+        Ok(out)
+    }
+
+    fn request(
+        &self,
+        key: &KeyHash,
+        method: Method,
+        path: &str,
+        content_type: Option<&str>,
+        body: Body,
+    ) -> Option<Request<Body>> {
+        let mut req = Request::builder().method(method).uri(path).extension(*key);
+        if let Some(ct) = content_type {
+            req = req.header(header::CONTENT_TYPE, ct);
+        }
+        req.body(body).ok()
+    }
+
+    async fn read(&self, req: Request<Body>) -> Reply {
+        let Ok(res) = self.v1.clone().oneshot(req).await;
+        reply(res, usize::MAX).await
     }
 
     pub async fn get(&self, key: &KeyHash, path: &str) -> Reply {
@@ -131,10 +182,23 @@ impl Api {
     }
 }
 
+/// An answer read whole (at most `limit` bytes of it) as a [`Reply`].
+async fn reply(res: Response, limit: usize) -> Reply {
+    let status = res.status();
+    let bytes = match http_body_util::Limited::new(res.into_body(), limit)
+        .collect()
+        .await
+    {
+        Ok(b) => b.to_bytes(),
+        Err(_) => return failed("the answer could not be read"),
+    };
+    let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    Reply { status, body }
+}
+
 fn failed(why: &str) -> Reply {
     Reply {
         status: StatusCode::INTERNAL_SERVER_ERROR,
         body: serde_json::json!({"code": "console_error", "detail": why}),
-        bytes: Vec::new(),
     }
 }

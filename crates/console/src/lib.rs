@@ -11,6 +11,7 @@
 //!   refused.
 //! - `assets`: the stylesheet, the console's script and the vendored htmx, embedded and
 //!   cached for good.
+//! - `uploads`: issuance uploads passed on at once, at most one per caller.
 //! - `headers`: the Content-Security-Policy (no inline script), framing, sniffing and referrer
 //!   headers every console answer carries.
 //! - `views`: one module per area (sign-in, home, activities, templates), askama templates
@@ -22,6 +23,7 @@ mod assets;
 pub mod csrf;
 mod headers;
 pub mod session;
+mod uploads;
 mod views;
 
 use std::sync::Arc;
@@ -79,10 +81,9 @@ struct Inner {
     api: Api,
     key: Key,
     settings: ConsoleSettings,
-    /// One permit per issuance upload the console is reading (each up to
-    /// `max_upload_bytes`, held in memory until the API has it): the bound on that memory, as
-    /// `max_concurrent_uploads` bounds the API's own.
-    uploads: Arc<tokio::sync::Semaphore>,
+    /// The issuance uploads being streamed to the API: at most `max_concurrent_uploads`, one
+    /// per caller.
+    uploads: uploads::Uploads,
 }
 
 impl std::fmt::Debug for Console {
@@ -104,10 +105,10 @@ impl Console {
             Some(s) => Key::from(&derive(s)),
             None => Key::generate(),
         };
-        let uploads = app.settings().max_concurrent_uploads.max(1) as usize;
+        let uploads = app.settings().max_concurrent_uploads as usize;
         Ok(Console {
             inner: Arc::new(Inner {
-                uploads: Arc::new(tokio::sync::Semaphore::new(uploads)),
+                uploads: uploads::Uploads::new(uploads),
                 api: Api::new(app.clone()),
                 app,
                 key,
@@ -128,9 +129,10 @@ impl Console {
         &self.inner.settings
     }
 
-    /// A permit to read an upload, if one is free.
-    pub(crate) fn upload_permit(&self) -> Option<tokio::sync::SemaphorePermit<'_>> {
-        self.inner.uploads.try_acquire().ok()
+    /// A permit to pass an upload of `who` (a principal's scope) on, if `who` has none in
+    /// progress and one is free.
+    pub(crate) fn upload_permit(&self, who: &str) -> Option<uploads::UploadPermit> {
+        self.inner.uploads.permit(who)
     }
 }
 

@@ -1,8 +1,8 @@
 //! Sessions over HTTP (the console's router, in process): sign-in takes only platform and
 //! merchant keys, the cookie is HttpOnly, SameSite=Strict and scoped to /console, a revoked
 //! key ends its session (with the key cache off, at once), an expired session asks to sign in
-//! again, and a POST without the form token or from another origin is refused; an upload over
-//! the limit is answered in words.
+//! again, and a POST without the form token or from another origin is refused (uploads:
+//! `transfers.rs`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -246,37 +246,6 @@ fn token(page: &str) -> String {
         .and_then(|r| r.split('"').next())
         .unwrap()
         .to_owned()
-}
-
-#[tokio::test]
-async fn an_upload_over_the_limit_is_refused_in_words() {
-    let app = app_with(1024).await;
-    let (platform, _) = key(&app, Role::Platform).await;
-    let cookie = pair(&sign_in(&app, &platform).await.cookie.unwrap());
-    let token = token(&home(&app, &cookie).await.body);
-    let upload = |file: String| {
-        let body = format!(
-            "--b\r\nContent-Disposition: form-data; name=\"csrf\"\r\n\r\n{token}\r\n\
-             --b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"u.txt\"\r\n\
-             Content-Type: text/plain\r\n\r\n{file}\r\n--b--\r\n"
-        );
-        Request::post("/console/templates/1/issuances")
-            .header(header::COOKIE, cookie.clone())
-            .header(header::CONTENT_TYPE, "multipart/form-data; boundary=b")
-            .header(header::HOST, "console.test")
-            .header(header::ORIGIN, "http://console.test")
-            .body(Body::from(body))
-            .unwrap()
-    };
-    let big = send(&app, upload("u-1\n".repeat(600))).await;
-    assert!(
-        big.body.contains("upload-error") && big.body.contains("at most 1024 bytes"),
-        "{}",
-        big.body
-    );
-    // Within the limit, the file reaches the API (which has no template 1).
-    let small = send(&app, upload("u-1\n".to_owned())).await;
-    assert!(!small.body.contains("too large"), "{}", small.body);
 }
 
 /// Sessions live on the server: each has its own form token; signing out ends it on every

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use askama::Template;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::Router;
@@ -209,6 +209,34 @@ pub fn problem_page(session: &Session, p: &Problem) -> Response {
         detail: p.detail.clone(),
     };
     render(status, &page)
+}
+
+/// A download of the API's `path`, saved as `filename`: the API's answer streamed through (a
+/// large CSV is never held here), or its problem as a page.
+pub async fn download(
+    console: &Console,
+    session: &Session,
+    path: &str,
+    filename: &str,
+) -> Response {
+    match console.api().stream(&session.key, path).await {
+        Ok(res) => attachment(res, filename),
+        Err(reply) => problem_page(session, &reply.problem()),
+    }
+}
+
+/// `res` (a streamed API answer) as an attachment named `filename`, CSV unless the API said
+/// otherwise, kept by no cache.
+pub fn attachment(mut res: Response, filename: &str) -> Response {
+    let h = res.headers_mut();
+    let name = format!("attachment; filename=\"{filename}\"");
+    if let Ok(v) = HeaderValue::from_str(&name) {
+        h.insert(header::CONTENT_DISPOSITION, v);
+    }
+    h.entry(header::CONTENT_TYPE)
+        .or_insert(HeaderValue::from_static("text/csv; charset=utf-8"));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    res
 }
 
 /// The refusal of a POST without this session's form token, or from another origin; `None`

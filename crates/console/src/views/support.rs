@@ -4,7 +4,7 @@
 
 use askama::Template;
 use axum::extract::{Path, Query, State};
-use axum::http::{header, HeaderMap, Method, StatusCode};
+use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
 use serde::Deserialize;
@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use super::activities::utc;
 use super::format::{instant, money};
 use super::home::items;
-use super::{guard, problem_page, render, Shell};
+use super::{attachment, guard, problem_page, render, Shell};
 use crate::session::Session;
 use crate::Console;
 
@@ -229,21 +229,17 @@ pub async fn reconciliation(
         "/v1/reports/reconciliation?from={from}&to={to}{}",
         if csv { "&format=csv" } else { "" }
     );
-    let reply = console.api().get(&session.key, &path).await;
-    if csv && reply.ok() {
-        let name = format!(
-            "attachment; filename=\"reconciliation-{}.csv\"",
-            &from[..10.min(from.len())]
-        );
-        return (
-            [
-                (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_owned()),
-                (header::CONTENT_DISPOSITION, name),
-            ],
-            reply.bytes,
-        )
-            .into_response();
-    }
+    let reply = if csv {
+        match console.api().stream(&session.key, &path).await {
+            Ok(res) => {
+                let name = format!("reconciliation-{}.csv", &from[..10.min(from.len())]);
+                return attachment(res, &name);
+            }
+            Err(reply) => reply,
+        }
+    } else {
+        console.api().get(&session.key, &path).await
+    };
     match reply.into::<Value>() {
         Ok(r) => {
             page.rows = items_of(&r["rows"])

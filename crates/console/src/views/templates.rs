@@ -3,24 +3,25 @@
 //! upload with live progress).
 
 use askama::Template;
-use axum::extract::{Multipart, Path, Query, State};
-use axum::http::{HeaderMap, Method, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::Response;
 use coupond_domain::TemplateStatus;
 use serde::Deserialize;
 use serde_json::Value;
 
 use super::format::{money, sort_templates, window, SortKey};
 use super::home::items;
-use super::{guard, problem_page, render, Shell, TemplateRow};
-use crate::api::Problem;
+use super::{download, problem_page, render, Shell, TemplateRow};
 use crate::session::Session;
 use crate::Console;
 
 mod changes;
 mod chart;
+mod upload;
 
 pub use changes::{abort, code_batch, codes_csv, extend, publish, top_up};
+pub use upload::{progress, upload};
 
 pub(super) use chart::{Chart, Unit};
 
@@ -336,139 +337,11 @@ pub async fn holders_csv(
     Path(id): Path<i64>,
 ) -> Response {
     let path = format!("/v1/templates/{id}/coupons?limit=200&format=csv");
-    let reply = console.api().get(&session.key, &path).await;
-    if !reply.ok() {
-        return problem_page(&session, &reply.problem());
-    }
-    let name = format!("attachment; filename=\"template-{id}-coupons.csv\"");
-    (
-        [
-            (
-                axum::http::header::CONTENT_TYPE,
-                "text/csv; charset=utf-8".to_owned(),
-            ),
-            (axum::http::header::CONTENT_DISPOSITION, name),
-        ],
-        reply.bytes,
+    download(
+        &console,
+        &session,
+        &path,
+        &format!("template-{id}-coupons.csv"),
     )
-        .into_response()
-}
-
-/// A file of user ids (the `csrf` part first, then `file`): sent to the API as the upload
-/// it is; answered with the progress partial, which polls until the job is done.
-pub async fn upload(
-    State(console): State<Console>,
-    session: Session,
-    headers: HeaderMap,
-    Path(id): Path<i64>,
-    mut form: Multipart,
-) -> Response {
-    // Held until the API has the file: the file is in memory until then.
-    let Some(_permit) = console.upload_permit() else {
-        let p = Problem {
-            status: 429,
-            code: "too_many_uploads".into(),
-            field: Some("file".into()),
-            detail: "other uploads are being read right now; try again in a moment".into(),
-        };
-        return progress_error(&p);
-    };
-    let (csrf, file) = match read_upload(&mut form, console.app().settings().max_upload_bytes).await
-    {
-        Ok(parts) => parts,
-        Err(p) => return progress_error(&p),
-    };
-    if let Some(refused) = guard(&headers, &session, &csrf) {
-        return refused;
-    }
-    let Some(file) = file.filter(|f| !f.is_empty()) else {
-        let p = Problem {
-            status: 422,
-            code: "no_file".into(),
-            field: Some("file".into()),
-            detail: "choose a file of user ids".into(),
-        };
-        return progress_error(&p);
-    };
-    let path = format!("/v1/templates/{id}/issuances");
-    let reply = console
-        .api()
-        .call(
-            &session.key,
-            Method::POST,
-            &path,
-            Some(("text/csv", file.to_vec())),
-        )
-        .await;
-    match reply.into::<Value>() {
-        Ok(j) => render(StatusCode::OK, &Progress { job: Job::of(&j) }),
-        Err(p) => progress_error(&p),
-    }
-}
-
-/// The form token and the file of an upload form; a body over the route's limit (or one that
-/// cannot be read) is a problem naming the file, not a missing file.
-async fn read_upload(
-    form: &mut Multipart,
-    limit: usize,
-) -> Result<(String, Option<axum::body::Bytes>), Problem> {
-    let unreadable = |e: axum::extract::multipart::MultipartError| Problem {
-        status: e.status().as_u16(),
-        code: "upload_unreadable".into(),
-        field: Some("file".into()),
-        detail: if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            format!("the file is too large: uploads take at most {limit} bytes")
-        } else {
-            format!("the upload could not be read ({})", e.body_text())
-        },
-    };
-    let (mut csrf, mut file) = (String::new(), None);
-    while let Some(field) = form.next_field().await.map_err(unreadable)? {
-        match field.name() {
-            Some("csrf") => csrf = field.text().await.map_err(unreadable)?,
-            Some("file") => file = Some(field.bytes().await.map_err(unreadable)?),
-            _ => {}
-        }
-    }
-    Ok((csrf, file))
-}
-
-#[derive(Template)]
-#[template(path = "partials/progress.html")]
-struct Progress {
-    job: Job,
-}
-
-#[derive(Template)]
-#[template(path = "partials/upload_error.html")]
-struct UploadError {
-    detail: String,
-}
-
-fn progress_error(p: &Problem) -> Response {
-    // 200 so htmx swaps it in where the progress would be.
-    render(
-        StatusCode::OK,
-        &UploadError {
-            detail: p.detail.clone(),
-        },
-    )
-}
-
-/// The progress partial of job `id`, polled by htmx until the job is done.
-pub async fn progress(
-    State(console): State<Console>,
-    session: Session,
-    Path(id): Path<i64>,
-) -> Response {
-    match console
-        .api()
-        .get(&session.key, &format!("/v1/issuances/{id}"))
-        .await
-        .into::<Value>()
-    {
-        Ok(j) => render(StatusCode::OK, &Progress { job: Job::of(&j) }),
-        Err(p) if p.status == 404 => problem_page(&session, &p),
-        Err(p) => progress_error(&p),
-    }
+    .await
 }

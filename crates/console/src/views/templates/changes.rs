@@ -3,14 +3,14 @@
 //! Each is one API call; the API's refusal is shown as a page in words.
 
 use axum::extract::{Path, State};
-use axum::http::{header, HeaderMap, Method};
+use axum::http::{HeaderMap, Method};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::super::activities::utc;
-use super::super::{guard, problem_page};
+use super::super::{download, guard, problem_page};
 use crate::session::Session;
 use crate::Console;
 
@@ -211,26 +211,12 @@ pub async fn code_batch(
     Redirect::to(&format!("/console/templates/{id}?notice=codes+generated")).into_response()
 }
 
-/// A batch's codes as a CSV download.
+/// A batch's codes as a CSV download, streamed from the API.
 pub async fn codes_csv(
     State(console): State<Console>,
     session: Session,
     Path(id): Path<i64>,
 ) -> Response {
-    let reply = console
-        .api()
-        .get(&session.key, &format!("/v1/code-batches/{id}/codes"))
-        .await;
-    if !reply.ok() {
-        return problem_page(&session, &reply.problem());
-    }
-    let name = format!("attachment; filename=\"code-batch-{id}.csv\"");
-    (
-        [
-            (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_owned()),
-            (header::CONTENT_DISPOSITION, name),
-        ],
-        reply.bytes,
-    )
-        .into_response()
+    let path = format!("/v1/code-batches/{id}/codes");
+    download(&console, &session, &path, &format!("code-batch-{id}.csv")).await
 }

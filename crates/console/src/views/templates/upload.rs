@@ -1,0 +1,218 @@
+//! Bulk issuance by file upload, and its live progress. An upload form is read in order, and
+//! no byte of its file before the caller is known to be allowed it: the form token (the first
+//! part), then the template as the caller's key sees it (another merchant's is a 404), then a
+//! permit (at most one upload at a time per caller); only then is the file streamed to the
+//! API, a chunk at a time, never held whole.
+
+use askama::Template;
+use axum::body::{Body, Bytes};
+use axum::extract::multipart::{Field, MultipartError};
+use axum::extract::{Multipart, Path, State};
+use axum::http::{HeaderMap, Method, StatusCode};
+use axum::response::Response;
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::super::{guard, problem_page, render};
+use super::Job;
+use crate::api::{Problem, Reply};
+use crate::session::Session;
+use crate::Console;
+
+/// The longest form token read (a token is 43 characters).
+const MAX_TOKEN_BYTES: usize = 256;
+
+/// A file of user ids (the `csrf` part first, then `file`): sent to the API as the upload
+/// it is, streamed; answered with the progress partial, which polls until the job is done. A
+/// form whose first part is not this session's token is refused (403) with nothing else
+/// read; so is an upload to a template the caller cannot see (404), or a second upload while
+/// the caller's first is still being passed on.
+pub async fn upload(
+    State(console): State<Console>,
+    session: Session,
+    headers: HeaderMap,
+    Path(id): Path<i64>,
+    mut form: Multipart,
+) -> Response {
+    let limit = console.app().settings().max_upload_bytes;
+    let csrf = match first_token(&mut form).await {
+        Ok(csrf) => csrf,
+        Err(e) => return progress_error(&unreadable(&e, limit)),
+    };
+    if let Some(refused) = guard(&headers, &session, &csrf) {
+        return refused;
+    }
+    let seen = console
+        .api()
+        .get(&session.key, &format!("/v1/templates/{id}"))
+        .await;
+    if !seen.ok() {
+        let p = seen.problem();
+        return match p.status {
+            404 => problem_page(&session, &p),
+            _ => progress_error(&p),
+        };
+    }
+    // Held until the API has answered: one upload per caller passes through at a time.
+    let Some(_permit) = console.upload_permit(&session.principal.scope()) else {
+        return progress_error(&Problem {
+            status: 429,
+            code: "too_many_uploads".into(),
+            field: Some("file".into()),
+            detail: "an upload of yours is still being read, or others are; try again in a \
+                     moment"
+                .into(),
+        });
+    };
+    let field = match form.next_field().await {
+        Ok(Some(f)) if f.name() == Some("file") => f,
+        Ok(_) => return progress_error(&no_file()),
+        Err(e) => return progress_error(&unreadable(&e, limit)),
+    };
+    match pass_on(&console, &session, id, field, limit).await {
+        Ok(reply) => match reply.into::<Value>() {
+            Ok(j) => render(StatusCode::OK, &Progress { job: Job::of(&j) }),
+            Err(p) => progress_error(&p),
+        },
+        Err(p) => progress_error(&p),
+    }
+}
+
+/// The form token, if it is the form's first part (and no longer than a token); otherwise an
+/// empty string, which no session has. A body over the limit from its first bytes is that
+/// error (answered in words, nothing else read).
+async fn first_token(form: &mut Multipart) -> Result<String, MultipartError> {
+    let mut field = match form.next_field().await {
+        Ok(Some(field)) if field.name() == Some("csrf") => field,
+        Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => return Err(e),
+        _ => return Ok(String::new()),
+    };
+    let mut token = Vec::new();
+    loop {
+        match field.chunk().await {
+            Ok(Some(chunk)) if token.len() + chunk.len() <= MAX_TOKEN_BYTES => {
+                token.extend_from_slice(&chunk)
+            }
+            Ok(None) => return Ok(String::from_utf8(token).unwrap_or_default()),
+            Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => return Err(e),
+            Ok(Some(_)) | Err(_) => return Ok(String::new()),
+        }
+    }
+}
+
+/// The file part streamed to `POST /v1/templates/{id}/issuances` as `text/csv`, a chunk at a
+/// time as it arrives (at most two chunks waiting); a file that cannot be read (over the
+/// limit, cut short) is that problem, whatever the API made of its truncated body.
+async fn pass_on(
+    console: &Console,
+    session: &Session,
+    id: i64,
+    mut field: Field<'_>,
+    limit: usize,
+) -> Result<Reply, Problem> {
+    let mut next = loop {
+        match field.chunk().await {
+            Ok(Some(c)) if c.is_empty() => continue,
+            Ok(Some(c)) => break Some(c),
+            Ok(None) => return Err(no_file()),
+            Err(e) => return Err(unreadable(&e, limit)),
+        }
+    };
+    let (tx, rx) = mpsc::channel::<Result<Bytes, std::io::Error>>(2);
+    let pump = async move {
+        while let Some(chunk) = next {
+            if tx.send(Ok(chunk)).await.is_err() {
+                return None; // the API answered without the rest
+            }
+            next = match field.chunk().await {
+                Ok(c) => c,
+                Err(e) => {
+                    let cut = std::io::Error::other("the upload could not be read");
+                    let _ = tx.send(Err(cut)).await;
+                    return Some(e);
+                }
+            };
+        }
+        None
+    };
+    let body = Body::from_stream(futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|chunk| (chunk, rx))
+    }));
+    let path = format!("/v1/templates/{id}/issuances");
+    let call = console
+        .api()
+        .send_body(&session.key, Method::POST, &path, "text/csv", body);
+    tokio::pin!(call, pump);
+    tokio::select! {
+        biased;
+        failed = &mut pump => {
+            let reply = call.await;
+            failed.map_or(Ok(reply), |e| Err(unreadable(&e, limit)))
+        }
+        // Answered before the whole file was sent (a refusal): the rest is not read.
+        reply = &mut call => Ok(reply),
+    }
+}
+
+fn no_file() -> Problem {
+    Problem {
+        status: 422,
+        code: "no_file".into(),
+        field: Some("file".into()),
+        detail: "choose a file of user ids".into(),
+    }
+}
+
+/// A body over the route's limit, or one that cannot be read, as a problem naming the file.
+fn unreadable(e: &MultipartError, limit: usize) -> Problem {
+    Problem {
+        status: e.status().as_u16(),
+        code: "upload_unreadable".into(),
+        field: Some("file".into()),
+        detail: if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            format!("the file is too large: uploads take at most {limit} bytes")
+        } else {
+            format!("the upload could not be read ({})", e.body_text())
+        },
+    }
+}
+
+#[derive(Template)]
+#[template(path = "partials/progress.html")]
+struct Progress {
+    job: Job,
+}
+
+#[derive(Template)]
+#[template(path = "partials/upload_error.html")]
+struct UploadError {
+    detail: String,
+}
+
+fn progress_error(p: &Problem) -> Response {
+    // 200 so htmx swaps it in where the progress would be.
+    render(
+        StatusCode::OK,
+        &UploadError {
+            detail: p.detail.clone(),
+        },
+    )
+}
+
+/// The progress partial of job `id`, polled by htmx until the job is done.
+pub async fn progress(
+    State(console): State<Console>,
+    session: Session,
+    Path(id): Path<i64>,
+) -> Response {
+    match console
+        .api()
+        .get(&session.key, &format!("/v1/issuances/{id}"))
+        .await
+        .into::<Value>()
+    {
+        Ok(j) => render(StatusCode::OK, &Progress { job: Job::of(&j) }),
+        Err(p) if p.status == 404 => problem_page(&session, &p),
+        Err(p) => progress_error(&p),
+    }
+}
