@@ -53,7 +53,6 @@ pub mod testing;
 pub mod webhooks;
 
 pub use admin::{AdminStore, InspectStore, ReportStore, SpecOf};
-pub use sessions::ConsoleSession;
 pub use catalog::{CampaignStore, CatalogStore};
 pub use checkout::{
     CheckoutStore, IdempotencyStart, IdempotencyStore, LockOutcome, LockPlan, LockRefusal,
@@ -79,10 +78,11 @@ pub use scheduling::{
     CouponCounts, Due, HourCounts, InboxStore, Message, MessageContent, OutboxPosition,
     OutboxStore, Reminder, SchedulerStore, Since, UsageRow,
 };
+pub use sessions::ConsoleSession;
 pub use tags::{NewTagUpload, SharedTag, TagStore, TagUpload, Tagged};
 pub use webhooks::{
-    owner_key, Delivery, DeliveryAttempt, DeliveryState, DueSkip, NewDelivery, NewWebhook,
-    Webhook, WebhookStore,
+    owner_key, Delivery, DeliveryAttempt, DeliveryState, DueSkip, NewDelivery, NewWebhook, Webhook,
+    WebhookStore,
 };
 
 /// Everything coupond persists: every area trait at once. Implementations are cheap to share

@@ -361,7 +361,9 @@ async fn one_owners_slow_receivers_delay_only_that_owner() {
     for merchant in [app.m1().to_owned(), app.m2().to_owned()] {
         for n in 0..4 {
             let url = format!("{slow_url}?hook={n}");
-            let hook = register(&app, &merchant, &url).await.body["id"].as_i64().unwrap();
+            let hook = register(&app, &merchant, &url).await.body["id"]
+                .as_i64()
+                .unwrap();
             for _ in 0..4 {
                 event += 1;
                 queue_one(&app, hook, event).await;
