@@ -199,9 +199,12 @@ async fn flows(app: TestApp) {
         clock.clone(),
     ))];
     let dispatcher = Dispatcher::new(app.store.clone(), clock.clone(), observers, "test");
-    // On PostgreSQL the claim's event is readable once older transactions in the cluster end.
+    // Two events: the template's status (announced when it was published) and the claim. On
+    // PostgreSQL an event is readable once older transactions in the cluster end.
+    let mut drained = 0;
     for _ in 0..1000 {
-        if dispatcher.drain().await.unwrap() > 0 {
+        drained += dispatcher.drain().await.unwrap();
+        if drained >= 2 {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
@@ -218,8 +221,9 @@ async fn flows(app: TestApp) {
         },
     );
 
-    // First pass: merchant 1 takes it; the platform's endpoint and the broken one answer 500.
-    assert_eq!(sender.run_once().await.unwrap(), 3);
+    // First pass: merchant 1 takes the claim and its template's status; the platform's
+    // endpoint and the broken one answer 500.
+    assert_eq!(sender.run_once().await.unwrap(), 4);
     assert_eq!(
         sender.run_once().await.unwrap(),
         0,

@@ -136,7 +136,12 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 async fn app(backend: Backend) -> Option<TestApp> {
-    TestApp::with_settings(backend, ApiSettings::default()).await
+    // The sold-out memory is trusted for `cache_ttl`; the model follows it in minutes.
+    let settings = ApiSettings {
+        cache_ttl: std::time::Duration::from_secs(60 * state::MEMO_MINUTES as u64),
+        ..ApiSettings::default()
+    };
+    TestApp::with_settings(backend, settings).await
 }
 
 proptest! {

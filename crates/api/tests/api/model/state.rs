@@ -2,7 +2,11 @@
 //! day zero. It knows only what DESIGN.md §3-§4 and the route docs promise, plus the one piece
 //! of process memory that changes an answer: templates the claim engine has seen sold out.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
+
+/// The app's `cache_ttl` in the model's minutes: how long a sold-out answer is trusted in
+/// memory.
+pub const MEMO_MINUTES: i64 = 10;
 
 /// Users `u-0` .. `u-2`.
 pub const USERS: usize = 3;
@@ -120,9 +124,10 @@ pub struct Model {
     /// Idempotency key -> the last claim sent with it (template index, user), for retries.
     pub attempts: BTreeMap<u8, (usize, usize)>,
     pub orders: BTreeMap<u8, Ord>,
-    /// The claim engine's memory of sold-out templates: answered `sold_out` before anything
-    /// else for claims without a key; forgotten on restart.
-    pub sold_out_seen: BTreeSet<i64>,
+    /// The claim engine's memory of sold-out templates, with the minute each was seen: for
+    /// [`MEMO_MINUTES`] after that, claims without a key are answered `sold_out` before
+    /// anything else; forgotten on restart.
+    pub sold_out_seen: BTreeMap<i64, i64>,
 }
 
 impl Model {
@@ -141,7 +146,11 @@ impl Model {
                     ClaimAnswer::KeyReused
                 };
             }
-        } else if self.sold_out_seen.contains(&tpl.id) {
+        } else if self
+            .sold_out_seen
+            .get(&tpl.id)
+            .is_some_and(|&seen| now - seen < MEMO_MINUTES)
+        {
             return ClaimAnswer::Refused("sold_out", None);
         }
         if let Some(why) = tpl.refusal(now) {
@@ -152,7 +161,7 @@ impl Model {
             return ClaimAnswer::Refused("limit_reached", None);
         }
         if tpl.claimed >= tpl.stock {
-            self.sold_out_seen.insert(tpl.id);
+            self.sold_out_seen.insert(tpl.id, now);
             return ClaimAnswer::Refused("sold_out", None);
         }
         ClaimAnswer::Issued
