@@ -4,80 +4,25 @@
 //! handler (the confirmations are in the console's script, which is served); the Webhooks page
 //! shows the registered endpoints, the platform's and a merchant's, a page at a time.
 
-use std::sync::Arc;
-use std::time::Duration;
+mod support;
 
 use axum::body::Body;
 use axum::http::{header, HeaderMap, Request, StatusCode};
-use axum::Router;
-use coupond_api::auth::generate_api_key;
-use coupond_api::{ApiSettings, AppState};
-use coupond_console::{Console, ConsoleSettings};
-use coupond_domain::{CityId, CitySet, MerchantDraft, MerchantId, Timestamp};
-use coupond_engine::ManualClock;
-use coupond_store::{NewApiKey, NewWebhook, Role, Store};
+use coupond_api::ApiSettings;
+use coupond_domain::MerchantId;
+use coupond_store::{NewWebhook, Role};
 use http_body_util::BodyExt;
 use tower::ServiceExt;
 
-struct App {
-    router: Router,
-    store: Arc<dyn Store>,
-    _dir: tempfile::TempDir,
-}
-
-fn t0() -> Timestamp {
-    Timestamp::parse("2026-11-24T12:00:00Z").unwrap()
-}
+use support::{app_with_settings, merchant, pair, sign_in_request, t0, App};
 
 async fn app() -> App {
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}/c.db", dir.path().display());
-    let s = coupond_store_sqlite::SqliteStore::connect(&url)
-        .await
-        .unwrap();
-    s.migrate().await.unwrap();
-    let store: Arc<dyn Store> = Arc::new(s);
-    let clock = ManualClock::new(t0());
-    let state = AppState::new(
-        store.clone(),
-        Arc::new(clock),
-        b"secret",
-        ApiSettings::default(),
-    );
-    let settings = ConsoleSettings {
-        secret: Some(vec![7; 32]),
-        secure_cookies: false,
-        session_ttl: Duration::from_secs(3600),
-    };
-    let console = Console::new(state.clone(), settings).unwrap();
-    App {
-        router: coupond_api::router_with(state, coupond_console::router(console)),
-        store,
-        _dir: dir,
-    }
+    app_with_settings(ApiSettings::default()).await
 }
 
 /// A key's secret (and its id) for `role`, of `merchant` for a merchant's.
 async fn key(app: &App, role: Role, merchant: Option<MerchantId>) -> (String, i64) {
-    let k = generate_api_key();
-    let new = NewApiKey {
-        hash: k.hash,
-        prefix: k.prefix,
-        role,
-        merchant_id: merchant,
-        label: "front desk".into(),
-    };
-    let stored = app.store.insert_api_key(&new, t0()).await.unwrap();
-    (k.secret, stored.id)
-}
-
-async fn merchant(app: &App) -> MerchantId {
-    let draft = MerchantDraft {
-        name: "Harbour Homes".into(),
-        short_name: "Harbour".into(),
-        cities: CitySet::new(vec![CityId::new(1).unwrap()]).unwrap(),
-    };
-    app.store.insert_merchant(&draft, t0()).await.unwrap().id
+    support::key(app, role, merchant).await
 }
 
 async fn webhook(app: &App, owner: Option<MerchantId>, url: &str) -> i64 {
@@ -109,15 +54,8 @@ async fn send(app: &App, req: Request<Body>) -> Answer {
 
 /// The session cookie (`name=value`) of a sign-in with `key`.
 async fn sign_in(app: &App, key: &str) -> String {
-    let req = Request::post("/console/login")
-        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
-        .header(header::HOST, "console.test")
-        .header(header::ORIGIN, "http://console.test")
-        .body(Body::from(format!("key={key}")))
-        .unwrap();
-    let signed = send(app, req).await;
-    let set = signed.headers[header::SET_COOKIE].to_str().unwrap();
-    set.split(';').next().unwrap().to_owned()
+    let signed = send(app, sign_in_request(key)).await;
+    pair(signed.headers[header::SET_COOKIE].to_str().unwrap())
 }
 
 async fn page(app: &App, cookie: &str, path: &str) -> Answer {

@@ -4,94 +4,29 @@
 //! again, and a POST without the form token or from another origin is refused (uploads:
 //! `transfers.rs`).
 
-use std::sync::Arc;
+mod support;
+
 use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
-use axum::Router;
-use coupond_api::auth::generate_api_key;
-use coupond_api::{ApiSettings, AppState};
-use coupond_console::{Console, ConsoleSettings};
-use coupond_domain::Timestamp;
-use coupond_engine::ManualClock;
-use coupond_store::{NewApiKey, Role, Store};
+use coupond_api::ApiSettings;
+use coupond_store::Role;
 use http_body_util::BodyExt;
 use tower::ServiceExt;
 
-struct App {
-    router: Router,
-    store: Arc<dyn Store>,
-    clock: ManualClock,
-    _dir: tempfile::TempDir,
-}
-
-fn t0() -> Timestamp {
-    Timestamp::parse("2026-11-24T12:00:00Z").unwrap()
-}
+use support::{app_with_settings, console_router, pair, sign_in_request, t0, App};
 
 async fn app() -> App {
-    app_with(ApiSettings::default().max_upload_bytes).await
-}
-
-async fn app_with(max_upload_bytes: usize) -> App {
     let settings = ApiSettings {
         cache_ttl: Duration::ZERO,
-        max_upload_bytes,
         ..ApiSettings::default()
     };
     app_with_settings(settings).await
 }
 
-async fn app_with_settings(settings: ApiSettings) -> App {
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}/c.db", dir.path().display());
-    let s = coupond_store_sqlite::SqliteStore::connect(&url)
-        .await
-        .unwrap();
-    s.migrate().await.unwrap();
-    let store: Arc<dyn Store> = Arc::new(s);
-    let clock = ManualClock::new(t0());
-    App {
-        router: console_router(&store, &clock, settings),
-        store,
-        clock,
-        _dir: dir,
-    }
-}
-
-/// An instance's API and console over `store` (instances share the console secret).
-fn console_router(store: &Arc<dyn Store>, clock: &ManualClock, settings: ApiSettings) -> Router {
-    let state = AppState::new(store.clone(), Arc::new(clock.clone()), b"secret", settings);
-    let console = Console::new(
-        state.clone(),
-        ConsoleSettings {
-            secret: Some(vec![7; 32]),
-            secure_cookies: false,
-            session_ttl: Duration::from_secs(3600),
-        },
-    )
-    .unwrap();
-    coupond_api::router_with(state, coupond_console::router(console))
-}
-
 async fn key(app: &App, role: Role) -> (String, i64) {
-    let k = generate_api_key();
-    let stored = app
-        .store
-        .insert_api_key(
-            &NewApiKey {
-                hash: k.hash,
-                prefix: k.prefix,
-                role,
-                merchant_id: None,
-                label: String::new(),
-            },
-            t0(),
-        )
-        .await
-        .unwrap();
-    (k.secret, stored.id)
+    support::key(app, role, None).await
 }
 
 struct Answer {
@@ -127,13 +62,7 @@ async fn send(app: &App, req: Request<Body>) -> Answer {
 }
 
 async fn sign_in(app: &App, key: &str) -> Answer {
-    let req = Request::post("/console/login")
-        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
-        .header(header::HOST, "console.test")
-        .header(header::ORIGIN, "http://console.test")
-        .body(Body::from(format!("key={key}")))
-        .unwrap();
-    send(app, req).await
+    send(app, sign_in_request(key)).await
 }
 
 async fn home(app: &App, cookie: &str) -> Answer {
@@ -142,11 +71,6 @@ async fn home(app: &App, cookie: &str) -> Answer {
         .body(Body::empty())
         .unwrap();
     send(app, req).await
-}
-
-/// The `name=value` part of a Set-Cookie.
-fn pair(set_cookie: &str) -> String {
-    set_cookie.split(';').next().unwrap().to_owned()
 }
 
 #[tokio::test]

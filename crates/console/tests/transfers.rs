@@ -4,83 +4,39 @@
 //! form token or the template is another merchant's, a caller passes one upload at a time
 //! (others go on meanwhile), and an upload over the limit is answered in words.
 
-use std::sync::Arc;
+mod support;
+
 use std::time::Duration;
 
 use axum::body::{Body, Bytes, HttpBody};
 use axum::http::{header, Method, Request, StatusCode};
 use axum::response::Response;
-use axum::Router;
-use coupond_api::auth::generate_api_key;
-use coupond_api::{ApiSettings, AppState};
-use coupond_console::{Console, ConsoleSettings};
-use coupond_domain::{CityId, CitySet, MerchantDraft, MerchantId, Timestamp};
-use coupond_engine::ManualClock;
-use coupond_store::{NewApiKey, Role, Store};
+use coupond_api::ApiSettings;
+use coupond_domain::MerchantId;
+use coupond_store::Role;
 use http_body_util::BodyExt;
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, oneshot};
 use tower::ServiceExt;
 
+use support::{app_with_settings, pair, sign_in_request, App};
+
 /// How long an answer that must not wait for the rest of a body may take.
 const PROMPTLY: Duration = Duration::from_secs(5);
 
-struct App {
-    router: Router,
-    store: Arc<dyn Store>,
-    _dir: tempfile::TempDir,
-}
-
-fn t0() -> Timestamp {
-    Timestamp::parse("2026-11-24T12:00:00Z").unwrap()
-}
-
 async fn app(settings: ApiSettings) -> App {
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}/c.db", dir.path().display());
-    let s = coupond_store_sqlite::SqliteStore::connect(&url)
-        .await
-        .unwrap();
-    s.migrate().await.unwrap();
-    let store: Arc<dyn Store> = Arc::new(s);
-    let clock = ManualClock::new(t0());
-    let state = AppState::new(store.clone(), Arc::new(clock), b"secret", settings);
-    let console = ConsoleSettings {
-        secret: Some(vec![7; 32]),
-        secure_cookies: false,
-        session_ttl: Duration::from_secs(3600),
-    };
-    let console = Console::new(state.clone(), console).unwrap();
-    App {
-        router: coupond_api::router_with(state, coupond_console::router(console)),
-        store,
-        _dir: dir,
-    }
+    app_with_settings(settings).await
 }
 
 /// A merchant (in city 1) and its key's secret.
 async fn merchant(app: &App) -> (MerchantId, String) {
-    let draft = MerchantDraft {
-        name: "Harbour Homes".into(),
-        short_name: "Harbour".into(),
-        cities: CitySet::new(vec![CityId::new(1).unwrap()]).unwrap(),
-    };
-    let m = app.store.insert_merchant(&draft, t0()).await.unwrap().id;
+    let m = support::merchant(app).await;
     (m, key(app, Role::Merchant, Some(m)).await)
 }
 
 /// A new key's secret.
 async fn key(app: &App, role: Role, merchant: Option<MerchantId>) -> String {
-    let k = generate_api_key();
-    let new = NewApiKey {
-        hash: k.hash,
-        prefix: k.prefix,
-        role,
-        merchant_id: merchant,
-        label: String::new(),
-    };
-    app.store.insert_api_key(&new, t0()).await.unwrap();
-    k.secret
+    support::key(app, role, merchant).await.0
 }
 
 /// `method path` on the API with `key`, and its JSON answer.
@@ -125,15 +81,13 @@ async fn template(app: &App, key: &str) -> i64 {
 
 /// The session cookie (`name=value`) of a sign-in with `key`, and the session's form token.
 async fn sign_in(app: &App, key: &str) -> (String, String) {
-    let req = Request::post("/console/login")
-        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
-        .header(header::HOST, "console.test")
-        .header(header::ORIGIN, "http://console.test")
-        .body(Body::from(format!("key={key}")))
+    let res = app
+        .router
+        .clone()
+        .oneshot(sign_in_request(key))
+        .await
         .unwrap();
-    let res = app.router.clone().oneshot(req).await.unwrap();
-    let set = res.headers()[header::SET_COOKIE].to_str().unwrap();
-    let cookie = set.split(';').next().unwrap().to_owned();
+    let cookie = pair(res.headers()[header::SET_COOKIE].to_str().unwrap());
     let home = text(get(app, &cookie, "/console").await).await;
     let token = home
         .split("name=\"csrf\" value=\"")

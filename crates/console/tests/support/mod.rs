@@ -1,0 +1,104 @@
+//! What the console's test files share: an app (the API and the console over a fresh SQLite
+//! file, with a manual clock), keys, a merchant, and the sign-in request.
+// Each test binary uses its own part of this module.
+#![allow(dead_code)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{header, Request};
+use axum::Router;
+use coupond_api::auth::generate_api_key;
+use coupond_api::{ApiSettings, AppState};
+use coupond_console::{Console, ConsoleSettings};
+use coupond_domain::{CityId, CitySet, MerchantDraft, MerchantId, Timestamp};
+use coupond_engine::ManualClock;
+use coupond_store::{NewApiKey, Role, Store};
+
+pub struct App {
+    pub router: Router,
+    pub store: Arc<dyn Store>,
+    pub clock: ManualClock,
+    pub _dir: tempfile::TempDir,
+}
+
+pub fn t0() -> Timestamp {
+    Timestamp::parse("2026-11-24T12:00:00Z").unwrap()
+}
+
+/// An app over a fresh database with `settings`.
+pub async fn app_with_settings(settings: ApiSettings) -> App {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}/c.db", dir.path().display());
+    let s = coupond_store_sqlite::SqliteStore::connect(&url)
+        .await
+        .unwrap();
+    s.migrate().await.unwrap();
+    let store: Arc<dyn Store> = Arc::new(s);
+    let clock = ManualClock::new(t0());
+    App {
+        router: console_router(&store, &clock, settings),
+        store,
+        clock,
+        _dir: dir,
+    }
+}
+
+/// An instance's API and console over `store` (instances share the console secret).
+pub fn console_router(
+    store: &Arc<dyn Store>,
+    clock: &ManualClock,
+    settings: ApiSettings,
+) -> Router {
+    let state = AppState::new(store.clone(), Arc::new(clock.clone()), b"secret", settings);
+    let console = Console::new(
+        state.clone(),
+        ConsoleSettings {
+            secret: Some(vec![7; 32]),
+            secure_cookies: false,
+            session_ttl: Duration::from_secs(3600),
+        },
+    )
+    .unwrap();
+    coupond_api::router_with(state, coupond_console::router(console))
+}
+
+/// A new key's secret and id for `role` (of `merchant` for a merchant's).
+pub async fn key(app: &App, role: Role, merchant: Option<MerchantId>) -> (String, i64) {
+    let k = generate_api_key();
+    let new = NewApiKey {
+        hash: k.hash,
+        prefix: k.prefix,
+        role,
+        merchant_id: merchant,
+        label: String::new(),
+    };
+    let stored = app.store.insert_api_key(&new, t0()).await.unwrap();
+    (k.secret, stored.id)
+}
+
+/// A merchant serving city 1.
+pub async fn merchant(app: &App) -> MerchantId {
+    let draft = MerchantDraft {
+        name: "Harbour Homes".into(),
+        short_name: "Harbour".into(),
+        cities: CitySet::new(vec![CityId::new(1).unwrap()]).unwrap(),
+    };
+    app.store.insert_merchant(&draft, t0()).await.unwrap().id
+}
+
+/// The sign-in form posted with `key`, from the console's own origin.
+pub fn sign_in_request(key: &str) -> Request<Body> {
+    Request::post("/console/login")
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .header(header::HOST, "console.test")
+        .header(header::ORIGIN, "http://console.test")
+        .body(Body::from(format!("key={key}")))
+        .unwrap()
+}
+
+/// The `name=value` part of a Set-Cookie.
+pub fn pair(set_cookie: &str) -> String {
+    set_cookie.split(';').next().unwrap().to_owned()
+}
