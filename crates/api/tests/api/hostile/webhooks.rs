@@ -269,24 +269,8 @@ async fn a_slow_receiver_delays_only_its_own_deliveries() {
             StatusCode::OK
         }),
     );
-    let arrivals = Arc::new(std::sync::Mutex::new(Vec::<Instant>::new()));
-    let log = arrivals.clone();
-    let fast = axum::Router::new().route(
-        "/",
-        axum::routing::post(move || {
-            let log = log.clone();
-            async move {
-                log.lock().unwrap().push(Instant::now());
-                StatusCode::OK
-            }
-        }),
-    );
-    let mut urls = vec![];
-    for router in [slow, fast] {
-        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        urls.push(format!("http://{}/", l.local_addr().unwrap()));
-        tokio::spawn(async move { axum::serve(l, router).await });
-    }
+    let (fast_url, arrivals) = recorder().await;
+    let urls = [serve_on_loopback(slow).await, fast_url];
     let slow_hook = register(&app, app.m1(), &urls[0]).await.body["id"]
         .as_i64()
         .unwrap();
@@ -322,6 +306,24 @@ async fn a_slow_receiver_delays_only_its_own_deliveries() {
     running.await.unwrap();
 }
 
+/// A receiver on a loopback port that answers 200 at once and records when each delivery
+/// came; its URL and the record.
+async fn recorder() -> (String, Arc<std::sync::Mutex<Vec<Instant>>>) {
+    let arrivals = Arc::new(std::sync::Mutex::new(Vec::<Instant>::new()));
+    let log = arrivals.clone();
+    let fast = axum::Router::new().route(
+        "/",
+        axum::routing::post(move || {
+            let log = log.clone();
+            async move {
+                log.lock().unwrap().push(Instant::now());
+                StatusCode::OK
+            }
+        }),
+    );
+    (serve_on_loopback(fast).await, arrivals)
+}
+
 /// Serves `router` on a loopback port; its URL.
 async fn serve_on_loopback(router: axum::Router) -> String {
     let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -344,19 +346,7 @@ async fn one_owners_slow_receivers_delay_only_that_owner() {
         }),
     );
     let slow_url = serve_on_loopback(slow).await;
-    let arrivals = Arc::new(std::sync::Mutex::new(Vec::<Instant>::new()));
-    let log = arrivals.clone();
-    let fast = axum::Router::new().route(
-        "/",
-        axum::routing::post(move || {
-            let log = log.clone();
-            async move {
-                log.lock().unwrap().push(Instant::now());
-                StatusCode::OK
-            }
-        }),
-    );
-    let fast_url = serve_on_loopback(fast).await;
+    let (fast_url, arrivals) = recorder().await;
     let mut event = 0;
     for merchant in [app.m1().to_owned(), app.m2().to_owned()] {
         for n in 0..4 {
