@@ -4,20 +4,21 @@
 //! Templates are read with [`Db::template_columns`] (PostgreSQL derives `claimed` from its
 //! stock shards), and a template's stock, once written, goes through [`Db::template_stock`]
 //! (PostgreSQL splits it into those shards). Lists filter by status in SQL
-//! ([`push_activity_status`], and the catalog's `push_template_status`).
+//! ([`push_activity_status`], and the catalog's `push_template_status`). Templates' own
+//! reads and writes are in `templates`; activities and the shared steps stay here.
 
 use coupond_domain::{
-    Activity, ActivityId, ActivitySpec, ActivityStatus, MerchantId, Template, TemplateId,
-    TemplateSpec, Timestamp,
+    Activity, ActivityId, ActivitySpec, ActivityStatus, TemplateId, TemplateSpec, Timestamp,
 };
-use coupond_store::events::{self, kind};
-use coupond_store::{
-    codec, ActivityQuery, Conflict, NewTemplate, StoreError, StoreResult, TemplateEdit,
-    TemplateQuery,
+use coupond_store::{codec, ActivityQuery, Conflict, StoreError, StoreResult};
+
+mod templates;
+
+pub use templates::{
+    abort_template, activity_templates, insert_template, list_templates, publish_template,
+    template, update_template,
 };
 
-use crate::catalog::{push_template_status, template_row};
-use crate::scheduling::emit;
 use crate::{missing_or_conflict, sql, Db, Dialect, Exec, Json, Query, Row, Work};
 
 /// An activity's columns (its cities are read from `spec`), as [`activity_row`] reads them.
@@ -152,172 +153,6 @@ pub async fn abort_activity(
     activity_row(&row)
 }
 
-/// Inserts a template (inside an activity, only if the activity still has the version the
-/// caller validated against) and lays out its stock.
-pub async fn insert_template(
-    db: &dyn Db,
-    t: &NewTemplate<'_>,
-    now: Timestamp,
-) -> StoreResult<Template> {
-    let spec = t.spec;
-    let q = sql(format!(
-        "INSERT INTO templates (merchant_id, activity_id, title, kind, total_stock,
-             per_user_limit, claim_start, claim_end, expires_at, spec, created_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11) RETURNING {}",
-        db.template_columns()
-    ))
-    .bind(t.merchant_id.map(MerchantId::get))
-    .bind(spec.activity_id.map(ActivityId::get));
-    let q = bind_template(q, spec)?.bind(now);
-    let mut tx = db.begin(Work::Request).await?;
-    if let Some(activity) = spec.activity_id {
-        bump_enrollment(&mut *tx, activity, t.activity_version).await?;
-    }
-    let template = template_row(&tx.fetch_one(q).await?)?;
-    db.template_stock(&mut *tx, template.id.get(), spec.total_stock)
-        .await?;
-    crate::tags::write_template_tags(&mut *tx, template.id, spec).await?;
-    tx.commit().await?;
-    Ok(template)
-}
-
-pub async fn template(db: &dyn Db, id: TemplateId) -> StoreResult<Template> {
-    let q = sql(format!(
-        "SELECT {} FROM templates WHERE id = $1",
-        db.template_columns()
-    ))
-    .bind(id.get());
-    template_row(&db.read_one(q).await?)
-}
-
-pub async fn list_templates(db: &dyn Db, q: &TemplateQuery) -> StoreResult<Vec<Template>> {
-    let mut s = sql(format!(
-        "SELECT {} FROM templates WHERE id > ",
-        db.template_columns()
-    ));
-    s.push_bind(q.page.after.unwrap_or(0));
-    if let Some(m) = q.merchant {
-        s.push(" AND merchant_id = ").push_bind(m.get());
-    }
-    if let Some(a) = q.activity {
-        s.push(" AND activity_id = ").push_bind(a.get());
-    }
-    if let Some(st) = q.status {
-        push_template_status(&mut s, st, q.now);
-    }
-    s.push(" ORDER BY id LIMIT ")
-        .push_bind(i64::from(q.page.limit));
-    db.read_all(s).await?.iter().map(template_row).collect()
-}
-
-pub async fn activity_templates(db: &dyn Db, id: ActivityId) -> StoreResult<Vec<Template>> {
-    let q = sql(format!(
-        "SELECT {} FROM templates WHERE activity_id = $1 ORDER BY id",
-        db.template_columns()
-    ))
-    .bind(id.get());
-    db.read_all(q).await?.iter().map(template_row).collect()
-}
-
-/// Replaces the template's terms, checking its version and, inside an activity, the
-/// activity's; lays its stock out again; records `edit` in the history, with its event.
-pub async fn update_template(
-    db: &dyn Db,
-    id: TemplateId,
-    version: i64,
-    activity_version: Option<i64>,
-    spec: &TemplateSpec,
-    edit: Option<TemplateEdit<'_>>,
-    now: Timestamp,
-) -> StoreResult<Template> {
-    let q = sql(format!(
-        "UPDATE templates SET title = $1, kind = $2, total_stock = $3, per_user_limit = $4,
-            claim_start = $5, claim_end = $6, expires_at = $7, spec = $8, updated_at = $9,
-            version = version + 1
-         WHERE id = $10 AND version = $11 RETURNING {}",
-        db.template_columns()
-    ));
-    let q = bind_template(q, spec)?
-        .bind(now)
-        .bind(id.get())
-        .bind(version);
-    let mut tx = db.begin(Work::Request).await?;
-    if let Some(activity) = spec.activity_id {
-        bump_enrollment(&mut *tx, activity, activity_version).await?;
-    }
-    let Some(row) = tx.fetch_optional(q).await? else {
-        return Err(missing_or_conflict(&mut *tx, "templates", id.get()).await);
-    };
-    let template = template_row(&row)?;
-    db.template_stock(&mut *tx, id.get(), spec.total_stock)
-        .await?;
-    crate::tags::write_template_tags(&mut *tx, id, spec).await?;
-    if let Some(e) = edit {
-        if let Some((old, new)) = e.coupons_until {
-            let q = sql("UPDATE coupons SET valid_until = $1, updated_at = $2
-                         WHERE template_id = $3 AND valid_until = $4");
-            tx.execute(q.bind(new).bind(now).bind(id.get()).bind(old))
-                .await?;
-        }
-        crate::lifecycle::record_change(&mut *tx, id, e.actor, e.changes, now).await?;
-        let body = events::template_changed(id, e.changes, e.actor, spec.total_stock);
-        emit(&mut *tx, kind::TEMPLATE_CHANGED, now, body).await?;
-    }
-    tx.commit().await?;
-    Ok(template)
-}
-
-pub async fn publish_template(
-    db: &dyn Db,
-    id: TemplateId,
-    version: i64,
-    now: Timestamp,
-) -> StoreResult<Template> {
-    let q = sql(format!(
-        "UPDATE templates SET published_at = $1, updated_at = $1, version = version + 1
-         WHERE id = $2 AND version = $3 RETURNING {}",
-        db.template_columns()
-    ))
-    .bind(now)
-    .bind(id.get())
-    .bind(version);
-    let mut tx = db.begin(Work::Request).await?;
-    let Some(row) = tx.fetch_optional(q).await? else {
-        return Err(missing_or_conflict(&mut *tx, "templates", id.get()).await);
-    };
-    let template = template_row(&row)?;
-    // Its status events go with it: a claim committed after this comes after them.
-    crate::scheduling::announce_template_now(&mut *tx, &template, now).await?;
-    tx.commit().await?;
-    Ok(template)
-}
-
-/// Aborts the template and removes its bindings, in one transaction.
-pub async fn abort_template(
-    db: &dyn Db,
-    id: TemplateId,
-    version: i64,
-    now: Timestamp,
-) -> StoreResult<Template> {
-    let q = sql(format!(
-        "UPDATE templates SET aborted_at = $1, updated_at = $1, version = version + 1
-         WHERE id = $2 AND version = $3 RETURNING {}",
-        db.template_columns()
-    ))
-    .bind(now)
-    .bind(id.get())
-    .bind(version);
-    let mut tx = db.begin(Work::Request).await?;
-    let Some(row) = tx.fetch_optional(q).await? else {
-        return Err(missing_or_conflict(&mut *tx, "templates", id.get()).await);
-    };
-    unbind_templates(&mut *tx, "id = $1", id.get()).await?;
-    let template = template_row(&row)?;
-    crate::scheduling::announce_template_now(&mut *tx, &template, now).await?;
-    tx.commit().await?;
-    Ok(template)
-}
-
 /// Binds `$1` to `$8` of an activity write: its columns and `spec` document.
 fn bind_activity(q: Query, spec: &ActivitySpec) -> StoreResult<Query> {
     Ok(q.bind(spec.title.as_str())
@@ -330,24 +165,10 @@ fn bind_activity(q: Query, spec: &ActivitySpec) -> StoreResult<Query> {
         .bind(Json(codec::activity_to_json(spec)?)))
 }
 
-/// Binds the next eight parameters of a template write (title to `spec`), after any the
-/// statement bound before.
-fn bind_template(q: Query, spec: &TemplateSpec) -> StoreResult<Query> {
-    let w = spec.claim_window();
-    Ok(q.bind(spec.title.as_str())
-        .bind(spec.value.kind().as_str())
-        .bind(spec.total_stock)
-        .bind(i64::from(spec.per_user_limit))
-        .bind(w.start)
-        .bind(w.end)
-        .bind(spec.expires_at())
-        .bind(Json(codec::template_to_json(spec)?)))
-}
-
 /// Bumps an activity's `enrollment_seq` if it still has `version` and is not aborted, inside
 /// the caller's transaction: the template write and the bump commit together, and the row
 /// lock this takes serialises the template write with any concurrent edit of the activity.
-async fn bump_enrollment<E: Exec + ?Sized>(
+pub(super) async fn bump_enrollment<E: Exec + ?Sized>(
     ex: &mut E,
     activity: ActivityId,
     version: Option<i64>,
@@ -369,7 +190,7 @@ async fn bump_enrollment<E: Exec + ?Sized>(
 
 /// Removes the bindings of the templates matching `condition` (on `$1`, which is `param`) and
 /// gives their listings the slots back, inside the caller's transaction.
-async fn unbind_templates<E: Exec + ?Sized>(
+pub(super) async fn unbind_templates<E: Exec + ?Sized>(
     ex: &mut E,
     condition: &str,
     param: i64,
