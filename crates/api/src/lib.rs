@@ -15,6 +15,7 @@
 //! - [`ratelimit`]: per-user and per-IP claim rate limits.
 //! - [`server`]: the listener: connection cap, head and stall timeouts, graceful shutdown.
 //! - [`state`]: [`AppState`], read-only and cheap to clone.
+//! - [`uploads`]: permits for uploads being read, in all and one per caller.
 //! - [`openapi`]: the OpenAPI document.
 #![forbid(unsafe_code)]
 
@@ -32,6 +33,7 @@ pub mod ratelimit;
 pub mod routes;
 pub mod server;
 pub mod state;
+pub mod uploads;
 pub mod views;
 
 use std::any::Any;

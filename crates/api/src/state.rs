@@ -1,7 +1,6 @@
 //! Application state: read-only after start and cheap to clone (one `Arc`).
 
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use coupond_domain::Timestamp;
 use coupond_engine::{
@@ -12,13 +11,13 @@ use coupond_store::Store;
 use crate::auth::{JwtKeys, Principal};
 use crate::cache::TtlCache;
 use crate::ratelimit::{Limit, Rate, RateLimits, Sharing};
+use crate::uploads::{UploadPermit, Uploads};
 use coupond_domain::{MerchantId, Template, TemplateId};
 use coupond_engine::checkout::TemplateSource;
 use coupond_engine::shared::{Alone, Notice, OnLimitError, Peers, SharedLimits};
 use coupond_engine::supervise::Workers;
 use coupond_engine::webhooks::TargetPolicy;
 use coupond_store::StoreError;
-use tokio::sync::Semaphore;
 
 /// Settings the API reads on every request.
 #[derive(Clone, Debug)]
@@ -141,24 +140,6 @@ impl Default for ApiSettings {
     }
 }
 
-/// The right to read one upload; given back when dropped.
-#[derive(Debug)]
-pub struct UploadPermit {
-    _permit: tokio::sync::OwnedSemaphorePermit,
-    who: String,
-    // A std mutex: held only to update the set, never across an await.
-    uploading: Arc<Mutex<HashSet<String>>>,
-}
-
-impl Drop for UploadPermit {
-    fn drop(&mut self) {
-        self.uploading
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&self.who);
-    }
-}
-
 /// Everything a handler needs, shared by all requests.
 #[derive(Clone, Debug)]
 pub struct AppState {
@@ -175,10 +156,8 @@ struct Inner {
     redeem_limits: RateLimits,
     idempotency_limits: Limit<String>,
     code_set_limits: Limit<MerchantId>,
-    /// One permit per upload being read: the bound on uploads in memory at once.
-    uploads: Arc<Semaphore>,
-    /// Who has an upload being read: one at a time each, so nobody holds every permit.
-    uploading: Arc<Mutex<HashSet<String>>>,
+    /// The uploads being read: the bound on uploads in memory at once, one per caller.
+    uploads: Uploads,
     codes: CodeGenerator,
     checkout: Checkout,
     issuance: IssuanceWorker,
@@ -236,10 +215,7 @@ impl AppState {
                 ),
                 idempotency_limits: Limit::new("idempotency", settings.idempotency_rate),
                 code_set_limits: Limit::new("code_set", settings.code_set_rate),
-                uploads: Arc::new(Semaphore::new(
-                    settings.max_concurrent_uploads.max(1) as usize
-                )),
-                uploading: Arc::default(),
+                uploads: Uploads::new(settings.max_concurrent_uploads as usize),
                 codes,
                 checkout,
                 issuance,
@@ -350,21 +326,7 @@ impl AppState {
     /// A permit to read an upload for `who` (a principal's scope), if fewer than
     /// `max_concurrent_uploads` are being read and `who` has none being read.
     pub fn upload_permit(&self, who: &str) -> Option<UploadPermit> {
-        let mut uploading = self
-            .inner
-            .uploading
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if uploading.contains(who) {
-            return None;
-        }
-        let permit = self.inner.uploads.clone().try_acquire_owned().ok()?;
-        uploading.insert(who.to_owned());
-        Some(UploadPermit {
-            _permit: permit,
-            who: who.to_owned(),
-            uploading: self.inner.uploading.clone(),
-        })
+        self.inner.uploads.permit(who)
     }
 
     /// Forgets rate-limit keys back at a full burst (called periodically by `serve`).

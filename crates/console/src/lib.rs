@@ -11,7 +11,6 @@
 //!   refused.
 //! - `assets`: the stylesheet, the console's script and the vendored htmx, embedded and
 //!   cached for good.
-//! - `uploads`: issuance uploads passed on at once, at most one per caller.
 //! - `headers`: the Content-Security-Policy (no inline script), framing, sniffing and referrer
 //!   headers every console answer carries.
 //! - `views`: one module per area (sign-in, home, activities, templates), askama templates
@@ -23,7 +22,6 @@ mod assets;
 pub mod csrf;
 mod headers;
 pub mod session;
-mod uploads;
 mod views;
 
 use std::sync::Arc;
@@ -83,7 +81,7 @@ struct Inner {
     settings: ConsoleSettings,
     /// The issuance uploads being streamed to the API: at most `max_concurrent_uploads`, one
     /// per caller.
-    uploads: uploads::Uploads,
+    uploads: coupond_api::uploads::Uploads,
 }
 
 impl std::fmt::Debug for Console {
@@ -108,7 +106,7 @@ impl Console {
         let uploads = app.settings().max_concurrent_uploads as usize;
         Ok(Console {
             inner: Arc::new(Inner {
-                uploads: uploads::Uploads::new(uploads),
+                uploads: coupond_api::uploads::Uploads::new(uploads),
                 api: Api::new(app.clone()),
                 app,
                 key,
@@ -131,7 +129,7 @@ impl Console {
 
     /// A permit to pass an upload of `who` (a principal's scope) on, if `who` has none in
     /// progress and one is free.
-    pub(crate) fn upload_permit(&self, who: &str) -> Option<uploads::UploadPermit> {
+    pub(crate) fn upload_permit(&self, who: &str) -> Option<coupond_api::uploads::UploadPermit> {
         self.inner.uploads.permit(who)
     }
 }

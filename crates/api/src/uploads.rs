@@ -1,6 +1,7 @@
-//! Which issuance uploads the console is passing to the API: at most `max_concurrent_uploads`
-//! at once, and one at a time per caller (a principal's scope, as the API counts its own), so
-//! one tenant's slow uploads can hold neither every permit nor a second one of its own.
+//! [`Uploads`]: the uploads being read (by the API) or passed on (by the console), at most
+//! `max_concurrent_uploads` at once and one at a time per caller (a principal's scope), so one
+//! tenant's slow uploads can hold neither every permit nor a second one of its own. The API
+//! and the console each keep their own: the console's upload also takes the API's permit.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -8,13 +9,16 @@ use std::sync::{Arc, Mutex, PoisonError};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// The uploads being passed on, and the callers passing them.
-pub(crate) struct Uploads {
+#[derive(Debug)]
+pub struct Uploads {
     permits: Arc<Semaphore>,
+    // A std mutex: held only to update the set, never across an await.
     callers: Arc<Mutex<HashSet<String>>>,
 }
 
 /// The right to pass one upload on; dropping it frees the caller and the permit.
-pub(crate) struct UploadPermit {
+#[derive(Debug)]
+pub struct UploadPermit {
     _permit: OwnedSemaphorePermit,
     who: String,
     callers: Arc<Mutex<HashSet<String>>>,
@@ -22,7 +26,7 @@ pub(crate) struct UploadPermit {
 
 impl Uploads {
     /// At most `permits` at once (at least one).
-    pub(crate) fn new(permits: usize) -> Self {
+    pub fn new(permits: usize) -> Self {
         Uploads {
             permits: Arc::new(Semaphore::new(permits.max(1))),
             callers: Arc::default(),
@@ -30,7 +34,7 @@ impl Uploads {
     }
 
     /// A permit for `who`, if `who` has no upload being passed on and a permit is free.
-    pub(crate) fn permit(&self, who: &str) -> Option<UploadPermit> {
+    pub fn permit(&self, who: &str) -> Option<UploadPermit> {
         let mut callers = self.callers.lock().unwrap_or_else(PoisonError::into_inner);
         if callers.contains(who) {
             return None;
