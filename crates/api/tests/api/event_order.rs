@@ -4,11 +4,8 @@
 //! `template.sold_out` after its last `coupon.claimed` (PostgreSQL's claim function wrote it
 //! before the claims of the batch that sold out).
 
-use std::sync::Arc;
-
 use axum::http::StatusCode;
 use coupond_domain::Timestamp;
-use coupond_engine::Scheduler;
 use coupond_store::events::kind;
 use serde_json::json;
 
@@ -31,9 +28,7 @@ async fn one_templates_events_keep_its_order(app: TestApp) {
         app.post(&path, &app.service, json!({ "user_id": u })).await;
     }
     // The scheduler passes afterwards, as a lease holder would a moment later.
-    let clock = Arc::new(app.clock.clone());
-    let scheduler = Scheduler::new(app.store.clone(), clock, time::Duration::minutes(5), "t");
-    scheduler.run_once().await.unwrap();
+    crate::scheduling::scheduler(&app).run_once().await.unwrap();
     let kinds: Vec<(String, String)> = app
         .store
         .inspect()

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 
 use crate::support::*;
 
-fn scheduler(app: &TestApp) -> Scheduler {
+pub(crate) fn scheduler(app: &TestApp) -> Scheduler {
     Scheduler::new(
         app.store.clone(),
         Arc::new(app.clock.clone()),
