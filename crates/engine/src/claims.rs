@@ -133,6 +133,7 @@ struct Inner {
     mode: ClaimMode,
     batchers: Mutex<HashMap<TemplateId, mpsc::Sender<Job>>>,
     sold_out: SoldOutMemo,
+    live: crate::live_gate::LiveGate,
     /// The other instances, told when a template sells out here.
     peers: Arc<dyn Peers>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
@@ -164,6 +165,7 @@ impl ClaimEngine {
                 mode,
                 batchers: Mutex::new(HashMap::new()),
                 sold_out: SoldOutMemo::new(sold_out_ttl),
+                live: crate::live_gate::LiveGate::default(),
                 peers,
                 tasks: Mutex::new(Vec::new()),
                 closing: std::sync::atomic::AtomicBool::new(false),
@@ -228,17 +230,19 @@ impl ClaimEngine {
             issuance: None,
         };
         let outcome = match self.inner.mode {
-            ClaimMode::Single => self
-                .inner
-                .store
-                .claim_batch(template.id, std::slice::from_ref(&request), now)
-                .await
-                .and_then(|v| coupond_store::failpoints::hit("claim.after_commit").map(|()| v))
-                .map_err(store_error)
-                .and_then(|mut v| {
-                    v.pop()
-                        .ok_or_else(|| ClaimError::Internal(Internal::broken("no outcome")))
-                })?,
+            ClaimMode::Single => {
+                let store = &*self.inner.store;
+                self.inner.live.pass(store, template.id, now).await;
+                store
+                    .claim_batch(template.id, std::slice::from_ref(&request), now)
+                    .await
+                    .and_then(|v| coupond_store::failpoints::hit("claim.after_commit").map(|()| v))
+                    .map_err(store_error)
+                    .and_then(|mut v| {
+                        v.pop()
+                            .ok_or_else(|| ClaimError::Internal(Internal::broken("no outcome")))
+                    })?
+            }
             ClaimMode::Batched { max_batch } => {
                 self.enqueue(template.id, request, max_batch).await?
             }
@@ -506,6 +510,10 @@ impl ClaimEngine {
             }
         }
         let requests: Vec<ClaimRequest> = unique.iter().map(|&i| jobs[i].request.clone()).collect();
+        self.inner
+            .live
+            .pass(&*self.inner.store, template, now)
+            .await;
         let started = std::time::Instant::now();
         let result = self.inner.store.claim_batch(template, &requests, now).await;
         metrics::histogram!(crate::telemetry::CLAIM_BATCH_SIZE).record(requests.len() as f64);

@@ -21,6 +21,8 @@
 //! - [`shared`]: what several instances share beyond the database: [`shared::SharedLimits`]
 //!   (rate limits counted in one place) and [`shared::Peers`] (notices that clear stale caches).
 //! - [`sold_out`]: the templates this process saw sold out, cleared by a raise of the stock.
+//! - [`live_gate`]: [`live_gate::LiveGate`], which announces a template's opening before its
+//!   first claims here commit, so events keep each template's order.
 //! - [`scheduler`]: [`Scheduler`], the one loop (under a lease) that announces status
 //!   transitions, expires coupons, ends locks and sends reminders as time makes them due.
 //! - [`dispatch`]: [`Dispatcher`], which hands the outbox to [`Observer`]s (reminder planner,
@@ -50,6 +52,7 @@ pub mod dispatch;
 pub mod issuance;
 pub mod jobs;
 pub mod lifecycle;
+pub mod live_gate;
 pub mod pacing;
 pub mod reports;
 pub mod scheduler;

@@ -214,6 +214,38 @@ pub async fn announce_template_now<E: Exec + ?Sized>(
     Ok(())
 }
 
+/// Announces `id`'s transitions due at `now` in a transaction of its own (see
+/// `SchedulerStore::announce_template_due`). Losing to another announcer is fine: its
+/// `UPDATE` waited for that one's commit, whose events therefore come first.
+pub async fn announce_template_due(
+    db: &dyn Db,
+    id: TemplateId,
+    now: Timestamp,
+) -> StoreResult<Option<TemplateStatus>> {
+    let q = sql(format!(
+        "SELECT {}, announced FROM templates WHERE id = $1",
+        db.template_columns()
+    ))
+    .bind(id.get());
+    let Some(row) = db.read_optional(q).await? else {
+        return Ok(None);
+    };
+    let (template, from) = (
+        template_row(&row)?,
+        TemplateStatus::parse(row.str("announced")?),
+    );
+    let moves = template.transitions_since(from, now);
+    let Some(last) = moves.last() else {
+        return Ok(from);
+    };
+    let mut tx = db.begin(Work::Background).await?;
+    if !announce_template_in(&mut *tx, id, from, &moves).await? {
+        return Ok(from);
+    }
+    tx.commit().await?;
+    Ok(Some(last.to))
+}
+
 /// [`announce_template`]'s work in the caller's transaction: false (nothing written) if the
 /// announced status is no longer `from`.
 async fn announce_template_in<E: Exec + ?Sized>(
@@ -402,6 +434,15 @@ macro_rules! impl_scheduler_store {
                 >],
             ) -> $crate::reexport::store::StoreResult<bool> {
                 $crate::scheduling::announce_template(self, id, from, transitions).await
+            }
+            async fn announce_template_due(
+                &self,
+                id: $crate::reexport::domain::TemplateId,
+                now: $crate::reexport::domain::Timestamp,
+            ) -> $crate::reexport::store::StoreResult<
+                Option<$crate::reexport::domain::TemplateStatus>,
+            > {
+                $crate::scheduling::announce_template_due(self, id, now).await
             }
             async fn expire_coupons(
                 &self,

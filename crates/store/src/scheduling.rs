@@ -173,6 +173,16 @@ pub trait SchedulerStore: Send + Sync {
         from: Option<TemplateStatus>,
         transitions: &[Transition<TemplateStatus>],
     ) -> StoreResult<bool>;
+    /// Announces, in its own transaction, what template `id`'s status went through up to
+    /// `now` that nobody has announced yet, and answers the announced status after that
+    /// (`None`: no such template, or nothing announced). The claim path calls it before a
+    /// template's first claims, so that a claim's events never precede the `active` they
+    /// depend on, even when the scheduler is a second late.
+    async fn announce_template_due(
+        &self,
+        id: TemplateId,
+        now: Timestamp,
+    ) -> StoreResult<Option<TemplateStatus>>;
     /// Marks up to `limit` unused coupons whose validity ended by `now` expired, with their log
     /// rows and `coupon.expired` events; returns how many.
     async fn expire_coupons(&self, now: Timestamp, limit: u32) -> StoreResult<u64>;
