@@ -77,7 +77,7 @@ pub use schedule::Transition;
 pub use tags::{Segment, Tag};
 pub use template::{
     RefundPolicy, Template, TemplateContext, TemplateDraft, TemplatePatch, TemplateSpec,
-    TemplateStatus,
+    TemplateStatus, LOW_STOCK_DIVISOR,
 };
 pub use time::{Timestamp, Window};
 pub use wallet::{

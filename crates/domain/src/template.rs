@@ -22,6 +22,9 @@ pub const MAX_STOCK: i64 = 1_000_000_000;
 pub const MAX_PER_USER: u32 = 1000;
 /// Largest serialized `metadata` object, in bytes.
 pub const MAX_METADATA_BYTES: usize = 4096;
+/// A template is low on stock when less than 1/`LOW_STOCK_DIVISOR` of it (5 %) is left: the
+/// console's attention list and the store's counts use the same rule.
+pub const LOW_STOCK_DIVISOR: i64 = 20;
 
 fn one() -> u32 {
     1
@@ -485,6 +488,12 @@ impl Template {
     /// is not gets the answer a missing template gets.
     pub fn is_public(&self) -> bool {
         self.spec.activity_id.is_some() || self.published_at.is_some()
+    }
+
+    /// Whether less than 1/[`LOW_STOCK_DIVISOR`] of the stock is left.
+    pub fn low_on_stock(&self) -> bool {
+        let stock = self.spec.total_stock;
+        stock > 0 && (stock - self.claimed) * LOW_STOCK_DIVISOR < stock
     }
 
     /// The status at `now`. Storage backends translate the same boundaries into SQL for list

@@ -49,13 +49,27 @@ pub async fn activity(db: &dyn Db, id: ActivityId) -> StoreResult<Activity> {
 }
 
 pub async fn list_activities(db: &dyn Db, q: &ActivityQuery) -> StoreResult<Vec<Activity>> {
-    let d = db.dialect();
     let mut s = sql(format!(
         "SELECT {ACTIVITY_COLS} FROM activities WHERE id > "
     ));
     s.push_bind(q.page.after.unwrap_or(0));
+    push_activity_filter(&mut s, db.dialect(), q);
+    s.push(" ORDER BY id LIMIT ")
+        .push_bind(i64::from(q.page.limit));
+    db.read_all(s).await?.iter().map(activity_row).collect()
+}
+
+/// How many activities `q`'s filters match, every page together.
+pub async fn count_activities(db: &dyn Db, q: &ActivityQuery) -> StoreResult<i64> {
+    let mut s = sql("SELECT COUNT(*) AS n FROM activities WHERE 1 = 1");
+    push_activity_filter(&mut s, db.dialect(), q);
+    db.read_one(s).await?.i64("n")
+}
+
+/// `q`'s status and city filters, as `AND ...` conditions.
+fn push_activity_filter(s: &mut Query, d: Dialect, q: &ActivityQuery) {
     if let Some(st) = q.status {
-        push_activity_status(&mut s, d, st, q.now, q.freeze.whole_microseconds() as i64);
+        push_activity_status(s, d, st, q.now, q.freeze.whole_microseconds() as i64);
     }
     if let Some(c) = q.city {
         let city = s.param(c.get());
@@ -67,9 +81,6 @@ pub async fn list_activities(db: &dyn Db, q: &ActivityQuery) -> StoreResult<Vec<
         s.push(" AND ")
             .push(&d.lists_overlap("activities.cities", &cities));
     }
-    s.push(" ORDER BY id LIMIT ")
-        .push_bind(i64::from(q.page.limit));
-    db.read_all(s).await?.iter().map(activity_row).collect()
 }
 
 /// Replaces the activity's terms (checking `version` and `enrollment_seq`) and moves the
@@ -308,6 +319,12 @@ macro_rules! impl_campaign_store {
                 q: &$crate::reexport::store::ActivityQuery,
             ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::domain::Activity>> {
                 $crate::campaigns::list_activities(self, q).await
+            }
+            async fn count_activities(
+                &self,
+                q: &$crate::reexport::store::ActivityQuery,
+            ) -> $crate::reexport::store::StoreResult<i64> {
+                $crate::campaigns::count_activities(self, q).await
             }
             async fn update_activity(
                 &self,

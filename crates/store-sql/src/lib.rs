@@ -17,6 +17,7 @@
 //! - `admin`: [`AdminStore`](coupond_store::AdminStore) ([`impl_admin_store!`]).
 //! - `reports`: [`ReportStore`](coupond_store::ReportStore) ([`impl_report_store!`]): stats,
 //!   reconciliation and the invariant audit's shared checks.
+//! - `standing`: how templates stand now, counted in the database (part of `ReportStore`).
 //! - `inspect`: [`InspectStore`](coupond_store::InspectStore) ([`impl_inspect_store!`]).
 //! - `scheduling`: [`SchedulerStore`](coupond_store::SchedulerStore)
 //!   ([`impl_scheduler_store!`]): announced transitions, expiry, the next due instant; and
@@ -69,6 +70,7 @@ mod query;
 pub mod reports;
 pub mod rows;
 pub mod scheduling;
+pub mod standing;
 pub mod tag_uploads;
 pub mod tags;
 mod value;

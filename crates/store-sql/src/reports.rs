@@ -385,6 +385,22 @@ macro_rules! impl_report_store {
             ) -> $crate::reexport::store::StoreResult<$crate::reexport::store::Since> {
                 $crate::reports::since(self, merchant, since).await
             }
+            async fn standing(
+                &self,
+                merchant: Option<$crate::reexport::domain::MerchantId>,
+                now: $crate::reexport::domain::Timestamp,
+            ) -> $crate::reexport::store::StoreResult<$crate::reexport::store::Standing> {
+                $crate::standing::standing(self, merchant, now).await
+            }
+            async fn needing_attention(
+                &self,
+                merchant: Option<$crate::reexport::domain::MerchantId>,
+                now: $crate::reexport::domain::Timestamp,
+                soon: $crate::reexport::domain::Timestamp,
+                limit: u32,
+            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::domain::Template>> {
+                $crate::standing::needing_attention(self, merchant, now, soon, limit).await
+            }
             async fn template_coupons(
                 &self,
                 q: &$crate::reexport::store::HoldersQuery,

@@ -2,7 +2,7 @@
 
 use crate::{
     ApiKey, ConsoleSession, CouponCounts, Event, HoldersQuery, NewApiKey, OutboxPosition,
-    PoolStats, Since, StoreResult, TemplateAudit, UsageRow, Violation,
+    PoolStats, Since, Standing, StoreResult, TemplateAudit, UsageRow, Violation,
 };
 use coupond_domain::{Coupon, CouponId, MerchantId, TemplateId, Timestamp, UserId};
 
@@ -63,6 +63,19 @@ pub trait ReportStore: Send + Sync {
     /// Coupons created and used at or after `since`, and webhook deliveries created since that
     /// failed or are being retried; of one merchant's templates and endpoints, or all.
     async fn since(&self, merchant: Option<MerchantId>, since: Timestamp) -> StoreResult<Since>;
+    /// How one merchant's templates (or all) stand at `now`: claimable, claimable and low on
+    /// stock, coupons claimed and used; counted in the database, however many there are.
+    async fn standing(&self, merchant: Option<MerchantId>, now: Timestamp)
+        -> StoreResult<Standing>;
+    /// Up to `limit` claimable templates that need attention at `now` (low on stock, or usable
+    /// only until before `soon`), soonest expiry first; of one merchant, or all.
+    async fn needing_attention(
+        &self,
+        merchant: Option<MerchantId>,
+        now: Timestamp,
+        soon: Timestamp,
+        limit: u32,
+    ) -> StoreResult<Vec<coupond_domain::Template>>;
     /// A page of one template's coupons (who holds them), by id.
     async fn template_coupons(&self, q: &HoldersQuery) -> StoreResult<Vec<Coupon>>;
     /// Checks I1-I3 across the whole database and returns every violation found (at most 100

@@ -74,6 +74,8 @@ pub trait CampaignStore: Send + Sync {
     async fn activity(&self, id: ActivityId) -> StoreResult<Activity>;
     /// Activities matching `q`, ascending by id, after the page cursor.
     async fn list_activities(&self, q: &ActivityQuery) -> StoreResult<Vec<Activity>>;
+    /// How many activities `q` matches, all pages together (its page is ignored).
+    async fn count_activities(&self, q: &ActivityQuery) -> StoreResult<i64>;
     /// Replaces the activity's terms if neither it (`version`) nor any of its templates
     /// (`enrollment_seq`) changed since the caller read it. In the same transaction, writes
     /// the new claim window (and expiry) of the templates in `following`, those whose window

@@ -76,7 +76,7 @@ pub use model::{
 };
 pub use scheduling::{
     CouponCounts, Due, HourCounts, InboxStore, Message, MessageContent, OutboxPosition,
-    OutboxStore, Reminder, SchedulerStore, Since, UsageRow,
+    OutboxStore, Reminder, SchedulerStore, Since, Standing, UsageRow,
 };
 pub use sessions::ConsoleSession;
 pub use tags::{NewTagUpload, SharedTag, TagStore, TagUpload, Tagged};

@@ -105,6 +105,21 @@ pub struct Since {
     pub deliveries_retrying: i64,
 }
 
+/// How a set of templates stands now (the console home's cards), counted in the database.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Standing {
+    /// Templates claimable now.
+    pub claimable: i64,
+    /// Claimable templates with less than 1/[`LOW_STOCK_DIVISOR`] of their stock left.
+    ///
+    /// [`LOW_STOCK_DIVISOR`]: coupond_domain::LOW_STOCK_DIVISOR
+    pub low_stock: i64,
+    /// Coupons claimed of every template, ever.
+    pub claimed: i64,
+    /// Coupons used of every template, ever.
+    pub used: i64,
+}
+
 /// One template's part of a reconciliation period.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UsageRow {

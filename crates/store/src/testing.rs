@@ -39,6 +39,7 @@ macro_rules! conformance_suite {
             ended_templates_free_their_binding_slots,
             claims_stop_at_the_stock,
             since_counts_coupons_of_the_period_and_the_merchant,
+            standing_counts_what_is_claimable_and_low,
             claims_respect_the_per_user_limit,
             claims_outside_the_window_or_aborted_leave_nothing,
             concurrent_batches_never_over_issue,

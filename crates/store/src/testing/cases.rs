@@ -347,6 +347,8 @@ pub async fn activity_status_filter_matches_domain(s: Arc<dyn Store>) {
                 .map(|a| a.id)
                 .collect();
             assert_eq!(got, want, "status {status:?} at {now}");
+            let counted = s.count_activities(&q).await.unwrap();
+            assert_eq!(counted, want.len() as i64, "count {status:?} at {now}");
         }
     }
 }
