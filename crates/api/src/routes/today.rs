@@ -1,11 +1,15 @@
 //! `GET /v1/reports/today`: what happened since the start of the day (UTC) or a chosen
 //! instant, for the console's home page and an operator's glance: coupons claimed and used,
-//! webhook deliveries failing, and (the platform) how far each outbox consumer is behind.
+//! webhook deliveries failing, and (the platform) how far each outbox consumer is behind; and
+//! how things stand now: templates claimable and low on stock, activities running and
+//! enrolling, and the templates that need attention. Every figure is counted by the database
+//! over all of the caller's templates and activities, however many there are.
 
 use axum::extract::State;
 use axum::{Extension, Json};
-use coupond_domain::Timestamp;
+use coupond_domain::{ActivityStatus, Timestamp};
 use coupond_engine::dispatch::sinks;
+use coupond_store::{ActivityQuery, Page};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -14,11 +18,16 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiQuery;
 use crate::routes::CommonErrors;
 use crate::state::AppState;
+use crate::views::TemplateView;
 
 /// The furthest back `since` may go: the counts read the coupon log from there on.
 const MAX_DAYS: i64 = 31;
 /// Outbox events counted per consumer, at most (more reads as `behind_more: true`).
 const MAX_BEHIND: u32 = 1_000;
+/// Templates listed as needing attention, at most (more reads as `more: true`).
+const MAX_ATTENTION: u32 = 50;
+/// A claimable template usable only until within this many days needs attention.
+const EXPIRING_WITHIN_DAYS: i64 = 7;
 
 /// The instant to count from.
 #[derive(Debug, Deserialize, IntoParams)]
@@ -40,6 +49,36 @@ pub struct ConsumerLag {
     pub behind_more: bool,
 }
 
+/// The caller's templates now, counted over all of them.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TemplatesNow {
+    /// Templates claimable now.
+    pub claimable: i64,
+    /// Claimable templates with less than 5 % of their stock left.
+    pub low_stock: i64,
+    /// Coupons ever claimed, of every template.
+    pub claimed: i64,
+    /// Coupons ever used, of every template.
+    pub used: i64,
+}
+
+/// The activities the caller sees (a merchant: those covering one of its cities), now.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ActivitiesNow {
+    pub running: i64,
+    pub enrolling: i64,
+}
+
+/// Claimable templates low on stock or usable for less than 7 more days, soonest expiry
+/// first.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Attention {
+    /// Up to 50.
+    pub items: Vec<TemplateView>,
+    /// More templates need attention than are listed.
+    pub more: bool,
+}
+
 /// Since `since`: coupons and webhook deliveries (a merchant: of its templates and
 /// endpoints), and the outbox consumers' lag (the platform only).
 #[derive(Debug, Serialize, ToSchema)]
@@ -53,6 +92,12 @@ pub struct TodayView {
     pub deliveries_failed: i64,
     /// Webhook deliveries created since still being retried.
     pub deliveries_retrying: i64,
+    /// How the caller's templates stand now.
+    pub templates: TemplatesNow,
+    /// How the caller's activities stand now.
+    pub activities: ActivitiesNow,
+    /// The templates that need attention now.
+    pub attention: Attention,
     /// The platform's view of the outbox consumers; absent for merchants.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub outbox: Option<Vec<ConsumerLag>>,
@@ -84,14 +129,67 @@ pub async fn today(
         Principal::Platform => Some(lags(&s).await?),
         _ => None,
     };
+    let standing = s.store().standing(p.merchant(), now).await?;
     Ok(Json(TodayView {
         since,
         claimed: counts.claimed,
         used: counts.used,
         deliveries_failed: counts.deliveries_failed,
         deliveries_retrying: counts.deliveries_retrying,
+        templates: TemplatesNow {
+            claimable: standing.claimable,
+            low_stock: standing.low_stock,
+            claimed: standing.claimed,
+            used: standing.used,
+        },
+        activities: activities_now(&s, &p, now).await?,
+        attention: attention(&s, &p, now).await?,
         outbox,
     }))
+}
+
+/// Activities running and enrolling, of those the caller sees.
+async fn activities_now(s: &AppState, p: &Principal, now: Timestamp) -> ApiResult<ActivitiesNow> {
+    let any_city = match p.merchant() {
+        Some(m) => Some(s.store().merchant(m).await?.cities),
+        None => None,
+    };
+    let count = |status| {
+        let q = ActivityQuery {
+            status: Some(status),
+            city: None,
+            any_city: any_city.clone(),
+            now,
+            freeze: s.settings().freeze,
+            page: Page {
+                after: None,
+                limit: 1,
+            },
+        };
+        async move { s.store().count_activities(&q).await }
+    };
+    Ok(ActivitiesNow {
+        running: count(ActivityStatus::Running).await?,
+        enrolling: count(ActivityStatus::Enrolling).await?,
+    })
+}
+
+/// Up to [`MAX_ATTENTION`] templates needing attention, and whether there are more.
+async fn attention(s: &AppState, p: &Principal, now: Timestamp) -> ApiResult<Attention> {
+    let soon = now.plus(time::Duration::days(EXPIRING_WITHIN_DAYS));
+    let mut found = s
+        .store()
+        .needing_attention(p.merchant(), now, soon, MAX_ATTENTION + 1)
+        .await?;
+    let more = found.len() > MAX_ATTENTION as usize;
+    found.truncate(MAX_ATTENTION as usize);
+    Ok(Attention {
+        items: found
+            .into_iter()
+            .map(|t| TemplateView::new(t, now))
+            .collect(),
+        more,
+    })
 }
 
 /// Each consumer's unread events, read from its stored position (at most `MAX_BEHIND` + 1).

@@ -26,6 +26,7 @@ mod roles;
 mod scheduling;
 mod segments;
 mod shared_tags;
+mod standing;
 mod support;
 mod validation;
 mod webhooks;
