@@ -1,6 +1,7 @@
 //! Coupons as the platform and merchants manage them: revoking one, and who holds a
 //! template's coupons (JSON or CSV).
 
+use axum::body::Body;
 use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
@@ -12,7 +13,7 @@ use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::Principal;
-use crate::error::ApiResult;
+use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::pagination::{self, PageOf};
 use crate::routes::templates::load_visible;
@@ -68,14 +69,20 @@ pub struct HoldersParams {
     pub limit: Option<u32>,
     /// `json` (the default) or `csv`.
     pub format: Option<String>,
+    /// With `format=csv`, `true` answers every coupon from `cursor` on (from the first
+    /// without one) as one CSV, its header line once, streamed `limit` rows at a time
+    /// (default `max_page`) with no `next-cursor` header. Without `format=csv`, 400
+    /// `invalid_query` naming `all`.
+    pub all: Option<bool>,
 }
 
 /// Who holds a template's coupons (platform; the owning merchant), by coupon id, filtered by
 /// status and user, cursor-paged. `format=csv` answers the page as CSV, the next page's
-/// cursor in the `next-cursor` header.
+/// cursor in the `next-cursor` header; `format=csv&all=true` answers every page as one
+/// streamed CSV.
 #[utoipa::path(operation_id = "template_coupons", get, path = "/v1/templates/{id}/coupons", tag = "coupons",
     params(("id" = i64, Path, description = "Template id"), HoldersParams),
-    responses((status = 200, description = "A page of coupons (JSON, or CSV with format=csv)", body = PageOf<CouponView>),
+    responses((status = 200, description = "A page of coupons (JSON, or CSV with format=csv); every coupon with format=csv&all=true", body = PageOf<CouponView>),
         CommonErrors),
     security(("bearer" = [])))]
 pub async fn of_template(
@@ -85,8 +92,21 @@ pub async fn of_template(
     ApiQuery(q): ApiQuery<HoldersParams>,
 ) -> ApiResult<Response> {
     let csv = pagination::wants_csv(q.format.as_deref())?;
+    let all = q.all == Some(true);
+    if all && !csv {
+        return Err(ApiError::bad_request(
+            "invalid_query",
+            Some("all"),
+            "all=true is only for format=csv",
+        ));
+    }
     let t = load_visible(&s, &p, id).await?;
-    let page = pagination::page(q.cursor.as_deref(), q.limit, s.settings())?;
+    let limit = if all {
+        q.limit.or(Some(s.settings().max_page))
+    } else {
+        q.limit
+    };
+    let page = pagination::page(q.cursor.as_deref(), limit, s.settings())?;
     let now = s.now();
     let query = HoldersQuery {
         template: id,
@@ -96,12 +116,15 @@ pub async fn of_template(
         after: page.after,
         limit: page.limit,
     };
+    if all {
+        return Ok(every_page_csv(s, query));
+    }
     let rows = s.store().template_coupons(&query).await?;
     let listed = pagination::finish(rows, page, |c| c.id.get(), |c| c);
     if csv {
         let mut response = (
             [(header::CONTENT_TYPE, "text/csv; charset=utf-8")],
-            holders_csv(&listed.items, now),
+            holders_csv(&listed.items, now, true),
         )
             .into_response();
         if let Some(next) = listed.next_cursor.as_deref().and_then(|c| c.parse().ok()) {
@@ -120,20 +143,56 @@ pub async fn of_template(
     .into_response())
 }
 
-/// A page of coupons as CSV with a header line, written by [`CsvWriter`] like every CSV
-/// coupond writes.
-fn holders_csv(coupons: &[Coupon], now: coupond_domain::Timestamp) -> String {
-    let mut w = CsvWriter::with_header(&[
-        "coupon_id",
-        "user_id",
-        "status",
-        "claimed_at",
-        "valid_until",
-        "used_at",
-        "order_id",
-        "discount",
-        "code",
-    ]);
+/// Every page of `first` on as one CSV, each page read when the client is ready for it (at
+/// most one page in memory), the header line only in the first chunk. A failure mid-stream
+/// ends the response early: the client sees a truncated body, never a wrong one.
+fn every_page_csv(s: AppState, first: HoldersQuery) -> Response {
+    let pages = futures_util::stream::unfold(Some((first, true)), move |next| {
+        let s = s.clone();
+        async move {
+            let (mut q, header) = next?;
+            match s.store().template_coupons(&q).await {
+                Ok(mut rows) => {
+                    // `limit` asks for one row more than a page: whether another follows.
+                    let more = rows.len() >= q.limit as usize;
+                    rows.truncate(q.limit.saturating_sub(1) as usize);
+                    let chunk = holders_csv(&rows, q.now, header);
+                    q.after = rows.last().map(|c| c.id.get());
+                    let next = (more && q.after.is_some()).then_some((q, false));
+                    Some((Ok::<_, std::io::Error>(chunk), next))
+                }
+                Err(e) => Some((Err(std::io::Error::other(e)), None)),
+            }
+        }
+    });
+    (
+        [(header::CONTENT_TYPE, "text/csv; charset=utf-8")],
+        Body::from_stream(pages),
+    )
+        .into_response()
+}
+
+/// The holders CSV's columns.
+const HOLDERS_HEADER: [&str; 9] = [
+    "coupon_id",
+    "user_id",
+    "status",
+    "claimed_at",
+    "valid_until",
+    "used_at",
+    "order_id",
+    "discount",
+    "code",
+];
+
+/// Coupons as CSV lines, after the header line when `header`, written by [`CsvWriter`] like
+/// every CSV coupond writes.
+fn holders_csv(coupons: &[Coupon], now: coupond_domain::Timestamp, header: bool) -> String {
+    let mut w = if header {
+        CsvWriter::with_header(&HOLDERS_HEADER)
+    } else {
+        CsvWriter::new()
+    };
     for c in coupons {
         w.number(c.id.get())
             .text(c.user_id.as_str())
