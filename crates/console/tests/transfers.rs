@@ -246,8 +246,8 @@ async fn a_large_code_batch_downloads_whole_as_a_stream() {
     assert!(text(refused).await.contains("Not found"));
 }
 
-/// The holders and reconciliation CSVs pass through the same way (the API builds these
-/// whole, so their length is known): the API's CSV, as an attachment.
+/// The holders and reconciliation CSVs pass through the same way: the API's CSV, as an
+/// attachment (every holder: `crates/console/tests/long_lists.rs`).
 #[tokio::test]
 async fn the_holders_and_reconciliation_csvs_pass_through() {
     let app = app(ApiSettings::default()).await;

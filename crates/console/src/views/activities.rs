@@ -2,14 +2,14 @@
 //! platform's form to create one, and an activity's page with its stats.
 
 use askama::Template;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::home::items;
+use super::paging::{next_link, one_page, After};
 use super::{guard, problem_page, render, ActivityRow, FieldErrors, Shell, Shown, TemplateRow};
 use crate::session::Session;
 use crate::Console;
@@ -20,20 +20,24 @@ struct ListPage {
     shell: Shell,
     platform: bool,
     rows: Vec<ActivityRow>,
+    /// The link to the next page of activities, if there are more.
+    next: Option<String>,
 }
 
-pub async fn list(State(console): State<Console>, session: Session) -> Response {
-    let reply = console
-        .api()
-        .get(&session.key, "/v1/activities?limit=200")
-        .await;
-    match reply.into::<Value>() {
+/// A page of activities ([`PER_PAGE`](super::paging::PER_PAGE), after the API cursor `after`).
+pub async fn list(
+    State(console): State<Console>,
+    session: Session,
+    Query(q): Query<After>,
+) -> Response {
+    match one_page(&console, &session, "/v1/activities", &q.after).await {
         Ok(page) => render(
             StatusCode::OK,
             &ListPage {
                 shell: Shell::new(&session, "Activities"),
                 platform: session.is_platform(),
-                rows: items(&page).map(ActivityRow::of).collect(),
+                rows: page.items.iter().map(ActivityRow::of).collect(),
+                next: next_link("/console/activities", &page.next),
             },
         ),
         Err(p) => problem_page(&session, &p),
@@ -225,7 +229,9 @@ struct ActivityPage {
     shell: Shell,
     platform: bool,
     a: ActivityRow,
+    /// A page of its templates, and the link to the next.
     rows: Vec<TemplateRow>,
+    next: Option<String>,
     enrolled: usize,
     claimed: i64,
     used: i64,
@@ -233,10 +239,12 @@ struct ActivityPage {
     chart: super::templates::Chart,
 }
 
+/// An activity with its stats and a page of its templates (after the API cursor `after`).
 pub async fn page(
     State(console): State<Console>,
     session: Session,
     Path(id): Path<i64>,
+    Query(q): Query<After>,
 ) -> Response {
     let api = console.api();
     let a = match api
@@ -253,20 +261,17 @@ pub async fn page(
         .await
         .into::<Value>()
         .unwrap_or(Value::Null);
-    let templates = api
-        .get(
-            &session.key,
-            &format!("/v1/templates?activity_id={id}&limit=200"),
-        )
+    let templates = format!("/v1/templates?activity_id={id}");
+    let templates = one_page(&console, &session, &templates, &q.after)
         .await
-        .into::<Value>()
-        .unwrap_or(Value::Null);
+        .unwrap_or_default();
     let totals = &stats["totals"];
     let page = ActivityPage {
         shell: Shell::new(&session, a["title"].as_str().unwrap_or("Activity")),
         platform: session.is_platform(),
         a: ActivityRow::of(&a),
-        rows: items(&templates).map(TemplateRow::of).collect(),
+        rows: templates.items.iter().map(TemplateRow::of).collect(),
+        next: next_link(&format!("/console/activities/{id}"), &templates.next),
         enrolled: stats["merchants"].as_array().map_or(0, Vec::len),
         claimed: totals["claimed"].as_i64().unwrap_or(0),
         used: totals["used"].as_i64().unwrap_or(0),

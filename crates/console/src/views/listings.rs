@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 
 use super::activities::hundredths;
 use super::format::money;
-use super::home::items;
+use super::paging::{gather, max_rows_words, next_link, one_page};
 use super::{guard, problem_page, render, FieldErrors, Shell, Shown, TemplateRow};
 use crate::session::Session;
 use crate::Console;
@@ -77,8 +77,13 @@ pub struct ListingForm {
 struct ListPage {
     shell: Shell,
     rows: Vec<ListingRow>,
-    /// The merchant's claimable templates, to bind.
+    /// The link to the next page of listings, if there are more.
+    next: Option<String>,
+    /// The merchant's claimable templates, to bind: all of them, up to
+    /// [`MAX_ROWS`](super::paging::MAX_ROWS).
     templates: Vec<TemplateRow>,
+    /// Set when there were more claimable templates than the select offers.
+    templates_cut: Option<String>,
     form: ListingForm,
     errors: FieldErrors,
     error: Option<String>,
@@ -100,6 +105,9 @@ pub struct Search {
     /// `yes`, `no` or empty.
     #[serde(default)]
     has_coupon: String,
+    /// Which page: the API's `next_cursor` of the page before.
+    #[serde(default)]
+    after: String,
 }
 
 const KINDS: [(&str, &str); 7] = [
@@ -113,8 +121,9 @@ const KINDS: [(&str, &str); 7] = [
 ];
 
 impl Search {
-    /// The API's query: only filters that are well formed (others are dropped and shown
-    /// empty, so the page never passes text through unchecked).
+    /// The API's list with the filters (its page is added by [`one_page`]): only filters
+    /// that are well formed (others are dropped and shown empty, so the page never passes
+    /// text through unchecked).
     fn query(&mut self) -> String {
         let digits = |s: &mut String| {
             if s.trim().parse::<u32>().is_err() {
@@ -122,25 +131,41 @@ impl Search {
             }
             s.trim().to_owned()
         };
-        let mut q = "/v1/listings?limit=200".to_owned();
         let (city, category) = (digits(&mut self.city), digits(&mut self.category));
+        let mut filters = Vec::new();
         if !city.is_empty() {
-            q.push_str(&format!("&city={city}"));
+            filters.push(format!("city={city}"));
         }
         if !category.is_empty() {
-            q.push_str(&format!("&category={category}"));
+            filters.push(format!("category={category}"));
         }
         if KINDS.iter().any(|(k, _)| *k == self.kind) {
-            q.push_str(&format!("&kind={}", self.kind));
+            filters.push(format!("kind={}", self.kind));
         } else {
             self.kind.clear();
         }
         match self.has_coupon.as_str() {
-            "yes" => q.push_str("&has_coupon=true"),
-            "no" => q.push_str("&has_coupon=false"),
+            "yes" => filters.push("has_coupon=true".into()),
+            "no" => filters.push("has_coupon=false".into()),
             _ => self.has_coupon.clear(),
         }
-        q
+        if filters.is_empty() {
+            "/v1/listings".to_owned()
+        } else {
+            format!("/v1/listings?{}", filters.join("&"))
+        }
+    }
+
+    /// This search's console page (its filters as checked by [`Search::query`]), to which the
+    /// next page's cursor is added.
+    fn base(&self) -> String {
+        format!(
+            "/console/listings?city={}&category={}&kind={}&has_coupon={}",
+            self.city.trim(),
+            self.category.trim(),
+            self.kind,
+            self.has_coupon
+        )
     }
 }
 
@@ -170,20 +195,25 @@ async fn page_with(
     form: ListingForm,
     shown: Shown,
 ) -> Response {
-    let api = console.api();
-    let listings = match api.get(&session.key, &search.query()).await.into::<Value>() {
+    let path = search.query();
+    let listings = match one_page(console, session, &path, &search.after).await {
         Ok(l) => l,
         Err(p) => return problem_page(session, &p),
     };
-    let templates = api
-        .get(&session.key, "/v1/templates?status=active&limit=200")
+    let templates = gather(console, session, "/v1/templates?status=active")
         .await
-        .into::<Value>()
-        .unwrap_or(Value::Null);
+        .unwrap_or_default();
     let page = ListPage {
         shell: Shell::new(session, "Listings"),
-        rows: items(&listings).map(ListingRow::of).collect(),
-        templates: items(&templates).map(TemplateRow::of).collect(),
+        rows: listings.items.iter().map(ListingRow::of).collect(),
+        next: next_link(&search.base(), &listings.next),
+        templates: templates.items.iter().map(TemplateRow::of).collect(),
+        templates_cut: templates.cut.then(|| {
+            format!(
+                "Only the first {} claimable templates can be bound here.",
+                max_rows_words()
+            )
+        }),
         form,
         errors: shown.errors,
         error: shown.error,

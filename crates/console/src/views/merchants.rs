@@ -3,7 +3,7 @@
 //! page that answers its creation, once; the API keeps only its hash.
 
 use askama::Template;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 
 use super::format::instant;
 use super::home::items;
+use super::paging::{next_link, one_page, After};
 use super::{guard, problem_page, render, FieldErrors, Shell, Shown};
 use crate::session::Session;
 use crate::Console;
@@ -74,29 +75,30 @@ impl MerchantForm {
 struct ListPage {
     shell: Shell,
     rows: Vec<MerchantRow>,
+    /// The link to the next page of merchants, if there are more.
+    next: Option<String>,
     form: MerchantForm,
     errors: FieldErrors,
     error: Option<String>,
 }
 
+/// A page of merchants ([`PER_PAGE`](super::paging::PER_PAGE), after the API cursor `after`)
+/// with the form to add one.
 async fn list_page(
     console: &Console,
     session: &Session,
+    after: &str,
     form: MerchantForm,
     shown: Shown,
 ) -> Response {
-    let list = match console
-        .api()
-        .get(&session.key, "/v1/merchants?limit=200")
-        .await
-        .into::<Value>()
-    {
+    let list = match one_page(console, session, "/v1/merchants", after).await {
         Ok(l) => l,
         Err(p) => return problem_page(session, &p),
     };
     let page = ListPage {
         shell: Shell::new(session, "Merchants"),
-        rows: items(&list).map(MerchantRow::of).collect(),
+        rows: list.items.iter().map(MerchantRow::of).collect(),
+        next: next_link("/console/merchants", &list.next),
         form,
         errors: shown.errors,
         error: shown.error,
@@ -104,8 +106,13 @@ async fn list_page(
     render(shown.status, &page)
 }
 
-pub async fn list(State(console): State<Console>, session: Session) -> Response {
-    list_page(&console, &session, MerchantForm::default(), Shown::ok()).await
+pub async fn list(
+    State(console): State<Console>,
+    session: Session,
+    Query(q): Query<After>,
+) -> Response {
+    let form = MerchantForm::default();
+    list_page(&console, &session, &q.after, form, Shown::ok()).await
 }
 
 pub async fn create(
@@ -119,7 +126,7 @@ pub async fn create(
     }
     let body = match form.body() {
         Ok(b) => b,
-        Err(shown) => return list_page(&console, &session, form, shown).await,
+        Err(shown) => return list_page(&console, &session, "", form, shown).await,
     };
     let reply = console
         .api()
@@ -127,7 +134,7 @@ pub async fn create(
         .await;
     match reply.into::<Value>() {
         Ok(m) => Redirect::to(&format!("/console/merchants/{}", m["id"])).into_response(),
-        Err(p) => list_page(&console, &session, form, Shown::of(&p)).await,
+        Err(p) => list_page(&console, &session, "", form, Shown::of(&p)).await,
     }
 }
 

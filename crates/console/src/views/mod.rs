@@ -24,6 +24,7 @@ mod home;
 mod listings;
 mod login;
 mod merchants;
+mod paging;
 mod support;
 mod templates;
 mod timeline;

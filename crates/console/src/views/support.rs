@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 
 use super::activities::utc;
 use super::format::{instant, money};
-use super::home::items;
+use super::paging::{next_link, one_page};
 use super::{attachment, guard, problem_page, render, Shell};
 use crate::session::Session;
 use crate::Console;
@@ -60,6 +60,9 @@ fn items_of(v: &Value) -> impl Iterator<Item = &Value> {
 pub struct Lookup {
     #[serde(default)]
     user: String,
+    /// Which page of the user's coupons: the API's `next_cursor` of the page before.
+    #[serde(default)]
+    after: String,
 }
 
 #[derive(Template)]
@@ -67,7 +70,9 @@ pub struct Lookup {
 struct UsersPage {
     shell: Shell,
     user: String,
+    /// A page of the user's coupons, and the link to the next.
     coupons: Vec<CouponRow>,
+    next: Option<String>,
     tags: Vec<String>,
     error: Option<String>,
 }
@@ -82,6 +87,7 @@ pub async fn users(
         shell: Shell::new(&session, "Users"),
         user: user.clone(),
         coupons: Vec::new(),
+        next: None,
         tags: Vec::new(),
         error: None,
     };
@@ -94,12 +100,12 @@ pub async fn users(
         page.error = Some("A user id is 1 to 64 letters, digits and _.:@-".into());
     } else if valid {
         let api = console.api();
-        match api
-            .get(&session.key, &format!("/v1/users/{user}/coupons?limit=200"))
-            .await
-            .into::<Value>()
-        {
-            Ok(c) => page.coupons = items(&c).map(CouponRow::of).collect(),
+        let path = format!("/v1/users/{user}/coupons");
+        match one_page(&console, &session, &path, &q.after).await {
+            Ok(c) => {
+                page.coupons = c.items.iter().map(CouponRow::of).collect();
+                page.next = next_link(&format!("/console/users?user={user}"), &c.next);
+            }
             Err(p) => page.error = Some(p.detail),
         }
         // Tags are the platform's; a merchant is not shown them (the API says 403).

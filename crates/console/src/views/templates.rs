@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use super::format::{money, sort_templates, window, SortKey};
 use super::home::items;
+use super::paging::{gather, max_rows_words, with_query, Pager};
 use super::{download, problem_page, render, Shell, TemplateRow};
 use crate::session::Session;
 use crate::Console;
@@ -37,6 +38,9 @@ pub struct Filter {
     sort: String,
     #[serde(default)]
     desc: String,
+    /// Which page of [`PER_PAGE`](super::paging::PER_PAGE) rows, from 1.
+    #[serde(default)]
+    page: String,
 }
 
 /// A sortable column's header: its label, its link, and the arrow showing the current sort.
@@ -58,8 +62,14 @@ struct ListPage {
     merchant_id: String,
     columns: Vec<Column>,
     rows: Vec<TemplateRow>,
+    pager: Pager,
+    /// Set when the list was cut at [`MAX_ROWS`](super::paging::MAX_ROWS): what the page
+    /// says about it.
+    cut: Option<String>,
 }
 
+/// Every template matching the filter (up to [`MAX_ROWS`](super::paging::MAX_ROWS)), sorted
+/// as a whole, a page of [`PER_PAGE`](super::paging::PER_PAGE) at a time.
 pub async fn list(
     State(console): State<Console>,
     session: Session,
@@ -76,34 +86,65 @@ pub async fn list(
         m if session.is_platform() && m.parse::<u32>().is_ok() => m.to_owned(),
         _ => String::new(),
     };
-    let mut path = "/v1/templates?limit=200".to_owned();
-    if !status.is_empty() {
-        path.push_str(&format!("&status={status}"));
-    }
-    if !merchant_id.is_empty() {
-        path.push_str(&format!("&merchant_id={merchant_id}"));
-    }
-    let page = match console.api().get(&session.key, &path).await.into::<Value>() {
-        Ok(page) => page,
+    let gathered = match gather(&console, &session, &api_path(status, &merchant_id)).await {
+        Ok(g) => g,
         Err(p) => return problem_page(&session, &p),
     };
-    let mut rows: Vec<TemplateRow> = items(&page).map(TemplateRow::of).collect();
+    let mut rows: Vec<TemplateRow> = gathered.items.iter().map(TemplateRow::of).collect();
     let sort = SortKey::parse(&f.sort);
     let desc = f.desc == "1";
     if let Some(key) = sort {
         sort_templates(&mut rows, key, desc);
     }
     let base = format!("/console/templates?status={status}&merchant_id={merchant_id}");
+    let sorted = match sort {
+        Some(_) => format!(
+            "{base}&sort={}{}",
+            f.sort,
+            if desc { "&desc=1" } else { "" }
+        ),
+        None => base.clone(),
+    };
+    // The page links keep the filter and the sort.
+    let pager = Pager::new(&sorted, rows.len(), f.page.trim().parse().unwrap_or(1));
     let page = ListPage {
         shell: Shell::new(&session, "Templates"),
         platform: session.is_platform(),
         status: status.to_owned(),
         statuses,
         columns: columns(&base, sort, desc),
+        cut: gathered.cut.then(|| cut_note(session.is_platform())),
         merchant_id,
-        rows,
+        rows: pager.slice(rows),
+        pager,
     };
     render(StatusCode::OK, &page)
+}
+
+/// The API's templates list with the filter (its pages are added by [`gather`]).
+fn api_path(status: &str, merchant_id: &str) -> String {
+    let mut path = "/v1/templates".to_owned();
+    if !status.is_empty() {
+        path = with_query(&path, &format!("status={status}"));
+    }
+    if !merchant_id.is_empty() {
+        path = with_query(&path, &format!("merchant_id={merchant_id}"));
+    }
+    path
+}
+
+/// What the templates page says when the list was cut at
+/// [`MAX_ROWS`](super::paging::MAX_ROWS).
+fn cut_note(platform: bool) -> String {
+    let narrow = if platform {
+        "filter by status or merchant"
+    } else {
+        "filter by status"
+    };
+    format!(
+        "Showing the first {} templates; {narrow} to see the others.",
+        max_rows_words()
+    )
 }
 
 /// The sortable headers of the templates table: a second click on the current column
@@ -330,13 +371,14 @@ pub async fn page(
     render(StatusCode::OK, &page)
 }
 
-/// The holders of a template's coupons as CSV (the API's page of up to 200, as a download).
+/// The holders of a template's coupons as CSV: every one, the API's pages streamed through as
+/// one download.
 pub async fn holders_csv(
     State(console): State<Console>,
     session: Session,
     Path(id): Path<i64>,
 ) -> Response {
-    let path = format!("/v1/templates/{id}/coupons?limit=200&format=csv");
+    let path = format!("/v1/templates/{id}/coupons?format=csv&all=true");
     download(
         &console,
         &session,
