@@ -356,7 +356,8 @@ async fn one_upload_at_a_time_per_caller_while_others_go_on() {
         .await
         .unwrap();
     let first = tokio::spawn(app.router.clone().oneshot(upload(&c1, t1, body)));
-    // The console asks for more than the first chunk: it is passing the file on.
+    // The console asks for more than the first chunk: it holds the caller's upload permit
+    // (taken before any of the body is read) and is reading the form.
     polled.await.unwrap();
 
     let second = answer(&app, &c1, t1, whole(&k1, "u-9\n")).await;

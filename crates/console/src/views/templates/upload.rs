@@ -35,6 +35,19 @@ pub async fn upload(
     mut form: Multipart,
 ) -> Response {
     let limit = console.app().settings().max_upload_bytes;
+    // Held until the API has answered: one upload per caller passes through at a time. Taken
+    // before anything of the body is read, so that a second upload of the caller's is turned
+    // away whatever stage its first is at (a forged or foreign form lets it go at once).
+    let Some(_permit) = console.upload_permit(&session.principal.scope()) else {
+        return progress_error(&Problem {
+            status: 429,
+            code: "too_many_uploads".into(),
+            field: Some("file".into()),
+            detail: "an upload of yours is still being read, or others are; try again in a \
+                     moment"
+                .into(),
+        });
+    };
     let csrf = match first_token(&mut form).await {
         Ok(csrf) => csrf,
         Err(e) => return progress_error(&unreadable(&e, limit)),
@@ -53,17 +66,6 @@ pub async fn upload(
             _ => progress_error(&p),
         };
     }
-    // Held until the API has answered: one upload per caller passes through at a time.
-    let Some(_permit) = console.upload_permit(&session.principal.scope()) else {
-        return progress_error(&Problem {
-            status: 429,
-            code: "too_many_uploads".into(),
-            field: Some("file".into()),
-            detail: "an upload of yours is still being read, or others are; try again in a \
-                     moment"
-                .into(),
-        });
-    };
     let field = match form.next_field().await {
         Ok(Some(f)) if f.name() == Some("file") => f,
         Ok(_) => return progress_error(&no_file()),
