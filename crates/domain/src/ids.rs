@@ -82,6 +82,10 @@ numeric_id!(
     /// A listing: a house, room or product (seed `houseId`).
     ListingId
 );
+numeric_id!(
+    /// An operator account: a person of the platform or of a merchant who signs in.
+    OperatorId
+);
 
 /// A user of the platform, as named by the JWT `sub`: 1 to 64 characters of
 /// `[A-Za-z0-9_.:@-]`.

@@ -20,6 +20,9 @@
 //! - `lifecycle`: what each status allows: editing, publishing, aborting, and the re-check of
 //!   enrolled templates when their activity changes.
 //! - `stored`: the invariants every stored record keeps, checked when storage reads one back.
+//! - [`operator`]: operator accounts (people of the platform and of merchants who sign in):
+//!   [`Email`], [`OperatorRole`], [`OperatorDraft`], [`Operator`], and the rules of a
+//!   password ([`check_password`]).
 //! - [`note`]: [`Note`], a reason a person gave (a revoke's, a refund's).
 //! - [`tags`]: [`Tag`] (user tags coupond holds) and [`Segment`] (users holding any of some
 //!   tags), for tag audiences and segment issuance.
@@ -43,6 +46,7 @@ pub mod listing;
 pub mod merchant;
 pub mod money;
 pub mod note;
+pub mod operator;
 pub mod schedule;
 mod stored;
 pub mod tags;
@@ -66,13 +70,16 @@ pub use coupon::{
 pub use csv::CsvWriter;
 pub use error::DomainError;
 pub use ids::{
-    ActivityId, CategoryId, CityId, CitySet, CouponId, ListingId, MerchantId, OrderId, TemplateId,
-    UserId,
+    ActivityId, CategoryId, CityId, CitySet, CouponId, ListingId, MerchantId, OperatorId, OrderId,
+    TemplateId, UserId,
 };
 pub use listing::{Listing, ListingDraft, ListingPatch};
 pub use merchant::{Merchant, MerchantDraft, MerchantPatch};
 pub use money::{BasisPoints, Money};
 pub use note::Note;
+pub use operator::{
+    check_operator_name, check_password, Email, Operator, OperatorDraft, OperatorRole,
+};
 pub use schedule::Transition;
 pub use tags::{Segment, Tag};
 pub use template::{
