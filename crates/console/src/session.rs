@@ -85,6 +85,7 @@ pub async fn start(
     let id = random_id();
     let session = ConsoleSession {
         key_hash: hash_api_key(key),
+        operator_id: None,
         csrf: random_id(),
         created_at: now,
         expires_at: now.plus(lifetime),

@@ -1,7 +1,7 @@
 //! The store's own operations ([`AdminStore`](coupond_store::AdminStore)): health, settings
 //! and API keys, on every backend. Pool figures and closing are the backend's ([`Db`]).
 
-use coupond_domain::{MerchantId, Timestamp};
+use coupond_domain::{MerchantId, OperatorId, Timestamp};
 use coupond_store::{ApiKey, ConsoleSession, NewApiKey, Role, StoreError, StoreResult};
 
 use crate::{sql, Db, Row, Work};
@@ -102,11 +102,12 @@ pub async fn insert_console_session(
         .await?;
     tx.execute(
         sql(
-            "INSERT INTO console_sessions (id, key_hash, csrf, created_at, expires_at)
-             VALUES ($1, $2, $3, $4, $5)",
+            "INSERT INTO console_sessions (id, key_hash, operator_id, csrf, created_at, expires_at)
+             VALUES ($1, $2, $3, $4, $5, $6)",
         )
         .bind(&id[..])
         .bind(&s.key_hash[..])
+        .bind(s.operator_id.map(OperatorId::get))
         .bind(&s.csrf)
         .bind(s.created_at)
         .bind(s.expires_at),
@@ -134,6 +135,10 @@ pub async fn console_session(
         .map_err(|_| StoreError::other("a console session's key hash is not 32 bytes"))?;
     Ok(Some(ConsoleSession {
         key_hash,
+        operator_id: r
+            .opt_i64("operator_id")?
+            .map(|v| OperatorId::new(v).map_err(StoreError::other))
+            .transpose()?,
         csrf: r.string("csrf")?,
         created_at: r.time("created_at")?,
         expires_at: r.time("expires_at")?,

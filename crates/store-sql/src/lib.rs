@@ -15,6 +15,9 @@
 //! - `codes`: [`CodeStore`](coupond_store::CodeStore) ([`impl_code_store!`]): shared codes and
 //!   generated batches.
 //! - `admin`: [`AdminStore`](coupond_store::AdminStore) ([`impl_admin_store!`]).
+//! - `operators`: [`OperatorStore`](coupond_store::OperatorStore)
+//!   ([`impl_operator_store!`]): operator accounts and password resets; disabling an operator
+//!   or setting its password ends its console sessions.
 //! - `reports`: [`ReportStore`](coupond_store::ReportStore) ([`impl_report_store!`]): stats,
 //!   reconciliation and the invariant audit's shared checks.
 //! - `standing`: how templates stand now, counted in the database (part of `ReportStore`).
@@ -66,6 +69,7 @@ pub mod inspect;
 pub mod issuance;
 pub mod lifecycle;
 mod mixed;
+pub mod operators;
 mod query;
 pub mod reports;
 pub mod rows;

@@ -12,7 +12,8 @@
 //!   activities, templates), [`claims`] ([`ClaimStore`]), [`checkout`] ([`CheckoutStore`],
 //!   [`IdempotencyStore`]), [`codes`] ([`CodeStore`]), [`scheduling`] ([`OutboxStore`],
 //!   [`SchedulerStore`], [`InboxStore`]), [`issuance`] ([`IssuanceStore`]), [`webhooks`]
-//!   ([`WebhookStore`]).
+//!   ([`WebhookStore`]), [`operators`] ([`OperatorStore`]: operator accounts and password
+//!   resets).
 //! - [`error`]: [`StoreError`], deliberately small: `NotFound`, `Conflict`, `Unavailable`,
 //!   `Other`. The API turns it into HTTP in one place.
 //! - [`model`]: records that exist only in storage (API keys, queries, pages).
@@ -23,7 +24,8 @@
 //! - [`issuance`]: bulk issuance jobs and their progress.
 //! - [`scheduling`]: outbox positions, reminders and inbox messages, for the background loops.
 //! - [`webhooks`]: webhook endpoints, deliveries and attempts.
-//! - [`sessions`]: console sessions ([`AdminStore`] keeps them), shared by every instance.
+//! - [`sessions`]: console sessions ([`AdminStore`] keeps them), shared by every instance;
+//!   [`OperatorStore`] ends an operator's when it is disabled or its password changes.
 //! - [`codec`]: the JSON both backends use for the nested parts of a record, so a record reads
 //!   back identically from either.
 //! - [`records`]: the stored, versioned record types behind that JSON, tolerant of fields a
@@ -44,6 +46,7 @@ pub mod failpoints;
 pub mod issuance;
 pub mod lifecycle;
 pub mod model;
+pub mod operators;
 pub mod records;
 pub mod scheduling;
 pub mod sessions;
@@ -74,6 +77,7 @@ pub use model::{
     HoldersQuery, IdempotencyKey, ListingQuery, MerchantQuery, NewApiKey, NewTemplate, Page,
     PoolStats, PromoCode, Role, Schema, TemplateAudit, TemplateQuery, Violation,
 };
+pub use operators::OperatorStore;
 pub use scheduling::{
     CouponCounts, Due, HourCounts, InboxStore, Message, MessageContent, OutboxPosition,
     OutboxStore, Reminder, SchedulerStore, Since, Standing, UsageRow,
@@ -108,6 +112,7 @@ pub trait Store:
     + TagStore
     + WebhookStore
     + ReportStore
+    + OperatorStore
     + std::fmt::Debug
     + 'static
 {
@@ -129,6 +134,7 @@ impl<T> Store for T where
         + TagStore
         + WebhookStore
         + ReportStore
+        + OperatorStore
         + std::fmt::Debug
         + 'static
 {
@@ -140,7 +146,7 @@ pub mod prelude {
     pub use crate::{
         AdminStore as _, CampaignStore as _, CatalogStore as _, CheckoutStore as _,
         ClaimStore as _, CodeStore as _, IdempotencyStore as _, InboxStore as _, InspectStore as _,
-        IssuanceStore as _, LifecycleStore as _, OutboxStore as _, ReportStore as _,
-        SchedulerStore as _, TagStore as _, WebhookStore as _,
+        IssuanceStore as _, LifecycleStore as _, OperatorStore as _, OutboxStore as _,
+        ReportStore as _, SchedulerStore as _, TagStore as _, WebhookStore as _,
     };
 }

@@ -7,6 +7,7 @@ use crate::ConsoleSession;
 fn session(key_hash: [u8; 32], csrf: &str, hours: i64) -> ConsoleSession {
     ConsoleSession {
         key_hash,
+        operator_id: None,
         csrf: csrf.into(),
         created_at: t0(),
         expires_at: at(hours),
