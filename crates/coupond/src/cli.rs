@@ -52,6 +52,9 @@ pub enum Command {
     /// Manage API keys.
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// Manage operator accounts (the people who sign into the console).
+    #[command(subcommand)]
+    Operators(OperatorsCommand),
     /// Mint a user token (JWT) for testing and demos.
     Token(TokenArgs),
     /// Print the settings in effect (the defaults, the --config file, COUPOND_* variables and
@@ -196,6 +199,40 @@ pub enum KeysCommand {
         /// The key id shown by `keys create` and `keys list`.
         id: i64,
     },
+}
+
+/// What `coupond operators` does.
+#[derive(Debug, Subcommand)]
+pub enum OperatorsCommand {
+    /// Add an operator (a person who signs into the console) with a password read from
+    /// standard input.
+    Add {
+        #[arg(long)]
+        email: String,
+        /// The name shown in the console and the audit trail.
+        #[arg(long)]
+        name: String,
+        /// Platform: admin, marketing, support, finance. Merchant staff: owner, staff.
+        #[arg(long, value_parser = ["admin", "marketing", "support", "finance", "owner", "staff"])]
+        role: String,
+        /// The merchant of an owner or staff account.
+        #[arg(long, value_name = "ID")]
+        merchant: Option<i64>,
+        /// Read the password (at least 12 characters, not a common one) from the first line
+        /// of standard input.
+        #[arg(long)]
+        password_stdin: bool,
+    },
+    /// List operators (never their passwords).
+    List {
+        /// Only this merchant's staff.
+        #[arg(long, value_name = "ID")]
+        merchant: Option<i64>,
+    },
+    /// Disable an operator: their console sessions end at once.
+    Disable { email: String },
+    /// Enable a disabled operator again.
+    Enable { email: String },
 }
 
 #[derive(Debug, Args)]

@@ -8,6 +8,7 @@
 //!   and cache notices, NATS JetStream events).
 //! - `demo`: the `serve --demo` data set.
 //! - `admin`: `keys`, `token`, `migrate`, `config`, `openapi`, `audit`.
+//! - `operators`: operator accounts (`operators add`, `list`, `disable`, `enable`).
 //! - `loadtest`: concurrent claims over HTTP, then an audit of the database.
 #![forbid(unsafe_code)]
 
@@ -18,6 +19,7 @@ mod config;
 mod db;
 mod demo;
 mod loadtest;
+mod operators;
 mod serve;
 
 use clap::Parser;
@@ -49,6 +51,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Serve(args) => serve::run(config, args).await,
         Command::Migrate => admin::migrate(&config).await,
         Command::Keys(cmd) => admin::keys(&config, cmd).await,
+        Command::Operators(cmd) => operators::run(&config, cmd).await,
         Command::Token(args) => admin::token(&config, args).await,
         Command::Config(args) => {
             if args.defaults {

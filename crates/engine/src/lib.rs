@@ -2,6 +2,9 @@
 //!
 //! - [`clock`]: [`Clock`], the one source of "now". Production reads the system clock; tests
 //!   inject a [`ManualClock`] and move time by hand, so no test waits on wall-clock time.
+//! - [`accounts`]: [`accounts::Accounts`], operator accounts (platform and merchant staff):
+//!   the domain's rules, argon2id password hashes, verification that says nothing about
+//!   which part was wrong.
 //! - [`campaigns`]: the workflows of merchants, activities and templates (edit, publish,
 //!   abort) every front door calls, applying the domain's state rules before one store transaction.
 //! - [`claims`]: [`ClaimEngine`], per-template group commit of claims: all claims waiting for
@@ -42,6 +45,7 @@
 //! its passes, and it passes again whenever one ends.
 #![forbid(unsafe_code)]
 
+pub mod accounts;
 pub mod campaigns;
 pub mod checkout;
 mod claim_errors;

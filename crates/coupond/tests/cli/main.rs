@@ -2,6 +2,7 @@
 //! subcommands, and graceful shutdown on SIGTERM.
 #![allow(clippy::unwrap_used)]
 
+mod accounts;
 mod brokers;
 mod browser;
 mod crash;

@@ -26,6 +26,8 @@ fn commands_that_use_a_database_create_none() {
     let db = format!("sqlite://{}", file.display());
     for args in [
         vec!["keys", "list"],
+        vec!["operators", "list"],
+        vec!["operators", "disable", "a@example.com"],
         vec!["keys", "revoke", "1"],
         vec!["token", "--user", "u-1"],
         vec!["audit"],

@@ -1,0 +1,204 @@
+//! Operator accounts: the people who sign into the console, platform staff and merchant staff,
+//! each under their own name and role (issue 32). Every front door (the CLI today; the API and
+//! the console's sign-in next) goes through [`Accounts`], which applies the domain's rules
+//! (email, name, role and merchant, password policy) and hashes passwords with argon2id.
+//!
+//! A password is only ever kept as an argon2id PHC string (`$argon2id$v=19$m=19456,t=2,p=1$…`,
+//! OWASP's parameters: 19 MiB, two passes). Hashing takes tens of milliseconds of one core on
+//! purpose, so it runs on tokio's blocking pool, never on a request's worker thread.
+
+use std::sync::Arc;
+
+use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use argon2::Argon2;
+use coupond_domain::OperatorId;
+use coupond_domain::{check_password, DomainError, Email, MerchantId, Operator, OperatorDraft};
+use coupond_store::{Conflict, Store, StoreError};
+
+use crate::clock::Clock;
+
+/// Why an account change was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum AccountError {
+    /// The input breaks a rule (the error names the field).
+    #[error(transparent)]
+    Invalid(#[from] DomainError),
+    #[error("an operator with this email exists")]
+    EmailTaken,
+    #[error("no merchant with this id")]
+    NoMerchant,
+    #[error("no such operator")]
+    NotFound,
+    #[error("password hashing failed: {0}")]
+    Hashing(String),
+    #[error(transparent)]
+    Store(StoreError),
+}
+
+impl From<StoreError> for AccountError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::NotFound => AccountError::NotFound,
+            StoreError::Conflict(Conflict::Unique) => AccountError::EmailTaken,
+            StoreError::Conflict(Conflict::Reference) => AccountError::NoMerchant,
+            e => AccountError::Store(e),
+        }
+    }
+}
+
+/// The accounts' workflows over the store. Cheap to clone.
+#[derive(Clone)]
+pub struct Accounts {
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+}
+
+impl std::fmt::Debug for Accounts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Accounts").finish_non_exhaustive()
+    }
+}
+
+impl Accounts {
+    pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>) -> Self {
+        Accounts { store, clock }
+    }
+
+    /// Adds an operator, with `password` (checked against the policy, then hashed) or none
+    /// yet (a set-password link comes later).
+    pub async fn add(
+        &self,
+        draft: &OperatorDraft,
+        password: Option<&str>,
+    ) -> Result<Operator, AccountError> {
+        let hash = match password {
+            Some(p) => Some(hash_password(p).await?),
+            None => None,
+        };
+        let now = self.clock.now();
+        Ok(self
+            .store
+            .insert_operator(draft, hash.as_deref(), now)
+            .await?)
+    }
+
+    /// Operators by id after `after` (a merchant's staff only, with `merchant`).
+    pub async fn list(
+        &self,
+        merchant: Option<MerchantId>,
+        after: Option<i64>,
+        limit: u32,
+    ) -> Result<Vec<Operator>, AccountError> {
+        Ok(self.store.list_operators(merchant, after, limit).await?)
+    }
+
+    /// The operator with this email.
+    pub async fn by_email(&self, email: &Email) -> Result<Operator, AccountError> {
+        match self.store.operator_by_email(email).await? {
+            Some((op, _)) => Ok(op),
+            None => Err(AccountError::NotFound),
+        }
+    }
+
+    /// Disables (its console sessions end in the same transaction) or enables an operator.
+    pub async fn set_disabled(
+        &self,
+        id: OperatorId,
+        disabled: bool,
+    ) -> Result<Operator, AccountError> {
+        let now = self.clock.now();
+        Ok(self.store.set_operator_disabled(id, disabled, now).await?)
+    }
+
+    /// Replaces an operator's password (checked, hashed); its sessions end.
+    pub async fn set_password(&self, id: OperatorId, password: &str) -> Result<(), AccountError> {
+        let hash = hash_password(password).await?;
+        let now = self.clock.now();
+        Ok(self.store.set_operator_password(id, &hash, now).await?)
+    }
+
+    /// The operator `email` names if `password` is theirs and the account is enabled. An
+    /// unknown email, a disabled account and a wrong password all cost one argon2
+    /// verification and answer `None`, so the answer and its time say nothing about which.
+    pub async fn verify(
+        &self,
+        email: &Email,
+        password: &str,
+    ) -> Result<Option<Operator>, AccountError> {
+        let found = self.store.operator_by_email(email).await?;
+        let (op, hash) = match found {
+            Some((op, Some(hash))) => (Some(op), hash),
+            Some((_, None)) | None => (None, UNKNOWN.to_owned()),
+        };
+        let matches = verify_password(hash, password.to_owned()).await;
+        Ok(op.filter(|o| matches && o.disabled_at.is_none()))
+    }
+}
+
+/// A valid hash of a random password nobody knows: verifying against it takes the time a
+/// real verification takes, for emails that have no account or no password.
+const UNKNOWN: &str =
+    "$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$v2Uc9ZAkUgQmdUgbqfUiFQ/pyBvW7lEGUDr6mfzQMcQ";
+
+/// `password`, checked against the policy, as an argon2id PHC string.
+pub async fn hash_password(password: &str) -> Result<String, AccountError> {
+    check_password(password)?;
+    let password = password.to_owned();
+    tokio::task::spawn_blocking(move || {
+        let mut salt = [0u8; 16];
+        rand::fill(&mut salt);
+        let salt =
+            SaltString::encode_b64(&salt).map_err(|e| AccountError::Hashing(e.to_string()))?;
+        Argon2::default()
+            .hash_password(password.as_bytes(), &salt)
+            .map(|h| h.to_string())
+            .map_err(|e| AccountError::Hashing(e.to_string()))
+    })
+    .await
+    .map_err(|e| AccountError::Hashing(e.to_string()))?
+}
+
+/// Whether `password` is the one `hash` (a PHC string) was made from; false for a hash that
+/// does not parse.
+pub async fn verify_password(hash: String, password: String) -> bool {
+    tokio::task::spawn_blocking(move || {
+        PasswordHash::new(&hash).is_ok_and(|parsed| {
+            Argon2::default()
+                .verify_password(password.as_bytes(), &parsed)
+                .is_ok()
+        })
+    })
+    .await
+    .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_hash_verifies_its_password_only() {
+        let hash = hash_password("a long enough passphrase").await.unwrap();
+        assert!(
+            hash.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"),
+            "{hash}"
+        );
+        assert!(verify_password(hash.clone(), "a long enough passphrase".into()).await);
+        assert!(!verify_password(hash.clone(), "a long enough passphrasE".into()).await);
+        let again = hash_password("a long enough passphrase").await.unwrap();
+        assert_ne!(hash, again, "each hash has its own salt");
+        assert!(!verify_password("not a hash".into(), "x".into()).await);
+    }
+
+    #[tokio::test]
+    async fn the_policy_is_checked_before_hashing() {
+        let short = hash_password("short").await.unwrap_err();
+        assert!(matches!(short, AccountError::Invalid(_)), "{short:?}");
+    }
+
+    #[tokio::test]
+    async fn the_unknown_hash_parses_and_matches_nothing_common() {
+        assert!(PasswordHash::new(UNKNOWN).is_ok());
+        assert!(!verify_password(UNKNOWN.into(), "password1234".into()).await);
+    }
+}
