@@ -13,6 +13,7 @@ use crate::cache::TtlCache;
 use crate::ratelimit::{Limit, Rate, RateLimits, Sharing};
 use crate::uploads::{UploadPermit, Uploads};
 use coupond_domain::{MerchantId, Template, TemplateId};
+use coupond_engine::accounts::Accounts;
 use coupond_engine::checkout::TemplateSource;
 use coupond_engine::shared::{Alone, Notice, OnLimitError, Peers, SharedLimits};
 use coupond_engine::supervise::Workers;
@@ -162,6 +163,7 @@ struct Inner {
     checkout: Checkout,
     issuance: IssuanceWorker,
     tagging: TagWorker,
+    accounts: Accounts,
     /// Principals of recently seen API keys (and the key's id), by key hash.
     keys: TtlCache<[u8; 32], (Principal, i64)>,
     templates: TtlCache<TemplateId, Arc<Template>>,
@@ -195,6 +197,7 @@ impl AppState {
         let checkout = Checkout::new(store.clone(), clock.clone(), settings.lock_ttl);
         let issuance = IssuanceWorker::new(store.clone(), clock.clone(), pace);
         let tagging = TagWorker::new(store.clone(), clock.clone(), pace);
+        let accounts = Accounts::new(store.clone(), clock.clone());
         AppState {
             inner: Arc::new(Inner {
                 store,
@@ -220,6 +223,7 @@ impl AppState {
                 checkout,
                 issuance,
                 tagging,
+                accounts,
                 keys: TtlCache::new(settings.cache_ttl, 100_000),
                 templates: TtlCache::new(settings.cache_ttl, 10_000),
                 workers: Workers::default(),
@@ -234,6 +238,11 @@ impl AppState {
 
     pub fn now(&self) -> Timestamp {
         self.inner.clock.now()
+    }
+
+    /// Operator accounts: adding, disabling, passwords and set-password links.
+    pub fn accounts(&self) -> &Accounts {
+        &self.inner.accounts
     }
 
     pub fn jwt(&self) -> &JwtKeys {

@@ -204,8 +204,8 @@ pub enum KeysCommand {
 /// What `coupond operators` does.
 #[derive(Debug, Subcommand)]
 pub enum OperatorsCommand {
-    /// Add an operator (a person who signs into the console) with a password read from
-    /// standard input.
+    /// Add an operator (a person who signs into the console), with a password read from
+    /// standard input, or without one: then a link that sets it is printed.
     Add {
         #[arg(long)]
         email: String,
@@ -222,6 +222,10 @@ pub enum OperatorsCommand {
         /// of standard input.
         #[arg(long)]
         password_stdin: bool,
+        /// Where operators reach the console, for the set-password link (default: http://
+        /// and `server.listen`).
+        #[arg(long, value_name = "URL")]
+        base_url: Option<String>,
     },
     /// List operators (never their passwords).
     List {
@@ -233,6 +237,13 @@ pub enum OperatorsCommand {
     Disable { email: String },
     /// Enable a disabled operator again.
     Enable { email: String },
+    /// Print a one-time link that sets the operator's password, valid 1 hour.
+    ResetPassword {
+        email: String,
+        /// Where operators reach the console (default: http:// and `server.listen`).
+        #[arg(long, value_name = "URL")]
+        base_url: Option<String>,
+    },
 }
 
 #[derive(Debug, Args)]

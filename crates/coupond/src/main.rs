@@ -8,7 +8,8 @@
 //!   and cache notices, NATS JetStream events).
 //! - `demo`: the `serve --demo` data set.
 //! - `admin`: `keys`, `token`, `migrate`, `config`, `openapi`, `audit`.
-//! - `operators`: operator accounts (`operators add`, `list`, `disable`, `enable`).
+//! - `operators`: operator accounts (`operators add`, `list`, `disable`, `enable`,
+//!   `reset-password`).
 //! - `loadtest`: concurrent claims over HTTP, then an audit of the database.
 #![forbid(unsafe_code)]
 

@@ -1,13 +1,14 @@
 //! `coupond operators`: operator accounts from the command line, for the first platform admin
-//! of a new installation and for scripts (adding, listing, disabling a leaver). Everything
+//! of a new installation and for scripts (adding, listing, disabling a leaver, a link that
+//! sets a forgotten password). Everything
 //! goes through the engine's [`Accounts`], as the API's and the console's doors will.
 
 use std::io::BufRead;
 use std::sync::Arc;
 
 use anyhow::Context;
-use coupond_domain::{Email, MerchantId, OperatorDraft, OperatorRole};
-use coupond_engine::accounts::{AccountError, Accounts};
+use coupond_domain::{Email, MerchantId, Operator, OperatorDraft, OperatorRole};
+use coupond_engine::accounts::{AccountError, Accounts, RESET_TTL};
 use coupond_engine::SystemClock;
 
 use crate::cli::OperatorsCommand;
@@ -33,43 +34,72 @@ pub async fn run(config: &Config, cmd: OperatorsCommand) -> anyhow::Result<()> {
             role,
             merchant,
             password_stdin,
-        } => add(&accounts, &email, &name, &role, merchant, password_stdin).await,
+            base_url,
+        } => {
+            let new = NewOperator {
+                email: &email,
+                name: &name,
+                role: &role,
+                merchant,
+            };
+            let base = base_url.unwrap_or_else(|| default_base(config));
+            add(&accounts, new, password_stdin, &base).await
+        }
         OperatorsCommand::List { merchant } => list(&accounts, merchant).await,
         OperatorsCommand::Disable { email } => set_disabled(&accounts, &email, true).await,
         OperatorsCommand::Enable { email } => set_disabled(&accounts, &email, false).await,
+        OperatorsCommand::ResetPassword { email, base_url } => {
+            let base = base_url.unwrap_or_else(|| default_base(config));
+            let op = accounts
+                .by_email(&Email::parse(&email)?)
+                .await
+                .map_err(explain)?;
+            print_link(&accounts, &op, &base).await
+        }
     };
     store.close().await;
     result
 }
 
+/// `operators add`'s arguments.
+struct NewOperator<'a> {
+    email: &'a str,
+    name: &'a str,
+    role: &'a str,
+    merchant: Option<i64>,
+}
+
 async fn add(
     accounts: &Accounts,
-    email: &str,
-    name: &str,
-    role: &str,
-    merchant: Option<i64>,
+    new: NewOperator<'_>,
     password_stdin: bool,
+    base: &str,
 ) -> anyhow::Result<()> {
-    anyhow::ensure!(
-        password_stdin,
-        "give the password on standard input with --password-stdin (at least 12 characters)"
-    );
-    let role = OperatorRole::parse(role).context("unknown role")?;
-    let merchant = merchant
+    let role = OperatorRole::parse(new.role).context("unknown role")?;
+    let merchant = new
+        .merchant
         .map(|m| MerchantId::new(m).map_err(anyhow::Error::msg))
         .transpose()?;
-    let draft = OperatorDraft::new(Email::parse(email)?, name.to_owned(), role, merchant)?;
-    let password = read_password()?;
+    let email = Email::parse(new.email)?;
+    let draft = OperatorDraft::new(email, new.name.to_owned(), role, merchant)?;
+    let password = if password_stdin {
+        Some(read_password()?)
+    } else {
+        None
+    };
     let op = accounts
-        .add(&draft, Some(&password))
+        .add(&draft, password.as_deref())
         .await
         .map_err(explain)?;
-    println!(
+    eprintln!(
         "operator {} added: {} ({})",
         op.id,
         op.email,
         op.role.as_str()
     );
+    if password.is_none() {
+        print_link(accounts, &op, base).await?;
+    }
     Ok(())
 }
 
@@ -124,6 +154,23 @@ async fn set_disabled(accounts: &Accounts, email: &str, disabled: bool) -> anyho
         None => println!("operator {} enabled", op.email),
     }
     Ok(())
+}
+
+/// Prints a link that sets `op`'s password, valid for an hour and once.
+async fn print_link(accounts: &Accounts, op: &Operator, base: &str) -> anyhow::Result<()> {
+    let token = accounts.start_reset(op.id).await.map_err(explain)?;
+    eprintln!(
+        "a link that sets the password of {} once, within {} minutes:",
+        op.email,
+        RESET_TTL.whole_minutes()
+    );
+    println!("{}/console/password/{token}", base.trim_end_matches('/'));
+    Ok(())
+}
+
+/// The console's address by default: `server.listen` over plain HTTP.
+fn default_base(config: &Config) -> String {
+    format!("http://{}", config.server.listen)
 }
 
 /// The password: the first line of standard input, without its line end.

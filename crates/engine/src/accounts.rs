@@ -17,6 +17,9 @@ use coupond_store::{Conflict, Store, StoreError};
 
 use crate::clock::Clock;
 
+/// How long a set-password link works.
+pub const RESET_TTL: time::Duration = time::Duration::hours(1);
+
 /// Why an account change was refused.
 #[derive(Debug, thiserror::Error)]
 pub enum AccountError {
@@ -29,6 +32,9 @@ pub enum AccountError {
     NoMerchant,
     #[error("no such operator")]
     NotFound,
+    /// A set-password link that is unknown, used already or older than [`RESET_TTL`].
+    #[error("this link is not valid any more")]
+    ResetInvalid,
     #[error("password hashing failed: {0}")]
     Hashing(String),
     #[error(transparent)]
@@ -117,6 +123,44 @@ impl Accounts {
         Ok(self.store.set_operator_password(id, &hash, now).await?)
     }
 
+    /// A one-time token that sets `id`'s password within [`RESET_TTL`] (the link a new
+    /// account, or one whose password was forgotten, is given). Only its SHA-256 is stored, so
+    /// a copy of the database sets no password.
+    pub async fn start_reset(&self, id: OperatorId) -> Result<String, AccountError> {
+        let op = self.store.operator(id).await?;
+        let mut raw = [0u8; 32];
+        rand::fill(&mut raw);
+        let token: String = raw.iter().map(|b| format!("{b:02x}")).collect();
+        let expires = self.clock.now().plus(RESET_TTL);
+        self.store
+            .insert_password_reset(&token_hash(&token), op.id, expires)
+            .await?;
+        Ok(token)
+    }
+
+    /// Sets the password of the operator `token` was given for, and uses the token up; its
+    /// sessions end. A password the policy refuses leaves the token usable. The token is
+    /// checked before the password is hashed: anyone can post this form, and only a holder
+    /// of a live link may make the service spend a hash's time.
+    pub async fn finish_reset(
+        &self,
+        token: &str,
+        password: &str,
+    ) -> Result<OperatorId, AccountError> {
+        check_password(password)?;
+        let now = self.clock.now();
+        let Some(id) = self
+            .store
+            .take_password_reset(&token_hash(token), now)
+            .await?
+        else {
+            return Err(AccountError::ResetInvalid);
+        };
+        let hash = hash_password(password).await?;
+        self.store.set_operator_password(id, &hash, now).await?;
+        Ok(id)
+    }
+
     /// The operator `email` names if `password` is theirs and the account is enabled. An
     /// unknown email, a disabled account and a wrong password all cost one argon2
     /// verification and answer `None`, so the answer and its time say nothing about which.
@@ -139,6 +183,12 @@ impl Accounts {
 /// real verification takes, for emails that have no account or no password.
 const UNKNOWN: &str =
     "$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$v2Uc9ZAkUgQmdUgbqfUiFQ/pyBvW7lEGUDr6mfzQMcQ";
+
+/// What a set-password token is stored as.
+fn token_hash(token: &str) -> [u8; 32] {
+    use sha2::Digest;
+    sha2::Sha256::digest(token.as_bytes()).into()
+}
 
 /// `password`, checked against the policy, as an argon2id PHC string.
 pub async fn hash_password(password: &str) -> Result<String, AccountError> {

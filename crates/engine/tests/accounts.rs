@@ -71,3 +71,49 @@ async fn only_the_right_password_of_an_enabled_account_opens_it() {
     let weak = accounts.set_password(ada.id, "password1234").await;
     assert!(matches!(weak, Err(AccountError::Invalid(_))), "{weak:?}");
 }
+
+#[tokio::test]
+async fn a_set_password_link_works_once_within_the_hour() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}/resets.db", dir.path().display());
+    let store = SqliteStore::connect(&url).await.unwrap();
+    store.migrate().await.unwrap();
+    let clock = ManualClock::new(Timestamp::parse("2026-11-27T09:00:00Z").unwrap());
+    let accounts = Accounts::new(Arc::new(store), Arc::new(clock.clone()));
+    let email = Email::parse("new@example.com").unwrap();
+    let draft = OperatorDraft::new(email.clone(), "New".into(), OperatorRole::Support, None);
+    let op = accounts.add(&draft.unwrap(), None).await.unwrap();
+
+    let token = accounts.start_reset(op.id).await.unwrap();
+    assert_eq!(token.len(), 64, "{token}");
+    let weak = accounts.finish_reset(&token, "short").await;
+    assert!(matches!(weak, Err(AccountError::Invalid(_))), "{weak:?}");
+    let set = accounts.finish_reset(&token, RIGHT).await.unwrap();
+    assert_eq!(set, op.id, "a refused password left the link usable");
+    assert!(accounts.verify(&email, RIGHT).await.unwrap().is_some());
+    let again = accounts
+        .finish_reset(&token, "another long passphrase")
+        .await;
+    assert!(
+        matches!(again, Err(AccountError::ResetInvalid)),
+        "{again:?}"
+    );
+
+    let late = accounts.start_reset(op.id).await.unwrap();
+    clock.advance(time::Duration::seconds(3601));
+    let expired = accounts
+        .finish_reset(&late, "another long passphrase")
+        .await;
+    assert!(
+        matches!(expired, Err(AccountError::ResetInvalid)),
+        "{expired:?}"
+    );
+    let forged = accounts
+        .finish_reset(&"0".repeat(64), "another long passphrase")
+        .await;
+    assert!(
+        matches!(forged, Err(AccountError::ResetInvalid)),
+        "{forged:?}"
+    );
+    assert!(accounts.verify(&email, RIGHT).await.unwrap().is_some());
+}

@@ -25,6 +25,7 @@ mod listings;
 mod login;
 mod merchants;
 mod paging;
+mod password;
 mod support;
 mod templates;
 mod timeline;
@@ -39,6 +40,10 @@ pub fn routes(max_upload: usize) -> Router<Console> {
         .route("/console/", get(|| async { Redirect::to("/console") }))
         .route("/console/login", get(login::form).post(login::submit))
         .route("/console/logout", post(login::logout))
+        .route(
+            "/console/password/{token}",
+            get(password::form).post(password::submit),
+        )
         .route(
             "/console/activities",
             get(activities::list).post(activities::create),

@@ -1,7 +1,8 @@
 //! `coupond operators`: the first admin of a new installation is added from the command line
 //! with a password on standard input; the rules hold (a unique email whatever its case, the
 //! password policy, a merchant for merchant roles and none for platform roles); a leaver is
-//! disabled and enabled again; the list never shows a password.
+//! disabled and enabled again; an account added without a password, or one whose password
+//! was forgotten, gets a one-time set-password link; the list never shows a password.
 
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
@@ -39,71 +40,65 @@ fn refused(out: Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// What a successful command said on stderr (its messages) and stdout (what scripts read).
+fn said(out: Output) -> (String, String) {
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{err}");
+    (err, String::from_utf8(out.stdout).unwrap())
+}
+
+/// The token of a set-password link printed on stdout under `base`.
+fn link_token(stdout: &str, base: &str) -> String {
+    let token = stdout
+        .trim()
+        .strip_prefix(&format!("{base}/console/password/"))
+        .unwrap_or_else(|| panic!("not a link under {base}: {stdout}"));
+    assert!(
+        token.len() == 64 && token.chars().all(|c| c.is_ascii_hexdigit()),
+        "{token}"
+    );
+    token.to_owned()
+}
+
+/// `operators add` of `email` as `role`, then `extra` arguments.
+fn add_args<'a>(email: &'a str, role: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "add",
+        "--email",
+        email,
+        "--name",
+        "Ada Lovelace",
+        "--role",
+        role,
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
 const PASSWORD: &str = "correct horse battery staple\n";
 
 #[test]
 fn the_first_admin_is_added_and_a_leaver_disabled_from_the_command_line() {
     let dir = tempfile::tempdir().unwrap();
     let db = format!("sqlite://{}/c.db", dir.path().display());
-    let admin = [
-        "add",
-        "--email",
-        " Ada@Example.COM ",
-        "--name",
-        "Ada Lovelace",
-        "--role",
-        "admin",
-        "--password-stdin",
-    ];
-    let added = ok(operators(&db, &admin, PASSWORD));
+    let stdin = ["--password-stdin"];
+    let admin = add_args(" Ada@Example.COM ", "admin", &stdin);
+    let (added, out) = said(operators(&db, &admin, PASSWORD));
     assert!(added.contains("added: ada@example.com (admin)"), "{added}");
+    assert!(
+        out.is_empty(),
+        "no link for an account with a password: {out}"
+    );
 
-    let again = [
-        "add",
-        "--email",
-        "ada@example.com",
-        "--name",
-        "Ada",
-        "--role",
-        "support",
-        "--password-stdin",
-    ];
+    let again = add_args("ada@example.com", "support", &stdin);
     assert!(refused(operators(&db, &again, PASSWORD)).contains("exists"));
-    let weak = [
-        "add",
-        "--email",
-        "bob@example.com",
-        "--name",
-        "Bob",
-        "--role",
-        "marketing",
-        "--password-stdin",
-    ];
+    let weak = add_args("bob@example.com", "marketing", &stdin);
     let why = refused(operators(&db, &weak, "password1234\n"));
     assert!(why.contains("password"), "{why}");
     let why = refused(operators(&db, &weak, "short\n"));
     assert!(why.contains("password"), "{why}");
-    let no_merchant = [
-        "add",
-        "--email",
-        "carol@example.com",
-        "--name",
-        "Carol",
-        "--role",
-        "owner",
-        "--password-stdin",
-    ];
+    let no_merchant = add_args("carol@example.com", "owner", &stdin);
     assert!(refused(operators(&db, &no_merchant, PASSWORD)).contains("merchant"));
-    let no_stdin = [
-        "add",
-        "--email",
-        "dan@example.com",
-        "--name",
-        "Dan",
-        "--role",
-        "finance",
-    ];
-    assert!(refused(operators(&db, &no_stdin, "")).contains("--password-stdin"));
 
     let list = ok(operators(&db, &["list"], ""));
     assert_eq!(list.lines().count(), 1, "only the admin was added: {list}");
@@ -116,13 +111,34 @@ fn the_first_admin_is_added_and_a_leaver_disabled_from_the_command_line() {
         "{list}"
     );
 
+    // Without a password: a link that sets it, under the console's address.
+    let base = "https://coupons.example.com";
+    let dan = add_args(
+        "dan@example.com",
+        "finance",
+        &["--base-url", "https://coupons.example.com/"],
+    );
+    let (added, out) = said(operators(&db, &dan, ""));
+    assert!(added.contains("dan@example.com (finance)"), "{added}");
+    let first = link_token(&out, base);
+    let list = ok(operators(&db, &["list"], ""));
+    assert!(
+        list.contains("dan@example.com\tfinance\tenabled, no password yet"),
+        "{list}"
+    );
+    let reset = ["reset-password", "dan@example.com", "--base-url", base];
+    let second = link_token(&ok(operators(&db, &reset, "")), base);
+    assert_ne!(first, second, "each link has its own token");
+    let unknown = ["reset-password", "nobody@example.com"];
+    assert!(refused(operators(&db, &unknown, "")).contains("no operator"));
+
     let off = ok(operators(&db, &["disable", "ADA@example.com"], ""));
     assert!(off.contains("disabled at"), "{off}");
     assert!(ok(operators(&db, &["list"], "")).contains("disabled_at="));
     let on = ok(operators(&db, &["enable", "ada@example.com"], ""));
     assert!(on.contains("enabled"), "{on}");
-    assert!(ok(operators(&db, &["list"], "")).contains("\tenabled\t"));
-    assert!(
-        refused(operators(&db, &["disable", "nobody@example.com"], "")).contains("no operator")
-    );
+    let list = ok(operators(&db, &["list"], ""));
+    assert!(list.contains("ada@example.com\tadmin\tenabled\t"), "{list}");
+    let nobody = ["disable", "nobody@example.com"];
+    assert!(refused(operators(&db, &nobody, "")).contains("no operator"));
 }
