@@ -395,4 +395,28 @@ impl From<coupond_engine::ClaimError> for ApiError {
     }
 }
 
+impl From<coupond_engine::accounts::AccountError> for ApiError {
+    fn from(e: coupond_engine::accounts::AccountError) -> Self {
+        use coupond_engine::accounts::AccountError;
+        match e {
+            AccountError::Invalid(e) => e.into(),
+            AccountError::EmailTaken => {
+                ApiError::conflict("email_taken", "an operator with this email exists")
+            }
+            AccountError::NoMerchant => ApiError::invalid(
+                "unknown_merchant",
+                "merchant_id",
+                "no merchant with this id",
+            ),
+            AccountError::NotFound => ApiError::NotFound,
+            AccountError::ResetInvalid => ApiError::conflict(
+                "link_not_valid",
+                "this set-password link was used already or is older than an hour",
+            ),
+            AccountError::Hashing(why) => ApiError::Internal(why.into()),
+            AccountError::Store(e) => e.into(),
+        }
+    }
+}
+
 pub type ApiResult<T> = Result<T, ApiError>;

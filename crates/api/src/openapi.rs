@@ -5,8 +5,8 @@ use utoipa::{Modify, OpenApi};
 
 use crate::routes::{
     activities, checkout, claims, codes, coupons, events, inbox, issuances, keys, listings,
-    merchants, refunds, reports, shared_tags, system, tag_uploads, tags, templates, today,
-    webhooks,
+    merchants, operators, refunds, reports, shared_tags, system, tag_uploads, tags, templates,
+    today, webhooks,
 };
 
 /// The whole API, served at `/openapi.json`.
@@ -22,6 +22,7 @@ use crate::routes::{
     paths(
         merchants::create, merchants::list, merchants::get, merchants::update,
         keys::create, keys::list, keys::revoke,
+        operators::create, operators::list, operators::update,
         activities::create, activities::list, activities::get, activities::update, activities::abort,
         templates::create, templates::list, templates::get, templates::update, templates::publish,
         templates::abort, templates::remove, templates::history,
@@ -45,6 +46,7 @@ use crate::routes::{
     modifiers(&BearerAuth, &IdempotencyDocs, &Constraints),
     tags(
         (name = "merchants", description = "Merchants (platform)"),
+        (name = "operators", description = "The people who sign into the console: platform staff, merchants' owners and staff"),
         (name = "activities", description = "Platform activities merchants enroll in"),
         (name = "templates", description = "Coupon templates"),
         (name = "claims", description = "Claiming coupons and reading wallets"),

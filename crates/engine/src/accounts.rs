@@ -12,7 +12,10 @@ use std::sync::Arc;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use argon2::Argon2;
 use coupond_domain::OperatorId;
-use coupond_domain::{check_password, DomainError, Email, MerchantId, Operator, OperatorDraft};
+use coupond_domain::{
+    check_operator_name, check_password, DomainError, Email, MerchantId, Operator, OperatorDraft,
+    OperatorRole,
+};
 use coupond_store::{Conflict, Store, StoreError};
 
 use crate::clock::Clock;
@@ -50,6 +53,14 @@ impl From<StoreError> for AccountError {
             e => AccountError::Store(e),
         }
     }
+}
+
+/// What [`Accounts::update`] changes.
+#[derive(Clone, Debug, Default)]
+pub struct OperatorChange<'a> {
+    pub name: Option<&'a str>,
+    pub role: Option<OperatorRole>,
+    pub disabled: Option<bool>,
 }
 
 /// The accounts' workflows over the store. Cheap to clone.
@@ -96,6 +107,38 @@ impl Accounts {
         limit: u32,
     ) -> Result<Vec<Operator>, AccountError> {
         Ok(self.store.list_operators(merchant, after, limit).await?)
+    }
+
+    /// The operator with this id.
+    pub async fn operator(&self, id: OperatorId) -> Result<Operator, AccountError> {
+        Ok(self.store.operator(id).await?)
+    }
+
+    /// Renames an operator, moves them to another role on the same side (platform or their
+    /// merchant), and disables or enables them; what `change` leaves `None` stays.
+    pub async fn update(
+        &self,
+        id: OperatorId,
+        change: &OperatorChange<'_>,
+    ) -> Result<Operator, AccountError> {
+        let mut op = self.store.operator(id).await?;
+        if let Some(name) = change.name {
+            check_operator_name(name)?;
+        }
+        if let Some(role) = change.role {
+            op.role.check_change(role)?;
+        }
+        let now = self.clock.now();
+        if change.name.is_some() || change.role.is_some() {
+            op = self
+                .store
+                .update_operator(id, change.name, change.role, now)
+                .await?;
+        }
+        if let Some(disabled) = change.disabled {
+            op = self.store.set_operator_disabled(id, disabled, now).await?;
+        }
+        Ok(op)
     }
 
     /// The operator with this email.

@@ -12,6 +12,7 @@ pub mod issuances;
 pub mod keys;
 pub mod listings;
 pub mod merchants;
+pub mod operators;
 pub mod refunds;
 pub mod reports;
 pub mod shared_tags;
@@ -22,8 +23,8 @@ pub mod templates;
 pub mod today;
 pub mod webhooks;
 
-mod table_more;
-use table_more::{checkout_routes, operations_routes};
+mod table_operations;
+use table_operations::{checkout_routes, operations_routes};
 
 use axum::http::Method;
 use axum::middleware::from_fn_with_state;
@@ -137,6 +138,24 @@ fn merchant_and_activity_routes() -> Vec<Route> {
             "/v1/merchants/{id}/keys/{key_id}/revoke",
             PLATFORM,
             post(keys::revoke),
+        ),
+        r(
+            Method::GET,
+            "/v1/operators",
+            PLATFORM_MERCHANT,
+            get(operators::list),
+        ),
+        r(
+            Method::POST,
+            "/v1/operators",
+            PLATFORM_MERCHANT,
+            post(operators::create),
+        ),
+        r(
+            Method::PATCH,
+            "/v1/operators/{id}",
+            PLATFORM_MERCHANT,
+            patch(operators::update),
         ),
         r(
             Method::POST,

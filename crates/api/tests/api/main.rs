@@ -20,6 +20,7 @@ mod listings;
 mod merchants;
 mod model;
 mod openapi;
+mod operators;
 mod queues;
 mod reports;
 mod roles;

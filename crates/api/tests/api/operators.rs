@@ -1,0 +1,241 @@
+//! `/v1/operators`: the platform adds anyone, a merchant only its own owner and staff; a new
+//! account comes with a one-time set-password link (once: an idempotent replay leaves it out);
+//! emails are unique whatever their case; a merchant neither sees nor changes another's
+//! operators or the platform's; a role moves only within its side; disabling is a patch.
+
+use axum::body::Body;
+use axum::http::{header, Request, StatusCode};
+use serde_json::{json, Value};
+
+use crate::support::*;
+
+fn body(email: &str, role: &str, merchant: Option<i64>) -> Value {
+    let mut b = json!({"email": email, "name": "Ada Lovelace", "role": role});
+    if let Some(m) = merchant {
+        b["merchant_id"] = json!(m);
+    }
+    b
+}
+
+fn emails(page: &Value) -> Vec<String> {
+    page["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["email"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+async fn operators(app: TestApp) {
+    let (m1, m2) = (app.merchants[0].0.get(), app.merchants[1].0.get());
+    let r = app
+        .post(
+            "/v1/operators",
+            &app.platform,
+            body(" Ada@Example.com", "marketing", None),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    assert_eq!(r.body["email"], "ada@example.com");
+    assert_eq!(r.body["has_password"], false);
+    let path = r.body["set_password"]["path"].as_str().unwrap();
+    let token = path.strip_prefix("/console/password/").unwrap();
+    assert!(
+        token.len() == 64 && token.chars().all(|c| c.is_ascii_hexdigit()),
+        "{path}"
+    );
+    let ada = r.body["id"].as_i64().unwrap();
+
+    let owner = app
+        .post(
+            "/v1/operators",
+            &app.platform,
+            body("own@m1.example", "owner", Some(m1)),
+        )
+        .await;
+    assert_eq!(owner.status, StatusCode::CREATED, "{}", owner.body);
+    let staff = app
+        .post(
+            "/v1/operators",
+            app.m1(),
+            body("staff@m1.example", "staff", None),
+        )
+        .await;
+    assert_eq!(staff.status, StatusCode::CREATED, "{}", staff.body);
+    assert_eq!(staff.body["merchant_id"], m1);
+    let staff_id = staff.body["id"].as_i64().unwrap();
+
+    let refused = [
+        (
+            app.m1(),
+            body("x@m1.example", "admin", None),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "role",
+        ),
+        (
+            app.m1(),
+            body("x@m1.example", "staff", Some(m2)),
+            StatusCode::NOT_FOUND,
+            "",
+        ),
+        (
+            &app.platform[..],
+            body("ADA@example.com", "support", None),
+            StatusCode::CONFLICT,
+            "",
+        ),
+        (
+            &app.platform[..],
+            body("x@example.com", "owner", Some(999_999)),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "merchant_id",
+        ),
+        (
+            &app.platform[..],
+            body("x@example.com", "owner", None),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "merchant_id",
+        ),
+        (
+            &app.platform[..],
+            body("not an email", "support", None),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "email",
+        ),
+    ];
+    for (key, b, status, field) in refused {
+        let r = app.post("/v1/operators", key, b.clone()).await;
+        assert_eq!(r.status, status, "{b}: {}", r.body);
+        if !field.is_empty() {
+            assert_eq!(r.body["field"], field, "{b}: {}", r.body);
+        }
+    }
+    let r = app
+        .post(
+            "/v1/operators",
+            &app.platform,
+            json!({"email": "y@example.com", "name": "Y", "role": "root"}),
+        )
+        .await;
+    assert!(r.status.is_client_error(), "{}", r.body);
+
+    let all = app.get("/v1/operators", &app.platform).await;
+    assert_eq!(
+        emails(&all.body),
+        ["ada@example.com", "own@m1.example", "staff@m1.example"]
+    );
+    let of_m1 = app
+        .get(&format!("/v1/operators?merchant_id={m1}"), &app.platform)
+        .await;
+    assert_eq!(emails(&of_m1.body), ["own@m1.example", "staff@m1.example"]);
+    assert_eq!(
+        emails(&app.get("/v1/operators", app.m1()).await.body),
+        ["own@m1.example", "staff@m1.example"]
+    );
+    assert!(emails(&app.get("/v1/operators", app.m2()).await.body).is_empty());
+    let first = app.get("/v1/operators?limit=1", &app.platform).await;
+    let cursor = first.body["next_cursor"].as_str().unwrap();
+    let next = app
+        .get(
+            &format!("/v1/operators?limit=1&cursor={cursor}"),
+            &app.platform,
+        )
+        .await;
+    assert_eq!(emails(&next.body), ["own@m1.example"]);
+
+    let r = app
+        .patch(
+            &format!("/v1/operators/{staff_id}"),
+            app.m1(),
+            json!({"name": "Sam"}),
+        )
+        .await;
+    assert_eq!(
+        (r.status, &r.body["name"]),
+        (StatusCode::OK, &json!("Sam")),
+        "{}",
+        r.body
+    );
+    for key in [app.m1(), app.m2()] {
+        let target = if key == app.m1() { ada } else { staff_id };
+        let r = app
+            .patch(
+                &format!("/v1/operators/{target}"),
+                key,
+                json!({"disabled": true}),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
+    }
+    let r = app
+        .patch(
+            &format!("/v1/operators/{ada}"),
+            &app.platform,
+            json!({"role": "support"}),
+        )
+        .await;
+    assert_eq!(r.body["role"], "support", "{}", r.body);
+    let r = app
+        .patch(
+            &format!("/v1/operators/{ada}"),
+            &app.platform,
+            json!({"role": "owner"}),
+        )
+        .await;
+    assert!(
+        r.status.is_client_error() && r.body["code"] == "role_side_changed",
+        "{}",
+        r.body
+    );
+    let r = app
+        .patch(
+            &format!("/v1/operators/{ada}"),
+            &app.platform,
+            json!({"disabled": true}),
+        )
+        .await;
+    assert!(r.body["disabled_at"].is_string(), "{}", r.body);
+    let r = app
+        .patch(
+            &format!("/v1/operators/{ada}"),
+            &app.platform,
+            json!({"disabled": false}),
+        )
+        .await;
+    assert!(r.body["disabled_at"].is_null(), "{}", r.body);
+}
+
+#[tokio::test]
+async fn operators_on_sqlite() {
+    operators(TestApp::new().await).await;
+}
+
+#[tokio::test]
+async fn operators_on_postgres() {
+    if let Some(app) = TestApp::postgres().await {
+        operators(app).await;
+    }
+}
+
+/// An `Idempotency-Key` replay of a creation answers the operator without the link: the link
+/// is handed out once, and never kept in the idempotency table.
+#[tokio::test]
+async fn a_replayed_creation_leaves_the_link_out() {
+    let app = TestApp::new().await;
+    let send = || {
+        Request::post("/v1/operators")
+            .header(header::AUTHORIZATION, format!("Bearer {}", app.platform))
+            .header(header::CONTENT_TYPE, "application/json")
+            .header("idempotency-key", "op-1")
+            .body(Body::from(
+                body("kim@example.com", "finance", None).to_string(),
+            ))
+            .unwrap()
+    };
+    let first = app.send(send()).await;
+    assert_eq!(first.status, StatusCode::CREATED, "{}", first.body);
+    assert!(first.body["set_password"]["path"].is_string());
+    let again = app.send(send()).await;
+    assert_eq!(again.body["id"], first.body["id"], "{}", again.body);
+    assert!(again.body.get("set_password").is_none(), "{}", again.body);
+}
