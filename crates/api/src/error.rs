@@ -419,4 +419,16 @@ impl From<coupond_engine::accounts::AccountError> for ApiError {
     }
 }
 
+impl From<coupond_engine::redemption::RedeemError> for ApiError {
+    fn from(e: coupond_engine::redemption::RedeemError) -> Self {
+        use coupond_engine::redemption::RedeemError;
+        match e {
+            RedeemError::Unusable => ApiError::unusable_code(),
+            RedeemError::Refused(r) => ApiError::ClaimRefused(r),
+            RedeemError::Claim(e) => e.into(),
+            RedeemError::Store(e) => e.into(),
+        }
+    }
+}
+
 pub type ApiResult<T> = Result<T, ApiError>;

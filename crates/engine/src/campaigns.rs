@@ -4,9 +4,10 @@
 
 use coupond_domain::{
     Activity, ActivityId, ActivityPatch, Actor, DomainError, Merchant, MerchantId, MerchantPatch,
-    Template, TemplateContext, TemplatePatch, TemplateSpec, TemplateStatus, Timestamp, Validity,
+    Template, TemplateContext, TemplateDraft, TemplatePatch, TemplateSpec, TemplateStatus,
+    Timestamp, Validity,
 };
-use coupond_store::{Store, StoreError, TemplateEdit};
+use coupond_store::{Conflict, NewTemplate, Store, StoreError, TemplateEdit};
 use time::Duration;
 
 /// Why a workflow refused or failed.
@@ -66,6 +67,49 @@ pub async fn abort_activity(
     let a = store.activity(id).await?;
     a.check_abortable(now, freeze)?;
     Ok(store.abort_activity(id, a.version, now).await?)
+}
+
+/// How often creating a template retries when its enrolling activity changed between read
+/// and write.
+const CREATE_ATTEMPTS: usize = 3;
+
+/// Creates a template of `owner` (`None`: the platform's), validated at `now` against
+/// `activity` as the caller read it (having checked it may see it). When the activity changes
+/// before the write (its version moved on), it is read again and the draft validated against
+/// the new terms, up to [`CREATE_ATTEMPTS`] times.
+pub async fn create_template(
+    store: &dyn Store,
+    owner: Option<&Merchant>,
+    draft: &TemplateDraft,
+    mut activity: Option<Activity>,
+    now: Timestamp,
+    freeze: Duration,
+) -> Result<Template, CampaignError> {
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let ctx = TemplateContext {
+            owner,
+            activity: activity.as_ref(),
+            now,
+            freeze,
+        };
+        let spec = TemplateSpec::validate(draft.clone(), ctx)?;
+        let new = NewTemplate {
+            merchant_id: owner.map(|m| m.id),
+            spec: &spec,
+            activity_version: activity.as_ref().map(|a| a.version),
+        };
+        match store.insert_template(&new, now).await {
+            Ok(t) => return Ok(t),
+            Err(StoreError::Conflict(Conflict::Version)) if attempt < CREATE_ATTEMPTS => {
+                if let Some(a) = &activity {
+                    activity = Some(store.activity(a.id).await?);
+                }
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
 }
 
 /// Edits a template's terms. Until claiming can start (draft, scheduled; in an activity, while

@@ -18,6 +18,8 @@
 //! - [`tagging`]: [`TagWorker`], bulk tag uploads a chunk per transaction, resumable.
 //! - [`jobs`]: what those chunked jobs share (the cache of each job's list).
 //! - [`lifecycle`]: revoking a coupon, refunding a confirmed order, deleting a draft.
+//! - [`redemption`]: redeeming a promotion code (whether a code is usable by a user, and the
+//!   claim it leads to), for the redeem route and a code previewed at checkout.
 //! - [`pacing`]: [`Pacer`], which sizes background chunks to a target transaction time.
 //! - [`reports`]: the reconciliation of discounts given in a period, per template and funder,
 //!   and its CSV.
@@ -58,6 +60,7 @@ pub mod jobs;
 pub mod lifecycle;
 pub mod live_gate;
 pub mod pacing;
+pub mod redemption;
 pub mod reports;
 pub mod scheduler;
 pub mod shared;

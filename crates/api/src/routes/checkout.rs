@@ -9,8 +9,8 @@ use coupond_domain::{
     discount, eligibility, Actor, Coupon, CouponId, CouponStatus, DomainError, Money, Order,
     OrderDraft, OrderId, Quote, TemplateId, TemplateUse,
 };
-use coupond_engine::QuoteError;
-use coupond_store::{LockOutcome, OrderRecord, OrderStep, StoreError};
+use coupond_engine::{redemption, QuoteError};
+use coupond_store::{LockOutcome, OrderRecord, OrderStep};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
@@ -19,7 +19,6 @@ use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiPath, ClientIp};
 use crate::routes::claims::user_ip;
-use crate::routes::codes::usable_by;
 use crate::routes::{BodyErrors, CommonErrors, ConflictError, RateLimitedError};
 use crate::state::AppState;
 
@@ -143,14 +142,11 @@ pub async fn quote(
 /// redeemed gets the one answer redemption gives.
 async fn preview(s: &AppState, order: &Order, typed: &str) -> ApiResult<CodePreview> {
     let code = TypedCode::parse(typed).map_err(|_| ApiError::unusable_code())?;
-    let found = match s.store().promo_code(code.as_str()).await {
-        Ok(found) if found.redeemed_by.is_none() => found,
-        Ok(_) | Err(StoreError::NotFound) => return Err(ApiError::unusable_code()),
-        Err(e) => return Err(e.into()),
-    };
     let now = s.now();
-    let template = s.claimed_template(found.template_id).await?;
-    if !usable_by(&found, &template, &order.user_id, now) {
+    let (found, template) =
+        redemption::find_usable(s.store(), s, &code, &order.user_id, now).await?;
+    // Previewed for an order: a code already redeemed (even by this user) offers nothing new.
+    if found.redeemed_by.is_some() {
         return Err(ApiError::unusable_code());
     }
     let (valid_from, valid_until) = template.spec.validity.for_claim(now);

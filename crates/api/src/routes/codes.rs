@@ -7,13 +7,10 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use coupond_domain::codes::TypedCode;
-use coupond_domain::{
-    ClaimRejection, CodeBatchDraft, CodeBatchSpec, CsvWriter, SharedCode, Template, TemplateId,
-    Timestamp, UserId,
-};
-use coupond_engine::{ClaimAsk, ClaimError};
+use coupond_domain::{CodeBatchDraft, CodeBatchSpec, CsvWriter, SharedCode, Template, TemplateId};
+use coupond_engine::{redemption, ClaimAsk};
 use coupond_store::Conflict;
-use coupond_store::{owner_key, CodeBatch, CodeClaim, PromoCode, StoreError};
+use coupond_store::{owner_key, CodeBatch, StoreError};
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
@@ -270,23 +267,6 @@ pub async fn download(
         .into_response())
 }
 
-/// Whether redeeming `code` may go on to a claim. Every unusable code is refused here, from
-/// what was read (the code, and its template from the cache), so that a code someone else
-/// redeemed, or one of a template that is over, is answered after the same work as a code
-/// that never existed: no claim transaction, no write. A single-use code this user redeemed
-/// goes on, and the claim returns the coupon it gave.
-pub(crate) fn usable_by(
-    code: &PromoCode,
-    template: &Template,
-    user: &UserId,
-    now: Timestamp,
-) -> bool {
-    match &code.redeemed_by {
-        Some(by) => by == user,
-        None => template.is_public() && coupond_domain::check_claim(template, user, now).is_ok(),
-    }
-}
-
 /// Redeem a promotion code: claims a coupon of its template under the same rules as a claim
 /// (`sold_out` and `limit_reached` are 409s). Every code that cannot be redeemed (mistyped,
 /// unknown, used by someone else, expired, not offered to this user) gets the same 404
@@ -317,38 +297,13 @@ pub async fn redeem(
         "POST /v1/codes/{code}/redeem",
         &format!("{}\n{user}", code.as_str()),
     )?;
-    let found = match s.store().promo_code(code.as_str()).await {
-        Ok(found) => found,
-        Err(StoreError::NotFound) => return Err(ApiError::unusable_code()),
-        Err(e) => return Err(e.into()),
-    };
-    // Generated codes pass their check character and shared codes never do; a row of the
-    // other kind than the text's form cannot exist, but the check costs nothing.
-    let single_use = found.batch_id.is_some();
-    if single_use != code.is_generated_form() {
-        return Err(ApiError::unusable_code());
-    }
-    let template = s.claimed_template(found.template_id).await?;
-    if !usable_by(&found, &template, &user, s.now()) {
-        return Err(ApiError::unusable_code());
-    }
     let ask = ClaimAsk {
         user,
         actor,
         idempotency,
-        code: Some(CodeClaim {
-            code: found.code,
-            single_use,
-        }),
+        code: None,
     };
-    match s.claims().claim(&template, ask).await {
-        Ok(claimed) => Ok(created(&s, &template, claimed)),
-        // Stock and the per-user limit are answered as for a claim: only a holder of a good
-        // code can learn them. Everything else about an unusable code is one answer.
-        Err(ClaimError::Rejected(r @ (ClaimRejection::SoldOut | ClaimRejection::LimitReached))) => {
-            Err(ApiError::ClaimRefused(r))
-        }
-        Err(ClaimError::Rejected(_) | ClaimError::CodeTaken) => Err(ApiError::unusable_code()),
-        Err(e) => Err(e.into()),
-    }
+    let (store, claims, now) = (s.store(), s.claims(), s.now());
+    let (template, claimed) = redemption::redeem(store, &s, claims, &code, ask, now).await?;
+    Ok(created(&s, &template, claimed))
 }

@@ -7,11 +7,10 @@ use axum::http::StatusCode;
 use axum::{Extension, Json};
 use coupond_domain::{
     Activity, ActivityId, Merchant, MerchantId, Template, TemplateContext, TemplateDraft,
-    TemplateId, TemplatePatch, TemplateSpec, TemplateStatus, Timestamp,
+    TemplateId, TemplatePatch, TemplateStatus, Timestamp,
 };
 use coupond_engine::{campaigns, lifecycle};
-use coupond_store::Conflict;
-use coupond_store::{NewTemplate, StoreError, TemplateQuery};
+use coupond_store::TemplateQuery;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -23,9 +22,6 @@ use crate::routes::{activities, shared_tags, BodyErrors, CommonErrors, ConflictE
 use crate::state::AppState;
 use crate::views::TemplateView;
 use coupond_engine::shared::Notice;
-
-/// How often a create retries when an enrolling activity changed between read and write.
-const CREATE_ATTEMPTS: usize = 3;
 
 /// The view at `now`, the one instant the request reads the clock at.
 fn view(t: Template, now: Timestamp) -> TemplateView {
@@ -87,30 +83,12 @@ pub async fn create(
 ) -> ApiResult<(StatusCode, Json<TemplateView>)> {
     let owner = owner(&s, p.merchant()).await?;
     shared_tags::check_audience(&s, &p, Some(&draft.audience)).await?;
-    let mut attempt = 0;
-    loop {
-        attempt += 1;
-        let activity = activity_for(&s, &p, draft.activity_id).await?;
-        let now = s.now();
-        let ctx = TemplateContext {
-            owner: owner.as_ref(),
-            activity: activity.as_ref(),
-            now,
-            freeze: s.settings().freeze,
-        };
-        let spec = TemplateSpec::validate(draft.clone(), ctx)?;
-        let new = NewTemplate {
-            merchant_id: p.merchant(),
-            spec: &spec,
-            activity_version: activity.as_ref().map(|a| a.version),
-        };
-        match s.store().insert_template(&new, now).await {
-            Ok(t) => return Ok((StatusCode::CREATED, Json(view(t, now)))),
-            // The activity changed since it was read: validate against the new terms.
-            Err(StoreError::Conflict(Conflict::Version)) if attempt < CREATE_ATTEMPTS => continue,
-            Err(e) => return Err(e.into()),
-        }
-    }
+    let activity = activity_for(&s, &p, draft.activity_id).await?;
+    let now = s.now();
+    let freeze = s.settings().freeze;
+    let t = campaigns::create_template(s.store(), owner.as_ref(), &draft, activity, now, freeze)
+        .await?;
+    Ok((StatusCode::CREATED, Json(view(t, now))))
 }
 
 /// Filters for listing templates.
