@@ -121,21 +121,6 @@ impl ApiError {
         }
     }
 
-    /// 409 `queue_full` unless `asked` more `what` fit beside the `queued` ones under `max`:
-    /// the bound on one owner's background work waiting (codes, issuance users).
-    pub fn check_queue(what: &str, queued: i64, asked: i64, max: i64) -> Result<(), Self> {
-        if queued.saturating_add(asked) <= max {
-            return Ok(());
-        }
-        Err(ApiError::conflict(
-            "queue_full",
-            format!(
-                "{queued} {what} are already waiting and {asked} more would pass the {max} \
-                 one owner may have queued; retry when earlier ones have finished"
-            ),
-        ))
-    }
-
     pub fn invalid(code: &'static str, field: &str, message: impl Into<String>) -> Self {
         ApiError::Invalid {
             code,

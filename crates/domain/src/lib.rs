@@ -17,6 +17,7 @@
 //! - [`checkout`]: an order snapshot ([`Order`]), whether a coupon can be used on it
 //!   ([`eligibility()`], [`Reason`]), what it takes off ([`discount()`], split over lines and lease
 //!   months), and the best combination of a wallet ([`quote()`]).
+//! - `queue`: how much background work (codes, issuance) one owner may have waiting.
 //! - `lifecycle`: what each status allows: editing, publishing, aborting, and the re-check of
 //!   enrolled templates when their activity changes.
 //! - `stored`: the invariants every stored record keeps, checked when storage reads one back.
@@ -47,6 +48,7 @@ pub mod merchant;
 pub mod money;
 pub mod note;
 pub mod operator;
+pub mod queue;
 pub mod schedule;
 mod stored;
 pub mod tags;

@@ -13,14 +13,31 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use coupond_domain::codes::{with_check, ALPHABET};
-use coupond_store::{CodeBatch, Store, StoreResult};
+use coupond_domain::queue::check_queue;
+use coupond_domain::{CodeBatchSpec, Template, Timestamp};
+use coupond_store::{owner_key, CodeBatch, Store, StoreResult};
 use rand::Rng;
 use tokio::sync::Notify;
 
+use crate::campaigns::CampaignError;
 use crate::clock::Clock;
 use crate::jobs::Turns;
 use crate::pacing::Pacer;
 use crate::worker::{Pass, Worker};
+
+/// Records a batch of single-use codes of `t` to generate, if its owner's queue has room for
+/// them (`max_queued`, else `queue_full`); the generator fills it.
+pub async fn start_batch(
+    store: &dyn Store,
+    t: &Template,
+    spec: &CodeBatchSpec,
+    max_queued: i64,
+    now: Timestamp,
+) -> Result<CodeBatch, CampaignError> {
+    let queued = store.queued_codes(owner_key(t.merchant_id)).await?;
+    check_queue("codes", queued, i64::from(spec.count()), max_queued)?;
+    Ok(store.insert_code_batch(t.id, spec, now).await?)
+}
 
 /// Most codes added per transaction (the [`Pacer`] may take fewer).
 pub const CHUNK: u32 = 5_000;

@@ -11,10 +11,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use coupond_domain::UserId;
-use coupond_store::{Issuance, IssuanceState, Store, StoreResult};
+use coupond_domain::queue::check_queue;
+use coupond_domain::{DomainError, Template, Timestamp, UserId};
+use coupond_store::{owner_key, Issuance, IssuanceState, NewIssuance, Store, StoreResult};
 use tokio::sync::Notify;
 
+use crate::campaigns::CampaignError;
 use crate::clock::Clock;
 use crate::jobs::{Lists, Turns};
 use crate::pacing::Pacer;
@@ -26,6 +28,34 @@ pub const CHUNK: u32 = 1_000;
 /// How long the loop sleeps with nothing to do, unless woken (a job from another instance is
 /// picked up this late).
 const IDLE: Duration = Duration::from_secs(1);
+
+/// Starts a bulk issuance job of `t` (read by the caller, who checked it may see it): the
+/// template must still issue coupons, its owner's queue must have room for the job's users
+/// (`max_queued`, else `queue_full`), and an Idempotency-Key already used for another upload
+/// is refused. Answers the job, and whether this call created it (`false`: a retry's).
+pub async fn start_job(
+    store: &dyn Store,
+    t: &Template,
+    new: &NewIssuance<'_>,
+    max_queued: i64,
+    now: Timestamp,
+) -> Result<(Issuance, bool), CampaignError> {
+    t.check_issuing(now)?;
+    let queued = store
+        .queued_issuance_users(owner_key(t.merchant_id))
+        .await?;
+    check_queue("users", queued, new.users.len() as i64, max_queued)?;
+    let (job, created) = store.insert_issuance(new, now).await?;
+    if !created && job.key_fingerprint != new.key.map(|k| k.fingerprint) {
+        return Err(DomainError::invalid(
+            "Idempotency-Key",
+            "idempotency_key_reused",
+            "this key was already used for a different request",
+        )
+        .into());
+    }
+    Ok((job, created))
+}
 
 /// The worker. Cheap to clone; clones share the cache.
 #[derive(Clone)]

@@ -10,7 +10,7 @@ use coupond_domain::codes::TypedCode;
 use coupond_domain::{CodeBatchDraft, CodeBatchSpec, CsvWriter, SharedCode, Template, TemplateId};
 use coupond_engine::{redemption, ClaimAsk};
 use coupond_store::Conflict;
-use coupond_store::{owner_key, CodeBatch, StoreError};
+use coupond_store::{CodeBatch, StoreError};
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
@@ -134,9 +134,7 @@ pub async fn create_batch(
     let spec = CodeBatchSpec::try_from(draft)?;
     let t = load_open(&s, &p, id).await?;
     let max = s.settings().max_queued_codes_per_owner;
-    let queued = s.store().queued_codes(owner_key(t.merchant_id)).await?;
-    ApiError::check_queue("codes", queued, i64::from(spec.count()), max)?;
-    let batch = s.store().insert_code_batch(id, &spec, s.now()).await?;
+    let batch = coupond_engine::codes::start_batch(s.store(), &t, &spec, max, s.now()).await?;
     let location = format!("/v1/code-batches/{}", batch.id);
     let (status, batch) = if spec.count() <= s.settings().code_batch_sync_max {
         (StatusCode::CREATED, s.code_generator().fill(batch).await?)

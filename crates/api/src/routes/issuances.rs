@@ -8,6 +8,7 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use coupond_domain::{TemplateId, Timestamp};
+use coupond_engine::issuance;
 use coupond_store::{Issuance, IssuanceKey, NewIssuance};
 use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
@@ -232,40 +233,22 @@ pub async fn create(
             "no valid user id was given",
         ));
     }
-    let queued = s
-        .store()
-        .queued_issuance_users(coupond_store::owner_key(t.merchant_id))
-        .await?;
-    let max = s.settings().max_queued_issuance_per_owner;
-    ApiError::check_queue("users", queued, parsed.users.len() as i64, max)?;
     let asked = format!("{id}\n{form:?}\n{}", idempotency::hex(&digest));
     let key = idempotency::key(&headers, &p, ROUTE, &asked)?;
-    let now = s.now();
-    let (job, created) = s
-        .store()
-        .insert_issuance(
-            &NewIssuance {
-                template: id,
-                actor: &p.actor(),
-                users: &parsed.users,
-                duplicates: parsed.duplicates,
-                invalid: parsed.invalid,
-                invalid_lines: &parsed.invalid_lines,
-                key: key.as_ref().map(|k| IssuanceKey {
-                    key: &k.key,
-                    fingerprint: k.fingerprint,
-                }),
-            },
-            now,
-        )
-        .await?;
-    if !created && job.key_fingerprint != key.as_ref().map(|k| k.fingerprint) {
-        return Err(ApiError::invalid(
-            "idempotency_key_reused",
-            "Idempotency-Key",
-            "this key was already used for a different request",
-        ));
-    }
+    let new = NewIssuance {
+        template: id,
+        actor: &p.actor(),
+        users: &parsed.users,
+        duplicates: parsed.duplicates,
+        invalid: parsed.invalid,
+        invalid_lines: &parsed.invalid_lines,
+        key: key.as_ref().map(|k| IssuanceKey {
+            key: &k.key,
+            fingerprint: k.fingerprint,
+        }),
+    };
+    let max = s.settings().max_queued_issuance_per_owner;
+    let (job, created) = issuance::start_job(s.store(), &t, &new, max, s.now()).await?;
     answer(&s, background, job, !created).await
 }
 
