@@ -1,8 +1,9 @@
 //! The in-process API client: each call runs the `/v1` router (its guards, idempotency and
-//! handlers) as the session's key, without a socket. The console reads and changes
-//! everything through it, so it can do nothing the key's role could not do over HTTP. A
-//! session keeps only the key's hash: the call names the key by it ([`KeyHash`], a request
-//! extension only code in this process can set).
+//! handlers) as the session's caller, without a socket. The console reads and changes
+//! everything through it, so it can do nothing the caller could not do over HTTP. A session
+//! signed in with a key keeps only the key's hash, one signed in with an account only the
+//! account's id: the call names them ([`Caller`], a request extension only code in this
+//! process can set), and the API checks them on every call.
 //!
 //! Downloads ([`Api::stream`]) and uploads ([`Api::send_body`]) pass their bodies through as
 //! streams: the console never holds a whole CSV or a whole file.
@@ -11,7 +12,7 @@ use axum::body::Body;
 use axum::http::{header, Method, Request, StatusCode};
 use axum::response::Response;
 use axum::Router;
-use coupond_api::auth::KeyHash;
+use coupond_api::auth::Caller;
 use coupond_api::AppState;
 use http_body_util::BodyExt;
 use serde::de::DeserializeOwned;
@@ -89,45 +90,48 @@ impl Api {
         }
     }
 
-    /// `method path` as the key hashed to `key`, and a body of `content_type` if given.
+    /// `method path` as `caller`, and a body of `content_type` if given.
     pub async fn call(
         &self,
-        key: &KeyHash,
+        caller: &Caller,
         method: Method,
         path: &str,
         body: Option<(&str, Vec<u8>)>,
     ) -> Reply {
         match body {
-            Some((ct, b)) => self.send_body(key, method, path, ct, Body::from(b)).await,
-            None => match self.request(key, method, path, None, Body::empty()) {
+            Some((ct, b)) => {
+                self.send_body(caller, method, path, ct, Body::from(b))
+                    .await
+            }
+            None => match self.request(caller, method, path, None, Body::empty()) {
                 Some(req) => self.read(req).await,
                 None => failed("the request could not be built"),
             },
         }
     }
 
-    /// `method path` as the key hashed to `key`, with `body` (of `content_type`) streamed to
+    /// `method path` as `caller`, with `body` (of `content_type`) streamed to
     /// the API as it arrives: an upload is never held whole here.
     pub async fn send_body(
         &self,
-        key: &KeyHash,
+        caller: &Caller,
         method: Method,
         path: &str,
         content_type: &str,
         body: Body,
     ) -> Reply {
-        match self.request(key, method, path, Some(content_type), body) {
+        match self.request(caller, method, path, Some(content_type), body) {
             Some(req) => self.read(req).await,
             None => failed("the request could not be built"),
         }
     }
 
-    /// `GET path` as the key hashed to `key`, for a download: a success is the API's status,
+    /// `GET path` as `caller`, for a download: a success is the API's status,
     /// its `Content-Type` and `Content-Disposition`, and its body as a stream, not read here
     /// (a large CSV passes through a chunk at a time); any other answer is read as the
     /// [`Reply`] it is, to be shown as the console shows problems.
-    pub async fn stream(&self, key: &KeyHash, path: &str) -> Result<Response, Reply> {
-        let Some(req) = self.request(key, Method::GET, path, None, Body::empty()) else {
+    pub async fn stream(&self, caller: &Caller, path: &str) -> Result<Response, Reply> {
+        let Some(req) = self.request(caller, Method::GET, path, None, Body::empty()) else {
             return Err(failed("the request could not be built"));
         };
         let Ok(res) = self.v1.clone().oneshot(req).await;
@@ -147,13 +151,16 @@ impl Api {
 
     fn request(
         &self,
-        key: &KeyHash,
+        caller: &Caller,
         method: Method,
         path: &str,
         content_type: Option<&str>,
         body: Body,
     ) -> Option<Request<Body>> {
-        let mut req = Request::builder().method(method).uri(path).extension(*key);
+        let mut req = Request::builder()
+            .method(method)
+            .uri(path)
+            .extension(*caller);
         if let Some(ct) = content_type {
             req = req.header(header::CONTENT_TYPE, ct);
         }
@@ -165,19 +172,19 @@ impl Api {
         reply(res, usize::MAX).await
     }
 
-    pub async fn get(&self, key: &KeyHash, path: &str) -> Reply {
-        self.call(key, Method::GET, path, None).await
+    pub async fn get(&self, caller: &Caller, path: &str) -> Reply {
+        self.call(caller, Method::GET, path, None).await
     }
 
     pub async fn send_json(
         &self,
-        key: &KeyHash,
+        caller: &Caller,
         method: Method,
         path: &str,
         body: &Value,
     ) -> Reply {
         let bytes = serde_json::to_vec(body).unwrap_or_default();
-        self.call(key, method, path, Some(("application/json", bytes)))
+        self.call(caller, method, path, Some(("application/json", bytes)))
             .await
     }
 }

@@ -2,11 +2,13 @@
 //! for the platform and its merchants, from the one binary, working offline.
 //!
 //! - [`api`]: [`Api`], the console's only way to read or change anything: the `/v1` routes
-//!   called in process with the session's API key, so every page obeys the API's roles,
+//!   called in process as the session's caller (key or account), so every page obeys the API's roles,
 //!   validation and idempotency, and no rule is written twice.
-//! - [`session`]: sign-in with an API key, a session stored in the database (shared by every
-//!   instance) named by a random id in a private cookie; sign-out, expiry and revoking the key
-//!   end it at once everywhere.
+//! - [`session`]: sign-in with an operator account (email and password) or an API key, a
+//!   session stored in the database (shared by every instance) named by a random id in a
+//!   private cookie; sign-out, expiry, revoking the key, and disabling the account or changing
+//!   its password end it at once everywhere.
+//! - `throttle`: failed account sign-ins wait longer and longer, per email and per address.
 //! - [`csrf`]: every form carries its session's own token, and a POST from another origin is
 //!   refused.
 //! - `assets`: the stylesheet, the console's script and the vendored htmx, embedded and
@@ -22,6 +24,7 @@ mod assets;
 pub mod csrf;
 mod headers;
 pub mod session;
+mod throttle;
 mod views;
 
 use std::sync::Arc;
@@ -49,6 +52,11 @@ pub struct ConsoleSettings {
     pub secure_cookies: bool,
     /// How long a sign-in lasts.
     pub session_ttl: Duration,
+    /// Failed account sign-ins each email and each client address may make before every
+    /// further attempt waits (1 s, doubling per failure).
+    pub sign_in_free_failures: u32,
+    /// The longest such wait.
+    pub sign_in_max_delay: Duration,
 }
 
 /// Why the console could not be set up.
@@ -82,6 +90,8 @@ struct Inner {
     /// The issuance uploads being streamed to the API: at most `max_concurrent_uploads`, one
     /// per caller.
     uploads: coupond_api::uploads::Uploads,
+    /// Failed account sign-ins, per email and per client address.
+    sign_ins: throttle::SignInThrottle,
 }
 
 impl std::fmt::Debug for Console {
@@ -107,6 +117,10 @@ impl Console {
         Ok(Console {
             inner: Arc::new(Inner {
                 uploads: coupond_api::uploads::Uploads::new(uploads),
+                sign_ins: throttle::SignInThrottle::new(
+                    settings.sign_in_free_failures,
+                    settings.sign_in_max_delay,
+                ),
                 api: Api::new(app.clone()),
                 app,
                 key,
@@ -125,6 +139,11 @@ impl Console {
 
     pub fn settings(&self) -> &ConsoleSettings {
         &self.inner.settings
+    }
+
+    /// Failed account sign-ins, per email and per client address.
+    pub(crate) fn sign_ins(&self) -> &throttle::SignInThrottle {
+        &self.inner.sign_ins
     }
 
     /// A permit to pass an upload of `who` (a principal's scope) on, if `who` has none in

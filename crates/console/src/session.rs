@@ -1,11 +1,11 @@
-//! Sessions, kept on the server: signing in with an API key (platform or merchant) stores a
-//! session in the database (the key's hash, a form token of its own, an expiry) under the
-//! SHA-256 of a random id, and sets a private cookie holding only that id (encrypted and
+//! Sessions, kept on the server: signing in with an operator account (email and password) or
+//! an API key (platform or merchant) stores a session in the database (the account's id or
+//! the key's hash, a form token of its own, an expiry) under the SHA-256 of a random id, and sets a private cookie holding only that id (encrypted and
 //! authenticated with the console's key by `axum-extra`, HttpOnly, SameSite=Strict,
 //! Path=/console, Secure over TLS). Every instance reads the same sessions, so signing out,
-//! expiry and revoking the key end a session at once everywhere, and a copied cookie opens
-//! nothing after that. The key itself is kept nowhere; each request re-checks it through the
-//! API's key cache too.
+//! expiry, revoking the key, disabling the account and changing its password end a session
+//! at once everywhere, and a copied cookie opens nothing after that. The key itself is kept
+//! nowhere; each request re-checks the key (through the API's key cache) or the account.
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
@@ -14,8 +14,9 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum_extra::extract::cookie::{Cookie, Key, PrivateCookieJar, SameSite};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use coupond_api::auth::{authenticate_hash, authenticate_key, hash_api_key, KeyHash};
+use coupond_api::auth::{authenticate_caller, authenticate_key, hash_api_key, Caller, KeyHash};
 use coupond_api::Principal;
+use coupond_domain::OperatorId;
 use coupond_store::{ConsoleSession, StoreResult};
 use sha2::{Digest, Sha256};
 
@@ -27,8 +28,8 @@ pub const COOKIE: &str = "coupond_session";
 /// A signed-in caller.
 #[derive(Clone)]
 pub struct Session {
-    /// The API key the console calls the API as (its hash).
-    pub key: KeyHash,
+    /// Who the console calls the API as: the key signed in with (its hash), or the account.
+    pub caller: Caller,
     pub principal: Principal,
     /// This session's form token.
     pub csrf: String,
@@ -72,11 +73,34 @@ fn stored_id(id: &str) -> [u8; 32] {
     Sha256::digest(id.as_bytes()).into()
 }
 
-/// Stores a new session for `key` and returns `jar` with its cookie.
+/// Stores a new session for the API key `key` and returns `jar` with its cookie.
 pub async fn start(
     console: &Console,
     jar: PrivateCookieJar,
     key: &str,
+    headers: &HeaderMap,
+) -> StoreResult<PrivateCookieJar> {
+    store_session(console, jar, hash_api_key(key), None, headers).await
+}
+
+/// Stores a new session for operator `id` (whose password was just checked) and returns `jar`
+/// with its cookie. Disabling the account or changing its password deletes it.
+pub async fn start_for_operator(
+    console: &Console,
+    jar: PrivateCookieJar,
+    id: OperatorId,
+    headers: &HeaderMap,
+) -> StoreResult<PrivateCookieJar> {
+    // An account's session names no key: all zeros, which no key hashes to, so revoking a
+    // key never matches it, and `current` calls the API as the account.
+    store_session(console, jar, [0; 32], Some(id), headers).await
+}
+
+async fn store_session(
+    console: &Console,
+    jar: PrivateCookieJar,
+    key_hash: [u8; 32],
+    operator_id: Option<OperatorId>,
     headers: &HeaderMap,
 ) -> StoreResult<PrivateCookieJar> {
     let ttl = console.settings().session_ttl;
@@ -84,8 +108,8 @@ pub async fn start(
     let lifetime = time::Duration::try_from(ttl).unwrap_or(time::Duration::days(1));
     let id = random_id();
     let session = ConsoleSession {
-        key_hash: hash_api_key(key),
-        operator_id: None,
+        key_hash,
+        operator_id,
         csrf: random_id(),
         created_at: now,
         expires_at: now.plus(lifetime),
@@ -146,10 +170,13 @@ pub async fn current(console: &Console, jar: &PrivateCookieJar) -> Option<Sessio
             return None;
         }
     };
-    let key = KeyHash(stored.key_hash);
-    let principal = console_principal(authenticate_hash(app, &key).await.ok()?)?;
+    let caller = match stored.operator_id {
+        Some(op) => Caller::Operator(op),
+        None => Caller::Key(KeyHash(stored.key_hash)),
+    };
+    let principal = console_principal(authenticate_caller(app, &caller).await.ok()?)?;
     Some(Session {
-        key,
+        caller,
         principal,
         csrf: stored.csrf,
         id,

@@ -135,6 +135,8 @@ async fn console(
         secret: Some(secret),
         secure_cookies: config.console.secure_cookies,
         session_ttl: config.console.session_ttl,
+        sign_in_free_failures: config.console.sign_in_free_failures,
+        sign_in_max_delay: config.console.sign_in_max_delay,
     };
     let console =
         coupond_console::Console::new(state.clone(), settings).context("console_secret")?;

@@ -168,7 +168,7 @@ pub async fn create(
     };
     let reply = console
         .api()
-        .send_json(&session.key, Method::POST, "/v1/activities", &body)
+        .send_json(&session.caller, Method::POST, "/v1/activities", &body)
         .await;
     match reply.into::<Value>() {
         Ok(a) => Redirect::to(&format!("/console/activities/{}", a["id"])).into_response(),
@@ -248,7 +248,7 @@ pub async fn page(
 ) -> Response {
     let api = console.api();
     let a = match api
-        .get(&session.key, &format!("/v1/activities/{id}"))
+        .get(&session.caller, &format!("/v1/activities/{id}"))
         .await
         .into::<Value>()
     {
@@ -257,7 +257,10 @@ pub async fn page(
     };
     // The stats are the platform's; a merchant sees the activity without them.
     let stats = api
-        .get(&session.key, &format!("/v1/activities/{id}/stats?hours=48"))
+        .get(
+            &session.caller,
+            &format!("/v1/activities/{id}/stats?hours=48"),
+        )
         .await
         .into::<Value>()
         .unwrap_or(Value::Null);
@@ -321,7 +324,12 @@ pub async fn edit(
     Path(id): Path<i64>,
 ) -> Response {
     let path = format!("/v1/activities/{id}");
-    let a = match console.api().get(&session.key, &path).await.into::<Value>() {
+    let a = match console
+        .api()
+        .get(&session.caller, &path)
+        .await
+        .into::<Value>()
+    {
         Ok(a) => a,
         Err(p) => return problem_page(&session, &p),
     };
@@ -378,7 +386,7 @@ pub async fn update(
     let path = format!("/v1/activities/{id}");
     let reply = console
         .api()
-        .send_json(&session.key, Method::PATCH, &path, &body)
+        .send_json(&session.caller, Method::PATCH, &path, &body)
         .await;
     if reply.ok() {
         return Redirect::to(&path.replace("/v1/", "/console/")).into_response();
@@ -407,7 +415,7 @@ pub async fn abort(
     let path = format!("/v1/activities/{id}/abort");
     let reply = console
         .api()
-        .call(&session.key, Method::POST, &path, None)
+        .call(&session.caller, Method::POST, &path, None)
         .await;
     if !reply.ok() {
         return problem_page(&session, &reply.problem());

@@ -37,7 +37,7 @@ pub async fn page(
 ) -> Response {
     let api = console.api();
     let h = match api
-        .get(&session.key, &format!("/v1/coupons/{id}/history"))
+        .get(&session.caller, &format!("/v1/coupons/{id}/history"))
         .await
         .into::<Value>()
     {
@@ -46,7 +46,7 @@ pub async fn page(
     };
     let template_id = h["template_id"].as_i64().unwrap_or(0);
     let t = api
-        .get(&session.key, &format!("/v1/templates/{template_id}"))
+        .get(&session.caller, &format!("/v1/templates/{template_id}"))
         .await
         .into::<Value>()
         .unwrap_or(Value::Null);

@@ -97,7 +97,7 @@ async fn page(
     let activity = match form.activity_id.trim().parse::<i64>() {
         Ok(id) => match console
             .api()
-            .get(&session.key, &format!("/v1/activities/{id}"))
+            .get(&session.caller, &format!("/v1/activities/{id}"))
             .await
             .into::<Value>()
         {
@@ -147,7 +147,7 @@ pub async fn create(
     };
     let reply = console
         .api()
-        .send_json(&session.key, Method::POST, "/v1/templates", &body)
+        .send_json(&session.caller, Method::POST, "/v1/templates", &body)
         .await;
     match reply.into::<Value>() {
         Ok(t) => Redirect::to(&format!("/console/templates/{}", t["id"])).into_response(),

@@ -57,7 +57,12 @@ pub async fn events(
     if !after.is_empty() {
         path.push_str(&format!("&after={after}"));
     }
-    let page = match console.api().get(&session.key, &path).await.into::<Value>() {
+    let page = match console
+        .api()
+        .get(&session.caller, &path)
+        .await
+        .into::<Value>()
+    {
         Ok(p) => p,
         Err(p) => return problem_page(&session, &p),
     };
@@ -118,7 +123,12 @@ pub async fn webhooks(
     if !after.is_empty() {
         path.push_str(&format!("&cursor={after}"));
     }
-    let list = match console.api().get(&session.key, &path).await.into::<Value>() {
+    let list = match console
+        .api()
+        .get(&session.caller, &path)
+        .await
+        .into::<Value>()
+    {
         Ok(l) => l,
         Err(p) => return problem_page(&session, &p),
     };
@@ -140,7 +150,7 @@ async fn hook(console: &Console, session: &Session, w: &Value) -> Hook {
     let deliveries = console
         .api()
         .get(
-            &session.key,
+            &session.caller,
             &format!("/v1/webhooks/{id}/deliveries?limit=10"),
         )
         .await

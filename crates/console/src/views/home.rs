@@ -61,8 +61,8 @@ const ORDER: [&str; 6] = [
 
 pub async fn page(State(console): State<Console>, session: Session) -> Response {
     let api = console.api();
-    let activities = api.get(&session.key, "/v1/activities?limit=200").await;
-    let today = api.get(&session.key, "/v1/reports/today").await;
+    let activities = api.get(&session.caller, "/v1/activities?limit=200").await;
+    let today = api.get(&session.caller, "/v1/reports/today").await;
     let (activities, today) = match (activities.into::<Value>(), today.into::<Value>()) {
         (Ok(a), Ok(t)) => (a, t),
         (Err(p), _) | (_, Err(p)) => return problem_page(&session, &p),

@@ -241,7 +241,7 @@ pub async fn create(
     };
     let reply = console
         .api()
-        .send_json(&session.key, Method::POST, "/v1/listings", &body)
+        .send_json(&session.caller, Method::POST, "/v1/listings", &body)
         .await;
     if reply.ok() {
         return Redirect::to("/console/listings").into_response();
@@ -295,7 +295,7 @@ pub async fn edit(
 ) -> Response {
     let l = match console
         .api()
-        .get(&session.key, &format!("/v1/listings/{id}"))
+        .get(&session.caller, &format!("/v1/listings/{id}"))
         .await
         .into::<Value>()
     {
@@ -336,7 +336,7 @@ pub async fn update(
     let reply = console
         .api()
         .send_json(
-            &session.key,
+            &session.caller,
             Method::PATCH,
             &format!("/v1/listings/{id}"),
             &body,
@@ -398,7 +398,10 @@ async fn change_binding(
         .await;
     };
     let path = format!("/v1/listings/{id}/templates/{template}");
-    let reply = console.api().call(&session.key, method, &path, None).await;
+    let reply = console
+        .api()
+        .call(&session.caller, method, &path, None)
+        .await;
     if reply.ok() {
         return Redirect::to("/console/listings").into_response();
     }

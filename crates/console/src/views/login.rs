@@ -1,11 +1,19 @@
-//! Sign-in with an API key, and sign-out.
+//! Sign-in with an operator account (email and password) or an API key, and sign-out.
+//!
+//! A wrong email and a wrong password get the same words after the same work
+//! (`Accounts::verify`); failures past `console.sign_in_free_failures` per email and per
+//! client address wait longer each time (`throttle`), refused without a check meanwhile.
 
 use askama::Template;
-use axum::extract::State;
+use std::net::{IpAddr, SocketAddr};
+
+use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::Form;
+use axum::{Extension, Form};
 use axum_extra::extract::cookie::PrivateCookieJar;
+use coupond_api::auth::operator_principal;
+use coupond_domain::Email;
 use serde::Deserialize;
 
 use super::render;
@@ -29,18 +37,30 @@ pub async fn form(State(console): State<Console>, jar: PrivateCookieJar) -> Resp
 pub struct SignIn {
     #[serde(default)]
     key: String,
+    #[serde(default)]
+    email: String,
+    #[serde(default)]
+    password: String,
 }
 
 pub async fn submit(
     State(console): State<Console>,
     jar: PrivateCookieJar,
     headers: HeaderMap,
+    peer: Option<Extension<ConnectInfo<SocketAddr>>>,
     Form(f): Form<SignIn>,
 ) -> Response {
     // No session yet, so no token: the browser's origin signals and SameSite guard this form.
     if !crate::csrf::same_origin(&headers) {
         let error = Some("This sign-in did not come from this console's page.".to_owned());
         return render(StatusCode::FORBIDDEN, &LoginPage { error });
+    }
+    if !f.email.trim().is_empty() {
+        let client = peer.map(|Extension(ConnectInfo(addr))| {
+            let proxies = &console.app().settings().trusted_proxies;
+            proxies.client(addr.ip(), &headers)
+        });
+        return account(&console, jar, &headers, client, &f.email, &f.password).await;
     }
     let key = f.key.trim();
     if session::check_key(&console, key).await.is_none() {
@@ -53,6 +73,78 @@ pub async fn submit(
             tracing::warn!(error = %e.chain(), "storing a console session failed");
             let error = Some("Signing in failed; try again in a moment.".to_owned());
             render(StatusCode::SERVICE_UNAVAILABLE, &LoginPage { error })
+        }
+    }
+}
+
+/// Signs in with an account: throttled per email and per client address, then the password
+/// checked (the same answer for an unknown email), then the role: the platform's
+/// `marketing`, `support` and `finance` cannot use the console until the API enforces their
+/// narrower rights.
+async fn account(
+    console: &Console,
+    jar: PrivateCookieJar,
+    headers: &HeaderMap,
+    client: Option<IpAddr>,
+    email: &str,
+    password: &str,
+) -> Response {
+    let refuse = |status, error: &str| {
+        let error = Some(error.to_owned());
+        render(status, &LoginPage { error })
+    };
+    let now = console.app().now();
+    let by_email = format!("email:{}", email.trim().to_lowercase());
+    let by_client = client.map_or_else(String::new, |ip| format!("ip:{ip}"));
+    let keys = [by_email.as_str(), by_client.as_str()];
+    let keys = if client.is_some() {
+        &keys[..]
+    } else {
+        &keys[..1]
+    };
+    if let Some(wait) = console.sign_ins().wait(keys, now) {
+        let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
+        let unit = if secs == 1 { "second" } else { "seconds" };
+        let error = format!("Too many failed sign-ins: try again in {secs} {unit}.");
+        return refuse(StatusCode::TOO_MANY_REQUESTS, &error);
+    }
+    let verified = match Email::parse(email) {
+        Ok(e) => console.app().accounts().verify(&e, password).await,
+        Err(_) => Ok(None),
+    };
+    let op = match verified {
+        Ok(Some(op)) => op,
+        Ok(None) => {
+            console.sign_ins().failed(keys, now);
+            return refuse(
+                StatusCode::UNAUTHORIZED,
+                "The email or the password is wrong.",
+            );
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "checking a sign-in failed");
+            return refuse(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Signing in failed; try again in a moment.",
+            );
+        }
+    };
+    console.sign_ins().succeeded(&by_email);
+    if operator_principal(&op).is_none() {
+        let error = format!(
+            "The {} role cannot use the console yet: ask an admin.",
+            op.role.as_str()
+        );
+        return refuse(StatusCode::FORBIDDEN, &error);
+    }
+    match session::start_for_operator(console, jar, op.id, headers).await {
+        Ok(jar) => (jar, Redirect::to("/console")).into_response(),
+        Err(e) => {
+            tracing::warn!(error = %e.chain(), "storing a console session failed");
+            refuse(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Signing in failed; try again in a moment.",
+            )
         }
     }
 }

@@ -130,7 +130,7 @@ pub async fn create(
     };
     let reply = console
         .api()
-        .send_json(&session.key, Method::POST, "/v1/merchants", &body)
+        .send_json(&session.caller, Method::POST, "/v1/merchants", &body)
         .await;
     match reply.into::<Value>() {
         Ok(m) => Redirect::to(&format!("/console/merchants/{}", m["id"])).into_response(),
@@ -167,7 +167,7 @@ struct Extra {
 async fn merchant_page(console: &Console, session: &Session, id: i64, extra: Extra) -> Response {
     let api = console.api();
     let m = match api
-        .get(&session.key, &format!("/v1/merchants/{id}"))
+        .get(&session.caller, &format!("/v1/merchants/{id}"))
         .await
         .into::<Value>()
     {
@@ -175,7 +175,7 @@ async fn merchant_page(console: &Console, session: &Session, id: i64, extra: Ext
         Err(p) => return problem_page(session, &p),
     };
     let keys = api
-        .get(&session.key, &format!("/v1/merchants/{id}/keys"))
+        .get(&session.caller, &format!("/v1/merchants/{id}/keys"))
         .await
         .into::<Value>()
         .unwrap_or(Value::Null);
@@ -233,7 +233,7 @@ pub async fn update(
             let path = format!("/v1/merchants/{id}");
             let reply = console
                 .api()
-                .send_json(&session.key, Method::PATCH, &path, &body)
+                .send_json(&session.caller, Method::PATCH, &path, &body)
                 .await;
             if reply.ok() {
                 return Redirect::to(&format!("/console/merchants/{id}")).into_response();
@@ -273,7 +273,7 @@ pub async fn create_key(
     let body = json!({ "label": form.label });
     let reply = console
         .api()
-        .send_json(&session.key, Method::POST, &path, &body)
+        .send_json(&session.caller, Method::POST, &path, &body)
         .await;
     let mut extra = Extra::default();
     match reply.into::<Value>() {
@@ -310,7 +310,7 @@ pub async fn revoke_key(
     let path = format!("/v1/merchants/{id}/keys/{key}/revoke");
     let reply = console
         .api()
-        .call(&session.key, Method::POST, &path, None)
+        .call(&session.caller, Method::POST, &path, None)
         .await;
     if !reply.ok() {
         return problem_page(&session, &reply.problem());

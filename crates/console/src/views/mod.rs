@@ -225,7 +225,7 @@ pub async fn download(
     path: &str,
     filename: &str,
 ) -> Response {
-    match console.api().stream(&session.key, path).await {
+    match console.api().stream(&session.caller, path).await {
         Ok(res) => attachment(res, filename),
         Err(reply) => problem_page(session, &reply.problem()),
     }

@@ -96,7 +96,7 @@ pub async fn one_page(
     }
     let page = console
         .api()
-        .get(&session.key, &path)
+        .get(&session.caller, &path)
         .await
         .into::<Value>()?;
     Ok(split(page))
@@ -116,7 +116,7 @@ pub async fn gather(console: &Console, session: &Session, path: &str) -> Result<
         };
         let page = console
             .api()
-            .get(&session.key, &url)
+            .get(&session.caller, &url)
             .await
             .into::<Value>()?;
         let slice = split(page);

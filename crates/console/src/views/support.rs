@@ -110,7 +110,7 @@ pub async fn users(
         }
         // Tags are the platform's; a merchant is not shown them (the API says 403).
         if let Ok(t) = api
-            .get(&session.key, &format!("/v1/users/{user}/tags"))
+            .get(&session.caller, &format!("/v1/users/{user}/tags"))
             .await
             .into::<Value>()
         {
@@ -151,7 +151,7 @@ pub async fn revoke(
     let reply = console
         .api()
         .send_json(
-            &session.key,
+            &session.caller,
             Method::POST,
             &path,
             &json!({"reason": reason}),
@@ -236,7 +236,7 @@ pub async fn reconciliation(
         if csv { "&format=csv" } else { "" }
     );
     let reply = if csv {
-        match console.api().stream(&session.key, &path).await {
+        match console.api().stream(&session.caller, &path).await {
             Ok(res) => {
                 let name = format!("reconciliation-{}.csv", &from[..10.min(from.len())]);
                 return attachment(res, &name);
@@ -244,7 +244,7 @@ pub async fn reconciliation(
             Err(reply) => reply,
         }
     } else {
-        console.api().get(&session.key, &path).await
+        console.api().get(&session.caller, &path).await
     };
     match reply.into::<Value>() {
         Ok(r) => {

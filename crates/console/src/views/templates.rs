@@ -272,7 +272,7 @@ pub async fn page(
     let api = console.api();
     let hours = n.hours.filter(|h| RANGES.contains(h)).unwrap_or(48);
     let t = match api
-        .get(&session.key, &format!("/v1/templates/{id}"))
+        .get(&session.caller, &format!("/v1/templates/{id}"))
         .await
         .into::<Value>()
     {
@@ -281,7 +281,7 @@ pub async fn page(
     };
     let stats = api
         .get(
-            &session.key,
+            &session.caller,
             &format!("/v1/templates/{id}/stats?hours={hours}"),
         )
         .await
@@ -289,7 +289,7 @@ pub async fn page(
         .unwrap_or(Value::Null);
     let jobs = api
         .get(
-            &session.key,
+            &session.caller,
             &format!("/v1/issuances?template_id={id}&limit=200"),
         )
         .await
@@ -297,7 +297,7 @@ pub async fn page(
         .unwrap_or(Value::Null);
     let holders = api
         .get(
-            &session.key,
+            &session.caller,
             &format!("/v1/templates/{id}/coupons?limit=20"),
         )
         .await
@@ -305,7 +305,7 @@ pub async fn page(
         .unwrap_or(Value::Null);
     let batches = api
         .get(
-            &session.key,
+            &session.caller,
             &format!("/v1/templates/{id}/code-batches?limit=20"),
         )
         .await

@@ -58,6 +58,8 @@ pub fn console_router(
             secret: Some(vec![7; 32]),
             secure_cookies: false,
             session_ttl: Duration::from_secs(3600),
+            sign_in_free_failures: 5,
+            sign_in_max_delay: Duration::from_secs(900),
         },
     )
     .unwrap();

@@ -7,7 +7,7 @@ use figment::value::{Dict, Map, Value};
 use figment::{Error, Metadata, Profile, Provider};
 
 /// Every setting: its flat name, its section and its key there.
-pub const FLAT: [(&str, &str, &str); 65] = [
+pub const FLAT: [(&str, &str, &str); 67] = [
     ("listen", "server", "listen"),
     ("max_body_bytes", "server", "max_body_bytes"),
     ("max_upload_bytes", "server", "max_upload_bytes"),
@@ -102,6 +102,12 @@ pub const FLAT: [(&str, &str, &str); 65] = [
     ("console_secret", "console", "secret"),
     ("console_secure_cookies", "console", "secure_cookies"),
     ("console_session_ttl", "console", "session_ttl"),
+    (
+        "console_sign_in_free_failures",
+        "console",
+        "sign_in_free_failures",
+    ),
+    ("console_sign_in_max_delay", "console", "sign_in_max_delay"),
     ("redis_url", "redis", "url"),
     ("redis_key_prefix", "redis", "key_prefix"),
     ("redis_timeout", "redis", "timeout"),

@@ -266,6 +266,12 @@ pub struct Console {
     /// How long a sign-in lasts.
     #[serde(with = "humantime_serde")]
     pub session_ttl: Duration,
+    /// Failed account sign-ins per email and per client address before each further attempt
+    /// waits (1 s, doubling per failure).
+    pub sign_in_free_failures: u32,
+    /// The longest wait between failed sign-ins.
+    #[serde(with = "humantime_serde")]
+    pub sign_in_max_delay: Duration,
 }
 
 impl fmt::Debug for Console {
@@ -274,6 +280,8 @@ impl fmt::Debug for Console {
             .field("secret", &self.secret.as_ref().map(|_| "<redacted>"))
             .field("secure_cookies", &self.secure_cookies)
             .field("session_ttl", &self.session_ttl)
+            .field("sign_in_free_failures", &self.sign_in_free_failures)
+            .field("sign_in_max_delay", &self.sign_in_max_delay)
             .finish()
     }
 }

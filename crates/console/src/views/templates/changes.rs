@@ -54,7 +54,7 @@ async fn act(
     let path = format!("/v1/templates/{id}/{action}");
     let reply = console
         .api()
-        .call(&session.key, Method::POST, &path, None)
+        .call(&session.caller, Method::POST, &path, None)
         .await;
     if !reply.ok() {
         return problem_page(session, &reply.problem());
@@ -97,7 +97,7 @@ pub async fn top_up(
     let body = serde_json::json!({"total_stock": stock});
     let reply = console
         .api()
-        .send_json(&session.key, Method::PATCH, &path, &body)
+        .send_json(&session.caller, Method::PATCH, &path, &body)
         .await;
     if !reply.ok() {
         return problem_page(&session, &reply.problem());
@@ -131,7 +131,7 @@ pub async fn extend(
     }
     let path = format!("/v1/templates/{id}");
     let api = console.api();
-    let t = match api.get(&session.key, &path).await.into::<Value>() {
+    let t = match api.get(&session.caller, &path).await.into::<Value>() {
         Ok(t) => t,
         Err(p) => return problem_page(&session, &p),
     };
@@ -163,7 +163,7 @@ pub async fn extend(
         .into_response();
     }
     let reply = api
-        .send_json(&session.key, Method::PATCH, &path, &Value::Object(patch))
+        .send_json(&session.caller, Method::PATCH, &path, &Value::Object(patch))
         .await;
     if !reply.ok() {
         return problem_page(&session, &reply.problem());
@@ -203,7 +203,7 @@ pub async fn code_batch(
     let body = json!({"count": count, "prefix": f.prefix.trim().to_uppercase()});
     let reply = console
         .api()
-        .send_json(&session.key, Method::POST, &path, &body)
+        .send_json(&session.caller, Method::POST, &path, &body)
         .await;
     if !reply.ok() {
         return problem_page(&session, &reply.problem());

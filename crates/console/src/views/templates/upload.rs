@@ -57,7 +57,7 @@ pub async fn upload(
     }
     let seen = console
         .api()
-        .get(&session.key, &format!("/v1/templates/{id}"))
+        .get(&session.caller, &format!("/v1/templates/{id}"))
         .await;
     if !seen.ok() {
         let p = seen.problem();
@@ -143,7 +143,7 @@ async fn pass_on(
     let path = format!("/v1/templates/{id}/issuances");
     let call = console
         .api()
-        .send_body(&session.key, Method::POST, &path, "text/csv", body);
+        .send_body(&session.caller, Method::POST, &path, "text/csv", body);
     tokio::pin!(call, pump);
     tokio::select! {
         biased;
@@ -209,7 +209,7 @@ pub async fn progress(
 ) -> Response {
     match console
         .api()
-        .get(&session.key, &format!("/v1/issuances/{id}"))
+        .get(&session.caller, &format!("/v1/issuances/{id}"))
         .await
         .into::<Value>()
     {

@@ -1,0 +1,169 @@
+//! Signing into the console with an operator account: the right password of an enabled
+//! `admin` opens the platform's console and an `owner`'s their merchant's; a wrong password
+//! and an unknown email get the same words; roles the API cannot narrow yet are refused;
+//! disabling the account or changing its password ends a copied session at once; failures
+//! past the free ones wait, even with the right password.
+
+mod support;
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{header, Request, StatusCode};
+use coupond_api::ApiSettings;
+use coupond_domain::{Email, MerchantId, OperatorDraft, OperatorRole};
+use coupond_engine::accounts::Accounts;
+use http_body_util::BodyExt;
+use tower::ServiceExt;
+
+use support::{app_with_settings, merchant, pair, App};
+
+const RIGHT: &str = "correct horse battery staple";
+
+struct Answer {
+    status: StatusCode,
+    cookie: Option<String>,
+    body: String,
+}
+
+async fn send(app: &App, req: Request<Body>) -> Answer {
+    let res = app.router.clone().oneshot(req).await.unwrap();
+    let status = res.status();
+    let cookie = res
+        .headers()
+        .get(header::SET_COOKIE)
+        .and_then(|v| v.to_str().ok())
+        .map(pair);
+    let body = res.into_body().collect().await.unwrap().to_bytes();
+    Answer {
+        status,
+        cookie,
+        body: String::from_utf8_lossy(&body).into_owned(),
+    }
+}
+
+/// The sign-in form with `email` and `password`, from the console's own page.
+fn sign_in(email: &str, password: &str) -> Request<Body> {
+    let form = format!("email={email}&password={}", password.replace(' ', "+"));
+    Request::post("/console/login")
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .header(header::HOST, "console.test")
+        .header(header::ORIGIN, "http://console.test")
+        .body(Body::from(form))
+        .unwrap()
+}
+
+async fn home(app: &App, cookie: &str) -> Answer {
+    let req = Request::get("/console")
+        .header(header::COOKIE, cookie)
+        .body(Body::empty())
+        .unwrap();
+    send(app, req).await
+}
+
+async fn add(accounts: &Accounts, email: &str, role: OperatorRole, m: Option<MerchantId>) {
+    let draft = OperatorDraft::new(Email::parse(email).unwrap(), "X".into(), role, m).unwrap();
+    accounts.add(&draft, Some(RIGHT)).await.unwrap();
+}
+
+/// A session cookie of `email`, asserting the sign-in went to the console.
+async fn signed_in(app: &App, email: &str) -> String {
+    let a = send(app, sign_in(email, RIGHT)).await;
+    assert_eq!(a.status, StatusCode::SEE_OTHER, "{email}: {}", a.body);
+    a.cookie.unwrap()
+}
+
+#[tokio::test]
+async fn people_sign_in_with_their_accounts() {
+    let app = app_with_settings(ApiSettings::default()).await;
+    let accounts = Accounts::new(app.store.clone(), Arc::new(app.clock.clone()));
+    let m = merchant(&app).await;
+    add(&accounts, "ada@example.com", OperatorRole::Admin, None).await;
+    add(&accounts, "own@example.com", OperatorRole::Owner, Some(m)).await;
+    add(&accounts, "sue@example.com", OperatorRole::Support, None).await;
+
+    let admin = signed_in(&app, "ada@example.com").await;
+    let page = home(&app, &admin).await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(page.body.contains("<h1>Platform</h1>"), "{}", page.body);
+    let owner = signed_in(&app, "own@example.com").await;
+    let page = home(&app, &owner).await;
+    assert!(page.body.contains("<h1>Your coupons</h1>"), "{}", page.body);
+
+    let wrong = send(
+        &app,
+        sign_in("ada@example.com", "correct horse battery stapler"),
+    )
+    .await;
+    let unknown = send(&app, sign_in("nobody@example.com", RIGHT)).await;
+    assert_eq!(
+        (wrong.status, unknown.status),
+        (StatusCode::UNAUTHORIZED, StatusCode::UNAUTHORIZED)
+    );
+    assert!(
+        wrong.body.contains("The email or the password is wrong."),
+        "{}",
+        wrong.body
+    );
+    assert!(
+        unknown.body.contains("The email or the password is wrong."),
+        "{}",
+        unknown.body
+    );
+    let support = send(&app, sign_in("sue@example.com", RIGHT)).await;
+    assert_eq!(support.status, StatusCode::FORBIDDEN, "{}", support.body);
+    assert!(support
+        .body
+        .contains("support role cannot use the console yet"));
+
+    let ada = accounts
+        .by_email(&Email::parse("ada@example.com").unwrap())
+        .await
+        .unwrap();
+    accounts.set_disabled(ada.id, true).await.unwrap();
+    assert_eq!(
+        home(&app, &admin).await.status,
+        StatusCode::SEE_OTHER,
+        "disabled, still in"
+    );
+    let again = send(&app, sign_in("ada@example.com", RIGHT)).await;
+    assert_eq!(
+        again.status,
+        StatusCode::UNAUTHORIZED,
+        "a disabled account signed in"
+    );
+    let own = accounts
+        .by_email(&Email::parse("own@example.com").unwrap())
+        .await
+        .unwrap();
+    accounts
+        .set_password(own.id, "a brand new passphrase")
+        .await
+        .unwrap();
+    assert_eq!(
+        home(&app, &owner).await.status,
+        StatusCode::SEE_OTHER,
+        "new password, old session"
+    );
+}
+
+#[tokio::test]
+async fn failed_sign_ins_wait_past_the_free_ones() {
+    let app = app_with_settings(ApiSettings::default()).await;
+    let accounts = Accounts::new(app.store.clone(), Arc::new(app.clock.clone()));
+    add(&accounts, "ada@example.com", OperatorRole::Admin, None).await;
+    for _ in 0..6 {
+        let a = send(&app, sign_in("ada@example.com", "not the password at all")).await;
+        assert_eq!(a.status, StatusCode::UNAUTHORIZED, "{}", a.body);
+    }
+    let held = send(&app, sign_in("ADA@example.com", RIGHT)).await;
+    assert_eq!(held.status, StatusCode::TOO_MANY_REQUESTS, "{}", held.body);
+    assert!(
+        held.body
+            .contains("Too many failed sign-ins: try again in 1 second."),
+        "{}",
+        held.body
+    );
+    app.clock.advance(time::Duration::seconds(1));
+    signed_in(&app, "ada@example.com").await;
+}
