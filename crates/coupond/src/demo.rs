@@ -9,6 +9,7 @@ use coupond_domain::{
 use coupond_store::{ActivityQuery, NewApiKey, Page, Role, Store};
 use time::Duration;
 
+mod accounts;
 mod history;
 
 /// Credentials printed for the demo, as shell `export` lines.
@@ -19,11 +20,12 @@ pub struct DemoCredentials {
 
 const DEMO_MARKER: &str = "demo_merchants";
 
-/// Loads the demo data once per database (later runs reuse it) and mints fresh keys and a
-/// user token.
+/// Loads the demo data once per database (later runs reuse it) and mints fresh keys, a user
+/// token and fresh passwords for one operator account per role.
 pub async fn load(
     store: &std::sync::Arc<dyn Store>,
     jwt: &JwtKeys,
+    operators: &coupond_engine::accounts::Accounts,
     now: Timestamp,
     freeze: Duration,
 ) -> anyhow::Result<DemoCredentials> {
@@ -98,6 +100,10 @@ pub async fn load(
     let token = jwt
         .mint(&user, now, Duration::hours(24))
         .map_err(|e| anyhow::anyhow!("minting the demo token: {e:?}"))?;
+    if let Some(first) = merchants.first() {
+        lines.extend(accounts::refresh(operators, *first).await?);
+    }
+    // Last: readers of this output wait for this line.
     lines.push(format!("export USER_TOKEN={token}"));
     Ok(DemoCredentials { lines })
 }

@@ -363,9 +363,11 @@ async fn print_demo(
     now: coupond_domain::Timestamp,
     addr: std::net::SocketAddr,
 ) -> anyhow::Result<()> {
-    let creds = demo::load(store, state.jwt(), now, state.settings().freeze).await?;
+    let freeze = state.settings().freeze;
+    let creds = demo::load(store, state.jwt(), state.accounts(), now, freeze).await?;
     println!(
-        "# the console: open http://{addr}/console and sign in with PLATFORM_KEY or a MERCHANT key"
+        "# the console: open http://{addr}/console and sign in with an account below, or with \
+         PLATFORM_KEY or a MERCHANT key"
     );
     println!("# coupond demo: paste these into the shell you will use curl from");
     println!("export COUPOND={}", format_args!("http://{addr}"));

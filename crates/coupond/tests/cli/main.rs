@@ -304,6 +304,15 @@ fn serve_demo_on_the_default_database_and_stop_on_sigterm() {
         status, 403,
         "a valid user token, but users may not list activities"
     );
+    let admin = account_line(&lines, "admin@demo.coupond.example");
+    assert_eq!(
+        admin.split_whitespace().nth(2).map(str::len),
+        Some(20),
+        "{admin}"
+    );
+    for role in ["marketing", "support", "finance", "owner", "staff"] {
+        account_line(&lines, &format!("{role}@demo.coupond.example"));
+    }
     let merchant = export(&lines, "MERCHANT1_ID");
     let (status, _) = get(
         &base,
@@ -333,7 +342,18 @@ fn serve_demo_on_the_default_database_and_stop_on_sigterm() {
         1,
         "demo data loaded once: {body}"
     );
+    let again = account_line(&lines, "admin@demo.coupond.example");
+    assert_ne!(again, admin, "each start prints a fresh password");
     assert!(terminate_and_wait(child).success());
+}
+
+/// The demo's comment line naming the account `email` (`#   email password   (operator N)`).
+fn account_line(lines: &[String], email: &str) -> String {
+    lines
+        .iter()
+        .find(|l| l.starts_with(&format!("#   {email} ")))
+        .unwrap_or_else(|| panic!("no demo account {email}: {lines:?}"))
+        .clone()
 }
 
 /// With `--log-format json`, stderr is JSON lines only, the start included, without colour
