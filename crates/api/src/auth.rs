@@ -13,7 +13,7 @@ use axum::http::{header, HeaderMap};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
-use coupond_domain::{MerchantId, OperatorId, Timestamp, UserId};
+use coupond_domain::{Area, MerchantId, OperatorId, Timestamp, UserId};
 use coupond_store::StoreError;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
@@ -303,19 +303,25 @@ pub enum Caller {
     Operator(OperatorId),
 }
 
-/// The principal an in-process [`Caller`] acts as.
-pub async fn authenticate_caller(state: &AppState, caller: &Caller) -> Result<Principal, ApiError> {
+/// The principal an in-process [`Caller`] acts as, for a request in `area` (an operator whose
+/// role may not act there is refused, 403).
+pub async fn authenticate_caller(
+    state: &AppState,
+    caller: &Caller,
+    area: Area,
+) -> Result<Principal, ApiError> {
     match caller {
         Caller::Key(hash) => authenticate_hash(state, hash).await,
-        Caller::Operator(id) => authenticate_operator(state, *id).await,
+        Caller::Operator(id) => authenticate_operator(state, *id, area).await,
     }
 }
 
-/// The principal operator `id` acts as, read from the database on every call, so that a
-/// disabled account, or one whose role changed, is refused or narrowed at once.
+/// The principal operator `id` acts as in `area`, read from the database on every call, so
+/// that a disabled account, or one whose role changed, is refused or narrowed at once.
 pub async fn authenticate_operator(
     state: &AppState,
     id: OperatorId,
+    area: Area,
 ) -> Result<Principal, ApiError> {
     let op = match state.store().operator(id).await {
         Ok(op) => op,
@@ -327,18 +333,20 @@ pub async fn authenticate_operator(
     if op.disabled_at.is_some() {
         return Err(ApiError::Unauthorized("the account is disabled"));
     }
-    operator_principal(&op).ok_or(ApiError::Forbidden)
+    let principal = operator_principal(&op).ok_or(ApiError::Forbidden)?;
+    if !op.role.may(area) {
+        return Err(ApiError::Forbidden);
+    }
+    Ok(principal)
 }
 
-/// What an operator's role acts as, where the API can tell roles apart today: a platform
-/// `admin` as the platform, a merchant's `owner` and `staff` as their merchant. `None` for
-/// the platform's `marketing`, `support` and `finance`, whose narrower rights the API does
-/// not enforce yet: they are refused rather than given everything.
+/// Who an operator acts as: the platform's roles as the platform, a merchant's `owner` and
+/// `staff` as their merchant; what each role may do within that is its [`Area`]s, checked by
+/// the route guard. `None` for a record whose role and merchant disagree.
 pub fn operator_principal(op: &coupond_domain::Operator) -> Option<Principal> {
-    use coupond_domain::OperatorRole;
-    match (op.role, op.merchant_id) {
-        (OperatorRole::Admin, None) => Some(Principal::Platform),
-        (OperatorRole::Owner | OperatorRole::Staff, Some(m)) => Some(Principal::Merchant(m)),
+    match (op.role.is_platform(), op.merchant_id) {
+        (true, None) => Some(Principal::Platform),
+        (false, Some(m)) => Some(Principal::Merchant(m)),
         _ => None,
     }
 }
@@ -385,15 +393,16 @@ fn bearer(header: &str) -> Option<&str> {
         .then(|| credential.trim())
 }
 
-/// Route guard: authenticates the caller and admits it only if its role is in `roles`. The
+/// Route guard: authenticates the caller and admits it only if its role is in `roles` (and,
+/// for an operator account, if its role may act in the route's `area`). The
 /// principal is handed to the handler as a request extension.
 pub async fn guard(
-    State((state, roles)): State<(AppState, &'static [Role])>,
+    State((state, roles, area)): State<(AppState, &'static [Role], Area)>,
     mut req: Request,
     next: Next,
 ) -> Response {
     let principal = match req.extensions().get::<Caller>() {
-        Some(caller) => authenticate_caller(&state, caller).await,
+        Some(caller) => authenticate_caller(&state, caller, area).await,
         None => authenticate(&state, req.headers()).await,
     };
     // The request's log line names who asked and from where (the client a trusted proxy

@@ -174,7 +174,8 @@ pub async fn current(console: &Console, jar: &PrivateCookieJar) -> Option<Sessio
         Some(op) => Caller::Operator(op),
         None => Caller::Key(KeyHash(stored.key_hash)),
     };
-    let principal = console_principal(authenticate_caller(app, &caller).await.ok()?)?;
+    let read = coupond_domain::Area::Read;
+    let principal = console_principal(authenticate_caller(app, &caller, read).await.ok()?)?;
     Some(Session {
         caller,
         principal,

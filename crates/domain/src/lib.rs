@@ -80,7 +80,7 @@ pub use merchant::{Merchant, MerchantDraft, MerchantPatch};
 pub use money::{BasisPoints, Money};
 pub use note::Note;
 pub use operator::{
-    check_operator_name, check_password, Email, Operator, OperatorDraft, OperatorRole,
+    check_operator_name, check_password, Area, Email, Operator, OperatorDraft, OperatorRole,
 };
 pub use schedule::Transition;
 pub use tags::{Segment, Tag};

@@ -145,6 +145,22 @@ impl OperatorRole {
         )
     }
 
+    /// Whether this role may act in `area` (within what its side may do at all: a merchant's
+    /// operators act only on their merchant's things). `admin` and a merchant's `owner` may act
+    /// everywhere; `marketing` runs campaigns, `support` helps users (revokes coupons),
+    /// `finance` reads; everyone reads; only `admin` and `owner` manage people, keys and
+    /// webhooks.
+    pub fn may(self, area: Area) -> bool {
+        matches!(
+            (self, area),
+            (OperatorRole::Admin | OperatorRole::Owner, _)
+                | (_, Area::Read)
+                | (OperatorRole::Marketing, Area::Campaigns)
+                | (OperatorRole::Support, Area::Support)
+                | (OperatorRole::Staff, Area::Campaigns | Area::Support)
+        )
+    }
+
     /// Whether an operator holding this role may be given `to`: only a role of the same side
     /// (platform or merchant), since an operator's merchant never changes. Field `role`.
     pub fn check_change(self, to: OperatorRole) -> Result<(), DomainError> {
@@ -168,6 +184,19 @@ impl OperatorRole {
             ),
         ))
     }
+}
+
+/// What a request does, as far as operators' roles tell them apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Area {
+    /// Reading anything the caller's side may see.
+    Read,
+    /// Changing activities, templates, listings, codes, issuance and user segments.
+    Campaigns,
+    /// Helping users: revoking a coupon.
+    Support,
+    /// Managing people, keys, merchants, webhooks and what is shared with merchants.
+    Admin,
 }
 
 impl fmt::Display for OperatorRole {
@@ -307,6 +336,22 @@ pub fn check_password(p: &str) -> Result<(), DomainError> {
 
 #[cfg(test)]
 mod tests {
+    use super::{Area, OperatorRole};
+
+    #[test]
+    fn each_role_acts_in_its_areas() {
+        use Area::*;
+        let areas = [Read, Campaigns, Support, Admin];
+        let allowed =
+            |r: OperatorRole| -> Vec<Area> { areas.into_iter().filter(|a| r.may(*a)).collect() };
+        assert_eq!(allowed(OperatorRole::Admin), areas);
+        assert_eq!(allowed(OperatorRole::Owner), areas);
+        assert_eq!(allowed(OperatorRole::Marketing), [Read, Campaigns]);
+        assert_eq!(allowed(OperatorRole::Support), [Read, Support]);
+        assert_eq!(allowed(OperatorRole::Finance), [Read]);
+        assert_eq!(allowed(OperatorRole::Staff), [Read, Campaigns, Support]);
+    }
+
     use super::*;
 
     fn email(s: &str) -> Email {

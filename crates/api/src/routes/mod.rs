@@ -36,6 +36,7 @@ use utoipa::IntoResponses;
 use crate::auth::{guard, Role};
 use crate::error::Problem;
 use crate::state::AppState;
+use coupond_domain::Area;
 
 const PLATFORM: &[Role] = &[Role::Platform];
 const MERCHANT: &[Role] = &[Role::Merchant];
@@ -356,6 +357,29 @@ pub fn route_table() -> Vec<RouteSpec> {
     table().into_iter().map(|(spec, _)| spec).collect()
 }
 
+/// What a route does, as operators' roles tell them apart ([`OperatorRole::may`]): reading,
+/// except people and keys (admin); changing people, keys, merchants, webhooks and shared tags
+/// (admin); revoking a coupon (support); every other change is running campaigns.
+///
+/// [`OperatorRole::may`]: coupond_domain::OperatorRole::may
+pub fn area_of(method: &Method, path: &str) -> Area {
+    let admin = path.starts_with("/v1/operators") || path.contains("/keys");
+    if method == Method::GET || method == Method::HEAD {
+        return if admin { Area::Admin } else { Area::Read };
+    }
+    if admin
+        || path.starts_with("/v1/merchants")
+        || path.starts_with("/v1/webhooks")
+        || path.ends_with("/shared")
+    {
+        Area::Admin
+    } else if path == "/v1/coupons/{id}/revoke" {
+        Area::Support
+    } else {
+        Area::Campaigns
+    }
+}
+
 /// The `/v1` router, each route behind its role guard.
 pub fn v1(state: &AppState) -> Router<AppState> {
     table()
@@ -381,8 +405,9 @@ pub fn v1(state: &AppState) -> Router<AppState> {
             } else {
                 handler
             };
-            let guarded =
-                handler.route_layer(from_fn_with_state((state.clone(), spec.roles), guard));
+            let area = area_of(&spec.method, spec.path);
+            let guard_state = (state.clone(), spec.roles, area);
+            let guarded = handler.route_layer(from_fn_with_state(guard_state, guard));
             router.route(spec.path, guarded)
         })
 }

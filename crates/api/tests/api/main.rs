@@ -20,6 +20,7 @@ mod listings;
 mod merchants;
 mod model;
 mod openapi;
+mod operator_roles;
 mod operators;
 mod queues;
 mod reports;

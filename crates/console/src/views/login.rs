@@ -78,9 +78,8 @@ pub async fn submit(
 }
 
 /// Signs in with an account: throttled per email and per client address, then the password
-/// checked (the same answer for an unknown email), then the role: the platform's
-/// `marketing`, `support` and `finance` cannot use the console until the API enforces their
-/// narrower rights.
+/// checked (the same answer for an unknown email). What the account may do is its role's,
+/// checked by the API on every call the console makes.
 async fn account(
     console: &Console,
     jar: PrivateCookieJar,
@@ -131,11 +130,10 @@ async fn account(
     };
     console.sign_ins().succeeded(&by_email);
     if operator_principal(&op).is_none() {
-        let error = format!(
-            "The {} role cannot use the console yet: ask an admin.",
-            op.role.as_str()
+        return refuse(
+            StatusCode::FORBIDDEN,
+            "This account cannot use the console.",
         );
-        return refuse(StatusCode::FORBIDDEN, &error);
     }
     match session::start_for_operator(console, jar, op.id, headers).await {
         Ok(jar) => (jar, Redirect::to("/console")).into_response(),

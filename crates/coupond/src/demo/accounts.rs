@@ -7,9 +7,8 @@ use coupond_engine::accounts::{AccountError, Accounts};
 /// Makes sure each demo account exists with a new password; the lines that name them.
 pub async fn refresh(accounts: &Accounts, merchant: MerchantId) -> anyhow::Result<Vec<String>> {
     let mut lines = vec![
-        "# console accounts (email and password): admin acts as the platform, owner and staff \
-         as merchant 1; marketing, support and finance are refused until the API enforces \
-         their narrower rights"
+        "# console accounts (email and password), each with its role's rights: admin, marketing, \
+         support and finance for the platform, owner and staff for merchant 1"
             .to_owned(),
     ];
     for role in OperatorRole::ALL {
