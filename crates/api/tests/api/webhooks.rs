@@ -199,12 +199,14 @@ async fn flows(app: TestApp) {
         clock.clone(),
     ))];
     let dispatcher = Dispatcher::new(app.store.clone(), clock.clone(), observers, "test");
-    // Two events: the template's status (announced when it was published) and the claim. On
-    // PostgreSQL an event is readable once older transactions in the cluster end.
+    // Four events: the template's status (`scheduled`, announced when it was published), its
+    // opening (`active` and `listing.coupons_changed`, announced by the claim before the
+    // claim's own) and the claim. On PostgreSQL an event is readable once older transactions
+    // in the cluster end.
     let mut drained = 0;
     for _ in 0..1000 {
         drained += dispatcher.drain().await.unwrap();
-        if drained >= 2 {
+        if drained >= 4 {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
@@ -221,9 +223,10 @@ async fn flows(app: TestApp) {
         },
     );
 
-    // First pass: merchant 1 takes the claim and its template's status; the platform's
+    // First passes: merchant 1 takes the claim and its template's events; the platform's
     // endpoint and the broken one answer 500.
     assert_eq!(sender.run_once().await.unwrap(), 4);
+    assert_eq!(sender.run_once().await.unwrap(), 2);
     assert_eq!(
         sender.run_once().await.unwrap(),
         0,

@@ -50,6 +50,16 @@ pub(super) async fn fixtures(app: &TestApp) -> BTreeMap<(Method, String), Fixtur
         .post("/v1/orders/paid-1/confirm", &app.service, json!({}))
         .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let operator = app
+        .post(
+            "/v1/operators",
+            &app.platform,
+            json!({"email": "sam@example.com", "name": "Sam", "role": "support"}),
+        )
+        .await
+        .body["id"]
+        .as_i64()
+        .unwrap();
     let (platform, m1, service) = (
         app.platform.clone(),
         app.m1().to_owned(),
@@ -89,6 +99,24 @@ pub(super) async fn fixtures(app: &TestApp) -> BTreeMap<(Method, String), Fixtur
             format!("/v1/merchants/{}/keys", app.merchants[0].0),
             &platform,
             json!({"label": "till 2"}),
+        ),
+    );
+    add(
+        Method::POST,
+        "/v1/operators",
+        f(
+            "/v1/operators".into(),
+            &platform,
+            json!({"email": "kim@example.com", "name": "Kim", "role": "owner", "merchant_id": app.merchants[0].0}),
+        ),
+    );
+    add(
+        Method::PATCH,
+        "/v1/operators/{id}",
+        f(
+            format!("/v1/operators/{operator}"),
+            &platform,
+            json!({"name": "Sam Jones"}),
         ),
     );
     add(
