@@ -5,38 +5,18 @@
 mod support;
 
 use axum::body::Body;
-use axum::http::{header, Method, Request};
+use axum::http::{header, Method, Request, StatusCode};
 use coupond_api::ApiSettings;
 use coupond_domain::Timestamp;
 use coupond_store::Role;
 use http_body_util::BodyExt;
-use serde_json::{json, Value};
+use serde_json::json;
 use tower::ServiceExt;
 
-use support::{app_with_settings, key, merchant, pair, sign_in_request, App};
-
-/// `method path` with the header `auth` (a key or the console's cookie); the answer's text,
-/// after checking it succeeded.
-async fn send(app: &App, auth: (&str, &str), method: Method, path: &str, body: Value) -> String {
-    let req = Request::builder()
-        .method(method.clone())
-        .uri(path)
-        .header(auth.0, auth.1)
-        .header(header::CONTENT_TYPE, "application/json")
-        .body(Body::from(body.to_string()))
-        .unwrap();
-    let res = app.router.clone().oneshot(req).await.unwrap();
-    let status = res.status();
-    let bytes = res.into_body().collect().await.unwrap().to_bytes();
-    let text = String::from_utf8_lossy(&bytes).into_owned();
-    assert!(status.is_success(), "{method} {path}: {status} {text}");
-    text
-}
+use support::{app_with_settings, key, merchant, sign_in_cookie, v1, App};
 
 /// A published template of the merchant whose key is `key`, with `stock` coupons.
 async fn live(app: &App, key: &str, stock: u32) -> i64 {
-    let bearer = format!("Bearer {key}");
-    let auth = (header::AUTHORIZATION.as_str(), bearer.as_str());
     let body = json!({
         "title": format!("Stock {stock}"),
         "value": {"kind": "percent_off", "bps": 1000, "cap": 5000},
@@ -48,12 +28,25 @@ async fn live(app: &App, key: &str, stock: u32) -> i64 {
         "claim_window": {"start": "2026-11-24T13:00:00Z", "end": "2026-11-30T00:00:00Z"},
         "validity": {"type": "fixed", "from": "2026-11-24T13:00:00Z", "until": "2027-03-31T00:00:00Z"}
     });
-    let t: Value =
-        serde_json::from_str(&send(app, auth, Method::POST, "/v1/templates", body).await).unwrap();
+    let (status, t) = v1(app, key, Method::POST, "/v1/templates", body).await;
+    assert_eq!(status, StatusCode::CREATED, "{t}");
     let id = t["id"].as_i64().unwrap();
     let path = format!("/v1/templates/{id}/publish");
-    send(app, auth, Method::POST, &path, json!({})).await;
+    let (status, t) = v1(app, key, Method::POST, &path, json!({})).await;
+    assert_eq!(status, StatusCode::OK, "{t}");
     id
+}
+
+/// The console's home page as the session of `cookie` sees it.
+async fn home(app: &App, cookie: &str) -> String {
+    let req = Request::get("/console")
+        .header(header::COOKIE, cookie)
+        .body(Body::empty())
+        .unwrap();
+    let res = app.router.clone().oneshot(req).await.unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    let bytes = res.into_body().collect().await.unwrap().to_bytes();
+    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 #[tokio::test]
@@ -67,34 +60,20 @@ async fn the_home_page_counts_every_template() {
     let sold = live(&app, &mkey, 1).await;
     app.clock
         .set(Timestamp::parse("2026-11-24T14:00:00Z").unwrap());
-    let bearer = format!("Bearer {mkey}");
-    let auth = (header::AUTHORIZATION.as_str(), bearer.as_str());
     let path = format!("/v1/templates/{sold}/issuances");
-    send(
+    let (status, job) = v1(
         &app,
-        auth,
+        &mkey,
         Method::POST,
         &path,
         json!({"user_ids": ["u-1"]}),
     )
     .await;
+    assert_eq!(status, StatusCode::CREATED, "{job}");
 
     let (pkey, _) = key(&app, Role::Platform, None).await;
-    let signed = app
-        .router
-        .clone()
-        .oneshot(sign_in_request(&pkey))
-        .await
-        .unwrap();
-    let cookie = pair(signed.headers()[header::SET_COOKIE].to_str().unwrap());
-    let home = send(
-        &app,
-        ("cookie", &cookie),
-        Method::GET,
-        "/console",
-        json!(null),
-    )
-    .await;
+    let cookie = sign_in_cookie(&app, &pkey).await;
+    let home = home(&app, &cookie).await;
     let card = |n: i64, what: &str| format!("<b>{n}</b><span>{what}</span>");
     assert!(home.contains(&card(201, "templates active")), "{home}");
     assert!(

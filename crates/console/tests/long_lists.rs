@@ -18,25 +18,7 @@ use http_body_util::BodyExt;
 use serde_json::{json, Value};
 use tower::ServiceExt;
 
-use support::{app_with_settings, key, merchant, pair, sign_in_request, App};
-
-/// `method path` on the API with `key`, and its JSON answer.
-async fn v1(app: &App, key: &str, method: Method, path: &str, body: Value) -> (StatusCode, Value) {
-    let req = Request::builder()
-        .method(method)
-        .uri(path)
-        .header(header::AUTHORIZATION, format!("Bearer {key}"))
-        .header(header::CONTENT_TYPE, "application/json")
-        .body(Body::from(body.to_string()))
-        .unwrap();
-    let res = app.router.clone().oneshot(req).await.unwrap();
-    let status = res.status();
-    let bytes = res.into_body().collect().await.unwrap().to_bytes();
-    (
-        status,
-        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-    )
-}
+use support::{app_with_settings, key, merchant, sign_in_cookie, v1, App};
 
 /// A draft template of the merchant whose key is `key`, with `stock` coupons.
 async fn draft(app: &App, key: &str, title: &str, stock: u32) -> i64 {
@@ -68,17 +50,6 @@ async fn issue(app: &App, key: &str, id: i64, users: usize) {
     let (status, job) = v1(app, key, Method::POST, &path, json!({"user_ids": user_ids})).await;
     assert_eq!(status, StatusCode::CREATED, "{job}");
     assert_eq!(job["issued"], users, "{job}");
-}
-
-/// The session cookie (`name=value`) of a sign-in with `key`.
-async fn sign_in(app: &App, key: &str) -> String {
-    let res = app
-        .router
-        .clone()
-        .oneshot(sign_in_request(key))
-        .await
-        .unwrap();
-    pair(res.headers()[header::SET_COOKIE].to_str().unwrap())
 }
 
 async fn get(app: &App, cookie: &str, path: &str) -> Response {
@@ -134,7 +105,7 @@ async fn the_templates_list_sorts_every_template_and_pages_past_200() {
     }
     let last = draft(&app, &mkey, "Nearly gone", 10).await;
     issue(&app, &mkey, last, 9).await;
-    let cookie = sign_in(&app, &mkey).await;
+    let cookie = sign_in_cookie(&app, &mkey).await;
 
     let sorted = page(&app, &cookie, "/console/templates?sort=claimed&desc=1").await;
     let rows = row_ids(&sorted, "/console/templates/");
@@ -177,7 +148,7 @@ async fn the_merchants_page_offers_a_next_page_past_100() {
         ids.push(merchant(&app).await.get());
     }
     let (platform, _) = key(&app, Role::Platform, None).await;
-    let cookie = sign_in(&app, &platform).await;
+    let cookie = sign_in_cookie(&app, &platform).await;
     let first = page(&app, &cookie, "/console/merchants").await;
     let shown = row_ids(&first, "/console/merchants/");
     assert_eq!(shown, ids[..100], "the first 100 merchants");
@@ -211,7 +182,7 @@ async fn the_holders_csv_has_every_coupon() {
     let (mkey, _) = key(&app, Role::Merchant, Some(m)).await;
     let t = draft(&app, &mkey, "Popular", 205).await;
     issue(&app, &mkey, t, 204).await;
-    let cookie = sign_in(&app, &mkey).await;
+    let cookie = sign_in_cookie(&app, &mkey).await;
 
     let csv = page(
         &app,

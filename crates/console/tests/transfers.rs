@@ -15,11 +15,11 @@ use coupond_api::ApiSettings;
 use coupond_domain::MerchantId;
 use coupond_store::Role;
 use http_body_util::BodyExt;
-use serde_json::{json, Value};
+use serde_json::json;
 use tokio::sync::{mpsc, oneshot};
 use tower::ServiceExt;
 
-use support::{app_with_settings, pair, sign_in_request, App};
+use support::{app_with_settings, pair, sign_in_request, v1, App};
 
 /// How long an answer that must not wait for the rest of a body may take.
 const PROMPTLY: Duration = Duration::from_secs(5);
@@ -37,24 +37,6 @@ async fn merchant(app: &App) -> (MerchantId, String) {
 /// A new key's secret.
 async fn key(app: &App, role: Role, merchant: Option<MerchantId>) -> String {
     support::key(app, role, merchant).await.0
-}
-
-/// `method path` on the API with `key`, and its JSON answer.
-async fn v1(app: &App, key: &str, method: Method, path: &str, body: Value) -> (StatusCode, Value) {
-    let req = Request::builder()
-        .method(method)
-        .uri(path)
-        .header(header::AUTHORIZATION, format!("Bearer {key}"))
-        .header(header::CONTENT_TYPE, "application/json")
-        .body(Body::from(body.to_string()))
-        .unwrap();
-    let res = app.router.clone().oneshot(req).await.unwrap();
-    let status = res.status();
-    let bytes = res.into_body().collect().await.unwrap().to_bytes();
-    (
-        status,
-        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-    )
 }
 
 /// A published template of the merchant whose key is `key`, with room for many coupons.

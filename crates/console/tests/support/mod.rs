@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::http::{header, Request};
+use axum::http::{header, Method, Request, StatusCode};
 use axum::Router;
 use coupond_api::auth::generate_api_key;
 use coupond_api::{ApiSettings, AppState};
@@ -103,4 +103,40 @@ pub fn sign_in_request(key: &str) -> Request<Body> {
 /// The `name=value` part of a Set-Cookie.
 pub fn pair(set_cookie: &str) -> String {
     set_cookie.split(';').next().unwrap().to_owned()
+}
+
+/// `method path` on the API with `key`, and its JSON answer (`Null` when it is not JSON).
+pub async fn v1(
+    app: &App,
+    key: &str,
+    method: Method,
+    path: &str,
+    body: serde_json::Value,
+) -> (StatusCode, serde_json::Value) {
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+    let req = Request::builder()
+        .method(method)
+        .uri(path)
+        .header(header::AUTHORIZATION, format!("Bearer {key}"))
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(body.to_string()))
+        .unwrap();
+    let res = app.router.clone().oneshot(req).await.unwrap();
+    let status = res.status();
+    let bytes = res.into_body().collect().await.unwrap().to_bytes();
+    let json = serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null);
+    (status, json)
+}
+
+/// The session cookie (`name=value`) of a sign-in with the API key `key`.
+pub async fn sign_in_cookie(app: &App, key: &str) -> String {
+    use tower::ServiceExt;
+    let res = app
+        .router
+        .clone()
+        .oneshot(sign_in_request(key))
+        .await
+        .unwrap();
+    pair(res.headers()[header::SET_COOKIE].to_str().unwrap())
 }
