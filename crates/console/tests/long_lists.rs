@@ -18,21 +18,11 @@ use http_body_util::BodyExt;
 use serde_json::{json, Value};
 use tower::ServiceExt;
 
-use support::{app_with_settings, key, merchant, sign_in_cookie, v1, App};
+use support::{app_with_settings, key, merchant, sign_in_cookie, template_body, v1, App};
 
 /// A draft template of the merchant whose key is `key`, with `stock` coupons.
 async fn draft(app: &App, key: &str, title: &str, stock: u32) -> i64 {
-    let body = json!({
-        "title": title,
-        "value": {"kind": "percent_off", "bps": 1000, "cap": 5000},
-        "threshold": 10000,
-        "cities": [1],
-        "total_stock": stock,
-        "per_user_limit": 1,
-        "stacking": "stackable",
-        "claim_window": {"start": "2026-11-24T13:00:00Z", "end": "2026-11-30T00:00:00Z"},
-        "validity": {"type": "fixed", "from": "2026-11-24T13:00:00Z", "until": "2026-12-31T00:00:00Z"}
-    });
+    let body = template_body(title, stock, "2026-12-31T00:00:00Z");
     let (status, t) = v1(app, key, Method::POST, "/v1/templates", body).await;
     assert_eq!(status, StatusCode::CREATED, "{t}");
     t["id"].as_i64().unwrap()

@@ -19,7 +19,7 @@ use serde_json::json;
 use tokio::sync::{mpsc, oneshot};
 use tower::ServiceExt;
 
-use support::{app_with_settings, pair, sign_in_request, v1, App};
+use support::{app_with_settings, pair, published, sign_in_request, template_body, v1, App};
 
 /// How long an answer that must not wait for the rest of a body may take.
 const PROMPTLY: Duration = Duration::from_secs(5);
@@ -41,24 +41,8 @@ async fn key(app: &App, role: Role, merchant: Option<MerchantId>) -> String {
 
 /// A published template of the merchant whose key is `key`, with room for many coupons.
 async fn template(app: &App, key: &str) -> i64 {
-    let draft = json!({
-        "title": "10% off, at most 50",
-        "value": {"kind": "percent_off", "bps": 1000, "cap": 5000},
-        "threshold": 10000,
-        "cities": [1],
-        "total_stock": 100000,
-        "per_user_limit": 1,
-        "stacking": "stackable",
-        "claim_window": {"start": "2026-11-24T13:00:00Z", "end": "2026-11-30T00:00:00Z"},
-        "validity": {"type": "fixed", "from": "2026-11-24T13:00:00Z", "until": "2026-12-31T00:00:00Z"}
-    });
-    let (status, t) = v1(app, key, Method::POST, "/v1/templates", draft).await;
-    assert_eq!(status, StatusCode::CREATED, "{t}");
-    let id = t["id"].as_i64().unwrap();
-    let publish = format!("/v1/templates/{id}/publish");
-    let (status, t) = v1(app, key, Method::POST, &publish, json!({})).await;
-    assert_eq!(status, StatusCode::OK, "{t}");
-    id
+    let body = template_body("10% off, at most 50", 100_000, "2026-12-31T00:00:00Z");
+    published(app, key, body).await
 }
 
 /// The session cookie (`name=value`) of a sign-in with `key`, and the session's form token.

@@ -9,19 +9,11 @@ use serde_json::{json, Value};
 
 use crate::support::*;
 
-/// A published template of merchant 1: `stock` coupons, usable until `until`.
+/// A published template of merchant 1: `stock` coupons, usable until `until` (the clock at
+/// hour 15, inside its claim window).
 async fn live(app: &TestApp, stock: i64, until: &str) -> i64 {
-    let mut body = standalone_template(10, 20);
-    body["total_stock"] = json!(stock);
-    body["validity"]["until"] = json!(until);
-    let r = app.post("/v1/templates", app.m1(), body).await;
-    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
-    let id = r.body["id"].as_i64().unwrap();
-    let r = app
-        .post(&format!("/v1/templates/{id}/publish"), app.m1(), json!({}))
-        .await;
-    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-    id
+    let validity = json!({"validity": {"type": "fixed", "from": at(10), "until": until}});
+    crate::claims::live(app, stock, 1, validity).await
 }
 
 fn ids(attention: &Value) -> Vec<i64> {

@@ -140,3 +140,30 @@ pub async fn sign_in_cookie(app: &App, key: &str) -> String {
         .unwrap();
     pair(res.headers()[header::SET_COOKIE].to_str().unwrap())
 }
+
+/// A template of merchant-owned terms, `title` and `stock`, claimable from 2026-11-24 13:00
+/// to 2026-11-30 and usable until `until`, as `POST /v1/templates` takes it.
+pub fn template_body(title: &str, stock: u32, until: &str) -> serde_json::Value {
+    serde_json::json!({
+        "title": title,
+        "value": {"kind": "percent_off", "bps": 1000, "cap": 5000},
+        "threshold": 10000,
+        "cities": [1],
+        "total_stock": stock,
+        "per_user_limit": 1,
+        "stacking": "stackable",
+        "claim_window": {"start": "2026-11-24T13:00:00Z", "end": "2026-11-30T00:00:00Z"},
+        "validity": {"type": "fixed", "from": "2026-11-24T13:00:00Z", "until": until}
+    })
+}
+
+/// Creates a template of the merchant whose key is `key` from `body` and publishes it; its id.
+pub async fn published(app: &App, key: &str, body: serde_json::Value) -> i64 {
+    let (status, t) = v1(app, key, Method::POST, "/v1/templates", body).await;
+    assert_eq!(status, StatusCode::CREATED, "{t}");
+    let id = t["id"].as_i64().unwrap();
+    let publish = format!("/v1/templates/{id}/publish");
+    let (status, t) = v1(app, key, Method::POST, &publish, serde_json::json!({})).await;
+    assert_eq!(status, StatusCode::OK, "{t}");
+    id
+}
