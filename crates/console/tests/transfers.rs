@@ -19,7 +19,7 @@ use serde_json::json;
 use tokio::sync::{mpsc, oneshot};
 use tower::ServiceExt;
 
-use support::{app_with_settings, pair, published, sign_in_request, template_body, v1, App};
+use support::{app_with_settings, published, sign_in_cookie, template_body, v1, App};
 
 /// How long an answer that must not wait for the rest of a body may take.
 const PROMPTLY: Duration = Duration::from_secs(5);
@@ -47,13 +47,7 @@ async fn template(app: &App, key: &str) -> i64 {
 
 /// The session cookie (`name=value`) of a sign-in with `key`, and the session's form token.
 async fn sign_in(app: &App, key: &str) -> (String, String) {
-    let res = app
-        .router
-        .clone()
-        .oneshot(sign_in_request(key))
-        .await
-        .unwrap();
-    let cookie = pair(res.headers()[header::SET_COOKIE].to_str().unwrap());
+    let cookie = sign_in_cookie(app, key).await;
     let home = text(get(app, &cookie, "/console").await).await;
     let token = home
         .split("name=\"csrf\" value=\"")

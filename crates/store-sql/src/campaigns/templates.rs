@@ -132,23 +132,7 @@ pub async fn publish_template(
     version: i64,
     now: Timestamp,
 ) -> StoreResult<Template> {
-    let q = sql(format!(
-        "UPDATE templates SET published_at = $1, updated_at = $1, version = version + 1
-         WHERE id = $2 AND version = $3 RETURNING {}",
-        db.template_columns()
-    ))
-    .bind(now)
-    .bind(id.get())
-    .bind(version);
-    let mut tx = db.begin(Work::Request).await?;
-    let Some(row) = tx.fetch_optional(q).await? else {
-        return Err(missing_or_conflict(&mut *tx, "templates", id.get()).await);
-    };
-    let template = template_row(&row)?;
-    // Its status events go with it: a claim committed after this comes after them.
-    crate::scheduling::announce_template_now(&mut *tx, &template, now).await?;
-    tx.commit().await?;
-    Ok(template)
+    stamp(db, id, version, "published_at", now).await
 }
 
 /// Aborts the template and removes its bindings, in one transaction.
@@ -158,8 +142,21 @@ pub async fn abort_template(
     version: i64,
     now: Timestamp,
 ) -> StoreResult<Template> {
+    stamp(db, id, version, "aborted_at", now).await
+}
+
+/// Sets the template's `column` (`published_at` or `aborted_at`) to `now` if it is still at
+/// `version`; an abort also removes its bindings. Its status events go in the same
+/// transaction, so a claim committed after this comes after them.
+async fn stamp(
+    db: &dyn Db,
+    id: TemplateId,
+    version: i64,
+    column: &'static str,
+    now: Timestamp,
+) -> StoreResult<Template> {
     let q = sql(format!(
-        "UPDATE templates SET aborted_at = $1, updated_at = $1, version = version + 1
+        "UPDATE templates SET {column} = $1, updated_at = $1, version = version + 1
          WHERE id = $2 AND version = $3 RETURNING {}",
         db.template_columns()
     ))
@@ -170,7 +167,9 @@ pub async fn abort_template(
     let Some(row) = tx.fetch_optional(q).await? else {
         return Err(missing_or_conflict(&mut *tx, "templates", id.get()).await);
     };
-    unbind_templates(&mut *tx, "id = $1", id.get()).await?;
+    if column == "aborted_at" {
+        unbind_templates(&mut *tx, "id = $1", id.get()).await?;
+    }
     let template = template_row(&row)?;
     crate::scheduling::announce_template_now(&mut *tx, &template, now).await?;
     tx.commit().await?;
