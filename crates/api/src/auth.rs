@@ -14,6 +14,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use coupond_domain::{Area, MerchantId, OperatorId, Timestamp, UserId};
+use coupond_store::audit::Who;
 use coupond_store::StoreError;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
@@ -60,8 +61,12 @@ impl Principal {
         }
     }
 
-    /// Who this caller is in operation logs.
+    /// Who this caller is in operation logs: the person, when an operator account is acting
+    /// in this task (the route guard says who), else the caller's role.
     pub fn actor(&self) -> coupond_domain::Actor {
+        if let Some(Who::Operator { id, .. }) = coupond_store::audit::current().map(|c| c.who) {
+            return coupond_domain::Actor::Operator(id);
+        }
         match self {
             Principal::Platform => coupond_domain::Actor::Platform,
             Principal::Merchant(m) => coupond_domain::Actor::Merchant(*m),
@@ -135,18 +140,19 @@ pub async fn issue_key(
         store.merchant(m).await?;
     }
     let k = generate_api_key();
-    let stored = store
-        .insert_api_key(
-            &coupond_store::NewApiKey {
-                hash: k.hash,
-                prefix: k.prefix,
-                role,
-                merchant_id: merchant,
-                label,
-            },
-            now,
-        )
-        .await?;
+    let new = coupond_store::NewApiKey {
+        hash: k.hash,
+        prefix: k.prefix,
+        role,
+        merchant_id: merchant,
+        label,
+    };
+    let change = coupond_store::audit::Change::new("api_key.create", "api_key", now)
+        .merchant(merchant)
+        .after(&serde_json::json!({
+            "role": role.as_str(), "merchant_id": merchant, "label": new.label, "prefix": new.prefix,
+        }));
+    let stored = coupond_store::audit::change(change, store.insert_api_key(&new, now)).await?;
     Ok((stored, k.secret))
 }
 
@@ -252,6 +258,11 @@ impl JwtKeys {
 
 /// Resolves the caller from the `Authorization` header.
 pub async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Principal, ApiError> {
+    identify(state, headers).await.map(|(p, _)| p)
+}
+
+/// As [`authenticate`], with who the caller is in the audit trail.
+pub async fn identify(state: &AppState, headers: &HeaderMap) -> Result<(Principal, Who), ApiError> {
     let value = headers
         .get(header::AUTHORIZATION)
         .ok_or(ApiError::Unauthorized(
@@ -266,18 +277,20 @@ pub async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Princ
             "send Authorization: Bearer <API key or user token>",
         ))?;
     if credential.starts_with(KEY_PREFIX) {
-        return authenticate_key(state, credential).await;
+        return identify_hash(state, &KeyHash(hash_api_key(credential))).await;
     }
     let user = state
         .jwt()
         .verify(credential, state.now(), state.settings().max_token_lifetime)?;
-    Ok(Principal::User(user))
+    Ok((Principal::User(user.clone()), Who::User(user)))
 }
 
 /// Resolves an API key (platform, merchant or service) to its principal, through the key
 /// cache: a revoked key stops working within `cache_ttl`. The console's sessions use this too.
 pub async fn authenticate_key(state: &AppState, credential: &str) -> Result<Principal, ApiError> {
-    authenticate_hash(state, &KeyHash(hash_api_key(credential))).await
+    identify_hash(state, &KeyHash(hash_api_key(credential)))
+        .await
+        .map(|(p, _)| p)
 }
 
 /// An API key named by its SHA-256 hash, for callers in this process (the console's
@@ -310,19 +323,28 @@ pub async fn authenticate_caller(
     caller: &Caller,
     area: Area,
 ) -> Result<Principal, ApiError> {
+    identify_caller(state, caller, area).await.map(|(p, _)| p)
+}
+
+/// As [`authenticate_caller`], with who the caller is in the audit trail.
+pub async fn identify_caller(
+    state: &AppState,
+    caller: &Caller,
+    area: Area,
+) -> Result<(Principal, Who), ApiError> {
     match caller {
-        Caller::Key(hash) => authenticate_hash(state, hash).await,
-        Caller::Operator(id) => authenticate_operator(state, *id, area).await,
+        Caller::Key(hash) => identify_hash(state, hash).await,
+        Caller::Operator(id) => identify_operator(state, *id, area).await,
     }
 }
 
 /// The principal operator `id` acts as in `area`, read from the database on every call, so
 /// that a disabled account, or one whose role changed, is refused or narrowed at once.
-pub async fn authenticate_operator(
+pub async fn identify_operator(
     state: &AppState,
     id: OperatorId,
     area: Area,
-) -> Result<Principal, ApiError> {
+) -> Result<(Principal, Who), ApiError> {
     let op = match state.store().operator(id).await {
         Ok(op) => op,
         Err(StoreError::NotFound) => {
@@ -337,7 +359,11 @@ pub async fn authenticate_operator(
     if !op.role.may(area) {
         return Err(ApiError::Forbidden);
     }
-    Ok(principal)
+    let who = Who::Operator {
+        id,
+        email: op.email.to_string(),
+    };
+    Ok((principal, who))
 }
 
 /// Who an operator acts as: the platform's roles as the platform, a merchant's `owner` and
@@ -351,12 +377,14 @@ pub fn operator_principal(op: &coupond_domain::Operator) -> Option<Principal> {
     }
 }
 
-/// As [`authenticate_key`], for the key with this hash.
-pub async fn authenticate_hash(state: &AppState, hash: &KeyHash) -> Result<Principal, ApiError> {
+/// The principal of the key with this hash, and the key as the audit trail names it.
+pub async fn identify_hash(state: &AppState, hash: &KeyHash) -> Result<(Principal, Who), ApiError> {
     let hash = hash.0;
-    if let Some((p, key)) = state.key_cache().get(&hash) {
-        tracing::Span::current().record("key", key);
-        return Ok(p);
+    if let Some((p, who)) = state.key_cache().get(&hash) {
+        if let Who::Key { id, .. } = &who {
+            tracing::Span::current().record("key", id);
+        }
+        return Ok((p, who));
     }
     // Read before the database: a revocation heard meanwhile keeps this copy out of the cache.
     let generation = state.key_cache().generation();
@@ -377,12 +405,16 @@ pub async fn authenticate_hash(state: &AppState, hash: &KeyHash) -> Result<Princ
             return Err(ApiError::Unauthorized("merchant key without merchant"))
         }
     };
+    let who = Who::Key {
+        id: key.id,
+        label: key.label,
+    };
     state
         .key_cache()
-        .insert_from(generation, hash, (principal.clone(), key.id));
+        .insert_from(generation, hash, (principal.clone(), who.clone()));
     // The request log names the key (its id), whatever its role.
     tracing::Span::current().record("key", key.id);
-    Ok(principal)
+    Ok((principal, who))
 }
 
 /// The credential of `Bearer <credential>`; the scheme is case-insensitive (RFC 9110).
@@ -401,30 +433,38 @@ pub async fn guard(
     mut req: Request,
     next: Next,
 ) -> Response {
-    let principal = match req.extensions().get::<Caller>() {
-        Some(caller) => authenticate_caller(&state, caller, area).await,
-        None => authenticate(&state, req.headers()).await,
+    let identified = match req.extensions().get::<Caller>() {
+        Some(caller) => identify_caller(&state, caller, area).await,
+        None => identify(&state, req.headers()).await,
     };
     // The request's log line names who asked and from where (the client a trusted proxy
     // names, else the peer).
     let span = tracing::Span::current();
-    if let Ok(p) = &principal {
+    if let Ok((p, _)) = &identified {
         span.record("principal", p.actor().to_text());
     }
-    if let Some(peer) = req
+    let client = req
         .extensions()
         .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
-    {
-        let client = state
-            .settings()
-            .trusted_proxies
-            .client(peer.0.ip(), req.headers());
+        .map(|peer| {
+            state
+                .settings()
+                .trusted_proxies
+                .client(peer.0.ip(), req.headers())
+        });
+    if let Some(client) = client {
         span.record("client", tracing::field::display(client));
     }
-    match principal {
-        Ok(p) if roles.contains(&p.role()) => {
+    match identified {
+        Ok((p, who)) if roles.contains(&p.role()) => {
             req.extensions_mut().insert(p);
-            next.run(req).await
+            // What the handler changes is recorded in the audit trail as this caller's.
+            let ctx = coupond_store::audit::Context {
+                who,
+                request_id: crate::observe::current_request_id(),
+                client: client.map(|c| c.to_string()),
+            };
+            coupond_store::audit::acting(ctx, next.run(req)).await
         }
         Ok(_) => ApiError::Forbidden.into_response(),
         Err(e) => e.into_response(),

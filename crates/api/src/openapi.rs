@@ -4,7 +4,7 @@ use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use crate::routes::{
-    activities, checkout, claims, codes, coupons, events, inbox, issuances, keys, listings,
+    activities, audit, checkout, claims, codes, coupons, events, inbox, issuances, keys, listings,
     merchants, operators, refunds, reports, shared_tags, system, tag_uploads, tags, templates,
     today, webhooks,
 };
@@ -22,7 +22,7 @@ use crate::routes::{
     paths(
         merchants::create, merchants::list, merchants::get, merchants::update,
         keys::create, keys::list, keys::revoke,
-        operators::create, operators::list, operators::update,
+        operators::create, operators::list, operators::update, audit::list,
         activities::create, activities::list, activities::get, activities::update, activities::abort,
         templates::create, templates::list, templates::get, templates::update, templates::publish,
         templates::abort, templates::remove, templates::history,
@@ -46,6 +46,7 @@ use crate::routes::{
     modifiers(&BearerAuth, &IdempotencyDocs, &Constraints),
     tags(
         (name = "merchants", description = "Merchants (platform)"),
+        (name = "audit", description = "The audit trail: who changed what, with the fields before and after"),
         (name = "operators", description = "The people who sign into the console: platform staff, merchants' owners and staff"),
         (name = "activities", description = "Platform activities merchants enroll in"),
         (name = "templates", description = "Coupon templates"),

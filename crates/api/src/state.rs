@@ -165,7 +165,7 @@ struct Inner {
     tagging: TagWorker,
     accounts: Accounts,
     /// Principals of recently seen API keys (and the key's id), by key hash.
-    keys: TtlCache<[u8; 32], (Principal, i64)>,
+    keys: TtlCache<[u8; 32], (Principal, coupond_store::audit::Who)>,
     templates: TtlCache<TemplateId, Arc<Template>>,
     /// Restarts of the supervised background loops, for `/readyz`.
     workers: Workers,
@@ -255,7 +255,7 @@ impl AppState {
     }
 
     /// Principals of recently seen API keys, by key hash.
-    pub fn key_cache(&self) -> &TtlCache<[u8; 32], (Principal, i64)> {
+    pub fn key_cache(&self) -> &TtlCache<[u8; 32], (Principal, coupond_store::audit::Who)> {
         &self.inner.keys
     }
 

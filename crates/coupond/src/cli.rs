@@ -255,3 +255,17 @@ pub struct TokenArgs {
     #[arg(long, default_value = "1h", value_parser = humantime::parse_duration)]
     pub ttl: std::time::Duration,
 }
+
+/// Who the audit trail says made a change from the command line: `cli:<user>`, the
+/// operating-system user that ran it (`$USER`, else `$LOGNAME`, else `unknown`).
+pub fn audit_context() -> coupond_store::audit::Context {
+    let user = ["USER", "LOGNAME"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok().filter(|u| !u.is_empty()))
+        .unwrap_or_else(|| "unknown".to_owned());
+    coupond_store::audit::Context {
+        who: coupond_store::audit::Who::Cli(user.chars().take(100).collect()),
+        request_id: None,
+        client: None,
+    }
+}

@@ -24,6 +24,7 @@ mod operators;
 mod serve;
 
 use clap::Parser;
+use coupond_store::audit::acting;
 
 /// The hot path allocates small short-lived objects on every request (futures, headers, JSON);
 /// glibc's allocator spent a fifth of the server's time on them in the flash-sale profile.
@@ -51,8 +52,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Serve(args) => serve::run(config, args).await,
         Command::Migrate => admin::migrate(&config).await,
-        Command::Keys(cmd) => admin::keys(&config, cmd).await,
-        Command::Operators(cmd) => operators::run(&config, cmd).await,
+        // Changes made from the command line are the audit trail's `cli:<user>`.
+        Command::Keys(cmd) => acting(cli::audit_context(), admin::keys(&config, cmd)).await,
+        Command::Operators(cmd) => acting(cli::audit_context(), operators::run(&config, cmd)).await,
         Command::Token(args) => admin::token(&config, args).await,
         Command::Config(args) => {
             if args.defaults {

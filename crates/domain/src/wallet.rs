@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::ids::{CouponId, MerchantId, OrderId, TemplateId, UserId};
+use crate::ids::{CouponId, MerchantId, OperatorId, OrderId, TemplateId, UserId};
 use crate::money::Money;
 use crate::template::{Template, TemplateStatus};
 use crate::time::Timestamp;
@@ -79,8 +79,9 @@ impl Coupon {
 
 /// Who made a change, as written to a coupon's operation log (seed `t_coupon_opt_record`)
 /// and to events: `platform`, `merchant:<id>`, `service:<key id>` (the service key that
-/// asked; `service` in records written before keys were named), `user:<id>`, or `system` (the
-/// scheduler and sweepers acting on time).
+/// asked; `service` in records written before keys were named), `operator:<id>` (a person
+/// with an operator account), `user:<id>`, or `system` (the scheduler and sweepers acting on
+/// time).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Actor {
     Platform,
@@ -88,6 +89,8 @@ pub enum Actor {
     Service,
     /// The service key with this id (an order service, a gateway).
     ServiceKey(i64),
+    /// The operator account with this id (a person, in the console or the API).
+    Operator(OperatorId),
     User(UserId),
     System,
     /// An actor this version does not know, as a newer coupond wrote it: kept and shown as
@@ -115,6 +118,8 @@ impl Actor {
             _ => {
                 if let Some(m) = s.strip_prefix("merchant:") {
                     MerchantId::new(m.parse().ok()?).ok().map(Actor::Merchant)
+                } else if let Some(o) = s.strip_prefix("operator:") {
+                    OperatorId::new(o.parse().ok()?).ok().map(Actor::Operator)
                 } else if let Some(k) = s.strip_prefix("service:") {
                     k.parse().ok().filter(|k| *k > 0).map(Actor::ServiceKey)
                 } else {
@@ -134,6 +139,7 @@ impl std::fmt::Display for Actor {
             Actor::Merchant(m) => write!(f, "merchant:{m}"),
             Actor::Service => f.write_str("service"),
             Actor::ServiceKey(k) => write!(f, "service:{k}"),
+            Actor::Operator(o) => write!(f, "operator:{o}"),
             Actor::User(u) => write!(f, "user:{u}"),
             Actor::System => f.write_str("system"),
             Actor::Other(s) => f.write_str(s),
@@ -261,12 +267,21 @@ mod tests {
             Actor::Merchant(MerchantId::new(7).unwrap()),
             Actor::Service,
             Actor::ServiceKey(12),
+            Actor::Operator(OperatorId::new(3).unwrap()),
             Actor::User(UserId::parse("u-1:x").unwrap()),
             Actor::System,
         ] {
             assert_eq!(Actor::parse(&a.to_text()), Some(a.clone()), "{a}");
         }
-        for bad in ["", "merchant:0", "merchant:x", "user:", "root", "service:0"] {
+        for bad in [
+            "",
+            "merchant:0",
+            "merchant:x",
+            "user:",
+            "root",
+            "service:0",
+            "operator:0",
+        ] {
             assert_eq!(Actor::parse(bad), None, "{bad}");
         }
     }

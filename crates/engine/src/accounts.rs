@@ -14,8 +14,9 @@ use argon2::Argon2;
 use coupond_domain::OperatorId;
 use coupond_domain::{
     check_operator_name, check_password, DomainError, Email, MerchantId, Operator, OperatorDraft,
-    OperatorRole,
+    OperatorRole, Timestamp,
 };
+use coupond_store::audit::{self, Change, Who};
 use coupond_store::{Conflict, Store, StoreError};
 
 use crate::clock::Clock;
@@ -93,10 +94,14 @@ impl Accounts {
             None => None,
         };
         let now = self.clock.now();
-        Ok(self
-            .store
-            .insert_operator(draft, hash.as_deref(), now)
-            .await?)
+        let change = Change::new("operator.create", "operator", now)
+            .merchant(draft.merchant_id())
+            .after(&serde_json::json!({
+                "email": draft.email(), "name": draft.name(), "role": draft.role(),
+                "merchant_id": draft.merchant_id(), "password_set": hash.is_some(),
+            }));
+        let write = self.store.insert_operator(draft, hash.as_deref(), now);
+        Ok(audit::change(change, write).await?)
     }
 
     /// Operators by id after `after` (a merchant's staff only, with `merchant`).
@@ -130,13 +135,19 @@ impl Accounts {
         }
         let now = self.clock.now();
         if change.name.is_some() || change.role.is_some() {
-            op = self
+            let after = Operator {
+                name: change.name.map_or(op.name.clone(), str::to_owned),
+                role: change.role.unwrap_or(op.role),
+                ..op.clone()
+            };
+            let audit = operator_change("operator.update", &op, &after, now);
+            let write = self
                 .store
-                .update_operator(id, change.name, change.role, now)
-                .await?;
+                .update_operator(id, change.name, change.role, now);
+            op = audit::change(audit, write).await?;
         }
         if let Some(disabled) = change.disabled {
-            op = self.store.set_operator_disabled(id, disabled, now).await?;
+            op = self.set_disabled(id, disabled).await?;
         }
         Ok(op)
     }
@@ -156,14 +167,28 @@ impl Accounts {
         disabled: bool,
     ) -> Result<Operator, AccountError> {
         let now = self.clock.now();
-        Ok(self.store.set_operator_disabled(id, disabled, now).await?)
+        let op = self.store.operator(id).await?;
+        let after = Operator {
+            disabled_at: disabled.then_some(op.disabled_at.unwrap_or(now)),
+            ..op.clone()
+        };
+        let action = if disabled {
+            "operator.disable"
+        } else {
+            "operator.enable"
+        };
+        let audit = operator_change(action, &op, &after, now);
+        let write = self.store.set_operator_disabled(id, disabled, now);
+        Ok(audit::change(audit, write).await?)
     }
 
     /// Replaces an operator's password (checked, hashed); its sessions end.
     pub async fn set_password(&self, id: OperatorId, password: &str) -> Result<(), AccountError> {
         let hash = hash_password(password).await?;
         let now = self.clock.now();
-        Ok(self.store.set_operator_password(id, &hash, now).await?)
+        let op = self.store.operator(id).await?;
+        let write = self.store.set_operator_password(id, &hash, now);
+        Ok(audit::change(password_change(&op, now), write).await?)
     }
 
     /// A one-time token that sets `id`'s password within [`RESET_TTL`] (the link a new
@@ -174,10 +199,15 @@ impl Accounts {
         let mut raw = [0u8; 32];
         rand::fill(&mut raw);
         let token: String = raw.iter().map(|b| format!("{b:02x}")).collect();
-        let expires = self.clock.now().plus(RESET_TTL);
-        self.store
-            .insert_password_reset(&token_hash(&token), op.id, expires)
-            .await?;
+        let now = self.clock.now();
+        let expires = now.plus(RESET_TTL);
+        let change = Change::new("operator.reset_link", "operator", now)
+            .object(id.get())
+            .merchant(op.merchant_id)
+            .after(&serde_json::json!({ "link_expires_at": expires }));
+        let hash = token_hash(&token);
+        let write = self.store.insert_password_reset(&hash, op.id, expires);
+        audit::change(change, write).await?;
         Ok(token)
     }
 
@@ -200,7 +230,22 @@ impl Accounts {
             return Err(AccountError::ResetInvalid);
         };
         let hash = hash_password(password).await?;
-        self.store.set_operator_password(id, &hash, now).await?;
+        let op = self.store.operator(id).await?;
+        // Whoever holds the link acts as the account it was made for.
+        let who = audit::Context {
+            who: Who::Operator {
+                id,
+                email: op.email.to_string(),
+            },
+            ..audit::current().unwrap_or_else(|| audit::Context {
+                who: Who::System("coupond".to_owned()),
+                request_id: None,
+                client: None,
+            })
+        };
+        let write = self.store.set_operator_password(id, &hash, now);
+        let change = password_change(&op, now);
+        audit::acting(who, audit::change(change, write)).await?;
         Ok(id)
     }
 
@@ -231,6 +276,31 @@ const UNKNOWN: &str =
 fn token_hash(token: &str) -> [u8; 32] {
     use sha2::Digest;
     sha2::Sha256::digest(token.as_bytes()).into()
+}
+
+/// The audit trail's change of operator `before` into `after`: its name, role and whether
+/// it is disabled, where they differ.
+fn operator_change(
+    action: &'static str,
+    before: &Operator,
+    after: &Operator,
+    now: Timestamp,
+) -> Change {
+    let state = |o: &Operator| serde_json::json!({"name": o.name, "role": o.role, "disabled": o.disabled_at.is_some()});
+    Change::new(action, "operator", now)
+        .object(before.id.get())
+        .merchant(before.merchant_id)
+        .before(&state(before))
+        .after(&state(after))
+        .only_differences()
+}
+
+/// A password set for `op` (never the password, nor its hash).
+fn password_change(op: &Operator, now: Timestamp) -> Change {
+    Change::new("operator.password", "operator", now)
+        .object(op.id.get())
+        .merchant(op.merchant_id)
+        .after(&serde_json::json!({ "password": "changed" }))
 }
 
 /// `password`, checked against the policy, as an argon2id PHC string.

@@ -1,12 +1,15 @@
 //! The workflows of merchants, activities and templates that every front door (the API, the
 //! console) calls after it has parsed and authorized a request: load, apply the domain's rules
-//! (`coupond_domain::lifecycle`, the patches' validation), write in one store transaction.
+//! (`coupond_domain::lifecycle`, the patches' validation), write in one store transaction,
+//! which records the change in the audit trail ([`coupond_store::audit`]) with the fields
+//! before and after.
 
 use coupond_domain::{
-    Activity, ActivityId, ActivityPatch, Actor, DomainError, Merchant, MerchantId, MerchantPatch,
-    Template, TemplateContext, TemplateDraft, TemplatePatch, TemplateSpec, TemplateStatus,
-    Timestamp, Validity,
+    Activity, ActivityId, ActivityPatch, ActivitySpec, Actor, DomainError, Merchant, MerchantDraft,
+    MerchantId, MerchantPatch, Template, TemplateContext, TemplateDraft, TemplatePatch,
+    TemplateSpec, TemplateStatus, Timestamp, Validity,
 };
+use coupond_store::audit::{self, Change};
 use coupond_store::{Conflict, NewTemplate, Store, StoreError, TemplateEdit};
 use time::Duration;
 
@@ -27,10 +30,39 @@ pub async fn edit_merchant(
     store: &dyn Store,
     id: MerchantId,
     patch: MerchantPatch,
+    now: Timestamp,
 ) -> Result<Merchant, CampaignError> {
     let m = store.merchant(id).await?;
     let draft = patch.apply(&m)?;
-    Ok(store.update_merchant(id, &m.draft(), &draft).await?)
+    let old = m.draft();
+    let change = Change::new("merchant.update", "merchant", now)
+        .object(id.get())
+        .merchant(Some(id))
+        .before(&old)
+        .after(&draft)
+        .only_differences();
+    let write = store.update_merchant(id, &old, &draft);
+    Ok(audit::change(change, write).await?)
+}
+
+/// Creates a merchant.
+pub async fn create_merchant(
+    store: &dyn Store,
+    draft: &MerchantDraft,
+    now: Timestamp,
+) -> Result<Merchant, CampaignError> {
+    let change = Change::new("merchant.create", "merchant", now).after(draft);
+    Ok(audit::change(change, store.insert_merchant(draft, now)).await?)
+}
+
+/// Creates an activity.
+pub async fn create_activity(
+    store: &dyn Store,
+    spec: &ActivitySpec,
+    now: Timestamp,
+) -> Result<Activity, CampaignError> {
+    let change = Change::new("activity.create", "activity", now).after(spec);
+    Ok(audit::change(change, store.insert_activity(spec, now)).await?)
 }
 
 /// Edits an activity while it is scheduled or enrolling. Its live templates must still fit
@@ -51,10 +83,13 @@ pub async fn edit_activity(
         ..a.clone()
     };
     let following = patched.rebase_enrolled(&store.activity_templates(id).await?)?;
-    let updated = store
-        .update_activity(id, a.version, a.enrollment_seq, &spec, &following, now)
-        .await?;
-    Ok(updated)
+    let change = Change::new("activity.update", "activity", now)
+        .object(id.get())
+        .before(&a.spec)
+        .after(&spec)
+        .only_differences();
+    let write = store.update_activity(id, a.version, a.enrollment_seq, &spec, &following, now);
+    Ok(audit::change(change, write).await?)
 }
 
 /// Aborts an activity and every template in it, until it ends. Final.
@@ -66,7 +101,11 @@ pub async fn abort_activity(
 ) -> Result<Activity, CampaignError> {
     let a = store.activity(id).await?;
     a.check_abortable(now, freeze)?;
-    Ok(store.abort_activity(id, a.version, now).await?)
+    let change = Change::new("activity.abort", "activity", now)
+        .object(id.get())
+        .before(&serde_json::json!({"status": a.status(now, freeze)}))
+        .after(&serde_json::json!({"status": "aborted"}));
+    Ok(audit::change(change, store.abort_activity(id, a.version, now)).await?)
 }
 
 /// How often creating a template retries when its enrolling activity changed between read
@@ -100,7 +139,10 @@ pub async fn create_template(
             spec: &spec,
             activity_version: activity.as_ref().map(|a| a.version),
         };
-        match store.insert_template(&new, now).await {
+        let change = Change::new("template.create", "template", now)
+            .merchant(new.merchant_id)
+            .after(&spec.draft());
+        match audit::change(change, store.insert_template(&new, now)).await {
             Ok(t) => return Ok(t),
             Err(StoreError::Conflict(Conflict::Version)) if attempt < CREATE_ATTEMPTS => {
                 if let Some(a) = &activity {
@@ -152,10 +194,12 @@ pub async fn edit_template(
         changes: &changes,
         coupons_until,
     };
-    let updated = store
-        .update_template(t.id, t.version, activity_version, &spec, Some(edit), now)
-        .await?;
-    Ok(updated)
+    let change = template_change("template.update", t, now)
+        .before(&t.spec.draft())
+        .after(&spec.draft())
+        .only_differences();
+    let write = store.update_template(t.id, t.version, activity_version, &spec, Some(edit), now);
+    Ok(audit::change(change, write).await?)
 }
 
 /// `{"field": {"from": .., "to": ..}}` for each term that differs between `old` and `new`.
@@ -186,7 +230,26 @@ pub async fn publish_template(
     now: Timestamp,
 ) -> Result<Template, CampaignError> {
     t.check_publishable(now)?;
-    Ok(store.publish_template(t.id, t.version, now).await?)
+    let published = Template {
+        published_at: Some(now),
+        ..t.clone()
+    };
+    let change = status_change("template.publish", t, &published, now);
+    Ok(audit::change(change, store.publish_template(t.id, t.version, now)).await?)
+}
+
+/// The audit trail's change of template `t` by `action`, before its fields are added.
+fn template_change(action: &'static str, t: &Template, now: Timestamp) -> Change {
+    Change::new(action, "template", now)
+        .object(t.id.get())
+        .merchant(t.merchant_id)
+}
+
+/// A change of template `t`'s status to `after`'s, at `now`.
+fn status_change(action: &'static str, t: &Template, after: &Template, now: Timestamp) -> Change {
+    template_change(action, t, now)
+        .before(&serde_json::json!({"status": t.status(now).as_str()}))
+        .after(&serde_json::json!({"status": after.status(now).as_str()}))
 }
 
 /// Aborts a template. `by_merchant`: the request comes from its merchant, who may not stop
@@ -203,5 +266,10 @@ pub async fn abort_template(
         _ => None,
     };
     t.check_abortable(now, merchant_activity)?;
-    Ok(store.abort_template(t.id, t.version, now).await?)
+    let aborted = Template {
+        aborted_at: Some(now),
+        ..t.clone()
+    };
+    let change = status_change("template.abort", t, &aborted, now);
+    Ok(audit::change(change, store.abort_template(t.id, t.version, now)).await?)
 }

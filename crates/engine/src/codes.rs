@@ -14,7 +14,8 @@ use std::time::Duration;
 
 use coupond_domain::codes::{with_check, ALPHABET};
 use coupond_domain::queue::check_queue;
-use coupond_domain::{CodeBatchSpec, Template, Timestamp};
+use coupond_domain::{CodeBatchSpec, SharedCode, Template, Timestamp};
+use coupond_store::audit::{self, Change};
 use coupond_store::{owner_key, CodeBatch, Store, StoreResult};
 use rand::Rng;
 use tokio::sync::Notify;
@@ -36,7 +37,32 @@ pub async fn start_batch(
 ) -> Result<CodeBatch, CampaignError> {
     let queued = store.queued_codes(owner_key(t.merchant_id)).await?;
     check_queue("codes", queued, i64::from(spec.count()), max_queued)?;
-    Ok(store.insert_code_batch(t.id, spec, now).await?)
+    let change = Change::new("code_batch.create", "code_batch", now)
+        .merchant(t.merchant_id)
+        .after(&serde_json::json!({ "template_id": t.id, "count": spec.count() }));
+    Ok(audit::change(change, store.insert_code_batch(t.id, spec, now)).await?)
+}
+
+/// Sets template `t`'s shared code, or removes it (`None`); coupons redeemed with an old
+/// code stay. A code another template uses is the store's `Conflict::Unique`.
+pub async fn set_shared_code(
+    store: &dyn Store,
+    t: &Template,
+    code: Option<&SharedCode>,
+    now: Timestamp,
+) -> StoreResult<()> {
+    let (action, after) = match code {
+        Some(c) => (
+            "template.set_code",
+            serde_json::json!({ "code": c.as_str() }),
+        ),
+        None => ("template.remove_code", serde_json::json!({ "code": null })),
+    };
+    let change = Change::new(action, "template", now)
+        .object(t.id.get())
+        .merchant(t.merchant_id)
+        .after(&after);
+    audit::change(change, store.set_shared_code(t.id, code)).await
 }
 
 /// Most codes added per transaction (the [`Pacer`] may take fewer).

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use coupond_domain::queue::check_queue;
 use coupond_domain::{DomainError, Template, Timestamp, UserId};
+use coupond_store::audit::{self, Change};
 use coupond_store::{owner_key, Issuance, IssuanceState, NewIssuance, Store, StoreResult};
 use tokio::sync::Notify;
 
@@ -45,7 +46,10 @@ pub async fn start_job(
         .queued_issuance_users(owner_key(t.merchant_id))
         .await?;
     check_queue("users", queued, new.users.len() as i64, max_queued)?;
-    let (job, created) = store.insert_issuance(new, now).await?;
+    let change = Change::new("issuance.create", "issuance", now)
+        .merchant(t.merchant_id)
+        .after(&serde_json::json!({ "template_id": t.id, "users": new.users.len() }));
+    let (job, created) = audit::change(change, store.insert_issuance(new, now)).await?;
     if !created && job.key_fingerprint != new.key.map(|k| k.fingerprint) {
         return Err(DomainError::invalid(
             "Idempotency-Key",

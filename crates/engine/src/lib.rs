@@ -7,6 +7,8 @@
 //!   which part was wrong.
 //! - [`campaigns`]: the workflows of merchants, activities and templates (edit, publish,
 //!   abort) every front door calls, applying the domain's state rules before one store transaction.
+//! - [`catalog`]: the workflows of merchants' listings (create, change, bind and unbind
+//!   templates, delete), each one store transaction recording its change in the audit trail.
 //! - [`claims`]: [`ClaimEngine`], per-template group commit of claims: all claims waiting for
 //!   a template are committed in one transaction and each caller is answered after the commit.
 //! - [`checkout`]: [`Checkout`] (quotes; lock, confirm and cancel of an order's coupons with
@@ -49,6 +51,7 @@
 
 pub mod accounts;
 pub mod campaigns;
+pub mod catalog;
 pub mod checkout;
 mod claim_errors;
 pub mod claims;

@@ -8,6 +8,7 @@ use coupond_domain::{
     Actor, Coupon, CouponId, CouponStatus, DomainError, Note, OrderId, Template, TemplateStatus,
     Timestamp,
 };
+use coupond_store::audit::{self, Change};
 use coupond_store::checkout::OrderRecord;
 use coupond_store::{Deleted, Refund, RefundRequest, RefundStep, RevokeStep, Store};
 
@@ -26,7 +27,15 @@ pub async fn revoke_coupon(
     actor: &Actor,
     now: Timestamp,
 ) -> Result<Coupon, CampaignError> {
-    match store.revoke_coupon(id, reason.as_str(), actor, now).await? {
+    let before = store.coupon(id).await?;
+    let merchant = store.template(before.template_id).await?.merchant_id;
+    let change = Change::new("coupon.revoke", "coupon", now)
+        .object(id.get())
+        .merchant(merchant)
+        .before(&serde_json::json!({"status": before.status(now).as_str()}))
+        .after(&serde_json::json!({"status": "revoked", "reason": reason.as_str()}));
+    let write = store.revoke_coupon(id, reason.as_str(), actor, now);
+    match audit::change(change, write).await? {
         RevokeStep::Done(c) | RevokeStep::Already(c) => Ok(c),
         RevokeStep::WrongState(c) if c.status(now) == CouponStatus::Used => {
             Err(DomainError::state(
@@ -128,7 +137,11 @@ pub async fn delete_template(
     if t.status(now) != TemplateStatus::Draft {
         return Err(not_draft().into());
     }
-    match store.delete_template(t.id).await? {
+    let change = Change::new("template.delete", "template", now)
+        .object(t.id.get())
+        .merchant(t.merchant_id)
+        .before(&t.spec.draft());
+    match audit::change(change, store.delete_template(t.id)).await? {
         Deleted::Done => Ok(()),
         Deleted::InUse => Err(not_draft().into()),
     }

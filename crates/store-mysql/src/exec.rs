@@ -161,7 +161,9 @@ impl Exec for MysqlTx {
 
 #[async_trait]
 impl Tx for MysqlTx {
-    async fn commit(self: Box<Self>) -> StoreResult<()> {
+    /// Inserts the audit trail's pending changes first, so they commit with the change.
+    async fn commit(mut self: Box<Self>) -> StoreResult<()> {
+        coupond_store_sql::audit::flush(&mut *self).await?;
         self.0.commit().await.map_err(db_err)
     }
 

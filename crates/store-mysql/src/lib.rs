@@ -41,6 +41,7 @@ coupond_store_sql::impl_catalog_store!(MysqlStore);
 coupond_store_sql::impl_code_store!(MysqlStore);
 coupond_store_sql::impl_admin_store!(MysqlStore);
 coupond_store_sql::impl_operator_store!(MysqlStore);
+coupond_store_sql::impl_audit_store!(MysqlStore);
 coupond_store_sql::impl_report_store!(MysqlStore);
 coupond_store_sql::impl_inspect_store!(MysqlStore);
 coupond_store_sql::impl_idempotency_store!(MysqlStore);

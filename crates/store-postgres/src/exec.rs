@@ -155,7 +155,9 @@ impl Exec for PgTx {
 
 #[async_trait]
 impl Tx for PgTx {
-    async fn commit(self: Box<Self>) -> StoreResult<()> {
+    /// Inserts the audit trail's pending changes first, so they commit with the change.
+    async fn commit(mut self: Box<Self>) -> StoreResult<()> {
+        coupond_store_sql::audit::flush(&mut *self).await?;
         self.0.commit().await.map_err(db_err)
     }
 

@@ -96,10 +96,14 @@ pub trait Db: Send + Sync {
     }
 
     /// As [`Db::write`], for a statement that returns one row (`RETURNING`); that row,
-    /// [`StoreError::NotFound`] (and nothing written) if none.
+    /// [`StoreError::NotFound`] (and nothing written) if none. A row with an `id` names the
+    /// object of a pending audit change that does not name one yet (an insert's new row).
     async fn write_one(&self, q: Query) -> StoreResult<Row> {
         let mut tx = self.begin(Work::Request).await?;
         let row = tx.fetch_one(q).await?;
+        if row.has("id") {
+            coupond_store::audit::created(row.i64("id")?);
+        }
         tx.commit().await?;
         Ok(row)
     }

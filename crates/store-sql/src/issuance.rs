@@ -72,9 +72,13 @@ pub(crate) async fn insert_once<T>(
     let mut tx = db.begin(Work::Request).await?;
     let inserted = tx.fetch_optional(insert).await?;
     let out = match (inserted, key) {
-        (Some(r), _) => (row(&r)?, true),
-        // The key made a row already: that row, unchanged.
+        (Some(r), _) => {
+            coupond_store::audit::created(r.i64("id")?);
+            (row(&r)?, true)
+        }
+        // The key made a row already: that row, unchanged (and no change to record).
         (None, Some(key)) => {
+            coupond_store::audit::discard();
             let q = sql(format!(
                 "SELECT {cols} FROM {table} WHERE idempotency_key = $1"
             ))

@@ -18,6 +18,9 @@
 //! - `operators`: [`OperatorStore`](coupond_store::OperatorStore)
 //!   ([`impl_operator_store!`]): operator accounts and password resets; disabling an operator
 //!   or setting its password ends its console sessions.
+//! - `audit`: [`AuditStore`](coupond_store::AuditStore) ([`impl_audit_store!`]): the trail's
+//!   read, and [`audit::flush`], which each backend's `Tx::commit` runs to insert the changes
+//!   pending in its task in the same transaction.
 //! - `reports`: [`ReportStore`](coupond_store::ReportStore) ([`impl_report_store!`]): stats,
 //!   reconciliation and the invariant audit's shared checks.
 //! - `standing`: how templates stand now, counted in the database (part of `ReportStore`).
@@ -57,6 +60,7 @@
 #![forbid(unsafe_code)]
 
 pub mod admin;
+pub mod audit;
 pub mod campaigns;
 pub mod catalog;
 pub mod checkout;

@@ -40,6 +40,7 @@ pub async fn insert_webhook(
         .fetch_optional(q)
         .await?
         .ok_or(StoreError::Conflict(Conflict::Limit))?;
+    coupond_store::audit::created(row.i64("id")?);
     tx.commit().await?;
     webhook_row(&row)
 }

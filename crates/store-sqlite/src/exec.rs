@@ -136,7 +136,9 @@ impl Exec for SqliteTx<'_> {
 
 #[async_trait]
 impl Tx for SqliteTx<'_> {
-    async fn commit(self: Box<Self>) -> StoreResult<()> {
+    /// Inserts the audit trail's pending changes first, so they commit with the change.
+    async fn commit(mut self: Box<Self>) -> StoreResult<()> {
+        coupond_store_sql::audit::flush(&mut *self).await?;
         self.tx.commit().await.map_err(db_err)
     }
 

@@ -13,7 +13,8 @@
 //!   [`IdempotencyStore`]), [`codes`] ([`CodeStore`]), [`scheduling`] ([`OutboxStore`],
 //!   [`SchedulerStore`], [`InboxStore`]), [`issuance`] ([`IssuanceStore`]), [`webhooks`]
 //!   ([`WebhookStore`]), [`operators`] ([`OperatorStore`]: operator accounts and password
-//!   resets).
+//!   resets), [`audit`] ([`AuditStore`]: the trail of who changed what, written by each
+//!   change's own transaction).
 //! - [`error`]: [`StoreError`], deliberately small: `NotFound`, `Conflict`, `Unavailable`,
 //!   `Other`. The API turns it into HTTP in one place.
 //! - [`model`]: records that exist only in storage (API keys, queries, pages).
@@ -35,6 +36,7 @@
 #![forbid(unsafe_code)]
 
 pub mod admin;
+pub mod audit;
 pub mod catalog;
 pub mod checkout;
 pub mod claims;
@@ -56,6 +58,7 @@ pub mod testing;
 pub mod webhooks;
 
 pub use admin::{AdminStore, InspectStore, ReportStore, SpecOf};
+pub use audit::AuditStore;
 pub use catalog::{CampaignStore, CatalogStore};
 pub use checkout::{
     CheckoutStore, IdempotencyStart, IdempotencyStore, LockOutcome, LockPlan, LockRefusal,
@@ -113,6 +116,7 @@ pub trait Store:
     + WebhookStore
     + ReportStore
     + OperatorStore
+    + AuditStore
     + std::fmt::Debug
     + 'static
 {
@@ -135,6 +139,7 @@ impl<T> Store for T where
         + WebhookStore
         + ReportStore
         + OperatorStore
+        + AuditStore
         + std::fmt::Debug
         + 'static
 {
@@ -144,9 +149,10 @@ impl<T> Store for T where
 /// store method on an `Arc<dyn Store>` without naming the trait that declares it.
 pub mod prelude {
     pub use crate::{
-        AdminStore as _, CampaignStore as _, CatalogStore as _, CheckoutStore as _,
-        ClaimStore as _, CodeStore as _, IdempotencyStore as _, InboxStore as _, InspectStore as _,
-        IssuanceStore as _, LifecycleStore as _, OperatorStore as _, OutboxStore as _,
-        ReportStore as _, SchedulerStore as _, TagStore as _, WebhookStore as _,
+        AdminStore as _, AuditStore as _, CampaignStore as _, CatalogStore as _,
+        CheckoutStore as _, ClaimStore as _, CodeStore as _, IdempotencyStore as _,
+        InboxStore as _, InspectStore as _, IssuanceStore as _, LifecycleStore as _,
+        OperatorStore as _, OutboxStore as _, ReportStore as _, SchedulerStore as _, TagStore as _,
+        WebhookStore as _,
     };
 }

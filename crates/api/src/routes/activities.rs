@@ -54,7 +54,7 @@ pub async fn create(
 ) -> ApiResult<(StatusCode, Json<ActivityView>)> {
     let spec = ActivitySpec::try_from(draft)?;
     let now = s.now();
-    let a = s.store().insert_activity(&spec, now).await?;
+    let a = campaigns::create_activity(s.store(), &spec, now).await?;
     Ok((StatusCode::CREATED, Json(view(&s, a, now))))
 }
 

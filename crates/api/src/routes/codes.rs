@@ -8,7 +8,7 @@ use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use coupond_domain::codes::TypedCode;
 use coupond_domain::{CodeBatchDraft, CodeBatchSpec, CsvWriter, SharedCode, Template, TemplateId};
-use coupond_engine::{redemption, ClaimAsk};
+use coupond_engine::{codes, redemption, ClaimAsk};
 use coupond_store::Conflict;
 use coupond_store::{CodeBatch, StoreError};
 use serde::Deserialize;
@@ -63,8 +63,8 @@ pub async fn set_shared(
         s.code_set_limits().check(&m)?;
     }
     let code = SharedCode::parse(&body.code)?;
-    load_open(&s, &p, id).await?;
-    match s.store().set_shared_code(id, Some(&code)).await {
+    let t = load_open(&s, &p, id).await?;
+    match codes::set_shared_code(s.store(), &t, Some(&code), s.now()).await {
         Err(StoreError::Conflict(Conflict::Unique)) => Err(ApiError::conflict(
             "code_taken",
             "another template uses this code; choose another",
@@ -105,8 +105,8 @@ pub async fn remove_shared(
     State(s): State<AppState>,
     ApiPath(id): ApiPath<TemplateId>,
 ) -> ApiResult<StatusCode> {
-    load_open(&s, &p, id).await?;
-    s.store().set_shared_code(id, None).await?;
+    let t = load_open(&s, &p, id).await?;
+    codes::set_shared_code(s.store(), &t, None, s.now()).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

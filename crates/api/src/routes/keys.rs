@@ -9,6 +9,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use coupond_domain::{MerchantId, Note, Timestamp};
+use coupond_store::audit::{self, Change};
 use coupond_store::{ApiKey, StoreError};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -144,7 +145,12 @@ pub async fn revoke(
     if !owned {
         return Err(ApiError::NotFound);
     }
-    let key = match s.store().revoke_api_key(path.key_id, s.now()).await {
+    let change = Change::new("api_key.revoke", "api_key", s.now())
+        .object(path.key_id)
+        .merchant(Some(path.id))
+        .after(&serde_json::json!({ "revoked": true }));
+    let write = s.store().revoke_api_key(path.key_id, s.now());
+    let key = match audit::change(change, write).await {
         Ok(k) => k,
         Err(StoreError::NotFound) => return Err(ApiError::NotFound),
         Err(e) => return Err(e.into()),

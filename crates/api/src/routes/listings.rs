@@ -11,6 +11,7 @@ use coupond_domain::{
     ActivityId, CategoryId, CityId, CouponKind, Listing, ListingDraft, ListingId, ListingPatch,
     TemplateId, Timestamp,
 };
+use coupond_engine::{catalog, CampaignError};
 use coupond_store::{ListingQuery, StoreError};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -73,12 +74,11 @@ pub async fn create(
     ApiJson(draft): ApiJson<ListingDraft>,
 ) -> ApiResult<(StatusCode, Json<ListingView>)> {
     let merchant = p.merchant().ok_or(ApiError::Forbidden)?;
-    draft.validate(&s.store().merchant(merchant).await?)?;
-    let l = s
-        .store()
-        .insert_listing(merchant, &draft, s.now())
-        .await
-        .map_err(external_id_taken)?;
+    let merchant = s.store().merchant(merchant).await?;
+    let l = match catalog::create_listing(s.store(), &merchant, &draft, s.now()).await {
+        Err(CampaignError::Store(e)) => return Err(external_id_taken(e)),
+        done => done?,
+    };
     Ok((StatusCode::CREATED, Json(ListingView::new(l, Vec::new()))))
 }
 
@@ -112,9 +112,7 @@ pub async fn update(
     let l = load_visible(&s, &p, id).await?;
     let draft = patch.apply(&l.draft, &s.store().merchant(l.merchant_id).await?)?;
     let now = s.now();
-    let updated = s
-        .store()
-        .update_listing(id, &draft, now)
+    let updated = catalog::update_listing(s.store(), &l, &draft, now)
         .await
         .map_err(external_id_taken)?;
     let mut views = with_coupons(&s, vec![updated], now).await?;
@@ -227,11 +225,10 @@ pub async fn bind(
         return Err(ApiError::NotFound);
     }
     let now = s.now();
-    template.check_bindable(now)?;
     let max = s.settings().max_bindings_per_listing;
-    let created = match s.store().bind(listing.id, template.id, max, now).await {
+    let created = match catalog::bind(s.store(), &listing, &template, max, now).await {
         Ok(created) => created,
-        Err(StoreError::Conflict(Conflict::Limit)) => {
+        Err(CampaignError::Store(StoreError::Conflict(Conflict::Limit))) => {
             return Err(ApiError::conflict(
                 "binding_limit",
                 format!("a listing holds at most {max} templates; unbind one first"),
@@ -271,7 +268,7 @@ pub async fn unbind(
     if template.merchant_id != Some(listing.merchant_id) {
         return Err(ApiError::NotFound);
     }
-    s.store().unbind(listing.id, template.id).await?;
+    catalog::unbind(s.store(), &listing, &template, s.now()).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -288,6 +285,6 @@ pub async fn remove(
     ApiPath(id): ApiPath<ListingId>,
 ) -> ApiResult<StatusCode> {
     let listing = load_visible(&s, &p, id).await?;
-    s.store().delete_listing(listing.id).await?;
+    catalog::delete_listing(s.store(), &listing, s.now()).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -28,7 +28,7 @@ pub async fn create(
     ApiJson(draft): ApiJson<MerchantDraft>,
 ) -> ApiResult<(StatusCode, Json<Merchant>)> {
     draft.validate()?;
-    let m = s.store().insert_merchant(&draft, s.now()).await?;
+    let m = campaigns::create_merchant(s.store(), &draft, s.now()).await?;
     Ok((StatusCode::CREATED, Json(m)))
 }
 
@@ -105,5 +105,7 @@ pub async fn update(
     ApiPath(id): ApiPath<MerchantId>,
     ApiJson(patch): ApiJson<MerchantPatch>,
 ) -> ApiResult<Json<Merchant>> {
-    Ok(Json(campaigns::edit_merchant(s.store(), id, patch).await?))
+    Ok(Json(
+        campaigns::edit_merchant(s.store(), id, patch, s.now()).await?,
+    ))
 }

@@ -2,6 +2,7 @@
 //! resource, handlers named by action.
 
 pub mod activities;
+pub mod audit;
 pub mod checkout;
 pub mod claims;
 pub mod codes;
@@ -157,6 +158,12 @@ fn merchant_and_activity_routes() -> Vec<Route> {
             "/v1/operators/{id}",
             PLATFORM_MERCHANT,
             patch(operators::update),
+        ),
+        r(
+            Method::GET,
+            "/v1/audit",
+            PLATFORM_MERCHANT,
+            get(audit::list),
         ),
         r(
             Method::POST,
@@ -358,12 +365,14 @@ pub fn route_table() -> Vec<RouteSpec> {
 }
 
 /// What a route does, as operators' roles tell them apart ([`OperatorRole::may`]): reading,
-/// except people and keys (admin); changing people, keys, merchants, webhooks and shared tags
+/// except people, keys and the audit trail (admin); changing people, keys, merchants, webhooks and shared tags
 /// (admin); revoking a coupon (support); every other change is running campaigns.
 ///
 /// [`OperatorRole::may`]: coupond_domain::OperatorRole::may
 pub fn area_of(method: &Method, path: &str) -> Area {
-    let admin = path.starts_with("/v1/operators") || path.contains("/keys");
+    let admin = path.starts_with("/v1/operators")
+        || path.contains("/keys")
+        || path.starts_with("/v1/audit");
     if method == Method::GET || method == Method::HEAD {
         return if admin { Area::Admin } else { Area::Read };
     }

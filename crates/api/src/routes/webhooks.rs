@@ -9,6 +9,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use coupond_domain::{MerchantId, Timestamp};
 use coupond_engine::webhooks::TargetError;
+use coupond_store::audit::{self, Change};
 use coupond_store::events::kind;
 use coupond_store::Conflict;
 use coupond_store::{Delivery, DeliveryState, NewWebhook, StoreError, Webhook};
@@ -129,29 +130,29 @@ pub async fn create(
         "whsec_{}",
         URL_SAFE_NO_PAD.encode(rand::random::<[u8; 32]>())
     );
-    let w = s
+    let new = NewWebhook {
+        merchant_id: p.merchant(),
+        url: &url,
+        secret: &secret,
+        event_types: &body.event_types,
+    };
+    // The secret is never recorded.
+    let change = Change::new("webhook.create", "webhook", s.now())
+        .merchant(p.merchant())
+        .after(&serde_json::json!({ "url": url.as_str(), "event_types": body.event_types }));
+    let write = s
         .store()
-        .insert_webhook(
-            &NewWebhook {
-                merchant_id: p.merchant(),
-                url: &url,
-                secret: &secret,
-                event_types: &body.event_types,
-            },
-            s.settings().max_webhooks_per_owner,
-            s.now(),
-        )
-        .await
-        .map_err(|e| match e {
-            StoreError::Conflict(Conflict::Limit) => ApiError::conflict(
-                "webhook_limit",
-                format!(
-                    "at most {} enabled webhooks per owner; disable one first",
-                    s.settings().max_webhooks_per_owner
-                ),
+        .insert_webhook(&new, s.settings().max_webhooks_per_owner, s.now());
+    let w = audit::change(change, write).await.map_err(|e| match e {
+        StoreError::Conflict(Conflict::Limit) => ApiError::conflict(
+            "webhook_limit",
+            format!(
+                "at most {} enabled webhooks per owner; disable one first",
+                s.settings().max_webhooks_per_owner
             ),
-            e => e.into(),
-        })?;
+        ),
+        e => e.into(),
+    })?;
     // A replay must not hand the secret out again, nor keep it in the idempotency table.
     let replay = ReplayAs::json(&WebhookView::new(w.clone(), false));
     let mut res = (StatusCode::CREATED, Json(WebhookView::new(w, true))).into_response();
@@ -210,8 +211,12 @@ pub async fn disable(
     State(s): State<AppState>,
     ApiPath(id): ApiPath<i64>,
 ) -> ApiResult<Json<WebhookView>> {
-    load(&s, &p, id).await?;
-    let w = s.store().disable_webhook(id, s.now()).await?;
+    let before = load(&s, &p, id).await?;
+    let change = Change::new("webhook.disable", "webhook", s.now())
+        .object(id)
+        .merchant(before.merchant_id)
+        .after(&serde_json::json!({ "disabled": true }));
+    let w = audit::change(change, s.store().disable_webhook(id, s.now())).await?;
     Ok(Json(WebhookView::new(w, false)))
 }
 

@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod abuse;
+mod audit;
 mod checkout;
 mod checkout_guards;
 mod checkout_races;

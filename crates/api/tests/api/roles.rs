@@ -29,6 +29,7 @@ fn expected() -> Vec<(Method, &'static str, Vec<Role>)> {
             vec![P],
         ),
         (Method::GET, "/v1/operators", vec![P, M]),
+        (Method::GET, "/v1/audit", vec![P, M]),
         (Method::POST, "/v1/operators", vec![P, M]),
         (Method::PATCH, "/v1/operators/{id}", vec![P, M]),
         (Method::POST, "/v1/activities", vec![P]),

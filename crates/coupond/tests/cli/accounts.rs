@@ -15,6 +15,8 @@ fn operators(db: &str, args: &[&str], stdin: &str) -> Output {
         .args(["--database", db, "operators"])
         .args(args)
         .env_remove("COUPOND_DATABASE_URL")
+        // The audit trail names command-line changes by the system user who ran them.
+        .env("USER", "deploy-bot")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -141,4 +143,50 @@ fn the_first_admin_is_added_and_a_leaver_disabled_from_the_command_line() {
     assert!(list.contains("ada@example.com\tadmin\tenabled\t"), "{list}");
     let nobody = ["disable", "nobody@example.com"];
     assert!(refused(operators(&db, &nobody, "")).contains("no operator"));
+
+    // Each change is in the audit trail as the command line's, by the system user, with the
+    // fields before and after; refused commands left nothing.
+    let trail = audit_trail(&db);
+    let actions: Vec<&str> = trail.iter().map(|e| e.1.as_str()).collect();
+    assert_eq!(
+        actions,
+        [
+            "operator.create",
+            "operator.create",
+            "operator.reset_link",
+            "operator.reset_link",
+            "operator.disable",
+            "operator.enable"
+        ],
+        "{trail:?}"
+    );
+    assert!(trail.iter().all(|e| e.0 == "cli:deploy-bot"), "{trail:?}");
+    let disable = &trail[4];
+    assert_eq!(disable.2, r#"{"disabled":false}"#, "{trail:?}");
+    assert_eq!(disable.3, r#"{"disabled":true}"#, "{trail:?}");
+    assert!(
+        trail.iter().all(|e| !e.3.contains("argon2")),
+        "no password hash is recorded: {trail:?}"
+    );
+}
+
+/// The audit trail of the SQLite database `db`, oldest first: actor, action, before, after.
+fn audit_trail(db: &str) -> Vec<(String, String, String, String)> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let pool = sqlx::SqlitePool::connect(db).await.unwrap();
+        let rows: Vec<(String, String, Option<String>, Option<String>)> = sqlx::query_as(
+            "SELECT actor, action, before_json, after_json FROM audit_log ORDER BY id",
+        )
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+        pool.close().await;
+        rows.into_iter()
+            .map(|(a, b, c, d)| (a, b, c.unwrap_or_default(), d.unwrap_or_default()))
+            .collect()
+    })
 }

@@ -33,6 +33,7 @@ pub async fn insert_template(
         bump_enrollment(&mut *tx, activity, t.activity_version).await?;
     }
     let template = template_row(&tx.fetch_one(q).await?)?;
+    coupond_store::audit::created(template.id.get());
     db.template_stock(&mut *tx, template.id.get(), spec.total_stock)
         .await?;
     crate::tags::write_template_tags(&mut *tx, template.id, spec).await?;

@@ -1,0 +1,180 @@
+//! The audit trail (`GET /v1/audit`): a change made with an API key or by an operator account
+//! is recorded as theirs, with the fields before and after; a refused change records nothing;
+//! a merchant reads only its own merchant's entries; no route changes the trail.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{header, Method, Request, StatusCode};
+use coupond_api::auth::Caller;
+use coupond_domain::{Email, OperatorDraft, OperatorId, OperatorRole};
+use coupond_engine::accounts::Accounts;
+use http_body_util::BodyExt;
+use serde_json::{json, Value};
+use tower::ServiceExt;
+
+use crate::support::*;
+
+/// `method path` with `body` as operator `id` (as the console calls the API).
+async fn as_operator(
+    app: &TestApp,
+    id: OperatorId,
+    method: Method,
+    path: &str,
+    body: Value,
+) -> Reply {
+    let req = Request::builder()
+        .method(method)
+        .uri(path)
+        .extension(Caller::Operator(id))
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(body.to_string()))
+        .unwrap();
+    app.send(req).await
+}
+
+async fn operator(app: &TestApp, email: &str, role: OperatorRole) -> OperatorId {
+    let accounts = Accounts::new(app.store.clone(), Arc::new(app.clock.clone()));
+    let merchant = (!role.is_platform()).then_some(app.merchants[0].0);
+    let draft = OperatorDraft::new(Email::parse(email).unwrap(), "Op".into(), role, merchant);
+    accounts.add(&draft.unwrap(), None).await.unwrap().id
+}
+
+fn entries(r: &Reply) -> Vec<Value> {
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    r.body["items"].as_array().unwrap().clone()
+}
+
+#[tokio::test]
+async fn changes_name_their_key_or_person_with_before_and_after() {
+    let app = TestApp::new().await;
+    // A merchant's key creates and edits a draft.
+    let made = app
+        .post("/v1/templates", app.m1(), standalone_template(24, 48))
+        .await;
+    assert_eq!(made.status, StatusCode::CREATED, "{}", made.body);
+    let id = made.body["id"].as_i64().unwrap();
+    let path = format!("/v1/templates/{id}");
+    let r = app
+        .patch(&path, app.m1(), json!({"title": "Spring sale"}))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    // A refused edit records nothing.
+    let r = app.patch(&path, app.m1(), json!({"total_stock": -1})).await;
+    assert!(r.status.is_client_error(), "{}", r.body);
+    // A person of the same merchant publishes it.
+    let ada = operator(&app, "ada@example.com", OperatorRole::Staff).await;
+    let publish = format!("{path}/publish");
+    let r = as_operator(&app, ada, Method::POST, &publish, json!({})).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+
+    let object = format!("/v1/audit?object=template:{id}");
+    let trail = entries(&app.get(&object, &app.platform).await);
+    let actions: Vec<&str> = trail
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        actions,
+        ["template.publish", "template.update", "template.create"],
+        "newest first: {trail:?}"
+    );
+    let (publish, update, create) = (&trail[0], &trail[1], &trail[2]);
+    assert_eq!(publish["actor"], format!("operator:{ada}"));
+    assert_eq!(publish["actor_name"], "ada@example.com");
+    assert_eq!(publish["before"], json!({"status": "draft"}));
+    assert_eq!(publish["after"], json!({"status": "scheduled"}));
+    assert!(
+        update["actor"].as_str().unwrap().starts_with("key:"),
+        "{update}"
+    );
+    assert_eq!(update["before"], json!({"title": "10% off, at most 50"}));
+    assert_eq!(update["after"], json!({"title": "Spring sale"}));
+    assert_eq!(create["after"]["total_stock"], 10, "{create}");
+    assert_eq!(create["merchant_id"], app.merchants[0].0.get());
+
+    // By person: the email or the actor finds the same entry.
+    let by_email = entries(
+        &app.get("/v1/audit?actor=ada@example.com", &app.platform)
+            .await,
+    );
+    assert_eq!(by_email.len(), 1, "{by_email:?}");
+    let by_actor = format!("/v1/audit?actor=operator:{ada}");
+    assert_eq!(entries(&app.get(&by_actor, &app.platform).await), by_email);
+
+    // The other merchant reads none of it; the owning merchant reads it all.
+    assert!(entries(&app.get(&object, app.m2()).await).is_empty());
+    assert_eq!(entries(&app.get(&object, app.m1()).await).len(), 3);
+}
+
+#[tokio::test]
+async fn the_trail_pages_newest_first_and_answers_csv() {
+    let app = TestApp::new().await;
+    for i in 0..3 {
+        let body = json!({"name": format!("M{i}"), "short_name": format!("m{i}"), "cities": [1]});
+        let r = app.post("/v1/merchants", &app.platform, body).await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    }
+    let first = app.get("/v1/audit?limit=2", &app.platform).await;
+    let page = entries(&first);
+    assert_eq!(page.len(), 2);
+    assert_eq!(page[0]["after"]["name"], "M2");
+    let cursor = first.body["next_cursor"].as_str().unwrap();
+    let rest = entries(
+        &app.get(&format!("/v1/audit?limit=2&cursor={cursor}"), &app.platform)
+            .await,
+    );
+    assert_eq!(rest[0]["after"]["name"], "M0", "{rest:?}");
+
+    let req = Request::get("/v1/audit?format=csv")
+        .header(header::AUTHORIZATION, format!("Bearer {}", app.platform))
+        .body(Body::empty())
+        .unwrap();
+    let res = app.router.clone().oneshot(req).await.unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    let bytes = res.into_body().collect().await.unwrap().to_bytes();
+    let text = String::from_utf8(bytes.to_vec()).unwrap();
+    assert!(
+        text.starts_with("id,at,actor,actor_name,action,object"),
+        "{text}"
+    );
+    assert_eq!(text.matches("merchant.create").count(), 3, "{text}");
+}
+
+#[tokio::test]
+async fn bad_filters_are_named_and_no_route_changes_the_trail() {
+    let app = TestApp::new().await;
+    for (q, field) in [
+        ("object=template", "object"),
+        ("object=template:0", "object"),
+        ("object=Template:1", "object"),
+        ("object=template:+1", "object"),
+        ("actor=", "actor"),
+        ("since=yesterday", "since"),
+        ("format=xml", "format"),
+    ] {
+        let r = app.get(&format!("/v1/audit?{q}"), &app.platform).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{q}: {}", r.body);
+        if field != "since" {
+            assert_eq!(r.body["field"], field, "{q}: {}", r.body);
+        }
+    }
+    for method in [Method::POST, Method::PUT, Method::PATCH, Method::DELETE] {
+        let r = app
+            .call(
+                method.clone(),
+                "/v1/audit",
+                Some(&app.platform),
+                Some(json!({})),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::METHOD_NOT_ALLOWED, "{method}");
+    }
+    let staff = operator(&app, "sam@example.com", OperatorRole::Staff).await;
+    let r = as_operator(&app, staff, Method::GET, "/v1/audit", json!({})).await;
+    assert_eq!(
+        r.status,
+        StatusCode::FORBIDDEN,
+        "merchant staff do not read the trail"
+    );
+}
