@@ -57,6 +57,12 @@ pub struct ConsoleSettings {
     pub sign_in_free_failures: u32,
     /// The longest such wait.
     pub sign_in_max_delay: Duration,
+    /// Whether a platform or merchant API key may sign into the console (off by default:
+    /// people sign in with their own accounts; keys are for machines).
+    pub key_sign_in: bool,
+    /// Whether platform operators must have a second factor: one without is sent to set it up
+    /// before any other page.
+    pub require_totp_for_platform: bool,
 }
 
 /// Why the console could not be set up.

@@ -14,9 +14,10 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum_extra::extract::cookie::{Cookie, Key, PrivateCookieJar, SameSite};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use coupond_api::auth::{authenticate_caller, authenticate_key, hash_api_key, Caller, KeyHash};
+use coupond_api::auth::{authenticate_key, hash_api_key, identify_caller, Caller, KeyHash};
 use coupond_api::Principal;
 use coupond_domain::OperatorId;
+use coupond_store::audit::Who;
 use coupond_store::{ConsoleSession, StoreResult};
 use sha2::{Digest, Sha256};
 
@@ -33,6 +34,11 @@ pub struct Session {
     pub principal: Principal,
     /// This session's form token.
     pub csrf: String,
+    /// Who is signed in, in words: the person's email, or the key's role.
+    pub who: String,
+    /// Set when `console.require_totp_for_platform` holds for this platform operator, who has
+    /// no second factor yet: every page but the account's sends them there.
+    pub needs_second_factor: bool,
     /// Where the session is stored (the SHA-256 of the cookie's id).
     id: [u8; 32],
 }
@@ -172,16 +178,40 @@ pub async fn current(console: &Console, jar: &PrivateCookieJar) -> Option<Sessio
     };
     let caller = match stored.operator_id {
         Some(op) => Caller::Operator(op),
+        // A key's session ends when key sign-in is turned off.
+        None if !console.settings().key_sign_in => return None,
         None => Caller::Key(KeyHash(stored.key_hash)),
     };
     let read = coupond_domain::Area::Read;
-    let principal = console_principal(authenticate_caller(app, &caller, read).await.ok()?)?;
+    let (principal, who) = identify_caller(app, &caller, read).await.ok()?;
+    let principal = console_principal(principal)?;
+    let (who, needs_second_factor) = match who {
+        Who::Operator { id, email } => (email, needs_second_factor(console, id).await),
+        _ => match &principal {
+            Principal::Merchant(m) => (format!("Merchant {m}"), false),
+            _ => ("Platform".to_owned(), false),
+        },
+    };
     Some(Session {
         caller,
         principal,
         csrf: stored.csrf,
+        who,
+        needs_second_factor,
         id,
     })
+}
+
+/// Whether operator `id` must set up a second factor before anything else: the setting is
+/// on, the account is the platform's, and it has none.
+async fn needs_second_factor(console: &Console, id: OperatorId) -> bool {
+    if !console.settings().require_totp_for_platform {
+        return false;
+    }
+    match console.app().accounts().operator(id).await {
+        Ok(op) => op.role.is_platform() && !op.has_totp,
+        Err(_) => true,
+    }
 }
 
 /// Pages need a session: without a valid one the browser goes to the sign-in page (an htmx
@@ -194,6 +224,11 @@ impl FromRequestParts<Console> for Session {
             .await
             .map_err(IntoResponse::into_response)?;
         if let Some(session) = current(console, &jar).await {
+            let account_page = parts.uri.path().starts_with(&format!("{BASE}/account"))
+                || parts.uri.path() == format!("{BASE}/logout");
+            if session.needs_second_factor && !account_page {
+                return Err(Redirect::to(&format!("{BASE}/account")).into_response());
+            }
             return Ok(session);
         }
         let mut res = (forget(jar), Redirect::to(&format!("{BASE}/login"))).into_response();

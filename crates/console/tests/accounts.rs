@@ -102,12 +102,16 @@ async fn people_sign_in_with_their_accounts() {
         (StatusCode::UNAUTHORIZED, StatusCode::UNAUTHORIZED)
     );
     assert!(
-        wrong.body.contains("The email or the password is wrong."),
+        wrong
+            .body
+            .contains("The email, the password or the code is wrong."),
         "{}",
         wrong.body
     );
     assert!(
-        unknown.body.contains("The email or the password is wrong."),
+        unknown
+            .body
+            .contains("The email, the password or the code is wrong."),
         "{}",
         unknown.body
     );

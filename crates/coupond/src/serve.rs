@@ -71,7 +71,7 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
     let nats = crate::brokers::nats(&config).await?;
     settings.publishes_to_nats = nats.is_some();
     let state = AppState::new(store.clone(), clock.clone(), &secret, settings);
-    let console = console(&config, &store, &state).await?;
+    let console = console(&config, &store, &state, args.demo).await?;
 
     if args.demo {
         print_demo(&store, &state, clock.now(), addr).await?;
@@ -124,11 +124,13 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The console's routes, its secret configured or kept in the database.
+/// The console's routes, its secret configured or kept in the database. The demo lets its
+/// printed keys sign in too (`console.key_sign_in` is off by default).
 async fn console(
     config: &Config,
     store: &Arc<dyn coupond_store::Store>,
     state: &AppState,
+    demo: bool,
 ) -> anyhow::Result<axum::Router> {
     let secret = db::console_secret(store.as_ref(), config.console.secret.as_ref()).await?;
     let settings = coupond_console::ConsoleSettings {
@@ -137,6 +139,8 @@ async fn console(
         session_ttl: config.console.session_ttl,
         sign_in_free_failures: config.console.sign_in_free_failures,
         sign_in_max_delay: config.console.sign_in_max_delay,
+        key_sign_in: config.console.key_sign_in || demo,
+        require_totp_for_platform: config.console.require_totp_for_platform,
     };
     let console =
         coupond_console::Console::new(state.clone(), settings).context("console_secret")?;
@@ -366,8 +370,8 @@ async fn print_demo(
     let freeze = state.settings().freeze;
     let creds = demo::load(store, state.jwt(), state.accounts(), now, freeze).await?;
     println!(
-        "# the console: open http://{addr}/console and sign in with an account below, or with \
-         PLATFORM_KEY or a MERCHANT key"
+        "# the console: open http://{addr}/console and sign in with an account below (the demo \
+         also lets PLATFORM_KEY and the MERCHANT keys in; console.key_sign_in is off otherwise)"
     );
     println!("# coupond demo: paste these into the shell you will use curl from");
     println!("export COUPOND={}", format_args!("http://{addr}"));

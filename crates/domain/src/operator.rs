@@ -282,6 +282,8 @@ pub struct Operator {
     pub merchant_id: Option<MerchantId>,
     /// Whether a password is set (an invited operator has none until they choose one).
     pub has_password: bool,
+    /// Whether signing in also takes a one-time code (RFC 6238).
+    pub has_totp: bool,
     /// When the operator was disabled: they cannot sign in, and their sessions ended then.
     pub disabled_at: Option<Timestamp>,
     pub created_at: Timestamp,

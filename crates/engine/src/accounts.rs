@@ -20,6 +20,7 @@ use coupond_store::audit::{self, Change, Who};
 use coupond_store::{Conflict, Store, StoreError};
 
 use crate::clock::Clock;
+use crate::second_factor;
 
 /// How long a set-password link works.
 pub const RESET_TTL: time::Duration = time::Duration::hours(1);
@@ -249,13 +250,25 @@ impl Accounts {
         Ok(id)
     }
 
-    /// The operator `email` names if `password` is theirs and the account is enabled. An
-    /// unknown email, a disabled account and a wrong password all cost one argon2
-    /// verification and answer `None`, so the answer and its time say nothing about which.
+    /// The operator `email` names if `password` is theirs and the account is enabled (and has
+    /// no second factor: see [`Accounts::sign_in`]).
     pub async fn verify(
         &self,
         email: &Email,
         password: &str,
+    ) -> Result<Option<Operator>, AccountError> {
+        self.sign_in(email, password, None).await
+    }
+
+    /// The operator `email` names if `password` is theirs, the account is enabled and, when it
+    /// has a second factor, `code` is a current code not used before. An unknown email, a
+    /// disabled account, a wrong password and a wrong code all cost one argon2 verification
+    /// and answer `None`, so the answer and its time say nothing about which.
+    pub async fn sign_in(
+        &self,
+        email: &Email,
+        password: &str,
+        code: Option<&str>,
     ) -> Result<Option<Operator>, AccountError> {
         let found = self.store.operator_by_email(email).await?;
         let (op, hash) = match found {
@@ -263,7 +276,72 @@ impl Accounts {
             Some((_, None)) | None => (None, UNKNOWN.to_owned()),
         };
         let matches = verify_password(hash, password.to_owned()).await;
-        Ok(op.filter(|o| matches && o.disabled_at.is_none()))
+        let Some(op) = op.filter(|o| matches && o.disabled_at.is_none()) else {
+            return Ok(None);
+        };
+        if !op.has_totp {
+            return Ok(Some(op));
+        }
+        let accepted = match (self.store.operator_totp(op.id).await?, code) {
+            (Some(secret), Some(code)) => {
+                match second_factor::matching_step(&secret, code, self.clock.now()) {
+                    Some(step) => self.store.use_totp_step(op.id, step).await?,
+                    None => false,
+                }
+            }
+            _ => false,
+        };
+        Ok(accepted.then_some(op))
+    }
+
+    /// Turns on operator `id`'s second factor with `secret` (base32, from
+    /// [`second_factor::new_secret`]), once `code` shows their app has it.
+    pub async fn enable_totp(
+        &self,
+        id: OperatorId,
+        secret: &str,
+        code: &str,
+    ) -> Result<Operator, AccountError> {
+        let now = self.clock.now();
+        if !second_factor::valid_secret(secret) {
+            return Err(
+                DomainError::invalid("secret", "invalid_secret", "not a valid secret").into(),
+            );
+        }
+        let Some(step) = second_factor::matching_step(secret, code, now) else {
+            return Err(wrong_code());
+        };
+        let op = self.store.operator(id).await?;
+        let change = Change::new("operator.totp_on", "operator", now)
+            .object(id.get())
+            .merchant(op.merchant_id)
+            .after(&serde_json::json!({ "second_factor": true }));
+        let op = audit::change(change, self.store.set_operator_totp(id, Some(secret), now)).await?;
+        self.store.use_totp_step(id, step).await?;
+        Ok(op)
+    }
+
+    /// Turns off operator `id`'s second factor (an admin's help for a lost phone, or the
+    /// person with a current code: the caller checks which).
+    pub async fn disable_totp(&self, id: OperatorId) -> Result<Operator, AccountError> {
+        let now = self.clock.now();
+        let op = self.store.operator(id).await?;
+        let change = Change::new("operator.totp_off", "operator", now)
+            .object(id.get())
+            .merchant(op.merchant_id)
+            .after(&serde_json::json!({ "second_factor": false }));
+        Ok(audit::change(change, self.store.set_operator_totp(id, None, now)).await?)
+    }
+
+    /// Whether `code` is a current code of operator `id`'s second factor (used up if so).
+    pub async fn check_code(&self, id: OperatorId, code: &str) -> Result<bool, AccountError> {
+        let Some(secret) = self.store.operator_totp(id).await? else {
+            return Ok(false);
+        };
+        match second_factor::matching_step(&secret, code, self.clock.now()) {
+            Some(step) => Ok(self.store.use_totp_step(id, step).await?),
+            None => Ok(false),
+        }
     }
 }
 
@@ -276,6 +354,15 @@ const UNKNOWN: &str =
 fn token_hash(token: &str) -> [u8; 32] {
     use sha2::Digest;
     sha2::Sha256::digest(token.as_bytes()).into()
+}
+
+fn wrong_code() -> AccountError {
+    DomainError::invalid(
+        "code",
+        "code_wrong",
+        "this is not the code your app shows now",
+    )
+    .into()
 }
 
 /// The audit trail's change of operator `before` into `after`: its name, role and whether

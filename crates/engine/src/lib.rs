@@ -5,6 +5,7 @@
 //! - [`accounts`]: [`accounts::Accounts`], operator accounts (platform and merchant staff):
 //!   the domain's rules, argon2id password hashes, verification that says nothing about
 //!   which part was wrong.
+//! - [`second_factor`]: RFC 6238 one-time codes, the operators' optional second factor.
 //! - [`campaigns`]: the workflows of merchants, activities and templates (edit, publish,
 //!   abort) every front door calls, applying the domain's state rules before one store transaction.
 //! - [`catalog`]: the workflows of merchants' listings (create, change, bind and unbind
@@ -66,6 +67,7 @@ pub mod pacing;
 pub mod redemption;
 pub mod reports;
 pub mod scheduler;
+pub mod second_factor;
 pub mod shared;
 pub mod sold_out;
 pub mod supervise;

@@ -212,6 +212,37 @@ pub async fn take_password_reset(
     OperatorId::new(id).map(Some).map_err(StoreError::corrupt)
 }
 
+pub async fn set_operator_totp(
+    db: &dyn Db,
+    id: OperatorId,
+    secret: Option<&str>,
+    now: Timestamp,
+) -> StoreResult<Operator> {
+    let q = sql(
+        "UPDATE operators SET totp_secret = $1, totp_last_step = NULL, updated_at = $2,
+                        version = version + 1
+                  WHERE id = $3 RETURNING *",
+    )
+    .bind(secret)
+    .bind(now)
+    .bind(id.get());
+    operator_row(&db.write_one(q).await?)
+}
+
+pub async fn operator_totp(db: &dyn Db, id: OperatorId) -> StoreResult<Option<String>> {
+    let q = sql("SELECT totp_secret FROM operators WHERE id = $1").bind(id.get());
+    db.read_one(q).await?.opt_string("totp_secret")
+}
+
+pub async fn use_totp_step(db: &dyn Db, id: OperatorId, step: i64) -> StoreResult<bool> {
+    let q = sql("UPDATE operators SET totp_last_step = $1
+                  WHERE id = $2 AND totp_secret IS NOT NULL
+                    AND (totp_last_step IS NULL OR totp_last_step < $1)")
+    .bind(step)
+    .bind(id.get());
+    Ok(db.write(q).await? == 1)
+}
+
 /// Ends operator `id`'s console sessions, in the caller's transaction.
 async fn end_sessions<E: Exec + ?Sized>(tx: &mut E, id: OperatorId) -> StoreResult<()> {
     tx.execute(sql("DELETE FROM console_sessions WHERE operator_id = $1").bind(id.get()))
@@ -239,6 +270,7 @@ pub fn operator_row(r: &Row) -> StoreResult<Operator> {
             .map(|v| MerchantId::new(v).map_err(corrupt))
             .transpose()?,
         has_password: r.opt_str("password_hash")?.is_some(),
+        has_totp: r.has("totp_secret") && r.opt_str("totp_secret")?.is_some(),
         disabled_at: r.opt_time("disabled_at")?,
         created_at: r.time("created_at")?,
         updated_at: r.time("updated_at")?,
@@ -323,6 +355,27 @@ macro_rules! impl_operator_store {
             ) -> $crate::reexport::store::StoreResult<Option<$crate::reexport::domain::OperatorId>>
             {
                 $crate::operators::take_password_reset(self, token_hash, now).await
+            }
+            async fn set_operator_totp(
+                &self,
+                id: $crate::reexport::domain::OperatorId,
+                secret: Option<&str>,
+                now: $crate::reexport::domain::Timestamp,
+            ) -> $crate::reexport::store::StoreResult<$crate::reexport::domain::Operator> {
+                $crate::operators::set_operator_totp(self, id, secret, now).await
+            }
+            async fn operator_totp(
+                &self,
+                id: $crate::reexport::domain::OperatorId,
+            ) -> $crate::reexport::store::StoreResult<Option<String>> {
+                $crate::operators::operator_totp(self, id).await
+            }
+            async fn use_totp_step(
+                &self,
+                id: $crate::reexport::domain::OperatorId,
+                step: i64,
+            ) -> $crate::reexport::store::StoreResult<bool> {
+                $crate::operators::use_totp_step(self, id, step).await
             }
         }
     };

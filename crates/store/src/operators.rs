@@ -98,4 +98,21 @@ pub trait OperatorStore: Send + Sync {
         token_hash: &[u8; 32],
         now: Timestamp,
     ) -> StoreResult<Option<OperatorId>>;
+
+    /// Sets operator `id`'s second-factor secret (base32), or removes it (`None`); no code
+    /// has been used for it yet. The version moves on. `NotFound` if there is no such
+    /// operator.
+    async fn set_operator_totp(
+        &self,
+        id: OperatorId,
+        secret: Option<&str>,
+        now: Timestamp,
+    ) -> StoreResult<Operator>;
+
+    /// Operator `id`'s second-factor secret, if it has one.
+    async fn operator_totp(&self, id: OperatorId) -> StoreResult<Option<String>>;
+
+    /// Records that a code of time step `step` signed operator `id` in: `true` if no code of
+    /// this step or a later one had (of two racing uses of one code, one gets `true`).
+    async fn use_totp_step(&self, id: OperatorId, step: i64) -> StoreResult<bool>;
 }

@@ -39,6 +39,8 @@ macro_rules! conformance_suite {
             operators_round_trip,
             operators_lose_their_sessions_when_disabled_or_their_password_changes,
             operators_password_resets_work_once,
+            operators_second_factor_steps_are_used_once,
+            audit_entries_commit_with_their_change,
             ended_templates_free_their_binding_slots,
             claims_stop_at_the_stock,
             since_counts_coupons_of_the_period_and_the_merchant,

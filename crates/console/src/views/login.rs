@@ -24,13 +24,24 @@ use crate::Console;
 #[template(path = "login.html")]
 struct LoginPage {
     error: Option<String>,
+    /// Whether the API key form shows (`console.key_sign_in`).
+    key_sign_in: bool,
+}
+
+impl LoginPage {
+    fn new(console: &Console, error: Option<String>) -> Self {
+        LoginPage {
+            error,
+            key_sign_in: console.settings().key_sign_in,
+        }
+    }
 }
 
 pub async fn form(State(console): State<Console>, jar: PrivateCookieJar) -> Response {
     if session::current(&console, &jar).await.is_some() {
         return Redirect::to("/console").into_response();
     }
-    render(StatusCode::OK, &LoginPage { error: None })
+    render(StatusCode::OK, &LoginPage::new(&console, None))
 }
 
 #[derive(Deserialize)]
@@ -41,6 +52,9 @@ pub struct SignIn {
     email: String,
     #[serde(default)]
     password: String,
+    /// The second factor's code, for an account that has one.
+    #[serde(default)]
+    code: String,
 }
 
 pub async fn submit(
@@ -53,28 +67,50 @@ pub async fn submit(
     // No session yet, so no token: the browser's origin signals and SameSite guard this form.
     if !crate::csrf::same_origin(&headers) {
         let error = Some("This sign-in did not come from this console's page.".to_owned());
-        return render(StatusCode::FORBIDDEN, &LoginPage { error });
+        return render(StatusCode::FORBIDDEN, &LoginPage::new(&console, error));
     }
     if !f.email.trim().is_empty() {
         let client = peer.map(|Extension(ConnectInfo(addr))| {
             let proxies = &console.app().settings().trusted_proxies;
             proxies.client(addr.ip(), &headers)
         });
-        return account(&console, jar, &headers, client, &f.email, &f.password).await;
+        let code = Some(f.code.trim()).filter(|c| !c.is_empty());
+        let who = Credentials {
+            email: &f.email,
+            password: &f.password,
+            code,
+        };
+        return account(&console, jar, &headers, client, who).await;
+    }
+    if !console.settings().key_sign_in {
+        let error = Some(
+            "Signing in with an API key is turned off here (console.key_sign_in): sign in with your account.".to_owned(),
+        );
+        return render(StatusCode::FORBIDDEN, &LoginPage::new(&console, error));
     }
     let key = f.key.trim();
     if session::check_key(&console, key).await.is_none() {
         let error = Some("This is not a valid platform or merchant API key.".to_owned());
-        return render(StatusCode::UNAUTHORIZED, &LoginPage { error });
+        return render(StatusCode::UNAUTHORIZED, &LoginPage::new(&console, error));
     }
     match session::start(&console, jar, key, &headers).await {
         Ok(jar) => (jar, Redirect::to("/console")).into_response(),
         Err(e) => {
             tracing::warn!(error = %e.chain(), "storing a console session failed");
             let error = Some("Signing in failed; try again in a moment.".to_owned());
-            render(StatusCode::SERVICE_UNAVAILABLE, &LoginPage { error })
+            render(
+                StatusCode::SERVICE_UNAVAILABLE,
+                &LoginPage::new(&console, error),
+            )
         }
     }
+}
+
+/// What a person signs in with.
+struct Credentials<'a> {
+    email: &'a str,
+    password: &'a str,
+    code: Option<&'a str>,
 }
 
 /// Signs in with an account: throttled per email and per client address, then the password
@@ -85,13 +121,17 @@ async fn account(
     jar: PrivateCookieJar,
     headers: &HeaderMap,
     client: Option<IpAddr>,
-    email: &str,
-    password: &str,
+    who: Credentials<'_>,
 ) -> Response {
     let refuse = |status, error: &str| {
         let error = Some(error.to_owned());
-        render(status, &LoginPage { error })
+        render(status, &LoginPage::new(console, error))
     };
+    let Credentials {
+        email,
+        password,
+        code,
+    } = who;
     let now = console.app().now();
     let by_email = format!("email:{}", email.trim().to_lowercase());
     let by_client = client.map_or_else(String::new, |ip| format!("ip:{ip}"));
@@ -108,7 +148,7 @@ async fn account(
         return refuse(StatusCode::TOO_MANY_REQUESTS, &error);
     }
     let verified = match Email::parse(email) {
-        Ok(e) => console.app().accounts().verify(&e, password).await,
+        Ok(e) => console.app().accounts().sign_in(&e, password, code).await,
         Err(_) => Ok(None),
     };
     let op = match verified {
@@ -117,7 +157,7 @@ async fn account(
             console.sign_ins().failed(keys, now);
             return refuse(
                 StatusCode::UNAUTHORIZED,
-                "The email or the password is wrong.",
+                "The email, the password or the code is wrong.",
             );
         }
         Err(e) => {

@@ -9,17 +9,19 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::Router;
-use coupond_api::Principal;
+use coupond_api::auth::Caller;
 
 use crate::api::Problem;
 use crate::session::Session;
 use crate::Console;
 
+mod account;
 mod activities;
 mod coupons;
 mod enroll;
 mod feeds;
 mod format;
+mod history;
 mod home;
 mod listings;
 mod login;
@@ -40,6 +42,11 @@ pub fn routes(max_upload: usize) -> Router<Console> {
         .route("/console/", get(|| async { Redirect::to("/console") }))
         .route("/console/login", get(login::form).post(login::submit))
         .route("/console/logout", post(login::logout))
+        .route("/console/account", get(account::page))
+        .route("/console/account/totp", post(account::totp_on))
+        .route("/console/account/totp/off", post(account::totp_off))
+        .route("/console/history", get(history::page))
+        .route("/console/history.csv", get(history::csv))
         .route(
             "/console/password/{token}",
             get(password::form).post(password::submit),
@@ -122,19 +129,16 @@ pub struct Shell {
     pub csrf: String,
     /// The platform (which sees the platform's pages in the menu) or a merchant.
     pub platform: bool,
+    /// Signed in with an operator account (which has an Account page).
+    pub account: bool,
 }
 
 impl Shell {
     pub fn new(session: &Session, title: impl Into<String>) -> Self {
-        let who = match &session.principal {
-            Principal::Platform => "Platform".to_owned(),
-            Principal::Merchant(m) => format!("Merchant {m}"),
-            Principal::Service(_) => "Service".to_owned(),
-            Principal::User(u) => format!("User {u}"),
-        };
         Shell {
             title: title.into(),
-            who,
+            who: session.who.clone(),
+            account: matches!(session.caller, Caller::Operator(_)),
             csrf: session.csrf.clone(),
             platform: session.is_platform(),
         }

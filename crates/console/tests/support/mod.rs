@@ -27,8 +27,27 @@ pub fn t0() -> Timestamp {
     Timestamp::parse("2026-11-24T12:00:00Z").unwrap()
 }
 
-/// An app over a fresh database with `settings`.
+/// An app over a fresh database with `settings`, key sign-in on (most tests sign in with a
+/// key; `console.key_sign_in` is off by default).
 pub async fn app_with_settings(settings: ApiSettings) -> App {
+    app_with_console(settings, test_console()).await
+}
+
+/// The console settings of the tests: key sign-in on, no second factor required.
+pub fn test_console() -> ConsoleSettings {
+    ConsoleSettings {
+        secret: Some(vec![7; 32]),
+        secure_cookies: false,
+        session_ttl: Duration::from_secs(3600),
+        sign_in_free_failures: 5,
+        sign_in_max_delay: Duration::from_secs(900),
+        key_sign_in: true,
+        require_totp_for_platform: false,
+    }
+}
+
+/// An app over a fresh database with `settings` and the console's `console`.
+pub async fn app_with_console(settings: ApiSettings, console: ConsoleSettings) -> App {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}/c.db", dir.path().display());
     let s = coupond_store_sqlite::SqliteStore::connect(&url)
@@ -38,7 +57,7 @@ pub async fn app_with_settings(settings: ApiSettings) -> App {
     let store: Arc<dyn Store> = Arc::new(s);
     let clock = ManualClock::new(t0());
     App {
-        router: console_router(&store, &clock, settings),
+        router: router_with_console(&store, &clock, settings, console),
         store,
         clock,
         _dir: dir,
@@ -51,18 +70,18 @@ pub fn console_router(
     clock: &ManualClock,
     settings: ApiSettings,
 ) -> Router {
+    router_with_console(store, clock, settings, test_console())
+}
+
+/// As [`console_router`], with the console's `console`.
+pub fn router_with_console(
+    store: &Arc<dyn Store>,
+    clock: &ManualClock,
+    settings: ApiSettings,
+    console: ConsoleSettings,
+) -> Router {
     let state = AppState::new(store.clone(), Arc::new(clock.clone()), b"secret", settings);
-    let console = Console::new(
-        state.clone(),
-        ConsoleSettings {
-            secret: Some(vec![7; 32]),
-            secure_cookies: false,
-            session_ttl: Duration::from_secs(3600),
-            sign_in_free_failures: 5,
-            sign_in_max_delay: Duration::from_secs(900),
-        },
-    )
-    .unwrap();
+    let console = Console::new(state.clone(), console).unwrap();
     coupond_api::router_with(state, coupond_console::router(console))
 }
 

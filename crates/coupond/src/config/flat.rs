@@ -7,7 +7,7 @@ use figment::value::{Dict, Map, Value};
 use figment::{Error, Metadata, Profile, Provider};
 
 /// Every setting: its flat name, its section and its key there.
-pub const FLAT: [(&str, &str, &str); 67] = [
+pub const FLAT: [(&str, &str, &str); 69] = [
     ("listen", "server", "listen"),
     ("max_body_bytes", "server", "max_body_bytes"),
     ("max_upload_bytes", "server", "max_upload_bytes"),
@@ -108,6 +108,12 @@ pub const FLAT: [(&str, &str, &str); 67] = [
         "sign_in_free_failures",
     ),
     ("console_sign_in_max_delay", "console", "sign_in_max_delay"),
+    ("console_key_sign_in", "console", "key_sign_in"),
+    (
+        "console_require_totp_for_platform",
+        "console",
+        "require_totp_for_platform",
+    ),
     ("redis_url", "redis", "url"),
     ("redis_key_prefix", "redis", "key_prefix"),
     ("redis_timeout", "redis", "timeout"),

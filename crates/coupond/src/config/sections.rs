@@ -272,6 +272,10 @@ pub struct Console {
     /// The longest wait between failed sign-ins.
     #[serde(with = "humantime_serde")]
     pub sign_in_max_delay: Duration,
+    /// Whether an API key may sign into the console (off: accounts only).
+    pub key_sign_in: bool,
+    /// Whether platform operators must have a second factor.
+    pub require_totp_for_platform: bool,
 }
 
 impl fmt::Debug for Console {
@@ -282,6 +286,8 @@ impl fmt::Debug for Console {
             .field("session_ttl", &self.session_ttl)
             .field("sign_in_free_failures", &self.sign_in_free_failures)
             .field("sign_in_max_delay", &self.sign_in_max_delay)
+            .field("key_sign_in", &self.key_sign_in)
+            .field("require_totp_for_platform", &self.require_totp_for_platform)
             .finish()
     }
 }

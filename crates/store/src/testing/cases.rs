@@ -7,6 +7,7 @@ use std::sync::Arc;
 use coupond_domain::{ActivityStatus, ListingDraft, Money, TemplateStatus, Timestamp};
 use time::Duration;
 
+mod audit;
 mod checkout;
 mod claims;
 mod codes;
@@ -22,6 +23,7 @@ mod sessions;
 mod stock;
 mod tags;
 mod templates;
+pub use audit::*;
 pub use checkout::*;
 pub use claims::*;
 use claims::{claimable, req, tally};

@@ -1,0 +1,144 @@
+//! The audit trail's page: who changed what, newest first, with the fields before and after.
+//! Each template, activity, listing and merchant page links to its object's history; the
+//! menu's "Audit trail" shows everything the caller may read (the platform: all; a merchant:
+//! its own), filtered by person, a page at a time, with the page as CSV. The API decides who
+//! may read it (merchant staff may not): its refusal is the page's.
+
+use askama::Template;
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::format::instant;
+use super::home::items;
+use super::paging::cursor;
+use super::{download, problem_page, render, Shell};
+use crate::session::Session;
+use crate::Console;
+
+#[derive(Debug, Default, Deserialize)]
+pub struct HistoryQuery {
+    #[serde(default)]
+    object: String,
+    #[serde(default)]
+    actor: String,
+    #[serde(default)]
+    cursor: String,
+}
+
+/// One entry as the page shows it.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub at: String,
+    /// The person's email, the key's label (else the actor).
+    pub who: String,
+    pub actor: String,
+    pub action: String,
+    pub object: String,
+    pub before: String,
+    pub after: String,
+}
+
+#[derive(Template)]
+#[template(path = "history.html")]
+struct HistoryPage {
+    shell: Shell,
+    object: String,
+    actor: String,
+    entries: Vec<Entry>,
+    /// The link to the next (older) page; empty on the last.
+    next: String,
+    /// The same filter as CSV.
+    csv: String,
+}
+
+/// The filter as the API's query: only the characters an object (`template:5`) or an actor
+/// (`operator:5`, an email, a key's label) are made of, so nothing typed reaches the path
+/// unescaped.
+fn filter(q: &HistoryQuery) -> (String, String, String) {
+    let keep = |s: &str, extra: &str| -> String {
+        s.trim()
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric() || extra.contains(*c))
+            .take(200)
+            .collect()
+    };
+    let object = keep(&q.object, "_:");
+    let actor = keep(&q.actor, "@._-:");
+    let mut query = String::new();
+    for (k, v) in [("object", &object), ("actor", &actor)] {
+        if !v.is_empty() {
+            query.push_str(&format!("&{k}={v}"));
+        }
+    }
+    (object, actor, query)
+}
+
+pub async fn page(
+    State(console): State<Console>,
+    session: Session,
+    Query(q): Query<HistoryQuery>,
+) -> Response {
+    let (object, actor, query) = filter(&q);
+    let mut path = format!("/v1/audit?limit=50{query}");
+    let after = cursor(&q.cursor);
+    if !after.is_empty() {
+        path.push_str(&format!("&cursor={after}"));
+    }
+    let reply = console.api().get(&session.caller, &path).await;
+    let page = match reply.into::<Value>() {
+        Ok(p) => p,
+        Err(p) => return problem_page(&session, &p),
+    };
+    let entries = items(&page).map(entry).collect();
+    let next = page["next_cursor"]
+        .as_str()
+        .map(|c| format!("/console/history?cursor={}{query}", cursor(c)))
+        .unwrap_or_default();
+    let title = if object.is_empty() {
+        "Audit trail".to_owned()
+    } else {
+        format!("History of {object}")
+    };
+    let page = HistoryPage {
+        shell: Shell::new(&session, title),
+        csv: format!("/console/history.csv?x=1{query}"),
+        object,
+        actor,
+        entries,
+        next,
+    };
+    render(StatusCode::OK, &page)
+}
+
+fn entry(e: &Value) -> Entry {
+    let text = |k: &str| e[k].as_str().unwrap_or("").to_owned();
+    let json = |k: &str| match &e[k] {
+        Value::Null => String::new(),
+        v => v.to_string().chars().take(400).collect(),
+    };
+    let name = text("actor_name");
+    Entry {
+        at: instant(&e["at"]),
+        who: if name.is_empty() { text("actor") } else { name },
+        actor: text("actor"),
+        action: text("action"),
+        object: text("object"),
+        before: json("before"),
+        after: json("after"),
+    }
+}
+
+/// The first page of the filter (up to the API's largest page) as CSV.
+pub async fn csv(
+    State(console): State<Console>,
+    session: Session,
+    Query(q): Query<HistoryQuery>,
+) -> Response {
+    let (_, _, query) = filter(&q);
+    let max = console.app().settings().max_page;
+    let path = format!("/v1/audit?format=csv&limit={max}{query}");
+    download(&console, &session, &path, "audit.csv").await
+}

@@ -1,0 +1,5 @@
+-- The operators' optional second factor (issue 32; PostgreSQL's 0024, SQLite's 0022): an RFC
+-- 6238 secret (base32), and the last time step a code was accepted for, so one code signs in
+-- once.
+ALTER TABLE operators ADD COLUMN totp_secret VARCHAR(64) NULL;
+ALTER TABLE operators ADD COLUMN totp_last_step BIGINT NULL;
