@@ -362,6 +362,7 @@ pub async fn identify_operator(
     let who = Who::Operator {
         id,
         email: op.email.to_string(),
+        role: op.role,
     };
     Ok((principal, who))
 }
@@ -415,6 +416,16 @@ pub async fn identify_hash(state: &AppState, hash: &KeyHash) -> Result<(Principa
     // The request log names the key (its id), whatever its role.
     tracing::Span::current().record("key", key.id);
     Ok((principal, who))
+}
+
+/// Whether this request's caller may act in `area`: an operator account as its role allows
+/// ([`coupond_domain::OperatorRole::may`]); keys and users wherever their route roles admit
+/// them (the guard checked those). For views that tell the caller what it may do now.
+pub fn may_act(area: Area) -> bool {
+    match coupond_store::audit::current().map(|c| c.who) {
+        Some(Who::Operator { role, .. }) => role.may(area),
+        _ => true,
+    }
 }
 
 /// The credential of `Bearer <credential>`; the scheme is case-insensitive (RFC 9110).

@@ -3,7 +3,7 @@
 use coupond_domain::{
     standing, Activity, ActivityDraft, ActivityId, ActivityStatus, Coupon, CouponId, CouponStatus,
     CouponValue, Listing, ListingDraft, ListingId, MerchantId, Money, Reason, Stacking, Template,
-    TemplateDraft, TemplateId, TemplateStatus, TemplateUse, Timestamp, UserId,
+    TemplateAction, TemplateDraft, TemplateId, TemplateStatus, TemplateUse, Timestamp, UserId,
 };
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -70,6 +70,10 @@ pub struct TemplateView {
     pub published_at: Option<Timestamp>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub aborted_at: Option<Timestamp>,
+    /// What the caller may do to it now (its rules and the caller's role): on the answers
+    /// about one template (read, create, change, publish, abort), not in lists.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub actions: Option<Vec<TemplateAction>>,
 }
 
 impl TemplateView {
@@ -88,6 +92,7 @@ impl TemplateView {
             updated_at: t.updated_at,
             published_at: t.published_at,
             aborted_at: t.aborted_at,
+            actions: None,
             claim_window_follows_activity: t.spec.follows_activity(),
             terms: TemplateDraft {
                 claim_window: Some(t.spec.claim_window()),

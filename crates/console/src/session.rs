@@ -186,7 +186,7 @@ pub async fn current(console: &Console, jar: &PrivateCookieJar) -> Option<Sessio
     let (principal, who) = identify_caller(app, &caller, read).await.ok()?;
     let principal = console_principal(principal)?;
     let (who, needs_second_factor) = match who {
-        Who::Operator { id, email } => (email, needs_second_factor(console, id).await),
+        Who::Operator { id, email, .. } => (email, needs_second_factor(console, id).await),
         _ => match &principal {
             Principal::Merchant(m) => (format!("Merchant {m}"), false),
             _ => ("Platform".to_owned(), false),

@@ -20,6 +20,8 @@
 //! - `queue`: how much background work (codes, issuance) one owner may have waiting.
 //! - `lifecycle`: what each status allows: editing, publishing, aborting, and the re-check of
 //!   enrolled templates when their activity changes.
+//! - `actions`: [`TemplateAction`], what may be done to a template now, computed from the
+//!   same rules (`Template::actions`), for the API's views and the console's buttons.
 //! - `stored`: the invariants every stored record keeps, checked when storage reads one back.
 //! - [`operator`]: operator accounts (people of the platform and of merchants who sign in):
 //!   [`Email`], [`OperatorRole`], [`OperatorDraft`], [`Operator`], and the rules of a
@@ -35,6 +37,7 @@
 //! context check), so a value of that type has passed every rule.
 #![forbid(unsafe_code)]
 
+mod actions;
 pub mod activity;
 pub mod checkout;
 pub mod codes;
@@ -57,6 +60,7 @@ pub mod text;
 pub mod time;
 pub mod wallet;
 
+pub use actions::TemplateAction;
 pub use activity::{
     Activity, ActivityDraft, ActivityPatch, ActivitySpec, ActivityStatus, FundedBy,
 };

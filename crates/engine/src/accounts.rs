@@ -237,6 +237,7 @@ impl Accounts {
             who: Who::Operator {
                 id,
                 email: op.email.to_string(),
+                role: op.role,
             },
             ..audit::current().unwrap_or_else(|| audit::Context {
                 who: Who::System("coupond".to_owned()),

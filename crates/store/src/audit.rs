@@ -19,7 +19,7 @@ use std::cell::RefCell;
 use std::future::Future;
 
 use async_trait::async_trait;
-use coupond_domain::{MerchantId, OperatorId, Timestamp, UserId};
+use coupond_domain::{MerchantId, OperatorId, OperatorRole, Timestamp, UserId};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -28,8 +28,12 @@ use crate::StoreResult;
 /// Who made a change.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Who {
-    /// A person with an operator account (console or API session).
-    Operator { id: OperatorId, email: String },
+    /// A person with an operator account (console or API session), and their role.
+    Operator {
+        id: OperatorId,
+        email: String,
+        role: OperatorRole,
+    },
     /// A machine with an API key (its id and label).
     Key { id: i64, label: String },
     /// An end user (through a user token).

@@ -6,7 +6,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::{Extension, Json};
 use coupond_domain::{
-    Activity, ActivityId, Merchant, MerchantId, Template, TemplateContext, TemplateDraft,
+    Activity, ActivityId, Area, Merchant, MerchantId, Template, TemplateContext, TemplateDraft,
     TemplateId, TemplatePatch, TemplateStatus, Timestamp,
 };
 use coupond_engine::{campaigns, lifecycle};
@@ -26,6 +26,36 @@ use coupond_engine::shared::Notice;
 /// The view at `now`, the one instant the request reads the clock at.
 fn view(t: Template, now: Timestamp) -> TemplateView {
     TemplateView::new(t, now)
+}
+
+/// The view of one template at `now`, with the actions caller `p` may take on it now: what its
+/// rules allow ([`Template::actions`], with its activity's status) if the caller changes
+/// templates at all (the platform and its merchant, an operator whose role runs campaigns).
+async fn view_one(
+    s: &AppState,
+    p: &Principal,
+    t: Template,
+    now: Timestamp,
+) -> ApiResult<TemplateView> {
+    let changes = matches!(p, Principal::Platform | Principal::Merchant(_))
+        && crate::auth::may_act(Area::Campaigns);
+    let actions = if changes {
+        let activity = match t.spec.activity_id {
+            Some(a) => Some(
+                s.store()
+                    .activity(a)
+                    .await?
+                    .status(now, s.settings().freeze),
+            ),
+            None => None,
+        };
+        t.actions(now, activity, p.merchant().is_some())
+    } else {
+        Vec::new()
+    };
+    let mut v = TemplateView::new(t, now);
+    v.actions = Some(actions);
+    Ok(v)
 }
 
 /// Loads a template the caller may see: merchants only their own.
@@ -88,7 +118,7 @@ pub async fn create(
     let freeze = s.settings().freeze;
     let t = campaigns::create_template(s.store(), owner.as_ref(), &draft, activity, now, freeze)
         .await?;
-    Ok((StatusCode::CREATED, Json(view(t, now))))
+    Ok((StatusCode::CREATED, Json(view_one(&s, &p, t, now).await?)))
 }
 
 /// Filters for listing templates.
@@ -157,7 +187,8 @@ pub async fn get(
     State(s): State<AppState>,
     ApiPath(id): ApiPath<TemplateId>,
 ) -> ApiResult<Json<TemplateView>> {
-    Ok(Json(view(load_visible(&s, &p, id).await?, s.now())))
+    let t = load_visible(&s, &p, id).await?;
+    Ok(Json(view_one(&s, &p, t, s.now()).await?))
 }
 
 /// Change a template's terms while it is a draft or scheduled (and, in an activity, while the
@@ -193,7 +224,7 @@ pub async fn update(
         template: id,
         stock: updated.spec.total_stock,
     });
-    Ok(Json(view(updated, now)))
+    Ok(Json(view_one(&s, &p, updated, now).await?))
 }
 
 /// Publish a standalone draft: it becomes claimable when its claim window opens. Templates in
@@ -213,7 +244,7 @@ pub async fn publish(
     let published = campaigns::publish_template(s.store(), &t, now).await?;
     // A copy read while it was a draft answers claims `not_found`: every instance forgets it.
     s.tell(Notice::TemplateChanged { template: id });
-    Ok(Json(view(published, now)))
+    Ok(Json(view_one(&s, &p, published, now).await?))
 }
 
 /// Abort a template: no more claims; final.
@@ -234,7 +265,7 @@ pub async fn abort(
     let aborted = campaigns::abort_template(s.store(), &t, by_merchant, now, freeze).await?;
     // Claims of it are refused at once on every instance, not after `cache_ttl`.
     s.tell(Notice::TemplateChanged { template: id });
-    Ok(Json(view(aborted, now)))
+    Ok(Json(view_one(&s, &p, aborted, now).await?))
 }
 
 /// Delete a standalone draft never published (platform; its merchant), with its bindings and

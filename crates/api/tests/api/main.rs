@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod abuse;
+mod actions;
 mod audit;
 mod checkout;
 mod checkout_guards;

@@ -28,6 +28,7 @@ mod login;
 mod merchants;
 mod paging;
 mod password;
+mod people;
 mod support;
 mod templates;
 mod timeline;
@@ -45,6 +46,9 @@ pub fn routes(max_upload: usize) -> Router<Console> {
         .route("/console/account", get(account::page))
         .route("/console/account/totp", post(account::totp_on))
         .route("/console/account/totp/off", post(account::totp_off))
+        .route("/console/people", get(people::list).post(people::create))
+        .route("/console/people/{id}/disable", post(people::disable))
+        .route("/console/people/{id}/enable", post(people::enable))
         .route("/console/history", get(history::page))
         .route("/console/history.csv", get(history::csv))
         .route(

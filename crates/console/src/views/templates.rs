@@ -219,12 +219,14 @@ struct TemplatePage {
     claim_window: String,
     budget: String,
     reserved: String,
+    /// What the API says the caller may do now (`actions`), one flag each: the page offers
+    /// exactly those.
     can_publish: bool,
     can_abort: bool,
-    /// A live template's stock can be raised.
     can_top_up: bool,
-    /// A live standalone template's claim window and fixed validity can end later.
     can_extend: bool,
+    can_codes: bool,
+    can_issue: bool,
     /// The current ends, as `datetime-local` values: the claim window's, a fixed validity's.
     claim_end: String,
     valid_until: Option<String>,
@@ -312,10 +314,16 @@ pub async fn page(
         .into::<Value>()
         .unwrap_or(Value::Null);
     let row = TemplateRow::of(&t);
+    let may = |action: &str| {
+        t["actions"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|v| v == action))
+    };
     let local = |v: &Value| v.as_str().map(|s| s.chars().take(16).collect::<String>());
     let page = TemplatePage {
-        can_extend: matches!(row.status.as_str(), "scheduled" | "active")
-            && t["activity_id"].is_null(),
+        can_extend: may("extend"),
+        can_codes: may("codes"),
+        can_issue: may("issue"),
         claim_end: local(&t["claim_window"]["end"]).unwrap_or_default(),
         valid_until: local(&t["validity"]["until"]),
         batches: items(&batches)
@@ -341,9 +349,9 @@ pub async fn page(
             })
             .collect(),
         shell: Shell::new(&session, row.title.clone()),
-        can_publish: row.status == "draft" && t["activity_id"].is_null(),
-        can_abort: !matches!(row.status.as_str(), "aborted" | "expired" | "ended"),
-        can_top_up: matches!(row.status.as_str(), "scheduled" | "active"),
+        can_publish: may("publish"),
+        can_abort: may("abort"),
+        can_top_up: may("raise_stock"),
         claim_window: if t["claim_window"].is_object() {
             window(&t["claim_window"])
         } else {

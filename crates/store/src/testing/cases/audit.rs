@@ -12,6 +12,7 @@ fn as_ada() -> Context {
         who: Who::Operator {
             id: OperatorId::new(9).unwrap(),
             email: "ada@example.com".into(),
+            role: OperatorRole::Admin,
         },
         request_id: Some("req-1".into()),
         client: Some("203.0.113.7".into()),

@@ -1,0 +1,221 @@
+//! People: the operator accounts the caller manages (the platform: everyone; a merchant: its
+//! own owners and staff), a form to add one, and disabling or enabling an account. A new
+//! account is answered with its one-time set-password link, shown on the page that made it,
+//! once; passwords never pass through the console. Each account links to its history. What
+//! the caller may do here the API decides (its admins and owners).
+
+use askama::Template;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, Method};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::Form;
+use coupond_domain::OperatorRole;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::format::instant;
+use super::paging::{next_link, one_page, After};
+use super::{guard, problem_page, render, FieldErrors, Shell, Shown};
+use crate::session::Session;
+use crate::Console;
+
+/// An account as a row.
+#[derive(Debug, Clone, Default)]
+struct PersonRow {
+    id: i64,
+    email: String,
+    name: String,
+    role: String,
+    merchant: String,
+    state: String,
+    second_factor: bool,
+    disabled: bool,
+}
+
+impl PersonRow {
+    fn of(o: &Value) -> Self {
+        let disabled = !o["disabled_at"].is_null();
+        let state = if disabled {
+            format!("disabled {}", instant(&o["disabled_at"]))
+        } else if o["has_password"] == true {
+            "enabled".to_owned()
+        } else {
+            "invited (no password yet)".to_owned()
+        };
+        PersonRow {
+            id: o["id"].as_i64().unwrap_or(0),
+            email: o["email"].as_str().unwrap_or("").to_owned(),
+            name: o["name"].as_str().unwrap_or("").to_owned(),
+            role: o["role"].as_str().unwrap_or("").to_owned(),
+            merchant: o["merchant_id"]
+                .as_i64()
+                .map(|m| m.to_string())
+                .unwrap_or_default(),
+            state,
+            second_factor: o["has_totp"] == true,
+            disabled,
+        }
+    }
+}
+
+/// The form adding an account, as sent.
+#[derive(Debug, Default, Deserialize)]
+pub struct PersonForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    email: String,
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    role: String,
+    /// The platform's: the merchant of an owner or staff account.
+    #[serde(default)]
+    merchant_id: String,
+}
+
+impl PersonForm {
+    fn body(&self) -> Result<Value, Shown> {
+        let mut body =
+            json!({"email": self.email.trim(), "name": self.name.trim(), "role": self.role});
+        match self.merchant_id.trim() {
+            "" => {}
+            m => match m.parse::<i64>() {
+                Ok(id) => body["merchant_id"] = json!(id),
+                Err(_) => return Err(Shown::field("merchant_id", "a merchant's id".into())),
+            },
+        }
+        Ok(body)
+    }
+}
+
+#[derive(Template)]
+#[template(path = "people.html")]
+struct PeoplePage {
+    shell: Shell,
+    rows: Vec<PersonRow>,
+    next: Option<String>,
+    roles: Vec<&'static str>,
+    form: PersonForm,
+    errors: FieldErrors,
+    error: Option<String>,
+    /// The account just added, and the path of its one-time set-password link.
+    invited: Option<(String, String)>,
+}
+
+async fn people_page(
+    console: &Console,
+    session: &Session,
+    after: &str,
+    form: PersonForm,
+    shown: Shown,
+    invited: Option<(String, String)>,
+) -> Response {
+    let list = match one_page(console, session, "/v1/operators", after).await {
+        Ok(l) => l,
+        Err(p) => return problem_page(session, &p),
+    };
+    let roles = OperatorRole::ALL
+        .iter()
+        .filter(|r| session.is_platform() || !r.is_platform())
+        .map(|r| r.as_str())
+        .collect();
+    let page = PeoplePage {
+        shell: Shell::new(session, "People"),
+        rows: list.items.iter().map(PersonRow::of).collect(),
+        next: next_link("/console/people", &list.next),
+        roles,
+        form,
+        errors: shown.errors,
+        error: shown.error,
+        invited,
+    };
+    render(shown.status, &page)
+}
+
+pub async fn list(
+    State(console): State<Console>,
+    session: Session,
+    Query(q): Query<After>,
+) -> Response {
+    let form = PersonForm::default();
+    people_page(&console, &session, &q.after, form, Shown::ok(), None).await
+}
+
+pub async fn create(
+    State(console): State<Console>,
+    session: Session,
+    headers: HeaderMap,
+    Form(form): Form<PersonForm>,
+) -> Response {
+    if let Some(refused) = guard(&headers, &session, &form.csrf) {
+        return refused;
+    }
+    let body = match form.body() {
+        Ok(b) => b,
+        Err(shown) => return people_page(&console, &session, "", form, shown, None).await,
+    };
+    let reply = console
+        .api()
+        .send_json(&session.caller, Method::POST, "/v1/operators", &body)
+        .await;
+    match reply.into::<Value>() {
+        Ok(op) => {
+            let email = op["email"].as_str().unwrap_or("").to_owned();
+            let link = op["set_password"]["path"].as_str().unwrap_or("").to_owned();
+            let fresh = PersonForm::default();
+            let invited = Some((email, link));
+            people_page(&console, &session, "", fresh, Shown::ok(), invited).await
+        }
+        Err(p) => people_page(&console, &session, "", form, Shown::of(&p), None).await,
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct Toggle {
+    #[serde(default)]
+    csrf: String,
+}
+
+pub async fn disable(
+    State(console): State<Console>,
+    session: Session,
+    headers: HeaderMap,
+    Path(id): Path<i64>,
+    Form(f): Form<Toggle>,
+) -> Response {
+    set_disabled(&console, &session, &headers, id, &f.csrf, true).await
+}
+
+pub async fn enable(
+    State(console): State<Console>,
+    session: Session,
+    headers: HeaderMap,
+    Path(id): Path<i64>,
+    Form(f): Form<Toggle>,
+) -> Response {
+    set_disabled(&console, &session, &headers, id, &f.csrf, false).await
+}
+
+async fn set_disabled(
+    console: &Console,
+    session: &Session,
+    headers: &HeaderMap,
+    id: i64,
+    csrf: &str,
+    disabled: bool,
+) -> Response {
+    if let Some(refused) = guard(headers, session, csrf) {
+        return refused;
+    }
+    let path = format!("/v1/operators/{id}");
+    let body = json!({ "disabled": disabled });
+    let reply = console
+        .api()
+        .send_json(&session.caller, Method::PATCH, &path, &body)
+        .await;
+    if !reply.ok() {
+        return problem_page(session, &reply.problem());
+    }
+    Redirect::to("/console/people").into_response()
+}

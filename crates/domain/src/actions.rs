@@ -1,0 +1,99 @@
+//! What may be done to a template now, as the API tells callers and the console shows:
+//! computed from the same `check_*` rules the workflows apply (`lifecycle`), so an action is
+//! offered exactly when the engine would accept it for the state the caller read.
+
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::{ActivityStatus, Template, TemplateStatus, Timestamp};
+
+/// An action on a template.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TemplateAction {
+    /// Change any term (`PATCH`): until claiming can start.
+    Edit,
+    /// Raise the stock (`PATCH total_stock`): until claiming can start, or while a standalone
+    /// template is claimable.
+    RaiseStock,
+    /// Move the claim end or a fixed validity's end later (`PATCH`): as `RaiseStock`, for a
+    /// standalone template (one in an activity claims in the activity's run).
+    Extend,
+    /// `POST /publish`: a standalone draft whose window is still ahead.
+    Publish,
+    /// `POST /abort`: until it is final (not while its activity is frozen, for its merchant).
+    Abort,
+    /// `DELETE`: a standalone draft.
+    Delete,
+    /// A shared code or a batch of single-use codes: until it is final.
+    Codes,
+    /// Bulk issuance: until claiming has ended.
+    Issue,
+}
+
+impl TemplateAction {
+    pub const ALL: [TemplateAction; 8] = [
+        TemplateAction::Edit,
+        TemplateAction::RaiseStock,
+        TemplateAction::Extend,
+        TemplateAction::Publish,
+        TemplateAction::Abort,
+        TemplateAction::Delete,
+        TemplateAction::Codes,
+        TemplateAction::Issue,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TemplateAction::Edit => "edit",
+            TemplateAction::RaiseStock => "raise_stock",
+            TemplateAction::Extend => "extend",
+            TemplateAction::Publish => "publish",
+            TemplateAction::Abort => "abort",
+            TemplateAction::Delete => "delete",
+            TemplateAction::Codes => "codes",
+            TemplateAction::Issue => "issue",
+        }
+    }
+}
+
+impl Template {
+    /// Whether its terms may change now, and how: every term until claiming can start
+    /// ([`Template::check_editable`]); once a standalone template is claimable, only more
+    /// stock and later ends (`TemplatePatch::apply_live`). A template in an activity is fixed
+    /// once its activity runs.
+    pub fn is_live_editable(&self, now: Timestamp) -> bool {
+        self.status(now) == TemplateStatus::Active && self.spec.activity_id.is_none()
+    }
+
+    /// The actions its rules allow at `now`: `activity` is its activity's status (if it is
+    /// in one), `by_merchant` whether the caller is its merchant (who may not abort while the
+    /// activity is frozen, [`Template::check_abortable`]). Nobody edits a template whose
+    /// activity is frozen.
+    pub fn actions(
+        &self,
+        now: Timestamp,
+        activity: Option<ActivityStatus>,
+        by_merchant: bool,
+    ) -> Vec<TemplateAction> {
+        let frozen = activity == Some(ActivityStatus::Frozen);
+        let merchant_activity = activity.filter(|_| by_merchant);
+        let editable = self.check_editable(now).is_ok() && !frozen;
+        let standalone = self.spec.activity_id.is_none();
+        let grows = editable || self.is_live_editable(now);
+        let draft = self.status(now) == TemplateStatus::Draft && standalone;
+        TemplateAction::ALL
+            .into_iter()
+            .filter(|a| match a {
+                TemplateAction::Edit => editable,
+                TemplateAction::RaiseStock => grows,
+                TemplateAction::Extend => grows && standalone,
+                TemplateAction::Publish => self.check_publishable(now).is_ok(),
+                TemplateAction::Abort => self.check_abortable(now, merchant_activity).is_ok(),
+                TemplateAction::Delete => draft,
+                TemplateAction::Codes => self.check_codes_open(now).is_ok(),
+                TemplateAction::Issue => self.check_issuing(now).is_ok(),
+            })
+            .collect()
+    }
+}
