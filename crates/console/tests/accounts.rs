@@ -10,56 +10,23 @@ mod support;
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::http::{header, Request, StatusCode};
+use axum::http::{Request, StatusCode};
 use coupond_api::ApiSettings;
 use coupond_domain::{Email, MerchantId, OperatorDraft, OperatorRole};
 use coupond_engine::accounts::Accounts;
-use http_body_util::BodyExt;
-use tower::ServiceExt;
 
-use support::{app_with_settings, merchant, pair, App};
+use support::{answer, app_with_settings, form_post, merchant, page_get, Answer, App};
 
 const RIGHT: &str = "correct horse battery staple";
-
-struct Answer {
-    status: StatusCode,
-    cookie: Option<String>,
-    body: String,
-}
-
-async fn send(app: &App, req: Request<Body>) -> Answer {
-    let res = app.router.clone().oneshot(req).await.unwrap();
-    let status = res.status();
-    let cookie = res
-        .headers()
-        .get(header::SET_COOKIE)
-        .and_then(|v| v.to_str().ok())
-        .map(pair);
-    let body = res.into_body().collect().await.unwrap().to_bytes();
-    Answer {
-        status,
-        cookie,
-        body: String::from_utf8_lossy(&body).into_owned(),
-    }
-}
 
 /// The sign-in form with `email` and `password`, from the console's own page.
 fn sign_in(email: &str, password: &str) -> Request<Body> {
     let form = format!("email={email}&password={}", password.replace(' ', "+"));
-    Request::post("/console/login")
-        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
-        .header(header::HOST, "console.test")
-        .header(header::ORIGIN, "http://console.test")
-        .body(Body::from(form))
-        .unwrap()
+    form_post("/console/login", None, form)
 }
 
 async fn home(app: &App, cookie: &str) -> Answer {
-    let req = Request::get("/console")
-        .header(header::COOKIE, cookie)
-        .body(Body::empty())
-        .unwrap();
-    send(app, req).await
+    answer(app, page_get("/console", cookie)).await
 }
 
 async fn add(accounts: &Accounts, email: &str, role: OperatorRole, m: Option<MerchantId>) {
@@ -69,7 +36,7 @@ async fn add(accounts: &Accounts, email: &str, role: OperatorRole, m: Option<Mer
 
 /// A session cookie of `email`, asserting the sign-in went to the console.
 async fn signed_in(app: &App, email: &str) -> String {
-    let a = send(app, sign_in(email, RIGHT)).await;
+    let a = answer(app, sign_in(email, RIGHT)).await;
     assert_eq!(a.status, StatusCode::SEE_OTHER, "{email}: {}", a.body);
     a.cookie.unwrap()
 }
@@ -91,12 +58,12 @@ async fn people_sign_in_with_their_accounts() {
     let page = home(&app, &owner).await;
     assert!(page.body.contains("<h1>Your coupons</h1>"), "{}", page.body);
 
-    let wrong = send(
+    let wrong = answer(
         &app,
         sign_in("ada@example.com", "correct horse battery stapler"),
     )
     .await;
-    let unknown = send(&app, sign_in("nobody@example.com", RIGHT)).await;
+    let unknown = answer(&app, sign_in("nobody@example.com", RIGHT)).await;
     assert_eq!(
         (wrong.status, unknown.status),
         (StatusCode::UNAUTHORIZED, StatusCode::UNAUTHORIZED)
@@ -129,7 +96,7 @@ async fn people_sign_in_with_their_accounts() {
         StatusCode::SEE_OTHER,
         "disabled, still in"
     );
-    let again = send(&app, sign_in("ada@example.com", RIGHT)).await;
+    let again = answer(&app, sign_in("ada@example.com", RIGHT)).await;
     assert_eq!(
         again.status,
         StatusCode::UNAUTHORIZED,
@@ -156,10 +123,10 @@ async fn failed_sign_ins_wait_past_the_free_ones() {
     let accounts = Accounts::new(app.store.clone(), Arc::new(app.clock.clone()));
     add(&accounts, "ada@example.com", OperatorRole::Admin, None).await;
     for _ in 0..6 {
-        let a = send(&app, sign_in("ada@example.com", "not the password at all")).await;
+        let a = answer(&app, sign_in("ada@example.com", "not the password at all")).await;
         assert_eq!(a.status, StatusCode::UNAUTHORIZED, "{}", a.body);
     }
-    let held = send(&app, sign_in("ADA@example.com", RIGHT)).await;
+    let held = answer(&app, sign_in("ADA@example.com", RIGHT)).await;
     assert_eq!(held.status, StatusCode::TOO_MANY_REQUESTS, "{}", held.body);
     assert!(
         held.body

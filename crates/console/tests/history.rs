@@ -5,111 +5,64 @@
 
 mod support;
 
-use std::sync::Arc;
-
-use axum::body::Body;
-use axum::http::{header, Method, Request, StatusCode};
+use axum::http::{Method, StatusCode};
 use coupond_api::ApiSettings;
-use coupond_domain::{Email, OperatorDraft, OperatorRole};
-use coupond_engine::accounts::Accounts;
+use coupond_domain::OperatorRole;
 use coupond_store::Role;
-use http_body_util::BodyExt;
-use tower::ServiceExt;
 
-use support::{app_with_settings, key, merchant, pair, template_body, v1, App};
-
-const RIGHT: &str = "correct horse battery staple";
-
-async fn send(app: &App, req: Request<Body>) -> (StatusCode, Option<String>, String) {
-    let res = app.router.clone().oneshot(req).await.unwrap();
-    let status = res.status();
-    let cookie = res
-        .headers()
-        .get(header::SET_COOKIE)
-        .and_then(|v| v.to_str().ok())
-        .map(pair);
-    let body = res.into_body().collect().await.unwrap().to_bytes();
-    (status, cookie, String::from_utf8_lossy(&body).into_owned())
-}
-
-fn form(path: &str, cookie: Option<&str>, body: String) -> Request<Body> {
-    let mut req = Request::post(path)
-        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
-        .header(header::HOST, "console.test")
-        .header(header::ORIGIN, "http://console.test");
-    if let Some(c) = cookie {
-        req = req.header(header::COOKIE, c);
-    }
-    req.body(Body::from(body)).unwrap()
-}
-
-fn page(path: &str, cookie: &str) -> Request<Body> {
-    Request::get(path)
-        .header(header::COOKIE, cookie)
-        .body(Body::empty())
-        .unwrap()
-}
-
-/// The session cookie of `email`, signed in with the right password.
-async fn signed_in(app: &App, email: &str) -> String {
-    let body = format!("email={email}&password={}", RIGHT.replace(' ', "+"));
-    let (status, cookie, text) = send(app, form("/console/login", None, body)).await;
-    assert_eq!(status, StatusCode::SEE_OTHER, "{text}");
-    cookie.unwrap()
-}
-
-fn token(page: &str) -> String {
-    page.split("name=\"csrf\" value=\"")
-        .nth(1)
-        .and_then(|r| r.split('"').next())
-        .unwrap()
-        .to_owned()
-}
+use support::{
+    account, account_cookie, answer, app_with_settings, csrf_of, form_post, key, merchant,
+    page_get, template_body, v1,
+};
 
 #[tokio::test]
 async fn a_template_page_history_names_who_changed_it() {
     let app = app_with_settings(ApiSettings::default()).await;
-    let accounts = Accounts::new(app.store.clone(), Arc::new(app.clock.clone()));
     let m = merchant(&app).await;
     let (mkey, _) = key(&app, Role::Merchant, Some(m)).await;
-    for (email, role) in [
-        ("own@example.com", OperatorRole::Owner),
-        ("sam@example.com", OperatorRole::Staff),
-    ] {
-        let draft = OperatorDraft::new(Email::parse(email).unwrap(), "X".into(), role, Some(m));
-        accounts.add(&draft.unwrap(), Some(RIGHT)).await.unwrap();
-    }
+    account(&app, "own@example.com", OperatorRole::Owner, Some(m)).await;
+    account(&app, "sam@example.com", OperatorRole::Staff, Some(m)).await;
     let body = template_body("Spring", 10, "2026-12-31T00:00:00Z");
     let (status, t) = v1(&app, &mkey, Method::POST, "/v1/templates", body).await;
     assert_eq!(status, StatusCode::CREATED, "{t}");
     let id = t["id"].as_i64().unwrap();
 
-    let owner = signed_in(&app, "own@example.com").await;
-    let (_, _, template) = send(&app, page(&format!("/console/templates/{id}"), &owner)).await;
-    assert!(template.contains(&format!("/console/history?object=template:{id}")));
+    let owner = account_cookie(&app, "own@example.com").await;
+    let template = answer(&app, page_get(&format!("/console/templates/{id}"), &owner)).await;
+    assert!(template
+        .body
+        .contains(&format!("/console/history?object=template:{id}")));
     let publish = format!("/console/templates/{id}/publish");
-    let csrf = format!("csrf={}", token(&template));
-    let (status, _, text) = send(&app, form(&publish, Some(&owner), csrf)).await;
-    assert_eq!(status, StatusCode::SEE_OTHER, "{text}");
+    let csrf = format!("csrf={}", csrf_of(&template.body));
+    let done = answer(&app, form_post(&publish, Some(&owner), csrf)).await;
+    assert_eq!(done.status, StatusCode::SEE_OTHER, "{}", done.body);
 
     let history = format!("/console/history?object=template:{id}");
-    let (status, _, text) = send(&app, page(&history, &owner)).await;
-    assert_eq!(status, StatusCode::OK, "{text}");
-    let rows: Vec<&str> = text.split("<tr><td>").skip(1).collect();
-    assert_eq!(rows.len(), 2, "publish and create: {text}");
+    let page = answer(&app, page_get(&history, &owner)).await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+    let rows: Vec<&str> = page.body.split("<tr><td>").skip(1).collect();
+    assert_eq!(rows.len(), 2, "publish and create: {}", page.body);
     assert!(rows[0].contains("own@example.com"), "{}", rows[0]);
     assert!(rows[0].contains("template.publish"), "{}", rows[0]);
     assert!(rows[0].contains("draft"), "{}", rows[0]);
     assert!(rows[1].contains("template.create") && rows[1].contains("key:"));
 
     let csv = format!("/console/history.csv?object=template:{id}");
-    let (status, _, text) = send(&app, page(&csv, &owner)).await;
-    assert_eq!(status, StatusCode::OK);
-    assert!(text.starts_with("id,at,actor,actor_name,action"), "{text}");
-    assert!(text.contains("own@example.com") && text.contains("template.publish"));
+    let file = answer(&app, page_get(&csv, &owner)).await;
+    assert_eq!(file.status, StatusCode::OK);
+    assert!(
+        file.body.starts_with("id,at,actor,actor_name,action"),
+        "{}",
+        file.body
+    );
+    assert!(file.body.contains("own@example.com") && file.body.contains("template.publish"));
 
-    let staff = signed_in(&app, "sam@example.com").await;
-    let (status, _, text) = send(&app, page(&history, &staff)).await;
-    assert_eq!(status, StatusCode::FORBIDDEN, "{text}");
-    assert!(!text.contains("template.publish"), "{text}");
+    let staff = account_cookie(&app, "sam@example.com").await;
+    let refused = answer(&app, page_get(&history, &staff)).await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.body);
+    assert!(
+        !refused.body.contains("template.publish"),
+        "{}",
+        refused.body
+    );
 }

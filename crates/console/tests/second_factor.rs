@@ -6,81 +6,18 @@
 
 mod support;
 
-use std::sync::Arc;
-
 use axum::body::Body;
-use axum::http::{header, Request, StatusCode};
+use axum::http::{Request, StatusCode};
 use coupond_api::ApiSettings;
-use coupond_domain::{Email, MerchantId, OperatorDraft, OperatorRole};
-use coupond_engine::accounts::Accounts;
+use coupond_domain::OperatorRole;
 use coupond_engine::second_factor::code_at;
 use coupond_engine::Clock;
 use coupond_store::Role;
-use http_body_util::BodyExt;
-use tower::ServiceExt;
 
-use support::{app_with_console, key, merchant, pair, test_console, App};
-
-const RIGHT: &str = "correct horse battery staple";
-
-struct Answer {
-    status: StatusCode,
-    location: String,
-    cookie: Option<String>,
-    body: String,
-}
-
-async fn send(app: &App, req: Request<Body>) -> Answer {
-    let res = app.router.clone().oneshot(req).await.unwrap();
-    let status = res.status();
-    let header = |name| {
-        res.headers()
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned)
-    };
-    let location = header(header::LOCATION).unwrap_or_default();
-    let cookie = header(header::SET_COOKIE).map(|c| pair(&c));
-    let body = res.into_body().collect().await.unwrap().to_bytes();
-    Answer {
-        status,
-        location,
-        cookie,
-        body: String::from_utf8_lossy(&body).into_owned(),
-    }
-}
-
-fn post(path: &str, cookie: Option<&str>, form: String) -> Request<Body> {
-    let mut req = Request::post(path)
-        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
-        .header(header::HOST, "console.test")
-        .header(header::ORIGIN, "http://console.test");
-    if let Some(c) = cookie {
-        req = req.header(header::COOKIE, c);
-    }
-    req.body(Body::from(form)).unwrap()
-}
-
-fn get(path: &str, cookie: &str) -> Request<Body> {
-    Request::get(path)
-        .header(header::COOKIE, cookie)
-        .body(Body::empty())
-        .unwrap()
-}
-
-async fn sign_in(app: &App, email: &str, code: &str) -> Answer {
-    let form = format!(
-        "email={email}&password={}&code={code}",
-        RIGHT.replace(' ', "+")
-    );
-    send(app, post("/console/login", None, form)).await
-}
-
-async fn add(app: &App, email: &str, role: OperatorRole, m: Option<MerchantId>) {
-    let accounts = Accounts::new(app.store.clone(), Arc::new(app.clock.clone()));
-    let draft = OperatorDraft::new(Email::parse(email).unwrap(), "X".into(), role, m).unwrap();
-    accounts.add(&draft, Some(RIGHT)).await.unwrap();
-}
+use support::{
+    account, account_sign_in, answer, app_with_console, csrf_of, form_post, key, merchant,
+    page_get, test_console,
+};
 
 fn between<'a>(page: &'a str, start: &str, end: &str) -> &'a str {
     page.split(start)
@@ -92,27 +29,31 @@ fn between<'a>(page: &'a str, start: &str, end: &str) -> &'a str {
 #[tokio::test]
 async fn a_second_factor_is_turned_on_and_then_asked_for_each_sign_in() {
     let app = app_with_console(ApiSettings::default(), test_console()).await;
-    add(&app, "ada@example.com", OperatorRole::Admin, None).await;
-    let first = sign_in(&app, "ada@example.com", "").await;
+    account(&app, "ada@example.com", OperatorRole::Admin, None).await;
+    let first = account_sign_in(&app, "ada@example.com", "").await;
     assert_eq!(first.status, StatusCode::SEE_OTHER, "{}", first.body);
     let cookie = first.cookie.unwrap();
 
-    let page = send(&app, get("/console/account", &cookie)).await;
+    let page = answer(&app, page_get("/console/account", &cookie)).await;
     assert_eq!(page.status, StatusCode::OK, "{}", page.body);
     assert!(page.body.contains("ada@example.com"), "{}", page.body);
     let secret = between(&page.body, "id=\"totp-secret\">", "<").to_owned();
-    let csrf = between(&page.body, "name=\"csrf\" value=\"", "\"").to_owned();
+    let csrf = csrf_of(&page.body);
     assert!(page
         .body
         .contains("otpauth://totp/coupond:ada%40example.com"));
     // A code that is not the app's is refused, and nothing changes.
     let wrong = format!("csrf={csrf}&secret={secret}&code=000000");
-    let r = send(&app, post("/console/account/totp", Some(&cookie), wrong)).await;
+    let r = answer(
+        &app,
+        form_post("/console/account/totp", Some(&cookie), wrong),
+    )
+    .await;
     assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
     let now = app.clock.now();
     let code = code_at(&secret, now).unwrap();
     let on = format!("csrf={csrf}&secret={secret}&code={code}");
-    let r = send(&app, post("/console/account/totp", Some(&cookie), on)).await;
+    let r = answer(&app, form_post("/console/account/totp", Some(&cookie), on)).await;
     assert_eq!(
         (r.status, r.location.as_str()),
         (StatusCode::SEE_OTHER, "/console/account?notice=on")
@@ -122,29 +63,33 @@ async fn a_second_factor_is_turned_on_and_then_asked_for_each_sign_in() {
     // password.
     app.clock.advance(time::Duration::seconds(30));
     for code in ["", "123456"] {
-        let r = sign_in(&app, "ada@example.com", code).await;
+        let r = account_sign_in(&app, "ada@example.com", code).await;
         assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{code}: {}", r.body);
         assert!(r
             .body
             .contains("The email, the password or the code is wrong."));
     }
     let code = code_at(&secret, app.clock.now()).unwrap();
-    let r = sign_in(&app, "ada@example.com", &code).await;
+    let r = account_sign_in(&app, "ada@example.com", &code).await;
     assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
-    let again = sign_in(&app, "ada@example.com", &code).await;
+    let again = account_sign_in(&app, "ada@example.com", &code).await;
     assert_eq!(again.status, StatusCode::UNAUTHORIZED, "a code works once");
 
     // Turning it off takes a current code too.
     app.clock.advance(time::Duration::seconds(30));
     let cookie = r.cookie.unwrap();
-    let page = send(&app, get("/console/account", &cookie)).await;
+    let page = answer(&app, page_get("/console/account", &cookie)).await;
     assert!(page.body.contains("id=\"totp-state\">on<"), "{}", page.body);
-    let csrf = between(&page.body, "name=\"csrf\" value=\"", "\"").to_owned();
+    let csrf = csrf_of(&page.body);
     let code = code_at(&secret, app.clock.now()).unwrap();
     let off = format!("csrf={csrf}&code={code}");
-    let r = send(&app, post("/console/account/totp/off", Some(&cookie), off)).await;
+    let r = answer(
+        &app,
+        form_post("/console/account/totp/off", Some(&cookie), off),
+    )
+    .await;
     assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
-    let r = sign_in(&app, "ada@example.com", "").await;
+    let r = account_sign_in(&app, "ada@example.com", "").await;
     assert_eq!(r.status, StatusCode::SEE_OTHER, "off again: {}", r.body);
 }
 
@@ -156,25 +101,31 @@ async fn a_console_requiring_it_sends_platform_accounts_to_set_it_up_first() {
     };
     let app = app_with_console(ApiSettings::default(), settings).await;
     let m = merchant(&app).await;
-    add(&app, "ada@example.com", OperatorRole::Marketing, None).await;
-    add(&app, "own@example.com", OperatorRole::Owner, Some(m)).await;
+    account(&app, "ada@example.com", OperatorRole::Marketing, None).await;
+    account(&app, "own@example.com", OperatorRole::Owner, Some(m)).await;
 
-    let ada = sign_in(&app, "ada@example.com", "").await.cookie.unwrap();
+    let ada = account_sign_in(&app, "ada@example.com", "")
+        .await
+        .cookie
+        .unwrap();
     for page in ["/console", "/console/templates", "/console/history"] {
-        let r = send(&app, get(page, &ada)).await;
+        let r = answer(&app, page_get(page, &ada)).await;
         assert_eq!(
             (r.status, r.location.as_str()),
             (StatusCode::SEE_OTHER, "/console/account"),
             "{page}"
         );
     }
-    let r = send(&app, get("/console/account", &ada)).await;
+    let r = answer(&app, page_get("/console/account", &ada)).await;
     assert_eq!(r.status, StatusCode::OK);
     assert!(r.body.contains("id=\"totp-required\""), "{}", r.body);
     // A merchant's owner is not asked.
-    let owner = sign_in(&app, "own@example.com", "").await.cookie.unwrap();
+    let owner = account_sign_in(&app, "own@example.com", "")
+        .await
+        .cookie
+        .unwrap();
     assert_eq!(
-        send(&app, get("/console", &owner)).await.status,
+        answer(&app, page_get("/console", &owner)).await.status,
         StatusCode::OK
     );
 }
@@ -187,17 +138,14 @@ async fn api_keys_sign_in_only_where_the_setting_allows() {
     };
     let app = app_with_console(ApiSettings::default(), settings).await;
     let (platform, _) = key(&app, Role::Platform, None).await;
-    let page = send(
-        &app,
-        Request::get("/console/login").body(Body::empty()).unwrap(),
-    )
-    .await;
+    let login = Request::get("/console/login").body(Body::empty()).unwrap();
+    let page = answer(&app, login).await;
     assert_eq!(page.status, StatusCode::OK);
     assert!(!page.body.contains("id=\"key-sign-in\""), "{}", page.body);
     assert!(page.body.contains("id=\"account-sign-in\""));
-    let r = send(
+    let r = answer(
         &app,
-        post("/console/login", None, format!("key={platform}")),
+        form_post("/console/login", None, format!("key={platform}")),
     )
     .await;
     assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.body);

@@ -5,20 +5,15 @@
 
 mod support;
 
-use std::sync::Arc;
-
-use axum::body::Body;
-use axum::http::{header, Method, Request, StatusCode};
+use axum::http::{Method, StatusCode};
 use coupond_api::ApiSettings;
-use coupond_domain::{Email, OperatorDraft, OperatorRole};
-use coupond_engine::accounts::Accounts;
+use coupond_domain::OperatorRole;
 use coupond_store::Role;
-use http_body_util::BodyExt;
-use tower::ServiceExt;
 
-use support::{app_with_settings, key, merchant, pair, sign_in_cookie, template_body, v1, App};
-
-const RIGHT: &str = "correct horse battery staple";
+use support::{
+    account, account_cookie, answer, app_with_settings, key, merchant, page_get, sign_in_cookie,
+    template_body, v1, App,
+};
 const BUTTONS: [&str; 6] = [
     "id=\"publish\"",
     "id=\"top-up\"",
@@ -29,14 +24,9 @@ const BUTTONS: [&str; 6] = [
 ];
 
 async fn page(app: &App, cookie: &str, id: i64) -> String {
-    let req = Request::get(format!("/console/templates/{id}"))
-        .header(header::COOKIE, cookie)
-        .body(Body::empty())
-        .unwrap();
-    let res = app.router.clone().oneshot(req).await.unwrap();
-    assert_eq!(res.status(), StatusCode::OK);
-    let body = res.into_body().collect().await.unwrap().to_bytes();
-    String::from_utf8_lossy(&body).into_owned()
+    let a = answer(app, page_get(&format!("/console/templates/{id}"), cookie)).await;
+    assert_eq!(a.status, StatusCode::OK);
+    a.body
 }
 
 fn offered(page: &str) -> Vec<&'static str> {
@@ -83,18 +73,7 @@ async fn the_page_offers_what_the_api_accepts() {
         "ended"
     );
 
-    let accounts = Accounts::new(app.store.clone(), Arc::new(app.clock.clone()));
-    let email = Email::parse("fin@example.com").unwrap();
-    let draft = OperatorDraft::new(email, "Fin".into(), OperatorRole::Finance, None).unwrap();
-    accounts.add(&draft, Some(RIGHT)).await.unwrap();
-    let form = format!("email=fin@example.com&password={}", RIGHT.replace(' ', "+"));
-    let req = Request::post("/console/login")
-        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
-        .header(header::HOST, "console.test")
-        .header(header::ORIGIN, "http://console.test")
-        .body(Body::from(form))
-        .unwrap();
-    let res = app.router.clone().oneshot(req).await.unwrap();
-    let finance = pair(res.headers()[header::SET_COOKIE].to_str().unwrap());
+    account(&app, "fin@example.com", OperatorRole::Finance, None).await;
+    let finance = account_cookie(&app, "fin@example.com").await;
     assert!(offered(&page(&app, &finance, id).await).is_empty());
 }

@@ -116,6 +116,19 @@ fn failed(session: &Session, e: &AccountError) -> Response {
     problem_page(session, &p)
 }
 
+/// A form of this page, checked (its token) and its account loaded.
+async fn checked(
+    console: &Console,
+    session: &Session,
+    headers: &HeaderMap,
+    csrf: &str,
+) -> Result<Operator, Response> {
+    if let Some(refused) = guard(headers, session, csrf) {
+        return Err(refused);
+    }
+    load(console, session).await
+}
+
 pub async fn page(
     State(console): State<Console>,
     session: Session,
@@ -144,10 +157,7 @@ pub async fn totp_on(
     headers: HeaderMap,
     Form(f): Form<CodeForm>,
 ) -> Response {
-    if let Some(refused) = guard(&headers, &session, &f.csrf) {
-        return refused;
-    }
-    let op = match load(&console, &session).await {
+    let op = match checked(&console, &session, &headers, &f.csrf).await {
         Ok(op) => op,
         Err(r) => return r,
     };
@@ -166,10 +176,7 @@ pub async fn totp_off(
     headers: HeaderMap,
     Form(f): Form<CodeForm>,
 ) -> Response {
-    if let Some(refused) = guard(&headers, &session, &f.csrf) {
-        return refused;
-    }
-    let op = match load(&console, &session).await {
+    let op = match checked(&console, &session, &headers, &f.csrf).await {
         Ok(op) => op,
         Err(r) => return r,
     };

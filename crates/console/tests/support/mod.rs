@@ -186,3 +186,97 @@ pub async fn published(app: &App, key: &str, body: serde_json::Value) -> i64 {
     assert_eq!(status, StatusCode::OK, "{t}");
     id
 }
+
+/// What a console request answered: its status, where it redirects, the session cookie it
+/// set (`name=value`), and its body as text.
+pub struct Answer {
+    pub status: StatusCode,
+    pub location: String,
+    pub cookie: Option<String>,
+    pub body: String,
+}
+
+/// Sends `req` through the app.
+pub async fn answer(app: &App, req: Request<Body>) -> Answer {
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+    let res = app.router.clone().oneshot(req).await.unwrap();
+    let status = res.status();
+    let header = |name| {
+        res.headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    };
+    let location = header(header::LOCATION).unwrap_or_default();
+    let cookie = header(header::SET_COOKIE).map(|c| pair(&c));
+    let body = res.into_body().collect().await.unwrap().to_bytes();
+    Answer {
+        status,
+        location,
+        cookie,
+        body: String::from_utf8_lossy(&body).into_owned(),
+    }
+}
+
+/// A form POST to `path` from the console's own origin, with the session `cookie` if any.
+pub fn form_post(path: &str, cookie: Option<&str>, form: String) -> Request<Body> {
+    let mut req = Request::post(path)
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .header(header::HOST, "console.test")
+        .header(header::ORIGIN, "http://console.test");
+    if let Some(c) = cookie {
+        req = req.header(header::COOKIE, c);
+    }
+    req.body(Body::from(form)).unwrap()
+}
+
+/// A page GET with the session `cookie`.
+pub fn page_get(path: &str, cookie: &str) -> Request<Body> {
+    Request::get(path)
+        .header(header::COOKIE, cookie)
+        .body(Body::empty())
+        .unwrap()
+}
+
+/// The form token a page carries.
+pub fn csrf_of(page: &str) -> String {
+    page.split("name=\"csrf\" value=\"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .unwrap()
+        .to_owned()
+}
+
+/// The password the tests' accounts share.
+pub const PASSWORD: &str = "correct horse battery staple";
+
+/// Adds an account with [`PASSWORD`].
+pub async fn account(
+    app: &App,
+    email: &str,
+    role: coupond_domain::OperatorRole,
+    merchant: Option<MerchantId>,
+) {
+    let accounts =
+        coupond_engine::accounts::Accounts::new(app.store.clone(), Arc::new(app.clock.clone()));
+    let email = coupond_domain::Email::parse(email).unwrap();
+    let draft = coupond_domain::OperatorDraft::new(email, "X".into(), role, merchant).unwrap();
+    accounts.add(&draft, Some(PASSWORD)).await.unwrap();
+}
+
+/// Signs in as `email` with [`PASSWORD`] (and `code`, if the account asks for one).
+pub async fn account_sign_in(app: &App, email: &str, code: &str) -> Answer {
+    let form = format!(
+        "email={email}&password={}&code={code}",
+        PASSWORD.replace(' ', "+")
+    );
+    answer(app, form_post("/console/login", None, form)).await
+}
+
+/// The session cookie of `email`, asserting the sign-in went to the console.
+pub async fn account_cookie(app: &App, email: &str) -> String {
+    let a = account_sign_in(app, email, "").await;
+    assert_eq!(a.status, StatusCode::SEE_OTHER, "{email}: {}", a.body);
+    a.cookie.unwrap()
+}
