@@ -1,9 +1,10 @@
 //! Response bodies. Statuses are computed from the clock when the view is built.
 
 use coupond_domain::{
-    standing, Activity, ActivityDraft, ActivityId, ActivityStatus, Coupon, CouponId, CouponStatus,
-    CouponValue, Listing, ListingDraft, ListingId, MerchantId, Money, Reason, Stacking, Template,
-    TemplateAction, TemplateDraft, TemplateId, TemplateStatus, TemplateUse, Timestamp, UserId,
+    standing, Activity, ActivityAction, ActivityDraft, ActivityId, ActivityStatus, Coupon,
+    CouponId, CouponStatus, CouponValue, Listing, ListingDraft, ListingId, MerchantId, Money,
+    Reason, Stacking, Template, TemplateAction, TemplateDraft, TemplateId, TemplateStatus,
+    TemplateUse, Timestamp, UserId,
 };
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -22,6 +23,10 @@ pub struct ActivityView {
     pub updated_at: Timestamp,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub aborted_at: Option<Timestamp>,
+    /// What the caller may do to it now (its rules, the caller's side and role): on the
+    /// answers about one activity, not in lists.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub actions: Option<Vec<ActivityAction>>,
 }
 
 impl ActivityView {
@@ -33,6 +38,7 @@ impl ActivityView {
             created_at: a.created_at,
             updated_at: a.updated_at,
             aborted_at: a.aborted_at,
+            actions: None,
             terms: a.spec.into_draft(),
         }
     }

@@ -1,11 +1,13 @@
-//! What may be done to a template now, as the API tells callers and the console shows:
+//! What may be done to a template or an activity now, as the API tells callers and the console shows:
 //! computed from the same `check_*` rules the workflows apply (`lifecycle`), so an action is
 //! offered exactly when the engine would accept it for the state the caller read.
 
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::{ActivityStatus, Template, TemplateStatus, Timestamp};
+use time::Duration;
+
+use crate::{Activity, ActivityStatus, Template, TemplateStatus, Timestamp};
 
 /// An action on a template.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, ToSchema)]
@@ -93,6 +95,54 @@ impl Template {
                 TemplateAction::Delete => draft,
                 TemplateAction::Codes => self.check_codes_open(now).is_ok(),
                 TemplateAction::Issue => self.check_issuing(now).is_ok(),
+            })
+            .collect()
+    }
+}
+
+/// An action on an activity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ActivityAction {
+    /// Change its terms (`PATCH`, the platform): while scheduled or enrolling.
+    Edit,
+    /// `POST /abort` (the platform): until it ends.
+    Abort,
+    /// Create a template in it (`POST /v1/templates` with `activity_id`, a merchant): while
+    /// it is enrolling.
+    Enroll,
+}
+
+impl ActivityAction {
+    pub const ALL: [ActivityAction; 3] = [
+        ActivityAction::Edit,
+        ActivityAction::Abort,
+        ActivityAction::Enroll,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ActivityAction::Edit => "edit",
+            ActivityAction::Abort => "abort",
+            ActivityAction::Enroll => "enroll",
+        }
+    }
+
+    /// Whether the platform takes this action (a merchant takes the others).
+    pub fn is_platforms(self) -> bool {
+        !matches!(self, ActivityAction::Enroll)
+    }
+}
+
+impl Activity {
+    /// The actions its rules allow at `now` (for either side: the caller's side narrows them).
+    pub fn actions(&self, now: Timestamp, freeze: Duration) -> Vec<ActivityAction> {
+        ActivityAction::ALL
+            .into_iter()
+            .filter(|a| match a {
+                ActivityAction::Edit => self.check_editable(now, freeze).is_ok(),
+                ActivityAction::Abort => self.check_abortable(now, freeze).is_ok(),
+                ActivityAction::Enroll => self.status(now, freeze) == ActivityStatus::Enrolling,
             })
             .collect()
     }

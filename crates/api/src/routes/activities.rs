@@ -27,6 +27,28 @@ fn view(s: &AppState, a: Activity, now: Timestamp) -> ActivityView {
     ActivityView::new(a, now, s.settings().freeze)
 }
 
+/// The view of one activity with the actions caller `p` may take on it now: what its rules
+/// allow ([`Activity::actions`]) on the caller's side (the platform edits and aborts, a
+/// merchant enrolls), if its role runs campaigns.
+fn view_one(s: &AppState, p: &Principal, a: Activity, now: Timestamp) -> ActivityView {
+    let side = match p {
+        Principal::Platform => Some(true),
+        Principal::Merchant(_) => Some(false),
+        _ => None,
+    };
+    let actions = match side {
+        Some(platform) if crate::auth::may_act(coupond_domain::Area::Campaigns) => a
+            .actions(now, s.settings().freeze)
+            .into_iter()
+            .filter(|action| action.is_platforms() == platform)
+            .collect(),
+        _ => Vec::new(),
+    };
+    let mut v = view(s, a, now);
+    v.actions = Some(actions);
+    v
+}
+
 /// Loads an activity the caller may see: merchants only see activities covering one of their
 /// cities; others get 404, as if it did not exist.
 pub(crate) async fn load_visible(
@@ -55,7 +77,10 @@ pub async fn create(
     let spec = ActivitySpec::try_from(draft)?;
     let now = s.now();
     let a = campaigns::create_activity(s.store(), &spec, now).await?;
-    Ok((StatusCode::CREATED, Json(view(&s, a, now))))
+    Ok((
+        StatusCode::CREATED,
+        Json(view_one(&s, &Principal::Platform, a, now)),
+    ))
 }
 
 /// Filters for listing activities.
@@ -123,7 +148,7 @@ pub async fn get(
     ApiPath(id): ApiPath<ActivityId>,
 ) -> ApiResult<Json<ActivityView>> {
     let a = load_visible(&s, &p, id).await?;
-    Ok(Json(view(&s, a, s.now())))
+    Ok(Json(view_one(&s, &p, a, s.now())))
 }
 
 /// Change an activity while it is scheduled or enrolling. The templates already enrolled must
@@ -140,7 +165,7 @@ pub async fn update(
 ) -> ApiResult<Json<ActivityView>> {
     let now = s.now();
     let updated = campaigns::edit_activity(s.store(), id, patch, now, s.settings().freeze).await?;
-    Ok(Json(view(&s, updated, now)))
+    Ok(Json(view_one(&s, &Principal::Platform, updated, now)))
 }
 
 /// Abort an activity and every template in it. Final.
@@ -155,5 +180,5 @@ pub async fn abort(
 ) -> ApiResult<Json<ActivityView>> {
     let now = s.now();
     let aborted = campaigns::abort_activity(s.store(), id, now, s.settings().freeze).await?;
-    Ok(Json(view(&s, aborted, now)))
+    Ok(Json(view_one(&s, &Principal::Platform, aborted, now)))
 }

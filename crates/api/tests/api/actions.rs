@@ -4,6 +4,8 @@
 //! platform `finance` operator), each of the eight actions is tried on its own copy of the
 //! template, and it succeeds exactly when `actions` named it. The console shows exactly
 //! `actions` (`console/src/views/templates.rs`), so this is also the console's table.
+//! Activities likewise: scheduled, enrolling, frozen, running, ended and aborted, each of
+//! edit, abort and enroll (a merchant creating a template in it).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -11,7 +13,9 @@ use std::sync::Arc;
 use axum::body::Body;
 use axum::http::{header, Method, Request, StatusCode};
 use coupond_api::auth::Caller;
-use coupond_domain::{Email, OperatorDraft, OperatorId, OperatorRole, TemplateAction};
+use coupond_domain::{
+    ActivityAction, Email, OperatorDraft, OperatorId, OperatorRole, TemplateAction,
+};
 use coupond_engine::accounts::Accounts;
 use serde_json::{json, Value};
 use time::Duration;
@@ -238,6 +242,121 @@ async fn offered_actions_are_exactly_the_accepted_ones() {
             }
             if *caller == "finance" {
                 assert_eq!(offered_any, Some(BTreeSet::new()), "{}", s.name);
+            }
+        }
+    }
+    assert!(
+        table.is_empty(),
+        "offered and accepted differ:\n{}",
+        table.join("\n")
+    );
+}
+
+/// Tries `action` on activity `a` as `who`; whether it was accepted.
+async fn attempt_activity(app: &TestApp, who: &Who, action: ActivityAction, a: i64) -> bool {
+    let path = format!("/v1/activities/{a}");
+    let js = |b: Value| Some(("application/json", b.to_string()));
+    let r = match action {
+        ActivityAction::Edit => {
+            ask(
+                app,
+                who,
+                Method::PATCH,
+                &path,
+                js(json!({"title": "Renamed"})),
+            )
+            .await
+        }
+        ActivityAction::Abort => {
+            ask(
+                app,
+                who,
+                Method::POST,
+                &format!("{path}/abort"),
+                js(json!({})),
+            )
+            .await
+        }
+        ActivityAction::Enroll => {
+            ask(
+                app,
+                who,
+                Method::POST,
+                "/v1/templates",
+                js(activity_template(a, 500)),
+            )
+            .await
+        }
+    };
+    assert!(
+        r.status.is_success() || r.status.is_client_error(),
+        "{action:?} on {a}: {} {}",
+        r.status,
+        r.body
+    );
+    r.status.is_success()
+}
+
+#[tokio::test]
+async fn offered_activity_actions_are_exactly_the_accepted_ones() {
+    let app = TestApp::new().await;
+    let accounts = Accounts::new(app.store.clone(), Arc::new(app.clock.clone()));
+    let email = Email::parse("fin@example.com").unwrap();
+    let draft = OperatorDraft::new(email, "Fin".into(), OperatorRole::Finance, None).unwrap();
+    let finance = accounts.add(&draft, None).await.unwrap().id;
+    let callers = [
+        ("merchant key", Who::Key(app.m1().to_owned())),
+        ("platform key", Who::Key(app.platform.clone())),
+        ("finance", Who::Operator(finance)),
+    ];
+    // At hour 4: scheduled, enrolling, frozen, running, ended, aborted.
+    let states: [(&str, Value, bool); 6] = [
+        ("scheduled", activity_body(5, 24, 48, 96), false),
+        ("enrolling", activity_body(-1, 24, 48, 96), false),
+        ("frozen", activity_body(-1, 2, 48, 96), false),
+        ("running", activity_body(-1, 1, 2, 96), false),
+        ("ended", activity_body(-1, 1, 2, 3), false),
+        ("aborted", activity_body(-1, 24, 48, 96), true),
+    ];
+    let mut copies = vec![];
+    for (_, body, abort) in &states {
+        for _ in 0..callers.len() * ActivityAction::ALL.len() {
+            let id = app.activity(body.clone()).await;
+            if *abort {
+                let r = app
+                    .post(
+                        &format!("/v1/activities/{id}/abort"),
+                        &app.platform,
+                        json!({}),
+                    )
+                    .await;
+                assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+            }
+            copies.push(id);
+        }
+    }
+    app.clock.advance(Duration::hours(4));
+
+    let mut table = vec![];
+    let mut copies = copies.into_iter();
+    for (state, _, _) in &states {
+        for (caller, who) in &callers {
+            for action in ActivityAction::ALL {
+                let a = copies.next().unwrap();
+                let v = ask(&app, who, Method::GET, &format!("/v1/activities/{a}"), None).await;
+                assert_eq!(v.status, StatusCode::OK, "{state}: {}", v.body);
+                let says = v.body["actions"]
+                    .as_array()
+                    .unwrap_or_else(|| panic!("no actions: {}", v.body))
+                    .iter()
+                    .any(|x| x == action.as_str());
+                let accepted = attempt_activity(&app, who, action, a).await;
+                if says != accepted {
+                    table.push(format!(
+                        "{state} / {caller} / {}: offered {says}, accepted {accepted}",
+                        action.as_str()
+                    ));
+                }
             }
         }
     }

@@ -227,7 +227,10 @@ pub(super) fn utc(s: &str) -> String {
 #[template(path = "activity.html")]
 struct ActivityPage {
     shell: Shell,
-    platform: bool,
+    /// What the API says the caller may do now (`actions`): the page offers exactly those.
+    can_edit: bool,
+    can_abort: bool,
+    can_enroll: bool,
     a: ActivityRow,
     /// A page of its templates, and the link to the next.
     rows: Vec<TemplateRow>,
@@ -237,6 +240,13 @@ struct ActivityPage {
     used: i64,
     given: String,
     chart: super::templates::Chart,
+}
+
+/// Whether the API's answer `v` names `action` among those its caller may take now.
+pub(super) fn may(v: &Value, action: &str) -> bool {
+    v["actions"]
+        .as_array()
+        .is_some_and(|a| a.iter().any(|x| x == action))
 }
 
 /// An activity with its stats and a page of its templates (after the API cursor `after`).
@@ -271,7 +281,9 @@ pub async fn page(
     let totals = &stats["totals"];
     let page = ActivityPage {
         shell: Shell::new(&session, a["title"].as_str().unwrap_or("Activity")),
-        platform: session.is_platform(),
+        can_edit: may(&a, "edit"),
+        can_abort: may(&a, "abort"),
+        can_enroll: may(&a, "enroll"),
         a: ActivityRow::of(&a),
         rows: templates.items.iter().map(TemplateRow::of).collect(),
         next: next_link(&format!("/console/activities/{id}"), &templates.next),

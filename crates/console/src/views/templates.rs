@@ -314,11 +314,7 @@ pub async fn page(
         .into::<Value>()
         .unwrap_or(Value::Null);
     let row = TemplateRow::of(&t);
-    let may = |action: &str| {
-        t["actions"]
-            .as_array()
-            .is_some_and(|a| a.iter().any(|v| v == action))
-    };
+    let may = |action: &str| super::activities::may(&t, action);
     let local = |v: &Value| v.as_str().map(|s| s.chars().take(16).collect::<String>());
     let page = TemplatePage {
         can_extend: may("extend"),
