@@ -69,6 +69,10 @@ pub struct OperatorPatch {
     pub role: Option<OperatorRole>,
     /// `true` disables the account (its console sessions end at once); `false` enables it.
     pub disabled: Option<bool>,
+    /// `false` turns the account's second factor off (a lost phone; the person sets it up
+    /// again from their Account page). Only the person turns it on: `true` is 422
+    /// `second_factor_by_owner`.
+    pub second_factor: Option<bool>,
 }
 
 /// Which operators.
@@ -160,10 +164,21 @@ pub async fn update(
     if p.merchant().is_some() && op.merchant_id != p.merchant() {
         return Err(ApiError::NotFound);
     }
+    if body.second_factor == Some(true) {
+        return Err(ApiError::invalid(
+            "second_factor_by_owner",
+            "second_factor",
+            "only the person turns their second factor on, from their Account page",
+        ));
+    }
     let change = OperatorChange {
         name: body.name.as_deref(),
         role: body.role,
         disabled: body.disabled,
     };
-    Ok(Json(s.accounts().update(id, &change).await?))
+    let mut updated = s.accounts().update(id, &change).await?;
+    if body.second_factor == Some(false) && updated.has_totp {
+        updated = s.accounts().disable_totp(id).await?;
+    }
+    Ok(Json(updated))
 }

@@ -239,3 +239,53 @@ async fn a_replayed_creation_leaves_the_link_out() {
     assert_eq!(again.body["id"], first.body["id"], "{}", again.body);
     assert!(again.body.get("set_password").is_none(), "{}", again.body);
 }
+
+/// A lost phone: the platform turns a person's second factor off (recorded as its change);
+/// nobody but the person turns one on.
+#[tokio::test]
+async fn an_admin_turns_a_lost_second_factor_off() {
+    use coupond_engine::Clock;
+    let app = TestApp::new().await;
+    let accounts = coupond_engine::accounts::Accounts::new(
+        app.store.clone(),
+        std::sync::Arc::new(app.clock.clone()),
+    );
+    let email = coupond_domain::Email::parse("ada@example.com").unwrap();
+    let role = coupond_domain::OperatorRole::Marketing;
+    let draft = coupond_domain::OperatorDraft::new(email, "Ada".into(), role, None).unwrap();
+    let ada = accounts.add(&draft, None).await.unwrap().id;
+    let secret = coupond_engine::second_factor::new_secret();
+    let code = coupond_engine::second_factor::code_at(&secret, app.clock.now()).unwrap();
+    assert!(
+        accounts
+            .enable_totp(ada, &secret, &code)
+            .await
+            .unwrap()
+            .has_totp
+    );
+
+    let path = format!("/v1/operators/{ada}");
+    let r = app
+        .patch(&path, &app.platform, json!({"second_factor": true}))
+        .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
+    assert_eq!(r.body["field"], "second_factor", "{}", r.body);
+    let r = app
+        .patch(&path, &app.platform, json!({"second_factor": false}))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["has_totp"], false, "{}", r.body);
+    let trail = app
+        .get(&format!("/v1/audit?object=operator:{ada}"), &app.platform)
+        .await;
+    let actions: Vec<&str> = trail.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        actions,
+        ["operator.totp_off", "operator.totp_on", "operator.create"]
+    );
+}

@@ -49,6 +49,10 @@ pub fn routes(max_upload: usize) -> Router<Console> {
         .route("/console/people", get(people::list).post(people::create))
         .route("/console/people/{id}/disable", post(people::disable))
         .route("/console/people/{id}/enable", post(people::enable))
+        .route(
+            "/console/people/{id}/second-factor",
+            post(people::clear_second_factor),
+        )
         .route("/console/history", get(history::page))
         .route("/console/history.csv", get(history::csv))
         .route(

@@ -184,7 +184,20 @@ pub async fn disable(
     Path(id): Path<i64>,
     Form(f): Form<Toggle>,
 ) -> Response {
-    set_disabled(&console, &session, &headers, id, &f.csrf, true).await
+    let body = json!({ "disabled": true });
+    patch(&console, &session, &headers, id, &f.csrf, body).await
+}
+
+/// Turns a person's second factor off (a lost phone).
+pub async fn clear_second_factor(
+    State(console): State<Console>,
+    session: Session,
+    headers: HeaderMap,
+    Path(id): Path<i64>,
+    Form(f): Form<Toggle>,
+) -> Response {
+    let body = json!({ "second_factor": false });
+    patch(&console, &session, &headers, id, &f.csrf, body).await
 }
 
 pub async fn enable(
@@ -194,22 +207,23 @@ pub async fn enable(
     Path(id): Path<i64>,
     Form(f): Form<Toggle>,
 ) -> Response {
-    set_disabled(&console, &session, &headers, id, &f.csrf, false).await
+    let body = json!({ "disabled": false });
+    patch(&console, &session, &headers, id, &f.csrf, body).await
 }
 
-async fn set_disabled(
+/// Changes account `id` with the API's `body`, back to the list.
+async fn patch(
     console: &Console,
     session: &Session,
     headers: &HeaderMap,
     id: i64,
     csrf: &str,
-    disabled: bool,
+    body: Value,
 ) -> Response {
     if let Some(refused) = guard(headers, session, csrf) {
         return refused;
     }
     let path = format!("/v1/operators/{id}");
-    let body = json!({ "disabled": disabled });
     let reply = console
         .api()
         .send_json(&session.caller, Method::PATCH, &path, &body)
