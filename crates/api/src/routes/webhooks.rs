@@ -8,8 +8,7 @@ use axum::{Extension, Json};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use coupond_domain::{MerchantId, Timestamp};
-use coupond_engine::webhooks::TargetError;
-use coupond_store::audit::{self, Change};
+use coupond_engine::webhooks::{endpoints, TargetError};
 use coupond_store::events::kind;
 use coupond_store::Conflict;
 use coupond_store::{Delivery, DeliveryState, NewWebhook, StoreError, Webhook};
@@ -136,23 +135,19 @@ pub async fn create(
         secret: &secret,
         event_types: &body.event_types,
     };
-    // The secret is never recorded.
-    let change = Change::new("webhook.create", "webhook", s.now())
-        .merchant(p.merchant())
-        .after(&serde_json::json!({ "url": url.as_str(), "event_types": body.event_types }));
-    let write = s
-        .store()
-        .insert_webhook(&new, s.settings().max_webhooks_per_owner, s.now());
-    let w = audit::change(change, write).await.map_err(|e| match e {
-        StoreError::Conflict(Conflict::Limit) => ApiError::conflict(
-            "webhook_limit",
-            format!(
-                "at most {} enabled webhooks per owner; disable one first",
-                s.settings().max_webhooks_per_owner
+    let max = s.settings().max_webhooks_per_owner;
+    let w = endpoints::register(s.store(), &new, max, s.now())
+        .await
+        .map_err(|e| match e {
+            StoreError::Conflict(Conflict::Limit) => ApiError::conflict(
+                "webhook_limit",
+                format!(
+                    "at most {} enabled webhooks per owner; disable one first",
+                    s.settings().max_webhooks_per_owner
+                ),
             ),
-        ),
-        e => e.into(),
-    })?;
+            e => e.into(),
+        })?;
     // A replay must not hand the secret out again, nor keep it in the idempotency table.
     let replay = ReplayAs::json(&WebhookView::new(w.clone(), false));
     let mut res = (StatusCode::CREATED, Json(WebhookView::new(w, true))).into_response();
@@ -212,11 +207,7 @@ pub async fn disable(
     ApiPath(id): ApiPath<i64>,
 ) -> ApiResult<Json<WebhookView>> {
     let before = load(&s, &p, id).await?;
-    let change = Change::new("webhook.disable", "webhook", s.now())
-        .object(id)
-        .merchant(before.merchant_id)
-        .after(&serde_json::json!({ "disabled": true }));
-    let w = audit::change(change, s.store().disable_webhook(id, s.now())).await?;
+    let w = endpoints::disable(s.store(), &before, s.now()).await?;
     Ok(Json(WebhookView::new(w, false)))
 }
 

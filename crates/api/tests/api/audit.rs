@@ -178,3 +178,39 @@ async fn bad_filters_are_named_and_no_route_changes_the_trail() {
         "merchant staff do not read the trail"
     );
 }
+
+#[tokio::test]
+async fn webhook_endpoints_are_recorded_without_their_secret() {
+    let sqlite = crate::support::Backend::Sqlite;
+    let app = crate::webhooks::app_with_loopback_hooks(sqlite)
+        .await
+        .unwrap();
+    let body = json!({"url": "http://127.0.0.1:9/hook", "event_types": ["*"]});
+    let r = app.post("/v1/webhooks", app.m1(), body).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let (id, secret) = (r.body["id"].as_i64().unwrap(), r.body["secret"].clone());
+    let r = app
+        .call(
+            Method::DELETE,
+            &format!("/v1/webhooks/{id}"),
+            Some(app.m1()),
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let trail = entries(
+        &app.get(&format!("/v1/audit?object=webhook:{id}"), app.m1())
+            .await,
+    );
+    let actions: Vec<&str> = trail
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(actions, ["webhook.disable", "webhook.create"]);
+    assert_eq!(trail[1]["after"]["url"], "http://127.0.0.1:9/hook");
+    let text = serde_json::to_string(&trail).unwrap();
+    assert!(
+        !text.contains(secret.as_str().unwrap()),
+        "the secret leaked: {text}"
+    );
+}

@@ -12,7 +12,9 @@
 //!   and per endpoint, so a slow receiver delays only itself), under a lease so that with
 //!   several instances one of them sends.
 //! - [`targets`]: [`TargetPolicy`], which keeps deliveries off internal addresses.
+//! - [`endpoints`]: registering and disabling endpoints, each recorded in the audit trail.
 
+pub mod endpoints;
 mod sender;
 pub mod targets;
 
