@@ -99,26 +99,28 @@ pub async fn keys(config: &Config, cmd: KeysCommand) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        KeysCommand::Revoke { id } => match store.revoke_api_key(id, now()).await {
-            Ok(k) => {
-                println!(
-                    "key {} revoked at {}",
-                    k.id,
-                    k.revoked_at.unwrap_or_else(now)
-                );
-                // The notice is signed with the secret the instances share.
-                match db::jwt_secret(store.as_ref(), config.auth.jwt_secret.as_ref()).await {
-                    Ok(secret) => crate::brokers::tell_keys_changed(config, &secret).await,
-                    Err(e) => eprintln!(
-                        "warning: the running instances could not be told ({e:#}); they \
+        KeysCommand::Revoke { id } => {
+            match coupond_engine::keys::revoke(store.as_ref(), id, None, now()).await {
+                Ok(k) => {
+                    println!(
+                        "key {} revoked at {}",
+                        k.id,
+                        k.revoked_at.unwrap_or_else(now)
+                    );
+                    // The notice is signed with the secret the instances share.
+                    match db::jwt_secret(store.as_ref(), config.auth.jwt_secret.as_ref()).await {
+                        Ok(secret) => crate::brokers::tell_keys_changed(config, &secret).await,
+                        Err(e) => eprintln!(
+                            "warning: the running instances could not be told ({e:#}); they \
                          refuse the key within auth.cache_ttl"
-                    ),
+                        ),
+                    }
+                    Ok(())
                 }
-                Ok(())
+                Err(StoreError::NotFound) => Err(anyhow::anyhow!("no key with id {id}")),
+                Err(e) => Err(e.into()),
             }
-            Err(StoreError::NotFound) => Err(anyhow::anyhow!("no key with id {id}")),
-            Err(e) => Err(e.into()),
-        },
+        }
     };
     store.close().await;
     result

@@ -19,6 +19,7 @@
 //!   the background, resumable after a crash.
 //! - [`issuance`]: [`IssuanceWorker`], bulk issuance a chunk per transaction, resumable.
 //! - [`tagging`]: [`TagWorker`], bulk tag uploads a chunk per transaction, resumable.
+//! - [`keys`]: revoking an API key (the API and the CLI), recorded in the audit trail.
 //! - [`jobs`]: what those chunked jobs share (the cache of each job's list).
 //! - [`lifecycle`]: revoking a coupon, refunding a confirmed order, deleting a draft.
 //! - [`redemption`]: redeeming a promotion code (whether a code is usable by a user, and the
@@ -61,6 +62,7 @@ pub mod codes;
 pub mod dispatch;
 pub mod issuance;
 pub mod jobs;
+pub mod keys;
 pub mod lifecycle;
 pub mod live_gate;
 pub mod pacing;

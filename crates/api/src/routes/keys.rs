@@ -9,7 +9,6 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use coupond_domain::{MerchantId, Note, Timestamp};
-use coupond_store::audit::{self, Change};
 use coupond_store::{ApiKey, StoreError};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -21,6 +20,7 @@ use crate::idempotency::ReplayAs;
 use crate::pagination::PageOf;
 use crate::routes::{BodyErrors, CommonErrors};
 use crate::state::AppState;
+use coupond_engine::keys;
 use coupond_engine::shared::Notice;
 
 /// What to create.
@@ -136,21 +136,8 @@ pub async fn revoke(
     State(s): State<AppState>,
     ApiPath(path): ApiPath<KeyPath>,
 ) -> ApiResult<Json<KeyView>> {
-    let owned = s
-        .store()
-        .list_api_keys()
-        .await?
-        .into_iter()
-        .any(|k| k.id == path.key_id && k.merchant_id == Some(path.id));
-    if !owned {
-        return Err(ApiError::NotFound);
-    }
-    let change = Change::new("api_key.revoke", "api_key", s.now())
-        .object(path.key_id)
-        .merchant(Some(path.id))
-        .after(&serde_json::json!({ "revoked": true }));
-    let write = s.store().revoke_api_key(path.key_id, s.now());
-    let key = match audit::change(change, write).await {
+    let revoked = keys::revoke(s.store(), path.key_id, Some(path.id), s.now());
+    let key = match revoked.await {
         Ok(k) => k,
         Err(StoreError::NotFound) => return Err(ApiError::NotFound),
         Err(e) => return Err(e.into()),

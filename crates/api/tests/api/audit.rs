@@ -214,3 +214,38 @@ async fn webhook_endpoints_are_recorded_without_their_secret() {
         "the secret leaked: {text}"
     );
 }
+
+#[tokio::test]
+async fn a_revoked_key_is_recorded_once() {
+    let app = TestApp::new().await;
+    let m = app.merchants[0].0;
+    let r = app
+        .post(
+            &format!("/v1/merchants/{m}/keys"),
+            &app.platform,
+            json!({"label": "till 3"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let key = r.body["id"].as_i64().unwrap();
+    let revoke = format!("/v1/merchants/{m}/keys/{key}/revoke");
+    for _ in 0..2 {
+        let r = app.post(&revoke, &app.platform, json!({})).await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    }
+    let trail = entries(
+        &app.get(&format!("/v1/audit?object=api_key:{key}"), &app.platform)
+            .await,
+    );
+    let actions: Vec<&str> = trail
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        actions,
+        ["api_key.revoke", "api_key.create"],
+        "a repeat records nothing"
+    );
+    assert_eq!(trail[1]["after"]["label"], "till 3");
+    assert_eq!(trail[0]["after"], json!({"revoked": true}));
+}
