@@ -129,11 +129,20 @@ fn data_error(path: &str, message: String) -> ApiError {
             },
         )
     };
-    // serde's message carries " at line 1 column 7": useful, keep it.
+    // serde's message ends with " at line 1 column 7": the field names the place in words,
+    // so the parser's position only gets in a person's way (a form in the console, say).
     ApiError::Invalid {
         code,
         field: Some(field),
-        message,
+        message: without_position(message),
+    }
+}
+
+/// `message` without serde_json's trailing ` at line L column C`.
+fn without_position(message: String) -> String {
+    match message.rfind(" at line ") {
+        Some(i) if message[i..].contains(" column ") => message[..i].to_owned(),
+        _ => message,
     }
 }
 

@@ -25,6 +25,7 @@ use crate::routes::{
         operators::create, operators::list, operators::update, audit::list,
         activities::create, activities::list, activities::get, activities::update, activities::abort,
         templates::create, templates::list, templates::get, templates::update, templates::publish,
+        templates::approve, templates::reject,
         templates::abort, templates::remove, templates::history,
         listings::create, listings::list, listings::get, listings::update, listings::bind,
         listings::unbind, listings::remove,

@@ -3,7 +3,7 @@
 use coupond_domain::{
     standing, Activity, ActivityAction, ActivityDraft, ActivityId, ActivityStatus, Coupon,
     CouponId, CouponStatus, CouponValue, Listing, ListingDraft, ListingId, MerchantId, Money,
-    Reason, Stacking, Template, TemplateAction, TemplateDraft, TemplateId, TemplateStatus,
+    Reason, Review, Stacking, Template, TemplateAction, TemplateDraft, TemplateId, TemplateStatus,
     TemplateUse, Timestamp, UserId,
 };
 use serde::Serialize;
@@ -76,10 +76,37 @@ pub struct TemplateView {
     pub published_at: Option<Timestamp>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub aborted_at: Option<Timestamp>,
+    /// Where a merchant's enrollment stands with the platform's approval; absent where its
+    /// activity requires none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub review: Option<ReviewView>,
     /// What the caller may do to it now (its rules and the caller's role): on the answers
     /// about one template (read, create, change, publish, abort), not in lists.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub actions: Option<Vec<TemplateAction>>,
+}
+
+/// The platform's review of an enrollment.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ReviewView {
+    /// `pending`, `approved` or `rejected`.
+    #[schema(example = "rejected")]
+    pub decision: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reviewed_at: Option<Timestamp>,
+    /// Why it was rejected, for its merchant.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl ReviewView {
+    fn of(r: &Review) -> Option<Self> {
+        (*r != Review::NotNeeded).then(|| ReviewView {
+            decision: r.as_str(),
+            reviewed_at: r.decided_at(),
+            reason: r.reason().map(str::to_owned),
+        })
+    }
 }
 
 impl TemplateView {
@@ -98,6 +125,7 @@ impl TemplateView {
             updated_at: t.updated_at,
             published_at: t.published_at,
             aborted_at: t.aborted_at,
+            review: ReviewView::of(&t.review),
             actions: None,
             claim_window_follows_activity: t.spec.follows_activity(),
             terms: TemplateDraft {

@@ -189,6 +189,7 @@ fn demo_activity(now: Timestamp) -> anyhow::Result<ActivitySpec> {
         enrollment: window(Duration::hours(-1), Duration::days(7))?,
         run: window(Duration::days(7), Duration::days(37))?,
         funded_by: FundedBy::Platform,
+        approval: Default::default(),
     })
     .map_err(|e| anyhow::anyhow!("demo activity: {e}"))
 }

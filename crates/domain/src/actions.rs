@@ -7,7 +7,7 @@ use utoipa::ToSchema;
 
 use time::Duration;
 
-use crate::{Activity, ActivityStatus, Template, TemplateStatus, Timestamp};
+use crate::{Activity, ActivityStatus, Decision, Template, TemplateStatus, Timestamp};
 
 /// An action on a template.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, ToSchema)]
@@ -29,12 +29,16 @@ pub enum TemplateAction {
     Delete,
     /// A shared code or a batch of single-use codes: until it is final.
     Codes,
-    /// Bulk issuance: until claiming has ended.
+    /// Bulk issuance: once approved (where needed), until claiming has ended.
     Issue,
+    /// `POST /approve` (the platform): a merchant's enrollment waiting for approval.
+    Approve,
+    /// `POST /reject` with a reason (the platform): as `Approve`.
+    Reject,
 }
 
 impl TemplateAction {
-    pub const ALL: [TemplateAction; 8] = [
+    pub const ALL: [TemplateAction; 10] = [
         TemplateAction::Edit,
         TemplateAction::RaiseStock,
         TemplateAction::Extend,
@@ -43,6 +47,8 @@ impl TemplateAction {
         TemplateAction::Delete,
         TemplateAction::Codes,
         TemplateAction::Issue,
+        TemplateAction::Approve,
+        TemplateAction::Reject,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -55,6 +61,8 @@ impl TemplateAction {
             TemplateAction::Delete => "delete",
             TemplateAction::Codes => "codes",
             TemplateAction::Issue => "issue",
+            TemplateAction::Approve => "approve",
+            TemplateAction::Reject => "reject",
         }
     }
 }
@@ -84,6 +92,7 @@ impl Template {
         let standalone = self.spec.activity_id.is_none();
         let grows = editable || self.is_live_editable(now);
         let draft = self.status(now) == TemplateStatus::Draft && standalone;
+        let reviewable = self.check_review(Decision::Approve, now).is_ok();
         TemplateAction::ALL
             .into_iter()
             .filter(|a| match a {
@@ -95,6 +104,8 @@ impl Template {
                 TemplateAction::Delete => draft,
                 TemplateAction::Codes => self.check_codes_open(now).is_ok(),
                 TemplateAction::Issue => self.check_issuing(now).is_ok(),
+                TemplateAction::Approve => !by_merchant && reviewable,
+                TemplateAction::Reject => !by_merchant && reviewable,
             })
             .collect()
     }

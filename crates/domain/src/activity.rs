@@ -30,6 +30,27 @@ impl FundedBy {
     }
 }
 
+/// Whether merchants' enrollments in an activity wait for the platform's approval.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Approval {
+    /// A merchant's template is in the activity from its creation.
+    #[default]
+    None,
+    /// A merchant's template waits as `pending_approval` (not claimable) until a platform
+    /// operator approves it, or is `rejected` with a reason.
+    Required,
+}
+
+impl Approval {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Approval::None => "none",
+            Approval::Required => "required",
+        }
+    }
+}
+
 /// What the platform sends to create an activity.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -54,6 +75,9 @@ pub struct ActivityDraft {
     pub run: Window,
     #[serde(default)]
     pub funded_by: FundedBy,
+    /// `required`: merchants' templates wait for the platform's approval (default `none`).
+    #[serde(default)]
+    pub approval: Approval,
 }
 
 /// An [`ActivityDraft`] that passed every rule. Built only through `TryFrom`.
@@ -130,6 +154,7 @@ pub struct ActivityPatch {
     pub enrollment: Option<Window>,
     pub run: Option<Window>,
     pub funded_by: Option<FundedBy>,
+    pub approval: Option<Approval>,
 }
 
 impl ActivityPatch {
@@ -146,6 +171,7 @@ impl ActivityPatch {
             enrollment: self.enrollment.unwrap_or(b.enrollment),
             run: self.run.unwrap_or(b.run),
             funded_by: self.funded_by.unwrap_or(b.funded_by),
+            approval: self.approval.unwrap_or(b.approval),
         })
     }
 }
@@ -274,6 +300,7 @@ mod tests {
             enrollment: Window::new(t("2026-03-01T00:00:00Z"), t("2026-03-10T00:00:00Z")).unwrap(),
             run: Window::new(t("2026-03-15T00:00:00Z"), t("2026-03-31T00:00:00Z")).unwrap(),
             funded_by: FundedBy::Merchant,
+            approval: Approval::None,
         }
     }
 

@@ -62,7 +62,7 @@ pub mod wallet;
 
 pub use actions::{ActivityAction, TemplateAction};
 pub use activity::{
-    Activity, ActivityDraft, ActivityPatch, ActivitySpec, ActivityStatus, FundedBy,
+    Activity, ActivityDraft, ActivityPatch, ActivitySpec, ActivityStatus, Approval, FundedBy,
 };
 pub use checkout::{
     discount, eligibility, quote, standing, AppliedCoupon, Combination, CouponQuote, Discount,
@@ -89,8 +89,8 @@ pub use operator::{
 pub use schedule::Transition;
 pub use tags::{Segment, Tag};
 pub use template::{
-    RefundPolicy, Template, TemplateContext, TemplateDraft, TemplatePatch, TemplateSpec,
-    TemplateStatus, LOW_STOCK_DIVISOR,
+    Decision, RefundPolicy, Review, Template, TemplateContext, TemplateDraft, TemplatePatch,
+    TemplateSpec, TemplateStatus, LOW_STOCK_DIVISOR,
 };
 pub use time::{Timestamp, Window};
 pub use wallet::{

@@ -5,8 +5,8 @@
 use time::Duration;
 
 use crate::{
-    Activity, ActivityStatus, DomainError, Template, TemplateId, TemplateSpec, TemplateStatus,
-    Timestamp,
+    Activity, ActivityStatus, Decision, DomainError, Review, Template, TemplateId, TemplateSpec,
+    TemplateStatus, Timestamp,
 };
 
 impl Template {
@@ -89,10 +89,19 @@ impl Template {
         }
     }
 
-    /// It may still issue coupons (bulk issuance): not once claiming has ended
-    /// (`not_claimable`).
+    /// It may still issue coupons (bulk issuance): not before the platform approved it
+    /// (`not_approved`), not once claiming has ended (`not_claimable`).
     pub fn check_issuing(&self, now: Timestamp) -> Result<(), DomainError> {
         match self.status(now) {
+            st @ (TemplateStatus::PendingApproval | TemplateStatus::Rejected) => {
+                Err(DomainError::state(
+                    "not_approved",
+                    format!(
+                        "the template is {}: it issues nothing until approved",
+                        st.as_str()
+                    ),
+                ))
+            }
             st @ (TemplateStatus::Aborted | TemplateStatus::Expired | TemplateStatus::Ended) => {
                 Err(DomainError::state(
                     "not_claimable",
@@ -112,6 +121,20 @@ impl Template {
             )),
             _ => Ok(()),
         }
+    }
+}
+
+impl Template {
+    /// What `decision` at `now` makes of its review: only a template waiting for approval
+    /// (`not_pending`) and not aborted (`already_final`) is decided on.
+    pub fn check_review(&self, decision: Decision, now: Timestamp) -> Result<Review, DomainError> {
+        if self.aborted_at.is_some() {
+            return Err(DomainError::state(
+                "already_final",
+                "the template is aborted",
+            ));
+        }
+        self.review.decide(decision, now)
     }
 }
 

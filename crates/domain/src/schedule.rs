@@ -13,7 +13,7 @@
 use time::Duration;
 
 use crate::activity::{Activity, ActivityStatus};
-use crate::template::{Template, TemplateStatus};
+use crate::template::{Review, Template, TemplateStatus};
 use crate::time::Timestamp;
 
 /// A status entered at an instant.
@@ -25,7 +25,7 @@ pub struct Transition<S> {
 
 fn rank_template(s: TemplateStatus) -> u8 {
     match s {
-        TemplateStatus::Draft => 0,
+        TemplateStatus::Draft | TemplateStatus::PendingApproval | TemplateStatus::Rejected => 0,
         TemplateStatus::Scheduled => 1,
         TemplateStatus::Active => 2,
         TemplateStatus::Ended => 3,
@@ -74,6 +74,12 @@ impl Template {
         if self.aborted_at.is_some_and(|a| a <= t) {
             return TemplateStatus::Aborted;
         }
+        if !self.review.admits_at(t) {
+            return match self.review {
+                Review::Rejected { at, .. } if at <= t => TemplateStatus::Rejected,
+                _ => TemplateStatus::PendingApproval,
+            };
+        }
         let published =
             self.spec.activity_id.is_some() || self.published_at.is_some_and(|p| p <= t);
         if !published {
@@ -101,6 +107,7 @@ impl Template {
         let w = self.spec.claim_window();
         let mut instants = vec![w.start, w.end, self.spec.expires_at()];
         instants.extend(self.published_at);
+        instants.extend(self.review.decided_at());
         instants.extend(self.aborted_at);
         let floor = announced.map(rank_template);
         milestones(instants, self.created_at, now, |t| self.status_as_of(t))
@@ -237,6 +244,7 @@ mod tests {
             updated_at: t(0),
             published_at: published.map(t),
             aborted_at: aborted.map(t),
+            review: Default::default(),
             version: 1,
         }
     }
@@ -302,6 +310,7 @@ mod tests {
                 enrollment: Window::new(t(2), t(10)).unwrap(),
                 run: Window::new(t(12), t(30)).unwrap(),
                 funded_by: FundedBy::Platform,
+                approval: crate::activity::Approval::None,
             })
             .unwrap(),
             created_at: t(0),

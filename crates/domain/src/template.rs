@@ -417,6 +417,11 @@ impl TemplatePatch {
 pub enum TemplateStatus {
     /// A standalone template not yet published.
     Draft,
+    /// A merchant's enrollment waiting for the platform's approval; not claimable.
+    PendingApproval,
+    /// A merchant's enrollment the platform turned down (with a reason); not claimable until
+    /// its merchant edits it, which asks again.
+    Rejected,
     /// Published (or in an activity) but claiming has not started.
     Scheduled,
     /// Claimable.
@@ -430,8 +435,10 @@ pub enum TemplateStatus {
 }
 
 impl TemplateStatus {
-    pub const ALL: [TemplateStatus; 6] = [
+    pub const ALL: [TemplateStatus; 8] = [
         TemplateStatus::Draft,
+        TemplateStatus::PendingApproval,
+        TemplateStatus::Rejected,
         TemplateStatus::Scheduled,
         TemplateStatus::Active,
         TemplateStatus::Ended,
@@ -442,6 +449,8 @@ impl TemplateStatus {
     pub fn as_str(self) -> &'static str {
         match self {
             TemplateStatus::Draft => "draft",
+            TemplateStatus::PendingApproval => "pending_approval",
+            TemplateStatus::Rejected => "rejected",
             TemplateStatus::Scheduled => "scheduled",
             TemplateStatus::Active => "active",
             TemplateStatus::Ended => "ended",
@@ -456,7 +465,13 @@ impl TemplateStatus {
 
     /// Whether the template's terms may still change (nobody could have claimed yet).
     pub fn is_editable(self) -> bool {
-        matches!(self, TemplateStatus::Draft | TemplateStatus::Scheduled)
+        matches!(
+            self,
+            TemplateStatus::Draft
+                | TemplateStatus::PendingApproval
+                | TemplateStatus::Rejected
+                | TemplateStatus::Scheduled
+        )
     }
 }
 
@@ -479,6 +494,8 @@ pub struct Template {
     pub updated_at: Timestamp,
     pub published_at: Option<Timestamp>,
     pub aborted_at: Option<Timestamp>,
+    /// Where it stands with the platform's approval of enrollments.
+    pub review: Review,
     pub version: i64,
 }
 
@@ -487,7 +504,8 @@ impl Template {
     /// (templates in an activity are, from their creation). Anyone else asking about one that
     /// is not gets the answer a missing template gets.
     pub fn is_public(&self) -> bool {
-        self.spec.activity_id.is_some() || self.published_at.is_some()
+        let listed = self.spec.activity_id.is_some() || self.published_at.is_some();
+        listed && matches!(self.review, Review::NotNeeded | Review::Approved { .. })
     }
 
     /// Whether less than 1/[`LOW_STOCK_DIVISOR`] of the stock is left.
@@ -502,6 +520,10 @@ impl Template {
         let w = self.spec.claim_window();
         if self.aborted_at.is_some() {
             TemplateStatus::Aborted
+        } else if self.review == Review::Pending {
+            TemplateStatus::PendingApproval
+        } else if let Review::Rejected { .. } = self.review {
+            TemplateStatus::Rejected
         } else if self.spec.activity_id.is_none() && self.published_at.is_none() {
             TemplateStatus::Draft
         } else if now < w.start {
@@ -517,5 +539,8 @@ impl Template {
 }
 
 mod live;
+mod review;
+
+pub use review::{Decision, Review};
 #[cfg(test)]
 mod tests;

@@ -203,7 +203,10 @@ impl ClaimRejection {
 pub fn not_claimable(t: &Template, now: Timestamp) -> Option<NotClaimable> {
     match t.status(now) {
         TemplateStatus::Active => None,
-        TemplateStatus::Draft => Some(NotClaimable::Draft),
+        // Waiting for (or turned down by) the platform's review: as unpublished as a draft.
+        TemplateStatus::Draft | TemplateStatus::PendingApproval | TemplateStatus::Rejected => {
+            Some(NotClaimable::Draft)
+        }
         TemplateStatus::Scheduled => Some(NotClaimable::NotStarted),
         TemplateStatus::Ended => Some(NotClaimable::Ended),
         TemplateStatus::Expired => Some(NotClaimable::Expired),

@@ -5,9 +5,9 @@
 //! before and after.
 
 use coupond_domain::{
-    Activity, ActivityId, ActivityPatch, ActivitySpec, Actor, DomainError, Merchant, MerchantDraft,
-    MerchantId, MerchantPatch, Template, TemplateContext, TemplateDraft, TemplatePatch,
-    TemplateSpec, TemplateStatus, Timestamp, Validity,
+    Activity, ActivityId, ActivityPatch, ActivitySpec, Actor, Approval, Decision, DomainError,
+    Merchant, MerchantDraft, MerchantId, MerchantPatch, Review, Template, TemplateContext,
+    TemplateDraft, TemplatePatch, TemplateSpec, TemplateStatus, Timestamp, Validity,
 };
 use coupond_store::audit::{self, Change};
 use coupond_store::{Conflict, NewTemplate, Store, StoreError, TemplateEdit};
@@ -138,6 +138,7 @@ pub async fn create_template(
             merchant_id: owner.map(|m| m.id),
             spec: &spec,
             activity_version: activity.as_ref().map(|a| a.version),
+            review: enrollment_review(owner, activity.as_ref()),
         };
         let change = Change::new("template.create", "template", now)
             .merchant(new.merchant_id)
@@ -151,6 +152,15 @@ pub async fn create_template(
             }
             Err(e) => return Err(e.into()),
         }
+    }
+}
+
+/// A merchant's enrollment in an activity that requires approval waits for it; anything
+/// else needs none.
+fn enrollment_review(owner: Option<&Merchant>, activity: Option<&Activity>) -> Review {
+    match activity {
+        Some(a) if owner.is_some() && a.spec.approval == Approval::Required => Review::Pending,
+        _ => Review::NotNeeded,
     }
 }
 
@@ -193,6 +203,7 @@ pub async fn edit_template(
         actor,
         changes: &changes,
         coupons_until,
+        review: t.review.after_edit(),
     };
     let change = template_change("template.update", t, now)
         .before(&t.spec.draft())
@@ -250,6 +261,27 @@ fn status_change(action: &'static str, t: &Template, after: &Template, now: Time
     template_change(action, t, now)
         .before(&serde_json::json!({"status": t.status(now).as_str()}))
         .after(&serde_json::json!({"status": after.status(now).as_str()}))
+}
+
+/// Approves or rejects (with a reason) a merchant's enrollment waiting for approval, as the
+/// caller read it; recorded in the audit trail with the decision.
+pub async fn review_template(
+    store: &dyn Store,
+    t: &Template,
+    decision: Decision,
+    actor: &Actor,
+    now: Timestamp,
+) -> Result<Template, CampaignError> {
+    let review = t.check_review(decision, now)?;
+    let action = match review {
+        Review::Approved { .. } => "template.approve",
+        _ => "template.reject",
+    };
+    let change = template_change(action, t, now)
+        .before(&serde_json::json!({"status": t.status(now).as_str()}))
+        .after(&serde_json::json!({"review": review.as_str(), "reason": review.reason()}));
+    let stored = store.review_template(t.id, t.version, &review, actor, now);
+    Ok(audit::change(change, stored).await?)
 }
 
 /// Aborts a template. `by_merchant`: the request comes from its merchant, who may not stop

@@ -225,11 +225,10 @@ async fn share_template<E: Exec + ?Sized>(
         .fetch_optional(
             sql(format!(
                 "SELECT total_stock, per_user_limit, {},
-                        (aborted_at IS NULL
-                         AND (activity_id IS NOT NULL OR published_at IS NOT NULL)
-                         AND claim_start <= $1 AND $1 < claim_end) AS claimable
+                        ({} AND claim_start <= $1 AND $1 < claim_end) AS claimable
                  FROM templates WHERE id = $2 LOCK IN SHARE MODE",
-                tags::TAGGED_COLUMN
+                tags::TAGGED_COLUMN,
+                coupond_store_sql::catalog::PUBLIC
             ))
             .bind(now)
             .bind(template.get()),

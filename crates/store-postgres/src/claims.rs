@@ -40,9 +40,6 @@ use crate::store::{dt, PgStore};
 
 type Tx = sqlx::Transaction<'static, Postgres>;
 
-const CLAIMABLE: &str = "aborted_at IS NULL AND (activity_id IS NOT NULL OR published_at IS NOT \
-     NULL) AND claim_start <= $2 AND $2 < claim_end";
-
 /// How an attempt ended. Only `Done` may be committed.
 pub(crate) enum Attempt {
     Done(Vec<ClaimOutcome>),
@@ -73,8 +70,9 @@ pub(crate) async fn attempt(
     // FOR SHARE: the template cannot be aborted (or changed) under the batch; other batches
     // share the lock. The stock is decided at the end.
     let row = sqlx::query(&format!(
-        "SELECT per_user_limit, ({CLAIMABLE}) AS claimable, {} FROM templates WHERE id = $1 \
-         FOR SHARE",
+        "SELECT per_user_limit, ({} AND claim_start <= $2 AND $2 < claim_end) AS claimable, {} \
+         FROM templates WHERE id = $1 FOR SHARE",
+        coupond_store_sql::catalog::PUBLIC,
         tags::TAGGED_COLUMN
     ))
     .bind(template.get())

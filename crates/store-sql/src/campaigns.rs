@@ -16,7 +16,7 @@ mod templates;
 
 pub use templates::{
     abort_template, activity_templates, insert_template, list_templates, publish_template,
-    template, update_template,
+    review_template, template, update_template,
 };
 
 use crate::{missing_or_conflict, sql, Db, Dialect, Exec, Json, Query, Row, Work};
@@ -417,6 +417,16 @@ macro_rules! impl_campaign_store {
                 now: $crate::reexport::domain::Timestamp,
             ) -> $crate::reexport::store::StoreResult<$crate::reexport::domain::Template> {
                 $crate::campaigns::abort_template(self, id, version, now).await
+            }
+            async fn review_template(
+                &self,
+                id: $crate::reexport::domain::TemplateId,
+                version: i64,
+                review: &$crate::reexport::domain::Review,
+                actor: &$crate::reexport::domain::Actor,
+                now: $crate::reexport::domain::Timestamp,
+            ) -> $crate::reexport::store::StoreResult<$crate::reexport::domain::Template> {
+                $crate::campaigns::review_template(self, id, version, review, actor, now).await
             }
         }
     };

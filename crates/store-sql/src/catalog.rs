@@ -6,7 +6,7 @@
 
 use coupond_domain::{
     CategoryId, CityId, Listing, ListingDraft, ListingId, Merchant, MerchantDraft, MerchantId,
-    Money, Template, TemplateId, TemplateStatus, Timestamp, Window,
+    Money, Review, Template, TemplateId, TemplateStatus, Timestamp, Window,
 };
 use coupond_store::{codec, Conflict, ListingQuery, MerchantQuery, StoreError, StoreResult};
 
@@ -364,6 +364,12 @@ pub async fn unbind(db: &dyn Db, listing: ListingId, template: TemplateId) -> St
     Ok(true)
 }
 
+/// [`Template::is_public`] and not aborted, over the `templates` columns (unqualified): in an
+/// activity (and approved, where approval is needed) or published. Every read that users, the
+/// order service or a claim make of templates goes through this one condition.
+pub const PUBLIC: &str = "aborted_at IS NULL AND approval IN ('none', 'approved') \
+     AND (activity_id IS NOT NULL OR published_at IS NOT NULL)";
+
 /// Appends the SQL form of [`Template::status`] at `now` (`AND ...` over the `templates`
 /// columns, unqualified); the conformance suite checks both agree at every boundary.
 pub fn push_template_status(q: &mut Query, s: TemplateStatus, now: Timestamp) {
@@ -376,9 +382,17 @@ pub fn push_template_status(q: &mut Query, s: TemplateStatus, now: Timestamp) {
             q.push(" AND aborted_at IS NULL AND activity_id IS NULL AND published_at IS NULL");
             return;
         }
+        TemplateStatus::PendingApproval => {
+            q.push(" AND aborted_at IS NULL AND approval = 'pending'");
+            return;
+        }
+        TemplateStatus::Rejected => {
+            q.push(" AND aborted_at IS NULL AND approval = 'rejected'");
+            return;
+        }
         _ => {}
     }
-    q.push(" AND aborted_at IS NULL AND (activity_id IS NOT NULL OR published_at IS NOT NULL)");
+    q.push(" AND ").push(PUBLIC);
     match s {
         TemplateStatus::Scheduled => {
             q.push(" AND ").push_bind(now).push(" < claim_start");
@@ -400,7 +414,10 @@ pub fn push_template_status(q: &mut Query, s: TemplateStatus, now: Timestamp) {
         TemplateStatus::Expired => {
             q.push(" AND ").push_bind(now).push(" >= expires_at");
         }
-        TemplateStatus::Draft | TemplateStatus::Aborted => {}
+        TemplateStatus::Draft
+        | TemplateStatus::PendingApproval
+        | TemplateStatus::Rejected
+        | TemplateStatus::Aborted => {}
     }
 }
 
@@ -459,6 +476,12 @@ pub(crate) fn template_row(r: &Row) -> StoreResult<Template> {
         updated_at: r.time("updated_at")?,
         published_at: r.opt_time("published_at")?,
         aborted_at: r.opt_time("aborted_at")?,
+        review: Review::from_stored(
+            r.str("approval")?,
+            r.opt_time("reviewed_at")?,
+            r.opt_string("review_reason")?,
+        )
+        .map_err(StoreError::corrupt)?,
         version: r.i64("version")?,
     })
 }

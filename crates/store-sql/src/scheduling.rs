@@ -21,7 +21,7 @@ use coupond_store::events::{self, kind};
 use coupond_store::{OutboxPosition, StoreResult};
 
 use crate::campaigns::{activity_row, ACTIVITY_COLS};
-use crate::catalog::template_row;
+use crate::catalog::{template_row, PUBLIC};
 use crate::{rows, sql, Db, Dialect, Exec, Json, Work};
 
 /// Takes lease `name` for `holder` until `until` if it is free, expired at `now`, or already
@@ -126,8 +126,8 @@ pub async fn due_templates(
     // past the one announced (or that has none announced).
     let q = sql(format!(
         "SELECT {}, announced FROM templates WHERE id IN (
-             SELECT id FROM templates WHERE announced IN ('none', 'draft')
-                 AND (activity_id IS NOT NULL OR published_at IS NOT NULL OR announced = 'none')
+             SELECT id FROM templates WHERE announced IN ('none', 'draft', 'pending_approval', 'rejected')
+                 AND ({PUBLIC} OR announced = 'none')
              UNION SELECT id FROM templates WHERE announced = 'scheduled' AND claim_start <= $1
              UNION SELECT id FROM templates WHERE announced = 'active' AND claim_end <= $1
              UNION SELECT id FROM templates WHERE announced = 'ended' AND expires_at <= $1

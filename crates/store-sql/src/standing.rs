@@ -8,13 +8,13 @@
 use coupond_domain::{MerchantId, Template, Timestamp, LOW_STOCK_DIVISOR};
 use coupond_store::{Standing, StoreResult};
 
-use crate::catalog::template_row;
+use crate::catalog::{template_row, PUBLIC};
 use crate::{sql, Db};
 
 /// A claimable template at `$1`, as a condition on `templates`' own columns.
-const CLAIMABLE: &str =
-    "aborted_at IS NULL AND (activity_id IS NOT NULL OR published_at IS NOT NULL)
-     AND claim_start <= $1 AND $1 < claim_end";
+fn claimable() -> String {
+    format!("{PUBLIC} AND claim_start <= $1 AND $1 < claim_end")
+}
 
 /// Low on stock, over the template's `total_stock` and `claimed` (as its columns read it).
 fn low_stock() -> String {
@@ -41,7 +41,7 @@ pub async fn standing(
         "SELECT COALESCE({claimed}, 0) AS claimed, COALESCE({used}, 0) AS used,
                 COALESCE({live}, 0) AS claimable, COALESCE({low}, 0) AS low_stock
          FROM (SELECT {cols}, total_stock,
-                      CASE WHEN {CLAIMABLE} THEN 1 ELSE 0 END AS live
+                      CASE WHEN {claimable} THEN 1 ELSE 0 END AS live
                FROM templates WHERE 1 = 1 {only}) t",
         claimed = d.sum("claimed"),
         used = d.sum("used"),
@@ -52,6 +52,7 @@ pub async fn standing(
         )),
         cols = db.template_columns(),
         only = only(merchant),
+        claimable = claimable(),
     ))
     .bind(now);
     let q = match merchant {
@@ -80,11 +81,12 @@ pub async fn needing_attention(
     };
     let q = sql(format!(
         "SELECT * FROM (SELECT {cols}, total_stock, expires_at FROM templates
-                        WHERE {CLAIMABLE} {merchant_only}) t
+                        WHERE {claimable} {merchant_only}) t
          WHERE ({low}) OR expires_at < {soon_at}
          ORDER BY expires_at, id LIMIT {limit_at}",
         cols = db.template_columns(),
         low = low_stock(),
+        claimable = claimable(),
     ))
     .bind(now);
     let q = match merchant {

@@ -73,6 +73,7 @@ async fn seed(path: &std::path::Path) -> Arc<dyn Store> {
                     merchant_id: Some(m.id),
                     spec: &s,
                     activity_version: None,
+                    review: Default::default(),
                 },
                 t0(),
             )

@@ -38,10 +38,10 @@ struct Head {
 fn head(c: &Connection, template: TemplateId, now: Timestamp) -> StoreResult<Head> {
     let q = format!(
         "SELECT total_stock, total_stock - claimed, per_user_limit, {},
-                (aborted_at IS NULL AND (activity_id IS NOT NULL OR published_at IS NOT NULL)
-                 AND claim_start <= ?1 AND ?1 < claim_end)
+                ({} AND claim_start <= ?1 AND ?1 < claim_end)
          FROM templates WHERE id = ?2",
-        tags::TAGGED_COLUMN
+        tags::TAGGED_COLUMN,
+        coupond_store_sql::catalog::PUBLIC
     );
     let mut st = c.prepare_cached(&q).map_err(sql_err)?;
     st.query_row(params![us(now), template.get()], |r| {

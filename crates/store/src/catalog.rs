@@ -5,8 +5,8 @@ use crate::{
     TemplateQuery,
 };
 use coupond_domain::{
-    Activity, ActivityId, ActivitySpec, Listing, ListingDraft, ListingId, Merchant, MerchantDraft,
-    MerchantId, Template, TemplateId, TemplateSpec, Timestamp,
+    Activity, ActivityId, ActivitySpec, Actor, Listing, ListingDraft, ListingId, Merchant,
+    MerchantDraft, MerchantId, Review, Template, TemplateId, TemplateSpec, Timestamp,
 };
 
 use async_trait::async_trait;
@@ -129,6 +129,18 @@ pub trait CampaignStore: Send + Sync {
         &self,
         id: TemplateId,
         version: i64,
+        now: Timestamp,
+    ) -> StoreResult<Template>;
+    /// Records the platform's decision on a pending enrollment (`review`, approved or
+    /// rejected, by `actor`) if the template is still at `version` and pending (else
+    /// `Conflict::Version`); in the same transaction its event (`template.approved`,
+    /// `template.rejected`) and, approved, the status it enters.
+    async fn review_template(
+        &self,
+        id: TemplateId,
+        version: i64,
+        review: &Review,
+        actor: &Actor,
         now: Timestamp,
     ) -> StoreResult<Template>;
 }

@@ -5,7 +5,7 @@
 //! same document for the same change and consumers never depend on the backend.
 
 use coupond_domain::{
-    Actor, Coupon, CouponId, CouponStatus, Money, OrderId, TemplateId, Timestamp, UserId,
+    Actor, Coupon, CouponId, CouponStatus, Money, OrderId, Template, TemplateId, Timestamp, UserId,
 };
 use serde_json::json;
 
@@ -38,8 +38,12 @@ pub mod kind {
     pub const LISTING_COUPONS_CHANGED: &str = "listing.coupons_changed";
     /// A bulk issuance job finished.
     pub const ISSUANCE_FINISHED: &str = "issuance.finished";
+    /// The platform approved a merchant's enrollment (`template_id`, `merchant_id`, `actor`).
+    pub const TEMPLATE_APPROVED: &str = "template.approved";
+    /// The platform rejected a merchant's enrollment, with the `reason` the merchant reads.
+    pub const TEMPLATE_REJECTED: &str = "template.rejected";
     /// Every type, for validating subscriptions.
-    pub const ALL: [&str; 14] = [
+    pub const ALL: [&str; 16] = [
         COUPON_CLAIMED,
         COUPON_ISSUED,
         COUPON_LOCKED,
@@ -54,6 +58,8 @@ pub mod kind {
         COUPON_REVOKED,
         COUPON_REFUNDED,
         TEMPLATE_CHANGED,
+        TEMPLATE_APPROVED,
+        TEMPLATE_REJECTED,
     ];
     /// An order's lock ended without a confirm (cancelled, or past its deadline): the coupon
     /// is unused again, or expired if its validity ended meanwhile (`to`).
@@ -184,6 +190,19 @@ pub fn template_changed(
 ) -> String {
     json!({ "template_id": t, "changes": changes, "actor": actor, "total_stock": total_stock })
         .to_string()
+}
+
+/// The body of `template.approved` / `template.rejected`.
+pub fn template_reviewed(t: &Template, actor: &Actor) -> String {
+    json!({
+        "template_id": t.id,
+        "merchant_id": t.merchant_id,
+        "activity_id": t.spec.activity_id,
+        "decision": t.review.as_str(),
+        "reason": t.review.reason(),
+        "actor": actor,
+    })
+    .to_string()
 }
 
 pub fn coupon_expired(c: &Coupon) -> String {

@@ -3,7 +3,7 @@
 
 use async_trait::async_trait;
 use coupond_domain::{
-    Actor, Coupon, CouponId, CouponStatus, ListingId, Money, OrderId, TemplateId, Timestamp,
+    Actor, Coupon, CouponId, CouponStatus, ListingId, Money, OrderId, Review, TemplateId, Timestamp,
 };
 
 use crate::checkout::OrderRecord;
@@ -72,13 +72,15 @@ pub struct TemplateChange {
 
 /// Who changed a template and what changed (`{"field": {"from": .., "to": ..}}`), for its
 /// history.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct TemplateEdit<'a> {
     pub actor: &'a Actor,
     pub changes: &'a serde_json::Value,
     /// `(old, new)`: a live change moved the fixed validity's end; the coupons issued with
     /// the old end get the new one.
     pub coupons_until: Option<(Timestamp, Timestamp)>,
+    /// The review the edit leaves ([`Review::after_edit`]): a reviewed enrollment waits again.
+    pub review: Review,
 }
 
 /// Removals that refuse anything in use.

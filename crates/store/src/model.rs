@@ -4,7 +4,7 @@ use std::fmt;
 
 use coupond_domain::{
     ActivityId, ActivityStatus, Actor, CategoryId, CityId, CitySet, Coupon, CouponId, CouponKind,
-    CouponStatus, MerchantId, TemplateId, TemplateSpec, TemplateStatus, Timestamp, UserId,
+    CouponStatus, MerchantId, Review, TemplateId, TemplateSpec, TemplateStatus, Timestamp, UserId,
 };
 use serde::{Deserialize, Serialize};
 
@@ -144,12 +144,15 @@ impl ListingQuery {
 }
 
 /// A template to insert.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct NewTemplate<'a> {
     pub merchant_id: Option<MerchantId>,
     pub spec: &'a TemplateSpec,
     /// Required when the spec names an activity: the version the caller validated against.
     pub activity_version: Option<i64>,
+    /// [`Review::Pending`] for a merchant's enrollment in an activity that requires approval,
+    /// else [`Review::NotNeeded`].
+    pub review: Review,
 }
 
 /// Where a database's schema stands against this build's migrations.

@@ -12,7 +12,7 @@
 //! A later version adds its fields with defaults, or bumps `v` and converts here, in one place.
 
 use coupond_domain::{
-    ActivityDraft, ActivityId, ActivitySpec, Audience, BasisPoints, CategoryId, CitySet,
+    ActivityDraft, ActivityId, ActivitySpec, Approval, Audience, BasisPoints, CategoryId, CitySet,
     CouponKind, CouponValue, DeductionMode, FundedBy, Gift, ListingId, Money, RefundPolicy, Scope,
     Stacking, Tag, TemplateDraft, TemplateSpec, Timestamp, UserId, Validity, Window,
 };
@@ -120,6 +120,12 @@ pub struct ActivityRecord {
     run: WindowRecord,
     #[serde(default)]
     funded_by: FundedBy,
+    #[serde(default, skip_serializing_if = "is_no_approval")]
+    approval: Approval,
+}
+
+fn is_no_approval(a: &Approval) -> bool {
+    *a == Approval::None
 }
 
 #[derive(Clone, Copy, Debug, Serialize, Deserialize)]
@@ -283,6 +289,7 @@ impl ActivityRecord {
             enrollment: d.enrollment.into(),
             run: d.run.into(),
             funded_by: d.funded_by,
+            approval: d.approval,
         }
     }
 
@@ -298,6 +305,7 @@ impl ActivityRecord {
             enrollment: window(self.enrollment)?,
             run: window(self.run)?,
             funded_by: self.funded_by,
+            approval: self.approval,
         };
         draft
             .check_stored()

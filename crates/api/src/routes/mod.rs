@@ -257,6 +257,18 @@ fn template_routes() -> Vec<Route> {
         ),
         r(
             Method::POST,
+            "/v1/templates/{id}/approve",
+            PLATFORM,
+            post(templates::approve),
+        ),
+        r(
+            Method::POST,
+            "/v1/templates/{id}/reject",
+            PLATFORM,
+            post(templates::reject),
+        ),
+        r(
+            Method::POST,
             "/v1/listings",
             MERCHANT,
             post(listings::create),

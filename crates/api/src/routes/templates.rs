@@ -6,8 +6,8 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::{Extension, Json};
 use coupond_domain::{
-    Activity, ActivityId, Area, Merchant, MerchantId, Template, TemplateContext, TemplateDraft,
-    TemplateId, TemplatePatch, TemplateStatus, Timestamp,
+    Activity, ActivityId, Area, Decision, Merchant, MerchantId, Note, Template, TemplateContext,
+    TemplateDraft, TemplateId, TemplatePatch, TemplateStatus, Timestamp,
 };
 use coupond_engine::{campaigns, lifecycle};
 use coupond_store::TemplateQuery;
@@ -320,4 +320,62 @@ pub async fn history(
             changes: c.changes,
         },
     )))
+}
+
+/// Why an enrollment is rejected.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RejectBody {
+    /// 1 to 500 visible characters; the merchant reads it on the template.
+    #[schema(value_type = String, example = "the stock is too small for a city-wide campaign")]
+    pub reason: Note,
+}
+
+/// Approve a merchant's enrollment waiting for approval (platform: admin, marketing): it is in
+/// its activity from now on, claimable in the activity's run. Anything not waiting: 409
+/// `not_pending`. Announced as `template.approved`.
+#[utoipa::path(operation_id = "approve_template", post, path = "/v1/templates/{id}/approve", tag = "templates",
+    params(("id" = i64, Path, description = "Template id")),
+    responses((status = 200, description = "The approved template", body = TemplateView),
+        CommonErrors, ConflictError),
+    security(("bearer" = [])))]
+pub async fn approve(
+    Extension(p): Extension<Principal>,
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<TemplateId>,
+) -> ApiResult<Json<TemplateView>> {
+    review(s, p, id, Decision::Approve).await
+}
+
+/// Reject a merchant's enrollment waiting for approval, with a reason its merchant reads
+/// (platform: admin, marketing). It stays out of its activity until its merchant edits it,
+/// which puts it back in the queue. Anything not waiting: 409 `not_pending`. Announced as
+/// `template.rejected`.
+#[utoipa::path(operation_id = "reject_template", post, path = "/v1/templates/{id}/reject", tag = "templates",
+    request_body = RejectBody,
+    params(("id" = i64, Path, description = "Template id")),
+    responses((status = 200, description = "The rejected template", body = TemplateView),
+        CommonErrors, BodyErrors, ConflictError),
+    security(("bearer" = [])))]
+pub async fn reject(
+    Extension(p): Extension<Principal>,
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<TemplateId>,
+    ApiJson(body): ApiJson<RejectBody>,
+) -> ApiResult<Json<TemplateView>> {
+    review(s, p, id, Decision::Reject(body.reason)).await
+}
+
+async fn review(
+    s: AppState,
+    p: Principal,
+    id: TemplateId,
+    decision: Decision,
+) -> ApiResult<Json<TemplateView>> {
+    let t = load_visible(&s, &p, id).await?;
+    let now = s.now();
+    let reviewed = campaigns::review_template(s.store(), &t, decision, &p.actor(), now).await?;
+    // An approved template may be claimable at once: every instance reads it again.
+    s.tell(Notice::TemplateChanged { template: id });
+    Ok(Json(view_one(&s, &p, reviewed, now).await?))
 }

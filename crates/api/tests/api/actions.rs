@@ -1,8 +1,9 @@
 //! The actions a template's answer offers are exactly the ones the API accepts: for every
 //! template state (standalone draft, scheduled, claimable, ended, aborted; in an enrolling,
 //! a frozen and a running activity) and caller (its merchant's key, the platform's key, a
-//! platform `finance` operator), each of the eight actions is tried on its own copy of the
-//! template, and it succeeds exactly when `actions` named it. The console shows exactly
+//! platform `finance` operator), each of the ten actions is tried on its own copy of the
+//! template, and it succeeds exactly when `actions` named it (pending approval, approved and
+//! rejected enrollments included). The console shows exactly
 //! `actions` (`console/src/views/templates.rs`), so this is also the console's table.
 //! Activities likewise: scheduled, enrolling, frozen, running, ended and aborted, each of
 //! edit, abort and enroll (a merchant creating a template in it).
@@ -117,6 +118,15 @@ async fn attempt(app: &TestApp, who: &Who, action: TemplateAction, t: i64, v: &V
             let codes = format!("{path}/codes");
             ask(app, who, Method::POST, &codes, js(json!({"count": 1}))).await
         }
+        TemplateAction::Approve => {
+            let approve = format!("{path}/approve");
+            ask(app, who, Method::POST, &approve, js(json!({}))).await
+        }
+        TemplateAction::Reject => {
+            let reject = format!("{path}/reject");
+            let body = js(json!({"reason": "too little stock"}));
+            ask(app, who, Method::POST, &reject, body).await
+        }
         TemplateAction::Issue => {
             let upload = Some(("text/csv", "u-1\n".to_owned()));
             ask(app, who, Method::POST, &format!("{path}/issuances"), upload).await
@@ -137,15 +147,35 @@ struct State {
     body: Value,
     publish: bool,
     abort: bool,
+    /// The platform's decision on it (`approve`, `reject`), made at day zero.
+    review: Option<&'static str>,
 }
 
-fn states(enrolling: i64, frozen: i64, running: i64) -> Vec<State> {
+/// The activities the states' templates are in.
+struct Activities {
+    enrolling: i64,
+    frozen: i64,
+    running: i64,
+    /// Enrolling, and requiring approval.
+    approving: i64,
+}
+
+fn states(a: &Activities) -> Vec<State> {
     let s = |name, body, publish, abort| State {
         name,
         body,
         publish,
         abort,
+        review: None,
     };
+    let reviewed = |name, review| State {
+        name,
+        body: activity_template(a.approving, 500),
+        publish: false,
+        abort: false,
+        review,
+    };
+    let (enrolling, frozen, running) = (a.enrolling, a.frozen, a.running);
     vec![
         s("draft", standalone_template(5, 48), false, false),
         s("scheduled", standalone_template(5, 48), true, false),
@@ -170,6 +200,9 @@ fn states(enrolling: i64, frozen: i64, running: i64) -> Vec<State> {
             false,
             false,
         ),
+        reviewed("pending approval", None),
+        reviewed("approved", Some("approve")),
+        reviewed("rejected", Some("reject")),
     ]
 }
 
@@ -186,6 +219,12 @@ async fn make(app: &TestApp, s: &State) -> i64 {
             assert_eq!(r.status, StatusCode::OK, "{}: {}", s.name, r.body);
         }
     }
+    if let Some(step) = s.review {
+        let body = json!({"reason": "not this time"});
+        let path = format!("/v1/templates/{id}/{step}");
+        let r = app.post(&path, &app.platform, body).await;
+        assert_eq!(r.status, StatusCode::OK, "{}: {}", s.name, r.body);
+    }
     id
 }
 
@@ -195,6 +234,15 @@ async fn offered_actions_are_exactly_the_accepted_ones() {
     let enrolling = app.activity(activity_body(-1, 24, 48, 96)).await;
     let frozen = app.activity(activity_body(-1, 2, 48, 96)).await;
     let running = app.activity(activity_body(-1, 1, 2, 96)).await;
+    let mut approving = activity_body(-1, 24, 48, 96);
+    approving["approval"] = json!("required");
+    let approving = app.activity(approving).await;
+    let activities = Activities {
+        enrolling,
+        frozen,
+        running,
+        approving,
+    };
     let accounts = Accounts::new(app.store.clone(), Arc::new(app.clock.clone()));
     let email = Email::parse("fin@example.com").unwrap();
     let draft = OperatorDraft::new(email, "Fin".into(), OperatorRole::Finance, None).unwrap();
@@ -204,7 +252,7 @@ async fn offered_actions_are_exactly_the_accepted_ones() {
         ("platform key", Who::Key(app.platform.clone())),
         ("finance", Who::Operator(finance)),
     ];
-    let states = states(enrolling, frozen, running);
+    let states = states(&activities);
     // One copy of each state per caller and action, all made before the clock moves.
     let mut copies = vec![];
     for s in &states {

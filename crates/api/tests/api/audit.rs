@@ -16,7 +16,7 @@ use tower::ServiceExt;
 use crate::support::*;
 
 /// `method path` with `body` as operator `id` (as the console calls the API).
-async fn as_operator(
+pub(crate) async fn as_operator(
     app: &TestApp,
     id: OperatorId,
     method: Method,
@@ -33,14 +33,14 @@ async fn as_operator(
     app.send(req).await
 }
 
-async fn operator(app: &TestApp, email: &str, role: OperatorRole) -> OperatorId {
+pub(crate) async fn operator(app: &TestApp, email: &str, role: OperatorRole) -> OperatorId {
     let accounts = Accounts::new(app.store.clone(), Arc::new(app.clock.clone()));
     let merchant = (!role.is_platform()).then_some(app.merchants[0].0);
     let draft = OperatorDraft::new(Email::parse(email).unwrap(), "Op".into(), role, merchant);
     accounts.add(&draft.unwrap(), None).await.unwrap().id
 }
 
-fn entries(r: &Reply) -> Vec<Value> {
+pub(crate) fn entries(r: &Reply) -> Vec<Value> {
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     r.body["items"].as_array().unwrap().clone()
 }

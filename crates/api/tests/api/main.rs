@@ -4,6 +4,7 @@
 
 mod abuse;
 mod actions;
+mod approval;
 mod audit;
 mod checkout;
 mod checkout_guards;

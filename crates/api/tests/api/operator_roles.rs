@@ -44,6 +44,10 @@ fn areas_are_what_the_roles_promise() {
         Area::Campaigns
     );
     assert_eq!(area(Method::POST, "/v1/coupons/{id}/revoke"), Area::Support);
+    assert_eq!(
+        area(Method::POST, "/v1/templates/{id}/approve"),
+        Area::Campaigns
+    );
     assert_eq!(area(Method::POST, "/v1/merchants"), Area::Admin);
     assert_eq!(area(Method::POST, "/v1/webhooks"), Area::Admin);
     assert_eq!(area(Method::PUT, "/v1/tags/{tag}/shared"), Area::Admin);

@@ -43,6 +43,8 @@ fn expected() -> Vec<(Method, &'static str, Vec<Role>)> {
         (Method::PATCH, "/v1/templates/{id}", vec![P, M]),
         (Method::POST, "/v1/templates/{id}/publish", vec![P, M]),
         (Method::POST, "/v1/templates/{id}/abort", vec![P, M]),
+        (Method::POST, "/v1/templates/{id}/approve", vec![P]),
+        (Method::POST, "/v1/templates/{id}/reject", vec![P]),
         (Method::DELETE, "/v1/templates/{id}", vec![P, M]),
         (Method::GET, "/v1/templates/{id}/history", vec![P, M]),
         (Method::GET, "/v1/templates/{id}/coupons", vec![P, M]),

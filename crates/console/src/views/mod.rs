@@ -17,6 +17,7 @@ use crate::Console;
 
 mod account;
 mod activities;
+mod approvals;
 mod coupons;
 mod enroll;
 mod feeds;
@@ -87,6 +88,9 @@ pub fn routes(max_upload: usize) -> Router<Console> {
         .route("/console/templates/{id}", get(templates::page))
         .route("/console/templates/{id}/publish", post(templates::publish))
         .route("/console/templates/{id}/abort", post(templates::abort))
+        .route("/console/templates/{id}/approve", post(templates::approve))
+        .route("/console/templates/{id}/reject", post(templates::reject))
+        .route("/console/approvals", get(approvals::page))
         .route("/console/templates/{id}/stock", post(templates::top_up))
         .route("/console/templates/{id}/extend", post(templates::extend))
         .route("/console/templates/{id}/codes", post(templates::code_batch))
@@ -218,13 +222,22 @@ pub fn problem_page(session: &Session, p: &Problem) -> Response {
     let heading = match p.status {
         404 => "Not found".to_owned(),
         403 => "Not allowed".to_owned(),
+        400 | 422 => "Please check what was entered".to_owned(),
+        409 => "Not possible now".to_owned(),
         _ => "Something went wrong".to_owned(),
     };
     let status = StatusCode::from_u16(p.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    // The field the API names, in words, before what is wrong with it.
+    let detail = match p.field.as_deref() {
+        Some(f) if !f.is_empty() && f != "body" => {
+            format!("{}: {}", f.replace(['_', '.'], " "), p.detail)
+        }
+        _ => p.detail.clone(),
+    };
     let page = ErrorPage {
         shell: Shell::new(session, heading.clone()),
         heading,
-        detail: p.detail.clone(),
+        detail,
     };
     render(status, &page)
 }

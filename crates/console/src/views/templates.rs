@@ -21,7 +21,7 @@ mod changes;
 mod chart;
 mod upload;
 
-pub use changes::{abort, code_batch, codes_csv, extend, publish, top_up};
+pub use changes::{abort, approve, code_batch, codes_csv, extend, publish, reject, top_up};
 pub use upload::{progress, upload};
 
 pub(super) use chart::{Chart, Unit};
@@ -227,6 +227,10 @@ struct TemplatePage {
     can_extend: bool,
     can_codes: bool,
     can_issue: bool,
+    can_approve: bool,
+    can_reject: bool,
+    /// The platform's review, in words, where its activity requires one.
+    review: Option<String>,
     /// The current ends, as `datetime-local` values: the claim window's, a fixed validity's.
     claim_end: String,
     valid_until: Option<String>,
@@ -241,6 +245,21 @@ struct TemplatePage {
     /// The first holders of its coupons: (coupon id, user, status).
     holders: Vec<(i64, String, String)>,
     notice: Option<String>,
+}
+
+/// The platform's review of an enrollment in words: waiting, approved on a day, or
+/// rejected on a day with the reason.
+fn review(r: &Value) -> Option<String> {
+    let when = super::format::instant(&r["reviewed_at"]);
+    match r["decision"].as_str()? {
+        "pending" => Some("Waiting for the platform's approval.".into()),
+        "approved" => Some(format!("Approved by the platform on {when}.")),
+        "rejected" => Some(format!(
+            "Rejected by the platform on {when}: {}. Editing it asks again.",
+            r["reason"].as_str().unwrap_or("no reason given")
+        )),
+        _ => None,
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -320,6 +339,9 @@ pub async fn page(
         can_extend: may("extend"),
         can_codes: may("codes"),
         can_issue: may("issue"),
+        can_approve: may("approve"),
+        can_reject: may("reject"),
+        review: review(&t["review"]),
         claim_end: local(&t["claim_window"]["end"]).unwrap_or_default(),
         valid_until: local(&t["validity"]["until"]),
         batches: items(&batches)

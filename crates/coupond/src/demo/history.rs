@@ -51,6 +51,7 @@ pub async fn seed(
         merchant_id: Some(merchant.id),
         spec: &spec,
         activity_version: None,
+        review: Default::default(),
     };
     let t = store.insert_template(&new, start).await?;
     let t = store.publish_template(t.id, t.version, start).await?;

@@ -76,6 +76,7 @@ pub(super) async fn publish(
         merchant_id: Some(merchant.id),
         spec: &spec,
         activity_version: None,
+        review: Default::default(),
     };
     let t = store.insert_template(&new, now).await?;
     Ok(store.publish_template(t.id, t.version, now).await?)

@@ -34,6 +34,7 @@ fn activity() -> Activity {
             enrollment: Window::new(t("2026-03-01T00:00:00Z"), t("2026-03-10T00:00:00Z")).unwrap(),
             run: Window::new(t("2026-03-15T00:00:00Z"), t("2026-03-31T00:00:00Z")).unwrap(),
             funded_by: FundedBy::Merchant,
+            approval: Default::default(),
         })
         .unwrap(),
         created_at: t("2026-01-01T00:00:00Z"),
@@ -227,6 +228,7 @@ fn template(d: TemplateDraft, published: bool) -> Template {
         updated_at: t("2026-03-05T00:00:00Z"),
         published_at: published.then(|| t("2026-03-05T00:00:00Z")),
         aborted_at: None,
+        review: Default::default(),
         version: 1,
     }
 }
@@ -418,4 +420,41 @@ fn new_kinds_fit_activity_bounds() {
     assert_eq!(check_in(cap(Some(1)), &a), Err("kind_mismatch"));
     // The value's own rules come first.
     assert_eq!(check_in(bxgy(0, Some(3)), &a), Err("invalid_value"));
+}
+
+/// An enrollment waiting for approval is neither public nor claimable nor issuable; approved,
+/// it follows its activity's run; rejected, it keeps the reason; any edit asks again.
+#[test]
+fn review_gates_an_enrollment() {
+    let mut pending = template(draft(true), false);
+    pending.review = Review::Pending;
+    let running = t("2026-03-20T00:00:00Z");
+    assert_eq!(pending.status(running), TemplateStatus::PendingApproval);
+    assert!(!pending.is_public());
+    assert!(pending.check_issuing(running).is_err());
+    assert!(pending.check_editable(running).is_ok());
+
+    let early = t("2026-03-06T00:00:00Z");
+    let approved = pending.check_review(Decision::Approve, early).unwrap();
+    let mut t2 = pending.clone();
+    t2.review = approved.clone();
+    assert!(t2.is_public());
+    assert_eq!(t2.status(running), TemplateStatus::Active);
+    assert_eq!(
+        t2.status_as_of(t("2026-03-05T12:00:00Z")),
+        TemplateStatus::PendingApproval
+    );
+    assert_eq!(approved.after_edit(), Review::Pending);
+    let again = t2.check_review(Decision::Approve, early).unwrap_err();
+    assert_eq!(again.code, "not_pending");
+
+    let rejected = pending
+        .check_review(Decision::reject("  stock too small ").unwrap(), early)
+        .unwrap();
+    assert_eq!(rejected.reason(), Some("stock too small"));
+    pending.review = rejected;
+    assert_eq!(pending.status(running), TemplateStatus::Rejected);
+    assert!(!pending.is_public());
+    assert!(Decision::reject("   ").is_err());
+    assert_eq!(Review::NotNeeded.after_edit(), Review::NotNeeded);
 }

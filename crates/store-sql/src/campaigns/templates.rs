@@ -1,8 +1,10 @@
 //! Templates' reads and writes ([`CampaignStore`](coupond_store::CampaignStore)'s template
-//! half): insert, read, list, edit, publish and abort. Publishing and aborting announce the
-//! template's status in their own transaction.
+//! half): insert, read, list, edit, publish, abort and review. Publishing, aborting and
+//! reviewing announce the template's status in their own transaction.
 
-use coupond_domain::{ActivityId, MerchantId, Template, TemplateId, TemplateSpec, Timestamp};
+use coupond_domain::{
+    ActivityId, Actor, MerchantId, Review, Template, TemplateId, TemplateSpec, Timestamp,
+};
 use coupond_store::events::{self, kind};
 use coupond_store::{codec, NewTemplate, StoreResult, TemplateEdit, TemplateQuery};
 
@@ -21,13 +23,14 @@ pub async fn insert_template(
     let spec = t.spec;
     let q = sql(format!(
         "INSERT INTO templates (merchant_id, activity_id, title, kind, total_stock,
-             per_user_limit, claim_start, claim_end, expires_at, spec, created_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11) RETURNING {}",
+             per_user_limit, claim_start, claim_end, expires_at, spec, created_at, updated_at,
+             approval)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $12) RETURNING {}",
         db.template_columns()
     ))
     .bind(t.merchant_id.map(MerchantId::get))
     .bind(spec.activity_id.map(ActivityId::get));
-    let q = bind_template(q, spec)?.bind(now);
+    let q = bind_template(q, spec)?.bind(now).bind(t.review.as_str());
     let mut tx = db.begin(Work::Request).await?;
     if let Some(activity) = spec.activity_id {
         bump_enrollment(&mut *tx, activity, t.activity_version).await?;
@@ -108,11 +111,18 @@ pub async fn update_template(
     let Some(row) = tx.fetch_optional(q).await? else {
         return Err(missing_or_conflict(&mut *tx, "templates", id.get()).await);
     };
-    let template = template_row(&row)?;
+    let mut template = template_row(&row)?;
     db.template_stock(&mut *tx, id.get(), spec.total_stock)
         .await?;
     crate::tags::write_template_tags(&mut *tx, id, spec).await?;
     if let Some(e) = edit {
+        if e.review != template.review {
+            // Only ever back to `pending` (Review::after_edit): the decision is cleared.
+            let q = sql("UPDATE templates SET approval = $1, reviewed_at = NULL,
+                             review_reason = NULL WHERE id = $2");
+            tx.execute(q.bind(e.review.as_str()).bind(id.get())).await?;
+            template.review = e.review.clone();
+        }
         if let Some((old, new)) = e.coupons_until {
             let q = sql("UPDATE coupons SET valid_until = $1, updated_at = $2
                          WHERE template_id = $3 AND valid_until = $4");
@@ -172,6 +182,48 @@ async fn stamp(
         unbind_templates(&mut *tx, "id = $1", id.get()).await?;
     }
     let template = template_row(&row)?;
+    crate::scheduling::announce_template_now(&mut *tx, &template, now).await?;
+    tx.commit().await?;
+    Ok(template)
+}
+
+/// Records the decision on a pending enrollment, its event, and (approved) the status it
+/// enters now, in one transaction.
+pub async fn review_template(
+    db: &dyn Db,
+    id: TemplateId,
+    version: i64,
+    review: &Review,
+    actor: &Actor,
+    now: Timestamp,
+) -> StoreResult<Template> {
+    let q = sql(format!(
+        "UPDATE templates SET approval = $1, reviewed_at = $2, review_reason = $3,
+             updated_at = $2, version = version + 1
+         WHERE id = $4 AND version = $5 AND approval = 'pending' RETURNING {}",
+        db.template_columns()
+    ))
+    .bind(review.as_str())
+    .bind(now)
+    .bind(review.reason())
+    .bind(id.get())
+    .bind(version);
+    let mut tx = db.begin(Work::Request).await?;
+    let Some(row) = tx.fetch_optional(q).await? else {
+        return Err(missing_or_conflict(&mut *tx, "templates", id.get()).await);
+    };
+    let template = template_row(&row)?;
+    let kind = match review {
+        Review::Approved { .. } => kind::TEMPLATE_APPROVED,
+        _ => kind::TEMPLATE_REJECTED,
+    };
+    emit(
+        &mut *tx,
+        kind,
+        now,
+        events::template_reviewed(&template, actor),
+    )
+    .await?;
     crate::scheduling::announce_template_now(&mut *tx, &template, now).await?;
     tx.commit().await?;
     Ok(template)

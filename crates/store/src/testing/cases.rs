@@ -449,6 +449,7 @@ pub async fn abort_activity_aborts_its_templates(s: Arc<dyn Store>) {
                 merchant_id: Some(m.id),
                 spec: &spec,
                 activity_version: Some(a.version),
+                review: Default::default(),
             },
             at(1),
         )

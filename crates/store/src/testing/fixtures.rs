@@ -50,6 +50,7 @@ pub fn activity(enroll_from: i64, enroll_to: i64, run_from: i64, run_to: i64) ->
         enrollment: window(enroll_from, enroll_to),
         run: window(run_from, run_to),
         funded_by: FundedBy::Platform,
+        approval: Default::default(),
     })
     .expect("fixture activity is valid")
 }
@@ -133,6 +134,7 @@ pub async fn claimable_template_with(
         merchant_id: Some(m.id),
         spec: &spec,
         activity_version: None,
+        review: Default::default(),
     };
     let t = s
         .insert_template(&new, t0())

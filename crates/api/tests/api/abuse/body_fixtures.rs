@@ -29,6 +29,15 @@ pub(super) async fn fixtures(app: &TestApp) -> BTreeMap<(Method, String), Fixtur
         .body["id"]
         .as_i64()
         .unwrap();
+    let mut approving = activity_body(-1, 24, 48, 96);
+    approving["approval"] = json!("required");
+    let approving = app.activity(approving).await;
+    let pending = app
+        .post("/v1/templates", app.m1(), activity_template(approving, 500))
+        .await
+        .body["id"]
+        .as_i64()
+        .unwrap();
     let claimable = live(app, 100, 5, json!({})).await;
     let coded = live(app, 100, 5, json!({})).await;
     let r = app
@@ -248,6 +257,15 @@ pub(super) async fn fixtures(app: &TestApp) -> BTreeMap<(Method, String), Fixtur
             format!("/v1/coupons/{revocable}/revoke"),
             &m1,
             json!({"reason": "issued by mistake"}),
+        ),
+    );
+    add(
+        Method::POST,
+        "/v1/templates/{id}/reject",
+        f(
+            format!("/v1/templates/{pending}/reject"),
+            &platform,
+            json!({"reason": "too little stock"}),
         ),
     );
     add(

@@ -1,5 +1,6 @@
-//! What a person changes on a template's page: publish, abort, raise the stock, extend the
-//! claim window or the coupons' validity, and generate single-use codes (and download them).
+//! What a person changes on a template's page: publish, abort, approve or reject an
+//! enrollment, raise the stock, extend the claim window or the coupons' validity, and
+//! generate single-use codes (and download them).
 //! Each is one API call; the API's refusal is shown as a page in words.
 
 use axum::extract::{Path, State};
@@ -40,6 +41,46 @@ pub async fn abort(
     act(&console, &session, &headers, id, &f.csrf, "abort").await
 }
 
+/// Approves an enrollment waiting for approval (the platform).
+pub async fn approve(
+    State(console): State<Console>,
+    session: Session,
+    headers: HeaderMap,
+    Path(id): Path<i64>,
+    Form(f): Form<Action>,
+) -> Response {
+    act(&console, &session, &headers, id, &f.csrf, "approve").await
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct Reject {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    reason: String,
+}
+
+/// Rejects an enrollment with the reason its merchant reads; the API refuses an empty one.
+pub async fn reject(
+    State(console): State<Console>,
+    session: Session,
+    headers: HeaderMap,
+    Path(id): Path<i64>,
+    Form(f): Form<Reject>,
+) -> Response {
+    let body = json!({"reason": f.reason.trim()});
+    post(
+        &console,
+        &session,
+        &headers,
+        id,
+        &f.csrf,
+        "reject",
+        Some(body),
+    )
+    .await
+}
+
 async fn act(
     console: &Console,
     session: &Session,
@@ -48,21 +89,38 @@ async fn act(
     csrf: &str,
     action: &str,
 ) -> Response {
+    post(console, session, headers, id, csrf, action, None).await
+}
+
+async fn post(
+    console: &Console,
+    session: &Session,
+    headers: &HeaderMap,
+    id: i64,
+    csrf: &str,
+    action: &str,
+    body: Option<Value>,
+) -> Response {
     if let Some(refused) = guard(headers, session, csrf) {
         return refused;
     }
     let path = format!("/v1/templates/{id}/{action}");
-    let reply = console
-        .api()
-        .call(&session.caller, Method::POST, &path, None)
-        .await;
+    let api = console.api();
+    let reply = match body {
+        Some(b) => {
+            api.send_json(&session.caller, Method::POST, &path, &b)
+                .await
+        }
+        None => api.call(&session.caller, Method::POST, &path, None).await,
+    };
     if !reply.ok() {
         return problem_page(session, &reply.problem());
     }
-    let done = if action == "publish" {
-        "published"
-    } else {
-        "aborted"
+    let done = match action {
+        "publish" => "published",
+        "approve" => "approved",
+        "reject" => "rejected",
+        _ => "aborted",
     };
     Redirect::to(&format!("/console/templates/{id}?notice={done}")).into_response()
 }

@@ -276,6 +276,7 @@ pub async fn deletes_and_history(s: Arc<dyn Store>) {
         merchant_id: Some(m.id),
         spec: &sp,
         activity_version: None,
+        review: Default::default(),
     };
     let draft = s.insert_template(&new, t0()).await.unwrap();
     let listing = ListingDraft {
@@ -312,6 +313,7 @@ pub async fn deletes_and_history(s: Arc<dyn Store>) {
         actor: &Actor::Platform,
         changes: &changes,
         coupons_until: None,
+        review: Default::default(),
     };
     s.update_template(live.id, live.version, None, &raised, Some(change), at(12))
         .await

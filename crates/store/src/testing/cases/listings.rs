@@ -33,6 +33,7 @@ async fn live_template(
                 merchant_id: Some(m.id),
                 spec: &spec,
                 activity_version: None,
+                review: Default::default(),
             },
             t0(),
         )
@@ -229,6 +230,7 @@ pub async fn abort_releases_bindings(s: Arc<dyn Store>) {
                 merchant_id: Some(m.id),
                 spec: &in_activity,
                 activity_version: Some(a.version),
+                review: Default::default(),
             },
             at(1),
         )

@@ -13,6 +13,7 @@ pub(super) async fn spec_standalone(
             merchant_id: Some(m.id),
             spec: &spec,
             activity_version: None,
+            review: Default::default(),
         },
         t0(),
     )
@@ -33,6 +34,7 @@ pub async fn templates_round_trip(s: Arc<dyn Store>) {
                 merchant_id: Some(m.id),
                 spec: &spec,
                 activity_version: None,
+                review: Default::default(),
             },
             t0(),
         )
@@ -55,6 +57,7 @@ pub async fn templates_round_trip(s: Arc<dyn Store>) {
                 merchant_id: None,
                 spec: &spec,
                 activity_version: None,
+                review: Default::default(),
             },
             t0(),
         )
@@ -114,6 +117,7 @@ pub async fn template_status_filter_matches_domain(s: Arc<dyn Store>) {
                     merchant_id: Some(m.id),
                     spec: &spec,
                     activity_version: None,
+                    review: Default::default(),
                 },
                 t0(),
             )
@@ -138,6 +142,7 @@ pub async fn template_status_filter_matches_domain(s: Arc<dyn Store>) {
                 merchant_id: Some(m.id),
                 spec: &spec_a,
                 activity_version: Some(a.version),
+                review: Default::default(),
             },
             at(1),
         )
@@ -146,6 +151,39 @@ pub async fn template_status_filter_matches_domain(s: Arc<dyn Store>) {
     );
     let t = all[2].clone();
     all[2] = s.abort_template(t.id, t.version, at(1)).await.unwrap();
+    // Enrollments waiting for approval, approved at hour 2, rejected at hour 2.
+    let decisions = [
+        None,
+        Some(coupond_domain::Review::Approved { at: at(2) }),
+        Some(coupond_domain::Review::Rejected {
+            at: at(2),
+            reason: "no".into(),
+        }),
+    ];
+    for decision in decisions {
+        let new = NewTemplate {
+            merchant_id: Some(m.id),
+            spec: &spec_a,
+            activity_version: Some(a.version),
+            review: coupond_domain::Review::Pending,
+        };
+        let mut t = s.insert_template(&new, at(1)).await.unwrap();
+        assert_eq!(t.review, coupond_domain::Review::Pending);
+        if let Some(r) = decision {
+            t = s
+                .review_template(t.id, t.version, &r, &coupond_domain::Actor::Platform, at(2))
+                .await
+                .unwrap();
+            assert_eq!(t.review, r);
+            let again =
+                s.review_template(t.id, t.version, &r, &coupond_domain::Actor::Platform, at(2));
+            assert!(
+                again.await.is_err(),
+                "only a pending template is decided on"
+            );
+        }
+        all.push(t);
+    }
 
     let us = Duration::microseconds(1);
     let mut instants = vec![];
@@ -177,8 +215,8 @@ pub async fn template_status_filter_matches_domain(s: Arc<dyn Store>) {
         activity: Some(a.id),
         ..tq(t0())
     };
-    assert_eq!(s.list_templates(&q).await.unwrap().len(), 1);
-    assert_eq!(s.activity_templates(a.id).await.unwrap().len(), 1);
+    assert_eq!(s.list_templates(&q).await.unwrap().len(), 4);
+    assert_eq!(s.activity_templates(a.id).await.unwrap().len(), 4);
 }
 
 pub async fn template_insert_checks_activity_version(s: Arc<dyn Store>) {
@@ -202,6 +240,7 @@ pub async fn template_insert_checks_activity_version(s: Arc<dyn Store>) {
         merchant_id: Some(m.id),
         spec: &spec,
         activity_version: Some(a.version),
+        review: Default::default(),
     };
     assert!(matches!(
         s.insert_template(&stale, at(1)).await,
@@ -213,6 +252,7 @@ pub async fn template_insert_checks_activity_version(s: Arc<dyn Store>) {
     );
     let fresh = NewTemplate {
         activity_version: Some(b.version),
+        review: Default::default(),
         ..stale
     };
     let t = s.insert_template(&fresh, at(1)).await.unwrap();
@@ -311,6 +351,7 @@ pub async fn activity_edit_moves_following_templates(s: Arc<dyn Store>) {
                 merchant_id: Some(m.id),
                 spec: &follows,
                 activity_version: Some(a.version),
+                review: Default::default(),
             },
             at(1),
         )
@@ -324,6 +365,7 @@ pub async fn activity_edit_moves_following_templates(s: Arc<dyn Store>) {
                 merchant_id: Some(m.id),
                 spec: &own,
                 activity_version: Some(a.version),
+                review: Default::default(),
             },
             at(1),
         )

@@ -1,0 +1,63 @@
+//! The platform's approval queue: merchants' enrollments waiting for a decision, oldest
+//! first, each linking to its template's page, where Approve and Reject are offered exactly
+//! when the API's `actions` name them.
+
+use askama::Template;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::Response;
+use serde_json::Value;
+
+use super::format::{instant, value};
+use super::home::items;
+use super::{problem_page, render, Shell};
+use crate::session::Session;
+use crate::Console;
+
+/// One enrollment waiting.
+struct Waiting {
+    id: i64,
+    title: String,
+    merchant: i64,
+    activity: i64,
+    value: String,
+    stock: i64,
+    created: String,
+}
+
+#[derive(Template)]
+#[template(path = "approvals.html")]
+struct ApprovalsPage {
+    shell: Shell,
+    waiting: Vec<Waiting>,
+}
+
+/// The first 100 enrollments waiting (the API's list is by id, so oldest first).
+pub async fn page(State(console): State<Console>, session: Session) -> Response {
+    let path = "/v1/templates?status=pending_approval&limit=100";
+    let list = match console
+        .api()
+        .get(&session.caller, path)
+        .await
+        .into::<Value>()
+    {
+        Ok(l) => l,
+        Err(p) => return problem_page(&session, &p),
+    };
+    let waiting = items(&list)
+        .map(|t| Waiting {
+            id: t["id"].as_i64().unwrap_or(0),
+            title: t["title"].as_str().unwrap_or_default().to_owned(),
+            merchant: t["merchant_id"].as_i64().unwrap_or(0),
+            activity: t["activity_id"].as_i64().unwrap_or(0),
+            value: value(&t["value"]),
+            stock: t["total_stock"].as_i64().unwrap_or(0),
+            created: instant(&t["created_at"]),
+        })
+        .collect();
+    let page = ApprovalsPage {
+        shell: Shell::new(&session, "Approvals"),
+        waiting,
+    };
+    render(StatusCode::OK, &page)
+}
