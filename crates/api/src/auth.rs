@@ -12,20 +12,20 @@ use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use base64::Engine;
 use coupond_domain::{Area, MerchantId, OperatorId, Timestamp, UserId};
 use coupond_store::audit::Who;
 use coupond_store::StoreError;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
 use crate::error::ApiError;
 use crate::state::AppState;
 
-/// Every API key starts with this, so keys are recognisable in logs and secret scanners.
-pub const KEY_PREFIX: &str = "cpd_";
+/// Keys are made in the engine (`coupond_engine::keys`); these names stay for callers here.
+pub use coupond_engine::keys::{
+    generate_api_key, hash_api_key, issue as issue_key, GeneratedKey, KEY_PREFIX,
+};
 
 /// The roles a route can admit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
@@ -94,70 +94,6 @@ impl Principal {
             _ => None,
         }
     }
-}
-
-/// A freshly generated API key: the secret (shown once) and what is stored.
-#[derive(Clone)]
-pub struct GeneratedKey {
-    pub secret: String,
-    pub hash: [u8; 32],
-    pub prefix: String,
-}
-
-impl fmt::Debug for GeneratedKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("GeneratedKey")
-            .field("prefix", &self.prefix)
-            .finish_non_exhaustive()
-    }
-}
-
-/// Generates a random 256-bit key.
-pub fn generate_api_key() -> GeneratedKey {
-    let bytes: [u8; 32] = rand::random();
-    let secret = format!(
-        "{KEY_PREFIX}{}",
-        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
-    );
-    GeneratedKey {
-        hash: hash_api_key(&secret),
-        prefix: secret.chars().take(12).collect(),
-        secret,
-    }
-}
-
-/// Creates an API key of `role` (a merchant key for `merchant`, which must exist: otherwise
-/// `NotFound`) and returns it with its secret, which is shown once and never stored. The one
-/// way keys are made, for the CLI and the API.
-pub async fn issue_key(
-    store: &dyn coupond_store::Store,
-    role: coupond_store::Role,
-    merchant: Option<MerchantId>,
-    label: String,
-    now: Timestamp,
-) -> Result<(coupond_store::ApiKey, String), StoreError> {
-    if let Some(m) = merchant {
-        store.merchant(m).await?;
-    }
-    let k = generate_api_key();
-    let new = coupond_store::NewApiKey {
-        hash: k.hash,
-        prefix: k.prefix,
-        role,
-        merchant_id: merchant,
-        label,
-    };
-    let change = coupond_store::audit::Change::new("api_key.create", "api_key", now)
-        .merchant(merchant)
-        .after(&serde_json::json!({
-            "role": role.as_str(), "merchant_id": merchant, "label": new.label, "prefix": new.prefix,
-        }));
-    let stored = coupond_store::audit::change(change, store.insert_api_key(&new, now)).await?;
-    Ok((stored, k.secret))
-}
-
-pub fn hash_api_key(key: &str) -> [u8; 32] {
-    Sha256::digest(key.as_bytes()).into()
 }
 
 /// HS256 keys for user tokens. `Debug` never prints them.

@@ -1,10 +1,81 @@
-//! API keys' one workflow here: revoking a key, for the API and the command line alike,
-//! recorded in the audit trail. (Keys are made by `coupond_api::auth::issue_key`, which holds
-//! the key format and records its own change.)
+//! API keys: their format (a `cpd_` prefix and 256 random bits, stored as its SHA-256 hash),
+//! issuing and revoking them, for the API, the console and the command line alike, each
+//! recorded in the audit trail.
 
+use std::fmt;
+
+use base64::Engine;
 use coupond_domain::{MerchantId, Timestamp};
 use coupond_store::audit::{self, Change};
 use coupond_store::{ApiKey, Store, StoreError, StoreResult};
+use sha2::{Digest, Sha256};
+
+/// Every API key starts with this, so keys are recognisable in logs and secret scanners.
+pub const KEY_PREFIX: &str = "cpd_";
+
+/// A freshly generated API key: the secret (shown once) and what is stored.
+#[derive(Clone)]
+pub struct GeneratedKey {
+    pub secret: String,
+    pub hash: [u8; 32],
+    pub prefix: String,
+}
+
+impl fmt::Debug for GeneratedKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GeneratedKey")
+            .field("prefix", &self.prefix)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Generates a random 256-bit key.
+pub fn generate_api_key() -> GeneratedKey {
+    let bytes: [u8; 32] = rand::random();
+    let secret = format!(
+        "{KEY_PREFIX}{}",
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+    );
+    GeneratedKey {
+        hash: hash_api_key(&secret),
+        prefix: secret.chars().take(12).collect(),
+        secret,
+    }
+}
+
+/// Creates an API key of `role` (a merchant key for `merchant`, which must exist: otherwise
+/// `NotFound`) and returns it with its secret, which is shown once and never stored. The one
+/// way keys are made, for the CLI and the API.
+pub async fn issue(
+    store: &dyn coupond_store::Store,
+    role: coupond_store::Role,
+    merchant: Option<MerchantId>,
+    label: String,
+    now: Timestamp,
+) -> Result<(coupond_store::ApiKey, String), StoreError> {
+    if let Some(m) = merchant {
+        store.merchant(m).await?;
+    }
+    let k = generate_api_key();
+    let new = coupond_store::NewApiKey {
+        hash: k.hash,
+        prefix: k.prefix,
+        role,
+        merchant_id: merchant,
+        label,
+    };
+    let change = Change::new("api_key.create", "api_key", now)
+        .merchant(merchant)
+        .after(&serde_json::json!({
+            "role": role.as_str(), "merchant_id": merchant, "label": new.label, "prefix": new.prefix,
+        }));
+    let stored = audit::change(change, store.insert_api_key(&new, now)).await?;
+    Ok((stored, k.secret))
+}
+
+pub fn hash_api_key(key: &str) -> [u8; 32] {
+    Sha256::digest(key.as_bytes()).into()
+}
 
 /// Revokes API key `id` (with `merchant`, only that merchant's: another's is `NotFound`).
 /// Revoking a revoked key answers it as it is and records nothing.

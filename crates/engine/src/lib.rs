@@ -7,7 +7,7 @@
 //!   which part was wrong.
 //! - [`second_factor`]: RFC 6238 one-time codes, the operators' optional second factor.
 //! - [`campaigns`]: the workflows of merchants, activities and templates (edit, publish,
-//!   abort) every front door calls, applying the domain's state rules before one store transaction.
+//!   abort; approving and rejecting enrollments) every front door calls, applying the domain's state rules before one store transaction.
 //! - [`catalog`]: the workflows of merchants' listings (create, change, bind and unbind
 //!   templates, delete), each one store transaction recording its change in the audit trail.
 //! - [`claims`]: [`ClaimEngine`], per-template group commit of claims: all claims waiting for
@@ -19,7 +19,9 @@
 //!   the background, resumable after a crash.
 //! - [`issuance`]: [`IssuanceWorker`], bulk issuance a chunk per transaction, resumable.
 //! - [`tagging`]: [`TagWorker`], bulk tag uploads a chunk per transaction, resumable.
-//! - [`keys`]: revoking an API key (the API and the CLI), recorded in the audit trail.
+//! - [`keys`]: API keys' format, issuing and revoking them (the API, the console and the
+//!   CLI), recorded in the audit trail.
+//! - [`user_tags`]: setting a user's tags, sharing tags with merchants, recorded in the trail.
 //! - [`jobs`]: what those chunked jobs share (the cache of each job's list).
 //! - [`lifecycle`]: revoking a coupon, refunding a confirmed order, deleting a draft.
 //! - [`redemption`]: redeeming a promotion code (whether a code is usable by a user, and the
@@ -75,6 +77,7 @@ pub mod sold_out;
 pub mod supervise;
 pub mod tagging;
 pub mod telemetry;
+pub mod user_tags;
 pub mod webhooks;
 pub mod worker;
 

@@ -13,7 +13,10 @@ use crate::{sql, Db, Exec, Row};
 pub async fn flush<E: Exec + ?Sized>(tx: &mut E) -> StoreResult<()> {
     for (ctx, c) in audit::take_pending() {
         let json = |v: &Option<serde_json::Value>| v.as_ref().map(|v| v.to_string());
-        let object = format!("{}:{}", c.object_kind, c.object_id.unwrap_or(0));
+        let object = match &c.object_key {
+            Some(key) => format!("{}:{key}", c.object_kind),
+            None => format!("{}:{}", c.object_kind, c.object_id.unwrap_or(0)),
+        };
         let q = sql(
             "INSERT INTO audit_log (at, actor, actor_name, action, object, merchant_id,
                          before_json, after_json, request_id, client)

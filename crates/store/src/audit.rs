@@ -86,6 +86,9 @@ pub struct Change {
     pub object_kind: &'static str,
     /// `None` until a creating write names it ([`created`]).
     pub object_id: Option<i64>,
+    /// An object named by text rather than a number (a user's id): recorded instead of
+    /// `object_id`.
+    pub object_key: Option<String>,
     /// The merchant the object belongs to (its owners may read the entry).
     pub merchant: Option<MerchantId>,
     pub before: Option<Value>,
@@ -99,6 +102,7 @@ impl Change {
             action,
             object_kind,
             object_id: None,
+            object_key: None,
             merchant: None,
             before: None,
             after: None,
@@ -108,6 +112,12 @@ impl Change {
 
     pub fn object(mut self, id: i64) -> Self {
         self.object_id = Some(id);
+        self
+    }
+
+    /// Names the object by text (`user:u-1`, `tag:vip`).
+    pub fn object_key(mut self, key: &str) -> Self {
+        self.object_key = Some(key.to_owned());
         self
     }
 

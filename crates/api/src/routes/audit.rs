@@ -97,13 +97,18 @@ pub async fn list(
     Ok(response)
 }
 
-/// `<kind>:<id>`: a kind of lowercase letters and `_`, a positive id.
+/// `<kind>:<id>`: a kind of lowercase letters and `_`, a positive id (a user's id for
+/// `user`, a tag for `tag`).
 fn check_object(o: &str) -> ApiResult<()> {
     let ok = o.split_once(':').is_some_and(|(kind, id)| {
+        let named = match kind {
+            "user" => coupond_domain::UserId::parse(id).is_ok(),
+            "tag" => coupond_domain::Tag::parse(id).is_ok(),
+            _ => id.parse::<i64>().is_ok_and(|id| id > 0) && !id.starts_with('+'),
+        };
         (1..=32).contains(&kind.len())
             && kind.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')
-            && id.parse::<i64>().is_ok_and(|id| id > 0)
-            && !id.starts_with('+')
+            && named
     });
     if ok {
         Ok(())
@@ -111,7 +116,7 @@ fn check_object(o: &str) -> ApiResult<()> {
         Err(ApiError::bad_request(
             "invalid_query",
             Some("object"),
-            "object is <kind>:<id>, as template:5",
+            "object is <kind>:<id>, as template:5 (user:<user id>, tag:<tag>)",
         ))
     }
 }

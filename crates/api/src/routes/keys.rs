@@ -1,4 +1,5 @@
-//! `/v1/merchants/{id}/keys`: the platform creates, lists and revokes a merchant's API keys.
+//! `/v1/merchants/{id}/keys`: the platform creates, lists and revokes a merchant's API keys;
+//! a merchant (its key, its owners; not its staff, whose role may not manage keys) its own.
 //!
 //! A key's secret is answered once, by the request that creates it; only its SHA-256 hash is
 //! stored, and an `Idempotency-Key` replay answers the key without it. A revoked key stops
@@ -7,13 +8,13 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::Json;
+use axum::{Extension, Json};
 use coupond_domain::{MerchantId, Note, Timestamp};
 use coupond_store::{ApiKey, StoreError};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::auth::issue_key;
+use crate::auth::{issue_key, Principal};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiPath};
 use crate::idempotency::ReplayAs;
@@ -66,6 +67,14 @@ impl KeyView {
 }
 
 /// Path of one key of a merchant.
+/// A merchant caller addresses only its own keys: another merchant's are answered as absent.
+fn own(p: &Principal, id: MerchantId) -> ApiResult<()> {
+    match p.merchant() {
+        Some(m) if m != id => Err(ApiError::NotFound),
+        _ => Ok(()),
+    }
+}
+
 #[derive(Debug, Deserialize)]
 pub struct KeyPath {
     id: MerchantId,
@@ -79,10 +88,12 @@ pub struct KeyPath {
     responses((status = 201, description = "Created; `secret` is the key", body = KeyView), CommonErrors, BodyErrors),
     security(("bearer" = [])))]
 pub async fn create(
+    Extension(p): Extension<Principal>,
     State(s): State<AppState>,
     ApiPath(id): ApiPath<MerchantId>,
     ApiJson(body): ApiJson<KeyBody>,
 ) -> ApiResult<Response> {
+    own(&p, id)?;
     let label = Note::parse("label", &body.label)?;
     let role = coupond_store::Role::Merchant;
     let (key, secret) = issue_key(
@@ -106,9 +117,11 @@ pub async fn create(
     responses((status = 200, description = "The merchant's keys", body = PageOf<KeyView>), CommonErrors),
     security(("bearer" = [])))]
 pub async fn list(
+    Extension(p): Extension<Principal>,
     State(s): State<AppState>,
     ApiPath(id): ApiPath<MerchantId>,
 ) -> ApiResult<Json<PageOf<KeyView>>> {
+    own(&p, id)?;
     s.store().merchant(id).await?;
     let mut items: Vec<KeyView> = s
         .store()
@@ -133,9 +146,11 @@ pub async fn list(
     responses((status = 200, description = "The revoked key", body = KeyView), CommonErrors),
     security(("bearer" = [])))]
 pub async fn revoke(
+    Extension(p): Extension<Principal>,
     State(s): State<AppState>,
     ApiPath(path): ApiPath<KeyPath>,
 ) -> ApiResult<Json<KeyView>> {
+    own(&p, path.id)?;
     let revoked = keys::revoke(s.store(), path.key_id, Some(path.id), s.now());
     let key = match revoked.await {
         Ok(k) => k,

@@ -126,19 +126,19 @@ fn merchant_and_activity_routes() -> Vec<Route> {
         r(
             Method::POST,
             "/v1/merchants/{id}/keys",
-            PLATFORM,
+            PLATFORM_MERCHANT,
             post(keys::create),
         ),
         r(
             Method::GET,
             "/v1/merchants/{id}/keys",
-            PLATFORM,
+            PLATFORM_MERCHANT,
             get(keys::list),
         ),
         r(
             Method::POST,
             "/v1/merchants/{id}/keys/{key_id}/revoke",
-            PLATFORM,
+            PLATFORM_MERCHANT,
             post(keys::revoke),
         ),
         r(

@@ -53,7 +53,8 @@ pub async fn share(
     State(s): State<AppState>,
     ApiPath(tag): ApiPath<Tag>,
 ) -> ApiResult<Json<SharedTagView>> {
-    Ok(Json(s.store().share_tag(&tag, s.now()).await?.into()))
+    let shared = coupond_engine::user_tags::share(s.store(), &tag, s.now()).await?;
+    Ok(Json(shared.into()))
 }
 
 /// Stop sharing a tag with merchants (platform; idempotent): new segments and audiences of
@@ -66,7 +67,7 @@ pub async fn unshare(
     State(s): State<AppState>,
     ApiPath(tag): ApiPath<Tag>,
 ) -> ApiResult<StatusCode> {
-    s.store().unshare_tag(&tag).await?;
+    coupond_engine::user_tags::unshare(s.store(), &tag, s.now()).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

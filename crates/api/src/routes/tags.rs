@@ -45,7 +45,7 @@ pub async fn put(
     ApiJson(body): ApiJson<UserTags>,
 ) -> ApiResult<Json<UserTagsView>> {
     let tags = tag_set("tags", &body.tags, 0, MAX_TAGS_PER_USER)?;
-    s.store().put_user_tags(&user, &tags).await?;
+    coupond_engine::user_tags::put(s.store(), &user, &tags, s.now()).await?;
     Ok(Json(UserTagsView {
         user_id: user,
         tags,

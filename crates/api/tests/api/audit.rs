@@ -249,3 +249,61 @@ async fn a_revoked_key_is_recorded_once() {
     assert_eq!(trail[1]["after"]["label"], "till 3");
     assert_eq!(trail[0]["after"], json!({"revoked": true}));
 }
+
+/// A user's tags and the tags shared with merchants are changes like any other: the trail
+/// names who set them, with the tags before and after; a repeat that changes nothing records
+/// nothing.
+#[tokio::test]
+async fn tag_changes_are_in_the_trail() {
+    let app = TestApp::new().await;
+    let put = |tags: Value| {
+        let app = &app;
+        async move {
+            let r = app
+                .call(
+                    Method::PUT,
+                    "/v1/users/u-7/tags",
+                    Some(&app.platform),
+                    Some(json!({ "tags": tags })),
+                )
+                .await;
+            assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+        }
+    };
+    put(json!(["vip"])).await;
+    put(json!(["vip"])).await;
+    put(json!(["vip", "student"])).await;
+    let trail = entries(&app.get("/v1/audit?object=user:u-7", &app.platform).await);
+    assert_eq!(trail.len(), 2, "{trail:?}");
+    assert_eq!(trail[1]["action"], "user.tags");
+    assert_eq!(trail[1]["before"], json!({"tags": []}));
+    assert_eq!(trail[1]["after"], json!({"tags": ["vip"]}));
+    assert!(trail[0]["actor"].as_str().unwrap().starts_with("key:"));
+
+    for _ in 0..2 {
+        let r = app
+            .call(
+                Method::PUT,
+                "/v1/tags/vip/shared",
+                Some(&app.platform),
+                None,
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    }
+    let r = app
+        .call(
+            Method::DELETE,
+            "/v1/tags/vip/shared",
+            Some(&app.platform),
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.body);
+    let trail = entries(&app.get("/v1/audit?object=tag:vip", &app.platform).await);
+    let actions: Vec<&str> = trail
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(actions, ["tag.unshare", "tag.share"], "{trail:?}");
+}

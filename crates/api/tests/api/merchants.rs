@@ -269,7 +269,50 @@ async fn key_requests_are_checked_and_refused_requests_make_no_key() {
         )
         .await;
     assert_eq!(r.status, StatusCode::NOT_FOUND);
-    let r = app.post(&path, app.m1(), json!({"label": "mine"})).await;
-    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    // Another merchant's keys are absent to a merchant.
+    let r = app.post(&path, app.m2(), json!({"label": "theirs"})).await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    assert_eq!(app.get(&path, app.m2()).await.status, StatusCode::NOT_FOUND);
     assert_eq!(app.get(&path, &app.platform).await.body, before);
+}
+
+/// A merchant's owner manages its own keys (made, listed, revoked, each in the audit trail
+/// under the owner's name); its staff may not touch them.
+#[tokio::test]
+async fn owners_manage_their_merchants_keys_and_staff_may_not() {
+    use crate::audit::{as_operator, entries, operator};
+    use coupond_domain::OperatorRole;
+    let app = TestApp::new().await;
+    let m1 = app.merchants[0].0.get();
+    let path = format!("/v1/merchants/{m1}/keys");
+    let owner = operator(&app, "olga@example.com", OperatorRole::Owner).await;
+    let staff = operator(&app, "sid@example.com", OperatorRole::Staff).await;
+    let r = as_operator(&app, owner, Method::POST, &path, json!({"label": "till"})).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let id = r.body["id"].as_i64().unwrap();
+    let secret = r.body["secret"].as_str().unwrap().to_owned();
+    assert_eq!(
+        app.get("/v1/templates", &secret).await.status,
+        StatusCode::OK
+    );
+    let r = as_operator(&app, staff, Method::POST, &path, json!({"label": "x"})).await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.body);
+    let revoke = format!("{path}/{id}/revoke");
+    let r = as_operator(&app, staff, Method::POST, &revoke, json!({})).await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.body);
+    let r = as_operator(&app, owner, Method::POST, &revoke, json!({})).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(
+        app.get("/v1/templates", &secret).await.status,
+        StatusCode::UNAUTHORIZED
+    );
+    let trail = entries(
+        &app.get("/v1/audit?actor=olga@example.com", &app.platform)
+            .await,
+    );
+    let actions: Vec<&str> = trail
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(actions, ["api_key.revoke", "api_key.create"], "{trail:?}");
 }

@@ -1,0 +1,55 @@
+//! Changes to users' tags and to the tags shared with merchants, each recorded in the audit
+//! trail with who made it (a bulk tag upload is recorded by the job that applies it, in its
+//! own record). Handlers parse and authorize; these write.
+
+use coupond_domain::{Tag, Timestamp, UserId};
+use coupond_store::audit::{self, Change};
+use coupond_store::{SharedTag, Store, StoreResult};
+
+/// Replaces `user`'s tags with `tags`, recording the tags before and after (nothing when
+/// they are the same).
+pub async fn put(
+    store: &dyn Store,
+    user: &UserId,
+    tags: &[Tag],
+    now: Timestamp,
+) -> StoreResult<()> {
+    let before = store.user_tags(user).await?;
+    let change = Change::new("user.tags", "user", now)
+        .object_key(user.as_str())
+        .before(&serde_json::json!({ "tags": before }))
+        .after(&serde_json::json!({ "tags": tags }))
+        .only_differences();
+    if before.as_slice() == tags {
+        return store.put_user_tags(user, tags).await;
+    }
+    audit::change(change, store.put_user_tags(user, tags)).await
+}
+
+/// Shares `tag` with merchants (sharing a shared tag changes nothing, and records nothing).
+pub async fn share(store: &dyn Store, tag: &Tag, now: Timestamp) -> StoreResult<SharedTag> {
+    if is_shared(store, tag).await? {
+        return store.share_tag(tag, now).await;
+    }
+    let change = Change::new("tag.share", "tag", now)
+        .object_key(tag.as_str())
+        .after(&serde_json::json!({ "shared": true }));
+    audit::change(change, store.share_tag(tag, now)).await
+}
+
+/// Stops sharing `tag`; whether it was shared (only then is the change recorded).
+pub async fn unshare(store: &dyn Store, tag: &Tag, now: Timestamp) -> StoreResult<bool> {
+    if !is_shared(store, tag).await? {
+        return store.unshare_tag(tag).await;
+    }
+    let change = Change::new("tag.unshare", "tag", now)
+        .object_key(tag.as_str())
+        .before(&serde_json::json!({ "shared": true }))
+        .after(&serde_json::json!({ "shared": false }));
+    audit::change(change, store.unshare_tag(tag)).await
+}
+
+async fn is_shared(store: &dyn Store, tag: &Tag) -> StoreResult<bool> {
+    let shared = store.shared_of(std::slice::from_ref(tag)).await?;
+    Ok(!shared.is_empty())
+}
