@@ -16,7 +16,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use coupond_api::auth::{authenticate_key, hash_api_key, identify_caller, Caller, KeyHash};
 use coupond_api::Principal;
-use coupond_domain::OperatorId;
+use coupond_domain::{Area, OperatorId, OperatorRole};
 use coupond_store::audit::Who;
 use coupond_store::{ConsoleSession, StoreResult};
 use sha2::{Digest, Sha256};
@@ -39,6 +39,8 @@ pub struct Session {
     /// Set when `console.require_totp_for_platform` holds for this platform operator, who has
     /// no second factor yet: every page but the account's sends them there.
     pub needs_second_factor: bool,
+    /// The signed-in person's role; `None` for a key, which has its side's every right.
+    pub role: Option<OperatorRole>,
     /// Where the session is stored (the SHA-256 of the cookie's id).
     id: [u8; 32],
 }
@@ -52,6 +54,12 @@ impl std::fmt::Debug for Session {
 }
 
 impl Session {
+    /// Whether the signed-in person's role acts in `area` (the API's own rule,
+    /// [`OperatorRole::may`]): pages offer only what it admits.
+    pub fn may(&self, area: Area) -> bool {
+        self.role.is_none_or(|r| r.may(area))
+    }
+
     pub fn is_platform(&self) -> bool {
         matches!(self.principal, Principal::Platform)
     }
@@ -185,11 +193,13 @@ pub async fn current(console: &Console, jar: &PrivateCookieJar) -> Option<Sessio
     let read = coupond_domain::Area::Read;
     let (principal, who) = identify_caller(app, &caller, read).await.ok()?;
     let principal = console_principal(principal)?;
-    let (who, needs_second_factor) = match who {
-        Who::Operator { id, email, .. } => (email, needs_second_factor(console, id).await),
+    let (who, needs_second_factor, role) = match who {
+        Who::Operator { id, email, role } => {
+            (email, needs_second_factor(console, id).await, Some(role))
+        }
         _ => match &principal {
-            Principal::Merchant(m) => (format!("Merchant {m}"), false),
-            _ => ("Platform".to_owned(), false),
+            Principal::Merchant(m) => (format!("Merchant {m}"), false, None),
+            _ => ("Platform".to_owned(), false, None),
         },
     };
     Some(Session {
@@ -198,6 +208,7 @@ pub async fn current(console: &Console, jar: &PrivateCookieJar) -> Option<Sessio
         csrf: stored.csrf,
         who,
         needs_second_factor,
+        role,
         id,
     })
 }

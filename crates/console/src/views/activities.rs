@@ -71,6 +71,9 @@ pub struct ActivityForm {
     run_end: String,
     #[serde(default)]
     funded_by: String,
+    /// `required`: merchants' templates wait for the platform's approval.
+    #[serde(default)]
+    approval: String,
 }
 
 /// An option of a select.
@@ -109,6 +112,7 @@ pub async fn new(session: Session) -> Response {
     let form = ActivityForm {
         kind: "amount_off".into(),
         funded_by: "platform".into(),
+        approval: "none".into(),
         ..ActivityForm::default()
     };
     new_page(&session, form, Shown::ok())
@@ -196,6 +200,7 @@ fn draft(f: &ActivityForm) -> Result<Value, (&'static str, String)> {
         "enrollment": {"start": utc(&f.enrollment_start), "end": utc(&f.enrollment_end)},
         "run": {"start": utc(&f.run_start), "end": utc(&f.run_end)},
         "funded_by": f.funded_by,
+        "approval": if f.approval.is_empty() { "none" } else { f.approval.as_str() },
     }))
 }
 
@@ -373,6 +378,7 @@ pub async fn edit(
         run_start: local("run", "start"),
         run_end: local("run", "end"),
         funded_by: a["funded_by"].as_str().unwrap_or("").to_owned(),
+        approval: a["approval"].as_str().unwrap_or("none").to_owned(),
     };
     form_page(&session, edit_target(id), form, Shown::ok())
 }

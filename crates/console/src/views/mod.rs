@@ -10,6 +10,7 @@ use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use coupond_api::auth::Caller;
+use coupond_domain::Area;
 
 use crate::api::Problem;
 use crate::session::Session;
@@ -143,6 +144,13 @@ pub struct Shell {
     pub platform: bool,
     /// Signed in with an operator account (which has an Account page).
     pub account: bool,
+    /// What the person's role may do (the API's `OperatorRole::may`): the menu and the
+    /// pages' forms show only that. A key has its side's every right.
+    pub may_admin: bool,
+    pub may_campaigns: bool,
+    pub may_support: bool,
+    /// The merchant signed in as, for its own pages (its keys).
+    pub merchant: Option<i64>,
 }
 
 impl Shell {
@@ -153,6 +161,10 @@ impl Shell {
             account: matches!(session.caller, Caller::Operator(_)),
             csrf: session.csrf.clone(),
             platform: session.is_platform(),
+            may_admin: session.may(Area::Admin),
+            may_campaigns: session.may(Area::Campaigns),
+            may_support: session.may(Area::Support),
+            merchant: session.principal.merchant().map(|m| m.get()),
         }
     }
 }

@@ -16,6 +16,7 @@ use fantoccini::{Client, ClientBuilder, Locator};
 use crate::{export, serve, terminate_and_wait};
 
 mod operations;
+mod roles;
 
 /// Where Debian puts them; `COUPOND_CHROMIUM` / `COUPOND_CHROMEDRIVER` override.
 fn tool(var: &str, default: &str) -> Option<PathBuf> {
@@ -231,6 +232,7 @@ async fn flows(c: &Client, base: &str, lines: &[String]) -> Result<(), String> {
     let merchant = export(lines, "MERCHANT1_KEY");
     operations::webhooks_show_their_endpoints(c, base, &merchant, theirs, &[ours]).await;
     operations::the_api_reference_renders(c, base).await;
+    roles::people_at_work(c, base, lines).await;
     Ok(())
 }
 
