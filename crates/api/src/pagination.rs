@@ -10,8 +10,8 @@ use utoipa::{IntoParams, ToSchema};
 use crate::error::{ApiError, ApiResult};
 use crate::state::ApiSettings;
 
-/// A page of results.
-#[derive(Debug, Serialize, ToSchema)]
+/// A page of results (the console reads it back).
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct PageOf<T> {
     pub items: Vec<T>,
     /// Pass as `cursor` to get the next page; absent on the last page.

@@ -6,11 +6,11 @@ use coupond_domain::{
     Reason, Review, Stacking, Template, TemplateAction, TemplateDraft, TemplateId, TemplateStatus,
     TemplateUse, Timestamp, UserId,
 };
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-/// An activity as the API shows it.
-#[derive(Debug, Serialize, ToSchema)]
+/// An activity as the API shows it (the console reads it back).
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct ActivityView {
     pub id: ActivityId,
     /// Computed from the clock at read time.
@@ -44,8 +44,8 @@ impl ActivityView {
     }
 }
 
-/// A template as the API shows it.
-#[derive(Debug, Serialize, ToSchema)]
+/// A template as the API shows it (the console reads it back).
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct TemplateView {
     pub id: TemplateId,
     /// The owning merchant; absent for platform-issued templates.
@@ -62,6 +62,8 @@ pub struct TemplateView {
     pub claimed: i64,
     /// Coupons left to claim.
     pub remaining: i64,
+    /// Less than 5 % of the stock is left.
+    pub low_on_stock: bool,
     /// Coupons used by confirmed orders.
     pub used: i64,
     /// Discount given by confirmed orders (counts against `budget`).
@@ -87,11 +89,11 @@ pub struct TemplateView {
 }
 
 /// The platform's review of an enrollment.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct ReviewView {
     /// `pending`, `approved` or `rejected`.
     #[schema(example = "rejected")]
-    pub decision: &'static str,
+    pub decision: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reviewed_at: Option<Timestamp>,
     /// Why it was rejected, for its merchant.
@@ -102,7 +104,7 @@ pub struct ReviewView {
 impl ReviewView {
     fn of(r: &Review) -> Option<Self> {
         (*r != Review::NotNeeded).then(|| ReviewView {
-            decision: r.as_str(),
+            decision: r.as_str().to_owned(),
             reviewed_at: r.decided_at(),
             reason: r.reason().map(str::to_owned),
         })
@@ -116,6 +118,7 @@ impl TemplateView {
             merchant_id: t.merchant_id,
             status: t.status(now),
             remaining: t.spec.total_stock - t.claimed,
+            low_on_stock: t.low_on_stock(),
             used: t.used,
             given: t.given,
             reserved: t.reserved,
@@ -306,5 +309,44 @@ impl CodeBatchView {
             created_at: b.created_at,
             finished_at: b.finished_at,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The console reads the API's answers back into these types: what one serialises, the
+    /// other reads, terms flattened in, actions and review included.
+    #[test]
+    fn views_read_back_what_they_write() {
+        let v = serde_json::json!({
+            "id": 5, "merchant_id": 2, "status": "pending_approval", "activity_id": 3,
+            "title": "20 off", "description": "", "value": {"kind": "amount_off", "amount": 2000},
+            "threshold": 0, "cities": [1], "total_stock": 10, "per_user_limit": 1,
+            "claim_window": {"start": "2026-11-24T12:00:00Z", "end": "2026-11-30T00:00:00Z"},
+            "validity": {"type": "relative", "days": 7},
+            "claim_window_follows_activity": true, "claimed": 0, "remaining": 10,
+            "low_on_stock": false, "used": 0, "given": 0, "reserved": 0,
+            "expires_at": "2026-12-07T00:00:00Z", "created_at": "2026-11-24T12:00:00Z",
+            "updated_at": "2026-11-24T12:00:00Z", "review": {"decision": "pending"},
+            "actions": ["edit", "approve", "reject"]
+        });
+        let t: TemplateView = serde_json::from_value(v.clone()).unwrap();
+        assert_eq!(t.status, TemplateStatus::PendingApproval);
+        assert_eq!(t.terms.total_stock, 10);
+        assert_eq!(
+            t.actions.as_deref(),
+            Some(
+                &[
+                    TemplateAction::Edit,
+                    TemplateAction::Approve,
+                    TemplateAction::Reject
+                ][..]
+            )
+        );
+        let again = serde_json::to_value(&t).unwrap();
+        let back: TemplateView = serde_json::from_value(again).unwrap();
+        assert_eq!(back.review.unwrap().decision, "pending");
     }
 }

@@ -2,7 +2,7 @@
 //! computed from the same `check_*` rules the workflows apply (`lifecycle`), so an action is
 //! offered exactly when the engine would accept it for the state the caller read.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use time::Duration;
@@ -10,7 +10,7 @@ use time::Duration;
 use crate::{Activity, ActivityStatus, Decision, Template, TemplateStatus, Timestamp};
 
 /// An action on a template.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, ToSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TemplateAction {
     /// Change any term (`PATCH`): until claiming can start.
@@ -112,7 +112,7 @@ impl Template {
 }
 
 /// An action on an activity.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, ToSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ActivityAction {
     /// Change its terms (`PATCH`, the platform): while scheduled or enrolling.

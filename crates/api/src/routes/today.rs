@@ -40,9 +40,9 @@ pub struct TodayQuery {
 }
 
 /// How far one outbox consumer is behind.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct ConsumerLag {
-    pub consumer: &'static str,
+    pub consumer: String,
     /// Events written that it has not handled yet (counted up to 1,000).
     pub behind: u32,
     /// More than `behind` events are waiting.
@@ -50,7 +50,7 @@ pub struct ConsumerLag {
 }
 
 /// The caller's templates now, counted over all of them.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct TemplatesNow {
     /// Templates claimable now.
     pub claimable: i64,
@@ -63,7 +63,7 @@ pub struct TemplatesNow {
 }
 
 /// The activities the caller sees (a merchant: those covering one of its cities), now.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct ActivitiesNow {
     pub running: i64,
     pub enrolling: i64,
@@ -71,7 +71,7 @@ pub struct ActivitiesNow {
 
 /// Claimable templates low on stock or usable for less than 7 more days, soonest expiry
 /// first.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct Attention {
     /// Up to 50.
     pub items: Vec<TemplateView>,
@@ -81,7 +81,7 @@ pub struct Attention {
 
 /// Since `since`: coupons and webhook deliveries (a merchant: of its templates and
 /// endpoints), and the outbox consumers' lag (the platform only).
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct TodayView {
     pub since: Timestamp,
     /// Coupons created (claimed, redeemed or issued).
@@ -201,7 +201,7 @@ pub(crate) async fn lags(s: &AppState) -> ApiResult<Vec<ConsumerLag>> {
         let n = s.store().outbox_read(at, MAX_BEHIND + 1).await?.len();
         let n = u32::try_from(n).unwrap_or(u32::MAX);
         out.push(ConsumerLag {
-            consumer,
+            consumer: consumer.to_owned(),
             behind: n.min(MAX_BEHIND),
             behind_more: n > MAX_BEHIND,
         });

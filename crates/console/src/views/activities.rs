@@ -6,6 +6,8 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
+use coupond_api::views::{ActivityView, TemplateView};
+use coupond_domain::ActivityAction;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -30,14 +32,15 @@ pub async fn list(
     session: Session,
     Query(q): Query<After>,
 ) -> Response {
-    match one_page(&console, &session, "/v1/activities", &q.after).await {
-        Ok(page) => render(
+    let page = one_page(&console, &session, "/v1/activities", &q.after).await;
+    match page.and_then(|p| p.typed::<ActivityView>()) {
+        Ok((activities, next)) => render(
             StatusCode::OK,
             &ListPage {
                 shell: Shell::new(&session, "Activities"),
                 platform: session.is_platform(),
-                rows: page.items.iter().map(ActivityRow::of).collect(),
-                next: next_link("/console/activities", &page.next),
+                rows: activities.iter().map(ActivityRow::of).collect(),
+                next: next_link("/console/activities", &next),
             },
         ),
         Err(p) => problem_page(&session, &p),
@@ -247,11 +250,9 @@ struct ActivityPage {
     chart: super::templates::Chart,
 }
 
-/// Whether the API's answer `v` names `action` among those its caller may take now.
-pub(super) fn may(v: &Value, action: &str) -> bool {
-    v["actions"]
-        .as_array()
-        .is_some_and(|a| a.iter().any(|x| x == action))
+/// Whether the API's answer names `action` among those its caller may take now.
+fn offers(a: &ActivityView, action: ActivityAction) -> bool {
+    a.actions.iter().flatten().any(|x| *x == action)
 }
 
 /// An activity with its stats and a page of its templates (after the API cursor `after`).
@@ -265,7 +266,7 @@ pub async fn page(
     let a = match api
         .get(&session.caller, &format!("/v1/activities/{id}"))
         .await
-        .into::<Value>()
+        .into::<ActivityView>()
     {
         Ok(a) => a,
         Err(p) => return problem_page(&session, &p),
@@ -280,18 +281,20 @@ pub async fn page(
         .into::<Value>()
         .unwrap_or(Value::Null);
     let templates = format!("/v1/templates?activity_id={id}");
-    let templates = one_page(&console, &session, &templates, &q.after)
-        .await
-        .unwrap_or_default();
+    let templates = one_page(&console, &session, &templates, &q.after).await;
+    let (templates, next) = match templates.and_then(|t| t.typed::<TemplateView>()) {
+        Ok(t) => t,
+        Err(p) => return problem_page(&session, &p),
+    };
     let totals = &stats["totals"];
     let page = ActivityPage {
-        shell: Shell::new(&session, a["title"].as_str().unwrap_or("Activity")),
-        can_edit: may(&a, "edit"),
-        can_abort: may(&a, "abort"),
-        can_enroll: may(&a, "enroll"),
+        shell: Shell::new(&session, a.terms.title.clone()),
+        can_edit: offers(&a, ActivityAction::Edit),
+        can_abort: offers(&a, ActivityAction::Abort),
+        can_enroll: offers(&a, ActivityAction::Enroll),
         a: ActivityRow::of(&a),
-        rows: templates.items.iter().map(TemplateRow::of).collect(),
-        next: next_link(&format!("/console/activities/{id}"), &templates.next),
+        rows: templates.iter().map(TemplateRow::of).collect(),
+        next: next_link(&format!("/console/activities/{id}"), &next),
         enrolled: stats["merchants"].as_array().map_or(0, Vec::len),
         claimed: totals["claimed"].as_i64().unwrap_or(0),
         used: totals["used"].as_i64().unwrap_or(0),

@@ -7,6 +7,7 @@ use axum::extract::{Query, State};
 use axum::http::{HeaderMap, Method};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
+use coupond_api::views::ActivityView;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -99,7 +100,7 @@ async fn page(
             .api()
             .get(&session.caller, &format!("/v1/activities/{id}"))
             .await
-            .into::<Value>()
+            .into::<ActivityView>()
         {
             Ok(a) => Some(a),
             Err(p) => return problem_page(session, &p),
@@ -108,7 +109,7 @@ async fn page(
     };
     if let Some(a) = &activity {
         // Enrolling: the activity decides the kind.
-        form.kind = a["kind"].as_str().unwrap_or("").to_owned();
+        form.kind = a.terms.kind.as_str().to_owned();
     }
     let kinds = KINDS
         .iter()

@@ -1,6 +1,8 @@
 //! How API answers read on a page: rows of the tables, money in major units, instants to the
 //! minute (UTC), a coupon's value in words. Presentation only: no rule is decided here.
 
+use coupond_api::views::{ActivityView, TemplateView};
+use coupond_domain::{CouponKind, CouponValue, Timestamp, Window};
 use serde_json::Value;
 
 /// Minor units as `1,234.50`.
@@ -27,9 +29,19 @@ pub fn instant(v: &Value) -> String {
     }
 }
 
-/// A window `{start, end}` as `start → end`.
-pub fn window(v: &Value) -> String {
-    format!("{} → {}", instant(&v["start"]), instant(&v["end"]))
+/// An instant as `2026-11-24 12:00 UTC`.
+pub fn at(t: Timestamp) -> String {
+    instant(&Value::String(t.to_string()))
+}
+
+/// A window as `start → end`.
+pub fn span(w: &Window) -> String {
+    format!("{} → {}", at(w.start), at(w.end))
+}
+
+/// A coupon value in words.
+pub fn worth(v: &CouponValue) -> String {
+    value(&serde_json::to_value(v).unwrap_or(Value::Null))
 }
 
 /// A coupon value (`{"kind": ...}`) in words.
@@ -65,29 +77,23 @@ pub struct ActivityRow {
 }
 
 impl ActivityRow {
-    pub fn of(a: &Value) -> Self {
-        let kind = a["kind"].as_str().unwrap_or("").to_owned();
-        let bound = |k: &str| {
-            let n = a[k].as_i64().unwrap_or(0);
-            if kind == "percent_off" {
-                format!("{} %", n as f64 / 100.0)
-            } else {
-                money(n)
-            }
+    pub fn of(a: &ActivityView) -> Self {
+        let t = &a.terms;
+        let bound = |n: i64| match t.kind {
+            CouponKind::PercentOff => format!("{} %", n as f64 / 100.0),
+            CouponKind::FreeDays | CouponKind::BuyXGetY => n.to_string(),
+            _ => money(n),
         };
-        let cities: Vec<String> = a["cities"]
-            .as_array()
-            .map(|c| c.iter().map(|x| x.to_string()).collect())
-            .unwrap_or_default();
+        let cities: Vec<String> = t.cities.iter().map(|c| c.get().to_string()).collect();
         ActivityRow {
-            id: a["id"].as_i64().unwrap_or(0),
-            title: a["title"].as_str().unwrap_or("").to_owned(),
-            status: a["status"].as_str().unwrap_or("").to_owned(),
-            bounds: format!("{} – {}", bound("value_min"), bound("value_max")),
-            kind: kind.replace('_', " "),
+            id: a.id.get(),
+            title: t.title.clone(),
+            status: a.status.as_str().to_owned(),
+            bounds: format!("{} – {}", bound(t.value_min), bound(t.value_max)),
+            kind: t.kind.as_str().replace('_', " "),
             cities: cities.join(", "),
-            enrollment: window(&a["enrollment"]),
-            run: window(&a["run"]),
+            enrollment: span(&t.enrollment),
+            run: span(&t.run),
         }
     }
 }
@@ -121,28 +127,26 @@ pub struct TemplateRow {
 }
 
 impl TemplateRow {
-    pub fn of(t: &Value) -> Self {
-        let stock = t["total_stock"].as_i64().unwrap_or(0);
-        let claimed = t["claimed"].as_i64().unwrap_or(0);
-        let remaining = t["remaining"].as_i64().unwrap_or(stock - claimed);
-        let given = t["given"].as_i64().unwrap_or(0);
-        let cap = t["budget"].as_i64();
+    pub fn of(t: &TemplateView) -> Self {
+        let stock = t.terms.total_stock;
+        let given = t.given.minor();
+        let cap = t.terms.budget.map(|b| b.minor());
         TemplateRow {
-            id: t["id"].as_i64().unwrap_or(0),
-            title: t["title"].as_str().unwrap_or("").to_owned(),
-            merchant: t["merchant_id"].as_i64(),
-            status: t["status"].as_str().unwrap_or("").to_owned(),
-            value: value(&t["value"]),
-            claimed,
+            id: t.id.get(),
+            title: t.terms.title.clone(),
+            merchant: t.merchant_id.map(|m| m.get()),
+            status: t.status.as_str().to_owned(),
+            value: worth(&t.terms.value),
+            claimed: t.claimed,
             stock,
             pct: if stock > 0 {
-                (claimed * 100 / stock).clamp(0, 100)
+                (t.claimed * 100 / stock).clamp(0, 100)
             } else {
                 0
             },
-            used: t["used"].as_i64().unwrap_or(0),
+            used: t.used,
             given: money(given),
-            expires: instant(&t["expires_at"]),
+            expires: at(t.expires_at),
             budget: match cap {
                 Some(c) => format!("{} / {}", money(given), money(c)),
                 None => format!("{} (no budget)", money(given)),
@@ -150,11 +154,11 @@ impl TemplateRow {
             budget_pct: cap
                 .filter(|c| *c > 0)
                 .map_or(0, |c| (given * 100 / c).clamp(0, 100)),
-            updated: instant(&t["updated_at"]),
-            low: stock > 0 && remaining * 20 < stock,
-            expires_at: t["expires_at"].as_str().unwrap_or("").to_owned(),
+            updated: at(t.updated_at),
+            low: t.low_on_stock,
+            expires_at: t.expires_at.to_string(),
             given_minor: given,
-            updated_at: t["updated_at"].as_str().unwrap_or("").to_owned(),
+            updated_at: t.updated_at.to_string(),
         }
     }
 }
@@ -225,8 +229,15 @@ mod tests {
     #[test]
     fn template_rows_sort_by_the_column_chosen() {
         let row = |id: i64, title: &str, claimed: i64, given: i64| {
-            TemplateRow::of(&json!({"id": id, "title": title, "total_stock": 100,
-                "claimed": claimed, "given": given, "status": "active"}))
+            let v = json!({"id": id, "title": title, "total_stock": 100,
+                "claimed": claimed, "given": given, "status": "active", "cities": [1],
+                "value": {"kind": "amount_off", "amount": 100},
+                "validity": {"type": "relative", "days": 7},
+                "claim_window_follows_activity": false, "remaining": 100 - claimed,
+                "low_on_stock": false, "used": 0, "reserved": 0,
+                "expires_at": "2026-12-01T00:00:00Z", "created_at": "2026-11-01T00:00:00Z",
+                "updated_at": "2026-11-01T00:00:00Z"});
+            TemplateRow::of(&serde_json::from_value(v).unwrap())
         };
         let mut rows = vec![
             row(1, "b", 50, 300),

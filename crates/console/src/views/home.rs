@@ -9,6 +9,9 @@ use askama::Template;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
+use coupond_api::pagination::PageOf;
+use coupond_api::routes::today::TodayView;
+use coupond_api::views::ActivityView;
 use serde_json::Value;
 
 use super::timeline::Timeline;
@@ -63,13 +66,17 @@ pub async fn page(State(console): State<Console>, session: Session) -> Response 
     let api = console.api();
     let activities = api.get(&session.caller, "/v1/activities?limit=200").await;
     let today = api.get(&session.caller, "/v1/reports/today").await;
-    let (activities, today) = match (activities.into::<Value>(), today.into::<Value>()) {
+    let read = (
+        activities.into::<PageOf<ActivityView>>(),
+        today.into::<TodayView>(),
+    );
+    let (activities, today) = match read {
         (Ok(a), Ok(t)) => (a, t),
         (Err(p), _) | (_, Err(p)) => return problem_page(&session, &p),
     };
     let now = console.app().now();
-    let timeline = Timeline::of(items(&activities), now);
-    let mut rows: Vec<ActivityRow> = items(&activities).map(ActivityRow::of).collect();
+    let timeline = Timeline::of(&activities.items, now);
+    let mut rows: Vec<ActivityRow> = activities.items.iter().map(ActivityRow::of).collect();
     rows.sort_by_key(|a| {
         ORDER
             .iter()
@@ -81,53 +88,40 @@ pub async fn page(State(console): State<Console>, session: Session) -> Response 
         platform: session.is_platform(),
         totals: Totals::of(&today),
         activities: rows,
-        activities_more: !activities["next_cursor"].is_null(),
+        activities_more: activities.next_cursor.is_some(),
         timeline,
-        rows: items(&today["attention"]).map(TemplateRow::of).collect(),
-        attention_more: today["attention"]["more"].as_bool().unwrap_or(false),
-        outbox: outbox(&today),
+        rows: today.attention.items.iter().map(TemplateRow::of).collect(),
+        attention_more: today.attention.more,
+        outbox: today
+            .outbox
+            .iter()
+            .flatten()
+            .map(|c| (c.consumer.clone(), i64::from(c.behind), c.behind_more))
+            .collect(),
     };
     render(StatusCode::OK, &page)
 }
 
 impl Totals {
     /// The cards, from the API's counts over all of the caller's templates and activities.
-    fn of(today: &Value) -> Self {
-        let n = |v: &Value| v.as_i64().unwrap_or(0);
-        let (t, a) = (&today["templates"], &today["activities"]);
+    fn of(today: &TodayView) -> Self {
+        let (t, a) = (&today.templates, &today.activities);
         Totals {
-            running: n(&a["running"]),
-            enrolling: n(&a["enrolling"]),
-            claimable: n(&t["claimable"]),
-            claimed: n(&t["claimed"]),
-            used: n(&t["used"]),
-            low: n(&t["low_stock"]),
-            claimed_today: n(&today["claimed"]),
-            used_today: n(&today["used"]),
-            deliveries_failed: n(&today["deliveries_failed"]),
-            deliveries_retrying: n(&today["deliveries_retrying"]),
+            running: a.running,
+            enrolling: a.enrolling,
+            claimable: t.claimable,
+            claimed: t.claimed,
+            used: t.used,
+            low: t.low_stock,
+            claimed_today: today.claimed,
+            used_today: today.used,
+            deliveries_failed: today.deliveries_failed,
+            deliveries_retrying: today.deliveries_retrying,
         }
     }
-}
-
-/// The platform's outbox consumers: (name, events behind, more than that).
-fn outbox(today: &Value) -> Vec<(String, i64, bool)> {
-    items_of(&today["outbox"])
-        .map(|c| {
-            (
-                c["consumer"].as_str().unwrap_or("").to_owned(),
-                c["behind"].as_i64().unwrap_or(0),
-                c["behind_more"].as_bool().unwrap_or(false),
-            )
-        })
-        .collect()
 }
 
 /// The `items` of a page of results.
 pub fn items(page: &Value) -> impl Iterator<Item = &Value> {
     page["items"].as_array().into_iter().flatten()
-}
-
-fn items_of(v: &Value) -> impl Iterator<Item = &Value> {
-    v.as_array().into_iter().flatten()
 }

@@ -8,6 +8,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, Method};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
+use coupond_api::views::TemplateView;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -200,15 +201,21 @@ async fn page_with(
         Ok(l) => l,
         Err(p) => return problem_page(session, &p),
     };
-    let templates = gather(console, session, "/v1/templates?status=active")
-        .await
-        .unwrap_or_default();
+    let templates = match gather(console, session, "/v1/templates?status=active").await {
+        Ok(t) => t,
+        Err(p) => return problem_page(session, &p),
+    };
+    let templates_cut = templates.cut;
+    let templates = match templates.typed::<TemplateView>() {
+        Ok(t) => t,
+        Err(p) => return problem_page(session, &p),
+    };
     let page = ListPage {
         shell: Shell::new(session, "Listings"),
         rows: listings.items.iter().map(ListingRow::of).collect(),
         next: next_link(&search.base(), &listings.next),
-        templates: templates.items.iter().map(TemplateRow::of).collect(),
-        templates_cut: templates.cut.then(|| {
+        templates: templates.iter().map(TemplateRow::of).collect(),
+        templates_cut: templates_cut.then(|| {
             format!(
                 "Only the first {} claimable templates can be bound here.",
                 max_rows_words()

@@ -43,6 +43,35 @@ pub struct Gathered {
     pub cut: bool,
 }
 
+impl Gathered {
+    /// The rows read as the API's own type `T` (its view of them); an answer that does not
+    /// read is a problem, not rows with silent defaults.
+    pub fn typed<T: serde::de::DeserializeOwned>(self) -> Result<Vec<T>, Problem> {
+        typed(self.items)
+    }
+}
+
+impl Slice {
+    /// As [`Gathered::typed`], with the next page's cursor.
+    pub fn typed<T: serde::de::DeserializeOwned>(self) -> Result<(Vec<T>, String), Problem> {
+        Ok((typed(self.items)?, self.next))
+    }
+}
+
+fn typed<T: serde::de::DeserializeOwned>(items: Vec<Value>) -> Result<Vec<T>, Problem> {
+    items
+        .into_iter()
+        .map(|v| {
+            serde_json::from_value(v).map_err(|e| Problem {
+                status: 500,
+                code: "unexpected_answer".into(),
+                field: None,
+                detail: e.to_string(),
+            })
+        })
+        .collect()
+}
+
 /// One API page: its rows, and the cursor of the next page (empty on the last).
 #[derive(Debug, Default)]
 pub struct Slice {

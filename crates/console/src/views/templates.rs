@@ -6,11 +6,12 @@ use askama::Template;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
-use coupond_domain::TemplateStatus;
+use coupond_api::views::{ReviewView, TemplateView};
+use coupond_domain::{TemplateAction, TemplateStatus, Timestamp, Validity};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::format::{money, sort_templates, window, SortKey};
+use super::format::{money, sort_templates, span, SortKey};
 use super::home::items;
 use super::paging::{gather, max_rows_words, with_query, Pager};
 use super::{download, problem_page, render, Shell, TemplateRow};
@@ -90,7 +91,12 @@ pub async fn list(
         Ok(g) => g,
         Err(p) => return problem_page(&session, &p),
     };
-    let mut rows: Vec<TemplateRow> = gathered.items.iter().map(TemplateRow::of).collect();
+    let cut = gathered.cut;
+    let templates = match gathered.typed::<TemplateView>() {
+        Ok(t) => t,
+        Err(p) => return problem_page(&session, &p),
+    };
+    let mut rows: Vec<TemplateRow> = templates.iter().map(TemplateRow::of).collect();
     let sort = SortKey::parse(&f.sort);
     let desc = f.desc == "1";
     if let Some(key) = sort {
@@ -113,7 +119,7 @@ pub async fn list(
         status: status.to_owned(),
         statuses,
         columns: columns(&base, sort, desc),
-        cut: gathered.cut.then(|| cut_note(session.is_platform())),
+        cut: cut.then(|| cut_note(session.is_platform())),
         merchant_id,
         rows: pager.slice(rows),
         pager,
@@ -249,14 +255,14 @@ struct TemplatePage {
 
 /// The platform's review of an enrollment in words: waiting, approved on a day, or
 /// rejected on a day with the reason.
-fn review(r: &Value) -> Option<String> {
-    let when = super::format::instant(&r["reviewed_at"]);
-    match r["decision"].as_str()? {
+fn review(r: &ReviewView) -> Option<String> {
+    let when = r.reviewed_at.map(super::format::at).unwrap_or_default();
+    match r.decision.as_str() {
         "pending" => Some("Waiting for the platform's approval.".into()),
         "approved" => Some(format!("Approved by the platform on {when}.")),
         "rejected" => Some(format!(
             "Rejected by the platform on {when}: {}. Editing it asks again.",
-            r["reason"].as_str().unwrap_or("no reason given")
+            r.reason.as_deref().unwrap_or("no reason given")
         )),
         _ => None,
     }
@@ -295,7 +301,7 @@ pub async fn page(
     let t = match api
         .get(&session.caller, &format!("/v1/templates/{id}"))
         .await
-        .into::<Value>()
+        .into::<TemplateView>()
     {
         Ok(t) => t,
         Err(p) => return problem_page(&session, &p),
@@ -333,17 +339,21 @@ pub async fn page(
         .into::<Value>()
         .unwrap_or(Value::Null);
     let row = TemplateRow::of(&t);
-    let may = |action: &str| super::activities::may(&t, action);
-    let local = |v: &Value| v.as_str().map(|s| s.chars().take(16).collect::<String>());
+    let may = |action: TemplateAction| t.actions.iter().flatten().any(|a| *a == action);
+    let local = |at: Timestamp| at.to_string().chars().take(16).collect::<String>();
+    let window = t.terms.claim_window;
     let page = TemplatePage {
-        can_extend: may("extend"),
-        can_codes: may("codes"),
-        can_issue: may("issue"),
-        can_approve: may("approve"),
-        can_reject: may("reject"),
-        review: review(&t["review"]),
-        claim_end: local(&t["claim_window"]["end"]).unwrap_or_default(),
-        valid_until: local(&t["validity"]["until"]),
+        can_extend: may(TemplateAction::Extend),
+        can_codes: may(TemplateAction::Codes),
+        can_issue: may(TemplateAction::Issue),
+        can_approve: may(TemplateAction::Approve),
+        can_reject: may(TemplateAction::Reject),
+        review: t.review.as_ref().and_then(review),
+        claim_end: window.map(|w| local(w.end)).unwrap_or_default(),
+        valid_until: match t.terms.validity {
+            Validity::Fixed { until, .. } => Some(local(until)),
+            _ => None,
+        },
         batches: items(&batches)
             .map(|b| {
                 let n = |k: &str| b[k].as_u64().unwrap_or(0);
@@ -367,19 +377,22 @@ pub async fn page(
             })
             .collect(),
         shell: Shell::new(&session, row.title.clone()),
-        can_publish: may("publish"),
-        can_abort: may("abort"),
-        can_top_up: may("raise_stock"),
-        claim_window: if t["claim_window"].is_object() {
-            window(&t["claim_window"])
-        } else {
-            "the activity's run".into()
+        can_publish: may(TemplateAction::Publish),
+        can_abort: may(TemplateAction::Abort),
+        can_top_up: may(TemplateAction::RaiseStock),
+        claim_window: match window {
+            Some(w) if t.claim_window_follows_activity => {
+                format!("{} (the activity's run)", span(&w))
+            }
+            Some(w) => span(&w),
+            None => "the activity's run".into(),
         },
-        budget: t["budget"]
-            .as_i64()
-            .map(money)
+        budget: t
+            .terms
+            .budget
+            .map(|b| money(b.minor()))
             .unwrap_or_else(|| "no cap".into()),
-        reserved: money(t["reserved"].as_i64().unwrap_or(0)),
+        reserved: money(t.reserved.minor()),
         chart: Chart::of(&stats["per_hour"], range(hours).1),
         hours,
         range: range(hours).0,

@@ -2,8 +2,9 @@
 //! axis (from a week ago to five weeks ahead), with today marked. Plain HTML and CSS: each
 //! bar's position is a percentage of the axis, computed here.
 
+use coupond_api::views::ActivityView;
 use coupond_domain::Timestamp;
-use serde_json::Value;
+use coupond_domain::Window;
 
 /// How far back and ahead the axis reaches, in days.
 const BACK_DAYS: i64 = 7;
@@ -38,30 +39,26 @@ pub struct Timeline {
 }
 
 impl Timeline {
-    /// The activities (API JSON) that overlap the axis at `now`, in the order given.
-    pub fn of<'a>(activities: impl Iterator<Item = &'a Value>, now: Timestamp) -> Self {
+    /// The activities that overlap the axis at `now`, in the order given.
+    pub fn of(activities: &[ActivityView], now: Timestamp) -> Self {
         let from = now.unix_micros() - BACK_DAYS * DAY_MICROS;
         let to = now.unix_micros() + AHEAD_DAYS * DAY_MICROS;
         let span = (to - from) as f64;
-        let bar = |w: &Value| -> Option<Bar> {
-            let t = |k: &str| {
-                w[k].as_str()
-                    .and_then(|s| Timestamp::parse(s).ok())
-                    .map(Timestamp::unix_micros)
-            };
-            let (s, e) = (t("start")?.max(from), t("end")?.min(to));
+        let bar = |w: &Window| -> Option<Bar> {
+            let (s, e) = (w.start.unix_micros().max(from), w.end.unix_micros().min(to));
             (s < e).then(|| Bar {
                 left: (s - from) as f64 * 100.0 / span,
                 width: ((e - s) as f64 * 100.0 / span).max(0.5),
             })
         };
         let lanes = activities
+            .iter()
             .filter_map(|a| {
-                let (enrollment, run) = (bar(&a["enrollment"]), bar(&a["run"]));
+                let (enrollment, run) = (bar(&a.terms.enrollment), bar(&a.terms.run));
                 (enrollment.is_some() || run.is_some()).then(|| Lane {
-                    id: a["id"].as_i64().unwrap_or(0),
-                    title: a["title"].as_str().unwrap_or("").to_owned(),
-                    status: a["status"].as_str().unwrap_or("").to_owned(),
+                    id: a.id.get(),
+                    title: a.terms.title.clone(),
+                    status: a.status.as_str().to_owned(),
                     enrollment,
                     run,
                 })
@@ -94,13 +91,23 @@ mod tests {
     #[test]
     fn bars_sit_where_their_windows_are_and_are_clipped_to_the_axis() {
         let now = Timestamp::parse("2026-11-24T00:00:00Z").unwrap();
-        let a = json!({"id": 1, "title": "A", "status": "enrolling",
+        // As the API answers them.
+        let view = |v: serde_json::Value| -> ActivityView {
+            let mut full = json!({"cities": [1], "kind": "amount_off", "value_min": 1,
+                "value_max": 2, "frozen_at": "2026-11-24T00:00:00Z",
+                "created_at": "2025-01-01T00:00:00Z", "updated_at": "2025-01-01T00:00:00Z"});
+            for (k, x) in v.as_object().unwrap() {
+                full[k] = x.clone();
+            }
+            serde_json::from_value(full).unwrap()
+        };
+        let a = view(json!({"id": 1, "title": "A", "status": "enrolling",
             "enrollment": {"start": "2026-11-17T00:00:00Z", "end": "2026-11-24T00:00:00Z"},
-            "run": {"start": "2026-11-24T00:00:00Z", "end": "2027-06-01T00:00:00Z"}});
-        let gone = json!({"id": 2, "title": "Old", "status": "ended",
+            "run": {"start": "2026-11-24T00:00:00Z", "end": "2027-06-01T00:00:00Z"}}));
+        let gone = view(json!({"id": 2, "title": "Old", "status": "ended",
             "enrollment": {"start": "2025-01-01T00:00:00Z", "end": "2025-01-02T00:00:00Z"},
-            "run": {"start": "2025-01-02T00:00:00Z", "end": "2025-02-01T00:00:00Z"}});
-        let t = Timeline::of([a, gone].iter(), now);
+            "run": {"start": "2025-01-02T00:00:00Z", "end": "2025-02-01T00:00:00Z"}}));
+        let t = Timeline::of(&[a, gone], now);
         assert_eq!(t.lanes.len(), 1, "an activity off the axis has no lane");
         let lane = &t.lanes[0];
         let e = lane.enrollment.unwrap();
