@@ -2,9 +2,9 @@
 
 use coupond_domain::{
     standing, Activity, ActivityAction, ActivityDraft, ActivityId, ActivityStatus, Coupon,
-    CouponId, CouponStatus, CouponValue, Listing, ListingDraft, ListingId, MerchantId, Money,
-    Reason, Review, Stacking, Template, TemplateAction, TemplateDraft, TemplateId, TemplateStatus,
-    TemplateUse, Timestamp, UserId,
+    CouponAction, CouponId, CouponStatus, CouponValue, Listing, ListingDraft, ListingId,
+    MerchantId, Money, Reason, Review, Stacking, Template, TemplateAction, TemplateDraft,
+    TemplateId, TemplateStatus, TemplateUse, Timestamp, UserId,
 };
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -140,7 +140,7 @@ impl TemplateView {
 }
 
 /// A coupon claimable on a listing now.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct LiveCoupon {
     pub template_id: TemplateId,
     pub title: String,
@@ -166,7 +166,7 @@ impl LiveCoupon {
 }
 
 /// A listing as the API shows it, with the coupons claimable on it now.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct ListingView {
     pub id: ListingId,
     pub merchant_id: MerchantId,
@@ -191,7 +191,7 @@ impl ListingView {
 }
 
 /// What a coupon holder needs to know about its template.
-#[derive(Clone, Debug, Serialize, ToSchema)]
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
 pub struct TemplateSummary {
     pub id: TemplateId,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -216,7 +216,7 @@ impl TemplateSummary {
 }
 
 /// A coupon as its holder sees it.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct CouponView {
     pub id: CouponId,
     #[schema(value_type = String)]
@@ -235,6 +235,10 @@ pub struct CouponView {
     /// `template_aborted` (an unused coupon of an aborted template), `budget_exhausted`.
     pub unusable_reasons: Vec<Reason>,
     pub template: TemplateSummary,
+    /// What the caller may do to it now: on the platform's and its merchant's reads of a
+    /// user's coupons, for a caller who may help users (`revoke`); absent elsewhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actions: Option<Vec<CouponAction>>,
 }
 
 impl CouponView {
@@ -251,13 +255,14 @@ impl CouponView {
             claimed_at: c.claimed_at,
             valid_from: c.valid_from,
             valid_until: c.valid_until,
+            actions: None,
             code: c.code,
         }
     }
 }
 
 /// A template's shared promotion code.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct SharedCodeView {
     pub template_id: TemplateId,
     /// As stored: upper case, without separators.
@@ -265,7 +270,7 @@ pub struct SharedCodeView {
 }
 
 /// Whether a batch of codes is complete.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CodeBatchStatus {
     /// Being generated in the background.
@@ -275,7 +280,7 @@ pub enum CodeBatchStatus {
 }
 
 /// A batch of generated single-use codes.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct CodeBatchView {
     pub id: i64,
     pub template_id: TemplateId,

@@ -7,7 +7,9 @@ use utoipa::ToSchema;
 
 use time::Duration;
 
-use crate::{Activity, ActivityStatus, Decision, Template, TemplateStatus, Timestamp};
+use crate::{
+    Activity, ActivityStatus, Coupon, CouponStatus, Decision, Template, TemplateStatus, Timestamp,
+};
 
 /// An action on a template.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
@@ -156,5 +158,33 @@ impl Activity {
                 ActivityAction::Enroll => self.status(now, freeze) == ActivityStatus::Enrolling,
             })
             .collect()
+    }
+}
+
+/// An action on a coupon, for the people who help its holder.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CouponAction {
+    /// `POST /v1/coupons/{id}/revoke` with a reason: an unused or locked coupon.
+    Revoke,
+}
+
+impl Coupon {
+    /// Whether revoking it changes it (`coupon_used`, `coupon_expired` otherwise; a revoked
+    /// one stays as it is).
+    pub fn is_revocable(&self, now: Timestamp) -> bool {
+        matches!(
+            self.status(now),
+            CouponStatus::Unused | CouponStatus::Locked
+        )
+    }
+
+    /// The actions its rules allow at `now`.
+    pub fn actions(&self, now: Timestamp) -> Vec<CouponAction> {
+        if self.is_revocable(now) {
+            vec![CouponAction::Revoke]
+        } else {
+            Vec::new()
+        }
     }
 }

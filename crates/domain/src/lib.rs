@@ -60,7 +60,7 @@ pub mod text;
 pub mod time;
 pub mod wallet;
 
-pub use actions::{ActivityAction, TemplateAction};
+pub use actions::{ActivityAction, CouponAction, TemplateAction};
 pub use activity::{
     Activity, ActivityDraft, ActivityPatch, ActivitySpec, ActivityStatus, Approval, FundedBy,
 };

@@ -30,7 +30,7 @@ impl MerchantDraft {
 }
 
 /// A stored merchant.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Merchant {
     pub id: MerchantId,
     pub name: String,

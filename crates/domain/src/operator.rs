@@ -272,7 +272,7 @@ impl OperatorDraft {
 
 /// A stored operator. Its password hash is never part of it: storage hands that out only to
 /// the sign-in check.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Operator {
     pub id: OperatorId,
     pub email: Email,

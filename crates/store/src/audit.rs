@@ -20,7 +20,7 @@ use std::future::Future;
 
 use async_trait::async_trait;
 use coupond_domain::{MerchantId, OperatorId, OperatorRole, Timestamp, UserId};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::StoreResult;
@@ -158,7 +158,7 @@ impl Change {
 }
 
 /// A stored entry of the trail.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AuditEntry {
     pub id: i64,
     pub at: Timestamp,

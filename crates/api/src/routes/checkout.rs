@@ -381,7 +381,7 @@ pub async fn get(
 }
 
 /// One status change of a coupon.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct HistoryEntry {
     /// Absent for the change that created the coupon.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -398,13 +398,17 @@ pub struct HistoryEntry {
 }
 
 /// A coupon's operation log.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct HistoryView {
     pub coupon_id: CouponId,
     pub template_id: coupond_domain::TemplateId,
     pub user_id: coupond_domain::UserId,
     pub status: CouponStatus,
     pub events: Vec<HistoryEntry>,
+    /// What the caller may do to it now (the platform, its merchant, a role that helps users:
+    /// `revoke`); absent for its holder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actions: Option<Vec<coupond_domain::CouponAction>>,
 }
 
 /// A coupon's status changes, oldest first (platform; the merchant owning its template; the
@@ -444,11 +448,14 @@ pub async fn history(
             at: e.at,
         })
         .collect();
+    let helps = matches!(p, Principal::Platform | Principal::Merchant(_))
+        && crate::auth::may_act(coupond_domain::Area::Support);
     Ok(Json(HistoryView {
         coupon_id: id,
         template_id: coupon.template_id,
         user_id: coupon.user_id.clone(),
         status: coupon.status(s.now()),
         events,
+        actions: helps.then(|| coupon.actions(s.now())),
     }))
 }

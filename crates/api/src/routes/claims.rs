@@ -157,7 +157,7 @@ pub async fn mine(
     let Principal::User(user) = p else {
         return Err(ApiError::Forbidden);
     };
-    wallet(&s, user, None, q).await.map(Json)
+    wallet(&s, user, None, q, false).await.map(Json)
 }
 
 /// A user's coupons, soonest-expiring first: the order service and the platform see them all, a
@@ -172,7 +172,9 @@ pub async fn of_user(
     ApiPath(user): ApiPath<UserId>,
     ApiQuery(q): ApiQuery<WalletQuery>,
 ) -> ApiResult<Json<PageOf<CouponView>>> {
-    wallet(&s, user, p.merchant(), q).await.map(Json)
+    let helps = matches!(p, Principal::Platform | Principal::Merchant(_))
+        && crate::auth::may_act(coupond_domain::Area::Support);
+    wallet(&s, user, p.merchant(), q, helps).await.map(Json)
 }
 
 fn encode_cursor(c: &Coupon) -> String {
@@ -192,6 +194,7 @@ async fn wallet(
     user: UserId,
     merchant: Option<MerchantId>,
     q: WalletQuery,
+    helps: bool,
 ) -> ApiResult<PageOf<CouponView>> {
     let limit = q.limit.unwrap_or(s.settings().default_page);
     if limit == 0 || limit > s.settings().max_page {
@@ -238,7 +241,10 @@ async fn wallet(
         .into_iter()
         .filter_map(|c| {
             let t = templates.get(&c.template_id)?;
-            Some(CouponView::new(c, t, now))
+            let actions = helps.then(|| c.actions(now));
+            let mut v = CouponView::new(c, t, now);
+            v.actions = actions;
+            Some(v)
         })
         .collect();
     Ok(PageOf { items, next_cursor })

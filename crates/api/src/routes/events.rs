@@ -35,7 +35,7 @@ pub struct EventsQuery {
 }
 
 /// One event, as webhooks carry it.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct EventView {
     pub id: i64,
     #[serde(rename = "type")]
@@ -46,7 +46,7 @@ pub struct EventView {
 }
 
 /// A stretch of the feed.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct EventPage {
     pub items: Vec<EventView>,
     /// Where this stretch ended: pass it as `after` to go on. Always present, so a consumer

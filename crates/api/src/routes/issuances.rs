@@ -31,7 +31,7 @@ use parse::{parse_json_ask, JsonAsk, LineParser, Parsed};
 pub use parse::{IssuanceBody, MAX_JSON_BYTES, MAX_JSON_USERS, MAX_LINES};
 
 /// A line that is not a user id.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct InvalidLineView {
     /// 1-based line number (index in `user_ids` + 1 for JSON).
     pub line: u64,
@@ -39,7 +39,7 @@ pub struct InvalidLineView {
 }
 
 /// A bulk issuance job.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct IssuanceView {
     pub id: i64,
     pub template_id: TemplateId,

@@ -34,7 +34,7 @@ pub struct KeyBody {
 }
 
 /// A merchant's API key as the platform sees it.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct KeyView {
     pub id: i64,
     /// The key's first characters, to tell keys apart.

@@ -41,7 +41,7 @@ pub struct NewOperatorBody {
 }
 
 /// A one-time link that sets an operator's password.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct SetPasswordLink {
     /// The console's path; prefix it with the console's address and hand it to the person.
     #[schema(example = "/console/password/0f3c…")]
@@ -51,7 +51,7 @@ pub struct SetPasswordLink {
 }
 
 /// An operator, with the link that sets their password when one was just made.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct OperatorView {
     #[serde(flatten)]
     pub operator: Operator,

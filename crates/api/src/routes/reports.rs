@@ -26,7 +26,7 @@ use crate::state::AppState;
 const MAX_HOURS: u32 = 24 * 90;
 
 /// Coupons created and used in one hour.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct HourCount {
     /// The hour's first instant.
     pub hour: Timestamp,
@@ -38,7 +38,7 @@ pub struct HourCount {
 }
 
 /// A template's numbers now.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct TemplateStats {
     pub template_id: TemplateId,
     pub title: String,
@@ -151,7 +151,7 @@ pub async fn template(
 }
 
 /// One merchant's part of an activity.
-#[derive(Debug, Default, Serialize, ToSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, ToSchema)]
 pub struct MerchantRow {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub merchant_id: Option<MerchantId>,
@@ -163,7 +163,7 @@ pub struct MerchantRow {
 }
 
 /// An activity's numbers.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct ActivityStats {
     pub activity_id: ActivityId,
     pub title: String,
@@ -243,7 +243,7 @@ pub struct PeriodQuery {
 }
 
 /// One template's line of the reconciliation.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct ReconciliationRow {
     pub template_id: TemplateId,
     pub title: String,
@@ -267,7 +267,7 @@ pub struct ReconciliationRow {
 }
 
 /// Totals of one funder.
-#[derive(Debug, Default, Serialize, ToSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, ToSchema)]
 pub struct FunderTotal {
     pub coupons_used: i64,
     pub discount: i64,
@@ -277,7 +277,7 @@ pub struct FunderTotal {
 }
 
 /// Coupons used and discount given in a period, per template and per funder.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct Reconciliation {
     pub from: Timestamp,
     pub to: Timestamp,

@@ -25,7 +25,7 @@ pub struct UserTags {
 }
 
 /// A user's tags, as stored.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct UserTagsView {
     #[schema(value_type = String)]
     pub user_id: UserId,

@@ -35,7 +35,7 @@ pub struct WebhookBody {
 }
 
 /// A registered endpoint.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct WebhookView {
     pub id: i64,
     /// Absent for the platform's endpoints (every event); a merchant's receive the events of
@@ -212,7 +212,7 @@ pub async fn disable(
 }
 
 /// One try of a delivery.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct AttemptView {
     pub attempt: i64,
     pub at: Timestamp,
@@ -224,7 +224,7 @@ pub struct AttemptView {
 }
 
 /// A delivery and its attempts.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct DeliveryView {
     pub id: i64,
     pub event_id: i64,

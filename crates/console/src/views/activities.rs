@@ -6,8 +6,9 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
+use coupond_api::routes::reports::{ActivityStats, HourCount};
 use coupond_api::views::{ActivityView, TemplateView};
-use coupond_domain::ActivityAction;
+use coupond_domain::{ActivityAction, Timestamp};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -177,8 +178,8 @@ pub async fn create(
         .api()
         .send_json(&session.caller, Method::POST, "/v1/activities", &body)
         .await;
-    match reply.into::<Value>() {
-        Ok(a) => Redirect::to(&format!("/console/activities/{}", a["id"])).into_response(),
+    match reply.into::<ActivityView>() {
+        Ok(a) => Redirect::to(&format!("/console/activities/{}", a.id)).into_response(),
         Err(p) => new_page(&session, form, Shown::of(&p)),
     }
 }
@@ -278,15 +279,15 @@ pub async fn page(
             &format!("/v1/activities/{id}/stats?hours=48"),
         )
         .await
-        .into::<Value>()
-        .unwrap_or(Value::Null);
+        .into::<ActivityStats>()
+        .ok();
     let templates = format!("/v1/templates?activity_id={id}");
     let templates = one_page(&console, &session, &templates, &q.after).await;
     let (templates, next) = match templates.and_then(|t| t.typed::<TemplateView>()) {
         Ok(t) => t,
         Err(p) => return problem_page(&session, &p),
     };
-    let totals = &stats["totals"];
+    let totals = stats.as_ref().map(|s| &s.totals);
     let page = ActivityPage {
         shell: Shell::new(&session, a.terms.title.clone()),
         can_edit: offers(&a, ActivityAction::Edit),
@@ -295,37 +296,33 @@ pub async fn page(
         a: ActivityRow::of(&a),
         rows: templates.iter().map(TemplateRow::of).collect(),
         next: next_link(&format!("/console/activities/{id}"), &next),
-        enrolled: stats["merchants"].as_array().map_or(0, Vec::len),
-        claimed: totals["claimed"].as_i64().unwrap_or(0),
-        used: totals["used"].as_i64().unwrap_or(0),
-        given: super::format::money(totals["discount_given"].as_i64().unwrap_or(0)),
-        chart: super::templates::Chart::of(&hours_of(&stats), super::templates::Unit::Hour),
+        enrolled: stats.as_ref().map_or(0, |s| s.merchants.len()),
+        claimed: totals.map_or(0, |t| t.claimed),
+        used: totals.map_or(0, |t| t.used),
+        given: super::format::money(totals.map_or(0, |t| t.discount_given)),
+        chart: super::templates::Chart::of(
+            &stats.as_ref().map(hours_of).unwrap_or_default(),
+            super::templates::Unit::Hour,
+        ),
     };
     render(StatusCode::OK, &page)
 }
 
 /// The activity's claims and uses per hour: its templates' hours added up, oldest first.
-fn hours_of(stats: &Value) -> Value {
-    let mut sum: std::collections::BTreeMap<String, (i64, i64, i64)> = Default::default();
-    for t in items_of(&stats["templates"]) {
-        for h in items_of(&t["per_hour"]) {
-            let e = sum
-                .entry(h["hour"].as_str().unwrap_or("").to_owned())
-                .or_default();
-            e.0 += h["claimed"].as_i64().unwrap_or(0);
-            e.1 += h["used"].as_i64().unwrap_or(0);
-            e.2 += h["discount"].as_i64().unwrap_or(0);
-        }
+fn hours_of(stats: &ActivityStats) -> Vec<HourCount> {
+    let mut sum: std::collections::BTreeMap<Timestamp, HourCount> = Default::default();
+    for h in stats.templates.iter().flat_map(|t| &t.per_hour) {
+        let e = sum.entry(h.hour).or_insert(HourCount {
+            hour: h.hour,
+            claimed: 0,
+            used: 0,
+            discount: 0,
+        });
+        e.claimed += h.claimed;
+        e.used += h.used;
+        e.discount += h.discount;
     }
-    sum.into_iter()
-        .map(|(hour, (claimed, used, discount))| {
-            json!({"hour": hour, "claimed": claimed, "used": used, "discount": discount})
-        })
-        .collect()
-}
-
-fn items_of(v: &Value) -> impl Iterator<Item = &Value> {
-    v.as_array().into_iter().flatten()
+    sum.into_values().collect()
 }
 
 fn edit_target(id: i64) -> Target {
@@ -348,40 +345,29 @@ pub async fn edit(
         .api()
         .get(&session.caller, &path)
         .await
-        .into::<Value>()
+        .into::<ActivityView>()
     {
-        Ok(a) => a,
+        Ok(a) => a.terms,
         Err(p) => return problem_page(&session, &p),
     };
-    let decimal = |k: &str| {
-        let n = a[k].as_i64().unwrap_or(0);
-        format!("{}.{:02}", n / 100, (n % 100).abs())
-    };
+    let decimal = |n: i64| format!("{}.{:02}", n / 100, (n % 100).abs());
     // `2026-11-24T12:00:00Z` as `2026-11-24T12:00`, what a datetime-local input takes.
-    let local = |w: &str, end: &str| {
-        a[w][end]
-            .as_str()
-            .map(|s| s.chars().take(16).collect())
-            .unwrap_or_default()
-    };
-    let cities: Vec<String> = a["cities"]
-        .as_array()
-        .map(|c| c.iter().map(Value::to_string).collect())
-        .unwrap_or_default();
+    let local = |t: Timestamp| t.to_string().chars().take(16).collect::<String>();
+    let cities: Vec<String> = a.cities.iter().map(|c| c.get().to_string()).collect();
     let form = ActivityForm {
         csrf: String::new(),
-        title: a["title"].as_str().unwrap_or("").to_owned(),
-        description: a["description"].as_str().unwrap_or("").to_owned(),
+        title: a.title,
+        description: a.description,
         cities: cities.join(", "),
-        kind: a["kind"].as_str().unwrap_or("").to_owned(),
-        value_min: decimal("value_min"),
-        value_max: decimal("value_max"),
-        enrollment_start: local("enrollment", "start"),
-        enrollment_end: local("enrollment", "end"),
-        run_start: local("run", "start"),
-        run_end: local("run", "end"),
-        funded_by: a["funded_by"].as_str().unwrap_or("").to_owned(),
-        approval: a["approval"].as_str().unwrap_or("none").to_owned(),
+        kind: a.kind.as_str().to_owned(),
+        value_min: decimal(a.value_min),
+        value_max: decimal(a.value_max),
+        enrollment_start: local(a.enrollment.start),
+        enrollment_end: local(a.enrollment.end),
+        run_start: local(a.run.start),
+        run_end: local(a.run.end),
+        funded_by: a.funded_by.as_str().to_owned(),
+        approval: a.approval.as_str().to_owned(),
     };
     form_page(&session, edit_target(id), form, Shown::ok())
 }

@@ -6,10 +6,10 @@ use askama::Template;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use serde_json::Value;
+use coupond_api::pagination::PageOf;
+use coupond_api::views::TemplateView;
 
-use super::format::{instant, value};
-use super::home::items;
+use super::format::{at, worth};
 use super::{problem_page, render, Shell};
 use crate::session::Session;
 use crate::Console;
@@ -39,20 +39,22 @@ pub async fn page(State(console): State<Console>, session: Session) -> Response 
         .api()
         .get(&session.caller, path)
         .await
-        .into::<Value>()
+        .into::<PageOf<TemplateView>>()
     {
         Ok(l) => l,
         Err(p) => return problem_page(&session, &p),
     };
-    let waiting = items(&list)
+    let waiting = list
+        .items
+        .iter()
         .map(|t| Waiting {
-            id: t["id"].as_i64().unwrap_or(0),
-            title: t["title"].as_str().unwrap_or_default().to_owned(),
-            merchant: t["merchant_id"].as_i64().unwrap_or(0),
-            activity: t["activity_id"].as_i64().unwrap_or(0),
-            value: value(&t["value"]),
-            stock: t["total_stock"].as_i64().unwrap_or(0),
-            created: instant(&t["created_at"]),
+            id: t.id.get(),
+            title: t.terms.title.clone(),
+            merchant: t.merchant_id.map_or(0, |m| m.get()),
+            activity: t.terms.activity_id.map_or(0, |a| a.get()),
+            value: worth(&t.terms.value),
+            stock: t.terms.total_stock,
+            created: at(t.created_at),
         })
         .collect();
     let page = ApprovalsPage {

@@ -6,9 +6,11 @@ use askama::Template;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
-use serde_json::Value;
+use coupond_api::routes::checkout::HistoryView;
+use coupond_api::views::TemplateView;
+use coupond_domain::CouponAction;
 
-use super::format::{instant, value};
+use super::format::{at, worth};
 use super::{problem_page, render, Shell};
 use crate::session::Session;
 use crate::Console;
@@ -39,43 +41,47 @@ pub async fn page(
     let h = match api
         .get(&session.caller, &format!("/v1/coupons/{id}/history"))
         .await
-        .into::<Value>()
+        .into::<HistoryView>()
     {
         Ok(h) => h,
         Err(p) => return problem_page(&session, &p),
     };
-    let template_id = h["template_id"].as_i64().unwrap_or(0);
-    let t = api
+    let template_id = h.template_id.get();
+    let t = match api
         .get(&session.caller, &format!("/v1/templates/{template_id}"))
         .await
-        .into::<Value>()
-        .unwrap_or(Value::Null);
-    let text = |v: &Value| v.as_str().unwrap_or("").to_owned();
-    let changes = h["events"]
-        .as_array()
-        .into_iter()
-        .flatten()
+        .into::<TemplateView>()
+    {
+        Ok(t) => t,
+        Err(p) => return problem_page(&session, &p),
+    };
+    let changes = h
+        .events
+        .iter()
         .map(|e| {
             (
-                e["from"].as_str().unwrap_or("—").to_owned(),
-                text(&e["to"]),
-                text(&e["actor"]),
-                text(&e["order_id"]),
-                text(&e["reason"]),
-                instant(&e["at"]),
+                e.from.map_or("—", |f| f.as_str()).to_owned(),
+                e.to.as_str().to_owned(),
+                e.actor.clone(),
+                e.order_id.clone().unwrap_or_default(),
+                e.reason.clone().unwrap_or_default(),
+                at(e.at),
             )
         })
         .collect();
-    let status = text(&h["status"]);
     let page = CouponPage {
         shell: Shell::new(&session, format!("Coupon {id}")),
         id,
-        revocable: status == "unused" || status == "locked",
-        status,
-        user: text(&h["user_id"]),
+        revocable: h
+            .actions
+            .iter()
+            .flatten()
+            .any(|a| *a == CouponAction::Revoke),
+        status: h.status.as_str().to_owned(),
+        user: h.user_id.as_str().to_owned(),
         template_id,
-        template: text(&t["title"]),
-        worth: value(&t["value"]),
+        template: t.terms.title.clone(),
+        worth: worth(&t.terms.value),
         changes,
     };
     render(StatusCode::OK, &page)

@@ -7,7 +7,7 @@ use axum::extract::{Query, State};
 use axum::http::{HeaderMap, Method};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
-use coupond_api::views::ActivityView;
+use coupond_api::views::{ActivityView, TemplateView};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -150,8 +150,8 @@ pub async fn create(
         .api()
         .send_json(&session.caller, Method::POST, "/v1/templates", &body)
         .await;
-    match reply.into::<Value>() {
-        Ok(t) => Redirect::to(&format!("/console/templates/{}", t["id"])).into_response(),
+    match reply.into::<TemplateView>() {
+        Ok(t) => Redirect::to(&format!("/console/templates/{}", t.id)).into_response(),
         Err(p) => page(&console, &session, form, Shown::of(&p)).await,
     }
 }

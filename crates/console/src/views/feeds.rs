@@ -6,11 +6,12 @@ use askama::Template;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
+use coupond_api::pagination::PageOf;
+use coupond_api::routes::events::EventPage;
+use coupond_api::routes::webhooks::{DeliveryView, WebhookView};
 use serde::Deserialize;
-use serde_json::Value;
 
-use super::format::instant;
-use super::home::items;
+use super::format::at;
 use super::{problem_page, render, Shell};
 use crate::session::Session;
 use crate::Console;
@@ -61,18 +62,20 @@ pub async fn events(
         .api()
         .get(&session.caller, &path)
         .await
-        .into::<Value>()
+        .into::<EventPage>()
     {
         Ok(p) => p,
         Err(p) => return problem_page(&session, &p),
     };
-    let rows = items(&page)
+    let rows = page
+        .items
+        .iter()
         .map(|e| {
             (
-                e["id"].as_i64().unwrap_or(0),
-                e["type"].as_str().unwrap_or("").to_owned(),
-                instant(&e["at"]),
-                e["data"].to_string().chars().take(300).collect(),
+                e.id,
+                e.kind.clone(),
+                at(e.at),
+                e.data.to_string().chars().take(300).collect(),
             )
         })
         .collect();
@@ -80,7 +83,7 @@ pub async fn events(
         shell: Shell::new(&session, "Events"),
         kind,
         rows,
-        next: page["next_cursor"].as_str().unwrap_or("").to_owned(),
+        next: page.next_cursor,
     };
     render(StatusCode::OK, &page)
 }
@@ -127,26 +130,27 @@ pub async fn webhooks(
         .api()
         .get(&session.caller, &path)
         .await
-        .into::<Value>()
+        .into::<PageOf<WebhookView>>()
     {
         Ok(l) => l,
         Err(p) => return problem_page(&session, &p),
     };
     let mut hooks = Vec::new();
-    for w in items(&list) {
+    for w in &list.items {
         hooks.push(hook(&console, &session, w).await);
     }
     let page = WebhooksPage {
         shell: Shell::new(&session, "Webhooks"),
         hooks,
-        next: list["next_cursor"].as_str().unwrap_or("").to_owned(),
+        next: list.next_cursor.unwrap_or_default(),
     };
     render(StatusCode::OK, &page)
 }
 
-/// An endpoint of the API's list, with its latest 10 deliveries.
-async fn hook(console: &Console, session: &Session, w: &Value) -> Hook {
-    let id = w["id"].as_i64().unwrap_or(0);
+/// An endpoint of the API's list, with its latest 10 deliveries (none shown when they cannot
+/// be read: the endpoint still is).
+async fn hook(console: &Console, session: &Session, w: &WebhookView) -> Hook {
+    let id = w.id;
     let deliveries = console
         .api()
         .get(
@@ -154,30 +158,24 @@ async fn hook(console: &Console, session: &Session, w: &Value) -> Hook {
             &format!("/v1/webhooks/{id}/deliveries?limit=10"),
         )
         .await
-        .into::<Value>()
-        .unwrap_or(Value::Null);
+        .into::<PageOf<DeliveryView>>()
+        .map(|p| p.items)
+        .unwrap_or_default();
     Hook {
         id,
-        url: w["url"].as_str().unwrap_or("").to_owned(),
-        types: items_of(&w["event_types"])
-            .filter_map(Value::as_str)
-            .collect::<Vec<_>>()
-            .join(", "),
-        disabled: !w["disabled_at"].is_null(),
-        deliveries: items(&deliveries)
+        url: w.url.clone(),
+        types: w.event_types.join(", "),
+        disabled: w.disabled_at.is_some(),
+        deliveries: deliveries
+            .iter()
             .map(|d| {
                 (
-                    d["event_type"].as_str().unwrap_or("").to_owned(),
-                    d["state"].as_str().unwrap_or("").to_owned(),
-                    d["attempts"].as_array().map_or(0, Vec::len),
-                    instant(&d["created_at"]),
+                    d.event_type.clone(),
+                    d.state.clone(),
+                    d.attempts.len(),
+                    at(d.created_at),
                 )
             })
             .collect(),
     }
-}
-
-/// The elements of a JSON array (none for anything else).
-fn items_of(v: &Value) -> impl Iterator<Item = &Value> {
-    v.as_array().into_iter().flatten()
 }

@@ -41,25 +41,20 @@ pub fn span(w: &Window) -> String {
 
 /// A coupon value in words.
 pub fn worth(v: &CouponValue) -> String {
-    value(&serde_json::to_value(v).unwrap_or(Value::Null))
-}
-
-/// A coupon value (`{"kind": ...}`) in words.
-pub fn value(v: &Value) -> String {
-    let n = |k: &str| v[k].as_i64().unwrap_or(0);
-    let cap = |k: &str| match v[k].as_i64() {
-        Some(c) => format!(" (up to {})", money(c)),
+    let cap = |c: &Option<coupond_domain::Money>| match c {
+        Some(c) => format!(" (up to {})", money(c.minor())),
         None => String::new(),
     };
-    match v["kind"].as_str().unwrap_or("") {
-        "amount_off" => format!("{} off", money(n("amount"))),
-        "percent_off" => format!("{} % off{}", n("bps") as f64 / 100.0, cap("cap")),
-        "free_days" => format!("{} free days", n("days")),
-        "deposit_waiver" => format!("deposit waived{}", cap("cap")),
-        "special_price" => format!("special price {}", money(n("price"))),
-        "free_shipping" => format!("free shipping{}", cap("cap")),
-        "buy_x_get_y" => format!("buy {} get {}", n("buy"), n("get")),
-        other => other.replace('_', " "),
+    match v {
+        CouponValue::AmountOff { amount } => format!("{} off", money(amount.minor())),
+        CouponValue::PercentOff { bps, cap: c } => {
+            format!("{} % off{}", f64::from(bps.get()) / 100.0, cap(c))
+        }
+        CouponValue::FreeDays { days } => format!("{days} free days"),
+        CouponValue::DepositWaiver { cap: c } => format!("deposit waived{}", cap(c)),
+        CouponValue::SpecialPrice { price } => format!("special price {}", money(price.minor())),
+        CouponValue::FreeShipping { cap: c } => format!("free shipping{}", cap(c)),
+        CouponValue::BuyXGetY { buy, get, .. } => format!("buy {buy} get {get}"),
     }
 }
 
@@ -257,16 +252,17 @@ mod tests {
 
     #[test]
     fn values_read_in_words() {
+        let worded = |v: serde_json::Value| worth(&serde_json::from_value(v).unwrap());
         assert_eq!(
-            value(&json!({"kind": "amount_off", "amount": 20000})),
+            worded(json!({"kind": "amount_off", "amount": 20000})),
             "200.00 off"
         );
         assert_eq!(
-            value(&json!({"kind": "percent_off", "bps": 1500, "cap": 5000})),
+            worded(json!({"kind": "percent_off", "bps": 1500, "cap": 5000})),
             "15 % off (up to 50.00)"
         );
         assert_eq!(
-            value(&json!({"kind": "buy_x_get_y", "buy": 2, "get": 1})),
+            worded(json!({"kind": "buy_x_get_y", "buy": 2, "get": 1})),
             "buy 2 get 1"
         );
     }

@@ -8,11 +8,12 @@ use askama::Template;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
+use coupond_api::pagination::PageOf;
+use coupond_store::audit::AuditEntry;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::format::instant;
-use super::home::items;
+use super::format::at;
 use super::paging::cursor;
 use super::{download, problem_page, render, Shell};
 use crate::session::Session;
@@ -88,14 +89,14 @@ pub async fn page(
         path.push_str(&format!("&cursor={after}"));
     }
     let reply = console.api().get(&session.caller, &path).await;
-    let page = match reply.into::<Value>() {
+    let page = match reply.into::<PageOf<AuditEntry>>() {
         Ok(p) => p,
         Err(p) => return problem_page(&session, &p),
     };
-    let entries = items(&page).map(entry).collect();
-    let next = page["next_cursor"]
-        .as_str()
-        .map(|c| format!("/console/history?cursor={}{query}", cursor(c)))
+    let entries = page.items.iter().map(entry).collect();
+    let next = page
+        .next_cursor
+        .map(|c| format!("/console/history?cursor={}{query}", cursor(&c)))
         .unwrap_or_default();
     let title = if object.is_empty() {
         "Audit trail".to_owned()
@@ -113,21 +114,24 @@ pub async fn page(
     render(StatusCode::OK, &page)
 }
 
-fn entry(e: &Value) -> Entry {
-    let text = |k: &str| e[k].as_str().unwrap_or("").to_owned();
-    let json = |k: &str| match &e[k] {
-        Value::Null => String::new(),
-        v => v.to_string().chars().take(400).collect(),
+fn entry(e: &AuditEntry) -> Entry {
+    let json = |v: &Option<Value>| match v {
+        None | Some(Value::Null) => String::new(),
+        Some(v) => v.to_string().chars().take(400).collect(),
     };
-    let name = text("actor_name");
+    let who = if e.actor_name.is_empty() {
+        e.actor.clone()
+    } else {
+        e.actor_name.clone()
+    };
     Entry {
-        at: instant(&e["at"]),
-        who: if name.is_empty() { text("actor") } else { name },
-        actor: text("actor"),
-        action: text("action"),
-        object: text("object"),
-        before: json("before"),
-        after: json("after"),
+        at: at(e.at),
+        who,
+        actor: e.actor.clone(),
+        action: e.action.clone(),
+        object: e.object.clone(),
+        before: json(&e.before),
+        after: json(&e.after),
     }
 }
 

@@ -12,7 +12,6 @@ use axum::response::Response;
 use coupond_api::pagination::PageOf;
 use coupond_api::routes::today::TodayView;
 use coupond_api::views::ActivityView;
-use serde_json::Value;
 
 use super::timeline::Timeline;
 use super::{problem_page, render, ActivityRow, Shell, TemplateRow};
@@ -119,9 +118,4 @@ impl Totals {
             deliveries_retrying: today.deliveries_retrying,
         }
     }
-}
-
-/// The `items` of a page of results.
-pub fn items(page: &Value) -> impl Iterator<Item = &Value> {
-    page["items"].as_array().into_iter().flatten()
 }

@@ -8,7 +8,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, Method};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
-use coupond_api::views::TemplateView;
+use coupond_api::views::{ListingView, TemplateView};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -32,27 +32,21 @@ struct ListingRow {
 }
 
 impl ListingRow {
-    fn of(l: &Value) -> Self {
+    fn of(l: &ListingView) -> Self {
+        let t = &l.terms;
         ListingRow {
-            id: l["id"].as_i64().unwrap_or(0),
-            external_id: l["external_id"].as_str().unwrap_or("").to_owned(),
-            title: l["title"].as_str().unwrap_or("").to_owned(),
-            city: l["city_id"].as_i64().unwrap_or(0),
-            price: money(l["price"].as_i64().unwrap_or(0)),
-            coupons: items_of(&l["coupons"])
-                .map(|c| {
-                    (
-                        c["template_id"].as_i64().unwrap_or(0),
-                        c["title"].as_str().unwrap_or("").to_owned(),
-                    )
-                })
+            id: l.id.get(),
+            external_id: t.external_id.clone().unwrap_or_default(),
+            title: t.title.clone(),
+            city: t.city_id.get(),
+            price: money(t.price.minor()),
+            coupons: l
+                .coupons
+                .iter()
+                .map(|c| (c.template_id.get(), c.title.clone()))
                 .collect(),
         }
     }
-}
-
-fn items_of(v: &Value) -> impl Iterator<Item = &Value> {
-    v.as_array().into_iter().flatten()
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -197,7 +191,8 @@ async fn page_with(
     shown: Shown,
 ) -> Response {
     let path = search.query();
-    let listings = match one_page(console, session, &path, &search.after).await {
+    let listings = one_page(console, session, &path, &search.after).await;
+    let (listings, listings_next) = match listings.and_then(|l| l.typed::<ListingView>()) {
         Ok(l) => l,
         Err(p) => return problem_page(session, &p),
     };
@@ -212,8 +207,8 @@ async fn page_with(
     };
     let page = ListPage {
         shell: Shell::new(session, "Listings"),
-        rows: listings.items.iter().map(ListingRow::of).collect(),
-        next: next_link(&search.base(), &listings.next),
+        rows: listings.iter().map(ListingRow::of).collect(),
+        next: next_link(&search.base(), &listings_next),
         templates: templates.iter().map(TemplateRow::of).collect(),
         templates_cut: templates_cut.then(|| {
             format!(
@@ -304,23 +299,23 @@ pub async fn edit(
         .api()
         .get(&session.caller, &format!("/v1/listings/{id}"))
         .await
-        .into::<Value>()
+        .into::<ListingView>()
     {
-        Ok(l) => l,
+        Ok(l) => l.terms,
         Err(p) => return problem_page(&session, &p),
     };
-    let decimal = |k: &str| {
-        let n = l[k].as_i64().unwrap_or(0);
+    let decimal = |m: coupond_domain::Money| {
+        let n = m.minor();
         format!("{}.{:02}", n / 100, n % 100)
     };
     let form = ListingForm {
         csrf: String::new(),
-        external_id: l["external_id"].as_str().unwrap_or("").to_owned(),
-        title: l["title"].as_str().unwrap_or("").to_owned(),
-        city_id: l["city_id"].to_string(),
-        category_id: l["category_id"].to_string(),
-        price: decimal("price"),
-        deposit: decimal("deposit"),
+        external_id: l.external_id.unwrap_or_default(),
+        title: l.title,
+        city_id: l.city_id.get().to_string(),
+        category_id: l.category_id.get().to_string(),
+        price: decimal(l.price),
+        deposit: decimal(l.deposit),
     };
     edit_page(&session, id, form, Shown::ok())
 }

@@ -7,11 +7,13 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
+use coupond_api::pagination::PageOf;
+use coupond_api::routes::keys::KeyView;
+use coupond_domain::Merchant;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::format::instant;
-use super::home::items;
+use super::format::at;
 use super::paging::{next_link, one_page, After};
 use super::{guard, problem_page, render, FieldErrors, Shell, Shown};
 use crate::session::Session;
@@ -27,15 +29,12 @@ struct MerchantRow {
 }
 
 impl MerchantRow {
-    fn of(m: &Value) -> Self {
-        let cities: Vec<String> = m["cities"]
-            .as_array()
-            .map(|c| c.iter().map(Value::to_string).collect())
-            .unwrap_or_default();
+    fn of(m: &Merchant) -> Self {
+        let cities: Vec<String> = m.cities.iter().map(|c| c.get().to_string()).collect();
         MerchantRow {
-            id: m["id"].as_i64().unwrap_or(0),
-            name: m["name"].as_str().unwrap_or("").to_owned(),
-            short_name: m["short_name"].as_str().unwrap_or("").to_owned(),
+            id: m.id.get(),
+            name: m.name.clone(),
+            short_name: m.short_name.clone(),
             cities: cities.join(", "),
         }
     }
@@ -91,14 +90,15 @@ async fn list_page(
     form: MerchantForm,
     shown: Shown,
 ) -> Response {
-    let list = match one_page(console, session, "/v1/merchants", after).await {
+    let list = one_page(console, session, "/v1/merchants", after).await;
+    let (merchants, next) = match list.and_then(|l| l.typed::<Merchant>()) {
         Ok(l) => l,
         Err(p) => return problem_page(session, &p),
     };
     let page = ListPage {
         shell: Shell::new(session, "Merchants"),
-        rows: list.items.iter().map(MerchantRow::of).collect(),
-        next: next_link("/console/merchants", &list.next),
+        rows: merchants.iter().map(MerchantRow::of).collect(),
+        next: next_link("/console/merchants", &next),
         form,
         errors: shown.errors,
         error: shown.error,
@@ -132,8 +132,8 @@ pub async fn create(
         .api()
         .send_json(&session.caller, Method::POST, "/v1/merchants", &body)
         .await;
-    match reply.into::<Value>() {
-        Ok(m) => Redirect::to(&format!("/console/merchants/{}", m["id"])).into_response(),
+    match reply.into::<Merchant>() {
+        Ok(m) => Redirect::to(&format!("/console/merchants/{}", m.id)).into_response(),
         Err(p) => list_page(&console, &session, "", form, Shown::of(&p)).await,
     }
 }
@@ -169,24 +169,27 @@ async fn merchant_page(console: &Console, session: &Session, id: i64, extra: Ext
     let m = match api
         .get(&session.caller, &format!("/v1/merchants/{id}"))
         .await
-        .into::<Value>()
+        .into::<Merchant>()
     {
         Ok(m) => MerchantRow::of(&m),
         Err(p) => return problem_page(session, &p),
     };
+    // Keys are for those who manage them (the API says 403 to the others): none shown.
     let keys = api
         .get(&session.caller, &format!("/v1/merchants/{id}/keys"))
         .await
-        .into::<Value>()
-        .unwrap_or(Value::Null);
-    let keys = items(&keys)
+        .into::<PageOf<KeyView>>()
+        .map(|p| p.items)
+        .unwrap_or_default();
+    let keys = keys
+        .into_iter()
         .map(|k| {
             (
-                k["id"].as_i64().unwrap_or(0),
-                k["prefix"].as_str().unwrap_or("").to_owned(),
-                k["label"].as_str().unwrap_or("").to_owned(),
-                instant(&k["created_at"]),
-                k["revoked_at"].as_str().map(|_| instant(&k["revoked_at"])),
+                k.id,
+                k.prefix,
+                k.label,
+                at(k.created_at),
+                k.revoked_at.map(at),
             )
         })
         .collect();
@@ -276,12 +279,8 @@ pub async fn create_key(
         .send_json(&session.caller, Method::POST, &path, &body)
         .await;
     let mut extra = Extra::default();
-    match reply.into::<Value>() {
-        Ok(k) => {
-            let prefix = k["prefix"].as_str().unwrap_or("").to_owned();
-            let secret = k["secret"].as_str().unwrap_or("").to_owned();
-            extra.new_key = Some((prefix, secret));
-        }
+    match reply.into::<KeyView>() {
+        Ok(k) => extra.new_key = Some((k.prefix, k.secret.unwrap_or_default())),
         Err(p) => {
             extra.key_error = Some(p.detail);
             extra.shown.status = StatusCode::from_u16(p.status).unwrap_or(StatusCode::OK);

@@ -5,6 +5,7 @@
 //! gathers every page up to [`MAX_ROWS`] rows and says when that bound cut it ([`gather`]),
 //! then shows it [`PER_PAGE`] rows at a time with numbered links ([`Pager`]).
 
+use coupond_api::pagination::PageOf;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -95,16 +96,11 @@ pub fn cursor(s: &str) -> String {
 }
 
 /// The rows of an API page and its `next_cursor`.
-fn split(page: Value) -> Slice {
-    let next = page["next_cursor"].as_str().map(cursor).unwrap_or_default();
-    let items = match page {
-        Value::Object(mut o) => match o.remove("items") {
-            Some(Value::Array(items)) => items,
-            _ => Vec::new(),
-        },
-        _ => Vec::new(),
-    };
-    Slice { items, next }
+fn split(page: PageOf<Value>) -> Slice {
+    Slice {
+        next: page.next_cursor.as_deref().map(cursor).unwrap_or_default(),
+        items: page.items,
+    }
 }
 
 /// The API page of `path` after `after` (an API cursor; empty for the first page), of
@@ -127,7 +123,7 @@ pub async fn one_page(
         .api()
         .get(&session.caller, &path)
         .await
-        .into::<Value>()?;
+        .into::<PageOf<Value>>()?;
     Ok(split(page))
 }
 
@@ -147,7 +143,7 @@ pub async fn gather(console: &Console, session: &Session, path: &str) -> Result<
             .api()
             .get(&session.caller, &url)
             .await
-            .into::<Value>()?;
+            .into::<PageOf<Value>>()?;
         let slice = split(page);
         all.items.extend(slice.items);
         next = slice.next;
@@ -233,8 +229,9 @@ mod tests {
             Some("/console/users?user=u-1&after=aWQ6MjAw".to_owned())
         );
         assert_eq!(next_link("/console/merchants", ""), None);
-        let s = split(json!({"items": [1, 2], "next_cursor": "abc"}));
+        let page = |v| serde_json::from_value::<PageOf<Value>>(v).unwrap();
+        let s = split(page(json!({"items": [1, 2], "next_cursor": "abc\"<"})));
         assert_eq!((s.items.len(), s.next.as_str()), (2, "abc"));
-        assert!(split(json!({"items": []})).next.is_empty());
+        assert!(split(page(json!({"items": []}))).next.is_empty());
     }
 }

@@ -9,11 +9,12 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, Method};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
-use coupond_domain::OperatorRole;
+use coupond_api::routes::operators::OperatorView;
+use coupond_domain::{Operator, OperatorRole};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::format::instant;
+use super::format::at;
 use super::paging::{next_link, one_page, After};
 use super::{guard, problem_page, render, FieldErrors, Shell, Shown};
 use crate::session::Session;
@@ -33,27 +34,21 @@ struct PersonRow {
 }
 
 impl PersonRow {
-    fn of(o: &Value) -> Self {
-        let disabled = !o["disabled_at"].is_null();
-        let state = if disabled {
-            format!("disabled {}", instant(&o["disabled_at"]))
-        } else if o["has_password"] == true {
-            "enabled".to_owned()
-        } else {
-            "invited (no password yet)".to_owned()
+    fn of(o: &Operator) -> Self {
+        let state = match o.disabled_at {
+            Some(when) => format!("disabled {}", at(when)),
+            None if o.has_password => "enabled".to_owned(),
+            None => "invited (no password yet)".to_owned(),
         };
         PersonRow {
-            id: o["id"].as_i64().unwrap_or(0),
-            email: o["email"].as_str().unwrap_or("").to_owned(),
-            name: o["name"].as_str().unwrap_or("").to_owned(),
-            role: o["role"].as_str().unwrap_or("").to_owned(),
-            merchant: o["merchant_id"]
-                .as_i64()
-                .map(|m| m.to_string())
-                .unwrap_or_default(),
+            id: o.id.get(),
+            email: o.email.as_str().to_owned(),
+            name: o.name.clone(),
+            role: o.role.as_str().to_owned(),
+            merchant: o.merchant_id.map(|m| m.to_string()).unwrap_or_default(),
             state,
-            second_factor: o["has_totp"] == true,
-            disabled,
+            second_factor: o.has_totp,
+            disabled: o.disabled_at.is_some(),
         }
     }
 }
@@ -111,7 +106,8 @@ async fn people_page(
     shown: Shown,
     invited: Option<(String, String)>,
 ) -> Response {
-    let list = match one_page(console, session, "/v1/operators", after).await {
+    let list = one_page(console, session, "/v1/operators", after).await;
+    let (people, next) = match list.and_then(|l| l.typed::<OperatorView>()) {
         Ok(l) => l,
         Err(p) => return problem_page(session, &p),
     };
@@ -122,8 +118,8 @@ async fn people_page(
         .collect();
     let page = PeoplePage {
         shell: Shell::new(session, "People"),
-        rows: list.items.iter().map(PersonRow::of).collect(),
-        next: next_link("/console/people", &list.next),
+        rows: people.iter().map(|p| PersonRow::of(&p.operator)).collect(),
+        next: next_link("/console/people", &next),
         roles,
         form,
         errors: shown.errors,
@@ -159,10 +155,10 @@ pub async fn create(
         .api()
         .send_json(&session.caller, Method::POST, "/v1/operators", &body)
         .await;
-    match reply.into::<Value>() {
+    match reply.into::<OperatorView>() {
         Ok(op) => {
-            let email = op["email"].as_str().unwrap_or("").to_owned();
-            let link = op["set_password"]["path"].as_str().unwrap_or("").to_owned();
+            let email = op.operator.email.as_str().to_owned();
+            let link = op.set_password.map(|l| l.path).unwrap_or_default();
             let fresh = PersonForm::default();
             let invited = Some((email, link));
             people_page(&console, &session, "", fresh, Shown::ok(), invited).await

@@ -7,11 +7,15 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
+use coupond_api::routes::reports::Reconciliation;
+use coupond_api::routes::tags::UserTagsView;
+use coupond_api::views::CouponView;
+use coupond_domain::CouponAction;
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::activities::utc;
-use super::format::{instant, money};
+use super::format::{at, money};
 use super::paging::{next_link, one_page};
 use super::{attachment, guard, problem_page, render, Shell};
 use crate::session::Session;
@@ -31,29 +35,26 @@ struct CouponRow {
 }
 
 impl CouponRow {
-    fn of(c: &Value) -> Self {
-        let status = c["status"].as_str().unwrap_or("").to_owned();
-        let why: Vec<String> = items_of(&c["unusable_reasons"])
-            .map(|r| {
-                r.as_str()
-                    .map(str::to_owned)
-                    .unwrap_or_else(|| r["code"].as_str().unwrap_or("").to_owned())
-            })
+    fn of(c: &CouponView) -> Self {
+        let why: Vec<String> = c
+            .unusable_reasons
+            .iter()
+            .map(|r| r.as_str().to_owned())
             .collect();
         CouponRow {
-            id: c["id"].as_i64().unwrap_or(0),
-            template: c["template"]["title"].as_str().unwrap_or("").to_owned(),
-            usable: c["usable"].as_bool().unwrap_or(false),
+            id: c.id.get(),
+            template: c.template.title.clone(),
+            usable: c.usable,
             why: why.join(", "),
-            valid_until: instant(&c["valid_until"]),
-            revocable: status == "unused" || status == "locked",
-            status,
+            valid_until: at(c.valid_until),
+            revocable: c
+                .actions
+                .iter()
+                .flatten()
+                .any(|a| *a == CouponAction::Revoke),
+            status: c.status.as_str().to_owned(),
         }
     }
-}
-
-fn items_of(v: &Value) -> impl Iterator<Item = &Value> {
-    v.as_array().into_iter().flatten()
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -101,10 +102,11 @@ pub async fn users(
     } else if valid {
         let api = console.api();
         let path = format!("/v1/users/{user}/coupons");
-        match one_page(&console, &session, &path, &q.after).await {
-            Ok(c) => {
-                page.coupons = c.items.iter().map(CouponRow::of).collect();
-                page.next = next_link(&format!("/console/users?user={user}"), &c.next);
+        let coupons = one_page(&console, &session, &path, &q.after).await;
+        match coupons.and_then(|c| c.typed::<CouponView>()) {
+            Ok((coupons, next)) => {
+                page.coupons = coupons.iter().map(CouponRow::of).collect();
+                page.next = next_link(&format!("/console/users?user={user}"), &next);
             }
             Err(p) => page.error = Some(p.detail),
         }
@@ -112,11 +114,9 @@ pub async fn users(
         if let Ok(t) = api
             .get(&session.caller, &format!("/v1/users/{user}/tags"))
             .await
-            .into::<Value>()
+            .into::<UserTagsView>()
         {
-            page.tags = items_of(&t["tags"])
-                .filter_map(|t| t.as_str().map(str::to_owned))
-                .collect();
+            page.tags = t.tags.iter().map(|t| t.as_str().to_owned()).collect();
         }
     }
     render(StatusCode::OK, &page)
@@ -142,11 +142,8 @@ pub async fn revoke(
     if let Some(refused) = guard(&headers, &session, &f.csrf) {
         return refused;
     }
-    let reason = if f.reason.trim().is_empty() {
-        "revoked in the console"
-    } else {
-        f.reason.trim()
-    };
+    // The API refuses an empty reason, in words: nothing stands in for one.
+    let reason = f.reason.trim();
     let path = format!("/v1/coupons/{id}/revoke");
     let reply = console
         .api()
@@ -246,32 +243,38 @@ pub async fn reconciliation(
     } else {
         console.api().get(&session.caller, &path).await
     };
-    match reply.into::<Value>() {
+    match reply.into::<Reconciliation>() {
         Ok(r) => {
-            page.rows = items_of(&r["rows"])
+            page.rows = r
+                .rows
+                .iter()
                 .map(|x| Row {
-                    template: x["title"].as_str().unwrap_or("").to_owned(),
-                    merchant: x["merchant_id"]
-                        .as_i64()
+                    template: x.title.clone(),
+                    merchant: x
+                        .merchant_id
                         .map(|m| m.to_string())
                         .unwrap_or_else(|| "platform".into()),
-                    funded_by: x["funded_by"].as_str().unwrap_or("").to_owned(),
-                    used: x["coupons_used"].as_i64().unwrap_or(0),
-                    discount: money(x["discount"].as_i64().unwrap_or(0)),
-                    refunded: x["coupons_refunded"].as_i64().unwrap_or(0),
-                    net: money(x["net_discount"].as_i64().unwrap_or(0)),
+                    funded_by: x.funded_by.as_str().to_owned(),
+                    used: x.coupons_used,
+                    discount: money(x.discount.minor()),
+                    refunded: x.coupons_refunded,
+                    net: money(x.net_discount),
                 })
                 .collect();
-            page.totals = ["platform", "merchants", "total"]
+            let funders = [
+                ("platform", &r.platform),
+                ("merchants", &r.merchants),
+                ("total", &r.total),
+            ];
+            page.totals = funders
                 .iter()
-                .map(|k| {
-                    let t = &r[*k];
+                .map(|(k, t)| {
                     (
                         (*k).to_owned(),
-                        t["coupons_used"].as_i64().unwrap_or(0),
-                        money(t["discount"].as_i64().unwrap_or(0)),
-                        t["coupons_refunded"].as_i64().unwrap_or(0),
-                        money(t["net_discount"].as_i64().unwrap_or(0)),
+                        t.coupons_used,
+                        money(t.discount),
+                        t.coupons_refunded,
+                        money(t.net_discount),
                     )
                 })
                 .collect();

@@ -6,13 +6,14 @@ use askama::Template;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
-use coupond_api::views::{ReviewView, TemplateView};
+use coupond_api::pagination::PageOf;
+use coupond_api::routes::issuances::IssuanceView;
+use coupond_api::routes::reports::{HourCount, TemplateStats};
+use coupond_api::views::{CodeBatchStatus, CodeBatchView, CouponView, ReviewView, TemplateView};
 use coupond_domain::{TemplateAction, TemplateStatus, Timestamp, Validity};
 use serde::Deserialize;
-use serde_json::Value;
 
 use super::format::{money, sort_templates, span, SortKey};
-use super::home::items;
 use super::paging::{gather, max_rows_words, with_query, Pager};
 use super::{download, problem_page, render, Shell, TemplateRow};
 use crate::session::Session;
@@ -200,19 +201,61 @@ pub struct Job {
 }
 
 impl Job {
-    fn of(j: &Value) -> Self {
-        let n = |k: &str| j[k].as_u64().unwrap_or(0);
-        let state = j["state"].as_str().unwrap_or("").to_owned();
+    fn of(j: &IssuanceView) -> Self {
         Job {
-            id: j["id"].as_i64().unwrap_or(0),
-            done: state == "done" || state == "failed",
-            state,
-            handled: n("handled"),
-            requested: n("requested"),
-            issued: n("issued"),
-            skipped: n("skipped"),
-            sold_out: n("sold_out"),
-            invalid: n("invalid"),
+            id: j.id,
+            done: j.state == "done" || j.state == "failed",
+            state: j.state.clone(),
+            handled: j.handled,
+            requested: j.requested,
+            issued: j.issued,
+            skipped: j.skipped,
+            sold_out: j.sold_out,
+            invalid: j.invalid,
+        }
+    }
+}
+
+/// What a template's page shows beside the template, each read on its own: what the caller
+/// may not read (finance and the stats' charts, say) shows as nothing.
+#[derive(Default)]
+struct Side {
+    per_hour: Vec<HourCount>,
+    jobs: Vec<IssuanceView>,
+    holders: Vec<CouponView>,
+    batches: Vec<CodeBatchView>,
+}
+
+impl Side {
+    async fn read(console: &Console, session: &Session, id: i64, hours: u32) -> Side {
+        let (api, who) = (console.api(), &session.caller);
+        let paths = [
+            format!("/v1/templates/{id}/stats?hours={hours}"),
+            format!("/v1/issuances?template_id={id}&limit=200"),
+            format!("/v1/templates/{id}/coupons?limit=20"),
+            format!("/v1/templates/{id}/code-batches?limit=20"),
+        ];
+        let stats = api.get(who, &paths[0]).await;
+        let jobs = api.get(who, &paths[1]).await;
+        let holders = api.get(who, &paths[2]).await;
+        let batches = api.get(who, &paths[3]).await;
+        Side {
+            per_hour: stats
+                .into::<TemplateStats>()
+                .map(|s| s.per_hour)
+                .unwrap_or_default(),
+            jobs: jobs
+                .into::<PageOf<_>>()
+                .map(|p| p.items)
+                .unwrap_or_default(),
+            holders: holders
+                .into::<PageOf<_>>()
+                .map(|p| p.items)
+                .unwrap_or_default(),
+            batches: batches
+                .into::<PageOf<_>>()
+                .map(|p| p.items)
+                .unwrap_or_default(),
         }
     }
 }
@@ -306,38 +349,7 @@ pub async fn page(
         Ok(t) => t,
         Err(p) => return problem_page(&session, &p),
     };
-    let stats = api
-        .get(
-            &session.caller,
-            &format!("/v1/templates/{id}/stats?hours={hours}"),
-        )
-        .await
-        .into::<Value>()
-        .unwrap_or(Value::Null);
-    let jobs = api
-        .get(
-            &session.caller,
-            &format!("/v1/issuances?template_id={id}&limit=200"),
-        )
-        .await
-        .into::<Value>()
-        .unwrap_or(Value::Null);
-    let holders = api
-        .get(
-            &session.caller,
-            &format!("/v1/templates/{id}/coupons?limit=20"),
-        )
-        .await
-        .into::<Value>()
-        .unwrap_or(Value::Null);
-    let batches = api
-        .get(
-            &session.caller,
-            &format!("/v1/templates/{id}/code-batches?limit=20"),
-        )
-        .await
-        .into::<Value>()
-        .unwrap_or(Value::Null);
+    let side = Side::read(&console, &session, id, hours).await;
     let row = TemplateRow::of(&t);
     let may = |action: TemplateAction| t.actions.iter().flatten().any(|a| *a == action);
     let local = |at: Timestamp| at.to_string().chars().take(16).collect::<String>();
@@ -354,25 +366,32 @@ pub async fn page(
             Validity::Fixed { until, .. } => Some(local(until)),
             _ => None,
         },
-        batches: items(&batches)
+        batches: side
+            .batches
+            .iter()
             .map(|b| {
-                let n = |k: &str| b[k].as_u64().unwrap_or(0);
+                let state = match b.status {
+                    CodeBatchStatus::Pending => "pending",
+                    CodeBatchStatus::Done => "done",
+                };
                 (
-                    b["id"].as_i64().unwrap_or(0),
-                    b["status"].as_str().unwrap_or("").to_owned(),
-                    b["prefix"].as_str().unwrap_or("").to_owned(),
-                    n("count"),
-                    n("generated"),
-                    super::format::instant(&b["created_at"]),
+                    b.id,
+                    state.to_owned(),
+                    b.prefix.clone(),
+                    u64::from(b.count),
+                    u64::from(b.generated),
+                    super::format::at(b.created_at),
                 )
             })
             .collect(),
-        holders: items(&holders)
+        holders: side
+            .holders
+            .iter()
             .map(|c| {
                 (
-                    c["id"].as_i64().unwrap_or(0),
-                    c["user_id"].as_str().unwrap_or("").to_owned(),
-                    c["status"].as_str().unwrap_or("").to_owned(),
+                    c.id.get(),
+                    c.user_id.as_str().to_owned(),
+                    c.status.as_str().to_owned(),
                 )
             })
             .collect(),
@@ -393,17 +412,11 @@ pub async fn page(
             .map(|b| money(b.minor()))
             .unwrap_or_else(|| "no cap".into()),
         reserved: money(t.reserved.minor()),
-        chart: Chart::of(&stats["per_hour"], range(hours).1),
+        chart: Chart::of(&side.per_hour, range(hours).1),
         hours,
         range: range(hours).0,
         ranges: RANGES.iter().map(|h| (*h, range(*h).0)).collect(),
-        jobs: items(&jobs)
-            .map(Job::of)
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-            .take(5)
-            .collect(),
+        jobs: side.jobs.iter().rev().take(5).map(Job::of).collect(),
         notice: Some(n.notice).filter(|s| !s.is_empty() && s.len() < 200),
         t: row,
     };

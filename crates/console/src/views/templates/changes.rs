@@ -7,6 +7,8 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, Method};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
+use coupond_api::views::TemplateView;
+use coupond_domain::{Timestamp, Validity};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -189,30 +191,29 @@ pub async fn extend(
     }
     let path = format!("/v1/templates/{id}");
     let api = console.api();
-    let t = match api.get(&session.caller, &path).await.into::<Value>() {
-        Ok(t) => t,
+    let t = match api.get(&session.caller, &path).await.into::<TemplateView>() {
+        Ok(t) => t.terms,
         Err(p) => return problem_page(&session, &p),
     };
     // The form shows the ends to the minute: an end left as shown is left alone.
-    let shown = |v: &Value| v.as_str().map(|s| s.chars().take(16).collect::<String>());
-    let changed = |sent: &str, now: &Value| {
+    let changed = |sent: &str, now: Timestamp| {
         let sent = sent.trim();
-        !sent.is_empty() && shown(now).as_deref() != Some(sent)
+        !sent.is_empty() && now.to_string().chars().take(16).collect::<String>() != sent
     };
     let mut patch = serde_json::Map::new();
-    if changed(&f.claim_end, &t["claim_window"]["end"]) && t["claim_window"].is_object() {
-        let start = t["claim_window"]["start"].clone();
+    if let Some(w) = t.claim_window.filter(|w| changed(&f.claim_end, w.end)) {
         patch.insert(
             "claim_window".into(),
-            json!({"start": start, "end": utc(&f.claim_end)}),
+            json!({"start": w.start, "end": utc(&f.claim_end)}),
         );
     }
-    if changed(&f.valid_until, &t["validity"]["until"]) && t["validity"]["type"] == "fixed" {
-        let from = t["validity"]["from"].clone();
-        patch.insert(
-            "validity".into(),
-            json!({"type": "fixed", "from": from, "until": utc(&f.valid_until)}),
-        );
+    if let Validity::Fixed { from, until } = t.validity {
+        if changed(&f.valid_until, until) {
+            patch.insert(
+                "validity".into(),
+                json!({"type": "fixed", "from": from, "until": utc(&f.valid_until)}),
+            );
+        }
     }
     if patch.is_empty() {
         return Redirect::to(&format!(

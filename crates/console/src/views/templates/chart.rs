@@ -3,7 +3,7 @@
 //! `templates/partials/chart.html`; a y-axis with its top value on each side, labels at both
 //! ends, a legend, and an empty state that says what would appear.
 
-use serde_json::{json, Value};
+use coupond_api::routes::reports::HourCount;
 
 use crate::views::format::{instant, money};
 
@@ -59,26 +59,26 @@ struct Bucket {
 
 /// The stats' `per_hour` (`[{hour, claimed, used, discount}]`, oldest first) in buckets of
 /// `unit` (a day sums its hours).
-fn buckets(per_hour: &Value, unit: Unit) -> Vec<Bucket> {
-    let n = |h: &Value, k: &str| h[k].as_i64().unwrap_or(0).max(0);
+fn buckets(per_hour: &[HourCount], unit: Unit) -> Vec<Bucket> {
     let mut out: Vec<Bucket> = Vec::new();
-    for h in per_hour.as_array().into_iter().flatten() {
-        let hour = h["hour"].as_str().unwrap_or("");
+    for h in per_hour {
+        let hour = h.hour.to_string();
         let at = match unit {
-            Unit::Hour => hour.to_owned(),
+            Unit::Hour => hour,
             Unit::Day => hour.chars().take(10).collect(),
         };
+        let (claimed, used, discount) = (h.claimed.max(0), h.used.max(0), h.discount.max(0));
         match out.last_mut() {
             Some(b) if b.at == at => {
-                b.claimed += n(h, "claimed");
-                b.used += n(h, "used");
-                b.discount += n(h, "discount");
+                b.claimed += claimed;
+                b.used += used;
+                b.discount += discount;
             }
             _ => out.push(Bucket {
                 at,
-                claimed: n(h, "claimed"),
-                used: n(h, "used"),
-                discount: n(h, "discount"),
+                claimed,
+                used,
+                discount,
             }),
         }
     }
@@ -87,7 +87,7 @@ fn buckets(per_hour: &Value, unit: Unit) -> Vec<Bucket> {
 
 impl Chart {
     /// From the stats' `per_hour`, per hour or per day.
-    pub fn of(per_hour: &Value, unit: Unit) -> Self {
+    pub fn of(per_hour: &[HourCount], unit: Unit) -> Self {
         let buckets = buckets(per_hour, unit);
         let max = buckets
             .iter()
@@ -98,7 +98,7 @@ impl Chart {
             return Chart::default();
         }
         let label = |at: &str| match unit {
-            Unit::Hour => instant(&json!(at)),
+            Unit::Hour => instant(&serde_json::Value::String(at.to_owned())),
             Unit::Day => at.to_owned(),
         };
         // Wide enough to read, never wider than 40 units a bucket.
@@ -158,14 +158,20 @@ impl Chart {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    /// Hours as the API answers them.
+    fn hours(v: serde_json::Value) -> Vec<HourCount> {
+        serde_json::from_value(v).unwrap()
+    }
 
     #[test]
     fn bars_scale_to_the_busiest_hour() {
         let c = Chart::of(
-            &json!([
+            &hours(json!([
                 {"hour": "2026-11-24T10:00:00Z", "claimed": 10, "used": 5, "discount": 1000},
                 {"hour": "2026-11-24T11:00:00Z", "claimed": 0, "used": 0, "discount": 0},
-            ]),
+            ])),
             Unit::Hour,
         );
         assert_eq!((c.max, c.total_claimed, c.total_used), (10, 10, 5));
@@ -176,17 +182,17 @@ mod tests {
             (c.total_discount.as_str(), c.line.split(' ').count()),
             ("10.00", 2)
         );
-        assert!(Chart::of(&json!([]), Unit::Hour).is_empty());
+        assert!(Chart::of(&[], Unit::Hour).is_empty());
     }
 
     #[test]
     fn days_add_up_their_hours() {
-        let hours = json!([
+        let per_hour = hours(json!([
             {"hour": "2026-11-23T22:00:00Z", "claimed": 1, "used": 0, "discount": 0},
             {"hour": "2026-11-24T10:00:00Z", "claimed": 2, "used": 1, "discount": 500},
             {"hour": "2026-11-24T11:00:00Z", "claimed": 3, "used": 1, "discount": 700},
-        ]);
-        let c = Chart::of(&hours, Unit::Day);
+        ]));
+        let c = Chart::of(&per_hour, Unit::Day);
         assert_eq!(c.bars.len(), 2);
         assert_eq!(
             (c.first.as_str(), c.last.as_str()),

@@ -10,7 +10,7 @@ use axum::extract::multipart::{Field, MultipartError};
 use axum::extract::{Multipart, Path, State};
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::Response;
-use serde_json::Value;
+use coupond_api::routes::issuances::IssuanceView;
 use tokio::sync::mpsc;
 
 use super::super::{guard, problem_page, render};
@@ -72,7 +72,7 @@ pub async fn upload(
         Err(e) => return progress_error(&unreadable(&e, limit)),
     };
     match pass_on(&console, &session, id, field, limit).await {
-        Ok(reply) => match reply.into::<Value>() {
+        Ok(reply) => match reply.into::<IssuanceView>() {
             Ok(j) => render(StatusCode::OK, &Progress { job: Job::of(&j) }),
             Err(p) => progress_error(&p),
         },
@@ -211,7 +211,7 @@ pub async fn progress(
         .api()
         .get(&session.caller, &format!("/v1/issuances/{id}"))
         .await
-        .into::<Value>()
+        .into::<IssuanceView>()
     {
         Ok(j) => render(StatusCode::OK, &Progress { job: Job::of(&j) }),
         Err(p) if p.status == 404 => problem_page(&session, &p),
