@@ -1,10 +1,14 @@
 //! Changes to users' tags and to the tags shared with merchants, each recorded in the audit
-//! trail with who made it (a bulk tag upload is recorded by the job that applies it, in its
-//! own record). Handlers parse and authorize; these write.
+//! trail with who made it: one user's tags, sharing and unsharing a tag, and starting a bulk
+//! tag upload (whose pairs the tag worker then applies). Handlers parse and authorize; these
+//! write.
 
+use coupond_domain::DomainError;
 use coupond_domain::{Tag, Timestamp, UserId};
 use coupond_store::audit::{self, Change};
-use coupond_store::{SharedTag, Store, StoreResult};
+use coupond_store::{NewTagUpload, SharedTag, Store, StoreResult, TagUpload};
+
+use crate::campaigns::CampaignError;
 
 /// Replaces `user`'s tags with `tags`, recording the tags before and after (nothing when
 /// they are the same).
@@ -52,4 +56,26 @@ pub async fn unshare(store: &dyn Store, tag: &Tag, now: Timestamp) -> StoreResul
 async fn is_shared(store: &dyn Store, tag: &Tag) -> StoreResult<bool> {
     let shared = store.shared_of(std::slice::from_ref(tag)).await?;
     Ok(!shared.is_empty())
+}
+
+/// Stores a bulk tag upload for the tag worker, and `true`; with an `Idempotency-Key` already
+/// used for the same file, that upload and `false` (for another file: `idempotency_key_reused`).
+pub async fn start_upload(
+    store: &dyn Store,
+    new: &NewTagUpload<'_>,
+    now: Timestamp,
+) -> Result<(TagUpload, bool), CampaignError> {
+    let change = Change::new("tag_upload.create", "tag_upload", now).after(&serde_json::json!({
+        "pairs": new.pairs.len(), "lines": new.lines, "invalid": new.invalid,
+    }));
+    let (job, created) = audit::change(change, store.insert_tag_upload(new, now)).await?;
+    if !created && job.key_fingerprint != new.key.map(|k| k.fingerprint) {
+        return Err(DomainError::invalid(
+            "Idempotency-Key",
+            "idempotency_key_reused",
+            "this key was already used for a different request",
+        )
+        .into());
+    }
+    Ok((job, created))
 }

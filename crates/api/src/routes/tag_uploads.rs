@@ -121,14 +121,7 @@ pub async fn create(
             fingerprint: k.fingerprint,
         }),
     };
-    let (job, created) = s.store().insert_tag_upload(&new, s.now()).await?;
-    if !created && job.key_fingerprint != key.as_ref().map(|k| k.fingerprint) {
-        return Err(ApiError::invalid(
-            "idempotency_key_reused",
-            "Idempotency-Key",
-            "this key was already used for a different request",
-        ));
-    }
+    let (job, created) = coupond_engine::user_tags::start_upload(s.store(), &new, s.now()).await?;
     s.tag_worker().wake();
     let location = [(header::LOCATION, format!("/v1/user-tags/{}", job.id))];
     let mut res = (

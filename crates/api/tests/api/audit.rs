@@ -306,4 +306,19 @@ async fn tag_changes_are_in_the_trail() {
         .map(|e| e["action"].as_str().unwrap())
         .collect();
     assert_eq!(actions, ["tag.unshare", "tag.share"], "{trail:?}");
+
+    // A bulk upload is recorded as it starts, by the upload's id.
+    let req = Request::builder()
+        .method(Method::POST)
+        .uri("/v1/user-tags")
+        .header(header::AUTHORIZATION, format!("Bearer {}", app.platform))
+        .header(header::CONTENT_TYPE, "text/csv")
+        .body(Body::from("u-1,vip\nu-2,vip\n"))
+        .unwrap();
+    let r = app.send(req).await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
+    let object = format!("/v1/audit?object=tag_upload:{}", r.body["id"]);
+    let trail = entries(&app.get(&object, &app.platform).await);
+    assert_eq!(trail.len(), 1, "{trail:?}");
+    assert_eq!(trail[0]["after"]["pairs"], 2);
 }
