@@ -6,6 +6,7 @@ mod accounts;
 mod brokers;
 mod browser;
 mod crash;
+mod docs;
 mod failpoints;
 mod mixed;
 mod operator;
