@@ -257,3 +257,15 @@ async fn the_webhooks_page_shows_each_registered_endpoint() {
     );
     assert!(!second.body.contains("/platform<"));
 }
+
+/// A console path that names no page answers a page saying so, in the console's frame.
+#[tokio::test]
+async fn an_unknown_console_path_is_a_page() {
+    let app = support::app_with_settings(coupond_api::ApiSettings::default()).await;
+    let (key, _) = support::key(&app, coupond_store::Role::Platform, None).await;
+    let cookie = support::sign_in_cookie(&app, &key).await;
+    let a = support::answer(&app, support::page_get("/console/nowhere/at/all", &cookie)).await;
+    assert_eq!(a.status, axum::http::StatusCode::NOT_FOUND);
+    assert!(a.body.contains("<h1>Not found</h1>"), "{}", a.body);
+    assert!(a.body.contains("no such page"), "{}", a.body);
+}

@@ -105,14 +105,32 @@ pub async fn openapi() -> impl IntoResponse {
 /// Redoc's standalone bundle (MIT; `assets/redoc/LICENSE.txt`), vendored so that `/docs`
 /// works on a machine with no internet. Its version is in its path, so it is cached for good.
 pub const REDOC_PATH: &str = "/docs/assets/redoc-2.5.4.standalone.js";
-const REDOC_JS: &[u8] = include_bytes!("../../assets/redoc/redoc-2.5.4.standalone.js");
+const REDOC_JS: &str = include_str!("../../assets/redoc/redoc-2.5.4.standalone.js");
+
+/// Redoc as served: its one asset fetched from elsewhere (the "Powered by" footer's logo on
+/// Redocly's CDN) replaced by an empty image, so reading the docs asks nothing of the internet.
+static REDOC_SERVED: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    REDOC_JS.replace(
+        "https://cdn.redoc.ly/redoc/logo-mini.svg",
+        "data:image/gif;base64,R0lGODlhAQABAAAAACw=",
+    )
+});
+
+/// What `/docs` may load: its own script (and Redoc's inline start-up and styles), images and
+/// fonts from itself or inline, the document from itself; nothing from anywhere else.
+const DOCS_POLICY: &str = "default-src 'none'; script-src 'self' 'unsafe-inline'; \
+     style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; \
+     connect-src 'self'; worker-src 'self' blob:; frame-ancestors 'none'";
 
 /// A page that renders `/openapi.json` for reading (Redoc, served by coupond itself).
 #[utoipa::path(get, path = "/docs", tag = "system",
     responses((status = 200, description = "HTML", body = String, content_type = "text/html")))]
 pub async fn docs() -> impl IntoResponse {
     (
-        [(header::CACHE_CONTROL, "no-cache")],
+        [
+            (header::CACHE_CONTROL, "no-cache"),
+            (header::CONTENT_SECURITY_POLICY, DOCS_POLICY),
+        ],
         Html(format!(
             r#"<!doctype html>
 <html><head><meta charset="utf-8"><title>coupond API</title>
@@ -141,6 +159,32 @@ pub async fn redoc_js() -> impl IntoResponse {
             (header::CONTENT_TYPE, "text/javascript; charset=utf-8"),
             (header::CACHE_CONTROL, "public, max-age=31536000, immutable"),
         ],
-        REDOC_JS,
+        REDOC_SERVED.as_str(),
     )
+}
+
+/// `/`: a browser (asking for HTML) is sent to the console; anything else gets the doors in
+/// JSON (the API, its document and reference, the console, health).
+pub async fn root(headers: axum::http::HeaderMap) -> axum::response::Response {
+    let html = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("text/html"));
+    if html {
+        return axum::response::Redirect::to("/console").into_response();
+    }
+    Json(serde_json::json!({
+        "name": "coupond",
+        "api": "/v1",
+        "openapi": "/openapi.json",
+        "docs": "/docs",
+        "console": "/console",
+        "health": "/healthz",
+    }))
+    .into_response()
+}
+
+/// `/docs/` is `/docs`.
+pub async fn docs_slash() -> axum::response::Redirect {
+    axum::response::Redirect::permanent("/docs")
 }

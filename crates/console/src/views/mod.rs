@@ -92,6 +92,7 @@ pub fn routes(max_upload: usize) -> Router<Console> {
         .route("/console/templates/{id}/approve", post(templates::approve))
         .route("/console/templates/{id}/reject", post(templates::reject))
         .route("/console/approvals", get(approvals::page))
+        .route("/console/{*rest}", get(not_found))
         .route("/console/templates/{id}/stock", post(templates::top_up))
         .route("/console/templates/{id}/extend", post(templates::extend))
         .route("/console/templates/{id}/codes", post(templates::code_batch))
@@ -335,4 +336,15 @@ impl Shown {
             status: StatusCode::from_u16(p.status).unwrap_or(StatusCode::UNPROCESSABLE_ENTITY),
         }
     }
+}
+
+/// A console path that names no page: a page that says so (not the API's JSON problem).
+async fn not_found(session: Session) -> Response {
+    let p = Problem {
+        status: 404,
+        code: "not_found".into(),
+        field: None,
+        detail: "There is no such page in the console.".into(),
+    };
+    problem_page(&session, &p)
 }

@@ -187,6 +187,14 @@ async fn the_api_reference_page_needs_no_internet() {
     let res = tower::ServiceExt::oneshot(app.router.clone(), req)
         .await
         .unwrap();
+    // The browser is told to load nothing from elsewhere.
+    let policy = res.headers()[header::CONTENT_SECURITY_POLICY]
+        .to_str()
+        .unwrap();
+    assert!(
+        policy.contains("default-src 'none'") && !policy.contains("http"),
+        "{policy}"
+    );
     let html = http_body_util::BodyExt::collect(res.into_body())
         .await
         .unwrap()
@@ -215,6 +223,11 @@ async fn the_api_reference_page_needs_no_internet() {
         .unwrap()
         .to_bytes();
     assert!(js.len() > 500_000, "the whole Redoc bundle");
+    let js = String::from_utf8_lossy(&js);
+    assert!(
+        !js.contains("cdn.redoc.ly"),
+        "the bundle fetches its footer's logo from Redocly's CDN"
+    );
 }
 
 /// A route, a guard, a refused query or body, the fallbacks and the system routes: no browser
@@ -255,4 +268,36 @@ async fn every_answer_says_nosniff() {
             r.body
         );
     }
+}
+
+/// The root leads a browser to the console and anything else to the API's doors; `/docs/`
+/// is `/docs`.
+#[tokio::test]
+async fn the_root_leads_somewhere() {
+    let app = TestApp::new().await;
+    let browse = Request::builder()
+        .uri("/")
+        .header(header::ACCEPT, "text/html,application/xhtml+xml")
+        .body(Body::empty())
+        .unwrap();
+    let res = tower::ServiceExt::oneshot(app.router.clone(), browse)
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    assert_eq!(res.headers()[header::LOCATION], "/console");
+    let r = app.call(Method::GET, "/", None, None).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(
+        (r.body["api"].as_str(), r.body["docs"].as_str()),
+        (Some("/v1"), Some("/docs"))
+    );
+    let req = Request::builder()
+        .uri("/docs/")
+        .body(Body::empty())
+        .unwrap();
+    let res = tower::ServiceExt::oneshot(app.router.clone(), req)
+        .await
+        .unwrap();
+    assert!(res.status().is_redirection());
+    assert_eq!(res.headers()[header::LOCATION], "/docs");
 }
