@@ -498,6 +498,8 @@ async fn merchant_enrolls_and_issues(c: &Client, base: &str, key: &str) -> i64 {
         .send_keys("support ticket 7")
         .await
         .unwrap();
+    // Revoking asks first (accepted here; declining is the other flows' business).
+    operations::confirm_all(c).await;
     row.find(Locator::Css("button"))
         .await
         .unwrap()

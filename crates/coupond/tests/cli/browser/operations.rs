@@ -10,7 +10,7 @@ use fantoccini::{Client, Locator};
 use super::{click, fill, local, set_value, shot, sign_in, sign_out, text, until, until_at};
 
 /// Confirms every `confirm()` on the page (the revoke and abort buttons ask first).
-async fn confirm_all(c: &Client) {
+pub(super) async fn confirm_all(c: &Client) {
     c.execute("window.confirm = () => true;", vec![])
         .await
         .unwrap();

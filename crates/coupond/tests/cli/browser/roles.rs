@@ -119,6 +119,28 @@ async fn support_and_finance(c: &Client, base: &str, lines: &[String]) {
         .send_keys("ticket 12: asked by the user")
         .await
         .unwrap();
+    // The form asks before it revokes; declined, nothing changes.
+    c.execute(
+        "window.asked = ''; window.confirm = (m) => { window.asked = m; return false; };",
+        vec![],
+    )
+    .await
+    .unwrap();
+    row.find(Locator::Css("button"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let asked = c.execute("return window.asked;", vec![]).await.unwrap();
+    assert!(
+        asked
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("Revoke coupon"),
+        "{asked:?}"
+    );
+    super::operations::confirm_all(c).await;
     row.find(Locator::Css("button"))
         .await
         .unwrap()
