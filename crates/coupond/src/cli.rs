@@ -194,7 +194,8 @@ pub enum KeysCommand {
     },
     /// List keys (never the secrets).
     List,
-    /// Revoke a key by id; it stops working at once.
+    /// Revoke a key by id: running servers refuse it within `auth.cache_ttl` (1 s unless
+    /// set; the API's revoke tells every instance at once).
     Revoke {
         /// The key id shown by `keys create` and `keys list`.
         id: i64,

@@ -57,3 +57,41 @@ fn documents_stand_on_their_own() {
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
+
+/// `coupond --help` names every command, its one-line description says what the binary does,
+/// and `keys revoke` says when a revoked key stops working as the README does.
+#[test]
+fn the_help_names_every_command() {
+    let help = std::process::Command::new(env!("CARGO_BIN_EXE_coupond"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&help.stdout).into_owned();
+    let first = help.lines().next().unwrap_or_default().to_owned();
+    for command in [
+        "serve",
+        "migrate",
+        "keys",
+        "operators",
+        "token",
+        "config",
+        "openapi",
+        "backup",
+        "loadtest",
+        "audit",
+    ] {
+        assert!(
+            help.lines().any(|l| l.trim_start().starts_with(command)),
+            "{command} missing from:\n{help}"
+        );
+    }
+    for word in ["back up", "load-test", "audit", "operators"] {
+        assert!(first.contains(word), "{first}");
+    }
+    let revoke = std::process::Command::new(env!("CARGO_BIN_EXE_coupond"))
+        .args(["keys", "revoke", "--help"])
+        .output()
+        .unwrap();
+    let revoke = String::from_utf8_lossy(&revoke.stdout).into_owned();
+    assert!(revoke.contains("auth.cache_ttl"), "{revoke}");
+}
