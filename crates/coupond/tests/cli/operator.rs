@@ -242,6 +242,58 @@ fn the_systemd_unit_verifies() {
     assert!(out.status.success() && said.trim().is_empty(), "{said}");
 }
 
+/// The unit reads its settings either way the operator's guide documents: `COUPOND_*`
+/// variables alone in /etc/coupond/env, or that file naming a config file with
+/// `COUPOND_CONFIG`. Each is checked by running the unit's own command line (`config` in place
+/// of `serve`) with the environment file as systemd reads it.
+#[test]
+fn the_systemd_unit_takes_either_way_of_configuring() {
+    let unit = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/coupond.service"),
+    )
+    .unwrap();
+    let exec = unit
+        .lines()
+        .find_map(|l| l.strip_prefix("ExecStart=/usr/local/bin/coupond "))
+        .unwrap();
+    let before_serve: Vec<&str> = exec
+        .split_whitespace()
+        .take_while(|a| *a != "serve")
+        .collect();
+    assert!(unit.contains("EnvironmentFile=-/etc/coupond/env"), "{unit}");
+    let dir = tempfile::tempdir().unwrap();
+    let toml = dir.path().join("coupond.toml");
+    std::fs::write(&toml, "[database]\nurl = \"sqlite://from-the-file.db\"\n").unwrap();
+    let ways = [
+        (
+            "COUPOND_DATABASE_URL=sqlite://from-the-env.db\n".to_owned(),
+            "from-the-env.db",
+        ),
+        (
+            format!("COUPOND_CONFIG={}\n", toml.display()),
+            "from-the-file.db",
+        ),
+    ];
+    for (env_file, database) in ways {
+        let mut cmd = std::process::Command::new(crate::BIN);
+        cmd.current_dir(dir.path())
+            .env_clear()
+            .args(&before_serve)
+            .arg("config");
+        for line in env_file.lines() {
+            let (k, v) = line.split_once('=').unwrap();
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap();
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && said.contains(database),
+            "{env_file}: {said}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
 /// A PostgreSQL that refuses connections (nothing listens) is reported as such by the first
 /// attempt, not after the pool's retries until its acquire timeout; so is a missing database.
 #[test]
