@@ -15,9 +15,10 @@ fn now() -> Timestamp {
 }
 
 pub async fn migrate(config: &Config) -> anyhow::Result<()> {
-    let store = db::open_configured(config).await?;
+    let (store, found) = db::open_with_schema(config, db::Open::Migrate).await?;
     store.close().await;
-    println!("migrations applied to {}", redact_url(&config.database.url));
+    let said = db::migrated(found, db::Open::Migrate);
+    println!("{}: {said}", redact_url(&config.database.url));
     Ok(())
 }
 

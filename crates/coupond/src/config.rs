@@ -159,6 +159,35 @@ impl Config {
         Ok(fig)
     }
 
+    /// `COUPOND_*` variables set in this process that name no setting (a misspelling such as
+    /// `COUPOND_DATABASE`, which would otherwise be ignored without a word). Variables the
+    /// binary and its tests read besides settings are not reported.
+    pub fn unknown_variables() -> Vec<String> {
+        const NOT_SETTINGS: [&str; 5] = [
+            "CONFIG",
+            "FAILPOINTS",
+            "SCREENSHOTS",
+            "CHROMIUM",
+            "CHROMEDRIVER",
+        ];
+        let known = flat::names();
+        let mut unknown: Vec<String> = std::env::vars_os()
+            .filter_map(|(k, _)| k.into_string().ok())
+            .filter(|k| {
+                let Some(name) = k.strip_prefix("COUPOND_") else {
+                    return false;
+                };
+                let lower = name.to_ascii_lowercase();
+                !known.contains(&lower.as_str())
+                    && !NOT_SETTINGS.contains(&name)
+                    && !name.starts_with("TEST_")
+                    && !name.starts_with("CRASH_")
+            })
+            .collect();
+        unknown.sort();
+        unknown
+    }
+
     /// Rules between values that serde cannot express.
     fn check(&self) -> anyhow::Result<()> {
         let s = &self.server;

@@ -32,12 +32,45 @@ pub async fn open_as(config: &Config, how: Open) -> anyhow::Result<Arc<dyn Store
     open(&config.database.url, config.database.pool_size, how).await
 }
 
+/// As [`open_as`], with the schema as it was found (before any migration), for saying what
+/// opening it did ([`migrated`]).
+pub async fn open_with_schema(
+    config: &Config,
+    how: Open,
+) -> anyhow::Result<(Arc<dyn Store>, coupond_store::Schema)> {
+    opened(&config.database.url, config.database.pool_size, how).await
+}
+
+/// What opening a database with `found` as its schema did, in words: created it, applied
+/// which migrations, or nothing.
+pub fn migrated(found: coupond_store::Schema, how: Open) -> String {
+    let known = found.known;
+    match found.applied {
+        None if how == Open::Migrate => {
+            format!("a new database: created its schema (migrations 1 to {known})")
+        }
+        Some(a) if a < known && how == Open::Migrate => {
+            format!("applied migrations {} to {known}", a + 1)
+        }
+        Some(a) => format!("up to date (schema {a}); nothing to apply"),
+        None => "no schema".to_owned(),
+    }
+}
+
 /// Opens the database at `url`. The scheme picks the backend: `sqlite:`,
 /// `postgres:`/`postgresql:` or `mysql:`/`mariadb:`; anything else is an error naming them.
 /// `pool`: the PostgreSQL or MySQL pool size, or SQLite's reader connections; `None` for the
 /// backend's default. A database a newer coupond migrated is refused, naming both versions
 /// (migrations are forward-only: this build cannot know what they did).
 pub async fn open(url: &str, pool: Option<u32>, how: Open) -> anyhow::Result<Arc<dyn Store>> {
+    Ok(opened(url, pool, how).await?.0)
+}
+
+async fn opened(
+    url: &str,
+    pool: Option<u32>,
+    how: Open,
+) -> anyhow::Result<(Arc<dyn Store>, coupond_store::Schema)> {
     let scheme = url.split(':').next().unwrap_or_default();
     let shown = redact_url(url);
     let (store, schema): (Arc<dyn Store>, _) = match scheme {
@@ -60,9 +93,18 @@ pub async fn open(url: &str, pool: Option<u32>, how: Open) -> anyhow::Result<Arc
         }
         "postgres" | "postgresql" => {
             let max = pool.unwrap_or(coupond_store_postgres::DEFAULT_MAX_CONNECTIONS);
-            let s = PgStore::connect_with_pool(url, max)
-                .await
-                .with_context(|| format!("connecting to PostgreSQL {shown}"))?;
+            let s = match PgStore::connect_with_pool(url, max).await {
+                // A missing database is created where coupond may create its schema; only
+                // then, so a server whose `postgres` database is closed to us still works.
+                Err(e) if how == Open::Migrate && says(&e, "does not exist") => {
+                    PgStore::create_database_if_missing(url)
+                        .await
+                        .with_context(|| format!("creating the PostgreSQL database {shown}"))?;
+                    PgStore::connect_with_pool(url, max).await
+                }
+                r => r,
+            }
+            .with_context(|| format!("connecting to PostgreSQL {shown}"))?;
             let schema = s.schema().await?;
             if how == Open::Migrate && !schema.is_newer() {
                 s.migrate()
@@ -93,7 +135,19 @@ pub async fn open(url: &str, pool: Option<u32>, how: Open) -> anyhow::Result<Arc
         store.close().await;
         return Err(e);
     }
-    Ok(store)
+    Ok((store, schema))
+}
+
+/// Whether `e` or any error under it says `what`.
+fn says(e: &(dyn std::error::Error + 'static), what: &str) -> bool {
+    let mut at = Some(e);
+    while let Some(e) = at {
+        if e.to_string().contains(what) {
+            return true;
+        }
+        at = e.source();
+    }
+    false
 }
 
 /// Refuses a schema this build cannot use: newer than it, or (when it may not migrate) not

@@ -40,15 +40,38 @@ async fn main() -> std::process::ExitCode {
     match run(cli).await {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", said(&e));
             std::process::ExitCode::FAILURE
         }
     }
 }
 
+/// `e` with its causes, each said once: a cause whose words its parent already repeats
+/// (a driver's message inside the store's) is left out.
+fn said(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let words = cause.to_string();
+        if out.contains(&words) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&words);
+    }
+    out
+}
+
 async fn run(cli: Cli) -> anyhow::Result<()> {
     let overrides = cli.overrides();
     let config = Config::load(cli.global.config.as_deref(), &overrides)?;
+    for name in Config::unknown_variables() {
+        eprintln!(
+            "warning: {name} is not a coupond setting and is ignored (`coupond config \
+             --defaults` lists them; the variable is COUPOND_ and the setting's flat name)"
+        );
+    }
     match cli.command {
         Command::Serve(args) => serve::run(config, args).await,
         Command::Migrate => admin::migrate(&config).await,

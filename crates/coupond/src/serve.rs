@@ -56,7 +56,9 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
     } else {
         db::Open::Migrate
     };
-    let store = db::open_as(&config, how).await?;
+    let (store, found) = db::open_with_schema(&config, how).await?;
+    let database = redact_url(&config.database.url);
+    tracing::info!(%database, "{}", db::migrated(found, how));
     let secret = db::jwt_secret(store.as_ref(), config.auth.jwt_secret.as_ref()).await?;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let targets = Arc::new(

@@ -53,6 +53,39 @@ impl PgStore {
         Self::open(url, schema, DEFAULT_MAX_CONNECTIONS).await
     }
 
+    /// Creates the database `url` names if the server has none by that name (connecting to
+    /// the server's `postgres` database to do so); `true` if it created one. The name must be
+    /// letters, digits and `_`.
+    pub async fn create_database_if_missing(url: &str) -> StoreResult<bool> {
+        let opts = PgConnectOptions::from_str(url).map_err(StoreError::other)?;
+        let Some(name) = opts.get_database().map(str::to_owned) else {
+            return Ok(false);
+        };
+        if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(StoreError::other(
+                "to be created, a database name is letters, digits and _",
+            ));
+        }
+        let admin = opts.database("postgres");
+        let mut conn = sqlx::ConnectOptions::connect(&admin)
+            .await
+            .map_err(db_err)?;
+        let exists: bool =
+            sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)")
+                .bind(&name)
+                .fetch_one(&mut conn)
+                .await
+                .map_err(db_err)?;
+        if !exists {
+            sqlx::query(&format!("CREATE DATABASE \"{name}\""))
+                .execute(&mut conn)
+                .await
+                .map_err(db_err)?;
+        }
+        sqlx::Connection::close(conn).await.map_err(db_err)?;
+        Ok(!exists)
+    }
+
     async fn open(url: &str, schema: Option<&str>, max: u32) -> StoreResult<Self> {
         let max = max.max(1);
         let mut opts = PgConnectOptions::from_str(url).map_err(StoreError::other)?;

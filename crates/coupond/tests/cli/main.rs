@@ -8,6 +8,7 @@ mod browser;
 mod crash;
 mod docs;
 mod failpoints;
+mod first_run;
 mod mixed;
 mod operator;
 mod outage;
@@ -414,7 +415,7 @@ fn admin_commands_share_the_database_with_serve() {
         );
         String::from_utf8(out.stdout).unwrap()
     };
-    assert!(ok(run(dir.path(), &["--database", &db, "migrate"])).contains("migrations applied"));
+    assert!(ok(run(dir.path(), &["--database", &db, "migrate"])).contains("a new database: created its schema"));
     let key = ok(run(
         dir.path(),
         &[
