@@ -415,7 +415,8 @@ fn admin_commands_share_the_database_with_serve() {
         );
         String::from_utf8(out.stdout).unwrap()
     };
-    assert!(ok(run(dir.path(), &["--database", &db, "migrate"])).contains("a new database: created its schema"));
+    assert!(ok(run(dir.path(), &["--database", &db, "migrate"]))
+        .contains("a new database: created its schema"));
     let key = ok(run(
         dir.path(),
         &[
