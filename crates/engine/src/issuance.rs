@@ -50,15 +50,25 @@ pub async fn start_job(
         .merchant(t.merchant_id)
         .after(&serde_json::json!({ "template_id": t.id, "users": new.users.len() }));
     let (job, created) = audit::change(change, store.insert_issuance(new, now)).await?;
-    if !created && job.key_fingerprint != new.key.map(|k| k.fingerprint) {
-        return Err(DomainError::invalid(
-            "Idempotency-Key",
-            "idempotency_key_reused",
-            "this key was already used for a different request",
-        )
-        .into());
-    }
+    same_request(created, job.key_fingerprint, new.key.map(|k| k.fingerprint))?;
     Ok((job, created))
+}
+
+/// A job found under an `Idempotency-Key` (`created` false) must have been made by the same
+/// request (`stored` and `asked` fingerprints equal): `idempotency_key_reused` otherwise.
+pub(crate) fn same_request(
+    created: bool,
+    stored: Option<[u8; 32]>,
+    asked: Option<[u8; 32]>,
+) -> Result<(), DomainError> {
+    if created || stored == asked {
+        return Ok(());
+    }
+    Err(DomainError::invalid(
+        "Idempotency-Key",
+        "idempotency_key_reused",
+        "this key was already used for a different request",
+    ))
 }
 
 /// The worker. Cheap to clone; clones share the cache.

@@ -3,7 +3,6 @@
 //! tag upload (whose pairs the tag worker then applies). Handlers parse and authorize; these
 //! write.
 
-use coupond_domain::DomainError;
 use coupond_domain::{Tag, Timestamp, UserId};
 use coupond_store::audit::{self, Change};
 use coupond_store::{NewTagUpload, SharedTag, Store, StoreResult, TagUpload};
@@ -69,13 +68,6 @@ pub async fn start_upload(
         "pairs": new.pairs.len(), "lines": new.lines, "invalid": new.invalid,
     }));
     let (job, created) = audit::change(change, store.insert_tag_upload(new, now)).await?;
-    if !created && job.key_fingerprint != new.key.map(|k| k.fingerprint) {
-        return Err(DomainError::invalid(
-            "Idempotency-Key",
-            "idempotency_key_reused",
-            "this key was already used for a different request",
-        )
-        .into());
-    }
+    crate::issuance::same_request(created, job.key_fingerprint, new.key.map(|k| k.fingerprint))?;
     Ok((job, created))
 }

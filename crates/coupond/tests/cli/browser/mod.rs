@@ -262,10 +262,7 @@ async fn platform_creates_an_activity(c: &Client, base: &str, key: &str) {
     fill(c, "cities", "1").await;
     fill(c, "value_min", "10").await;
     fill(c, "value_max", "5").await;
-    set_value(c, "enrollment_start", &local(0)).await;
-    set_value(c, "enrollment_end", &local(24)).await;
-    set_value(c, "run_start", &local(24)).await;
-    set_value(c, "run_end", &local(48)).await;
+    activity_windows(c).await;
     click(c, Locator::Id("create-activity")).await;
     // The API's rule, shown at its field; the values typed stay.
     let why = text(c, ".field-error[data-field='value_max']").await;
@@ -337,26 +334,45 @@ async fn platform_creates_an_activity(c: &Client, base: &str, key: &str) {
         .ends_with("/console/login"));
 }
 
-/// Enrolls in the demo's enrolling activity (an out-of-bounds value refused at its field),
-/// makes a standalone template, binds a listing, uploads an issuance file and watches the job
-/// finish, then sees the chart. Returns the standalone template's id.
-async fn merchant_enrolls_and_issues(c: &Client, base: &str, key: &str) -> i64 {
-    sign_in(c, base, key).await;
-    c.goto(&format!("{base}/console/activities")).await.unwrap();
-    click(c, Locator::LinkText("Spring rental festival")).await;
+/// Sets the activity form's windows: enrolling from now for a day, running the day after.
+async fn activity_windows(c: &Client) {
+    set_value(c, "enrollment_start", &local(0)).await;
+    set_value(c, "enrollment_end", &local(24)).await;
+    set_value(c, "run_start", &local(24)).await;
+    set_value(c, "run_end", &local(48)).await;
+}
+
+/// Clicks the element with `id` once the page shows it.
+async fn click_when_shown(c: &Client, id: &str) {
     c.wait()
         .at_most(WAIT)
-        .for_element(Locator::Id("enroll"))
+        .for_element(Locator::Id(id))
         .await
         .unwrap()
         .click()
         .await
         .unwrap();
-    fill(c, "title", "Too generous").await;
-    fill(c, "value", "900").await;
+}
+
+/// Opens `activity` from the activities list and sends its enrollment form: `title`, worth
+/// `value` (major units), in city 1, 10 coupons.
+async fn enroll(c: &Client, base: &str, activity: &str, title: &str, value: &str) {
+    c.goto(&format!("{base}/console/activities")).await.unwrap();
+    click(c, Locator::LinkText(activity)).await;
+    click_when_shown(c, "enroll").await;
+    fill(c, "title", title).await;
+    fill(c, "value", value).await;
     fill(c, "cities", "1").await;
     fill(c, "total_stock", "10").await;
     click(c, Locator::Id("create-template")).await;
+}
+
+/// Enrolls in the demo's enrolling activity (an out-of-bounds value refused at its field),
+/// makes a standalone template, binds a listing, uploads an issuance file and watches the job
+/// finish, then sees the chart. Returns the standalone template's id.
+async fn merchant_enrolls_and_issues(c: &Client, base: &str, key: &str) -> i64 {
+    sign_in(c, base, key).await;
+    enroll(c, base, "Spring rental festival", "Too generous", "900").await;
     let why = text(c, ".field-error[data-field='value']").await;
     assert!(!why.is_empty());
     fill(c, "title", "100 off").await;

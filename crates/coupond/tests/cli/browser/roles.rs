@@ -46,31 +46,14 @@ pub async fn people_at_work(c: &Client, base: &str, lines: &[String]) {
     fill(c, "cities", "1").await;
     fill(c, "value_min", "10").await;
     fill(c, "value_max", "50").await;
-    set_value(c, "enrollment_start", &local(0)).await;
-    set_value(c, "enrollment_end", &local(24)).await;
-    set_value(c, "run_start", &local(24)).await;
-    set_value(c, "run_end", &local(48)).await;
+    super::activity_windows(c).await;
     set_value(c, "approval", "required").await;
     click(c, Locator::Id("create-activity")).await;
     until(c, "h1", |t| t.starts_with("Curated winter")).await;
     sign_out(c).await;
 
     sign_in_as(c, base, lines, "owner").await;
-    c.goto(&format!("{base}/console/activities")).await.unwrap();
-    click(c, Locator::LinkText("Curated winter")).await;
-    c.wait()
-        .at_most(WAIT)
-        .for_element(Locator::Id("enroll"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
-    fill(c, "title", "Owner's 20 off").await;
-    fill(c, "value", "20").await;
-    fill(c, "cities", "1").await;
-    fill(c, "total_stock", "10").await;
-    click(c, Locator::Id("create-template")).await;
+    super::enroll(c, base, "Curated winter", "Owner's 20 off", "20").await;
     until(c, "#status", |t| t == "pending_approval").await;
     until(c, "#review", |t| t.contains("Waiting for the platform")).await;
     sign_out(c).await;
@@ -80,24 +63,13 @@ pub async fn people_at_work(c: &Client, base: &str, lines: &[String]) {
     until(c, "#approvals", |t| t.contains("Owner's 20 off")).await;
     shot(c, "approvals").await;
     click(c, Locator::LinkText("Owner's 20 off")).await;
-    click_when_shown(c, "approve").await;
+    super::click_when_shown(c, "approve").await;
     until(c, "#status", |t| t == "scheduled").await;
     until(c, "#review", |t| t.starts_with("Approved")).await;
     sign_out(c).await;
 
     support_and_finance(c, base, lines).await;
     staff_see_no_keys(c, base, lines).await;
-}
-
-async fn click_when_shown(c: &Client, id: &str) {
-    c.wait()
-        .at_most(WAIT)
-        .for_element(Locator::Id(id))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
 }
 
 /// Support revokes a user's coupon with a reason; finance, on the same kind of page, is
