@@ -367,6 +367,36 @@ async fn enroll(c: &Client, base: &str, activity: &str, title: &str, value: &str
     click(c, Locator::Id("create-template")).await;
 }
 
+/// On `user`'s support page, revokes their first coupon with `reason`. The form asks first:
+/// with `decline_first`, declining is tried before accepting, and what it asked is checked.
+async fn revoke_first_coupon(
+    c: &Client,
+    base: &str,
+    user: &str,
+    reason: &str,
+    decline_first: bool,
+) {
+    c.goto(&format!("{base}/console/users?user={user}"))
+        .await
+        .unwrap();
+    let row = c
+        .wait()
+        .at_most(WAIT)
+        .for_element(Locator::Css("tr[id^='coupon-']"))
+        .await
+        .unwrap();
+    let reason_field = row.find(Locator::Css("[name='reason']")).await.unwrap();
+    reason_field.send_keys(reason).await.unwrap();
+    let button = row.find(Locator::Css("button")).await.unwrap();
+    if decline_first {
+        let asked = operations::declined_element(c, &button).await;
+        assert!(asked.starts_with("Revoke coupon"), "{asked:?}");
+    }
+    operations::confirm_all(c).await;
+    button.click().await.unwrap();
+    until(c, "tr[id^='coupon-'] .badge", |t| t == "revoked").await;
+}
+
 /// Enrolls in the demo's enrolling activity (an out-of-bounds value refused at its field),
 /// makes a standalone template, binds a listing, uploads an issuance file and watches the job
 /// finish, then sees the chart. Returns the standalone template's id.
@@ -498,31 +528,8 @@ async fn merchant_enrolls_and_issues(c: &Client, base: &str, key: &str) -> i64 {
     until(c, "#notice", |t| t.contains("topped up")).await;
     until(c, "main", |t| t.contains("40 / 120")).await;
 
-    // Support: a user's coupon of this template, revoked.
-    c.goto(&format!("{base}/console/users?user=u-3"))
-        .await
-        .unwrap();
-    let row = c
-        .wait()
-        .at_most(WAIT)
-        .for_element(Locator::Css("tr[id^='coupon-']"))
-        .await
-        .unwrap();
-    row.find(Locator::Css("[name='reason']"))
-        .await
-        .unwrap()
-        .send_keys("support ticket 7")
-        .await
-        .unwrap();
-    // Revoking asks first (accepted here; declining is the other flows' business).
-    operations::confirm_all(c).await;
-    row.find(Locator::Css("button"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
-    until(c, "tr[id^='coupon-'] .badge", |t| t == "revoked").await;
+    // Support: a user's coupon of this template, revoked (the form asks first: accepted).
+    revoke_first_coupon(c, base, "u-3", "support ticket 7", false).await;
     sign_out(c).await;
     id
 }

@@ -19,13 +19,22 @@ pub(super) async fn confirm_all(c: &Client) {
 /// Clicks `at`, declining the confirmation it asks for, and returns what it asked (empty when
 /// nothing asked: had the form been sent, the page that follows knows of no question).
 pub(super) async fn declined(c: &Client, at: Locator<'_>) -> String {
+    let element = c.find(at).await.unwrap_or_else(|e| panic!("{at:?}: {e}"));
+    declined_element(c, &element).await
+}
+
+/// As [`declined`], for an element already found.
+pub(super) async fn declined_element(
+    c: &Client,
+    element: &fantoccini::elements::Element,
+) -> String {
     c.execute(
         "window.asked = ''; window.confirm = (m) => { window.asked = m; return false; };",
         vec![],
     )
     .await
     .unwrap();
-    click(c, at).await;
+    element.click().await.unwrap();
     let asked = c.execute("return window.asked;", vec![]).await.unwrap();
     asked.as_str().unwrap_or_default().to_owned()
 }

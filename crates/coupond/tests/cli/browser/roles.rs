@@ -6,7 +6,7 @@
 
 use fantoccini::{Client, Locator};
 
-use super::{click, fill, local, set_value, shot, sign_out, text, until, WAIT};
+use super::{click, fill, local, set_value, shot, sign_out, text, until};
 
 /// The demo's password for `email` (`#   EMAIL PASSWORD   (operator N)` in its output).
 pub fn password(lines: &[String], email: &str) -> String {
@@ -76,50 +76,7 @@ pub async fn people_at_work(c: &Client, base: &str, lines: &[String]) {
 /// offered no revoke, and downloads the reconciliation as CSV.
 async fn support_and_finance(c: &Client, base: &str, lines: &[String]) {
     sign_in_as(c, base, lines, "support").await;
-    c.goto(&format!("{base}/console/users?user=u-5"))
-        .await
-        .unwrap();
-    let row = c
-        .wait()
-        .at_most(WAIT)
-        .for_element(Locator::Css("tr[id^='coupon-']"))
-        .await
-        .unwrap();
-    row.find(Locator::Css("[name='reason']"))
-        .await
-        .unwrap()
-        .send_keys("ticket 12: asked by the user")
-        .await
-        .unwrap();
-    // The form asks before it revokes; declined, nothing changes.
-    c.execute(
-        "window.asked = ''; window.confirm = (m) => { window.asked = m; return false; };",
-        vec![],
-    )
-    .await
-    .unwrap();
-    row.find(Locator::Css("button"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
-    let asked = c.execute("return window.asked;", vec![]).await.unwrap();
-    assert!(
-        asked
-            .as_str()
-            .unwrap_or_default()
-            .starts_with("Revoke coupon"),
-        "{asked:?}"
-    );
-    super::operations::confirm_all(c).await;
-    row.find(Locator::Css("button"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
-    until(c, "tr[id^='coupon-'] .badge", |t| t == "revoked").await;
+    super::revoke_first_coupon(c, base, "u-5", "ticket 12: asked by the user", true).await;
     sign_out(c).await;
 
     sign_in_as(c, base, lines, "finance").await;
