@@ -193,11 +193,27 @@ impl TryFrom<CodeBatchDraft> for CodeBatchSpec {
             ));
         }
         let prefix = d.prefix.to_ascii_uppercase();
-        if prefix.len() > 8 || !prefix.bytes().all(|b| index(b).is_some()) {
+        if let Some(c) = prefix
+            .chars()
+            .find(|c| !c.is_ascii() || index(*c as u8).is_none())
+        {
             return Err(DomainError::invalid(
                 "prefix",
                 "invalid_value",
-                "prefix is 0 to 8 characters of 23456789ABCDEFGHJKMNPQRSTUVWXYZ",
+                format!(
+                    "{c:?} cannot be in a code (codes use 23456789ABCDEFGHJKMNPQRSTUVWXYZ: \
+                     no 0, 1, I, L or O, which read alike)"
+                ),
+            ));
+        }
+        if prefix.len() > 8 {
+            return Err(DomainError::invalid(
+                "prefix",
+                "invalid_value",
+                format!(
+                    "a prefix is at most 8 characters; this one has {}",
+                    prefix.len()
+                ),
             ));
         }
         if !(6..=20).contains(&d.length) {

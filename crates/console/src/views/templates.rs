@@ -291,6 +291,8 @@ struct TemplatePage {
     range: String,
     ranges: Vec<(u32, String)>,
     jobs: Vec<Job>,
+    /// The code form's values and what the page says about them.
+    codes: CodesForm,
     /// The first holders of its coupons: (coupon id, user, status).
     holders: Vec<(i64, String, String)>,
     notice: Option<String>,
@@ -313,6 +315,7 @@ fn review(r: &ReviewView) -> Option<String> {
 
 #[derive(Debug, Default, Deserialize)]
 pub struct Notice {
+    /// Set by the pages that answer a form, in words.
     #[serde(default)]
     notice: String,
     /// The chart's range in hours (one of [`RANGES`]).
@@ -339,6 +342,37 @@ pub async fn page(
     Path(id): Path<i64>,
     Query(n): Query<Notice>,
 ) -> Response {
+    render_page(
+        &console,
+        &session,
+        id,
+        n,
+        CodesForm::default(),
+        StatusCode::OK,
+    )
+    .await
+}
+
+/// The code form as sent back to its page: what was typed, and what the page says about it
+/// (the API's refusal naming its field, or a batch larger than the stock left).
+#[derive(Debug, Default, Clone)]
+pub struct CodesForm {
+    pub count: String,
+    pub prefix: String,
+    pub error: Option<String>,
+    /// `(asked, left)`: more codes asked for than coupons left to claim.
+    pub over_stock: Option<(u32, i64)>,
+}
+
+/// A template's page, with `codes` in its code form.
+pub(super) async fn render_page(
+    console: &Console,
+    session: &Session,
+    id: i64,
+    n: Notice,
+    codes: CodesForm,
+    status: StatusCode,
+) -> Response {
     let api = console.api();
     let hours = n.hours.filter(|h| RANGES.contains(h)).unwrap_or(48);
     let t = match api
@@ -347,9 +381,9 @@ pub async fn page(
         .into::<TemplateView>()
     {
         Ok(t) => t,
-        Err(p) => return problem_page(&session, &p),
+        Err(p) => return problem_page(session, &p),
     };
-    let side = Side::read(&console, &session, id, hours).await;
+    let side = Side::read(console, session, id, hours).await;
     let row = TemplateRow::of(&t);
     let may = |action: TemplateAction| t.actions.iter().flatten().any(|a| *a == action);
     let local = |at: Timestamp| at.to_string().chars().take(16).collect::<String>();
@@ -395,7 +429,7 @@ pub async fn page(
                 )
             })
             .collect(),
-        shell: Shell::new(&session, row.title.clone()),
+        shell: Shell::new(session, row.title.clone()),
         can_publish: may(TemplateAction::Publish),
         can_abort: may(TemplateAction::Abort),
         can_top_up: may(TemplateAction::RaiseStock),
@@ -418,9 +452,10 @@ pub async fn page(
         ranges: RANGES.iter().map(|h| (*h, range(*h).0)).collect(),
         jobs: side.jobs.iter().rev().take(5).map(Job::of).collect(),
         notice: Some(n.notice).filter(|s| !s.is_empty() && s.len() < 200),
+        codes,
         t: row,
     };
-    render(StatusCode::OK, &page)
+    render(status, &page)
 }
 
 /// The holders of a template's coupons as CSV: every one, the API's pages streamed through as

@@ -4,7 +4,7 @@
 //! Each is one API call; the API's refusal is shown as a page in words.
 
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, Method};
+use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
 use coupond_api::views::TemplateView;
@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 
 use super::super::activities::utc;
 use super::super::{download, guard, problem_page};
+use super::{render_page, CodesForm, Notice};
 use crate::session::Session;
 use crate::Console;
 
@@ -238,10 +239,15 @@ pub struct CodeBatch {
     count: String,
     #[serde(default)]
     prefix: String,
+    /// `1`: made even though more codes than coupons left were asked for.
+    #[serde(default)]
+    anyway: String,
 }
 
 /// Generates a batch of single-use codes (small batches at once, large ones in the
-/// background; the page lists them with their state).
+/// background; the page lists them with their state). More codes than coupons left to claim
+/// are made only when the person says so, having been told the numbers; a refusal is shown at
+/// the form, with what was typed.
 pub async fn code_batch(
     State(console): State<Console>,
     session: Session,
@@ -252,20 +258,43 @@ pub async fn code_batch(
     if let Some(refused) = guard(&headers, &session, &f.csrf) {
         return refused;
     }
-    let Ok(count) = f.count.trim().parse::<u32>() else {
-        return Redirect::to(&format!(
-            "/console/templates/{id}?notice=no+codes+made:+enter+how+many"
-        ))
-        .into_response();
+    let mut form = CodesForm {
+        count: f.count.trim().to_owned(),
+        prefix: f.prefix.trim().to_uppercase(),
+        ..CodesForm::default()
     };
-    let path = format!("/v1/templates/{id}/codes");
-    let body = json!({"count": count, "prefix": f.prefix.trim().to_uppercase()});
-    let reply = console
-        .api()
-        .send_json(&session.caller, Method::POST, &path, &body)
+    let again = |form: CodesForm, status| {
+        render_page(&console, &session, id, Notice::default(), form, status)
+    };
+    let Ok(count) = form.count.parse::<u32>() else {
+        form.error = Some("how many: a whole number of codes".into());
+        return again(form, StatusCode::UNPROCESSABLE_ENTITY).await;
+    };
+    let api = console.api();
+    let path = format!("/v1/templates/{id}");
+    let left = match api.get(&session.caller, &path).await.into::<TemplateView>() {
+        Ok(t) => t.remaining,
+        Err(p) => return problem_page(&session, &p),
+    };
+    if i64::from(count) > left && f.anyway != "1" {
+        form.over_stock = Some((count, left));
+        return again(form, StatusCode::OK).await;
+    }
+    let body = json!({"count": count, "prefix": form.prefix});
+    let reply = api
+        .send_json(
+            &session.caller,
+            Method::POST,
+            &format!("{path}/codes"),
+            &body,
+        )
         .await;
     if !reply.ok() {
-        return problem_page(&session, &reply.problem());
+        let p = reply.problem();
+        let field = p.field.as_deref().unwrap_or("codes").replace('_', " ");
+        form.error = Some(format!("{field}: {}", p.detail));
+        let status = StatusCode::from_u16(p.status).unwrap_or(StatusCode::BAD_REQUEST);
+        return again(form, status).await;
     }
     Redirect::to(&format!("/console/templates/{id}?notice=codes+generated")).into_response()
 }
