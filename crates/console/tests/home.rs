@@ -73,3 +73,16 @@ async fn the_home_page_counts_every_template() {
         "the sold-out template is not listed: {attention}"
     );
 }
+
+/// The reconciliation opens on this month so far, its figures and CSV link shown at once.
+#[tokio::test]
+async fn the_reconciliation_opens_on_this_month() {
+    let app = support::app_with_settings(coupond_api::ApiSettings::default()).await;
+    let (key, _) = support::key(&app, coupond_store::Role::Platform, None).await;
+    let cookie = support::sign_in_cookie(&app, &key).await;
+    let a = support::answer(&app, support::page_get("/console/reconciliation", &cookie)).await;
+    assert_eq!(a.status, axum::http::StatusCode::OK, "{}", a.body);
+    assert!(a.body.contains("value=\"2026-11-01T00:00\""), "{}", a.body);
+    assert!(a.body.contains("value=\"2026-11-24T12:00\""), "{}", a.body);
+    assert!(a.body.contains("Download CSV"), "{}", a.body);
+}

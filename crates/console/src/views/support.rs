@@ -202,11 +202,17 @@ struct ReconciliationPage {
     error: Option<String>,
 }
 
+/// The reconciliation of a period: opened without one, this month so far (UTC).
 pub async fn reconciliation(
     State(console): State<Console>,
     session: Session,
-    Query(q): Query<Period>,
+    Query(mut q): Query<Period>,
 ) -> Response {
+    if q.from.is_empty() && q.to.is_empty() {
+        let now = console.app().now().to_string();
+        q.from = format!("{}-01T00:00", &now[..7]);
+        q.to = now.chars().take(16).collect();
+    }
     let mut page = ReconciliationPage {
         shell: Shell::new(&session, "Reconciliation"),
         from: q.from.clone(),
