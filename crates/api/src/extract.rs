@@ -134,8 +134,27 @@ fn data_error(path: &str, message: String) -> ApiError {
     ApiError::Invalid {
         code,
         field: Some(field),
-        message: without_position(message),
+        message: in_words(&without_position(message)),
     }
+}
+
+/// A parser's message in a person's words: Rust's type names and the parsers' own prefixes
+/// say nothing to a client developer ("expected i64" is "expected a whole number").
+pub fn in_words(message: &str) -> String {
+    let mut m = message
+        .trim_start_matches("Failed to deserialize query string: ")
+        .trim_start_matches("Invalid URL: ")
+        .to_owned();
+    for int in ["i64", "u64", "i32", "u32", "u16", "u8"] {
+        m = m
+            .replace(&format!("expected {int}"), "expected a whole number")
+            .replace(&format!("to a `{int}`"), "to a whole number");
+    }
+    if let Some(value) = between(&m, "Cannot parse `", "` to a whole number") {
+        m = format!("`{value}` is not a whole number");
+    }
+    m.replace("invalid digit found in string", "not a whole number")
+        .replace("invalid type: ", "")
 }
 
 /// `message` without serde_json's trailing ` at line L column C`.
@@ -193,7 +212,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
                 ApiError::BadRequest {
                     code: "invalid_query",
                     field,
-                    message: text,
+                    message: in_words(&text),
                 }
             })
     }
@@ -220,7 +239,7 @@ impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for ApiPath
             .await
             .map(|Path(v)| ApiPath(v))
             .map_err(|e: PathRejection| {
-                ApiError::bad_request("invalid_path", Some("id"), e.body_text())
+                ApiError::bad_request("invalid_path", Some("id"), in_words(&e.body_text()))
             })
     }
 }
@@ -245,5 +264,26 @@ impl FromRequestParts<crate::state::AppState> for ClientIp {
         Ok(ClientIp(peer.map(|ip| {
             state.settings().trusted_proxies.client(ip, &parts.headers)
         })))
+    }
+}
+
+#[cfg(test)]
+mod words {
+    use super::in_words;
+
+    #[test]
+    fn parser_messages_read_in_words() {
+        assert_eq!(
+            in_words("Invalid URL: Cannot parse `abc` to a `i64`"),
+            "`abc` is not a whole number"
+        );
+        assert_eq!(
+            in_words("Failed to deserialize query string: limit: invalid digit found in string"),
+            "limit: not a whole number"
+        );
+        assert_eq!(
+            in_words("invalid type: string \"x\", expected i64"),
+            "string \"x\", expected a whole number"
+        );
     }
 }
