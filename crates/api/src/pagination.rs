@@ -57,7 +57,7 @@ pub fn page(cursor: Option<&str>, limit: Option<u32>, s: &ApiSettings) -> ApiRes
         return Err(ApiError::bad_request(
             "invalid_query",
             Some("limit"),
-            format!("limit must be within 1..={}", s.max_page),
+            format!("limit must be from 1 to {}", s.max_page),
         ));
     }
     let after = match cursor {

@@ -215,15 +215,15 @@ impl Config {
             self.database
                 .pool_size
                 .is_none_or(|n| (1..=1000).contains(&n)),
-            "invalid configuration: database.pool_size (database_pool_size) must be within 1..=1000"
+            "invalid configuration: database.pool_size (database_pool_size) must be from 1 to 1000"
         );
         anyhow::ensure!(
             (1..=5).contains(&self.nats.replicas),
-            "invalid configuration: nats.replicas (nats_replicas) must be within 1..=5"
+            "invalid configuration: nats.replicas (nats_replicas) must be from 1 to 5"
         );
         anyhow::ensure!(
             (Duration::from_millis(100)..=Duration::from_secs(4)).contains(&self.nats.ack_timeout),
-            "invalid configuration: nats.ack_timeout (nats_ack_timeout) must be within 100ms..=4s \
+            "invalid configuration: nats.ack_timeout (nats_ack_timeout) must be from 100ms to 4s \
              (a pass waiting longer could outlast the publisher's 10 s lease)"
         );
         anyhow::ensure!(

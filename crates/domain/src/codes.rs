@@ -189,7 +189,7 @@ impl TryFrom<CodeBatchDraft> for CodeBatchSpec {
             return Err(DomainError::invalid(
                 "count",
                 "invalid_value",
-                format!("count must be within 1..={}", Self::MAX_COUNT),
+                format!("count must be from 1 to {}", Self::MAX_COUNT),
             ));
         }
         let prefix = d.prefix.to_ascii_uppercase();
@@ -220,7 +220,7 @@ impl TryFrom<CodeBatchDraft> for CodeBatchSpec {
             return Err(DomainError::invalid(
                 "length",
                 "invalid_value",
-                "length must be within 6..=20",
+                "length must be from 6 to 20",
             ));
         }
         // At least a million unused codes for every one issued, so guessing one is hopeless

@@ -61,6 +61,24 @@ impl CouponKind {
     /// being unbounded (as for `deposit_waiver`); for `buy_x_get_y` it is the most units one
     /// order gets free, `get × max_applications`, unbounded without `max_applications`: what
     /// the promotion gives away at most, whatever the prices.
+    /// An activity's value bounds as a person reads them: money in major units
+    /// (`50.00 to 500.00 off`), percentages in % (`5 % to 20 % off`), counts as they are.
+    pub fn bounds_in_words(self, min: i64, max: i64) -> String {
+        let money = |m: i64| format!("{}.{:02}", m / 100, (m % 100).abs());
+        match self {
+            CouponKind::AmountOff => format!("{} to {} off", money(min), money(max)),
+            CouponKind::PercentOff => {
+                format!("{} % to {} % off", min as f64 / 100.0, max as f64 / 100.0)
+            }
+            CouponKind::FreeDays => format!("{min} to {max} free days"),
+            CouponKind::DepositWaiver | CouponKind::FreeShipping => {
+                format!("a cap of {} to {}", money(min), money(max))
+            }
+            CouponKind::SpecialPrice => format!("a price of {} to {}", money(min), money(max)),
+            CouponKind::BuyXGetY => format!("{min} to {max} free units per order"),
+        }
+    }
+
     pub fn bound_unit(self) -> &'static str {
         match self {
             CouponKind::AmountOff => "minor units off",
@@ -209,13 +227,13 @@ impl CouponValue {
                 bad("value.amount", "amount must be at least 1")
             }
             CouponValue::PercentOff { bps, .. } if bps.get() == 0 => {
-                bad("value.bps", "bps must be within 1..=10000")
+                bad("value.bps", "bps must be from 1 to 10000")
             }
             CouponValue::PercentOff { cap: Some(c), .. } if c.minor() == 0 => {
                 bad("value.cap", "cap must be at least 1 when set")
             }
             CouponValue::FreeDays { days } if !(1..=366).contains(days) => {
-                bad("value.days", "days must be within 1..=366")
+                bad("value.days", "days must be from 1 to 366")
             }
             CouponValue::DepositWaiver { cap: Some(c) }
             | CouponValue::FreeShipping { cap: Some(c) }
@@ -244,19 +262,19 @@ fn validate_bxgy(
     if !(1..=MAX_BXGY_UNITS).contains(&buy) {
         return bad(
             "value.buy",
-            format!("buy must be within 1..={MAX_BXGY_UNITS}"),
+            format!("buy must be from 1 to {MAX_BXGY_UNITS}"),
         );
     }
     if !(1..=MAX_BXGY_UNITS).contains(&get) {
         return bad(
             "value.get",
-            format!("get must be within 1..={MAX_BXGY_UNITS}"),
+            format!("get must be from 1 to {MAX_BXGY_UNITS}"),
         );
     }
     if max_applications.is_some_and(|n| !(1..=MAX_BXGY_APPLICATIONS).contains(&n)) {
         return bad(
             "value.max_applications",
-            format!("max_applications must be within 1..={MAX_BXGY_APPLICATIONS} when set"),
+            format!("max_applications must be from 1 to {MAX_BXGY_APPLICATIONS} when set"),
         );
     }
     match gift {
@@ -408,7 +426,7 @@ impl Validity {
             Validity::Relative { days } if !(1..=3650).contains(days) => Err(DomainError::invalid(
                 "validity.days",
                 "invalid_value",
-                "days must be within 1..=3650",
+                "days must be from 1 to 3650",
             )),
             _ => Ok(()),
         }

@@ -153,7 +153,7 @@ impl BasisPoints {
         if (0..=10_000).contains(&bps) {
             Ok(BasisPoints(bps as u16))
         } else {
-            Err(format!("basis points must be within 0..=10000, got {bps}"))
+            Err(format!("basis points must be from 0 to 10000, got {bps}"))
         }
     }
 

@@ -137,14 +137,14 @@ impl TemplateSpec {
             return Err(DomainError::invalid(
                 "total_stock",
                 "invalid_value",
-                format!("total_stock must be within 1..={MAX_STOCK}"),
+                format!("total_stock must be from 1 to {MAX_STOCK}"),
             ));
         }
         if !(1..=MAX_PER_USER).contains(&draft.per_user_limit) {
             return Err(DomainError::invalid(
                 "per_user_limit",
                 "invalid_value",
-                format!("per_user_limit must be within 1..={MAX_PER_USER}"),
+                format!("per_user_limit must be from 1 to {MAX_PER_USER}"),
             ));
         }
         if draft.budget.is_some_and(|b| b.minor() == 0) {
@@ -333,7 +333,8 @@ fn fits(draft: &TemplateDraft, spec: &crate::activity::ActivitySpec) -> Result<(
             "value",
             "value_out_of_bounds",
             format!(
-                "value must be within {}..={} {}",
+                "this activity takes values from {} ({} to {} {})",
+                spec.kind.bounds_in_words(spec.value_min, spec.value_max),
                 spec.value_min,
                 spec.value_max,
                 spec.kind.bound_unit()

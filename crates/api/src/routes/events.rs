@@ -96,7 +96,7 @@ pub async fn list(
     let limit = q.limit.unwrap_or(s.settings().default_page);
     if limit == 0 || limit > s.settings().max_page {
         let max = s.settings().max_page;
-        return Err(bad("limit", format!("limit must be within 1..={max}")));
+        return Err(bad("limit", format!("limit must be from 1 to {max}")));
     }
     let after = match q.after.as_deref() {
         None => OutboxPosition::default(),

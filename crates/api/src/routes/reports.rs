@@ -112,7 +112,7 @@ fn hours(q: &StatsQuery) -> ApiResult<u32> {
         return Err(ApiError::bad_request(
             "invalid_query",
             Some("hours"),
-            format!("hours must be within 1..={MAX_HOURS}"),
+            format!("hours must be from 1 to {MAX_HOURS}"),
         ));
     }
     Ok(h)

@@ -292,7 +292,7 @@ pub async fn deliveries(
         return Err(ApiError::bad_request(
             "invalid_query",
             Some("limit"),
-            format!("limit must be within 1..={}", s.settings().max_page),
+            format!("limit must be from 1 to {}", s.settings().max_page),
         ));
     }
     let before = match q.cursor.as_deref() {

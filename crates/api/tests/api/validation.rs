@@ -79,6 +79,16 @@ async fn templates_outside_their_activity_are_refused() {
         Some("value"),
     )
     .await;
+    // The bounds in a person's words, with the units the request uses.
+    let r = app
+        .post("/v1/templates", &m1, activity_template(id, 99))
+        .await;
+    assert_eq!(
+        r.body["detail"],
+        "this activity takes values from 1.00 to 50.00 off (100 to 5000 minor units off)",
+        "{}",
+        r.body
+    );
     let mut outside_window = activity_template(id, 2000);
     outside_window["claim_window"] = json!({"start": at(47), "end": at(60)});
     refused(

@@ -218,7 +218,7 @@ fn check_line(line: &LineDraft) -> Result<Money, DomainError> {
         return Err(DomainError::invalid(
             "quantity",
             "invalid_value",
-            format!("quantity must be within 1..={MAX_QUANTITY}"),
+            format!("quantity must be from 1 to {MAX_QUANTITY}"),
         ));
     }
     line.unit_price.checked_mul(line.quantity).ok_or_else(|| {
@@ -235,7 +235,7 @@ fn check_lease(l: LeaseDraft) -> Result<Lease, DomainError> {
         return Err(DomainError::invalid(
             "months",
             "invalid_value",
-            format!("months must be within 1..={MAX_LEASE_MONTHS}"),
+            format!("months must be from 1 to {MAX_LEASE_MONTHS}"),
         ));
     }
     if l.monthly_rent.checked_mul(l.months).is_none() {
