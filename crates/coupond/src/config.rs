@@ -217,6 +217,20 @@ impl Config {
                 .is_none_or(|n| (1..=1000).contains(&n)),
             "invalid configuration: database.pool_size (database_pool_size) must be from 1 to 1000"
         );
+        // Checked here too (as `serve` checks them), so `coupond config` refuses what `serve`
+        // would.
+        use secrecy::ExposeSecret;
+        let short = |s: &Option<secrecy::SecretString>, min: usize| {
+            s.as_ref().is_some_and(|s| s.expose_secret().len() < min)
+        };
+        anyhow::ensure!(
+            !short(&self.auth.jwt_secret, 16),
+            "invalid configuration: auth.jwt_secret (jwt_secret) must be at least 16 characters"
+        );
+        anyhow::ensure!(
+            !short(&self.console.secret, 32),
+            "invalid configuration: console.secret (console_secret) must be at least 32 characters"
+        );
         anyhow::ensure!(
             (1..=5).contains(&self.nats.replicas),
             "invalid configuration: nats.replicas (nats_replicas) must be from 1 to 5"

@@ -114,7 +114,7 @@ fn bad_values_are_errors_naming_the_setting() {
 #[test]
 fn secrets_never_print() {
     Jail::expect_with(|jail| {
-        jail.set_env("COUPOND_JWT_SECRET", "hunter2");
+        jail.set_env("COUPOND_JWT_SECRET", "hunter2-hunter2-hunter2");
         jail.set_env("COUPOND_DATABASE_URL", "postgres://app:pw123@db/coupond");
         jail.set_env("COUPOND_REDIS_URL", "redis://app:rpw456@cache:6379/");
         jail.set_env("COUPOND_NATS_URL", "nats://app:npw789@bus:4222");
@@ -223,6 +223,31 @@ fn errors_name_the_variable_or_flag_and_no_source_paths() {
             "{err}"
         );
         assert!(!err.contains(".rs"), "{err}");
+        Ok(())
+    });
+}
+
+/// `coupond config` refuses a secret `serve` would refuse, naming the setting both ways.
+#[test]
+fn short_secrets_are_refused_by_every_command() {
+    Jail::expect_with(|jail| {
+        jail.set_env("COUPOND_JWT_SECRET", "short");
+        let e = Config::load(None, &Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("auth.jwt_secret (jwt_secret) must be at least 16"),
+            "{e}"
+        );
+        jail.set_env("COUPOND_JWT_SECRET", "long enough for a token key");
+        jail.set_env("COUPOND_CONSOLE_SECRET", "not 32 characters");
+        let e = Config::load(None, &Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("console.secret (console_secret) must be at least 32"),
+            "{e}"
+        );
         Ok(())
     });
 }
