@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Replays the README's API tour (every ```bash tour block, in order) against a fresh
-# `coupond serve --demo`, exactly as a reader would paste it. Fails on the first command that
-# fails. Usage: .ci/tour.sh path/to/coupond
+# `coupond serve --demo`, exactly as a reader would paste it, then again after restarting the
+# demo on the same database (a reader runs it twice). Fails on the first command that fails.
+# Usage: .ci/tour.sh path/to/coupond
 set -euo pipefail
 bin=$(realpath "$1")
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -14,31 +15,40 @@ cleanup() {
 trap cleanup EXIT
 
 cd "$work"
-"$bin" serve --demo --listen 127.0.0.1:0 >"$work/demo.out" 2>"$work/demo.err" &
-server_pid=$!
-for _ in $(seq 1 200); do
-  grep -q '^export USER_TOKEN=' "$work/demo.out" 2>/dev/null && break
-  kill -0 "$server_pid" 2>/dev/null || { cat "$work/demo.err"; echo "tour: server exited" >&2; exit 1; }
-  sleep 0.1
-done
-grep -q '^export USER_TOKEN=' "$work/demo.out" || { echo "tour: no demo credentials" >&2; exit 1; }
-
-# The tour blocks, concatenated in order.
 awk '/^```bash tour$/{on=1; next} /^```$/{on=0} on' "$root/README.md" >"$work/tour.sh"
 [ -s "$work/tour.sh" ] || { echo "tour: no tour blocks found in README.md" >&2; exit 1; }
 blocks=$(grep -c '^```bash tour$' "$root/README.md")
-{ grep '^export ' "$work/demo.out"; echo 'set -euo pipefail'; cat "$work/tour.sh"; } >"$work/run.sh"
-bash "$work/run.sh" >"$work/tour.out" 2>&1 || { cat "$work/tour.out"; echo "tour: a command failed" >&2; exit 1; }
-# The tour's non-failing checks print status codes: they must be the documented ones.
-grep -qx '404' "$work/tour.out" && grep -qx '403' "$work/tour.out" && grep -qx '401' "$work/tour.out" \
-  || { cat "$work/tour.out"; echo "tour: unexpected status codes" >&2; exit 1; }
-grep -q '"code":"limit_reached"' "$work/tour.out" \
-  || { cat "$work/tour.out"; echo "tour: the second claim was not refused" >&2; exit 1; }
-grep -q '"code":"order_ended"' "$work/tour.out" \
-  || { cat "$work/tour.out"; echo "tour: the confirm after a cancel was not refused" >&2; exit 1; }
-grep -q '"code":"invalid_code"' "$work/tour.out" \
-  || { cat "$work/tour.out"; echo "tour: the mistyped code was not refused" >&2; exit 1; }
-grep -q '"code":"value_out_of_bounds"' "$work/tour.out" \
-  || { cat "$work/tour.out"; echo "tour: the refused template was not refused" >&2; exit 1; }
-[ -n "${TOUR_VERBOSE:-}" ] && cat "$work/tour.out"
-echo "tour: README API tour replayed, $blocks blocks, all commands succeeded"
+
+round() {
+  : >"$work/demo.out"
+  "$bin" serve --demo --listen 127.0.0.1:0 >"$work/demo.out" 2>"$work/demo.err" &
+  server_pid=$!
+  for _ in $(seq 1 200); do
+    grep -q '^export USER_TOKEN=' "$work/demo.out" 2>/dev/null && break
+    kill -0 "$server_pid" 2>/dev/null || { cat "$work/demo.err"; echo "tour (round $1): server exited" >&2; exit 1; }
+    sleep 0.1
+  done
+  grep -q '^export USER_TOKEN=' "$work/demo.out" || { echo "tour (round $1): no demo credentials" >&2; exit 1; }
+
+  # The tour blocks, concatenated in order.
+  { grep '^export ' "$work/demo.out"; echo 'set -euo pipefail'; cat "$work/tour.sh"; } >"$work/run.sh"
+  bash "$work/run.sh" >"$work/tour$1.out" 2>&1 || { cat "$work/tour$1.out"; echo "tour (round $1): a command failed" >&2; exit 1; }
+  # The tour's non-failing checks print status codes: they must be the documented ones.
+  grep -qx '404' "$work/tour$1.out" && grep -qx '403' "$work/tour$1.out" && grep -qx '401' "$work/tour$1.out" \
+    || { cat "$work/tour$1.out"; echo "tour (round $1): unexpected status codes" >&2; exit 1; }
+  grep -q '"code":"limit_reached"' "$work/tour$1.out" \
+    || { cat "$work/tour$1.out"; echo "tour (round $1): the second claim was not refused" >&2; exit 1; }
+  grep -q '"code":"order_ended"' "$work/tour$1.out" \
+    || { cat "$work/tour$1.out"; echo "tour (round $1): the confirm after a cancel was not refused" >&2; exit 1; }
+  grep -q '"code":"invalid_code"' "$work/tour$1.out" \
+    || { cat "$work/tour$1.out"; echo "tour (round $1): the mistyped code was not refused" >&2; exit 1; }
+  grep -q '"code":"value_out_of_bounds"' "$work/tour$1.out" \
+    || { cat "$work/tour$1.out"; echo "tour (round $1): the refused template was not refused" >&2; exit 1; }
+  [ -n "${TOUR_VERBOSE:-}" ] && cat "$work/tour$1.out"
+  kill -TERM "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=
+}
+
+# `serve --demo` on the same database the second time: new keys, the data of the first round.
+round 1
+round 2
+echo "tour: README API tour replayed twice on one demo database, $blocks blocks, all commands succeeded"
