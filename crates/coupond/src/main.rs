@@ -39,6 +39,7 @@ async fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     match run(cli).await {
         Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) if e.is::<Logged>() => std::process::ExitCode::FAILURE,
         Err(e) => {
             eprintln!("error: {}", said(&e));
             std::process::ExitCode::FAILURE
@@ -46,9 +47,21 @@ async fn main() -> std::process::ExitCode {
     }
 }
 
+/// An error already logged (in the log's format) where it happened: `main` prints nothing more.
+#[derive(Debug)]
+pub(crate) struct Logged;
+
+impl std::fmt::Display for Logged {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the error is in the log")
+    }
+}
+
+impl std::error::Error for Logged {}
+
 /// `e` with its causes, each said once: a cause whose words its parent already repeats
 /// (a driver's message inside the store's) is left out.
-fn said(e: &anyhow::Error) -> String {
+pub(crate) fn said(e: &anyhow::Error) -> String {
     let mut out = String::new();
     for cause in e.chain() {
         let words = cause.to_string();

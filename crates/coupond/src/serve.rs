@@ -14,7 +14,14 @@ use crate::config::{redact_url, ClaimModeName, Config, LogFormat};
 use crate::{db, demo};
 
 fn init_logging(config: &Config) -> anyhow::Result<()> {
-    let filter = EnvFilter::try_new(&config.log.level)
+    // async-nats tells of each reconnection attempt at INFO; coupond says what matters about
+    // NATS itself (a warning when it goes away), unless the filter names async_nats.
+    let level = if config.log.level.contains("async_nats") {
+        config.log.level.clone()
+    } else {
+        format!("{},async_nats=warn", config.log.level)
+    };
+    let filter = EnvFilter::try_new(&level)
         .with_context(|| format!("log_level {:?} is not a valid filter", config.log.level))?;
     // Logs go to stderr so that stdout carries only what the user asked for (demo keys).
     // Colour codes only for a person at a terminal, not in files, journald or pipes.
@@ -30,8 +37,20 @@ fn init_logging(config: &Config) -> anyhow::Result<()> {
     result.map_err(|e| anyhow::anyhow!("initialising logging: {e}"))
 }
 
+/// `coupond serve`. Once logging is set up, a failure is logged as an error in the configured
+/// format (a JSON line with `--log-format json`), and [`crate::Logged`] tells `main` it was.
 pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
     init_logging(&config)?;
+    match serve(config, args).await {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            tracing::error!(error = %crate::said(&e), "coupond could not go on");
+            Err(crate::Logged.into())
+        }
+    }
+}
+
+async fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
     tracing::info!(config = ?config, "starting coupond");
     // Fault injection for the failpoint tests; not configuration (test builds only).
     if let Ok(spec) = std::env::var("COUPOND_FAILPOINTS") {

@@ -55,6 +55,16 @@ impl NatsPublisher {
         let client = async_nats::ConnectOptions::new()
             .name("coupond")
             .retry_on_initial_connect()
+            // async-nats says these at INFO or below: a NATS that went away is a warning.
+            .event_callback(|event| async move {
+                match event {
+                    async_nats::Event::Connected => tracing::info!("NATS connected"),
+                    async_nats::Event::Disconnected => tracing::warn!(
+                        "NATS disconnected: outbox events wait at their position until it is back"
+                    ),
+                    other => tracing::warn!(event = %other, "NATS"),
+                }
+            })
             .connection_timeout(settings.ack_timeout)
             .connect(settings.url.as_str())
             .await?;

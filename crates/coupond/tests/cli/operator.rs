@@ -168,6 +168,20 @@ fn a_taken_address_fails_before_anything_is_created() {
         &["serve", "--listen", &format!("localhost:{port}")],
     ));
     assert!(why.contains("binding localhost"), "{why}");
+    // With JSON logs, the failure is a JSON line too, like every other line.
+    let args = ["serve", "--log-format", "json", "--listen", &addr];
+    let why = refused(run(dir.path(), &args));
+    let lines: Vec<serde_json::Value> = why
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["level"] == "ERROR" && l["fields"]["error"].to_string().contains("binding")),
+        "{why}"
+    );
 }
 
 /// `coupond backup` copies the SQLite database while `serve` uses it; the copy opens, holds
