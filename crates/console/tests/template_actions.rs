@@ -14,8 +14,9 @@ use support::{
     account, account_cookie, answer, app_with_settings, key, merchant, page_get, sign_in_cookie,
     template_body, v1, App,
 };
-const BUTTONS: [&str; 6] = [
+const BUTTONS: [&str; 7] = [
     "id=\"publish\"",
+    "id=\"delete\"",
     "id=\"top-up\"",
     "id=\"abort\"",
     "id=\"extend\"",
@@ -49,6 +50,7 @@ async fn the_page_offers_what_the_api_accepts() {
         offered(&page(&app, &merchant_cookie, id).await),
         [
             "id=\"publish\"",
+            "id=\"delete\"",
             "id=\"top-up\"",
             "id=\"abort\"",
             "id=\"extend\"",
@@ -76,4 +78,38 @@ async fn the_page_offers_what_the_api_accepts() {
     account(&app, "fin@example.com", OperatorRole::Finance, None).await;
     let finance = account_cookie(&app, "fin@example.com").await;
     assert!(offered(&page(&app, &finance, id).await).is_empty());
+}
+
+/// A draft's Delete, from its page: it asks first, and the draft is gone.
+#[tokio::test]
+async fn a_draft_is_deleted_from_its_page() {
+    let app = app_with_settings(ApiSettings::default()).await;
+    let m = merchant(&app).await;
+    let (mkey, _) = key(&app, Role::Merchant, Some(m)).await;
+    let body = template_body("Never mind", 10, "2026-12-31T00:00:00Z");
+    let (_, t) = v1(&app, &mkey, Method::POST, "/v1/templates", body).await;
+    let id = t["id"].as_i64().unwrap();
+    let cookie = sign_in_cookie(&app, &mkey).await;
+    let draft = page(&app, &cookie, id).await;
+    assert!(
+        draft.contains("data-confirm=\"Delete this draft?"),
+        "{draft}"
+    );
+    let csrf = support::csrf_of(&draft);
+    let path = format!("/console/templates/{id}/delete");
+    let a = answer(
+        &app,
+        support::form_post(&path, Some(&cookie), format!("csrf={csrf}")),
+    )
+    .await;
+    assert_eq!(a.status, StatusCode::SEE_OTHER, "{}", a.body);
+    let (status, _) = v1(
+        &app,
+        &mkey,
+        Method::GET,
+        &format!("/v1/templates/{id}"),
+        serde_json::json!({}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
 }

@@ -196,12 +196,7 @@ async fn page_with(
         Ok(l) => l,
         Err(p) => return problem_page(session, &p),
     };
-    let templates = match gather(console, session, "/v1/templates?status=active").await {
-        Ok(t) => t,
-        Err(p) => return problem_page(session, &p),
-    };
-    let templates_cut = templates.cut;
-    let templates = match templates.typed::<TemplateView>() {
+    let (templates, templates_cut) = match bindable(console, session).await {
         Ok(t) => t,
         Err(p) => return problem_page(session, &p),
     };
@@ -212,7 +207,8 @@ async fn page_with(
         templates: templates.iter().map(TemplateRow::of).collect(),
         templates_cut: templates_cut.then(|| {
             format!(
-                "Only the first {} claimable templates can be bound here.",
+                "Only the first {} claimable and {} scheduled templates can be bound here.",
+                max_rows_words(),
                 max_rows_words()
             )
         }),
@@ -414,4 +410,22 @@ async fn change_binding(
         ..Shown::of(&p)
     };
     page(console, session, ListingForm::default(), shown).await
+}
+
+/// The templates a listing may be bound to here: the claimable ones and those scheduled to
+/// become claimable (the API binds either), by id; and whether either list was cut.
+async fn bindable(
+    console: &Console,
+    session: &Session,
+) -> Result<(Vec<TemplateView>, bool), crate::api::Problem> {
+    let mut all = Vec::new();
+    let mut cut = false;
+    for status in ["active", "scheduled"] {
+        let path = format!("/v1/templates?status={status}");
+        let found = gather(console, session, &path).await?;
+        cut |= found.cut;
+        all.extend(found.typed::<TemplateView>()?);
+    }
+    all.sort_by_key(|t| t.id);
+    Ok((all, cut))
 }

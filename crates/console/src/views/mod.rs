@@ -90,6 +90,7 @@ pub fn routes(max_upload: usize) -> Router<Console> {
         .route("/console/templates/{id}/publish", post(templates::publish))
         .route("/console/templates/{id}/abort", post(templates::abort))
         .route("/console/templates/{id}/approve", post(templates::approve))
+        .route("/console/templates/{id}/delete", post(templates::delete))
         .route("/console/templates/{id}/reject", post(templates::reject))
         .route("/console/approvals", get(approvals::page))
         .route("/console/{*rest}", get(not_found))

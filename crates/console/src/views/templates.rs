@@ -23,7 +23,7 @@ mod changes;
 mod chart;
 mod upload;
 
-pub use changes::{abort, approve, code_batch, codes_csv, extend, publish, reject, top_up};
+pub use changes::{abort, approve, code_batch, codes_csv, delete, extend, publish, reject, top_up};
 pub use upload::{progress, upload};
 
 pub(super) use chart::{Chart, Unit};
@@ -278,6 +278,7 @@ struct TemplatePage {
     can_issue: bool,
     can_approve: bool,
     can_reject: bool,
+    can_delete: bool,
     /// The platform's review, in words, where its activity requires one.
     review: Option<String>,
     /// The current ends, as `datetime-local` values: the claim window's, a fixed validity's.
@@ -394,6 +395,7 @@ pub(super) async fn render_page(
         can_issue: may(TemplateAction::Issue),
         can_approve: may(TemplateAction::Approve),
         can_reject: may(TemplateAction::Reject),
+        can_delete: may(TemplateAction::Delete),
         review: t.review.as_ref().and_then(review),
         claim_end: window.map(|w| local(w.end)).unwrap_or_default(),
         valid_until: match t.terms.validity {

@@ -44,6 +44,28 @@ pub async fn abort(
     act(&console, &session, &headers, id, &f.csrf, "abort").await
 }
 
+/// Deletes a standalone draft never published (its merchant, the platform), back to the list.
+pub async fn delete(
+    State(console): State<Console>,
+    session: Session,
+    headers: HeaderMap,
+    Path(id): Path<i64>,
+    Form(f): Form<Action>,
+) -> Response {
+    if let Some(refused) = guard(&headers, &session, &f.csrf) {
+        return refused;
+    }
+    let path = format!("/v1/templates/{id}");
+    let reply = console
+        .api()
+        .call(&session.caller, Method::DELETE, &path, None)
+        .await;
+    if !reply.ok() {
+        return problem_page(&session, &reply.problem());
+    }
+    Redirect::to("/console/templates").into_response()
+}
+
 /// Approves an enrollment waiting for approval (the platform).
 pub async fn approve(
     State(console): State<Console>,
