@@ -3,7 +3,6 @@
 
 use coupond_api::views::{ActivityView, TemplateView};
 use coupond_domain::{CouponKind, CouponValue, Timestamp, Window};
-use serde_json::Value;
 
 /// Minor units as `1,234.50`.
 pub fn money(minor: i64) -> String {
@@ -20,18 +19,17 @@ pub fn money(minor: i64) -> String {
     format!("{sign}{grouped}.{:02}", m % 100)
 }
 
-/// An RFC 3339 instant as `2026-11-24 12:00 UTC`.
-pub fn instant(v: &Value) -> String {
-    match v.as_str() {
-        Some(s) if s.len() >= 16 => format!("{} {} UTC", &s[..10], &s[11..16]),
-        Some(s) => s.to_owned(),
-        None => "—".to_owned(),
+/// An RFC 3339 instant (`2026-11-24T12:00:00Z`) as `2026-11-24 12:00 UTC`.
+pub fn minute(rfc3339: &str) -> String {
+    match (rfc3339.get(..10), rfc3339.get(11..16)) {
+        (Some(day), Some(time)) => format!("{day} {time} UTC"),
+        _ => rfc3339.to_owned(),
     }
 }
 
 /// An instant as `2026-11-24 12:00 UTC`.
 pub fn at(t: Timestamp) -> String {
-    instant(&Value::String(t.to_string()))
+    minute(&t.to_string())
 }
 
 /// A window as `start → end`.

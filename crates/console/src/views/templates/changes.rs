@@ -31,7 +31,7 @@ pub async fn publish(
     Path(id): Path<i64>,
     Form(f): Form<Action>,
 ) -> Response {
-    act(&console, &session, &headers, id, &f.csrf, "publish").await
+    act(&console, &session, &headers, id, &f.csrf, "publish", None).await
 }
 
 pub async fn abort(
@@ -41,7 +41,7 @@ pub async fn abort(
     Path(id): Path<i64>,
     Form(f): Form<Action>,
 ) -> Response {
-    act(&console, &session, &headers, id, &f.csrf, "abort").await
+    act(&console, &session, &headers, id, &f.csrf, "abort", None).await
 }
 
 /// Deletes a standalone draft never published (its merchant, the platform), back to the list.
@@ -52,18 +52,20 @@ pub async fn delete(
     Path(id): Path<i64>,
     Form(f): Form<Action>,
 ) -> Response {
-    if let Some(refused) = guard(&headers, &session, &f.csrf) {
-        return refused;
-    }
     let path = format!("/v1/templates/{id}");
-    let reply = console
-        .api()
-        .call(&session.caller, Method::DELETE, &path, None)
-        .await;
-    if !reply.ok() {
-        return problem_page(&session, &reply.problem());
+    let sent = send(
+        &console,
+        &session,
+        &headers,
+        &f.csrf,
+        Method::DELETE,
+        &path,
+        None,
+    );
+    match sent.await {
+        Ok(()) => Redirect::to("/console/templates").into_response(),
+        Err(page) => page,
     }
-    Redirect::to("/console/templates").into_response()
 }
 
 /// Approves an enrollment waiting for approval (the platform).
@@ -74,7 +76,7 @@ pub async fn approve(
     Path(id): Path<i64>,
     Form(f): Form<Action>,
 ) -> Response {
-    act(&console, &session, &headers, id, &f.csrf, "approve").await
+    act(&console, &session, &headers, id, &f.csrf, "approve", None).await
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -94,7 +96,7 @@ pub async fn reject(
     Form(f): Form<Reject>,
 ) -> Response {
     let body = json!({"reason": f.reason.trim()});
-    post(
+    act(
         &console,
         &session,
         &headers,
@@ -106,18 +108,8 @@ pub async fn reject(
     .await
 }
 
+/// `POST /v1/templates/{id}/{action}`, back to the template's page saying it was done.
 async fn act(
-    console: &Console,
-    session: &Session,
-    headers: &HeaderMap,
-    id: i64,
-    csrf: &str,
-    action: &str,
-) -> Response {
-    post(console, session, headers, id, csrf, action, None).await
-}
-
-async fn post(
     console: &Console,
     session: &Session,
     headers: &HeaderMap,
@@ -126,20 +118,9 @@ async fn post(
     action: &str,
     body: Option<Value>,
 ) -> Response {
-    if let Some(refused) = guard(headers, session, csrf) {
-        return refused;
-    }
     let path = format!("/v1/templates/{id}/{action}");
-    let api = console.api();
-    let reply = match body {
-        Some(b) => {
-            api.send_json(&session.caller, Method::POST, &path, &b)
-                .await
-        }
-        None => api.call(&session.caller, Method::POST, &path, None).await,
-    };
-    if !reply.ok() {
-        return problem_page(session, &reply.problem());
+    if let Err(page) = send(console, session, headers, csrf, Method::POST, &path, body).await {
+        return page;
     }
     let done = match action {
         "publish" => "published",
@@ -148,6 +129,31 @@ async fn post(
         _ => "aborted",
     };
     Redirect::to(&format!("/console/templates/{id}?notice={done}")).into_response()
+}
+
+/// A form's one API call: its token checked, then `method path` with `body`; the refusal
+/// (the form's or the API's) as the page to answer.
+async fn send(
+    console: &Console,
+    session: &Session,
+    headers: &HeaderMap,
+    csrf: &str,
+    method: Method,
+    path: &str,
+    body: Option<Value>,
+) -> Result<(), Response> {
+    if let Some(refused) = guard(headers, session, csrf) {
+        return Err(refused);
+    }
+    let api = console.api();
+    let reply = match body {
+        Some(b) => api.send_json(&session.caller, method, path, &b).await,
+        None => api.call(&session.caller, method, path, None).await,
+    };
+    if !reply.ok() {
+        return Err(problem_page(session, &reply.problem()));
+    }
+    Ok(())
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -5,7 +5,7 @@
 
 use coupond_api::routes::reports::HourCount;
 
-use crate::views::format::{instant, money};
+use crate::views::format::{minute, money};
 
 /// Drawing area, in SVG units (the whole image is 720 wide, as the partial's viewBox says).
 pub const HEIGHT: i64 = 200;
@@ -98,7 +98,7 @@ impl Chart {
             return Chart::default();
         }
         let label = |at: &str| match unit {
-            Unit::Hour => instant(&serde_json::Value::String(at.to_owned())),
+            Unit::Hour => minute(at),
             Unit::Day => at.to_owned(),
         };
         // Wide enough to read, never wider than 40 units a bucket.
