@@ -39,6 +39,33 @@ pub struct Problem {
     /// For `coupons_not_applicable`: each coupon that cannot be locked, with its reasons.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub coupons: Option<Vec<CouponRefusal>>,
+    /// When more than one field of the body is invalid: each of them (the first is `field`).
+    #[serde(default, skip_serializing_if = "Option::is_none", skip_deserializing)]
+    pub errors: Option<Vec<FieldError>>,
+}
+
+/// One invalid field of a request body.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, ToSchema)]
+pub struct FieldError {
+    /// The stable code of what is wrong (`missing_field`, `unknown_field`, `invalid_field`,
+    /// or a rule's own code, as `invalid_value`).
+    #[schema(value_type = String)]
+    pub code: &'static str,
+    /// The field's JSON path (`value.amount`, `lines[1].quantity`).
+    pub field: String,
+    /// What is wrong with it, in words.
+    #[serde(rename = "detail")]
+    pub message: String,
+}
+
+impl FieldError {
+    pub fn new(code: &'static str, field: String, message: String) -> Self {
+        FieldError {
+            code,
+            field,
+            message,
+        }
+    }
 }
 
 /// A coupon a lock refused, and why.
@@ -87,6 +114,9 @@ pub enum ApiError {
         field: Option<String>,
         message: String,
     },
+    /// 422: several fields of the body break its shape, each named (the first also as the
+    /// problem's `field`).
+    InvalidFields(Vec<FieldError>),
     /// 429: over a rate limit; retry after `retry_after` seconds.
     RateLimited { retry_after: u64 },
     /// 429 `too_many_uploads`: `max_concurrent_uploads` uploads are being read; retry in a
@@ -149,7 +179,9 @@ impl ApiError {
             ApiError::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            ApiError::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::Invalid { .. } | ApiError::InvalidFields(_) => {
+                StatusCode::UNPROCESSABLE_ENTITY
+            }
             ApiError::RateLimited { .. } | ApiError::TooManyUploads => {
                 StatusCode::TOO_MANY_REQUESTS
             }
@@ -170,6 +202,19 @@ impl ApiError {
                 field,
                 message,
             } => (code, field.clone(), message.clone()),
+            ApiError::InvalidFields(all) => match all.first() {
+                Some(f) => (
+                    f.code,
+                    Some(f.field.clone()),
+                    format!(
+                        "{} fields are invalid (each is in `errors`); {}: {}",
+                        all.len(),
+                        f.field,
+                        f.message
+                    ),
+                ),
+                None => ("invalid_field", None, "the body is invalid".to_owned()),
+            },
             ApiError::Unauthorized(why) => ("unauthorized", None, (*why).to_owned()),
             ApiError::Forbidden => (
                 "forbidden",
@@ -290,6 +335,10 @@ impl IntoResponse for ApiError {
                 ),
                 _ => None,
             },
+            errors: match &self {
+                ApiError::InvalidFields(all) => Some(all.clone()),
+                _ => None,
+            },
         };
         let body = serde_json::to_vec(&problem).unwrap_or_default();
         let mut res = (status, body).into_response();
@@ -341,6 +390,16 @@ impl From<StoreError> for ApiError {
 impl From<DomainError> for ApiError {
     fn from(e: DomainError) -> Self {
         match e.kind {
+            ErrorKind::Invalid if !e.also.is_empty() => {
+                let field = |e: &DomainError| e.field.clone().unwrap_or_else(|| "body".into());
+                let mut all = vec![FieldError::new(e.code, field(&e), e.message.clone())];
+                all.extend(
+                    e.also
+                        .iter()
+                        .map(|a| FieldError::new(a.code, field(a), a.message.clone())),
+                );
+                ApiError::InvalidFields(all)
+            }
             ErrorKind::Invalid => ApiError::Invalid {
                 code: e.code,
                 field: e.field,

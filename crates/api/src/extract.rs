@@ -8,7 +8,9 @@ use axum::http::{header, StatusCode};
 use bytes::Bytes;
 use serde::de::DeserializeOwned;
 
-use crate::error::ApiError;
+use serde_path_to_error::Segment;
+
+use crate::error::{ApiError, FieldError};
 
 /// A JSON body. Wrong content type: 415. Too large: 413. Bad syntax: 400 `invalid_json`.
 /// Wrong shape: 422 with the JSON path of the field and `missing_field`, `unknown_field` or
@@ -70,8 +72,16 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = e.path().to_string();
+        let at: Vec<Segment> = e.path().iter().cloned().collect();
         let inner = e.into_inner();
-        classify(&path, &inner, bytes)
+        match classify(&path, &inner, bytes) {
+            ApiError::Invalid {
+                code,
+                field: Some(field),
+                message,
+            } => every_invalid_field::<T>(FieldError::new(code, field, message), at, bytes),
+            other => other,
+        }
     })?;
     de.end()
         .map_err(|e| ApiError::bad_request("invalid_json", None, e.to_string()))?;
@@ -96,6 +106,78 @@ fn classify(path: &str, e: &serde_json::Error, bytes: &[u8]) -> ApiError {
         }
         Category::Data => data_error(path, message),
     }
+}
+
+/// How many invalid fields one answer names at most: finding each parses the body again.
+const MAX_FIELD_ERRORS: usize = 20;
+
+/// Every field of a well-formed body that breaks its shape, not only the first serde meets: the
+/// field found is taken out of the document and the rest parsed again, until it parses, a field
+/// is missing (serde meets those last, so nothing follows), the same field comes back (a rule
+/// that spans fields), or [`MAX_FIELD_ERRORS`] are named. One field is [`ApiError::Invalid`],
+/// more are [`ApiError::InvalidFields`].
+fn every_invalid_field<T: DeserializeOwned>(
+    first: FieldError,
+    mut at: Vec<Segment>,
+    bytes: &[u8],
+) -> ApiError {
+    let mut found = vec![first];
+    if let Ok(mut doc) = serde_json::from_slice::<serde_json::Value>(bytes) {
+        while found.len() < MAX_FIELD_ERRORS
+            && found.last().is_some_and(|f| f.code != "missing_field")
+            && take_out(&mut doc, &at)
+        {
+            let Err(e) = serde_path_to_error::deserialize::<_, T>(&doc) else {
+                break;
+            };
+            let path = e.path().to_string();
+            at = e.path().iter().cloned().collect();
+            let ApiError::Invalid {
+                code,
+                field: Some(field),
+                message,
+            } = data_error(&path, e.into_inner().to_string())
+            else {
+                break;
+            };
+            if found.iter().any(|f| f.field == field) {
+                break;
+            }
+            found.push(FieldError::new(code, field, message));
+        }
+    }
+    if found.len() == 1 {
+        let f = found.remove(0);
+        ApiError::Invalid {
+            code: f.code,
+            field: Some(f.field),
+            message: f.message,
+        }
+    } else {
+        ApiError::InvalidFields(found)
+    }
+}
+
+/// Removes the member at `at` from `doc`; false when there is none to remove (an array item,
+/// an enum's variant, or a path that does not lead anywhere).
+fn take_out(doc: &mut serde_json::Value, at: &[Segment]) -> bool {
+    let Some((Segment::Map { key }, parents)) = at.split_last() else {
+        return false;
+    };
+    let mut node = doc;
+    for segment in parents {
+        let next = match segment {
+            Segment::Map { key } => node.get_mut(key.as_str()),
+            Segment::Seq { index } => node.get_mut(*index),
+            Segment::Enum { .. } | Segment::Unknown => None,
+        };
+        match next {
+            Some(n) => node = n,
+            None => return false,
+        }
+    }
+    node.as_object_mut()
+        .is_some_and(|o| o.remove(key.as_str()).is_some())
 }
 
 /// A well-formed body whose field at `path` breaks the shape: `missing_field`,

@@ -1,12 +1,19 @@
-//! The OpenAPI document, built from the handlers' annotations.
+//! The OpenAPI document, built from the handlers' annotations (each handler's doc comment:
+//! a one-line summary, then its description) and completed by [`catalogue`]: who may call each
+//! operation, its error codes, and a request and response example.
+
+mod catalogue;
+
+use catalogue::Catalogue;
+pub use catalogue::{examples, Example, SceneCall, Sender};
 
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use crate::routes::{
-    activities, audit, checkout, claims, codes, coupons, events, inbox, issuances, keys, listings,
-    merchants, operators, refunds, reports, shared_tags, system, tag_uploads, tags, templates,
-    today, webhooks,
+    activities, audit, checkout, cities, claims, codes, coupons, events, inbox, issuances, keys,
+    listings, merchants, operators, refunds, reports, shared_tags, system, tag_uploads, tags,
+    templates, today, webhooks,
 };
 
 /// The whole API, served at `/openapi.json`.
@@ -21,6 +28,7 @@ use crate::routes::{
     ),
     paths(
         merchants::create, merchants::list, merchants::get, merchants::update,
+        cities::name, cities::list,
         keys::create, keys::list, keys::revoke,
         operators::create, operators::list, operators::update, audit::list,
         activities::create, activities::list, activities::get, activities::update, activities::abort,
@@ -44,9 +52,10 @@ use crate::routes::{
         webhooks::create, webhooks::list, webhooks::get, webhooks::disable, webhooks::deliveries,
         system::healthz, system::readyz, system::metrics, system::openapi, system::docs,
     ),
-    modifiers(&BearerAuth, &IdempotencyDocs, &Constraints),
+    modifiers(&BearerAuth, &IdempotencyDocs, &Constraints, &Catalogue),
     tags(
         (name = "merchants", description = "Merchants (platform)"),
+        (name = "cities", description = "The platform's names for its cities"),
         (name = "audit", description = "The audit trail: who changed what, with the fields before and after"),
         (name = "operators", description = "The people who sign into the console: platform staff, merchants' owners and staff"),
         (name = "activities", description = "Platform activities merchants enroll in"),

@@ -11,8 +11,9 @@ use crate::tags::{tag_set, Tag, MAX_SEGMENT_TAGS};
 use crate::text::check_text;
 use crate::time::Timestamp;
 
-/// The kinds of coupon (seed `couponType`: 1 direct, 2 discount, 3 free days, 4 deposit, 5 special;
-/// seed 002 adds free shipping and buy-x-get-y).
+/// The kinds of coupon.
+// (The reference designs' `couponType`: 1 direct, 2 discount, 3 free days, 4 deposit, 5 special;
+// the e-commerce design adds free shipping and buy-x-get-y.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CouponKind {
@@ -289,14 +290,15 @@ fn validate_bxgy(
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Stacking {
-    /// At most one exclusive coupon per order, and nothing else with it (seed `is_mutex`).
+    /// At most one exclusive coupon per order, and nothing else with it.
     #[default]
     Exclusive,
     /// Combines with other stackable coupons.
     Stackable,
 }
 
-/// How a lease discount is taken (seed `deduction`: 1 first month, 2 spread).
+/// How a lease discount is taken.
+// (The rental design's `deduction`: 1 first month, 2 spread.)
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DeductionMode {
@@ -307,7 +309,8 @@ pub enum DeductionMode {
     Spread,
 }
 
-/// Which order lines a coupon applies to (seed `use_range`: 0 all, 1 merchant, 2 category, 3 product).
+/// Which order lines a coupon applies to.
+// (The designs' `use_range`: 0 all, 1 merchant, 2 category, 3 product.)
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Scope {
@@ -350,7 +353,8 @@ impl Scope {
     }
 }
 
-/// Who may hold the coupon (seed `tenantRange` / `customScope`).
+/// Who may hold the coupon.
+// (The rental design's `tenantRange` / `customScope`.)
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Audience {
@@ -405,7 +409,8 @@ impl Audience {
     }
 }
 
-/// How long a claimed coupon can be used (seed `expireType`: 1 fixed, 2 floating).
+/// How long a claimed coupon can be used.
+// (The rental design's `expireType`: 1 fixed, 2 floating.)
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Validity {

@@ -21,6 +21,9 @@ pub struct DomainError {
     /// Stable machine code, documented in the API; never changes meaning once released.
     pub code: &'static str,
     pub message: String,
+    /// Further invalid fields found with this one, each independent of the others, so a
+    /// caller hears of all of them at once (see [`Findings`]).
+    pub also: Vec<DomainError>,
 }
 
 impl DomainError {
@@ -31,6 +34,7 @@ impl DomainError {
             field: Some(field.to_owned()),
             code,
             message: message.into(),
+            also: Vec::new(),
         }
     }
 
@@ -41,6 +45,7 @@ impl DomainError {
             field: None,
             code,
             message: message.into(),
+            also: Vec::new(),
         }
     }
 
@@ -51,7 +56,43 @@ impl DomainError {
             Some(f) if !f.is_empty() => format!("{parent}.{f}"),
             _ => parent.to_owned(),
         });
+        self.also = std::mem::take(&mut self.also)
+            .into_iter()
+            .map(|e| e.within(parent))
+            .collect();
         self
+    }
+}
+
+/// The checks of a draft's fields that do not depend on each other, run all before answering:
+/// the first refusal is the error, the others ride along in its `also`.
+#[derive(Debug, Default)]
+pub struct Findings(Vec<DomainError>);
+
+impl Findings {
+    /// Keeps `result`'s error, if any (with those it already carried).
+    pub fn check<T>(&mut self, result: Result<T, DomainError>) -> Option<T> {
+        match result {
+            Ok(v) => Some(v),
+            Err(mut e) => {
+                let also = std::mem::take(&mut e.also);
+                self.0.push(e);
+                self.0.extend(also);
+                None
+            }
+        }
+    }
+
+    /// `Ok` when every check passed, else the first refusal carrying the rest.
+    pub fn done(self) -> Result<(), DomainError> {
+        let mut all = self.0.into_iter();
+        match all.next() {
+            None => Ok(()),
+            Some(mut first) => {
+                first.also = all.collect();
+                Err(first)
+            }
+        }
     }
 }
 

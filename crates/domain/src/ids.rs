@@ -55,19 +55,19 @@ macro_rules! numeric_id {
 }
 
 numeric_id!(
-    /// A merchant (seed `companyId`).
+    /// A merchant.
     MerchantId
 );
 numeric_id!(
-    /// A platform activity (seed `activeId`).
+    /// A platform activity.
     ActivityId
 );
 numeric_id!(
-    /// A coupon template (seed `couponMetaId`).
+    /// A coupon template.
     TemplateId
 );
 numeric_id!(
-    /// A coupon held by a user (seed `t_coupon`).
+    /// A coupon held by a user.
     CouponId
 );
 numeric_id!(
@@ -79,7 +79,7 @@ numeric_id!(
     CategoryId
 );
 numeric_id!(
-    /// A listing: a house, room or product (seed `houseId`).
+    /// A listing: a house, room or product.
     ListingId
 );
 numeric_id!(

@@ -11,6 +11,7 @@
 //!   (scope, audience, stacking, validity, deduction mode).
 //! - [`merchant`], [`listing`], [`activity`], [`template`]: the records, their drafts (what a caller sends),
 //!   their validated specs, and status as a pure function of `(record, now)`.
+//! - [`city`]: the platform's names for its cities.
 //! - [`schedule`]: the status transitions a record went through since the last one announced,
 //!   each with its instant, for the scheduler's events.
 //! - [`wallet`]: coupons held by users, their status, and the rules of claiming.
@@ -40,6 +41,7 @@
 mod actions;
 pub mod activity;
 pub mod checkout;
+pub mod city;
 pub mod codes;
 pub mod coupon;
 pub mod csv;
@@ -69,12 +71,13 @@ pub use checkout::{
     Lease, LeaseDraft, LineDiscount, LineDraft, LineKind, Order, OrderDraft, Quote, QuoteInput,
     Reason, TemplateUse,
 };
+pub use city::{City, CityDraft};
 pub use codes::{CodeBatchDraft, CodeBatchSpec, SharedCode, TypedCode};
 pub use coupon::{
     Audience, CouponKind, CouponValue, DeductionMode, Gift, Scope, Stacking, Validity,
 };
 pub use csv::CsvWriter;
-pub use error::DomainError;
+pub use error::{DomainError, Findings};
 pub use ids::{
     ActivityId, CategoryId, CityId, CitySet, CouponId, ListingId, MerchantId, OperatorId, OrderId,
     TemplateId, UserId,

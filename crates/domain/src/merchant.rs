@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::error::DomainError;
+use crate::error::{DomainError, Findings};
 use crate::ids::{CitySet, MerchantId};
 use crate::text::check_text;
 use crate::time::Timestamp;
@@ -24,8 +24,10 @@ pub struct MerchantDraft {
 
 impl MerchantDraft {
     pub fn validate(&self) -> Result<(), DomainError> {
-        check_text("name", &self.name, 1, 200)?;
-        check_text("short_name", &self.short_name, 1, 50)
+        let mut found = Findings::default();
+        found.check(check_text("name", &self.name, 1, 200));
+        found.check(check_text("short_name", &self.short_name, 1, 50));
+        found.done()
     }
 }
 

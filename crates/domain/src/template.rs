@@ -9,7 +9,7 @@ use utoipa::ToSchema;
 
 use crate::activity::{double_option, Activity, ActivityStatus};
 use crate::coupon::{Audience, CouponValue, DeductionMode, Scope, Stacking, Validity};
-use crate::error::DomainError;
+use crate::error::{DomainError, Findings};
 use crate::ids::{ActivityId, CitySet, MerchantId, TemplateId};
 use crate::merchant::Merchant;
 use crate::money::Money;
@@ -127,66 +127,84 @@ impl Deref for TemplateSpec {
     }
 }
 
+/// `value` of `field` from 1 to `max`.
+fn in_range<T: PartialOrd + From<u8> + std::fmt::Display>(
+    field: &str,
+    value: T,
+    max: T,
+) -> Result<(), DomainError> {
+    if value >= T::from(1) && value <= max {
+        return Ok(());
+    }
+    Err(DomainError::invalid(
+        field,
+        "invalid_value",
+        format!("{field} must be from 1 to {max}"),
+    ))
+}
+
+/// A template's metadata: at most [`MAX_METADATA_BYTES`] as JSON, and no U+0000 anywhere
+/// (PostgreSQL's jsonb cannot hold it; refused on every backend alike).
+fn check_metadata(
+    metadata: &serde_json::Map<String, serde_json::Value>,
+) -> Result<(), DomainError> {
+    let meta_len = serde_json::to_vec(metadata).map_or(usize::MAX, |v| v.len());
+    if meta_len > MAX_METADATA_BYTES {
+        return Err(DomainError::invalid(
+            "metadata",
+            "too_large",
+            format!("metadata must serialize to at most {MAX_METADATA_BYTES} bytes"),
+        ));
+    }
+    if metadata.iter().any(|(k, v)| k.contains('\0') || has_nul(v)) {
+        return Err(DomainError::invalid(
+            "metadata",
+            "invalid_characters",
+            "metadata keys and strings must not contain U+0000",
+        ));
+    }
+    Ok(())
+}
+
 impl TemplateSpec {
     /// Checks `draft` on its own and against its owner and activity at `ctx.now`.
     pub fn validate(draft: TemplateDraft, ctx: TemplateContext<'_>) -> Result<Self, DomainError> {
-        check_text("title", &draft.title, 1, 200)?;
-        check_text("description", &draft.description, 0, 4000)?;
-        draft.value.validate()?;
-        if !(1..=MAX_STOCK).contains(&draft.total_stock) {
-            return Err(DomainError::invalid(
-                "total_stock",
-                "invalid_value",
-                format!("total_stock must be from 1 to {MAX_STOCK}"),
-            ));
-        }
-        if !(1..=MAX_PER_USER).contains(&draft.per_user_limit) {
-            return Err(DomainError::invalid(
-                "per_user_limit",
-                "invalid_value",
-                format!("per_user_limit must be from 1 to {MAX_PER_USER}"),
-            ));
-        }
+        let mut draft = draft;
+        // The fields' own rules, each independent of the others: a caller hears of every
+        // broken one at once. The rules across fields (the activity, the windows) follow.
+        let mut found = Findings::default();
+        found.check(check_text("title", &draft.title, 1, 200));
+        found.check(check_text("description", &draft.description, 0, 4000));
+        found.check(draft.value.validate());
+        found.check(in_range("total_stock", draft.total_stock, MAX_STOCK));
+        found.check(in_range(
+            "per_user_limit",
+            draft.per_user_limit,
+            MAX_PER_USER,
+        ));
         if draft.budget.is_some_and(|b| b.minor() == 0) {
-            return Err(DomainError::invalid(
+            found.check::<()>(Err(DomainError::invalid(
                 "budget",
                 "invalid_value",
                 "budget must be at least 1",
-            ));
+            )));
         }
-        let meta_len = serde_json::to_vec(&draft.metadata).map_or(usize::MAX, |v| v.len());
-        if meta_len > MAX_METADATA_BYTES {
-            return Err(DomainError::invalid(
-                "metadata",
-                "too_large",
-                format!("metadata must serialize to at most {MAX_METADATA_BYTES} bytes"),
-            ));
+        found.check(check_metadata(&draft.metadata));
+        found.check(draft.scope.validate(ctx.owner.is_some()));
+        if let Some(audience) = found.check(std::mem::take(&mut draft.audience).validate()) {
+            draft.audience = audience;
         }
-        if draft
-            .metadata
-            .iter()
-            .any(|(k, v)| k.contains('\0') || has_nul(v))
-        {
-            // PostgreSQL's jsonb cannot hold U+0000; refuse it on every backend alike.
-            return Err(DomainError::invalid(
-                "metadata",
-                "invalid_characters",
-                "metadata keys and strings must not contain U+0000",
-            ));
-        }
-        draft.scope.validate(ctx.owner.is_some())?;
-        let mut draft = draft;
-        draft.audience = std::mem::take(&mut draft.audience).validate()?;
-        draft.validity.validate()?;
+        found.check(draft.validity.validate());
         if let Some(owner) = ctx.owner {
             if !draft.cities.is_subset(&owner.cities) {
-                return Err(DomainError::invalid(
+                found.check::<()>(Err(DomainError::invalid(
                     "cities",
                     "city_not_served",
                     "every city must be one the merchant operates in",
-                ));
+                )));
             }
         }
+        found.done()?;
 
         let claim_window = match (draft.activity_id, ctx.activity) {
             (Some(id), Some(activity)) if activity.id == id => {
@@ -483,7 +501,7 @@ pub struct Template {
     /// `None` for a platform-issued template.
     pub merchant_id: Option<MerchantId>,
     pub spec: TemplateSpec,
-    /// Coupons issued so far (seed `applyAmount`); never above `total_stock`.
+    /// Coupons issued so far; never above `total_stock`.
     pub claimed: i64,
     /// Coupons used by confirmed orders; never above `claimed`.
     pub used: i64,

@@ -77,7 +77,7 @@ impl Coupon {
     }
 }
 
-/// Who made a change, as written to a coupon's operation log (seed `t_coupon_opt_record`)
+/// Who made a change, as written to a coupon's operation log
 /// and to events: `platform`, `merchant:<id>`, `service:<key id>` (the service key that
 /// asked; `service` in records written before keys were named), `operator:<id>` (a person
 /// with an operator account), `user:<id>`, or `system` (the scheduler and sweepers acting on

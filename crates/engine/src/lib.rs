@@ -10,6 +10,7 @@
 //!   abort; approving and rejecting enrollments) every front door calls, applying the domain's state rules before one store transaction.
 //! - [`catalog`]: the workflows of merchants' listings (create, change, bind and unbind
 //!   templates, delete), each one store transaction recording its change in the audit trail.
+//! - [`cities`]: naming the platform's cities, recorded in the audit trail.
 //! - [`claims`]: [`ClaimEngine`], per-template group commit of claims: all claims waiting for
 //!   a template are committed in one transaction and each caller is answered after the commit.
 //! - [`checkout`]: [`Checkout`] (quotes; lock, confirm and cancel of an order's coupons with
@@ -57,6 +58,7 @@ pub mod accounts;
 pub mod campaigns;
 pub mod catalog;
 pub mod checkout;
+pub mod cities;
 mod claim_errors;
 pub mod claims;
 pub mod clock;

@@ -31,6 +31,8 @@
 //!   [`OutboxStore`](coupond_store::OutboxStore) calls (it reads the outbox in its own order).
 //! - `inbox`: [`InboxStore`](coupond_store::InboxStore) ([`impl_inbox_store!`]): reminders and
 //!   messages.
+//! - `cities`: [`CityStore`](coupond_store::CityStore) ([`impl_city_store!`]): the
+//!   platform's names for its cities.
 //! - `tags`: [`TagStore`](coupond_store::TagStore) ([`impl_tag_store!`]): user tags and
 //!   segments.
 //! - `idempotency`: [`IdempotencyStore`](coupond_store::IdempotencyStore)
@@ -64,6 +66,7 @@ pub mod audit;
 pub mod campaigns;
 pub mod catalog;
 pub mod checkout;
+pub mod cities;
 pub mod claims;
 pub mod codes;
 mod db;

@@ -9,7 +9,7 @@
 //!   [`admin`] ([`AdminStore`]: health, settings, API keys; [`ReportStore`]: stats,
 //!   reconciliation, audit; [`InspectStore`]: reads only tests and tools need),
 //!   [`catalog`] ([`CatalogStore`]: merchants, listings, bindings; [`CampaignStore`]:
-//!   activities, templates), [`claims`] ([`ClaimStore`]), [`checkout`] ([`CheckoutStore`],
+//!   activities, templates), [`cities`] ([`CityStore`]: the platform's names for its cities), [`claims`] ([`ClaimStore`]), [`checkout`] ([`CheckoutStore`],
 //!   [`IdempotencyStore`]), [`codes`] ([`CodeStore`]), [`scheduling`] ([`OutboxStore`],
 //!   [`SchedulerStore`], [`InboxStore`]), [`issuance`] ([`IssuanceStore`]), [`webhooks`]
 //!   ([`WebhookStore`]), [`operators`] ([`OperatorStore`]: operator accounts and password
@@ -39,6 +39,7 @@ pub mod admin;
 pub mod audit;
 pub mod catalog;
 pub mod checkout;
+pub mod cities;
 pub mod claims;
 pub mod codec;
 pub mod codes;
@@ -64,6 +65,7 @@ pub use checkout::{
     CheckoutStore, IdempotencyStart, IdempotencyStore, LockOutcome, LockPlan, LockRefusal,
     LockRequest, LockRules, OrderRecord, OrderState, OrderStep, StoredAnswer,
 };
+pub use cities::CityStore;
 pub use claims::ClaimStore;
 pub use codes::CodeStore;
 pub use error::{Conflict, StoreError, StoreResult};
@@ -117,6 +119,7 @@ pub trait Store:
     + ReportStore
     + OperatorStore
     + AuditStore
+    + CityStore
     + std::fmt::Debug
     + 'static
 {
@@ -140,6 +143,7 @@ impl<T> Store for T where
         + ReportStore
         + OperatorStore
         + AuditStore
+        + CityStore
         + std::fmt::Debug
         + 'static
 {
@@ -150,7 +154,7 @@ impl<T> Store for T where
 pub mod prelude {
     pub use crate::{
         AdminStore as _, AuditStore as _, CampaignStore as _, CatalogStore as _,
-        CheckoutStore as _, ClaimStore as _, CodeStore as _, IdempotencyStore as _,
+        CheckoutStore as _, CityStore as _, ClaimStore as _, CodeStore as _, IdempotencyStore as _,
         InboxStore as _, InspectStore as _, IssuanceStore as _, LifecycleStore as _,
         OperatorStore as _, OutboxStore as _, ReportStore as _, SchedulerStore as _, TagStore as _,
         WebhookStore as _,

@@ -67,6 +67,11 @@ pub(crate) async fn load_visible(
 }
 
 /// Create an activity.
+///
+/// A platform activity merchants enroll their templates in: its cities, the kind and range of
+/// value a template may offer, the enrollment and run windows, who funds the discounts and whether
+/// enrollments need approval. It is `scheduled`, `enrolling`, `frozen`, `running`, then `ended`,
+/// by the clock.
 #[utoipa::path(operation_id = "create_activity", post, path = "/v1/activities", tag = "activities", request_body = ActivityDraft,
     responses((status = 201, description = "Created", body = ActivityView), CommonErrors, BodyErrors),
     security(("bearer" = [])))]
@@ -99,7 +104,9 @@ pub struct ListQuery {
     pub limit: Option<u32>,
 }
 
-/// List activities, oldest first.
+/// List activities.
+///
+/// Activities oldest first, a page at a time, filtered by status and city.
 #[utoipa::path(operation_id = "list_activities", get, path = "/v1/activities", tag = "activities", params(ListQuery),
     responses((status = 200, description = "A page of activities", body = PageOf<ActivityView>), CommonErrors),
     security(("bearer" = [])))]
@@ -138,6 +145,8 @@ pub async fn list(
 }
 
 /// Read an activity.
+///
+/// One activity, with its status now.
 #[utoipa::path(operation_id = "get_activity", get, path = "/v1/activities/{id}", tag = "activities",
     params(("id" = i64, Path, description = "Activity id")),
     responses((status = 200, description = "The activity", body = ActivityView), CommonErrors),
@@ -151,6 +160,8 @@ pub async fn get(
     Ok(Json(view_one(&s, &p, a, s.now())))
 }
 
+/// Change an activity.
+///
 /// Change an activity while it is scheduled or enrolling. The templates already enrolled must
 /// still fit the new terms (`templates_conflict` otherwise).
 #[utoipa::path(operation_id = "update_activity", patch, path = "/v1/activities/{id}", tag = "activities", request_body = ActivityPatch,
@@ -168,7 +179,9 @@ pub async fn update(
     Ok(Json(view_one(&s, &Principal::Platform, updated, now)))
 }
 
-/// Abort an activity and every template in it. Final.
+/// Abort an activity.
+///
+/// Abort an activity and every template in it: nothing more can be claimed from it. Final.
 #[utoipa::path(operation_id = "abort_activity", post, path = "/v1/activities/{id}/abort", tag = "activities",
     params(("id" = i64, Path, description = "Activity id")),
     responses((status = 200, description = "The aborted activity", body = ActivityView),

@@ -45,9 +45,11 @@ pub struct AuditParams {
     pub format: Option<String>,
 }
 
-/// The audit trail, newest first, cursor-paged: who changed what (action and object), the
-/// fields before and after, when, with the request id and client address. `format=csv`
-/// answers the page as CSV, the next page's cursor in the `next-cursor` header.
+/// Read the audit trail.
+///
+/// The audit trail, newest first, cursor-paged: who changed what (action and object), the fields
+/// before and after, when, with the request id and client address. `format=csv` answers the page
+/// as CSV, the next page's cursor in the `next-cursor` header.
 #[utoipa::path(operation_id = "list_audit", get, path = "/v1/audit", tag = "audit",
     params(AuditParams),
     responses((status = 200, description = "A page of entries (JSON, or CSV with format=csv)", body = PageOf<serde_json::Value>),

@@ -84,14 +84,16 @@ pub struct QuoteView {
     pub code: Option<CodePreview>,
 }
 
-/// Quote an order: for every coupon of the user (or the ones named), whether it can be used
-/// and every reason why not (`expired`, `not_yet_valid`, `below_threshold`, `out_of_scope`,
-/// `wrong_city`, `not_owner`, `locked`, `used`, `revoked`, `template_aborted`,
-/// `budget_exhausted`, `exclusive_conflict`), its discount, and the best combination with its
-/// split over lines and lease months and the order's total after it. No side effects (an
-/// `Idempotency-Key` is accepted and changes nothing). A quote with a `code` counts against
-/// the code redemption limits (per user and per IP; 429 with Retry-After). Templates (their
-/// terms and budget used) are read at most `cache_ttl` ago; a lock re-reads them and decides.
+/// Quote an order.
+///
+/// Quote an order: for every coupon of the user (or the ones named), whether it can be used and
+/// every reason why not (`expired`, `not_yet_valid`, `below_threshold`, `out_of_scope`,
+/// `wrong_city`, `not_owner`, `locked`, `used`, `revoked`, `template_aborted`, `budget_exhausted`,
+/// `exclusive_conflict`), its discount, and the best combination with its split over lines and
+/// lease months and the order's total after it. No side effects (an `Idempotency-Key` is accepted
+/// and changes nothing). A quote with a `code` counts against the code redemption limits (per user
+/// and per IP; 429 with Retry-After). Templates (their terms and budget used) are read at most
+/// `cache_ttl` ago; a lock re-reads them and decides.
 #[utoipa::path(operation_id = "quote", post, path = "/v1/quotes", tag = "checkout",
     request_body = QuoteBody,
     responses((status = 200, description = "The quote", body = QuoteView), CommonErrors, BodyErrors, RateLimitedError),
@@ -240,12 +242,14 @@ impl OrderView {
     }
 }
 
+/// Lock coupons for an order.
+///
 /// Lock coupons for an order (try): re-checks every coupon against the order in the same
-/// transaction that locks them, all or nothing; they stay `locked` until confirmed,
-/// cancelled, or the deadline (`lock_ttl`) passes. The same order id with the same body
-/// answers the same; with another body, 409 `order_conflict`. Coupons that cannot be locked:
-/// 409 `coupons_not_applicable` with each one's reasons (`redundant` for a coupon that would
-/// take nothing off next to the others).
+/// transaction that locks them, all or nothing; they stay `locked` until confirmed, cancelled, or
+/// the deadline (`lock_ttl`) passes. The same order id with the same body answers the same; with
+/// another body, 409 `order_conflict`. Coupons that cannot be locked: 409 `coupons_not_applicable`
+/// with each one's reasons (`redundant` for a coupon that would take nothing off next to the
+/// others).
 #[utoipa::path(operation_id = "lock_order", post, path = "/v1/orders/{order_id}/lock", tag = "checkout",
     params(("order_id" = String, Path, description = "The order service's order or lease id")),
     request_body = LockBody,
@@ -300,11 +304,13 @@ fn actor(p: &Principal) -> Actor {
     p.actor()
 }
 
-/// Confirm an order (the coupons are used): records each coupon's discount and counts it
-/// against its template's budget, after checking no template's stock or budget would be
-/// passed (409 `amount_verification_failed`, and an alert, if one would). Repeating it
-/// answers the same; after a cancel or the deadline, 409 `order_ended`; when a coupon it holds
-/// was revoked meanwhile, 409 `coupon_revoked` (nothing changes: cancel the order).
+/// Confirm an order.
+///
+/// Confirm an order (the coupons are used): records each coupon's discount and counts it against
+/// its template's budget, after checking no template's stock or budget would be passed (409
+/// `amount_verification_failed`, and an alert, if one would). Repeating it answers the same; after
+/// a cancel or the deadline, 409 `order_ended`; when a coupon it holds was revoked meanwhile, 409
+/// `coupon_revoked` (nothing changes: cancel the order).
 #[utoipa::path(operation_id = "confirm_order", post, path = "/v1/orders/{order_id}/confirm", tag = "checkout",
     params(("order_id" = String, Path, description = "The order id")),
     responses((status = 200, description = "Confirmed", body = OrderView), CommonErrors, ConflictError),
@@ -342,9 +348,11 @@ pub async fn confirm(
     }
 }
 
-/// Cancel an order: its coupons are unused again (or expired, if their validity ended
-/// meanwhile). Repeating it, or cancelling after the deadline, answers the order as it is;
-/// after a confirm, 409 `already_used`.
+/// Cancel an order.
+///
+/// Cancel an order: its coupons are unused again (or expired, if their validity ended meanwhile).
+/// Repeating it, or cancelling after the deadline, answers the order as it is; after a confirm,
+/// 409 `already_used`.
 #[utoipa::path(operation_id = "cancel_order", post, path = "/v1/orders/{order_id}/cancel", tag = "checkout",
     params(("order_id" = String, Path, description = "The order id")),
     responses((status = 200, description = "Cancelled", body = OrderView), CommonErrors, ConflictError),
@@ -367,7 +375,10 @@ pub async fn cancel(
     }
 }
 
-/// An order's hold on its coupons, as it stands.
+/// Read an order's hold.
+///
+/// An order's hold on its coupons as it stands: locked, confirmed, cancelled or expired, with each
+/// coupon and its discount.
 #[utoipa::path(operation_id = "get_order", get, path = "/v1/orders/{order_id}", tag = "checkout",
     params(("order_id" = String, Path, description = "The order id")),
     responses((status = 200, description = "The order", body = OrderView), CommonErrors),
@@ -411,8 +422,10 @@ pub struct HistoryView {
     pub actions: Option<Vec<coupond_domain::CouponAction>>,
 }
 
-/// A coupon's status changes, oldest first (platform; the merchant owning its template; the
-/// user holding it).
+/// A coupon's history.
+///
+/// A coupon's status changes, oldest first (platform; the merchant owning its template; the user
+/// holding it).
 #[utoipa::path(operation_id = "coupon_history", get, path = "/v1/coupons/{id}/history", tag = "checkout",
     params(("id" = i64, Path, description = "Coupon id")),
     responses((status = 200, description = "The log", body = HistoryView), CommonErrors),

@@ -35,11 +35,13 @@ pub struct ClaimBody {
     pub user_id: Option<UserId>,
 }
 
-/// Claim a coupon of a template: `sold_out`, `limit_reached`, `not_claimable` (with its
-/// `reason`) and `not_eligible` are 409s. With an `Idempotency-Key` header, a retry returns
-/// the coupon the first attempt issued (header `idempotent-replayed: true`), never a second
-/// one; the same key for another claim is 422 `idempotency_key_reused`. Over the per-user or
-/// per-IP claim rate: 429 `rate_limited` with Retry-After.
+/// Claim a coupon.
+///
+/// Claim a coupon of a template: `sold_out`, `limit_reached`, `not_claimable` (with its `reason`)
+/// and `not_eligible` are 409s. With an `Idempotency-Key` header, a retry returns the coupon the
+/// first attempt issued (header `idempotent-replayed: true`), never a second one; the same key for
+/// another claim is 422 `idempotency_key_reused`. Over the per-user or per-IP claim rate: 429
+/// `rate_limited` with Retry-After.
 #[utoipa::path(operation_id = "claim_coupon", post, path = "/v1/templates/{id}/claims", tag = "claims",
     params(("id" = i64, Path, description = "Template id"),
         ("Idempotency-Key" = Option<String>, Header, description = "Makes retries safe: 1 to 255 visible ASCII characters")),
@@ -145,7 +147,9 @@ pub struct WalletQuery {
     pub limit: Option<u32>,
 }
 
-/// Your coupons, soonest-expiring first.
+/// Your coupons.
+///
+/// The signed-in user's coupons, soonest-expiring first, filtered by status, a page at a time.
 #[utoipa::path(operation_id = "my_coupons", get, path = "/v1/me/coupons", tag = "claims", params(WalletQuery),
     responses((status = 200, description = "A page of coupons", body = PageOf<CouponView>), CommonErrors),
     security(("bearer" = [])))]
@@ -160,6 +164,8 @@ pub async fn mine(
     wallet(&s, user, None, q, false).await.map(Json)
 }
 
+/// A user's coupons.
+///
 /// A user's coupons, soonest-expiring first: the order service and the platform see them all, a
 /// merchant (support) only those of its own templates.
 #[utoipa::path(operation_id = "user_coupons", get, path = "/v1/users/{id}/coupons", tag = "claims",

@@ -44,10 +44,12 @@ pub struct SharedCodeBody {
     pub code: String,
 }
 
-/// Set the template's shared code (replacing any it had): anyone holding it may redeem it,
-/// within the stock and the per-user limit. A code another template uses (whose, it does not
-/// say) is 409 `code_taken`. Each merchant may try `code_set_rate_per_merchant` codes per
-/// second (429 with Retry-After), so the route is no way to learn other merchants' codes.
+/// Set a shared code.
+///
+/// Set the template's shared code (replacing any it had): anyone holding it may redeem it, within
+/// the stock and the per-user limit. A code another template uses (whose, it does not say) is 409
+/// `code_taken`. Each merchant may try `code_set_rate_per_merchant` codes per second (429 with
+/// Retry-After), so the route is no way to learn other merchants' codes.
 #[utoipa::path(operation_id = "set_shared_code", put, path = "/v1/templates/{id}/code", tag = "codes",
     params(("id" = i64, Path, description = "Template id")),
     request_body = SharedCodeBody,
@@ -77,6 +79,8 @@ pub async fn set_shared(
     }))
 }
 
+/// Read the shared code.
+///
 /// The template's shared code (404 when it has none).
 #[utoipa::path(operation_id = "get_shared_code", get, path = "/v1/templates/{id}/code", tag = "codes",
     params(("id" = i64, Path, description = "Template id")),
@@ -95,7 +99,9 @@ pub async fn get_shared(
     }))
 }
 
-/// Remove the template's shared code; coupons already redeemed with it stay.
+/// Remove the shared code.
+///
+/// Remove the template's shared code; coupons already redeemed with it stay with their users.
 #[utoipa::path(operation_id = "remove_shared_code", delete, path = "/v1/templates/{id}/code", tag = "codes",
     params(("id" = i64, Path, description = "Template id")),
     responses((status = 204, description = "Removed (or there was none)"), CommonErrors, ConflictError),
@@ -110,14 +116,15 @@ pub async fn remove_shared(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// Generate single-use codes for a template: `count` codes of `prefix`, `length` random
-/// characters of `23456789ABCDEFGHJKMNPQRSTUVWXYZ` (no look-alikes) and a check character
-/// that catches any one mistyped character or swapped pair. Up to `code_batch_sync_max`
-/// codes are generated before the answer (201); a larger batch is answered 202 at once and
-/// generated in the background (poll `GET /v1/code-batches/{id}`). Codes do not reserve
-/// stock: each redemption claims a coupon like any claim. An owner (a merchant, or the
-/// platform) may have at most `max_queued_codes_per_owner` codes waiting to be generated:
-/// past it, 409 `queue_full` until earlier batches finish.
+/// Generate single-use codes.
+///
+/// Generate single-use codes for a template: `count` codes of `prefix`, `length` random characters
+/// of `23456789ABCDEFGHJKMNPQRSTUVWXYZ` (no look-alikes) and a check character that catches any
+/// one mistyped character or swapped pair. Up to `code_batch_sync_max` codes are generated before
+/// the answer (201); a larger batch is answered 202 at once and generated in the background (poll
+/// `GET /v1/code-batches/{id}`). Codes do not reserve stock: each redemption claims a coupon like
+/// any claim. An owner (a merchant, or the platform) may have at most `max_queued_codes_per_owner`
+/// codes waiting to be generated: past it, 409 `queue_full` until earlier batches finish.
 #[utoipa::path(operation_id = "create_code_batch", post, path = "/v1/templates/{id}/codes", tag = "codes",
     params(("id" = i64, Path, description = "Template id")),
     request_body = CodeBatchDraft,
@@ -157,7 +164,10 @@ async fn load_batch(s: &AppState, p: &Principal, id: i64) -> ApiResult<CodeBatch
     Ok(b)
 }
 
-/// A batch of codes: how far its generation is.
+/// Read a code batch.
+///
+/// A batch of single-use codes: how far its generation is, and where to download its codes once
+/// done.
 #[utoipa::path(operation_id = "get_code_batch", get, path = "/v1/code-batches/{id}", tag = "codes",
     params(("id" = i64, Path, description = "Batch id")),
     responses((status = 200, description = "The batch", body = CodeBatchView), CommonErrors),
@@ -181,6 +191,8 @@ pub struct BatchesQuery {
     pub limit: Option<u32>,
 }
 
+/// List a template's code batches.
+///
 /// A template's batches of codes, oldest first, to find a job again (platform; the owning
 /// merchant).
 #[utoipa::path(operation_id = "list_code_batches", get, path = "/v1/templates/{id}/code-batches", tag = "codes",
@@ -204,8 +216,10 @@ pub async fn list_batches(
     )))
 }
 
-/// The batch's codes as CSV (`code,redeemed_by,redeemed_at`), streamed in code order. While
-/// the batch is pending, 409 `batch_pending`.
+/// Download a batch's codes.
+///
+/// The batch's codes as CSV (`code,redeemed_by,redeemed_at`), streamed in code order. While the
+/// batch is pending, 409 `batch_pending`.
 #[utoipa::path(operation_id = "download_codes", get, path = "/v1/code-batches/{id}/codes", tag = "codes",
     params(("id" = i64, Path, description = "Batch id")),
     responses((status = 200, description = "The codes", content_type = "text/csv", body = String), CommonErrors, ConflictError),
@@ -265,12 +279,14 @@ pub async fn download(
         .into_response())
 }
 
+/// Redeem a code.
+///
 /// Redeem a promotion code: claims a coupon of its template under the same rules as a claim
 /// (`sold_out` and `limit_reached` are 409s). Every code that cannot be redeemed (mistyped,
 /// unknown, used by someone else, expired, not offered to this user) gets the same 404
-/// `invalid_code`, so answers never tell which codes exist; attempts count against per-user
-/// and per-IP limits (429 with Retry-After). Redeeming a single-use code you already redeemed
-/// returns the same coupon (`idempotent-replayed: true`).
+/// `invalid_code`, so answers never tell which codes exist; attempts count against per-user and
+/// per-IP limits (429 with Retry-After). Redeeming a single-use code you already redeemed returns
+/// the same coupon (`idempotent-replayed: true`).
 #[utoipa::path(operation_id = "redeem_code", post, path = "/v1/codes/{code}/redeem", tag = "codes",
     params(("code" = String, Path, description = "The code as typed (case, spaces and dashes do not matter)"),
         ("Idempotency-Key" = Option<String>, Header, description = "Makes retries safe: 1 to 255 visible ASCII characters")),

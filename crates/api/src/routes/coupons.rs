@@ -30,6 +30,8 @@ pub struct RevokeBody {
     pub reason: Note,
 }
 
+/// Revoke a coupon.
+///
 /// Revoke a coupon (platform; the merchant owning its template): an unused or locked coupon
 /// becomes `revoked` for good. A locked coupon's order then fails to confirm (409
 /// `coupon_revoked`). Revoking again answers the coupon; a used coupon is 409 `coupon_used`
@@ -76,10 +78,11 @@ pub struct HoldersParams {
     pub all: Option<bool>,
 }
 
+/// Who holds a template's coupons.
+///
 /// Who holds a template's coupons (platform; the owning merchant), by coupon id, filtered by
-/// status and user, cursor-paged. `format=csv` answers the page as CSV, the next page's
-/// cursor in the `next-cursor` header; `format=csv&all=true` answers every page as one
-/// streamed CSV.
+/// status and user, cursor-paged. `format=csv` answers the page as CSV, the next page's cursor in
+/// the `next-cursor` header; `format=csv&all=true` answers every page as one streamed CSV.
 #[utoipa::path(operation_id = "template_coupons", get, path = "/v1/templates/{id}/coupons", tag = "coupons",
     params(("id" = i64, Path, description = "Template id"), HoldersParams),
     responses((status = 200, description = "A page of coupons (JSON, or CSV with format=csv); every coupon with format=csv&all=true", body = PageOf<CouponView>),

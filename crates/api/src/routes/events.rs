@@ -79,11 +79,13 @@ fn bad(field: &'static str, message: impl Into<String>) -> ApiError {
     ApiError::bad_request("invalid_query", Some(field), message)
 }
 
-/// The outbox as a feed, in commit order (platform: every event; a merchant: events of its
-/// own templates), after `after`: up to `limit` events that pass the filters, and the cursor
-/// to go on from. One request looks at no more than 10 × `limit` events, so a page may be
-/// short (even empty) while more lie ahead: go on from `next_cursor` until it stops moving.
-/// Events are kept as long as the outbox keeps them.
+/// Read the event feed.
+///
+/// The outbox as a feed, in commit order (platform: every event; a merchant: events of its own
+/// templates), after `after`: up to `limit` events that pass the filters, and the cursor to go on
+/// from. One request looks at no more than 10 × `limit` events, so a page may be short (even
+/// empty) while more lie ahead: go on from `next_cursor` until it stops moving. Events are kept as
+/// long as the outbox keeps them.
 #[utoipa::path(operation_id = "list_events", get, path = "/v1/events", tag = "events",
     params(EventsQuery),
     responses((status = 200, description = "A stretch of the feed", body = EventPage), CommonErrors),

@@ -74,7 +74,10 @@ fn decode(s: &str) -> Option<(bool, i64)> {
     Some((read, parts.next()?.parse().ok()?))
 }
 
-/// Your messages: unread first, newest first within each.
+/// Your messages.
+///
+/// The signed-in user's messages (coupons claimed, issued, about to expire): unread first, newest
+/// first within each.
 #[utoipa::path(operation_id = "my_messages", get, path = "/v1/me/messages", tag = "inbox", params(InboxQuery),
     responses((status = 200, description = "A page of messages", body = PageOf<MessageView>), CommonErrors),
     security(("bearer" = [])))]
@@ -112,7 +115,9 @@ pub async fn list(
     }))
 }
 
-/// Mark a message read (reading it again keeps the first time).
+/// Mark a message read.
+///
+/// Marks one of your messages read; reading it again keeps the first time.
 #[utoipa::path(operation_id = "read_message", post, path = "/v1/me/messages/{id}/read", tag = "inbox",
     params(("id" = i64, Path, description = "Message id")),
     responses((status = 200, description = "The message", body = MessageView), CommonErrors),

@@ -177,23 +177,23 @@ async fn read_users(body: Body, form: Form, max_upload: usize) -> ApiResult<(Jso
     Ok((parsed, hash.finalize().into()))
 }
 
-/// Issue coupons of a template to many users, with the same rules as claims (stock, per-user
-/// limit, audience; the template must be claimable while the job runs), each user at most
-/// once. `application/json` with `user_ids` (up to 10,000, a body of up to 1 MiB): answered
-/// 201 when done. `application/json` with `segment` (`{"any": ["vip"]}`: every user holding
-/// any of the tags coupond holds for them, up to 1,000,000, taken when the job is made):
-/// answered 202 with the job, issued in the background; for a merchant only the tags the
-/// platform shares count (`PUT /v1/tags/{tag}/shared`: any other tag is one nobody holds).
-/// `text/csv` or `text/plain` (one user id per line, or CSV with the id first;
-/// up to 1,000,000 lines and `max_upload_bytes`): answered 202 with the job at once, issued in
-/// the background, resumable after a crash; poll `GET /v1/issuances/{id}`. An owner (the
-/// template's merchant, or the platform) may have at most `max_queued_issuance_per_owner`
-/// users waiting in open jobs: past it, 409 `queue_full` until earlier jobs finish.
+/// Issue coupons to many users.
 ///
-/// The caller's right to the template is checked before any of the body is read, and at most
-/// `max_concurrent_uploads` bodies are read at once (429 `too_many_uploads` with Retry-After
-/// past it); uploads are parsed as they stream in. With an `Idempotency-Key`, a retry of the
-/// same body answers the job it made (`idempotent-replayed: true`, its progress as of now);
+/// Issue coupons of a template to many users, with the same rules as claims (stock, per-user
+/// limit, audience; the template must be claimable while the job runs), each user at most once.
+/// `application/json` with `user_ids` (up to 10,000, a body of up to 1 MiB): answered 201 when
+/// done. `application/json` with `segment` (`{"any": ["vip"]}`: every user holding any of the tags
+/// coupond holds for them, up to 1,000,000, taken when the job is made): answered 202 with the
+/// job, issued in the background; for a merchant only the tags the platform shares count (`PUT
+/// /v1/tags/{tag}/shared`: any other tag is one nobody holds). `text/csv` or `text/plain` (one
+/// user id per line, or CSV with the id first; up to 1,000,000 lines and `max_upload_bytes`):
+/// answered 202 with the job at once, issued in the background, resumable after a crash; poll `GET
+/// /v1/issuances/{id}`. An owner (the template's merchant, or the platform) may have at most
+/// `max_queued_issuance_per_owner` users waiting in open jobs: past it, 409 `queue_full` until
+/// earlier jobs finish.  The caller's right to the template is checked before any of the body is
+/// read, and at most `max_concurrent_uploads` bodies are read at once (429 `too_many_uploads` with
+/// Retry-After past it); uploads are parsed as they stream in. With an `Idempotency-Key`, a retry
+/// of the same body answers the job it made (`idempotent-replayed: true`, its progress as of now);
 /// the key with another body is 422 `idempotency_key_reused`.
 #[utoipa::path(operation_id = "create_issuance", post, path = "/v1/templates/{id}/issuances", tag = "issuances",
     params(("id" = i64, Path, description = "Template id"),
@@ -295,6 +295,8 @@ async fn answer(
     Ok(res)
 }
 
+/// Read an issuance job.
+///
 /// A bulk issuance job and its progress (the platform; the merchant owning the template).
 #[utoipa::path(operation_id = "get_issuance", get, path = "/v1/issuances/{id}", tag = "issuances",
     params(("id" = i64, Path, description = "Issuance id")),
@@ -324,8 +326,10 @@ pub struct ListQuery {
     pub limit: Option<u32>,
 }
 
-/// A template's bulk issuance jobs, oldest first, to find a job again (the platform; the
-/// merchant owning the template).
+/// List a template's issuance jobs.
+///
+/// A template's bulk issuance jobs, oldest first, to find a job again (the platform; the merchant
+/// owning the template).
 #[utoipa::path(operation_id = "list_issuances", get, path = "/v1/issuances", tag = "issuances", params(ListQuery),
     responses((status = 200, description = "A page of jobs", body = PageOf<IssuanceView>), CommonErrors),
     security(("bearer" = [])))]

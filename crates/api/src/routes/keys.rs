@@ -81,7 +81,10 @@ pub struct KeyPath {
     key_id: i64,
 }
 
-/// Create an API key for a merchant. The answer carries the key's `secret`, once.
+/// Create a merchant API key.
+///
+/// Create an API key for a merchant (the platform; the merchant's owner for its own). The answer
+/// carries the key's `secret`, once: store it, it cannot be read again.
 #[utoipa::path(operation_id = "create_merchant_key", post, path = "/v1/merchants/{id}/keys", tag = "merchants",
     request_body = KeyBody,
     params(("id" = i64, Path, description = "Merchant id")),
@@ -111,7 +114,9 @@ pub async fn create(
     Ok(res)
 }
 
-/// A merchant's keys, newest first, revoked ones too (without secrets).
+/// List a merchant's keys.
+///
+/// A merchant's keys, newest first, revoked ones too, without their secrets.
 #[utoipa::path(operation_id = "list_merchant_keys", get, path = "/v1/merchants/{id}/keys", tag = "merchants",
     params(("id" = i64, Path, description = "Merchant id")),
     responses((status = 200, description = "The merchant's keys", body = PageOf<KeyView>), CommonErrors),
@@ -138,9 +143,10 @@ pub async fn list(
     }))
 }
 
-/// Revoke one of a merchant's keys; revoking again answers the key with its first
-/// `revoked_at`. Requests with it are refused (401) at once by this instance, and by others
-/// within `cache_ttl`.
+/// Revoke a merchant key.
+///
+/// Revoke one of a merchant's keys; revoking again answers the key with its first `revoked_at`.
+/// Requests with it are refused (401) at once by this instance, and by others within `cache_ttl`.
 #[utoipa::path(operation_id = "revoke_merchant_key", post, path = "/v1/merchants/{id}/keys/{key_id}/revoke", tag = "merchants",
     params(("id" = i64, Path, description = "Merchant id"), ("key_id" = i64, Path, description = "Key id")),
     responses((status = 200, description = "The revoked key", body = KeyView), CommonErrors),

@@ -64,6 +64,9 @@ fn external_id_taken(e: StoreError) -> ApiError {
 }
 
 /// Create a listing.
+///
+/// Create one of your listings (a merchant's item or property), in one of your cities, for
+/// templates to be bound to.
 #[utoipa::path(operation_id = "create_listing", post, path = "/v1/listings", tag = "listings",
     request_body = ListingDraft,
     responses((status = 201, description = "Created", body = ListingView), CommonErrors, BodyErrors, ConflictError),
@@ -82,7 +85,9 @@ pub async fn create(
     Ok((StatusCode::CREATED, Json(ListingView::new(l, Vec::new()))))
 }
 
-/// Read a listing with its live coupons.
+/// Read a listing.
+///
+/// A listing with the coupons claimable on it now.
 #[utoipa::path(operation_id = "get_listing", get, path = "/v1/listings/{id}", tag = "listings",
     params(("id" = i64, Path, description = "Listing id")),
     responses((status = 200, description = "The listing", body = ListingView), CommonErrors),
@@ -98,6 +103,8 @@ pub async fn get(
 }
 
 /// Change a listing.
+///
+/// Change one of your listings' title or city; fields left out keep their value.
 #[utoipa::path(operation_id = "update_listing", patch, path = "/v1/listings/{id}", tag = "listings",
     request_body = ListingPatch, params(("id" = i64, Path, description = "Listing id")),
     responses((status = 200, description = "The updated listing", body = ListingView),
@@ -147,6 +154,8 @@ pub struct SearchQuery {
     pub limit: Option<u32>,
 }
 
+/// Search listings.
+///
 /// Search listings, each with the coupons claimable on it now. Merchants see their own.
 #[utoipa::path(operation_id = "list_listings", get, path = "/v1/listings", tag = "listings",
     params(SearchQuery),
@@ -205,9 +214,11 @@ pub struct Binding {
     pub bound: Vec<TemplateId>,
 }
 
-/// Bind one of your templates to one of your listings (idempotent: 201 when bound now, 200
-/// when it already was). A listing holds at most `max_bindings_per_listing` templates
-/// (`binding_limit` beyond); aborted and expired templates cannot be bound.
+/// Bind a template to a listing.
+///
+/// Bind one of your templates to one of your listings (idempotent: 201 when bound now, 200 when it
+/// already was). A listing holds at most `max_bindings_per_listing` templates (`binding_limit`
+/// beyond); aborted and expired templates cannot be bound.
 #[utoipa::path(operation_id = "bind_template", put, path = "/v1/listings/{id}/templates/{template_id}",
     tag = "listings",
     params(("id" = i64, Path, description = "Listing id"), ("template_id" = i64, Path, description = "Template id")),
@@ -252,7 +263,9 @@ pub async fn bind(
     ))
 }
 
-/// Unbind a template from a listing (idempotent).
+/// Unbind a template from a listing.
+///
+/// Unbind a template from one of your listings (idempotent: a template not bound answers 204 too).
 #[utoipa::path(operation_id = "unbind_template", delete, path = "/v1/listings/{id}/templates/{template_id}",
     tag = "listings",
     params(("id" = i64, Path, description = "Listing id"), ("template_id" = i64, Path, description = "Template id")),
@@ -272,6 +285,8 @@ pub async fn unbind(
     Ok(StatusCode::NO_CONTENT)
 }
 
+/// Delete a listing.
+///
 /// Delete a listing (its merchant): it is unbound from every template first, in the same
 /// transaction. Deleting it again: 404.
 #[utoipa::path(operation_id = "delete_listing", delete, path = "/v1/listings/{id}",

@@ -20,6 +20,9 @@ use crate::state::AppState;
 const MAX_NAME_FILTER: usize = 200;
 
 /// Create a merchant.
+///
+/// Create a merchant with its name, short name and the cities it operates in. Give it a key (`POST
+/// /v1/merchants/{id}/keys`) or an owner operator to let it in.
 #[utoipa::path(operation_id = "create_merchant", post, path = "/v1/merchants", tag = "merchants", request_body = MerchantDraft,
     responses((status = 201, description = "Created", body = Merchant), CommonErrors, BodyErrors),
     security(("bearer" = [])))]
@@ -32,6 +35,8 @@ pub async fn create(
     Ok((StatusCode::CREATED, Json(m)))
 }
 
+/// Read a merchant.
+///
 /// Read a merchant. A merchant key may read only its own merchant.
 #[utoipa::path(operation_id = "get_merchant", get, path = "/v1/merchants/{id}", tag = "merchants",
     params(("id" = i64, Path, description = "Merchant id")),
@@ -65,7 +70,9 @@ pub struct ListQuery {
     pub limit: Option<u32>,
 }
 
-/// List merchants, oldest first.
+/// List merchants.
+///
+/// Merchants oldest first, a page at a time.
 #[utoipa::path(operation_id = "list_merchants", get, path = "/v1/merchants", tag = "merchants", params(ListQuery),
     responses((status = 200, description = "A page of merchants", body = PageOf<Merchant>), CommonErrors),
     security(("bearer" = [])))]
@@ -93,8 +100,10 @@ pub async fn list(
     Ok(Json(pagination::finish(rows, page, |m| m.id.get(), |m| m)))
 }
 
-/// Change a merchant's name, short name or cities; fields left out keep their value. A
-/// concurrent edit of the same merchant is refused (`conflict`), never silently undone.
+/// Change a merchant.
+///
+/// Change a merchant's name, short name or cities; fields left out keep their value. A concurrent
+/// edit of the same merchant is refused (`conflict`), never silently undone.
 #[utoipa::path(operation_id = "update_merchant", patch, path = "/v1/merchants/{id}", tag = "merchants", request_body = MerchantPatch,
     params(("id" = i64, Path, description = "Merchant id")),
     responses((status = 200, description = "The updated merchant", body = Merchant),

@@ -4,6 +4,7 @@
 pub mod activities;
 pub mod audit;
 pub mod checkout;
+pub mod cities;
 pub mod claims;
 pub mod codes;
 pub mod coupons;
@@ -111,6 +112,8 @@ fn merchant_and_activity_routes() -> Vec<Route> {
             post(merchants::create),
         ),
         r(Method::GET, "/v1/merchants", PLATFORM, get(merchants::list)),
+        r(Method::GET, "/v1/cities", ANYONE, get(cities::list)),
+        r(Method::PUT, "/v1/cities/{id}", PLATFORM, put(cities::name)),
         r(
             Method::GET,
             "/v1/merchants/{id}",
@@ -377,7 +380,7 @@ pub fn route_table() -> Vec<RouteSpec> {
 }
 
 /// What a route does, as operators' roles tell them apart ([`OperatorRole::may`]): reading,
-/// except people, keys and the audit trail (admin); changing people, keys, merchants, webhooks and shared tags
+/// except people, keys and the audit trail (admin); changing people, keys, merchants, cities, webhooks and shared tags
 /// (admin); revoking a coupon (support); every other change is running campaigns.
 ///
 /// [`OperatorRole::may`]: coupond_domain::OperatorRole::may
@@ -390,6 +393,7 @@ pub fn area_of(method: &Method, path: &str) -> Area {
     }
     if admin
         || path.starts_with("/v1/merchants")
+        || path.starts_with("/v1/cities")
         || path.starts_with("/v1/webhooks")
         || path.ends_with("/shared")
     {

@@ -87,8 +87,10 @@ pub struct OperatorQuery {
     pub limit: Option<u32>,
 }
 
-/// Add an operator (platform: anyone; merchant: its own `owner` or `staff`). The answer
-/// carries a one-time set-password link, valid for an hour.
+/// Add an operator.
+///
+/// Add an operator (platform: anyone; merchant: its own `owner` or `staff`). The answer carries a
+/// one-time set-password link, valid for an hour.
 #[utoipa::path(operation_id = "create_operator", post, path = "/v1/operators", tag = "operators",
     request_body = NewOperatorBody,
     responses((status = 201, description = "Created, with `set_password`", body = OperatorView), CommonErrors, BodyErrors),
@@ -132,6 +134,8 @@ pub async fn create(
     Ok(res)
 }
 
+/// List operators.
+///
 /// Operators by id (platform: all, or one merchant's; merchant: its own staff).
 #[utoipa::path(operation_id = "list_operators", get, path = "/v1/operators", tag = "operators",
     params(OperatorQuery),
@@ -148,6 +152,8 @@ pub async fn list(
     Ok(Json(pagination::finish(rows, page, |o| o.id.get(), |o| o)))
 }
 
+/// Change an operator.
+///
 /// Rename an operator, change their role (on the same side), disable or enable them.
 #[utoipa::path(operation_id = "update_operator", patch, path = "/v1/operators/{id}", tag = "operators",
     request_body = OperatorPatch,

@@ -72,13 +72,14 @@ impl From<RefundOutcome> for RefundsView {
     }
 }
 
-/// Refund a confirmed order (service): each coupon it used goes back to its user (`unused`,
-/// or `expired` if its validity has ended), or is `revoked` when its template's
-/// `refund_policy` is `void`; its discount is taken back out of the template's budget used
-/// and stats, and the reconciliation counts the refund in the period it happens. Name
-/// `coupon_ids` for a partial refund. Repeating it answers the refunds already made
-/// (`new: false`). An order not confirmed: 409 `order_not_confirmed`; a coupon the order did
-/// not use: 422 `not_in_order`.
+/// Refund an order.
+///
+/// Refund a confirmed order (service): each coupon it used goes back to its user (`unused`, or
+/// `expired` if its validity has ended), or is `revoked` when its template's `refund_policy` is
+/// `void`; its discount is taken back out of the template's budget used and stats, and the
+/// reconciliation counts the refund in the period it happens. Name `coupon_ids` for a partial
+/// refund. Repeating it answers the refunds already made (`new: false`). An order not confirmed:
+/// 409 `order_not_confirmed`; a coupon the order did not use: 422 `not_in_order`.
 #[utoipa::path(operation_id = "refund_order", post, path = "/v1/orders/{order_id}/refund", tag = "checkout",
     request_body(content = Option<RefundBody>, description = "Empty to refund every coupon"),
     params(("order_id" = String, Path, description = "The order id")),

@@ -133,6 +133,8 @@ async fn stats_of(
         .collect())
 }
 
+/// A template's figures.
+///
 /// A template's numbers: stock, claimed and issued, coupons by status now, discount given and
 /// reserved, and claims and uses per hour (platform; the owning merchant).
 #[utoipa::path(operation_id = "template_stats", get, path = "/v1/templates/{id}/stats", tag = "reports",
@@ -176,8 +178,10 @@ pub struct ActivityStats {
     pub templates: Vec<TemplateStats>,
 }
 
-/// An activity's numbers: totals, a row per merchant and each template (platform; a merchant
-/// sees its own templates only).
+/// An activity's figures.
+///
+/// An activity's numbers: totals, a row per merchant and each template (platform; a merchant sees
+/// its own templates only).
 #[utoipa::path(operation_id = "activity_stats", get, path = "/v1/activities/{id}/stats", tag = "reports",
     params(("id" = i64, Path, description = "Activity id"), StatsQuery),
     responses((status = 200, description = "The numbers", body = ActivityStats), CommonErrors),
@@ -287,10 +291,12 @@ pub struct Reconciliation {
     pub total: FunderTotal,
 }
 
+/// Reconciliation of a period.
+///
 /// The reconciliation of a period `[from, to)`: per template and per funder, the coupons used
-/// (confirmed) in it and the discount they gave, the refunds made in it and the discount they
-/// took back, with totals (platform). A use counts in its period even if refunded later, the
-/// refund in its own, so a past period never changes. `format=csv` gives the rows as CSV.
+/// (confirmed) in it and the discount they gave, the refunds made in it and the discount they took
+/// back, with totals (platform). A use counts in its period even if refunded later, the refund in
+/// its own, so a past period never changes. `format=csv` gives the rows as CSV.
 #[utoipa::path(operation_id = "reconciliation", get, path = "/v1/reports/reconciliation", tag = "reports",
     params(PeriodQuery),
     responses((status = 200, description = "The report (JSON, or CSV with format=csv)", body = Reconciliation), CommonErrors),

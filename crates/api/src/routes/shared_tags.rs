@@ -42,9 +42,11 @@ impl From<SharedTag> for SharedTagView {
     }
 }
 
+/// Share a tag with merchants.
+///
 /// Share a tag with merchants (platform): they may then name it in a segment issuance or a
-/// template audience. Sharing a shared tag changes nothing. Whether anyone holds the tag does
-/// not matter.
+/// template audience. Sharing a shared tag changes nothing. Whether anyone holds the tag does not
+/// matter.
 #[utoipa::path(operation_id = "share_tag", put, path = "/v1/tags/{tag}/shared", tag = "tags",
     params(("tag" = String, Path, description = "The tag")),
     responses((status = 200, description = "The tag, shared", body = SharedTagView), CommonErrors),
@@ -57,6 +59,8 @@ pub async fn share(
     Ok(Json(shared.into()))
 }
 
+/// Stop sharing a tag.
+///
 /// Stop sharing a tag with merchants (platform; idempotent): new segments and audiences of
 /// merchants treat it as private again.
 #[utoipa::path(operation_id = "unshare_tag", delete, path = "/v1/tags/{tag}/shared", tag = "tags",
@@ -82,7 +86,9 @@ pub struct SharedTagsQuery {
     pub limit: Option<u32>,
 }
 
-/// The tags shared with merchants, by tag (platform).
+/// List shared tags.
+///
+/// The tags the platform shares with merchants, by tag.
 #[utoipa::path(operation_id = "list_shared_tags", get, path = "/v1/tags/shared", tag = "tags",
     params(SharedTagsQuery),
     responses((status = 200, description = "A page of shared tags", body = PageOf<SharedTagView>), CommonErrors),

@@ -37,7 +37,9 @@ pub struct RestartedWorker {
     pub last_panic: String,
 }
 
-/// Liveness: the process answers.
+/// Liveness.
+///
+/// Answers while the process runs; no database is read.
 #[utoipa::path(get, path = "/healthz", tag = "system",
     responses((status = 200, description = "Alive", body = Health)))]
 pub async fn healthz() -> Json<Health> {
@@ -48,8 +50,9 @@ pub async fn healthz() -> Json<Health> {
     })
 }
 
-/// Readiness: the database answers. Also lists background loops that panicked and were
-/// restarted.
+/// Readiness.
+///
+/// Readiness: the database answers. Also lists background loops that panicked and were restarted.
 #[utoipa::path(get, path = "/readyz", tag = "system",
     responses((status = 200, description = "Ready", body = Health),
         (status = 503, description = "The database is unavailable", body = Problem,
@@ -73,6 +76,8 @@ pub async fn readyz(State(s): State<AppState>) -> ApiResult<Json<Health>> {
     }))
 }
 
+/// Prometheus metrics.
+///
 /// Prometheus metrics: request counts and latency by route and status, pool gauges.
 #[utoipa::path(get, path = "/metrics", tag = "system",
     responses((status = 200, description = "Prometheus text format", body = String, content_type = "text/plain")))]
@@ -96,6 +101,8 @@ pub async fn metrics(State(s): State<AppState>) -> impl IntoResponse {
 }
 
 /// This document.
+///
+/// The OpenAPI 3.1 document of this API, generated from the code.
 #[utoipa::path(get, path = "/openapi.json", tag = "system",
     responses((status = 200, description = "The OpenAPI 3.1 document", body = Object)))]
 pub async fn openapi() -> impl IntoResponse {
@@ -122,6 +129,8 @@ const DOCS_POLICY: &str = "default-src 'none'; script-src 'self' 'unsafe-inline'
      style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; \
      connect-src 'self'; worker-src 'self' blob:; frame-ancestors 'none'";
 
+/// API reference page.
+///
 /// A page that renders `/openapi.json` for reading (Redoc, served by coupond itself).
 #[utoipa::path(get, path = "/docs", tag = "system",
     responses((status = 200, description = "HTML", body = String, content_type = "text/html")))]

@@ -76,13 +76,15 @@ impl From<TagUpload> for TagUploadView {
     }
 }
 
+/// Upload user tags.
+///
 /// Add tags to many users (platform, service): a `text/csv` upload of `user_id,tag` lines (an
-/// optional `user_id,tag` header; up to 1,000,000 lines and `max_upload_bytes`). The whole
-/// file is read and checked first (a file without one valid pair is 422 `no_pairs`); then it
-/// is answered 202 with the job, and the tag worker adds the pairs 1,000 per transaction,
-/// keeping what users already hold, resumable after a crash: poll `GET /v1/user-tags/{id}`.
-/// With an `Idempotency-Key`, a retry of the same file answers the job it made
-/// (`idempotent-replayed: true`); the key with another file is 422 `idempotency_key_reused`.
+/// optional `user_id,tag` header; up to 1,000,000 lines and `max_upload_bytes`). The whole file is
+/// read and checked first (a file without one valid pair is 422 `no_pairs`); then it is answered
+/// 202 with the job, and the tag worker adds the pairs 1,000 per transaction, keeping what users
+/// already hold, resumable after a crash: poll `GET /v1/user-tags/{id}`. With an
+/// `Idempotency-Key`, a retry of the same file answers the job it made (`idempotent-replayed:
+/// true`); the key with another file is 422 `idempotency_key_reused`.
 #[utoipa::path(operation_id = "bulk_user_tags", post, path = "/v1/user-tags", tag = "tags",
     params(("Idempotency-Key" = Option<String>, Header, description = "Makes retries safe: 1 to 255 visible ASCII characters")),
     request_body(content = String, content_type = "text/csv", description = "user_id,tag lines"),
@@ -137,7 +139,9 @@ pub async fn create(
     Ok(res)
 }
 
-/// A bulk tag upload and its progress (platform, service).
+/// Read a tag upload.
+///
+/// A bulk tag upload and its progress: lines read, pairs added, invalid lines.
 #[utoipa::path(operation_id = "get_tag_upload", get, path = "/v1/user-tags/{id}", tag = "tags",
     params(("id" = i64, Path, description = "Upload id")),
     responses((status = 200, description = "The upload", body = TagUploadView), CommonErrors),
@@ -160,7 +164,9 @@ pub struct ListQuery {
     pub limit: Option<u32>,
 }
 
-/// Bulk tag uploads, oldest first, to find one again (platform, service).
+/// List tag uploads.
+///
+/// Bulk tag uploads, oldest first, to find one again.
 #[utoipa::path(operation_id = "list_tag_uploads", get, path = "/v1/user-tags", tag = "tags", params(ListQuery),
     responses((status = 200, description = "A page of uploads", body = PageOf<TagUploadView>), CommonErrors),
     security(("bearer" = [])))]

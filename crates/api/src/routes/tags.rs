@@ -33,7 +33,10 @@ pub struct UserTagsView {
     pub tags: Vec<Tag>,
 }
 
-/// Replace a user's tags (platform, service).
+/// Replace a user's tags.
+///
+/// Replace the tags coupond holds for a user (segment issuance and template audiences read them).
+/// Recorded in the audit trail.
 #[utoipa::path(operation_id = "put_user_tags", put, path = "/v1/users/{id}/tags", tag = "tags",
     request_body = UserTags,
     params(("id" = String, Path, description = "User id")),
@@ -52,7 +55,9 @@ pub async fn put(
     }))
 }
 
-/// A user's tags (platform, service).
+/// Read a user's tags.
+///
+/// The tags coupond holds for a user.
 #[utoipa::path(operation_id = "get_user_tags", get, path = "/v1/users/{id}/tags", tag = "tags",
     params(("id" = String, Path, description = "User id")),
     responses((status = 200, description = "The user's tags", body = UserTagsView), CommonErrors),

@@ -99,6 +99,8 @@ async fn activity_for(
     }
 }
 
+/// Create a template.
+///
 /// Create a template: in an activity (merchants, while it is enrolling) or standalone (a draft
 /// until published). A merchant's tag audience may name only tags the platform shares with
 /// merchants (422 `tag_not_shared` on `audience.any`; so may a merchant's edit).
@@ -141,6 +143,8 @@ pub struct ListQuery {
     pub limit: Option<u32>,
 }
 
+/// List templates.
+///
 /// List templates, oldest first. Merchants see only their own.
 #[utoipa::path(operation_id = "list_templates", get, path = "/v1/templates", tag = "templates", params(ListQuery),
     responses((status = 200, description = "A page of templates", body = PageOf<TemplateView>), CommonErrors),
@@ -178,6 +182,9 @@ pub async fn list(
 }
 
 /// Read a template.
+///
+/// One template with its status now, its stock and the actions the caller may take on it now
+/// (`actions`).
 #[utoipa::path(operation_id = "get_template", get, path = "/v1/templates/{id}", tag = "templates",
     params(("id" = i64, Path, description = "Template id")),
     responses((status = 200, description = "The template", body = TemplateView), CommonErrors),
@@ -191,11 +198,13 @@ pub async fn get(
     Ok(Json(view_one(&s, &p, t, s.now()).await?))
 }
 
+/// Change a template.
+///
 /// Change a template's terms while it is a draft or scheduled (and, in an activity, while the
-/// activity is enrolling). Once a standalone template is claimable only more stock
-/// (`total_stock` raised), a later `claim_window.end` and a later fixed `validity.until` may
-/// be sent (the coupons already issued get the later end too); any other change is 422
-/// `fixed_once_claimable` naming the field. Each change is kept in the template's history.
+/// activity is enrolling). Once a standalone template is claimable only more stock (`total_stock`
+/// raised), a later `claim_window.end` and a later fixed `validity.until` may be sent (the coupons
+/// already issued get the later end too); any other change is 422 `fixed_once_claimable` naming
+/// the field. Each change is kept in the template's history.
 #[utoipa::path(operation_id = "update_template", patch, path = "/v1/templates/{id}", tag = "templates", request_body = TemplatePatch,
     params(("id" = i64, Path, description = "Template id")),
     responses((status = 200, description = "The updated template", body = TemplateView),
@@ -227,8 +236,10 @@ pub async fn update(
     Ok(Json(view_one(&s, &p, updated, now).await?))
 }
 
-/// Publish a standalone draft: it becomes claimable when its claim window opens. Templates in
-/// an activity go live with the activity and are never published.
+/// Publish a template.
+///
+/// Publish a standalone draft: it becomes claimable when its claim window opens. Templates in an
+/// activity go live with the activity and are never published.
 #[utoipa::path(operation_id = "publish_template", post, path = "/v1/templates/{id}/publish", tag = "templates",
     params(("id" = i64, Path, description = "Template id")),
     responses((status = 200, description = "The published template", body = TemplateView),
@@ -247,7 +258,10 @@ pub async fn publish(
     Ok(Json(view_one(&s, &p, published, now).await?))
 }
 
-/// Abort a template: no more claims; final.
+/// Abort a template.
+///
+/// Abort a template: no more claims or redemptions; coupons already held stay usable until they
+/// expire. Final.
 #[utoipa::path(operation_id = "abort_template", post, path = "/v1/templates/{id}/abort", tag = "templates",
     params(("id" = i64, Path, description = "Template id")),
     responses((status = 200, description = "The aborted template", body = TemplateView),
@@ -268,6 +282,8 @@ pub async fn abort(
     Ok(Json(view_one(&s, &p, aborted, now).await?))
 }
 
+/// Delete a draft template.
+///
 /// Delete a standalone draft never published (platform; its merchant), with its bindings and
 /// codes. Anything else: 409 `not_draft` (abort it instead).
 #[utoipa::path(operation_id = "delete_template", delete, path = "/v1/templates/{id}", tag = "templates",
@@ -295,8 +311,10 @@ pub struct TemplateChangeView {
     pub changes: serde_json::Value,
 }
 
-/// A template's history: every change of its terms after it was created, oldest first, a
-/// page at a time (platform; its merchant).
+/// A template's history.
+///
+/// A template's history: every change of its terms after it was created, oldest first, a page at a
+/// time (platform; its merchant).
 #[utoipa::path(operation_id = "template_history", get, path = "/v1/templates/{id}/history", tag = "templates",
     params(("id" = i64, Path, description = "Template id"), PageQuery),
     responses((status = 200, description = "A page of changes", body = PageOf<TemplateChangeView>), CommonErrors),
@@ -331,9 +349,11 @@ pub struct RejectBody {
     pub reason: Note,
 }
 
-/// Approve a merchant's enrollment waiting for approval (platform: admin, marketing): it is in
-/// its activity from now on, claimable in the activity's run. Anything not waiting: 409
-/// `not_pending`. Announced as `template.approved`.
+/// Approve an enrollment.
+///
+/// Approve a merchant's enrollment waiting for approval (platform: admin, marketing): it is in its
+/// activity from now on, claimable in the activity's run. Anything not waiting: 409 `not_pending`.
+/// Announced as `template.approved`.
 #[utoipa::path(operation_id = "approve_template", post, path = "/v1/templates/{id}/approve", tag = "templates",
     params(("id" = i64, Path, description = "Template id")),
     responses((status = 200, description = "The approved template", body = TemplateView),
@@ -347,9 +367,11 @@ pub async fn approve(
     review(s, p, id, Decision::Approve).await
 }
 
+/// Reject an enrollment.
+///
 /// Reject a merchant's enrollment waiting for approval, with a reason its merchant reads
-/// (platform: admin, marketing). It stays out of its activity until its merchant edits it,
-/// which puts it back in the queue. Anything not waiting: 409 `not_pending`. Announced as
+/// (platform: admin, marketing). It stays out of its activity until its merchant edits it, which
+/// puts it back in the queue. Anything not waiting: 409 `not_pending`. Announced as
 /// `template.rejected`.
 #[utoipa::path(operation_id = "reject_template", post, path = "/v1/templates/{id}/reject", tag = "templates",
     request_body = RejectBody,

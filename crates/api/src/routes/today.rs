@@ -103,7 +103,11 @@ pub struct TodayView {
     pub outbox: Option<Vec<ConsumerLag>>,
 }
 
-/// Today's figures (platform; merchants see their own).
+/// Today's figures.
+///
+/// Today's figures since midnight UTC: coupons claimed and used, webhook deliveries failing, how
+/// templates and activities stand and which templates need attention (platform; merchants see
+/// their own).
 #[utoipa::path(operation_id = "today", get, path = "/v1/reports/today", tag = "reports", params(TodayQuery),
     responses((status = 200, description = "The figures", body = TodayView), CommonErrors),
     security(("bearer" = [])))]

@@ -106,15 +106,17 @@ async fn check(s: &AppState, body: &WebhookBody) -> ApiResult<String> {
     Ok(url.into())
 }
 
+/// Register a webhook endpoint.
+///
 /// Register an endpoint (the platform for every event; a merchant for the events of its
 /// templates). Deliveries are `POST`s of `{"id", "type", "created_at", "data"}` with headers
 /// `Coupond-Event`, `Coupond-Delivery` and `Coupond-Signature: t=<unix seconds>,v1=<hex
 /// HMAC-SHA256 of "<t>.<body>" keyed with the secret>`; any 2xx acknowledges, anything else is
-/// retried with exponential backoff until `webhook_max_attempts`. The `secret` is shown once:
-/// a replay of this request under its `Idempotency-Key` answers the endpoint without it.
-/// URLs on loopback, private, link-local and other internal addresses are refused
-/// (`url_not_allowed`) unless the operator allows them; each owner may have
-/// `max_webhooks_per_owner` endpoints enabled (409 `webhook_limit`).
+/// retried with exponential backoff until `webhook_max_attempts`. The `secret` is shown once: a
+/// replay of this request under its `Idempotency-Key` answers the endpoint without it. URLs on
+/// loopback, private, link-local and other internal addresses are refused (`url_not_allowed`)
+/// unless the operator allows them; each owner may have `max_webhooks_per_owner` endpoints enabled
+/// (409 `webhook_limit`).
 #[utoipa::path(operation_id = "create_webhook", post, path = "/v1/webhooks", tag = "webhooks",
     request_body = WebhookBody,
     responses((status = 201, description = "Registered", body = WebhookView), CommonErrors, BodyErrors, ConflictError),
@@ -164,6 +166,8 @@ async fn load(s: &AppState, p: &Principal, id: i64) -> ApiResult<Webhook> {
     }
 }
 
+/// List webhook endpoints.
+///
 /// The caller's endpoints (the platform sees all), oldest first, a page at a time.
 #[utoipa::path(operation_id = "list_webhooks", get, path = "/v1/webhooks", tag = "webhooks", params(PageQuery),
     responses((status = 200, description = "A page of endpoints", body = PageOf<WebhookView>), CommonErrors),
@@ -183,7 +187,9 @@ pub async fn list(
     )))
 }
 
-/// An endpoint.
+/// Read a webhook endpoint.
+///
+/// One of the caller's endpoints, with its event types and whether it is disabled.
 #[utoipa::path(operation_id = "get_webhook", get, path = "/v1/webhooks/{id}", tag = "webhooks",
     params(("id" = i64, Path, description = "Webhook id")),
     responses((status = 200, description = "The endpoint", body = WebhookView), CommonErrors),
@@ -196,6 +202,8 @@ pub async fn get(
     Ok(Json(WebhookView::new(load(&s, &p, id).await?, false)))
 }
 
+/// Disable a webhook endpoint.
+///
 /// Stop an endpoint: nothing more is delivered to it; queued deliveries are marked failed.
 #[utoipa::path(operation_id = "disable_webhook", delete, path = "/v1/webhooks/{id}", tag = "webhooks",
     params(("id" = i64, Path, description = "Webhook id")),
@@ -275,6 +283,8 @@ pub struct DeliveriesQuery {
     pub limit: Option<u32>,
 }
 
+/// An endpoint's deliveries.
+///
 /// An endpoint's deliveries, newest first, each with its attempts.
 #[utoipa::path(operation_id = "webhook_deliveries", get, path = "/v1/webhooks/{id}/deliveries", tag = "webhooks",
     params(("id" = i64, Path, description = "Webhook id"), DeliveriesQuery),

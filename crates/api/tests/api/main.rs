@@ -13,6 +13,7 @@ mod claims;
 mod clock;
 mod codes;
 mod event_order;
+mod examples;
 mod flows;
 mod hostile;
 mod instances;

@@ -19,6 +19,8 @@ fn expected() -> Vec<(Method, &'static str, Vec<Role>)> {
     vec![
         (Method::POST, "/v1/merchants", vec![P]),
         (Method::GET, "/v1/merchants", vec![P]),
+        (Method::GET, "/v1/cities", vec![P, M, S, U]),
+        (Method::PUT, "/v1/cities/{id}", vec![P]),
         (Method::GET, "/v1/merchants/{id}", vec![P, M]),
         (Method::PATCH, "/v1/merchants/{id}", vec![P]),
         (Method::POST, "/v1/merchants/{id}/keys", vec![P, M]),

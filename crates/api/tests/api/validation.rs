@@ -482,3 +482,72 @@ async fn hostile_times_and_characters_are_refused_not_crashed() {
     )
     .await;
 }
+
+/// A body with several invalid fields names each of them in one answer (`errors`), not one
+/// per attempt; the first is also the problem's `field`, and nothing is written.
+#[tokio::test]
+async fn every_invalid_field_is_named_at_once() {
+    let app = TestApp::new().await;
+    let before = app.row_counts().await;
+    let mut body = standalone_template(0, 48);
+    body["total_stock"] = json!("lots");
+    body["per_user_limit"] = json!("two");
+    body["colour"] = json!("red");
+    let r = app.post("/v1/templates", app.m1(), body).await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
+    let errors = r.body["errors"]
+        .as_array()
+        .expect("errors lists every field");
+    let fields: Vec<&str> = errors
+        .iter()
+        .map(|e| e["field"].as_str().unwrap())
+        .collect();
+    for field in ["total_stock", "per_user_limit", "colour"] {
+        assert!(fields.contains(&field), "{field} missing from {}", r.body);
+    }
+    assert_eq!(r.body["field"], errors[0]["field"]);
+    let colour = errors.iter().find(|e| e["field"] == "colour").unwrap();
+    assert_eq!(colour["code"], "unknown_field");
+    assert!(
+        errors
+            .iter()
+            .all(|e| !e["detail"].as_str().unwrap().contains("line")),
+        "{}",
+        r.body
+    );
+    assert_eq!(app.row_counts().await, before);
+
+    // The fields' own rules too: every one broken is named, with its code.
+    let mut rules = standalone_template(0, 48);
+    rules["title"] = json!("");
+    rules["total_stock"] = json!(0);
+    rules["per_user_limit"] = json!(0);
+    let r = app.post("/v1/templates", app.m1(), rules).await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
+    let errors = r.body["errors"]
+        .as_array()
+        .expect("errors lists every rule");
+    let fields: Vec<&str> = errors
+        .iter()
+        .map(|e| e["field"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        fields,
+        ["title", "total_stock", "per_user_limit"],
+        "{}",
+        r.body
+    );
+    assert!(errors[1]["detail"]
+        .as_str()
+        .unwrap()
+        .contains("must be from 1 to"));
+    assert_eq!(app.row_counts().await, before);
+
+    // One invalid field: the problem as before, without a list.
+    let mut one = standalone_template(0, 48);
+    one["total_stock"] = json!(-1);
+    let r = app.post("/v1/templates", app.m1(), one).await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(r.body["field"], "total_stock");
+    assert!(r.body.get("errors").is_none(), "{}", r.body);
+}

@@ -115,7 +115,7 @@ pub struct Lease {
 }
 
 impl Lease {
-    /// Daily rent: monthly rent / 30, rounded down (the seed's rule, whatever the month's length).
+    /// Daily rent: monthly rent / 30, rounded down (whatever the month's length).
     pub fn daily_rent(self) -> Money {
         self.monthly_rent.checked_div(30).unwrap_or(Money::ZERO)
     }

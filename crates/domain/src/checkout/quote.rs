@@ -64,7 +64,7 @@ pub struct AppliedCoupon {
 pub struct Combination {
     /// In the order they are applied: earliest `valid_until` first, then lowest coupon id.
     pub coupons: Vec<AppliedCoupon>,
-    /// The total discount; at most the order's total (I8).
+    /// The total discount; never more than the order's total.
     pub discount: Money,
     /// Per order line, the lines with something off; never more than the line's amount.
     pub lines: Vec<LineDiscount>,

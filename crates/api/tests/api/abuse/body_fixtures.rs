@@ -93,6 +93,11 @@ pub(super) async fn fixtures(app: &TestApp) -> BTreeMap<(Method, String), Fixtur
         ),
     );
     add(
+        Method::PUT,
+        "/v1/cities/{id}",
+        f("/v1/cities/1".into(), &platform, json!({"name": "Lisbon"})),
+    );
+    add(
         Method::PATCH,
         "/v1/merchants/{id}",
         f(

@@ -104,3 +104,29 @@ pub async fn merchant_edits_never_lose_a_concurrent_one(s: Arc<dyn Store>) {
         Err(StoreError::NotFound)
     ));
 }
+
+/// Cities are named, renamed (the later name standing, its instant kept) and listed by id,
+/// a page at a time; a name is any text, stored as sent.
+pub async fn cities_are_named_and_listed(s: Arc<dyn Store>) {
+    let city = |n| CityId::new(n).unwrap();
+    assert_eq!(s.cities(None, 10).await.unwrap(), vec![]);
+    let lisbon = s.put_city(city(2), "Lisbon", at(1)).await.unwrap();
+    assert_eq!((lisbon.id, lisbon.name.as_str()), (city(2), "Lisbon"));
+    assert_eq!(lisbon.updated_at, at(1));
+    s.put_city(city(1), "Porto", at(2)).await.unwrap();
+    s.put_city(city(10), "São Miguel", at(3)).await.unwrap();
+    let renamed = s.put_city(city(2), "Lisboa", at(4)).await.unwrap();
+    assert_eq!(
+        (renamed.name.as_str(), renamed.updated_at),
+        ("Lisboa", at(4))
+    );
+    let first = s.cities(None, 2).await.unwrap();
+    let names: Vec<&str> = first.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["Porto", "Lisboa"]);
+    let rest = s.cities(Some(first[1].id), 2).await.unwrap();
+    assert_eq!(rest.len(), 1);
+    assert_eq!(
+        (rest[0].id, rest[0].name.as_str()),
+        (city(10), "São Miguel")
+    );
+}
