@@ -314,13 +314,20 @@ pub fn operator_principal(op: &coupond_domain::Operator) -> Option<Principal> {
     }
 }
 
+/// Names the caller in the current request's log line: its principal, and the key (its id,
+/// never the key itself) when a key asked. Called once per request.
+pub fn name_in_log(p: &Principal, who: &Who) {
+    let span = tracing::Span::current();
+    span.record("principal", p.actor().to_text());
+    if let Who::Key { id, .. } = who {
+        span.record("key", id);
+    }
+}
+
 /// The principal of the key with this hash, and the key as the audit trail names it.
 pub async fn identify_hash(state: &AppState, hash: &KeyHash) -> Result<(Principal, Who), ApiError> {
     let hash = hash.0;
     if let Some((p, who)) = state.key_cache().get(&hash) {
-        if let Who::Key { id, .. } = &who {
-            tracing::Span::current().record("key", id);
-        }
         return Ok((p, who));
     }
     // Read before the database: a revocation heard meanwhile keeps this copy out of the cache.
@@ -349,8 +356,6 @@ pub async fn identify_hash(state: &AppState, hash: &KeyHash) -> Result<(Principa
     state
         .key_cache()
         .insert_from(generation, hash, (principal.clone(), who.clone()));
-    // The request log names the key (its id), whatever its role.
-    tracing::Span::current().record("key", key.id);
     Ok((principal, who))
 }
 
@@ -380,15 +385,18 @@ pub async fn guard(
     mut req: Request,
     next: Next,
 ) -> Response {
+    let in_process = req.extensions().get::<Caller>().is_some();
     let identified = match req.extensions().get::<Caller>() {
         Some(caller) => identify_caller(&state, caller, area).await,
         None => identify(&state, req.headers()).await,
     };
     // The request's log line names who asked and from where (the client a trusted proxy
-    // names, else the peer).
+    // names, else the peer), once: a console page's calls run in the page's own request
+    // span, whose caller the console named when it read the session (a field recorded
+    // again would be printed again).
     let span = tracing::Span::current();
-    if let Ok((p, _)) = &identified {
-        span.record("principal", p.actor().to_text());
+    if let (Ok((p, who)), false) = (&identified, in_process) {
+        name_in_log(p, who);
     }
     let client = req
         .extensions()
@@ -399,7 +407,7 @@ pub async fn guard(
                 .trusted_proxies
                 .client(peer.0.ip(), req.headers())
         });
-    if let Some(client) = client {
+    if let (Some(client), false) = (client, in_process) {
         span.record("client", tracing::field::display(client));
     }
     match identified {

@@ -44,6 +44,9 @@ pub struct Problem {
     /// The field it names, if any (shown next to that field).
     pub field: Option<String>,
     pub detail: String,
+    /// Every invalid field when the API names more than one (`errors`): field and what is
+    /// wrong with it.
+    pub fields: Vec<(String, String)>,
 }
 
 impl std::fmt::Debug for Api {
@@ -67,6 +70,7 @@ impl Reply {
             code: "unexpected_answer".into(),
             field: None,
             detail: e.to_string(),
+            fields: Vec::new(),
         })
     }
 
@@ -79,6 +83,18 @@ impl Reply {
             detail: s("detail")
                 .or_else(|| s("title"))
                 .unwrap_or_else(|| self.status.to_string()),
+            fields: self
+                .body
+                .get("errors")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|e| {
+                    let field = e.get("field")?.as_str()?;
+                    let detail = e.get("detail")?.as_str()?;
+                    Some((field.to_owned(), detail.to_owned()))
+                })
+                .collect(),
         }
     }
 }

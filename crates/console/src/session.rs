@@ -14,7 +14,9 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum_extra::extract::cookie::{Cookie, Key, PrivateCookieJar, SameSite};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use coupond_api::auth::{authenticate_key, hash_api_key, identify_caller, Caller, KeyHash};
+use coupond_api::auth::{
+    authenticate_key, hash_api_key, identify_caller, name_in_log, Caller, KeyHash,
+};
 use coupond_api::Principal;
 use coupond_domain::{Area, OperatorId, OperatorRole};
 use coupond_store::audit::Who;
@@ -192,6 +194,7 @@ pub async fn current(console: &Console, jar: &PrivateCookieJar) -> Option<Sessio
     };
     let read = coupond_domain::Area::Read;
     let (principal, who) = identify_caller(app, &caller, read).await.ok()?;
+    name_in_log(&principal, &who);
     let principal = console_principal(principal)?;
     let (who, needs_second_factor, role) = match who {
         Who::Operator { id, email, role } => {

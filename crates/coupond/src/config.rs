@@ -81,9 +81,15 @@ fn describe(e: &figment::Error) -> String {
         }
         _ => String::new(),
     };
+    // In words: "found string \"abc\", expected a whole number", not Rust's `u32`.
+    let what = coupond_api::extract::in_words(&e.kind.to_string())
+        .replace("expected a boolean", "expected true or false")
+        .replace("found signed int", "found the number")
+        .replace("found unsigned int", "found the number")
+        .replace("found string", "found the text");
     match key.is_empty() {
-        true => e.kind.to_string(),
-        false => format!("{key}{from}: {}", e.kind),
+        true => what,
+        false => format!("{key}{from}: {what}"),
     }
 }
 

@@ -121,7 +121,12 @@ async fn seed(
     now: Timestamp,
     freeze: Duration,
 ) -> anyhow::Result<Vec<MerchantId>> {
-    // City 1: Hangzhou, city 2: Shanghai.
+    // City 1: Hangzhou, city 2: Shanghai; named, so pages say so.
+    for (id, name) in [(1, "Hangzhou"), (2, "Shanghai")] {
+        store
+            .put_city(CityId::new(id).map_err(anyhow::Error::msg)?, name, now)
+            .await?;
+    }
     let merchants = [
         ("Westlake Apartments Co.", "Westlake", vec![1]),
         ("Qiantang Rooms Ltd.", "Qiantang", vec![1, 2]),

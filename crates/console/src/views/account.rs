@@ -50,6 +50,7 @@ fn operator_of(session: &Session) -> Option<OperatorId> {
 
 fn not_an_account(session: &Session) -> Response {
     let p = Problem {
+        fields: Vec::new(),
         status: 404,
         code: "not_found".into(),
         field: None,
@@ -108,6 +109,7 @@ async fn load(console: &Console, session: &Session) -> Result<Operator, Response
 fn failed(session: &Session, e: &AccountError) -> Response {
     tracing::warn!(error = %e, "reading or changing an account failed");
     let p = Problem {
+        fields: Vec::new(),
         status: 503,
         code: "unavailable".into(),
         field: None,

@@ -13,6 +13,7 @@ use coupond_domain::Merchant;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use super::cities::CityNames;
 use super::format::at;
 use super::paging::{next_link, one_page, After};
 use super::{guard, problem_page, render, FieldErrors, Shell, Shown};
@@ -25,17 +26,21 @@ struct MerchantRow {
     id: i64,
     name: String,
     short_name: String,
+    /// The ids, as the form takes them.
     cities: String,
+    /// The cities by name ("Lisbon (1), Porto (2)").
+    city_names: String,
 }
 
 impl MerchantRow {
-    fn of(m: &Merchant) -> Self {
+    fn of(m: &Merchant, names: &CityNames) -> Self {
         let cities: Vec<String> = m.cities.iter().map(|c| c.get().to_string()).collect();
         MerchantRow {
             id: m.id.get(),
             name: m.name.clone(),
             short_name: m.short_name.clone(),
             cities: cities.join(", "),
+            city_names: names.list(m.cities.iter()),
         }
     }
 }
@@ -77,6 +82,8 @@ struct ListPage {
     /// The link to the next page of merchants, if there are more.
     next: Option<String>,
     form: MerchantForm,
+    /// What the cities field takes, with the named cities.
+    city_hint: String,
     errors: FieldErrors,
     error: Option<String>,
 }
@@ -95,11 +102,16 @@ async fn list_page(
         Ok(l) => l,
         Err(p) => return problem_page(session, &p),
     };
+    let names = CityNames::load(console, session).await;
     let page = ListPage {
         shell: Shell::new(session, "Merchants"),
-        rows: merchants.iter().map(MerchantRow::of).collect(),
+        rows: merchants
+            .iter()
+            .map(|m| MerchantRow::of(m, &names))
+            .collect(),
         next: next_link("/console/merchants", &next),
         form,
+        city_hint: names.hint(),
         errors: shown.errors,
         error: shown.error,
     };
@@ -147,6 +159,7 @@ struct MerchantPage {
     shell: Shell,
     m: MerchantRow,
     form: MerchantForm,
+    city_hint: String,
     errors: FieldErrors,
     error: Option<String>,
     keys: Vec<KeyRow>,
@@ -166,12 +179,13 @@ struct Extra {
 
 async fn merchant_page(console: &Console, session: &Session, id: i64, extra: Extra) -> Response {
     let api = console.api();
+    let names = CityNames::load(console, session).await;
     let m = match api
         .get(&session.caller, &format!("/v1/merchants/{id}"))
         .await
         .into::<Merchant>()
     {
-        Ok(m) => MerchantRow::of(&m),
+        Ok(m) => MerchantRow::of(&m, &names),
         Err(p) => return problem_page(session, &p),
     };
     // Keys are for those who manage them (the API says 403 to the others): none shown.
@@ -203,6 +217,7 @@ async fn merchant_page(console: &Console, session: &Session, id: i64, extra: Ext
         shell: Shell::new(session, m.name.clone()),
         m,
         form,
+        city_hint: names.hint(),
         errors: extra.shown.errors,
         error: extra.shown.error,
         keys,

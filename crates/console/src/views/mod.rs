@@ -19,6 +19,7 @@ use crate::Console;
 mod account;
 mod activities;
 mod approvals;
+mod cities;
 mod coupons;
 mod enroll;
 mod feeds;
@@ -55,6 +56,7 @@ pub fn routes(max_upload: usize) -> Router<Console> {
             "/console/people/{id}/second-factor",
             post(people::clear_second_factor),
         )
+        .route("/console/cities", get(cities::list).post(cities::name))
         .route("/console/history", get(history::page))
         .route("/console/history.csv", get(history::csv))
         .route(
@@ -242,10 +244,15 @@ pub fn problem_page(session: &Session, p: &Problem) -> Response {
     };
     let status = StatusCode::from_u16(p.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     // The field the API names, in words, before what is wrong with it.
+    let in_words = |f: &str, why: &str| format!("{}: {why}", f.replace(['_', '.'], " "));
     let detail = match p.field.as_deref() {
-        Some(f) if !f.is_empty() && f != "body" => {
-            format!("{}: {}", f.replace(['_', '.'], " "), p.detail)
-        }
+        _ if !p.fields.is_empty() => p
+            .fields
+            .iter()
+            .map(|(f, why)| in_words(f, why))
+            .collect::<Vec<_>>()
+            .join("; "),
+        Some(f) if !f.is_empty() && f != "body" => in_words(f, &p.detail),
         _ => p.detail.clone(),
     };
     let page = ErrorPage {
@@ -291,6 +298,7 @@ pub fn guard(headers: &HeaderMap, session: &Session, sent: &str) -> Option<Respo
         return None;
     }
     let p = Problem {
+        fields: Vec::new(),
         status: 403,
         code: "csrf".into(),
         field: None,
@@ -327,10 +335,14 @@ impl Shown {
 
     /// The API's problem: next to the field it names, or for the whole form; its status.
     pub fn of(p: &Problem) -> Self {
-        let (errors, error) = match &p.field {
-            Some(f) => (FieldErrors::one(f, p.detail.clone()), None),
+        let (mut errors, error) = match &p.field {
+            Some(f) if p.fields.is_empty() => (FieldErrors::one(f, p.detail.clone()), None),
+            Some(_) => (FieldErrors::new(), None),
             None => (FieldErrors::new(), Some(p.detail.clone())),
         };
+        for (field, why) in &p.fields {
+            errors.insert(field, why.clone());
+        }
         Shown {
             errors,
             error,
@@ -342,6 +354,7 @@ impl Shown {
 /// A console path that names no page: a page that says so (not the API's JSON problem).
 async fn not_found(session: Session) -> Response {
     let p = Problem {
+        fields: Vec::new(),
         status: 404,
         code: "not_found".into(),
         field: None,

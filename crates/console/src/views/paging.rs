@@ -64,6 +64,7 @@ fn typed<T: serde::de::DeserializeOwned>(items: Vec<Value>) -> Result<Vec<T>, Pr
         .into_iter()
         .map(|v| {
             serde_json::from_value(v).map_err(|e| Problem {
+                fields: Vec::new(),
                 status: 500,
                 code: "unexpected_answer".into(),
                 field: None,

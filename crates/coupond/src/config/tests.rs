@@ -97,6 +97,16 @@ fn bad_values_are_errors_naming_the_setting() {
                 .contains("database.pool_size (database_pool_size)"),
             "{err}"
         );
+        // A value of the wrong type is said in words, not in Rust's types.
+        jail.set_env("COUPOND_DATABASE_POOL_SIZE", "abc");
+        let err = Config::load(None, &Overrides::default()).expect_err("text refused");
+        let text = err.to_string();
+        assert!(text.contains("COUPOND_DATABASE_POOL_SIZE"), "{text}");
+        assert!(text.contains("expected a whole number"), "{text}");
+        assert!(
+            !text.contains("u32") && !text.contains("invalid type"),
+            "{text}"
+        );
         jail.set_env("COUPOND_DATABASE_POOL_SIZE", "48");
         let c = Config::load(None, &Overrides::default()).expect("a pool size loads");
         assert_eq!(c.database.pool_size, Some(48));

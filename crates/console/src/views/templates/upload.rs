@@ -40,6 +40,7 @@ pub async fn upload(
     // away whatever stage its first is at (a forged or foreign form lets it go at once).
     let Some(_permit) = console.upload_permit(&session.principal.scope()) else {
         return progress_error(&Problem {
+            fields: Vec::new(),
             status: 429,
             code: "too_many_uploads".into(),
             field: Some("file".into()),
@@ -158,6 +159,7 @@ async fn pass_on(
 
 fn no_file() -> Problem {
     Problem {
+        fields: Vec::new(),
         status: 422,
         code: "no_file".into(),
         field: Some("file".into()),
@@ -168,6 +170,7 @@ fn no_file() -> Problem {
 /// A body over the route's limit, or one that cannot be read, as a problem naming the file.
 fn unreadable(e: &MultipartError, limit: usize) -> Problem {
     Problem {
+        fields: Vec::new(),
         status: e.status().as_u16(),
         code: "upload_unreadable".into(),
         field: Some("file".into()),
