@@ -6,13 +6,15 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
-use coupond_api::routes::reports::{ActivityStats, HourCount};
+use coupond_api::routes::reports::ActivityStats;
 use coupond_api::views::{ActivityView, TemplateView};
 use coupond_domain::{ActivityAction, Timestamp};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use super::format::money;
 use super::paging::{next_link, one_page, After};
+use super::templates::Slot;
 use super::{guard, problem_page, render, ActivityRow, FieldErrors, Shell, Shown, TemplateRow};
 use crate::session::Session;
 use crate::Console;
@@ -248,6 +250,9 @@ struct ActivityPage {
     claimed: i64,
     used: i64,
     given: String,
+    /// What refunds changed in the cards, where they did (as on a template's page).
+    used_refunds: Option<String>,
+    given_refunds: Option<String>,
     chart: super::templates::Chart,
 }
 
@@ -300,6 +305,13 @@ pub async fn page(
         claimed: totals.map_or(0, |t| t.claimed),
         used: totals.map_or(0, |t| t.used),
         given: super::format::money(totals.map_or(0, |t| t.discount_given)),
+        used_refunds: totals
+            .filter(|t| t.refunded > 0)
+            .map(|t| format!("{} used, {} refunded", t.used + t.refunded, t.refunded)),
+        given_refunds: totals.filter(|t| t.discount_refunded > 0).map(|t| {
+            let (back, before) = (t.discount_refunded, t.discount_given + t.discount_refunded);
+            format!("{} given, {} refunded", money(before), money(back))
+        }),
         chart: super::templates::Chart::of(
             &stats.as_ref().map(hours_of).unwrap_or_default(),
             super::templates::Unit::Hour,
@@ -308,19 +320,25 @@ pub async fn page(
     render(StatusCode::OK, &page)
 }
 
-/// The activity's claims and uses per hour: its templates' hours added up, oldest first.
-fn hours_of(stats: &ActivityStats) -> Vec<HourCount> {
-    let mut sum: std::collections::BTreeMap<Timestamp, HourCount> = Default::default();
+/// The activity's claims and uses per hour: its templates' hours (every hour of the window)
+/// added up, oldest first.
+fn hours_of(stats: &ActivityStats) -> Vec<Slot> {
+    let mut sum: std::collections::BTreeMap<Timestamp, Slot> = Default::default();
     for h in stats.templates.iter().flat_map(|t| &t.per_hour) {
-        let e = sum.entry(h.hour).or_insert(HourCount {
-            hour: h.hour,
+        let h = Slot::from(h);
+        let e = sum.entry(h.at).or_insert(Slot {
+            at: h.at,
             claimed: 0,
             used: 0,
             discount: 0,
+            refunded: 0,
+            refunded_discount: 0,
         });
         e.claimed += h.claimed;
         e.used += h.used;
         e.discount += h.discount;
+        e.refunded += h.refunded;
+        e.refunded_discount += h.refunded_discount;
     }
     sum.into_values().collect()
 }
