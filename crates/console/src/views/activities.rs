@@ -8,7 +8,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
 use coupond_api::routes::reports::ActivityStats;
 use coupond_api::views::{ActivityView, TemplateView};
-use coupond_domain::{ActivityAction, Timestamp};
+use coupond_domain::{ActivityAction, FundedBy, Timestamp};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -243,6 +243,9 @@ struct ActivityPage {
     can_abort: bool,
     can_enroll: bool,
     a: ActivityRow,
+    /// Its description, and who funds its discounts, in words.
+    description: String,
+    funding: String,
     /// A page of its templates, and the link to the next.
     rows: Vec<TemplateRow>,
     next: Option<String>,
@@ -298,6 +301,8 @@ pub async fn page(
         can_edit: offers(&a, ActivityAction::Edit),
         can_abort: offers(&a, ActivityAction::Abort),
         can_enroll: offers(&a, ActivityAction::Enroll),
+        description: a.terms.description.clone(),
+        funding: funding(a.terms.funded_by),
         a: ActivityRow::of(&a),
         rows: templates.iter().map(TemplateRow::of).collect(),
         next: next_link(&format!("/console/activities/{id}"), &next),
@@ -318,6 +323,14 @@ pub async fn page(
         ),
     };
     render(StatusCode::OK, &page)
+}
+
+/// Who pays the discounts of an activity's templates, in words.
+fn funding(f: FundedBy) -> String {
+    match f {
+        FundedBy::Platform => "the platform pays the discounts".into(),
+        FundedBy::Merchant => "each merchant pays its own templates' discounts".into(),
+    }
 }
 
 /// The activity's claims and uses per hour: its templates' hours (every hour of the window)

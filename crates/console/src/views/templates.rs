@@ -1,6 +1,7 @@
 //! Templates: the list (the platform's across merchants, a merchant's own), a template's page
-//! (summary, publish and abort, claims and uses per hour as a chart, bulk issuance by file
-//! upload with live progress).
+//! (summary, its terms and their change history (`facts`), edit, publish and abort, claims and
+//! uses per hour or day as a chart, bulk issuance by file upload with live progress). The
+//! create and edit form is `enroll` and `template_form`.
 
 use askama::Template;
 use axum::extract::{Path, Query, State};
@@ -9,6 +10,7 @@ use axum::response::Response;
 use coupond_api::pagination::PageOf;
 use coupond_api::routes::issuances::IssuanceView;
 use coupond_api::routes::reports::TemplateStats;
+use coupond_api::routes::templates::TemplateChangeView;
 use coupond_api::views::{CodeBatchStatus, CodeBatchView, CouponView, ReviewView, TemplateView};
 use coupond_domain::{TemplateAction, TemplateStatus, Timestamp, Validity};
 use serde::Deserialize;
@@ -21,6 +23,7 @@ use crate::Console;
 
 mod changes;
 mod chart;
+mod facts;
 mod upload;
 
 pub use changes::{abort, approve, code_batch, codes_csv, delete, extend, publish, reject, top_up};
@@ -221,6 +224,8 @@ impl Job {
 #[derive(Default)]
 struct Side {
     stats: Option<TemplateStats>,
+    /// Its history's first page.
+    history: Vec<TemplateChangeView>,
     jobs: Vec<IssuanceView>,
     holders: Vec<CouponView>,
     batches: Vec<CodeBatchView>,
@@ -238,13 +243,19 @@ impl Side {
             format!("/v1/issuances?template_id={id}&limit=200"),
             format!("/v1/templates/{id}/coupons?limit=20"),
             format!("/v1/templates/{id}/code-batches?limit=20"),
+            format!("/v1/templates/{id}/history?limit=50"),
         ];
         let stats = api.get(who, &paths[0]).await;
         let jobs = api.get(who, &paths[1]).await;
         let holders = api.get(who, &paths[2]).await;
         let batches = api.get(who, &paths[3]).await;
+        let history = api.get(who, &paths[4]).await;
         Side {
             stats: stats.into::<TemplateStats>().ok(),
+            history: history
+                .into::<PageOf<_>>()
+                .map(|p| p.items)
+                .unwrap_or_default(),
             jobs: jobs
                 .into::<PageOf<_>>()
                 .map(|p| p.items)
@@ -284,6 +295,11 @@ struct TemplatePage {
     can_approve: bool,
     can_reject: bool,
     can_delete: bool,
+    can_edit: bool,
+    /// Its terms in words, its activity (id), and its changes, newest first.
+    facts: Vec<facts::Fact>,
+    activity: Option<i64>,
+    changes: Vec<facts::Change>,
     /// The platform's review, in words, where its activity requires one.
     review: Option<String>,
     /// The current ends, as `datetime-local` values: the claim window's, a fixed validity's.
@@ -401,6 +417,10 @@ pub(super) async fn render_page(
         can_approve: may(TemplateAction::Approve),
         can_reject: may(TemplateAction::Reject),
         can_delete: may(TemplateAction::Delete),
+        can_edit: may(TemplateAction::Edit),
+        facts: facts::facts(&t),
+        activity: t.terms.activity_id.map(|a| a.get()),
+        changes: facts::changes(&side.history),
         review: t.review.as_ref().and_then(review),
         claim_end: window.map(|w| local(w.end)).unwrap_or_default(),
         valid_until: match t.terms.validity {
