@@ -30,6 +30,7 @@
 //! - [`pacing`]: [`Pacer`], which sizes background chunks to a target transaction time.
 //! - [`reports`]: the reconciliation of discounts given in a period, per template and funder,
 //!   and its CSV.
+//! - [`stats`]: the window of a template's stats, every hour or day of it with its slot.
 //! - [`shared`]: what several instances share beyond the database: [`shared::SharedLimits`]
 //!   (rate limits counted in one place) and [`shared::Peers`] (notices that clear stale caches).
 //! - [`sold_out`]: the templates this process saw sold out, cleared by a raise of the stock.
@@ -76,6 +77,7 @@ pub mod scheduler;
 pub mod second_factor;
 pub mod shared;
 pub mod sold_out;
+pub mod stats;
 pub mod supervise;
 pub mod tagging;
 pub mod telemetry;

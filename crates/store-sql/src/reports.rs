@@ -18,7 +18,7 @@ pub async fn coupon_counts(
     db: &dyn Db,
     templates: &[TemplateId],
     now: Timestamp,
-    hours: u32,
+    since: Timestamp,
 ) -> StoreResult<Vec<(TemplateId, CouponCounts)>> {
     if templates.is_empty() {
         return Ok(vec![]);
@@ -33,7 +33,7 @@ pub async fn coupon_counts(
                      ELSE status END AS shown,
                 COUNT(*) AS n,
                 COALESCE({}, 0) AS discount,
-                COUNT(issuance_id) AS issued
+                COUNT(issuance_id) AS in_bulk
          FROM coupons WHERE {} GROUP BY template_id, shown",
         d.sum("CASE WHEN status = 'used' THEN discount END"),
         d.in_list("template_id", 1),
@@ -43,7 +43,7 @@ pub async fn coupon_counts(
     for r in db.read_all(q).await? {
         let c = out.entry(r.i64("template_id")?).or_default();
         let n = r.i64("n")?;
-        c.issued += r.i64("issued")?;
+        c.in_bulk += r.i64("in_bulk")?;
         c.discount += r.i64("discount")?;
         match r.str("shown")? {
             "unused" => c.unused += n,
@@ -53,7 +53,19 @@ pub async fn coupon_counts(
             _ => c.revoked += n,
         }
     }
-    for (t, h) in per_hour(db, ids, now, hours).await? {
+    let q = sql(format!(
+        "SELECT template_id, COUNT(*) AS n, COALESCE({}, 0) AS discount
+         FROM refunds WHERE {} GROUP BY template_id",
+        d.sum("discount"),
+        d.in_list("template_id", 1),
+    ))
+    .bind(ids.clone());
+    for r in db.read_all(q).await? {
+        let c = out.entry(r.i64("template_id")?).or_default();
+        c.refunded += r.i64("n")?;
+        c.refunded_discount += r.i64("discount")?;
+    }
+    for (t, h) in per_hour(db, ids, now, since).await? {
         out.entry(t).or_default().per_hour.push(h);
     }
     templates
@@ -62,19 +74,20 @@ pub async fn coupon_counts(
         .collect()
 }
 
-/// `(template, hour)` for the hours with any coupon created or used, oldest first. A use's
-/// discount is the coupon's, or, if the use was refunded since, the refund's record of it.
+/// `(template, hour)` for the hours from `since` to `now` with any coupon created or used,
+/// oldest first. A use's discount is the coupon's, or, if the use was refunded since, the
+/// refund's record of it.
 async fn per_hour(
     db: &dyn Db,
     ids: Vec<i64>,
     now: Timestamp,
-    hours: u32,
+    since: Timestamp,
 ) -> StoreResult<Vec<(i64, HourCounts)>> {
     let d = db.dialect();
-    let since = now.minus(time::Duration::hours(i64::from(hours)));
     let q = sql(format!(
         "SELECT c.template_id, {} AS hour,
-                {} AS created, {} AS used, {} AS discount
+                {} AS created, {} AS used, {} AS discount,
+                {} AS refunded, {} AS refunded_discount
          FROM coupon_events e JOIN coupons c ON c.id = e.coupon_id
          LEFT JOIN refunds r ON r.coupon_id = e.coupon_id AND r.used_at = e.at
               AND e.to_status = 'used'
@@ -87,6 +100,8 @@ async fn per_hour(
             "CASE WHEN e.to_status = 'used' THEN COALESCE(r.discount, \
              CASE WHEN c.used_at = e.at THEN c.discount END, 0) ELSE 0 END"
         ),
+        d.sum("CASE WHEN r.coupon_id IS NOT NULL THEN 1 ELSE 0 END"),
+        d.sum("COALESCE(r.discount, 0)"),
         d.in_list("c.template_id", 1),
     ))
     .bind(ids)
@@ -99,6 +114,8 @@ async fn per_hour(
             created: r.i64("created")?,
             used: r.i64("used")?,
             discount: r.i64("discount")?,
+            refunded: r.i64("refunded")?,
+            refunded_discount: r.i64("refunded_discount")?,
         };
         if h.created + h.used > 0 {
             out.push((r.i64("template_id")?, h));
@@ -362,14 +379,14 @@ macro_rules! impl_report_store {
                 &self,
                 templates: &[$crate::reexport::domain::TemplateId],
                 now: $crate::reexport::domain::Timestamp,
-                hours: u32,
+                since: $crate::reexport::domain::Timestamp,
             ) -> $crate::reexport::store::StoreResult<
                 Vec<(
                     $crate::reexport::domain::TemplateId,
                     $crate::reexport::store::CouponCounts,
                 )>,
             > {
-                $crate::reports::coupon_counts(self, templates, now, hours).await
+                $crate::reports::coupon_counts(self, templates, now, since).await
             }
             async fn usage_between(
                 &self,

@@ -49,13 +49,13 @@ pub trait AdminStore: Send + Sync {
 /// Stats, reconciliation and the invariant audit.
 #[async_trait]
 pub trait ReportStore: Send + Sync {
-    /// Each template's coupons by status at `now`, with per-hour counts (the last `hours` hours
-    /// before `now` that had any).
+    /// Each template's coupons by status at `now` and its refunds, with per-hour counts (the
+    /// hours from `since` to `now` that had any).
     async fn coupon_counts(
         &self,
         templates: &[TemplateId],
         now: Timestamp,
-        hours: u32,
+        since: Timestamp,
     ) -> StoreResult<Vec<(TemplateId, CouponCounts)>>;
     /// Per template, the coupons used in `[from, to)` and their discount (refunded since or
     /// not), and the refunds made in `[from, to)` with the discount they took back.

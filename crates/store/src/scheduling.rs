@@ -69,12 +69,24 @@ pub struct CouponCounts {
     /// Marked expired, or unused past their validity.
     pub expired: i64,
     pub revoked: i64,
-    /// Coupons issued by bulk issuance jobs (the rest were claimed).
-    pub issued: i64,
+    /// Of the coupons, those issued by bulk issuance jobs (the rest were claimed or redeemed).
+    pub in_bulk: i64,
     /// The discount of used coupons.
     pub discount: i64,
-    /// The hours with any coupon created or used, oldest first.
+    /// Refunds made of the template's uses (each gave a used coupon back or voided it).
+    pub refunded: i64,
+    /// The discount those refunds took back.
+    pub refunded_discount: i64,
+    /// The hours with any coupon created or used since the instant asked for, oldest first.
     pub per_hour: Vec<HourCounts>,
+}
+
+impl CouponCounts {
+    /// Every coupon of the template, however it came (claim, code or bulk issuance): the
+    /// coupons counted by status, so no status count is ever above it.
+    pub fn issued(&self) -> i64 {
+        self.unused + self.locked + self.used + self.expired + self.revoked
+    }
 }
 
 /// One hour of a template's coupons.
@@ -89,6 +101,10 @@ pub struct HourCounts {
     /// The discount of those uses (minor units; a use refunded since counts what it took,
     /// as the reconciliation of its period does).
     pub discount: i64,
+    /// Of those uses, the ones refunded since.
+    pub refunded: i64,
+    /// The discount those refunds took back.
+    pub refunded_discount: i64,
 }
 
 /// What happened since an instant (the console's "today"), over every template or one

@@ -68,24 +68,20 @@ pub struct IssuanceView {
     pub started_at: Option<Timestamp>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub finished_at: Option<Timestamp>,
-    /// Coupons issued per second from start to finish (or to now).
-    pub rate_per_second: f64,
+    /// Coupons issued per second from start to finish (or to now while it runs), to a
+    /// tenth. Absent where there is no time to measure it by: a job not started yet, or one
+    /// that did its work in the instant it started (a `user_ids` job answered done, say).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_per_second: Option<f64>,
 }
 
 impl IssuanceView {
     fn new(j: Issuance, now: Timestamp) -> Self {
-        let rate_per_second = match j.started_at {
-            Some(start) => {
-                let end = j.finished_at.unwrap_or(now);
-                let secs = (end.unix_micros() - start.unix_micros()) as f64 / 1e6;
-                if secs > 0.0 {
-                    (j.issued as f64 / secs * 10.0).round() / 10.0
-                } else {
-                    0.0
-                }
-            }
-            None => 0.0,
-        };
+        let rate_per_second = j.started_at.and_then(|start| {
+            let end = j.finished_at.unwrap_or(now);
+            let secs = (end.unix_micros() - start.unix_micros()) as f64 / 1e6;
+            (secs > 0.0).then(|| (j.issued as f64 / secs * 10.0).round() / 10.0)
+        });
         IssuanceView {
             id: j.id,
             template_id: j.template_id,

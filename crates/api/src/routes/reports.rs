@@ -10,7 +10,8 @@ use coupond_domain::{
     ActivityId, FundedBy, MerchantId, Money, Template, TemplateId, TemplateStatus, Timestamp,
 };
 use coupond_engine::reports;
-use coupond_store::CouponCounts;
+use coupond_engine::stats::{SlotUnit, StatsWindow};
+use coupond_store::{CouponCounts, HourCounts};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -24,20 +25,48 @@ use crate::state::AppState;
 
 /// Hours of per-hour counts, at most.
 const MAX_HOURS: u32 = 24 * 90;
+/// Days of per-day counts, at most.
+const MAX_DAYS: u32 = 90;
 
 /// Coupons created and used in one hour.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct HourCount {
     /// The hour's first instant.
     pub hour: Timestamp,
     /// Coupons claimed or issued in it.
     pub claimed: i64,
+    /// Uses in it (confirmed orders), refunded since or not.
     pub used: i64,
     /// The discount of the uses in it (minor units), refunded since or not.
     pub discount: i64,
+    /// Of the uses in it, those refunded since.
+    #[serde(default)]
+    pub refunded: i64,
+    /// The discount those refunds took back (minor units).
+    #[serde(default)]
+    pub refunded_discount: i64,
 }
 
-/// A template's numbers now.
+/// Coupons created and used in one UTC day.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct DayCount {
+    /// The day's first instant (midnight UTC).
+    pub day: Timestamp,
+    /// Coupons claimed or issued in it.
+    pub claimed: i64,
+    /// Uses in it (confirmed orders), refunded since or not.
+    pub used: i64,
+    /// The discount of the uses in it (minor units), refunded since or not.
+    pub discount: i64,
+    /// Of the uses in it, those refunded since.
+    pub refunded: i64,
+    /// The discount those refunds took back (minor units).
+    pub refunded_discount: i64,
+}
+
+/// A template's numbers now. They reconcile: `issued = unused + locked + used + expired +
+/// revoked`, each use ever made is `used` now or was `refunded`, and `discount_given` is
+/// what the uses gave less `discount_refunded`.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct TemplateStats {
     pub template_id: TemplateId,
@@ -46,27 +75,46 @@ pub struct TemplateStats {
     pub merchant_id: Option<MerchantId>,
     pub status: TemplateStatus,
     pub stock: i64,
-    /// Coupons issued in all (claims, codes and bulk issuance).
+    /// Coupons issued in all (claims, codes and bulk issuance), as counted against the stock.
     pub claimed: i64,
-    /// Of those, issued by bulk issuance jobs.
+    /// The same coupons counted by their status now: `unused + locked + used + expired +
+    /// revoked`, so no status count is above it.
     pub issued: i64,
+    /// Of those, issued by bulk issuance jobs.
+    pub issued_in_bulk: i64,
     pub unused: i64,
     pub locked: i64,
+    /// Used now (a refunded use is no longer counted here: see `refunded`).
     pub used: i64,
     pub expired: i64,
     pub revoked: i64,
-    /// Discount given by used coupons.
+    /// Refunds of its uses: each gave its coupon back (or voided it, by the refund policy).
+    pub refunded: i64,
+    /// Discount given by used coupons, less what refunds took back.
     pub discount_given: Money,
+    /// The discount refunds took back.
+    pub discount_refunded: Money,
     /// Discount held by locks not confirmed yet.
     pub discount_reserved: Money,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub budget: Option<Money>,
-    /// Hours with any claim or use, oldest first.
+    /// Every hour of the window asked for (`hours`), oldest first, the last being the current
+    /// hour, hours without claims or uses as zeros; empty when `days` was asked for.
+    #[serde(default)]
     pub per_hour: Vec<HourCount>,
+    /// Every UTC day of the window asked for (`days`), oldest first, the last being today,
+    /// as `per_hour`; absent when `hours` was asked for.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_day: Vec<DayCount>,
 }
 
 impl TemplateStats {
-    fn new(t: &Template, c: CouponCounts, now: Timestamp) -> Self {
+    fn new(t: &Template, c: CouponCounts, window: &StatsWindow, now: Timestamp) -> Self {
+        let slots = window.slots(&c.per_hour);
+        let (per_hour, per_day) = match window.unit {
+            SlotUnit::Hour => (slots.iter().map(HourCount::of).collect(), vec![]),
+            SlotUnit::Day => (vec![], slots.iter().map(DayCount::of).collect()),
+        };
         TemplateStats {
             template_id: t.id,
             title: t.spec.title.clone(),
@@ -74,62 +122,97 @@ impl TemplateStats {
             status: t.status(now),
             stock: t.spec.total_stock,
             claimed: t.claimed,
-            issued: c.issued,
+            issued: c.issued(),
+            issued_in_bulk: c.in_bulk,
             unused: c.unused,
             locked: c.locked,
             used: c.used,
             expired: c.expired,
             revoked: c.revoked,
+            refunded: c.refunded,
             discount_given: t.given,
+            discount_refunded: Money::new(c.refunded_discount).unwrap_or(Money::ZERO),
             discount_reserved: t.reserved,
             budget: t.spec.budget,
-            per_hour: c
-                .per_hour
-                .into_iter()
-                .map(|h| HourCount {
-                    hour: h.hour,
-                    claimed: h.created,
-                    used: h.used,
-                    discount: h.discount,
-                })
-                .collect(),
+            per_hour,
+            per_day,
         }
     }
 }
 
-/// How far back per-hour counts go.
+impl HourCount {
+    fn of(h: &HourCounts) -> Self {
+        HourCount {
+            hour: h.hour,
+            claimed: h.created,
+            used: h.used,
+            discount: h.discount,
+            refunded: h.refunded,
+            refunded_discount: h.refunded_discount,
+        }
+    }
+}
+
+impl DayCount {
+    fn of(h: &HourCounts) -> Self {
+        DayCount {
+            day: h.hour,
+            claimed: h.created,
+            used: h.used,
+            discount: h.discount,
+            refunded: h.refunded,
+            refunded_discount: h.refunded_discount,
+        }
+    }
+}
+
+/// How far back the per-hour or per-day counts go.
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct StatsQuery {
-    /// Hours of per-hour counts before now, 1..=2160 (default 168).
+    /// Hours of per-hour counts ending with the current one, 1..=2160 (default 168).
     pub hours: Option<u32>,
+    /// Instead of `hours`: UTC days of per-day counts ending with today, 1..=90.
+    pub days: Option<u32>,
 }
 
-fn hours(q: &StatsQuery) -> ApiResult<u32> {
-    let h = q.hours.unwrap_or(168);
-    if h == 0 || h > MAX_HOURS {
+/// The window `q` asks for, ending now.
+fn window(q: &StatsQuery, now: Timestamp) -> ApiResult<StatsWindow> {
+    let (unit, count, max, field) = match (q.hours, q.days) {
+        (Some(_), Some(_)) => {
+            return Err(ApiError::bad_request(
+                "invalid_query",
+                Some("days"),
+                "give hours or days, not both",
+            ))
+        }
+        (_, Some(d)) => (SlotUnit::Day, d, MAX_DAYS, "days"),
+        (h, None) => (SlotUnit::Hour, h.unwrap_or(168), MAX_HOURS, "hours"),
+    };
+    if count == 0 || count > max {
         return Err(ApiError::bad_request(
             "invalid_query",
-            Some("hours"),
-            format!("hours must be from 1 to {MAX_HOURS}"),
+            Some(field),
+            format!("{field} must be from 1 to {max}"),
         ));
     }
-    Ok(h)
+    Ok(StatsWindow::ending_at(now, unit, count))
 }
 
 async fn stats_of(
     s: &AppState,
     templates: &[Template],
-    hours: u32,
+    q: &StatsQuery,
 ) -> ApiResult<Vec<TemplateStats>> {
     let now = s.now();
+    let window = window(q, now)?;
     let ids: Vec<TemplateId> = templates.iter().map(|t| t.id).collect();
-    let counts = s.store().coupon_counts(&ids, now, hours).await?;
+    let counts = s.store().coupon_counts(&ids, now, window.start).await?;
     Ok(templates
         .iter()
         .zip(counts)
-        .map(|(t, (_, c))| TemplateStats::new(t, c, now))
+        .map(|(t, (_, c))| TemplateStats::new(t, c, &window, now))
         .collect())
 }
 
@@ -148,7 +231,7 @@ pub async fn template(
     ApiQuery(q): ApiQuery<StatsQuery>,
 ) -> ApiResult<Json<TemplateStats>> {
     let t = load_visible(&s, &p, id).await?;
-    let mut all = stats_of(&s, std::slice::from_ref(&t), hours(&q)?).await?;
+    let mut all = stats_of(&s, std::slice::from_ref(&t), &q).await?;
     all.pop().map(Json).ok_or(ApiError::NotFound)
 }
 
@@ -160,8 +243,12 @@ pub struct MerchantRow {
     pub templates: i64,
     pub stock: i64,
     pub claimed: i64,
+    /// Used now (refunded uses are in `refunded`).
     pub used: i64,
+    pub refunded: i64,
+    /// Less what refunds took back (`discount_refunded`).
     pub discount_given: i64,
+    pub discount_refunded: i64,
 }
 
 /// An activity's numbers.
@@ -201,7 +288,7 @@ pub async fn activity(
             return Err(ApiError::NotFound);
         }
     }
-    let stats = stats_of(&s, &templates, hours(&q)?).await?;
+    let stats = stats_of(&s, &templates, &q).await?;
     let mut by_merchant: BTreeMap<Option<MerchantId>, MerchantRow> = BTreeMap::new();
     let mut totals = MerchantRow::default();
     for t in &stats {
@@ -218,7 +305,9 @@ pub async fn activity(
             row.stock += t.stock;
             row.claimed += t.claimed;
             row.used += t.used;
+            row.refunded += t.refunded;
             row.discount_given += t.discount_given.minor();
+            row.discount_refunded += t.discount_refunded.minor();
         }
     }
     Ok(Json(ActivityStats {

@@ -301,7 +301,7 @@ pub async fn remove(
 }
 
 /// One recorded change of a template's terms.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct TemplateChangeView {
     /// Who: `platform`, `merchant:<id>`.
     pub actor: String,

@@ -51,6 +51,8 @@ async fn issuance_flows(app: TestApp) {
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
     assert_eq!(r.body["state"], "done");
     assert_eq!(counts(&r.body), (2, 1, 0, 0, 1, 1));
+    // Done in the instant it started: no rate to tell, rather than a rate of 0.
+    assert_eq!(r.body.get("rate_per_second"), None, "{}", r.body);
     assert_eq!(
         r.body["invalid_lines"],
         json!([{"line": 5, "text": "bad id!"}])
@@ -103,12 +105,15 @@ async fn issuance_flows(app: TestApp) {
         r.body["invalid_lines"],
         json!([{"line": 2504, "text": "!!!"}])
     );
+    assert_eq!(r.body.get("rate_per_second"), None, "not started");
     let job = r.body["id"].as_i64().unwrap();
     let worker = app.state.issuance_worker();
     let mut steps = 0;
     while let Some(j) = worker.run_once().await.unwrap() {
         steps += 1;
         assert!(j.next_user <= j.requested);
+        // A second between chunks: the job takes (steps - 1) seconds.
+        app.clock.advance(time::Duration::seconds(1));
     }
     assert_eq!(steps, 2_500usize.div_ceil(CHUNK as usize));
     let r = app
@@ -116,6 +121,7 @@ async fn issuance_flows(app: TestApp) {
         .await;
     assert_eq!(r.body["state"], "done", "{}", r.body);
     assert_eq!(counts(&r.body), (2_097, 0, 403, 0, 1, 1));
+    assert_eq!(r.body["rate_per_second"], 2_097.0 / (steps as f64 - 1.0));
     let audit = app
         .store
         .inspect()

@@ -98,17 +98,32 @@ async fn reports(app: TestApp) {
         (
             st["unused"].as_i64(),
             st["issued"].as_i64(),
+            st["issued_in_bulk"].as_i64(),
             st["discount_given"].as_i64()
         ),
-        (Some(0), Some(0), Some(8_000))
+        (Some(0), Some(2), Some(0), Some(8_000))
     );
+    every_hour_has_its_slot(st);
+    let r = app
+        .get(
+            &format!("/v1/templates/{standalone}/stats?days=3"),
+            app.m1(),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     assert_eq!(
-        st["per_hour"],
+        r.body["per_day"],
         json!([
-            {"hour": at(15), "claimed": 2, "used": 0, "discount": 0},
-            {"hour": at(16), "claimed": 0, "used": 1, "discount": 3_000},
-            {"hour": at(40), "claimed": 0, "used": 1, "discount": 5_000}
+            {"day": at(-24), "claimed": 0, "used": 0, "discount": 0, "refunded": 0, "refunded_discount": 0},
+            {"day": at(0), "claimed": 2, "used": 1, "discount": 3_000, "refunded": 0, "refunded_discount": 0},
+            {"day": at(24), "claimed": 0, "used": 1, "discount": 5_000, "refunded": 0, "refunded_discount": 0}
         ])
+    );
+    let both = format!("/v1/templates/{standalone}/stats?days=3&hours=2");
+    let r = app.get(&both, app.m1()).await;
+    assert_eq!(
+        (r.status, r.body["field"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("days"))
     );
     assert_eq!(
         app.get(&format!("/v1/templates/{standalone}/stats"), app.m2())
@@ -218,7 +233,30 @@ async fn reports(app: TestApp) {
     refunded_hours_keep_their_discount(&app, standalone).await;
 }
 
-/// A use refunded later still gave its discount in its hour (as in the reconciliation).
+/// A 48-hour window (the clock at hour 40) answers its 48 hours in order, from hour -7 to the
+/// current one, zeros where nothing happened.
+fn every_hour_has_its_slot(st: &Value) {
+    let slots = st["per_hour"].as_array().unwrap();
+    assert_eq!(slots.len(), 48, "{st}");
+    for (i, h) in slots.iter().enumerate() {
+        assert_eq!(h["hour"], at(i as i64 - 7), "slot {i}");
+    }
+    let hour = |h: i64, claimed: i64, used: i64, discount: i64| {
+        json!({"hour": at(h), "claimed": claimed, "used": used, "discount": discount,
+               "refunded": 0, "refunded_discount": 0})
+    };
+    assert_eq!(slots[0], hour(-7, 0, 0, 0));
+    assert_eq!(slots[21], hour(14, 0, 0, 0));
+    assert_eq!(slots[22], hour(15, 2, 0, 0));
+    assert_eq!(slots[23], hour(16, 0, 1, 3_000));
+    assert_eq!(slots[47], hour(40, 0, 1, 5_000));
+    let busy = slots.iter().filter(|h| h["claimed"] != 0 || h["used"] != 0);
+    assert_eq!(busy.count(), 3, "zeros elsewhere");
+}
+
+/// A use refunded later still gave its discount in its hour (as in the reconciliation), and
+/// says it was refunded since; the template's figures reconcile with the hours: the use is no
+/// longer `used` but `refunded`, its coupon `unused` again, and `unused` is within `issued`.
 async fn refunded_hours_keep_their_discount(app: &TestApp, template: i64) {
     let r = app
         .post(
@@ -229,12 +267,33 @@ async fn refunded_hours_keep_their_discount(app: &TestApp, template: i64) {
         .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     let st = app
-        .get(&format!("/v1/templates/{template}/stats"), app.m1())
+        .get(
+            &format!("/v1/templates/{template}/stats?hours=48"),
+            app.m1(),
+        )
         .await
         .body;
     assert_eq!(
-        st["per_hour"][1],
-        json!({"hour": at(16), "claimed": 0, "used": 1, "discount": 3_000})
+        st["per_hour"][23],
+        json!({"hour": at(16), "claimed": 0, "used": 1, "discount": 3_000,
+               "refunded": 1, "refunded_discount": 3_000})
+    );
+    let n = |k: &str| st[k].as_i64().unwrap();
+    assert_eq!(
+        (n("issued"), n("unused"), n("used"), n("refunded")),
+        (2, 1, 1, 1),
+        "{st}"
+    );
+    let uses: i64 = st["per_hour"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["used"].as_i64().unwrap())
+        .sum();
+    assert_eq!(uses, n("used") + n("refunded"));
+    assert_eq!(
+        (n("discount_given"), n("discount_refunded")),
+        (5_000, 3_000)
     );
 }
 

@@ -6,13 +6,15 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
-use coupond_api::routes::reports::{ActivityStats, HourCount};
+use coupond_api::routes::reports::ActivityStats;
 use coupond_api::views::{ActivityView, TemplateView};
-use coupond_domain::{ActivityAction, Timestamp};
+use coupond_domain::{ActivityAction, FundedBy, Timestamp};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use super::format::money;
 use super::paging::{next_link, one_page, After};
+use super::templates::Slot;
 use super::{guard, problem_page, render, ActivityRow, FieldErrors, Shell, Shown, TemplateRow};
 use crate::session::Session;
 use crate::Console;
@@ -241,6 +243,9 @@ struct ActivityPage {
     can_abort: bool,
     can_enroll: bool,
     a: ActivityRow,
+    /// Its description, and who funds its discounts, in words.
+    description: String,
+    funding: String,
     /// A page of its templates, and the link to the next.
     rows: Vec<TemplateRow>,
     next: Option<String>,
@@ -248,6 +253,9 @@ struct ActivityPage {
     claimed: i64,
     used: i64,
     given: String,
+    /// What refunds changed in the cards, where they did (as on a template's page).
+    used_refunds: Option<String>,
+    given_refunds: Option<String>,
     chart: super::templates::Chart,
 }
 
@@ -293,6 +301,8 @@ pub async fn page(
         can_edit: offers(&a, ActivityAction::Edit),
         can_abort: offers(&a, ActivityAction::Abort),
         can_enroll: offers(&a, ActivityAction::Enroll),
+        description: a.terms.description.clone(),
+        funding: funding(a.terms.funded_by),
         a: ActivityRow::of(&a),
         rows: templates.iter().map(TemplateRow::of).collect(),
         next: next_link(&format!("/console/activities/{id}"), &next),
@@ -300,6 +310,13 @@ pub async fn page(
         claimed: totals.map_or(0, |t| t.claimed),
         used: totals.map_or(0, |t| t.used),
         given: super::format::money(totals.map_or(0, |t| t.discount_given)),
+        used_refunds: totals
+            .filter(|t| t.refunded > 0)
+            .map(|t| format!("{} used, {} refunded", t.used + t.refunded, t.refunded)),
+        given_refunds: totals.filter(|t| t.discount_refunded > 0).map(|t| {
+            let (back, before) = (t.discount_refunded, t.discount_given + t.discount_refunded);
+            format!("{} given, {} refunded", money(before), money(back))
+        }),
         chart: super::templates::Chart::of(
             &stats.as_ref().map(hours_of).unwrap_or_default(),
             super::templates::Unit::Hour,
@@ -308,19 +325,33 @@ pub async fn page(
     render(StatusCode::OK, &page)
 }
 
-/// The activity's claims and uses per hour: its templates' hours added up, oldest first.
-fn hours_of(stats: &ActivityStats) -> Vec<HourCount> {
-    let mut sum: std::collections::BTreeMap<Timestamp, HourCount> = Default::default();
+/// Who pays the discounts of an activity's templates, in words.
+fn funding(f: FundedBy) -> String {
+    match f {
+        FundedBy::Platform => "the platform pays the discounts".into(),
+        FundedBy::Merchant => "each merchant pays its own templates' discounts".into(),
+    }
+}
+
+/// The activity's claims and uses per hour: its templates' hours (every hour of the window)
+/// added up, oldest first.
+fn hours_of(stats: &ActivityStats) -> Vec<Slot> {
+    let mut sum: std::collections::BTreeMap<Timestamp, Slot> = Default::default();
     for h in stats.templates.iter().flat_map(|t| &t.per_hour) {
-        let e = sum.entry(h.hour).or_insert(HourCount {
-            hour: h.hour,
+        let h = Slot::from(h);
+        let e = sum.entry(h.at).or_insert(Slot {
+            at: h.at,
             claimed: 0,
             used: 0,
             discount: 0,
+            refunded: 0,
+            refunded_discount: 0,
         });
         e.claimed += h.claimed;
         e.used += h.used;
         e.discount += h.discount;
+        e.refunded += h.refunded;
+        e.refunded_discount += h.refunded_discount;
     }
     sum.into_values().collect()
 }

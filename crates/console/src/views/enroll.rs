@@ -1,70 +1,43 @@
-//! A merchant's template form: enrolling in an activity (the kind fixed to the activity's,
-//! its bounds, cities and windows checked by the API) or a standalone template. Values are
-//! entered in major units or %, and errors are shown at the field the API names.
+//! The template form: a merchant enrolling in an activity (the kind fixed to the activity's,
+//! its bounds, cities and windows checked by the API), a standalone template, and editing a
+//! template while the API lets its terms change (a draft). Every term the API takes is
+//! offered; errors are shown at the field the API names, with what was typed kept.
 
 use askama::Template;
-use axum::extract::{Query, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, Method};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
 use coupond_api::views::{ActivityView, TemplateView};
+use coupond_domain::TemplateAction;
 use serde::Deserialize;
-use serde_json::{json, Value};
 
-use super::activities::{hundredths, utc, Choice};
+use super::template_form::{terms, Selects, TemplateForm};
 use super::{guard, problem_page, render, ActivityRow, FieldErrors, Shell, Shown};
 use crate::session::Session;
 use crate::Console;
-
-/// Kinds the form offers (buy-X-get-Y needs the API's richer terms).
-const KINDS: [(&str, &str); 6] = [
-    ("amount_off", "Amount off"),
-    ("percent_off", "Percent off"),
-    ("free_days", "Free days"),
-    ("deposit_waiver", "Deposit waiver"),
-    ("special_price", "Special price"),
-    ("free_shipping", "Free shipping"),
-];
-
-#[derive(Debug, Default, Deserialize)]
-pub struct TemplateForm {
-    #[serde(default)]
-    csrf: String,
-    #[serde(default)]
-    activity_id: String,
-    #[serde(default)]
-    title: String,
-    #[serde(default)]
-    kind: String,
-    #[serde(default)]
-    value: String,
-    #[serde(default)]
-    threshold: String,
-    #[serde(default)]
-    cities: String,
-    #[serde(default)]
-    total_stock: String,
-    #[serde(default)]
-    per_user_limit: String,
-    #[serde(default)]
-    validity_days: String,
-    /// Standalone templates only (UTC).
-    #[serde(default)]
-    claim_start: String,
-    #[serde(default)]
-    claim_end: String,
-}
 
 #[derive(Template)]
 #[template(path = "template_new.html")]
 struct NewPage {
     shell: Shell,
+    /// Where the form posts, its heading and its button: creating or editing.
+    action: String,
+    heading: String,
+    submit: &'static str,
+    /// Editing: the activity (and so the claim window's owner) cannot change.
+    editing: bool,
+    /// Editing: the template's page, to go back to unchanged.
+    back: Option<String>,
     activity: Option<ActivityRow>,
-    kinds: Vec<Choice>,
+    selects: Selects,
     form: TemplateForm,
     errors: FieldErrors,
     error: Option<String>,
 }
+
+/// Where a template form goes: `None` creates, `Some(id)` edits template `id`.
+type Target = Option<i64>;
 
 #[derive(Debug, Default, Deserialize)]
 pub struct Ask {
@@ -77,21 +50,17 @@ pub async fn new(
     session: Session,
     Query(q): Query<Ask>,
 ) -> Response {
-    let mut form = TemplateForm {
-        kind: "amount_off".into(),
-        per_user_limit: "1".into(),
-        validity_days: "30".into(),
-        ..TemplateForm::default()
-    };
+    let mut form = TemplateForm::fresh();
     if let Some(a) = q.activity_id {
         form.activity_id = a.to_string();
     }
-    page(&console, &session, form, Shown::ok()).await
+    page(&console, &session, None, form, Shown::ok()).await
 }
 
 async fn page(
     console: &Console,
     session: &Session,
+    target: Target,
     mut form: TemplateForm,
     shown: Shown,
 ) -> Response {
@@ -108,22 +77,37 @@ async fn page(
         Err(_) => None,
     };
     if let Some(a) = &activity {
-        // Enrolling: the activity decides the kind.
+        // In an activity: the activity decides the kind.
         form.kind = a.terms.kind.as_str().to_owned();
     }
-    let kinds = KINDS
-        .iter()
-        .filter(|(k, _)| activity.is_none() || form.kind == *k)
-        .map(|(value, label)| Choice {
-            value,
-            label,
-            selected: form.kind == *value,
-        })
-        .collect();
+    let kind = form.kind.clone();
+    let selects = form.selects(|k| activity.is_none() || k == kind);
+    let (action, heading, submit) = match (target, &activity) {
+        (Some(id), _) => (
+            format!("/console/templates/{id}/edit"),
+            format!("Edit {}", form.title),
+            "Save changes",
+        ),
+        (None, Some(a)) => (
+            "/console/templates".to_owned(),
+            format!("Enroll in {}", a.terms.title),
+            "Create template",
+        ),
+        (None, None) => (
+            "/console/templates".to_owned(),
+            "New template".to_owned(),
+            "Create template",
+        ),
+    };
     let page = NewPage {
-        shell: Shell::new(session, "New template"),
+        shell: Shell::new(session, heading.clone()),
+        action,
+        heading,
+        submit,
+        editing: target.is_some(),
+        back: target.map(|id| format!("/console/templates/{id}")),
         activity: activity.as_ref().map(ActivityRow::of),
-        kinds,
+        selects,
         form,
         errors: shown.errors,
         error: shown.error,
@@ -140,63 +124,88 @@ pub async fn create(
     if let Some(refused) = guard(&headers, &session, &form.csrf) {
         return refused;
     }
-    let body = match draft(&form) {
+    let mut body = match terms(&form) {
         Ok(b) => b,
         Err((field, why)) => {
-            return page(&console, &session, form, Shown::field(field, why)).await;
+            return page(&console, &session, None, form, Shown::field(field, why)).await;
         }
     };
+    if let Ok(a) = form.activity_id.trim().parse::<i64>() {
+        body["activity_id"] = a.into();
+    }
     let reply = console
         .api()
         .send_json(&session.caller, Method::POST, "/v1/templates", &body)
         .await;
     match reply.into::<TemplateView>() {
         Ok(t) => Redirect::to(&format!("/console/templates/{}", t.id)).into_response(),
-        Err(p) => page(&console, &session, form, Shown::of(&p)).await,
+        Err(p) => page(&console, &session, None, form, Shown::of(&p)).await,
     }
 }
 
-type Bad = (&'static str, String);
-
-fn whole(field: &'static str, s: &str) -> Result<i64, Bad> {
-    s.trim()
-        .parse()
-        .map_err(|_| (field, "enter a whole number".to_owned()))
-}
-
-/// The API's draft from the form; a field that cannot be read is named with why.
-fn draft(f: &TemplateForm) -> Result<Value, Bad> {
-    let value = match f.kind.as_str() {
-        "amount_off" => json!({"kind": "amount_off", "amount": hundredths("value", &f.value)?}),
-        "percent_off" => json!({"kind": "percent_off", "bps": hundredths("value", &f.value)?}),
-        "free_days" => json!({"kind": "free_days", "days": whole("value", &f.value)?}),
-        "special_price" => {
-            json!({"kind": "special_price", "price": hundredths("value", &f.value)?})
-        }
-        other => json!({"kind": other}),
+/// The edit form, filled from the template as the API has it; offered while the API names
+/// `edit` among its actions (a template whose claiming has not started). Later, the API
+/// refuses the change and the form says why.
+pub async fn edit(
+    State(console): State<Console>,
+    session: Session,
+    Path(id): Path<i64>,
+) -> Response {
+    let t = match console
+        .api()
+        .get(&session.caller, &format!("/v1/templates/{id}"))
+        .await
+        .into::<TemplateView>()
+    {
+        Ok(t) => t,
+        Err(p) => return problem_page(&session, &p),
     };
-    let cities: Result<Vec<i64>, _> = f
-        .cities
-        .split(',')
-        .map(str::trim)
-        .filter(|c| !c.is_empty())
-        .map(str::parse::<i64>)
-        .collect();
-    let mut body = json!({
-        "title": f.title,
-        "value": value,
-        "cities": cities.map_err(|_| ("cities", "city ids, separated by commas".to_owned()))?,
-        "total_stock": whole("total_stock", &f.total_stock)?,
-        "per_user_limit": whole("per_user_limit", &f.per_user_limit)?,
-        "validity": {"type": "relative", "days": whole("validity", &f.validity_days)?},
-    });
-    if !f.threshold.trim().is_empty() {
-        body["threshold"] = json!(hundredths("threshold", &f.threshold)?);
+    let mut form = TemplateForm::of(&t.terms);
+    if let Some(a) = t.terms.activity_id {
+        form.activity_id = a.get().to_string();
     }
-    if let Ok(a) = f.activity_id.trim().parse::<i64>() {
-        body["activity_id"] = json!(a);
-    } else {
-        body["claim_window"] = json!({"start": utc(&f.claim_start), "end": utc(&f.claim_end)});
+    let offered = t
+        .actions
+        .iter()
+        .flatten()
+        .any(|a| *a == TemplateAction::Edit);
+    let shown = match offered {
+        true => Shown::ok(),
+        false => Shown {
+            error: Some("This template's terms can no longer change.".into()),
+            ..Shown::ok()
+        },
+    };
+    page(&console, &session, Some(id), form, shown).await
+}
+
+/// Saves the edit form: every term as a `PATCH`, so the API applies its rules to the
+/// template as changed; a refusal comes back to the form at the field it names.
+pub async fn update(
+    State(console): State<Console>,
+    session: Session,
+    headers: HeaderMap,
+    Path(id): Path<i64>,
+    Form(form): Form<TemplateForm>,
+) -> Response {
+    if let Some(refused) = guard(&headers, &session, &form.csrf) {
+        return refused;
     }
-    Ok(body)
+    let body = match terms(&form) {
+        Ok(b) => b,
+        Err((field, why)) => {
+            return page(&console, &session, Some(id), form, Shown::field(field, why)).await;
+        }
+    };
+    let path = format!("/v1/templates/{id}");
+    let reply = console
+        .api()
+        .send_json(&session.caller, Method::PATCH, &path, &body)
+        .await;
+    if reply.ok() {
+        let done = format!("/console/templates/{id}?notice=saved");
+        return Redirect::to(&done).into_response();
+    }
+    let p = reply.problem();
+    page(&console, &session, Some(id), form, Shown::of(&p)).await
 }

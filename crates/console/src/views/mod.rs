@@ -33,6 +33,7 @@ mod paging;
 mod password;
 mod people;
 mod support;
+mod template_form;
 mod templates;
 mod timeline;
 
@@ -78,6 +79,10 @@ pub fn routes(max_upload: usize) -> Router<Console> {
             get(templates::list).post(enroll::create),
         )
         .route("/console/templates/new", get(enroll::new))
+        .route(
+            "/console/templates/{id}/edit",
+            get(enroll::edit).post(enroll::update),
+        )
         .route(
             "/console/listings",
             get(listings::list).post(listings::create),

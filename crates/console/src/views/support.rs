@@ -186,7 +186,9 @@ struct Row {
     funded_by: String,
     used: i64,
     discount: String,
-    refunded: i64,
+    /// Refunds made in the period (a count), and the discount they took back (money).
+    refunds: i64,
+    refunded: String,
     net: String,
 }
 
@@ -197,8 +199,8 @@ struct ReconciliationPage {
     from: String,
     to: String,
     rows: Vec<Row>,
-    /// (funder, used, discount, refunded, net)
-    totals: Vec<(String, i64, String, i64, String)>,
+    /// (funder, used, discount, refunds, refunded discount, net)
+    totals: Vec<(String, i64, String, i64, String, String)>,
     error: Option<String>,
 }
 
@@ -263,7 +265,8 @@ pub async fn reconciliation(
                     funded_by: x.funded_by.as_str().to_owned(),
                     used: x.coupons_used,
                     discount: money(x.discount.minor()),
-                    refunded: x.coupons_refunded,
+                    refunds: x.coupons_refunded,
+                    refunded: money(x.refunded_discount.minor()),
                     net: money(x.net_discount),
                 })
                 .collect();
@@ -280,6 +283,7 @@ pub async fn reconciliation(
                         t.coupons_used,
                         money(t.discount),
                         t.coupons_refunded,
+                        money(t.refunded_discount),
                         money(t.net_discount),
                     )
                 })

@@ -1,6 +1,7 @@
 //! Templates: the list (the platform's across merchants, a merchant's own), a template's page
-//! (summary, publish and abort, claims and uses per hour as a chart, bulk issuance by file
-//! upload with live progress).
+//! (summary, its terms and their change history (`facts`), edit, publish and abort, claims and
+//! uses per hour or day as a chart, bulk issuance by file upload with live progress). The
+//! create and edit form is `enroll` and `template_form`.
 
 use askama::Template;
 use axum::extract::{Path, Query, State};
@@ -8,7 +9,8 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use coupond_api::pagination::PageOf;
 use coupond_api::routes::issuances::IssuanceView;
-use coupond_api::routes::reports::{HourCount, TemplateStats};
+use coupond_api::routes::reports::TemplateStats;
+use coupond_api::routes::templates::TemplateChangeView;
 use coupond_api::views::{CodeBatchStatus, CodeBatchView, CouponView, ReviewView, TemplateView};
 use coupond_domain::{TemplateAction, TemplateStatus, Timestamp, Validity};
 use serde::Deserialize;
@@ -21,12 +23,13 @@ use crate::Console;
 
 mod changes;
 mod chart;
+mod facts;
 mod upload;
 
 pub use changes::{abort, approve, code_batch, codes_csv, delete, extend, publish, reject, top_up};
 pub use upload::{progress, upload};
 
-pub(super) use chart::{Chart, Unit};
+pub(super) use chart::{Chart, Slot, Unit};
 
 #[derive(Debug, Default, Deserialize)]
 pub struct Filter {
@@ -220,7 +223,9 @@ impl Job {
 /// may not read (finance and the stats' charts, say) shows as nothing.
 #[derive(Default)]
 struct Side {
-    per_hour: Vec<HourCount>,
+    stats: Option<TemplateStats>,
+    /// Its history's first page.
+    history: Vec<TemplateChangeView>,
     jobs: Vec<IssuanceView>,
     holders: Vec<CouponView>,
     batches: Vec<CodeBatchView>,
@@ -229,20 +234,27 @@ struct Side {
 impl Side {
     async fn read(console: &Console, session: &Session, id: i64, hours: u32) -> Side {
         let (api, who) = (console.api(), &session.caller);
+        let window = match range(hours).1 {
+            Unit::Hour => format!("hours={hours}"),
+            Unit::Day => format!("days={}", hours / 24),
+        };
         let paths = [
-            format!("/v1/templates/{id}/stats?hours={hours}"),
+            format!("/v1/templates/{id}/stats?{window}"),
             format!("/v1/issuances?template_id={id}&limit=200"),
             format!("/v1/templates/{id}/coupons?limit=20"),
             format!("/v1/templates/{id}/code-batches?limit=20"),
+            format!("/v1/templates/{id}/history?limit=50"),
         ];
         let stats = api.get(who, &paths[0]).await;
         let jobs = api.get(who, &paths[1]).await;
         let holders = api.get(who, &paths[2]).await;
         let batches = api.get(who, &paths[3]).await;
+        let history = api.get(who, &paths[4]).await;
         Side {
-            per_hour: stats
-                .into::<TemplateStats>()
-                .map(|s| s.per_hour)
+            stats: stats.into::<TemplateStats>().ok(),
+            history: history
+                .into::<PageOf<_>>()
+                .map(|p| p.items)
                 .unwrap_or_default(),
             jobs: jobs
                 .into::<PageOf<_>>()
@@ -268,6 +280,10 @@ struct TemplatePage {
     claim_window: String,
     budget: String,
     reserved: String,
+    /// What refunds changed in the cards, where they did: the uses and the discount before
+    /// them (`2 used, 1 refunded`; `200.00 given, 100.00 refunded`).
+    used_refunds: Option<String>,
+    given_refunds: Option<String>,
     /// What the API says the caller may do now (`actions`), one flag each: the page offers
     /// exactly those.
     can_publish: bool,
@@ -279,6 +295,11 @@ struct TemplatePage {
     can_approve: bool,
     can_reject: bool,
     can_delete: bool,
+    can_edit: bool,
+    /// Its terms in words, its activity (id), and its changes, newest first.
+    facts: Vec<facts::Fact>,
+    activity: Option<i64>,
+    changes: Vec<facts::Change>,
     /// The platform's review, in words, where its activity requires one.
     review: Option<String>,
     /// The current ends, as `datetime-local` values: the claim window's, a fixed validity's.
@@ -396,6 +417,10 @@ pub(super) async fn render_page(
         can_approve: may(TemplateAction::Approve),
         can_reject: may(TemplateAction::Reject),
         can_delete: may(TemplateAction::Delete),
+        can_edit: may(TemplateAction::Edit),
+        facts: facts::facts(&t),
+        activity: t.terms.activity_id.map(|a| a.get()),
+        changes: facts::changes(&side.history),
         review: t.review.as_ref().and_then(review),
         claim_end: window.map(|w| local(w.end)).unwrap_or_default(),
         valid_until: match t.terms.validity {
@@ -448,7 +473,18 @@ pub(super) async fn render_page(
             .map(|b| money(b.minor()))
             .unwrap_or_else(|| "no cap".into()),
         reserved: money(t.reserved.minor()),
-        chart: Chart::of(&side.per_hour, range(hours).1),
+        used_refunds: side.stats.as_ref().and_then(|s| {
+            (s.refunded > 0)
+                .then(|| format!("{} used, {} refunded", s.used + s.refunded, s.refunded))
+        }),
+        given_refunds: side.stats.as_ref().and_then(|s| {
+            let back = s.discount_refunded.minor();
+            (back > 0).then(|| {
+                let before = s.discount_given.minor() + back;
+                format!("{} given, {} refunded", money(before), money(back))
+            })
+        }),
+        chart: chart_of(side.stats.as_ref(), range(hours).1),
         hours,
         range: range(hours).0,
         ranges: RANGES.iter().map(|h| (*h, range(*h).0)).collect(),
@@ -458,6 +494,16 @@ pub(super) async fn render_page(
         t: row,
     };
     render(status, &page)
+}
+
+/// The chart of a template's stats: its hours, or its days.
+fn chart_of(stats: Option<&TemplateStats>, unit: Unit) -> Chart {
+    let slots: Vec<Slot> = match (stats, unit) {
+        (None, _) => vec![],
+        (Some(s), Unit::Hour) => s.per_hour.iter().map(Slot::from).collect(),
+        (Some(s), Unit::Day) => s.per_day.iter().map(Slot::from).collect(),
+    };
+    Chart::of(&slots, unit)
 }
 
 /// The holders of a template's coupons as CSV: every one, the API's pages streamed through as

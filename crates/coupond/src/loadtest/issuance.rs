@@ -127,10 +127,14 @@ pub async fn run(config: &Config, client: &HttpClient, args: &LoadtestArgs) -> a
         job["state"],
         wall.as_secs_f64()
     );
+    // Absent when the job took no measurable time.
+    let rate = match job["rate_per_second"].as_f64() {
+        Some(r) => format!("{r} /s"),
+        None => "an instant".to_owned(),
+    };
     println!(
-        "issued       {} coupons at {} /s (job start to finish); skipped {}, sold out {}, not eligible {}",
+        "issued       {} coupons in {rate} (job start to finish); skipped {}, sold out {}, not eligible {}",
         n("issued"),
-        job["rate_per_second"],
         n("skipped"),
         n("sold_out"),
         n("not_eligible")
