@@ -154,7 +154,8 @@ impl Modify for IdempotencyDocs {
 
 /// What the handlers enforce on parameters and responses, said in the document too (checked by
 /// schemathesis: a request the document allows must not be refused as malformed):
-/// - integer parameters are ids (at least 1), except `limit` (1..=200) and `hours` (1..=2160);
+/// - integer parameters are ids (at least 1), except `limit` (1..=200), `hours` (1..=2160)
+///   and `days` (1..=90);
 /// - `from` and `to` are RFC 3339 instants; order, user and code path parameters have patterns;
 /// - the views that flatten a draft into the answer allow the answer's other fields (a draft
 ///   alone refuses unknown fields, which is right for requests only).
@@ -189,6 +190,10 @@ impl Modify for Constraints {
                         "hours" => {
                             o.minimum = Some(1.into());
                             o.maximum = Some(2160.into());
+                        }
+                        "days" => {
+                            o.minimum = Some(1.into());
+                            o.maximum = Some(90.into());
                         }
                         "from" | "to" => {
                             o.format = Some(SchemaFormat::KnownFormat(KnownFormat::DateTime));

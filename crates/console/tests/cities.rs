@@ -4,12 +4,13 @@
 
 mod support;
 
-use axum::http::StatusCode;
+use axum::http::{Method, StatusCode};
 use coupond_api::ApiSettings;
 use coupond_store::Role;
+use serde_json::json;
 
 use support::{
-    answer, app_with_settings, csrf_of, form_post, key, merchant, page_get, sign_in_cookie,
+    answer, app_with_settings, csrf_of, form_post, key, merchant, page_get, sign_in_cookie, v1,
 };
 
 #[tokio::test]
@@ -117,5 +118,67 @@ async fn every_invalid_field_of_a_form_is_shown_at_once() {
         refused.body.contains("must be 1 to 50 characters"),
         "{}",
         refused.body
+    );
+}
+
+/// Pages name what the API gives by id: a template's merchant ("Harbour Homes (1)") with the
+/// template's own id (two templates may share a title), its activity by title, cities by
+/// name; the approval queue names the merchant and the activity.
+#[tokio::test]
+async fn pages_name_merchants_activities_and_cities() {
+    let app = app_with_settings(ApiSettings::default()).await;
+    let m = merchant(&app).await;
+    let (pkey, _) = key(&app, Role::Platform, None).await;
+    let (mkey, _) = key(&app, Role::Merchant, Some(m)).await;
+    let (status, _) = v1(
+        &app,
+        &pkey,
+        Method::PUT,
+        "/v1/cities/1",
+        json!({"name": "Lisbon"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let activity = json!({
+        "title": "Spring festival", "cities": [1], "kind": "amount_off",
+        "value_min": 1000, "value_max": 5000,
+        "enrollment": {"start": "2026-11-24T11:00:00Z", "end": "2026-11-26T00:00:00Z"},
+        "run": {"start": "2026-11-27T00:00:00Z", "end": "2026-12-20T00:00:00Z"},
+        "approval": "required"
+    });
+    let (status, a) = v1(&app, &pkey, Method::POST, "/v1/activities", activity).await;
+    assert_eq!(status, StatusCode::CREATED, "{a}");
+    let enroll = json!({
+        "activity_id": a["id"], "title": "Studio 20 off",
+        "value": {"kind": "amount_off", "amount": 2000}, "cities": [1],
+        "total_stock": 50, "validity": {"type": "relative", "days": 7}
+    });
+    let (status, t) = v1(&app, &mkey, Method::POST, "/v1/templates", enroll).await;
+    assert_eq!(status, StatusCode::CREATED, "{t}");
+    let (id, activity_id) = (t["id"].as_i64().unwrap(), a["id"].as_i64().unwrap());
+    let cookie = sign_in_cookie(&app, &pkey).await;
+    let get = |path: String| {
+        let app = &app;
+        let cookie = cookie.clone();
+        async move { answer(app, page_get(&path, &cookie)).await.body }
+    };
+    let list = get("/console/templates".into()).await;
+    assert!(
+        list.contains(&format!("#{id}</span>")) && list.contains(&format!("Harbour Homes ({m})")),
+        "{list}"
+    );
+    let page = get(format!("/console/templates/{id}")).await;
+    assert!(
+        page.contains(&format!("Spring festival ({activity_id})")),
+        "{page}"
+    );
+    assert!(page.contains("Lisbon (1)"), "{page}");
+    let activity = get(format!("/console/activities/{activity_id}")).await;
+    assert!(activity.contains("Lisbon (1)"), "{activity}");
+    let queue = get("/console/approvals".into()).await;
+    assert!(queue.contains(&format!("Harbour Homes ({m})")), "{queue}");
+    assert!(
+        queue.contains(&format!("Spring festival ({activity_id})")),
+        "{queue}"
     );
 }

@@ -187,7 +187,7 @@ async fn a_template_page_shows_its_terms_and_changes() {
             .to_owned()
     };
     assert_eq!(fact("fact-threshold"), "orders of 100.00 or more");
-    assert_eq!(fact("fact-cities"), "1");
+    assert_eq!(fact("fact-cities"), "city 1");
     assert_eq!(fact("fact-per-user"), "at most 1 coupon");
     assert_eq!(
         fact("fact-stacking"),

@@ -13,6 +13,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::format::money;
+use super::names::{CityNames, MerchantNames};
 use super::paging::{next_link, one_page, After};
 use super::templates::Slot;
 use super::{guard, problem_page, render, ActivityRow, FieldErrors, Shell, Shown, TemplateRow};
@@ -36,13 +37,17 @@ pub async fn list(
     Query(q): Query<After>,
 ) -> Response {
     let page = one_page(&console, &session, "/v1/activities", &q.after).await;
+    let cities = CityNames::load(&console, &session).await;
     match page.and_then(|p| p.typed::<ActivityView>()) {
         Ok((activities, next)) => render(
             StatusCode::OK,
             &ListPage {
                 shell: Shell::new(&session, "Activities"),
                 platform: session.is_platform(),
-                rows: activities.iter().map(ActivityRow::of).collect(),
+                rows: activities
+                    .iter()
+                    .map(|a| ActivityRow::of(a).named(&cities))
+                    .collect(),
                 next: next_link("/console/activities", &next),
             },
         ),
@@ -303,8 +308,14 @@ pub async fn page(
         can_enroll: offers(&a, ActivityAction::Enroll),
         description: a.terms.description.clone(),
         funding: funding(a.terms.funded_by),
-        a: ActivityRow::of(&a),
-        rows: templates.iter().map(TemplateRow::of).collect(),
+        a: ActivityRow::of(&a).named(&CityNames::load(&console, &session).await),
+        rows: {
+            let merchants = MerchantNames::load(&console, &session).await;
+            templates
+                .iter()
+                .map(|t| TemplateRow::of(t).named(&merchants))
+                .collect()
+        },
         next: next_link(&format!("/console/activities/{id}"), &next),
         enrolled: stats.as_ref().map_or(0, |s| s.merchants.len()),
         claimed: totals.map_or(0, |t| t.claimed),

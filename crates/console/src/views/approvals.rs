@@ -2,6 +2,8 @@
 //! first, each linking to its template's page, where Approve and Reject are offered exactly
 //! when the API's `actions` name them.
 
+use std::collections::BTreeMap;
+
 use askama::Template;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -10,6 +12,7 @@ use coupond_api::pagination::PageOf;
 use coupond_api::views::TemplateView;
 
 use super::format::{at, worth};
+use super::names::{activity_title, MerchantNames};
 use super::{problem_page, render, Shell};
 use crate::session::Session;
 use crate::Console;
@@ -19,7 +22,9 @@ struct Waiting {
     id: i64,
     title: String,
     merchant: i64,
+    merchant_name: String,
     activity: i64,
+    activity_title: String,
     value: String,
     stock: i64,
     created: String,
@@ -44,17 +49,32 @@ pub async fn page(State(console): State<Console>, session: Session) -> Response 
         Ok(l) => l,
         Err(p) => return problem_page(&session, &p),
     };
+    let merchants = MerchantNames::load(&console, &session).await;
+    // Each activity's title, read once however many of its enrollments wait.
+    let mut titles: BTreeMap<i64, String> = BTreeMap::new();
+    for a in list.items.iter().filter_map(|t| t.terms.activity_id) {
+        if !titles.contains_key(&a.get()) {
+            let title = activity_title(&console, &session, a.get()).await;
+            titles.insert(a.get(), title);
+        }
+    }
     let waiting = list
         .items
         .iter()
-        .map(|t| Waiting {
-            id: t.id.get(),
-            title: t.terms.title.clone(),
-            merchant: t.merchant_id.map_or(0, |m| m.get()),
-            activity: t.terms.activity_id.map_or(0, |a| a.get()),
-            value: worth(&t.terms.value),
-            stock: t.terms.total_stock,
-            created: at(t.created_at),
+        .map(|t| {
+            let merchant = t.merchant_id.map_or(0, |m| m.get());
+            let activity = t.terms.activity_id.map_or(0, |a| a.get());
+            Waiting {
+                id: t.id.get(),
+                title: t.terms.title.clone(),
+                merchant,
+                merchant_name: merchants.one(merchant),
+                activity,
+                activity_title: titles.get(&activity).cloned().unwrap_or_default(),
+                value: worth(&t.terms.value),
+                stock: t.terms.total_stock,
+                created: at(t.created_at),
+            }
         })
         .collect();
     let page = ApprovalsPage {

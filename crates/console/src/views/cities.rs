@@ -1,14 +1,12 @@
-//! Cities by name: the platform's list (its admins name and rename cities here), and
-//! [`CityNames`], which every page showing cities uses to say "Lisbon (1)" rather than "1".
-
-use std::collections::BTreeMap;
+//! Cities by name: the platform's list, where its admins name and rename cities (pages show
+//! them through [`super::names::CityNames`]).
 
 use askama::Template;
 use axum::extract::State;
 use axum::http::{HeaderMap, Method};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
-use coupond_domain::{City, CityId};
+use coupond_domain::City;
 use serde::Deserialize;
 use serde_json::json;
 
@@ -16,44 +14,6 @@ use super::paging::gather;
 use super::{guard, problem_page, render, FieldErrors, Shell, Shown};
 use crate::session::Session;
 use crate::Console;
-
-/// The names of the platform's cities, read once per page.
-#[derive(Clone, Debug, Default)]
-pub struct CityNames(BTreeMap<i64, String>);
-
-impl CityNames {
-    /// Every named city (a page without them still shows ids: names are a help, not a rule).
-    pub async fn load(console: &Console, session: &Session) -> CityNames {
-        let cities = gather(console, session, "/v1/cities")
-            .await
-            .and_then(|g| g.typed::<City>())
-            .unwrap_or_default();
-        CityNames(cities.into_iter().map(|c| (c.id.get(), c.name)).collect())
-    }
-
-    /// One city: "Lisbon (1)", or "city 7" when it has no name.
-    pub fn one(&self, id: i64) -> String {
-        match self.0.get(&id) {
-            Some(name) => format!("{name} ({id})"),
-            None => format!("city {id}"),
-        }
-    }
-
-    /// Several cities, in order, separated by commas.
-    pub fn list(&self, ids: impl IntoIterator<Item = CityId>) -> String {
-        let named: Vec<String> = ids.into_iter().map(|c| self.one(c.get())).collect();
-        named.join(", ")
-    }
-
-    /// What a form's cities field says it takes: the ids, and the named cities to pick from.
-    pub fn hint(&self) -> String {
-        if self.0.is_empty() {
-            return "City ids, separated by commas".to_owned();
-        }
-        let known: Vec<String> = self.0.iter().map(|(id, n)| format!("{id} {n}")).collect();
-        format!("City ids, separated by commas: {}", known.join(", "))
-    }
-}
 
 /// The form naming a city.
 #[derive(Debug, Default, Deserialize)]

@@ -12,6 +12,7 @@ use coupond_api::views::{ActivityView, TemplateView};
 use coupond_domain::TemplateAction;
 use serde::Deserialize;
 
+use super::names::CityNames;
 use super::template_form::{terms, Selects, TemplateForm};
 use super::{guard, problem_page, render, ActivityRow, FieldErrors, Shell, Shown};
 use crate::session::Session;
@@ -106,7 +107,10 @@ async fn page(
         submit,
         editing: target.is_some(),
         back: target.map(|id| format!("/console/templates/{id}")),
-        activity: activity.as_ref().map(ActivityRow::of),
+        activity: match activity.as_ref() {
+            Some(a) => Some(ActivityRow::of(a).named(&CityNames::load(console, session).await)),
+            None => None,
+        },
         selects,
         form,
         errors: shown.errors,

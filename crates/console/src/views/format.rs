@@ -2,7 +2,9 @@
 //! minute (UTC), a coupon's value in words. Presentation only: no rule is decided here.
 
 use coupond_api::views::{ActivityView, TemplateView};
-use coupond_domain::{CouponKind, CouponValue, Timestamp, Window};
+use coupond_domain::{CityId, CouponKind, CouponValue, Timestamp, Window};
+
+use super::names::{CityNames, MerchantNames};
 
 /// Minor units as `1,234.50`.
 pub fn money(minor: i64) -> String {
@@ -65,6 +67,8 @@ pub struct ActivityRow {
     pub kind: String,
     pub bounds: String,
     pub cities: String,
+    /// The ids, to name them ([`ActivityRow::named`]).
+    pub city_ids: Vec<i64>,
     pub enrollment: String,
     pub run: String,
 }
@@ -85,9 +89,17 @@ impl ActivityRow {
             bounds: format!("{} – {}", bound(t.value_min), bound(t.value_max)),
             kind: t.kind.as_str().replace('_', " "),
             cities: cities.join(", "),
+            city_ids: t.cities.iter().map(|c| c.get()).collect(),
             enrollment: span(&t.enrollment),
             run: span(&t.run),
         }
+    }
+
+    /// The row with its cities by name ("Lisbon (1), city 2").
+    pub fn named(mut self, cities: &CityNames) -> Self {
+        let ids = self.city_ids.iter().filter_map(|c| CityId::new(*c).ok());
+        self.cities = cities.list(ids);
+        self
     }
 }
 
@@ -97,6 +109,8 @@ pub struct TemplateRow {
     pub id: i64,
     pub title: String,
     pub merchant: Option<i64>,
+    /// Its merchant by name with the id, once [`TemplateRow::named`] (else empty).
+    pub merchant_name: String,
     pub status: String,
     pub value: String,
     pub claimed: i64,
@@ -128,6 +142,7 @@ impl TemplateRow {
             id: t.id.get(),
             title: t.terms.title.clone(),
             merchant: t.merchant_id.map(|m| m.get()),
+            merchant_name: String::new(),
             status: t.status.as_str().to_owned(),
             value: worth(&t.terms.value),
             claimed: t.claimed,
@@ -153,6 +168,12 @@ impl TemplateRow {
             given_minor: given,
             updated_at: t.updated_at.to_string(),
         }
+    }
+
+    /// The row with its merchant by name ("Harbour Homes (1)").
+    pub fn named(mut self, merchants: &MerchantNames) -> Self {
+        self.merchant_name = self.merchant.map(|m| merchants.one(m)).unwrap_or_default();
+        self
     }
 }
 

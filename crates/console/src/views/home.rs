@@ -13,6 +13,7 @@ use coupond_api::pagination::PageOf;
 use coupond_api::routes::today::TodayView;
 use coupond_api::views::ActivityView;
 
+use super::names::{CityNames, MerchantNames};
 use super::timeline::Timeline;
 use super::{problem_page, render, ActivityRow, Shell, TemplateRow};
 use crate::session::Session;
@@ -75,7 +76,13 @@ pub async fn page(State(console): State<Console>, session: Session) -> Response 
     };
     let now = console.app().now();
     let timeline = Timeline::of(&activities.items, now);
-    let mut rows: Vec<ActivityRow> = activities.items.iter().map(ActivityRow::of).collect();
+    let cities = CityNames::load(&console, &session).await;
+    let merchants = MerchantNames::load(&console, &session).await;
+    let mut rows: Vec<ActivityRow> = activities
+        .items
+        .iter()
+        .map(|a| ActivityRow::of(a).named(&cities))
+        .collect();
     rows.sort_by_key(|a| {
         ORDER
             .iter()
@@ -89,7 +96,12 @@ pub async fn page(State(console): State<Console>, session: Session) -> Response 
         activities: rows,
         activities_more: activities.next_cursor.is_some(),
         timeline,
-        rows: today.attention.items.iter().map(TemplateRow::of).collect(),
+        rows: today
+            .attention
+            .items
+            .iter()
+            .map(|t| TemplateRow::of(t).named(&merchants))
+            .collect(),
         attention_more: today.attention.more,
         outbox: today
             .outbox

@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 
 use super::activities::hundredths;
 use super::format::money;
+use super::names::CityNames;
 use super::paging::{gather, max_rows_words, next_link, one_page};
 use super::{guard, problem_page, render, FieldErrors, Shell, Shown, TemplateRow};
 use crate::session::Session;
@@ -25,20 +26,21 @@ struct ListingRow {
     id: i64,
     external_id: String,
     title: String,
-    city: i64,
+    /// Its city by name ("Lisbon (1)").
+    city: String,
     price: String,
     /// The bound templates: (id, title).
     coupons: Vec<(i64, String)>,
 }
 
 impl ListingRow {
-    fn of(l: &ListingView) -> Self {
+    fn of(l: &ListingView, cities: &CityNames) -> Self {
         let t = &l.terms;
         ListingRow {
             id: l.id.get(),
             external_id: t.external_id.clone().unwrap_or_default(),
             title: t.title.clone(),
-            city: t.city_id.get(),
+            city: cities.one(t.city_id.get()),
             price: money(t.price.minor()),
             coupons: l
                 .coupons
@@ -202,7 +204,13 @@ async fn page_with(
     };
     let page = ListPage {
         shell: Shell::new(session, "Listings"),
-        rows: listings.iter().map(ListingRow::of).collect(),
+        rows: {
+            let cities = CityNames::load(console, session).await;
+            listings
+                .iter()
+                .map(|l| ListingRow::of(l, &cities))
+                .collect()
+        },
         next: next_link(&search.base(), &listings_next),
         templates: templates.iter().map(TemplateRow::of).collect(),
         templates_cut: templates_cut.then(|| {

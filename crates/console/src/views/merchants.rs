@@ -13,8 +13,8 @@ use coupond_domain::Merchant;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::cities::CityNames;
 use super::format::at;
+use super::names::CityNames;
 use super::paging::{next_link, one_page, After};
 use super::{guard, problem_page, render, FieldErrors, Shell, Shown};
 use crate::session::Session;

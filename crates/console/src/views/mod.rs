@@ -29,6 +29,7 @@ mod home;
 mod listings;
 mod login;
 mod merchants;
+mod names;
 mod paging;
 mod password;
 mod people;

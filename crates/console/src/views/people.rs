@@ -15,6 +15,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::format::at;
+use super::names::MerchantNames;
 use super::paging::{next_link, one_page, After};
 use super::{guard, problem_page, render, FieldErrors, Shell, Shown};
 use crate::session::Session;
@@ -34,7 +35,7 @@ struct PersonRow {
 }
 
 impl PersonRow {
-    fn of(o: &Operator) -> Self {
+    fn of(o: &Operator, merchants: &MerchantNames) -> Self {
         let state = match o.disabled_at {
             Some(when) => format!("disabled {}", at(when)),
             None if o.has_password => "enabled".to_owned(),
@@ -45,7 +46,10 @@ impl PersonRow {
             email: o.email.as_str().to_owned(),
             name: o.name.clone(),
             role: o.role.as_str().to_owned(),
-            merchant: o.merchant_id.map(|m| m.to_string()).unwrap_or_default(),
+            merchant: o
+                .merchant_id
+                .map(|m| merchants.one(m.get()))
+                .unwrap_or_default(),
             state,
             second_factor: o.has_totp,
             disabled: o.disabled_at.is_some(),
@@ -118,7 +122,13 @@ async fn people_page(
         .collect();
     let page = PeoplePage {
         shell: Shell::new(session, "People"),
-        rows: people.iter().map(|p| PersonRow::of(&p.operator)).collect(),
+        rows: {
+            let merchants = MerchantNames::load(console, session).await;
+            people
+                .iter()
+                .map(|p| PersonRow::of(&p.operator, &merchants))
+                .collect()
+        },
         next: next_link("/console/people", &next),
         roles,
         form,

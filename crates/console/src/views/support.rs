@@ -16,6 +16,7 @@ use serde_json::json;
 
 use super::activities::utc;
 use super::format::{at, money};
+use super::names::MerchantNames;
 use super::paging::{next_link, one_page};
 use super::{attachment, guard, problem_page, render, Shell};
 use crate::session::Session;
@@ -253,14 +254,15 @@ pub async fn reconciliation(
     };
     match reply.into::<Reconciliation>() {
         Ok(r) => {
+            let merchants = MerchantNames::load(&console, &session).await;
             page.rows = r
                 .rows
                 .iter()
                 .map(|x| Row {
-                    template: x.title.clone(),
+                    template: format!("{} #{}", x.title, x.template_id),
                     merchant: x
                         .merchant_id
-                        .map(|m| m.to_string())
+                        .map(|m| merchants.one(m.get()))
                         .unwrap_or_else(|| "platform".into()),
                     funded_by: x.funded_by.as_str().to_owned(),
                     used: x.coupons_used,

@@ -16,6 +16,7 @@ use coupond_domain::{TemplateAction, TemplateStatus, Timestamp, Validity};
 use serde::Deserialize;
 
 use super::format::{money, sort_templates, span, SortKey};
+use super::names::{activity_title, CityNames, MerchantNames};
 use super::paging::{gather, max_rows_words, with_query, Pager};
 use super::{download, problem_page, render, Shell, TemplateRow};
 use crate::session::Session;
@@ -100,7 +101,11 @@ pub async fn list(
         Ok(t) => t,
         Err(p) => return problem_page(&session, &p),
     };
-    let mut rows: Vec<TemplateRow> = templates.iter().map(TemplateRow::of).collect();
+    let merchants = MerchantNames::load(&console, &session).await;
+    let mut rows: Vec<TemplateRow> = templates
+        .iter()
+        .map(|t| TemplateRow::of(t).named(&merchants))
+        .collect();
     let sort = SortKey::parse(&f.sort);
     let desc = f.desc == "1";
     if let Some(key) = sort {
@@ -298,7 +303,8 @@ struct TemplatePage {
     can_edit: bool,
     /// Its terms in words, its activity (id), and its changes, newest first.
     facts: Vec<facts::Fact>,
-    activity: Option<i64>,
+    /// Its activity: id and title.
+    activity: Option<(i64, String)>,
     changes: Vec<facts::Change>,
     /// The platform's review, in words, where its activity requires one.
     review: Option<String>,
@@ -418,8 +424,11 @@ pub(super) async fn render_page(
         can_reject: may(TemplateAction::Reject),
         can_delete: may(TemplateAction::Delete),
         can_edit: may(TemplateAction::Edit),
-        facts: facts::facts(&t),
-        activity: t.terms.activity_id.map(|a| a.get()),
+        facts: facts::facts(&t, &CityNames::load(console, session).await),
+        activity: match t.terms.activity_id {
+            Some(a) => Some((a.get(), activity_title(console, session, a.get()).await)),
+            None => None,
+        },
         changes: facts::changes(&side.history),
         review: t.review.as_ref().and_then(review),
         claim_end: window.map(|w| local(w.end)).unwrap_or_default(),

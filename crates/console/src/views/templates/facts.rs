@@ -8,6 +8,7 @@ use coupond_domain::{Audience, RefundPolicy, Stacking, Validity};
 use serde_json::Value;
 
 use crate::views::format::{at, money, worth};
+use crate::views::names::CityNames;
 
 /// One line of the terms: its element id, its label and what it says.
 #[derive(Debug, Clone)]
@@ -19,10 +20,9 @@ pub struct Fact {
 
 /// The template's terms, in the order the page lists them (its claim window and validity
 /// are beside them, with their own forms).
-pub fn facts(t: &TemplateView) -> Vec<Fact> {
+pub fn facts(t: &TemplateView, cities: &CityNames) -> Vec<Fact> {
     let d = &t.terms;
     let fact = |id, label, text: String| Fact { id, label, text };
-    let cities: Vec<String> = d.cities.iter().map(|c| c.get().to_string()).collect();
     let mut out = vec![
         fact("fact-value", "Value", worth(&d.value)),
         fact(
@@ -33,7 +33,7 @@ pub fn facts(t: &TemplateView) -> Vec<Fact> {
                 n => format!("orders of {} or more", money(n)),
             },
         ),
-        fact("fact-cities", "Cities", cities.join(", ")),
+        fact("fact-cities", "Cities", cities.list(d.cities.iter())),
         fact(
             "fact-per-user",
             "Per user",

@@ -1,0 +1,95 @@
+//! Names where the API gives ids: cities ("Lisbon (1)"), merchants ("Harbour Homes (1)") and
+//! activities, read once per page. A name is a help, not a rule: when one cannot be read the
+//! page still shows the id ("city 7", "merchant 3").
+
+use std::collections::BTreeMap;
+
+use coupond_api::views::ActivityView;
+use coupond_domain::{City, CityId, Merchant};
+
+use super::paging::gather;
+use crate::session::Session;
+use crate::Console;
+
+/// The names of the platform's cities, read once per page.
+#[derive(Clone, Debug, Default)]
+pub struct CityNames(BTreeMap<i64, String>);
+
+impl CityNames {
+    /// Every named city (a page without them still shows ids: names are a help, not a rule).
+    pub async fn load(console: &Console, session: &Session) -> CityNames {
+        let cities = gather(console, session, "/v1/cities")
+            .await
+            .and_then(|g| g.typed::<City>())
+            .unwrap_or_default();
+        CityNames(cities.into_iter().map(|c| (c.id.get(), c.name)).collect())
+    }
+
+    /// One city: "Lisbon (1)", or "city 7" when it has no name.
+    pub fn one(&self, id: i64) -> String {
+        match self.0.get(&id) {
+            Some(name) => format!("{name} ({id})"),
+            None => format!("city {id}"),
+        }
+    }
+
+    /// Several cities, in order, separated by commas.
+    pub fn list(&self, ids: impl IntoIterator<Item = CityId>) -> String {
+        let named: Vec<String> = ids.into_iter().map(|c| self.one(c.get())).collect();
+        named.join(", ")
+    }
+
+    /// What a form's cities field says it takes: the ids, and the named cities to pick from.
+    pub fn hint(&self) -> String {
+        if self.0.is_empty() {
+            return "City ids, separated by commas".to_owned();
+        }
+        let known: Vec<String> = self.0.iter().map(|(id, n)| format!("{id} {n}")).collect();
+        format!("City ids, separated by commas: {}", known.join(", "))
+    }
+}
+
+/// The names of the merchants the caller may see: every merchant for the platform, its own
+/// for a merchant.
+#[derive(Clone, Debug, Default)]
+pub struct MerchantNames(BTreeMap<i64, String>);
+
+impl MerchantNames {
+    pub async fn load(console: &Console, session: &Session) -> MerchantNames {
+        let merchants = match session.principal.merchant() {
+            Some(own) => console
+                .api()
+                .get(&session.caller, &format!("/v1/merchants/{own}"))
+                .await
+                .into::<Merchant>()
+                .map(|m| vec![m]),
+            None => gather(console, session, "/v1/merchants")
+                .await
+                .and_then(|g| g.typed::<Merchant>()),
+        };
+        let all = merchants.unwrap_or_default();
+        MerchantNames(all.into_iter().map(|m| (m.id.get(), m.name)).collect())
+    }
+
+    /// "Harbour Homes (1)", or "merchant 1" when its name cannot be read.
+    pub fn one(&self, id: i64) -> String {
+        match self.0.get(&id) {
+            Some(name) => format!("{name} ({id})"),
+            None => format!("merchant {id}"),
+        }
+    }
+}
+
+/// An activity's title with its id ("Spring festival (2)"), or "activity 2" when it cannot
+/// be read.
+pub async fn activity_title(console: &Console, session: &Session, id: i64) -> String {
+    console
+        .api()
+        .get(&session.caller, &format!("/v1/activities/{id}"))
+        .await
+        .into::<ActivityView>()
+        .map_or_else(
+            |_| format!("activity {id}"),
+            |a| format!("{} ({id})", a.terms.title),
+        )
+}
