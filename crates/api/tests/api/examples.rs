@@ -17,7 +17,7 @@ use tower::ServiceExt;
 
 use crate::support::*;
 
-fn credential<'a>(app: &'a TestApp, sender: Sender) -> Option<&'a str> {
+fn credential(app: &TestApp, sender: Sender) -> Option<&str> {
     match sender {
         Sender::Anyone => None,
         Sender::Platform => Some(&app.platform),

@@ -53,9 +53,8 @@ pub async fn page(State(console): State<Console>, session: Session) -> Response 
     // Each activity's title, read once however many of its enrollments wait.
     let mut titles: BTreeMap<i64, String> = BTreeMap::new();
     for a in list.items.iter().filter_map(|t| t.terms.activity_id) {
-        if !titles.contains_key(&a.get()) {
-            let title = activity_title(&console, &session, a.get()).await;
-            titles.insert(a.get(), title);
+        if let std::collections::btree_map::Entry::Vacant(slot) = titles.entry(a.get()) {
+            slot.insert(activity_title(&console, &session, a.get()).await);
         }
     }
     let waiting = list
