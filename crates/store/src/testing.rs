@@ -81,6 +81,7 @@ macro_rules! conformance_suite {
             tag_audiences_are_checked_in_the_claim,
             tag_uploads_resume_and_key_once,
             tags_are_shared_explicitly,
+            webhook_pings_and_deletes,
         );
     };
     (@cases $factory:path; $($case:ident),* $(,)?) => {
