@@ -1,14 +1,11 @@
-//! Read-only pages over the outbox and its consumers: the events feed (the platform sees
-//! everything, a merchant its templates' events) with a type filter and cursor paging, the
-//! webhook endpoints (a page at a time) with their latest deliveries.
+//! The events feed, read-only (the platform sees everything, a merchant its templates'
+//! events) with a type filter and cursor paging. Webhook endpoints are in `webhooks`.
 
 use askama::Template;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
-use coupond_api::pagination::PageOf;
 use coupond_api::routes::events::EventPage;
-use coupond_api::routes::webhooks::{DeliveryView, WebhookView};
 use serde::Deserialize;
 
 use super::format::at;
@@ -37,7 +34,7 @@ struct EventsPage {
 }
 
 /// A filter or cursor as typed: only the characters the API's own take.
-fn plain(s: &str, extra: &str) -> String {
+pub(super) fn plain(s: &str, extra: &str) -> String {
     s.chars()
         .filter(|c| c.is_ascii_alphanumeric() || extra.contains(*c))
         .take(200)
@@ -86,96 +83,4 @@ pub async fn events(
         next: page.next_cursor,
     };
     render(StatusCode::OK, &page)
-}
-
-/// A webhook endpoint with its latest deliveries: (event type, state, attempts, when).
-#[derive(Debug, Clone)]
-struct Hook {
-    id: i64,
-    url: String,
-    types: String,
-    disabled: bool,
-    deliveries: Vec<(String, String, usize, String)>,
-}
-
-#[derive(Template)]
-#[template(path = "webhooks.html")]
-struct WebhooksPage {
-    shell: Shell,
-    hooks: Vec<Hook>,
-    /// The next page's cursor; empty on the last page.
-    next: String,
-}
-
-/// Which page of endpoints: `after` is the API's `next_cursor` of the page before.
-#[derive(Debug, Default, Deserialize)]
-pub struct HooksQuery {
-    #[serde(default)]
-    after: String,
-}
-
-/// The caller's webhook endpoints (the platform's: every owner's), a page of 50 at a time,
-/// each with its latest deliveries.
-pub async fn webhooks(
-    State(console): State<Console>,
-    session: Session,
-    Query(q): Query<HooksQuery>,
-) -> Response {
-    let mut path = "/v1/webhooks?limit=50".to_owned();
-    let after = plain(&q.after, "-_");
-    if !after.is_empty() {
-        path.push_str(&format!("&cursor={after}"));
-    }
-    let list = match console
-        .api()
-        .get(&session.caller, &path)
-        .await
-        .into::<PageOf<WebhookView>>()
-    {
-        Ok(l) => l,
-        Err(p) => return problem_page(&session, &p),
-    };
-    let mut hooks = Vec::new();
-    for w in &list.items {
-        hooks.push(hook(&console, &session, w).await);
-    }
-    let page = WebhooksPage {
-        shell: Shell::new(&session, "Webhooks"),
-        hooks,
-        next: list.next_cursor.unwrap_or_default(),
-    };
-    render(StatusCode::OK, &page)
-}
-
-/// An endpoint of the API's list, with its latest 10 deliveries (none shown when they cannot
-/// be read: the endpoint still is).
-async fn hook(console: &Console, session: &Session, w: &WebhookView) -> Hook {
-    let id = w.id;
-    let deliveries = console
-        .api()
-        .get(
-            &session.caller,
-            &format!("/v1/webhooks/{id}/deliveries?limit=10"),
-        )
-        .await
-        .into::<PageOf<DeliveryView>>()
-        .map(|p| p.items)
-        .unwrap_or_default();
-    Hook {
-        id,
-        url: w.url.clone(),
-        types: w.event_types.join(", "),
-        disabled: w.disabled_at.is_some(),
-        deliveries: deliveries
-            .iter()
-            .map(|d| {
-                (
-                    d.event_type.clone(),
-                    d.state.clone(),
-                    d.attempts.len(),
-                    at(d.created_at),
-                )
-            })
-            .collect(),
-    }
 }

@@ -34,6 +34,7 @@ mod people;
 mod support;
 mod templates;
 mod timeline;
+mod webhooks;
 
 pub(crate) use format::{ActivityRow, TemplateRow};
 
@@ -113,7 +114,13 @@ pub fn routes(max_upload: usize) -> Router<Console> {
         .route("/console/issuances/{id}", get(templates::progress))
         .route("/console/users", get(support::users))
         .route("/console/events", get(feeds::events))
-        .route("/console/webhooks", get(feeds::webhooks))
+        .route(
+            "/console/webhooks",
+            get(webhooks::list).post(webhooks::create),
+        )
+        .route("/console/webhooks/{id}/ping", post(webhooks::ping))
+        .route("/console/webhooks/{id}/disable", post(webhooks::disable))
+        .route("/console/webhooks/{id}/delete", post(webhooks::delete))
         .route(
             "/console/merchants",
             get(merchants::list).post(merchants::create),
