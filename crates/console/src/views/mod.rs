@@ -19,6 +19,7 @@ use crate::Console;
 mod account;
 mod activities;
 mod approvals;
+mod choices;
 mod coupons;
 mod enroll;
 mod feeds;
