@@ -49,7 +49,7 @@ use crate::routes::{
         inbox::list, inbox::read,
         issuances::create, issuances::list, issuances::get,
         reports::template, reports::activity, reports::reconciliation, today::today,
-        webhooks::create, webhooks::list, webhooks::get, webhooks::disable, webhooks::deliveries,
+        webhooks::create, webhooks::list, webhooks::get, webhooks::disable, webhooks::remove, webhooks::ping, webhooks::deliveries,
         system::healthz, system::readyz, system::metrics, system::openapi, system::docs,
     ),
     modifiers(&BearerAuth, &IdempotencyDocs, &Constraints, &Catalogue),

@@ -62,6 +62,19 @@ impl Session {
         self.role.is_none_or(|r| r.may(area))
     }
 
+    /// Whether the API would let this session call `method path` (a route of the table, in
+    /// its `{param}` form): its side among the route's roles, and its role acting in the
+    /// route's area. A page that is nothing but one route's form shows it only then.
+    pub fn may_call(&self, method: &axum::http::Method, path: &str) -> bool {
+        let role = self.principal.role();
+        coupond_api::routes::route_table()
+            .iter()
+            .find(|r| r.method == method && r.path == path)
+            .is_some_and(|r| {
+                r.roles.contains(&role) && self.may(coupond_api::routes::area_of(method, path))
+            })
+    }
+
     pub fn is_platform(&self) -> bool {
         matches!(self.principal, Principal::Platform)
     }

@@ -63,10 +63,10 @@ async fn the_home_page_counts_every_template() {
     let card = |n: i64, what: &str| format!("<b>{n}</b><span>{what}</span>");
     assert!(home.contains(&card(201, "templates active")), "{home}");
     assert!(
-        home.contains(&card(1, "templates under 5 % of stock")),
+        home.contains(&card(1, "template under 5 % of stock")),
         "{home}"
     );
-    assert!(home.contains(&card(1, "coupons claimed in all")), "{home}");
+    assert!(home.contains(&card(1, "coupon claimed in all")), "{home}");
     let attention = &home[home.find("Needs attention").unwrap()..];
     assert!(
         attention.contains(&format!("/console/templates/{sold}\"")),

@@ -115,6 +115,13 @@ macro_rules! impl_outbox_store {
             ) -> $crate::reexport::store::StoreResult<bool> {
                 $crate::scheduling::try_lease(self, name, holder, now, until).await
             }
+            async fn outbox_latest(
+                &self,
+                before: Option<i64>,
+                limit: u32,
+            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::store::Event>> {
+                $crate::scheduling::outbox_latest(self, before, limit).await
+            }
             async fn sink_position(
                 &self,
                 sink: &str,

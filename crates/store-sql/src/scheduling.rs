@@ -18,7 +18,7 @@ use coupond_domain::{
     Timestamp, Transition,
 };
 use coupond_store::events::{self, kind};
-use coupond_store::{OutboxPosition, StoreResult};
+use coupond_store::{Event, OutboxPosition, StoreResult};
 
 use crate::campaigns::{activity_row, ACTIVITY_COLS};
 use crate::catalog::{template_row, PUBLIC};
@@ -65,6 +65,22 @@ pub async fn try_lease(
         Some(r) => r.str("holder")? == holder,
         None => false,
     })
+}
+
+/// Up to `limit` events below id `before`, newest first.
+pub async fn outbox_latest(
+    db: &dyn Db,
+    before: Option<i64>,
+    limit: u32,
+) -> StoreResult<Vec<Event>> {
+    let q = sql("SELECT * FROM outbox WHERE id < $1 ORDER BY id DESC LIMIT $2")
+        .bind(before.unwrap_or(i64::MAX))
+        .bind(limit);
+    db.read_all(q)
+        .await?
+        .iter()
+        .map(crate::inspect::event_row)
+        .collect()
 }
 
 /// Where consumer `sink` has got to in the outbox (the start if it has not acknowledged).

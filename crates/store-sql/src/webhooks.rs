@@ -79,6 +79,78 @@ pub async fn disable_webhook(db: &dyn Db, id: i64, now: Timestamp) -> StoreResul
     Ok(w)
 }
 
+pub async fn delete_webhook(db: &dyn Db, id: i64) -> StoreResult<Webhook> {
+    let mut tx = db.begin(Work::Request).await?;
+    let lock = db.dialect().lock_rows(false);
+    let row = tx
+        .fetch_one(sql(format!("SELECT * FROM webhooks WHERE id = $1 {lock}")).bind(id))
+        .await?;
+    let w = webhook_row(&row)?;
+    // Its deliveries locked first: an attempt being recorded meanwhile ends before they go
+    // (and then finds its delivery gone, and records nothing).
+    tx.fetch_all(
+        sql(format!(
+            "SELECT id FROM webhook_deliveries WHERE webhook_id = $1 {lock}"
+        ))
+        .bind(id),
+    )
+    .await?;
+    tx.execute(
+        sql("DELETE FROM webhook_attempts WHERE delivery_id IN
+             (SELECT id FROM webhook_deliveries WHERE webhook_id = $1)")
+        .bind(id),
+    )
+    .await?;
+    tx.execute(sql("DELETE FROM webhook_deliveries WHERE webhook_id = $1").bind(id))
+        .await?;
+    tx.execute(sql("DELETE FROM webhooks WHERE id = $1").bind(id))
+        .await?;
+    tx.commit().await?;
+    Ok(w)
+}
+
+pub async fn enqueue_ping(db: &dyn Db, webhook: i64, now: Timestamp) -> StoreResult<Delivery> {
+    let mut tx = db.begin(Work::Request).await?;
+    // Pings of one endpoint take turns, so two cannot both take the same number.
+    tx.lock(&format!("webhook-ping:{webhook}")).await?;
+    let hook = tx
+        .fetch_one(sql("SELECT * FROM webhooks WHERE id = $1").bind(webhook))
+        .await
+        .and_then(|r| webhook_row(&r))?;
+    if hook.disabled_at.is_some() {
+        return Err(StoreError::Conflict(Conflict::Version));
+    }
+    let last = tx
+        .fetch_one(
+            sql(
+                "SELECT COALESCE(MIN(event_id), 0) AS last FROM webhook_deliveries
+                 WHERE webhook_id = $1 AND event_id < 0",
+            )
+            .bind(webhook),
+        )
+        .await?
+        .i64("last")?;
+    let id = last - 1;
+    let payload = coupond_store::webhooks::ping_payload(id, webhook, now);
+    let row = tx
+        .fetch_one(
+            sql(
+                "INSERT INTO webhook_deliveries (webhook_id, event_id, event_type, payload, state,
+                                                 next_at, created_at)
+                 VALUES ($1, $2, $3, $4, 'pending', $5, $5) RETURNING *",
+            )
+            .bind(webhook)
+            .bind(id)
+            .bind(coupond_store::webhooks::PING)
+            .bind(payload.as_str())
+            .bind(now),
+        )
+        .await?;
+    let d = delivery_row(&row, vec![])?;
+    tx.commit().await?;
+    Ok(d)
+}
+
 pub async fn enqueue_deliveries(
     db: &dyn Db,
     d: &[NewDelivery],
@@ -146,6 +218,15 @@ pub async fn record_attempt(
     next: Timestamp,
 ) -> StoreResult<()> {
     let mut tx = db.begin(Work::Background).await?;
+    // A delivery deleted with its endpoint while it was being sent: nothing to record.
+    let lock = db.dialect().lock_rows(false);
+    let q = sql(format!(
+        "SELECT id FROM webhook_deliveries WHERE id = $1 {lock}"
+    ))
+    .bind(delivery);
+    if tx.fetch_optional(q).await?.is_none() {
+        return Ok(());
+    }
     let on_conflict = db.dialect().on_conflict_nothing("attempt");
     tx.execute(
         sql(format!(
@@ -283,6 +364,19 @@ macro_rules! impl_webhook_store {
                 now: $crate::reexport::domain::Timestamp,
             ) -> $crate::reexport::store::StoreResult<$crate::reexport::store::Webhook> {
                 $crate::webhooks::disable_webhook(self, id, now).await
+            }
+            async fn delete_webhook(
+                &self,
+                id: i64,
+            ) -> $crate::reexport::store::StoreResult<$crate::reexport::store::Webhook> {
+                $crate::webhooks::delete_webhook(self, id).await
+            }
+            async fn enqueue_ping(
+                &self,
+                webhook: i64,
+                now: $crate::reexport::domain::Timestamp,
+            ) -> $crate::reexport::store::StoreResult<$crate::reexport::store::Delivery> {
+                $crate::webhooks::enqueue_ping(self, webhook, now).await
             }
             async fn enqueue_deliveries(
                 &self,

@@ -166,6 +166,10 @@ pub trait OutboxStore: Send + Sync {
     /// Up to `limit` events after `after`, in reading order; only events no still-running
     /// transaction can precede.
     async fn outbox_read(&self, after: OutboxPosition, limit: u32) -> StoreResult<Vec<Event>>;
+    /// Up to `limit` events with an id below `before` (`None`: the newest), newest first by
+    /// id: for people looking at what just happened, not for consumers (on PostgreSQL ids
+    /// follow insertion, not exactly commit order).
+    async fn outbox_latest(&self, before: Option<i64>, limit: u32) -> StoreResult<Vec<Event>>;
     /// Where the durable consumer `sink` has got (the start, if it never acknowledged).
     async fn sink_position(&self, sink: &str) -> StoreResult<OutboxPosition>;
     /// Records that each sink handled everything up to its position, in one transaction (a

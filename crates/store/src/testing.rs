@@ -82,6 +82,7 @@ macro_rules! conformance_suite {
             tag_uploads_resume_and_key_once,
             tags_are_shared_explicitly,
             cities_are_named_and_listed,
+            webhook_pings_and_deletes,
         );
     };
     (@cases $factory:path; $($case:ident),* $(,)?) => {

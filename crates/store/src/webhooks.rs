@@ -45,6 +45,23 @@ pub struct NewDelivery {
     pub payload: String,
 }
 
+/// The event type of a test delivery ([`WebhookStore::enqueue_ping`]): not an outbox event,
+/// and sent whatever the endpoint's event types.
+pub const PING: &str = "webhook.ping";
+
+/// The body of an endpoint's `n`th ping (queued at `at`): shaped as every delivery's
+/// (`{"id", "type", "created_at", "data"}`), its `id` the negative `-n`, so it never names an
+/// event of the feed and is unique per endpoint as event ids are.
+pub fn ping_payload(id: i64, webhook: i64, at: Timestamp) -> String {
+    serde_json::json!({
+        "id": id,
+        "type": PING,
+        "created_at": at,
+        "data": { "webhook_id": webhook },
+    })
+    .to_string()
+}
+
 /// Where a delivery stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DeliveryState {
@@ -136,6 +153,14 @@ pub trait WebhookStore: Send + Sync {
     /// Stops deliveries to an endpoint (queued ones are dropped); disabling twice keeps the
     /// first instant.
     async fn disable_webhook(&self, id: i64, now: Timestamp) -> StoreResult<Webhook>;
+    /// Deletes an endpoint with every delivery it had and their attempts (a pending one is
+    /// never sent; an attempt in flight meanwhile is not recorded); returns the endpoint as
+    /// it was, or `NotFound`.
+    async fn delete_webhook(&self, id: i64) -> StoreResult<Webhook>;
+    /// Queues a [`PING`] delivery to endpoint `webhook`, due at `now`, with
+    /// [`ping_payload`]'s body (its id `-n` for the endpoint's `n`th ping), and returns it.
+    /// `NotFound` without the endpoint; `Conflict(Conflict::Version)` if it is disabled.
+    async fn enqueue_ping(&self, webhook: i64, now: Timestamp) -> StoreResult<Delivery>;
     /// Queues deliveries, each at most once per (endpoint, event), due at `now`; returns how
     /// many were new.
     async fn enqueue_deliveries(&self, d: &[NewDelivery], now: Timestamp) -> StoreResult<u64>;
@@ -147,7 +172,8 @@ pub trait WebhookStore: Send + Sync {
         limit: u32,
         skip: &DueSkip,
     ) -> StoreResult<Vec<Delivery>>;
-    /// Records an attempt and what follows: delivered, failed for good, or retried at `next`.
+    /// Records an attempt and what follows: delivered, failed for good, or retried at `next`;
+    /// nothing if the delivery was deleted (with its endpoint) meanwhile.
     async fn record_attempt(
         &self,
         delivery: i64,

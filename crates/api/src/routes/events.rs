@@ -32,6 +32,10 @@ pub struct EventsQuery {
     pub kinds: Option<String>,
     /// Events to read, 1..=`max_page` (default `default_page`).
     pub limit: Option<u32>,
+    /// `asc` (the default): the feed in commit order, for consumers. `desc`: newest first,
+    /// for people looking at what just happened; `after` is then the `next_cursor` of the
+    /// previous `desc` page and goes on to older events.
+    pub order: Option<String>,
 }
 
 /// One event, as webhooks carry it.
@@ -100,11 +104,16 @@ pub async fn list(
         let max = s.settings().max_page;
         return Err(bad("limit", format!("limit must be from 1 to {max}")));
     }
+    let kinds = parse_kinds(q.kinds.as_deref())?;
+    match q.order.as_deref() {
+        None | Some("asc") => {}
+        Some("desc") => return newest(&s, &p, q.after.as_deref(), limit, &kinds).await,
+        Some(_) => return Err(bad("order", "asc or desc")),
+    }
     let after = match q.after.as_deref() {
         None => OutboxPosition::default(),
         Some(c) => decode(c).ok_or_else(|| bad("after", "cursor is not one this API issued"))?,
     };
-    let kinds = parse_kinds(q.kinds.as_deref())?;
     let mut owners: HashMap<TemplateId, Option<MerchantId>> = HashMap::new();
     let mut items = Vec::new();
     let mut next = after;
@@ -140,6 +149,67 @@ pub async fn list(
     Ok(Json(EventPage {
         items,
         next_cursor: encode(next),
+    }))
+}
+
+/// A newest-first cursor: the id of the oldest event looked at.
+fn encode_before(id: i64) -> String {
+    URL_SAFE_NO_PAD.encode(format!("n:{id}"))
+}
+
+fn decode_before(s: &str) -> Option<i64> {
+    if s.len() > 64 {
+        return None;
+    }
+    let text = String::from_utf8(URL_SAFE_NO_PAD.decode(s).ok()?).ok()?;
+    let id: i64 = text.strip_prefix("n:")?.parse().ok()?;
+    (id >= 0 && encode_before(id) == s).then_some(id)
+}
+
+/// The feed newest first (`order=desc`), below the cursor `after`: up to `limit` events that
+/// pass the filters, looking at no more than [`SCAN_PAGES`] × `limit` of them, and the cursor
+/// to go on to older ones.
+async fn newest(
+    s: &AppState,
+    p: &Principal,
+    after: Option<&str>,
+    limit: u32,
+    kinds: &Option<Vec<&'static str>>,
+) -> ApiResult<Json<EventPage>> {
+    let mut before = match after {
+        None => None,
+        Some(c) => Some(
+            decode_before(c).ok_or_else(|| bad("after", "cursor is not one this API issued"))?,
+        ),
+    };
+    let mut owners: HashMap<TemplateId, Option<MerchantId>> = HashMap::new();
+    let mut items = Vec::new();
+    'scan: for _ in 0..SCAN_PAGES {
+        let events = s.store().outbox_latest(before, limit).await?;
+        if events.is_empty() {
+            break;
+        }
+        for e in events {
+            if items.len() == limit as usize {
+                break 'scan;
+            }
+            before = Some(e.id);
+            if wanted(s, p, kinds, &mut owners, &e).await? {
+                items.push(EventView {
+                    id: e.id,
+                    kind: e.kind,
+                    at: e.at,
+                    data: e.body,
+                });
+            }
+        }
+        if items.len() == limit as usize {
+            break;
+        }
+    }
+    Ok(Json(EventPage {
+        items,
+        next_cursor: encode_before(before.unwrap_or(i64::MAX)),
     }))
 }
 

@@ -80,7 +80,19 @@ pub(super) fn operations_routes() -> Vec<Route> {
             Method::DELETE,
             "/v1/webhooks/{id}",
             PLATFORM_MERCHANT,
-            delete(webhooks::disable),
+            delete(webhooks::remove),
+        ),
+        r(
+            Method::POST,
+            "/v1/webhooks/{id}/disable",
+            PLATFORM_MERCHANT,
+            post(webhooks::disable),
+        ),
+        r(
+            Method::POST,
+            "/v1/webhooks/{id}/ping",
+            PLATFORM_MERCHANT,
+            post(webhooks::ping),
         ),
         r(
             Method::GET,

@@ -205,7 +205,7 @@ pub async fn get(
 /// Disable a webhook endpoint.
 ///
 /// Stop an endpoint: nothing more is delivered to it; queued deliveries are marked failed.
-#[utoipa::path(operation_id = "disable_webhook", delete, path = "/v1/webhooks/{id}", tag = "webhooks",
+#[utoipa::path(operation_id = "disable_webhook", post, path = "/v1/webhooks/{id}/disable", tag = "webhooks",
     params(("id" = i64, Path, description = "Webhook id")),
     responses((status = 200, description = "Disabled", body = WebhookView), CommonErrors),
     security(("bearer" = [])))]
@@ -217,6 +217,52 @@ pub async fn disable(
     let before = load(&s, &p, id).await?;
     let w = endpoints::disable(s.store(), &before, s.now()).await?;
     Ok(Json(WebhookView::new(w, false)))
+}
+
+/// Delete a webhook endpoint.
+///
+/// Delete an endpoint with its deliveries and their attempts (pending ones are never sent).
+/// Deleting it again: 404. To stop deliveries but keep their record, disable it instead.
+#[utoipa::path(operation_id = "delete_webhook", delete, path = "/v1/webhooks/{id}", tag = "webhooks",
+    params(("id" = i64, Path, description = "Webhook id")),
+    responses((status = 204, description = "Deleted"), CommonErrors),
+    security(("bearer" = [])))]
+pub async fn remove(
+    Extension(p): Extension<Principal>,
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+) -> ApiResult<StatusCode> {
+    let w = load(&s, &p, id).await?;
+    endpoints::delete(s.store(), &w, s.now()).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Send a test delivery.
+///
+/// Send a test: a signed `webhook.ping` delivery (`data: {"webhook_id"}`, a negative `id`
+/// that names no event) is queued for the endpoint, due now, and sent as every delivery is,
+/// whatever its event types; follow it in the endpoint's deliveries. A disabled endpoint:
+/// 409 `webhook_disabled`.
+#[utoipa::path(operation_id = "ping_webhook", post, path = "/v1/webhooks/{id}/ping", tag = "webhooks",
+    params(("id" = i64, Path, description = "Webhook id")),
+    responses((status = 202, description = "Queued", body = DeliveryView), CommonErrors, ConflictError),
+    security(("bearer" = [])))]
+pub async fn ping(
+    Extension(p): Extension<Principal>,
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+) -> ApiResult<(StatusCode, Json<DeliveryView>)> {
+    let w = load(&s, &p, id).await?;
+    let d = endpoints::ping(s.store(), &w, s.now())
+        .await
+        .map_err(|e| match e {
+            StoreError::Conflict(Conflict::Version) => ApiError::conflict(
+                "webhook_disabled",
+                "this endpoint is disabled: nothing is sent to it",
+            ),
+            e => e.into(),
+        })?;
+    Ok((StatusCode::ACCEPTED, Json(DeliveryView::from(d))))
 }
 
 /// One try of a delivery.

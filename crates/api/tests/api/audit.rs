@@ -191,13 +191,22 @@ async fn webhook_endpoints_are_recorded_without_their_secret() {
     let (id, secret) = (r.body["id"].as_i64().unwrap(), r.body["secret"].clone());
     let r = app
         .call(
+            Method::POST,
+            &format!("/v1/webhooks/{id}/disable"),
+            Some(app.m1()),
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let r = app
+        .call(
             Method::DELETE,
             &format!("/v1/webhooks/{id}"),
             Some(app.m1()),
             None,
         )
         .await;
-    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.body);
     let trail = entries(
         &app.get(&format!("/v1/audit?object=webhook:{id}"), app.m1())
             .await,
@@ -206,8 +215,12 @@ async fn webhook_endpoints_are_recorded_without_their_secret() {
         .iter()
         .map(|e| e["action"].as_str().unwrap())
         .collect();
-    assert_eq!(actions, ["webhook.disable", "webhook.create"]);
-    assert_eq!(trail[1]["after"]["url"], "http://127.0.0.1:9/hook");
+    assert_eq!(
+        actions,
+        ["webhook.delete", "webhook.disable", "webhook.create"]
+    );
+    assert_eq!(trail[2]["after"]["url"], "http://127.0.0.1:9/hook");
+    assert_eq!(trail[0]["before"]["url"], "http://127.0.0.1:9/hook");
     let text = serde_json::to_string(&trail).unwrap();
     assert!(
         !text.contains(secret.as_str().unwrap()),

@@ -354,6 +354,51 @@ async fn holders_and_events(app: TestApp) {
         (r.status, r.body["field"].as_str()),
         (StatusCode::BAD_REQUEST, Some("after"))
     );
+    newest_first(&app, &cursor).await;
+}
+
+/// `order=desc`: the same events newest first, a page at a time; a feed cursor (`feed`) or
+/// another order is refused.
+async fn newest_first(app: &TestApp, feed: &str) {
+    let ids = |r: &Reply| -> Vec<i64> {
+        r.body["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["id"].as_i64().unwrap())
+            .collect()
+    };
+    let mut all = ids(&app.get("/v1/events?limit=200", &app.platform).await);
+    all.reverse();
+    let mut newest = Vec::new();
+    let mut path = "/v1/events?order=desc&limit=2".to_owned();
+    loop {
+        let r = app.get(&path, &app.platform).await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+        let page = ids(&r);
+        if page.is_empty() {
+            break;
+        }
+        newest.extend(page);
+        let next = r.body["next_cursor"].as_str().unwrap();
+        path = format!("/v1/events?order=desc&limit=2&after={next}");
+    }
+    assert_eq!(newest, all);
+    let r = app
+        .get("/v1/events?order=desc&type=coupon.claimed", app.m1())
+        .await;
+    assert_eq!(r.body["items"].as_array().unwrap().len(), 2, "{}", r.body);
+    for (query, field) in [
+        ("order=sideways".to_owned(), "order"),
+        (format!("order=desc&after={feed}"), "after"),
+    ] {
+        let r = app.get(&format!("/v1/events?{query}"), &app.platform).await;
+        assert_eq!(
+            (r.status, r.body["field"].as_str()),
+            (StatusCode::BAD_REQUEST, Some(field)),
+            "{query}"
+        );
+    }
 }
 
 async fn deletes_and_live_changes(app: TestApp) {

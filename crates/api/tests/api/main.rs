@@ -35,4 +35,5 @@ mod shared_tags;
 mod standing;
 mod support;
 mod validation;
+mod webhook_actions;
 mod webhooks;

@@ -105,6 +105,8 @@ fn expected() -> Vec<(Method, &'static str, Vec<Role>)> {
         (Method::GET, "/v1/webhooks", vec![P, M]),
         (Method::GET, "/v1/webhooks/{id}", vec![P, M]),
         (Method::DELETE, "/v1/webhooks/{id}", vec![P, M]),
+        (Method::POST, "/v1/webhooks/{id}/disable", vec![P, M]),
+        (Method::POST, "/v1/webhooks/{id}/ping", vec![P, M]),
         (Method::GET, "/v1/webhooks/{id}/deliveries", vec![P, M]),
         (Method::POST, "/v1/me/messages/{id}/read", vec![U]),
     ]

@@ -22,12 +22,12 @@ use crate::support::*;
 
 /// What the receiver got, per path, and how many more times each path answers 500.
 #[derive(Default)]
-struct Inbox {
-    got: HashMap<String, Vec<(HeaderMap, String)>>,
+pub struct Inbox {
+    pub got: HashMap<String, Vec<(HeaderMap, String)>>,
     fail: HashMap<String, usize>,
 }
 
-type Shared = Arc<Mutex<Inbox>>;
+pub type Shared = Arc<Mutex<Inbox>>;
 
 async fn hook(
     State(inbox): State<Shared>,
@@ -79,7 +79,7 @@ pub fn sender(app: &TestApp, settings: SenderSettings) -> WebhookSender {
 }
 
 /// A receiver on a loopback port: `POST /{path}`.
-async fn receiver(fail: &[(&str, usize)]) -> (String, Shared) {
+pub async fn receiver(fail: &[(&str, usize)]) -> (String, Shared) {
     let inbox: Shared = Arc::new(Mutex::new(Inbox {
         fail: fail.iter().map(|(p, n)| ((*p).to_owned(), *n)).collect(),
         ..Inbox::default()
@@ -93,7 +93,8 @@ async fn receiver(fail: &[(&str, usize)]) -> (String, Shared) {
     (base, inbox)
 }
 
-async fn register(app: &TestApp, cred: &str, url: String, types: Value) -> (i64, String) {
+/// Registers `url` for `types` as `cred`: the endpoint's id and secret.
+pub async fn register(app: &TestApp, cred: &str, url: String, types: Value) -> (i64, String) {
     let r = app
         .post(
             "/v1/webhooks",
@@ -304,8 +305,8 @@ async fn flows(app: TestApp) {
     // Disabling stops it.
     let r = app
         .call(
-            Method::DELETE,
-            &format!("/v1/webhooks/{m1}"),
+            Method::POST,
+            &format!("/v1/webhooks/{m1}/disable"),
             Some(app.m1()),
             None,
         )

@@ -1,20 +1,24 @@
-//! Read-only pages over the outbox and its consumers: the events feed (the platform sees
-//! everything, a merchant its templates' events) with a type filter and cursor paging, the
-//! webhook endpoints (a page at a time) with their latest deliveries.
+//! The events feed, read-only (the platform sees everything, a merchant its templates'
+//! events): newest first (the API's `order=desc`), filtered by type (a select of the types
+//! the API knows), each event's data as `key: value` lines, and a link to older events.
+//! Webhook endpoints are in `webhooks`.
 
 use askama::Template;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
-use coupond_api::pagination::PageOf;
 use coupond_api::routes::events::EventPage;
-use coupond_api::routes::webhooks::{DeliveryView, WebhookView};
+use coupond_store::events::kind;
 use serde::Deserialize;
+use serde_json::Value;
 
 use super::format::at;
 use super::{problem_page, render, Shell};
 use crate::session::Session;
 use crate::Console;
+
+/// The most `key: value` lines shown of one event's data.
+const MAX_LINES: usize = 30;
 
 #[derive(Debug, Default, Deserialize)]
 pub struct FeedQuery {
@@ -24,24 +28,69 @@ pub struct FeedQuery {
     after: String,
 }
 
-/// An event as a row: (id, type, at, data as compact JSON).
-type EventRow = (i64, String, String, String);
+/// An event as a row.
+#[derive(Debug, Clone)]
+struct EventRow {
+    id: i64,
+    kind: String,
+    at: String,
+    /// Its data as `(key, value)` lines, nested keys joined with `.`.
+    data: Vec<(String, String)>,
+}
 
 #[derive(Template)]
 #[template(path = "events.html")]
 struct EventsPage {
     shell: Shell,
     kind: String,
+    /// Every event type, for the filter.
+    kinds: &'static [&'static str],
     rows: Vec<EventRow>,
     next: String,
 }
 
 /// A filter or cursor as typed: only the characters the API's own take.
-fn plain(s: &str, extra: &str) -> String {
+pub(super) fn plain(s: &str, extra: &str) -> String {
     s.chars()
         .filter(|c| c.is_ascii_alphanumeric() || extra.contains(*c))
         .take(200)
         .collect()
+}
+
+/// `v` as `key: value` lines, at most [`MAX_LINES`]: an object's fields in order, nested
+/// ones as `outer.inner`, a list of plain values joined with commas, text without quotes.
+fn lines(v: &Value) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    flatten("", v, &mut out);
+    out.truncate(MAX_LINES);
+    out
+}
+
+fn flatten(key: &str, v: &Value, out: &mut Vec<(String, String)>) {
+    let join = |k: &str| match key {
+        "" => k.to_owned(),
+        _ => format!("{key}.{k}"),
+    };
+    match v {
+        Value::Object(map) => map.iter().for_each(|(k, v)| flatten(&join(k), v, out)),
+        Value::Array(items) if items.iter().all(|i| !i.is_object() && !i.is_array()) => {
+            let words: Vec<String> = items.iter().map(plain_value).collect();
+            out.push((key.to_owned(), words.join(", ")));
+        }
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .for_each(|(i, v)| flatten(&join(&i.to_string()), v, out)),
+        v => out.push((key.to_owned(), plain_value(v))),
+    }
+}
+
+fn plain_value(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => "none".to_owned(),
+        v => v.to_string(),
+    }
 }
 
 pub async fn events(
@@ -51,7 +100,7 @@ pub async fn events(
 ) -> Response {
     let kind = plain(&q.r#type, "._,");
     let after = plain(&q.after, "-_");
-    let mut path = "/v1/events?limit=50".to_owned();
+    let mut path = "/v1/events?limit=50&order=desc".to_owned();
     if !kind.is_empty() {
         path.push_str(&format!("&type={kind}"));
     }
@@ -67,115 +116,53 @@ pub async fn events(
         Ok(p) => p,
         Err(p) => return problem_page(&session, &p),
     };
+    // An empty page has nothing older to go on to.
+    let next = if page.items.is_empty() {
+        String::new()
+    } else {
+        page.next_cursor
+    };
     let rows = page
         .items
         .iter()
-        .map(|e| {
-            (
-                e.id,
-                e.kind.clone(),
-                at(e.at),
-                e.data.to_string().chars().take(300).collect(),
-            )
+        .map(|e| EventRow {
+            id: e.id,
+            kind: e.kind.clone(),
+            at: at(e.at),
+            data: lines(&e.data),
         })
         .collect();
     let page = EventsPage {
         shell: Shell::new(&session, "Events"),
         kind,
+        kinds: &kind::ALL,
         rows,
-        next: page.next_cursor,
+        next,
     };
     render(StatusCode::OK, &page)
 }
 
-/// A webhook endpoint with its latest deliveries: (event type, state, attempts, when).
-#[derive(Debug, Clone)]
-struct Hook {
-    id: i64,
-    url: String,
-    types: String,
-    disabled: bool,
-    deliveries: Vec<(String, String, usize, String)>,
-}
+#[cfg(test)]
+mod tests {
+    use super::lines;
+    use serde_json::json;
 
-#[derive(Template)]
-#[template(path = "webhooks.html")]
-struct WebhooksPage {
-    shell: Shell,
-    hooks: Vec<Hook>,
-    /// The next page's cursor; empty on the last page.
-    next: String,
-}
-
-/// Which page of endpoints: `after` is the API's `next_cursor` of the page before.
-#[derive(Debug, Default, Deserialize)]
-pub struct HooksQuery {
-    #[serde(default)]
-    after: String,
-}
-
-/// The caller's webhook endpoints (the platform's: every owner's), a page of 50 at a time,
-/// each with its latest deliveries.
-pub async fn webhooks(
-    State(console): State<Console>,
-    session: Session,
-    Query(q): Query<HooksQuery>,
-) -> Response {
-    let mut path = "/v1/webhooks?limit=50".to_owned();
-    let after = plain(&q.after, "-_");
-    if !after.is_empty() {
-        path.push_str(&format!("&cursor={after}"));
-    }
-    let list = match console
-        .api()
-        .get(&session.caller, &path)
-        .await
-        .into::<PageOf<WebhookView>>()
-    {
-        Ok(l) => l,
-        Err(p) => return problem_page(&session, &p),
-    };
-    let mut hooks = Vec::new();
-    for w in &list.items {
-        hooks.push(hook(&console, &session, w).await);
-    }
-    let page = WebhooksPage {
-        shell: Shell::new(&session, "Webhooks"),
-        hooks,
-        next: list.next_cursor.unwrap_or_default(),
-    };
-    render(StatusCode::OK, &page)
-}
-
-/// An endpoint of the API's list, with its latest 10 deliveries (none shown when they cannot
-/// be read: the endpoint still is).
-async fn hook(console: &Console, session: &Session, w: &WebhookView) -> Hook {
-    let id = w.id;
-    let deliveries = console
-        .api()
-        .get(
-            &session.caller,
-            &format!("/v1/webhooks/{id}/deliveries?limit=10"),
-        )
-        .await
-        .into::<PageOf<DeliveryView>>()
-        .map(|p| p.items)
-        .unwrap_or_default();
-    Hook {
-        id,
-        url: w.url.clone(),
-        types: w.event_types.join(", "),
-        disabled: w.disabled_at.is_some(),
-        deliveries: deliveries
-            .iter()
-            .map(|d| {
-                (
-                    d.event_type.clone(),
-                    d.state.clone(),
-                    d.attempts.len(),
-                    at(d.created_at),
-                )
-            })
-            .collect(),
+    #[test]
+    fn data_reads_as_key_value_lines() {
+        let v = json!({"template_id": 3, "user_id": "u-1", "cities": [1, 2],
+                       "order": {"id": "o-9", "lines": [{"sku": "a"}]}, "note": null});
+        let mut got: Vec<String> = lines(&v).iter().map(|(k, v)| format!("{k}: {v}")).collect();
+        got.sort();
+        assert_eq!(
+            got,
+            [
+                "cities: 1, 2",
+                "note: none",
+                "order.id: o-9",
+                "order.lines.0.sku: a",
+                "template_id: 3",
+                "user_id: u-1"
+            ]
+        );
     }
 }

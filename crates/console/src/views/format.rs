@@ -29,6 +29,15 @@ pub fn minute(rfc3339: &str) -> String {
     }
 }
 
+/// `one` when `n` is 1, else `many`: "1 activity", "2 activities", "0 activities".
+pub fn plural<'a>(n: impl std::fmt::Display, one: &'a str, many: &'a str) -> &'a str {
+    if n.to_string() == "1" {
+        one
+    } else {
+        many
+    }
+}
+
 /// An instant as `2026-11-24 12:00 UTC`.
 pub fn at(t: Timestamp) -> String {
     minute(&t.to_string())
@@ -50,7 +59,9 @@ pub fn worth(v: &CouponValue) -> String {
         CouponValue::PercentOff { bps, cap: c } => {
             format!("{} % off{}", f64::from(bps.get()) / 100.0, cap(c))
         }
-        CouponValue::FreeDays { days } => format!("{days} free days"),
+        CouponValue::FreeDays { days } => {
+            format!("{days} free {}", plural(days, "day", "days"))
+        }
         CouponValue::DepositWaiver { cap: c } => format!("deposit waived{}", cap(c)),
         CouponValue::SpecialPrice { price } => format!("special price {}", money(price.minor())),
         CouponValue::FreeShipping { cap: c } => format!("free shipping{}", cap(c)),
@@ -231,6 +242,15 @@ pub fn sort_templates(rows: &mut [TemplateRow], key: SortKey, desc: bool) {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn counts_agree_with_their_nouns() {
+        assert_eq!(plural(1, "activity", "activities"), "activity");
+        assert_eq!(plural(0_u64, "activity", "activities"), "activities");
+        assert_eq!(plural(2_usize, "line", "lines"), "lines");
+        assert_eq!(worth(&CouponValue::FreeDays { days: 1 }), "1 free day");
+        assert_eq!(worth(&CouponValue::FreeDays { days: 7 }), "7 free days");
+    }
 
     #[test]
     fn money_reads_in_major_units() {

@@ -19,6 +19,7 @@ use crate::Console;
 mod account;
 mod activities;
 mod approvals;
+mod choices;
 mod cities;
 mod coupons;
 mod enroll;
@@ -37,6 +38,7 @@ mod support;
 mod template_form;
 mod templates;
 mod timeline;
+mod webhooks;
 
 pub(crate) use format::{ActivityRow, TemplateRow};
 
@@ -121,7 +123,13 @@ pub fn routes(max_upload: usize) -> Router<Console> {
         .route("/console/issuances/{id}", get(templates::progress))
         .route("/console/users", get(support::users))
         .route("/console/events", get(feeds::events))
-        .route("/console/webhooks", get(feeds::webhooks))
+        .route(
+            "/console/webhooks",
+            get(webhooks::list).post(webhooks::create),
+        )
+        .route("/console/webhooks/{id}/ping", post(webhooks::ping))
+        .route("/console/webhooks/{id}/disable", post(webhooks::disable))
+        .route("/console/webhooks/{id}/delete", post(webhooks::delete))
         .route(
             "/console/merchants",
             get(merchants::list).post(merchants::create),

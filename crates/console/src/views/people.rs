@@ -14,6 +14,7 @@ use coupond_domain::{Operator, OperatorRole};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use super::choices::{self, Choice};
 use super::format::at;
 use super::names::MerchantNames;
 use super::paging::{next_link, one_page, After};
@@ -95,6 +96,8 @@ struct PeoplePage {
     rows: Vec<PersonRow>,
     next: Option<String>,
     roles: Vec<&'static str>,
+    /// The platform's merchants for an owner or staff account, when few enough for a select.
+    merchants: Option<Vec<Choice>>,
     form: PersonForm,
     errors: FieldErrors,
     error: Option<String>,
@@ -121,6 +124,7 @@ async fn people_page(
         .map(|r| r.as_str())
         .collect();
     let page = PeoplePage {
+        merchants: choices::merchants(console, session).await,
         shell: Shell::new(session, "People"),
         rows: {
             let merchants = MerchantNames::load(console, session).await;

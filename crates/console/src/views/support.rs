@@ -211,6 +211,16 @@ pub async fn reconciliation(
     session: Session,
     Query(mut q): Query<Period>,
 ) -> Response {
+    // The form is the route's: one who may not call it (a merchant) gets no form to fill.
+    if !session.may_call(&Method::GET, "/v1/reports/reconciliation") {
+        let refused = crate::api::Problem {
+            status: 403,
+            code: "forbidden".into(),
+            field: None,
+            detail: "The reconciliation is the platform's report; your role cannot read it.".into(),
+        };
+        return problem_page(&session, &refused);
+    }
     if q.from.is_empty() && q.to.is_empty() {
         let now = console.app().now().to_string();
         q.from = format!("{}-01T00:00", &now[..7]);

@@ -15,6 +15,7 @@ use coupond_api::views::{CodeBatchStatus, CodeBatchView, CouponView, ReviewView,
 use coupond_domain::{TemplateAction, TemplateStatus, Timestamp, Validity};
 use serde::Deserialize;
 
+use super::choices::{self, Choice};
 use super::format::{money, sort_templates, span, SortKey};
 use super::names::{activity_title, CityNames, MerchantNames};
 use super::paging::{gather, max_rows_words, with_query, Pager};
@@ -49,12 +50,15 @@ pub struct Filter {
     page: String,
 }
 
-/// A sortable column's header: its label, its link, and the arrow showing the current sort.
+/// A sortable column's header: its label, its link, and the arrow showing the current sort
+/// (every other column shows that it sorts, too).
 #[derive(Debug, Clone)]
 pub struct Column {
     pub label: &'static str,
     pub href: String,
     pub arrow: &'static str,
+    /// `ascending` or `descending` on the column the table is sorted by, else empty.
+    pub sorted: &'static str,
     pub num: bool,
 }
 
@@ -66,6 +70,10 @@ struct ListPage {
     status: String,
     statuses: Vec<&'static str>,
     merchant_id: String,
+    /// The platform's merchants to filter by, when few enough for a select.
+    merchants: Option<Vec<Choice>>,
+    /// The merchant filtered by, in words.
+    merchant_name: String,
     columns: Vec<Column>,
     rows: Vec<TemplateRow>,
     pager: Pager,
@@ -122,7 +130,10 @@ pub async fn list(
     };
     // The page links keep the filter and the sort.
     let pager = Pager::new(&sorted, rows.len(), f.page.trim().parse().unwrap_or(1));
+    let merchants = choices::merchants(&console, &session).await;
     let page = ListPage {
+        merchant_name: choices::label_of(merchants.as_deref(), &merchant_id),
+        merchants,
         shell: Shell::new(&session, "Templates"),
         platform: session.is_platform(),
         status: status.to_owned(),
@@ -184,9 +195,14 @@ fn columns(base: &str, sort: Option<SortKey>, desc: bool) -> Vec<Column> {
                 label,
                 href: format!("{base}&sort={name}{}", if reverse { "&desc=1" } else { "" }),
                 arrow: match (current, desc) {
+                    (false, _) => "↕",
+                    (true, false) => "▲",
+                    (true, true) => "▼",
+                },
+                sorted: match (current, desc) {
                     (false, _) => "",
-                    (true, false) => " ▲",
-                    (true, true) => " ▼",
+                    (true, false) => "ascending",
+                    (true, true) => "descending",
                 },
                 num,
             }
@@ -205,7 +221,11 @@ pub struct Job {
     pub skipped: u64,
     pub sold_out: u64,
     pub invalid: u64,
+    /// The invalid lines the API lists (the first 100): (line number, text).
+    pub invalid_lines: Vec<(u64, String)>,
     pub done: bool,
+    /// The job's template.
+    pub template: i64,
 }
 
 impl Job {
@@ -220,6 +240,12 @@ impl Job {
             skipped: j.skipped,
             sold_out: j.sold_out,
             invalid: j.invalid,
+            invalid_lines: j
+                .invalid_lines
+                .iter()
+                .map(|l| (l.line, l.text.clone()))
+                .collect(),
+            template: j.template_id.get(),
         }
     }
 }

@@ -23,6 +23,7 @@ mod sessions;
 mod stock;
 mod tags;
 mod templates;
+mod webhooks;
 pub use audit::*;
 pub use checkout::*;
 pub use claims::*;
@@ -41,6 +42,7 @@ pub use stock::*;
 pub use tags::*;
 use templates::spec_standalone;
 pub use templates::*;
+pub use webhooks::*;
 
 use super::fixtures::*;
 use crate::{

@@ -208,8 +208,8 @@ async fn each_owner_has_a_bounded_number_of_webhooks() {
     );
     let r = app
         .call(
-            Method::DELETE,
-            &format!("/v1/webhooks/{first}"),
+            Method::POST,
+            &format!("/v1/webhooks/{first}/disable"),
             Some(app.m1()),
             None,
         )

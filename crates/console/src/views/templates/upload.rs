@@ -11,9 +11,10 @@ use axum::extract::{Multipart, Path, State};
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::Response;
 use coupond_api::routes::issuances::IssuanceView;
+use coupond_api::views::TemplateView;
 use tokio::sync::mpsc;
 
-use super::super::{guard, problem_page, render};
+use super::super::{guard, problem_page, render, TemplateRow};
 use super::Job;
 use crate::api::{Problem, Reply};
 use crate::session::Session;
@@ -74,7 +75,7 @@ pub async fn upload(
     };
     match pass_on(&console, &session, id, field, limit).await {
         Ok(reply) => match reply.into::<IssuanceView>() {
-            Ok(j) => render(StatusCode::OK, &Progress { job: Job::of(&j) }),
+            Ok(j) => render(StatusCode::OK, &Progress::of(&console, &session, &j).await),
             Err(p) => progress_error(&p),
         },
         Err(p) => progress_error(&p),
@@ -182,10 +183,34 @@ fn unreadable(e: &MultipartError, limit: usize) -> Problem {
     }
 }
 
+/// A job's progress as the upload's answer and each poll show it; once the job is done, also
+/// its template's claimed / stock figure, swapped in out of band where the template's page
+/// shows it, so the page is current without a reload.
 #[derive(Template)]
-#[template(path = "partials/progress.html")]
+#[template(path = "partials/progress_poll.html")]
 struct Progress {
     job: Job,
+    /// The template's row after the job, when it is done (and readable).
+    after: Option<TemplateRow>,
+}
+
+impl Progress {
+    /// The progress of `j`, read as `session`: with the template's figures once it is done.
+    async fn of(console: &Console, session: &Session, j: &IssuanceView) -> Self {
+        let job = Job::of(j);
+        let after = if job.done {
+            console
+                .api()
+                .get(&session.caller, &format!("/v1/templates/{}", job.template))
+                .await
+                .into::<TemplateView>()
+                .ok()
+                .map(|t| TemplateRow::of(&t))
+        } else {
+            None
+        };
+        Progress { job, after }
+    }
 }
 
 #[derive(Template)]
@@ -216,7 +241,7 @@ pub async fn progress(
         .await
         .into::<IssuanceView>()
     {
-        Ok(j) => render(StatusCode::OK, &Progress { job: Job::of(&j) }),
+        Ok(j) => render(StatusCode::OK, &Progress::of(&console, &session, &j).await),
         Err(p) if p.status == 404 => problem_page(&session, &p),
         Err(p) => progress_error(&p),
     }

@@ -203,6 +203,14 @@ pub async fn outbox_positions(s: Arc<dyn Store>) {
         .iter()
         .map(|e| e.id)
         .collect();
+    // Newest first, a page at a time below the last id seen.
+    let newest = s.outbox_latest(None, 4).await.unwrap();
+    let ids: Vec<i64> = newest.iter().map(|e| e.id).collect();
+    let expected: Vec<i64> = all.iter().rev().take(4).copied().collect();
+    assert_eq!(ids, expected);
+    let older = s.outbox_latest(ids.last().copied(), 1000).await.unwrap();
+    let expected: Vec<i64> = all.iter().rev().skip(4).copied().collect();
+    assert_eq!(older.iter().map(|e| e.id).collect::<Vec<_>>(), expected);
     let mut seen = vec![];
     let mut at_pos = s.sink_position("obs").await.unwrap();
     // On PostgreSQL an event becomes readable once every older transaction in the cluster has

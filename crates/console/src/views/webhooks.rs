@@ -1,0 +1,298 @@
+//! Webhook endpoints: the caller's (the platform's: every owner's), a page of 50 at a time,
+//! each with its recent deliveries; and, for those whose role manages them (the API's admin
+//! area), a form to register one (its signing secret shown once, on the page that answers),
+//! and per endpoint Test (a `webhook.ping` queued through the sender), Disable and Delete
+//! (both asked first). Every change is the API's own route, called as the session.
+
+use askama::Template;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, Method, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::Form;
+use coupond_api::pagination::PageOf;
+use coupond_api::routes::webhooks::{DeliveryView, WebhookView};
+use coupond_store::events::kind;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::format::at;
+use super::{guard, problem_page, render, FieldErrors, Shell, Shown};
+use crate::session::Session;
+use crate::Console;
+
+/// A delivery as a row.
+#[derive(Debug, Clone)]
+struct DeliveryRow {
+    event: String,
+    state: String,
+    attempts: usize,
+    /// The last attempt's outcome: the receiver's status, or the error; empty before one.
+    last: String,
+    queued: String,
+    /// When the last attempt was made; empty before one.
+    tried: String,
+    /// While pending: when the next attempt is due.
+    next: String,
+}
+
+impl DeliveryRow {
+    fn of(d: &DeliveryView) -> Self {
+        let last = d.attempts.last();
+        DeliveryRow {
+            event: d.event_type.clone(),
+            state: d.state.clone(),
+            attempts: d.attempts.len(),
+            last: last
+                .map(|a| match (a.status, &a.error) {
+                    (Some(s), _) => format!("HTTP {s}"),
+                    (None, Some(e)) => e.clone(),
+                    (None, None) => String::new(),
+                })
+                .unwrap_or_default(),
+            queued: at(d.created_at),
+            tried: last.map(|a| at(a.at)).unwrap_or_default(),
+            next: d.next_attempt_at.map(at).unwrap_or_default(),
+        }
+    }
+}
+
+/// A webhook endpoint with its recent deliveries.
+#[derive(Debug, Clone)]
+struct Hook {
+    id: i64,
+    url: String,
+    types: String,
+    /// The owner, in words: "platform" or "merchant N".
+    owner: String,
+    created: String,
+    disabled: Option<String>,
+    deliveries: Vec<DeliveryRow>,
+}
+
+/// The registration form as sent: the URL and the event types ticked (`*` for all).
+#[derive(Debug, Default, Clone)]
+struct NewHook {
+    url: String,
+    types: Vec<String>,
+}
+
+impl NewHook {
+    fn ticks(&self, t: &&str) -> bool {
+        self.types.iter().any(|x| x == t)
+    }
+}
+
+#[derive(Template)]
+#[template(path = "webhooks.html")]
+struct WebhooksPage {
+    shell: Shell,
+    hooks: Vec<Hook>,
+    /// The next page's cursor; empty on the last page.
+    next: String,
+    /// Every event type an endpoint may ask for.
+    kinds: &'static [&'static str],
+    form: NewHook,
+    errors: FieldErrors,
+    error: Option<String>,
+    /// An endpoint just registered: (id, secret), shown this once.
+    created: Option<(i64, String)>,
+}
+
+/// Which page of endpoints: `after` is the API's `next_cursor` of the page before.
+#[derive(Debug, Default, Deserialize)]
+pub struct HooksQuery {
+    #[serde(default)]
+    after: String,
+}
+
+/// What the page shows besides the endpoints.
+#[derive(Default)]
+struct Extra {
+    form: NewHook,
+    shown: Shown,
+    created: Option<(i64, String)>,
+}
+
+pub async fn list(
+    State(console): State<Console>,
+    session: Session,
+    Query(q): Query<HooksQuery>,
+) -> Response {
+    hooks_page(&console, &session, &q.after, Extra::default()).await
+}
+
+/// The caller's endpoints after cursor `after`, each with its latest deliveries.
+async fn hooks_page(console: &Console, session: &Session, after: &str, extra: Extra) -> Response {
+    let mut path = "/v1/webhooks?limit=50".to_owned();
+    let after = super::feeds::plain(after, "-_");
+    if !after.is_empty() {
+        path.push_str(&format!("&cursor={after}"));
+    }
+    let list = match console
+        .api()
+        .get(&session.caller, &path)
+        .await
+        .into::<PageOf<WebhookView>>()
+    {
+        Ok(l) => l,
+        Err(p) => return problem_page(session, &p),
+    };
+    let mut hooks = Vec::new();
+    for w in &list.items {
+        hooks.push(hook(console, session, w).await);
+    }
+    let page = WebhooksPage {
+        shell: Shell::new(session, "Webhooks"),
+        hooks,
+        next: list.next_cursor.unwrap_or_default(),
+        kinds: &kind::ALL,
+        form: extra.form,
+        errors: extra.shown.errors,
+        error: extra.shown.error,
+        created: extra.created,
+    };
+    render(extra.shown.status, &page)
+}
+
+/// An endpoint of the API's list, with its latest 10 deliveries (none shown when they cannot
+/// be read: the endpoint still is).
+async fn hook(console: &Console, session: &Session, w: &WebhookView) -> Hook {
+    let id = w.id;
+    let deliveries = console
+        .api()
+        .get(
+            &session.caller,
+            &format!("/v1/webhooks/{id}/deliveries?limit=10"),
+        )
+        .await
+        .into::<PageOf<DeliveryView>>()
+        .map(|p| p.items)
+        .unwrap_or_default();
+    Hook {
+        id,
+        url: w.url.clone(),
+        types: w.event_types.join(", "),
+        owner: w
+            .merchant_id
+            .map_or("platform".to_owned(), |m| format!("merchant {m}")),
+        created: at(w.created_at),
+        disabled: w.disabled_at.map(at),
+        deliveries: deliveries.iter().map(DeliveryRow::of).collect(),
+    }
+}
+
+/// Registers an endpoint from the form (`url`, one `event_types` per box ticked) and answers
+/// the page with its secret, this once; or the form again with the API's refusal.
+pub async fn create(
+    State(console): State<Console>,
+    session: Session,
+    headers: HeaderMap,
+    Form(pairs): Form<Vec<(String, String)>>,
+) -> Response {
+    let field = |name: &str| -> Vec<String> {
+        pairs
+            .iter()
+            .filter(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+            .collect()
+    };
+    let csrf = field("csrf").concat();
+    if let Some(refused) = guard(&headers, &session, &csrf) {
+        return refused;
+    }
+    let form = NewHook {
+        url: field("url").concat().trim().to_owned(),
+        types: field("event_types"),
+    };
+    // "All events" stands for every type.
+    let types = if form.types.iter().any(|t| t == "*") {
+        vec!["*".to_owned()]
+    } else {
+        form.types.clone()
+    };
+    let body = json!({ "url": form.url, "event_types": types });
+    let reply = console
+        .api()
+        .send_json(&session.caller, Method::POST, "/v1/webhooks", &body)
+        .await;
+    let extra = match reply.into::<WebhookView>() {
+        Ok(w) => Extra {
+            created: Some((w.id, w.secret.unwrap_or_default())),
+            shown: Shown {
+                status: StatusCode::CREATED,
+                ..Shown::ok()
+            },
+            ..Extra::default()
+        },
+        Err(p) => Extra {
+            form,
+            shown: Shown::of(&p),
+            created: None,
+        },
+    };
+    hooks_page(&console, &session, "", extra).await
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct ActionForm {
+    #[serde(default)]
+    csrf: String,
+}
+
+/// One of an endpoint's actions: `ping`, `disable` (POSTs of the API) or `delete` (its
+/// `DELETE`); back to the endpoints, or the API's refusal as a page.
+async fn act(
+    console: &Console,
+    session: &Session,
+    headers: &HeaderMap,
+    form: &ActionForm,
+    (method, path): (Method, String),
+) -> Response {
+    if let Some(refused) = guard(headers, session, &form.csrf) {
+        return refused;
+    }
+    let reply = console
+        .api()
+        .call(&session.caller, method, &path, None)
+        .await;
+    if !reply.ok() {
+        return problem_page(session, &reply.problem());
+    }
+    Redirect::to("/console/webhooks").into_response()
+}
+
+/// Queues a test ping to the endpoint: it shows among its deliveries, pending until sent.
+pub async fn ping(
+    State(console): State<Console>,
+    session: Session,
+    headers: HeaderMap,
+    Path(id): Path<i64>,
+    Form(form): Form<ActionForm>,
+) -> Response {
+    let to = (Method::POST, format!("/v1/webhooks/{id}/ping"));
+    act(&console, &session, &headers, &form, to).await
+}
+
+/// Disables the endpoint: nothing more is sent to it; its deliveries stay listed.
+pub async fn disable(
+    State(console): State<Console>,
+    session: Session,
+    headers: HeaderMap,
+    Path(id): Path<i64>,
+    Form(form): Form<ActionForm>,
+) -> Response {
+    let to = (Method::POST, format!("/v1/webhooks/{id}/disable"));
+    act(&console, &session, &headers, &form, to).await
+}
+
+/// Deletes the endpoint with its deliveries.
+pub async fn delete(
+    State(console): State<Console>,
+    session: Session,
+    headers: HeaderMap,
+    Path(id): Path<i64>,
+    Form(form): Form<ActionForm>,
+) -> Response {
+    let to = (Method::DELETE, format!("/v1/webhooks/{id}"));
+    act(&console, &session, &headers, &form, to).await
+}
