@@ -218,6 +218,7 @@ pub async fn reconciliation(
             code: "forbidden".into(),
             field: None,
             detail: "The reconciliation is the platform's report; your role cannot read it.".into(),
+            fields: Vec::new(),
         };
         return problem_page(&session, &refused);
     }
