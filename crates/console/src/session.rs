@@ -214,7 +214,12 @@ pub async fn current(console: &Console, jar: &PrivateCookieJar) -> Option<Sessio
             (email, needs_second_factor(console, id).await, Some(role))
         }
         _ => match &principal {
-            Principal::Merchant(m) => (format!("Merchant {m}"), false, None),
+            // A merchant's key signs in as its merchant, named (its id if the name
+            // cannot be read).
+            Principal::Merchant(m) => match app.store().merchant(*m).await {
+                Ok(merchant) => (format!("{} ({m})", merchant.name), false, None),
+                Err(_) => (format!("Merchant {m}"), false, None),
+            },
             _ => ("Platform".to_owned(), false, None),
         },
     };

@@ -73,6 +73,12 @@ async fn the_platform_names_cities_and_pages_show_the_names() {
     let page = answer(&app, page_get("/console/cities", &mcookie)).await;
     assert!(page.body.contains("<td>Lisbon</td>"), "{}", page.body);
     assert!(!page.body.contains("id=\"city-form\""), "{}", page.body);
+    // Signed in with its key, the merchant is named in the header too.
+    assert!(
+        page.body.contains(&format!("Harbour Homes ({m})")),
+        "{}",
+        page.body
+    );
     let csrf = csrf_of(&page.body);
     let refused = answer(
         &app,

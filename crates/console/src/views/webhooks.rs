@@ -16,6 +16,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::format::at;
+use super::names::MerchantNames;
 use super::{guard, problem_page, render, FieldErrors, Shell, Shown};
 use crate::session::Session;
 use crate::Console;
@@ -62,7 +63,7 @@ struct Hook {
     id: i64,
     url: String,
     types: String,
-    /// The owner, in words: "platform" or "merchant N".
+    /// The owner, in words: "platform" or the merchant's name with its id.
     owner: String,
     created: String,
     disabled: Option<String>,
@@ -137,9 +138,10 @@ async fn hooks_page(console: &Console, session: &Session, after: &str, extra: Ex
         Ok(l) => l,
         Err(p) => return problem_page(session, &p),
     };
+    let merchants = MerchantNames::load(console, session).await;
     let mut hooks = Vec::new();
     for w in &list.items {
-        hooks.push(hook(console, session, w).await);
+        hooks.push(hook(console, session, w, &merchants).await);
     }
     let page = WebhooksPage {
         shell: Shell::new(session, "Webhooks"),
@@ -156,7 +158,12 @@ async fn hooks_page(console: &Console, session: &Session, after: &str, extra: Ex
 
 /// An endpoint of the API's list, with its latest 10 deliveries (none shown when they cannot
 /// be read: the endpoint still is).
-async fn hook(console: &Console, session: &Session, w: &WebhookView) -> Hook {
+async fn hook(
+    console: &Console,
+    session: &Session,
+    w: &WebhookView,
+    merchants: &MerchantNames,
+) -> Hook {
     let id = w.id;
     let deliveries = console
         .api()
@@ -171,10 +178,13 @@ async fn hook(console: &Console, session: &Session, w: &WebhookView) -> Hook {
     Hook {
         id,
         url: w.url.clone(),
-        types: w.event_types.join(", "),
+        types: match w.event_types.as_slice() {
+            [all] if all == "*" => "all events".to_owned(),
+            types => types.join(", "),
+        },
         owner: w
             .merchant_id
-            .map_or("platform".to_owned(), |m| format!("merchant {m}")),
+            .map_or("platform".to_owned(), |m| merchants.one(m.get())),
         created: at(w.created_at),
         disabled: w.disabled_at.map(at),
         deliveries: deliveries.iter().map(DeliveryRow::of).collect(),
