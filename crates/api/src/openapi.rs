@@ -104,7 +104,10 @@ impl Modify for IdempotencyDocs {
                 .schema(Some(Ref::from_schema_name("Problem")))
                 .build()
         };
-        for item in doc.paths.paths.values_mut() {
+        for (path, item) in doc.paths.paths.iter_mut() {
+            // A route that changes nothing keeps no answer, so it takes no key (a quote ignores
+            // one: declaring it would promise a check that is not made).
+            let keyed = !crate::idempotency::SIDE_EFFECT_FREE.contains(&path.as_str());
             let writes = [
                 item.post.as_mut(),
                 item.put.as_mut(),
@@ -113,7 +116,7 @@ impl Modify for IdempotencyDocs {
             ];
             for op in writes.into_iter().flatten() {
                 let params = op.parameters.get_or_insert_with(Vec::new);
-                if !params.iter().any(|p| p.name == "Idempotency-Key") {
+                if keyed && !params.iter().any(|p| p.name == "Idempotency-Key") {
                     params.push(
                         ParameterBuilder::new()
                             .name("Idempotency-Key")

@@ -90,8 +90,8 @@ pub struct QuoteView {
 /// every reason why not (`expired`, `not_yet_valid`, `below_threshold`, `out_of_scope`,
 /// `wrong_city`, `not_owner`, `locked`, `used`, `revoked`, `template_aborted`, `budget_exhausted`,
 /// `exclusive_conflict`), its discount, and the best combination with its split over lines and
-/// lease months and the order's total after it. No side effects (an `Idempotency-Key` is accepted
-/// and changes nothing). A quote with a `code` counts against the code redemption limits (per user
+/// lease months and the order's total after it. No side effects (an `Idempotency-Key` header is
+/// ignored). A quote with a `code` counts against the code redemption limits (per user
 /// and per IP; 429 with Retry-After). Templates (their terms and budget used) are read at most
 /// `cache_ttl` ago; a lock re-reads them and decides.
 #[utoipa::path(operation_id = "quote", post, path = "/v1/quotes", tag = "checkout",
