@@ -59,6 +59,19 @@ pub struct Listing {
     pub updated_at: Timestamp,
 }
 
+impl Listing {
+    /// Whether a template owned by `template_owner` (`None`: issued by the platform) may be
+    /// bound to this listing, or unbound from it, by `caller` (`None`: the platform): a
+    /// merchant its own templates to its own listings; the platform its own templates to any
+    /// listing, so platform-funded coupons show where users browse.
+    pub fn may_bind(&self, template_owner: Option<MerchantId>, caller: Option<MerchantId>) -> bool {
+        match caller {
+            Some(m) => self.merchant_id == m && template_owner == Some(m),
+            None => template_owner.is_none(),
+        }
+    }
+}
+
 /// A partial update of a listing; fields left out keep their value. `external_id: null`
 /// removes it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, ToSchema)]

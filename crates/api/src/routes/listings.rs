@@ -217,7 +217,7 @@ pub struct Binding {
 /// Bind a template to a listing.
 ///
 /// Bind one of your templates to one of your listings (idempotent: 201 when bound now, 200 when it
-/// already was). A listing holds at most `max_bindings_per_listing` templates (`binding_limit`
+/// already was); the platform binds its own templates to any listing. A listing holds at most `max_bindings_per_listing` templates (`binding_limit`
 /// beyond); aborted and expired templates cannot be bound.
 #[utoipa::path(operation_id = "bind_template", put, path = "/v1/listings/{id}/templates/{template_id}",
     tag = "listings",
@@ -232,7 +232,7 @@ pub async fn bind(
 ) -> ApiResult<(StatusCode, Json<Binding>)> {
     let listing = load_visible(&s, &p, path.id).await?;
     let template = s.store().template(path.template_id).await?;
-    if template.merchant_id != Some(listing.merchant_id) {
+    if !listing.may_bind(template.merchant_id, p.merchant()) {
         return Err(ApiError::NotFound);
     }
     let now = s.now();
@@ -265,7 +265,8 @@ pub async fn bind(
 
 /// Unbind a template from a listing.
 ///
-/// Unbind a template from one of your listings (idempotent: a template not bound answers 204 too).
+/// Unbind a template from one of your listings, or the platform its own template from any
+/// listing (idempotent: a template not bound answers 204 too).
 #[utoipa::path(operation_id = "unbind_template", delete, path = "/v1/listings/{id}/templates/{template_id}",
     tag = "listings",
     params(("id" = i64, Path, description = "Listing id"), ("template_id" = i64, Path, description = "Template id")),
@@ -278,7 +279,7 @@ pub async fn unbind(
 ) -> ApiResult<StatusCode> {
     let listing = load_visible(&s, &p, path.id).await?;
     let template = s.store().template(path.template_id).await?;
-    if template.merchant_id != Some(listing.merchant_id) {
+    if !listing.may_bind(template.merchant_id, p.merchant()) {
         return Err(ApiError::NotFound);
     }
     catalog::unbind(s.store(), &listing, &template, s.now()).await?;

@@ -293,13 +293,13 @@ fn template_routes() -> Vec<Route> {
         r(
             Method::PUT,
             "/v1/listings/{id}/templates/{template_id}",
-            MERCHANT,
+            PLATFORM_MERCHANT,
             put(listings::bind),
         ),
         r(
             Method::DELETE,
             "/v1/listings/{id}/templates/{template_id}",
-            MERCHANT,
+            PLATFORM_MERCHANT,
             delete(listings::unbind),
         ),
     ]

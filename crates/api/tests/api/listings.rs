@@ -280,3 +280,76 @@ async fn concurrent_binds_respect_the_limit() {
     let r = app.get(&format!("/v1/listings/{l}"), &app.user).await;
     assert_eq!(r.body["coupons"].as_array().unwrap().len(), 3);
 }
+
+/// The platform binds its own templates to any merchant's listing, so platform-funded coupons
+/// show where users browse, within the listing's limit; it may not bind a merchant's template,
+/// nor a merchant the platform's, and unbinding follows the same rule.
+#[tokio::test]
+async fn the_platform_binds_its_own_templates_to_any_listing() {
+    let app = TestApp::new().await;
+    let r = app
+        .post("/v1/listings", app.m1(), listing(1, 4, "h-9"))
+        .await;
+    let listing_id = r.body["id"].as_i64().unwrap();
+    let r = app
+        .post("/v1/templates", &app.platform, standalone_template(0, 48))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let platform_t = r.body["id"].as_i64().unwrap();
+    let r = app
+        .post(
+            &format!("/v1/templates/{platform_t}/publish"),
+            &app.platform,
+            json!({}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let merchant_t = live_template(&app, 0, 48).await;
+    let path = |t: i64| format!("/v1/listings/{listing_id}/templates/{t}");
+
+    // A merchant may not bind the platform's template, nor the platform a merchant's.
+    let r = app
+        .call(Method::PUT, &path(platform_t), Some(app.m1()), None)
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
+    let r = app
+        .call(Method::PUT, &path(merchant_t), Some(&app.platform), None)
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
+
+    let r = app
+        .call(Method::PUT, &path(platform_t), Some(&app.platform), None)
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let r = app
+        .call(Method::PUT, &path(merchant_t), Some(app.m1()), None)
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    assert_eq!(r.body["bound"], json!([platform_t, merchant_t]));
+
+    // Users see the platform's coupon on the merchant's listing.
+    let r = app
+        .get(&format!("/v1/listings/{listing_id}"), &app.user)
+        .await;
+    let shown: Vec<i64> = r.body["coupons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["template_id"].as_i64().unwrap())
+        .collect();
+    assert!(shown.contains(&platform_t), "{}", r.body);
+
+    // Unbinding: the merchant may not unbind the platform's template; the platform may.
+    let r = app
+        .call(Method::DELETE, &path(platform_t), Some(app.m1()), None)
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
+    let r = app
+        .call(Method::DELETE, &path(platform_t), Some(&app.platform), None)
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.body);
+    let r = app
+        .get(&format!("/v1/listings/{listing_id}"), &app.user)
+        .await;
+    assert_eq!(r.body["coupons"].as_array().unwrap().len(), 1, "{}", r.body);
+}

@@ -69,12 +69,12 @@ fn expected() -> Vec<(Method, &'static str, Vec<Role>)> {
         (
             Method::PUT,
             "/v1/listings/{id}/templates/{template_id}",
-            vec![M],
+            vec![P, M],
         ),
         (
             Method::DELETE,
             "/v1/listings/{id}/templates/{template_id}",
-            vec![M],
+            vec![P, M],
         ),
         (Method::POST, "/v1/templates/{id}/claims", vec![U, S]),
         (Method::GET, "/v1/me/coupons", vec![U]),
