@@ -1,12 +1,13 @@
 //! The lifecycle after a claim over HTTP, on every backend: revoke (and a locked coupon's
-//! order refused at confirm), refunds under both policies with the reconciliation, who
-//! holds a template's coupons, the events feed, deletions and live changes with history.
+//! order refused at confirm), refunds under both policies with the reconciliation, deletions
+//! and live changes with history. (Who holds the coupons and the events feed: `feeds.rs`.)
 
 use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
 
 use crate::checkout::{claim, lease, template};
 use crate::claims::live;
+use crate::on_every_backend;
 use crate::support::*;
 
 async fn lock(app: &TestApp, order: &str, coupons: &[i64]) -> Reply {
@@ -24,7 +25,7 @@ async fn step(app: &TestApp, order: &str, action: &str, body: Option<Value>) -> 
         .await
 }
 
-async fn amount_off(app: &TestApp, extra: Value) -> i64 {
+pub(crate) async fn amount_off(app: &TestApp, extra: Value) -> i64 {
     let mut value = json!({"kind": "amount_off", "amount": 50000});
     if let Value::Object(more) = extra {
         for (k, v) in more {
@@ -272,135 +273,6 @@ async fn void_policy(app: TestApp) {
     assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
 }
 
-async fn holders_and_events(app: TestApp) {
-    let t = amount_off(&app, json!({})).await;
-    let (c1, _c2) = (claim(&app, t).await, claim(&app, t).await);
-    let path = format!("/v1/templates/{t}/coupons");
-    let r = app.get(&format!("{path}?limit=1"), app.m1()).await;
-    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-    assert_eq!(r.body["items"][0]["id"], c1);
-    let next = r.body["next_cursor"].as_str().unwrap().to_owned();
-    let r = app
-        .get(&format!("{path}?limit=1&cursor={next}"), &app.platform)
-        .await;
-    assert_eq!(
-        (
-            r.body["items"].as_array().unwrap().len(),
-            r.body.get("next_cursor")
-        ),
-        (1, None)
-    );
-    let r = app
-        .get(&format!("{path}?user_id=nobody"), &app.platform)
-        .await;
-    assert_eq!(r.body["items"], json!([]));
-    let r = app.get(&format!("{path}?status=used"), &app.platform).await;
-    assert_eq!(r.body["items"], json!([]));
-    assert_eq!(app.get(&path, app.m2()).await.status, StatusCode::NOT_FOUND);
-    let csv = app
-        .call(
-            Method::GET,
-            &format!("{path}?format=csv&limit=1"),
-            Some(app.m1()),
-            None,
-        )
-        .await;
-    assert_eq!(csv.status, StatusCode::OK);
-    assert!(csv.headers.get("next-cursor").is_some());
-    let r = app.get(&format!("{path}?format=xml"), app.m1()).await;
-    assert_eq!(
-        (r.status, r.body["field"].as_str()),
-        (StatusCode::BAD_REQUEST, Some("format"))
-    );
-
-    // The feed: everything for the platform, page by page; only its own for a merchant.
-    let r = app.get("/v1/events?limit=2", &app.platform).await;
-    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-    let mut cursor = r.body["next_cursor"].as_str().unwrap().to_owned();
-    let mut kinds: Vec<String> = r.body["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["type"].as_str().unwrap().to_owned())
-        .collect();
-    loop {
-        let r = app
-            .get(&format!("/v1/events?limit=2&after={cursor}"), &app.platform)
-            .await;
-        let items = r.body["items"].as_array().unwrap().clone();
-        cursor = r.body["next_cursor"].as_str().unwrap().to_owned();
-        if items.is_empty() {
-            break;
-        }
-        kinds.extend(items.iter().map(|e| e["type"].as_str().unwrap().to_owned()));
-    }
-    assert_eq!(
-        kinds.iter().filter(|k| *k == "coupon.claimed").count(),
-        2,
-        "{kinds:?}"
-    );
-    let r = app.get("/v1/events?type=coupon.claimed", app.m1()).await;
-    assert_eq!(r.body["items"].as_array().unwrap().len(), 2, "{}", r.body);
-    assert_eq!(r.body["items"][0]["data"]["template_id"], t);
-    let r = app.get("/v1/events", app.m2()).await;
-    assert_eq!(r.body["items"], json!([]), "{}", r.body);
-    let r = app.get("/v1/events?type=nope", &app.platform).await;
-    assert_eq!(
-        (r.status, r.body["field"].as_str()),
-        (StatusCode::BAD_REQUEST, Some("type"))
-    );
-    let r = app.get("/v1/events?after=bogus", &app.platform).await;
-    assert_eq!(
-        (r.status, r.body["field"].as_str()),
-        (StatusCode::BAD_REQUEST, Some("after"))
-    );
-    newest_first(&app, &cursor).await;
-}
-
-/// `order=desc`: the same events newest first, a page at a time; a feed cursor (`feed`) or
-/// another order is refused.
-async fn newest_first(app: &TestApp, feed: &str) {
-    let ids = |r: &Reply| -> Vec<i64> {
-        r.body["items"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|e| e["id"].as_i64().unwrap())
-            .collect()
-    };
-    let mut all = ids(&app.get("/v1/events?limit=200", &app.platform).await);
-    all.reverse();
-    let mut newest = Vec::new();
-    let mut path = "/v1/events?order=desc&limit=2".to_owned();
-    loop {
-        let r = app.get(&path, &app.platform).await;
-        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-        let page = ids(&r);
-        if page.is_empty() {
-            break;
-        }
-        newest.extend(page);
-        let next = r.body["next_cursor"].as_str().unwrap();
-        path = format!("/v1/events?order=desc&limit=2&after={next}");
-    }
-    assert_eq!(newest, all);
-    let r = app
-        .get("/v1/events?order=desc&type=coupon.claimed", app.m1())
-        .await;
-    assert_eq!(r.body["items"].as_array().unwrap().len(), 2, "{}", r.body);
-    for (query, field) in [
-        ("order=sideways".to_owned(), "order"),
-        (format!("order=desc&after={feed}"), "after"),
-    ] {
-        let r = app.get(&format!("/v1/events?{query}"), &app.platform).await;
-        assert_eq!(
-            (r.status, r.body["field"].as_str()),
-            (StatusCode::BAD_REQUEST, Some(field)),
-            "{query}"
-        );
-    }
-}
-
 async fn deletes_and_live_changes(app: TestApp) {
     let r = app
         .post("/v1/templates", app.m1(), standalone_template(10, 20))
@@ -562,43 +434,4 @@ async fn deletes_and_live_changes(app: TestApp) {
     );
 }
 
-macro_rules! on_every_backend {
-    ($($case:ident),*) => {
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $case() {
-                    super::$case(crate::support::TestApp::new().await).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $case() {
-                    if let Some(app) = crate::support::TestApp::postgres().await {
-                        super::$case(app).await;
-                    }
-                }
-            )*
-        }
-        mod mysql {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $case() {
-                    if let Some(app) = crate::support::TestApp::mysql().await {
-                        super::$case(app).await;
-                    }
-                }
-            )*
-        }
-    };
-}
-
-on_every_backend!(
-    revokes,
-    refunds,
-    void_policy,
-    holders_and_events,
-    deletes_and_live_changes
-);
+on_every_backend!(revokes, refunds, void_policy, deletes_and_live_changes);
