@@ -265,9 +265,16 @@ fn open_drafts_in_all_of(value: &mut serde_json::Value, drafts: &[(String, serde
     }
 }
 
+/// The document, built once: the annotations are fixed, and the catalogue's examples are
+/// parsed and attached the first time it is asked for, not on every `GET /openapi.json`.
+pub fn document() -> &'static utoipa::openapi::OpenApi {
+    static DOC: std::sync::OnceLock<utoipa::openapi::OpenApi> = std::sync::OnceLock::new();
+    DOC.get_or_init(ApiDoc::openapi)
+}
+
 /// The document as pretty-printed JSON.
 pub fn document_json() -> String {
-    ApiDoc::openapi()
+    document()
         .to_pretty_json()
         .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
 }

@@ -7,10 +7,6 @@ use coupond_store::Store;
 
 use crate::campaigns::CampaignError;
 
-/// How many named cities one read of the whole list takes at most (the console's pickers and
-/// names read them all; a platform has tens or hundreds).
-pub const MAX_CITIES_READ: u32 = 2_000;
-
 /// Names city `id` (or renames it); the same name again changes and records nothing.
 pub async fn name(
     store: &dyn Store,
@@ -30,19 +26,7 @@ pub async fn name(
     Ok(audit::change(change, store.put_city(id, &draft.name, now)).await?)
 }
 
-/// Every named city, by id (at most [`MAX_CITIES_READ`]).
-pub async fn all(store: &dyn Store) -> Result<Vec<City>, CampaignError> {
-    let mut out: Vec<City> = Vec::new();
-    loop {
-        let page = store.cities(out.last().map(|c| c.id), 500).await?;
-        let done = page.len() < 500;
-        out.extend(page);
-        if done || out.len() >= MAX_CITIES_READ as usize {
-            return Ok(out);
-        }
-    }
-}
-
+/// City `id` as named now, if it has a name: the first named city after `id - 1`.
 async fn find(store: &dyn Store, id: CityId) -> Result<Option<City>, CampaignError> {
     let before = CityId::new(id.get() - 1).ok();
     let page = store.cities(before, 1).await?;

@@ -114,26 +114,47 @@ pub async fn list(
         None => OutboxPosition::default(),
         Some(c) => decode(c).ok_or_else(|| bad("after", "cursor is not one this API issued"))?,
     };
+    let read = |at: OutboxPosition| s.store().outbox_read(at, limit);
+    let position = |e: &Event| OutboxPosition {
+        txid: e.txid,
+        event_id: e.id,
+    };
+    let (items, next) = scan(&s, &p, &kinds, limit, after, read, position).await?;
+    Ok(Json(EventPage {
+        items,
+        next_cursor: encode(next),
+    }))
+}
+
+/// Reads the feed a page at a time from `at` (`read`) until `limit` events pass the filters,
+/// the feed has no more, or [`SCAN_PAGES`] reads have been spent (filters may leave most
+/// events out); answers the events that passed and the position of the last one looked at
+/// (`position`), where the next answer goes on: the rest of a page come next time.
+async fn scan<P: Copy, Fut>(
+    s: &AppState,
+    p: &Principal,
+    kinds: &Option<Vec<&'static str>>,
+    limit: u32,
+    mut at: P,
+    read: impl Fn(P) -> Fut,
+    position: impl Fn(&Event) -> P,
+) -> ApiResult<(Vec<EventView>, P)>
+where
+    Fut: std::future::Future<Output = coupond_store::StoreResult<Vec<Event>>>,
+{
     let mut owners: HashMap<TemplateId, Option<MerchantId>> = HashMap::new();
     let mut items = Vec::new();
-    let mut next = after;
-    // Filters may leave most events out: read on until `limit` pass, the outbox has no more,
-    // or SCAN_PAGES reads have been spent (the cursor then says where to go on).
     for _ in 0..SCAN_PAGES {
-        let events = s.store().outbox_read(next, limit).await?;
+        let events = read(at).await?;
         if events.is_empty() {
             break;
         }
         for e in events {
             if items.len() == limit as usize {
-                // `next` stays at the last event looked at: the rest come next time.
                 break;
             }
-            next = OutboxPosition {
-                txid: e.txid,
-                event_id: e.id,
-            };
-            if wanted(&s, &p, &kinds, &mut owners, &e).await? {
+            at = position(&e);
+            if wanted(s, p, kinds, &mut owners, &e).await? {
                 items.push(EventView {
                     id: e.id,
                     kind: e.kind,
@@ -146,10 +167,7 @@ pub async fn list(
             break;
         }
     }
-    Ok(Json(EventPage {
-        items,
-        next_cursor: encode(next),
-    }))
+    Ok((items, at))
 }
 
 /// A newest-first cursor: the id of the oldest event looked at.
@@ -176,37 +194,14 @@ async fn newest(
     limit: u32,
     kinds: &Option<Vec<&'static str>>,
 ) -> ApiResult<Json<EventPage>> {
-    let mut before = match after {
+    let before = match after {
         None => None,
         Some(c) => Some(
             decode_before(c).ok_or_else(|| bad("after", "cursor is not one this API issued"))?,
         ),
     };
-    let mut owners: HashMap<TemplateId, Option<MerchantId>> = HashMap::new();
-    let mut items = Vec::new();
-    'scan: for _ in 0..SCAN_PAGES {
-        let events = s.store().outbox_latest(before, limit).await?;
-        if events.is_empty() {
-            break;
-        }
-        for e in events {
-            if items.len() == limit as usize {
-                break 'scan;
-            }
-            before = Some(e.id);
-            if wanted(s, p, kinds, &mut owners, &e).await? {
-                items.push(EventView {
-                    id: e.id,
-                    kind: e.kind,
-                    at: e.at,
-                    data: e.body,
-                });
-            }
-        }
-        if items.len() == limit as usize {
-            break;
-        }
-    }
+    let read = |before: Option<i64>| s.store().outbox_latest(before, limit);
+    let (items, before) = scan(s, p, kinds, limit, before, read, |e| Some(e.id)).await?;
     Ok(Json(EventPage {
         items,
         next_cursor: encode_before(before.unwrap_or(i64::MAX)),

@@ -6,11 +6,10 @@ use axum::http::header;
 use axum::response::{Html, IntoResponse};
 use axum::Json;
 use serde::Serialize;
-use utoipa::{OpenApi, ToSchema};
+use utoipa::ToSchema;
 
 use crate::error::{ApiResult, Problem};
 use crate::observe::metrics_handle;
-use crate::openapi::ApiDoc;
 use crate::state::AppState;
 
 /// Health and readiness answers.
@@ -106,7 +105,7 @@ pub async fn metrics(State(s): State<AppState>) -> impl IntoResponse {
 #[utoipa::path(get, path = "/openapi.json", tag = "system",
     responses((status = 200, description = "The OpenAPI 3.1 document", body = Object)))]
 pub async fn openapi() -> impl IntoResponse {
-    Json(ApiDoc::openapi())
+    Json(crate::openapi::document())
 }
 
 /// Redoc's standalone bundle (MIT; `assets/redoc/LICENSE.txt`), vendored so that `/docs`

@@ -9,7 +9,7 @@ macro_rules! on_every_backend {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $case() {
-                    super::$case(crate::support::TestApp::new().await).await;
+                    super::$case($crate::support::TestApp::new().await).await;
                 }
             )*
         }
@@ -17,7 +17,7 @@ macro_rules! on_every_backend {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $case() {
-                    if let Some(app) = crate::support::TestApp::postgres().await {
+                    if let Some(app) = $crate::support::TestApp::postgres().await {
                         super::$case(app).await;
                     }
                 }
@@ -27,7 +27,7 @@ macro_rules! on_every_backend {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $case() {
-                    if let Some(app) = crate::support::TestApp::mysql().await {
+                    if let Some(app) = $crate::support::TestApp::mysql().await {
                         super::$case(app).await;
                     }
                 }

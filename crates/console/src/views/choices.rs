@@ -1,36 +1,29 @@
 //! Small lists a filter or form offers as a select of names instead of an id typed by hand:
-//! the merchants (the platform's), read in one API page. Past that page the form keeps a
-//! labelled id box: a select of thousands helps nobody.
+//! the merchants (the platform's), from the names the page already read, when they are no
+//! more than one API page. Past that the form keeps a labelled id box: a select of thousands
+//! helps nobody.
 
-use coupond_api::pagination::PageOf;
-use coupond_domain::Merchant;
-
+use super::names::MerchantNames;
 use crate::session::Session;
 use crate::Console;
 
 /// An option of a select: (value, label).
 pub type Choice = (String, String);
 
-/// Every merchant as (id, "Name (#id)"), by name, if they fit in one API page; `None` past
-/// it, or when the caller may not list merchants.
-pub async fn merchants(console: &Console, session: &Session) -> Option<Vec<Choice>> {
-    if !session.is_platform() {
+/// Every merchant of `names` as (id, "Name (#id)"), by name, if they fit in one API page;
+/// `None` past it, or when the caller may not list merchants.
+pub fn merchants(
+    console: &Console,
+    session: &Session,
+    names: &MerchantNames,
+) -> Option<Vec<Choice>> {
+    let size = console.app().settings().max_page as usize;
+    if !session.is_platform() || names.count() > size {
         return None;
     }
-    let size = console.app().settings().max_page;
-    let page = console
-        .api()
-        .get(&session.caller, &format!("/v1/merchants?limit={size}"))
-        .await
-        .into::<PageOf<Merchant>>()
-        .ok()?;
-    if page.next_cursor.is_some() {
-        return None;
-    }
-    let mut all: Vec<Choice> = page
-        .items
+    let mut all: Vec<Choice> = names
         .iter()
-        .map(|m| (m.id.to_string(), format!("{} (#{})", m.name, m.id)))
+        .map(|(id, name)| (id.to_string(), format!("{name} (#{id})")))
         .collect();
     all.sort_by_key(|c| c.1.to_lowercase());
     Some(all)

@@ -71,6 +71,16 @@ impl MerchantNames {
         MerchantNames(all.into_iter().map(|m| (m.id.get(), m.name)).collect())
     }
 
+    /// How many merchants are named.
+    pub fn count(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Each named merchant: id and name, by id.
+    pub fn iter(&self) -> impl Iterator<Item = (i64, &str)> {
+        self.0.iter().map(|(id, name)| (*id, name.as_str()))
+    }
+
     /// "Harbour Homes (1)", or "merchant 1" when its name cannot be read.
     pub fn one(&self, id: i64) -> String {
         match self.0.get(&id) {

@@ -123,16 +123,14 @@ async fn people_page(
         .filter(|r| session.is_platform() || !r.is_platform())
         .map(|r| r.as_str())
         .collect();
+    let names = MerchantNames::load(console, session).await;
     let page = PeoplePage {
-        merchants: choices::merchants(console, session).await,
+        merchants: choices::merchants(console, session, &names),
         shell: Shell::new(session, "People"),
-        rows: {
-            let merchants = MerchantNames::load(console, session).await;
-            people
-                .iter()
-                .map(|p| PersonRow::of(&p.operator, &merchants))
-                .collect()
-        },
+        rows: people
+            .iter()
+            .map(|p| PersonRow::of(&p.operator, &names))
+            .collect(),
         next: next_link("/console/people", &next),
         roles,
         form,

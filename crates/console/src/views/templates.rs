@@ -109,10 +109,10 @@ pub async fn list(
         Ok(t) => t,
         Err(p) => return problem_page(&session, &p),
     };
-    let merchants = MerchantNames::load(&console, &session).await;
+    let names = MerchantNames::load(&console, &session).await;
     let mut rows: Vec<TemplateRow> = templates
         .iter()
-        .map(|t| TemplateRow::of(t).named(&merchants))
+        .map(|t| TemplateRow::of(t).named(&names))
         .collect();
     let sort = SortKey::parse(&f.sort);
     let desc = f.desc == "1";
@@ -130,7 +130,7 @@ pub async fn list(
     };
     // The page links keep the filter and the sort.
     let pager = Pager::new(&sorted, rows.len(), f.page.trim().parse().unwrap_or(1));
-    let merchants = choices::merchants(&console, &session).await;
+    let merchants = choices::merchants(&console, &session, &names);
     let page = ListPage {
         merchant_name: choices::label_of(merchants.as_deref(), &merchant_id),
         merchants,
