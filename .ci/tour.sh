@@ -44,6 +44,8 @@ round() {
     || { cat "$work/tour$1.out"; echo "tour (round $1): the mistyped code was not refused" >&2; exit 1; }
   grep -q '"code":"value_out_of_bounds"' "$work/tour$1.out" \
     || { cat "$work/tour$1.out"; echo "tour (round $1): the refused template was not refused" >&2; exit 1; }
+  grep -q '"code":"paused"' "$work/tour$1.out" \
+    || { cat "$work/tour$1.out"; echo "tour (round $1): the claim of a paused template was not refused" >&2; exit 1; }
   grep -q 'You received a coupon: Welcome back' "$work/tour$1.out" \
     || { cat "$work/tour$1.out"; echo "tour (round $1): the inbox shows no welcome coupon" >&2; exit 1; }
   [ -n "${TOUR_VERBOSE:-}" ] && cat "$work/tour$1.out"

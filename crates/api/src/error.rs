@@ -249,6 +249,9 @@ impl ApiError {
                     ClaimRejection::NotEligible => {
                         "this coupon is offered to other users only".to_owned()
                     }
+                    ClaimRejection::Paused => {
+                        "claims of this coupon are paused; try again later".to_owned()
+                    }
                 },
             ),
             ApiError::LockRefused(_) => (
@@ -372,6 +375,10 @@ impl From<StoreError> for ApiError {
             StoreError::Conflict(Conflict::Unique) => ApiError::conflict(
                 "already_exists",
                 "a resource with that identity already exists",
+            ),
+            StoreError::Conflict(Conflict::BelowClaimed(claimed)) => ApiError::conflict(
+                "below_claimed",
+                format!("total_stock cannot go below the {claimed} coupons already claimed"),
             ),
             StoreError::Conflict(other) => ApiError::conflict(
                 "conflict",

@@ -12,8 +12,8 @@ use utoipa::{Modify, OpenApi};
 
 use crate::routes::{
     activities, audit, checkout, cities, claims, codes, coupons, events, inbox, issuances, keys,
-    listings, merchants, operators, refunds, reports, shared_tags, system, tag_uploads, tags,
-    templates, today, webhooks,
+    listings, merchants, operators, refunds, reports, shared_tags, steering, system, tag_uploads,
+    tags, templates, today, webhooks,
 };
 
 /// The whole API, served at `/openapi.json`.
@@ -35,6 +35,8 @@ use crate::routes::{
         templates::create, templates::list, templates::get, templates::update, templates::publish,
         templates::approve, templates::reject,
         templates::abort, templates::remove, templates::history,
+        steering::pause_template, steering::resume_template, steering::stop_template,
+        steering::pause_activity, steering::resume_activity,
         listings::create, listings::list, listings::get, listings::update, listings::bind,
         listings::unbind, listings::remove,
         claims::claim, claims::mine, claims::of_user,

@@ -3,8 +3,8 @@
 use coupond_domain::{
     standing, Activity, ActivityAction, ActivityDraft, ActivityId, ActivityStatus, Coupon,
     CouponAction, CouponId, CouponStatus, CouponValue, Listing, ListingDraft, ListingId,
-    MerchantId, Money, Reason, Review, Stacking, Template, TemplateAction, TemplateDraft,
-    TemplateId, TemplateStatus, TemplateUse, Timestamp, UserId,
+    MerchantId, Money, Pause, PauseScope, Reason, Review, Stacking, Template, TemplateAction,
+    TemplateDraft, TemplateId, TemplateStatus, TemplateUse, Timestamp, UserId,
 };
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -23,6 +23,9 @@ pub struct ActivityView {
     pub updated_at: Timestamp,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub aborted_at: Option<Timestamp>,
+    /// Present while the activity is paused: its templates' claims wait.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub paused: Option<PauseView>,
     /// What the caller may do to it now (its rules, the caller's side and role): on the
     /// answers about one activity, not in lists.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -38,8 +41,30 @@ impl ActivityView {
             created_at: a.created_at,
             updated_at: a.updated_at,
             aborted_at: a.aborted_at,
+            paused: a.pause.as_ref().map(PauseView::of),
             actions: None,
             terms: a.spec.into_draft(),
+        }
+    }
+}
+
+/// A pause in force: claims wait (409 `paused`), coupons held stay usable.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct PauseView {
+    pub since: Timestamp,
+    /// The reason given, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// `template` (paused itself) or `activity` (paused with its activity, which resumes it).
+    pub scope: PauseScope,
+}
+
+impl PauseView {
+    pub fn of(p: &Pause) -> Self {
+        PauseView {
+            since: p.at,
+            reason: p.reason.as_ref().map(|r| r.as_str().to_owned()),
+            scope: p.scope,
         }
     }
 }
@@ -82,6 +107,9 @@ pub struct TemplateView {
     /// activity requires none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub review: Option<ReviewView>,
+    /// Present while it is paused (itself or with its activity): claims wait.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub paused: Option<PauseView>,
     /// What the caller may do to it now (its rules and the caller's role): on the answers
     /// about one template (read, create, change, publish, abort), not in lists.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -129,6 +157,7 @@ impl TemplateView {
             published_at: t.published_at,
             aborted_at: t.aborted_at,
             review: ReviewView::of(&t.review),
+            paused: t.pause.as_ref().map(PauseView::of),
             actions: None,
             claim_window_follows_activity: t.spec.follows_activity(),
             terms: TemplateDraft {

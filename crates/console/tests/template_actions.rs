@@ -113,3 +113,52 @@ async fn a_draft_is_deleted_from_its_page() {
     .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
+
+/// Pause, resume and stop from a live template's page: the pause shows with its reason,
+/// Resume lifts it, Stop ends claiming and leaves neither button.
+#[tokio::test]
+async fn a_live_template_is_paused_resumed_and_stopped_from_its_page() {
+    let app = app_with_settings(ApiSettings::default()).await;
+    let m = merchant(&app).await;
+    let (mkey, _) = key(&app, Role::Merchant, Some(m)).await;
+    let body = template_body("Spring", 10, "2026-12-31T00:00:00Z");
+    let (_, t) = v1(&app, &mkey, Method::POST, "/v1/templates", body).await;
+    let id = t["id"].as_i64().unwrap();
+    let publish = format!("/v1/templates/{id}/publish");
+    v1(&app, &mkey, Method::POST, &publish, serde_json::json!({})).await;
+    app.clock.advance(time::Duration::hours(2));
+    let cookie = sign_in_cookie(&app, &mkey).await;
+    let post = |action: &str, form: String| {
+        let path = format!("/console/templates/{id}/{action}");
+        support::form_post(&path, Some(&cookie), form)
+    };
+
+    let live = page(&app, &cookie, id).await;
+    assert!(
+        live.contains("id=\"pause\"") && live.contains("id=\"stop\""),
+        "{live}"
+    );
+    assert!(!live.contains("id=\"resume\""));
+    let csrf = support::csrf_of(&live);
+    let a = answer(
+        &app,
+        post("pause", format!("csrf={csrf}&reason=stock+recount")),
+    )
+    .await;
+    assert_eq!(a.status, StatusCode::SEE_OTHER, "{}", a.body);
+    let paused = page(&app, &cookie, id).await;
+    assert!(paused.contains("Claims paused since"), "{paused}");
+    assert!(paused.contains(": stock recount."), "{paused}");
+    assert!(paused.contains("id=\"resume\"") && !paused.contains("id=\"pause\""));
+
+    let a = answer(&app, post("resume", format!("csrf={csrf}"))).await;
+    assert_eq!(a.status, StatusCode::SEE_OTHER, "{}", a.body);
+    let resumed = page(&app, &cookie, id).await;
+    assert!(!resumed.contains("Claims paused since") && resumed.contains("id=\"pause\""));
+
+    let a = answer(&app, post("stop", format!("csrf={csrf}"))).await;
+    assert_eq!(a.status, StatusCode::SEE_OTHER, "{}", a.body);
+    let stopped = page(&app, &cookie, id).await;
+    assert!(stopped.contains("id=\"status\">ended<"), "{stopped}");
+    assert!(!stopped.contains("id=\"stop\"") && !stopped.contains("id=\"pause\""));
+}

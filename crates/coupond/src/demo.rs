@@ -44,6 +44,7 @@ pub async fn load(
         // (the first one's enrollment ends a week after it was loaded).
         let enrolling = store
             .list_activities(&ActivityQuery {
+                narrow: Default::default(),
                 status: Some(ActivityStatus::Enrolling),
                 city: None,
                 any_city: None,

@@ -158,6 +158,7 @@ fn templates() -> Vec<Template> {
                 updated_at: t("2026-03-01T00:00:00Z"),
                 published_at: Some(t("2026-03-01T00:00:00Z")),
                 aborted_at: None,
+                pause: None,
                 review: Default::default(),
                 version: 1,
             }

@@ -17,8 +17,8 @@ use crate::{
 pub enum TemplateAction {
     /// Change any term (`PATCH`): until claiming can start.
     Edit,
-    /// Raise the stock (`PATCH total_stock`): until claiming can start, or while a standalone
-    /// template is claimable.
+    /// Change the stock (`PATCH total_stock`): until claiming can start, or while a standalone
+    /// template is claimable (raised, or lowered to what is claimed).
     RaiseStock,
     /// Move the claim end or a fixed validity's end later (`PATCH`): as `RaiseStock`, for a
     /// standalone template (one in an activity claims in the activity's run).
@@ -37,10 +37,16 @@ pub enum TemplateAction {
     Approve,
     /// `POST /reject` with a reason (the platform): as `Approve`.
     Reject,
+    /// `POST /pause`: scheduled or active, and not paused.
+    Pause,
+    /// `POST /resume`: paused itself (not with its activity).
+    Resume,
+    /// `POST /stop`: active; claiming ends now, coupons held stay valid.
+    Stop,
 }
 
 impl TemplateAction {
-    pub const ALL: [TemplateAction; 10] = [
+    pub const ALL: [TemplateAction; 13] = [
         TemplateAction::Edit,
         TemplateAction::RaiseStock,
         TemplateAction::Extend,
@@ -51,6 +57,9 @@ impl TemplateAction {
         TemplateAction::Issue,
         TemplateAction::Approve,
         TemplateAction::Reject,
+        TemplateAction::Pause,
+        TemplateAction::Resume,
+        TemplateAction::Stop,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -65,6 +74,9 @@ impl TemplateAction {
             TemplateAction::Issue => "issue",
             TemplateAction::Approve => "approve",
             TemplateAction::Reject => "reject",
+            TemplateAction::Pause => "pause",
+            TemplateAction::Resume => "resume",
+            TemplateAction::Stop => "stop",
         }
     }
 }
@@ -108,6 +120,9 @@ impl Template {
                 TemplateAction::Issue => self.check_issuing(now).is_ok(),
                 TemplateAction::Approve => !by_merchant && reviewable,
                 TemplateAction::Reject => !by_merchant && reviewable,
+                TemplateAction::Pause => self.check_pausable(now).is_ok(),
+                TemplateAction::Resume => self.check_resumable().is_ok(),
+                TemplateAction::Stop => self.check_stoppable(now).is_ok(),
             })
             .collect()
     }
@@ -124,13 +139,19 @@ pub enum ActivityAction {
     /// Create a template in it (`POST /v1/templates` with `activity_id`, a merchant): while
     /// it is enrolling.
     Enroll,
+    /// `POST /pause` (the platform): until it ends, when not paused.
+    Pause,
+    /// `POST /resume` (the platform): when paused.
+    Resume,
 }
 
 impl ActivityAction {
-    pub const ALL: [ActivityAction; 3] = [
+    pub const ALL: [ActivityAction; 5] = [
         ActivityAction::Edit,
         ActivityAction::Abort,
         ActivityAction::Enroll,
+        ActivityAction::Pause,
+        ActivityAction::Resume,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -138,6 +159,8 @@ impl ActivityAction {
             ActivityAction::Edit => "edit",
             ActivityAction::Abort => "abort",
             ActivityAction::Enroll => "enroll",
+            ActivityAction::Pause => "pause",
+            ActivityAction::Resume => "resume",
         }
     }
 
@@ -156,6 +179,8 @@ impl Activity {
                 ActivityAction::Edit => self.check_editable(now, freeze).is_ok(),
                 ActivityAction::Abort => self.check_abortable(now, freeze).is_ok(),
                 ActivityAction::Enroll => self.status(now, freeze) == ActivityStatus::Enrolling,
+                ActivityAction::Pause => self.check_pausable(now, freeze).is_ok(),
+                ActivityAction::Resume => self.check_resumable().is_ok(),
             })
             .collect()
     }

@@ -233,6 +233,8 @@ pub struct Activity {
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
     pub aborted_at: Option<Timestamp>,
+    /// Set while the platform has it paused: its templates' claims wait.
+    pub pause: Option<crate::steering::Pause>,
     /// Bumped on every change to the activity itself; template writes in the activity check
     /// it, so a template is never written against terms that changed meanwhile.
     pub version: i64,
@@ -311,6 +313,7 @@ mod tests {
             created_at: t("2026-01-01T00:00:00Z"),
             updated_at: t("2026-01-01T00:00:00Z"),
             aborted_at: None,
+            pause: None,
             version: 1,
             enrollment_seq: 0,
         }

@@ -21,6 +21,8 @@
 //! - `queue`: how much background work (codes, issuance) one owner may have waiting.
 //! - `lifecycle`: what each status allows: editing, publishing, aborting, and the re-check of
 //!   enrolled templates when their activity changes.
+//! - [`steering`]: pausing and resuming templates and activities ([`Pause`]) and stopping a
+//!   template's claims for good, without voiding what users hold.
 //! - `actions`: [`TemplateAction`], what may be done to a template now, computed from the
 //!   same rules (`Template::actions`), for the API's views and the console's buttons.
 //! - `stored`: the invariants every stored record keeps, checked when storage reads one back.
@@ -55,6 +57,7 @@ pub mod note;
 pub mod operator;
 pub mod queue;
 pub mod schedule;
+pub mod steering;
 mod stored;
 pub mod tags;
 pub mod template;
@@ -90,6 +93,7 @@ pub use operator::{
     check_operator_name, check_password, Area, Email, Operator, OperatorDraft, OperatorRole,
 };
 pub use schedule::Transition;
+pub use steering::{Pause, PauseScope};
 pub use tags::{Segment, Tag};
 pub use template::{
     Decision, RefundPolicy, Review, Template, TemplateContext, TemplateDraft, TemplatePatch,
@@ -97,5 +101,6 @@ pub use template::{
 };
 pub use time::{Timestamp, Window};
 pub use wallet::{
-    check_claim, not_claimable, Actor, ClaimRejection, Coupon, CouponStatus, NotClaimable,
+    check_claim, claim_refusal, not_claimable, Actor, ClaimRejection, Coupon, CouponStatus,
+    NotClaimable,
 };

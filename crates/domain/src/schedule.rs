@@ -245,6 +245,7 @@ mod tests {
             published_at: published.map(t),
             aborted_at: aborted.map(t),
             review: Default::default(),
+            pause: None,
             version: 1,
         }
     }
@@ -316,6 +317,7 @@ mod tests {
             created_at: t(0),
             updated_at: t(0),
             aborted_at: None,
+            pause: None,
             version: 1,
             enrollment_seq: 0,
         };

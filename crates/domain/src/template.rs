@@ -13,6 +13,7 @@ use crate::error::{DomainError, Findings};
 use crate::ids::{ActivityId, CitySet, MerchantId, TemplateId};
 use crate::merchant::Merchant;
 use crate::money::Money;
+use crate::steering::Pause;
 use crate::text::check_text;
 use crate::time::{Timestamp, Window};
 
@@ -515,6 +516,8 @@ pub struct Template {
     pub aborted_at: Option<Timestamp>,
     /// Where it stands with the platform's approval of enrollments.
     pub review: Review,
+    /// Set while it is paused (itself or with its activity): claims wait.
+    pub pause: Option<Pause>,
     pub version: i64,
 }
 
@@ -562,4 +565,4 @@ mod review;
 
 pub use review::{Decision, Review};
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -186,6 +186,8 @@ pub enum ClaimRejection {
     NotClaimable(NotClaimable),
     /// The user is not in the template's audience.
     NotEligible,
+    /// The template (or its activity) is paused: claims wait until it is resumed.
+    Paused,
 }
 
 impl ClaimRejection {
@@ -195,6 +197,7 @@ impl ClaimRejection {
             ClaimRejection::LimitReached => "limit_reached",
             ClaimRejection::NotClaimable(_) => "not_claimable",
             ClaimRejection::NotEligible => "not_eligible",
+            ClaimRejection::Paused => "paused",
         }
     }
 }
@@ -214,11 +217,20 @@ pub fn not_claimable(t: &Template, now: Timestamp) -> Option<NotClaimable> {
     }
 }
 
+/// Why `t` refuses claims at `now` before any user is looked at: not claimable, or paused.
+pub fn claim_refusal(t: &Template, now: Timestamp) -> Option<ClaimRejection> {
+    match not_claimable(t, now) {
+        Some(r) => Some(ClaimRejection::NotClaimable(r)),
+        None if t.is_paused() => Some(ClaimRejection::Paused),
+        None => None,
+    }
+}
+
 /// Whether `user` may claim `t` at `now`, before stock, the per-user limit and a tag audience
 /// (which the database decides).
 pub fn check_claim(t: &Template, user: &UserId, now: Timestamp) -> Result<(), ClaimRejection> {
-    if let Some(r) = not_claimable(t, now) {
-        return Err(ClaimRejection::NotClaimable(r));
+    if let Some(r) = claim_refusal(t, now) {
+        return Err(r);
     }
     // A tag audience is decided by the store, in the claim's transaction.
     if t.spec.audience.admits(user) == Some(false) {

@@ -31,7 +31,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use coupond_domain::{
-    check_claim, not_claimable, Actor, ClaimRejection, Coupon, NotClaimable, Template, TemplateId,
+    check_claim, claim_refusal, Actor, ClaimRejection, Coupon, NotClaimable, Template, TemplateId,
     UserId,
 };
 use coupond_store::{ClaimOutcome, ClaimRequest, CodeClaim, IdempotencyKey, Store};
@@ -270,10 +270,16 @@ impl ClaimEngine {
             ClaimOutcome::NotEligible => Err(ClaimError::Rejected(ClaimRejection::NotEligible)),
             ClaimOutcome::NotClaimable => {
                 // Either the caller's copy already said so (keyed claims skip the early
-                // check), or the template changed since it was read (aborted, window closed).
-                let reason = not_claimable(template, self.inner.clock.now())
-                    .unwrap_or(NotClaimable::Aborted);
-                Err(ClaimError::Rejected(ClaimRejection::NotClaimable(reason)))
+                // check), or the template changed since it was read (paused, aborted, window
+                // closed): the store's copy says which.
+                let now = self.inner.clock.now();
+                let fresh = self.inner.store.template(template.id).await.ok();
+                let why = fresh
+                    .as_ref()
+                    .and_then(|t| claim_refusal(t, now))
+                    .or_else(|| claim_refusal(template, now))
+                    .unwrap_or(ClaimRejection::NotClaimable(NotClaimable::Aborted));
+                Err(ClaimError::Rejected(why))
             }
         }
     }

@@ -8,6 +8,8 @@
 //! - [`second_factor`]: RFC 6238 one-time codes, the operators' optional second factor.
 //! - [`campaigns`]: the workflows of merchants, activities and templates (edit, publish,
 //!   abort; approving and rejecting enrollments) every front door calls, applying the domain's state rules before one store transaction.
+//! - [`steering`]: pausing and resuming templates and activities, stopping a template's
+//!   claiming for good, recorded in the audit trail.
 //! - [`catalog`]: the workflows of merchants' listings (create, change, bind and unbind
 //!   templates, delete), each one store transaction recording its change in the audit trail.
 //! - [`cities`]: naming the platform's cities, recorded in the audit trail.
@@ -78,6 +80,7 @@ pub mod second_factor;
 pub mod shared;
 pub mod sold_out;
 pub mod stats;
+pub mod steering;
 pub mod supervise;
 pub mod tagging;
 pub mod telemetry;

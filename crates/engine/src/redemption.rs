@@ -35,7 +35,14 @@ pub enum RedeemError {
 pub fn usable_by(code: &PromoCode, template: &Template, user: &UserId, now: Timestamp) -> bool {
     match &code.redeemed_by {
         Some(by) => by == user,
-        None => template.is_public() && check_claim(template, user, now).is_ok(),
+        // A paused template's code is real and will work again: the claim says `paused`.
+        None => {
+            template.is_public()
+                && matches!(
+                    check_claim(template, user, now),
+                    Ok(()) | Err(ClaimRejection::Paused)
+                )
+        }
     }
 }
 
@@ -90,9 +97,11 @@ pub async fn redeem(
     };
     match claims.claim(&template, ask).await {
         Ok(claimed) => Ok((template, claimed)),
-        Err(ClaimError::Rejected(r @ (ClaimRejection::SoldOut | ClaimRejection::LimitReached))) => {
-            Err(RedeemError::Refused(r))
-        }
+        // A real code whose coupons ran out, that the user already used up, or whose
+        // template is paused for now: said as such (the code exists; retrying later may work).
+        Err(ClaimError::Rejected(
+            r @ (ClaimRejection::SoldOut | ClaimRejection::LimitReached | ClaimRejection::Paused),
+        )) => Err(RedeemError::Refused(r)),
         Err(ClaimError::Rejected(_) | ClaimError::CodeTaken) => Err(RedeemError::Unusable),
         Err(e) => Err(RedeemError::Claim(e)),
     }

@@ -116,6 +116,7 @@ pub fn claim_outcome(
             ClaimRejection::LimitReached => "limit_reached",
             ClaimRejection::NotClaimable(_) => "not_claimable",
             ClaimRejection::NotEligible => "not_eligible",
+            ClaimRejection::Paused => "paused",
         },
         Err(ClaimError::KeyReused) => "key_reused",
         Err(ClaimError::CodeTaken) => "code_taken",

@@ -233,7 +233,7 @@ async fn share_template<E: Exec + ?Sized>(
                         ({} AND claim_start <= $1 AND $1 < claim_end) AS claimable
                  FROM templates WHERE id = $2 LOCK IN SHARE MODE",
                 tags::TAGGED_COLUMN,
-                coupond_store_sql::catalog::PUBLIC
+                coupond_store_sql::catalog::CLAIMING
             ))
             .bind(now)
             .bind(template.get()),

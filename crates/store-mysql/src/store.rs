@@ -20,7 +20,7 @@ pub(crate) const ID_CONNECTIONS: u32 = 2;
 pub(crate) const TEMPLATE_COLS: &str = "id, merchant_id, spec, claim_start, claim_end, \
      (SELECT CAST(COALESCE(SUM(s.claimed), 0) AS SIGNED) FROM template_stock s \
      WHERE s.template_id = id) AS claimed, used, given, reserved, created_at, updated_at, \
-     published_at, aborted_at, approval, reviewed_at, review_reason, version";
+     published_at, aborted_at, approval, reviewed_at, review_reason, version, paused_at, pause_reason, pause_scope";
 
 /// Every session: identifiers in double quotes and `||` as concatenation, as the shared SQL is
 /// written (sqlx adds `PIPES_AS_CONCAT` itself), and `READ COMMITTED`, so that locking reads

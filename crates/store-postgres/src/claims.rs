@@ -72,7 +72,7 @@ pub(crate) async fn attempt(
     let row = sqlx::query(&format!(
         "SELECT per_user_limit, ({} AND claim_start <= $2 AND $2 < claim_end) AS claimable, {} \
          FROM templates WHERE id = $1 FOR SHARE",
-        coupond_store_sql::catalog::PUBLIC,
+        coupond_store_sql::catalog::CLAIMING,
         tags::TAGGED_COLUMN
     ))
     .bind(template.get())

@@ -19,7 +19,7 @@ pub const DEFAULT_MAX_CONNECTIONS: u32 = 16;
 pub(crate) const TEMPLATE_COLS: &str = "id, merchant_id, spec::text AS spec, claim_start, \
      claim_end, (SELECT COALESCE(SUM(s.claimed), 0)::bigint FROM template_stock s \
      WHERE s.template_id = id) AS claimed, used, given, reserved, created_at, updated_at, \
-     published_at, aborted_at, approval, reviewed_at, review_reason, version";
+     published_at, aborted_at, approval, reviewed_at, review_reason, version, paused_at, pause_reason, pause_scope";
 
 /// The PostgreSQL store: a connection pool on one database (and schema).
 #[derive(Clone, Debug)]

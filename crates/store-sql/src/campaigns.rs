@@ -10,8 +10,9 @@
 use coupond_domain::{
     Activity, ActivityId, ActivitySpec, ActivityStatus, TemplateId, TemplateSpec, Timestamp,
 };
-use coupond_store::{codec, ActivityQuery, Conflict, StoreError, StoreResult};
+use coupond_store::{codec, ActivityQuery, Conflict, Narrow, StoreError, StoreResult};
 
+pub mod steering;
 mod templates;
 
 pub use templates::{
@@ -22,8 +23,8 @@ pub use templates::{
 use crate::{missing_or_conflict, sql, Db, Dialect, Exec, Json, Query, Row, Work};
 
 /// An activity's columns (its cities are read from `spec`), as [`activity_row`] reads them.
-pub(crate) const ACTIVITY_COLS: &str =
-    "id, spec, created_at, updated_at, aborted_at, version, enrollment_seq";
+pub(crate) const ACTIVITY_COLS: &str = "id, spec, created_at, updated_at, aborted_at, version, \
+     enrollment_seq, paused_at, pause_reason";
 
 pub async fn insert_activity(
     db: &dyn Db,
@@ -81,6 +82,20 @@ fn push_activity_filter(s: &mut Query, d: Dialect, q: &ActivityQuery) {
         s.push(" AND ")
             .push(&d.lists_overlap("activities.cities", &cities));
     }
+    push_narrow(s, &q.narrow);
+}
+
+/// Appends ` AND` the [`Narrow`] filters, over the columns templates and activities share
+/// (`kind`, `paused_at`).
+fn push_narrow(s: &mut Query, n: &Narrow) {
+    if let Some(k) = n.kind {
+        s.push(" AND kind = ").push_bind(k.as_str());
+    }
+    match n.paused {
+        Some(true) => s.push(" AND paused_at IS NOT NULL"),
+        Some(false) => s.push(" AND paused_at IS NULL"),
+        None => s,
+    };
 }
 
 /// Replaces the activity's terms (checking `version` and `enrollment_seq`) and moves the
@@ -234,6 +249,7 @@ pub(crate) fn activity_row(r: &Row) -> StoreResult<Activity> {
         created_at: r.time("created_at")?,
         updated_at: r.time("updated_at")?,
         aborted_at: r.opt_time("aborted_at")?,
+        pause: steering::pause_row(r, false)?,
         version: r.i64("version")?,
         enrollment_seq: r.i64("enrollment_seq")?,
     })
@@ -427,6 +443,42 @@ macro_rules! impl_campaign_store {
                 now: $crate::reexport::domain::Timestamp,
             ) -> $crate::reexport::store::StoreResult<$crate::reexport::domain::Template> {
                 $crate::campaigns::review_template(self, id, version, review, actor, now).await
+            }
+            async fn set_template_pause(
+                &self,
+                id: $crate::reexport::domain::TemplateId,
+                version: i64,
+                pause: Option<&$crate::reexport::domain::Pause>,
+                actor: &$crate::reexport::domain::Actor,
+                now: $crate::reexport::domain::Timestamp,
+            ) -> $crate::reexport::store::StoreResult<$crate::reexport::domain::Template> {
+                $crate::campaigns::steering::set_template_pause(
+                    self, id, version, pause, actor, now,
+                )
+                .await
+            }
+            async fn set_activity_pause(
+                &self,
+                id: $crate::reexport::domain::ActivityId,
+                version: i64,
+                pause: Option<&$crate::reexport::domain::Pause>,
+                actor: &$crate::reexport::domain::Actor,
+                now: $crate::reexport::domain::Timestamp,
+            ) -> $crate::reexport::store::StoreResult<$crate::reexport::domain::Activity> {
+                $crate::campaigns::steering::set_activity_pause(
+                    self, id, version, pause, actor, now,
+                )
+                .await
+            }
+            async fn stop_template(
+                &self,
+                id: $crate::reexport::domain::TemplateId,
+                version: i64,
+                spec: &$crate::reexport::domain::TemplateSpec,
+                edit: $crate::reexport::store::TemplateEdit<'_>,
+                now: $crate::reexport::domain::Timestamp,
+            ) -> $crate::reexport::store::StoreResult<$crate::reexport::domain::Template> {
+                $crate::campaigns::steering::stop_template(self, id, version, spec, edit, now).await
             }
         }
     };

@@ -370,6 +370,11 @@ pub async fn unbind(db: &dyn Db, listing: ListingId, template: TemplateId) -> St
 pub const PUBLIC: &str = "aborted_at IS NULL AND approval IN ('none', 'approved') \
      AND (activity_id IS NOT NULL OR published_at IS NOT NULL)";
 
+/// [`PUBLIC`] and not paused: what every claim path checks under the template row's lock, so
+/// that nothing is claimed (by a claim, a code or bulk issuance) while a pause is in force.
+pub const CLAIMING: &str = "paused_at IS NULL AND aborted_at IS NULL \
+     AND approval IN ('none', 'approved') AND (activity_id IS NOT NULL OR published_at IS NOT NULL)";
+
 /// Appends the SQL form of [`Template::status`] at `now` (`AND ...` over the `templates`
 /// columns, unqualified); the conformance suite checks both agree at every boundary.
 pub fn push_template_status(q: &mut Query, s: TemplateStatus, now: Timestamp) {
@@ -482,6 +487,7 @@ pub(crate) fn template_row(r: &Row) -> StoreResult<Template> {
             r.opt_string("review_reason")?,
         )
         .map_err(StoreError::corrupt)?,
+        pause: crate::campaigns::steering::pause_row(r, true)?,
         version: r.i64("version")?,
     })
 }

@@ -201,7 +201,8 @@ pub fn chunk_claims(
 }
 
 /// Fails open job `id` because `template` is not claimable at `now`; the job as it ends, or
-/// `None` if it was no longer open.
+/// `None` if it was no longer open, or if the template is only paused: the job waits, and
+/// goes on after the resume.
 pub async fn chunk_stopped<E: Exec + ?Sized>(
     ex: &mut E,
     id: i64,
@@ -216,11 +217,15 @@ pub async fn chunk_stopped<E: Exec + ?Sized>(
     let q = sql(format!(
         "UPDATE issuances SET state = 'failed', error = $1, finished_at = $2,
              started_at = COALESCE(started_at, $2)
-         WHERE id = $3 AND state IN ('pending', 'running') RETURNING {ISSUANCE_COLS}"
+         WHERE id = $3 AND state IN ('pending', 'running')
+           AND NOT EXISTS (SELECT 1 FROM templates WHERE id = $4 AND paused_at IS NOT NULL
+                           AND aborted_at IS NULL AND claim_end > $2)
+         RETURNING {ISSUANCE_COLS}"
     ))
     .bind(why)
     .bind(now)
-    .bind(id);
+    .bind(id)
+    .bind(template.id.get());
     ex.fetch_optional(q)
         .await?
         .map(|r| issuance_row(&r))

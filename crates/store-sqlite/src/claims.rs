@@ -41,7 +41,7 @@ fn head(c: &Connection, template: TemplateId, now: Timestamp) -> StoreResult<Hea
                 ({} AND claim_start <= ?1 AND ?1 < claim_end)
          FROM templates WHERE id = ?2",
         tags::TAGGED_COLUMN,
-        coupond_store_sql::catalog::PUBLIC
+        coupond_store_sql::catalog::CLAIMING
     );
     let mut st = c.prepare_cached(&q).map_err(sql_err)?;
     st.query_row(params![us(now), template.get()], |r| {

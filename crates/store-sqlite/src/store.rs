@@ -23,7 +23,7 @@ const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
 
 pub(crate) const TEMPLATE_COLS: &str = "id, merchant_id, spec, claim_start, claim_end, claimed, \
      used, given, reserved, created_at, updated_at, published_at, aborted_at, approval, \
-     reviewed_at, review_reason, version";
+     reviewed_at, review_reason, version, paused_at, pause_reason, pause_scope";
 
 /// The SQLite store: one writer connection, a few readers, one database file.
 #[derive(Clone, Debug)]

@@ -6,7 +6,7 @@ use crate::{
 };
 use coupond_domain::{
     Activity, ActivityId, ActivitySpec, Actor, Listing, ListingDraft, ListingId, Merchant,
-    MerchantDraft, MerchantId, Review, Template, TemplateId, TemplateSpec, Timestamp,
+    MerchantDraft, MerchantId, Pause, Review, Template, TemplateId, TemplateSpec, Timestamp,
 };
 
 use async_trait::async_trait;
@@ -141,6 +141,39 @@ pub trait CampaignStore: Send + Sync {
         version: i64,
         review: &Review,
         actor: &Actor,
+        now: Timestamp,
+    ) -> StoreResult<Template>;
+    /// Pauses (`Some`) or resumes (`None`) the template if it is still at `version` (else
+    /// `Conflict::Version`), with its event (`template.paused`, `template.resumed`) in the
+    /// same transaction. Once it commits no claim of the template commits until a resume.
+    async fn set_template_pause(
+        &self,
+        id: TemplateId,
+        version: i64,
+        pause: Option<&Pause>,
+        actor: &Actor,
+        now: Timestamp,
+    ) -> StoreResult<Template>;
+    /// Pauses (`Some`) or resumes (`None`) the activity if it is still at `version`, and with
+    /// it every template it holds that is not paused itself (a resume lifts only the pauses
+    /// it set), with their events, in one transaction.
+    async fn set_activity_pause(
+        &self,
+        id: ActivityId,
+        version: i64,
+        pause: Option<&Pause>,
+        actor: &Actor,
+        now: Timestamp,
+    ) -> StoreResult<Activity>;
+    /// Ends the template's claiming for good: writes `spec` (its claim window ending at
+    /// `now`) if it is still at `version`, records `edit` in its history with its
+    /// `template.changed` event, and announces the status it enters, in one transaction.
+    async fn stop_template(
+        &self,
+        id: TemplateId,
+        version: i64,
+        spec: &TemplateSpec,
+        edit: TemplateEdit<'_>,
         now: Timestamp,
     ) -> StoreResult<Template>;
 }

@@ -39,6 +39,9 @@ pub enum Conflict {
     /// A record it refers to does not exist.
     #[error("reference")]
     Reference,
+    /// A template's stock may not go below what is claimed already (this many).
+    #[error("below claimed ({0})")]
+    BelowClaimed(i64),
 }
 
 impl StoreError {

@@ -42,8 +42,17 @@ pub mod kind {
     pub const TEMPLATE_APPROVED: &str = "template.approved";
     /// The platform rejected a merchant's enrollment, with the `reason` the merchant reads.
     pub const TEMPLATE_REJECTED: &str = "template.rejected";
+    /// A template was paused (`template_id`, `scope`: `template` or `activity`, `reason`,
+    /// `actor`, `at`): its claims wait; coupons held stay usable.
+    pub const TEMPLATE_PAUSED: &str = "template.paused";
+    /// A paused template was resumed (`template_id`, `actor`, `at`).
+    pub const TEMPLATE_RESUMED: &str = "template.resumed";
+    /// An activity was paused, with `template_ids`, the templates its pause paused.
+    pub const ACTIVITY_PAUSED: &str = "activity.paused";
+    /// A paused activity was resumed, with `template_ids`, the templates it resumed.
+    pub const ACTIVITY_RESUMED: &str = "activity.resumed";
     /// Every type, for validating subscriptions.
-    pub const ALL: [&str; 16] = [
+    pub const ALL: [&str; 20] = [
         COUPON_CLAIMED,
         COUPON_ISSUED,
         COUPON_LOCKED,
@@ -60,6 +69,10 @@ pub mod kind {
         TEMPLATE_CHANGED,
         TEMPLATE_APPROVED,
         TEMPLATE_REJECTED,
+        TEMPLATE_PAUSED,
+        TEMPLATE_RESUMED,
+        ACTIVITY_PAUSED,
+        ACTIVITY_RESUMED,
     ];
     /// An order's lock ended without a confirm (cancelled, or past its deadline): the coupon
     /// is unused again, or expired if its validity ended meanwhile (`to`).

@@ -79,8 +79,8 @@ pub use lifecycle::{
 };
 pub use model::{
     ActivityQuery, ApiKey, ClaimOutcome, ClaimRequest, CodeBatch, CodeClaim, CouponQuery,
-    HoldersQuery, IdempotencyKey, ListingQuery, MerchantQuery, NewApiKey, NewTemplate, Page,
-    PoolStats, PromoCode, Role, Schema, TemplateAudit, TemplateQuery, Violation,
+    HoldersQuery, IdempotencyKey, ListingQuery, MerchantQuery, Narrow, NewApiKey, NewTemplate,
+    Page, PoolStats, PromoCode, Role, Schema, TemplateAudit, TemplateQuery, Violation,
 };
 pub use operators::OperatorStore;
 pub use scheduling::{

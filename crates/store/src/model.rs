@@ -97,7 +97,18 @@ pub struct ActivityQuery {
     pub now: Timestamp,
     /// The freeze period statuses are computed with.
     pub freeze: time::Duration,
+    /// Kind, pause and external id.
+    pub narrow: Narrow,
     pub page: Page,
+}
+
+/// What lists of templates and of activities both filter on, besides status and place.
+#[derive(Clone, Debug, Default)]
+pub struct Narrow {
+    /// Only those offering coupons of this kind.
+    pub kind: Option<CouponKind>,
+    /// `Some(true)`: only those paused now; `Some(false)`: only those not paused.
+    pub paused: Option<bool>,
 }
 
 /// Which templates to list.
@@ -107,6 +118,10 @@ pub struct TemplateQuery {
     pub merchant: Option<MerchantId>,
     pub activity: Option<ActivityId>,
     pub status: Option<TemplateStatus>,
+    /// Only templates offered in this city.
+    pub city: Option<CityId>,
+    /// Kind, pause and external id.
+    pub narrow: Narrow,
     pub now: Timestamp,
     pub page: Page,
 }

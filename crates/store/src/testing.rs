@@ -83,6 +83,8 @@ macro_rules! conformance_suite {
             tags_are_shared_explicitly,
             cities_are_named_and_listed,
             webhook_pings_and_deletes,
+            a_pause_holds_claims_until_resumed,
+            a_live_stock_lowers_to_what_is_claimed,
         );
     };
     (@cases $factory:path; $($case:ident),* $(,)?) => {

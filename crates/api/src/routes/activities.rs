@@ -6,10 +6,10 @@ use axum::http::StatusCode;
 use axum::{Extension, Json};
 use coupond_domain::{
     Activity, ActivityDraft, ActivityId, ActivityPatch, ActivitySpec, ActivityStatus, CityId,
-    Timestamp,
+    CouponKind, Timestamp,
 };
 use coupond_engine::campaigns;
-use coupond_store::ActivityQuery;
+use coupond_store::{ActivityQuery, Narrow};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
@@ -30,7 +30,7 @@ fn view(s: &AppState, a: Activity, now: Timestamp) -> ActivityView {
 /// The view of one activity with the actions caller `p` may take on it now: what its rules
 /// allow ([`Activity::actions`]) on the caller's side (the platform edits and aborts, a
 /// merchant enrolls), if its role runs campaigns.
-fn view_one(s: &AppState, p: &Principal, a: Activity, now: Timestamp) -> ActivityView {
+pub(crate) fn view_one(s: &AppState, p: &Principal, a: Activity, now: Timestamp) -> ActivityView {
     let side = match p {
         Principal::Platform => Some(true),
         Principal::Merchant(_) => Some(false),
@@ -97,7 +97,14 @@ pub struct ListQuery {
     pub status: Option<ActivityStatus>,
     /// Only activities covering this city.
     #[param(value_type = Option<i64>)]
+    pub city_id: Option<CityId>,
+    /// The same as `city_id` (its earlier name).
+    #[param(value_type = Option<i64>)]
     pub city: Option<CityId>,
+    /// Only activities whose templates offer this kind.
+    pub kind: Option<CouponKind>,
+    /// `true`: only paused activities; `false`: only those not paused.
+    pub paused: Option<bool>,
     /// `next_cursor` of the previous page.
     pub cursor: Option<String>,
     /// Page size, 1..=200 (default 50).
@@ -128,8 +135,12 @@ pub async fn list(
         None => (q.status, None),
     };
     let query = ActivityQuery {
+        narrow: Narrow {
+            kind: q.kind,
+            paused: q.paused,
+        },
         status,
-        city: q.city,
+        city: q.city_id.or(q.city),
         any_city,
         now,
         freeze: s.settings().freeze,

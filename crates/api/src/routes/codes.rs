@@ -282,7 +282,7 @@ pub async fn download(
 /// Redeem a code.
 ///
 /// Redeem a promotion code: claims a coupon of its template under the same rules as a claim
-/// (`sold_out` and `limit_reached` are 409s). Every code that cannot be redeemed (mistyped,
+/// (`sold_out`, `limit_reached` and `paused` are 409s). Every code that cannot be redeemed (mistyped,
 /// unknown, used by someone else, expired, not offered to this user) gets the same 404
 /// `invalid_code`, so answers never tell which codes exist; attempts count against per-user and
 /// per-IP limits (429 with Retry-After). Redeeming a single-use code you already redeemed returns

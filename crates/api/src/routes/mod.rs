@@ -18,6 +18,7 @@ pub mod operators;
 pub mod refunds;
 pub mod reports;
 pub mod shared_tags;
+pub mod steering;
 pub mod system;
 pub mod tag_uploads;
 pub mod tags;
@@ -198,6 +199,18 @@ fn merchant_and_activity_routes() -> Vec<Route> {
             PLATFORM,
             post(activities::abort),
         ),
+        r(
+            Method::POST,
+            "/v1/activities/{id}/pause",
+            PLATFORM,
+            post(steering::pause_activity),
+        ),
+        r(
+            Method::POST,
+            "/v1/activities/{id}/resume",
+            PLATFORM,
+            post(steering::resume_activity),
+        ),
     ]
 }
 
@@ -257,6 +270,24 @@ fn template_routes() -> Vec<Route> {
             "/v1/templates/{id}/abort",
             PLATFORM_MERCHANT,
             post(templates::abort),
+        ),
+        r(
+            Method::POST,
+            "/v1/templates/{id}/pause",
+            PLATFORM_MERCHANT,
+            post(steering::pause_template),
+        ),
+        r(
+            Method::POST,
+            "/v1/templates/{id}/resume",
+            PLATFORM_MERCHANT,
+            post(steering::resume_template),
+        ),
+        r(
+            Method::POST,
+            "/v1/templates/{id}/stop",
+            PLATFORM_MERCHANT,
+            post(steering::stop_template),
         ),
         r(
             Method::POST,

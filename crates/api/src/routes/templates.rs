@@ -6,11 +6,11 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::{Extension, Json};
 use coupond_domain::{
-    Activity, ActivityId, Area, Decision, Merchant, MerchantId, Note, Template, TemplateContext,
-    TemplateDraft, TemplateId, TemplatePatch, TemplateStatus, Timestamp,
+    Activity, ActivityId, Area, CityId, CouponKind, Decision, Merchant, MerchantId, Note, Template,
+    TemplateContext, TemplateDraft, TemplateId, TemplatePatch, TemplateStatus, Timestamp,
 };
 use coupond_engine::{campaigns, lifecycle};
-use coupond_store::TemplateQuery;
+use coupond_store::{Narrow, TemplateQuery};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -31,7 +31,7 @@ fn view(t: Template, now: Timestamp) -> TemplateView {
 /// The view of one template at `now`, with the actions caller `p` may take on it now: what its
 /// rules allow ([`Template::actions`], with its activity's status) if the caller changes
 /// templates at all (the platform and its merchant, an operator whose role runs campaigns).
-async fn view_one(
+pub(crate) async fn view_one(
     s: &AppState,
     p: &Principal,
     t: Template,
@@ -137,6 +137,13 @@ pub struct ListQuery {
     pub activity_id: Option<ActivityId>,
     /// Only templates in this status now.
     pub status: Option<TemplateStatus>,
+    /// Only templates offered in this city.
+    #[param(value_type = Option<i64>)]
+    pub city_id: Option<CityId>,
+    /// Only templates of this kind (`amount_off`, `percent_off`, ...).
+    pub kind: Option<CouponKind>,
+    /// `true`: only paused templates; `false`: only those not paused.
+    pub paused: Option<bool>,
     /// `next_cursor` of the previous page.
     pub cursor: Option<String>,
     /// Page size, 1..=200 (default 50).
@@ -166,6 +173,11 @@ pub async fn list(
         (own, asked) => own.or(asked),
     };
     let query = TemplateQuery {
+        city: q.city_id,
+        narrow: Narrow {
+            kind: q.kind,
+            paused: q.paused,
+        },
         merchant,
         activity: q.activity_id,
         status: q.status,

@@ -160,6 +160,7 @@ async fn activities_now(s: &AppState, p: &Principal, now: Timestamp) -> ApiResul
     };
     let count = |status| {
         let q = ActivityQuery {
+            narrow: Default::default(),
             status: Some(status),
             city: None,
             any_city: any_city.clone(),

@@ -131,6 +131,10 @@ async fn attempt(app: &TestApp, who: &Who, action: TemplateAction, t: i64, v: &V
             let upload = Some(("text/csv", "u-1\n".to_owned()));
             ask(app, who, Method::POST, &format!("{path}/issuances"), upload).await
         }
+        TemplateAction::Pause | TemplateAction::Resume | TemplateAction::Stop => {
+            let step = format!("{path}/{}", action.as_str());
+            ask(app, who, Method::POST, &step, js(json!({}))).await
+        }
     };
     assert!(
         r.status.is_success() || r.status.is_client_error(),
@@ -334,6 +338,10 @@ async fn attempt_activity(app: &TestApp, who: &Who, action: ActivityAction, a: i
                 js(activity_template(a, 500)),
             )
             .await
+        }
+        ActivityAction::Pause | ActivityAction::Resume => {
+            let step = format!("{path}/{}", action.as_str());
+            ask(app, who, Method::POST, &step, js(json!({}))).await
         }
     };
     assert!(

@@ -14,7 +14,7 @@ use serde_json::json;
 use crate::claims::live;
 use crate::support::*;
 
-fn user_token(app: &TestApp, user: &str) -> String {
+pub(crate) fn user_token(app: &TestApp, user: &str) -> String {
     coupond_api::JwtKeys::new(SECRET)
         .mint(
             &coupond_domain::UserId::parse(user).unwrap(),

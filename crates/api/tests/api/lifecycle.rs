@@ -331,7 +331,7 @@ async fn deletes_and_live_changes(app: TestApp) {
         r.body
     );
     let c = claim(&app, t).await;
-    // Live: stock raised, claim window and fixed validity extended; nothing else.
+    // Live: stock changed, claim window and fixed validity extended; nothing else.
     let live = format!("/v1/templates/{t}");
     let r = app.patch(&live, app.m1(), json!({"title": "new"})).await;
     assert_eq!(
@@ -340,13 +340,7 @@ async fn deletes_and_live_changes(app: TestApp) {
         "{}",
         r.body
     );
-    let r = app.patch(&live, app.m1(), json!({"total_stock": 5})).await;
-    assert_eq!(
-        (r.status, r.body["field"].as_str()),
-        (StatusCode::UNPROCESSABLE_ENTITY, Some("total_stock")),
-        "{}",
-        r.body
-    );
+    // (The stock may also go down, to what is claimed: `steering.rs`.)
     let r = app
         .patch(
             &live,

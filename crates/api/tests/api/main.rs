@@ -35,6 +35,7 @@ mod scheduling;
 mod segments;
 mod shared_tags;
 mod standing;
+mod steering;
 mod support;
 mod validation;
 mod webhook_actions;

@@ -359,6 +359,7 @@ impl TestApp {
         let a = self
             .store
             .list_activities(&coupond_store::ActivityQuery {
+                narrow: Default::default(),
                 status: None,
                 city: None,
                 any_city: None,
@@ -372,6 +373,8 @@ impl TestApp {
         let t = self
             .store
             .list_templates(&coupond_store::TemplateQuery {
+                city: None,
+                narrow: Default::default(),
                 merchant: None,
                 activity: None,
                 status: None,

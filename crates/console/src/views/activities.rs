@@ -247,6 +247,10 @@ struct ActivityPage {
     can_edit: bool,
     can_abort: bool,
     can_enroll: bool,
+    can_pause: bool,
+    can_resume: bool,
+    /// The pause in force, in words.
+    paused: Option<String>,
     a: ActivityRow,
     /// Its description, and who funds its discounts, in words.
     description: String,
@@ -306,6 +310,9 @@ pub async fn page(
         can_edit: offers(&a, ActivityAction::Edit),
         can_abort: offers(&a, ActivityAction::Abort),
         can_enroll: offers(&a, ActivityAction::Enroll),
+        can_pause: offers(&a, ActivityAction::Pause),
+        can_resume: offers(&a, ActivityAction::Resume),
+        paused: a.paused.as_ref().map(super::steering::pause_words),
         description: a.terms.description.clone(),
         funding: funding(a.terms.funded_by),
         a: ActivityRow::of(&a).named(&CityNames::load(&console, &session).await),

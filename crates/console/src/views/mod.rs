@@ -34,6 +34,7 @@ mod names;
 mod paging;
 mod password;
 mod people;
+mod steering;
 mod support;
 mod template_form;
 mod templates;
@@ -99,6 +100,9 @@ pub fn routes(max_upload: usize) -> Router<Console> {
         .route("/console/templates/{id}", get(templates::page))
         .route("/console/templates/{id}/publish", post(templates::publish))
         .route("/console/templates/{id}/abort", post(templates::abort))
+        .route("/console/templates/{id}/pause", post(templates::pause))
+        .route("/console/templates/{id}/resume", post(templates::resume))
+        .route("/console/templates/{id}/stop", post(templates::stop))
         .route("/console/templates/{id}/approve", post(templates::approve))
         .route("/console/templates/{id}/delete", post(templates::delete))
         .route("/console/templates/{id}/reject", post(templates::reject))
@@ -116,6 +120,14 @@ pub fn routes(max_upload: usize) -> Router<Console> {
             get(templates::holders_csv),
         )
         .route("/console/activities/{id}/abort", post(activities::abort))
+        .route(
+            "/console/activities/{id}/pause",
+            post(steering::pause_activity),
+        )
+        .route(
+            "/console/activities/{id}/resume",
+            post(steering::resume_activity),
+        )
         .route(
             "/console/templates/{id}/issuances",
             post(templates::upload).layer(axum::extract::DefaultBodyLimit::max(max_upload)),

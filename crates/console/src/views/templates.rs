@@ -28,7 +28,10 @@ mod chart;
 mod facts;
 mod upload;
 
-pub use changes::{abort, approve, code_batch, codes_csv, delete, extend, publish, reject, top_up};
+pub use changes::{
+    abort, approve, code_batch, codes_csv, delete, extend, pause, publish, reject, resume, stop,
+    top_up,
+};
 pub use upload::{progress, upload};
 
 pub(super) use chart::{Chart, Slot, Unit};
@@ -327,6 +330,11 @@ struct TemplatePage {
     can_reject: bool,
     can_delete: bool,
     can_edit: bool,
+    can_pause: bool,
+    can_resume: bool,
+    can_stop: bool,
+    /// The pause in force, in words (since when, why, whose).
+    paused: Option<String>,
     /// Its terms in words, its activity (id), and its changes, newest first.
     facts: Vec<facts::Fact>,
     /// Its activity: id and title.
@@ -450,6 +458,10 @@ pub(super) async fn render_page(
         can_reject: may(TemplateAction::Reject),
         can_delete: may(TemplateAction::Delete),
         can_edit: may(TemplateAction::Edit),
+        can_pause: may(TemplateAction::Pause),
+        can_resume: may(TemplateAction::Resume),
+        can_stop: may(TemplateAction::Stop),
+        paused: t.paused.as_ref().map(super::steering::pause_words),
         facts: facts::facts(&t, &CityNames::load(console, session).await),
         activity: match t.terms.activity_id {
             Some(a) => Some((a.get(), activity_title(console, session, a.get()).await)),

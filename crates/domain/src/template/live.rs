@@ -1,6 +1,6 @@
 //! Live changes: what may still change once claiming has started. Users hold coupons on the
-//! template's terms, so only what gives them more is allowed: more stock, a later end of
-//! claiming, a later end of a fixed validity.
+//! template's terms, so only what gives them more is allowed (a later end of claiming, a later
+//! end of a fixed validity), and the stock, which may go up, or down to what is claimed.
 
 use crate::coupon::Validity;
 use crate::error::DomainError;
@@ -8,26 +8,16 @@ use crate::template::{TemplateDraft, TemplatePatch, TemplateSpec};
 
 impl TemplatePatch {
     /// The patched draft of a standalone template claimable now (validate it again with
-    /// [`TemplateSpec::validate`]). Allowed: `total_stock` raised, `claim_window` with the
-    /// same start and a later or equal end, a fixed `validity` with the same start and a
-    /// later or equal end. Any other field is refused unless it repeats the current value
-    /// (`fixed_once_claimable`, naming it); lowering the stock or moving an end earlier is
-    /// refused too (`not_raised`, `not_extended`).
+    /// [`TemplateSpec::validate`]). Allowed: `total_stock` (raised, or lowered to what is
+    /// claimed, which the store checks), `claim_window` with the same start and a later or
+    /// equal end, a fixed `validity` with the same start and a later or equal end. Any other
+    /// field is refused unless it repeats the current value (`fixed_once_claimable`, naming
+    /// it); moving an end earlier is refused too (`not_extended`).
     pub fn apply_live(self, base: &TemplateSpec) -> Result<TemplateDraft, DomainError> {
         let b = base.draft();
         self.check_fixed(b)?;
-        if let Some(stock) = self.total_stock {
-            if stock < b.total_stock {
-                return Err(DomainError::invalid(
-                    "total_stock",
-                    "not_raised",
-                    format!(
-                        "once claiming has started the stock can only be raised (now {})",
-                        b.total_stock
-                    ),
-                ));
-            }
-        }
+        // The stock may go down too, to what is claimed and never below: only the store
+        // knows that under the claims' lock (`below_claimed`).
         if let Some(w) = self.claim_window {
             let now = base.claim_window();
             if w.start != now.start {

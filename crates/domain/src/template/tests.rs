@@ -40,6 +40,7 @@ fn activity() -> Activity {
         created_at: t("2026-01-01T00:00:00Z"),
         updated_at: t("2026-01-01T00:00:00Z"),
         aborted_at: None,
+        pause: None,
         version: 1,
         enrollment_seq: 0,
     }
@@ -229,8 +230,20 @@ fn template(d: TemplateDraft, published: bool) -> Template {
         published_at: published.then(|| t("2026-03-05T00:00:00Z")),
         aborted_at: None,
         review: Default::default(),
+        pause: None,
         version: 1,
     }
+}
+
+/// A published standalone template claimable in April 2026, with an instant before, during
+/// and after its claim window.
+pub(crate) fn fixture() -> (Template, Timestamp, Timestamp, Timestamp) {
+    (
+        template(draft(false), true),
+        t("2026-03-20T00:00:00Z"),
+        t("2026-04-05T00:00:00Z"),
+        t("2026-04-20T00:00:00Z"),
+    )
 }
 
 #[test]

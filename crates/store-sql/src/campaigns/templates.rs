@@ -6,7 +6,9 @@ use coupond_domain::{
     ActivityId, Actor, MerchantId, Review, Template, TemplateId, TemplateSpec, Timestamp,
 };
 use coupond_store::events::{self, kind};
-use coupond_store::{codec, NewTemplate, StoreResult, TemplateEdit, TemplateQuery};
+use coupond_store::{
+    codec, Conflict, NewTemplate, StoreError, StoreResult, TemplateEdit, TemplateQuery,
+};
 
 use super::{bump_enrollment, unbind_templates};
 use crate::catalog::{push_template_status, template_row};
@@ -24,18 +26,25 @@ pub async fn insert_template(
     let q = sql(format!(
         "INSERT INTO templates (merchant_id, activity_id, title, kind, total_stock,
              per_user_limit, claim_start, claim_end, expires_at, spec, created_at, updated_at,
-             approval)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $12) RETURNING {}",
+             approval, cities, owner_id)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $12, $13, $14) RETURNING {}",
         db.template_columns()
     ))
     .bind(t.merchant_id.map(MerchantId::get))
     .bind(spec.activity_id.map(ActivityId::get));
-    let q = bind_template(q, spec)?.bind(now).bind(t.review.as_str());
+    let q = bind_template(q, spec)?
+        .bind(now)
+        .bind(t.review.as_str())
+        .bind(codec::cities_to_vec(&spec.cities))
+        .bind(t.merchant_id.map_or(0, MerchantId::get));
     let mut tx = db.begin(Work::Request).await?;
     if let Some(activity) = spec.activity_id {
         bump_enrollment(&mut *tx, activity, t.activity_version).await?;
     }
-    let template = template_row(&tx.fetch_one(q).await?)?;
+    let mut template = template_row(&tx.fetch_one(q).await?)?;
+    if let Some(activity) = spec.activity_id {
+        template = follow_activity_pause(db, &mut *tx, template, activity).await?;
+    }
     coupond_store::audit::created(template.id.get());
     db.template_stock(&mut *tx, template.id.get(), spec.total_stock)
         .await?;
@@ -68,6 +77,12 @@ pub async fn list_templates(db: &dyn Db, q: &TemplateQuery) -> StoreResult<Vec<T
     if let Some(st) = q.status {
         push_template_status(&mut s, st, q.now);
     }
+    if let Some(c) = q.city {
+        let city = s.param(c.get());
+        let has = db.dialect().list_has("templates.cities", &city);
+        s.push(" AND ").push(&has);
+    }
+    super::push_narrow(&mut s, &q.narrow);
     s.push(" ORDER BY id LIMIT ")
         .push_bind(i64::from(q.page.limit));
     db.read_all(s).await?.iter().map(template_row).collect()
@@ -96,18 +111,20 @@ pub async fn update_template(
     let q = sql(format!(
         "UPDATE templates SET title = $1, kind = $2, total_stock = $3, per_user_limit = $4,
             claim_start = $5, claim_end = $6, expires_at = $7, spec = $8, updated_at = $9,
-            version = version + 1
-         WHERE id = $10 AND version = $11 RETURNING {}",
+            version = version + 1, cities = $10
+         WHERE id = $11 AND version = $12 RETURNING {}",
         db.template_columns()
     ));
     let q = bind_template(q, spec)?
         .bind(now)
+        .bind(codec::cities_to_vec(&spec.cities))
         .bind(id.get())
         .bind(version);
     let mut tx = db.begin(Work::Request).await?;
     if let Some(activity) = spec.activity_id {
         bump_enrollment(&mut *tx, activity, activity_version).await?;
     }
+    check_stock_holds_claims(db, &mut *tx, id, spec.total_stock).await?;
     let Some(row) = tx.fetch_optional(q).await? else {
         return Err(missing_or_conflict(&mut *tx, "templates", id.get()).await);
     };
@@ -227,6 +244,62 @@ pub async fn review_template(
     crate::scheduling::announce_template_now(&mut *tx, &template, now).await?;
     tx.commit().await?;
     Ok(template)
+}
+
+/// Refuses a stock below what template `id` has claimed (`Conflict::BelowClaimed`). The
+/// template's row is locked first (SQLite's one writer holds it already), which waits for the
+/// claim batches in flight (each holds it `FOR SHARE`) and keeps new ones out until the
+/// commit; the count is read after, in a statement of its own, so it sees every claim
+/// committed.
+async fn check_stock_holds_claims(
+    db: &dyn Db,
+    tx: &mut dyn crate::Tx,
+    id: TemplateId,
+    stock: i64,
+) -> StoreResult<()> {
+    let lock = db.dialect().lock_rows(true);
+    if !lock.is_empty() {
+        let q = sql(format!(
+            "SELECT 1 AS one FROM templates WHERE id = $1{lock}"
+        ));
+        tx.fetch_optional(q.bind(id.get())).await?;
+    }
+    let q = sql(format!(
+        "SELECT {} AS claimed FROM templates WHERE id = $1",
+        db.claimed_column()
+    ));
+    let Some(row) = tx.fetch_optional(q.bind(id.get())).await? else {
+        return Ok(()); // the update finds it missing
+    };
+    let claimed = row.i64("claimed")?;
+    if stock < claimed {
+        return Err(StoreError::Conflict(Conflict::BelowClaimed(claimed)));
+    }
+    Ok(())
+}
+
+/// A template just created in `activity` while the activity is paused is paused with it.
+async fn follow_activity_pause(
+    db: &dyn Db,
+    tx: &mut dyn crate::Tx,
+    template: Template,
+    activity: ActivityId,
+) -> StoreResult<Template> {
+    let q = sql(format!(
+        "UPDATE templates SET paused_at = (SELECT paused_at FROM activities WHERE id = $1),
+             pause_reason = (SELECT pause_reason FROM activities WHERE id = $1),
+             pause_scope = 'activity'
+         WHERE id = $2 AND EXISTS (SELECT 1 FROM activities WHERE id = $1
+                                   AND paused_at IS NOT NULL)
+         RETURNING {}",
+        db.template_columns()
+    ))
+    .bind(activity.get())
+    .bind(template.id.get());
+    match tx.fetch_optional(q).await? {
+        Some(row) => template_row(&row),
+        None => Ok(template),
+    }
 }
 
 /// Binds the next eight parameters of a template write (title to `spec`), after any the

@@ -20,6 +20,7 @@ mod records;
 mod reports;
 mod scheduling;
 mod sessions;
+mod steering;
 mod stock;
 mod tags;
 mod templates;
@@ -38,6 +39,7 @@ pub use records::*;
 pub use reports::*;
 pub use scheduling::*;
 pub use sessions::*;
+pub use steering::*;
 pub use stock::*;
 pub use tags::*;
 use templates::spec_standalone;
@@ -61,6 +63,7 @@ fn page() -> Page {
 
 fn aq(now: Timestamp) -> ActivityQuery {
     ActivityQuery {
+        narrow: Default::default(),
         status: None,
         city: None,
         any_city: None,
@@ -72,6 +75,8 @@ fn aq(now: Timestamp) -> ActivityQuery {
 
 fn tq(now: Timestamp) -> TemplateQuery {
     TemplateQuery {
+        city: None,
+        narrow: Default::default(),
         merchant: None,
         activity: None,
         status: None,
@@ -337,6 +342,7 @@ pub async fn activity_status_filter_matches_domain(s: Arc<dyn Store>) {
     for now in instants {
         for status in ActivityStatus::ALL {
             let q = ActivityQuery {
+                narrow: Default::default(),
                 status: Some(status),
                 ..aq(now)
             };
@@ -373,16 +379,19 @@ pub async fn activity_city_filters(s: Arc<dyn Store>) {
     let ids = |v: Vec<coupond_domain::Activity>| v.into_iter().map(|a| a.id).collect::<Vec<_>>();
     let city = |c| Some(coupond_domain::CityId::new(c).unwrap());
     let q = ActivityQuery {
+        narrow: Default::default(),
         city: city(3),
         ..aq(t0())
     };
     assert_eq!(ids(s.list_activities(&q).await.unwrap()), vec![only3.id]);
     let q = ActivityQuery {
+        narrow: Default::default(),
         city: city(2),
         ..aq(t0())
     };
     assert_eq!(ids(s.list_activities(&q).await.unwrap()), vec![both.id]);
     let q = ActivityQuery {
+        narrow: Default::default(),
         any_city: Some(cities(&[2, 3])),
         ..aq(t0())
     };
@@ -391,11 +400,13 @@ pub async fn activity_city_filters(s: Arc<dyn Store>) {
         vec![only3.id, both.id]
     );
     let q = ActivityQuery {
+        narrow: Default::default(),
         any_city: Some(cities(&[9])),
         ..aq(t0())
     };
     assert!(s.list_activities(&q).await.unwrap().is_empty());
     let q = ActivityQuery {
+        narrow: Default::default(),
         any_city: Some(cities(&[1, 9])),
         city: city(3),
         ..aq(t0())
@@ -417,6 +428,7 @@ pub async fn activity_pagination(s: Arc<dyn Store>) {
     let mut after = None;
     loop {
         let q = ActivityQuery {
+            narrow: Default::default(),
             page: Page { after, limit: 3 },
             ..aq(t0())
         };

@@ -39,6 +39,7 @@ pub(super) async fn fixtures(app: &TestApp) -> BTreeMap<(Method, String), Fixtur
         .as_i64()
         .unwrap();
     let claimable = live(app, 100, 5, json!({})).await;
+    let pausable = live(app, 100, 5, json!({})).await;
     let coded = live(app, 100, 5, json!({})).await;
     let r = app
         .call(
@@ -280,6 +281,24 @@ pub(super) async fn fixtures(app: &TestApp) -> BTreeMap<(Method, String), Fixtur
             "/v1/orders/paid-1/refund".into(),
             &service,
             json!({"reason": "returned"}),
+        ),
+    );
+    add(
+        Method::POST,
+        "/v1/templates/{id}/pause",
+        f(
+            format!("/v1/templates/{pausable}/pause"),
+            &m1,
+            json!({"reason": "stock recount"}),
+        ),
+    );
+    add(
+        Method::POST,
+        "/v1/activities/{id}/pause",
+        f(
+            format!("/v1/activities/{activity}/pause"),
+            &platform,
+            json!({"reason": "audit"}),
         ),
     );
     add(

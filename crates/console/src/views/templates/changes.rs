@@ -1,5 +1,5 @@
-//! What a person changes on a template's page: publish, abort, approve or reject an
-//! enrollment, raise the stock, extend the claim window or the coupons' validity, and
+//! What a person changes on a template's page: publish, pause, resume, stop, abort, approve
+//! or reject an enrollment, change the stock, extend the claim window or the coupons' validity, and
 //! generate single-use codes (and download them).
 //! Each is one API call; the API's refusal is shown as a page in words.
 
@@ -68,6 +68,48 @@ pub async fn delete(
     }
 }
 
+#[derive(Debug, Default, Deserialize)]
+pub struct PauseForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    reason: String,
+}
+
+/// Pauses claims of the template, with the reason given (none when left empty).
+pub async fn pause(
+    State(console): State<Console>,
+    session: Session,
+    headers: HeaderMap,
+    Path(id): Path<i64>,
+    Form(f): Form<PauseForm>,
+) -> Response {
+    let reason = f.reason.trim();
+    let body = (!reason.is_empty()).then(|| json!({"reason": reason}));
+    act(&console, &session, &headers, id, &f.csrf, "pause", body).await
+}
+
+pub async fn resume(
+    State(console): State<Console>,
+    session: Session,
+    headers: HeaderMap,
+    Path(id): Path<i64>,
+    Form(f): Form<Action>,
+) -> Response {
+    act(&console, &session, &headers, id, &f.csrf, "resume", None).await
+}
+
+/// Stops claiming for good; coupons held stay usable.
+pub async fn stop(
+    State(console): State<Console>,
+    session: Session,
+    headers: HeaderMap,
+    Path(id): Path<i64>,
+    Form(f): Form<Action>,
+) -> Response {
+    act(&console, &session, &headers, id, &f.csrf, "stop", None).await
+}
+
 /// Approves an enrollment waiting for approval (the platform).
 pub async fn approve(
     State(console): State<Console>,
@@ -126,6 +168,9 @@ async fn act(
         "publish" => "published",
         "approve" => "approved",
         "reject" => "rejected",
+        "pause" => "paused",
+        "resume" => "resumed",
+        "stop" => "stopped",
         _ => "aborted",
     };
     Redirect::to(&format!("/console/templates/{id}?notice={done}")).into_response()
@@ -164,8 +209,8 @@ pub struct TopUp {
     total_stock: String,
 }
 
-/// Raises the stock of a live template (`PATCH` with `total_stock`); the API refuses a lower
-/// one (`not_raised`), shown on the template's page.
+/// Changes the stock of a template (`PATCH` with `total_stock`); once claiming has started
+/// the API refuses one below what is claimed (`below_claimed`), shown as a page in words.
 pub async fn top_up(
     State(console): State<Console>,
     session: Session,
@@ -191,7 +236,7 @@ pub async fn top_up(
     if !reply.ok() {
         return problem_page(&session, &reply.problem());
     }
-    Redirect::to(&format!("/console/templates/{id}?notice=topped+up")).into_response()
+    Redirect::to(&format!("/console/templates/{id}?notice=stock+changed")).into_response()
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -522,10 +522,10 @@ async fn merchant_enrolls_and_issues(c: &Client, base: &str, key: &str) -> i64 {
     let csv = csv.as_str().unwrap_or_default();
     assert!(csv.lines().count() > 40 && csv.contains("u-39"), "{csv}");
 
-    // A live template's stock is raised; a lower one is refused by the API's rule.
+    // A live template's stock is changed (raised here; lowered only down to what is claimed).
     fill(c, "total_stock", "120").await;
     click(c, Locator::Id("top-up")).await;
-    until(c, "#notice", |t| t.contains("topped up")).await;
+    until(c, "#notice", |t| t.contains("stock changed")).await;
     until(c, "main", |t| t.contains("40 / 120")).await;
 
     // Support: a user's coupon of this template, revoked (the form asks first: accepted).

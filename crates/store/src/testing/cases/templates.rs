@@ -82,6 +82,8 @@ pub async fn templates_round_trip(s: Arc<dyn Store>) {
     ));
 
     let q = TemplateQuery {
+        city: None,
+        narrow: Default::default(),
         merchant: Some(m.id),
         ..tq(t0())
     };
@@ -193,6 +195,8 @@ pub async fn template_status_filter_matches_domain(s: Arc<dyn Store>) {
     for now in instants {
         for status in TemplateStatus::ALL {
             let q = TemplateQuery {
+                city: None,
+                narrow: Default::default(),
                 status: Some(status),
                 ..tq(now)
             };
@@ -212,6 +216,8 @@ pub async fn template_status_filter_matches_domain(s: Arc<dyn Store>) {
         }
     }
     let q = TemplateQuery {
+        city: None,
+        narrow: Default::default(),
         activity: Some(a.id),
         ..tq(t0())
     };
@@ -404,6 +410,8 @@ pub async fn activity_edit_moves_following_templates(s: Arc<dyn Store>) {
     assert_eq!(s.template(own.id).await.unwrap(), own);
     // Listing by status sees the moved window too.
     let q = TemplateQuery {
+        city: None,
+        narrow: Default::default(),
         status: Some(TemplateStatus::Active),
         ..tq(at(100))
     };
