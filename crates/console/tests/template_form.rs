@@ -170,6 +170,8 @@ async fn a_template_page_shows_its_terms_and_changes() {
     let mut body = template_body("Spring", 10, "2026-12-31T00:00:00Z");
     body["description"] = json!("For the spring move");
     body["audience"] = json!({"type": "users", "ids": ["u-1", "u-2"]});
+    body["reminder_days_before"] = json!(2);
+    body["reference"] = json!({"source": "crm", "type": "spring", "external_id": "CRM-7"});
     let (status, t) = v1(&app, &mkey, Method::POST, "/v1/templates", body).await;
     assert_eq!(status, StatusCode::CREATED, "{t}");
     let id = t["id"].as_i64().unwrap();
@@ -196,6 +198,8 @@ async fn a_template_page_shows_its_terms_and_changes() {
     assert_eq!(fact("fact-audience"), "only 2 users: u-1, u-2");
     assert_eq!(fact("fact-refund"), "the coupon goes back to its holder");
     assert_eq!(fact("fact-description"), "For the spring move");
+    assert_eq!(fact("fact-reminder"), "2 days before a coupon expires");
+    assert_eq!(fact("fact-reference"), "CRM-7 (spring, from crm)");
     let changes = element(&page, "changes", "table");
     assert!(changes.contains("<b>total_stock</b>: 10 → 25"), "{changes}");
     assert!(

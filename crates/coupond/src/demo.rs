@@ -196,6 +196,7 @@ fn demo_activity(now: Timestamp) -> anyhow::Result<ActivitySpec> {
         run: window(Duration::days(7), Duration::days(37))?,
         funded_by: FundedBy::Platform,
         approval: Default::default(),
+        reference: Default::default(),
     })
     .map_err(|e| anyhow::anyhow!("demo activity: {e}"))
 }

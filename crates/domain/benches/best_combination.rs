@@ -145,6 +145,8 @@ fn templates() -> Vec<Template> {
                 budget: (i % 7 == 0).then(|| m(1_000_000)),
                 metadata: Default::default(),
                 refund_policy: Default::default(),
+                reminder_days_before: None,
+                reference: Default::default(),
             };
             Template {
                 id: TemplateId::new(i + 1).unwrap(),

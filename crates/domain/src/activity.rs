@@ -9,6 +9,7 @@ use utoipa::ToSchema;
 use crate::coupon::CouponKind;
 use crate::error::DomainError;
 use crate::ids::{ActivityId, CitySet};
+use crate::reference::Reference;
 use crate::text::check_text;
 use crate::time::{Timestamp, Window};
 
@@ -78,6 +79,9 @@ pub struct ActivityDraft {
     /// `required`: merchants' templates wait for the platform's approval (default `none`).
     #[serde(default)]
     pub approval: Approval,
+    /// How the platform's other systems know it (its `external_id` unique among activities).
+    #[serde(default, skip_serializing_if = "Reference::is_empty")]
+    pub reference: Reference,
 }
 
 /// An [`ActivityDraft`] that passed every rule. Built only through `TryFrom`.
@@ -97,6 +101,7 @@ impl TryFrom<ActivityDraft> for ActivitySpec {
     fn try_from(d: ActivityDraft) -> Result<Self, DomainError> {
         check_text("title", &d.title, 1, 200)?;
         check_text("description", &d.description, 0, 4000)?;
+        d.reference.validate()?;
         if d.value_min < 0 {
             return Err(DomainError::invalid(
                 "value_min",
@@ -155,6 +160,8 @@ pub struct ActivityPatch {
     pub run: Option<Window>,
     pub funded_by: Option<FundedBy>,
     pub approval: Option<Approval>,
+    /// Replaces the whole reference (`{}` clears it).
+    pub reference: Option<Reference>,
 }
 
 impl ActivityPatch {
@@ -172,6 +179,7 @@ impl ActivityPatch {
             run: self.run.unwrap_or(b.run),
             funded_by: self.funded_by.unwrap_or(b.funded_by),
             approval: self.approval.unwrap_or(b.approval),
+            reference: self.reference.unwrap_or(b.reference),
         })
     }
 }
@@ -303,6 +311,7 @@ mod tests {
             run: Window::new(t("2026-03-15T00:00:00Z"), t("2026-03-31T00:00:00Z")).unwrap(),
             funded_by: FundedBy::Merchant,
             approval: Approval::None,
+            reference: Default::default(),
         }
     }
 

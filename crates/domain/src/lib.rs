@@ -29,6 +29,8 @@
 //! - [`operator`]: operator accounts (people of the platform and of merchants who sign in):
 //!   [`Email`], [`OperatorRole`], [`OperatorDraft`], [`Operator`], and the rules of a
 //!   password ([`check_password`]).
+//! - [`reference`]: [`Reference`], how the platform's other systems know a template or an
+//!   activity (source, type, external id).
 //! - [`note`]: [`Note`], a reason a person gave (a revoke's, a refund's).
 //! - [`tags`]: [`Tag`] (user tags coupond holds) and [`Segment`] (users holding any of some
 //!   tags), for tag audiences and segment issuance.
@@ -56,6 +58,7 @@ pub mod money;
 pub mod note;
 pub mod operator;
 pub mod queue;
+pub mod reference;
 pub mod schedule;
 pub mod steering;
 mod stored;
@@ -92,6 +95,7 @@ pub use note::Note;
 pub use operator::{
     check_operator_name, check_password, Area, Email, Operator, OperatorDraft, OperatorRole,
 };
+pub use reference::Reference;
 pub use schedule::Transition;
 pub use steering::{Pause, PauseScope};
 pub use tags::{Segment, Tag};

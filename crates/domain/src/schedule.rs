@@ -231,6 +231,8 @@ mod tests {
             budget: None,
             metadata: Default::default(),
             refund_policy: Default::default(),
+            reminder_days_before: None,
+            reference: Default::default(),
         };
         Template {
             id: TemplateId::new(1).unwrap(),
@@ -312,6 +314,7 @@ mod tests {
                 run: Window::new(t(12), t(30)).unwrap(),
                 funded_by: FundedBy::Platform,
                 approval: crate::activity::Approval::None,
+                reference: Default::default(),
             })
             .unwrap(),
             created_at: t(0),

@@ -13,6 +13,7 @@ use crate::error::{DomainError, Findings};
 use crate::ids::{ActivityId, CitySet, MerchantId, TemplateId};
 use crate::merchant::Merchant;
 use crate::money::Money;
+use crate::reference::Reference;
 use crate::steering::Pause;
 use crate::text::check_text;
 use crate::time::{Timestamp, Window};
@@ -23,6 +24,8 @@ pub const MAX_STOCK: i64 = 1_000_000_000;
 pub const MAX_PER_USER: u32 = 1000;
 /// Largest serialized `metadata` object, in bytes.
 pub const MAX_METADATA_BYTES: usize = 4096;
+/// The longest reminder lead a template may ask for, in days.
+pub const MAX_REMINDER_DAYS: u32 = 365;
 /// A template is low on stock when less than 1/`LOW_STOCK_DIVISOR` of it (5 %) is left: the
 /// console's attention list and the store's counts use the same rule.
 pub const LOW_STOCK_DIVISOR: i64 = 20;
@@ -78,6 +81,13 @@ pub struct TemplateDraft {
     /// What a refund of an order does to the coupons it used (default `return`).
     #[serde(default)]
     pub refund_policy: RefundPolicy,
+    /// How many days before a coupon expires its holder is reminded, 1..=365; absent: the
+    /// service's `reminder_days_before`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reminder_days_before: Option<u32>,
+    /// How the platform's other systems know it (its `external_id` unique per owner).
+    #[serde(default, skip_serializing_if = "Reference::is_empty")]
+    pub reference: Reference,
 }
 
 /// What a refund of a confirmed order does to the coupons of this template it used.
@@ -191,6 +201,10 @@ impl TemplateSpec {
             )));
         }
         found.check(check_metadata(&draft.metadata));
+        if let Some(days) = draft.reminder_days_before {
+            found.check(in_range("reminder_days_before", days, MAX_REMINDER_DAYS));
+        }
+        found.check(draft.reference.validate());
         found.check(draft.scope.validate(ctx.owner.is_some()));
         if let Some(audience) = found.check(std::mem::take(&mut draft.audience).validate()) {
             draft.audience = audience;
@@ -403,6 +417,12 @@ pub struct TemplatePatch {
     #[schema(value_type = Option<Object>)]
     pub metadata: Option<serde_json::Map<String, serde_json::Value>>,
     pub refund_policy: Option<RefundPolicy>,
+    /// `null` goes back to the service's default; it may change while claiming is open.
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<u32>)]
+    pub reminder_days_before: Option<Option<u32>>,
+    /// Replaces the whole reference (`{}` clears it); it may change while claiming is open.
+    pub reference: Option<Reference>,
 }
 
 impl TemplatePatch {
@@ -427,6 +447,8 @@ impl TemplatePatch {
             budget: self.budget.unwrap_or(b.budget),
             metadata: self.metadata.unwrap_or(b.metadata),
             refund_policy: self.refund_policy.unwrap_or(b.refund_policy),
+            reminder_days_before: self.reminder_days_before.unwrap_or(b.reminder_days_before),
+            reference: self.reference.unwrap_or(b.reference),
         }
     }
 }

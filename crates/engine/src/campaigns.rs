@@ -62,7 +62,9 @@ pub async fn create_activity(
     now: Timestamp,
 ) -> Result<Activity, CampaignError> {
     let change = Change::new("activity.create", "activity", now).after(spec);
-    Ok(audit::change(change, store.insert_activity(spec, now)).await?)
+    audit::change(change, store.insert_activity(spec, now))
+        .await
+        .map_err(reference_taken)
 }
 
 /// Edits an activity while it is scheduled or enrolling. Its live templates must still fit
@@ -89,7 +91,7 @@ pub async fn edit_activity(
         .after(&spec)
         .only_differences();
     let write = store.update_activity(id, a.version, a.enrollment_seq, &spec, &following, now);
-    Ok(audit::change(change, write).await?)
+    audit::change(change, write).await.map_err(reference_taken)
 }
 
 /// Aborts an activity and every template in it, until it ends. Final.
@@ -150,8 +152,20 @@ pub async fn create_template(
                     activity = Some(store.activity(a.id).await?);
                 }
             }
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(reference_taken(e)),
         }
+    }
+}
+
+/// A template or an activity write that takes a unique key already taken can only have met
+/// its reference's `external_id`, which is unique per owner (`external_id_taken`).
+fn reference_taken(e: StoreError) -> CampaignError {
+    match e {
+        StoreError::Conflict(Conflict::Unique) => CampaignError::Rule(DomainError::state(
+            "external_id_taken",
+            "reference.external_id is already the reference of another of the owner's",
+        )),
+        e => e.into(),
     }
 }
 
@@ -210,7 +224,7 @@ pub async fn edit_template(
         .after(&spec.draft())
         .only_differences();
     let write = store.update_template(t.id, t.version, activity_version, &spec, Some(edit), now);
-    Ok(audit::change(change, write).await?)
+    audit::change(change, write).await.map_err(reference_taken)
 }
 
 /// `{"field": {"from": .., "to": ..}}` for each term that differs between `old` and `new`.

@@ -255,8 +255,8 @@ fn day_of(t: Timestamp) -> i64 {
     t.unix_micros().div_euclid(DAY_US)
 }
 
-/// Plans a reminder `days_before` a claimed or issued coupon expires (one per user, template
-/// and expiry day), and cancels it when the coupon is used or expires first (unless the user
+/// Plans a reminder a claimed or issued coupon's template's lead (`reminder_days_before`, or
+/// the service's) before it expires (one per user, template and expiry day), and cancels it when the coupon is used or expires first (unless the user
 /// holds another coupon of the template expiring that day).
 #[derive(Debug)]
 pub struct ReminderPlanner {
@@ -265,11 +265,35 @@ pub struct ReminderPlanner {
 }
 
 impl ReminderPlanner {
+    /// `days_before`: the lead of templates that set none of their own.
     pub fn new(store: Arc<dyn Store>, days_before: u32) -> Self {
         ReminderPlanner {
             store,
             before: time::Duration::days(i64::from(days_before)),
         }
+    }
+
+    /// How long before expiry template `t`'s holders are reminded: its own
+    /// `reminder_days_before`, or the service's. Read once per template and batch (`known`).
+    async fn lead(
+        &self,
+        t: TemplateId,
+        known: &mut HashMap<TemplateId, time::Duration>,
+    ) -> StoreResult<time::Duration> {
+        if let Some(d) = known.get(&t) {
+            return Ok(*d);
+        }
+        let lead = match self.store.template(t).await {
+            Ok(found) => found
+                .spec
+                .reminder_days_before
+                .map_or(self.before, |d| time::Duration::days(i64::from(d))),
+            // Deleted since (a draft never claimed cannot be): the service's lead.
+            Err(coupond_store::StoreError::NotFound) => self.before,
+            Err(e) => return Err(e),
+        };
+        known.insert(t, lead);
+        Ok(lead)
     }
 }
 
@@ -281,11 +305,14 @@ impl Observer for ReminderPlanner {
 
     async fn handle(&self, events: &[Event]) -> StoreResult<()> {
         let mut plan = Vec::new();
+        let mut leads = HashMap::new();
         for e in events {
             let Some(f) = coupon_facts(e) else { continue };
             match e.kind.as_str() {
                 kind::COUPON_CLAIMED | kind::COUPON_ISSUED => {
-                    let due_at = f.valid_until.minus(self.before);
+                    let due_at = f
+                        .valid_until
+                        .minus(self.lead(f.template, &mut leads).await?);
                     // A coupon valid for less than the notice period gets no reminder.
                     if due_at > e.at {
                         plan.push(Reminder {

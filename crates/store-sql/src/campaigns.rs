@@ -33,10 +33,12 @@ pub async fn insert_activity(
 ) -> StoreResult<Activity> {
     let q = sql(format!(
         "INSERT INTO activities (title, kind, cities, enroll_start, enroll_end, run_start,
-                                 run_end, spec, created_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9) RETURNING {ACTIVITY_COLS}"
+                                 run_end, spec, created_at, updated_at, external_id)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10) RETURNING {ACTIVITY_COLS}"
     ));
-    let q = bind_activity(q, spec)?.bind(now);
+    let q = bind_activity(q, spec)?
+        .bind(now)
+        .bind(spec.reference.external_id.as_deref());
     let row = db.write_one(q).await?;
     activity_row(&row)
 }
@@ -86,7 +88,7 @@ fn push_activity_filter(s: &mut Query, d: Dialect, q: &ActivityQuery) {
 }
 
 /// Appends ` AND` the [`Narrow`] filters, over the columns templates and activities share
-/// (`kind`, `paused_at`).
+/// (`kind`, `paused_at`, `external_id`).
 fn push_narrow(s: &mut Query, n: &Narrow) {
     if let Some(k) = n.kind {
         s.push(" AND kind = ").push_bind(k.as_str());
@@ -96,6 +98,9 @@ fn push_narrow(s: &mut Query, n: &Narrow) {
         Some(false) => s.push(" AND paused_at IS NULL"),
         None => s,
     };
+    if let Some(e) = &n.external_id {
+        s.push(" AND external_id = ").push_bind(e.as_str());
+    }
 }
 
 /// Replaces the activity's terms (checking `version` and `enrollment_seq`) and moves the
@@ -112,12 +117,13 @@ pub async fn update_activity(
     let q = sql(format!(
         "UPDATE activities SET title = $1, kind = $2, cities = $3, enroll_start = $4,
             enroll_end = $5, run_start = $6, run_end = $7, spec = $8, updated_at = $9,
-            version = version + 1
-         WHERE id = $10 AND version = $11 AND enrollment_seq = $12 AND aborted_at IS NULL
+            version = version + 1, external_id = $10
+         WHERE id = $11 AND version = $12 AND enrollment_seq = $13 AND aborted_at IS NULL
          RETURNING {ACTIVITY_COLS}"
     ));
     let q = bind_activity(q, spec)?
         .bind(now)
+        .bind(spec.reference.external_id.as_deref())
         .bind(id.get())
         .bind(version)
         .bind(enrollment_seq);

@@ -109,6 +109,8 @@ pub struct Narrow {
     pub kind: Option<CouponKind>,
     /// `Some(true)`: only those paused now; `Some(false)`: only those not paused.
     pub paused: Option<bool>,
+    /// Only the one with this `external_id` (its reference).
+    pub external_id: Option<String>,
 }
 
 /// Which templates to list.

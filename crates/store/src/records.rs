@@ -13,8 +13,9 @@
 
 use coupond_domain::{
     ActivityDraft, ActivityId, ActivitySpec, Approval, Audience, BasisPoints, CategoryId, CitySet,
-    CouponKind, CouponValue, DeductionMode, FundedBy, Gift, ListingId, Money, RefundPolicy, Scope,
-    Stacking, Tag, TemplateDraft, TemplateSpec, Timestamp, UserId, Validity, Window,
+    CouponKind, CouponValue, DeductionMode, FundedBy, Gift, ListingId, Money, Reference,
+    RefundPolicy, Scope, Stacking, Tag, TemplateDraft, TemplateSpec, Timestamp, UserId, Validity,
+    Window,
 };
 use serde::{Deserialize, Serialize};
 
@@ -70,6 +71,10 @@ pub struct TemplateRecord {
     /// Absent in rows written before refunds existed: `return`.
     #[serde(default, skip_serializing_if = "RefundPolicyRecord::is_return")]
     refund_policy: RefundPolicyRecord,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    reminder_days_before: Option<u32>,
+    #[serde(default, skip_serializing_if = "Reference::is_empty")]
+    reference: Reference,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -122,6 +127,8 @@ pub struct ActivityRecord {
     funded_by: FundedBy,
     #[serde(default, skip_serializing_if = "is_no_approval")]
     approval: Approval,
+    #[serde(default, skip_serializing_if = "Reference::is_empty")]
+    reference: Reference,
 }
 
 fn is_no_approval(a: &Approval) -> bool {
@@ -243,6 +250,8 @@ impl TemplateRecord {
             budget: d.budget,
             metadata: d.metadata.clone(),
             refund_policy: d.refund_policy.into(),
+            reminder_days_before: d.reminder_days_before,
+            reference: d.reference.clone(),
         }
     }
 
@@ -267,6 +276,8 @@ impl TemplateRecord {
             budget: self.budget,
             metadata: self.metadata,
             refund_policy: self.refund_policy.into(),
+            reminder_days_before: self.reminder_days_before,
+            reference: self.reference,
         };
         draft
             .check_stored()
@@ -290,6 +301,7 @@ impl ActivityRecord {
             run: d.run.into(),
             funded_by: d.funded_by,
             approval: d.approval,
+            reference: d.reference.clone(),
         }
     }
 
@@ -306,6 +318,7 @@ impl ActivityRecord {
             run: window(self.run)?,
             funded_by: self.funded_by,
             approval: self.approval,
+            reference: self.reference,
         };
         draft
             .check_stored()

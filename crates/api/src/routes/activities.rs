@@ -105,6 +105,8 @@ pub struct ListQuery {
     pub kind: Option<CouponKind>,
     /// `true`: only paused activities; `false`: only those not paused.
     pub paused: Option<bool>,
+    /// Only the activity with this `reference.external_id`.
+    pub external_id: Option<String>,
     /// `next_cursor` of the previous page.
     pub cursor: Option<String>,
     /// Page size, 1..=200 (default 50).
@@ -138,6 +140,7 @@ pub async fn list(
         narrow: Narrow {
             kind: q.kind,
             paused: q.paused,
+            external_id: q.external_id,
         },
         status,
         city: q.city_id.or(q.city),

@@ -144,6 +144,8 @@ pub struct ListQuery {
     pub kind: Option<CouponKind>,
     /// `true`: only paused templates; `false`: only those not paused.
     pub paused: Option<bool>,
+    /// Only the template with this `reference.external_id` (one per owner).
+    pub external_id: Option<String>,
     /// `next_cursor` of the previous page.
     pub cursor: Option<String>,
     /// Page size, 1..=200 (default 50).
@@ -177,6 +179,7 @@ pub async fn list(
         narrow: Narrow {
             kind: q.kind,
             paused: q.paused,
+            external_id: q.external_id,
         },
         merchant,
         activity: q.activity_id,

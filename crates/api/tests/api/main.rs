@@ -29,6 +29,7 @@ mod openapi;
 mod operator_roles;
 mod operators;
 mod queues;
+mod references;
 mod reports;
 mod roles;
 mod scheduling;

@@ -458,3 +458,44 @@ async fn template_changes_evict_the_cache() {
         "evicted through the outbox and read again"
     );
 }
+
+/// A template's own `reminder_days_before` wins over the service's (3 days here).
+async fn a_template_sets_its_own_reminder_lead(app: TestApp) {
+    let (s, d, mut handed) = (scheduler(&app), dispatcher(&app), 0);
+    let mut body = standalone_template(10, 20);
+    body["validity"] = json!({"type": "relative", "days": 7});
+    body["reminder_days_before"] = json!(1);
+    let r = app.post("/v1/templates", app.m1(), body).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    assert_eq!(r.body["reminder_days_before"], 1);
+    let t = r.body["id"].as_i64().unwrap();
+    let bad = json!({"reminder_days_before": 0});
+    let r = app
+        .patch(&format!("/v1/templates/{t}"), app.m1(), bad)
+        .await;
+    assert_eq!(
+        (r.status, r.body["field"].as_str()),
+        (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Some("reminder_days_before")
+        ),
+        "{}",
+        r.body
+    );
+    app.post(&format!("/v1/templates/{t}/publish"), app.m1(), json!({}))
+        .await;
+    set(&app, 11);
+    let path = format!("/v1/templates/{t}/claims");
+    let r = app.call(Method::POST, &path, Some(&app.user), None).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    settle(&app, &d, &mut handed).await;
+    // Claimed at hour 11, valid 7 days: due a day before, at hour 155 (not at 107).
+    set(&app, 108);
+    assert_eq!(s.run_once().await.unwrap().due.reminders, 0);
+    set(&app, 154);
+    assert_eq!(s.run_once().await.unwrap().due.reminders, 0);
+    set(&app, 156);
+    assert_eq!(s.run_once().await.unwrap().due.reminders, 1);
+}
+
+crate::on_every_backend!(a_template_sets_its_own_reminder_lead);

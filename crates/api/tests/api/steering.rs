@@ -33,12 +33,21 @@ fn actions(body: &Value) -> Vec<&str> {
         .unwrap_or_default()
 }
 
-async fn events_of(app: &TestApp, kind: &str) -> Vec<Value> {
-    let r = app
-        .get(&format!("/v1/events?type={kind}"), &app.platform)
-        .await;
-    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-    r.body["items"].as_array().cloned().unwrap_or_default()
+/// The events of `kind` once at least `n` are readable: on PostgreSQL an event is readable
+/// once every older transaction in the cluster has ended (other tests run beside this one).
+async fn events_of(app: &TestApp, kind: &str, n: usize) -> Vec<Value> {
+    for _ in 0..500 {
+        let r = app
+            .get(&format!("/v1/events?type={kind}"), &app.platform)
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+        let items = r.body["items"].as_array().cloned().unwrap_or_default();
+        if items.len() >= n {
+            return items;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("fewer than {n} {kind} events became readable");
 }
 
 async fn pauses_and_resumes_a_template(app: TestApp) {
@@ -135,10 +144,10 @@ async fn pauses_and_resumes_a_template(app: TestApp) {
         (Some("done"), Some(2))
     );
 
-    let paused = events_of(&app, "template.paused").await;
+    let paused = events_of(&app, "template.paused", 1).await;
     assert_eq!(paused.len(), 1, "{paused:?}");
     assert_eq!(paused[0]["data"]["reason"], "stock recount");
-    assert_eq!(events_of(&app, "template.resumed").await.len(), 1);
+    assert_eq!(events_of(&app, "template.resumed", 1).await.len(), 1);
 }
 
 async fn an_activity_pauses_its_templates(app: TestApp) {
@@ -194,7 +203,7 @@ async fn an_activity_pauses_its_templates(app: TestApp) {
         let r = claim_reply(&app, t).await;
         assert_eq!(r.status, StatusCode::CREATED, "template {t}: {}", r.body);
     }
-    let resumed = events_of(&app, "activity.resumed").await;
+    let resumed = events_of(&app, "activity.resumed", 1).await;
     assert_eq!(
         resumed[0]["data"]["template_ids"],
         json!([t1, t2]),

@@ -54,6 +54,8 @@ pub(super) fn draft(
         budget: None,
         metadata: Default::default(),
         refund_policy: Default::default(),
+        reminder_days_before: None,
+        reference: Default::default(),
     })
 }
 

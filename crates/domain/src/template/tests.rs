@@ -35,6 +35,7 @@ fn activity() -> Activity {
             run: Window::new(t("2026-03-15T00:00:00Z"), t("2026-03-31T00:00:00Z")).unwrap(),
             funded_by: FundedBy::Merchant,
             approval: Default::default(),
+            reference: Default::default(),
         })
         .unwrap(),
         created_at: t("2026-01-01T00:00:00Z"),
@@ -67,6 +68,8 @@ fn draft(activity: bool) -> TemplateDraft {
         budget: None,
         metadata: Default::default(),
         refund_policy: Default::default(),
+        reminder_days_before: None,
+        reference: Default::default(),
     }
 }
 const FREEZE: Duration = Duration::minutes(5);

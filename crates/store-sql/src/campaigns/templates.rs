@@ -26,8 +26,9 @@ pub async fn insert_template(
     let q = sql(format!(
         "INSERT INTO templates (merchant_id, activity_id, title, kind, total_stock,
              per_user_limit, claim_start, claim_end, expires_at, spec, created_at, updated_at,
-             approval, cities, owner_id)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $12, $13, $14) RETURNING {}",
+             approval, cities, owner_id, external_id)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $12, $13, $14, $15)
+         RETURNING {}",
         db.template_columns()
     ))
     .bind(t.merchant_id.map(MerchantId::get))
@@ -36,7 +37,8 @@ pub async fn insert_template(
         .bind(now)
         .bind(t.review.as_str())
         .bind(codec::cities_to_vec(&spec.cities))
-        .bind(t.merchant_id.map_or(0, MerchantId::get));
+        .bind(t.merchant_id.map_or(0, MerchantId::get))
+        .bind(spec.reference.external_id.as_deref());
     let mut tx = db.begin(Work::Request).await?;
     if let Some(activity) = spec.activity_id {
         bump_enrollment(&mut *tx, activity, t.activity_version).await?;
@@ -111,13 +113,14 @@ pub async fn update_template(
     let q = sql(format!(
         "UPDATE templates SET title = $1, kind = $2, total_stock = $3, per_user_limit = $4,
             claim_start = $5, claim_end = $6, expires_at = $7, spec = $8, updated_at = $9,
-            version = version + 1, cities = $10
-         WHERE id = $11 AND version = $12 RETURNING {}",
+            version = version + 1, cities = $10, external_id = $11
+         WHERE id = $12 AND version = $13 RETURNING {}",
         db.template_columns()
     ));
     let q = bind_template(q, spec)?
         .bind(now)
         .bind(codec::cities_to_vec(&spec.cities))
+        .bind(spec.reference.external_id.as_deref())
         .bind(id.get())
         .bind(version);
     let mut tx = db.begin(Work::Request).await?;

@@ -51,6 +51,7 @@ pub fn activity(enroll_from: i64, enroll_to: i64, run_from: i64, run_to: i64) ->
         run: window(run_from, run_to),
         funded_by: FundedBy::Platform,
         approval: Default::default(),
+        reference: Default::default(),
     })
     .expect("fixture activity is valid")
 }
@@ -82,6 +83,8 @@ pub fn standalone_template(claim_from: i64, claim_to: i64) -> TemplateDraft {
             .cloned()
             .unwrap_or_default(),
         refund_policy: Default::default(),
+        reminder_days_before: None,
+        reference: Default::default(),
     }
 }
 

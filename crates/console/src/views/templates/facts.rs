@@ -62,6 +62,13 @@ pub fn facts(t: &TemplateView, cities: &CityNames) -> Vec<Fact> {
             },
         ),
     ];
+    if let Some(days) = d.reminder_days_before {
+        let text = format!("{days} day{} before a coupon expires", plural(days));
+        out.push(fact("fact-reminder", "Reminder", text));
+    }
+    if !d.reference.is_empty() {
+        out.push(fact("fact-reference", "Reference", reference(&d.reference)));
+    }
     if !d.description.is_empty() {
         out.insert(
             0,
@@ -69,6 +76,22 @@ pub fn facts(t: &TemplateView, cities: &CityNames) -> Vec<Fact> {
         );
     }
     out
+}
+
+/// "CRM-2026-0042 (spring-campaign, from crm)".
+fn reference(r: &coupond_domain::Reference) -> String {
+    let about: Vec<String> = [
+        r.label.clone(),
+        r.source.as_ref().map(|s| format!("from {s}")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let id = r.external_id.clone().unwrap_or_else(|| "no id".into());
+    match about.is_empty() {
+        true => id,
+        false => format!("{id} ({})", about.join(", ")),
+    }
 }
 
 fn plural(n: u32) -> &'static str {

@@ -101,6 +101,8 @@ pub(super) fn template(
         budget: None,
         metadata: Default::default(),
         refund_policy: Default::default(),
+        reminder_days_before: None,
+        reference: Default::default(),
     };
     edit(&mut draft);
     let claim = Window::new(t("2026-04-01T00:00:00Z"), t("2026-05-01T00:00:00Z")).unwrap();
