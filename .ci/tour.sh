@@ -38,6 +38,8 @@ round() {
     || { cat "$work/tour$1.out"; echo "tour (round $1): unexpected status codes" >&2; exit 1; }
   grep -q '"code":"limit_reached"' "$work/tour$1.out" \
     || { cat "$work/tour$1.out"; echo "tour (round $1): the second claim was not refused" >&2; exit 1; }
+  grep -q '"held":1,"per_user_limit":1,"can_claim":false' "$work/tour$1.out" \
+    || { cat "$work/tour$1.out"; echo "tour (round $1): the coupon centre does not show the claim" >&2; exit 1; }
   grep -q '"code":"order_ended"' "$work/tour$1.out" \
     || { cat "$work/tour$1.out"; echo "tour (round $1): the confirm after a cancel was not refused" >&2; exit 1; }
   grep -q '"code":"invalid_code"' "$work/tour$1.out" \

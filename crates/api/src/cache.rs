@@ -1,5 +1,5 @@
 //! A small time-bounded cache for the hot request path (API keys, templates being claimed or
-//! quoted).
+//! quoted, the coupon centre's shelf of open templates).
 //!
 //! Entries live `ttl` and are never trusted for anything the database decides: a cached
 //! template only short-cuts the status and audience checks (the claim's transaction checks

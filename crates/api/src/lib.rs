@@ -5,13 +5,15 @@
 //! - [`routes`]: one module per resource, handlers named by action; `system` holds health,
 //!   metrics and the OpenAPI document.
 //! - [`auth`]: API keys and user JWTs, the per-route role guard.
-//! - [`cache`]: the short-lived cache of the hot path (API keys, claimed templates).
+//! - [`cache`]: the short-lived cache of the hot path (API keys, claimed templates, the coupon
+//!   centre's shelf).
 //! - [`error`]: [`ApiError`], the one error type, rendered as problem+json.
 //! - [`extract`]: body, query and path extractors whose failures name the field.
 //! - [`idempotency`]: the `Idempotency-Key` header, scoped and fingerprinted.
 //! - [`invalidate`]: the outbox observer that drops cached templates when they change.
 //! - [`observe`]: request ids, tracing spans, Prometheus metrics.
-//! - [`pagination`], [`views`]: cursors and response bodies.
+//! - [`pagination`], [`views`]: cursors and response bodies (users' views of templates and
+//!   activities in the coupon centre are types of their own).
 //! - [`ratelimit`]: per-user and per-IP claim rate limits.
 //! - [`server`]: the listener: connection cap, head and stall timeouts, graceful shutdown.
 //! - [`state`]: [`AppState`], read-only and cheap to clone.

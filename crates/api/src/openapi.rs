@@ -11,9 +11,9 @@ use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use crate::routes::{
-    activities, audit, checkout, cities, claims, codes, coupons, events, inbox, issuances, keys,
-    listings, merchants, operators, refunds, reports, shared_tags, steering, system, tag_uploads,
-    tags, templates, today, webhooks,
+    activities, audit, centre, checkout, cities, claims, codes, coupons, events, inbox, issuances,
+    keys, listings, merchants, operators, refunds, reports, shared_tags, steering, system,
+    tag_uploads, tags, templates, today, webhooks,
 };
 
 /// The whole API, served at `/openapi.json`.
@@ -40,6 +40,7 @@ use crate::routes::{
         listings::create, listings::list, listings::get, listings::update, listings::bind,
         listings::unbind, listings::remove,
         claims::claim, claims::mine, claims::of_user,
+        centre::mine, centre::of_user, centre::template, centre::activity,
         codes::set_shared, codes::get_shared, codes::remove_shared, codes::create_batch,
         codes::list_batches, codes::get_batch, codes::download, codes::redeem,
         checkout::quote, checkout::lock, checkout::confirm, checkout::cancel, checkout::get,
@@ -63,6 +64,7 @@ use crate::routes::{
         (name = "activities", description = "Platform activities merchants enroll in"),
         (name = "templates", description = "Coupon templates"),
         (name = "claims", description = "Claiming coupons and reading wallets"),
+        (name = "centre", description = "The coupon centre: what a user may claim now, and templates and running activities as users see them"),
         (name = "checkout", description = "Quotes and try/confirm/cancel of an order's coupons (order service)"),
         (name = "issuances", description = "Bulk issuance of coupons to lists of users"),
         (name = "reports", description = "Statistics and the reconciliation report"),

@@ -14,6 +14,7 @@ use crate::ratelimit::{Limit, Rate, RateLimits, Sharing};
 use crate::uploads::{UploadPermit, Uploads};
 use coupond_domain::{MerchantId, Template, TemplateId};
 use coupond_engine::accounts::Accounts;
+use coupond_engine::centre::Shelf;
 use coupond_engine::checkout::TemplateSource;
 use coupond_engine::shared::{Alone, Notice, OnLimitError, Peers, SharedLimits};
 use coupond_engine::supervise::Workers;
@@ -167,6 +168,12 @@ struct Inner {
     /// Principals of recently seen API keys (and the key's id), by key hash.
     keys: TtlCache<[u8; 32], (Principal, coupond_store::audit::Who)>,
     templates: TtlCache<TemplateId, Arc<Template>>,
+    /// The coupon centre's shelf of open templates: kept as long as `templates` keeps one,
+    /// and dropped whenever one of them is.
+    shelf: TtlCache<(), Arc<Shelf>>,
+    /// Held while one request reads the shelf, so a burst of requests after it expired reads
+    /// it once.
+    shelf_loading: tokio::sync::Mutex<()>,
     /// Restarts of the supervised background loops, for `/readyz`.
     workers: Workers,
     settings: ApiSettings,
@@ -226,6 +233,8 @@ impl AppState {
                 accounts,
                 keys: TtlCache::new(settings.cache_ttl, 100_000),
                 templates: TtlCache::new(settings.cache_ttl, 10_000),
+                shelf: TtlCache::new(settings.cache_ttl, 1),
+                shelf_loading: tokio::sync::Mutex::new(()),
                 workers: Workers::default(),
                 settings,
             }),
@@ -270,6 +279,28 @@ impl AppState {
         Ok(t)
     }
 
+    /// The coupon centre's shelf (see [`Shelf`]) as read at most `cache_ttl` ago, and not
+    /// before a template was last forgotten.
+    pub async fn shelf(&self) -> Result<Arc<Shelf>, StoreError> {
+        if let Some(shelf) = self.inner.shelf.get(&()) {
+            return Ok(shelf);
+        }
+        // With a cache, one request reads and the others wait for its shelf; without one,
+        // each reads its own.
+        let _one = if self.settings().cache_ttl.is_zero() {
+            None
+        } else {
+            Some(self.inner.shelf_loading.lock().await)
+        };
+        if let Some(shelf) = self.inner.shelf.get(&()) {
+            return Ok(shelf);
+        }
+        let generation = self.inner.shelf.generation();
+        let shelf = Arc::new(Shelf::load(self.store(), self.now()).await?);
+        self.inner.shelf.insert_from(generation, (), shelf.clone());
+        Ok(shelf)
+    }
+
     /// Where `serve`'s supervisor records background loops' restarts (shown on `/readyz`).
     pub fn workers(&self) -> &Workers {
         &self.inner.workers
@@ -280,9 +311,11 @@ impl AppState {
         self
     }
 
-    /// Drops a template from the claim path's cache (see [`crate::invalidate`]).
+    /// Drops a template from the claim path's cache, and the coupon centre's shelf (see
+    /// [`crate::invalidate`]).
     pub fn forget_template(&self, id: TemplateId) {
         self.inner.templates.remove(&id);
+        self.inner.shelf.clear();
     }
 
     /// Acts on `notice` here and tells the other instances.
@@ -307,6 +340,7 @@ impl AppState {
             Notice::Resync => {
                 self.inner.keys.clear();
                 self.inner.templates.clear();
+                self.inner.shelf.clear();
                 self.claims().forget_all_sold_out();
             }
         }

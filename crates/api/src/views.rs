@@ -1,4 +1,9 @@
-//! Response bodies. Statuses are computed from the clock when the view is built.
+//! Response bodies. Statuses are computed from the clock when the view is built. The coupon
+//! centre's views of templates and activities for users are types of their own ([`OfferView`],
+//! [`PublicActivityView`]).
+
+mod centre;
+pub use centre::{OfferActivity, OfferView, PublicActivityView};
 
 use coupond_domain::{
     standing, Activity, ActivityAction, ActivityDraft, ActivityId, ActivityStatus, Coupon,

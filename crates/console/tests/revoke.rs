@@ -1,6 +1,7 @@
-//! Revoking a coupon from the console: the form asks first and needs a reason; an empty one
-//! is refused in words naming the reason (the API's rule, no stand-in text) and the coupon
-//! stays as it was; with one, the coupon is revoked and its history keeps the reason.
+//! Support's user lookup. Revoking a coupon from the console: the form asks first and needs a
+//! reason; an empty one is refused in words naming the reason (the API's rule, no stand-in
+//! text) and the coupon stays as it was; with one, the coupon is revoked and its history keeps
+//! the reason. The platform sees a preview of what the user may claim now; a merchant does not.
 
 mod support;
 
@@ -77,4 +78,69 @@ async fn a_revoke_needs_a_reason() {
         !page.body.contains("id=\"revoke\""),
         "a revoked coupon offers no revoke"
     );
+}
+
+#[tokio::test]
+async fn the_platform_sees_what_a_user_may_claim() {
+    let app = app_with_settings(ApiSettings::default()).await;
+    let m = merchant(&app).await;
+    let (mkey, _) = key(&app, Role::Merchant, Some(m)).await;
+    let (platform, _) = key(&app, Role::Platform, None).await;
+    let (service, _) = key(&app, Role::Service, None).await;
+    let spring = published(
+        &app,
+        &mkey,
+        template_body("Spring", 10, "2026-12-31T00:00:00Z"),
+    )
+    .await;
+    let mut others = template_body("Only for u-2", 10, "2026-12-31T00:00:00Z");
+    others["audience"] = json!({"type": "users", "ids": ["u-2"]});
+    let others = published(&app, &mkey, others).await;
+    app.clock.advance(time::Duration::hours(2));
+    let claim = format!("/v1/templates/{spring}/claims");
+    let (status, c) = v1(
+        &app,
+        &service,
+        Method::POST,
+        &claim,
+        json!({"user_id": "u-1"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{c}");
+
+    let cookie = sign_in_cookie(&app, &platform).await;
+    let page = answer(&app, page_get("/console/users?user=u-1", &cookie)).await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(page.body.contains("Claimable now"), "{}", page.body);
+    let row = page
+        .body
+        .split(&format!("id=\"offer-{spring}\""))
+        .nth(1)
+        .and_then(|rest| rest.split("</tr>").next())
+        .unwrap_or_else(|| panic!("no row for Spring: {}", page.body));
+    for shown in [
+        "Spring",
+        "9 left",
+        "holds 1 of 1",
+        "cannot claim",
+        "2026-11-30 00:00 UTC",
+    ] {
+        assert!(row.contains(shown), "{shown}: {row}");
+    }
+    assert!(
+        !page.body.contains(&format!("offer-{others}")),
+        "{}",
+        page.body
+    );
+    let page = answer(&app, page_get("/console/users?user=u-2", &cookie)).await;
+    assert!(
+        page.body.contains(&format!("offer-{others}")),
+        "{}",
+        page.body
+    );
+
+    let cookie = sign_in_cookie(&app, &mkey).await;
+    let page = answer(&app, page_get("/console/users?user=u-1", &cookie)).await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(!page.body.contains("Claimable now"), "{}", page.body);
 }

@@ -91,6 +91,10 @@ pub enum Scenario {
     /// --users (default 5,000) quotes of a 50-line order for one user holding 200 coupons of
     /// 100 templates, over --concurrency (default 16) connections; every answer must be 200.
     Quote,
+    /// --users (default 5,000) reads of the coupon centre (`GET /v1/users/{id}/claimable`, a
+    /// page of 50) of a city with 1,000 templates on offer, over --concurrency (default 16)
+    /// connections; every answer must be 200.
+    Claimable,
 }
 
 #[derive(Debug, Args)]

@@ -26,6 +26,7 @@ use crate::config::Config;
 use crate::db;
 
 mod checkout;
+mod claimable;
 mod conn;
 mod fixtures;
 mod issuance;
@@ -77,6 +78,7 @@ pub async fn run(config: &Config, args: LoadtestArgs) -> anyhow::Result<()> {
         Scenario::Issuance => (100_000, 100_000, 1),
         Scenario::Checkout => (2_000, 2_000, 32),
         Scenario::Quote => (5_000, 0, 16),
+        Scenario::Claimable => (5_000, 0, 16),
     };
     let users = args.users.unwrap_or(users);
     let stock = args.stock.unwrap_or(stock);
@@ -94,6 +96,9 @@ pub async fn run(config: &Config, args: LoadtestArgs) -> anyhow::Result<()> {
     }
     if args.scenario == Scenario::Quote {
         return quote::run(config, &client, &args).await;
+    }
+    if args.scenario == Scenario::Claimable {
+        return claimable::run(config, &client, &args).await;
     }
 
     if args.scenario == Scenario::Ceiling {

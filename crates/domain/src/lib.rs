@@ -15,6 +15,9 @@
 //! - [`schedule`]: the status transitions a record went through since the last one announced,
 //!   each with its instant, for the scheduler's events.
 //! - [`wallet`]: coupons held by users, their status, and the rules of claiming.
+//! - [`centre`]: the coupon centre: which templates a user is offered now ([`on_offer`],
+//!   [`centre::admits`]), which templates and activities a user may look at, and what it is
+//!   told about each ([`Chances`]: stock left, how many it holds, whether it can claim).
 //! - [`checkout`]: an order snapshot ([`Order`]), whether a coupon can be used on it
 //!   ([`eligibility()`], [`Reason`]), what it takes off ([`discount()`], split over lines and lease
 //!   months), and the best combination of a wallet ([`quote()`]).
@@ -44,6 +47,7 @@
 
 mod actions;
 pub mod activity;
+pub mod centre;
 pub mod checkout;
 pub mod city;
 pub mod codes;
@@ -72,6 +76,7 @@ pub use actions::{ActivityAction, CouponAction, TemplateAction};
 pub use activity::{
     Activity, ActivityDraft, ActivityPatch, ActivitySpec, ActivityStatus, Approval, FundedBy,
 };
+pub use centre::{on_offer, Chances};
 pub use checkout::{
     discount, eligibility, quote, standing, AppliedCoupon, Combination, CouponQuote, Discount,
     Lease, LeaseDraft, LineDiscount, LineDraft, LineKind, Order, OrderDraft, Quote, QuoteInput,

@@ -13,6 +13,9 @@
 //! - [`catalog`]: the workflows of merchants' listings (create, change, bind and unbind
 //!   templates, delete), each one store transaction recording its change in the audit trail.
 //! - [`cities`]: naming the platform's cities, recorded in the audit trail.
+//! - [`centre`]: the coupon centre: what a user may claim now, cut from a [`centre::Shelf`]
+//!   of the open templates (read in one go, kept by the API like the claim path's templates),
+//!   and the public views of one template and one running activity.
 //! - [`claims`]: [`ClaimEngine`], per-template group commit of claims: all claims waiting for
 //!   a template are committed in one transaction and each caller is answered after the commit.
 //! - [`checkout`]: [`Checkout`] (quotes; lock, confirm and cancel of an order's coupons with
@@ -60,6 +63,7 @@
 pub mod accounts;
 pub mod campaigns;
 pub mod catalog;
+pub mod centre;
 pub mod checkout;
 pub mod cities;
 mod claim_errors;

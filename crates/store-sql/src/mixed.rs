@@ -74,7 +74,7 @@ macro_rules! impl_checkout_store {
 
 /// `ClaimStore`: the backend gives `claim_batch`, `claim_lanes` if not 1, and
 /// `user_coupons` (SQLite reads a page as one JSON row; the others call
-/// [`crate::wallet::user_coupons`]).
+/// [`crate::wallet::user_coupons`]); `held`, `coupon` and `coupon_history` are shared.
 #[macro_export]
 macro_rules! impl_claim_store {
     ($t:ty, { $($own:tt)* }) => {
@@ -82,6 +82,15 @@ macro_rules! impl_claim_store {
         impl $crate::reexport::store::ClaimStore for $t {
             $($own)*
 
+            async fn held(
+                &self,
+                user: &$crate::reexport::domain::UserId,
+                templates: &[$crate::reexport::domain::TemplateId],
+            ) -> $crate::reexport::store::StoreResult<
+                Vec<($crate::reexport::domain::TemplateId, u32)>,
+            > {
+                $crate::wallet::held(self, user, templates).await
+            }
             async fn coupon(
                 &self,
                 id: $crate::reexport::domain::CouponId,

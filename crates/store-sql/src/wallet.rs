@@ -1,13 +1,13 @@
 //! A user's wallet: the reads of [`ClaimStore`](coupond_store::ClaimStore) (a page of a user's
-//! coupons, one coupon, its history), on every backend; and a template's coupons (who holds
+//! coupons, one coupon, its history, how many it holds of some templates), on every backend; and a template's coupons (who holds
 //! them, for [`ReportStore`](coupond_store::ReportStore)).
 //!
 //! The claim batch is each backend's own hot path, so each keeps its `impl ClaimStore` and
 //! calls these for the reads. A backend may run [`coupon_page`] its own way (SQLite reads the
 //! page as one aggregated row) and call [`user_coupons`] otherwise.
 
-use coupond_domain::{Coupon, CouponId, CouponStatus, Timestamp};
-use coupond_store::{CouponEvent, CouponQuery, HoldersQuery, StoreResult};
+use coupond_domain::{Coupon, CouponId, CouponStatus, TemplateId, Timestamp, UserId};
+use coupond_store::{CouponEvent, CouponQuery, HoldersQuery, StoreError, StoreResult};
 
 use crate::rows::{coupon as coupon_row, coupon_event};
 use crate::{sql, Db, Dialect, Query};
@@ -81,6 +81,34 @@ fn after(d: Dialect, vu: &str, id: &str) -> String {
 pub async fn user_coupons(db: &dyn Db, q: &CouponQuery) -> StoreResult<Vec<Coupon>> {
     let rows = db.read_all(coupon_page(db.dialect(), q)).await?;
     rows.iter().map(coupon_row).collect()
+}
+
+/// How many coupons `user` was issued of each of `templates`: the per-user limit's counters
+/// (`holdings`), each one primary-key lookup.
+pub async fn held(
+    db: &dyn Db,
+    user: &UserId,
+    templates: &[TemplateId],
+) -> StoreResult<Vec<(TemplateId, u32)>> {
+    if templates.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ids: Vec<i64> = templates.iter().map(|t| t.get()).collect();
+    let q = sql(format!(
+        "SELECT template_id, n FROM holdings WHERE user_id = $1 AND {} AND n > 0",
+        db.dialect().in_list("template_id", 2)
+    ))
+    .bind(user.as_str())
+    .bind(ids);
+    db.read_all(q)
+        .await?
+        .iter()
+        .map(|r| {
+            let t = TemplateId::new(r.i64("template_id")?).map_err(StoreError::other)?;
+            let n = u32::try_from(r.i64("n")?).map_err(StoreError::other)?;
+            Ok((t, n))
+        })
+        .collect()
 }
 
 pub async fn coupon(db: &dyn Db, id: CouponId) -> StoreResult<Coupon> {

@@ -1,7 +1,7 @@
 //! Claims and wallets at the storage boundary.
 
 use crate::{ClaimOutcome, ClaimRequest, CouponEvent, CouponQuery, StoreResult};
-use coupond_domain::{Coupon, CouponId, TemplateId, Timestamp};
+use coupond_domain::{Coupon, CouponId, TemplateId, Timestamp, UserId};
 
 use async_trait::async_trait;
 
@@ -30,6 +30,14 @@ pub trait ClaimStore: Send + Sync {
     }
     /// A user's coupons matching `q`, by `(valid_until, id)`.
     async fn user_coupons(&self, q: &CouponQuery) -> StoreResult<Vec<Coupon>>;
+    /// How many coupons `user` was issued of each of `templates`, as the per-user limit
+    /// counts them (used, expired and revoked ones included); templates it never claimed are
+    /// left out. The coupon centre's read of "how many you hold".
+    async fn held(
+        &self,
+        user: &UserId,
+        templates: &[TemplateId],
+    ) -> StoreResult<Vec<(TemplateId, u32)>>;
     /// A coupon by id.
     async fn coupon(&self, id: CouponId) -> StoreResult<Coupon>;
     /// A coupon's status changes, oldest first.

@@ -3,6 +3,7 @@
 
 pub mod activities;
 pub mod audit;
+pub mod centre;
 pub mod checkout;
 pub mod cities;
 pub mod claims;
@@ -336,7 +337,7 @@ fn template_routes() -> Vec<Route> {
     ]
 }
 
-/// Claims, a user's wallet and inbox, promotion codes.
+/// Claims, a user's wallet, inbox and coupon centre, promotion codes.
 fn wallet_routes() -> Vec<Route> {
     vec![
         r(
@@ -346,6 +347,19 @@ fn wallet_routes() -> Vec<Route> {
             post(claims::claim),
         ),
         r(Method::GET, "/v1/me/coupons", USER, get(claims::mine)),
+        r(Method::GET, "/v1/me/claimable", USER, get(centre::mine)),
+        r(
+            Method::GET,
+            "/v1/me/templates/{id}",
+            USER,
+            get(centre::template),
+        ),
+        r(
+            Method::GET,
+            "/v1/me/activities/{id}",
+            USER,
+            get(centre::activity),
+        ),
         r(Method::GET, "/v1/me/messages", USER, get(inbox::list)),
         r(
             Method::POST,

@@ -5,8 +5,8 @@ use axum::http::Method;
 use axum::routing::{delete, get, post, put};
 
 use super::{
-    checkout, claims, coupons, events, issuances, r, refunds, reports, shared_tags, tag_uploads,
-    tags, today, webhooks, Route, RouteSpec, PLATFORM, PLATFORM_MERCHANT,
+    centre, checkout, claims, coupons, events, issuances, r, refunds, reports, shared_tags,
+    tag_uploads, tags, today, webhooks, Route, RouteSpec, PLATFORM, PLATFORM_MERCHANT,
     PLATFORM_MERCHANT_SERVICE, PLATFORM_MERCHANT_USER, PLATFORM_SERVICE, SERVICE, USER_SERVICE,
 };
 
@@ -165,6 +165,12 @@ pub(super) fn checkout_routes() -> Vec<Route> {
             "/v1/users/{id}/coupons",
             PLATFORM_MERCHANT_SERVICE,
             get(claims::of_user),
+        ),
+        r(
+            Method::GET,
+            "/v1/users/{id}/claimable",
+            PLATFORM_SERVICE,
+            get(centre::of_user),
         ),
         r(
             Method::PUT,

@@ -7,6 +7,8 @@ mod actions;
 mod approval;
 mod audit;
 mod backends;
+mod centre;
+mod centre_views;
 mod checkout;
 mod checkout_guards;
 mod checkout_races;

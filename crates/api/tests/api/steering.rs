@@ -77,6 +77,15 @@ async fn pauses_and_resumes_a_template(app: TestApp) {
         (again.status, again.code()),
         (StatusCode::CONFLICT, "already_paused")
     );
+    // The coupon centre stops offering it.
+    let centre = app.get("/v1/me/claimable", &app.user).await;
+    let offered: Vec<i64> = centre.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|i| i["template_id"].as_i64())
+        .collect();
+    assert!(!offered.contains(&t), "{}", centre.body);
 
     // Claims wait: the user's, the service's on a user's behalf, a shared code's.
     let r = claim_reply(&app, t).await;

@@ -1,5 +1,6 @@
 //! The platform's support and money pages: a user's coupons (the merchant sees only its
-//! templates' coupons, as the API decides) and tags with a revoke button per coupon, and the
+//! templates' coupons, as the API decides), tags and a preview of what the user may claim now
+//! (the platform's, as the API decides) with a revoke button per coupon, and the
 //! reconciliation of a period with its CSV download.
 
 use askama::Template;
@@ -7,15 +8,16 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
+use coupond_api::pagination::PageOf;
 use coupond_api::routes::reports::Reconciliation;
 use coupond_api::routes::tags::UserTagsView;
-use coupond_api::views::CouponView;
+use coupond_api::views::{CouponView, OfferView};
 use coupond_domain::CouponAction;
 use serde::Deserialize;
 use serde_json::json;
 
 use super::activities::utc;
-use super::format::{at, money};
+use super::format::{at, money, worth};
 use super::names::MerchantNames;
 use super::paging::{next_link, one_page};
 use super::{attachment, guard, problem_page, render, Shell};
@@ -58,6 +60,59 @@ impl CouponRow {
     }
 }
 
+/// How many templates the claimable preview shows.
+const PREVIEW: usize = 10;
+
+/// A template the user may claim now, as a row of the preview.
+#[derive(Debug, Clone)]
+struct OfferRow {
+    id: i64,
+    title: String,
+    worth: String,
+    /// `12 left` or `sold out`.
+    stock: String,
+    /// `holds 1 of 2`.
+    held: String,
+    claim_ends: String,
+    can_claim: bool,
+}
+
+impl OfferRow {
+    fn of(o: &OfferView) -> Self {
+        OfferRow {
+            id: o.template_id.get(),
+            title: o.title.clone(),
+            worth: worth(&o.value),
+            stock: if o.sold_out {
+                "sold out".into()
+            } else {
+                format!("{} left", o.remaining)
+            },
+            held: format!("holds {} of {}", o.held, o.per_user_limit),
+            claim_ends: at(o.claim_window.end),
+            can_claim: o.can_claim,
+        }
+    }
+}
+
+/// The first templates `user` may claim now, and whether more follow; `None` where the
+/// caller may not see them (a merchant: the API says 403).
+async fn claimable_preview(
+    console: &Console,
+    session: &Session,
+    user: &str,
+) -> Option<(Vec<OfferRow>, bool)> {
+    let path = format!("/v1/users/{user}/claimable?limit={PREVIEW}");
+    let page = console
+        .api()
+        .get(&session.caller, &path)
+        .await
+        .into::<PageOf<OfferView>>()
+        .ok()?;
+    let rows = page.items.iter().map(OfferRow::of).collect();
+    Some((rows, page.next_cursor.is_some()))
+}
+
 #[derive(Debug, Default, Deserialize)]
 pub struct Lookup {
     #[serde(default)]
@@ -76,6 +131,10 @@ struct UsersPage {
     coupons: Vec<CouponRow>,
     next: Option<String>,
     tags: Vec<String>,
+    /// What the user may claim now (the first [`PREVIEW`]), for the platform only.
+    claimable: Option<Vec<OfferRow>>,
+    /// More than the preview shows may be claimed.
+    more_claimable: bool,
     error: Option<String>,
 }
 
@@ -91,6 +150,8 @@ pub async fn users(
         coupons: Vec::new(),
         next: None,
         tags: Vec::new(),
+        claimable: None,
+        more_claimable: false,
         error: None,
     };
     let valid = !user.is_empty()
@@ -118,6 +179,10 @@ pub async fn users(
             .into::<UserTagsView>()
         {
             page.tags = t.tags.iter().map(|t| t.as_str().to_owned()).collect();
+        }
+        if let Some((rows, more)) = claimable_preview(&console, &session, &user).await {
+            page.claimable = Some(rows);
+            page.more_claimable = more;
         }
     }
     render(StatusCode::OK, &page)

@@ -396,6 +396,10 @@ async fn page_sizes_are_bounded_on_every_list_route() {
     let paths = BTreeMap::from([
         ("/v1/users/{id}/coupons", "/v1/users/u-1/coupons".to_owned()),
         (
+            "/v1/users/{id}/claimable",
+            "/v1/users/u-1/claimable".to_owned(),
+        ),
+        (
             "/v1/webhooks/{id}/deliveries",
             format!("/v1/webhooks/{webhook}/deliveries"),
         ),

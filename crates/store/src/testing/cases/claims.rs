@@ -92,6 +92,14 @@ pub async fn claims_respect_the_per_user_limit(s: Arc<dyn Store>) {
     assert_eq!(out[0], ClaimOutcome::LimitReached);
     assert_eq!(s.template(t.id).await.unwrap().claimed, 4);
     assert_eq!(s.inspect().count_coupons(t.id).await.unwrap(), 4);
+    // The coupon centre reads the same counters: per template, none where never claimed.
+    let other = claimable(&s, 10, 1).await;
+    let user = |u: &str| coupond_domain::UserId::parse(u).unwrap();
+    let both = [t.id, other.id];
+    assert_eq!(s.held(&user("a"), &both).await.unwrap(), vec![(t.id, 2)]);
+    assert_eq!(s.held(&user("b"), &both).await.unwrap(), vec![(t.id, 2)]);
+    assert_eq!(s.held(&user("c"), &both).await.unwrap(), vec![]);
+    assert_eq!(s.held(&user("a"), &[]).await.unwrap(), vec![]);
 }
 
 pub async fn claims_outside_the_window_or_aborted_leave_nothing(s: Arc<dyn Store>) {
