@@ -49,8 +49,11 @@ pub struct ApiSettings {
     /// Code batches up to this size are generated within the request (201); larger ones in
     /// the background (202).
     pub code_batch_sync_max: u32,
-    /// How long a lock holds an order's coupons without a confirm.
+    /// How long a lock holds an order's coupons without a confirm, unless it asks for its own
+    /// deadline.
     pub lock_ttl: time::Duration,
+    /// The furthest from now a lock's own deadline (`hold_until`) or an extension may be.
+    pub max_lock_ttl: time::Duration,
     /// How long the answer to a request with an `Idempotency-Key` is kept for replay.
     pub idempotency_ttl: time::Duration,
     /// A request with an `Idempotency-Key` left unanswered this long is taken to have died
@@ -117,6 +120,7 @@ impl Default for ApiSettings {
             redeem_rate_per_ip: Rate::OFF,
             code_batch_sync_max: 1_000,
             lock_ttl: time::Duration::minutes(15),
+            max_lock_ttl: time::Duration::days(7),
             idempotency_ttl: time::Duration::hours(24),
             idempotency_stale: time::Duration::minutes(1),
             cache_ttl: std::time::Duration::ZERO,
@@ -194,7 +198,12 @@ impl AppState {
         };
         let pace = settings.background_txn_target;
         let codes = CodeGenerator::new(store.clone(), clock.clone(), pace);
-        let checkout = Checkout::new(store.clone(), clock.clone(), settings.lock_ttl);
+        let checkout = Checkout::new(
+            store.clone(),
+            clock.clone(),
+            settings.lock_ttl,
+            settings.max_lock_ttl,
+        );
         let issuance = IssuanceWorker::new(store.clone(), clock.clone(), pace);
         let tagging = TagWorker::new(store.clone(), clock.clone(), pace);
         let accounts = Accounts::new(store.clone(), clock.clone());

@@ -251,6 +251,11 @@ impl Config {
             "invalid configuration: redis.timeout (redis_timeout) must be at least 1ms"
         );
         anyhow::ensure!(
+            self.checkout.max_lock_ttl >= self.checkout.lock_ttl,
+            "invalid configuration: checkout.max_lock_ttl (max_lock_ttl) must be at least \
+             checkout.lock_ttl (lock_ttl)"
+        );
+        anyhow::ensure!(
             s.max_connections > 0,
             "invalid configuration: server.max_connections (max_connections) must be at least 1"
         );

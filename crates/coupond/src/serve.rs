@@ -202,6 +202,8 @@ fn api_settings(config: &Config, targets: Arc<TargetPolicy>) -> anyhow::Result<A
         code_batch_sync_max: config.catalog.code_batch_sync_max,
         lock_ttl: time::Duration::try_from(config.checkout.lock_ttl)
             .context("lock_ttl is too long")?,
+        max_lock_ttl: time::Duration::try_from(config.checkout.max_lock_ttl)
+            .context("max_lock_ttl is too long")?,
         idempotency_ttl: time::Duration::try_from(config.idempotency.ttl)
             .context("idempotency_ttl is too long")?,
         idempotency_stale: time::Duration::try_from(config.idempotency.stale)

@@ -14,8 +14,8 @@
 //! - [`claims`]: [`ClaimEngine`], per-template group commit of claims: all claims waiting for
 //!   a template are committed in one transaction and each caller is answered after the commit.
 //! - [`checkout`]: [`Checkout`] (quotes; lock, confirm and cancel of an order's coupons with
-//!   the domain's rules applied inside the lock's transaction) and the [`Sweeper`] that ends
-//!   locks past their deadline.
+//!   the domain's rules applied inside the lock's transaction; a lock's own deadline and its
+//!   extension) and the [`Sweeper`] that ends locks past their deadline.
 //! - [`codes`]: [`CodeGenerator`], which fills batches of single-use promotion codes in
 //!   the background, resumable after a crash.
 //! - [`issuance`]: [`IssuanceWorker`], bulk issuance a chunk per transaction, resumable.
@@ -86,7 +86,7 @@ pub mod webhooks;
 pub mod worker;
 
 pub use campaigns::CampaignError;
-pub use checkout::{Checkout, QuoteError, Sweeper};
+pub use checkout::{Checkout, CheckoutError, HoldError, QuoteError, Sweeper};
 pub use claims::{ClaimAsk, ClaimEngine, ClaimError, ClaimMode, Claimed};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use codes::CodeGenerator;

@@ -45,6 +45,7 @@
 //!   claim: order reads, confirm with its amount verification, cancel, the lock sweeper, and
 //!   the lock's coupons and reservations; each backend implements the trait with its own
 //!   `lock_order`.
+//! - `deadlines`: moving a lock's deadline later (part of `CheckoutStore`).
 //! - `claims`: claim-batch steps in shared statements (refusals given back, earlier answers
 //!   by key or code, single-use codes, multi-row inserts), which MySQL's claim path uses.
 //! - `wallet`: the reads of [`ClaimStore`](coupond_store::ClaimStore) (a user's coupons, one
@@ -70,6 +71,7 @@ pub mod cities;
 pub mod claims;
 pub mod codes;
 mod db;
+pub mod deadlines;
 pub mod idempotency;
 pub mod inbox;
 pub mod inspect;

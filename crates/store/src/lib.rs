@@ -20,7 +20,7 @@
 //! - [`model`]: records that exist only in storage (API keys, queries, pages).
 //! - [`events`]: the outbox's events and the coupon operation log, with the JSON bodies both
 //!   backends write.
-//! - [`checkout`]: orders holding coupons (lock, confirm, cancel) and the idempotency records
+//! - [`checkout`]: orders holding coupons (lock, extend, confirm, cancel) and the idempotency records
 //!   of write routes.
 //! - [`issuance`]: bulk issuance jobs and their progress.
 //! - [`scheduling`]: outbox positions, reminders and inbox messages, for the background loops.
@@ -62,8 +62,8 @@ pub use admin::{AdminStore, InspectStore, ReportStore, SpecOf};
 pub use audit::AuditStore;
 pub use catalog::{CampaignStore, CatalogStore};
 pub use checkout::{
-    CheckoutStore, IdempotencyStart, IdempotencyStore, LockOutcome, LockPlan, LockRefusal,
-    LockRequest, LockRules, OrderRecord, OrderState, OrderStep, StoredAnswer,
+    CheckoutStore, ExtendStep, IdempotencyStart, IdempotencyStore, LockOutcome, LockPlan,
+    LockRefusal, LockRequest, LockRules, OrderRecord, OrderState, OrderStep, StoredAnswer,
 };
 pub use cities::CityStore;
 pub use claims::ClaimStore;

@@ -61,6 +61,7 @@ macro_rules! conformance_suite {
             orders_lock_then_confirm,
             orders_cancel_and_expire,
             confirms_race_the_sweeper,
+            lock_deadlines_move_later_only,
             one_coupon_one_lock,
             confirm_verifies_amounts,
             idempotency_records,

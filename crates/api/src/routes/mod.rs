@@ -381,7 +381,8 @@ pub fn route_table() -> Vec<RouteSpec> {
 
 /// What a route does, as operators' roles tell them apart ([`OperatorRole::may`]): reading,
 /// except people, keys and the audit trail (admin); changing people, keys, merchants, cities, webhooks and shared tags
-/// (admin); revoking a coupon (support); every other change is running campaigns.
+/// (admin); revoking a coupon and extending an order's lock (support); every other change is
+/// running campaigns.
 ///
 /// [`OperatorRole::may`]: coupond_domain::OperatorRole::may
 pub fn area_of(method: &Method, path: &str) -> Area {
@@ -398,7 +399,7 @@ pub fn area_of(method: &Method, path: &str) -> Area {
         || path.ends_with("/shared")
     {
         Area::Admin
-    } else if path == "/v1/coupons/{id}/revoke" {
+    } else if path == "/v1/coupons/{id}/revoke" || path == "/v1/orders/{order_id}/extend" {
         Area::Support
     } else {
         Area::Campaigns

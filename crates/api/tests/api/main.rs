@@ -23,6 +23,7 @@ mod isolation;
 mod issuances;
 mod lifecycle;
 mod listings;
+mod lock_deadlines;
 mod merchants;
 mod model;
 mod openapi;

@@ -145,6 +145,7 @@ pub fn routes(max_upload: usize) -> Router<Console> {
         )
         .route("/console/coupons/{id}", get(coupons::page))
         .route("/console/coupons/{id}/revoke", post(support::revoke))
+        .route("/console/orders/{order}/extend", post(coupons::extend))
         .route("/console/reconciliation", get(support::reconciliation))
         .route(crate::assets::HTMX_PATH, get(crate::assets::htmx))
         .route(crate::assets::css_path(), get(crate::assets::css))

@@ -171,9 +171,13 @@ pub struct Limits {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Checkout {
-    /// How long a lock holds an order's coupons without a confirm.
+    /// How long a lock holds an order's coupons without a confirm, unless it asks for its own
+    /// deadline (`hold_until`).
     #[serde(with = "humantime_serde")]
     pub lock_ttl: Duration,
+    /// The furthest from now a lock's own deadline, or an extension of it, may be.
+    #[serde(with = "humantime_serde")]
+    pub max_lock_ttl: Duration,
 }
 
 /// Answers replayed to retries of writes with an `Idempotency-Key`.
