@@ -21,6 +21,8 @@
 //! - `audit`: [`AuditStore`](coupond_store::AuditStore) ([`impl_audit_store!`]): the trail's
 //!   read, and [`audit::flush`], which each backend's `Tx::commit` runs to insert the changes
 //!   pending in its task in the same transaction.
+//! - `audit_runs`: [`AuditRunStore`](coupond_store::AuditRunStore)
+//!   ([`impl_audit_run_store!`]): the self-audit's runs and what each found.
 //! - `reports`: [`ReportStore`](coupond_store::ReportStore) ([`impl_report_store!`]): stats,
 //!   reconciliation and the invariant audit's shared checks.
 //! - `standing`: how templates stand now, counted in the database (part of `ReportStore`).
@@ -64,6 +66,7 @@
 
 pub mod admin;
 pub mod audit;
+pub mod audit_runs;
 pub mod campaigns;
 pub mod catalog;
 pub mod checkout;

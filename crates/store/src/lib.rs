@@ -14,7 +14,8 @@
 //!   [`SchedulerStore`], [`InboxStore`]), [`issuance`] ([`IssuanceStore`]), [`webhooks`]
 //!   ([`WebhookStore`]), [`operators`] ([`OperatorStore`]: operator accounts and password
 //!   resets), [`audit`] ([`AuditStore`]: the trail of who changed what, written by each
-//!   change's own transaction).
+//!   change's own transaction), [`audit_runs`] ([`AuditRunStore`]: the self-audit's runs and
+//!   what each found).
 //! - [`error`]: [`StoreError`], deliberately small: `NotFound`, `Conflict`, `Unavailable`,
 //!   `Other`. The API turns it into HTTP in one place.
 //! - [`model`]: records that exist only in storage (API keys, queries, pages).
@@ -37,6 +38,7 @@
 
 pub mod admin;
 pub mod audit;
+pub mod audit_runs;
 pub mod catalog;
 pub mod checkout;
 pub mod cities;
@@ -60,6 +62,7 @@ pub mod webhooks;
 
 pub use admin::{AdminStore, InspectStore, ReportStore, SpecOf};
 pub use audit::AuditStore;
+pub use audit_runs::{AuditRun, AuditRunStore, AuditTrigger, Finding, RunEnd};
 pub use catalog::{CampaignStore, CatalogStore};
 pub use checkout::{
     CheckoutStore, ExtendStep, IdempotencyStart, IdempotencyStore, LockOutcome, LockPlan,
@@ -119,6 +122,7 @@ pub trait Store:
     + ReportStore
     + OperatorStore
     + AuditStore
+    + AuditRunStore
     + CityStore
     + std::fmt::Debug
     + 'static
@@ -143,6 +147,7 @@ impl<T> Store for T where
         + ReportStore
         + OperatorStore
         + AuditStore
+        + AuditRunStore
         + CityStore
         + std::fmt::Debug
         + 'static
@@ -153,10 +158,10 @@ impl<T> Store for T where
 /// store method on an `Arc<dyn Store>` without naming the trait that declares it.
 pub mod prelude {
     pub use crate::{
-        AdminStore as _, AuditStore as _, CampaignStore as _, CatalogStore as _,
-        CheckoutStore as _, CityStore as _, ClaimStore as _, CodeStore as _, IdempotencyStore as _,
-        InboxStore as _, InspectStore as _, IssuanceStore as _, LifecycleStore as _,
-        OperatorStore as _, OutboxStore as _, ReportStore as _, SchedulerStore as _, TagStore as _,
-        WebhookStore as _,
+        AdminStore as _, AuditRunStore as _, AuditStore as _, CampaignStore as _,
+        CatalogStore as _, CheckoutStore as _, CityStore as _, ClaimStore as _, CodeStore as _,
+        IdempotencyStore as _, InboxStore as _, InspectStore as _, IssuanceStore as _,
+        LifecycleStore as _, OperatorStore as _, OutboxStore as _, ReportStore as _,
+        SchedulerStore as _, TagStore as _, WebhookStore as _,
     };
 }

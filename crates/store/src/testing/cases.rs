@@ -8,6 +8,7 @@ use coupond_domain::{ActivityStatus, ListingDraft, Money, TemplateStatus, Timest
 use time::Duration;
 
 mod audit;
+mod audit_runs;
 mod checkout;
 mod claims;
 mod codes;
@@ -26,6 +27,7 @@ mod tags;
 mod templates;
 mod webhooks;
 pub use audit::*;
+pub use audit_runs::*;
 pub use checkout::*;
 pub use claims::*;
 use claims::{claimable, req, tally};
