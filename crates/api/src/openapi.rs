@@ -11,8 +11,8 @@ use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use crate::routes::{
-    activities, audit, checkout, cities, claims, codes, coupons, events, inbox, issuances, keys,
-    listings, merchants, operators, refunds, reports, shared_tags, system, tag_uploads, tags,
+    activities, audit, audits, checkout, cities, claims, codes, coupons, events, inbox, issuances,
+    keys, listings, merchants, operators, refunds, reports, shared_tags, system, tag_uploads, tags,
     templates, today, webhooks,
 };
 
@@ -30,7 +30,7 @@ use crate::routes::{
         merchants::create, merchants::list, merchants::get, merchants::update,
         cities::name, cities::list,
         keys::create, keys::list, keys::revoke,
-        operators::create, operators::list, operators::update, audit::list,
+        operators::create, operators::list, operators::update, audit::list, audits::list, audits::run,
         activities::create, activities::list, activities::get, activities::update, activities::abort,
         templates::create, templates::list, templates::get, templates::update, templates::publish,
         templates::approve, templates::reject,
@@ -56,7 +56,7 @@ use crate::routes::{
     tags(
         (name = "merchants", description = "Merchants (platform)"),
         (name = "cities", description = "The platform's names for its cities"),
-        (name = "audit", description = "The audit trail: who changed what, with the fields before and after"),
+        (name = "audit", description = "The audit trail (who changed what, with the fields before and after) and the self-audit's runs (the invariant checks, daily and on request)"),
         (name = "operators", description = "The people who sign into the console: platform staff, merchants' owners and staff"),
         (name = "activities", description = "Platform activities merchants enroll in"),
         (name = "templates", description = "Coupon templates"),

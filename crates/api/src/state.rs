@@ -15,6 +15,7 @@ use crate::uploads::{UploadPermit, Uploads};
 use coupond_domain::{MerchantId, Template, TemplateId};
 use coupond_engine::accounts::Accounts;
 use coupond_engine::checkout::TemplateSource;
+use coupond_engine::self_audit::{Auditor, TimeOfDay};
 use coupond_engine::shared::{Alone, Notice, OnLimitError, Peers, SharedLimits};
 use coupond_engine::supervise::Workers;
 use coupond_engine::webhooks::TargetPolicy;
@@ -102,6 +103,8 @@ pub struct ApiSettings {
     pub peers: Arc<dyn Peers>,
     /// Whether the outbox is published to NATS (its consumer's backlog is then reported).
     pub publishes_to_nats: bool,
+    /// When the self-audit runs by itself every day (UTC); `None`: only on request.
+    pub audit_at: Option<TimeOfDay>,
 }
 
 impl Default for ApiSettings {
@@ -141,6 +144,7 @@ impl Default for ApiSettings {
             redeem_limits_on_error: OnLimitError::Closed,
             peers: Arc::new(Alone),
             publishes_to_nats: false,
+            audit_at: None,
         }
     }
 }
@@ -164,6 +168,7 @@ struct Inner {
     /// The uploads being read: the bound on uploads in memory at once, one per caller.
     uploads: Uploads,
     codes: CodeGenerator,
+    auditor: Auditor,
     checkout: Checkout,
     issuance: IssuanceWorker,
     tagging: TagWorker,
@@ -207,6 +212,7 @@ impl AppState {
         let issuance = IssuanceWorker::new(store.clone(), clock.clone(), pace);
         let tagging = TagWorker::new(store.clone(), clock.clone(), pace);
         let accounts = Accounts::new(store.clone(), clock.clone());
+        let auditor = Auditor::new(store.clone(), clock.clone(), settings.audit_at, "api");
         AppState {
             inner: Arc::new(Inner {
                 store,
@@ -229,6 +235,7 @@ impl AppState {
                 code_set_limits: Limit::new("code_set", settings.code_set_rate),
                 uploads: Uploads::new(settings.max_concurrent_uploads as usize),
                 codes,
+                auditor,
                 checkout,
                 issuance,
                 tagging,
@@ -368,6 +375,11 @@ impl AppState {
     /// Quotes, locks, confirms and cancels.
     pub fn checkout(&self) -> &Checkout {
         &self.inner.checkout
+    }
+
+    /// The background self-audit: the API queues runs on it; `serve` runs its loop.
+    pub fn auditor(&self) -> &Auditor {
+        &self.inner.auditor
     }
 
     /// The background generator of code batches; `serve` runs its loop.

@@ -38,6 +38,9 @@
 //!   first claims here commit, so events keep each template's order.
 //! - [`scheduler`]: [`Scheduler`], the one loop (under a lease) that announces status
 //!   transitions, expires coupons, ends locks and sends reminders as time makes them due.
+//! - [`self_audit`]: [`Auditor`], the invariant checks of `coupond audit` run every day at
+//!   `background.audit_at` and on request (one instance at a time, under a lease), each run
+//!   kept with its findings; a run that finds any emits `audit.failed`.
 //! - [`dispatch`]: [`Dispatcher`], which hands the outbox to [`Observer`]s (reminder planner,
 //!   inbox notifier) at least once, recording each one's position.
 //! - [`webhooks`]: [`WebhookFanout`] (an observer queueing deliveries),
@@ -75,6 +78,7 @@ pub mod redemption;
 pub mod reports;
 pub mod scheduler;
 pub mod second_factor;
+pub mod self_audit;
 pub mod shared;
 pub mod sold_out;
 pub mod stats;
@@ -94,6 +98,7 @@ pub use dispatch::{Dispatcher, InboxNotifier, Observer, ReminderPlanner};
 pub use issuance::IssuanceWorker;
 pub use pacing::Pacer;
 pub use scheduler::Scheduler;
+pub use self_audit::Auditor;
 pub use tagging::TagWorker;
 pub use webhooks::{RetryPolicy, SenderSettings, TargetPolicy, WebhookFanout, WebhookSender};
 pub use worker::{Lease, Pass, Worker};

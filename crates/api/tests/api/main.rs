@@ -34,6 +34,7 @@ mod reports;
 mod roles;
 mod scheduling;
 mod segments;
+mod self_audit;
 mod shared_tags;
 mod standing;
 mod support;

@@ -32,6 +32,8 @@ fn expected() -> Vec<(Method, &'static str, Vec<Role>)> {
         ),
         (Method::GET, "/v1/operators", vec![P, M]),
         (Method::GET, "/v1/audit", vec![P, M]),
+        (Method::GET, "/v1/audits", vec![P]),
+        (Method::POST, "/v1/audits", vec![P]),
         (Method::POST, "/v1/operators", vec![P, M]),
         (Method::PATCH, "/v1/operators/{id}", vec![P, M]),
         (Method::POST, "/v1/activities", vec![P]),

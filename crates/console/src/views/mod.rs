@@ -19,6 +19,7 @@ use crate::Console;
 mod account;
 mod activities;
 mod approvals;
+mod audits;
 mod choices;
 mod cities;
 mod coupons;
@@ -62,6 +63,7 @@ pub fn routes(max_upload: usize) -> Router<Console> {
         )
         .route("/console/cities", get(cities::list).post(cities::name))
         .route("/console/history", get(history::page))
+        .route("/console/audits", get(audits::list).post(audits::run))
         .route("/console/history.csv", get(history::csv))
         .route(
             "/console/password/{token}",

@@ -209,6 +209,18 @@ pub struct Background {
     pub max_queued_codes_per_owner: u32,
     /// Users one owner's open issuance jobs may have waiting to be issued.
     pub max_queued_issuance_per_owner: u32,
+    /// When the self-audit runs every day: `HH:MM`, UTC, or `off` (only on request).
+    pub audit_at: String,
+}
+
+impl Background {
+    /// [`Background::audit_at`] read: `None` for `off`.
+    pub fn audit_schedule(&self) -> Result<Option<coupond_engine::self_audit::TimeOfDay>, String> {
+        match self.audit_at.trim() {
+            "off" => Ok(None),
+            at => coupond_engine::self_audit::TimeOfDay::parse(at).map(Some),
+        }
+    }
 }
 
 /// Webhook endpoints and deliveries.
