@@ -482,4 +482,21 @@ impl From<coupond_engine::redemption::RedeemError> for ApiError {
     }
 }
 
+impl From<coupond_engine::CheckoutError> for ApiError {
+    fn from(e: coupond_engine::CheckoutError) -> Self {
+        use coupond_engine::{CheckoutError, HoldError};
+        match e {
+            CheckoutError::Hold(HoldError::NotAfterNow) => {
+                ApiError::invalid("hold_until_past", "hold_until", "must be after now")
+            }
+            CheckoutError::Hold(HoldError::TooFar(latest)) => ApiError::invalid(
+                "hold_until_too_far",
+                "hold_until",
+                format!("at most checkout.max_lock_ttl from now: {latest} at the latest"),
+            ),
+            CheckoutError::Store(e) => e.into(),
+        }
+    }
+}
+
 pub type ApiResult<T> = Result<T, ApiError>;

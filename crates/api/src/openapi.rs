@@ -11,9 +11,9 @@ use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use crate::routes::{
-    activities, audit, centre, checkout, cities, claims, codes, coupons, events, inbox, issuances,
-    keys, listings, merchants, operators, refunds, reports, shared_tags, steering, system,
-    tag_uploads, tags, templates, today, webhooks,
+    activities, audit, audits, centre, checkout, cities, claims, codes, coupons, events, inbox,
+    issuances, keys, listings, merchants, operators, refunds, reports, shared_tags, steering,
+    system, tag_uploads, tags, templates, today, webhooks,
 };
 
 /// The whole API, served at `/openapi.json`.
@@ -30,7 +30,7 @@ use crate::routes::{
         merchants::create, merchants::list, merchants::get, merchants::update,
         cities::name, cities::list,
         keys::create, keys::list, keys::revoke,
-        operators::create, operators::list, operators::update, audit::list,
+        operators::create, operators::list, operators::update, audit::list, audits::list, audits::run,
         activities::create, activities::list, activities::get, activities::update, activities::abort,
         templates::create, templates::list, templates::get, templates::update, templates::publish,
         templates::approve, templates::reject,
@@ -43,7 +43,7 @@ use crate::routes::{
         centre::mine, centre::of_user, centre::template, centre::activity,
         codes::set_shared, codes::get_shared, codes::remove_shared, codes::create_batch,
         codes::list_batches, codes::get_batch, codes::download, codes::redeem,
-        checkout::quote, checkout::lock, checkout::confirm, checkout::cancel, checkout::get,
+        checkout::quote, checkout::lock, checkout::extend, checkout::confirm, checkout::cancel, checkout::get,
         checkout::history, refunds::refund,
         coupons::revoke, coupons::of_template,
         events::list,
@@ -59,13 +59,13 @@ use crate::routes::{
     tags(
         (name = "merchants", description = "Merchants (platform)"),
         (name = "cities", description = "The platform's names for its cities"),
-        (name = "audit", description = "The audit trail: who changed what, with the fields before and after"),
+        (name = "audit", description = "The audit trail (who changed what, with the fields before and after) and the self-audit's runs (the invariant checks, daily and on request)"),
         (name = "operators", description = "The people who sign into the console: platform staff, merchants' owners and staff"),
         (name = "activities", description = "Platform activities merchants enroll in"),
         (name = "templates", description = "Coupon templates"),
         (name = "claims", description = "Claiming coupons and reading wallets"),
         (name = "centre", description = "The coupon centre: what a user may claim now, and templates and running activities as users see them"),
-        (name = "checkout", description = "Quotes and try/confirm/cancel of an order's coupons (order service)"),
+        (name = "checkout", description = "Quotes and try/confirm/cancel of an order's coupons, and extending a lock (order service)"),
         (name = "issuances", description = "Bulk issuance of coupons to lists of users"),
         (name = "reports", description = "Statistics and the reconciliation report"),
         (name = "webhooks", description = "Signed event deliveries to your endpoints"),

@@ -16,6 +16,7 @@ use coupond_domain::{MerchantId, Template, TemplateId};
 use coupond_engine::accounts::Accounts;
 use coupond_engine::centre::Shelf;
 use coupond_engine::checkout::TemplateSource;
+use coupond_engine::self_audit::{Auditor, TimeOfDay};
 use coupond_engine::shared::{Alone, Notice, OnLimitError, Peers, SharedLimits};
 use coupond_engine::supervise::Workers;
 use coupond_engine::webhooks::TargetPolicy;
@@ -50,8 +51,11 @@ pub struct ApiSettings {
     /// Code batches up to this size are generated within the request (201); larger ones in
     /// the background (202).
     pub code_batch_sync_max: u32,
-    /// How long a lock holds an order's coupons without a confirm.
+    /// How long a lock holds an order's coupons without a confirm, unless it asks for its own
+    /// deadline.
     pub lock_ttl: time::Duration,
+    /// The furthest from now a lock's own deadline (`hold_until`) or an extension may be.
+    pub max_lock_ttl: time::Duration,
     /// How long the answer to a request with an `Idempotency-Key` is kept for replay.
     pub idempotency_ttl: time::Duration,
     /// A request with an `Idempotency-Key` left unanswered this long is taken to have died
@@ -100,6 +104,8 @@ pub struct ApiSettings {
     pub peers: Arc<dyn Peers>,
     /// Whether the outbox is published to NATS (its consumer's backlog is then reported).
     pub publishes_to_nats: bool,
+    /// When the self-audit runs by itself every day (UTC); `None`: only on request.
+    pub audit_at: Option<TimeOfDay>,
 }
 
 impl Default for ApiSettings {
@@ -118,6 +124,7 @@ impl Default for ApiSettings {
             redeem_rate_per_ip: Rate::OFF,
             code_batch_sync_max: 1_000,
             lock_ttl: time::Duration::minutes(15),
+            max_lock_ttl: time::Duration::days(7),
             idempotency_ttl: time::Duration::hours(24),
             idempotency_stale: time::Duration::minutes(1),
             cache_ttl: std::time::Duration::ZERO,
@@ -138,6 +145,7 @@ impl Default for ApiSettings {
             redeem_limits_on_error: OnLimitError::Closed,
             peers: Arc::new(Alone),
             publishes_to_nats: false,
+            audit_at: None,
         }
     }
 }
@@ -161,6 +169,7 @@ struct Inner {
     /// The uploads being read: the bound on uploads in memory at once, one per caller.
     uploads: Uploads,
     codes: CodeGenerator,
+    auditor: Auditor,
     checkout: Checkout,
     issuance: IssuanceWorker,
     tagging: TagWorker,
@@ -201,10 +210,16 @@ impl AppState {
         };
         let pace = settings.background_txn_target;
         let codes = CodeGenerator::new(store.clone(), clock.clone(), pace);
-        let checkout = Checkout::new(store.clone(), clock.clone(), settings.lock_ttl);
+        let checkout = Checkout::new(
+            store.clone(),
+            clock.clone(),
+            settings.lock_ttl,
+            settings.max_lock_ttl,
+        );
         let issuance = IssuanceWorker::new(store.clone(), clock.clone(), pace);
         let tagging = TagWorker::new(store.clone(), clock.clone(), pace);
         let accounts = Accounts::new(store.clone(), clock.clone());
+        let auditor = Auditor::new(store.clone(), clock.clone(), settings.audit_at, "api");
         AppState {
             inner: Arc::new(Inner {
                 store,
@@ -227,6 +242,7 @@ impl AppState {
                 code_set_limits: Limit::new("code_set", settings.code_set_rate),
                 uploads: Uploads::new(settings.max_concurrent_uploads as usize),
                 codes,
+                auditor,
                 checkout,
                 issuance,
                 tagging,
@@ -393,6 +409,11 @@ impl AppState {
     /// Quotes, locks, confirms and cancels.
     pub fn checkout(&self) -> &Checkout {
         &self.inner.checkout
+    }
+
+    /// The background self-audit: the API queues runs on it; `serve` runs its loop.
+    pub fn auditor(&self) -> &Auditor {
+        &self.inner.auditor
     }
 
     /// The background generator of code batches; `serve` runs its loop.

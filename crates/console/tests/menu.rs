@@ -1,6 +1,7 @@
 //! Each person sees what their role may use, by the API's own rule (`OperatorRole::may`):
 //! the menu's Approvals for the platform's campaign roles, People and Audit trail for admins
-//! and merchant owners, a merchant owner's own API keys; a support person is offered a
+//! and merchant owners, Audits (the self-audit's runs) for the platform's admins, a merchant
+//! owner's own API keys; a support person is offered a
 //! coupon's revoke form, a finance person is not; a merchant's staff neither sees keys nor,
 //! going to their page by hand, is shown them.
 
@@ -19,10 +20,16 @@ async fn home(app: &App, cookie: &str) -> String {
 }
 
 fn menu(page: &str) -> Vec<&'static str> {
-    ["menu-approvals", "menu-people", "menu-audit", "menu-keys"]
-        .into_iter()
-        .filter(|id| page.contains(&format!("id=\"{id}\"")))
-        .collect()
+    [
+        "menu-approvals",
+        "menu-people",
+        "menu-audit",
+        "menu-audits",
+        "menu-keys",
+    ]
+    .into_iter()
+    .filter(|id| page.contains(&format!("id=\"{id}\"")))
+    .collect()
 }
 
 #[tokio::test]
@@ -48,7 +55,7 @@ async fn the_menu_follows_the_role() {
         [
             (
                 OperatorRole::Admin,
-                vec!["menu-approvals", "menu-people", "menu-audit"]
+                vec!["menu-approvals", "menu-people", "menu-audit", "menu-audits"]
             ),
             (OperatorRole::Marketing, vec!["menu-approvals"]),
             (OperatorRole::Support, vec![]),

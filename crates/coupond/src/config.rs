@@ -250,6 +250,14 @@ impl Config {
             self.redis.timeout >= Duration::from_millis(1),
             "invalid configuration: redis.timeout (redis_timeout) must be at least 1ms"
         );
+        if let Err(why) = self.background.audit_schedule() {
+            anyhow::bail!("invalid configuration: background.audit_at (audit_at): {why}");
+        }
+        anyhow::ensure!(
+            self.checkout.max_lock_ttl >= self.checkout.lock_ttl,
+            "invalid configuration: checkout.max_lock_ttl (max_lock_ttl) must be at least \
+             checkout.lock_ttl (lock_ttl)"
+        );
         anyhow::ensure!(
             s.max_connections > 0,
             "invalid configuration: server.max_connections (max_connections) must be at least 1"

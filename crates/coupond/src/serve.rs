@@ -202,6 +202,8 @@ fn api_settings(config: &Config, targets: Arc<TargetPolicy>) -> anyhow::Result<A
         code_batch_sync_max: config.catalog.code_batch_sync_max,
         lock_ttl: time::Duration::try_from(config.checkout.lock_ttl)
             .context("lock_ttl is too long")?,
+        max_lock_ttl: time::Duration::try_from(config.checkout.max_lock_ttl)
+            .context("max_lock_ttl is too long")?,
         idempotency_ttl: time::Duration::try_from(config.idempotency.ttl)
             .context("idempotency_ttl is too long")?,
         idempotency_stale: time::Duration::try_from(config.idempotency.stale)
@@ -228,6 +230,11 @@ fn api_settings(config: &Config, targets: Arc<TargetPolicy>) -> anyhow::Result<A
         background_txn_target: config.background.txn_target,
         max_queued_codes_per_owner: i64::from(config.background.max_queued_codes_per_owner),
         max_queued_issuance_per_owner: i64::from(config.background.max_queued_issuance_per_owner),
+        audit_at: config
+            .background
+            .audit_schedule()
+            .map_err(anyhow::Error::msg)
+            .context("audit_at")?,
         ..ApiSettings::default()
     })
 }
@@ -251,8 +258,8 @@ fn spawn_upkeep(upkeep_state: AppState) -> tokio::task::JoinHandle<()> {
     })
 }
 
-/// Starts every background loop, each supervised: a panic is logged, counted and the loop
-/// restarted. They stop between steps once `stop` turns true.
+/// Starts every background loop (the self-audit's among them), each supervised: a panic is
+/// logged, counted and the loop restarted. They stop between steps once `stop` turns true.
 fn start_workers(
     config: &Config,
     state: &AppState,
@@ -336,7 +343,17 @@ fn start_workers(
         );
         supervised("nats", &workers, stop_rx, d, coupond_engine::worker::run)
     });
-    let mut all = vec![codes, issuance, tagging, scheduler, webhooks, dispatcher];
+    // The self-audit under its own lease: one instance audits the database at a time.
+    let audit = supervised(
+        "audit",
+        &workers,
+        stop_rx,
+        state.auditor().clone().holder(holder.clone()),
+        coupond_engine::worker::run,
+    );
+    let mut all = vec![
+        codes, issuance, tagging, scheduler, webhooks, dispatcher, audit,
+    ];
     all.extend(nats);
     all
 }

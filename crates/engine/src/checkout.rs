@@ -2,6 +2,10 @@
 //! [`coupond_domain::checkout`] to what the store reads; and the [`Sweeper`] that ends locks
 //! whose deadline passed.
 //!
+//! A lock holds its coupons until `lock_ttl` from now, or until the deadline it asks for
+//! (`hold_until`, at most `max_lock_ttl` from now); [`Checkout::extend`] moves a lock's
+//! deadline later within the same bound, recorded in the audit trail.
+//!
 //! A lock's rules run inside the store's lock transaction (as a [`LockRules`](coupond_store::LockRules) callback), on
 //! the coupons and templates as that transaction sees them, so what is checked is what is
 //! written: nobody can use, lock or over-reserve a coupon between the check and the write.
@@ -14,9 +18,10 @@ use coupond_domain::{
     quote, Actor, Coupon, CouponId, CouponStatus, Order, OrderId, Quote, QuoteInput, Template,
     TemplateId, TemplateUse, Timestamp,
 };
+use coupond_store::audit::{self, Change};
 use coupond_store::{
-    CouponQuery, LockOutcome, LockPlan, LockRefusal, LockRequest, OrderStep, Store, StoreError,
-    StoreResult,
+    CouponQuery, ExtendStep, LockOutcome, LockPlan, LockRefusal, LockRequest, OrderStep, Store,
+    StoreError, StoreResult,
 };
 use serde_json::json;
 
@@ -32,12 +37,14 @@ pub struct Checkout {
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
     lock_ttl: time::Duration,
+    max_lock_ttl: time::Duration,
 }
 
 impl std::fmt::Debug for Checkout {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Checkout")
             .field("lock_ttl", &self.lock_ttl)
+            .field("max_lock_ttl", &self.max_lock_ttl)
             .finish_non_exhaustive()
     }
 }
@@ -65,18 +72,92 @@ impl From<StoreError> for QuoteError {
     }
 }
 
+/// Why a deadline asked for (`hold_until`) is refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HoldError {
+    /// It is not after now.
+    NotAfterNow,
+    /// It is later than now + `max_lock_ttl`, this instant.
+    TooFar(Timestamp),
+}
+
+/// Why a lock or an extension was not made: its deadline, or the store.
+#[derive(Debug)]
+pub enum CheckoutError {
+    Hold(HoldError),
+    Store(StoreError),
+}
+
+impl std::fmt::Display for CheckoutError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CheckoutError::Hold(HoldError::NotAfterNow) => {
+                f.write_str("hold_until is not after now")
+            }
+            CheckoutError::Hold(HoldError::TooFar(latest)) => {
+                write!(
+                    f,
+                    "hold_until is later than {latest} (max_lock_ttl from now)"
+                )
+            }
+            CheckoutError::Store(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for CheckoutError {}
+
+impl From<StoreError> for CheckoutError {
+    fn from(e: StoreError) -> Self {
+        CheckoutError::Store(e)
+    }
+}
+
+impl From<HoldError> for CheckoutError {
+    fn from(e: HoldError) -> Self {
+        CheckoutError::Hold(e)
+    }
+}
+
 impl Checkout {
-    /// `lock_ttl`: how long a lock holds its coupons without a confirm.
-    pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>, lock_ttl: time::Duration) -> Self {
+    /// `lock_ttl`: how long a lock holds its coupons without a confirm when it asks for no
+    /// deadline; `max_lock_ttl`: the furthest from now a lock or an extension may ask for.
+    pub fn new(
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+        lock_ttl: time::Duration,
+        max_lock_ttl: time::Duration,
+    ) -> Self {
         Checkout {
             store,
             clock,
             lock_ttl,
+            max_lock_ttl,
         }
     }
 
     pub fn lock_ttl(&self) -> time::Duration {
         self.lock_ttl
+    }
+
+    /// A lock's deadline at `now`: `hold_until` if it is after now and at most
+    /// `max_lock_ttl` from now, now + `lock_ttl` without one.
+    pub fn deadline(
+        &self,
+        hold_until: Option<Timestamp>,
+        now: Timestamp,
+    ) -> Result<Timestamp, HoldError> {
+        let Some(asked) = hold_until else {
+            return Ok(now.plus(self.lock_ttl));
+        };
+        let latest = now.plus(self.max_lock_ttl);
+        if asked <= now {
+            Err(HoldError::NotAfterNow)
+        } else if asked > latest {
+            Err(HoldError::TooFar(latest))
+        } else {
+            Ok(asked)
+        }
     }
 
     /// A quote for `order`: over the named coupons (which must all be the order's user's), or
@@ -127,19 +208,21 @@ impl Checkout {
         .map_err(|e| QuoteError::Store(StoreError::other(e.message)))
     }
 
-    /// Locks exactly `coupons` for `order_id` until now + `lock_ttl`, if together they are the
-    /// best combination of themselves for `order` (each usable, none redundant); otherwise
-    /// refuses with every coupon's reasons and writes nothing.
+    /// Locks exactly `coupons` for `order_id` until `hold_until` (or now + `lock_ttl`; see
+    /// [`Checkout::deadline`]), if together they are the best combination of themselves for
+    /// `order` (each usable, none redundant); otherwise refuses with every coupon's reasons
+    /// and writes nothing.
     pub async fn lock(
         &self,
         order_id: &OrderId,
         order: &Order,
         coupons: &[CouponId],
+        hold_until: Option<Timestamp>,
         fingerprint: [u8; 32],
         actor: &Actor,
-    ) -> StoreResult<LockOutcome> {
+    ) -> Result<LockOutcome, CheckoutError> {
         let now = self.clock.now();
-        let deadline = now.plus(self.lock_ttl);
+        let deadline = self.deadline(hold_until, now)?;
         let rules = |found: &[Coupon], templates: &[Template]| {
             plan(order_id, order, coupons, found, templates, now, deadline)
         };
@@ -152,7 +235,34 @@ impl Checkout {
             actor,
             now,
         };
-        again(|| self.store.lock_order(&req, &rules)).await
+        Ok(again(|| self.store.lock_order(&req, &rules)).await?)
+    }
+
+    /// Moves a locked order's deadline later, to `hold_until` (after now, at most
+    /// `max_lock_ttl` from now), recorded in the audit trail as `order.extend` with the
+    /// deadlines before and after. The same `hold_until` again changes nothing and answers
+    /// `Already`; an earlier one, `Earlier`; an order no longer locked, `Ended`.
+    pub async fn extend(
+        &self,
+        order_id: &OrderId,
+        hold_until: Timestamp,
+    ) -> Result<ExtendStep, CheckoutError> {
+        let now = self.clock.now();
+        let deadline = self.deadline(Some(hold_until), now)?;
+        let before = self.store.order(order_id).await?;
+        let change = Change::new("order.extend", "order", now)
+            .object_key(order_id.as_str())
+            .before(&json!({ "deadline": before.deadline }))
+            .after(&json!({ "deadline": deadline }));
+        let step = again(|| {
+            let write = self.store.extend_order(order_id, deadline, now);
+            audit::change(change.clone(), write)
+        })
+        .await?;
+        if let ExtendStep::Done(o) = &step {
+            tracing::info!(order_id = %order_id, from = %before.deadline, to = %o.deadline, "lock extended");
+        }
+        Ok(step)
     }
 
     pub async fn confirm(&self, order_id: &OrderId, actor: &Actor) -> StoreResult<OrderStep> {

@@ -19,8 +19,8 @@
 //! - [`claims`]: [`ClaimEngine`], per-template group commit of claims: all claims waiting for
 //!   a template are committed in one transaction and each caller is answered after the commit.
 //! - [`checkout`]: [`Checkout`] (quotes; lock, confirm and cancel of an order's coupons with
-//!   the domain's rules applied inside the lock's transaction) and the [`Sweeper`] that ends
-//!   locks past their deadline.
+//!   the domain's rules applied inside the lock's transaction; a lock's own deadline and its
+//!   extension) and the [`Sweeper`] that ends locks past their deadline.
 //! - [`codes`]: [`CodeGenerator`], which fills batches of single-use promotion codes in
 //!   the background, resumable after a crash.
 //! - [`issuance`]: [`IssuanceWorker`], bulk issuance a chunk per transaction, resumable.
@@ -43,6 +43,9 @@
 //!   first claims here commit, so events keep each template's order.
 //! - [`scheduler`]: [`Scheduler`], the one loop (under a lease) that announces status
 //!   transitions, expires coupons, ends locks and sends reminders as time makes them due.
+//! - [`self_audit`]: [`Auditor`], the invariant checks of `coupond audit` run every day at
+//!   `background.audit_at` and on request (one instance at a time, under a lease), each run
+//!   kept with its findings; a run that finds any emits `audit.failed`.
 //! - [`dispatch`]: [`Dispatcher`], which hands the outbox to [`Observer`]s (reminder planner,
 //!   inbox notifier) at least once, recording each one's position.
 //! - [`webhooks`]: [`WebhookFanout`] (an observer queueing deliveries),
@@ -81,6 +84,7 @@ pub mod redemption;
 pub mod reports;
 pub mod scheduler;
 pub mod second_factor;
+pub mod self_audit;
 pub mod shared;
 pub mod sold_out;
 pub mod stats;
@@ -93,7 +97,7 @@ pub mod webhooks;
 pub mod worker;
 
 pub use campaigns::CampaignError;
-pub use checkout::{Checkout, QuoteError, Sweeper};
+pub use checkout::{Checkout, CheckoutError, HoldError, QuoteError, Sweeper};
 pub use claims::{ClaimAsk, ClaimEngine, ClaimError, ClaimMode, Claimed};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use codes::CodeGenerator;
@@ -101,6 +105,7 @@ pub use dispatch::{Dispatcher, InboxNotifier, Observer, ReminderPlanner};
 pub use issuance::IssuanceWorker;
 pub use pacing::Pacer;
 pub use scheduler::Scheduler;
+pub use self_audit::Auditor;
 pub use tagging::TagWorker;
 pub use webhooks::{RetryPolicy, SenderSettings, TargetPolicy, WebhookFanout, WebhookSender};
 pub use worker::{Lease, Pass, Worker};

@@ -36,6 +36,10 @@ pub const PEER_NOTICES: &str = "coupond_peer_notices_total";
 pub const NATS_PUBLISHED: &str = "coupond_nats_published_total";
 /// NATS publishes that failed or were not acknowledged (the batch is sent again).
 pub const NATS_ERRORS: &str = "coupond_nats_errors_total";
+/// Broken invariants the last audit run found (the one that finished its checks last).
+pub const AUDIT_VIOLATIONS: &str = "coupond_audit_violations";
+/// When that run finished, Unix seconds.
+pub const AUDIT_LAST_RUN: &str = "coupond_audit_last_run_timestamp_seconds";
 
 /// Registers the HELP text of every metric above and of those named elsewhere.
 pub fn describe() {
@@ -74,6 +78,14 @@ pub fn describe() {
     describe_gauge!(
         OUTBOX_BACKLOG,
         "Outbox events a consumer has not handled yet (up to 1000, read at scrape)"
+    );
+    describe_gauge!(
+        AUDIT_VIOLATIONS,
+        "Broken invariants the last audit run found (read at scrape)"
+    );
+    describe_gauge!(
+        AUDIT_LAST_RUN,
+        "When the last audit run finished its checks, Unix seconds (read at scrape)"
     );
     describe_counter!(WEBHOOK_DELIVERIES, "Webhook delivery attempts, by result");
     describe_histogram!(

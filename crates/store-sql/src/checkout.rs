@@ -422,7 +422,7 @@ pub async fn expire_locks(db: &dyn Db, now: Timestamp, limit: u32) -> StoreResul
 
 /// Gives an order's coupons back (unused, or expired if their validity ended meanwhile) and
 /// their reservations, and ends the order in `state`. The caller holds the order row.
-async fn release<E: Exec + ?Sized>(
+pub(crate) async fn release<E: Exec + ?Sized>(
     ex: &mut E,
     d: Dialect,
     record: &OrderRecord,

@@ -21,6 +21,8 @@
 //! - `audit`: [`AuditStore`](coupond_store::AuditStore) ([`impl_audit_store!`]): the trail's
 //!   read, and [`audit::flush`], which each backend's `Tx::commit` runs to insert the changes
 //!   pending in its task in the same transaction.
+//! - `audit_runs`: [`AuditRunStore`](coupond_store::AuditRunStore)
+//!   ([`impl_audit_run_store!`]): the self-audit's runs and what each found.
 //! - `reports`: [`ReportStore`](coupond_store::ReportStore) ([`impl_report_store!`]): stats,
 //!   reconciliation and the invariant audit's shared checks.
 //! - `standing`: how templates stand now, counted in the database (part of `ReportStore`).
@@ -45,6 +47,7 @@
 //!   claim: order reads, confirm with its amount verification, cancel, the lock sweeper, and
 //!   the lock's coupons and reservations; each backend implements the trait with its own
 //!   `lock_order`.
+//! - `deadlines`: moving a lock's deadline later (part of `CheckoutStore`).
 //! - `claims`: claim-batch steps in shared statements (refusals given back, earlier answers
 //!   by key or code, single-use codes, multi-row inserts), which MySQL's claim path uses.
 //! - `wallet`: the reads of [`ClaimStore`](coupond_store::ClaimStore) (a user's coupons, one
@@ -63,6 +66,7 @@
 
 pub mod admin;
 pub mod audit;
+pub mod audit_runs;
 pub mod campaigns;
 pub mod catalog;
 pub mod checkout;
@@ -70,6 +74,7 @@ pub mod cities;
 pub mod claims;
 pub mod codes;
 mod db;
+pub mod deadlines;
 pub mod idempotency;
 pub mod inbox;
 pub mod inspect;

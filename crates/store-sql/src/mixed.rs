@@ -56,6 +56,14 @@ macro_rules! impl_checkout_store {
             ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::domain::OrderId>> {
                 $crate::checkout::expire_locks(self, now, limit).await
             }
+            async fn extend_order(
+                &self,
+                order: &$crate::reexport::domain::OrderId,
+                deadline: $crate::reexport::domain::Timestamp,
+                now: $crate::reexport::domain::Timestamp,
+            ) -> $crate::reexport::store::StoreResult<$crate::reexport::store::checkout::ExtendStep> {
+                $crate::deadlines::extend_order(self, order, deadline, now).await
+            }
             async fn order(
                 &self,
                 order: &$crate::reexport::domain::OrderId,

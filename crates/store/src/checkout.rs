@@ -123,6 +123,22 @@ pub enum OrderStep {
     Revoked(Vec<CouponId>),
 }
 
+/// What moving a lock's deadline did.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ExtendStep {
+    /// Moved later now.
+    Done(OrderRecord),
+    /// The deadline already was the one asked for (the same extension repeated): nothing
+    /// changed.
+    Already(OrderRecord),
+    /// The deadline asked for is before the lock's: nothing changed (a deadline only moves
+    /// later).
+    Earlier(OrderRecord),
+    /// The order is no longer locked (confirmed, cancelled or expired): nothing changed,
+    /// unless its deadline had passed, in which case the lock was ended as expired first.
+    Ended(OrderRecord),
+}
+
 /// The start of a request with an idempotency key.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum IdempotencyStart {
@@ -212,6 +228,16 @@ pub trait CheckoutStore: Send + Sync {
     /// Ends as expired up to `limit` locks whose deadline is at or before `now`, as cancel
     /// does; returns their order ids. Each lock ends once, whoever gets there first.
     async fn expire_locks(&self, now: Timestamp, limit: u32) -> StoreResult<Vec<OrderId>>;
+    /// Moves a locked order's deadline later, to `deadline`, and its coupons' `locked_until`
+    /// with it, under the order's row lock (so a confirm, a cancel or the sweeper either ends
+    /// the lock first or sees the new deadline). Nothing else changes: the coupons stay
+    /// locked with their discounts and reservations.
+    async fn extend_order(
+        &self,
+        order: &OrderId,
+        deadline: Timestamp,
+        now: Timestamp,
+    ) -> StoreResult<ExtendStep>;
     async fn order(&self, order: &OrderId) -> StoreResult<OrderRecord>;
     /// The coupons an order holds or used, by id.
     async fn order_coupons(&self, order: &OrderId) -> StoreResult<Vec<Coupon>>;

@@ -51,8 +51,11 @@ pub mod kind {
     pub const ACTIVITY_PAUSED: &str = "activity.paused";
     /// A paused activity was resumed, with `template_ids`, the templates it resumed.
     pub const ACTIVITY_RESUMED: &str = "activity.resumed";
+    /// A run of the self-audit found broken invariants (`run_id`, `violations`, `checks`, the
+    /// first findings); the platform's endpoints get it.
+    pub const AUDIT_FAILED: &str = "audit.failed";
     /// Every type, for validating subscriptions.
-    pub const ALL: [&str; 20] = [
+    pub const ALL: [&str; 21] = [
         COUPON_CLAIMED,
         COUPON_ISSUED,
         COUPON_LOCKED,
@@ -73,6 +76,7 @@ pub mod kind {
         TEMPLATE_RESUMED,
         ACTIVITY_PAUSED,
         ACTIVITY_RESUMED,
+        AUDIT_FAILED,
     ];
     /// An order's lock ended without a confirm (cancelled, or past its deadline): the coupon
     /// is unused again, or expired if its validity ended meanwhile (`to`).
@@ -258,6 +262,24 @@ pub fn issuance_finished(j: &crate::Issuance) -> String {
 /// The body of [`kind::TEMPLATE_SOLD_OUT`].
 pub fn template_sold_out(template: TemplateId, total_stock: i64) -> String {
     json!({ "template_id": template, "total_stock": total_stock }).to_string()
+}
+
+/// The body of [`kind::AUDIT_FAILED`]: the run, how many findings, the checks that found
+/// them, and the first ten.
+pub fn audit_failed(run: &crate::AuditRun) -> String {
+    let mut checks: Vec<&str> = run.findings.iter().map(|f| f.check.as_str()).collect();
+    checks.sort_unstable();
+    checks.dedup();
+    json!({
+        "run_id": run.id,
+        "trigger": run.trigger,
+        "started_at": run.started_at,
+        "finished_at": run.finished_at,
+        "violations": run.violations,
+        "checks": checks,
+        "first": run.findings.iter().take(10).collect::<Vec<_>>(),
+    })
+    .to_string()
 }
 
 #[cfg(test)]

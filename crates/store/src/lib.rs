@@ -14,13 +14,14 @@
 //!   [`SchedulerStore`], [`InboxStore`]), [`issuance`] ([`IssuanceStore`]), [`webhooks`]
 //!   ([`WebhookStore`]), [`operators`] ([`OperatorStore`]: operator accounts and password
 //!   resets), [`audit`] ([`AuditStore`]: the trail of who changed what, written by each
-//!   change's own transaction).
+//!   change's own transaction), [`audit_runs`] ([`AuditRunStore`]: the self-audit's runs and
+//!   what each found).
 //! - [`error`]: [`StoreError`], deliberately small: `NotFound`, `Conflict`, `Unavailable`,
 //!   `Other`. The API turns it into HTTP in one place.
 //! - [`model`]: records that exist only in storage (API keys, queries, pages).
 //! - [`events`]: the outbox's events and the coupon operation log, with the JSON bodies both
 //!   backends write.
-//! - [`checkout`]: orders holding coupons (lock, confirm, cancel) and the idempotency records
+//! - [`checkout`]: orders holding coupons (lock, extend, confirm, cancel) and the idempotency records
 //!   of write routes.
 //! - [`issuance`]: bulk issuance jobs and their progress.
 //! - [`scheduling`]: outbox positions, reminders and inbox messages, for the background loops.
@@ -37,6 +38,7 @@
 
 pub mod admin;
 pub mod audit;
+pub mod audit_runs;
 pub mod catalog;
 pub mod checkout;
 pub mod cities;
@@ -60,10 +62,11 @@ pub mod webhooks;
 
 pub use admin::{AdminStore, InspectStore, ReportStore, SpecOf};
 pub use audit::AuditStore;
+pub use audit_runs::{AuditRun, AuditRunStore, AuditTrigger, Finding, RunEnd};
 pub use catalog::{CampaignStore, CatalogStore};
 pub use checkout::{
-    CheckoutStore, IdempotencyStart, IdempotencyStore, LockOutcome, LockPlan, LockRefusal,
-    LockRequest, LockRules, OrderRecord, OrderState, OrderStep, StoredAnswer,
+    CheckoutStore, ExtendStep, IdempotencyStart, IdempotencyStore, LockOutcome, LockPlan,
+    LockRefusal, LockRequest, LockRules, OrderRecord, OrderState, OrderStep, StoredAnswer,
 };
 pub use cities::CityStore;
 pub use claims::ClaimStore;
@@ -119,6 +122,7 @@ pub trait Store:
     + ReportStore
     + OperatorStore
     + AuditStore
+    + AuditRunStore
     + CityStore
     + std::fmt::Debug
     + 'static
@@ -143,6 +147,7 @@ impl<T> Store for T where
         + ReportStore
         + OperatorStore
         + AuditStore
+        + AuditRunStore
         + CityStore
         + std::fmt::Debug
         + 'static
@@ -153,10 +158,10 @@ impl<T> Store for T where
 /// store method on an `Arc<dyn Store>` without naming the trait that declares it.
 pub mod prelude {
     pub use crate::{
-        AdminStore as _, AuditStore as _, CampaignStore as _, CatalogStore as _,
-        CheckoutStore as _, CityStore as _, ClaimStore as _, CodeStore as _, IdempotencyStore as _,
-        InboxStore as _, InspectStore as _, IssuanceStore as _, LifecycleStore as _,
-        OperatorStore as _, OutboxStore as _, ReportStore as _, SchedulerStore as _, TagStore as _,
-        WebhookStore as _,
+        AdminStore as _, AuditRunStore as _, AuditStore as _, CampaignStore as _,
+        CatalogStore as _, CheckoutStore as _, CityStore as _, ClaimStore as _, CodeStore as _,
+        IdempotencyStore as _, InboxStore as _, InspectStore as _, IssuanceStore as _,
+        LifecycleStore as _, OperatorStore as _, OutboxStore as _, ReportStore as _,
+        SchedulerStore as _, TagStore as _, WebhookStore as _,
     };
 }

@@ -28,7 +28,7 @@ const MAX_ACTOR: usize = 300;
 #[into_params(parameter_in = Query)]
 pub struct AuditParams {
     /// One object, `<kind>:<id>`: `template:5`, `activity:2`, `listing:9`, `merchant:1`,
-    /// `operator:3`, `api_key:4`, `coupon:12`, ...
+    /// `operator:3`, `api_key:4`, `coupon:12`, `order:<order id>`, ...
     #[param(example = "template:5")]
     pub object: Option<String>,
     /// Who: `operator:5`, `key:3`, `user:<id>`, `cli:<user>`, `system:<worker>`, or an
@@ -100,12 +100,13 @@ pub async fn list(
 }
 
 /// `<kind>:<id>`: a kind of lowercase letters and `_`, a positive id (a user's id for
-/// `user`, a tag for `tag`).
+/// `user`, a tag for `tag`, an order's id for `order`).
 fn check_object(o: &str) -> ApiResult<()> {
     let ok = o.split_once(':').is_some_and(|(kind, id)| {
         let named = match kind {
             "user" => coupond_domain::UserId::parse(id).is_ok(),
             "tag" => coupond_domain::Tag::parse(id).is_ok(),
+            "order" => coupond_domain::OrderId::parse(id).is_ok(),
             _ => id.parse::<i64>().is_ok_and(|id| id > 0) && !id.starts_with('+'),
         };
         (1..=32).contains(&kind.len())
@@ -118,7 +119,7 @@ fn check_object(o: &str) -> ApiResult<()> {
         Err(ApiError::bad_request(
             "invalid_query",
             Some("object"),
-            "object is <kind>:<id>, as template:5 (user:<user id>, tag:<tag>)",
+            "object is <kind>:<id>, as template:5 (user:<user id>, tag:<tag>, order:<order id>)",
         ))
     }
 }

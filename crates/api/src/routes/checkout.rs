@@ -1,5 +1,6 @@
 //! Checkout, for the order service: quotes (also for users over their own wallet), and the
-//! try/confirm/cancel of an order's coupons keyed by the order id.
+//! try/confirm/cancel of an order's coupons keyed by the order id, with a lock's own deadline
+//! and its extension.
 
 use axum::extract::State;
 use axum::{Extension, Json};
@@ -7,10 +8,10 @@ use coupond_domain::checkout::Reason;
 use coupond_domain::codes::TypedCode;
 use coupond_domain::{
     discount, eligibility, Actor, Coupon, CouponId, CouponStatus, DomainError, Money, Order,
-    OrderDraft, OrderId, Quote, TemplateId, TemplateUse,
+    OrderDraft, OrderId, Quote, TemplateId, TemplateUse, Timestamp,
 };
 use coupond_engine::{redemption, QuoteError};
-use coupond_store::{LockOutcome, OrderRecord, OrderStep};
+use coupond_store::{ExtendStep, LockOutcome, OrderRecord, OrderStep};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
@@ -191,6 +192,10 @@ pub struct LockBody {
     /// The coupons to hold: 1 to 20, distinct, the user's, usable together (as the quote's
     /// best combination of them).
     pub coupon_ids: Vec<CouponId>,
+    /// When the lock ends unless confirmed: after now and at most `checkout.max_lock_ttl`
+    /// (7 days by default) from now. Without it, `checkout.lock_ttl` (15 minutes) from now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold_until: Option<Timestamp>,
 }
 
 /// An order's hold on its coupons.
@@ -201,7 +206,8 @@ pub struct OrderView {
     pub user_id: coupond_domain::UserId,
     /// `locked`, `confirmed`, `cancelled` or `expired`.
     pub state: String,
-    /// When the lock ends unless confirmed.
+    /// When the lock ends unless confirmed: the lock's `hold_until` (or `lock_ttl` after it),
+    /// moved later by any extension.
     pub deadline: coupond_domain::Timestamp,
     pub created_at: coupond_domain::Timestamp,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -246,10 +252,12 @@ impl OrderView {
 ///
 /// Lock coupons for an order (try): re-checks every coupon against the order in the same
 /// transaction that locks them, all or nothing; they stay `locked` until confirmed, cancelled, or
-/// the deadline (`lock_ttl`) passes. The same order id with the same body answers the same; with
-/// another body, 409 `order_conflict`. Coupons that cannot be locked: 409 `coupons_not_applicable`
-/// with each one's reasons (`redundant` for a coupon that would take nothing off next to the
-/// others).
+/// the deadline passes: `hold_until` if given (after now, at most `max_lock_ttl`, 7 days by
+/// default, from now: 422 `hold_until_past` or `hold_until_too_far` otherwise), else `lock_ttl`
+/// (15 minutes) from now; `POST /v1/orders/{order_id}/extend` moves it later. The same order id
+/// with the same body answers the same; with another body, 409 `order_conflict`. Coupons that
+/// cannot be locked: 409 `coupons_not_applicable` with each one's reasons (`redundant` for a
+/// coupon that would take nothing off next to the others).
 #[utoipa::path(operation_id = "lock_order", post, path = "/v1/orders/{order_id}/lock", tag = "checkout",
     params(("order_id" = String, Path, description = "The order service's order or lease id")),
     request_body = LockBody,
@@ -284,7 +292,14 @@ pub async fn lock(
     }
     match s
         .checkout()
-        .lock(&order_id, &order, &ids, fingerprint, &actor(&p))
+        .lock(
+            &order_id,
+            &order,
+            &ids,
+            body.hold_until,
+            fingerprint,
+            &actor(&p),
+        )
         .await?
     {
         LockOutcome::Locked(o) | LockOutcome::Replayed(o) => Ok(Json(OrderView::new(o))),
@@ -375,6 +390,50 @@ pub async fn cancel(
     }
 }
 
+/// The body of an extension.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExtendBody {
+    /// The new deadline: later than the lock's, after now and at most `checkout.max_lock_ttl`
+    /// from now.
+    pub hold_until: Timestamp,
+}
+
+/// Extend an order's lock.
+///
+/// Move a locked order's deadline later, to `hold_until` (after now and at most `max_lock_ttl`,
+/// 7 days by default, from now: 422 `hold_until_past` or `hold_until_too_far` otherwise): its
+/// coupons stay locked with their discounts. Recorded in the audit trail (`order.extend`, the
+/// deadlines before and after). The same `hold_until` again answers the order as it is; an
+/// earlier one than the lock's, 409 `hold_earlier` (a deadline only moves later); once the order
+/// was confirmed, cancelled or expired, 409 `order_ended`.
+#[utoipa::path(operation_id = "extend_order", post, path = "/v1/orders/{order_id}/extend", tag = "checkout",
+    params(("order_id" = String, Path, description = "The order id")),
+    request_body = ExtendBody,
+    responses((status = 200, description = "Extended", body = OrderView), CommonErrors, BodyErrors, ConflictError),
+    security(("bearer" = [])))]
+pub async fn extend(
+    State(s): State<AppState>,
+    ApiPath(order_id): ApiPath<String>,
+    ApiJson(body): ApiJson<ExtendBody>,
+) -> ApiResult<Json<OrderView>> {
+    let order_id = parse_order_id(&order_id)?;
+    match s.checkout().extend(&order_id, body.hold_until).await? {
+        ExtendStep::Done(o) | ExtendStep::Already(o) => Ok(Json(OrderView::new(o))),
+        ExtendStep::Earlier(o) => Err(ApiError::conflict(
+            "hold_earlier",
+            format!(
+                "the lock holds until {}; a deadline only moves later",
+                o.deadline
+            ),
+        )),
+        ExtendStep::Ended(o) => Err(ApiError::conflict(
+            "order_ended",
+            format!("the order's lock has ended ({})", o.state.as_str()),
+        )),
+    }
+}
+
 /// Read an order's hold.
 ///
 /// An order's hold on its coupons as it stands: locked, confirmed, cancelled or expired, with each
@@ -408,6 +467,14 @@ pub struct HistoryEntry {
     pub at: coupond_domain::Timestamp,
 }
 
+/// The order holding a locked coupon, and until when.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct HeldBy {
+    pub order_id: String,
+    /// The lock's deadline (`POST /v1/orders/{order_id}/extend` moves it later).
+    pub until: coupond_domain::Timestamp,
+}
+
 /// A coupon's operation log.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct HistoryView {
@@ -415,6 +482,9 @@ pub struct HistoryView {
     pub template_id: coupond_domain::TemplateId,
     pub user_id: coupond_domain::UserId,
     pub status: CouponStatus,
+    /// While an order holds it (`locked`): the order and the lock's deadline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_by: Option<HeldBy>,
     pub events: Vec<HistoryEntry>,
     /// What the caller may do to it now (the platform, its merchant, a role that helps users:
     /// `revoke`); absent for its holder.
@@ -463,11 +533,19 @@ pub async fn history(
         .collect();
     let helps = matches!(p, Principal::Platform | Principal::Merchant(_))
         && crate::auth::may_act(coupond_domain::Area::Support);
+    let held_by = match (&coupon.stored_status, &coupon.order_id, coupon.locked_until) {
+        (CouponStatus::Locked, Some(order), Some(until)) => Some(HeldBy {
+            order_id: order.as_str().to_owned(),
+            until,
+        }),
+        _ => None,
+    };
     Ok(Json(HistoryView {
         coupon_id: id,
         template_id: coupon.template_id,
         user_id: coupon.user_id.clone(),
         status: coupon.status(s.now()),
+        held_by,
         events,
         actions: helps.then(|| coupon.actions(s.now())),
     }))

@@ -3,6 +3,7 @@
 
 pub mod activities;
 pub mod audit;
+pub mod audits;
 pub mod centre;
 pub mod checkout;
 pub mod cities;
@@ -170,6 +171,8 @@ fn merchant_and_activity_routes() -> Vec<Route> {
             PLATFORM_MERCHANT,
             get(audit::list),
         ),
+        r(Method::GET, "/v1/audits", PLATFORM, get(audits::list)),
+        r(Method::POST, "/v1/audits", PLATFORM, post(audits::run)),
         r(
             Method::POST,
             "/v1/activities",
@@ -425,11 +428,13 @@ pub fn route_table() -> Vec<RouteSpec> {
 }
 
 /// What a route does, as operators' roles tell them apart ([`OperatorRole::may`]): reading,
-/// except people, keys and the audit trail (admin); changing people, keys, merchants, cities, webhooks and shared tags
-/// (admin); revoking a coupon (support); every other change is running campaigns.
+/// except people, keys, the audit trail and the self-audit's runs (admin); changing people,
+/// keys, merchants, cities, webhooks and shared tags, and running the self-audit (admin); revoking a coupon and extending an order's lock (support); every other change is
+/// running campaigns.
 ///
 /// [`OperatorRole::may`]: coupond_domain::OperatorRole::may
 pub fn area_of(method: &Method, path: &str) -> Area {
+    // `/v1/audit` (the trail) and `/v1/audits` (the self-audit's runs).
     let admin = path.starts_with("/v1/operators")
         || path.contains("/keys")
         || path.starts_with("/v1/audit");
@@ -443,7 +448,7 @@ pub fn area_of(method: &Method, path: &str) -> Area {
         || path.ends_with("/shared")
     {
         Area::Admin
-    } else if path == "/v1/coupons/{id}/revoke" {
+    } else if path == "/v1/coupons/{id}/revoke" || path == "/v1/orders/{order_id}/extend" {
         Area::Support
     } else {
         Area::Campaigns

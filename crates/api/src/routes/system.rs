@@ -24,12 +24,36 @@ pub struct Health {
     /// runs again); absent when none has.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub restarted_workers: Vec<RestartedWorker>,
+    /// On `/readyz`, the self-audit's last run that finished its checks (absent before the
+    /// first). Broken invariants do not make the instance unready: they are the database's,
+    /// not this instance's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_audit: Option<LastAudit>,
+}
+
+/// The self-audit's last run, as `/readyz` shows it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LastAudit {
+    pub run_id: i64,
+    pub finished_at: coupond_domain::Timestamp,
+    /// Broken invariants it found; details at `GET /v1/audits`.
+    pub violations: i64,
+}
+
+impl LastAudit {
+    fn of(run: coupond_store::AuditRun) -> Option<Self> {
+        Some(LastAudit {
+            run_id: run.id,
+            finished_at: run.finished_at?,
+            violations: run.violations?,
+        })
+    }
 }
 
 /// A background loop the supervisor restarted after a panic.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct RestartedWorker {
-    /// `scheduler`, `dispatcher`, `webhooks`, `codes` or `issuance`.
+    /// `scheduler`, `dispatcher`, `webhooks`, `codes`, `issuance`, `tagging`, `nats` or `audit`.
     pub worker: &'static str,
     pub restarts: u64,
     /// What its last panic said.
@@ -46,12 +70,14 @@ pub async fn healthz() -> Json<Health> {
         status: "ok",
         database: None,
         restarted_workers: vec![],
+        last_audit: None,
     })
 }
 
 /// Readiness.
 ///
-/// Readiness: the database answers. Also lists background loops that panicked and were restarted.
+/// Readiness: the database answers. Also lists background loops that panicked and were restarted,
+/// and the self-audit's last run (when it finished, how many broken invariants it found).
 #[utoipa::path(get, path = "/readyz", tag = "system",
     responses((status = 200, description = "Ready", body = Health),
         (status = 503, description = "The database is unavailable", body = Problem,
@@ -68,16 +94,19 @@ pub async fn readyz(State(s): State<AppState>) -> ApiResult<Json<Health>> {
             last_panic: r.last_panic,
         })
         .collect();
+    let last_audit = s.store().last_audit_run().await?.and_then(LastAudit::of);
     Ok(Json(Health {
         status: "ready",
         database: Some(s.store().backend()),
         restarted_workers,
+        last_audit,
     }))
 }
 
 /// Prometheus metrics.
 ///
-/// Prometheus metrics: request counts and latency by route and status, pool gauges.
+/// Prometheus metrics: request counts and latency by route and status, pool gauges, the
+/// self-audit's last run (`coupond_audit_violations`, `coupond_audit_last_run_timestamp_seconds`).
 #[utoipa::path(get, path = "/metrics", tag = "system",
     responses((status = 200, description = "Prometheus text format", body = String, content_type = "text/plain")))]
 pub async fn metrics(State(s): State<AppState>) -> impl IntoResponse {
@@ -91,6 +120,15 @@ pub async fn metrics(State(s): State<AppState>) -> impl IntoResponse {
         for l in lags {
             metrics::gauge!(coupond_engine::telemetry::OUTBOX_BACKLOG, "consumer" => l.consumer)
                 .set(f64::from(l.behind));
+        }
+    }
+    // The self-audit's last run, read at scrape time too: the same on every instance.
+    if let Ok(Some(last)) = s.store().last_audit_run().await {
+        use coupond_engine::telemetry::{AUDIT_LAST_RUN, AUDIT_VIOLATIONS};
+        if let Some(found) = LastAudit::of(last) {
+            metrics::gauge!(AUDIT_VIOLATIONS).set(found.violations as f64);
+            let at = found.finished_at.unix_micros() as f64 / 1e6;
+            metrics::gauge!(AUDIT_LAST_RUN).set(at);
         }
     }
     (

@@ -124,6 +124,13 @@ pub(super) fn checkout_routes() -> Vec<Route> {
             SERVICE,
             post(checkout::lock),
         ),
+        // The order service, and the platform's support (the console's "extend").
+        r(
+            Method::POST,
+            "/v1/orders/{order_id}/extend",
+            PLATFORM_SERVICE,
+            post(checkout::extend),
+        ),
         r(
             Method::POST,
             "/v1/orders/{order_id}/confirm",

@@ -64,6 +64,7 @@ async fn document_lists_every_route_with_its_errors() {
             && !route.path.ends_with("/keys/{key_id}/revoke")
             && !route.path.ends_with("/webhooks/{id}/disable")
             && !route.path.ends_with("/webhooks/{id}/ping")
+            && route.path != "/v1/audits"
         {
             assert!(
                 op["requestBody"].is_object(),

@@ -19,6 +19,7 @@ use crate::Console;
 mod account;
 mod activities;
 mod approvals;
+mod audits;
 mod choices;
 mod cities;
 mod coupons;
@@ -63,6 +64,7 @@ pub fn routes(max_upload: usize) -> Router<Console> {
         )
         .route("/console/cities", get(cities::list).post(cities::name))
         .route("/console/history", get(history::page))
+        .route("/console/audits", get(audits::list).post(audits::run))
         .route("/console/history.csv", get(history::csv))
         .route(
             "/console/password/{token}",
@@ -157,6 +159,7 @@ pub fn routes(max_upload: usize) -> Router<Console> {
         )
         .route("/console/coupons/{id}", get(coupons::page))
         .route("/console/coupons/{id}/revoke", post(support::revoke))
+        .route("/console/orders/{order}/extend", post(coupons::extend))
         .route("/console/reconciliation", get(support::reconciliation))
         .route(crate::assets::HTMX_PATH, get(crate::assets::htmx))
         .route(crate::assets::css_path(), get(crate::assets::css))

@@ -7,7 +7,7 @@ use figment::value::{Dict, Map, Value};
 use figment::{Error, Metadata, Profile, Provider};
 
 /// Every setting: its flat name, its section and its key there.
-pub const FLAT: [(&str, &str, &str); 69] = [
+pub const FLAT: [(&str, &str, &str); 71] = [
     ("listen", "server", "listen"),
     ("max_body_bytes", "server", "max_body_bytes"),
     ("max_upload_bytes", "server", "max_upload_bytes"),
@@ -64,6 +64,7 @@ pub const FLAT: [(&str, &str, &str); 69] = [
         "code_set_burst_per_merchant",
     ),
     ("lock_ttl", "checkout", "lock_ttl"),
+    ("max_lock_ttl", "checkout", "max_lock_ttl"),
     ("idempotency_ttl", "idempotency", "ttl"),
     ("idempotency_stale", "idempotency", "stale"),
     (
@@ -73,6 +74,7 @@ pub const FLAT: [(&str, &str, &str); 69] = [
     ),
     ("reminder_days_before", "background", "reminder_days_before"),
     ("background_txn_target", "background", "txn_target"),
+    ("audit_at", "background", "audit_at"),
     (
         "max_queued_codes_per_owner",
         "background",

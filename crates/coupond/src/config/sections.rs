@@ -171,9 +171,13 @@ pub struct Limits {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Checkout {
-    /// How long a lock holds an order's coupons without a confirm.
+    /// How long a lock holds an order's coupons without a confirm, unless it asks for its own
+    /// deadline (`hold_until`).
     #[serde(with = "humantime_serde")]
     pub lock_ttl: Duration,
+    /// The furthest from now a lock's own deadline, or an extension of it, may be.
+    #[serde(with = "humantime_serde")]
+    pub max_lock_ttl: Duration,
 }
 
 /// Answers replayed to retries of writes with an `Idempotency-Key`.
@@ -205,6 +209,18 @@ pub struct Background {
     pub max_queued_codes_per_owner: u32,
     /// Users one owner's open issuance jobs may have waiting to be issued.
     pub max_queued_issuance_per_owner: u32,
+    /// When the self-audit runs every day: `HH:MM`, UTC, or `off` (only on request).
+    pub audit_at: String,
+}
+
+impl Background {
+    /// [`Background::audit_at`] read: `None` for `off`.
+    pub fn audit_schedule(&self) -> Result<Option<coupond_engine::self_audit::TimeOfDay>, String> {
+        match self.audit_at.trim() {
+            "off" => Ok(None),
+            at => coupond_engine::self_audit::TimeOfDay::parse(at).map(Some),
+        }
+    }
 }
 
 /// Webhook endpoints and deliveries.

@@ -261,3 +261,37 @@ fn short_secrets_are_refused_by_every_command() {
         Ok(())
     });
 }
+
+/// The audit's time of day and the lock deadlines' bound are checked by every command.
+#[test]
+fn audit_times_and_lock_bounds_are_checked() {
+    Jail::expect_with(|jail| {
+        let config = Config::load(None, &Overrides::default()).unwrap();
+        assert_eq!(
+            config
+                .background
+                .audit_schedule()
+                .unwrap()
+                .map(|t| t.to_string()),
+            Some("04:00".to_owned())
+        );
+        jail.set_env("COUPOND_AUDIT_AT", "off");
+        let config = Config::load(None, &Overrides::default()).unwrap();
+        assert_eq!(config.background.audit_schedule(), Ok(None));
+        jail.set_env("COUPOND_AUDIT_AT", "25:00");
+        let e = Config::load(None, &Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("background.audit_at (audit_at)"), "{e}");
+        jail.set_env("COUPOND_AUDIT_AT", "04:00");
+        jail.set_env("COUPOND_MAX_LOCK_TTL", "5m");
+        let e = Config::load(None, &Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("checkout.max_lock_ttl (max_lock_ttl) must be at least"),
+            "{e}"
+        );
+        Ok(())
+    });
+}

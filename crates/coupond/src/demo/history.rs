@@ -87,6 +87,7 @@ pub async fn seed(
             store.clone(),
             Arc::new(ManualClock::new(at)),
             Duration::minutes(15),
+            Duration::days(7),
         );
         let order_id =
             OrderId::parse(&format!("demo-order-{}", k + 1)).map_err(anyhow::Error::msg)?;
@@ -99,7 +100,7 @@ pub async fn seed(
         .map_err(|e| anyhow::anyhow!("demo order: {e}"))?;
         let actor = Actor::Service;
         checkout
-            .lock(&order_id, &order, &[coupon.id], [k as u8; 32], &actor)
+            .lock(&order_id, &order, &[coupon.id], None, [k as u8; 32], &actor)
             .await
             .context("locking a demo order")?;
         checkout

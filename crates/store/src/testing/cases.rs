@@ -8,9 +8,11 @@ use coupond_domain::{ActivityStatus, ListingDraft, Money, TemplateStatus, Timest
 use time::Duration;
 
 mod audit;
+mod audit_runs;
 mod checkout;
 mod claims;
 mod codes;
+mod deadlines;
 mod events;
 mod lifecycle;
 mod listings;
@@ -26,10 +28,12 @@ mod tags;
 mod templates;
 mod webhooks;
 pub use audit::*;
+pub use audit_runs::*;
 pub use checkout::*;
 pub use claims::*;
 use claims::{claimable, req, tally};
 pub use codes::*;
+pub use deadlines::*;
 pub use events::*;
 pub use lifecycle::*;
 pub use listings::*;

@@ -54,6 +54,12 @@ pub(super) async fn fixtures(app: &TestApp) -> BTreeMap<(Method, String), Fixtur
     let coupon = claim(app, lockable, "u-1").await;
     let revocable = claim(app, claimable, "u-2").await;
     let refundable = claim(app, lockable, "u-3").await;
+    let held = claim(app, lockable, "u-4").await;
+    let r = lock(app, "held-1", "u-4", &[held]).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let hold_until = coupond_engine::Clock::now(&app.clock)
+        .plus(time::Duration::days(2))
+        .to_string();
     let r = lock(app, "paid-1", "u-3", &[refundable]).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     let r = app
@@ -245,6 +251,15 @@ pub(super) async fn fixtures(app: &TestApp) -> BTreeMap<(Method, String), Fixtur
             "/v1/orders/mass-1/lock".into(),
             &service,
             json!({"order": order(app, "u-1"), "coupon_ids": [coupon]}),
+        ),
+    );
+    add(
+        Method::POST,
+        "/v1/orders/{order_id}/extend",
+        f(
+            "/v1/orders/held-1/extend".into(),
+            &service,
+            json!({ "hold_until": hold_until }),
         ),
     );
     add(

@@ -1,0 +1,114 @@
+//! The self-audit's runs (the platform's admins): each run newest first with its trigger,
+//! state, times and what it found, and "Run now", which queues one (the API's
+//! `POST /v1/audits`); the page then shows it queued until the background loop has made it.
+
+use askama::Template;
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, Method, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::Form;
+use coupond_api::routes::audits::AuditRunView;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::format::at;
+use super::paging::{next_link, one_page, After};
+use super::{guard, problem_page, render, Shell};
+use crate::session::Session;
+use crate::Console;
+
+/// A run as a row.
+#[derive(Debug, Clone)]
+struct RunRow {
+    id: i64,
+    trigger: String,
+    state: String,
+    requested: String,
+    finished: String,
+    /// How many broken invariants, in words (`—` before it ran).
+    found: String,
+    error: String,
+    /// (check, subject, detail)
+    findings: Vec<(String, String, String)>,
+}
+
+impl RunRow {
+    fn of(r: &AuditRunView) -> Self {
+        RunRow {
+            id: r.id,
+            trigger: r.trigger.clone(),
+            state: r.state.clone(),
+            requested: at(r.requested_at),
+            finished: r.finished_at.map(at).unwrap_or_default(),
+            found: r.violations.map_or("—".to_owned(), |n| n.to_string()),
+            error: r.error.clone().unwrap_or_default(),
+            findings: r
+                .findings
+                .iter()
+                .map(|f| (f.check.clone(), f.subject.clone(), f.detail.clone()))
+                .collect(),
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "audits.html")]
+struct AuditsPage {
+    shell: Shell,
+    runs: Vec<RunRow>,
+    next: Option<String>,
+    /// When it runs by itself, in words.
+    schedule: String,
+    /// Whether this session may queue a run (the route's roles and area).
+    can_run: bool,
+}
+
+pub async fn list(
+    State(console): State<Console>,
+    session: Session,
+    Query(q): Query<After>,
+) -> Response {
+    let runs = one_page(&console, &session, "/v1/audits", &q.after).await;
+    let (runs, next) = match runs.and_then(|s| s.typed::<AuditRunView>()) {
+        Ok(r) => r,
+        Err(p) => return problem_page(&session, &p),
+    };
+    let schedule = match console.app().auditor().schedule() {
+        Some(t) => format!("every day at {t} UTC"),
+        None => "only when asked (background.audit_at is off)".to_owned(),
+    };
+    let page = AuditsPage {
+        can_run: session.may_call(&Method::POST, "/v1/audits"),
+        shell: Shell::new(&session, "Audits"),
+        runs: runs.iter().map(RunRow::of).collect(),
+        next: next_link("/console/audits", &next),
+        schedule,
+    };
+    render(StatusCode::OK, &page)
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct RunForm {
+    #[serde(default)]
+    csrf: String,
+}
+
+/// "Run now": queues a run, then back to the list.
+pub async fn run(
+    State(console): State<Console>,
+    session: Session,
+    headers: HeaderMap,
+    Form(f): Form<RunForm>,
+) -> Response {
+    if let Some(refused) = guard(&headers, &session, &f.csrf) {
+        return refused;
+    }
+    let reply = console
+        .api()
+        .send_json(&session.caller, Method::POST, "/v1/audits", &json!({}))
+        .await;
+    if !reply.ok() {
+        return problem_page(&session, &reply.problem());
+    }
+    Redirect::to("/console/audits").into_response()
+}

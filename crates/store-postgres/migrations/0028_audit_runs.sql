@@ -1,0 +1,22 @@
+-- The self-audit's runs (issue 34; SQLite's 0026, MySQL's 0014): each run of the invariant
+-- checks, queued (`requested_at`), started by the instance holding the `audit` lease, finished
+-- with its findings as JSON (`findings`, their count in `violations`) or the error that stopped
+-- it. `triggered_by` is `scheduled` (background.audit_at) or `manual` (POST /v1/audits, the
+-- console); a scheduled run names its due instant in `slot`, unique, so each day's run is
+-- queued once whichever instance asks first.
+CREATE TABLE audit_runs (
+    id           BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    triggered_by TEXT        NOT NULL CHECK (triggered_by IN ('scheduled', 'manual')),
+    slot         TIMESTAMPTZ UNIQUE,
+    requested_at TIMESTAMPTZ NOT NULL,
+    started_at   TIMESTAMPTZ,
+    finished_at  TIMESTAMPTZ,
+    violations   BIGINT,
+    findings     TEXT,
+    error        TEXT
+);
+
+-- The runs waiting or running, oldest first (what the auditor starts next).
+CREATE INDEX audit_runs_open ON audit_runs (id) WHERE finished_at IS NULL;
+-- The last finished run (metrics, readiness).
+CREATE INDEX audit_runs_finished ON audit_runs (finished_at) WHERE finished_at IS NOT NULL;
