@@ -264,7 +264,7 @@ pub async fn publish_template(
 }
 
 /// The audit trail's change of template `t` by `action`, before its fields are added.
-fn template_change(action: &'static str, t: &Template, now: Timestamp) -> Change {
+pub(crate) fn template_change(action: &'static str, t: &Template, now: Timestamp) -> Change {
     Change::new(action, "template", now)
         .object(t.id.get())
         .merchant(t.merchant_id)

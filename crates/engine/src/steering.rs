@@ -9,14 +9,8 @@ use coupond_store::{Store, TemplateEdit};
 use serde_json::json;
 use time::Duration;
 
+use crate::campaigns::template_change;
 use crate::CampaignError;
-
-/// The audit trail's record of `action` on template `t`, from `before` to `after`.
-fn template_change(action: &'static str, t: &Template, now: Timestamp) -> Change {
-    Change::new(action, "template", now)
-        .object(t.id.get())
-        .merchant(t.merchant_id)
-}
 
 fn pause_json(p: Option<&Pause>) -> serde_json::Value {
     match p {

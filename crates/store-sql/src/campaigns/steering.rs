@@ -39,7 +39,13 @@ pub(crate) fn pause_row(r: &Row, scoped: bool) -> StoreResult<Option<Pause>> {
 }
 
 /// The body of `template.paused` / `template.resumed` and their activity forms.
-fn body(subject: &str, id: i64, pause: Option<&Pause>, actor: &Actor, at: Timestamp) -> String {
+fn body(
+    subject: &str,
+    id: i64,
+    pause: Option<&Pause>,
+    actor: &Actor,
+    at: Timestamp,
+) -> serde_json::Value {
     let mut b = json!({
         "reason": pause.and_then(|p| p.reason.as_ref()).map(Note::as_str),
         "actor": actor,
@@ -49,7 +55,7 @@ fn body(subject: &str, id: i64, pause: Option<&Pause>, actor: &Actor, at: Timest
     if let Some(p) = pause {
         b["scope"] = json!(p.scope.as_str());
     }
-    b.to_string()
+    b
 }
 
 pub async fn set_template_pause(
@@ -83,7 +89,7 @@ pub async fn set_template_pause(
         kind::TEMPLATE_RESUMED
     };
     let b = body("template_id", id.get(), pause, actor, now);
-    emit(&mut *tx, kind, now, b).await?;
+    emit(&mut *tx, kind, now, b.to_string()).await?;
     tx.commit().await?;
     Ok(template)
 }
@@ -118,9 +124,7 @@ pub async fn set_activity_pause(
         Some(_) => (kind::ACTIVITY_PAUSED, kind::TEMPLATE_PAUSED),
         None => (kind::ACTIVITY_RESUMED, kind::TEMPLATE_RESUMED),
     };
-    let mut b: serde_json::Value =
-        serde_json::from_str(&body("activity_id", id.get(), pause, actor, now))
-            .map_err(StoreError::other)?;
+    let mut b = body("activity_id", id.get(), pause, actor, now);
     b["template_ids"] = json!(templates);
     emit(&mut *tx, kind, now, b.to_string()).await?;
     let scoped = pause.map(|p| Pause {
@@ -128,9 +132,7 @@ pub async fn set_activity_pause(
         ..p.clone()
     });
     for t in templates {
-        let mut tb: serde_json::Value =
-            serde_json::from_str(&body("template_id", t, scoped.as_ref(), actor, now))
-                .map_err(StoreError::other)?;
+        let mut tb = body("template_id", t, scoped.as_ref(), actor, now);
         tb["activity_id"] = json!(id.get());
         emit(&mut *tx, each, now, tb.to_string()).await?;
     }
