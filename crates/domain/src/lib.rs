@@ -38,6 +38,8 @@
 //! - [`tags`]: [`Tag`] (user tags coupond holds) and [`Segment`] (users holding any of some
 //!   tags), for tag audiences and segment issuance.
 //! - [`text`]: the rules for free text (titles, names): visible, no bidirectional controls.
+//! - [`zone`]: [`Zone`], an IANA time zone: local days ("today", reminders, charts) and local
+//!   hours (when a message may be sent).
 //! - [`error`]: [`DomainError`], the one error every rule returns, naming the field and a
 //!   stable code.
 //!
@@ -71,6 +73,7 @@ pub mod template;
 pub mod text;
 pub mod time;
 pub mod wallet;
+pub mod zone;
 
 pub use actions::{ActivityAction, CouponAction, TemplateAction};
 pub use activity::{
@@ -109,6 +112,7 @@ pub use template::{
     TemplateSpec, TemplateStatus, LOW_STOCK_DIVISOR,
 };
 pub use time::{Timestamp, Window};
+pub use zone::Zone;
 pub use wallet::{
     check_claim, claim_refusal, not_claimable, Actor, ClaimRejection, Coupon, CouponStatus,
     NotClaimable,
