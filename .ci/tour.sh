@@ -19,9 +19,18 @@ awk '/^```bash tour$/{on=1; next} /^```$/{on=0} on' "$root/README.md" >"$work/to
 [ -s "$work/tour.sh" ] || { echo "tour: no tour blocks found in README.md" >&2; exit 1; }
 blocks=$(grep -c '^```bash tour$' "$root/README.md")
 
+# The tour's email step sends to a local SMTP server (aiosmtpd, which .ci/run installs).
+smtp_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+python3 -m aiosmtpd -n -l "127.0.0.1:$smtp_port" -c aiosmtpd.handlers.Sink >"$work/smtp.log" 2>&1 &
+smtp_pid=$!
+trap 'kill "$smtp_pid" 2>/dev/null || true; cleanup' EXIT
+for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$smtp_port") 2>/dev/null && break; sleep 0.1; done
+(exec 3<>"/dev/tcp/127.0.0.1/$smtp_port") 2>/dev/null || { cat "$work/smtp.log"; echo "tour: the SMTP server did not start" >&2; exit 1; }
+
 round() {
   : >"$work/demo.out"
-  "$bin" serve --demo --listen 127.0.0.1:0 >"$work/demo.out" 2>"$work/demo.err" &
+  COUPOND_EMAIL_SMTP_URL="smtp://127.0.0.1:$smtp_port?tls=none" \
+    "$bin" serve --demo --listen 127.0.0.1:0 >"$work/demo.out" 2>"$work/demo.err" &
   server_pid=$!
   for _ in $(seq 1 200); do
     grep -q '^export USER_TOKEN=' "$work/demo.out" 2>/dev/null && break
@@ -50,6 +59,8 @@ round() {
     || { cat "$work/tour$1.out"; echo "tour (round $1): the claim of a paused template was not refused" >&2; exit 1; }
   grep -q 'You received a coupon: Welcome back' "$work/tour$1.out" \
     || { cat "$work/tour$1.out"; echo "tour (round $1): the inbox shows no welcome coupon" >&2; exit 1; }
+  grep -q '"channel":"email","kind":"coupon_claimed","address":"u1001@example.com","subject":"领取成功：Mailed: 30 off","status":"sent"' "$work/tour$1.out" \
+    || { cat "$work/tour$1.out"; cat "$work/smtp.log"; echo "tour (round $1): the claim's email was not sent" >&2; exit 1; }
   [ -n "${TOUR_VERBOSE:-}" ] && cat "$work/tour$1.out"
   kill -TERM "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=
 }

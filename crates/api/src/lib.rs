@@ -73,6 +73,11 @@ pub fn router_with(state: AppState, extra: Router) -> Router {
         .merge(routes::v1(&state))
         .route("/healthz", get(routes::system::healthz))
         .route("/readyz", get(routes::system::readyz))
+        // An email's unsubscribe link: no credentials, the signed token is the permission.
+        .route(
+            "/unsubscribe",
+            get(routes::contacts::unsubscribe_page).post(routes::contacts::unsubscribe),
+        )
         .route("/metrics", get(routes::system::metrics))
         .route("/openapi.json", get(routes::system::openapi))
         .route("/", get(routes::system::root))

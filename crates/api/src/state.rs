@@ -106,6 +106,8 @@ pub struct ApiSettings {
     pub publishes_to_nats: bool,
     /// When the self-audit runs by itself every day (UTC); `None`: only on request.
     pub audit_at: Option<TimeOfDay>,
+    /// The API's public root, which emails' unsubscribe links point to.
+    pub public_url: String,
 }
 
 impl Default for ApiSettings {
@@ -146,6 +148,7 @@ impl Default for ApiSettings {
             peers: Arc::new(Alone),
             publishes_to_nats: false,
             audit_at: None,
+            public_url: "http://127.0.0.1:8080".into(),
         }
     }
 }
@@ -185,6 +188,8 @@ struct Inner {
     shelf_loading: tokio::sync::Mutex<()>,
     /// Restarts of the supervised background loops, for `/readyz`.
     workers: Workers,
+    /// Checks the tokens of unsubscribe links (signed with a key derived from the JWT secret).
+    unsubscribe: coupond_engine::messaging::Unsubscribe,
     settings: ApiSettings,
 }
 
@@ -252,9 +257,18 @@ impl AppState {
                 shelf: TtlCache::new(settings.cache_ttl, 1),
                 shelf_loading: tokio::sync::Mutex::new(()),
                 workers: Workers::default(),
+                unsubscribe: coupond_engine::messaging::Unsubscribe::new(
+                    jwt_secret,
+                    &settings.public_url,
+                ),
                 settings,
             }),
         }
+    }
+
+    /// Makes and checks unsubscribe links.
+    pub fn unsubscribe(&self) -> &coupond_engine::messaging::Unsubscribe {
+        &self.inner.unsubscribe
     }
 
     pub fn store(&self) -> &dyn Store {

@@ -12,9 +12,11 @@ use serde::{Deserialize, Serialize};
 
 mod brokers;
 mod flat;
+mod messages;
 mod sections;
 
 pub use brokers::{Nats, Redis};
+pub use messages::{Email, Messages, Sms, SmsFormat, SmsProvider};
 
 pub use sections::{
     Auth, Background, Catalog, Checkout, Claim, ClaimModeName, Console, Database, Idempotency,
@@ -40,6 +42,9 @@ pub struct Config {
     pub console: Console,
     pub redis: Redis,
     pub nats: Nats,
+    pub messages: Messages,
+    pub email: Email,
+    pub sms: Sms,
 }
 
 /// A configuration error as the operator wrote it: the setting (`checkout.lock_ttl`) and
@@ -129,11 +134,21 @@ impl Config {
     /// [`Config::load`] succeeded, so the values are known to be valid.
     pub fn effective_toml(file: Option<&Path>, flags: &Overrides) -> anyhow::Result<String> {
         let mut all: figment::value::Dict = Self::layers(file, flags)?.extract()?;
-        for (section, key) in [("auth", "jwt_secret"), ("console", "secret")] {
+        for (section, key) in [
+            ("auth", "jwt_secret"),
+            ("console", "secret"),
+            ("sms", "auth_token"),
+            ("sms", "http_headers"),
+        ] {
             if let Some(figment::value::Value::Dict(_, d)) = all.get_mut(section) {
                 if d.contains_key(key) {
                     d.insert(key.into(), "(redacted)".into());
                 }
+            }
+        }
+        if let Some(figment::value::Value::Dict(_, d)) = all.get_mut("email") {
+            if let Some(url) = d.get("smtp_url").and_then(|u| u.as_str()).map(redact_url) {
+                d.insert("smtp_url".into(), url.into());
             }
         }
         for section in ["database", "redis", "nats"] {
@@ -250,6 +265,9 @@ impl Config {
             self.redis.timeout >= Duration::from_millis(1),
             "invalid configuration: redis.timeout (redis_timeout) must be at least 1ms"
         );
+        if let Err(why) = messages::check(&self.messages, &self.email, &self.sms) {
+            anyhow::bail!("invalid configuration: {why}");
+        }
         if let Err(why) = self.background.audit_schedule() {
             anyhow::bail!("invalid configuration: background.audit_at (audit_at): {why}");
         }

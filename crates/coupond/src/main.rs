@@ -20,6 +20,7 @@ mod config;
 mod db;
 mod demo;
 mod loadtest;
+mod messaging;
 mod operators;
 mod serve;
 

@@ -110,7 +110,19 @@ async fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
     let upkeep = spawn_upkeep(state.clone());
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     // Background work stops between steps once the signal arrives; what it committed stays.
+    // The platform's zone (issue 35 point 4) is UTC until `platform.time_zone` lands.
+    let messaging = crate::messaging::build(
+        &config,
+        &store,
+        &clock,
+        &secret,
+        coupond_domain::Zone::UTC,
+        &instance,
+    )?;
     let mut background = start_workers(&config, &state, &store, &clock, &instance, &stop_rx, nats);
+    background.extend(start_messaging(
+        messaging, &state, &store, &clock, &instance, &stop_rx,
+    ));
     background.extend(shared.start(&state, &stop_rx));
     let grace = config.server.shutdown_grace;
     let engine = state.claims().clone();
@@ -235,6 +247,7 @@ fn api_settings(config: &Config, targets: Arc<TargetPolicy>) -> anyhow::Result<A
             .audit_schedule()
             .map_err(anyhow::Error::msg)
             .context("audit_at")?,
+        public_url: config.messages.public_url.clone(),
         ..ApiSettings::default()
     })
 }
@@ -366,10 +379,17 @@ fn observers(
     clock: &Arc<dyn Clock>,
 ) -> Vec<Arc<dyn coupond_engine::Observer>> {
     vec![
-        Arc::new(coupond_engine::ReminderPlanner::new(
-            store.clone(),
-            config.background.reminder_days_before,
-        )),
+        Arc::new(
+            coupond_engine::ReminderPlanner::new(
+                store.clone(),
+                config.background.reminder_days_before,
+            )
+            // Checked when the configuration loaded.
+            .local(
+                coupond_domain::Zone::UTC,
+                config.messages.reminder_at().unwrap_or_default(),
+            ),
+        ),
         Arc::new(coupond_engine::InboxNotifier::new(
             store.clone(),
             clock.clone(),
@@ -382,6 +402,50 @@ fn observers(
             state.clone(),
         )),
     ]
+}
+
+/// Runs the notifier (under its own `messages` lease, as NATS runs under its own: a slow
+/// template lookup or a large batch never holds up the other consumers) and the couriers.
+fn start_messaging(
+    messaging: Option<crate::messaging::Messaging>,
+    state: &AppState,
+    store: &Arc<dyn coupond_store::Store>,
+    clock: &Arc<dyn Clock>,
+    holder: &str,
+    stop_rx: &tokio::sync::watch::Receiver<bool>,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    let Some(m) = messaging else {
+        return Vec::new();
+    };
+    let workers = state.workers().clone();
+    let d = coupond_engine::Dispatcher::under_lease(
+        "messages",
+        store.clone(),
+        clock.clone(),
+        vec![m.notifier],
+        holder.to_owned(),
+    );
+    let mut all = vec![supervised(
+        "messages",
+        &workers,
+        stop_rx,
+        d,
+        coupond_engine::worker::run,
+    )];
+    for c in m.couriers {
+        let name = match c.channel() {
+            coupond_domain::messaging::Channel::Sms => "courier-sms",
+            _ => "courier-email",
+        };
+        all.push(supervised(
+            name,
+            &workers,
+            stop_rx,
+            c,
+            coupond_engine::worker::run,
+        ));
+    }
+    all
 }
 
 /// How the webhook sender retries, waits and spreads its deliveries.

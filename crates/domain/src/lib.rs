@@ -38,6 +38,8 @@
 //! - [`tags`]: [`Tag`] (user tags coupond holds) and [`Segment`] (users holding any of some
 //!   tags), for tag audiences and segment issuance.
 //! - [`text`]: the rules for free text (titles, names): visible, no bidirectional controls.
+//! - [`messaging`]: messages outside the app: [`messaging::Channel`], [`messaging::MessageKind`]
+//!   (marketing or service), users' contact points and choices, the texts per locale, quiet hours.
 //! - [`zone`]: [`Zone`], an IANA time zone: local days ("today", reminders, charts) and local
 //!   hours (when a message may be sent).
 //! - [`error`]: [`DomainError`], the one error every rule returns, naming the field and a
@@ -60,6 +62,7 @@ pub mod ids;
 mod lifecycle;
 pub mod listing;
 pub mod merchant;
+pub mod messaging;
 pub mod money;
 pub mod note;
 pub mod operator;
@@ -112,8 +115,8 @@ pub use template::{
     TemplateSpec, TemplateStatus, LOW_STOCK_DIVISOR,
 };
 pub use time::{Timestamp, Window};
-pub use zone::Zone;
 pub use wallet::{
     check_claim, claim_refusal, not_claimable, Actor, ClaimRejection, Coupon, CouponStatus,
     NotClaimable,
 };
+pub use zone::Zone;

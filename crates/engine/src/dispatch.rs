@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use coupond_domain::{Template, TemplateId, Timestamp, UserId};
+use coupond_domain::{Template, TemplateId, Timestamp, UserId, Zone};
 use coupond_store::events::kind;
 use coupond_store::{Event, MessageContent, OutboxPosition, Reminder, Store, StoreResult};
 
@@ -42,7 +42,6 @@ const BATCH: u32 = 1000;
 /// How long the dispatcher waits when there was nothing to do.
 const IDLE: Duration = Duration::from_millis(200);
 const LEASE: time::Duration = time::Duration::seconds(10);
-const DAY_US: i64 = 86_400_000_000;
 
 /// A consumer of the outbox. `handle` gets events in order; it must tolerate seeing a batch
 /// again after a crash.
@@ -251,26 +250,95 @@ fn coupon_facts(e: &Event) -> Option<CouponFacts> {
     })
 }
 
-fn day_of(t: Timestamp) -> i64 {
-    t.unix_micros().div_euclid(DAY_US)
-}
-
 /// Plans a reminder a claimed or issued coupon's template's lead (`reminder_days_before`, or
 /// the service's) before it expires (one per user, template and expiry day), and cancels it when the coupon is used or expires first (unless the user
 /// holds another coupon of the template expiring that day).
+///
+/// Days are local: the day a coupon expires on, and the days of the lead, are counted in the
+/// user's own zone when it is known, else the platform's. With a local hour (`at`), the
+/// reminder goes at that hour of the lead's first day; without one, exactly the lead before
+/// the expiry.
 #[derive(Debug)]
 pub struct ReminderPlanner {
     store: Arc<dyn Store>,
     before: time::Duration,
+    zone: Zone,
+    at: Option<(u32, u32)>,
 }
 
 impl ReminderPlanner {
-    /// `days_before`: the lead of templates that set none of their own.
+    /// `days_before`: the lead of templates that set none of their own. Days in UTC until
+    /// [`ReminderPlanner::local`] says otherwise.
     pub fn new(store: Arc<dyn Store>, days_before: u32) -> Self {
         ReminderPlanner {
             store,
             before: time::Duration::days(i64::from(days_before)),
+            zone: Zone::UTC,
+            at: None,
         }
+    }
+
+    /// Counts days in `zone` (users without their own), and sends at local `at` (hour,
+    /// minute) when given.
+    pub fn local(mut self, zone: Zone, at: Option<(u32, u32)>) -> Self {
+        self.zone = zone;
+        self.at = at;
+        self
+    }
+
+    /// The zones of those of `events`' users who set their own.
+    async fn zones(&self, events: &[Event]) -> StoreResult<HashMap<UserId, Zone>> {
+        let mut users: Vec<UserId> = events
+            .iter()
+            .filter(|e| {
+                matches!(
+                    e.kind.as_str(),
+                    kind::COUPON_CLAIMED
+                        | kind::COUPON_ISSUED
+                        | kind::COUPON_USED
+                        | kind::COUPON_EXPIRED
+                )
+            })
+            .filter_map(coupon_facts)
+            .map(|f| f.user)
+            .collect();
+        if users.is_empty() {
+            return Ok(HashMap::new());
+        }
+        users.sort();
+        users.dedup();
+        Ok(self
+            .store
+            .contacts(&users)
+            .await?
+            .into_iter()
+            .filter_map(|c| Some((c.user_id, c.contact.zone?)))
+            .collect())
+    }
+
+    /// The reminder of a coupon `f` with lead `lead`, in `zone`; `None` when it would be due
+    /// before `now` (a coupon valid for less than the lead).
+    fn plan(
+        &self,
+        f: &CouponFacts,
+        lead: time::Duration,
+        zone: &Zone,
+        now: Timestamp,
+    ) -> Option<Reminder> {
+        let day = zone.day_of(f.valid_until);
+        let expiring =
+            coupond_domain::Window::new(zone.day_start(day)?, zone.day_start(day + 1)?).ok()?;
+        let due_at = match self.at {
+            Some((h, m)) => zone.at(day - lead.whole_days(), h, m)?,
+            None => f.valid_until.minus(lead),
+        };
+        (due_at > now).then(|| Reminder {
+            user_id: f.user.clone(),
+            template_id: f.template,
+            day,
+            expiring,
+            due_at,
+        })
     }
 
     /// How long before expiry template `t`'s holders are reminded: its own
@@ -306,31 +374,25 @@ impl Observer for ReminderPlanner {
     async fn handle(&self, events: &[Event]) -> StoreResult<()> {
         let mut plan = Vec::new();
         let mut leads = HashMap::new();
+        let zones = self.zones(events).await?;
         for e in events {
             let Some(f) = coupon_facts(e) else { continue };
+            let zone = zones.get(&f.user).unwrap_or(&self.zone);
             match e.kind.as_str() {
                 kind::COUPON_CLAIMED | kind::COUPON_ISSUED => {
-                    let due_at = f
-                        .valid_until
-                        .minus(self.lead(f.template, &mut leads).await?);
+                    let lead = self.lead(f.template, &mut leads).await?;
                     // A coupon valid for less than the notice period gets no reminder.
-                    if due_at > e.at {
-                        plan.push(Reminder {
-                            user_id: f.user,
-                            template_id: f.template,
-                            day: day_of(f.valid_until),
-                            due_at,
-                        });
-                    }
+                    plan.extend(self.plan(&f, lead, zone, e.at));
                 }
                 kind::COUPON_USED | kind::COUPON_EXPIRED => {
                     // Planned ones first, so a batch holding both the claim and the use ends
-                    // without the reminder.
+                    // without the reminder. (Should the user's zone have changed since it was
+                    // planned, the reminder stays; sending it finds no coupon and drops it.)
                     self.store
                         .plan_reminders(&std::mem::take(&mut plan))
                         .await?;
                     self.store
-                        .cancel_reminder(&f.user, f.template, day_of(f.valid_until))
+                        .cancel_reminder(&f.user, f.template, zone.day_of(f.valid_until))
                         .await?;
                 }
                 _ => {}

@@ -51,6 +51,10 @@
 //! - [`webhooks`]: [`WebhookFanout`] (an observer queueing deliveries),
 //!   [`WebhookSender`] (signed posts, concurrent per endpoint, with exponential backoff) and
 //!   [`TargetPolicy`] (no deliveries to internal addresses).
+//! - [`messaging`]: email over SMTP and SMS through a provider: the [`messaging::Notifier`]
+//!   (an observer queueing rendered messages per channel, honouring users' choices), one
+//!   [`messaging::Courier`] per channel (paced, retried, quiet hours), the transports, the
+//!   texts per locale and the signed unsubscribe link.
 //!
 //! - [`worker`]: the one shape of a background loop: a [`Worker`] does one pass
 //!   (`pass`), [`worker::run`] repeats passes until shutdown; [`Lease`] lets one instance at a
@@ -79,6 +83,7 @@ pub mod jobs;
 pub mod keys;
 pub mod lifecycle;
 pub mod live_gate;
+pub mod messaging;
 pub mod pacing;
 pub mod redemption;
 pub mod reports;

@@ -68,6 +68,11 @@ impl TimeOfDay {
         })
     }
 
+    /// The hour and minute.
+    pub fn hour_minute(self) -> (u32, u32) {
+        ((self.minutes / 60) as u32, (self.minutes % 60) as u32)
+    }
+
     /// The last instant at this time of day at or before `now`.
     pub fn last_at_or_before(self, now: Timestamp) -> Timestamp {
         const DAY: i64 = 86_400_000_000;

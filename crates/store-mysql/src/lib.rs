@@ -44,6 +44,7 @@ coupond_store_sql::impl_admin_store!(MysqlStore);
 coupond_store_sql::impl_operator_store!(MysqlStore);
 coupond_store_sql::impl_audit_store!(MysqlStore);
 coupond_store_sql::impl_audit_run_store!(MysqlStore);
+coupond_store_sql::impl_messaging_store!(MysqlStore);
 coupond_store_sql::impl_report_store!(MysqlStore);
 coupond_store_sql::impl_inspect_store!(MysqlStore);
 coupond_store_sql::impl_idempotency_store!(MysqlStore);

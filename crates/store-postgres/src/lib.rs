@@ -59,6 +59,7 @@ coupond_store_sql::impl_admin_store!(PgStore);
 coupond_store_sql::impl_operator_store!(PgStore);
 coupond_store_sql::impl_audit_store!(PgStore);
 coupond_store_sql::impl_audit_run_store!(PgStore);
+coupond_store_sql::impl_messaging_store!(PgStore);
 coupond_store_sql::impl_report_store!(PgStore);
 coupond_store_sql::impl_inspect_store!(PgStore);
 coupond_store_sql::impl_idempotency_store!(PgStore);

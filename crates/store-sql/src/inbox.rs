@@ -8,6 +8,7 @@
 //! [`InboxStore`]: coupond_store::InboxStore
 
 use coupond_domain::{TemplateId, Timestamp, UserId};
+use coupond_store::events::kind;
 use coupond_store::{Message, MessageContent, Reminder, StoreError, StoreResult};
 
 use crate::{sql, Db, Dialect, Exec, Row, Work};
@@ -15,18 +16,9 @@ use crate::{sql, Db, Dialect, Exec, Row, Work};
 /// Rows inserted per statement.
 const CHUNK: usize = 500;
 
-const DAY_US: i64 = 86_400_000_000;
-
 /// A message read with its content (`m`: messages, `c`: message_contents).
 const MESSAGE_SELECT: &str = "SELECT m.id, m.user_id, c.kind, c.title, c.body, m.created_at, \
      m.read_at FROM messages m JOIN message_contents c ON c.id = m.content_id";
-
-/// The first instant of `day` (days since 1970-01-01, UTC).
-fn day_start(day: i64) -> StoreResult<Timestamp> {
-    day.checked_mul(DAY_US)
-        .and_then(Timestamp::from_unix_micros)
-        .ok_or_else(|| StoreError::other("reminder day out of range"))
-}
 
 /// Plans `reminders`, skipping those already planned.
 pub async fn plan_reminders(db: &dyn Db, reminders: &[Reminder]) -> StoreResult<()> {
@@ -42,7 +34,9 @@ pub async fn plan_reminders(db: &dyn Db, reminders: &[Reminder]) -> StoreResult<
     });
     let mut tx = db.begin(Work::Background).await?;
     for chunk in sorted.chunks(CHUNK) {
-        let mut q = sql("INSERT INTO reminders (user_id, template_id, day, due_at) VALUES ");
+        let mut q = sql(
+            "INSERT INTO reminders (user_id, template_id, day, span_start, span_end, due_at) VALUES ",
+        );
         for (i, r) in chunk.iter().enumerate() {
             q.push(if i == 0 { "(" } else { ", (" });
             q.push_bind(r.user_id.as_str())
@@ -50,6 +44,10 @@ pub async fn plan_reminders(db: &dyn Db, reminders: &[Reminder]) -> StoreResult<
                 .push_bind(r.template_id.get())
                 .push(", ")
                 .push_bind(r.day)
+                .push(", ")
+                .push_bind(r.expiring.start)
+                .push(", ")
+                .push_bind(r.expiring.end)
                 .push(", ")
                 .push_bind(r.due_at)
                 .push(")");
@@ -70,14 +68,13 @@ pub async fn cancel_reminder(
 ) -> StoreResult<()> {
     let q = sql(
         "DELETE FROM reminders WHERE user_id = $1 AND template_id = $2 AND day = $3
-         AND NOT EXISTS (SELECT 1 FROM coupons WHERE user_id = $1 AND template_id = $2
-             AND status = 'unused' AND valid_until >= $4 AND valid_until < $5)",
+         AND NOT EXISTS (SELECT 1 FROM coupons c WHERE c.user_id = $1 AND c.template_id = $2
+             AND c.status = 'unused' AND c.valid_until >= reminders.span_start
+             AND c.valid_until < reminders.span_end)",
     )
     .bind(user.as_str())
     .bind(template.get())
-    .bind(day)
-    .bind(day_start(day)?)
-    .bind(day_start(day + 1)?);
+    .bind(day);
     db.write(q).await.map(drop)
 }
 
@@ -109,16 +106,24 @@ pub async fn send_reminder(
         return Ok(false);
     }
     let holds = sql(
-        "SELECT 1 AS one FROM coupons WHERE user_id = $1 AND template_id = $2
+        "SELECT valid_until FROM coupons WHERE user_id = $1 AND template_id = $2
          AND status = 'unused' AND valid_until >= $3 AND valid_until < $4 AND valid_until > $5
-         LIMIT 1",
+         ORDER BY valid_until LIMIT 1",
     )
     .bind(r.user_id.as_str())
     .bind(r.template_id.get())
-    .bind(day_start(r.day)?)
-    .bind(day_start(r.day + 1)?)
+    .bind(r.expiring.start)
+    .bind(r.expiring.end)
     .bind(now);
-    let sent = if tx.fetch_optional(holds).await?.is_some() {
+    let sent = if let Some(held) = tx.fetch_optional(holds).await? {
+        // Email and SMS reminders follow the event (the messages consumer), in this
+        // transaction with the inbox's, so a reminder is never half sent.
+        let body = serde_json::json!({
+            "user_id": r.user_id,
+            "template_id": r.template_id,
+            "valid_until": held.time("valid_until")?,
+        });
+        crate::scheduling::emit(&mut *tx, kind::COUPON_EXPIRING, now, body.to_string()).await?;
         let source = format!("reminder:{}:{}", r.template_id, r.day);
         deliver(
             &mut *tx,
@@ -254,6 +259,8 @@ fn reminder_row(r: &Row) -> StoreResult<Reminder> {
         user_id: UserId::parse(r.str("user_id")?).map_err(StoreError::other)?,
         template_id: TemplateId::new(r.i64("template_id")?).map_err(StoreError::other)?,
         day: r.i64("day")?,
+        expiring: coupond_domain::Window::new(r.time("span_start")?, r.time("span_end")?)
+            .map_err(StoreError::corrupt)?,
         due_at: r.time("due_at")?,
     })
 }

@@ -33,6 +33,8 @@
 //!   [`OutboxStore`](coupond_store::OutboxStore) calls (it reads the outbox in its own order).
 //! - `inbox`: [`InboxStore`](coupond_store::InboxStore) ([`impl_inbox_store!`]): reminders and
 //!   messages.
+//! - `messaging`: [`MessagingStore`](coupond_store::MessagingStore)
+//!   ([`impl_messaging_store!`]): contact points and choices, message texts, the delivery log.
 //! - `cities`: [`CityStore`](coupond_store::CityStore) ([`impl_city_store!`]): the
 //!   platform's names for its cities.
 //! - `tags`: [`TagStore`](coupond_store::TagStore) ([`impl_tag_store!`]): user tags and
@@ -80,6 +82,7 @@ pub mod inbox;
 pub mod inspect;
 pub mod issuance;
 pub mod lifecycle;
+pub mod messaging;
 mod mixed;
 pub mod operators;
 mod query;

@@ -68,6 +68,7 @@ coupond_store_sql::impl_admin_store!(SqliteStore);
 coupond_store_sql::impl_operator_store!(SqliteStore);
 coupond_store_sql::impl_audit_store!(SqliteStore);
 coupond_store_sql::impl_audit_run_store!(SqliteStore);
+coupond_store_sql::impl_messaging_store!(SqliteStore);
 coupond_store_sql::impl_report_store!(SqliteStore);
 coupond_store_sql::impl_inspect_store!(SqliteStore);
 coupond_store_sql::impl_idempotency_store!(SqliteStore);

@@ -54,14 +54,18 @@ pub mod kind {
     /// A run of the self-audit found broken invariants (`run_id`, `violations`, `checks`, the
     /// first findings); the platform's endpoints get it.
     pub const AUDIT_FAILED: &str = "audit.failed";
+    /// A reminder: a user holds an unused coupon of `template_id` expiring soon (the earliest
+    /// `valid_until`); written with the inbox's reminder, once per user, template and day.
+    pub const COUPON_EXPIRING: &str = "coupon.expiring";
     /// Every type, for validating subscriptions.
-    pub const ALL: [&str; 21] = [
+    pub const ALL: [&str; 22] = [
         COUPON_CLAIMED,
         COUPON_ISSUED,
         COUPON_LOCKED,
         COUPON_USED,
         COUPON_RELEASED,
         COUPON_EXPIRED,
+        COUPON_EXPIRING,
         TEMPLATE_SOLD_OUT,
         TEMPLATE_STATUS_CHANGED,
         ACTIVITY_STATUS_CHANGED,

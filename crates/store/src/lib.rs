@@ -15,7 +15,8 @@
 //!   ([`WebhookStore`]), [`operators`] ([`OperatorStore`]: operator accounts and password
 //!   resets), [`audit`] ([`AuditStore`]: the trail of who changed what, written by each
 //!   change's own transaction), [`audit_runs`] ([`AuditRunStore`]: the self-audit's runs and
-//!   what each found).
+//!   what each found), [`messaging`] ([`MessagingStore`]: users' contact points and choices,
+//!   message texts, the email and SMS delivery log).
 //! - [`error`]: [`StoreError`], deliberately small: `NotFound`, `Conflict`, `Unavailable`,
 //!   `Other`. The API turns it into HTTP in one place.
 //! - [`model`]: records that exist only in storage (API keys, queries, pages).
@@ -50,6 +51,7 @@ pub mod events;
 pub mod failpoints;
 pub mod issuance;
 pub mod lifecycle;
+pub mod messaging;
 pub mod model;
 pub mod operators;
 pub mod records;
@@ -79,6 +81,10 @@ pub use issuance::{
 pub use lifecycle::{
     Deleted, LifecycleStore, Refund, RefundRequest, RefundStep, RevokeStep, TemplateChange,
     TemplateEdit,
+};
+pub use messaging::{
+    ContactRecord, MessagingStore, NewOutbound, Outbound, OutboundQuery, OutboundStatus,
+    OutboundStep, StoredText,
 };
 pub use model::{
     ActivityQuery, ApiKey, ClaimOutcome, ClaimRequest, CodeBatch, CodeClaim, CouponQuery,
@@ -124,6 +130,7 @@ pub trait Store:
     + AuditStore
     + AuditRunStore
     + CityStore
+    + MessagingStore
     + std::fmt::Debug
     + 'static
 {
@@ -149,6 +156,7 @@ impl<T> Store for T where
         + AuditStore
         + AuditRunStore
         + CityStore
+        + MessagingStore
         + std::fmt::Debug
         + 'static
 {
@@ -161,7 +169,7 @@ pub mod prelude {
         AdminStore as _, AuditRunStore as _, AuditStore as _, CampaignStore as _,
         CatalogStore as _, CheckoutStore as _, CityStore as _, ClaimStore as _, CodeStore as _,
         IdempotencyStore as _, InboxStore as _, InspectStore as _, IssuanceStore as _,
-        LifecycleStore as _, OperatorStore as _, OutboxStore as _, ReportStore as _,
-        SchedulerStore as _, TagStore as _, WebhookStore as _,
+        LifecycleStore as _, MessagingStore as _, OperatorStore as _, OutboxStore as _,
+        ReportStore as _, SchedulerStore as _, TagStore as _, WebhookStore as _,
     };
 }

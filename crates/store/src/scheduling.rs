@@ -16,12 +16,14 @@ pub struct OutboxPosition {
 }
 
 /// A planned reminder: `user` holds coupons of `template` that expire on `day` (days since
-/// 1970-01-01, UTC); it is sent at `due_at`.
+/// 1970-01-01 on the recipient's local calendar), which spans the instants `expiring`; it is
+/// sent at `due_at`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Reminder {
     pub user_id: UserId,
     pub template_id: TemplateId,
     pub day: i64,
+    pub expiring: coupond_domain::Window,
     pub due_at: Timestamp,
 }
 
@@ -232,7 +234,7 @@ pub trait InboxStore: Send + Sync {
     /// Plans reminders; one already planned for the same user, template and day stays.
     async fn plan_reminders(&self, reminders: &[Reminder]) -> StoreResult<()>;
     /// Drops the reminder of `user` for `template` on `day` unless the user still holds an
-    /// unused coupon of it expiring that day.
+    /// unused coupon of it expiring that day (the span it was planned with).
     async fn cancel_reminder(
         &self,
         user: &UserId,

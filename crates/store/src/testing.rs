@@ -42,6 +42,7 @@ macro_rules! conformance_suite {
             operators_second_factor_steps_are_used_once,
             audit_entries_commit_with_their_change,
             audit_runs_queue_once_and_keep_their_findings,
+            contacts_texts_and_the_delivery_log,
             ended_templates_free_their_binding_slots,
             claims_stop_at_the_stock,
             since_counts_coupons_of_the_period_and_the_merchant,

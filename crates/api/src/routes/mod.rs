@@ -9,6 +9,7 @@ pub mod checkout;
 pub mod cities;
 pub mod claims;
 pub mod codes;
+pub mod contacts;
 pub mod coupons;
 pub mod events;
 pub mod inbox;
@@ -16,6 +17,7 @@ pub mod issuances;
 pub mod keys;
 pub mod listings;
 pub mod merchants;
+pub mod message_texts;
 pub mod operators;
 pub mod refunds;
 pub mod reports;
@@ -446,9 +448,14 @@ pub fn area_of(method: &Method, path: &str) -> Area {
         || path.starts_with("/v1/cities")
         || path.starts_with("/v1/webhooks")
         || path.ends_with("/shared")
+        || path.starts_with("/v1/message-texts")
     {
         Area::Admin
-    } else if path == "/v1/coupons/{id}/revoke" || path == "/v1/orders/{order_id}/extend" {
+    } else if path == "/v1/coupons/{id}/revoke"
+        || path == "/v1/orders/{order_id}/extend"
+        || path == "/v1/users/{id}/contact"
+        || path == "/v1/users/{id}/preferences"
+    {
         Area::Support
     } else {
         Area::Campaigns

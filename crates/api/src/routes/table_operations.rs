@@ -5,9 +5,10 @@ use axum::http::Method;
 use axum::routing::{delete, get, post, put};
 
 use super::{
-    centre, checkout, claims, coupons, events, issuances, r, refunds, reports, shared_tags,
-    tag_uploads, tags, today, webhooks, Route, RouteSpec, PLATFORM, PLATFORM_MERCHANT,
-    PLATFORM_MERCHANT_SERVICE, PLATFORM_MERCHANT_USER, PLATFORM_SERVICE, SERVICE, USER_SERVICE,
+    centre, checkout, claims, contacts, coupons, events, issuances, message_texts, r, refunds,
+    reports, shared_tags, tag_uploads, tags, today, webhooks, Route, RouteSpec, PLATFORM,
+    PLATFORM_MERCHANT, PLATFORM_MERCHANT_SERVICE, PLATFORM_MERCHANT_USER, PLATFORM_SERVICE,
+    SERVICE, USER, USER_SERVICE,
 };
 
 /// Bulk issuance, stats, reconciliation and webhooks.
@@ -211,6 +212,66 @@ pub(super) fn checkout_routes() -> Vec<Route> {
             "/v1/user-tags/{id}",
             PLATFORM_SERVICE,
             get(tag_uploads::get),
+        ),
+        r(
+            Method::PUT,
+            "/v1/users/{id}/contact",
+            PLATFORM_SERVICE,
+            put(contacts::put_contact),
+        ),
+        r(
+            Method::GET,
+            "/v1/users/{id}/contact",
+            PLATFORM_SERVICE,
+            get(contacts::get_contact),
+        ),
+        r(
+            Method::PUT,
+            "/v1/users/{id}/preferences",
+            PLATFORM_SERVICE,
+            put(contacts::put_preferences),
+        ),
+        r(
+            Method::GET,
+            "/v1/me/preferences",
+            USER,
+            get(contacts::my_preferences),
+        ),
+        r(
+            Method::PUT,
+            "/v1/me/preferences",
+            USER,
+            put(contacts::put_my_preferences),
+        ),
+        r(
+            Method::GET,
+            "/v1/message-texts",
+            PLATFORM,
+            get(message_texts::list),
+        ),
+        r(
+            Method::PUT,
+            "/v1/message-texts/{kind}/{locale}",
+            PLATFORM,
+            put(message_texts::put),
+        ),
+        r(
+            Method::DELETE,
+            "/v1/message-texts/{kind}/{locale}",
+            PLATFORM,
+            delete(message_texts::delete),
+        ),
+        r(
+            Method::POST,
+            "/v1/message-texts/{kind}/{locale}/preview",
+            PLATFORM,
+            post(message_texts::preview),
+        ),
+        r(
+            Method::GET,
+            "/v1/outbound-messages",
+            PLATFORM,
+            get(message_texts::outbound),
         ),
         r(
             Method::GET,

@@ -31,6 +31,7 @@ mod home;
 mod listings;
 mod login;
 mod merchants;
+mod messages;
 mod names;
 mod paging;
 mod password;
@@ -65,6 +66,19 @@ pub fn routes(max_upload: usize) -> Router<Console> {
         .route("/console/cities", get(cities::list).post(cities::name))
         .route("/console/history", get(history::page))
         .route("/console/audits", get(audits::list).post(audits::run))
+        .route("/console/messages", get(messages::page))
+        .route(
+            "/console/messages/texts/{kind}/{locale}",
+            post(messages::save),
+        )
+        .route(
+            "/console/messages/texts/{kind}/{locale}/revert",
+            post(messages::revert),
+        )
+        .route(
+            "/console/messages/texts/{kind}/{locale}/preview",
+            post(messages::preview),
+        )
         .route("/console/history.csv", get(history::csv))
         .route(
             "/console/password/{token}",

@@ -9,6 +9,7 @@ use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
 use coupond_api::pagination::PageOf;
+use coupond_api::routes::contacts::ContactView;
 use coupond_api::routes::reports::Reconciliation;
 use coupond_api::routes::tags::UserTagsView;
 use coupond_api::views::{CouponView, OfferView};
@@ -135,7 +136,44 @@ struct UsersPage {
     claimable: Option<Vec<OfferRow>>,
     /// More than the preview shows may be claimed.
     more_claimable: bool,
+    /// Where the user can be reached and their choices (the platform's).
+    contact: Option<ContactCard>,
     error: Option<String>,
+}
+
+/// A user's contact points and choices, in words.
+#[derive(Debug, Clone)]
+struct ContactCard {
+    email: String,
+    phone: String,
+    locale: String,
+    time_zone: String,
+    /// `(channel, kind, on)` of the choices made; kinds not named are on.
+    choices: Vec<(String, String, bool)>,
+}
+
+impl ContactCard {
+    fn of(c: &ContactView) -> Self {
+        let none = || "—".to_owned();
+        ContactCard {
+            email: c.email.clone().unwrap_or_else(none),
+            phone: c.phone.clone().unwrap_or_else(none),
+            locale: c.locale.clone().unwrap_or_else(|| "the platform's".into()),
+            time_zone: c
+                .time_zone
+                .clone()
+                .unwrap_or_else(|| "the platform's".into()),
+            choices: c
+                .preferences
+                .iter()
+                .flat_map(|(ch, kinds)| {
+                    kinds
+                        .iter()
+                        .map(move |(k, on)| (ch.clone(), k.clone(), *on))
+                })
+                .collect(),
+        }
+    }
 }
 
 pub async fn users(
@@ -152,6 +190,7 @@ pub async fn users(
         tags: Vec::new(),
         claimable: None,
         more_claimable: false,
+        contact: None,
         error: None,
     };
     let valid = !user.is_empty()
@@ -179,6 +218,14 @@ pub async fn users(
             .into::<UserTagsView>()
         {
             page.tags = t.tags.iter().map(|t| t.as_str().to_owned()).collect();
+        }
+        // Contact points are the platform's too.
+        if let Ok(c) = api
+            .get(&session.caller, &format!("/v1/users/{user}/contact"))
+            .await
+            .into::<ContactView>()
+        {
+            page.contact = Some(ContactCard::of(&c));
         }
         if let Some((rows, more)) = claimable_preview(&console, &session, &user).await {
             page.claimable = Some(rows);

@@ -7,7 +7,7 @@ use figment::value::{Dict, Map, Value};
 use figment::{Error, Metadata, Profile, Provider};
 
 /// Every setting: its flat name, its section and its key there.
-pub const FLAT: [(&str, &str, &str); 71] = [
+pub const FLAT: [(&str, &str, &str); 92] = [
     ("listen", "server", "listen"),
     ("max_body_bytes", "server", "max_body_bytes"),
     ("max_upload_bytes", "server", "max_upload_bytes"),
@@ -135,6 +135,27 @@ pub const FLAT: [(&str, &str, &str); 71] = [
     ("nats_replicas", "nats", "replicas"),
     ("nats_max_age", "nats", "max_age"),
     ("nats_ack_timeout", "nats", "ack_timeout"),
+    ("messages_default_locale", "messages", "default_locale"),
+    ("messages_public_url", "messages", "public_url"),
+    ("messages_reminder_at", "messages", "reminder_at"),
+    ("email_smtp_url", "email", "smtp_url"),
+    ("email_from", "email", "from"),
+    ("email_kinds", "email", "kinds"),
+    ("email_quiet_hours", "email", "quiet_hours"),
+    ("email_per_second", "email", "per_second"),
+    ("email_max_attempts", "email", "max_attempts"),
+    ("sms_provider", "sms", "provider"),
+    ("sms_base_url", "sms", "base_url"),
+    ("sms_account_sid", "sms", "account_sid"),
+    ("sms_auth_token", "sms", "auth_token"),
+    ("sms_from", "sms", "from"),
+    ("sms_kinds", "sms", "kinds"),
+    ("sms_quiet_hours", "sms", "quiet_hours"),
+    ("sms_per_second", "sms", "per_second"),
+    ("sms_max_attempts", "sms", "max_attempts"),
+    ("sms_http_format", "sms", "http_format"),
+    ("sms_http_fields", "sms", "http_fields"),
+    ("sms_http_headers", "sms", "http_headers"),
 ];
 
 /// The flat names, for the environment provider.

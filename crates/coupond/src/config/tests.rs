@@ -295,3 +295,58 @@ fn audit_times_and_lock_bounds_are_checked() {
         Ok(())
     });
 }
+
+#[test]
+fn email_and_sms_secrets_never_print_and_bad_values_are_named() {
+    Jail::expect_with(|jail| {
+        jail.set_env(
+            "COUPOND_EMAIL_SMTP_URL",
+            "smtp://mailer:mpw321@relay:587?tls=starttls",
+        );
+        jail.set_env("COUPOND_SMS_PROVIDER", "twilio");
+        jail.set_env("COUPOND_SMS_ACCOUNT_SID", "AC123");
+        jail.set_env("COUPOND_SMS_AUTH_TOKEN", "twtok654");
+        jail.set_env("COUPOND_SMS_FROM", "+15005550006");
+        jail.set_env("COUPOND_SMS_QUIET_HOURS", "22:30-07:00");
+        let c = Config::load(None, &Overrides::default()).expect("loads");
+        assert_eq!(c.sms.provider, Some(SmsProvider::Twilio));
+        assert_eq!(c.sms.quiet_hours, "22:30-07:00");
+        assert_eq!(c.sms.from.as_deref(), Some("+15005550006"));
+        assert_eq!(c.messages.default_locale, "en");
+        let dbg = format!("{c:?}");
+        let shown = Config::effective_toml(None, &Overrides::default()).expect("prints");
+        for secret in ["mpw321", "twtok654"] {
+            assert!(!dbg.contains(secret), "{dbg}");
+            assert!(!shown.contains(secret), "{shown}");
+        }
+        assert!(
+            shown.contains("smtp://mailer:<redacted>@relay:587"),
+            "{shown}"
+        );
+        for (var, value, named) in [
+            ("COUPOND_SMS_QUIET_HOURS", "late", "sms.quiet_hours"),
+            ("COUPOND_EMAIL_FROM", "not an address", "email.from"),
+            (
+                "COUPOND_MESSAGES_DEFAULT_LOCALE",
+                "<b>",
+                "messages.default_locale",
+            ),
+            ("COUPOND_EMAIL_PER_SECOND", "0", "email.per_second"),
+            ("COUPOND_SMS_AUTH_TOKEN", "", "sms.auth_token"),
+        ] {
+            let old = std::env::var(var).ok();
+            if value.is_empty() {
+                std::env::remove_var(var);
+            } else {
+                jail.set_env(var, value);
+            }
+            let e = Config::load(None, &Overrides::default()).expect_err(var);
+            assert!(e.to_string().contains(named), "{var}: {e}");
+            match old {
+                Some(v) => jail.set_env(var, v),
+                None => std::env::remove_var(var),
+            }
+        }
+        Ok(())
+    });
+}

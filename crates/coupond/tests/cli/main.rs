@@ -9,6 +9,7 @@ mod crash;
 mod docs;
 mod failpoints;
 mod first_run;
+mod mail_crash;
 mod mixed;
 mod operator;
 mod outage;

@@ -272,6 +272,52 @@ pub(super) async fn fixtures(app: &TestApp) -> BTreeMap<(Method, String), Fixtur
         ),
     );
     add(
+        Method::PUT,
+        "/v1/users/{id}/contact",
+        f(
+            "/v1/users/u-5/contact".into(),
+            &service,
+            json!({"email": "u5@example.com", "phone": "+8613800138000", "locale": "zh-Hans", "time_zone": "Asia/Shanghai"}),
+        ),
+    );
+    add(
+        Method::PUT,
+        "/v1/users/{id}/preferences",
+        f(
+            "/v1/users/u-5/preferences".into(),
+            &service,
+            json!({"email": {"campaign": false}}),
+        ),
+    );
+    let user = app.user.clone();
+    add(
+        Method::PUT,
+        "/v1/me/preferences",
+        f(
+            "/v1/me/preferences".into(),
+            &user,
+            json!({"sms": {"coupon_expiring": false}}),
+        ),
+    );
+    add(
+        Method::PUT,
+        "/v1/message-texts/{kind}/{locale}",
+        f(
+            "/v1/message-texts/coupon_claimed/en".into(),
+            &platform,
+            json!({"subject": "Yours: {{title}}", "body": "You claimed {{title}}.", "sms": "Claimed {{title}}"}),
+        ),
+    );
+    add(
+        Method::POST,
+        "/v1/message-texts/{kind}/{locale}/preview",
+        f(
+            "/v1/message-texts/coupon_claimed/zh-Hans/preview".into(),
+            &platform,
+            json!({"subject": "领取成功：{{title}}", "body": "您已领取{{title}}。", "sms": "已领取{{title}}"}),
+        ),
+    );
+    add(
         Method::POST,
         "/v1/coupons/{id}/revoke",
         f(

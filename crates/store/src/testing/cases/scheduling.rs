@@ -265,10 +265,12 @@ pub async fn reminders_and_inbox(s: Arc<dyn Store>) {
     };
     let user = UserId::parse("r").unwrap();
     let day = c.valid_until.unix_micros().div_euclid(86_400_000_000);
+    let day_at = |d: i64| coupond_domain::Timestamp::from_unix_micros(d * 86_400_000_000).unwrap();
     let plan = Reminder {
         user_id: user.clone(),
         template_id: t.id,
         day,
+        expiring: coupond_domain::Window::new(day_at(day), day_at(day + 1)).unwrap(),
         due_at: at(40),
     };
     s.plan_reminders(&[
@@ -305,8 +307,10 @@ pub async fn reminders_and_inbox(s: Arc<dyn Store>) {
     );
     assert!(s.due_reminders(at(50), 10).await.unwrap().is_empty());
     // A reminder of coupons no longer held is dropped without a message.
+    let later = coupond_domain::Window::new(day_at(day + 5), day_at(day + 6)).unwrap();
     s.plan_reminders(&[Reminder {
         day: day + 5,
+        expiring: later,
         ..plan.clone()
     }])
     .await
@@ -315,6 +319,7 @@ pub async fn reminders_and_inbox(s: Arc<dyn Store>) {
         .send_reminder(
             &Reminder {
                 day: day + 5,
+                expiring: later,
                 ..plan.clone()
             },
             &content,

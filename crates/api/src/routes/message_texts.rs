@@ -1,0 +1,332 @@
+//! The platform's message texts per kind and locale (shipped in English and Simplified
+//! Chinese, editable, with a preview), and the log of email and SMS sent.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::Json;
+use coupond_domain::messaging::text::{shipped, SHIPPED_LOCALES};
+use coupond_domain::messaging::{Channel, Locale, MessageKind, MessageText, Purpose, Vars};
+use coupond_domain::{Timestamp, UserId};
+use coupond_store::{Outbound, OutboundQuery, OutboundStatus};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::pagination::PageOf;
+use crate::routes::{BodyErrors, CommonErrors};
+use crate::state::AppState;
+
+/// One kind's text in one locale.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct MessageTextView {
+    /// `coupon_claimed`, `coupon_expiring`, ...
+    pub kind: String,
+    pub locale: String,
+    /// `marketing` (honours opt-outs, carries an unsubscribe link) or `service`.
+    pub purpose: String,
+    /// The variables its text may use.
+    pub variables: Vec<String>,
+    pub subject: String,
+    pub body: String,
+    pub sms: String,
+    /// Whether the platform set it (else it is the one coupond ships).
+    pub own: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<Timestamp>,
+}
+
+fn view(
+    kind: MessageKind,
+    locale: &str,
+    t: MessageText,
+    own: Option<Timestamp>,
+) -> MessageTextView {
+    MessageTextView {
+        kind: kind.as_str().into(),
+        locale: locale.into(),
+        purpose: match kind.purpose() {
+            Purpose::Marketing => "marketing".into(),
+            Purpose::Service => "service".into(),
+        },
+        variables: kind.variables().iter().map(|v| (*v).to_owned()).collect(),
+        subject: t.subject,
+        body: t.body,
+        sms: t.sms,
+        own: own.is_some(),
+        updated_at: own,
+    }
+}
+
+/// `kind` and `locale` from the path, checked.
+fn target(kind: &str, locale: &str) -> ApiResult<(MessageKind, Locale)> {
+    let k = MessageKind::parse(kind)
+        .ok_or_else(|| ApiError::bad_request("invalid_path", Some("kind"), "not a message kind"))?;
+    let l = Locale::parse(locale)
+        .map_err(|e| ApiError::bad_request("invalid_path", Some("locale"), e.message))?;
+    Ok((k, l))
+}
+
+/// Every text, by kind then locale (a few dozen: one page).
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct MessageTexts {
+    pub items: Vec<MessageTextView>,
+}
+
+/// The message texts.
+///
+/// Every kind's text in every locale coupond ships or the platform wrote: the platform's own
+/// where it set one, else the shipped one.
+#[utoipa::path(operation_id = "list_message_texts", get, path = "/v1/message-texts", tag = "messages",
+    responses((status = 200, description = "The texts", body = MessageTexts), CommonErrors),
+    security(("bearer" = [])))]
+pub async fn list(State(s): State<AppState>) -> ApiResult<Json<MessageTexts>> {
+    let own: BTreeMap<(MessageKind, String), (MessageText, Timestamp)> = s
+        .store()
+        .message_texts()
+        .await?
+        .into_iter()
+        .map(|t| {
+            (
+                (t.kind, t.locale.as_str().to_owned()),
+                (t.text, t.updated_at),
+            )
+        })
+        .collect();
+    let mut locales: BTreeSet<String> = SHIPPED_LOCALES.iter().map(|l| (*l).to_owned()).collect();
+    locales.extend(own.keys().map(|(_, l)| l.clone()));
+    let mut out = Vec::new();
+    for kind in MessageKind::ALL {
+        for locale in &locales {
+            match own.get(&(kind, locale.clone())) {
+                Some((t, at)) => out.push(view(kind, locale, t.clone(), Some(*at))),
+                None => {
+                    if let Some(t) = shipped(kind, locale) {
+                        out.push(view(kind, locale, t, None));
+                    }
+                }
+            }
+        }
+    }
+    Ok(Json(MessageTexts { items: out }))
+}
+
+/// Set a message text.
+///
+/// The platform's text for a kind in a locale (a new locale too). Every `{{variable}}` must be
+/// one of the kind's (422 `unknown_variable` naming the field).
+#[utoipa::path(operation_id = "put_message_text", put, path = "/v1/message-texts/{kind}/{locale}", tag = "messages",
+    params(("kind" = String, Path, description = "Message kind"), ("locale" = String, Path, description = "Locale, e.g. en or zh-Hans")),
+    request_body = MessageText,
+    responses((status = 200, description = "The text", body = MessageTextView), CommonErrors, BodyErrors),
+    security(("bearer" = [])))]
+pub async fn put(
+    State(s): State<AppState>,
+    ApiPath((kind, locale)): ApiPath<(String, String)>,
+    ApiJson(body): ApiJson<MessageText>,
+) -> ApiResult<Json<MessageTextView>> {
+    let (kind, locale) = target(&kind, &locale)?;
+    body.check(kind)?;
+    let saved = s
+        .store()
+        .put_message_text(kind, &locale, &body, s.now())
+        .await?;
+    Ok(Json(view(
+        kind,
+        locale.as_str(),
+        saved.text,
+        Some(saved.updated_at),
+    )))
+}
+
+/// Go back to the shipped text.
+///
+/// Drops the platform's text for a kind in a locale; the shipped one (or the fallback) applies
+/// again. 404 when the platform set none.
+#[utoipa::path(operation_id = "delete_message_text", delete, path = "/v1/message-texts/{kind}/{locale}", tag = "messages",
+    params(("kind" = String, Path, description = "Message kind"), ("locale" = String, Path, description = "Locale")),
+    responses((status = 204, description = "Dropped"), CommonErrors),
+    security(("bearer" = [])))]
+pub async fn delete(
+    State(s): State<AppState>,
+    ApiPath((kind, locale)): ApiPath<(String, String)>,
+) -> ApiResult<StatusCode> {
+    let (kind, locale) = target(&kind, &locale)?;
+    match s.store().drop_message_text(kind, &locale).await? {
+        true => Ok(StatusCode::NO_CONTENT),
+        false => Err(ApiError::NotFound),
+    }
+}
+
+/// A text filled in, as a reader would see it.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct PreviewView {
+    pub subject: String,
+    pub body: String,
+    pub sms: String,
+}
+
+/// Preview a message text.
+///
+/// The text (checked as saving would check it) filled with sample values, without saving it.
+#[utoipa::path(operation_id = "preview_message_text", post, path = "/v1/message-texts/{kind}/{locale}/preview", tag = "messages",
+    params(("kind" = String, Path, description = "Message kind"), ("locale" = String, Path, description = "Locale")),
+    request_body = MessageText,
+    responses((status = 200, description = "The text filled in", body = PreviewView), CommonErrors, BodyErrors),
+    security(("bearer" = [])))]
+pub async fn preview(
+    ApiPath((kind, locale)): ApiPath<(String, String)>,
+    ApiJson(body): ApiJson<MessageText>,
+) -> ApiResult<Json<PreviewView>> {
+    let (kind, locale) = target(&kind, &locale)?;
+    body.check(kind)?;
+    let zh = locale.as_str().starts_with("zh");
+    let sample = |en: &str, cn: &str| if zh { cn.to_owned() } else { en.to_owned() };
+    let vars = Vars::from([
+        (
+            "title",
+            sample("Spring sale: 20 off 100", "春季特惠：满100减20"),
+        ),
+        ("value", sample("20.00 off", "减 20.00")),
+        ("valid_until", "2027-01-10".to_owned()),
+        ("days_left", "3".to_owned()),
+        ("reason", sample("issued by mistake", "误发")),
+        ("activity", sample("Spring sale", "春季特惠")),
+        (
+            "message",
+            sample(
+                "Only this weekend: use your coupon.",
+                "仅限本周末，快来使用优惠券。",
+            ),
+        ),
+    ]);
+    let t = body.render(&vars);
+    Ok(Json(PreviewView {
+        subject: t.subject,
+        body: t.body,
+        sms: t.sms,
+    }))
+}
+
+/// Which messages to list.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct OutboundFilter {
+    pub user_id: Option<UserId>,
+    /// `email` or `sms`.
+    pub channel: Option<String>,
+    /// `queued`, `sent` or `failed`.
+    pub status: Option<String>,
+    /// `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+    /// Page size, 1..=200 (default 50).
+    pub limit: Option<u32>,
+}
+
+/// One email or SMS and its fate.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct OutboundView {
+    pub id: i64,
+    pub channel: String,
+    pub kind: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user_id: Option<UserId>,
+    pub address: String,
+    pub subject: String,
+    pub body: String,
+    /// `queued`, `sent` or `failed`.
+    pub status: String,
+    pub attempts: i32,
+    /// When it is due (queued) or was last tried.
+    pub next_at: Timestamp,
+    /// The provider's last answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
+    pub created_at: Timestamp,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sent_at: Option<Timestamp>,
+}
+
+impl From<Outbound> for OutboundView {
+    fn from(o: Outbound) -> Self {
+        OutboundView {
+            id: o.id,
+            channel: o.channel.as_str().into(),
+            kind: o.kind.as_str().into(),
+            user_id: o.user_id,
+            address: o.address,
+            subject: o.subject,
+            body: o.body,
+            status: o.status.as_str().into(),
+            attempts: o.attempts,
+            next_at: o.next_at,
+            answer: o.answer,
+            created_at: o.created_at,
+            sent_at: o.sent_at,
+        }
+    }
+}
+
+/// The delivery log.
+///
+/// Email and SMS messages, newest first: queued, sent (with the provider's id) or failed (with
+/// its last answer).
+#[utoipa::path(operation_id = "list_outbound_messages", get, path = "/v1/outbound-messages", tag = "messages",
+    params(OutboundFilter),
+    responses((status = 200, description = "A page of messages", body = PageOf<OutboundView>), CommonErrors),
+    security(("bearer" = [])))]
+pub async fn outbound(
+    State(s): State<AppState>,
+    ApiQuery(f): ApiQuery<OutboundFilter>,
+) -> ApiResult<Json<PageOf<OutboundView>>> {
+    let bad =
+        |field: &str, m: &str| ApiError::bad_request("invalid_query", Some(field), m.to_owned());
+    let limit = f.limit.unwrap_or(s.settings().default_page);
+    if limit == 0 || limit > s.settings().max_page {
+        return Err(bad("limit", "limit must be from 1 to the largest page"));
+    }
+    let channel = f
+        .channel
+        .as_deref()
+        .map(|c| {
+            Channel::parse(c)
+                .filter(|c| Channel::OUTSIDE.contains(c))
+                .ok_or_else(|| bad("channel", "must be email or sms"))
+        })
+        .transpose()?;
+    let status = f
+        .status
+        .as_deref()
+        .map(|x| {
+            OutboundStatus::parse(x).ok_or_else(|| bad("status", "must be queued, sent or failed"))
+        })
+        .transpose()?;
+    let before = f
+        .cursor
+        .as_deref()
+        .map(|c| {
+            c.parse::<i64>()
+                .map_err(|_| bad("cursor", "cursor is not one this API issued"))
+        })
+        .transpose()?;
+    let q = OutboundQuery {
+        user_id: f.user_id,
+        channel,
+        status,
+        before,
+        limit: limit + 1,
+    };
+    let mut page = s.store().outbound(&q).await?;
+    let more = page.len() > limit as usize;
+    page.truncate(limit as usize);
+    let next_cursor = more
+        .then(|| page.last().map(|o| o.id.to_string()))
+        .flatten();
+    Ok(Json(PageOf {
+        items: page.into_iter().map(OutboundView::from).collect(),
+        next_cursor,
+    }))
+}

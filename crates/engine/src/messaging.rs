@@ -1,0 +1,64 @@
+//! Messages outside the app (issue 35): email over SMTP and SMS through a provider.
+//!
+//! - [`notifier`]: [`Notifier`], the outbox consumer that turns coupon events into one
+//!   rendered message per channel the user can be reached on and did not opt out of, queued
+//!   in the delivery log once per event and channel.
+//! - [`courier`]: [`Courier`], one worker per channel (a lease makes it one per deployment)
+//!   that sends the due messages through a [`Transport`], paced to the provider's rate, with
+//!   retries and backoff, and holds a message back through the recipient's quiet hours.
+//! - [`email`]: [`SmtpTransport`] (lettre): multipart text and HTML, `List-Unsubscribe`.
+//! - [`sms`]: [`TwilioTransport`] (the Messages API) and [`HttpSmsTransport`] (any provider
+//!   taking a form or JSON POST: Aliyun, Tencent Cloud, ...).
+//! - [`texts`]: [`Texts`], which text a kind has in a locale (the platform's own, else the
+//!   shipped one, falling back to the default locale), and the values it is filled with.
+//! - [`unsubscribe`]: [`Unsubscribe`], the signed link that turns a channel's marketing off
+//!   without signing in.
+
+pub mod courier;
+pub mod email;
+pub mod notifier;
+pub mod sms;
+pub mod texts;
+pub mod unsubscribe;
+
+use coupond_domain::messaging::{Channel, Locale, MessageKind, QuietHours};
+use coupond_domain::Zone;
+
+pub use courier::{Courier, SendError, Transport};
+pub use email::SmtpTransport;
+pub use notifier::Notifier;
+pub use sms::{HttpSmsTransport, TwilioTransport};
+pub use texts::Texts;
+pub use unsubscribe::Unsubscribe;
+
+/// How one outside channel behaves.
+#[derive(Clone, Debug)]
+pub struct ChannelRules {
+    pub channel: Channel,
+    /// The kinds it carries.
+    pub kinds: Vec<MessageKind>,
+    /// Local hours it stays silent, in the recipient's zone.
+    pub quiet: QuietHours,
+    /// Messages per second at most (the provider's limit).
+    pub per_second: u32,
+    /// Tries before a message is given up.
+    pub max_attempts: u32,
+}
+
+/// What every part of messaging agrees on.
+#[derive(Clone, Debug)]
+pub struct MessagingRules {
+    /// The platform's zone: users without their own read days and hours in it.
+    pub zone: Zone,
+    /// The locale of users without one, and the fallback of a locale without a text.
+    pub default_locale: Locale,
+    /// The channels configured (none: nothing is sent outside the app).
+    pub channels: Vec<ChannelRules>,
+}
+
+impl MessagingRules {
+    /// The rules of `channel`, if it is configured.
+    pub fn channel(&self, channel: Channel) -> Option<&ChannelRules> {
+        self.channels.iter().find(|c| c.channel == channel)
+    }
+}

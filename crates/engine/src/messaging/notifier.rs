@@ -1,0 +1,181 @@
+//! The outbox consumer that queues email and SMS messages for coupon events.
+//!
+//! For each event about a user's coupon (claimed, issued, revoked, expiring soon), and each
+//! configured channel that carries its kind, the user gets one message if the channel has
+//! their address and, for marketing, they did not turn the kind off. The message is rendered
+//! now, in the user's locale and zone, and queued under the event's id: a batch handed out
+//! again queues nothing twice. The couriers send it.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use coupond_domain::messaging::{MessageKind, Vars};
+use coupond_domain::{Template, TemplateId, Timestamp, UserId};
+use coupond_store::events::kind;
+use coupond_store::{ContactRecord, Event, NewOutbound, Store, StoreResult};
+
+use super::texts::{coupon_vars, Texts};
+use super::MessagingRules;
+use crate::clock::Clock;
+use crate::dispatch::Observer;
+
+/// The outbox consumer's name (its position is stored under it).
+pub const SINK: &str = "messages";
+
+/// Queues the messages of coupon events.
+#[derive(Debug)]
+pub struct Notifier {
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    rules: MessagingRules,
+}
+
+/// One coupon event that may become messages.
+struct News {
+    event_id: i64,
+    kind: MessageKind,
+    user: UserId,
+    template: TemplateId,
+    valid_until: Option<Timestamp>,
+    reason: Option<String>,
+}
+
+fn news(e: &Event) -> Option<News> {
+    let kind = match e.kind.as_str() {
+        kind::COUPON_CLAIMED => MessageKind::CouponClaimed,
+        kind::COUPON_ISSUED => MessageKind::CouponIssued,
+        kind::COUPON_REVOKED => MessageKind::CouponRevoked,
+        kind::COUPON_EXPIRING => MessageKind::CouponExpiring,
+        _ => return None,
+    };
+    let b = &e.body;
+    Some(News {
+        event_id: e.id,
+        kind,
+        user: UserId::parse(b.get("user_id")?.as_str()?).ok()?,
+        template: TemplateId::new(b.get("template_id")?.as_i64()?).ok()?,
+        valid_until: b
+            .get("valid_until")
+            .and_then(|v| v.as_str())
+            .and_then(|s| Timestamp::parse(s).ok()),
+        reason: b.get("reason").and_then(|v| v.as_str()).map(str::to_owned),
+    })
+}
+
+impl Notifier {
+    pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>, rules: MessagingRules) -> Self {
+        Notifier {
+            store,
+            clock,
+            rules,
+        }
+    }
+
+    /// The messages of `items` for the users among `contacts`.
+    fn render(
+        &self,
+        items: &[News],
+        contacts: &HashMap<UserId, ContactRecord>,
+        templates: &HashMap<TemplateId, Template>,
+        texts: &Texts,
+        now: Timestamp,
+    ) -> Vec<NewOutbound> {
+        let mut out = Vec::new();
+        for n in items {
+            let Some(c) = contacts.get(&n.user) else {
+                continue;
+            };
+            let zone = c.contact.zone.unwrap_or(self.rules.zone);
+            for rules in &self.rules.channels {
+                let Some(address) = c.contact.address(rules.channel) else {
+                    continue;
+                };
+                if !rules.kinds.contains(&n.kind) || !c.preferences.allows(rules.channel, n.kind) {
+                    continue;
+                }
+                let (text, locale) = texts.pick(n.kind, c.contact.locale.as_ref());
+                let mut vars: Vars =
+                    coupon_vars(templates.get(&n.template), n.valid_until, &locale, &zone);
+                if let Some(r) = &n.reason {
+                    vars.insert("reason", r.clone());
+                }
+                let filled = text.render(&vars);
+                let body = match rules.channel {
+                    coupond_domain::messaging::Channel::Sms => filled.sms,
+                    _ => filled.body,
+                };
+                out.push(NewOutbound {
+                    channel: rules.channel,
+                    key: format!("event:{}", n.event_id),
+                    user_id: Some(n.user.clone()),
+                    kind: n.kind,
+                    address: address.to_owned(),
+                    zone,
+                    subject: filled.subject,
+                    body,
+                    due_at: now,
+                });
+            }
+        }
+        out
+    }
+}
+
+#[async_trait]
+impl Observer for Notifier {
+    fn name(&self) -> &str {
+        SINK
+    }
+
+    async fn handle(&self, events: &[Event]) -> StoreResult<()> {
+        let carried: HashSet<MessageKind> = self
+            .rules
+            .channels
+            .iter()
+            .flat_map(|c| c.kinds.iter().copied())
+            .collect();
+        let items: Vec<News> = events
+            .iter()
+            .filter_map(news)
+            .filter(|n| carried.contains(&n.kind))
+            .collect();
+        if items.is_empty() {
+            return Ok(());
+        }
+        let mut users: Vec<UserId> = items.iter().map(|n| n.user.clone()).collect();
+        users.sort();
+        users.dedup();
+        let contacts: HashMap<UserId, ContactRecord> = self
+            .store
+            .contacts(&users)
+            .await?
+            .into_iter()
+            .map(|c| (c.user_id.clone(), c))
+            .collect();
+        if contacts.is_empty() {
+            return Ok(());
+        }
+        let mut ids: Vec<TemplateId> = items
+            .iter()
+            .filter(|n| contacts.contains_key(&n.user))
+            .map(|n| n.template)
+            .collect();
+        ids.sort();
+        ids.dedup();
+        let templates = self
+            .store
+            .templates_by_ids(&ids)
+            .await?
+            .into_iter()
+            .map(|t| (t.id, t))
+            .collect();
+        let texts = Texts::load(&self.store, &self.rules.default_locale).await?;
+        let now = self.clock.now();
+        let queued = self.render(&items, &contacts, &templates, &texts, now);
+        if !queued.is_empty() {
+            self.store.queue_outbound(&queued, now).await?;
+        }
+        Ok(())
+    }
+}
