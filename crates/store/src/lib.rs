@@ -54,6 +54,7 @@ pub mod model;
 pub mod operators;
 pub mod records;
 pub mod scheduling;
+pub mod seen;
 pub mod sessions;
 pub mod tags;
 #[cfg(feature = "testing")]
@@ -90,6 +91,7 @@ pub use scheduling::{
     CouponCounts, Due, HourCounts, InboxStore, Message, MessageContent, OutboxPosition,
     OutboxStore, Reminder, SchedulerStore, Since, Standing, UsageRow,
 };
+pub use seen::SeenStore;
 pub use sessions::ConsoleSession;
 pub use tags::{NewTagUpload, SharedTag, TagStore, TagUpload, Tagged};
 pub use webhooks::{
@@ -124,6 +126,7 @@ pub trait Store:
     + AuditStore
     + AuditRunStore
     + CityStore
+    + SeenStore
     + std::fmt::Debug
     + 'static
 {
@@ -149,6 +152,7 @@ impl<T> Store for T where
         + AuditStore
         + AuditRunStore
         + CityStore
+        + SeenStore
         + std::fmt::Debug
         + 'static
 {
@@ -162,6 +166,6 @@ pub mod prelude {
         CatalogStore as _, CheckoutStore as _, CityStore as _, ClaimStore as _, CodeStore as _,
         IdempotencyStore as _, InboxStore as _, InspectStore as _, IssuanceStore as _,
         LifecycleStore as _, OperatorStore as _, OutboxStore as _, ReportStore as _,
-        SchedulerStore as _, TagStore as _, WebhookStore as _,
+        SchedulerStore as _, SeenStore as _, TagStore as _, WebhookStore as _,
     };
 }
