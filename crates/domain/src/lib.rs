@@ -112,8 +112,8 @@ pub use template::{
     TemplateSpec, TemplateStatus, LOW_STOCK_DIVISOR,
 };
 pub use time::{Timestamp, Window};
-pub use zone::Zone;
 pub use wallet::{
     check_claim, claim_refusal, not_claimable, Actor, ClaimRejection, Coupon, CouponStatus,
     NotClaimable,
 };
+pub use zone::Zone;

@@ -89,8 +89,8 @@ impl Zone {
 
     fn local(&self, t: Timestamp) -> DateTime<Tz> {
         let micros = t.unix_micros();
-        let utc = DateTime::<Utc>::from_timestamp_micros(micros)
-            .unwrap_or(DateTime::<Utc>::UNIX_EPOCH);
+        let utc =
+            DateTime::<Utc>::from_timestamp_micros(micros).unwrap_or(DateTime::<Utc>::UNIX_EPOCH);
         utc.with_timezone(&self.0)
     }
 }
@@ -186,7 +186,10 @@ mod tests {
 
     #[test]
     fn names_are_checked() {
-        assert_eq!(Zone::parse("Mars/Olympus").unwrap_err().code, "invalid_time_zone");
+        assert_eq!(
+            Zone::parse("Mars/Olympus").unwrap_err().code,
+            "invalid_time_zone"
+        );
         assert_eq!(Zone::parse(" UTC ").unwrap(), Zone::UTC);
         let z: Zone = serde_json::from_str("\"Asia/Shanghai\"").unwrap();
         assert_eq!(serde_json::to_string(&z).unwrap(), "\"Asia/Shanghai\"");
