@@ -2,9 +2,9 @@
 
 use std::sync::Arc;
 
-use coupond_domain::Timestamp;
+use coupond_domain::{Timestamp, Zone};
 use coupond_engine::{
-    Checkout, ClaimEngine, ClaimMode, Clock, CodeGenerator, IssuanceWorker, TagWorker,
+    Checkout, ClaimEngine, ClaimMode, Clock, CodeGenerator, IssuanceWorker, Seen, TagWorker,
 };
 use coupond_store::Store;
 
@@ -106,6 +106,12 @@ pub struct ApiSettings {
     pub publishes_to_nats: bool,
     /// When the self-audit runs by itself every day (UTC); `None`: only on request.
     pub audit_at: Option<TimeOfDay>,
+    /// The platform's time zone: where "today" and the days of charts and reports begin.
+    pub time_zone: Zone,
+    /// A user is marked seen (last active) at most once per this long.
+    pub seen_resolution: time::Duration,
+    /// Users held in memory waiting to be marked seen, at most (see [`Seen`]).
+    pub seen_capacity: usize,
 }
 
 impl Default for ApiSettings {
@@ -146,6 +152,9 @@ impl Default for ApiSettings {
             peers: Arc::new(Alone),
             publishes_to_nats: false,
             audit_at: None,
+            time_zone: Zone::UTC,
+            seen_resolution: time::Duration::minutes(5),
+            seen_capacity: 100_000,
         }
     }
 }
@@ -185,6 +194,8 @@ struct Inner {
     shelf_loading: tokio::sync::Mutex<()>,
     /// Restarts of the supervised background loops, for `/readyz`.
     workers: Workers,
+    /// Users seen by their requests, waiting to be written.
+    seen: Seen,
     settings: ApiSettings,
 }
 
@@ -220,6 +231,12 @@ impl AppState {
         let tagging = TagWorker::new(store.clone(), clock.clone(), pace);
         let accounts = Accounts::new(store.clone(), clock.clone());
         let auditor = Auditor::new(store.clone(), clock.clone(), settings.audit_at, "api");
+        let seen = Seen::new(
+            store.clone(),
+            clock.clone(),
+            settings.seen_resolution,
+            settings.seen_capacity,
+        );
         AppState {
             inner: Arc::new(Inner {
                 store,
@@ -252,6 +269,7 @@ impl AppState {
                 shelf: TtlCache::new(settings.cache_ttl, 1),
                 shelf_loading: tokio::sync::Mutex::new(()),
                 workers: Workers::default(),
+                seen,
                 settings,
             }),
         }
@@ -423,6 +441,16 @@ impl AppState {
 
     pub fn settings(&self) -> &ApiSettings {
         &self.inner.settings
+    }
+
+    /// The platform's time zone (`platform.time_zone`).
+    pub fn zone(&self) -> Zone {
+        self.inner.settings.time_zone
+    }
+
+    /// Users seen by their requests: the guard marks them; `serve` runs its flusher loop.
+    pub fn seen(&self) -> &Seen {
+        &self.inner.seen
     }
 }
 

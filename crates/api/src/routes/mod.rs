@@ -19,6 +19,7 @@ pub mod merchants;
 pub mod operators;
 pub mod refunds;
 pub mod reports;
+pub mod seen;
 pub mod shared_tags;
 pub mod steering;
 pub mod system;

@@ -5,7 +5,7 @@ use axum::http::Method;
 use axum::routing::{delete, get, post, put};
 
 use super::{
-    centre, checkout, claims, coupons, events, issuances, r, refunds, reports, shared_tags,
+    centre, checkout, claims, coupons, events, issuances, r, refunds, reports, seen, shared_tags,
     tag_uploads, tags, today, webhooks, Route, RouteSpec, PLATFORM, PLATFORM_MERCHANT,
     PLATFORM_MERCHANT_SERVICE, PLATFORM_MERCHANT_USER, PLATFORM_SERVICE, SERVICE, USER_SERVICE,
 };
@@ -190,6 +190,18 @@ pub(super) fn checkout_routes() -> Vec<Route> {
             "/v1/users/{id}/tags",
             PLATFORM_SERVICE,
             get(tags::get),
+        ),
+        r(
+            Method::POST,
+            "/v1/users/{id}/seen",
+            PLATFORM_SERVICE,
+            post(seen::mark),
+        ),
+        r(
+            Method::GET,
+            "/v1/users/{id}/seen",
+            PLATFORM_SERVICE,
+            get(seen::get),
         ),
         (
             RouteSpec {

@@ -7,7 +7,7 @@ use figment::value::{Dict, Map, Value};
 use figment::{Error, Metadata, Profile, Provider};
 
 /// Every setting: its flat name, its section and its key there.
-pub const FLAT: [(&str, &str, &str); 71] = [
+pub const FLAT: [(&str, &str, &str); 74] = [
     ("listen", "server", "listen"),
     ("max_body_bytes", "server", "max_body_bytes"),
     ("max_upload_bytes", "server", "max_upload_bytes"),
@@ -135,6 +135,9 @@ pub const FLAT: [(&str, &str, &str); 71] = [
     ("nats_replicas", "nats", "replicas"),
     ("nats_max_age", "nats", "max_age"),
     ("nats_ack_timeout", "nats", "ack_timeout"),
+    ("platform_time_zone", "platform", "time_zone"),
+    ("users_seen_resolution", "users", "seen_resolution"),
+    ("users_seen_capacity", "users", "seen_capacity"),
 ];
 
 /// The flat names, for the environment provider.
