@@ -412,6 +412,11 @@ pub async fn guard(
     }
     match identified {
         Ok((p, who)) if roles.contains(&p.role()) => {
+            // A user's request marks them seen: a map update in memory, written later in
+            // batches (`coupond_engine::seen`).
+            if let Principal::User(user) = &p {
+                state.seen().touch(user, state.now());
+            }
             req.extensions_mut().insert(p);
             // What the handler changes is recorded in the audit trail as this caller's.
             let ctx = coupond_store::audit::Context {

@@ -12,7 +12,7 @@ use utoipa::{Modify, OpenApi};
 
 use crate::routes::{
     activities, audit, audits, centre, checkout, cities, claims, codes, contacts, coupons, events,
-    inbox, issuances, keys, listings, merchants, message_texts, operators, refunds, reports,
+    inbox, issuances, keys, listings, merchants, message_texts, operators, refunds, reports, seen,
     shared_tags, steering, system, tag_uploads, tags, templates, today, webhooks,
 };
 
@@ -47,7 +47,7 @@ use crate::routes::{
         checkout::history, refunds::refund,
         coupons::revoke, coupons::of_template,
         events::list,
-        tags::put, tags::get, tag_uploads::create, tag_uploads::list, tag_uploads::get,
+        tags::put, tags::get, seen::mark, seen::get, tag_uploads::create, tag_uploads::list, tag_uploads::get,
         shared_tags::share, shared_tags::unshare, shared_tags::list,
         inbox::list, inbox::read,
         contacts::put_contact, contacts::get_contact, contacts::put_preferences,
@@ -78,7 +78,7 @@ use crate::routes::{
         (name = "codes", description = "Promotion codes: shared codes, generated single-use codes, redemption"),
         (name = "listings", description = "Listings, their bound templates, and search by coupon"),
         (name = "coupons", description = "Revoking coupons and who holds a template's coupons"),
-        (name = "tags", description = "User tags coupond holds, for segment issuance (platform, order service); private to the platform unless shared with merchants"),
+        (name = "tags", description = "User tags coupond holds, and when users were last seen, for segment issuance (platform, order service); private to the platform unless shared with merchants"),
         (name = "events", description = "The outbox as a replayable feed of events"),
         (name = "system", description = "Health, metrics and this document"),
     )

@@ -2,9 +2,9 @@
 
 use std::sync::Arc;
 
-use coupond_domain::Timestamp;
+use coupond_domain::{Timestamp, Zone};
 use coupond_engine::{
-    Checkout, ClaimEngine, ClaimMode, Clock, CodeGenerator, IssuanceWorker, TagWorker,
+    Checkout, ClaimEngine, ClaimMode, Clock, CodeGenerator, IssuanceWorker, Seen, TagWorker,
 };
 use coupond_store::Store;
 
@@ -108,6 +108,12 @@ pub struct ApiSettings {
     pub audit_at: Option<TimeOfDay>,
     /// The API's public root, which emails' unsubscribe links point to.
     pub public_url: String,
+    /// The platform's time zone: where "today" and the days of charts and reports begin.
+    pub time_zone: Zone,
+    /// A user is marked seen (last active) at most once per this long.
+    pub seen_resolution: time::Duration,
+    /// Users held in memory waiting to be marked seen, at most (see [`Seen`]).
+    pub seen_capacity: usize,
 }
 
 impl Default for ApiSettings {
@@ -149,6 +155,9 @@ impl Default for ApiSettings {
             publishes_to_nats: false,
             audit_at: None,
             public_url: "http://127.0.0.1:8080".into(),
+            time_zone: Zone::UTC,
+            seen_resolution: time::Duration::minutes(5),
+            seen_capacity: 100_000,
         }
     }
 }
@@ -190,6 +199,8 @@ struct Inner {
     workers: Workers,
     /// Checks the tokens of unsubscribe links (signed with a key derived from the JWT secret).
     unsubscribe: coupond_engine::messaging::Unsubscribe,
+    /// Users seen by their requests, waiting to be written.
+    seen: Seen,
     settings: ApiSettings,
 }
 
@@ -225,6 +236,12 @@ impl AppState {
         let tagging = TagWorker::new(store.clone(), clock.clone(), pace);
         let accounts = Accounts::new(store.clone(), clock.clone());
         let auditor = Auditor::new(store.clone(), clock.clone(), settings.audit_at, "api");
+        let seen = Seen::new(
+            store.clone(),
+            clock.clone(),
+            settings.seen_resolution,
+            settings.seen_capacity,
+        );
         AppState {
             inner: Arc::new(Inner {
                 store,
@@ -261,6 +278,7 @@ impl AppState {
                     jwt_secret,
                     &settings.public_url,
                 ),
+                seen,
                 settings,
             }),
         }
@@ -437,6 +455,16 @@ impl AppState {
 
     pub fn settings(&self) -> &ApiSettings {
         &self.inner.settings
+    }
+
+    /// The platform's time zone (`platform.time_zone`).
+    pub fn zone(&self) -> Zone {
+        self.inner.settings.time_zone
+    }
+
+    /// Users seen by their requests: the guard marks them; `serve` runs its flusher loop.
+    pub fn seen(&self) -> &Seen {
+        &self.inner.seen
     }
 }
 

@@ -86,3 +86,24 @@ async fn the_reconciliation_opens_on_this_month() {
     assert!(a.body.contains("value=\"2026-11-24T12:00\""), "{}", a.body);
     assert!(a.body.contains("Download CSV"), "{}", a.body);
 }
+
+/// "Today" is the platform's local day, and the page says in which zone: at 01:00 on the
+/// 10th in Shanghai (17:00 UTC on the 9th), today is the 10th.
+#[tokio::test]
+async fn the_home_page_says_the_time_zone_of_today() {
+    let settings = ApiSettings {
+        time_zone: coupond_domain::Zone::parse("Asia/Shanghai").unwrap(),
+        ..ApiSettings::default()
+    };
+    let app = app_with_settings(settings).await;
+    let m = merchant(&app).await;
+    let (mkey, _) = key(&app, Role::Merchant, Some(m)).await;
+    app.clock
+        .set(Timestamp::parse("2027-01-09T17:00:00Z").unwrap());
+    let cookie = sign_in_cookie(&app, &mkey).await;
+    let page = home(&app, &cookie).await;
+    assert!(
+        page.contains("Today is 2027-01-10 in Asia/Shanghai"),
+        "{page}"
+    );
+}

@@ -1,4 +1,4 @@
-//! Support's user lookup. Revoking a coupon from the console: the form asks first and needs a
+//! Support's user lookup (with when the user was last seen). Revoking a coupon from the console: the form asks first and needs a
 //! reason; an empty one is refused in words naming the reason (the API's rule, no stand-in
 //! text) and the coupon stays as it was; with one, the coupon is revoked and its history keeps
 //! the reason. The platform sees a preview of what the user may claim now; a merchant does not.
@@ -108,10 +108,25 @@ async fn the_platform_sees_what_a_user_may_claim() {
     .await;
     assert_eq!(status, StatusCode::CREATED, "{c}");
 
+    let (status, seen) = v1(
+        &app,
+        &service,
+        Method::POST,
+        "/v1/users/u-1/seen",
+        json!({}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{seen}");
+
     let cookie = sign_in_cookie(&app, &platform).await;
     let page = answer(&app, page_get("/console/users?user=u-1", &cookie)).await;
     assert_eq!(page.status, StatusCode::OK);
     assert!(page.body.contains("Claimable now"), "{}", page.body);
+    let shown = format!(
+        "id=\"last-seen\">last seen {}",
+        seen["last_seen_at"].as_str().unwrap()[..16].replace('T', " ")
+    );
+    assert!(page.body.contains(&shown), "{shown}: {}", page.body);
     let row = page
         .body
         .split(&format!("id=\"offer-{spring}\""))
@@ -138,6 +153,7 @@ async fn the_platform_sees_what_a_user_may_claim() {
         "{}",
         page.body
     );
+    assert!(page.body.contains("last seen never"), "{}", page.body);
 
     let cookie = sign_in_cookie(&app, &mkey).await;
     let page = answer(&app, page_get("/console/users?user=u-1", &cookie)).await;

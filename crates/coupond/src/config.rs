@@ -20,7 +20,7 @@ pub use messages::{Email, Messages, Sms, SmsFormat, SmsProvider};
 
 pub use sections::{
     Auth, Background, Catalog, Checkout, Claim, ClaimModeName, Console, Database, Idempotency,
-    Limits, Log, LogFormat, Server, Webhook,
+    Limits, Log, LogFormat, Platform, Server, Users, Webhook,
 };
 
 /// The settings every subcommand shares, by concern. The one source of truth: `serve`
@@ -45,6 +45,8 @@ pub struct Config {
     pub messages: Messages,
     pub email: Email,
     pub sms: Sms,
+    pub platform: Platform,
+    pub users: Users,
 }
 
 /// A configuration error as the operator wrote it: the setting (`checkout.lock_ttl`) and
@@ -275,6 +277,17 @@ impl Config {
             self.checkout.max_lock_ttl >= self.checkout.lock_ttl,
             "invalid configuration: checkout.max_lock_ttl (max_lock_ttl) must be at least \
              checkout.lock_ttl (lock_ttl)"
+        );
+        let u = &self.users;
+        anyhow::ensure!(
+            (Duration::from_secs(1)..=Duration::from_secs(86_400)).contains(&u.seen_resolution),
+            "invalid configuration: users.seen_resolution (users_seen_resolution) must be from \
+             1s to 1day"
+        );
+        anyhow::ensure!(
+            (1_000..=10_000_000).contains(&u.seen_capacity),
+            "invalid configuration: users.seen_capacity (users_seen_capacity) must be from 1000 \
+             to 10000000"
         );
         anyhow::ensure!(
             s.max_connections > 0,

@@ -110,13 +110,12 @@ async fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
     let upkeep = spawn_upkeep(state.clone());
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     // Background work stops between steps once the signal arrives; what it committed stays.
-    // The platform's zone (issue 35 point 4) is UTC until `platform.time_zone` lands.
     let messaging = crate::messaging::build(
         &config,
         &store,
         &clock,
         &secret,
-        coupond_domain::Zone::UTC,
+        config.platform.time_zone,
         &instance,
     )?;
     let mut background = start_workers(&config, &state, &store, &clock, &instance, &stop_rx, nats);
@@ -126,6 +125,7 @@ async fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
     background.extend(shared.start(&state, &stop_rx));
     let grace = config.server.shutdown_grace;
     let engine = state.claims().clone();
+    let seen = state.seen().clone();
     let limits = ConnectionLimits {
         max_connections: config.server.max_connections,
         max_connections_per_ip: config.server.max_connections_per_ip,
@@ -152,7 +152,7 @@ async fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
         () = server => {},
         () = deadline => tracing::warn!(?grace, "in-flight requests did not finish within the grace period"),
     }
-    finish(upkeep, background, engine, store).await;
+    finish(upkeep, background, engine, seen, store).await;
     tracing::info!("stopped");
     Ok(())
 }
@@ -248,6 +248,10 @@ fn api_settings(config: &Config, targets: Arc<TargetPolicy>) -> anyhow::Result<A
             .map_err(anyhow::Error::msg)
             .context("audit_at")?,
         public_url: config.messages.public_url.clone(),
+        time_zone: config.platform.time_zone,
+        seen_resolution: time::Duration::try_from(config.users.seen_resolution)
+            .context("users_seen_resolution is too long")?,
+        seen_capacity: config.users.seen_capacity,
         ..ApiSettings::default()
     })
 }
@@ -357,6 +361,15 @@ fn start_workers(
         supervised("nats", &workers, stop_rx, d, coupond_engine::worker::run)
     });
     // The self-audit under its own lease: one instance audits the database at a time.
+    // Users seen by their requests, written in batches (any number of instances: each writes
+    // its own, the store keeps the later instant).
+    let seen = supervised(
+        "seen",
+        &workers,
+        stop_rx,
+        state.seen().clone(),
+        coupond_engine::worker::run,
+    );
     let audit = supervised(
         "audit",
         &workers,
@@ -365,7 +378,7 @@ fn start_workers(
         coupond_engine::worker::run,
     );
     let mut all = vec![
-        codes, issuance, tagging, scheduler, webhooks, dispatcher, audit,
+        codes, issuance, tagging, scheduler, webhooks, dispatcher, audit, seen,
     ];
     all.extend(nats);
     all
@@ -386,7 +399,7 @@ fn observers(
             )
             // Checked when the configuration loaded.
             .local(
-                coupond_domain::Zone::UTC,
+                config.platform.time_zone,
                 config.messages.reminder_at().unwrap_or_default(),
             ),
         ),
@@ -489,6 +502,7 @@ async fn finish(
     upkeep: tokio::task::JoinHandle<()>,
     background: Vec<tokio::task::JoinHandle<()>>,
     engine: coupond_engine::ClaimEngine,
+    seen: coupond_engine::Seen,
     store: Arc<dyn coupond_store::Store>,
 ) {
     upkeep.abort();
@@ -497,6 +511,12 @@ async fn finish(
     }
     // Claims already queued are committed and answered before the database closes.
     engine.shutdown().await;
+    // Users seen since the seen loop's last pass are written too (the requests are done).
+    match tokio::time::timeout(std::time::Duration::from_secs(5), seen.flush()).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::warn!(error = %e.chain(), "writing the users seen last failed"),
+        Err(_) => tracing::warn!("writing the users seen last took over 5s; left unwritten"),
+    }
     // Closing waits for checked-out connections; a request still running past the grace
     // period must not hold the process up forever.
     if tokio::time::timeout(std::time::Duration::from_secs(5), store.close())

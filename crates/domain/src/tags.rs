@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::error::DomainError;
+use crate::time::Timestamp;
 
 /// Most tags one user holds.
 pub const MAX_TAGS_PER_USER: usize = 100;
@@ -65,20 +66,46 @@ pub fn tag_set(field: &str, tags: &[Tag], min: usize, max: usize) -> Result<Vec<
     Ok(set.into_iter().collect())
 }
 
-/// Which users a segment takes: those holding any of these tags.
+/// The most days `active_within_days` may reach back (ten years).
+pub const MAX_ACTIVE_WITHIN_DAYS: u32 = 3650;
+
+/// Which users a segment takes: those holding any of these tags, and (with
+/// `active_within_days`) seen within that many days.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Segment {
     /// 1 to 20 tags.
     pub any: Vec<Tag>,
+    /// Only users seen (`POST /v1/users/{id}/seen`, or any request of theirs) within this
+    /// many days, 1 to 3650; absent: every holder of the tags, seen or not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_within_days: Option<u32>,
 }
 
 impl Segment {
-    /// The segment with its tags as a set, checked (`segment.any`).
+    /// The segment with its tags as a set, checked (`segment.any`,
+    /// `segment.active_within_days`).
     pub fn validate(self) -> Result<Segment, DomainError> {
+        if let Some(days) = self.active_within_days {
+            if !(1..=MAX_ACTIVE_WITHIN_DAYS).contains(&days) {
+                return Err(DomainError::invalid(
+                    "segment.active_within_days",
+                    "invalid_value",
+                    format!("1 to {MAX_ACTIVE_WITHIN_DAYS} days"),
+                ));
+            }
+        }
         Ok(Segment {
             any: tag_set("segment.any", &self.any, 1, MAX_SEGMENT_TAGS)?,
+            active_within_days: self.active_within_days,
         })
+    }
+
+    /// The earliest instant a user must have been seen at to be in the segment at `now`;
+    /// `None`: no such condition.
+    pub fn seen_since(&self, now: Timestamp) -> Option<Timestamp> {
+        self.active_within_days
+            .map(|d| now.minus(time::Duration::days(i64::from(d))))
     }
 }
 
@@ -104,7 +131,32 @@ mod tests {
         assert_eq!(set, vec![t("a"), t("b")]);
         assert!(tag_set("tags", &[], 1, 10).is_err());
         let many: Vec<Tag> = (0..21).map(|i| t(&format!("t{i}"))).collect();
-        let e = Segment { any: many }.validate().unwrap_err();
+        let e = Segment {
+            any: many,
+            active_within_days: None,
+        }
+        .validate()
+        .unwrap_err();
         assert_eq!(e.field.as_deref(), Some("segment.any"));
+    }
+
+    #[test]
+    fn active_within_days_is_bounded_and_reaches_back_from_now() {
+        let seg = |days| Segment {
+            any: vec![Tag::parse("vip").unwrap()],
+            active_within_days: Some(days),
+        };
+        for bad in [0, 3651] {
+            let e = seg(bad).validate().unwrap_err();
+            assert_eq!(e.field.as_deref(), Some("segment.active_within_days"));
+        }
+        let now = Timestamp::parse("2027-01-10T00:00:00Z").unwrap();
+        let s = seg(30).validate().unwrap();
+        assert_eq!(
+            s.seen_since(now),
+            Some(Timestamp::parse("2026-12-11T00:00:00Z").unwrap())
+        );
+        let all: Segment = serde_json::from_str(r#"{"any": ["vip"]}"#).unwrap();
+        assert_eq!(all.seen_since(now), None);
     }
 }

@@ -35,7 +35,10 @@
 //! - [`pacing`]: [`Pacer`], which sizes background chunks to a target transaction time.
 //! - [`reports`]: the reconciliation of discounts given in a period, per template and funder,
 //!   and its CSV.
-//! - [`stats`]: the window of a template's stats, every hour or day of it with its slot.
+//! - [`stats`]: the window of a template's stats, every hour or day of it with its slot,
+//!   days being local days of the platform's time zone.
+//! - [`seen`]: [`Seen`], users marked seen in memory on each of their requests and written
+//!   in batches by its flusher loop (users' last-seen instants, for active-user filters).
 //! - [`shared`]: what several instances share beyond the database: [`shared::SharedLimits`]
 //!   (rate limits counted in one place) and [`shared::Peers`] (notices that clear stale caches).
 //! - [`sold_out`]: the templates this process saw sold out, cleared by a raise of the stock.
@@ -89,6 +92,7 @@ pub mod redemption;
 pub mod reports;
 pub mod scheduler;
 pub mod second_factor;
+pub mod seen;
 pub mod self_audit;
 pub mod shared;
 pub mod sold_out;
@@ -110,6 +114,7 @@ pub use dispatch::{Dispatcher, InboxNotifier, Observer, ReminderPlanner};
 pub use issuance::IssuanceWorker;
 pub use pacing::Pacer;
 pub use scheduler::Scheduler;
+pub use seen::Seen;
 pub use self_audit::Auditor;
 pub use tagging::TagWorker;
 pub use webhooks::{RetryPolicy, SenderSettings, TargetPolicy, WebhookFanout, WebhookSender};

@@ -41,10 +41,18 @@ pub const AUDIT_VIOLATIONS: &str = "coupond_audit_violations";
 /// When that run finished, Unix seconds.
 pub const AUDIT_LAST_RUN: &str = "coupond_audit_last_run_timestamp_seconds";
 
+/// Users' requests not marked seen because the in-memory map of users seen was full
+/// (`users.seen_capacity`); the next request after a flush marks them.
+pub const SEEN_DROPPED: &str = "coupond_seen_dropped_total";
+
 /// Registers the HELP text of every metric above and of those named elsewhere.
 pub fn describe() {
     use metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
     describe_counter!(CLAIMS, "Claims answered, by outcome");
+    describe_counter!(
+        SEEN_DROPPED,
+        "User requests not marked seen because the map of users seen was full"
+    );
     describe_counter!(
         RATE_LIMIT_FALLBACK,
         "Shared rate limits not counted in Redis: counted locally, or refused (fail closed)"

@@ -39,6 +39,8 @@
 //!   platform's names for its cities.
 //! - `tags`: [`TagStore`](coupond_store::TagStore) ([`impl_tag_store!`]): user tags and
 //!   segments.
+//! - `seen`: [`SeenStore`](coupond_store::SeenStore) ([`impl_seen_store!`]): users'
+//!   last-seen instants, and the active users of a segment or a list.
 //! - `idempotency`: [`IdempotencyStore`](coupond_store::IdempotencyStore)
 //!   ([`impl_idempotency_store!`]): the records of write routes.
 //! - `issuance`: the bookkeeping of [`IssuanceStore`](coupond_store::IssuanceStore) (jobs,
@@ -89,6 +91,7 @@ mod query;
 pub mod reports;
 pub mod rows;
 pub mod scheduling;
+pub mod seen;
 pub mod standing;
 pub mod tag_uploads;
 pub mod tags;

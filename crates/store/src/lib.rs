@@ -56,6 +56,7 @@ pub mod model;
 pub mod operators;
 pub mod records;
 pub mod scheduling;
+pub mod seen;
 pub mod sessions;
 pub mod tags;
 #[cfg(feature = "testing")]
@@ -96,6 +97,7 @@ pub use scheduling::{
     CouponCounts, Due, HourCounts, InboxStore, Message, MessageContent, OutboxPosition,
     OutboxStore, Reminder, SchedulerStore, Since, Standing, UsageRow,
 };
+pub use seen::SeenStore;
 pub use sessions::ConsoleSession;
 pub use tags::{NewTagUpload, SharedTag, TagStore, TagUpload, Tagged};
 pub use webhooks::{
@@ -131,6 +133,7 @@ pub trait Store:
     + AuditRunStore
     + CityStore
     + MessagingStore
+    + SeenStore
     + std::fmt::Debug
     + 'static
 {
@@ -157,6 +160,7 @@ impl<T> Store for T where
         + AuditRunStore
         + CityStore
         + MessagingStore
+        + SeenStore
         + std::fmt::Debug
         + 'static
 {
@@ -170,6 +174,6 @@ pub mod prelude {
         CatalogStore as _, CheckoutStore as _, CityStore as _, ClaimStore as _, CodeStore as _,
         IdempotencyStore as _, InboxStore as _, InspectStore as _, IssuanceStore as _,
         LifecycleStore as _, MessagingStore as _, OperatorStore as _, OutboxStore as _,
-        ReportStore as _, SchedulerStore as _, TagStore as _, WebhookStore as _,
+        ReportStore as _, SchedulerStore as _, SeenStore as _, TagStore as _, WebhookStore as _,
     };
 }

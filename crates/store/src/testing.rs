@@ -80,6 +80,7 @@ macro_rules! conformance_suite {
             deletes_and_history,
             refunds_and_revokes_race_once,
             user_tags_and_segments,
+            last_seen_only_moves_later_and_filters_active_users,
             tag_limit_holds_under_concurrent_writers,
             tag_audiences_are_checked_in_the_claim,
             tag_uploads_resume_and_key_once,

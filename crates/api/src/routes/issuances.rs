@@ -181,7 +181,9 @@ async fn read_users(body: Body, form: Form, max_upload: usize) -> ApiResult<(Jso
 /// done. `application/json` with `segment` (`{"any": ["vip"]}`: every user holding any of the tags
 /// coupond holds for them, up to 1,000,000, taken when the job is made): answered 202 with the
 /// job, issued in the background; for a merchant only the tags the platform shares count (`PUT
-/// /v1/tags/{tag}/shared`: any other tag is one nobody holds). `text/csv` or `text/plain` (one
+/// /v1/tags/{tag}/shared`: any other tag is one nobody holds); `{"any": ["vip"],
+/// "active_within_days": 30}` keeps only the users seen within 30 days (1 to 3650: their own
+/// requests, or `POST /v1/users/{id}/seen`). `text/csv` or `text/plain` (one
 /// user id per line, or CSV with the id first; up to 1,000,000 lines and `max_upload_bytes`):
 /// answered 202 with the job at once, issued in the background, resumable after a crash; poll `GET
 /// /v1/issuances/{id}`. An owner (the template's merchant, or the platform) may have at most
@@ -249,10 +251,15 @@ pub async fn create(
 }
 
 /// The users of a segment, as a job's list: at most [`MAX_LINES`], like an upload. Only the
-/// tags shared with merchants count for a merchant ([`shared_tags::segment_tags`]).
+/// tags shared with merchants count for a merchant ([`shared_tags::segment_tags`]); with
+/// `active_within_days`, only users seen since that many days ago.
 async fn segment(s: &AppState, p: &Principal, seg: &coupond_domain::Segment) -> ApiResult<Parsed> {
     let any = shared_tags::segment_tags(s, p, &seg.any).await?;
-    let users = s.store().segment_users(&any, MAX_LINES as u32 + 1).await?;
+    let limit = MAX_LINES as u32 + 1;
+    let users = match seg.seen_since(s.now()) {
+        Some(since) => s.store().active_segment_users(&any, since, limit).await?,
+        None => s.store().segment_users(&any, limit).await?,
+    };
     if users.len() > MAX_LINES {
         return Err(ApiError::invalid(
             "segment_too_large",

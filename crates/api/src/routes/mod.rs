@@ -21,6 +21,7 @@ pub mod message_texts;
 pub mod operators;
 pub mod refunds;
 pub mod reports;
+pub mod seen;
 pub mod shared_tags;
 pub mod steering;
 pub mod system;

@@ -7,7 +7,7 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use coupond_domain::{
-    ActivityId, FundedBy, MerchantId, Money, Template, TemplateId, TemplateStatus, Timestamp,
+    ActivityId, FundedBy, MerchantId, Money, Template, TemplateId, TemplateStatus, Timestamp, Zone,
 };
 use coupond_engine::reports;
 use coupond_engine::stats::{SlotUnit, StatsWindow};
@@ -47,11 +47,15 @@ pub struct HourCount {
     pub refunded_discount: i64,
 }
 
-/// Coupons created and used in one UTC day.
+/// Coupons created and used in one local day of the platform's time zone
+/// (`platform.time_zone`).
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct DayCount {
-    /// The day's first instant (midnight UTC).
+    /// The day's first instant: local midnight in the platform's time zone, as UTC.
     pub day: Timestamp,
+    /// The day's local date (`YYYY-MM-DD`).
+    #[serde(default)]
+    pub date: String,
     /// Coupons claimed or issued in it.
     pub claimed: i64,
     /// Uses in it (confirmed orders), refunded since or not.
@@ -102,8 +106,8 @@ pub struct TemplateStats {
     /// hour, hours without claims or uses as zeros; empty when `days` was asked for.
     #[serde(default)]
     pub per_hour: Vec<HourCount>,
-    /// Every UTC day of the window asked for (`days`), oldest first, the last being today,
-    /// as `per_hour`; absent when `hours` was asked for.
+    /// Every local day (the platform's time zone) of the window asked for (`days`), oldest
+    /// first, the last being today, as `per_hour`; absent when `hours` was asked for.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub per_day: Vec<DayCount>,
 }
@@ -113,7 +117,10 @@ impl TemplateStats {
         let slots = window.slots(&c.per_hour);
         let (per_hour, per_day) = match window.unit {
             SlotUnit::Hour => (slots.iter().map(HourCount::of).collect(), vec![]),
-            SlotUnit::Day => (vec![], slots.iter().map(DayCount::of).collect()),
+            SlotUnit::Day => (
+                vec![],
+                slots.iter().map(|h| DayCount::of(h, window.zone)).collect(),
+            ),
         };
         TemplateStats {
             template_id: t.id,
@@ -154,9 +161,10 @@ impl HourCount {
 }
 
 impl DayCount {
-    fn of(h: &HourCounts) -> Self {
+    fn of(h: &HourCounts, zone: Zone) -> Self {
         DayCount {
             day: h.hour,
+            date: zone.date_text(h.hour),
             claimed: h.created,
             used: h.used,
             discount: h.discount,
@@ -173,12 +181,13 @@ impl DayCount {
 pub struct StatsQuery {
     /// Hours of per-hour counts ending with the current one, 1..=2160 (default 168).
     pub hours: Option<u32>,
-    /// Instead of `hours`: UTC days of per-day counts ending with today, 1..=90.
+    /// Instead of `hours`: days of per-day counts ending with today, 1..=90 (local days of
+    /// the platform's time zone).
     pub days: Option<u32>,
 }
 
 /// The window `q` asks for, ending now.
-fn window(q: &StatsQuery, now: Timestamp) -> ApiResult<StatsWindow> {
+fn window(q: &StatsQuery, now: Timestamp, zone: Zone) -> ApiResult<StatsWindow> {
     let (unit, count, max, field) = match (q.hours, q.days) {
         (Some(_), Some(_)) => {
             return Err(ApiError::bad_request(
@@ -197,7 +206,7 @@ fn window(q: &StatsQuery, now: Timestamp) -> ApiResult<StatsWindow> {
             format!("{field} must be from 1 to {max}"),
         ));
     }
-    Ok(StatsWindow::ending_at(now, unit, count))
+    Ok(StatsWindow::in_zone(now, unit, count, zone))
 }
 
 async fn stats_of(
@@ -206,7 +215,7 @@ async fn stats_of(
     q: &StatsQuery,
 ) -> ApiResult<Vec<TemplateStats>> {
     let now = s.now();
-    let window = window(q, now)?;
+    let window = window(q, now, s.zone())?;
     let ids: Vec<TemplateId> = templates.iter().map(|t| t.id).collect();
     let counts = s.store().coupon_counts(&ids, now, window.start).await?;
     Ok(templates

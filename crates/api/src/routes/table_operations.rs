@@ -6,7 +6,7 @@ use axum::routing::{delete, get, post, put};
 
 use super::{
     centre, checkout, claims, contacts, coupons, events, issuances, message_texts, r, refunds,
-    reports, shared_tags, tag_uploads, tags, today, webhooks, Route, RouteSpec, PLATFORM,
+    reports, seen, shared_tags, tag_uploads, tags, today, webhooks, Route, RouteSpec, PLATFORM,
     PLATFORM_MERCHANT, PLATFORM_MERCHANT_SERVICE, PLATFORM_MERCHANT_USER, PLATFORM_SERVICE,
     SERVICE, USER, USER_SERVICE,
 };
@@ -191,6 +191,18 @@ pub(super) fn checkout_routes() -> Vec<Route> {
             "/v1/users/{id}/tags",
             PLATFORM_SERVICE,
             get(tags::get),
+        ),
+        r(
+            Method::POST,
+            "/v1/users/{id}/seen",
+            PLATFORM_SERVICE,
+            post(seen::mark),
+        ),
+        r(
+            Method::GET,
+            "/v1/users/{id}/seen",
+            PLATFORM_SERVICE,
+            get(seen::get),
         ),
         (
             RouteSpec {

@@ -1,5 +1,5 @@
-//! `GET /v1/reports/today`: what happened since the start of the day (UTC) or a chosen
-//! instant, for the console's home page and an operator's glance: coupons claimed and used,
+//! `GET /v1/reports/today`: what happened since the start of the day (local midnight in the
+//! platform's time zone, `platform.time_zone`) or a chosen instant, for the console's home page and an operator's glance: coupons claimed and used,
 //! webhook deliveries failing, and (the platform) how far each outbox consumer is behind; and
 //! how things stand now: templates claimable and low on stock, activities running and
 //! enrolling, and the templates that need attention. Every figure is counted by the database
@@ -7,7 +7,7 @@
 
 use axum::extract::State;
 use axum::{Extension, Json};
-use coupond_domain::{ActivityStatus, Timestamp};
+use coupond_domain::{ActivityStatus, Timestamp, Zone};
 use coupond_engine::dispatch::sinks;
 use coupond_store::{ActivityQuery, Page};
 use serde::{Deserialize, Serialize};
@@ -34,7 +34,8 @@ const EXPIRING_WITHIN_DAYS: i64 = 7;
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct TodayQuery {
-    /// RFC 3339, within the last 31 days (default: the start of today, UTC).
+    /// RFC 3339, within the last 31 days (default: the start of today in the platform's time
+    /// zone).
     #[param(value_type = Option<String>, format = DateTime)]
     pub since: Option<Timestamp>,
 }
@@ -84,6 +85,12 @@ pub struct Attention {
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct TodayView {
     pub since: Timestamp,
+    /// The platform's time zone (IANA), whose local midnight "today" starts at.
+    #[serde(default = "utc_name")]
+    pub time_zone: String,
+    /// `since` as a local date of that zone (`YYYY-MM-DD`).
+    #[serde(default)]
+    pub date: String,
     /// Coupons created (claimed, redeemed or issued).
     pub claimed: i64,
     /// Coupons used by confirmed orders.
@@ -105,7 +112,7 @@ pub struct TodayView {
 
 /// Today's figures.
 ///
-/// Today's figures since midnight UTC: coupons claimed and used, webhook deliveries failing, how
+/// Today's figures since local midnight in the platform's time zone: coupons claimed and used, webhook deliveries failing, how
 /// templates and activities stand and which templates need attention (platform; merchants see
 /// their own).
 #[utoipa::path(operation_id = "today", get, path = "/v1/reports/today", tag = "reports", params(TodayQuery),
@@ -126,7 +133,7 @@ pub async fn today(
             ))
         }
         Some(t) => t,
-        None => start_of_day(now),
+        None => start_of_day(s.zone(), now),
     };
     let counts = s.store().since(p.merchant(), since).await?;
     let outbox = match p {
@@ -136,6 +143,8 @@ pub async fn today(
     let standing = s.store().standing(p.merchant(), now).await?;
     Ok(Json(TodayView {
         since,
+        time_zone: s.zone().name().to_owned(),
+        date: s.zone().date_text(since),
         claimed: counts.claimed,
         used: counts.used,
         deliveries_failed: counts.deliveries_failed,
@@ -214,11 +223,13 @@ pub(crate) async fn lags(s: &AppState) -> ApiResult<Vec<ConsumerLag>> {
     Ok(out)
 }
 
-/// 00:00 UTC of `now`'s day.
-fn start_of_day(now: Timestamp) -> Timestamp {
-    const DAY: i64 = 86_400_000_000;
-    let micros = now.unix_micros();
-    Timestamp::from_unix_micros(micros - micros.rem_euclid(DAY)).unwrap_or(now)
+/// The first instant of `now`'s local day in `zone`.
+fn start_of_day(zone: Zone, now: Timestamp) -> Timestamp {
+    zone.day_start(zone.day_of(now)).unwrap_or(now)
+}
+
+fn utc_name() -> String {
+    Zone::UTC.name().to_owned()
 }
 
 #[cfg(test)]
@@ -229,10 +240,21 @@ mod tests {
     fn the_day_starts_at_midnight_utc() {
         let t = Timestamp::parse("2026-11-24T15:42:07.123Z").unwrap();
         assert_eq!(
-            start_of_day(t),
+            start_of_day(Zone::UTC, t),
             Timestamp::parse("2026-11-24T00:00:00Z").unwrap()
         );
         let midnight = Timestamp::parse("2026-11-24T00:00:00Z").unwrap();
-        assert_eq!(start_of_day(midnight), midnight);
+        assert_eq!(start_of_day(Zone::UTC, midnight), midnight);
+    }
+
+    #[test]
+    fn the_day_starts_at_local_midnight_of_the_zone() {
+        let z = Zone::parse("Asia/Shanghai").unwrap();
+        // 01:00 on the 10th in Shanghai: today began at 16:00 UTC on the 9th.
+        let t = Timestamp::parse("2027-01-09T17:00:00Z").unwrap();
+        assert_eq!(
+            start_of_day(z, t),
+            Timestamp::parse("2027-01-09T16:00:00Z").unwrap()
+        );
     }
 }

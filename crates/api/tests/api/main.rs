@@ -4,6 +4,7 @@
 
 mod abuse;
 mod actions;
+mod active_users;
 mod approval;
 mod audit;
 mod backends;
@@ -45,3 +46,4 @@ mod support;
 mod validation;
 mod webhook_actions;
 mod webhooks;
+mod zones;

@@ -114,9 +114,9 @@ async fn reports(app: TestApp) {
     assert_eq!(
         r.body["per_day"],
         json!([
-            {"day": at(-24), "claimed": 0, "used": 0, "discount": 0, "refunded": 0, "refunded_discount": 0},
-            {"day": at(0), "claimed": 2, "used": 1, "discount": 3_000, "refunded": 0, "refunded_discount": 0},
-            {"day": at(24), "claimed": 0, "used": 1, "discount": 5_000, "refunded": 0, "refunded_discount": 0}
+            {"day": at(-24), "date": "2026-02-28", "claimed": 0, "used": 0, "discount": 0, "refunded": 0, "refunded_discount": 0},
+            {"day": at(0), "date": "2026-03-01", "claimed": 2, "used": 1, "discount": 3_000, "refunded": 0, "refunded_discount": 0},
+            {"day": at(24), "date": "2026-03-02", "claimed": 0, "used": 1, "discount": 5_000, "refunded": 0, "refunded_discount": 0}
         ])
     );
     let both = format!("/v1/templates/{standalone}/stats?days=3&hours=2");

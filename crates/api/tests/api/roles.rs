@@ -63,6 +63,8 @@ fn expected() -> Vec<(Method, &'static str, Vec<Role>)> {
         (Method::GET, "/v1/events", vec![P, M]),
         (Method::PUT, "/v1/users/{id}/tags", vec![P, S]),
         (Method::GET, "/v1/users/{id}/tags", vec![P, S]),
+        (Method::POST, "/v1/users/{id}/seen", vec![P, S]),
+        (Method::GET, "/v1/users/{id}/seen", vec![P, S]),
         (Method::POST, "/v1/user-tags", vec![P, S]),
         (Method::GET, "/v1/user-tags", vec![P, S]),
         (Method::GET, "/v1/user-tags/{id}", vec![P, S]),

@@ -359,6 +359,7 @@ fn hours_of(stats: &ActivityStats) -> Vec<Slot> {
         let h = Slot::from(h);
         let e = sum.entry(h.at).or_insert(Slot {
             at: h.at,
+            date: String::new(),
             claimed: 0,
             used: 0,
             discount: 0,

@@ -3,7 +3,8 @@
 //! deliveries, the platform's outbox backlog), and totals. The platform sees everything; a
 //! merchant its own templates and endpoints and the activities open to it. Every count and the
 //! attention list come from `GET /v1/reports/today`, which counts in the database over all
-//! of them.
+//! of them. "Today" is the platform's local day (`platform.time_zone`), and the page says which
+//! zone that is.
 
 use askama::Template;
 use axum::extract::State;
@@ -50,6 +51,10 @@ struct HomePage {
     attention_more: bool,
     /// The platform's outbox consumers: (name, events behind, more than that).
     outbox: Vec<(String, i64, bool)>,
+    /// The platform's time zone, whose local midnight "today" starts at, and today's date
+    /// there.
+    time_zone: String,
+    today_date: String,
 }
 
 /// Status order on the home page: what is live first.
@@ -75,7 +80,7 @@ pub async fn page(State(console): State<Console>, session: Session) -> Response 
         (Err(p), _) | (_, Err(p)) => return problem_page(&session, &p),
     };
     let now = console.app().now();
-    let timeline = Timeline::of(&activities.items, now);
+    let timeline = Timeline::of(&activities.items, now, console.app().zone());
     let cities = CityNames::load(&console, &session).await;
     let merchants = MerchantNames::load(&console, &session).await;
     let mut rows: Vec<ActivityRow> = activities
@@ -109,6 +114,8 @@ pub async fn page(State(console): State<Console>, session: Session) -> Response 
             .flatten()
             .map(|c| (c.consumer.clone(), i64::from(c.behind), c.behind_more))
             .collect(),
+        time_zone: today.time_zone.clone(),
+        today_date: today.date.clone(),
     };
     render(StatusCode::OK, &page)
 }

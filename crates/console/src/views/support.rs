@@ -1,5 +1,5 @@
 //! The platform's support and money pages: a user's coupons (the merchant sees only its
-//! templates' coupons, as the API decides), tags and a preview of what the user may claim now
+//! templates' coupons, as the API decides), tags, when the user was last seen and a preview of what the user may claim now
 //! (the platform's, as the API decides) with a revoke button per coupon, and the
 //! reconciliation of a period with its CSV download.
 
@@ -11,6 +11,7 @@ use axum::Form;
 use coupond_api::pagination::PageOf;
 use coupond_api::routes::contacts::ContactView;
 use coupond_api::routes::reports::Reconciliation;
+use coupond_api::routes::seen::SeenView;
 use coupond_api::routes::tags::UserTagsView;
 use coupond_api::views::{CouponView, OfferView};
 use coupond_domain::CouponAction;
@@ -132,6 +133,9 @@ struct UsersPage {
     coupons: Vec<CouponRow>,
     next: Option<String>,
     tags: Vec<String>,
+    /// When the user was last seen, in words (`never` if not yet); `None` where the caller may
+    /// not read it (merchants).
+    last_seen: Option<String>,
     /// What the user may claim now (the first [`PREVIEW`]), for the platform only.
     claimable: Option<Vec<OfferRow>>,
     /// More than the preview shows may be claimed.
@@ -188,6 +192,7 @@ pub async fn users(
         coupons: Vec::new(),
         next: None,
         tags: Vec::new(),
+        last_seen: None,
         claimable: None,
         more_claimable: false,
         contact: None,
@@ -226,6 +231,14 @@ pub async fn users(
             .into::<ContactView>()
         {
             page.contact = Some(ContactCard::of(&c));
+        }
+        // So is when the user was last seen.
+        if let Ok(seen) = api
+            .get(&session.caller, &format!("/v1/users/{user}/seen"))
+            .await
+            .into::<SeenView>()
+        {
+            page.last_seen = Some(seen.last_seen_at.map_or_else(|| "never".to_owned(), at));
         }
         if let Some((rows, more)) = claimable_preview(&console, &session, &user).await {
             page.claimable = Some(rows);

@@ -3,8 +3,8 @@
 //! bar's position is a percentage of the axis, computed here.
 
 use coupond_api::views::ActivityView;
-use coupond_domain::Timestamp;
 use coupond_domain::Window;
+use coupond_domain::{Timestamp, Zone};
 
 /// How far back and ahead the axis reaches, in days.
 const BACK_DAYS: i64 = 7;
@@ -34,13 +34,14 @@ pub struct Timeline {
     pub lanes: Vec<Lane>,
     /// Today, in percent of the axis.
     pub now: f64,
-    /// Week ticks: (percent, `Mon 24 Nov`-style label).
+    /// Week ticks: (percent, the local date in the platform's time zone, `YYYY-MM-DD`).
     pub ticks: Vec<(f64, String)>,
 }
 
 impl Timeline {
-    /// The activities that overlap the axis at `now`, in the order given.
-    pub fn of(activities: &[ActivityView], now: Timestamp) -> Self {
+    /// The activities that overlap the axis at `now`, in the order given; ticks named by
+    /// their dates in `zone`.
+    pub fn of(activities: &[ActivityView], now: Timestamp, zone: Zone) -> Self {
         let from = now.unix_micros() - BACK_DAYS * DAY_MICROS;
         let to = now.unix_micros() + AHEAD_DAYS * DAY_MICROS;
         let span = (to - from) as f64;
@@ -68,7 +69,7 @@ impl Timeline {
             .map(|week| {
                 let at = from + week * 7 * DAY_MICROS;
                 let label = Timestamp::from_unix_micros(at)
-                    .map(|t| t.to_string().chars().take(10).collect())
+                    .map(|t| zone.date_text(t))
                     .unwrap_or_default();
                 ((at - from) as f64 * 100.0 / span, label)
             })
@@ -107,7 +108,7 @@ mod tests {
         let gone = view(json!({"id": 2, "title": "Old", "status": "ended",
             "enrollment": {"start": "2025-01-01T00:00:00Z", "end": "2025-01-02T00:00:00Z"},
             "run": {"start": "2025-01-02T00:00:00Z", "end": "2025-02-01T00:00:00Z"}}));
-        let t = Timeline::of(&[a, gone], now);
+        let t = Timeline::of(&[a, gone], now, Zone::UTC);
         assert_eq!(t.lanes.len(), 1, "an activity off the axis has no lane");
         let lane = &t.lanes[0];
         let e = lane.enrollment.unwrap();
@@ -118,5 +119,9 @@ mod tests {
         let r = lane.run.unwrap();
         assert!((r.left - t.now).abs() < 1e-9 && (r.left + r.width - 100.0).abs() < 1e-9);
         assert_eq!(t.ticks.first().map(|x| x.1.as_str()), Some("2026-11-17"));
+        // In Los Angeles the first tick (2026-11-17T00:00Z) is 16:00 on the 16th.
+        let la = Zone::parse("America/Los_Angeles").unwrap();
+        let t = Timeline::of(&[], now, la);
+        assert_eq!(t.ticks.first().map(|x| x.1.as_str()), Some("2026-11-16"));
     }
 }

@@ -307,3 +307,23 @@ impl fmt::Debug for Console {
             .finish()
     }
 }
+
+/// The platform as people see it.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Platform {
+    /// The IANA time zone (`Asia/Shanghai`, `UTC`) whose local days "today", reports and
+    /// charts count in; checked when the configuration is read.
+    pub time_zone: coupond_domain::Zone,
+}
+
+/// Users' activity as coupond sees it.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Users {
+    /// A user's requests mark them seen at most once per this long (1s to 1 day).
+    #[serde(with = "humantime_serde")]
+    pub seen_resolution: Duration,
+    /// Users held in memory waiting to be marked seen, at most (1,000 to 10,000,000).
+    pub seen_capacity: usize,
+}

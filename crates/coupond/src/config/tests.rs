@@ -350,3 +350,52 @@ fn email_and_sms_secrets_never_print_and_bad_values_are_named() {
         Ok(())
     });
 }
+
+/// The platform's time zone is an IANA name, UTC by default, checked when read; the seen
+/// settings are bounded.
+#[test]
+fn the_time_zone_is_checked_and_shown() {
+    Jail::expect_with(|jail| {
+        let c = Config::load(None, &Overrides::default()).unwrap();
+        assert_eq!(c.platform.time_zone, coupond_domain::Zone::UTC);
+        assert_eq!(c.users.seen_resolution, Duration::from_secs(300));
+        assert_eq!(c.users.seen_capacity, 100_000);
+        jail.set_env("COUPOND_PLATFORM_TIME_ZONE", "Asia/Shanghai");
+        let c = Config::load(None, &Overrides::default()).unwrap();
+        assert_eq!(c.platform.time_zone.name(), "Asia/Shanghai");
+        let shown = Config::effective_toml(None, &Overrides::default()).unwrap();
+        assert!(
+            shown.contains("[platform]") && shown.contains("time_zone = \"Asia/Shanghai\""),
+            "{shown}"
+        );
+        jail.set_env("COUPOND_PLATFORM_TIME_ZONE", "Mars/Olympus_Mons");
+        let e = Config::load(None, &Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("platform.time_zone")
+                && e.contains("COUPOND_PLATFORM_TIME_ZONE")
+                && e.contains("IANA"),
+            "{e}"
+        );
+        jail.set_env("COUPOND_PLATFORM_TIME_ZONE", "Europe/Berlin");
+        jail.create_file("c.toml", "[platform]\ntime_zone = \"Nowhere\"\n")?;
+        // The environment wins over the file, so the file's bad name is not read.
+        assert!(Config::load(Some(Path::new("c.toml")), &Overrides::default()).is_ok());
+        jail.set_env("COUPOND_USERS_SEEN_CAPACITY", "10");
+        let e = Config::load(None, &Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("users.seen_capacity (users_seen_capacity)"),
+            "{e}"
+        );
+        jail.set_env("COUPOND_USERS_SEEN_CAPACITY", "5000");
+        jail.set_env("COUPOND_USERS_SEEN_RESOLUTION", "0s");
+        let e = Config::load(None, &Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("users.seen_resolution"), "{e}");
+        Ok(())
+    });
+}

@@ -33,7 +33,8 @@ pub struct IssuanceBody {
     #[schema(value_type = Option<Vec<String>>)]
     #[serde(default, deserialize_with = "some_json_users")]
     pub user_ids: Option<Vec<String>>,
-    /// Every user holding any of these tags (1 to 20), at most 1,000,000 users.
+    /// Every user holding any of these tags (1 to 20), at most 1,000,000 users; with
+    /// `active_within_days` (1 to 3650), only those seen within that many days.
     pub segment: Option<Segment>,
 }
 

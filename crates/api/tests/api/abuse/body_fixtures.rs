@@ -319,6 +319,11 @@ pub(super) async fn fixtures(app: &TestApp) -> BTreeMap<(Method, String), Fixtur
     );
     add(
         Method::POST,
+        "/v1/users/{id}/seen",
+        f("/v1/users/u-5/seen".into(), &service, json!({"at": at(0)})),
+    );
+    add(
+        Method::POST,
         "/v1/coupons/{id}/revoke",
         f(
             format!("/v1/coupons/{revocable}/revoke"),

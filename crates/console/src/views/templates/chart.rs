@@ -4,7 +4,8 @@
 //! across the whole width (the API answers each, zeros included); the x-axis has a tick at a
 //! readable interval, the y-axes ticks at zero, half and the top; a bar of a non-zero count is
 //! never drawn thinner than [`MIN_BAR`]; the legend and the tooltips say what refunds took
-//! back since; an empty state says what would appear.
+//! back since; an empty state says what would appear. Days are the platform's local days,
+//! named by the local date the API gives; hours are UTC hours.
 
 use coupond_api::routes::reports::{DayCount, HourCount};
 use coupond_domain::Timestamp;
@@ -34,6 +35,9 @@ pub enum Unit {
 #[derive(Debug, Clone)]
 pub struct Slot {
     pub at: Timestamp,
+    /// A day's local date in the platform's time zone (`YYYY-MM-DD`), as the API names it;
+    /// empty for hours (named by their UTC time).
+    pub date: String,
     pub claimed: i64,
     pub used: i64,
     pub discount: i64,
@@ -46,6 +50,7 @@ impl From<&HourCount> for Slot {
     fn from(h: &HourCount) -> Self {
         Slot {
             at: h.hour,
+            date: String::new(),
             claimed: h.claimed.max(0),
             used: h.used.max(0),
             discount: h.discount.max(0),
@@ -59,6 +64,7 @@ impl From<&DayCount> for Slot {
     fn from(d: &DayCount) -> Self {
         Slot {
             at: d.day,
+            date: d.date.clone(),
             claimed: d.claimed.max(0),
             used: d.used.max(0),
             discount: d.discount.max(0),
@@ -151,20 +157,31 @@ fn ticked(unit: Unit, slots: &[Slot], step: usize) -> Vec<usize> {
 }
 
 /// A slot's name on the x-axis: an hour as `HH:00` (`MM-DD` at midnight), a day as `MM-DD`.
-fn tick_label(unit: Unit, t: Timestamp) -> String {
+fn tick_label(unit: Unit, slot: &Slot) -> String {
+    let t = slot.at;
     let s = t.to_string();
     match unit {
         Unit::Hour if t.datetime().hour() != 0 => format!("{}:00", &s[11..13]),
-        _ => s[5..10].to_owned(),
+        Unit::Hour => s[5..10].to_owned(),
+        Unit::Day => day_name(slot).get(5..10).unwrap_or_default().to_owned(),
     }
 }
 
 /// A slot's name in words (the window's ends, tooltips).
-fn name(unit: Unit, t: Timestamp) -> String {
+fn name(unit: Unit, slot: &Slot) -> String {
     match unit {
-        Unit::Hour => at(t),
-        Unit::Day => t.to_string()[..10].to_owned(),
+        Unit::Hour => at(slot.at),
+        Unit::Day => day_name(slot),
     }
+}
+
+/// A day's local date as the API named it (`YYYY-MM-DD`), or, from an older server without
+/// it, the UTC date of its first instant.
+fn day_name(slot: &Slot) -> String {
+    if slot.date.len() == 10 {
+        return slot.date.clone();
+    }
+    slot.at.to_string()[..10].to_owned()
 }
 
 /// Ticks at 0, half and the top of an axis whose top is `max`, labelled by `show`.
@@ -223,7 +240,7 @@ impl Chart {
             .into_iter()
             .map(|i| Tick {
                 at: units(x(i) + slot / 2.0),
-                label: tick_label(unit, slots[i].at),
+                label: tick_label(unit, &slots[i]),
                 anchor: "middle",
             })
             .collect();
@@ -234,8 +251,8 @@ impl Chart {
             y_ticks: axis(max, |v| v.to_string()),
             money_ticks: axis(top_discount, money),
             line: line.join(" "),
-            first: name(unit, slots[0].at),
-            last: name(unit, slots[n - 1].at),
+            first: name(unit, &slots[0]),
+            last: name(unit, &slots[n - 1]),
             total_claimed: sum(|b| b.claimed),
             total_used: sum(|b| b.used),
             total_refunded: sum(|b| b.refunded),
@@ -267,7 +284,7 @@ fn tooltip(unit: Unit, b: &Slot) -> String {
     };
     format!(
         "{}: {} claimed, {} used, {} discount given{refunds}",
-        name(unit, b.at),
+        name(unit, b),
         b.claimed,
         b.used,
         money(b.discount)
@@ -281,6 +298,7 @@ mod tests {
     fn slot(at: &str, claimed: i64, used: i64, discount: i64) -> Slot {
         Slot {
             at: Timestamp::parse(at).unwrap(),
+            date: String::new(),
             claimed,
             used,
             discount,
@@ -345,6 +363,23 @@ mod tests {
         assert_eq!(
             labels,
             ["10-30", "11-04", "11-09", "11-14", "11-19", "11-24"]
+        );
+        // Local days (Shanghai): named by the date the API gives, not the UTC one.
+        let local: Vec<Slot> = (0..2)
+            .map(|i| Slot {
+                date: format!("2027-01-{:02}", 9 + i),
+                ..slot(&format!("2027-01-{:02}T16:00:00Z", 8 + i), 1, 0, 0)
+            })
+            .collect();
+        let c = Chart::of(&local, Unit::Day);
+        assert_eq!(
+            (c.first.as_str(), c.last.as_str()),
+            ("2027-01-09", "2027-01-10")
+        );
+        assert!(
+            c.bars[1].label.starts_with("2027-01-10:"),
+            "{}",
+            c.bars[1].label
         );
         assert!(Chart::of(&[], Unit::Hour).is_empty());
         assert!(Chart::of(&hours(&[]), Unit::Hour).is_empty());
