@@ -158,22 +158,17 @@ pub async fn save(
     Path((kind, locale)): Path<(String, String)>,
     Form(f): Form<TextForm>,
 ) -> Response {
-    if let Some(refused) = guard(&headers, &session, &f.csrf) {
-        return refused;
-    }
-    let reply = console
-        .api()
-        .send_json(
-            &session.caller,
-            Method::PUT,
-            &api_path(&kind, &locale),
-            &f.json(),
-        )
-        .await;
-    if !reply.ok() {
-        return problem_page(&session, &reply.problem());
-    }
-    Redirect::to(&format!("/console/messages#text-{kind}-{locale}")).into_response()
+    let body = f.json();
+    change(
+        &console,
+        &session,
+        &headers,
+        &f.csrf,
+        Method::PUT,
+        &api_path(&kind, &locale),
+        &body,
+    )
+    .await
 }
 
 /// Goes back to the shipped text, then back to the page.
@@ -184,20 +179,38 @@ pub async fn revert(
     Path((kind, locale)): Path<(String, String)>,
     Form(f): Form<TextForm>,
 ) -> Response {
-    if let Some(refused) = guard(&headers, &session, &f.csrf) {
+    let path = api_path(&kind, &locale);
+    change(
+        &console,
+        &session,
+        &headers,
+        &f.csrf,
+        Method::DELETE,
+        &path,
+        &json!({}),
+    )
+    .await
+}
+
+/// A form's change: the CSRF guard, the API call, then back to the page (or the problem).
+async fn change(
+    console: &Console,
+    session: &Session,
+    headers: &HeaderMap,
+    csrf: &str,
+    method: Method,
+    path: &str,
+    body: &serde_json::Value,
+) -> Response {
+    if let Some(refused) = guard(headers, session, csrf) {
         return refused;
     }
     let reply = console
         .api()
-        .send_json(
-            &session.caller,
-            Method::DELETE,
-            &api_path(&kind, &locale),
-            &json!({}),
-        )
+        .send_json(&session.caller, method, path, body)
         .await;
     if !reply.ok() {
-        return problem_page(&session, &reply.problem());
+        return problem_page(session, &reply.problem());
     }
     Redirect::to("/console/messages").into_response()
 }
