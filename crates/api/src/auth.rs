@@ -94,6 +94,14 @@ impl Principal {
             _ => None,
         }
     }
+
+    /// The signed-in user, for the `/v1/me/...` routes; 403 for any other caller.
+    pub fn me(&self) -> Result<&UserId, crate::error::ApiError> {
+        match self {
+            Principal::User(u) => Ok(u),
+            _ => Err(crate::error::ApiError::Forbidden),
+        }
+    }
 }
 
 /// HS256 keys for user tokens. `Debug` never prints them.

@@ -446,10 +446,7 @@ fn start_messaging(
         coupond_engine::worker::run,
     )];
     for c in m.couriers {
-        let name = match c.channel() {
-            coupond_domain::messaging::Channel::Sms => "courier-sms",
-            _ => "courier-email",
-        };
+        let name = coupond_engine::Worker::name(&c);
         all.push(supervised(
             name,
             &workers,

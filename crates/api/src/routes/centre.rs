@@ -39,14 +39,6 @@ pub struct CentreQuery {
     pub limit: Option<u32>,
 }
 
-/// The signed-in user, or 403 for anyone else.
-fn me(p: &Principal) -> ApiResult<&UserId> {
-    match p {
-        Principal::User(u) => Ok(u),
-        _ => Err(ApiError::Forbidden),
-    }
-}
-
 /// What you may claim now.
 ///
 /// The coupon centre: the templates the signed-in user may claim now (published, in their
@@ -65,7 +57,7 @@ pub async fn mine(
     State(s): State<AppState>,
     ApiQuery(q): ApiQuery<CentreQuery>,
 ) -> ApiResult<Json<PageOf<OfferView>>> {
-    list(&s, me(&p)?, q).await.map(Json)
+    list(&s, p.me()?, q).await.map(Json)
 }
 
 /// What a user may claim now.
@@ -125,7 +117,7 @@ pub async fn template(
     State(s): State<AppState>,
     ApiPath(id): ApiPath<TemplateId>,
 ) -> ApiResult<Json<OfferView>> {
-    let user = me(&p)?;
+    let user = p.me()?;
     let t = s.claimed_template(id).await?;
     let now = s.now();
     let offer = centre::template_for(s.store(), s.claims(), user, t, now)
@@ -147,7 +139,7 @@ pub async fn activity(
     State(s): State<AppState>,
     ApiPath(id): ApiPath<ActivityId>,
 ) -> ApiResult<Json<PublicActivityView>> {
-    me(&p)?;
+    p.me()?;
     let (now, freeze) = (s.now(), s.settings().freeze);
     let a = centre::activity_for(s.store(), id, now, freeze)
         .await?

@@ -205,13 +205,6 @@ pub async fn put_preferences(
     Ok(Json(ContactView::of(&user, Some(r))))
 }
 
-fn me(p: &Principal) -> ApiResult<&UserId> {
-    match p {
-        Principal::User(u) => Ok(u),
-        _ => Err(ApiError::Forbidden),
-    }
-}
-
 /// Your message choices.
 #[utoipa::path(operation_id = "my_preferences", get, path = "/v1/me/preferences", tag = "messages",
     responses((status = 200, description = "Your choices", body = PreferencesView), CommonErrors),
@@ -220,7 +213,7 @@ pub async fn my_preferences(
     Extension(p): Extension<Principal>,
     State(s): State<AppState>,
 ) -> ApiResult<Json<PreferencesView>> {
-    let r = s.store().contact(me(&p)?).await?;
+    let r = s.store().contact(p.me()?).await?;
     let prefs = r.map(|r| r.preferences).unwrap_or_default();
     Ok(Json(PreferencesView {
         preferences: choices(&prefs),
@@ -240,7 +233,7 @@ pub async fn put_my_preferences(
     ApiJson(body): ApiJson<ChoicesBody>,
 ) -> ApiResult<Json<PreferencesView>> {
     let prefs = parse_choices(body.into_choices())?;
-    let r = s.store().put_preferences(me(&p)?, &prefs, s.now()).await?;
+    let r = s.store().put_preferences(p.me()?, &prefs, s.now()).await?;
     Ok(Json(PreferencesView {
         preferences: choices(&r.preferences),
     }))

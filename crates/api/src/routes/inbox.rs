@@ -52,13 +52,6 @@ pub struct InboxQuery {
     pub limit: Option<u32>,
 }
 
-fn me(p: &Principal) -> ApiResult<&coupond_domain::UserId> {
-    match p {
-        Principal::User(u) => Ok(u),
-        _ => Err(ApiError::Forbidden),
-    }
-}
-
 fn encode(m: &Message) -> String {
     URL_SAFE_NO_PAD.encode(format!("m:{}:{}", u8::from(m.read_at.is_some()), m.id))
 }
@@ -86,7 +79,7 @@ pub async fn list(
     State(s): State<AppState>,
     ApiQuery(q): ApiQuery<InboxQuery>,
 ) -> ApiResult<Json<PageOf<MessageView>>> {
-    let user = me(&p)?;
+    let user = p.me()?;
     let limit = q.limit.unwrap_or(s.settings().default_page);
     if limit == 0 || limit > s.settings().max_page {
         return Err(ApiError::bad_request(
@@ -127,6 +120,6 @@ pub async fn read(
     State(s): State<AppState>,
     ApiPath(id): ApiPath<i64>,
 ) -> ApiResult<Json<MessageView>> {
-    let user = me(&p)?;
+    let user = p.me()?;
     Ok(Json(s.store().mark_read(user, id, s.now()).await?.into()))
 }

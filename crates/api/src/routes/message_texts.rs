@@ -15,7 +15,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
-use crate::pagination::PageOf;
+use crate::pagination::{self, PageOf};
 use crate::routes::{BodyErrors, CommonErrors};
 use crate::state::AppState;
 
@@ -284,10 +284,7 @@ pub async fn outbound(
 ) -> ApiResult<Json<PageOf<OutboundView>>> {
     let bad =
         |field: &str, m: &str| ApiError::bad_request("invalid_query", Some(field), m.to_owned());
-    let limit = f.limit.unwrap_or(s.settings().default_page);
-    if limit == 0 || limit > s.settings().max_page {
-        return Err(bad("limit", "limit must be from 1 to the largest page"));
-    }
+    let page = pagination::page(f.cursor.as_deref(), f.limit, s.settings())?;
     let channel = f
         .channel
         .as_deref()
@@ -304,29 +301,19 @@ pub async fn outbound(
             OutboundStatus::parse(x).ok_or_else(|| bad("status", "must be queued, sent or failed"))
         })
         .transpose()?;
-    let before = f
-        .cursor
-        .as_deref()
-        .map(|c| {
-            c.parse::<i64>()
-                .map_err(|_| bad("cursor", "cursor is not one this API issued"))
-        })
-        .transpose()?;
+    // Newest first: the page's cursor is the last id shown, and the next page lies below it.
     let q = OutboundQuery {
         user_id: f.user_id,
         channel,
         status,
-        before,
-        limit: limit + 1,
+        before: page.after,
+        limit: page.limit,
     };
-    let mut page = s.store().outbound(&q).await?;
-    let more = page.len() > limit as usize;
-    page.truncate(limit as usize);
-    let next_cursor = more
-        .then(|| page.last().map(|o| o.id.to_string()))
-        .flatten();
-    Ok(Json(PageOf {
-        items: page.into_iter().map(OutboundView::from).collect(),
-        next_cursor,
-    }))
+    let rows = s.store().outbound(&q).await?;
+    Ok(Json(pagination::finish(
+        rows,
+        page,
+        |o| o.id,
+        OutboundView::from,
+    )))
 }

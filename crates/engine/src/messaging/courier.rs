@@ -106,23 +106,14 @@ impl Courier {
         holder: impl Into<String>,
     ) -> Self {
         let per_second = NonZeroU32::new(rules.per_second).unwrap_or(NonZeroU32::MIN);
-        let lease_name = match rules.channel {
-            coupond_domain::messaging::Channel::Sms => "courier-sms",
-            _ => "courier-email",
-        };
         Courier {
             store,
             clock,
             transport,
-            lease: Lease::new(lease_name, holder, LEASE),
+            lease: Lease::new(name_of(rules.channel), holder, LEASE),
             pace: Arc::new(RateLimiter::direct(Quota::per_second(per_second))),
             rules,
         }
-    }
-
-    /// The channel it sends.
-    pub fn channel(&self) -> coupond_domain::messaging::Channel {
-        self.rules.channel
     }
 
     /// One pass: sends the messages due now (up to a batch).
@@ -194,6 +185,14 @@ impl Courier {
     }
 }
 
+/// The name of `channel`'s courier: its lease's and its loop's.
+fn name_of(channel: coupond_domain::messaging::Channel) -> &'static str {
+    match channel {
+        coupond_domain::messaging::Channel::Sms => "courier-sms",
+        _ => "courier-email",
+    }
+}
+
 /// The wait after the `tries`th failed try: 30 s, 1 min, 2 min, ... up to an hour.
 fn backoff(tries: u32) -> Duration {
     FIRST_BACKOFF
@@ -204,10 +203,7 @@ fn backoff(tries: u32) -> Duration {
 #[async_trait]
 impl Worker for Courier {
     fn name(&self) -> &'static str {
-        match self.rules.channel {
-            coupond_domain::messaging::Channel::Sms => "courier-sms",
-            _ => "courier-email",
-        }
+        name_of(self.rules.channel)
     }
 
     async fn pass(&self) -> StoreResult<Pass> {
