@@ -11,9 +11,10 @@ use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use crate::routes::{
-    activities, audit, audits, centre, checkout, cities, claims, codes, contacts, coupons, events,
-    inbox, issuances, keys, listings, merchants, message_texts, operators, refunds, reports, seen,
-    shared_tags, steering, system, tag_uploads, tags, templates, today, webhooks,
+    activities, audit, audits, campaign_messages, centre, checkout, cities, claims, codes,
+    contacts, coupons, events, inbox, issuances, keys, listings, merchants, message_texts,
+    operators, refunds, reports, seen, shared_tags, steering, system, tag_uploads, tags, templates,
+    today, webhooks,
 };
 
 /// The whole API, served at `/openapi.json`.
@@ -53,7 +54,8 @@ use crate::routes::{
         contacts::put_contact, contacts::get_contact, contacts::put_preferences,
         contacts::my_preferences, contacts::put_my_preferences, contacts::unsubscribe_page,
         contacts::unsubscribe, message_texts::list, message_texts::put, message_texts::delete,
-        message_texts::preview, message_texts::outbound,
+        message_texts::preview, message_texts::outbound, campaign_messages::send,
+        campaign_messages::list,
         issuances::create, issuances::list, issuances::get,
         reports::template, reports::activity, reports::reconciliation, today::today,
         webhooks::create, webhooks::list, webhooks::get, webhooks::disable, webhooks::remove, webhooks::ping, webhooks::deliveries,
@@ -68,7 +70,7 @@ use crate::routes::{
         (name = "activities", description = "Platform activities merchants enroll in"),
         (name = "templates", description = "Coupon templates"),
         (name = "claims", description = "Claiming coupons and reading wallets"),
-        (name = "messages", description = "Email and SMS: users' contact points and choices, unsubscribe links, the message texts per locale, the delivery log"),
+        (name = "messages", description = "Email and SMS: users' contact points and choices, unsubscribe links, the message texts per locale, the delivery log, and campaign messages about a template to its holders or a segment"),
         (name = "centre", description = "The coupon centre: what a user may claim now, and templates and running activities as users see them"),
         (name = "checkout", description = "Quotes and try/confirm/cancel of an order's coupons, and extending a lock (order service)"),
         (name = "issuances", description = "Bulk issuance of coupons to lists of users"),

@@ -114,6 +114,8 @@ pub struct ApiSettings {
     pub seen_resolution: time::Duration,
     /// Users held in memory waiting to be marked seen, at most (see [`Seen`]).
     pub seen_capacity: usize,
+    /// Campaign messages an owner (a merchant, or the platform) may send per local day.
+    pub campaigns_per_owner_per_day: u32,
 }
 
 impl Default for ApiSettings {
@@ -158,6 +160,7 @@ impl Default for ApiSettings {
             time_zone: Zone::UTC,
             seen_resolution: time::Duration::minutes(5),
             seen_capacity: 100_000,
+            campaigns_per_owner_per_day: 3,
         }
     }
 }
@@ -201,6 +204,8 @@ struct Inner {
     unsubscribe: coupond_engine::messaging::Unsubscribe,
     /// Users seen by their requests, waiting to be written.
     seen: Seen,
+    /// Rung when a campaign message is recorded; `serve`'s campaign sender waits on it.
+    campaign_messages: Arc<tokio::sync::Notify>,
     settings: ApiSettings,
 }
 
@@ -279,6 +284,7 @@ impl AppState {
                     &settings.public_url,
                 ),
                 seen,
+                campaign_messages: Arc::default(),
                 settings,
             }),
         }
@@ -460,6 +466,11 @@ impl AppState {
     /// The platform's time zone (`platform.time_zone`).
     pub fn zone(&self) -> Zone {
         self.inner.settings.time_zone
+    }
+
+    /// Rung when a campaign message is recorded: `serve`'s campaign sender wakes on it.
+    pub fn campaign_messages(&self) -> &Arc<tokio::sync::Notify> {
+        &self.inner.campaign_messages
     }
 
     /// Users seen by their requests: the guard marks them; `serve` runs its flusher loop.

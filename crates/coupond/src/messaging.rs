@@ -1,7 +1,8 @@
 //! Builds what `serve` runs for messages outside the app (issue 35) from the configuration:
 //! the notifier (an outbox consumer under its own `messages` lease, so a slow provider never
-//! holds up the other consumers) and one courier per configured channel. Nothing is built
-//! when no channel is configured.
+//! holds up the other consumers) and one courier per configured channel, and the rules the
+//! campaign sender follows. No notifier or courier is built when no channel is configured:
+//! campaign messages then reach the inbox only.
 
 use std::sync::Arc;
 
@@ -18,9 +19,11 @@ use coupond_store::Store;
 
 use crate::config::{Config, SmsFormat, SmsProvider};
 
-/// The notifier and the couriers to run.
+/// The notifier and the couriers to run, and what every part of messaging agrees on.
 pub struct Messaging {
-    pub notifier: Arc<dyn coupond_engine::Observer>,
+    pub rules: MessagingRules,
+    /// `None` when no channel is configured.
+    pub notifier: Option<Arc<dyn coupond_engine::Observer>>,
     pub couriers: Vec<Courier>,
 }
 
@@ -32,7 +35,7 @@ impl std::fmt::Debug for Messaging {
     }
 }
 
-/// The channels `config` sets up, with their transports; `None` when it sets up none.
+/// The channels `config` sets up, with their transports (none, if it sets up none).
 /// `secret` signs the unsubscribe links.
 pub fn build(
     config: &Config,
@@ -41,7 +44,7 @@ pub fn build(
     secret: &[u8],
     zone: Zone,
     holder: &str,
-) -> anyhow::Result<Option<Messaging>> {
+) -> anyhow::Result<Messaging> {
     let unsubscribe = Unsubscribe::new(secret, &config.messages.public_url);
     let mut channels: Vec<(ChannelRules, Arc<dyn Transport>)> = Vec::new();
     let e = &config.email;
@@ -101,9 +104,6 @@ pub fn build(
             t,
         ));
     }
-    if channels.is_empty() {
-        return Ok(None);
-    }
     let shared = MessagingRules {
         zone,
         default_locale: Locale::parse(&config.messages.default_locale)?,
@@ -113,10 +113,13 @@ pub fn build(
         .into_iter()
         .map(|(r, t)| Courier::new(store.clone(), clock.clone(), r, t, holder))
         .collect();
-    Ok(Some(Messaging {
-        notifier: Arc::new(Notifier::new(store.clone(), clock.clone(), shared)),
+    let notifier: Option<Arc<dyn coupond_engine::Observer>> = (!shared.channels.is_empty())
+        .then(|| Arc::new(Notifier::new(store.clone(), clock.clone(), shared.clone())) as _);
+    Ok(Messaging {
+        rules: shared,
+        notifier,
         couriers,
-    }))
+    })
 }
 
 fn rules(

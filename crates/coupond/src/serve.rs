@@ -252,6 +252,7 @@ fn api_settings(config: &Config, targets: Arc<TargetPolicy>) -> anyhow::Result<A
         seen_resolution: time::Duration::try_from(config.users.seen_resolution)
             .context("users_seen_resolution is too long")?,
         seen_capacity: config.users.seen_capacity,
+        campaigns_per_owner_per_day: config.messages.campaigns_per_owner_per_day,
         ..ApiSettings::default()
     })
 }
@@ -418,33 +419,47 @@ fn observers(
 }
 
 /// Runs the notifier (under its own `messages` lease, as NATS runs under its own: a slow
-/// template lookup or a large batch never holds up the other consumers) and the couriers.
+/// template lookup or a large batch never holds up the other consumers), the couriers, and
+/// the campaign sender (under its own lease; woken by the API when a message is recorded).
 fn start_messaging(
-    messaging: Option<crate::messaging::Messaging>,
+    m: crate::messaging::Messaging,
     state: &AppState,
     store: &Arc<dyn coupond_store::Store>,
     clock: &Arc<dyn Clock>,
     holder: &str,
     stop_rx: &tokio::sync::watch::Receiver<bool>,
 ) -> Vec<tokio::task::JoinHandle<()>> {
-    let Some(m) = messaging else {
-        return Vec::new();
-    };
     let workers = state.workers().clone();
-    let d = coupond_engine::Dispatcher::under_lease(
-        "messages",
+    let sender = coupond_engine::messaging::CampaignSender::new(
         store.clone(),
         clock.clone(),
-        vec![m.notifier],
-        holder.to_owned(),
+        m.rules,
+        holder,
+        state.campaign_messages().clone(),
     );
     let mut all = vec![supervised(
-        "messages",
+        "campaign-messages",
         &workers,
         stop_rx,
-        d,
+        sender,
         coupond_engine::worker::run,
     )];
+    if let Some(notifier) = m.notifier {
+        let d = coupond_engine::Dispatcher::under_lease(
+            "messages",
+            store.clone(),
+            clock.clone(),
+            vec![notifier],
+            holder.to_owned(),
+        );
+        all.push(supervised(
+            "messages",
+            &workers,
+            stop_rx,
+            d,
+            coupond_engine::worker::run,
+        ));
+    }
     for c in m.couriers {
         let name = coupond_engine::Worker::name(&c);
         all.push(supervised(

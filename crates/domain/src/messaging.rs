@@ -8,7 +8,10 @@
 //! - [`text`]: [`MessageText`] (subject, body, SMS text) with `{{variables}}`, checked when
 //!   saved and filled by [`text::render`]; the shipped English and Simplified Chinese texts.
 //! - [`quiet`]: [`QuietHours`], the local hours a channel stays silent.
+//! - [`campaign`]: [`Campaign`], an operator's message about a template to its holders or a
+//!   segment.
 
+pub mod campaign;
 pub mod contact;
 pub mod quiet;
 pub mod text;
@@ -16,6 +19,7 @@ pub mod text;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+pub use campaign::{Audience, Campaign, CampaignDraft};
 pub use contact::{Contact, ContactDraft, Locale, Phone, Preferences};
 pub use quiet::QuietHours;
 pub use text::{MessageText, Vars};
@@ -134,7 +138,8 @@ impl MessageKind {
             MessageKind::EnrollmentApproved | MessageKind::EnrollmentRejected => {
                 &["title", "activity", "reason"]
             }
-            MessageKind::Campaign => &["title", "value", "valid_until", "message"],
+            // The operator's title and message; the template's title (`coupon`) and worth.
+            MessageKind::Campaign => &["title", "message", "coupon", "value"],
         }
     }
 }

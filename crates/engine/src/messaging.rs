@@ -3,6 +3,8 @@
 //! - [`notifier`]: [`Notifier`], the outbox consumer that turns coupon events into one
 //!   rendered message per channel the user can be reached on and did not opt out of, queued
 //!   in the delivery log once per event and channel.
+//! - [`campaigns`]: [`CampaignSender`], the worker that sends operators' campaign messages
+//!   page by page: to each recipient's inbox, and by email and SMS where they can be reached.
 //! - [`courier`]: [`Courier`], one worker per channel (a lease makes it one per deployment)
 //!   that sends the due messages through a [`Transport`], paced to the provider's rate, with
 //!   retries and backoff, and holds a message back through the recipient's quiet hours.
@@ -14,6 +16,7 @@
 //! - [`unsubscribe`]: [`Unsubscribe`], the signed link that turns a channel's marketing off
 //!   without signing in.
 
+pub mod campaigns;
 pub mod courier;
 pub mod email;
 pub mod notifier;
@@ -21,9 +24,11 @@ pub mod sms;
 pub mod texts;
 pub mod unsubscribe;
 
-use coupond_domain::messaging::{Channel, Locale, MessageKind, QuietHours};
-use coupond_domain::Zone;
+use coupond_domain::messaging::{Channel, Locale, MessageKind, MessageText, QuietHours};
+use coupond_domain::{Timestamp, Zone};
+use coupond_store::{ContactRecord, NewOutbound};
 
+pub use campaigns::CampaignSender;
 pub use courier::{Courier, SendError, Transport};
 pub use email::SmtpTransport;
 pub use notifier::Notifier;
@@ -57,6 +62,41 @@ pub struct MessagingRules {
 }
 
 impl MessagingRules {
+    /// The deliveries of a message of `kind`, filled as `filled`, to the user of `c`: one per
+    /// configured channel that carries the kind, where the user has an address and, for
+    /// marketing, did not turn the kind off. Keyed `key` (one delivery per channel and key).
+    pub fn deliveries(
+        &self,
+        c: &ContactRecord,
+        kind: MessageKind,
+        key: &str,
+        filled: &MessageText,
+        now: Timestamp,
+    ) -> Vec<NewOutbound> {
+        let zone = c.contact.zone.unwrap_or(self.zone);
+        self.channels
+            .iter()
+            .filter(|r| r.kinds.contains(&kind) && c.preferences.allows(r.channel, kind))
+            .filter_map(|r| {
+                let address = c.contact.address(r.channel)?;
+                Some(NewOutbound {
+                    channel: r.channel,
+                    key: key.to_owned(),
+                    user_id: Some(c.user_id.clone()),
+                    kind,
+                    address: address.to_owned(),
+                    zone,
+                    subject: filled.subject.clone(),
+                    body: match r.channel {
+                        Channel::Sms => filled.sms.clone(),
+                        _ => filled.body.clone(),
+                    },
+                    due_at: now,
+                })
+            })
+            .collect()
+    }
+
     /// The rules of `channel`, if it is configured.
     pub fn channel(&self, channel: Channel) -> Option<&ChannelRules> {
         self.channels.iter().find(|c| c.channel == channel)

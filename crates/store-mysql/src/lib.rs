@@ -37,6 +37,7 @@ coupond_store_sql::impl_webhook_store!(MysqlStore);
 coupond_store_sql::impl_lifecycle_store!(MysqlStore);
 coupond_store_sql::impl_tag_store!(MysqlStore);
 coupond_store_sql::impl_seen_store!(MysqlStore);
+coupond_store_sql::impl_campaign_message_store!(MysqlStore);
 coupond_store_sql::impl_city_store!(MysqlStore);
 coupond_store_sql::impl_campaign_store!(MysqlStore);
 coupond_store_sql::impl_catalog_store!(MysqlStore);

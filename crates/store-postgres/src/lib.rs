@@ -52,6 +52,7 @@ coupond_store_sql::impl_webhook_store!(PgStore);
 coupond_store_sql::impl_lifecycle_store!(PgStore);
 coupond_store_sql::impl_tag_store!(PgStore);
 coupond_store_sql::impl_seen_store!(PgStore);
+coupond_store_sql::impl_campaign_message_store!(PgStore);
 coupond_store_sql::impl_city_store!(PgStore);
 coupond_store_sql::impl_campaign_store!(PgStore);
 coupond_store_sql::impl_catalog_store!(PgStore);

@@ -210,7 +210,7 @@ pub async fn mark_read(
 
 /// Stores `content` once (by key) and gives each recipient a message of it, skipping sources
 /// they already have, inside the caller's transaction; how many messages it added.
-async fn deliver<E: Exec + ?Sized>(
+pub(crate) async fn deliver<E: Exec + ?Sized>(
     ex: &mut E,
     d: Dialect,
     content: &MessageContent,

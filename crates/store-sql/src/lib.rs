@@ -39,6 +39,9 @@
 //!   platform's names for its cities.
 //! - `tags`: [`TagStore`](coupond_store::TagStore) ([`impl_tag_store!`]): user tags and
 //!   segments.
+//! - `campaign_messages`: [`CampaignMessageStore`](coupond_store::CampaignMessageStore)
+//!   ([`impl_campaign_message_store!`]): operators' campaign messages, capped per owner per
+//!   day, and their recipients paged by cursor.
 //! - `seen`: [`SeenStore`](coupond_store::SeenStore) ([`impl_seen_store!`]): users'
 //!   last-seen instants, and the active users of a segment or a list.
 //! - `idempotency`: [`IdempotencyStore`](coupond_store::IdempotencyStore)
@@ -71,6 +74,7 @@
 pub mod admin;
 pub mod audit;
 pub mod audit_runs;
+pub mod campaign_messages;
 pub mod campaigns;
 pub mod catalog;
 pub mod checkout;

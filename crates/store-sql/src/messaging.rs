@@ -13,7 +13,7 @@ use coupond_store::messaging::{
 };
 use coupond_store::{StoreError, StoreResult};
 
-use crate::{sql, Db, Row, Work};
+use crate::{sql, Db, Dialect, Exec, Row, Work};
 
 /// Rows per statement.
 const CHUNK: usize = 200;
@@ -227,8 +227,21 @@ fn text_row(r: &Row) -> StoreResult<StoredText> {
 
 /// Queues `ds`, skipping a `(channel, key)` queued already; how many were new.
 pub async fn queue_outbound(db: &dyn Db, ds: &[NewOutbound], now: Timestamp) -> StoreResult<u64> {
-    let mut added = 0;
     let mut tx = db.begin(Work::Background).await?;
+    let added = queue_in(&mut *tx, db.dialect(), ds, now).await?;
+    tx.commit().await?;
+    Ok(added)
+}
+
+/// Queues `ds` inside the caller's transaction, skipping those queued already; how many were
+/// new.
+pub(crate) async fn queue_in<E: Exec + ?Sized>(
+    ex: &mut E,
+    dialect: Dialect,
+    ds: &[NewOutbound],
+    now: Timestamp,
+) -> StoreResult<u64> {
+    let mut added = 0;
     for chunk in ds.chunks(CHUNK) {
         let mut q = sql(
             "INSERT INTO outbound_messages (channel, dedupe_key, user_id, kind, address, time_zone, \
@@ -248,10 +261,9 @@ pub async fn queue_outbound(db: &dyn Db, ds: &[NewOutbound], now: Timestamp) -> 
             q.push_bind(d.due_at).push(", ");
             q.push_bind(now).push(")");
         }
-        q.push(&db.dialect().on_conflict_nothing("dedupe_key"));
-        added += tx.execute(q).await?;
+        q.push(&dialect.on_conflict_nothing("dedupe_key"));
+        added += ex.execute(q).await?;
     }
-    tx.commit().await?;
     Ok(added)
 }
 

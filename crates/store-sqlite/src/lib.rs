@@ -61,6 +61,7 @@ coupond_store_sql::impl_webhook_store!(SqliteStore);
 coupond_store_sql::impl_lifecycle_store!(SqliteStore);
 coupond_store_sql::impl_tag_store!(SqliteStore);
 coupond_store_sql::impl_seen_store!(SqliteStore);
+coupond_store_sql::impl_campaign_message_store!(SqliteStore);
 coupond_store_sql::impl_city_store!(SqliteStore);
 coupond_store_sql::impl_campaign_store!(SqliteStore);
 coupond_store_sql::impl_catalog_store!(SqliteStore);

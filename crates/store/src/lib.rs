@@ -16,7 +16,8 @@
 //!   resets), [`audit`] ([`AuditStore`]: the trail of who changed what, written by each
 //!   change's own transaction), [`audit_runs`] ([`AuditRunStore`]: the self-audit's runs and
 //!   what each found), [`messaging`] ([`MessagingStore`]: users' contact points and choices,
-//!   message texts, the email and SMS delivery log).
+//!   message texts, the email and SMS delivery log), [`campaign_messages`]
+//!   ([`CampaignMessageStore`]: operators' campaign messages and their recipients).
 //! - [`error`]: [`StoreError`], deliberately small: `NotFound`, `Conflict`, `Unavailable`,
 //!   `Other`. The API turns it into HTTP in one place.
 //! - [`model`]: records that exist only in storage (API keys, queries, pages).
@@ -40,6 +41,7 @@
 pub mod admin;
 pub mod audit;
 pub mod audit_runs;
+pub mod campaign_messages;
 pub mod catalog;
 pub mod checkout;
 pub mod cities;
@@ -66,6 +68,9 @@ pub mod webhooks;
 pub use admin::{AdminStore, InspectStore, ReportStore, SpecOf};
 pub use audit::AuditStore;
 pub use audit_runs::{AuditRun, AuditRunStore, AuditTrigger, Finding, RunEnd};
+pub use campaign_messages::{
+    CampaignMessage, CampaignMessageStore, CampaignPage, NewCampaignMessage, Recipients,
+};
 pub use catalog::{CampaignStore, CatalogStore};
 pub use checkout::{
     CheckoutStore, ExtendStep, IdempotencyStart, IdempotencyStore, LockOutcome, LockPlan,
@@ -134,6 +139,7 @@ pub trait Store:
     + CityStore
     + MessagingStore
     + SeenStore
+    + CampaignMessageStore
     + std::fmt::Debug
     + 'static
 {
@@ -161,6 +167,7 @@ impl<T> Store for T where
         + CityStore
         + MessagingStore
         + SeenStore
+        + CampaignMessageStore
         + std::fmt::Debug
         + 'static
 {
@@ -170,10 +177,11 @@ impl<T> Store for T where
 /// store method on an `Arc<dyn Store>` without naming the trait that declares it.
 pub mod prelude {
     pub use crate::{
-        AdminStore as _, AuditRunStore as _, AuditStore as _, CampaignStore as _,
-        CatalogStore as _, CheckoutStore as _, CityStore as _, ClaimStore as _, CodeStore as _,
-        IdempotencyStore as _, InboxStore as _, InspectStore as _, IssuanceStore as _,
-        LifecycleStore as _, MessagingStore as _, OperatorStore as _, OutboxStore as _,
-        ReportStore as _, SchedulerStore as _, SeenStore as _, TagStore as _, WebhookStore as _,
+        AdminStore as _, AuditRunStore as _, AuditStore as _, CampaignMessageStore as _,
+        CampaignStore as _, CatalogStore as _, CheckoutStore as _, CityStore as _, ClaimStore as _,
+        CodeStore as _, IdempotencyStore as _, InboxStore as _, InspectStore as _,
+        IssuanceStore as _, LifecycleStore as _, MessagingStore as _, OperatorStore as _,
+        OutboxStore as _, ReportStore as _, SchedulerStore as _, SeenStore as _, TagStore as _,
+        WebhookStore as _,
     };
 }

@@ -43,6 +43,7 @@ macro_rules! conformance_suite {
             audit_entries_commit_with_their_change,
             audit_runs_queue_once_and_keep_their_findings,
             contacts_texts_and_the_delivery_log,
+            campaign_messages_cap_page_and_send_once,
             ended_templates_free_their_binding_slots,
             claims_stop_at_the_stock,
             since_counts_coupons_of_the_period_and_the_merchant,

@@ -4,6 +4,7 @@
 pub mod activities;
 pub mod audit;
 pub mod audits;
+pub mod campaign_messages;
 pub mod centre;
 pub mod checkout;
 pub mod cities;

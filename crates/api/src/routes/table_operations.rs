@@ -5,10 +5,10 @@ use axum::http::Method;
 use axum::routing::{delete, get, post, put};
 
 use super::{
-    centre, checkout, claims, contacts, coupons, events, issuances, message_texts, r, refunds,
-    reports, seen, shared_tags, tag_uploads, tags, today, webhooks, Route, RouteSpec, PLATFORM,
-    PLATFORM_MERCHANT, PLATFORM_MERCHANT_SERVICE, PLATFORM_MERCHANT_USER, PLATFORM_SERVICE,
-    SERVICE, USER, USER_SERVICE,
+    campaign_messages, centre, checkout, claims, contacts, coupons, events, issuances,
+    message_texts, r, refunds, reports, seen, shared_tags, tag_uploads, tags, today, webhooks,
+    Route, RouteSpec, PLATFORM, PLATFORM_MERCHANT, PLATFORM_MERCHANT_SERVICE,
+    PLATFORM_MERCHANT_USER, PLATFORM_SERVICE, SERVICE, USER, USER_SERVICE,
 };
 
 /// Bulk issuance, stats, reconciliation and webhooks.
@@ -278,6 +278,18 @@ pub(super) fn checkout_routes() -> Vec<Route> {
             "/v1/message-texts/{kind}/{locale}/preview",
             PLATFORM,
             post(message_texts::preview),
+        ),
+        r(
+            Method::POST,
+            "/v1/templates/{id}/messages",
+            PLATFORM_MERCHANT,
+            post(campaign_messages::send),
+        ),
+        r(
+            Method::GET,
+            "/v1/templates/{id}/messages",
+            PLATFORM_MERCHANT,
+            get(campaign_messages::list),
         ),
         r(
             Method::GET,

@@ -8,6 +8,7 @@ mod active_users;
 mod approval;
 mod audit;
 mod backends;
+mod campaign_messages;
 mod centre;
 mod centre_views;
 mod checkout;

@@ -82,6 +82,8 @@ fn expected() -> Vec<(Method, &'static str, Vec<Role>)> {
             vec![P],
         ),
         (Method::GET, "/v1/outbound-messages", vec![P]),
+        (Method::POST, "/v1/templates/{id}/messages", vec![P, M]),
+        (Method::GET, "/v1/templates/{id}/messages", vec![P, M]),
         (Method::GET, "/v1/tags/shared", vec![P]),
         (Method::PUT, "/v1/tags/{tag}/shared", vec![P]),
         (Method::DELETE, "/v1/tags/{tag}/shared", vec![P]),

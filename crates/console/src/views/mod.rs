@@ -149,6 +149,10 @@ pub fn routes(max_upload: usize) -> Router<Console> {
             post(templates::upload).layer(axum::extract::DefaultBodyLimit::max(max_upload)),
         )
         .route("/console/issuances/{id}", get(templates::progress))
+        .route(
+            "/console/templates/{id}/messages",
+            post(templates::send_message),
+        )
         .route("/console/users", get(support::users))
         .route("/console/events", get(feeds::events))
         .route(

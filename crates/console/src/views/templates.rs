@@ -23,11 +23,13 @@ use super::{download, problem_page, render, Shell, TemplateRow};
 use crate::session::Session;
 use crate::Console;
 
+mod campaign;
 mod changes;
 mod chart;
 mod facts;
 mod upload;
 
+pub use campaign::send as send_message;
 pub use changes::{
     abort, approve, code_batch, codes_csv, delete, extend, pause, publish, reject, resume, stop,
     top_up,
@@ -263,6 +265,7 @@ struct Side {
     jobs: Vec<IssuanceView>,
     holders: Vec<CouponView>,
     batches: Vec<CodeBatchView>,
+    messages: Vec<campaign::Sent>,
 }
 
 impl Side {
@@ -278,13 +281,19 @@ impl Side {
             format!("/v1/templates/{id}/coupons?limit=20"),
             format!("/v1/templates/{id}/code-batches?limit=20"),
             format!("/v1/templates/{id}/history?limit=50"),
+            format!("/v1/templates/{id}/messages?limit=10"),
         ];
         let stats = api.get(who, &paths[0]).await;
         let jobs = api.get(who, &paths[1]).await;
         let holders = api.get(who, &paths[2]).await;
         let batches = api.get(who, &paths[3]).await;
         let history = api.get(who, &paths[4]).await;
+        let messages = api.get(who, &paths[5]).await;
         Side {
+            messages: messages
+                .into::<PageOf<_>>()
+                .map(|p| p.items.iter().map(campaign::Sent::of).collect())
+                .unwrap_or_default(),
             stats: stats.into::<TemplateStats>().ok(),
             history: history
                 .into::<PageOf<_>>()
@@ -326,6 +335,8 @@ struct TemplatePage {
     can_extend: bool,
     can_codes: bool,
     can_issue: bool,
+    /// Campaign messages sent about it, newest first.
+    messages: Vec<campaign::Sent>,
     can_approve: bool,
     can_reject: bool,
     can_delete: bool,
@@ -536,6 +547,7 @@ pub(super) async fn render_page(
         range: range(hours).0,
         ranges: RANGES.iter().map(|h| (*h, range(*h).0)).collect(),
         jobs: side.jobs.iter().rev().take(5).map(Job::of).collect(),
+        messages: side.messages,
         notice: Some(n.notice).filter(|s| !s.is_empty() && s.len() < 200),
         codes,
         t: row,

@@ -7,7 +7,7 @@ use figment::value::{Dict, Map, Value};
 use figment::{Error, Metadata, Profile, Provider};
 
 /// Every setting: its flat name, its section and its key there.
-pub const FLAT: [(&str, &str, &str); 95] = [
+pub const FLAT: [(&str, &str, &str); 96] = [
     ("listen", "server", "listen"),
     ("max_body_bytes", "server", "max_body_bytes"),
     ("max_upload_bytes", "server", "max_upload_bytes"),
@@ -138,6 +138,11 @@ pub const FLAT: [(&str, &str, &str); 95] = [
     ("messages_default_locale", "messages", "default_locale"),
     ("messages_public_url", "messages", "public_url"),
     ("messages_reminder_at", "messages", "reminder_at"),
+    (
+        "messages_campaigns_per_owner_per_day",
+        "messages",
+        "campaigns_per_owner_per_day",
+    ),
     ("email_smtp_url", "email", "smtp_url"),
     ("email_from", "email", "from"),
     ("email_kinds", "email", "kinds"),

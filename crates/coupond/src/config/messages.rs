@@ -22,6 +22,8 @@ pub struct Messages {
     /// The local time (the user's zone, else the platform's) reminders go at, on the first of
     /// the lead's days; `off`: exactly the lead before the expiry.
     pub reminder_at: String,
+    /// Campaign messages an owner (a merchant, or the platform) may send per local day.
+    pub campaigns_per_owner_per_day: u32,
 }
 
 impl Messages {
@@ -176,6 +178,9 @@ pub fn check(m: &Messages, e: &Email, s: &Sms) -> Result<(), String> {
         .map_err(|_| "messages.default_locale (messages_default_locale) must be a language tag such as en or zh-Hans".to_owned())?;
     m.reminder_at()
         .map_err(|why| format!("messages.reminder_at (messages_reminder_at): {why}"))?;
+    if !(1..=1_000).contains(&m.campaigns_per_owner_per_day) {
+        return Err("messages.campaigns_per_owner_per_day (messages_campaigns_per_owner_per_day) must be 1 to 1000".into());
+    }
     if !(m.public_url.starts_with("http://") || m.public_url.starts_with("https://")) {
         return Err("messages.public_url (messages_public_url) must be an http(s) URL".into());
     }

@@ -87,36 +87,15 @@ impl Notifier {
                 continue;
             };
             let zone = c.contact.zone.unwrap_or(self.rules.zone);
-            for rules in &self.rules.channels {
-                let Some(address) = c.contact.address(rules.channel) else {
-                    continue;
-                };
-                if !rules.kinds.contains(&n.kind) || !c.preferences.allows(rules.channel, n.kind) {
-                    continue;
-                }
-                let (text, locale) = texts.pick(n.kind, c.contact.locale.as_ref());
-                let mut vars: Vars =
-                    coupon_vars(templates.get(&n.template), n.valid_until, &locale, &zone);
-                if let Some(r) = &n.reason {
-                    vars.insert("reason", r.clone());
-                }
-                let filled = text.render(&vars);
-                let body = match rules.channel {
-                    coupond_domain::messaging::Channel::Sms => filled.sms,
-                    _ => filled.body,
-                };
-                out.push(NewOutbound {
-                    channel: rules.channel,
-                    key: format!("event:{}", n.event_id),
-                    user_id: Some(n.user.clone()),
-                    kind: n.kind,
-                    address: address.to_owned(),
-                    zone,
-                    subject: filled.subject,
-                    body,
-                    due_at: now,
-                });
+            let (text, locale) = texts.pick(n.kind, c.contact.locale.as_ref());
+            let mut vars: Vars =
+                coupon_vars(templates.get(&n.template), n.valid_until, &locale, &zone);
+            if let Some(r) = &n.reason {
+                vars.insert("reason", r.clone());
             }
+            let filled = text.render(&vars);
+            let key = format!("event:{}", n.event_id);
+            out.extend(self.rules.deliveries(c, n.kind, &key, &filled, now));
         }
         out
     }

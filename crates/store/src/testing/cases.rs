@@ -9,6 +9,7 @@ use time::Duration;
 
 mod audit;
 mod audit_runs;
+mod campaign_messages;
 mod checkout;
 mod claims;
 mod codes;
@@ -31,6 +32,7 @@ mod templates;
 mod webhooks;
 pub use audit::*;
 pub use audit_runs::*;
+pub use campaign_messages::*;
 pub use checkout::*;
 pub use claims::*;
 use claims::{claimable, req, tally};

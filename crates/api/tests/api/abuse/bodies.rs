@@ -408,6 +408,10 @@ async fn page_sizes_are_bounded_on_every_list_route() {
             format!("/v1/templates/{template}/code-batches"),
         ),
         (
+            "/v1/templates/{id}/messages",
+            format!("/v1/templates/{template}/messages"),
+        ),
+        (
             "/v1/templates/{id}/coupons",
             format!("/v1/templates/{template}/coupons"),
         ),

@@ -319,6 +319,15 @@ pub(super) async fn fixtures(app: &TestApp) -> BTreeMap<(Method, String), Fixtur
     );
     add(
         Method::POST,
+        "/v1/templates/{id}/messages",
+        f(
+            format!("/v1/templates/{claimable}/messages"),
+            &m1,
+            json!({"title": "Spring sale", "message": "Ends Sunday.", "segment": {"any": ["vip"], "active_within_days": 30}}),
+        ),
+    );
+    add(
+        Method::POST,
         "/v1/users/{id}/seen",
         f("/v1/users/u-5/seen".into(), &service, json!({"at": at(0)})),
     );

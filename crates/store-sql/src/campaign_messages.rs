@@ -1,0 +1,275 @@
+//! [`CampaignMessageStore`](coupond_store::CampaignMessageStore) on every backend
+//! ([`impl_campaign_message_store!`]): operators' campaign messages, capped per owner per local
+//! day, and their recipients paged by a cursor: a coupon id for holders (every backend's
+//! coupons are indexed by template and reachable by id), a user id for a segment.
+
+use coupond_domain::messaging::Campaign;
+use coupond_domain::{Actor, Segment, Tag, TemplateId, Timestamp, UserId};
+use coupond_store::campaign_messages::{
+    CampaignMessage, CampaignPage, NewCampaignMessage, Recipients,
+};
+use coupond_store::{Conflict, Page, StoreError, StoreResult};
+
+use crate::{sql, Db, Query, Row, Work};
+
+const COLS: &str = "id, template_id, owner, actor, title, message, segment, next_after, \
+     recipients, queued, created_at, finished_at";
+
+pub async fn insert(
+    db: &dyn Db,
+    new: &NewCampaignMessage<'_>,
+    since: Timestamp,
+    max: u32,
+    now: Timestamp,
+) -> StoreResult<CampaignMessage> {
+    let c = new.campaign;
+    let segment = c
+        .segment()
+        .map(serde_json::to_string)
+        .transpose()
+        .map_err(StoreError::other)?;
+    let mut tx = db.begin(Work::Request).await?;
+    // One owner's messages take turns, so two cannot both count below the cap.
+    tx.lock(&format!("campaign_messages:{}", new.owner)).await?;
+    let q = sql(format!(
+        "INSERT INTO campaign_messages (template_id, owner, actor, title, message, segment, created_at)
+         SELECT $1, $2, $3, $4, $5, $6, $7
+         WHERE (SELECT count(*) FROM campaign_messages WHERE owner = $2 AND created_at >= $8) < $9
+         RETURNING {COLS}"
+    ))
+    .bind(new.template.get())
+    .bind(new.owner)
+    .bind(new.actor.to_text())
+    .bind(c.title())
+    .bind(c.message())
+    .bind(segment)
+    .bind(now)
+    .bind(since)
+    .bind(i64::from(max));
+    let row = tx
+        .fetch_optional(q)
+        .await?
+        .ok_or(StoreError::Conflict(Conflict::Limit))?;
+    tx.commit().await?;
+    message_row(&row)
+}
+
+pub async fn one(db: &dyn Db, id: i64) -> StoreResult<CampaignMessage> {
+    let q = sql(format!(
+        "SELECT {COLS} FROM campaign_messages WHERE id = $1"
+    ))
+    .bind(id);
+    message_row(&db.read_one(q).await?)
+}
+
+pub async fn of_template(
+    db: &dyn Db,
+    template: TemplateId,
+    page: Page,
+) -> StoreResult<Vec<CampaignMessage>> {
+    let mut q = sql(format!(
+        "SELECT {COLS} FROM campaign_messages WHERE template_id = "
+    ));
+    q.push_bind(template.get());
+    if let Some(after) = page.after {
+        q.push(" AND id < ").push_bind(after);
+    }
+    q.push(" ORDER BY id DESC LIMIT ")
+        .push_bind(i64::from(page.limit));
+    db.read_all(q).await?.iter().map(message_row).collect()
+}
+
+pub async fn next(db: &dyn Db) -> StoreResult<Option<CampaignMessage>> {
+    let q = sql(format!(
+        "SELECT {COLS} FROM campaign_messages WHERE finished_at IS NULL ORDER BY id LIMIT 1"
+    ));
+    db.read_optional(q)
+        .await?
+        .as_ref()
+        .map(message_row)
+        .transpose()
+}
+
+pub async fn recipients(
+    db: &dyn Db,
+    m: &CampaignMessage,
+    now: Timestamp,
+    limit: u32,
+) -> StoreResult<Recipients> {
+    if m.campaign.segment().is_some_and(|s| s.any.is_empty()) {
+        // A merchant's segment of tags none of which are shared: nobody.
+        return Ok(Recipients::default());
+    }
+    let by_coupon = m.campaign.segment().is_none();
+    let mut q = match m.campaign.segment() {
+        None => holders(m, now),
+        Some(s) => segment(m, s),
+    };
+    q.push(" LIMIT ").push_bind(i64::from(limit));
+    let rows = db.read_all(q).await?;
+    let next = if rows.len() < limit as usize {
+        None
+    } else {
+        let last = rows.last().ok_or_else(|| StoreError::other("no rows"))?;
+        Some(if by_coupon {
+            last.i64("id")?.to_string()
+        } else {
+            last.string("user_id")?
+        })
+    };
+    let mut users: Vec<UserId> = rows
+        .iter()
+        .map(|r| UserId::parse(r.str("user_id")?).map_err(StoreError::other))
+        .collect::<StoreResult<_>>()?;
+    users.sort();
+    users.dedup();
+    Ok(Recipients { users, next })
+}
+
+/// Unused coupons of the template valid at `now`, by coupon id after the cursor.
+fn holders(m: &CampaignMessage, now: Timestamp) -> Query {
+    let mut q = sql("SELECT id, user_id FROM coupons WHERE template_id = ");
+    q.push_bind(m.template_id.get())
+        .push(" AND status = 'unused' AND valid_until > ")
+        .push_bind(now);
+    if let Some(after) = m.cursor.as_deref().and_then(|c| c.parse::<i64>().ok()) {
+        q.push(" AND id > ").push_bind(after);
+    }
+    q.push(" ORDER BY id");
+    q
+}
+
+/// The segment's users (seen since its `active_within_days` when it has one), by user id
+/// after the cursor.
+fn segment(m: &CampaignMessage, s: &Segment) -> Query {
+    let since = s.seen_since(m.created_at);
+    let mut q = sql(match since {
+        Some(_) => {
+            "SELECT DISTINCT t.user_id FROM user_tags t \
+             JOIN user_activity a ON a.user_id = t.user_id WHERE t.tag IN ("
+        }
+        None => "SELECT DISTINCT t.user_id FROM user_tags t WHERE t.tag IN (",
+    });
+    // At most 20 tags: one parameter each.
+    q.push_binds(s.any.iter().map(Tag::as_str)).push(")");
+    if let Some(since) = since {
+        q.push(" AND a.last_seen_at >= ").push_bind(since);
+    }
+    if let Some(after) = &m.cursor {
+        q.push(" AND t.user_id > ").push_bind(after.as_str());
+    }
+    q.push(" ORDER BY t.user_id");
+    q
+}
+
+pub async fn send_page(db: &dyn Db, page: &CampaignPage<'_>, now: Timestamp) -> StoreResult<()> {
+    let mut tx = db.begin(Work::Background).await?;
+    let lock = db.dialect().lock_rows(true);
+    let q = sql(format!(
+        "SELECT id FROM campaign_messages WHERE id = $1 AND finished_at IS NULL{lock}"
+    ))
+    .bind(page.id);
+    if tx.fetch_optional(q).await?.is_none() {
+        return Ok(());
+    }
+    let mut reached = 0;
+    for (content, recipients) in page.inbox {
+        reached += crate::inbox::deliver(&mut *tx, db.dialect(), content, recipients, now).await?;
+    }
+    let queued = crate::messaging::queue_in(&mut *tx, db.dialect(), page.outbound, now).await?;
+    let q = sql(
+        "UPDATE campaign_messages SET next_after = $1, recipients = recipients + $2, \
+         queued = queued + $3, finished_at = $4 WHERE id = $5",
+    )
+    .bind(page.next)
+    .bind(reached as i64)
+    .bind(queued as i64)
+    .bind(page.next.is_none().then_some(now))
+    .bind(page.id);
+    tx.execute(q).await?;
+    tx.commit().await
+}
+
+fn message_row(r: &Row) -> StoreResult<CampaignMessage> {
+    let corrupt = |e: &dyn std::fmt::Display| StoreError::corrupt(format!("campaign message: {e}"));
+    let segment: Option<Segment> = r
+        .opt_str("segment")?
+        .map(serde_json::from_str)
+        .transpose()
+        .map_err(|e| corrupt(&e))?;
+    let campaign = Campaign::stored(r.string("title")?, r.string("message")?, segment);
+    Ok(CampaignMessage {
+        id: r.i64("id")?,
+        template_id: TemplateId::new(r.i64("template_id")?).map_err(|e| corrupt(&e))?,
+        owner: r.i64("owner")?,
+        actor: Actor::read(r.str("actor")?),
+        campaign,
+        cursor: r.opt_string("next_after")?,
+        recipients: r.i64("recipients")?.max(0) as u64,
+        queued: r.i64("queued")?.max(0) as u64,
+        created_at: r.time("created_at")?,
+        finished_at: r.opt_time("finished_at")?,
+    })
+}
+
+/// Implements `CampaignMessageStore` for a backend type that is a [`Db`].
+#[macro_export]
+macro_rules! impl_campaign_message_store {
+    ($t:ty) => {
+        #[$crate::async_trait]
+        impl $crate::reexport::store::CampaignMessageStore for $t {
+            async fn insert_campaign_message(
+                &self,
+                new: &$crate::reexport::store::campaign_messages::NewCampaignMessage<'_>,
+                since: $crate::reexport::domain::Timestamp,
+                max: u32,
+                now: $crate::reexport::domain::Timestamp,
+            ) -> $crate::reexport::store::StoreResult<
+                $crate::reexport::store::campaign_messages::CampaignMessage,
+            > {
+                $crate::campaign_messages::insert(self, new, since, max, now).await
+            }
+            async fn campaign_message(
+                &self,
+                id: i64,
+            ) -> $crate::reexport::store::StoreResult<
+                $crate::reexport::store::campaign_messages::CampaignMessage,
+            > {
+                $crate::campaign_messages::one(self, id).await
+            }
+            async fn template_campaign_messages(
+                &self,
+                template: $crate::reexport::domain::TemplateId,
+                page: $crate::reexport::store::Page,
+            ) -> $crate::reexport::store::StoreResult<
+                Vec<$crate::reexport::store::campaign_messages::CampaignMessage>,
+            > {
+                $crate::campaign_messages::of_template(self, template, page).await
+            }
+            async fn next_campaign_message(
+                &self,
+            ) -> $crate::reexport::store::StoreResult<
+                Option<$crate::reexport::store::campaign_messages::CampaignMessage>,
+            > {
+                $crate::campaign_messages::next(self).await
+            }
+            async fn campaign_recipients(
+                &self,
+                m: &$crate::reexport::store::campaign_messages::CampaignMessage,
+                now: $crate::reexport::domain::Timestamp,
+                limit: u32,
+            ) -> $crate::reexport::store::StoreResult<
+                $crate::reexport::store::campaign_messages::Recipients,
+            > {
+                $crate::campaign_messages::recipients(self, m, now, limit).await
+            }
+            async fn send_campaign_page(
+                &self,
+                page: &$crate::reexport::store::campaign_messages::CampaignPage<'_>,
+                now: $crate::reexport::domain::Timestamp,
+            ) -> $crate::reexport::store::StoreResult<()> {
+                $crate::campaign_messages::send_page(self, page, now).await
+            }
+        }
+    };
+}
