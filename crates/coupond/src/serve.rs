@@ -322,7 +322,8 @@ fn start_workers(
             clock.clone(),
             state.settings().freeze,
             holder.clone(),
-        ),
+        )
+        .readers(readers(config)),
         coupond_engine::worker::run,
     );
     let observers = observers(config, state, store, clock);
@@ -385,6 +386,16 @@ fn start_workers(
     all
 }
 
+/// How users without their own zone and locale read the inbox: the platform's zone and
+/// `messages.default_locale` (checked when the configuration loaded).
+fn readers(config: &Config) -> coupond_engine::messaging::Readers {
+    coupond_engine::messaging::Readers {
+        zone: config.platform.time_zone,
+        locale: coupond_domain::messaging::Locale::parse(&config.messages.default_locale)
+            .unwrap_or_else(|_| coupond_domain::messaging::Locale::english()),
+    }
+}
+
 /// The outbox's consumers, in the order the dispatcher hands them each batch.
 fn observers(
     config: &Config,
@@ -404,10 +415,10 @@ fn observers(
                 config.messages.reminder_at().unwrap_or_default(),
             ),
         ),
-        Arc::new(coupond_engine::InboxNotifier::new(
-            store.clone(),
-            clock.clone(),
-        )),
+        Arc::new(
+            coupond_engine::InboxNotifier::new(store.clone(), clock.clone())
+                .readers(readers(config)),
+        ),
         Arc::new(coupond_engine::WebhookFanout::new(
             store.clone(),
             clock.clone(),

@@ -7,17 +7,17 @@
 //! repeat harmless (each write keyed by the event or by what it is about).
 //!
 //! Observers here: [`ReminderPlanner`] (a reminder N days before a claimed or issued coupon
-//! expires; cancelled when the coupon is used or expires) and [`InboxNotifier`] (a message for
-//! each coupon issued in bulk, its text stored once per template).
+//! expires; cancelled when the coupon is used or expires). The inbox's is
+//! [`InboxNotifier`](crate::messaging::InboxNotifier).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use coupond_domain::{Template, TemplateId, Timestamp, UserId, Zone};
+use coupond_domain::{TemplateId, Timestamp, UserId, Zone};
 use coupond_store::events::kind;
-use coupond_store::{Event, MessageContent, OutboxPosition, Reminder, Store, StoreResult};
+use coupond_store::{Event, OutboxPosition, Reminder, Store, StoreResult};
 
 /// The names of the outbox's durable consumers (their positions are stored under them), for
 /// whoever reports how far behind they are.
@@ -233,13 +233,13 @@ fn position(e: &Event) -> OutboxPosition {
 }
 
 /// What a coupon event says about its coupon.
-struct CouponFacts {
-    user: UserId,
-    template: TemplateId,
-    valid_until: Timestamp,
+pub(crate) struct CouponFacts {
+    pub user: UserId,
+    pub template: TemplateId,
+    pub valid_until: Timestamp,
 }
 
-fn coupon_facts(e: &Event) -> Option<CouponFacts> {
+pub(crate) fn coupon_facts(e: &Event) -> Option<CouponFacts> {
     let user = UserId::parse(e.body.get("user_id")?.as_str()?).ok()?;
     let template = TemplateId::new(e.body.get("template_id")?.as_i64()?).ok()?;
     let valid_until = Timestamp::parse(e.body.get("valid_until")?.as_str()?).ok()?;
@@ -399,73 +399,5 @@ impl Observer for ReminderPlanner {
             }
         }
         self.store.plan_reminders(&plan).await
-    }
-}
-
-/// Puts a message in the inbox of each user who was issued a coupon in bulk. The text is
-/// stored once per template and kind; each message is keyed by its event, so a redelivered
-/// batch adds nothing.
-#[derive(Debug)]
-pub struct InboxNotifier {
-    store: Arc<dyn Store>,
-    clock: Arc<dyn Clock>,
-}
-
-impl InboxNotifier {
-    pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>) -> Self {
-        InboxNotifier { store, clock }
-    }
-}
-
-#[async_trait]
-impl Observer for InboxNotifier {
-    fn name(&self) -> &str {
-        sinks::INBOX
-    }
-
-    async fn handle(&self, events: &[Event]) -> StoreResult<()> {
-        // (kind, template) -> recipients
-        let mut groups: BTreeMap<(&str, TemplateId), Vec<(UserId, String)>> = BTreeMap::new();
-        for e in events {
-            // Only coupons the user did not ask for: a claim's own answer tells the user (or
-            // the service claiming at its request) that the coupon is in the wallet, so a
-            // message would only repeat it, and cost a row per claim in a flash sale.
-            let k = match e.kind.as_str() {
-                kind::COUPON_ISSUED => "issued",
-                _ => continue,
-            };
-            let Some(f) = coupon_facts(e) else { continue };
-            groups
-                .entry((k, f.template))
-                .or_default()
-                .push((f.user, format!("event:{}", e.id)));
-        }
-        if groups.is_empty() {
-            return Ok(());
-        }
-        let ids: Vec<TemplateId> = groups.keys().map(|(_, t)| *t).collect();
-        let templates: HashMap<TemplateId, Template> = self
-            .store
-            .templates_by_ids(&ids)
-            .await?
-            .into_iter()
-            .map(|t| (t.id, t))
-            .collect();
-        let now = self.clock.now();
-        for ((k, template), recipients) in groups {
-            let title = templates
-                .get(&template)
-                .map_or("a coupon", |t| t.spec.title.as_str());
-            let content = MessageContent {
-                key: format!("{k}:{template}"),
-                kind: format!("coupon_{k}"),
-                title: format!("You received a coupon: {title}"),
-                body: format!("“{title}” is in your wallet. Check its validity before you book."),
-            };
-            self.store
-                .deliver_messages(&content, &recipients, now)
-                .await?;
-        }
-        Ok(())
     }
 }

@@ -9,6 +9,8 @@
 //!   that sends the due messages through a [`Transport`], paced to the provider's rate, with
 //!   retries and backoff, and holds a message back through the recipient's quiet hours.
 //! - [`email`]: [`SmtpTransport`] (lettre): multipart text and HTML, `List-Unsubscribe`.
+//! - [`inbox`]: [`InboxNotifier`], the outbox consumer that puts a message in the inbox of
+//!   each user issued a coupon, in their locale's text.
 //! - [`sms`]: [`TwilioTransport`] (the Messages API) and [`HttpSmsTransport`] (any provider
 //!   taking a form or JSON POST: Aliyun, Tencent Cloud, ...).
 //! - [`texts`]: [`Texts`], which text a kind has in a locale (the platform's own, else the
@@ -19,6 +21,7 @@
 pub mod campaigns;
 pub mod courier;
 pub mod email;
+pub mod inbox;
 pub mod notifier;
 pub mod sms;
 pub mod texts;
@@ -31,6 +34,7 @@ use coupond_store::{ContactRecord, NewOutbound};
 pub use campaigns::CampaignSender;
 pub use courier::{Courier, SendError, Transport};
 pub use email::SmtpTransport;
+pub use inbox::InboxNotifier;
 pub use notifier::Notifier;
 pub use sms::{HttpSmsTransport, TwilioTransport};
 pub use texts::Texts;
@@ -48,6 +52,24 @@ pub struct ChannelRules {
     pub per_second: u32,
     /// Tries before a message is given up.
     pub max_attempts: u32,
+}
+
+/// How users without settings of their own read messages: in the platform's zone and the
+/// default locale. The inbox's texts follow it as the outside channels' do.
+#[derive(Clone, Debug)]
+pub struct Readers {
+    pub zone: Zone,
+    pub locale: Locale,
+}
+
+impl Default for Readers {
+    /// UTC and English.
+    fn default() -> Self {
+        Readers {
+            zone: Zone::UTC,
+            locale: Locale::english(),
+        }
+    }
 }
 
 /// What every part of messaging agrees on.

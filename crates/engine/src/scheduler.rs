@@ -20,11 +20,14 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use coupond_domain::{Template, TemplateId, Timestamp};
-use coupond_store::{Due, MessageContent, Store, StoreResult};
+use coupond_domain::messaging::MessageKind;
+use coupond_domain::{Template, TemplateId, Timestamp, UserId};
+use coupond_store::{ContactRecord, Due, MessageContent, Reminder, Store, StoreResult};
 
 use crate::checkout::Sweeper;
 use crate::clock::Clock;
+use crate::messaging::texts::{coupon_vars, Reading, Texts};
+use crate::messaging::Readers;
 use crate::worker::{Lease, Pass, Worker};
 
 /// Rows handled per transaction.
@@ -52,6 +55,8 @@ pub struct Scheduler {
     clock: Arc<dyn Clock>,
     freeze: time::Duration,
     lease: Lease,
+    /// The zone and locale of reminders to users without their own.
+    readers: Readers,
     /// The instant the last pass said the next one was due, to measure how late it ran. A
     /// lock, not a field of `&mut self`: passes run through `&self` (the worker shape); shared
     /// by clones, which are the same scheduler.
@@ -79,8 +84,15 @@ impl Scheduler {
             clock,
             freeze,
             lease: Lease::new("scheduler", holder, LEASE),
+            readers: Readers::default(),
             due_at: Arc::default(),
         }
+    }
+
+    /// Reminders to users without a zone and locale of their own read in `readers`' (UTC
+    /// and English until said).
+    pub fn readers(self, readers: Readers) -> Self {
+        Scheduler { readers, ..self }
     }
 
     /// One step at the clock's now.
@@ -139,27 +151,18 @@ impl Scheduler {
         let mut sent = 0;
         loop {
             let batch = self.store.due_reminders(now, BATCH).await?;
-            let ids: Vec<TemplateId> = batch.iter().map(|r| r.template_id).collect();
-            let titles: HashMap<TemplateId, Template> = self
-                .store
-                .templates_by_ids(&ids)
-                .await?
-                .into_iter()
-                .map(|t| (t.id, t))
-                .collect();
+            if batch.is_empty() {
+                return Ok(sent);
+            }
+            let texts = Texts::load(&self.store, &self.readers.locale).await?;
+            let (templates, contacts) = self.about(&batch).await?;
             for r in &batch {
-                let title = titles
-                    .get(&r.template_id)
-                    .map_or("your coupon", |t| t.spec.title.as_str());
-                let content = MessageContent {
-                    key: format!("reminder:{}:{}", r.template_id, r.day),
-                    kind: "reminder".into(),
-                    title: format!("Expiring soon: {title}"),
-                    body: format!(
-                        "Your coupon “{title}” expires on {}. Use it before then.",
-                        day_text(r.day)
-                    ),
-                };
+                let reading = texts.for_reader(
+                    MessageKind::CouponExpiring,
+                    contacts.get(&r.user_id),
+                    &self.readers,
+                );
+                let content = reminder_text(r, templates.get(&r.template_id), &reading, now);
                 self.store.send_reminder(r, &content, now).await?;
                 sent += 1;
             }
@@ -167,6 +170,55 @@ impl Scheduler {
                 return Ok(sent);
             }
         }
+    }
+
+    /// The templates and the users' contact records of `batch`.
+    async fn about(
+        &self,
+        batch: &[Reminder],
+    ) -> StoreResult<(
+        HashMap<TemplateId, Template>,
+        HashMap<UserId, ContactRecord>,
+    )> {
+        let ids: Vec<TemplateId> = batch.iter().map(|r| r.template_id).collect();
+        let templates = self
+            .store
+            .templates_by_ids(&ids)
+            .await?
+            .into_iter()
+            .map(|t| (t.id, t))
+            .collect();
+        let users: Vec<UserId> = batch.iter().map(|r| r.user_id.clone()).collect();
+        let contacts = self
+            .store
+            .contacts(&users)
+            .await?
+            .into_iter()
+            .map(|c| (c.user_id.clone(), c))
+            .collect();
+        Ok((templates, contacts))
+    }
+}
+
+/// The inbox text of reminder `r`, in the reader's locale: its day is the reminder's own
+/// local day, and the days left are counted to that day's start.
+fn reminder_text(
+    r: &Reminder,
+    t: Option<&Template>,
+    reading: &Reading,
+    now: Timestamp,
+) -> MessageContent {
+    let mut vars = coupon_vars(t, None, &reading.locale, &reading.zone);
+    vars.insert("valid_until", day_text(r.day));
+    let ahead = r.expiring.start.unix_micros() - now.unix_micros();
+    let day = 86_400_000_000;
+    vars.insert("days_left", ((ahead.max(0) + day - 1) / day).to_string());
+    let filled = reading.text.render(&vars);
+    MessageContent {
+        key: format!("reminder:{}:{}:{}", r.template_id, r.day, reading.locale),
+        kind: "reminder".into(),
+        title: filled.subject,
+        body: filled.body,
     }
 }
 

@@ -480,4 +480,11 @@ async fn reminders_count_local_days_and_go_at_the_local_hour() {
         expiring[0].body
     );
     assert_eq!(expiring[0].zone, shanghai);
+    // The inbox's reminder is in Ann's locale too, with the local day and the days left.
+    let inbox = store.user_messages(&ann, None, 10).await.unwrap();
+    let reminder = inbox.iter().find(|m| m.kind == "reminder").unwrap();
+    assert!(
+        reminder.title.starts_with("优惠券即将过期：") && reminder.body.contains("2027-01-10"),
+        "{reminder:?}"
+    );
 }

@@ -366,6 +366,47 @@ async fn inbox_and_reminders(app: TestApp) {
         )
         .await;
     assert_eq!(r.status, StatusCode::NOT_FOUND);
+
+    // A user who reads Chinese gets the Chinese text (the platform's, else the shipped one).
+    let r = app
+        .call(
+            Method::PUT,
+            "/v1/users/u-2/contact",
+            Some(&app.platform),
+            Some(json!({"locale": "zh-CN"})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let later = app
+        .post("/v1/templates", app.m1(), standalone_template(100, 200))
+        .await
+        .body["id"]
+        .as_i64()
+        .unwrap();
+    app.post(
+        &format!("/v1/templates/{later}/publish"),
+        app.m1(),
+        json!({}),
+    )
+    .await;
+    let r = app
+        .post(
+            &format!("/v1/templates/{later}/issuances"),
+            app.m1(),
+            json!({"user_ids": ["u-2"]}),
+        )
+        .await;
+    assert_eq!(r.body["issued"], 1, "{}", r.body);
+    settle(&app, &d, &mut handed).await;
+    let got = app
+        .store
+        .user_messages(&coupond_domain::UserId::parse("u-2").unwrap(), None, 5)
+        .await
+        .unwrap();
+    assert_eq!(
+        got[0].title, "您收到一张优惠券：10% off, at most 50",
+        "{got:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -9,7 +9,9 @@ use std::sync::Arc;
 use coupond_domain::messaging::text::{shipped, worth};
 use coupond_domain::messaging::{Locale, MessageKind, MessageText, Vars};
 use coupond_domain::{Template, Timestamp, Zone};
-use coupond_store::{Store, StoreResult};
+use coupond_store::{ContactRecord, Store, StoreResult};
+
+use super::Readers;
 
 /// The texts, read once per batch of messages.
 #[derive(Debug, Clone)]
@@ -51,6 +53,36 @@ impl Texts {
             shipped(kind, "en").unwrap_or_else(|| unreachable_text(kind)),
             "en".into(),
         )
+    }
+}
+
+/// A text picked for one reader: in their locale, read in their zone.
+#[derive(Clone, Debug)]
+pub struct Reading {
+    pub text: MessageText,
+    /// The locale the text is in.
+    pub locale: String,
+    pub zone: Zone,
+}
+
+impl Texts {
+    /// `kind`'s text for the user of `c` (none: a user who set nothing), with `readers`'
+    /// zone and locale where the user has none of their own.
+    pub fn for_reader(
+        &self,
+        kind: MessageKind,
+        c: Option<&ContactRecord>,
+        readers: &Readers,
+    ) -> Reading {
+        let locale = c
+            .and_then(|c| c.contact.locale.as_ref())
+            .unwrap_or(&readers.locale);
+        let (text, locale) = self.pick(kind, Some(locale));
+        Reading {
+            text,
+            locale,
+            zone: c.and_then(|c| c.contact.zone).unwrap_or(readers.zone),
+        }
     }
 }
 

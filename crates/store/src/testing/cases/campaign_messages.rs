@@ -182,7 +182,10 @@ async fn segments_page_by_user_and_keep_the_active(
         )
         .await
         .unwrap();
-    assert_eq!(m.campaign.segment().unwrap().any, std::slice::from_ref(&vip));
+    assert_eq!(
+        m.campaign.segment().unwrap().any,
+        std::slice::from_ref(&vip)
+    );
     let page = s.campaign_recipients(&m, at(16), 2).await.unwrap();
     assert_eq!(page.users, [user("s-a"), user("s-b")]);
     let mut on = m.clone();
