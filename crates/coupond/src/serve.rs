@@ -152,7 +152,7 @@ async fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
         () = server => {},
         () = deadline => tracing::warn!(?grace, "in-flight requests did not finish within the grace period"),
     }
-    finish(upkeep, background, engine, seen, store).await;
+    finish(upkeep, background, engine, seen, store, &instance).await;
     tracing::info!("stopped");
     Ok(())
 }
@@ -527,10 +527,17 @@ async fn finish(
     engine: coupond_engine::ClaimEngine,
     seen: coupond_engine::Seen,
     store: Arc<dyn coupond_store::Store>,
+    instance: &str,
 ) {
     upkeep.abort();
     for task in background {
         let _ = task.await;
+    }
+    // The loops have stopped: their leases go at once, so another instance (or this one,
+    // restarted) takes them over now rather than when they lapse.
+    match store.release_leases(instance).await {
+        Ok(n) => tracing::info!(leases = n, "leases released"),
+        Err(e) => tracing::warn!(error = %e.chain(), "releasing leases failed; they lapse instead"),
     }
     // Claims already queued are committed and answered before the database closes.
     engine.shutdown().await;

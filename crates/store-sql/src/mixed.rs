@@ -132,6 +132,12 @@ macro_rules! impl_outbox_store {
             ) -> $crate::reexport::store::StoreResult<bool> {
                 $crate::scheduling::try_lease(self, name, holder, now, until).await
             }
+            async fn release_leases(
+                &self,
+                holder: &str,
+            ) -> $crate::reexport::store::StoreResult<u64> {
+                $crate::scheduling::release_leases(self, holder).await
+            }
             async fn outbox_latest(
                 &self,
                 before: Option<i64>,

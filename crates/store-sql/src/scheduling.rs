@@ -24,6 +24,12 @@ use crate::campaigns::{activity_row, ACTIVITY_COLS};
 use crate::catalog::{template_row, PUBLIC};
 use crate::{rows, sql, Db, Dialect, Exec, Json, Work};
 
+/// Deletes `holder`'s leases: the next `try_lease` of any instance takes them.
+pub async fn release_leases(db: &dyn Db, holder: &str) -> StoreResult<u64> {
+    db.write(sql("DELETE FROM leases WHERE holder = $1").bind(holder))
+        .await
+}
+
 /// Takes lease `name` for `holder` until `until` if it is free, expired at `now`, or already
 /// `holder`'s; whether `holder` has it.
 pub async fn try_lease(

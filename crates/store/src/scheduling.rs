@@ -165,6 +165,9 @@ pub trait OutboxStore: Send + Sync {
         now: Timestamp,
         until: Timestamp,
     ) -> StoreResult<bool>;
+    /// Lets go of every lease `holder` holds (an instance shutting down), so another instance
+    /// takes each loop over at once rather than when the lease lapses. How many it held.
+    async fn release_leases(&self, holder: &str) -> StoreResult<u64>;
     /// Up to `limit` events after `after`, in reading order; only events no still-running
     /// transaction can precede.
     async fn outbox_read(&self, after: OutboxPosition, limit: u32) -> StoreResult<Vec<Event>>;

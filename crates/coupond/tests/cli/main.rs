@@ -326,6 +326,22 @@ fn serve_demo_on_the_default_database_and_stop_on_sigterm() {
 
     let status = terminate_and_wait(child);
     assert!(status.success(), "graceful shutdown exits 0: {status:?}");
+    // Its loops' leases went with it: another instance takes the scheduler's at once,
+    // not when the lease would have lapsed.
+    let db = format!("sqlite://{}/data/coupond.db", dir.path().display());
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let store = open_server_store(&db).await;
+        let now = coupond_engine::clock::Clock::now(&coupond_engine::clock::SystemClock);
+        let until = now.plus(time::Duration::seconds(10));
+        for lease in ["scheduler", "dispatcher", "campaign-messages"] {
+            assert!(
+                store.try_lease(lease, "next", now, until).await.unwrap(),
+                "{lease} was let go"
+            );
+        }
+        store.close().await;
+    });
 
     // A second demo start reuses the data and prints fresh working keys.
     let (child, lines) = serve(

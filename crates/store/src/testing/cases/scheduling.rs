@@ -24,6 +24,14 @@ pub async fn leases_have_one_holder(s: Arc<dyn Store>) {
     );
     assert!(!s.try_lease("loop", "a", at(2), at(4)).await.unwrap());
     assert!(s.try_lease("other", "a", at(2), at(4)).await.unwrap());
+    // An instance shutting down lets go of its leases: another takes them at once.
+    assert_eq!(s.release_leases("b").await.unwrap(), 1);
+    assert!(s.try_lease("loop", "a", at(2), at(4)).await.unwrap());
+    assert!(
+        s.try_lease("other", "a", at(2), at(4)).await.unwrap(),
+        "a's kept"
+    );
+    assert_eq!(s.release_leases("nobody").await.unwrap(), 0);
 }
 
 /// A template's transitions are announced once, in order, at their instants; the template
