@@ -9,6 +9,8 @@
 //!   that sends the due messages through a [`Transport`], paced to the provider's rate, with
 //!   retries and backoff, and holds a message back through the recipient's quiet hours.
 //! - [`email`]: [`SmtpTransport`] (lettre): multipart text and HTML, `List-Unsubscribe`.
+//! - `enrollment`: the platform's decision on an enrolled template, emailed by the
+//!   [`Notifier`] to the merchant's operators.
 //! - [`inbox`]: [`InboxNotifier`], the outbox consumer that puts a message in the inbox of
 //!   each user issued a coupon, in their locale's text.
 //! - [`sms`]: [`TwilioTransport`] (the Messages API) and [`HttpSmsTransport`] (any provider
@@ -21,6 +23,7 @@
 pub mod campaigns;
 pub mod courier;
 pub mod email;
+mod enrollment;
 pub mod inbox;
 pub mod notifier;
 pub mod sms;

@@ -182,3 +182,80 @@ async fn a_waiting_enrollment_is_not_claimable_nor_listed() {
     assert_eq!(r.body["status"], "active", "{}", r.body);
     assert_eq!(claim(&app, id).await.status, StatusCode::CREATED);
 }
+
+/// Each decision is emailed to the merchant's enabled operators, with the reason, once
+/// however often the outbox hands the event over (email configured to carry the decisions).
+#[tokio::test]
+async fn the_merchants_operators_are_emailed_each_decision() {
+    use coupond_domain::messaging::{Channel, Locale, MessageKind, QuietHours};
+    use coupond_engine::messaging::{ChannelRules, MessagingRules, Notifier};
+    use coupond_engine::Observer;
+    use coupond_store::{OutboundQuery, OutboxPosition};
+
+    let app = TestApp::new().await;
+    let mut body = activity_body(-1, 24, 48, 96);
+    body["approval"] = json!("required");
+    let activity = app.activity(body).await;
+    let r = app
+        .post("/v1/templates", app.m1(), activity_template(activity, 500))
+        .await;
+    let id = r.body["id"].as_i64().unwrap();
+    operator(&app, "owner@m1.example", OperatorRole::Owner).await;
+    operator(&app, "staff@m1.example", OperatorRole::Staff).await;
+    let gone = operator(&app, "gone@m1.example", OperatorRole::Staff).await;
+    app.store
+        .set_operator_disabled(gone, true, app.clock.now_ts())
+        .await
+        .unwrap();
+    let why = json!({"reason": "Stock too small for two cities"});
+    let r = app
+        .post(&format!("/v1/templates/{id}/reject"), &app.platform, why)
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+
+    let rules = MessagingRules {
+        zone: coupond_domain::Zone::UTC,
+        default_locale: Locale::english(),
+        channels: vec![ChannelRules {
+            channel: Channel::Email,
+            kinds: vec![
+                MessageKind::EnrollmentApproved,
+                MessageKind::EnrollmentRejected,
+            ],
+            quiet: QuietHours::parse("").unwrap(),
+            per_second: 10,
+            max_attempts: 3,
+        }],
+    };
+    let notifier = Notifier::new(
+        app.store.clone(),
+        std::sync::Arc::new(app.clock.clone()),
+        rules,
+    );
+    let events = app
+        .store
+        .outbox_read(OutboxPosition::default(), 1_000)
+        .await
+        .unwrap();
+    notifier.handle(&events).await.unwrap();
+    notifier.handle(&events).await.unwrap();
+    let mut sent: Vec<(String, String, String)> = app
+        .store
+        .outbound(&OutboundQuery {
+            limit: 10,
+            ..OutboundQuery::default()
+        })
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|o| (o.address, o.subject, o.body))
+        .collect();
+    sent.sort();
+    let emailed: Vec<&str> = sent.iter().map(|s| s.0.as_str()).collect();
+    assert_eq!(emailed, ["owner@m1.example", "staff@m1.example"]);
+    assert!(sent[0].1.starts_with("Not accepted for "), "{sent:?}");
+    assert!(
+        sent[0].2.ends_with("Stock too small for two cities"),
+        "{sent:?}"
+    );
+}

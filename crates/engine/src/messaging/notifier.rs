@@ -15,6 +15,7 @@ use coupond_domain::{Template, TemplateId, Timestamp, UserId};
 use coupond_store::events::kind;
 use coupond_store::{ContactRecord, Event, NewOutbound, Store, StoreResult};
 
+use super::enrollment;
 use super::texts::{coupon_vars, Texts};
 use super::MessagingRules;
 use crate::clock::Clock;
@@ -101,13 +102,13 @@ impl Notifier {
     }
 }
 
-#[async_trait]
-impl Observer for Notifier {
-    fn name(&self) -> &str {
-        SINK
-    }
-
-    async fn handle(&self, events: &[Event]) -> StoreResult<()> {
+impl Notifier {
+    /// The messages of the coupon events among `events`.
+    async fn coupon_messages(
+        &self,
+        events: &[Event],
+        now: Timestamp,
+    ) -> StoreResult<Vec<NewOutbound>> {
         let carried: HashSet<MessageKind> = self
             .rules
             .channels
@@ -120,7 +121,7 @@ impl Observer for Notifier {
             .filter(|n| carried.contains(&n.kind))
             .collect();
         if items.is_empty() {
-            return Ok(());
+            return Ok(Vec::new());
         }
         let mut users: Vec<UserId> = items.iter().map(|n| n.user.clone()).collect();
         users.sort();
@@ -133,7 +134,7 @@ impl Observer for Notifier {
             .map(|c| (c.user_id.clone(), c))
             .collect();
         if contacts.is_empty() {
-            return Ok(());
+            return Ok(Vec::new());
         }
         let mut ids: Vec<TemplateId> = items
             .iter()
@@ -150,8 +151,20 @@ impl Observer for Notifier {
             .map(|t| (t.id, t))
             .collect();
         let texts = Texts::load(&self.store, &self.rules.default_locale).await?;
+        Ok(self.render(&items, &contacts, &templates, &texts, now))
+    }
+}
+
+#[async_trait]
+impl Observer for Notifier {
+    fn name(&self) -> &str {
+        SINK
+    }
+
+    async fn handle(&self, events: &[Event]) -> StoreResult<()> {
         let now = self.clock.now();
-        let queued = self.render(&items, &contacts, &templates, &texts, now);
+        let mut queued = self.coupon_messages(events, now).await?;
+        queued.extend(enrollment::decisions(&self.store, &self.rules, events, now).await?);
         if !queued.is_empty() {
             self.store.queue_outbound(&queued, now).await?;
         }
