@@ -161,12 +161,13 @@ fn three_processes_on_one_postgres_under_mixed_load() {
             repeated.is_empty(),
             "announced more than once: {repeated:?}"
         );
-        let holders: Vec<String> =
-            sqlx::query_scalar("SELECT holder FROM leases WHERE name = 'scheduler'")
-                .fetch_all(&pool)
-                .await
-                .unwrap();
-        assert_eq!(holders.len(), 1, "one scheduler lease: {holders:?}");
+        // Each server let go of its leases as it stopped (SIGTERM), so none is left for a
+        // successor to wait out.
+        let holders: Vec<String> = sqlx::query_scalar("SELECT holder FROM leases")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+        assert!(holders.is_empty(), "leases left behind: {holders:?}");
         pool.close().await;
     });
     super::crash::assert_audit_clean(dir.path(), &db);
