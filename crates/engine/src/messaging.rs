@@ -31,8 +31,10 @@ pub mod texts;
 pub mod unsubscribe;
 
 use coupond_domain::messaging::{Channel, Locale, MessageKind, MessageText, QuietHours};
-use coupond_domain::{Timestamp, Zone};
-use coupond_store::{ContactRecord, NewOutbound};
+use std::collections::HashMap;
+
+use coupond_domain::{Template, TemplateId, Timestamp, UserId, Zone};
+use coupond_store::{ContactRecord, NewOutbound, Store, StoreResult};
 
 pub use campaigns::CampaignSender;
 pub use courier::{Courier, SendError, Transport};
@@ -55,6 +57,38 @@ pub struct ChannelRules {
     pub per_second: u32,
     /// Tries before a message is given up.
     pub max_attempts: u32,
+}
+
+/// The contact records of `users` (any order, repeats allowed), by user.
+pub(crate) async fn contacts_by_user(
+    store: &dyn Store,
+    users: impl IntoIterator<Item = UserId>,
+) -> StoreResult<HashMap<UserId, ContactRecord>> {
+    let mut users: Vec<UserId> = users.into_iter().collect();
+    users.sort();
+    users.dedup();
+    Ok(store
+        .contacts(&users)
+        .await?
+        .into_iter()
+        .map(|c| (c.user_id.clone(), c))
+        .collect())
+}
+
+/// The templates of `ids` (any order, repeats allowed) that exist, by id.
+pub(crate) async fn templates_by_id(
+    store: &dyn Store,
+    ids: impl IntoIterator<Item = TemplateId>,
+) -> StoreResult<HashMap<TemplateId, Template>> {
+    let mut ids: Vec<TemplateId> = ids.into_iter().collect();
+    ids.sort();
+    ids.dedup();
+    Ok(store
+        .templates_by_ids(&ids)
+        .await?
+        .into_iter()
+        .map(|t| (t.id, t))
+        .collect())
 }
 
 /// How users without settings of their own read messages: in the platform's zone and the

@@ -27,7 +27,7 @@ use coupond_store::{ContactRecord, Due, MessageContent, Reminder, Store, StoreRe
 use crate::checkout::Sweeper;
 use crate::clock::Clock;
 use crate::messaging::texts::{coupon_vars, Reading, Texts};
-use crate::messaging::Readers;
+use crate::messaging::{contacts_by_user, templates_by_id, Readers};
 use crate::worker::{Lease, Pass, Worker};
 
 /// Rows handled per transaction.
@@ -180,22 +180,9 @@ impl Scheduler {
         HashMap<TemplateId, Template>,
         HashMap<UserId, ContactRecord>,
     )> {
-        let ids: Vec<TemplateId> = batch.iter().map(|r| r.template_id).collect();
-        let templates = self
-            .store
-            .templates_by_ids(&ids)
-            .await?
-            .into_iter()
-            .map(|t| (t.id, t))
-            .collect();
-        let users: Vec<UserId> = batch.iter().map(|r| r.user_id.clone()).collect();
-        let contacts = self
-            .store
-            .contacts(&users)
-            .await?
-            .into_iter()
-            .map(|c| (c.user_id.clone(), c))
-            .collect();
+        let store = self.store.as_ref();
+        let templates = templates_by_id(store, batch.iter().map(|r| r.template_id)).await?;
+        let contacts = contacts_by_user(store, batch.iter().map(|r| r.user_id.clone())).await?;
         Ok((templates, contacts))
     }
 }

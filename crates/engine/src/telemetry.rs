@@ -109,6 +109,10 @@ pub fn describe() {
     describe_counter!(CODES_GENERATED, "Single-use codes generated");
     describe_counter!(RATE_LIMITED, "Requests refused by a rate limit, by limit");
     describe_counter!(
+        "coupond_messages_total",
+        "Email and SMS messages the couriers handled, by channel and outcome (sent, retried, deferred, failed)"
+    );
+    describe_counter!(
         "coupond_worker_restarts_total",
         "Background loops restarted after a panic or an error, by worker"
     );

@@ -17,6 +17,18 @@ async fn claim(app: &TestApp, id: i64) -> Reply {
     app.post(&path, &app.user, json!({})).await
 }
 
+/// A template of merchant 1 enrolled in a new activity of `activity` that requires approval:
+/// waiting for the platform's decision.
+async fn enrolled(app: &TestApp, mut activity: Value) -> i64 {
+    activity["approval"] = json!("required");
+    let activity = app.activity(activity).await;
+    let r = app
+        .post("/v1/templates", app.m1(), activity_template(activity, 500))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    r.body["id"].as_i64().unwrap()
+}
+
 fn event_kinds(r: &Reply, id: i64) -> Vec<String> {
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     r.body["items"]
@@ -159,13 +171,7 @@ async fn an_enrollment_waits_for_approval_and_a_rejection_says_why() {
 #[tokio::test]
 async fn a_waiting_enrollment_is_not_claimable_nor_listed() {
     let app = TestApp::new().await;
-    let mut body = activity_body(-1, 1, 2, 96);
-    body["approval"] = json!("required");
-    let activity = app.activity(body).await;
-    let r = app
-        .post("/v1/templates", app.m1(), activity_template(activity, 500))
-        .await;
-    let id = r.body["id"].as_i64().unwrap();
+    let id = enrolled(&app, activity_body(-1, 1, 2, 96)).await;
     app.clock.advance(Duration::hours(3));
     // The activity runs; the waiting template stays out of it.
     assert_eq!(claim(&app, id).await.status, StatusCode::NOT_FOUND);
@@ -193,13 +199,7 @@ async fn the_merchants_operators_are_emailed_each_decision() {
     use coupond_store::{OutboundQuery, OutboxPosition};
 
     let app = TestApp::new().await;
-    let mut body = activity_body(-1, 24, 48, 96);
-    body["approval"] = json!("required");
-    let activity = app.activity(body).await;
-    let r = app
-        .post("/v1/templates", app.m1(), activity_template(activity, 500))
-        .await;
-    let id = r.body["id"].as_i64().unwrap();
+    let id = enrolled(&app, activity_body(-1, 24, 48, 96)).await;
     operator(&app, "owner@m1.example", OperatorRole::Owner).await;
     operator(&app, "staff@m1.example", OperatorRole::Staff).await;
     let gone = operator(&app, "gone@m1.example", OperatorRole::Staff).await;

@@ -8,7 +8,7 @@
 //! cursor. A crash between pages repeats at most one page, and each delivery is keyed
 //! `campaign:<id>:<user>`, so nobody gets a message twice.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,12 +17,12 @@ use coupond_domain::messaging::text::worth;
 use coupond_domain::messaging::{Campaign, MessageKind, MessageText, Vars};
 use coupond_domain::{Actor, MerchantId, Template, Timestamp, UserId, Zone};
 use coupond_store::{
-    owner_key, CampaignMessage, CampaignPage, ContactRecord, MessageContent, NewCampaignMessage,
-    NewOutbound, Store, StoreResult,
+    owner_key, CampaignMessage, CampaignPage, MessageContent, NewCampaignMessage, NewOutbound,
+    Store, StoreResult,
 };
 use tokio::sync::Notify;
 
-use super::{MessagingRules, Texts};
+use super::{contacts_by_user, templates_by_id, MessagingRules, Texts};
 use crate::campaigns::CampaignError;
 use crate::clock::Clock;
 use crate::worker::{Lease, Pass, Worker};
@@ -97,19 +97,11 @@ impl CampaignSender {
     /// Sends one page of `m`; whether it was the last.
     pub async fn send_page(&self, m: &CampaignMessage, now: Timestamp) -> StoreResult<bool> {
         let page = self.store.campaign_recipients(m, now, PAGE).await?;
-        let contacts: HashMap<UserId, ContactRecord> = self
-            .store
-            .contacts(&page.users)
+        let store = self.store.as_ref();
+        let contacts = contacts_by_user(store, page.users.iter().cloned()).await?;
+        let template = templates_by_id(store, [m.template_id])
             .await?
-            .into_iter()
-            .map(|c| (c.user_id.clone(), c))
-            .collect();
-        let template = self
-            .store
-            .templates_by_ids(&[m.template_id])
-            .await?
-            .into_iter()
-            .next();
+            .remove(&m.template_id);
         let texts = Texts::load(&self.store, &self.rules.default_locale).await?;
         // By locale: the filled text and its recipients.
         let mut inbox: BTreeMap<String, (MessageText, Vec<(UserId, String)>)> = BTreeMap::new();

@@ -7,17 +7,17 @@
 //! cost a row per claim in a flash sale. A message's text is stored once per template,
 //! locale and day; each message is keyed by its event, so a redelivered batch adds nothing.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use coupond_domain::messaging::{MessageKind, MessageText};
-use coupond_domain::{Template, TemplateId, UserId};
+use coupond_domain::{TemplateId, UserId};
 use coupond_store::events::kind;
-use coupond_store::{ContactRecord, Event, MessageContent, Store, StoreResult};
+use coupond_store::{Event, MessageContent, Store, StoreResult};
 
 use super::texts::{coupon_vars, Texts};
-use super::Readers;
+use super::{contacts_by_user, templates_by_id, Readers};
 use crate::clock::Clock;
 use crate::dispatch::{coupon_facts, sinks, Observer};
 
@@ -47,16 +47,6 @@ impl InboxNotifier {
     pub fn readers(self, readers: Readers) -> Self {
         InboxNotifier { readers, ..self }
     }
-
-    async fn templates(&self, ids: &[TemplateId]) -> StoreResult<HashMap<TemplateId, Template>> {
-        Ok(self
-            .store
-            .templates_by_ids(ids)
-            .await?
-            .into_iter()
-            .map(|t| (t.id, t))
-            .collect())
-    }
 }
 
 #[async_trait]
@@ -74,20 +64,9 @@ impl Observer for InboxNotifier {
         if issued.is_empty() {
             return Ok(());
         }
-        let mut users: Vec<UserId> = issued.iter().map(|(_, f)| f.user.clone()).collect();
-        users.sort();
-        users.dedup();
-        let contacts: HashMap<UserId, ContactRecord> = self
-            .store
-            .contacts(&users)
-            .await?
-            .into_iter()
-            .map(|c| (c.user_id.clone(), c))
-            .collect();
-        let mut ids: Vec<TemplateId> = issued.iter().map(|(_, f)| f.template).collect();
-        ids.sort();
-        ids.dedup();
-        let templates = self.templates(&ids).await?;
+        let store = self.store.as_ref();
+        let contacts = contacts_by_user(store, issued.iter().map(|(_, f)| f.user.clone())).await?;
+        let templates = templates_by_id(store, issued.iter().map(|(_, f)| f.template)).await?;
         let texts = Texts::load(&self.store, &self.readers.locale).await?;
         let mut groups: BTreeMap<TextKey, (MessageText, Vec<(UserId, String)>)> = BTreeMap::new();
         for (event, f) in issued {

@@ -17,7 +17,7 @@ use coupond_store::{ContactRecord, Event, NewOutbound, Store, StoreResult};
 
 use super::enrollment;
 use super::texts::{coupon_vars, Texts};
-use super::MessagingRules;
+use super::{contacts_by_user, templates_by_id, MessagingRules};
 use crate::clock::Clock;
 use crate::dispatch::Observer;
 
@@ -123,33 +123,13 @@ impl Notifier {
         if items.is_empty() {
             return Ok(Vec::new());
         }
-        let mut users: Vec<UserId> = items.iter().map(|n| n.user.clone()).collect();
-        users.sort();
-        users.dedup();
-        let contacts: HashMap<UserId, ContactRecord> = self
-            .store
-            .contacts(&users)
-            .await?
-            .into_iter()
-            .map(|c| (c.user_id.clone(), c))
-            .collect();
+        let store = self.store.as_ref();
+        let contacts = contacts_by_user(store, items.iter().map(|n| n.user.clone())).await?;
         if contacts.is_empty() {
             return Ok(Vec::new());
         }
-        let mut ids: Vec<TemplateId> = items
-            .iter()
-            .filter(|n| contacts.contains_key(&n.user))
-            .map(|n| n.template)
-            .collect();
-        ids.sort();
-        ids.dedup();
-        let templates = self
-            .store
-            .templates_by_ids(&ids)
-            .await?
-            .into_iter()
-            .map(|t| (t.id, t))
-            .collect();
+        let reached = items.iter().filter(|n| contacts.contains_key(&n.user));
+        let templates = templates_by_id(store, reached.map(|n| n.template)).await?;
         let texts = Texts::load(&self.store, &self.rules.default_locale).await?;
         Ok(self.render(&items, &contacts, &templates, &texts, now))
     }

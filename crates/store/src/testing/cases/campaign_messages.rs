@@ -154,6 +154,23 @@ pub async fn campaign_messages_cap_page_and_send_once(s: Arc<dyn Store>) {
     segments_page_by_user_and_keep_the_active(&s, &t).await;
 }
 
+/// The platform records `c` about `t` at hour 16 (room for ten that day).
+async fn platform_sends(
+    s: &Arc<dyn Store>,
+    t: &coupond_domain::Template,
+    c: &Campaign,
+) -> crate::CampaignMessage {
+    let new = NewCampaignMessage {
+        template: t.id,
+        owner: 0,
+        actor: &Actor::Platform,
+        campaign: c,
+    };
+    s.insert_campaign_message(&new, at(16), 10, at(16))
+        .await
+        .unwrap()
+}
+
 async fn segments_page_by_user_and_keep_the_active(
     s: &Arc<dyn Store>,
     t: &coupond_domain::Template,
@@ -168,20 +185,7 @@ async fn segments_page_by_user_and_keep_the_active(
         any: vec![vip.clone()],
         active_within_days: None,
     }));
-    let m = s
-        .insert_campaign_message(
-            &NewCampaignMessage {
-                template: t.id,
-                owner: 0,
-                actor: &Actor::Platform,
-                campaign: &everyone,
-            },
-            at(16),
-            10,
-            at(16),
-        )
-        .await
-        .unwrap();
+    let m = platform_sends(s, t, &everyone).await;
     assert_eq!(
         m.campaign.segment().unwrap().any,
         std::slice::from_ref(&vip)
@@ -204,20 +208,7 @@ async fn segments_page_by_user_and_keep_the_active(
         any: vec![vip],
         active_within_days: Some(30),
     }));
-    let m = s
-        .insert_campaign_message(
-            &NewCampaignMessage {
-                template: t.id,
-                owner: 0,
-                actor: &Actor::Platform,
-                campaign: &active,
-            },
-            at(16),
-            10,
-            at(16),
-        )
-        .await
-        .unwrap();
+    let m = platform_sends(s, t, &active).await;
     let page = s.campaign_recipients(&m, at(16), 10).await.unwrap();
     assert_eq!((page.users, page.next), (vec![user("s-b")], None));
 }
