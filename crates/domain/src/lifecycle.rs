@@ -112,6 +112,27 @@ impl Template {
         }
     }
 
+    /// A message may invite users to claim it only while they can (`not_claimable`):
+    /// active, not before its claim window, not paused or ended.
+    pub fn check_inviting(&self, now: Timestamp) -> Result<(), DomainError> {
+        match self.status(now) {
+            TemplateStatus::Active if self.pause.is_none() => Ok(()),
+            st => Err(DomainError::state(
+                "not_claimable",
+                format!(
+                    "the template is {}{}: a message to a segment invites users to claim it, \
+                     so it must be claimable now",
+                    st.as_str(),
+                    if self.pause.is_some() {
+                        " and paused"
+                    } else {
+                        ""
+                    }
+                ),
+            )),
+        }
+    }
+
     /// It may be bound to a listing until it is final (`template_not_bindable`).
     pub fn check_bindable(&self, now: Timestamp) -> Result<(), DomainError> {
         match self.status(now) {

@@ -199,10 +199,15 @@ fn reminder_text(
     vars.insert("valid_until", day_text(r.day));
     let ahead = r.expiring.start.unix_micros() - now.unix_micros();
     let day = 86_400_000_000;
-    vars.insert("days_left", ((ahead.max(0) + day - 1) / day).to_string());
+    let days_left = (ahead.max(0) + day - 1) / day;
+    vars.insert("days_left", days_left.to_string());
     let filled = reading.text.render(&vars);
     MessageContent {
-        key: format!("reminder:{}:{}:{}", r.template_id, r.day, reading.locale),
+        // Stored once per key: everything the text is filled with is in it.
+        key: format!(
+            "reminder:{}:{}:{}:{days_left}",
+            r.template_id, r.day, reading.locale
+        ),
         kind: "reminder".into(),
         title: filled.subject,
         body: filled.body,

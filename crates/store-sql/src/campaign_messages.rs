@@ -1,7 +1,7 @@
 //! [`CampaignMessageStore`](coupond_store::CampaignMessageStore) on every backend
 //! ([`impl_campaign_message_store!`]): operators' campaign messages, capped per owner per local
-//! day, and their recipients paged by a cursor: a coupon id for holders (every backend's
-//! coupons are indexed by template and reachable by id), a user id for a segment.
+//! day, and their recipients paged by user id (holders through `coupons_by_template
+//! (template_id, user_id)`, a segment through `user_tags`), the last one the cursor.
 
 use coupond_domain::messaging::Campaign;
 use coupond_domain::{Actor, Segment, Tag, TemplateId, Timestamp, UserId};
@@ -65,12 +65,16 @@ pub async fn one(db: &dyn Db, id: i64) -> StoreResult<CampaignMessage> {
 pub async fn of_template(
     db: &dyn Db,
     template: TemplateId,
+    sender: Option<i64>,
     page: Page,
 ) -> StoreResult<Vec<CampaignMessage>> {
     let mut q = sql(format!(
         "SELECT {COLS} FROM campaign_messages WHERE template_id = "
     ));
     q.push_bind(template.get());
+    if let Some(owner) = sender {
+        q.push(" AND owner = ").push_bind(owner);
+    }
     if let Some(after) = page.after {
         q.push(" AND id < ").push_bind(after);
     }
@@ -100,42 +104,35 @@ pub async fn recipients(
         // A merchant's segment of tags none of which are shared: nobody.
         return Ok(Recipients::default());
     }
-    let by_coupon = m.campaign.segment().is_none();
     let mut q = match m.campaign.segment() {
         None => holders(m, now),
         Some(s) => segment(m, s),
     };
     q.push(" LIMIT ").push_bind(i64::from(limit));
     let rows = db.read_all(q).await?;
-    let next = if rows.len() < limit as usize {
-        None
-    } else {
-        let last = rows.last().ok_or_else(|| StoreError::other("no rows"))?;
-        Some(if by_coupon {
-            last.i64("id")?.to_string()
-        } else {
-            last.string("user_id")?
-        })
+    let next = match rows.last() {
+        Some(last) if rows.len() >= limit as usize => Some(last.string("user_id")?),
+        _ => None,
     };
-    let mut users: Vec<UserId> = rows
+    // A user id this version cannot read (written by hand, or by a newer coupond) is passed
+    // over rather than stopping the message for everyone.
+    let users = rows
         .iter()
-        .map(|r| UserId::parse(r.str("user_id")?).map_err(StoreError::other))
-        .collect::<StoreResult<_>>()?;
-    users.sort();
-    users.dedup();
+        .filter_map(|r| UserId::parse(r.str("user_id").ok()?).ok())
+        .collect();
     Ok(Recipients { users, next })
 }
 
-/// Unused coupons of the template valid at `now`, by coupon id after the cursor.
+/// The holders of an unused coupon of the template valid at `now`, after the cursor.
 fn holders(m: &CampaignMessage, now: Timestamp) -> Query {
-    let mut q = sql("SELECT id, user_id FROM coupons WHERE template_id = ");
-    q.push_bind(m.template_id.get())
-        .push(" AND status = 'unused' AND valid_until > ")
-        .push_bind(now);
-    if let Some(after) = m.cursor.as_deref().and_then(|c| c.parse::<i64>().ok()) {
-        q.push(" AND id > ").push_bind(after);
+    let mut q = sql("SELECT DISTINCT user_id FROM coupons WHERE template_id = ");
+    q.push_bind(m.template_id.get());
+    if let Some(after) = &m.cursor {
+        q.push(" AND user_id > ").push_bind(after.as_str());
     }
-    q.push(" ORDER BY id");
+    q.push(" AND status = 'unused' AND valid_until > ")
+        .push_bind(now)
+        .push(" ORDER BY user_id");
     q
 }
 
@@ -166,11 +163,13 @@ pub async fn send_page(db: &dyn Db, page: &CampaignPage<'_>, now: Timestamp) -> 
     let mut tx = db.begin(Work::Background).await?;
     let lock = db.dialect().lock_rows(true);
     let q = sql(format!(
-        "SELECT id FROM campaign_messages WHERE id = $1 AND finished_at IS NULL{lock}"
+        "SELECT next_after FROM campaign_messages WHERE id = $1 AND finished_at IS NULL{lock}"
     ))
     .bind(page.id);
-    if tx.fetch_optional(q).await?.is_none() {
-        return Ok(());
+    match tx.fetch_optional(q).await? {
+        Some(row) if row.opt_str("next_after")? == page.from => {}
+        // Finished, or moved on by another instance since this page was read.
+        _ => return Ok(()),
     }
     let mut reached = 0;
     for (content, recipients) in page.inbox {
@@ -240,11 +239,12 @@ macro_rules! impl_campaign_message_store {
             async fn template_campaign_messages(
                 &self,
                 template: $crate::reexport::domain::TemplateId,
+                sender: Option<i64>,
                 page: $crate::reexport::store::Page,
             ) -> $crate::reexport::store::StoreResult<
                 Vec<$crate::reexport::store::campaign_messages::CampaignMessage>,
             > {
-                $crate::campaign_messages::of_template(self, template, page).await
+                $crate::campaign_messages::of_template(self, template, sender, page).await
             }
             async fn next_campaign_message(
                 &self,

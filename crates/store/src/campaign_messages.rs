@@ -51,6 +51,9 @@ pub struct Recipients {
 #[derive(Clone, Debug)]
 pub struct CampaignPage<'a> {
     pub id: i64,
+    /// The cursor the page was read from: a page whose message moved on meanwhile (another
+    /// instance took over while this one stalled) is not sent.
+    pub from: Option<&'a str>,
     /// Where the next page starts; `None`: this page is the last.
     pub next: Option<&'a str>,
     /// The inbox messages: one content per locale, with its recipients and their keys.
@@ -72,17 +75,18 @@ pub trait CampaignMessageStore: Send + Sync {
         now: Timestamp,
     ) -> StoreResult<CampaignMessage>;
     async fn campaign_message(&self, id: i64) -> StoreResult<CampaignMessage>;
-    /// A template's messages, newest first, below `page.after` when given.
+    /// A template's messages, newest first, below `page.after` when given; with `sender`,
+    /// only those it sent ([`owner_key`](crate::owner_key)).
     async fn template_campaign_messages(
         &self,
         template: TemplateId,
+        sender: Option<i64>,
         page: Page,
     ) -> StoreResult<Vec<CampaignMessage>>;
     /// The oldest message still sending.
     async fn next_campaign_message(&self) -> StoreResult<Option<CampaignMessage>>;
-    /// Up to `limit` recipients of `m` after its cursor, in a stable order: holders of an
-    /// unused coupon valid at `now` (a user holding two appears twice at most, once per
-    /// page boundary; deliveries are keyed per user), or the segment's users.
+    /// Up to `limit` recipients of `m` after its cursor, by user id, each once: holders of an
+    /// unused coupon valid at `now`, or the segment's users. The cursor is the last user id.
     async fn campaign_recipients(
         &self,
         m: &CampaignMessage,
@@ -92,6 +96,6 @@ pub trait CampaignMessageStore: Send + Sync {
     /// Sends a page of message `page.id` in one transaction: its inbox messages and its email
     /// and SMS deliveries (each skipped where the user has it already), its cursor moved to
     /// `page.next` (`None`: finished at `now`), and the messages added counted. Nothing if
-    /// the message is finished already.
+    /// the message is finished already or its cursor is no longer `page.from`.
     async fn send_campaign_page(&self, page: &CampaignPage<'_>, now: Timestamp) -> StoreResult<()>;
 }

@@ -11,7 +11,7 @@ use coupond_domain::messaging::CampaignDraft;
 use coupond_domain::{Segment, TemplateId, Timestamp};
 use coupond_engine::messaging::campaigns;
 use coupond_engine::CampaignError;
-use coupond_store::{CampaignMessage, Conflict, StoreError};
+use coupond_store::{owner_key, CampaignMessage, Conflict, StoreError};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -81,8 +81,9 @@ impl CampaignMessageView {
 ///
 /// Sends a title and message about a template to its holders (users holding an unused coupon
 /// of it) or, with `segment`, to every user holding any of its tags (with
-/// `active_within_days`, only those seen lately; a merchant's segment counts only the tags the
-/// platform shares, and the template must be claimable). Each recipient gets it in the inbox,
+/// `active_within_days`, only those seen lately; a merchant may name only the tags the
+/// platform shares, 422 `tag_not_shared`; the template must be claimable now, 409
+/// `not_claimable`). Each recipient gets it in the inbox,
 /// and by email and SMS where the channel carries `campaign` messages, the user can be reached
 /// on it and did not turn campaigns off; the `campaign` message text (per locale) shapes it.
 /// Answered 202 at once; sent in the background. A sender (a merchant, or the
@@ -101,14 +102,17 @@ pub async fn send(
     ApiJson(body): ApiJson<CampaignDraft>,
 ) -> ApiResult<Response> {
     let t = load_visible(&s, &p, id).await?;
-    let mut campaign = body.validate()?;
-    if let Some(seg) = campaign.segment().cloned() {
+    let campaign = body.validate()?;
+    if let Some(seg) = campaign.segment() {
         // A merchant reaches users only through the tags the platform shares with it.
         let any = shared_tags::segment_tags(&s, &p, &seg.any).await?;
-        campaign = campaign.with_segment(Segment {
-            any,
-            active_within_days: seg.active_within_days,
-        });
+        if let Some(t) = seg.any.iter().find(|t| !any.contains(t)) {
+            return Err(ApiError::invalid(
+                "tag_not_shared",
+                "segment.any",
+                format!("tag {} is not shared with merchants", t.as_str()),
+            ));
+        }
     }
     let max = s.settings().campaigns_per_owner_per_day;
     let m = campaigns::record(
@@ -149,8 +153,8 @@ pub struct MessagesQuery {
 
 /// List a template's campaign messages.
 ///
-/// A template's campaign messages, newest first, with how far each got (the platform; the
-/// merchant owning the template).
+/// A template's campaign messages, newest first, with how far each got: for the platform
+/// every one; for the merchant owning the template, those it sent.
 #[utoipa::path(operation_id = "list_campaign_messages", get, path = "/v1/templates/{id}/messages", tag = "messages",
     params(("id" = i64, Path, description = "Template id"), MessagesQuery),
     responses((status = 200, description = "A page of messages", body = PageOf<CampaignMessageView>), CommonErrors),
@@ -163,7 +167,13 @@ pub async fn list(
 ) -> ApiResult<Json<PageOf<CampaignMessageView>>> {
     let page = pagination::page(q.cursor.as_deref(), q.limit, s.settings())?;
     load_visible(&s, &p, id).await?;
-    let rows = s.store().template_campaign_messages(id, page).await?;
+    // The platform's own messages (their segments may name tags it keeps to itself) are not
+    // the merchant's to read.
+    let sender = p.merchant().map(|m| owner_key(Some(m)));
+    let rows = s
+        .store()
+        .template_campaign_messages(id, sender, page)
+        .await?;
     Ok(Json(pagination::finish(
         rows,
         page,

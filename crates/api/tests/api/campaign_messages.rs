@@ -193,12 +193,24 @@ async fn segments_and_the_daily_cap(app: &TestApp, t: i64) {
         put(app, &format!("/v1/users/{u}/tags"), json!({"tags": [tag]})).await;
     }
     put(app, "/v1/tags/vip/shared", json!({})).await;
-    // The merchant names both tags; only the shared one counts for it.
-    let body = json!({"title": "For VIPs", "message": "Claim yours.",
+    // A merchant may name only the tags the platform shares.
+    let secret = json!({"title": "For VIPs", "message": "Claim yours.",
         "segment": {"any": ["vip", "secret"]}});
+    let r = app.post(&path, app.m1(), secret).await;
+    assert_eq!(
+        (r.status, r.code(), r.body["field"].as_str()),
+        (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "tag_not_shared",
+            Some("segment.any")
+        ),
+        "{}",
+        r.body
+    );
+    let body = json!({"title": "For VIPs", "message": "Claim yours.",
+        "segment": {"any": ["vip"]}});
     let r = app.post(&path, app.m1(), body.clone()).await;
     assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
-    assert_eq!(r.body["segment"]["any"], json!(["vip"]), "{}", r.body);
     send_all(app).await;
     for (u, got) in [("u-7", 1), ("u-8", 1), ("u-9", 0)] {
         let inbox = app.store.user_messages(&user(u), None, 10).await.unwrap();
@@ -218,11 +230,20 @@ async fn segments_and_the_daily_cap(app: &TestApp, t: i64) {
         "{}",
         r.body
     );
-    // The platform's own count is apart from the merchant's.
-    let r = app
-        .post(&path, &app.platform, json!({"title": "t", "message": "m"}))
-        .await;
+    // The platform's own count is apart from the merchant's, and its messages (their
+    // segments may name tags it keeps to itself) are not listed to the merchant.
+    let mine = json!({"title": "Platform only", "message": "m", "segment": {"any": ["secret"]}});
+    let r = app.post(&path, &app.platform, mine).await;
     assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
+    let seen = |r: &Reply| {
+        r.body["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["title"] == "Platform only")
+    };
+    assert!(seen(&app.get(&path, &app.platform).await));
+    assert!(!seen(&app.get(&path, app.m1()).await));
     // The next day: room again for holders; a segment asks for a claimable template, and
     // its claim window has closed.
     app.clock.set(Timestamp::parse(&at(25)).unwrap());
@@ -231,7 +252,12 @@ async fn segments_and_the_daily_cap(app: &TestApp, t: i64) {
         .await;
     assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.body);
     let r = app.post(&path, app.m1(), body).await;
-    assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::CONFLICT, "not_claimable"),
+        "{}",
+        r.body
+    );
 }
 
 fn user(s: &str) -> coupond_domain::UserId {

@@ -34,8 +34,8 @@ const IDLE: Duration = Duration::from_secs(5);
 const LEASE: time::Duration = time::Duration::seconds(30);
 
 /// Records a campaign message about `t` from `actor`, to be sent by the [`CampaignSender`]:
-/// a message to a segment invites users to claim, so the template must be claimable now; one
-/// to its holders may go while they hold it. At most `max_per_day` per sender (`merchant`,
+/// a message to a segment invites users to claim, so the template must be claimable now
+/// (active, not paused); one to its holders may go while they hold it. At most `max_per_day` per sender (`merchant`,
 /// or the platform when `None`) per local day of `zone` (`Conflict(Conflict::Limit)` past
 /// it): the platform's messages about a merchant's template do not use up the merchant's.
 #[allow(clippy::too_many_arguments)]
@@ -50,7 +50,7 @@ pub async fn record(
     now: Timestamp,
 ) -> Result<CampaignMessage, CampaignError> {
     if campaign.segment().is_some() {
-        t.check_issuing(now)?;
+        t.check_inviting(now)?;
     }
     let since = zone.day_start(zone.day_of(now)).unwrap_or(now);
     let new = NewCampaignMessage {
@@ -146,6 +146,7 @@ impl CampaignSender {
             .collect();
         let step = CampaignPage {
             id: m.id,
+            from: m.cursor.as_deref(),
             next: page.next.as_deref(),
             inbox: &inbox,
             outbound: &outbound,

@@ -64,8 +64,9 @@ struct SentPartial {
     error: Option<String>,
 }
 
-/// Sends a message to the template's holders through the API; answered with its row, or
-/// the API's words for what is wrong (over the day's limit, a title too long).
+/// Sends a message to the template's holders through the API; answered (200, for htmx to
+/// show it) with what it was sent to, or the API's words for what is wrong (over the day's
+/// limit, a title too long).
 pub async fn send(
     State(console): State<Console>,
     session: Session,
@@ -94,11 +95,12 @@ pub async fn send(
                 error: None,
             },
         ),
+        // Answered 200 all the same: htmx swaps in only a successful answer, and the person
+        // must read why nothing was sent.
         Err(p) => {
             let field = p.field.as_deref().unwrap_or("message").replace('_', " ");
-            let status = StatusCode::from_u16(p.status).unwrap_or(StatusCode::BAD_REQUEST);
             let error = Some(format!("{field}: {}", p.detail));
-            (status, SentPartial { sent: None, error })
+            (StatusCode::OK, SentPartial { sent: None, error })
         }
     };
     render(status, &page)

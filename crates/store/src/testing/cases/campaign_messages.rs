@@ -67,23 +67,23 @@ pub async fn campaign_messages_cap_page_and_send_once(s: Arc<dyn Store>) {
         (first.campaign.title(), first.finished_at, first.recipients),
         ("Spring sale", None, 0)
     );
+    let page = crate::Page {
+        after: None,
+        limit: 10,
+    };
     let listed = s
-        .template_campaign_messages(
-            t.id,
-            crate::Page {
-                after: None,
-                limit: 10,
-            },
-        )
+        .template_campaign_messages(t.id, None, page)
         .await
         .unwrap();
     assert_eq!(listed.len(), 3);
     assert!(listed[0].id > listed[2].id, "newest first");
+    let of = |sender| s.template_campaign_messages(t.id, Some(sender), page);
+    assert_eq!(of(7).await.unwrap().len(), 3);
+    assert!(of(0).await.unwrap().is_empty(), "only the sender's own");
 
-    // Holders in pages of two: u3, u1 (by coupon), then u2; a used or expired coupon is not
-    // held.
+    // Holders by user id in pages of two: u1, u2, then u3.
     let page = s.campaign_recipients(&first, at(16), 2).await.unwrap();
-    assert_eq!(page.users, [user("u1"), user("u3")]);
+    assert_eq!(page.users, [user("u1"), user("u2")]);
     let next = page.next.clone().expect("more");
     let content = MessageContent {
         key: format!("campaign:{}:en", first.id),
@@ -111,6 +111,7 @@ pub async fn campaign_messages_cap_page_and_send_once(s: Arc<dyn Store>) {
     };
     let step = CampaignPage {
         id: first.id,
+        from: None,
         next: Some(&next),
         inbox: &inbox,
         outbound: std::slice::from_ref(&email),
@@ -123,12 +124,20 @@ pub async fn campaign_messages_cap_page_and_send_once(s: Arc<dyn Store>) {
         (m.cursor.as_deref(), m.recipients, m.queued, m.finished_at),
         (Some(next.as_str()), 2, 1, None)
     );
+    // A page read from where the message no longer is (a stalled instance whose lease
+    // lapsed) is not sent: the cursor never moves back.
+    let stale = CampaignPage {
+        next: Some("u0"),
+        ..step.clone()
+    };
+    s.send_campaign_page(&stale, at(16)).await.unwrap();
     let rest = s.campaign_recipients(&m, at(16), 2).await.unwrap();
-    assert_eq!((rest.users, rest.next), (vec![user("u2")], None));
+    assert_eq!((rest.users, rest.next), (vec![user("u3")], None));
     let last = CampaignPage {
         id: m.id,
+        from: m.cursor.as_deref(),
         next: None,
-        inbox: &[(content, vec![(user("u2"), format!("campaign:{}:u2", m.id))])],
+        inbox: &[(content, vec![(user("u3"), format!("campaign:{}:u3", m.id))])],
         outbound: &[],
     };
     s.send_campaign_page(&last, at(16)).await.unwrap();
