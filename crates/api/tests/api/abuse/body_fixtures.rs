@@ -322,7 +322,8 @@ pub(super) async fn fixtures(app: &TestApp) -> BTreeMap<(Method, String), Fixtur
         "/v1/templates/{id}/messages",
         f(
             format!("/v1/templates/{claimable}/messages"),
-            &m1,
+            // The platform: it may name any tag in a segment.
+            &platform,
             json!({"title": "Spring sale", "message": "Ends Sunday.", "segment": {"any": ["vip"], "active_within_days": 30}}),
         ),
     );
