@@ -85,6 +85,20 @@ impl Shelf {
     pub fn is_empty(&self) -> bool {
         self.templates.is_empty()
     }
+
+    /// The largest share of its budget any active template on offer has given or holds
+    /// for open orders (1.0: spent); `None` when none has a budget.
+    pub fn budget_used_max(&self, now: Timestamp) -> Option<f64> {
+        self.templates
+            .iter()
+            .filter(|t| t.status(now) == TemplateStatus::Active)
+            .filter_map(|t| {
+                let budget = t.spec.budget?.minor();
+                let used = t.given.minor().saturating_add(t.reserved.minor());
+                (budget > 0).then(|| used as f64 / budget as f64)
+            })
+            .reduce(f64::max)
+    }
 }
 
 /// Which of the templates on offer a caller asks for (every one left out: all of them).

@@ -41,6 +41,19 @@ pub const AUDIT_VIOLATIONS: &str = "coupond_audit_violations";
 /// When that run finished, Unix seconds.
 pub const AUDIT_LAST_RUN: &str = "coupond_audit_last_run_timestamp_seconds";
 
+/// Templates claimable now, of them those with nothing left to claim, and those low on
+/// stock (read at scrape).
+pub const TEMPLATES_CLAIMABLE: &str = "coupond_templates_claimable";
+pub const TEMPLATES_SOLD_OUT: &str = "coupond_templates_sold_out";
+pub const TEMPLATES_LOW_STOCK: &str = "coupond_templates_low_stock";
+/// The largest share of its budget an active template has given or reserved (read at
+/// scrape; absent while no active template has a budget).
+pub const BUDGET_USED_RATIO_MAX: &str = "coupond_budget_used_ratio_max";
+/// Orders still locked whose lock ends within five minutes (read at scrape).
+pub const LOCKS_EXPIRING_SOON: &str = "coupond_locks_expiring_soon";
+/// 1 when the scrape's reads of the database succeeded, 0 when they did not.
+pub const DATABASE_UP: &str = "coupond_database_up";
+
 /// Users' requests not marked seen because the in-memory map of users seen was full
 /// (`users.seen_capacity`); the next request after a flush marks them.
 pub const SEEN_DROPPED: &str = "coupond_seen_dropped_total";
@@ -96,6 +109,30 @@ pub fn describe() {
         "When the last audit run finished its checks, Unix seconds (read at scrape)"
     );
     describe_counter!(WEBHOOK_DELIVERIES, "Webhook delivery attempts, by result");
+    describe_gauge!(
+        TEMPLATES_CLAIMABLE,
+        "Templates claimable now (read at scrape)"
+    );
+    describe_gauge!(
+        TEMPLATES_SOLD_OUT,
+        "Claimable templates with nothing left to claim (read at scrape)"
+    );
+    describe_gauge!(
+        TEMPLATES_LOW_STOCK,
+        "Claimable templates with less than a twentieth of their stock left (read at scrape)"
+    );
+    describe_gauge!(
+        BUDGET_USED_RATIO_MAX,
+        "The largest share of its budget an active template has given or reserved (read at scrape)"
+    );
+    describe_gauge!(
+        LOCKS_EXPIRING_SOON,
+        "Orders still locked whose lock ends within five minutes (read at scrape)"
+    );
+    describe_gauge!(
+        DATABASE_UP,
+        "1 when the scrape could read the database, 0 when it could not"
+    );
     describe_histogram!(
         WEBHOOK_QUEUE_AGE_SECONDS,
         Unit::Seconds,

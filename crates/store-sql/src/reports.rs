@@ -409,6 +409,12 @@ macro_rules! impl_report_store {
             ) -> $crate::reexport::store::StoreResult<$crate::reexport::store::Standing> {
                 $crate::standing::standing(self, merchant, now).await
             }
+            async fn locks_due_before(
+                &self,
+                before: $crate::reexport::domain::Timestamp,
+            ) -> $crate::reexport::store::StoreResult<i64> {
+                $crate::standing::locks_due_before(self, before).await
+            }
             async fn needing_attention(
                 &self,
                 merchant: Option<$crate::reexport::domain::MerchantId>,

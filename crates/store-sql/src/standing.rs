@@ -39,7 +39,8 @@ pub async fn standing(
     // `claimed` over its stock shards) and marks the claimable ones.
     let q = sql(format!(
         "SELECT COALESCE({claimed}, 0) AS claimed, COALESCE({used}, 0) AS used,
-                COALESCE({live}, 0) AS claimable, COALESCE({low}, 0) AS low_stock
+                COALESCE({live}, 0) AS claimable, COALESCE({low}, 0) AS low_stock,
+                COALESCE({gone}, 0) AS sold_out
          FROM (SELECT {cols}, total_stock,
                       CASE WHEN {claimable} THEN 1 ELSE 0 END AS live
                FROM templates WHERE 1 = 1 {only}) t",
@@ -50,6 +51,9 @@ pub async fn standing(
             "CASE WHEN live = 1 AND {} THEN 1 ELSE 0 END",
             low_stock()
         )),
+        gone = d.sum(
+            "CASE WHEN live = 1 AND total_stock > 0 AND claimed >= total_stock THEN 1 ELSE 0 END"
+        ),
         cols = db.template_columns(),
         only = only(merchant),
         claimable = claimable(),
@@ -63,6 +67,7 @@ pub async fn standing(
     Ok(Standing {
         claimable: r.i64("claimable")?,
         low_stock: r.i64("low_stock")?,
+        sold_out: r.i64("sold_out")?,
         claimed: r.i64("claimed")?,
         used: r.i64("used")?,
     })
@@ -95,4 +100,11 @@ pub async fn needing_attention(
     };
     let q = q.bind(soon).bind(i64::from(limit));
     db.read_all(q).await?.iter().map(template_row).collect()
+}
+
+/// Orders whose lock ends before `before`, still locked.
+pub async fn locks_due_before(db: &dyn Db, before: Timestamp) -> StoreResult<i64> {
+    let q = sql("SELECT count(*) AS n FROM orders WHERE state = 'locked' AND deadline < $1")
+        .bind(before);
+    db.read_one(q).await?.i64("n")
 }

@@ -67,6 +67,9 @@ pub trait ReportStore: Send + Sync {
     /// stock, coupons claimed and used; counted in the database, however many there are.
     async fn standing(&self, merchant: Option<MerchantId>, now: Timestamp)
         -> StoreResult<Standing>;
+    /// How many orders are still locked with a deadline before `before` (locks about to
+    /// end without a confirm).
+    async fn locks_due_before(&self, before: Timestamp) -> StoreResult<i64>;
     /// Up to `limit` claimable templates that need attention at `now` (low on stock, or usable
     /// only until before `soon`), soonest expiry first; of one merchant, or all.
     async fn needing_attention(

@@ -132,6 +132,8 @@ pub struct Standing {
     ///
     /// [`LOW_STOCK_DIVISOR`]: coupond_domain::LOW_STOCK_DIVISOR
     pub low_stock: i64,
+    /// Claimable templates with nothing left to claim.
+    pub sold_out: i64,
     /// Coupons claimed of every template, ever.
     pub claimed: i64,
     /// Coupons used of every template, ever.

@@ -131,10 +131,31 @@ pub async fn metrics(State(s): State<AppState>) -> impl IntoResponse {
             metrics::gauge!(AUDIT_LAST_RUN).set(at);
         }
     }
+    let up = domain_gauges(&s).await.is_ok();
+    metrics::gauge!(coupond_engine::telemetry::DATABASE_UP).set(if up { 1.0 } else { 0.0 });
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
         metrics_handle().render(),
     )
+}
+
+/// The figures operators alert on, read at scrape time so every instance reports the same:
+/// templates claimable, sold out and low; the largest share of a budget spent; locks about
+/// to end. An error means the database could not be read.
+async fn domain_gauges(s: &AppState) -> Result<(), coupond_store::StoreError> {
+    use coupond_engine::telemetry as t;
+    let now = s.now();
+    let standing = s.store().standing(None, now).await?;
+    metrics::gauge!(t::TEMPLATES_CLAIMABLE).set(standing.claimable as f64);
+    metrics::gauge!(t::TEMPLATES_SOLD_OUT).set(standing.sold_out as f64);
+    metrics::gauge!(t::TEMPLATES_LOW_STOCK).set(standing.low_stock as f64);
+    let soon = now.plus(time::Duration::minutes(5));
+    let expiring = s.store().locks_due_before(soon).await?;
+    metrics::gauge!(t::LOCKS_EXPIRING_SOON).set(expiring as f64);
+    if let Some(share) = s.shelf().await?.budget_used_max(now) {
+        metrics::gauge!(t::BUDGET_USED_RATIO_MAX).set(share);
+    }
+    Ok(())
 }
 
 /// This document.

@@ -5,6 +5,7 @@
 mod abuse;
 mod actions;
 mod active_users;
+mod alerting;
 mod approval;
 mod audit;
 mod backends;

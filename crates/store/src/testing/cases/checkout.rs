@@ -104,6 +104,9 @@ pub async fn orders_lock_then_confirm(s: Arc<dyn Store>) {
             &serde_json::json!({"discount": 1000})
         )
     );
+    // Locks about to end (what `coupond_locks_expiring_soon` counts): ends before at(16)+.
+    assert_eq!(s.locks_due_before(at(16)).await.unwrap(), 0);
+    assert_eq!(s.locks_due_before(at(17)).await.unwrap(), 1);
     for c in s.coupons_by_ids(&ids).await.unwrap() {
         assert_eq!(c.stored_status, CouponStatus::Locked);
         assert_eq!(

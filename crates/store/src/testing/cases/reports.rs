@@ -46,6 +46,7 @@ pub async fn standing_counts_what_is_claimable_and_low(s: Arc<dyn Store>) {
     let expected = crate::Standing {
         claimable: 3,
         low_stock: 2,
+        sold_out: 1,
         claimed: 62,
         used: 0,
     };
