@@ -137,3 +137,13 @@ fn rules(
         max_attempts,
     })
 }
+
+/// How users without their own zone and locale read the inbox: the platform's zone and
+/// `messages.default_locale` (checked when the configuration loaded).
+pub fn readers(config: &Config) -> coupond_engine::messaging::Readers {
+    coupond_engine::messaging::Readers {
+        zone: config.platform.time_zone,
+        locale: Locale::parse(&config.messages.default_locale)
+            .unwrap_or_else(|_| Locale::english()),
+    }
+}

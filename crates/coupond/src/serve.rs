@@ -323,7 +323,7 @@ fn start_workers(
             state.settings().freeze,
             holder.clone(),
         )
-        .readers(readers(config)),
+        .readers(crate::messaging::readers(config)),
         coupond_engine::worker::run,
     );
     let observers = observers(config, state, store, clock);
@@ -386,16 +386,6 @@ fn start_workers(
     all
 }
 
-/// How users without their own zone and locale read the inbox: the platform's zone and
-/// `messages.default_locale` (checked when the configuration loaded).
-fn readers(config: &Config) -> coupond_engine::messaging::Readers {
-    coupond_engine::messaging::Readers {
-        zone: config.platform.time_zone,
-        locale: coupond_domain::messaging::Locale::parse(&config.messages.default_locale)
-            .unwrap_or_else(|_| coupond_domain::messaging::Locale::english()),
-    }
-}
-
 /// The outbox's consumers, in the order the dispatcher hands them each batch.
 fn observers(
     config: &Config,
@@ -417,7 +407,7 @@ fn observers(
         ),
         Arc::new(
             coupond_engine::InboxNotifier::new(store.clone(), clock.clone())
-                .readers(readers(config)),
+                .readers(crate::messaging::readers(config)),
         ),
         Arc::new(coupond_engine::WebhookFanout::new(
             store.clone(),

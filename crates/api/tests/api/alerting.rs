@@ -1,24 +1,9 @@
 //! What `/metrics` gives an operator to alert on (`deploy/prometheus/alerts.yml` reads it):
 //! every family has its HELP and TYPE, and the figures read at scrape are there.
 
-use axum::http::StatusCode;
 use serde_json::json;
 
 use crate::support::*;
-
-async fn scrape(app: &TestApp) -> String {
-    use http_body_util::BodyExt;
-    let req = axum::http::Request::builder()
-        .uri("/metrics")
-        .body(axum::body::Body::empty())
-        .unwrap();
-    let res = tower::ServiceExt::oneshot(app.router.clone(), req)
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::OK);
-    let body = res.into_body().collect().await.unwrap().to_bytes();
-    String::from_utf8(body.to_vec()).unwrap()
-}
 
 /// The family a sample line belongs to: its name without the histogram's suffixes.
 fn family(sample: &str) -> &str {
@@ -37,7 +22,7 @@ async fn every_metric_has_help_and_type_and_the_alerts_figures_are_there() {
     for u in ["u-a1", "u-a2"] {
         app.post(&path, &app.service, json!({"user_id": u})).await;
     }
-    let text = scrape(&app).await;
+    let text = crate::flows::metrics_text(&app).await;
     let mut families = std::collections::BTreeSet::new();
     for line in text
         .lines()

@@ -378,7 +378,8 @@ async fn system_routes_and_request_ids() {
 }
 
 /// `/metrics` as text.
-async fn metrics_text(app: &TestApp) -> String {
+/// The text `GET /metrics` answers.
+pub(crate) async fn metrics_text(app: &TestApp) -> String {
     let req = axum::http::Request::builder()
         .uri("/metrics")
         .body(axum::body::Body::empty())
