@@ -82,8 +82,10 @@ async fn a_merchant_sends_a_message_to_its_holders_from_the_template_page() {
         sent.body
     );
     let rules = MessagingRules {
-        zone: Zone::UTC,
-        default_locale: Locale::parse("en").unwrap(),
+        readers: coupond_engine::messaging::Readers {
+            zone: Zone::UTC,
+            locale: Locale::parse("en").unwrap(),
+        },
         channels: vec![],
     };
     let sender = CampaignSender::new(

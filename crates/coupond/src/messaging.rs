@@ -8,7 +8,6 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use coupond_domain::messaging::{Channel, Locale, QuietHours};
-use coupond_domain::Zone;
 use coupond_engine::clock::Clock;
 use coupond_engine::messaging::sms::BodyFormat;
 use coupond_engine::messaging::{
@@ -42,7 +41,6 @@ pub fn build(
     store: &Arc<dyn Store>,
     clock: &Arc<dyn Clock>,
     secret: &[u8],
-    zone: Zone,
     holder: &str,
 ) -> anyhow::Result<Messaging> {
     let unsubscribe = Unsubscribe::new(secret, &config.messages.public_url);
@@ -105,8 +103,7 @@ pub fn build(
         ));
     }
     let shared = MessagingRules {
-        zone,
-        default_locale: Locale::parse(&config.messages.default_locale)?,
+        readers: readers(config),
         channels: channels.iter().map(|(r, _)| r.clone()).collect(),
     };
     let couriers = channels

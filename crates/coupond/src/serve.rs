@@ -110,14 +110,7 @@ async fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
     let upkeep = spawn_upkeep(state.clone());
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     // Background work stops between steps once the signal arrives; what it committed stays.
-    let messaging = crate::messaging::build(
-        &config,
-        &store,
-        &clock,
-        &secret,
-        config.platform.time_zone,
-        &instance,
-    )?;
+    let messaging = crate::messaging::build(&config, &store, &clock, &secret, &instance)?;
     let mut background = start_workers(&config, &state, &store, &clock, &instance, &stop_rx, nats);
     background.extend(start_messaging(
         messaging, &state, &store, &clock, &instance, &stop_rx,

@@ -19,7 +19,7 @@ pub mod text;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-pub use campaign::{Audience, Campaign, CampaignDraft};
+pub use campaign::{Campaign, CampaignDraft};
 pub use contact::{Contact, ContactDraft, Locale, Phone, Preferences};
 pub use quiet::QuietHours;
 pub use text::{MessageText, Vars};

@@ -112,10 +112,9 @@ impl Default for Readers {
 /// What every part of messaging agrees on.
 #[derive(Clone, Debug)]
 pub struct MessagingRules {
-    /// The platform's zone: users without their own read days and hours in it.
-    pub zone: Zone,
-    /// The locale of users without one, and the fallback of a locale without a text.
-    pub default_locale: Locale,
+    /// The zone and locale of users without their own (the platform's zone; the locale a
+    /// locale without a text falls back to).
+    pub readers: Readers,
     /// The channels configured (none: nothing is sent outside the app).
     pub channels: Vec<ChannelRules>,
 }
@@ -132,7 +131,7 @@ impl MessagingRules {
         filled: &MessageText,
         now: Timestamp,
     ) -> Vec<NewOutbound> {
-        let zone = c.contact.zone.unwrap_or(self.zone);
+        let zone = c.contact.zone.unwrap_or(self.readers.zone);
         self.channels
             .iter()
             .filter(|r| r.kinds.contains(&kind) && c.preferences.allows(r.channel, kind))

@@ -142,8 +142,10 @@ async fn a_claim_emails_its_user_once_in_their_language_even_across_an_outage() 
         .unwrap();
 
     let rules = MessagingRules {
-        zone: Zone::UTC,
-        default_locale: coupond_domain::messaging::Locale::english(),
+        readers: coupond_engine::messaging::Readers {
+            zone: Zone::UTC,
+            locale: coupond_domain::messaging::Locale::english(),
+        },
         channels: vec![email_rules()],
     };
     let notify = Dispatcher::under_lease(
@@ -416,8 +418,10 @@ async fn reminders_count_local_days_and_go_at_the_local_hour() {
     store.put_contact(&ann, &c, at(1)).await.unwrap();
     let planner = ReminderPlanner::new(store.clone(), 3).local(shanghai, Some((10, 0)));
     let rules = MessagingRules {
-        zone: shanghai,
-        default_locale: coupond_domain::messaging::Locale::english(),
+        readers: coupond_engine::messaging::Readers {
+            zone: shanghai,
+            locale: coupond_domain::messaging::Locale::english(),
+        },
         channels: vec![email_rules()],
     };
     let notifier = Notifier::new(store.clone(), clock_arc.clone(), rules);

@@ -105,14 +105,7 @@ pub async fn send(
     let campaign = body.validate()?;
     if let Some(seg) = campaign.segment() {
         // A merchant reaches users only through the tags the platform shares with it.
-        let any = shared_tags::segment_tags(&s, &p, &seg.any).await?;
-        if let Some(t) = seg.any.iter().find(|t| !any.contains(t)) {
-            return Err(ApiError::invalid(
-                "tag_not_shared",
-                "segment.any",
-                format!("tag {} is not shared with merchants", t.as_str()),
-            ));
-        }
+        shared_tags::check_shared(&s, &p, "segment.any", &seg.any).await?;
     }
     let max = s.settings().campaigns_per_owner_per_day;
     let m = campaigns::record(

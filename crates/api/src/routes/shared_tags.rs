@@ -152,18 +152,29 @@ pub(crate) async fn check_audience(
     p: &Principal,
     audience: Option<&Audience>,
 ) -> ApiResult<()> {
+    match audience.map(|a| a.clone().validate()) {
+        Some(Ok(Audience::Tags { any })) => check_shared(s, p, "audience.any", &any).await,
+        _ => Ok(()),
+    }
+}
+
+/// Refuses `tags` (of field `field`) if one is not shared and `p` is not the platform: 422
+/// `tag_not_shared`, whether or not anyone holds the tag.
+pub(crate) async fn check_shared(
+    s: &AppState,
+    p: &Principal,
+    field: &str,
+    tags: &[Tag],
+) -> ApiResult<()> {
     if *p == Principal::Platform {
         return Ok(());
     }
-    let Some(Ok(Audience::Tags { any })) = audience.map(|a| a.clone().validate()) else {
-        return Ok(());
-    };
-    let shared = s.store().shared_of(&any).await?;
-    match any.iter().find(|t| !shared.contains(t)) {
+    let shared = s.store().shared_of(tags).await?;
+    match tags.iter().find(|t| !shared.contains(t)) {
         None => Ok(()),
         Some(t) => Err(ApiError::invalid(
             "tag_not_shared",
-            "audience.any",
+            field,
             format!("tag {} is not shared with merchants", t.as_str()),
         )),
     }

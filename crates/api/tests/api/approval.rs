@@ -214,8 +214,10 @@ async fn the_merchants_operators_are_emailed_each_decision() {
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
 
     let rules = MessagingRules {
-        zone: coupond_domain::Zone::UTC,
-        default_locale: Locale::english(),
+        readers: coupond_engine::messaging::Readers {
+            zone: coupond_domain::Zone::UTC,
+            locale: Locale::english(),
+        },
         channels: vec![ChannelRules {
             channel: Channel::Email,
             kinds: vec![

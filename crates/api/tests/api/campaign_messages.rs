@@ -20,8 +20,10 @@ use crate::support::*;
 /// Sends every campaign message recorded so far, page by page, as `serve`'s loop would.
 async fn send_all(app: &TestApp) {
     let rules = MessagingRules {
-        zone: Zone::UTC,
-        default_locale: coupond_domain::messaging::Locale::parse("en").unwrap(),
+        readers: coupond_engine::messaging::Readers {
+            zone: Zone::UTC,
+            locale: coupond_domain::messaging::Locale::parse("en").unwrap(),
+        },
         channels: vec![ChannelRules {
             channel: Channel::Email,
             kinds: vec![MessageKind::Campaign],

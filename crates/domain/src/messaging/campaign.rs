@@ -2,7 +2,7 @@
 //! template's holders or to a segment, through each user's inbox and the outside channels
 //! they can be reached on and did not turn campaigns off for.
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use utoipa::ToSchema;
 
 use crate::error::DomainError;
@@ -13,16 +13,6 @@ use crate::text::check_text;
 pub const MAX_TITLE: usize = 120;
 /// The longest message: it is an SMS's whole text too, so it stays within one long SMS.
 pub const MAX_MESSAGE: usize = 500;
-
-/// Who a campaign message goes to.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Audience {
-    /// Every user holding an unused coupon of the template, valid when the message goes.
-    Holders,
-    /// Every user of the segment (with `active_within_days`, only those seen lately).
-    Segment(Segment),
-}
 
 /// A campaign message as asked: `{"title": ..., "message": ..., "segment": {...}}`; without
 /// `segment`, it goes to the template's holders.
@@ -39,12 +29,13 @@ pub struct CampaignDraft {
     pub segment: Option<Segment>,
 }
 
-/// A checked campaign message.
+/// A checked campaign message: to its segment's users, or (with none) to the template's
+/// holders of an unused coupon valid when the message goes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Campaign {
     title: String,
     message: String,
-    audience: Audience,
+    segment: Option<Segment>,
 }
 
 impl CampaignDraft {
@@ -53,14 +44,10 @@ impl CampaignDraft {
     pub fn validate(self) -> Result<Campaign, DomainError> {
         check_text("title", &self.title, 1, MAX_TITLE)?;
         check_text("message", &self.message, 1, MAX_MESSAGE)?;
-        let audience = match self.segment {
-            Some(s) => Audience::Segment(s.validate()?),
-            None => Audience::Holders,
-        };
         Ok(Campaign {
             title: self.title,
             message: self.message,
-            audience,
+            segment: self.segment.map(Segment::validate).transpose()?,
         })
     }
 }
@@ -72,16 +59,7 @@ impl Campaign {
         Campaign {
             title,
             message,
-            audience: segment.map_or(Audience::Holders, Audience::Segment),
-        }
-    }
-
-    /// The message sent to `segment` instead (a merchant's segment, narrowed to the tags it
-    /// may use).
-    pub fn with_segment(self, segment: Segment) -> Campaign {
-        Campaign {
-            audience: Audience::Segment(segment),
-            ..self
+            segment,
         }
     }
 
@@ -93,16 +71,9 @@ impl Campaign {
         &self.message
     }
 
-    pub fn audience(&self) -> &Audience {
-        &self.audience
-    }
-
-    /// The segment, for a segment's message.
+    /// The segment, for a segment's message; `None` for the holders'.
     pub fn segment(&self) -> Option<&Segment> {
-        match &self.audience {
-            Audience::Segment(s) => Some(s),
-            Audience::Holders => None,
-        }
+        self.segment.as_ref()
     }
 }
 
@@ -124,7 +95,7 @@ mod tests {
         let c = draft("Spring sale", "Your coupon ends Sunday.", None)
             .validate()
             .unwrap();
-        assert_eq!(c.audience(), &Audience::Holders);
+        assert_eq!(c.segment(), None, "the holders'");
         for (d, field) in [
             (draft("", "m", None), "title"),
             (draft(&"t".repeat(MAX_TITLE + 1), "m", None), "title"),

@@ -102,25 +102,24 @@ impl CampaignSender {
         let template = templates_by_id(store, [m.template_id])
             .await?
             .remove(&m.template_id);
-        let texts = Texts::load(&self.store, &self.rules.default_locale).await?;
+        let texts = Texts::load(&self.store, &self.rules.readers.locale).await?;
         // By locale: the filled text and its recipients.
         let mut inbox: BTreeMap<String, (MessageText, Vec<(UserId, String)>)> = BTreeMap::new();
         let mut outbound: Vec<NewOutbound> = Vec::new();
         for user in &page.users {
             let c = contacts.get(user);
-            let locale = c.and_then(|c| c.contact.locale.as_ref());
-            let (text, tag) = texts.pick(MessageKind::Campaign, locale);
-            let mut vars = Vars::new();
-            vars.insert("title", m.campaign.title().to_owned());
-            vars.insert("message", m.campaign.message().to_owned());
-            if let Some(t) = &template {
-                vars.insert("coupon", t.spec.title.clone());
-                vars.insert("value", worth(&t.spec.value, &tag));
-            }
+            let r = texts.for_reader(MessageKind::Campaign, c, &self.rules.readers);
             let key = format!("campaign:{}:{user}", m.id);
-            let entry = inbox
-                .entry(tag)
-                .or_insert_with(|| (text.render(&vars), Vec::new()));
+            let entry = inbox.entry(r.locale).or_insert_with_key(|locale| {
+                let mut vars = Vars::new();
+                vars.insert("title", m.campaign.title().to_owned());
+                vars.insert("message", m.campaign.message().to_owned());
+                if let Some(t) = &template {
+                    vars.insert("coupon", t.spec.title.clone());
+                    vars.insert("value", worth(&t.spec.value, locale));
+                }
+                (r.text.render(&vars), Vec::new())
+            });
             if let Some(c) = c {
                 outbound.extend(self.rules.deliveries(
                     c,

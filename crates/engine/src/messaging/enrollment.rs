@@ -64,7 +64,7 @@ pub(super) async fn decisions(
     if found.is_empty() {
         return Ok(out);
     }
-    let texts = Texts::load(store, &rules.default_locale).await?;
+    let texts = Texts::load(store, &rules.readers.locale).await?;
     for d in found {
         let operators = store
             .list_operators(Some(d.merchant), None, MAX_OPERATORS)
@@ -90,7 +90,7 @@ pub(super) async fn decisions(
                 user_id: None,
                 kind: d.kind,
                 address: op.email.as_str().to_owned(),
-                zone: rules.zone,
+                zone: rules.readers.zone,
                 subject: filled.subject.clone(),
                 body: filled.body.clone(),
                 due_at: now,

@@ -87,14 +87,17 @@ impl Notifier {
             let Some(c) = contacts.get(&n.user) else {
                 continue;
             };
-            let zone = c.contact.zone.unwrap_or(self.rules.zone);
-            let (text, locale) = texts.pick(n.kind, c.contact.locale.as_ref());
-            let mut vars: Vars =
-                coupon_vars(templates.get(&n.template), n.valid_until, &locale, &zone);
-            if let Some(r) = &n.reason {
-                vars.insert("reason", r.clone());
+            let r = texts.for_reader(n.kind, Some(c), &self.rules.readers);
+            let mut vars: Vars = coupon_vars(
+                templates.get(&n.template),
+                n.valid_until,
+                &r.locale,
+                &r.zone,
+            );
+            if let Some(reason) = &n.reason {
+                vars.insert("reason", reason.clone());
             }
-            let filled = text.render(&vars);
+            let filled = r.text.render(&vars);
             let key = format!("event:{}", n.event_id);
             out.extend(self.rules.deliveries(c, n.kind, &key, &filled, now));
         }
@@ -130,7 +133,7 @@ impl Notifier {
         }
         let reached = items.iter().filter(|n| contacts.contains_key(&n.user));
         let templates = templates_by_id(store, reached.map(|n| n.template)).await?;
-        let texts = Texts::load(&self.store, &self.rules.default_locale).await?;
+        let texts = Texts::load(&self.store, &self.rules.readers.locale).await?;
         Ok(self.render(&items, &contacts, &templates, &texts, now))
     }
 }
