@@ -61,6 +61,8 @@ round() {
     || { cat "$work/tour$1.out"; echo "tour (round $1): the inbox shows no welcome coupon" >&2; exit 1; }
   grep -q '"channel":"email","kind":"coupon_claimed","address":"u1001@example.com","subject":"领取成功：Mailed: 30 off","status":"sent"' "$work/tour$1.out" \
     || { cat "$work/tour$1.out"; cat "$work/smtp.log"; echo "tour (round $1): the claim's email was not sent" >&2; exit 1; }
+  grep -q '{"channel":"source:app-home","claimed":1,"used":0}' "$work/tour$1.out" \
+    || { cat "$work/tour$1.out"; echo "tour (round $1): no source channel in the performance report" >&2; exit 1; }
   grep -q '{"title":"Last days","state":"sent","recipients":1,"queued":0}' "$work/tour$1.out" \
     && grep -q '{"kind":"campaign","title":"Last days"}' "$work/tour$1.out" \
     || { cat "$work/tour$1.out"; echo "tour (round $1): the campaign message did not reach the holder's inbox" >&2; exit 1; }

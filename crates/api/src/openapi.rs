@@ -13,8 +13,8 @@ use utoipa::{Modify, OpenApi};
 use crate::routes::{
     activities, audit, audits, campaign_messages, centre, checkout, cities, claims, codes,
     contacts, coupons, events, inbox, issuances, keys, listings, merchants, message_texts,
-    operators, refunds, reports, seen, shared_tags, steering, system, tag_uploads, tags, templates,
-    today, webhooks,
+    operators, performance, refunds, reports, seen, settlement, shared_tags, steering, system,
+    tag_uploads, tags, templates, today, webhooks,
 };
 
 /// The whole API, served at `/openapi.json`.
@@ -57,7 +57,8 @@ use crate::routes::{
         message_texts::preview, message_texts::outbound, campaign_messages::send,
         campaign_messages::list,
         issuances::create, issuances::list, issuances::get,
-        reports::template, reports::activity, reports::reconciliation, today::today,
+        reports::template, reports::activity, reports::reconciliation, performance::performance,
+        settlement::settlement, today::today,
         webhooks::create, webhooks::list, webhooks::get, webhooks::disable, webhooks::remove, webhooks::ping, webhooks::deliveries,
         system::healthz, system::readyz, system::metrics, system::openapi, system::docs,
     ),
@@ -74,7 +75,7 @@ use crate::routes::{
         (name = "centre", description = "The coupon centre: what a user may claim now, and templates and running activities as users see them"),
         (name = "checkout", description = "Quotes and try/confirm/cancel of an order's coupons, and extending a lock (order service)"),
         (name = "issuances", description = "Bulk issuance of coupons to lists of users"),
-        (name = "reports", description = "Statistics and the reconciliation report"),
+        (name = "reports", description = "Statistics, the reconciliation, the campaign performance report and the settlement"),
         (name = "webhooks", description = "Signed event deliveries to your endpoints"),
         (name = "inbox", description = "A user's messages: coupons claimed, issued, expiring"),
         (name = "codes", description = "Promotion codes: shared codes, generated single-use codes, redemption"),

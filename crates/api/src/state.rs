@@ -110,6 +110,8 @@ pub struct ApiSettings {
     pub public_url: String,
     /// The platform's time zone: where "today" and the days of charts and reports begin.
     pub time_zone: Zone,
+    /// The platform's currency, recorded with each order's amounts.
+    pub currency: coupond_domain::Currency,
     /// A user is marked seen (last active) at most once per this long.
     pub seen_resolution: time::Duration,
     /// Users held in memory waiting to be marked seen, at most (see [`Seen`]).
@@ -158,6 +160,7 @@ impl Default for ApiSettings {
             audit_at: None,
             public_url: "http://127.0.0.1:8080".into(),
             time_zone: Zone::UTC,
+            currency: coupond_domain::Currency::CNY,
             seen_resolution: time::Duration::minutes(5),
             seen_capacity: 100_000,
             campaigns_per_owner_per_day: 3,
@@ -236,7 +239,8 @@ impl AppState {
             clock.clone(),
             settings.lock_ttl,
             settings.max_lock_ttl,
-        );
+        )
+        .with_currency(settings.currency);
         let issuance = IssuanceWorker::new(store.clone(), clock.clone(), pace);
         let tagging = TagWorker::new(store.clone(), clock.clone(), pace);
         let accounts = Accounts::new(store.clone(), clock.clone());
@@ -461,6 +465,11 @@ impl AppState {
 
     pub fn settings(&self) -> &ApiSettings {
         &self.inner.settings
+    }
+
+    /// The platform's currency (`platform.currency`).
+    pub fn currency(&self) -> coupond_domain::Currency {
+        self.inner.settings.currency
     }
 
     /// The platform's time zone (`platform.time_zone`).

@@ -3,7 +3,7 @@
 use anyhow::Context;
 use coupond_api::auth::{generate_api_key, JwtKeys};
 use coupond_domain::{
-    ActivityDraft, ActivitySpec, ActivityStatus, CategoryId, CityId, CitySet, CouponKind, FundedBy,
+    ActivityDraft, ActivitySpec, ActivityStatus, CategoryId, CityId, CitySet, CouponKind,
     ListingDraft, MerchantDraft, MerchantId, Money, Timestamp, UserId, Window,
 };
 use coupond_store::{ActivityQuery, NewApiKey, Page, Role, Store};
@@ -194,7 +194,8 @@ fn demo_activity(now: Timestamp) -> anyhow::Result<ActivitySpec> {
         value_max: 50_000,
         enrollment: window(Duration::hours(-1), Duration::days(7))?,
         run: window(Duration::days(7), Duration::days(37))?,
-        funded_by: FundedBy::Platform,
+        funding: Some(coupond_domain::Funding::PLATFORM),
+        funded_by: None,
         approval: Default::default(),
         reference: Default::default(),
     })

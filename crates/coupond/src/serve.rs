@@ -242,6 +242,7 @@ fn api_settings(config: &Config, targets: Arc<TargetPolicy>) -> anyhow::Result<A
             .context("audit_at")?,
         public_url: config.messages.public_url.clone(),
         time_zone: config.platform.time_zone,
+        currency: config.platform.currency,
         seen_resolution: time::Duration::try_from(config.users.seen_resolution)
             .context("users_seen_resolution is too long")?,
         seen_capacity: config.users.seen_capacity,

@@ -8,6 +8,7 @@ use utoipa::ToSchema;
 
 use crate::coupon::CouponKind;
 use crate::error::DomainError;
+use crate::funding::Funding;
 use crate::ids::{ActivityId, CitySet};
 use crate::reference::Reference;
 use crate::text::check_text;
@@ -74,8 +75,15 @@ pub struct ActivityDraft {
     pub enrollment: Window,
     /// When the activity runs: its templates are claimable within it.
     pub run: Window,
-    #[serde(default)]
-    pub funded_by: FundedBy,
+    /// Who pays each discount given in it: `{"platform_bps": 6000}` (the platform 60 %, the
+    /// merchant the rest). Without it (and without `funded_by`), each merchant pays its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub funding: Option<Funding>,
+    /// Deprecated, kept for older callers: `platform` (`funding` 10000) or `merchant` (0).
+    /// Not together with `funding`. Never in an answer.
+    #[serde(default, skip_serializing)]
+    #[schema(deprecated)]
+    pub funded_by: Option<FundedBy>,
     /// `required`: merchants' templates wait for the platform's approval (default `none`).
     #[serde(default)]
     pub approval: Approval,
@@ -123,6 +131,11 @@ impl TryFrom<ActivityDraft> for ActivitySpec {
                 "percent_off bounds are basis points, at most 10000",
             ));
         }
+        let d = ActivityDraft {
+            funding: Some(funding_of(d.funding, d.funded_by)?),
+            funded_by: None,
+            ..d
+        };
         if d.enrollment.end > d.run.start {
             return Err(DomainError::invalid(
                 "enrollment.end",
@@ -134,7 +147,29 @@ impl TryFrom<ActivityDraft> for ActivitySpec {
     }
 }
 
+/// The split a draft asks for: `funding`, else the deprecated `funded_by`, else the merchant's.
+fn funding_of(
+    funding: Option<Funding>,
+    funded_by: Option<FundedBy>,
+) -> Result<Funding, DomainError> {
+    match (funding, funded_by) {
+        (Some(_), Some(_)) => Err(DomainError::invalid(
+            "funded_by",
+            "conflict",
+            "send funding or the deprecated funded_by, not both",
+        )),
+        (Some(f), None) => Ok(f),
+        (None, Some(b)) => Ok(Funding::of(b)),
+        (None, None) => Ok(Funding::MERCHANT),
+    }
+}
+
 impl ActivitySpec {
+    /// Who pays the discounts given in the activity.
+    pub fn funding(&self) -> Funding {
+        self.0.funding.unwrap_or_default()
+    }
+
     /// Rebuilds a spec from a stored record, which was validated when it was written. Storage
     /// backends use this; rules that tighten later do not make old records unreadable.
     pub fn from_stored(d: ActivityDraft) -> Self {
@@ -158,6 +193,9 @@ pub struct ActivityPatch {
     pub value_max: Option<i64>,
     pub enrollment: Option<Window>,
     pub run: Option<Window>,
+    pub funding: Option<Funding>,
+    /// Deprecated: `funding` 10000 (`platform`) or 0 (`merchant`); not with `funding`.
+    #[schema(deprecated)]
     pub funded_by: Option<FundedBy>,
     pub approval: Option<Approval>,
     /// Replaces the whole reference (`{}` clears it).
@@ -177,7 +215,11 @@ impl ActivityPatch {
             value_max: self.value_max.unwrap_or(b.value_max),
             enrollment: self.enrollment.unwrap_or(b.enrollment),
             run: self.run.unwrap_or(b.run),
-            funded_by: self.funded_by.unwrap_or(b.funded_by),
+            funding: match (self.funding, self.funded_by) {
+                (None, None) => b.funding,
+                (f, _) => f,
+            },
+            funded_by: self.funded_by,
             approval: self.approval.unwrap_or(b.approval),
             reference: self.reference.unwrap_or(b.reference),
         })
@@ -309,7 +351,8 @@ mod tests {
             value_max: 5000,
             enrollment: Window::new(t("2026-03-01T00:00:00Z"), t("2026-03-10T00:00:00Z")).unwrap(),
             run: Window::new(t("2026-03-15T00:00:00Z"), t("2026-03-31T00:00:00Z")).unwrap(),
-            funded_by: FundedBy::Merchant,
+            funding: None,
+            funded_by: Some(FundedBy::Merchant),
             approval: Approval::None,
             reference: Default::default(),
         }

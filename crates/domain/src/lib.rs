@@ -9,6 +9,8 @@
 //!   character.
 //! - [`coupon`]: what a coupon is worth ([`CouponValue`]) and the rules around it
 //!   (scope, audience, stacking, validity, deduction mode).
+//! - [`funding`]: [`Funding`], an activity's split of each discount between the platform and
+//!   the merchant, and its rounding rule.
 //! - [`merchant`], [`listing`], [`activity`], [`template`]: the records, their drafts (what a caller sends),
 //!   their validated specs, and status as a pure function of `(record, now)`.
 //! - [`city`]: the platform's names for its cities.
@@ -18,6 +20,8 @@
 //! - [`centre`]: the coupon centre: which templates a user is offered now ([`on_offer`],
 //!   [`centre::admits`]), which templates and activities a user may look at, and what it is
 //!   told about each ([`Chances`]: stock left, how many it holds, whether it can claim).
+//! - [`channel`]: how a coupon reached its holder ([`Channel`]) and a caller's label for it
+//!   ([`Source`]).
 //! - [`checkout`]: an order snapshot ([`Order`]), whether a coupon can be used on it
 //!   ([`eligibility()`], [`Reason`]), what it takes off ([`discount()`], split over lines and lease
 //!   months), and the best combination of a wallet ([`quote()`]).
@@ -52,12 +56,14 @@
 mod actions;
 pub mod activity;
 pub mod centre;
+pub mod channel;
 pub mod checkout;
 pub mod city;
 pub mod codes;
 pub mod coupon;
 pub mod csv;
 pub mod error;
+pub mod funding;
 pub mod ids;
 mod lifecycle;
 pub mod listing;
@@ -83,6 +89,7 @@ pub use activity::{
     Activity, ActivityDraft, ActivityPatch, ActivitySpec, ActivityStatus, Approval, FundedBy,
 };
 pub use centre::{on_offer, Chances};
+pub use channel::{Channel, Source};
 pub use checkout::{
     discount, eligibility, quote, standing, AppliedCoupon, Combination, CouponQuote, Discount,
     Lease, LeaseDraft, LineDiscount, LineDraft, LineKind, Order, OrderDraft, Quote, QuoteInput,
@@ -95,13 +102,14 @@ pub use coupon::{
 };
 pub use csv::CsvWriter;
 pub use error::{DomainError, Findings};
+pub use funding::{Funding, Split};
 pub use ids::{
     ActivityId, CategoryId, CityId, CitySet, CouponId, ListingId, MerchantId, OperatorId, OrderId,
     TemplateId, UserId,
 };
 pub use listing::{Listing, ListingDraft, ListingPatch};
 pub use merchant::{Merchant, MerchantDraft, MerchantPatch};
-pub use money::{BasisPoints, Money};
+pub use money::{BasisPoints, Currency, Money};
 pub use note::Note;
 pub use operator::{
     check_operator_name, check_password, Area, Email, Operator, OperatorDraft, OperatorRole,

@@ -149,6 +149,10 @@ impl From<Money> for i64 {
 pub struct BasisPoints(u16);
 
 impl BasisPoints {
+    pub const ZERO: BasisPoints = BasisPoints(0);
+    /// 10,000: the whole.
+    pub const FULL: BasisPoints = BasisPoints(10_000);
+
     pub fn new(bps: i64) -> Result<Self, String> {
         if (0..=10_000).contains(&bps) {
             Ok(BasisPoints(bps as u16))
@@ -172,6 +176,51 @@ impl TryFrom<i64> for BasisPoints {
 impl From<BasisPoints> for i64 {
     fn from(b: BasisPoints) -> i64 {
         i64::from(b.0)
+    }
+}
+
+/// The platform's currency: an ISO 4217 code (`CNY`, `EUR`), three upper-case letters. Every
+/// amount coupond keeps is in its minor unit; orders record it with their totals.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(try_from = "String", into = "String")]
+#[schema(value_type = String, example = "CNY")]
+pub struct Currency([u8; 3]);
+
+impl Currency {
+    /// The Chinese yuan, coupond's default (the reference designs count in fen).
+    pub const CNY: Currency = Currency(*b"CNY");
+
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s.as_bytes() {
+            &[a, b, c] if [a, b, c].iter().all(u8::is_ascii_uppercase) => Ok(Currency([a, b, c])),
+            _ => Err(format!(
+                "a currency is an ISO 4217 code, three upper-case letters (CNY, EUR), not {s:?}"
+            )),
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        // Three ASCII upper-case letters, checked at construction.
+        std::str::from_utf8(&self.0).unwrap_or("XXX")
+    }
+}
+
+impl TryFrom<String> for Currency {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        Currency::parse(&s)
+    }
+}
+
+impl From<Currency> for String {
+    fn from(c: Currency) -> String {
+        c.as_str().to_owned()
+    }
+}
+
+impl std::fmt::Display for Currency {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

@@ -195,7 +195,7 @@ impl Template {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::activity::{ActivityDraft, ActivitySpec, FundedBy};
+    use crate::activity::{ActivityDraft, ActivitySpec};
     use crate::coupon::{
         Audience, CouponKind, CouponValue, DeductionMode, Scope, Stacking, Validity,
     };
@@ -312,7 +312,8 @@ mod tests {
                 value_max: 100,
                 enrollment: Window::new(t(2), t(10)).unwrap(),
                 run: Window::new(t(12), t(30)).unwrap(),
-                funded_by: FundedBy::Platform,
+                funding: Some(crate::Funding::PLATFORM),
+                funded_by: None,
                 approval: crate::activity::Approval::None,
                 reference: Default::default(),
             })

@@ -15,8 +15,8 @@ use std::sync::Arc;
 
 use coupond_domain::checkout::Reason;
 use coupond_domain::{
-    quote, Actor, Coupon, CouponId, CouponStatus, Order, OrderId, Quote, QuoteInput, Template,
-    TemplateId, TemplateUse, Timestamp,
+    quote, Actor, Coupon, CouponId, CouponStatus, Currency, Order, OrderId, Quote, QuoteInput,
+    Template, TemplateId, TemplateUse, Timestamp,
 };
 use coupond_store::audit::{self, Change};
 use coupond_store::{
@@ -31,6 +31,9 @@ use crate::clock::Clock;
 /// soonest-expiring first).
 pub const MAX_WALLET: u32 = 500;
 
+/// The currency of a checkout built without one: the reference designs' yuan (minor unit fen).
+pub const DEFAULT_CURRENCY: Currency = Currency::CNY;
+
 /// Quotes and redemptions. Cheap to clone.
 #[derive(Clone)]
 pub struct Checkout {
@@ -38,6 +41,8 @@ pub struct Checkout {
     clock: Arc<dyn Clock>,
     lock_ttl: time::Duration,
     max_lock_ttl: time::Duration,
+    /// Recorded with each order's amounts.
+    currency: Currency,
 }
 
 impl std::fmt::Debug for Checkout {
@@ -133,7 +138,13 @@ impl Checkout {
             clock,
             lock_ttl,
             max_lock_ttl,
+            currency: DEFAULT_CURRENCY,
         }
+    }
+
+    /// The currency orders record with their amounts (`platform.currency`).
+    pub fn with_currency(self, currency: Currency) -> Self {
+        Checkout { currency, ..self }
     }
 
     pub fn lock_ttl(&self) -> time::Duration {
@@ -234,6 +245,8 @@ impl Checkout {
             deadline,
             actor,
             now,
+            subtotal: order.total(),
+            currency: self.currency.as_str(),
         };
         Ok(again(|| self.store.lock_order(&req, &rules)).await?)
     }

@@ -31,8 +31,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use coupond_domain::{
-    check_claim, claim_refusal, Actor, ClaimRejection, Coupon, NotClaimable, Template, TemplateId,
-    UserId,
+    check_claim, claim_refusal, Actor, Channel, ClaimRejection, Coupon, NotClaimable, Source,
+    Template, TemplateId, UserId,
 };
 use coupond_store::{ClaimOutcome, ClaimRequest, CodeClaim, IdempotencyKey, Store};
 use tokio::sync::{mpsc, oneshot};
@@ -75,6 +75,10 @@ pub struct ClaimAsk {
     pub idempotency: Option<IdempotencyKey>,
     /// The promotion code redeemed, if the claim comes from one.
     pub code: Option<CodeClaim>,
+    /// How the coupon reaches its holder (a redeemed code's is set by redemption).
+    pub channel: Channel,
+    /// The caller's label for where the claim came from.
+    pub source: Option<Source>,
 }
 
 impl ClaimAsk {
@@ -85,6 +89,8 @@ impl ClaimAsk {
             user,
             idempotency: None,
             code: None,
+            channel: Channel::Direct,
+            source: None,
         }
     }
 
@@ -197,6 +203,8 @@ impl ClaimEngine {
             actor,
             idempotency,
             code,
+            channel,
+            source,
         } = ask;
         let single_use = code.as_ref().is_some_and(|c| c.single_use);
         if self
@@ -228,6 +236,8 @@ impl ClaimEngine {
             idempotency,
             code,
             issuance: None,
+            channel,
+            source,
         };
         let outcome = match self.inner.mode {
             ClaimMode::Single => {

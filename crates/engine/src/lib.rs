@@ -33,8 +33,12 @@
 //! - [`redemption`]: redeeming a promotion code (whether a code is usable by a user, and the
 //!   claim it leads to), for the redeem route and a code previewed at checkout.
 //! - [`pacing`]: [`Pacer`], which sizes background chunks to a target transaction time.
+//! - [`performance`]: the performance report (funnel, discount, GMV, average order value) of a
+//!   template, activity, merchant or the platform, by local day and by channel.
 //! - [`reports`]: the reconciliation of discounts given in a period, per template and funder,
 //!   and its CSV.
+//! - [`settlement`]: what the platform owes each merchant for the discounts activities' splits
+//!   put on it, from the reconciliation of the same period, and its CSV.
 //! - [`stats`]: the window of a template's stats, every hour or day of it with its slot,
 //!   days being local days of the platform's time zone.
 //! - [`seen`]: [`Seen`], users marked seen in memory on each of their requests and written
@@ -88,12 +92,14 @@ pub mod lifecycle;
 pub mod live_gate;
 pub mod messaging;
 pub mod pacing;
+pub mod performance;
 pub mod redemption;
 pub mod reports;
 pub mod scheduler;
 pub mod second_factor;
 pub mod seen;
 pub mod self_audit;
+pub mod settlement;
 pub mod shared;
 pub mod sold_out;
 pub mod stats;

@@ -89,6 +89,7 @@ pub async fn redeem(
 ) -> Result<(Arc<Template>, Claimed), RedeemError> {
     let (found, template) = find_usable(store, templates, typed, &ask.user, now).await?;
     let ask = ClaimAsk {
+        channel: coupond_domain::Channel::Code(found.batch_id),
         code: Some(CodeClaim {
             single_use: found.batch_id.is_some(),
             code: found.code,

@@ -1,10 +1,11 @@
 //! Reports computed from the store for every front door: the reconciliation of discounts given
-//! in a period, per template and per funder, and its CSV.
+//! in a period, per template and per funder, and its CSV; the settlement (what the platform
+//! owes each merchant for the discounts it funded) is in [`settlement`](crate::settlement).
 
 use std::collections::BTreeMap;
 
 use coupond_domain::{
-    ActivityId, CsvWriter, FundedBy, MerchantId, Money, Template, TemplateId, Timestamp,
+    ActivityId, CsvWriter, Funding, MerchantId, Money, Split, Template, TemplateId, Timestamp,
 };
 use coupond_store::{Store, StoreError, StoreResult, UsageRow};
 
@@ -16,18 +17,49 @@ pub struct ReconciliationRow {
     pub title: String,
     pub merchant_id: Option<MerchantId>,
     pub activity_id: Option<ActivityId>,
-    /// Who pays: the activity's funder, else the template's owner (the platform for its own).
-    pub funded_by: FundedBy,
+    /// Who pays: the activity's split, else the template's owner (the platform for its own).
+    pub funding: Funding,
     pub coupons_used: i64,
     pub discount: Money,
     pub coupons_refunded: i64,
     pub refunded_discount: Money,
+    /// Per discount amount: `(amount, uses, refunds)` (see [`UsageRow::amounts`]).
+    pub amounts: Vec<(i64, i64, i64)>,
 }
 
 impl ReconciliationRow {
     /// What the period costs its funder: the discount given less the discount refunded.
     pub fn net_discount(&self) -> i64 {
         self.discount.minor() - self.refunded_discount.minor()
+    }
+
+    /// The discount given, split between the funders coupon by coupon.
+    pub fn given(&self) -> Split {
+        self.split_each(|(_, used, _)| used)
+    }
+
+    /// The discount refunded, each coupon's split as its use's was.
+    pub fn refunded(&self) -> Split {
+        self.split_each(|(_, _, refunded)| refunded)
+    }
+
+    /// Each amount's split times how many coupons `count` says.
+    fn split_each(&self, count: impl Fn((i64, i64, i64)) -> i64) -> Split {
+        let mut total = Split::default();
+        for &a in &self.amounts {
+            let one = self.funding.split(a.0);
+            let n = count(a);
+            total += Split {
+                platform: one.platform * n,
+                merchant: one.merchant * n,
+            };
+        }
+        total
+    }
+
+    /// What the period costs each funder: given less refunded.
+    pub fn net(&self) -> Split {
+        self.given() - self.refunded()
     }
 }
 
@@ -41,11 +73,12 @@ pub struct FunderTotal {
 }
 
 impl FunderTotal {
-    fn add(&mut self, u: &UsageRow) {
+    /// Adds a line's uses and refunds with `given` and `refunded`, this funder's part of them.
+    fn add(&mut self, u: &UsageRow, given: i64, refunded: i64) {
         self.coupons_used += u.used;
-        self.discount += u.discount;
+        self.discount += given;
         self.coupons_refunded += u.refunded;
-        self.refunded_discount += u.refunded_discount;
+        self.refunded_discount += refunded;
     }
 
     /// The discount given less the discount refunded.
@@ -81,7 +114,7 @@ pub async fn reconciliation(
         .into_iter()
         .map(|t| (t.id, t))
         .collect();
-    let mut funders: BTreeMap<ActivityId, FundedBy> = BTreeMap::new();
+    let mut funders: BTreeMap<ActivityId, Funding> = BTreeMap::new();
     let mut report = Reconciliation {
         from,
         to,
@@ -92,34 +125,40 @@ pub async fn reconciliation(
     };
     for u in usage {
         let t = templates.get(&u.template_id).ok_or(StoreError::NotFound)?;
-        let funded_by = match t.spec.activity_id {
+        let funding = match t.spec.activity_id {
             Some(a) => match funders.get(&a) {
                 Some(f) => *f,
                 None => {
-                    let f = store.activity(a).await?.spec.funded_by;
+                    let f = store.activity(a).await?.spec.funding();
                     funders.insert(a, f);
                     f
                 }
             },
-            None if t.merchant_id.is_some() => FundedBy::Merchant,
-            None => FundedBy::Platform,
+            None if t.merchant_id.is_some() => Funding::MERCHANT,
+            None => Funding::PLATFORM,
         };
-        match funded_by {
-            FundedBy::Platform => report.platform.add(&u),
-            FundedBy::Merchant => report.merchants.add(&u),
-        }
-        report.total.add(&u);
-        report.rows.push(ReconciliationRow {
+        let row = ReconciliationRow {
             template_id: t.id,
             title: t.spec.title.clone(),
             merchant_id: t.merchant_id,
             activity_id: t.spec.activity_id,
-            funded_by,
+            funding,
             coupons_used: u.used,
             discount: Money::new(u.discount).map_err(StoreError::other)?,
             coupons_refunded: u.refunded,
             refunded_discount: Money::new(u.refunded_discount).map_err(StoreError::other)?,
-        });
+            amounts: u.amounts.clone(),
+        };
+        let (given, refunded) = (row.given(), row.refunded());
+        // A funder's counts are the uses and refunds of the lines it pays some part of.
+        if funding.platform_bps() > 0 {
+            report.platform.add(&u, given.platform, refunded.platform);
+        }
+        if funding.platform_bps() < 10_000 {
+            report.merchants.add(&u, given.merchant, refunded.merchant);
+        }
+        report.total.add(&u, u.discount, u.refunded_discount);
+        report.rows.push(row);
     }
     Ok(report)
 }
@@ -134,23 +173,29 @@ impl Reconciliation {
             "merchant_id",
             "activity_id",
             "funded_by",
+            "platform_bps",
             "coupons_used",
             "discount",
             "coupons_refunded",
             "refunded_discount",
             "net_discount",
+            "platform_net",
+            "merchant_net",
         ]);
         for r in &self.rows {
             w.number(r.template_id.get())
                 .text(&r.title)
                 .optional_number(r.merchant_id.map(MerchantId::get))
                 .optional_number(r.activity_id.map(ActivityId::get))
-                .text(r.funded_by.as_str())
+                .text(r.funding.label())
+                .number(i64::from(r.funding.platform_bps()))
                 .number(r.coupons_used)
                 .number(r.discount.minor())
                 .number(r.coupons_refunded)
                 .number(r.refunded_discount.minor())
                 .number(r.net_discount())
+                .number(r.net().platform)
+                .number(r.net().merchant)
                 .end_line();
         }
         w.finish()

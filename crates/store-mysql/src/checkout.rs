@@ -41,16 +41,14 @@ coupond_store_sql::impl_checkout_store!(MysqlStore, {
                 .ok_or_else(|| StoreError::other("an order vanished"))?;
             return Ok(checkout::replayed(seen, req));
         }
-        let answer = match checkout::lock_coupons(&mut *tx, self, req, rules).await? {
-            Ok(answer) => answer,
+        let locked = match checkout::lock_coupons(&mut *tx, self, req, rules).await? {
+            Ok(locked) => locked,
             Err(refusal) => return Ok(LockOutcome::Refused(refusal)),
         };
-        tx.execute(
-            sql("UPDATE orders SET answer = $1 WHERE order_id = $2")
-                .bind(Json(answer.to_string()))
-                .bind(req.order_id.as_str()),
-        )
-        .await?;
+        let q = sql(checkout::SET_ANSWER_AND_VALUE)
+            .bind(Json(locked.answer.to_string()))
+            .bind(req.order_id.as_str());
+        tx.execute(checkout::bind_value(q, req, &locked)).await?;
         let q = sql(format!(
             "SELECT {ORDER_COLS} FROM orders WHERE order_id = $1"
         ));

@@ -307,7 +307,7 @@ async fn insert_coupons<E: Exec + ?Sized>(
 fn coupon_rows(template: TemplateId, chunk: &[(&Coupon, &ClaimRequest)], now: Timestamp) -> Query {
     multi_row(
         "INSERT INTO coupons (id, template_id, user_id, claimed_at, valid_from, valid_until,
-                              updated_at, code, issuance_id) VALUES ",
+                              updated_at, code, issuance_id, channel, source) VALUES ",
         chunk,
         |q, (c, r)| {
             q.push_bind(c.id.get())
@@ -326,7 +326,11 @@ fn coupon_rows(template: TemplateId, chunk: &[(&Coupon, &ClaimRequest)], now: Ti
                 .push(", ")
                 .push_bind(c.code.clone())
                 .push(", ")
-                .push_bind(r.issuance);
+                .push_bind(r.issuance)
+                .push(", ")
+                .push_bind(r.channel.to_text())
+                .push(", ")
+                .push_bind(r.source.as_ref().map(|s| s.as_str().to_owned()));
         },
     )
 }

@@ -42,15 +42,17 @@ coupond_store_sql::impl_checkout_store!(PgStore, {
                 .ok_or_else(|| StoreError::other("an order vanished"))?;
             return Ok(checkout::replayed(seen, req));
         }
-        let answer = match checkout::lock_coupons(&mut *tx, self, req, rules).await? {
-            Ok(answer) => answer,
+        let locked = match checkout::lock_coupons(&mut *tx, self, req, rules).await? {
+            Ok(locked) => locked,
             Err(refusal) => return Ok(LockOutcome::Refused(refusal)),
         };
         let q = sql(format!(
-            "UPDATE orders SET answer = $1 WHERE order_id = $2 RETURNING {ORDER_COLS}"
+            "{} RETURNING {ORDER_COLS}",
+            checkout::SET_ANSWER_AND_VALUE
         ))
-        .bind(Json(answer.to_string()))
+        .bind(Json(locked.answer.to_string()))
         .bind(req.order_id.as_str());
+        let q = checkout::bind_value(q, req, &locked);
         let record = rows::order(&tx.fetch_one(q).await?)?;
         tx.commit().await?;
         Ok(LockOutcome::Locked(record))

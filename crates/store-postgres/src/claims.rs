@@ -355,6 +355,7 @@ async fn insert_coupons(
     let (mut users, mut froms, mut untils, mut actors, mut kinds, mut bodies) =
         (vec![], vec![], vec![], vec![], vec![], vec![]);
     let mut jobs: Vec<Option<i64>> = vec![];
+    let (mut channels, mut sources) = (vec![], vec![]);
     let (mut key_names, mut key_ids) = (vec![], vec![]);
     let (mut coupon_codes, mut taken_codes, mut taken_ids) = (vec![], vec![], vec![]);
     for (&id, &i) in ids.iter().zip(accepted) {
@@ -368,6 +369,8 @@ async fn insert_coupons(
         kinds.push(kind);
         bodies.push(body);
         jobs.push(r.issuance);
+        channels.push(r.channel.to_text());
+        sources.push(r.source.as_ref().map(|s| s.as_str().to_owned()));
         if let Some(k) = &r.idempotency {
             key_names.push(k.key.clone());
             key_ids.push(id);
@@ -383,11 +386,12 @@ async fn insert_coupons(
     sqlx::query(
         "WITH c AS (
              INSERT INTO coupons (id, template_id, user_id, claimed_at, valid_from, valid_until,
-                                  updated_at, code, issuance_id)
+                                  updated_at, code, issuance_id, channel, source)
              OVERRIDING SYSTEM VALUE
-             SELECT id, $1, u, $2, f, t, $2, code, job
+             SELECT id, $1, u, $2, f, t, $2, code, job, ch, so
              FROM unnest($3::bigint[], $4::text[], $5::timestamptz[], $6::timestamptz[],
-                         $12::text[], $15::bigint[]) AS v(id, u, f, t, code, job)
+                         $12::text[], $15::bigint[], $16::text[], $17::text[])
+                  AS v(id, u, f, t, code, job, ch, so)
          ), e AS (
              INSERT INTO coupon_events (coupon_id, to_status, actor, at)
              SELECT id, 'unused', a, $2 FROM unnest($3::bigint[], $7::text[]) AS v(id, a)
@@ -416,6 +420,8 @@ async fn insert_coupons(
     .bind(&taken_codes)
     .bind(&taken_ids)
     .bind(&jobs)
+    .bind(&channels)
+    .bind(&sources)
     .execute(&mut **tx)
     .await
     .map_err(db_err)?;

@@ -34,7 +34,7 @@ use coupond_store::{StoreError, StoreResult};
 
 use crate::rows::{coupon as coupon_row, order as order_record, template as template_row};
 use crate::scheduling::emit;
-use crate::{sql, Db, Dialect, Exec, Work};
+use crate::{sql, Db, Dialect, Exec, Query, Work};
 
 /// An order's columns but its request fingerprint (read only by [`order_row`]).
 pub const ORDER_COLS: &str = "order_id, user_id, state, deadline, answer, created_at, ended_at";
@@ -118,7 +118,7 @@ pub async fn lock_coupons<E: Exec + ?Sized>(
     db: &dyn Db,
     req: &LockRequest<'_>,
     rules: &LockRules<'_>,
-) -> StoreResult<Result<serde_json::Value, LockRefusal>> {
+) -> StoreResult<Result<Locked, LockRefusal>> {
     let d = db.dialect();
     let ids: Vec<i64> = req.coupons.iter().map(|c| c.get()).collect();
     let q = sql(format!(
@@ -141,6 +141,7 @@ pub async fn lock_coupons<E: Exec + ?Sized>(
         Ok(plan) => plan,
         Err(refusal) => return Ok(Err(refusal)),
     };
+    let discount = plan.discounts.iter().map(|(_, d)| d.minor()).sum();
     let mut reserve: BTreeMap<TemplateId, i64> = BTreeMap::new();
     for (id, discount) in &plan.discounts {
         let c = coupons
@@ -158,7 +159,30 @@ pub async fn lock_coupons<E: Exec + ?Sized>(
         )
         .await?;
     }
-    Ok(Ok(plan.answer))
+    Ok(Ok(Locked {
+        answer: plan.answer,
+        discount,
+    }))
+}
+
+/// What a lock decided: the answer to keep for retries and the discount its coupons take.
+#[derive(Debug)]
+pub struct Locked {
+    pub answer: serde_json::Value,
+    pub discount: i64,
+}
+
+/// The order's value, set with the lock's answer: `$1` the answer, `$2` the order id, then
+/// subtotal, discount and currency (see [`bind_value`]).
+pub const SET_ANSWER_AND_VALUE: &str =
+    "UPDATE orders SET answer = $1, subtotal = $3, discount = $4, currency = $5
+     WHERE order_id = $2";
+
+/// Binds the order's value as `SET_ANSWER_AND_VALUE`'s `$3` to `$5`.
+pub fn bind_value(q: Query, req: &LockRequest<'_>, locked: &Locked) -> Query {
+    q.bind(req.subtotal.minor())
+        .bind(locked.discount)
+        .bind(req.currency)
 }
 
 /// Locks coupon `c` for the lock `req` with its `discount`, its log row and event.

@@ -195,6 +195,8 @@ pub fn chunk_claims(
             idempotency: None,
             code: None,
             issuance: Some(job.id),
+            channel: coupond_domain::Channel::Issuance(job.id),
+            source: None,
         })
         .collect();
     (claims, not_eligible)

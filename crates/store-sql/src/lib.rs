@@ -23,6 +23,7 @@
 //!   pending in its task in the same transaction.
 //! - `audit_runs`: [`AuditRunStore`](coupond_store::AuditRunStore)
 //!   ([`impl_audit_run_store!`]): the self-audit's runs and what each found.
+//! - `figures`: the campaign figures per hour and channel (`ReportStore::figures`).
 //! - `reports`: [`ReportStore`](coupond_store::ReportStore) ([`impl_report_store!`]): stats,
 //!   reconciliation and the invariant audit's shared checks.
 //! - `standing`: how templates stand now, counted in the database (part of `ReportStore`).
@@ -83,6 +84,7 @@ pub mod claims;
 pub mod codes;
 mod db;
 pub mod deadlines;
+pub mod figures;
 pub mod idempotency;
 pub mod inbox;
 pub mod inspect;

@@ -120,6 +120,23 @@ pub async fn refund_order(db: &dyn Db, req: &RefundRequest<'_>) -> StoreResult<R
         }
     };
     let made = give_back(&mut *tx, db, &take, req).await?;
+    // The order's amounts follow: its coupons' discount comes back, and once no coupon of it
+    // is used any more the whole order counts as refunded.
+    if !made.is_empty() {
+        let back: i64 = made.iter().map(|r| r.discount.minor()).sum();
+        let all = take.len() == used.len();
+        tx.execute(
+            sql(
+                "UPDATE orders SET refunded_discount = refunded_discount + $1,
+                     refunded_at = COALESCE($2, refunded_at)
+                 WHERE order_id = $3",
+            )
+            .bind(back)
+            .bind(all.then_some(req.now))
+            .bind(req.order_id.as_str()),
+        )
+        .await?;
+    }
     tx.commit().await?;
     let mut refunds: Vec<(Refund, bool)> = before.into_iter().map(|r| (r, false)).collect();
     refunds.extend(made.into_iter().map(|r| (r, true)));

@@ -182,6 +182,14 @@ impl Dialect {
         }
     }
 
+    /// The text `a` followed by the text `b` (`||` is a logical OR on MySQL).
+    pub fn concat(self, a: &str, b: &str) -> String {
+        match self {
+            Dialect::Mysql => format!("CONCAT({a}, {b})"),
+            _ => format!("({a} || {b})"),
+        }
+    }
+
     /// `SUM(expr)` as a 64-bit integer (PostgreSQL sums `BIGINT` into `NUMERIC`).
     pub fn sum(self, expr: &str) -> String {
         match self {

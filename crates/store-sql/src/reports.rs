@@ -190,40 +190,49 @@ pub async fn usage_between(
 ) -> StoreResult<Vec<UsageRow>> {
     // A use counts in the period it happened, whether or not it was refunded since (the
     // refund row keeps its `used_at`); a refund counts in the period of the refund. So a
-    // period's figures never move once it is over.
+    // period's figures never move once it is over. Grouped by discount amount too, so a
+    // split of each coupon's discount can be summed exactly.
     let sum = |c: &str| db.dialect().sum(c);
     let q = sql(format!(
-        "SELECT template_id, {} AS used, {} AS discount, {} AS refunded,
-                {} AS refunded_discount
-         FROM (SELECT template_id, 1 AS u, discount AS d, 0 AS r, 0 AS rd FROM coupons
+        "SELECT template_id, amount, {} AS used, {} AS refunded
+         FROM (SELECT template_id, discount AS amount, 1 AS u, 0 AS r FROM coupons
                WHERE used_at >= $1 AND used_at < $2 AND status = 'used'
                UNION ALL
-               SELECT template_id, 1, discount, 0, 0 FROM refunds
+               SELECT template_id, discount, 1, 0 FROM refunds
                WHERE used_at >= $1 AND used_at < $2
                UNION ALL
-               SELECT template_id, 0, 0, 1, discount FROM refunds
+               SELECT template_id, discount, 0, 1 FROM refunds
                WHERE at >= $1 AND at < $2) x
-         GROUP BY template_id ORDER BY template_id",
+         GROUP BY template_id, amount ORDER BY template_id, amount",
         sum("u"),
-        sum("d"),
         sum("r"),
-        sum("rd"),
     ))
     .bind(from)
     .bind(to);
-    db.read_all(q)
-        .await?
-        .iter()
-        .map(|r| {
-            Ok(UsageRow {
-                template_id: template_id(r.i64("template_id")?)?,
-                used: r.i64("used")?,
-                discount: r.i64("discount")?,
-                refunded: r.i64("refunded")?,
-                refunded_discount: r.i64("refunded_discount")?,
-            })
-        })
-        .collect()
+    let mut out: Vec<UsageRow> = Vec::new();
+    for r in db.read_all(q).await? {
+        let t = template_id(r.i64("template_id")?)?;
+        let amount = r.opt_i64("amount")?.unwrap_or(0);
+        let (used, refunded) = (r.i64("used")?, r.i64("refunded")?);
+        if out.last().map(|u| u.template_id) != Some(t) {
+            out.push(UsageRow {
+                template_id: t,
+                used: 0,
+                discount: 0,
+                refunded: 0,
+                refunded_discount: 0,
+                amounts: Vec::new(),
+            });
+        }
+        if let Some(u) = out.last_mut() {
+            u.used += used;
+            u.discount += amount * used;
+            u.refunded += refunded;
+            u.refunded_discount += amount * refunded;
+            u.amounts.push((amount, used, refunded));
+        }
+    }
+    Ok(out)
 }
 
 /// `(check, query)`: each query may use `$1` = the instant locks must have ended by, and
@@ -394,6 +403,36 @@ macro_rules! impl_report_store {
                 to: $crate::reexport::domain::Timestamp,
             ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::store::UsageRow>> {
                 $crate::reports::usage_between(self, from, to).await
+            }
+            async fn figures(
+                &self,
+                q: &$crate::reexport::store::FiguresQuery<'_>,
+            ) -> $crate::reexport::store::StoreResult<$crate::reexport::store::Figures> {
+                $crate::figures::figures(self, q).await
+            }
+            async fn expired_unused(
+                &self,
+                q: &$crate::reexport::store::FiguresQuery<'_>,
+            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::store::ChannelHour>>
+            {
+                $crate::figures::expired_unused(self, q).await
+            }
+            async fn kept_figures(
+                &self,
+                key: &$crate::reexport::store::FigureKey,
+                from: $crate::reexport::domain::Timestamp,
+                to: $crate::reexport::domain::Timestamp,
+            ) -> $crate::reexport::store::StoreResult<$crate::reexport::store::KeptFigures> {
+                $crate::figures::kept_figures(self, key, from, to).await
+            }
+            async fn keep_figures(
+                &self,
+                key: &$crate::reexport::store::FigureKey,
+                from: $crate::reexport::domain::Timestamp,
+                to: $crate::reexport::domain::Timestamp,
+                figures: &$crate::reexport::store::Figures,
+            ) -> $crate::reexport::store::StoreResult<()> {
+                $crate::figures::keep_figures(self, key, (from, to), figures).await
             }
             async fn since(
                 &self,

@@ -22,21 +22,24 @@ coupond_store_sql::impl_checkout_store!(SqliteStore, {
         {
             return Ok(checkout::replayed(seen, req));
         }
-        let answer = match checkout::lock_coupons(&mut *tx, self, req, rules).await? {
-            Ok(answer) => answer,
+        let locked = match checkout::lock_coupons(&mut *tx, self, req, rules).await? {
+            Ok(locked) => locked,
             Err(refusal) => return Ok(LockOutcome::Refused(refusal)),
         };
         let q = sql(format!(
             "INSERT INTO orders (order_id, user_id, state, fingerprint, deadline, answer,
-                                 created_at)
-             VALUES ($1, $2, 'locked', $3, $4, $5, $6) RETURNING {ORDER_COLS}"
+                                 created_at, subtotal, discount, currency)
+             VALUES ($1, $2, 'locked', $3, $4, $5, $6, $7, $8, $9) RETURNING {ORDER_COLS}"
         ))
         .bind(req.order_id.as_str())
         .bind(req.user.as_str())
         .bind(&req.fingerprint[..])
         .bind(req.deadline)
-        .bind(Json(answer.to_string()))
-        .bind(req.now);
+        .bind(Json(locked.answer.to_string()))
+        .bind(req.now)
+        .bind(req.subtotal.minor())
+        .bind(locked.discount)
+        .bind(req.currency);
         let record = rows::order(&tx.fetch_one(q).await?)?;
         tx.commit().await?;
         Ok(LockOutcome::Locked(record))

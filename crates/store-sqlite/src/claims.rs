@@ -262,7 +262,7 @@ fn insert_coupons(
         .map_err(sql_err)?;
     let n = granted.len();
     let (mut coupons, mut log, mut events) = (
-        Vec::with_capacity(n * 9),
+        Vec::with_capacity(n * 11),
         Vec::with_capacity(n * 3),
         Vec::with_capacity(n * 3),
     );
@@ -282,6 +282,10 @@ fn insert_coupons(
             Sql::Integer(us(now)),
             coupon.code.clone().map_or(Sql::Null, Sql::Text),
             r.issuance.map_or(Sql::Null, Sql::Integer),
+            Sql::Text(r.channel.to_text()),
+            r.source
+                .as_ref()
+                .map_or(Sql::Null, |s| Sql::Text(s.as_str().to_owned())),
         ]);
         log.extend([id, Sql::Text(r.actor.to_text()), Sql::Integer(us(now))]);
         let (kind, body) = events::coupon_claimed(&coupon, &r.actor, r.issuance);
@@ -294,11 +298,11 @@ fn insert_coupons(
     }
     let shape = (
         "INSERT INTO coupons (id, template_id, user_id, claimed_at, valid_from, valid_until, \
-         updated_at, code, issuance_id)",
-        "(?, ?, ?, ?, ?, ?, ?, ?, ?)",
+         updated_at, code, issuance_id, channel, source)",
+        "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         "",
     );
-    batch::insert(c, shape, 9, &coupons)?;
+    batch::insert(c, shape, 11, &coupons)?;
     let shape = (
         "INSERT INTO coupon_events (coupon_id, to_status, actor, at)",
         "(?, 'unused', ?, ?)",

@@ -1,8 +1,9 @@
 //! The store's own operations, reports, and the inspection extension.
 
 use crate::{
-    ApiKey, ConsoleSession, CouponCounts, Event, HoldersQuery, NewApiKey, OutboxPosition,
-    PoolStats, Since, Standing, StoreResult, TemplateAudit, UsageRow, Violation,
+    ApiKey, ChannelHour, ConsoleSession, CouponCounts, Event, FigureKey, Figures, FiguresQuery,
+    HoldersQuery, KeptFigures, NewApiKey, OutboxPosition, PoolStats, Since, Standing, StoreResult,
+    TemplateAudit, UsageRow, Violation,
 };
 use coupond_domain::{Coupon, CouponId, MerchantId, TemplateId, Timestamp, UserId};
 
@@ -60,6 +61,29 @@ pub trait ReportStore: Send + Sync {
     /// Per template, the coupons used in `[from, to)` and their discount (refunded since or
     /// not), and the refunds made in `[from, to)` with the discount they took back.
     async fn usage_between(&self, from: Timestamp, to: Timestamp) -> StoreResult<Vec<UsageRow>>;
+    /// The campaign figures of some templates over a period, per hour and channel, and the
+    /// orders that used them per hour (see [`crate::figures`]).
+    async fn figures(&self, q: &FiguresQuery<'_>) -> StoreResult<Figures>;
+    /// Unused coupons of the templates whose validity ended in the period (before `now`), per
+    /// hour and channel (only `expired_unused` set).
+    async fn expired_unused(&self, q: &FiguresQuery<'_>) -> StoreResult<Vec<ChannelHour>>;
+    /// The hours of `[from, to)` kept under `key` (its scope with the same digest) and their
+    /// figures.
+    async fn kept_figures(
+        &self,
+        key: &FigureKey,
+        from: Timestamp,
+        to: Timestamp,
+    ) -> StoreResult<KeptFigures>;
+    /// Keeps `figures` as the hours `[from, to)` of `key`, every hour of it marked counted (an
+    /// hour kept before stays as it was); rows of the scope kept under another digest go.
+    async fn keep_figures(
+        &self,
+        key: &FigureKey,
+        from: Timestamp,
+        to: Timestamp,
+        figures: &Figures,
+    ) -> StoreResult<()>;
     /// Coupons created and used at or after `since`, and webhook deliveries created since that
     /// failed or are being retried; of one merchant's templates and endpoints, or all.
     async fn since(&self, merchant: Option<MerchantId>, since: Timestamp) -> StoreResult<Since>;

@@ -55,6 +55,10 @@ pub struct LockRequest<'a> {
     pub deadline: Timestamp,
     pub actor: &'a Actor,
     pub now: Timestamp,
+    /// The order's total before coupons, kept with the order for the campaign figures.
+    pub subtotal: Money,
+    /// The platform's currency (ISO 4217), kept with the order's amounts.
+    pub currency: &'a str,
 }
 
 /// What the lock's rules decided, given the coupons and templates as they are inside the

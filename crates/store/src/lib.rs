@@ -35,6 +35,8 @@
 //! - [`records`]: the stored, versioned record types behind that JSON, tolerant of fields a
 //!   newer version added and checked when read.
 //! - `testing` (feature `testing`): the conformance suite; every backend runs all of it.
+//! - [`figures`]: the campaign figures per hour and channel ([`Figures`]), as the store counts
+//!   them for the performance report.
 //! - [`failpoints`]: named points where test builds inject crashes and errors.
 #![forbid(unsafe_code)]
 
@@ -51,6 +53,7 @@ pub mod codes;
 pub mod error;
 pub mod events;
 pub mod failpoints;
+pub mod figures;
 pub mod issuance;
 pub mod lifecycle;
 pub mod messaging;
@@ -81,6 +84,7 @@ pub use claims::ClaimStore;
 pub use codes::CodeStore;
 pub use error::{Conflict, StoreError, StoreResult};
 pub use events::{CouponEvent, Event};
+pub use figures::{ChannelHour, FigureKey, Figures, FiguresQuery, KeptFigures, OrderHour};
 pub use issuance::{
     InvalidLine, Issuance, IssuanceKey, IssuanceState, IssuanceStore, NewIssuance, OpenJob,
 };

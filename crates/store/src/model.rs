@@ -3,8 +3,9 @@
 use std::fmt;
 
 use coupond_domain::{
-    ActivityId, ActivityStatus, Actor, CategoryId, CityId, CitySet, Coupon, CouponId, CouponKind,
-    CouponStatus, MerchantId, Review, TemplateId, TemplateSpec, TemplateStatus, Timestamp, UserId,
+    ActivityId, ActivityStatus, Actor, CategoryId, Channel, CityId, CitySet, Coupon, CouponId,
+    CouponKind, CouponStatus, MerchantId, Review, Source, TemplateId, TemplateSpec, TemplateStatus,
+    Timestamp, UserId,
 };
 use serde::{Deserialize, Serialize};
 
@@ -219,6 +220,10 @@ pub struct ClaimRequest {
     pub code: Option<CodeClaim>,
     /// The bulk issuance job issuing it, if one is (its event is then `coupon.issued`).
     pub issuance: Option<i64>,
+    /// How the coupon reaches its holder, kept with it for the campaign figures.
+    pub channel: Channel,
+    /// The caller's label for where the claim came from, if it gave one.
+    pub source: Option<Source>,
 }
 
 impl ClaimRequest {

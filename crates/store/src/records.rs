@@ -13,7 +13,7 @@
 
 use coupond_domain::{
     ActivityDraft, ActivityId, ActivitySpec, Approval, Audience, BasisPoints, CategoryId, CitySet,
-    CouponKind, CouponValue, DeductionMode, FundedBy, Gift, ListingId, Money, Reference,
+    CouponKind, CouponValue, DeductionMode, FundedBy, Funding, Gift, ListingId, Money, Reference,
     RefundPolicy, Scope, Stacking, Tag, TemplateDraft, TemplateSpec, Timestamp, UserId, Validity,
     Window,
 };
@@ -123,8 +123,11 @@ pub struct ActivityRecord {
     value_max: i64,
     enrollment: WindowRecord,
     run: WindowRecord,
-    #[serde(default)]
-    funded_by: FundedBy,
+    /// Written before the split: read as 10000 or 0 when `funding` is absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    funded_by: Option<FundedBy>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    funding: Option<Funding>,
     #[serde(default, skip_serializing_if = "is_no_approval")]
     approval: Approval,
     #[serde(default, skip_serializing_if = "Reference::is_empty")]
@@ -299,7 +302,14 @@ impl ActivityRecord {
             value_max: d.value_max,
             enrollment: d.enrollment.into(),
             run: d.run.into(),
-            funded_by: d.funded_by,
+            // Also in the old field where it says the same, for readers of the version before
+            // the split (a rolling upgrade).
+            funded_by: match spec.funding().platform_bps() {
+                10_000 => Some(FundedBy::Platform),
+                0 => Some(FundedBy::Merchant),
+                _ => None,
+            },
+            funding: Some(spec.funding()),
             approval: d.approval,
             reference: d.reference.clone(),
         }
@@ -316,7 +326,11 @@ impl ActivityRecord {
             value_max: self.value_max,
             enrollment: window(self.enrollment)?,
             run: window(self.run)?,
-            funded_by: self.funded_by,
+            funding: Some(
+                self.funding
+                    .unwrap_or_else(|| Funding::of(self.funded_by.unwrap_or_default())),
+            ),
+            funded_by: None,
             approval: self.approval,
             reference: self.reference,
         };

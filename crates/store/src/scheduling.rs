@@ -152,6 +152,10 @@ pub struct UsageRow {
     pub refunded: i64,
     /// The discount those refunds took back.
     pub refunded_discount: i64,
+    /// The same, per discount amount: `(amount, uses, refunds)`, by amount. A funding split is
+    /// applied to each coupon's discount, so a refund takes back exactly the parts its use
+    /// gave, whatever the period.
+    pub amounts: Vec<(i64, i64, i64)>,
 }
 
 /// The outbox as its consumers read it, their durable positions, and leases that let one

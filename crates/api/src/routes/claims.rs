@@ -10,7 +10,8 @@ use axum::{Extension, Json};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use coupond_domain::{
-    Actor, Coupon, CouponStatus, MerchantId, Template, TemplateId, Timestamp, UserId,
+    Actor, Channel, Coupon, CouponStatus, ListingId, MerchantId, Source, Template, TemplateId,
+    Timestamp, UserId,
 };
 use coupond_engine::{ClaimAsk, Claimed};
 use coupond_store::CouponQuery;
@@ -33,6 +34,28 @@ pub struct ClaimBody {
     /// The user to claim for (service keys only).
     #[schema(value_type = Option<String>)]
     pub user_id: Option<UserId>,
+    /// Your label for where the claim came from (`app-home`, `sms-campaign-12`): 1 to 64
+    /// letters, digits, `-`, `_`, `.`, `:`. Kept with the coupon and reported as its own
+    /// channel in the campaign figures.
+    #[serde(default)]
+    pub source: Option<Source>,
+    /// The listing whose page the claim was made from (claims of a template only; a code's
+    /// coupon comes from its code). Kept with the coupon as its channel.
+    #[serde(default)]
+    #[schema(value_type = Option<i64>)]
+    pub listing_id: Option<ListingId>,
+}
+
+impl ClaimBody {
+    /// How the coupon reaches its holder: the listing named, else the service claiming for
+    /// the user, else the user claiming directly.
+    pub(crate) fn channel(&self, p: &Principal) -> Channel {
+        match (self.listing_id, p) {
+            (Some(l), _) => Channel::Listing(l),
+            (None, Principal::User(_)) => Channel::Direct,
+            (None, _) => Channel::Service,
+        }
+    }
 }
 
 /// Claim a coupon.
@@ -56,7 +79,9 @@ pub async fn claim(
     headers: HeaderMap,
     OptionalJson(body): OptionalJson<ClaimBody>,
 ) -> ApiResult<Created> {
-    let (user, actor) = claimant(&p, body.unwrap_or_default().user_id)?;
+    let body = body.unwrap_or_default();
+    let channel = body.channel(&p);
+    let (user, actor) = claimant(&p, body.user_id)?;
     let key = idempotency::key(
         &headers,
         &p,
@@ -72,6 +97,21 @@ pub async fn claim(
         ));
     }
     let template = s.claimed_template(id).await?;
+    if let Some(l) = body.listing_id {
+        // Named only by claims made from a listing's page: one read, never on a plain claim.
+        // A merchant's template is claimed from that merchant's listings only.
+        match s.store().listing(l).await {
+            Ok(found) if template.merchant_id.is_none_or(|m| m == found.merchant_id) => {}
+            Ok(_) | Err(coupond_store::StoreError::NotFound) => {
+                return Err(ApiError::invalid(
+                    "unknown_listing",
+                    "listing_id",
+                    "no such listing of the template's merchant",
+                ))
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
     if !template.is_public() {
         // A draft another merchant is preparing: as if it did not exist.
         return Err(ApiError::NotFound);
@@ -81,6 +121,8 @@ pub async fn claim(
         actor,
         idempotency: key,
         code: None,
+        channel,
+        source: body.source,
     };
     let claimed = s.claims().claim(&template, ask).await?;
     Ok(created(&s, &template, claimed))

@@ -301,7 +301,15 @@ pub async fn redeem(
     headers: HeaderMap,
     OptionalJson(body): OptionalJson<ClaimBody>,
 ) -> ApiResult<Created> {
-    let (user, actor) = claimant(&p, body.unwrap_or_default().user_id)?;
+    let body = body.unwrap_or_default();
+    if body.listing_id.is_some() {
+        return Err(ApiError::invalid(
+            "not_allowed",
+            "listing_id",
+            "a code's coupon comes from its code; listing_id is for claims of a template",
+        ));
+    }
+    let (user, actor) = claimant(&p, body.user_id)?;
     // Counted before anything is looked at: failed guesses cost as much as good ones.
     s.redeem_limits().check(&user, user_ip(&p, ip)).await?;
     let code = TypedCode::parse(&typed).map_err(|_| ApiError::unusable_code())?;
@@ -316,6 +324,9 @@ pub async fn redeem(
         actor,
         idempotency,
         code: None,
+        // Set by redemption to the code's batch.
+        channel: coupond_domain::Channel::Direct,
+        source: body.source,
     };
     let (store, claims, now) = (s.store(), s.claims(), s.now());
     let (template, claimed) = redemption::redeem(store, &s, claims, &code, ask, now).await?;

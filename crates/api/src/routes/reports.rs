@@ -7,7 +7,7 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use coupond_domain::{
-    ActivityId, FundedBy, MerchantId, Money, Template, TemplateId, TemplateStatus, Timestamp, Zone,
+    ActivityId, Funding, MerchantId, Money, Template, TemplateId, TemplateStatus, Timestamp, Zone,
 };
 use coupond_engine::reports;
 use coupond_engine::stats::{SlotUnit, StatsWindow};
@@ -265,8 +265,10 @@ pub struct MerchantRow {
 pub struct ActivityStats {
     pub activity_id: ActivityId,
     pub title: String,
-    /// Who funds its discounts.
-    pub funded_by: FundedBy,
+    /// Who funds its discounts: `platform`, `merchant` or `shared` (see `funding`).
+    pub funded_by: String,
+    /// The platform's share of each discount.
+    pub funding: Funding,
     /// All its templates (a merchant's view: its own only).
     pub totals: MerchantRow,
     /// Per merchant (the platform's own templates without `merchant_id`).
@@ -322,7 +324,8 @@ pub async fn activity(
     Ok(Json(ActivityStats {
         activity_id: a.id,
         title: a.spec.title.clone(),
-        funded_by: a.spec.funded_by,
+        funded_by: a.spec.funding().label().to_owned(),
+        funding: a.spec.funding(),
         totals,
         merchants: by_merchant.into_values().collect(),
         templates: stats,
@@ -353,9 +356,10 @@ pub struct ReconciliationRow {
     pub merchant_id: Option<MerchantId>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub activity_id: Option<ActivityId>,
-    /// Who pays for the discount: the activity's funder, else the template's owner (the
-    /// platform for its own templates).
-    pub funded_by: FundedBy,
+    /// Who pays for the discount: `platform`, `merchant` or `shared` between them (see
+    /// `funding`): the activity's split, else the template's owner (the platform for its own).
+    pub funded_by: String,
+    pub funding: Funding,
     /// Coupons used (confirmed) in the period, refunded since or not.
     pub coupons_used: i64,
     /// Their discount.
@@ -364,11 +368,17 @@ pub struct ReconciliationRow {
     pub coupons_refunded: i64,
     /// The discount those refunds took back.
     pub refunded_discount: Money,
-    /// `discount - refunded_discount`: what the period costs the funder.
+    /// `discount - refunded_discount`: what the period costs the funders.
     pub net_discount: i64,
+    /// The platform's part of `net_discount` (each coupon's discount split on its own, rounded
+    /// half away from zero; the merchant's part is the rest).
+    pub platform_net: i64,
+    /// The merchant's part of `net_discount`.
+    pub merchant_net: i64,
 }
 
-/// Totals of one funder.
+/// Totals of one funder: the uses and refunds of the lines it pays some part of, and its part
+/// of their amounts.
 #[derive(Debug, Default, Serialize, Deserialize, ToSchema)]
 pub struct FunderTotal {
     pub coupons_used: i64,
@@ -435,11 +445,14 @@ impl From<reports::Reconciliation> for Reconciliation {
     fn from(r: reports::Reconciliation) -> Self {
         let row = |r: reports::ReconciliationRow| ReconciliationRow {
             net_discount: r.net_discount(),
+            platform_net: r.net().platform,
+            merchant_net: r.net().merchant,
             template_id: r.template_id,
             title: r.title,
             merchant_id: r.merchant_id,
             activity_id: r.activity_id,
-            funded_by: r.funded_by,
+            funded_by: r.funding.label().to_owned(),
+            funding: r.funding,
             coupons_used: r.coupons_used,
             discount: r.discount,
             coupons_refunded: r.coupons_refunded,

@@ -6,9 +6,10 @@ use axum::routing::{delete, get, post, put};
 
 use super::{
     campaign_messages, centre, checkout, claims, contacts, coupons, events, issuances,
-    message_texts, r, refunds, reports, seen, shared_tags, tag_uploads, tags, today, webhooks,
-    Route, RouteSpec, PLATFORM, PLATFORM_MERCHANT, PLATFORM_MERCHANT_SERVICE,
-    PLATFORM_MERCHANT_USER, PLATFORM_SERVICE, SERVICE, USER, USER_SERVICE,
+    message_texts, performance, r, refunds, reports, seen, settlement, shared_tags, tag_uploads,
+    tags, today, webhooks, Route, RouteSpec, PLATFORM, PLATFORM_MERCHANT,
+    PLATFORM_MERCHANT_SERVICE, PLATFORM_MERCHANT_USER, PLATFORM_SERVICE, SERVICE, USER,
+    USER_SERVICE,
 };
 
 /// Bulk issuance, stats, reconciliation and webhooks.
@@ -52,6 +53,18 @@ pub(super) fn operations_routes() -> Vec<Route> {
             "/v1/reports/reconciliation",
             PLATFORM,
             get(reports::reconciliation),
+        ),
+        r(
+            Method::GET,
+            "/v1/reports/performance",
+            PLATFORM_MERCHANT,
+            get(performance::performance),
+        ),
+        r(
+            Method::GET,
+            "/v1/reports/settlement",
+            PLATFORM_MERCHANT,
+            get(settlement::settlement),
         ),
         r(
             Method::GET,

@@ -9,6 +9,7 @@ mod alerting;
 mod approval;
 mod audit;
 mod backends;
+mod campaign_figures;
 mod campaign_messages;
 mod centre;
 mod centre_views;

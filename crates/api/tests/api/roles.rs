@@ -130,6 +130,8 @@ fn expected() -> Vec<(Method, &'static str, Vec<Role>)> {
         (Method::GET, "/v1/templates/{id}/stats", vec![P, M]),
         (Method::GET, "/v1/activities/{id}/stats", vec![P, M]),
         (Method::GET, "/v1/reports/reconciliation", vec![P]),
+        (Method::GET, "/v1/reports/performance", vec![P, M]),
+        (Method::GET, "/v1/reports/settlement", vec![P, M]),
         (Method::GET, "/v1/reports/today", vec![P, M]),
         (Method::POST, "/v1/webhooks", vec![P, M]),
         (Method::GET, "/v1/webhooks", vec![P, M]),

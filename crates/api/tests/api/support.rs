@@ -305,6 +305,19 @@ impl TestApp {
         }
     }
 
+    /// A GET as `credential`, its status and its body as text (a CSV download).
+    pub async fn get_text(&self, path: &str, credential: &str) -> (StatusCode, String) {
+        let req = Request::builder()
+            .uri(path)
+            .header(header::AUTHORIZATION, format!("Bearer {credential}"))
+            .body(Body::empty())
+            .unwrap();
+        let res = self.router.clone().oneshot(req).await.unwrap();
+        let status = res.status();
+        let bytes = res.into_body().collect().await.unwrap().to_bytes();
+        (status, String::from_utf8_lossy(&bytes).into_owned())
+    }
+
     /// A JSON request as `credential` (None: anonymous).
     pub async fn call(
         &self,

@@ -8,7 +8,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
 use coupond_api::routes::reports::ActivityStats;
 use coupond_api::views::{ActivityView, TemplateView};
-use coupond_domain::{ActivityAction, FundedBy, Timestamp};
+use coupond_domain::{ActivityAction, Funding, Timestamp};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -80,8 +80,10 @@ pub struct ActivityForm {
     run_start: String,
     #[serde(default)]
     run_end: String,
+    /// The platform's share of each discount, in percent (`60`, `12.5`); blank: 0, each
+    /// merchant pays its own.
     #[serde(default)]
-    funded_by: String,
+    platform_share: String,
     /// `required`: merchants' templates wait for the platform's approval.
     #[serde(default)]
     approval: String,
@@ -122,7 +124,7 @@ struct NewPage {
 pub async fn new(session: Session) -> Response {
     let form = ActivityForm {
         kind: "amount_off".into(),
-        funded_by: "platform".into(),
+        platform_share: "100".into(),
         approval: "none".into(),
         ..ActivityForm::default()
     };
@@ -201,6 +203,11 @@ fn draft(f: &ActivityForm) -> Result<Value, (&'static str, String)> {
         .map(str::parse::<i64>)
         .collect();
     let cities = cities.map_err(|_| ("cities", "city ids, separated by commas".to_owned()))?;
+    // Percent with two decimals is basis points; the API says if it is out of range.
+    let platform_bps = match f.platform_share.trim() {
+        "" => 0,
+        share => hundredths("platform_share", share)?,
+    };
     Ok(json!({
         "title": f.title,
         "description": f.description,
@@ -210,7 +217,7 @@ fn draft(f: &ActivityForm) -> Result<Value, (&'static str, String)> {
         "value_max": hundredths("value_max", &f.value_max)?,
         "enrollment": {"start": utc(&f.enrollment_start), "end": utc(&f.enrollment_end)},
         "run": {"start": utc(&f.run_start), "end": utc(&f.run_end)},
-        "funded_by": f.funded_by,
+        "funding": {"platform_bps": platform_bps},
         "approval": if f.approval.is_empty() { "none" } else { f.approval.as_str() },
     }))
 }
@@ -314,7 +321,7 @@ pub async fn page(
         can_resume: offers(&a, ActivityAction::Resume),
         paused: a.paused.as_ref().map(super::steering::pause_words),
         description: a.terms.description.clone(),
-        funding: funding(a.terms.funded_by),
+        funding: funding(a.terms.funding.unwrap_or_default()),
         a: ActivityRow::of(&a).named(&CityNames::load(&console, &session).await),
         rows: {
             let merchants = MerchantNames::load(&console, &session).await;
@@ -344,10 +351,15 @@ pub async fn page(
 }
 
 /// Who pays the discounts of an activity's templates, in words.
-fn funding(f: FundedBy) -> String {
-    match f {
-        FundedBy::Platform => "the platform pays the discounts".into(),
-        FundedBy::Merchant => "each merchant pays its own templates' discounts".into(),
+fn funding(f: Funding) -> String {
+    match f.platform_bps() {
+        10_000 => "the platform pays the discounts".into(),
+        0 => "each merchant pays its own templates' discounts".into(),
+        bps => format!(
+            "the platform pays {}.{:02} % of each discount, the merchant the rest",
+            bps / 100,
+            bps % 100
+        ),
     }
 }
 
@@ -416,7 +428,7 @@ pub async fn edit(
         enrollment_end: local(a.enrollment.end),
         run_start: local(a.run.start),
         run_end: local(a.run.end),
-        funded_by: a.funded_by.as_str().to_owned(),
+        platform_share: percent(a.funding.unwrap_or_default().platform_bps()),
         approval: a.approval.as_str().to_owned(),
     };
     form_page(&session, edit_target(id), form, Shown::ok())
@@ -478,4 +490,13 @@ pub async fn abort(
         return problem_page(&session, &reply.problem());
     }
     Redirect::to(&format!("/console/activities/{id}")).into_response()
+}
+
+/// Basis points as the percent the form shows (`60`, `12.5`).
+fn percent(bps: u16) -> String {
+    match (bps / 100, bps % 100) {
+        (whole, 0) => whole.to_string(),
+        (whole, part) if part % 10 == 0 => format!("{whole}.{}", part / 10),
+        (whole, part) => format!("{whole}.{part:02}"),
+    }
 }

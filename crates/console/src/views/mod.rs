@@ -25,6 +25,7 @@ mod cities;
 mod coupons;
 mod enroll;
 mod feeds;
+mod figures;
 mod format;
 mod history;
 mod home;
@@ -179,6 +180,8 @@ pub fn routes(max_upload: usize) -> Router<Console> {
         .route("/console/coupons/{id}/revoke", post(support::revoke))
         .route("/console/orders/{order}/extend", post(coupons::extend))
         .route("/console/reconciliation", get(support::reconciliation))
+        .route("/console/performance", get(figures::performance))
+        .route("/console/settlement", get(figures::settlement))
         .route(crate::assets::HTMX_PATH, get(crate::assets::htmx))
         .route(crate::assets::css_path(), get(crate::assets::css))
         .route(crate::assets::js_path(), get(crate::assets::js))

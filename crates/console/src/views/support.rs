@@ -304,6 +304,14 @@ pub struct Period {
     format: String,
 }
 
+/// Who pays a line: `platform`, `merchant`, or the platform's share when split.
+fn funded_by(label: &str, bps: u16) -> String {
+    match label {
+        "shared" => format!("platform {}.{:02} %", bps / 100, bps % 100),
+        other => other.to_owned(),
+    }
+}
+
 /// A reconciliation row.
 #[derive(Debug, Clone)]
 struct Row {
@@ -400,7 +408,7 @@ pub async fn reconciliation(
                         .merchant_id
                         .map(|m| merchants.one(m.get()))
                         .unwrap_or_else(|| "platform".into()),
-                    funded_by: x.funded_by.as_str().to_owned(),
+                    funded_by: funded_by(&x.funded_by, x.funding.platform_bps()),
                     used: x.coupons_used,
                     discount: money(x.discount.minor()),
                     refunds: x.coupons_refunded,

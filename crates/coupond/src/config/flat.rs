@@ -7,7 +7,7 @@ use figment::value::{Dict, Map, Value};
 use figment::{Error, Metadata, Profile, Provider};
 
 /// Every setting: its flat name, its section and its key there.
-pub const FLAT: [(&str, &str, &str); 96] = [
+pub const FLAT: [(&str, &str, &str); 97] = [
     ("listen", "server", "listen"),
     ("max_body_bytes", "server", "max_body_bytes"),
     ("max_upload_bytes", "server", "max_upload_bytes"),
@@ -162,6 +162,7 @@ pub const FLAT: [(&str, &str, &str); 96] = [
     ("sms_http_fields", "sms", "http_fields"),
     ("sms_http_headers", "sms", "http_headers"),
     ("platform_time_zone", "platform", "time_zone"),
+    ("platform_currency", "platform", "currency"),
     ("users_seen_resolution", "users", "seen_resolution"),
     ("users_seen_capacity", "users", "seen_capacity"),
 ];

@@ -315,6 +315,9 @@ pub struct Platform {
     /// The IANA time zone (`Asia/Shanghai`, `UTC`) whose local days "today", reports and
     /// charts count in; checked when the configuration is read.
     pub time_zone: coupond_domain::Zone,
+    /// The currency of every amount (ISO 4217, three upper-case letters); checked when the
+    /// configuration is read.
+    pub currency: coupond_domain::Currency,
 }
 
 /// Users' activity as coupond sees it.

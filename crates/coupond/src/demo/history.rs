@@ -10,13 +10,16 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use coupond_domain::{
-    Actor, Merchant, Order, OrderDraft, OrderId, TemplateContext, TemplateDraft, TemplateSpec,
-    Timestamp, UserId,
+    Actor, Merchant, Order, OrderDraft, OrderId, Source, TemplateContext, TemplateDraft,
+    TemplateSpec, Timestamp, UserId,
 };
 use coupond_engine::{Checkout, IssuanceWorker, ManualClock};
 use coupond_store::{ClaimOutcome, ClaimRequest, NewIssuance, NewTemplate, Store};
 use serde_json::json;
 use time::Duration;
+
+/// The `source` of every third claim (the rest give none).
+const DEMO_SOURCES: [Option<&str>; 3] = [None, Some("app-home"), Some("sms-spring")];
 
 /// Claims in each of the last 11 hours, oldest first.
 const PER_HOUR: [usize; 11] = [3, 5, 8, 4, 12, 9, 15, 7, 10, 6, 11];
@@ -71,6 +74,12 @@ pub async fn seed(
                     idempotency: None,
                     code: None,
                     issuance: None,
+                    channel: Default::default(),
+                    // Some claims came from the app's home page, some from an SMS
+                    // campaign: the performance report's channels.
+                    source: DEMO_SOURCES[k % 3]
+                        .map(|s| Source::parse(s).map_err(anyhow::Error::msg))
+                        .transpose()?,
                 })
             })
             .collect::<anyhow::Result<_>>()?;

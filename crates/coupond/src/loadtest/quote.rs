@@ -116,6 +116,8 @@ async fn wallet(store: &dyn Store, user: &UserId) -> anyhow::Result<i64> {
             idempotency: None,
             code: None,
             issuance: None,
+            channel: Default::default(),
+            source: None,
         };
         let out = store
             .claim_batch(t.id, &[claim.clone(), claim], now)

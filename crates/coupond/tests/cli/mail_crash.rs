@@ -97,6 +97,8 @@ fn seed(db: &str) {
                 idempotency: None,
                 code: None,
                 issuance: None,
+                channel: Default::default(),
+                source: None,
             });
         }
         let out = coupond_store::ClaimStore::claim_batch(&store, t.id, &reqs, at(15))

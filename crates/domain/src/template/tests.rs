@@ -33,7 +33,8 @@ fn activity() -> Activity {
             value_max: 5000,
             enrollment: Window::new(t("2026-03-01T00:00:00Z"), t("2026-03-10T00:00:00Z")).unwrap(),
             run: Window::new(t("2026-03-15T00:00:00Z"), t("2026-03-31T00:00:00Z")).unwrap(),
-            funded_by: FundedBy::Merchant,
+            funding: None,
+            funded_by: Some(FundedBy::Merchant),
             approval: Default::default(),
             reference: Default::default(),
         })

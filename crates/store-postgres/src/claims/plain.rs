@@ -1,5 +1,5 @@
 //! Plain claim batches in one round trip: `coupond_claim_plain` (migrations 0015, 0017: the
-//! tag audience, 0021: the stock taken last, so `template.sold_out` follows the batch's own
+//! tag audience, 0021: the stock taken last, 0032: channels and sources, so `template.sold_out` follows the batch's own
 //! `coupon.claimed` events) does the whole batch server-side, in autocommit, so BEGIN and COMMIT cost no round trips of their
 //! own. The coupons' `coupon.claimed` bodies are built here (the database sets their
 //! `coupon_id`), so the event format has one author.
@@ -18,7 +18,7 @@ use crate::store::{dt, PgStore};
 const RETRY: &str = "CPRTY";
 
 const CALL: &str = "SELECT coupond_claim_plain($1, $2, $3, $4, $5, $6, $7, $8, \
-     $9::text[]::jsonb[], $10::jsonb)";
+     $9::text[]::jsonb[], $10::jsonb, $11, $12)";
 
 /// Whether the batch can take the one-call path: no idempotency keys, no single-use codes, no
 /// bulk-issuance claims, and each user once (the function counts one slot per user).
@@ -45,6 +45,7 @@ impl PgStore {
         let n = claims.len();
         let (mut users, mut froms, mut untils) = (vec![], vec![], vec![]);
         let (mut actors, mut codes, mut bodies) = (vec![], vec![], vec![]);
+        let (mut channels, mut sources) = (Vec::with_capacity(n), Vec::with_capacity(n));
         for r in claims {
             let c = r.coupon(CouponId::new(1).map_err(StoreError::other)?, template, now);
             bodies.push(events::coupon_claimed(&c, &r.actor, None).1);
@@ -53,6 +54,8 @@ impl PgStore {
             untils.push(dt(r.valid_until));
             actors.push(r.actor.to_text());
             codes.push(r.code.as_ref().map(|k| k.code.as_str()));
+            channels.push(r.channel.to_text());
+            sources.push(r.source.as_ref().map(|s| s.as_str()));
         }
         let query = sqlx::query_scalar::<_, Option<Vec<i64>>>(CALL)
             .bind(template.get())
@@ -64,7 +67,9 @@ impl PgStore {
             .bind(&actors)
             .bind(&codes)
             .bind(&bodies)
-            .bind(sold_out_body(template));
+            .bind(sold_out_body(template))
+            .bind(&channels)
+            .bind(&sources);
         // Failpoint builds run it in an explicit transaction, so the claim points can fire
         // between the batch's writes and its commit.
         let result = if failpoints::ENABLED {

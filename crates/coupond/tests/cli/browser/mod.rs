@@ -290,6 +290,20 @@ async fn platform_creates_an_activity(c: &Client, base: &str, key: &str) {
     .unwrap();
     until(c, "main", |t| t.contains("By funder")).await;
 
+    // The platform's performance over the last 30 days: the demo's claims by channel, its
+    // orders; and the settlement (the demo's template is the merchant's own: nothing owed).
+    c.goto(&format!("{base}/console/performance"))
+        .await
+        .unwrap();
+    until(c, "#channels", |t| {
+        t.contains("source:app-home") && t.contains("source:sms-spring") && t.contains("direct")
+    })
+    .await;
+    until(c, "#funnel", |t| t.contains("Used")).await;
+    shot(c, "performance").await;
+    c.goto(&format!("{base}/console/settlement")).await.unwrap();
+    until(c, "main", |t| t.contains("owes no merchant anything")).await;
+
     // The outbox as a feed (the demo's history is in it), merchants, webhooks.
     c.goto(&format!("{base}/console/events?type=coupon.used"))
         .await

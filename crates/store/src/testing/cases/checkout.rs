@@ -79,6 +79,8 @@ pub(super) fn lock_req<'a>(
         deadline: at(hour + 1),
         actor: &Actor::Service,
         now: at(hour),
+        subtotal: coupond_domain::Money::new(10_000).unwrap(),
+        currency: "CNY",
     }
 }
 

@@ -20,6 +20,8 @@ pub(super) fn req(user: &str) -> ClaimRequest {
         idempotency: None,
         code: None,
         issuance: None,
+        channel: Default::default(),
+        source: None,
     }
 }
 

@@ -149,6 +149,8 @@ pub async fn coupons_expire_once(s: Arc<dyn Store>) {
             deadline: at(100),
             actor: &coupond_domain::Actor::Service,
             now: at(15),
+            subtotal: coupond_domain::Money::ZERO,
+            currency: "CNY",
         },
         &rules,
     )

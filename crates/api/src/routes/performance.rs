@@ -1,0 +1,343 @@
+//! The performance report: whether a campaign paid (funnel, discount, GMV, average order
+//! value), per local day and channel, as JSON or CSV. Counted by
+//! [`coupond_engine::performance`].
+
+use axum::extract::State;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use coupond_domain::{ActivityId, CsvWriter, MerchantId, TemplateId, Timestamp};
+use coupond_engine::performance::{self, Performance, Scope, Totals};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::auth::Principal;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::ApiQuery;
+use crate::pagination;
+use crate::routes::CommonErrors;
+use crate::state::AppState;
+
+/// The longest period one report covers, in days.
+pub const MAX_PERIOD_DAYS: i64 = 366;
+
+/// Whose figures, over which period.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct PerformanceQuery {
+    /// One template's figures.
+    pub template_id: Option<TemplateId>,
+    /// One activity's (a merchant's view: its own templates in it).
+    pub activity_id: Option<ActivityId>,
+    /// One merchant's templates (merchants: their own only). With none of the three: every
+    /// template (the platform), or the merchant's own.
+    pub merchant_id: Option<MerchantId>,
+    /// Start (inclusive), RFC 3339.
+    #[param(value_type = String)]
+    pub from: Timestamp,
+    /// End (exclusive), RFC 3339; at most 366 days after `from`.
+    #[param(value_type = String)]
+    pub to: Timestamp,
+    /// `json` (the default) or `csv`.
+    pub format: Option<String>,
+}
+
+/// The funnel and its rates (basis points of the coupons that reached a holder, rounded
+/// down; the refund rate of the uses; absent when there is nothing to divide by).
+#[derive(Debug, Default, Serialize, Deserialize, ToSchema)]
+pub struct FunnelView {
+    /// Issued by bulk issuance jobs (uploads, segments).
+    pub issued: i64,
+    /// Claimed by users or for them, or redeemed from codes.
+    pub claimed: i64,
+    pub locked: i64,
+    pub used: i64,
+    pub refunded: i64,
+    /// Unused coupons whose validity ended in the period.
+    pub expired_unused: i64,
+    pub revoked: i64,
+    pub lock_rate_bps: Option<i64>,
+    pub use_rate_bps: Option<i64>,
+    pub refund_rate_bps: Option<i64>,
+    pub expiry_rate_bps: Option<i64>,
+}
+
+/// One line of figures; amounts in minor units of `currency`.
+#[derive(Debug, Default, Serialize, Deserialize, ToSchema)]
+pub struct FiguresView {
+    pub funnel: FunnelView,
+    /// The discount of the uses in the period, what refunds in it took back, and the net.
+    pub discount: i64,
+    pub refunded_discount: i64,
+    pub net_discount: i64,
+    /// Orders confirmed with a coupon (each once; in a channel's line, each using a coupon of
+    /// that channel) and their value before discounts (GMV).
+    pub orders: i64,
+    pub gmv: i64,
+    /// Orders whose last coupon was refunded in the period, and their value.
+    pub orders_refunded: i64,
+    pub refunded_gmv: i64,
+    /// `gmv - refunded_gmv`.
+    pub net_gmv: i64,
+    /// GMV per order, rounded down.
+    pub average_order_value: Option<i64>,
+    /// Net GMV per unit of net discount, in hundredths (1234: 12.34 times).
+    pub gmv_per_discount_x100: Option<i64>,
+}
+
+impl From<&Totals> for FiguresView {
+    fn from(t: &Totals) -> Self {
+        let f = &t.funnel;
+        let rate = Totals::rate_bps;
+        FiguresView {
+            funnel: FunnelView {
+                issued: f.issued,
+                claimed: f.claimed,
+                locked: f.locked,
+                used: f.used,
+                refunded: f.refunded,
+                expired_unused: f.expired_unused,
+                revoked: f.revoked,
+                lock_rate_bps: rate(f.locked, f.reached()),
+                use_rate_bps: rate(f.used, f.reached()),
+                refund_rate_bps: rate(f.refunded, f.used),
+                expiry_rate_bps: rate(f.expired_unused, f.reached()),
+            },
+            discount: t.discount,
+            refunded_discount: t.refunded_discount,
+            net_discount: t.net_discount(),
+            orders: t.orders,
+            gmv: t.order_value,
+            orders_refunded: t.orders_refunded,
+            refunded_gmv: t.refunded_value,
+            net_gmv: t.net_order_value(),
+            average_order_value: t.average_order_value(),
+            gmv_per_discount_x100: t.gmv_per_discount_x100(),
+        }
+    }
+}
+
+/// One local day's figures.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct DayFigures {
+    /// The local date in the platform's zone (`YYYY-MM-DD`).
+    pub date: String,
+    /// Its first instant (local midnight, as UTC).
+    pub start: Timestamp,
+    #[serde(flatten)]
+    pub figures: FiguresView,
+}
+
+/// One channel's figures.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ChannelFigures {
+    /// `direct`, `listing:<id>`, `code:<batch>` or `code:shared`, `issuance:<job>`,
+    /// `service`, or `source:<label>` for claims that gave a `source`.
+    pub channel: String,
+    /// The channel's kind (the part before `:`).
+    pub kind: String,
+    #[serde(flatten)]
+    pub figures: FiguresView,
+}
+
+/// The report.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct PerformanceReport {
+    /// `template`, `activity`, `merchant` or `platform`.
+    pub scope: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub template_id: Option<TemplateId>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub activity_id: Option<ActivityId>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub merchant_id: Option<MerchantId>,
+    pub from: Timestamp,
+    pub to: Timestamp,
+    /// Whose local days `days` are (`platform.time_zone`).
+    pub time_zone: String,
+    /// The currency of every amount (`platform.currency`).
+    pub currency: String,
+    /// Templates counted.
+    pub templates: usize,
+    pub totals: FiguresView,
+    pub days: Vec<DayFigures>,
+    pub channels: Vec<ChannelFigures>,
+}
+
+/// The scope a query names: one of the three, or none.
+fn scope_of(q: &PerformanceQuery) -> ApiResult<Scope> {
+    match (q.template_id, q.activity_id, q.merchant_id) {
+        (Some(t), None, None) => Ok(Scope::Template(t)),
+        (None, Some(a), None) => Ok(Scope::Activity(a)),
+        (None, None, Some(m)) => Ok(Scope::Merchant(m)),
+        (None, None, None) => Ok(Scope::Platform),
+        _ => Err(ApiError::bad_request(
+            "invalid_query",
+            Some("template_id"),
+            "name at most one of template_id, activity_id and merchant_id",
+        )),
+    }
+}
+
+/// `[from, to)` checked: `to` after `from`, at most [`MAX_PERIOD_DAYS`] later.
+pub(crate) fn check_period(from: Timestamp, to: Timestamp) -> ApiResult<()> {
+    if from >= to {
+        return Err(ApiError::bad_request(
+            "invalid_query",
+            Some("to"),
+            "to must be after from",
+        ));
+    }
+    if to.unix_micros() - from.unix_micros() > MAX_PERIOD_DAYS * 86_400_000_000 {
+        return Err(ApiError::bad_request(
+            "invalid_query",
+            Some("to"),
+            format!("a report covers at most {MAX_PERIOD_DAYS} days"),
+        ));
+    }
+    Ok(())
+}
+
+/// Campaign performance.
+///
+/// Whether a campaign paid, over `[from, to)` (at most 366 days): the funnel (issued, claimed,
+/// locked, used, refunded, expired unused, revoked) with its rates, the discount given, the value
+/// of the orders confirmed with a coupon (GMV) and its ratio to the discount, the average order
+/// value; in total, per local day of the platform's time zone and per channel (how the coupons
+/// reached their holders: a listing, a code's batch, an issuance job, the service, directly, or
+/// the `source` a claim gave). Of one template, activity or merchant, or (none named) every
+/// template; a merchant sees its own templates only. Exact: counted from the records when asked.
+/// `format=csv` gives one line per total, day and channel.
+#[utoipa::path(operation_id = "performance", get, path = "/v1/reports/performance", tag = "reports",
+    params(PerformanceQuery),
+    responses((status = 200, description = "The report (JSON, or CSV with format=csv)", body = PerformanceReport), CommonErrors),
+    security(("bearer" = [])))]
+pub async fn performance(
+    Extension(p): Extension<Principal>,
+    State(s): State<AppState>,
+    ApiQuery(q): ApiQuery<PerformanceQuery>,
+) -> ApiResult<Response> {
+    check_period(q.from, q.to)?;
+    let scope = scope_of(&q)?;
+    let csv = pagination::wants_csv(q.format.as_deref())?;
+    let only = p.merchant();
+    let (store, now) = (s.store(), s.now());
+    let templates = performance::templates_of(store, scope, only, now).await?;
+    if templates.is_empty() && only.is_some() && !matches!(scope, Scope::Platform) {
+        // Another merchant's template, activity or self: as if it did not exist.
+        return Err(ApiError::NotFound);
+    }
+    let asked = performance::Asked {
+        scope,
+        only,
+        templates: &templates,
+    };
+    let report = performance::performance(store, asked, (q.from, q.to), s.zone(), now).await?;
+    let view = view_of(&s, &q, report);
+    if csv {
+        let text = to_csv(&view);
+        return Ok(([(header::CONTENT_TYPE, "text/csv; charset=utf-8")], text).into_response());
+    }
+    Ok(Json(view).into_response())
+}
+
+fn view_of(s: &AppState, q: &PerformanceQuery, r: Performance) -> PerformanceReport {
+    let scope = match r.scope {
+        Scope::Template(_) => "template",
+        Scope::Activity(_) => "activity",
+        Scope::Merchant(_) => "merchant",
+        Scope::Platform => "platform",
+    };
+    PerformanceReport {
+        scope: scope.to_owned(),
+        template_id: q.template_id,
+        activity_id: q.activity_id,
+        merchant_id: q.merchant_id,
+        from: r.from,
+        to: r.to,
+        time_zone: s.zone().name().to_owned(),
+        currency: s.currency().to_string(),
+        templates: r.templates,
+        totals: FiguresView::from(&r.totals),
+        days: r
+            .days
+            .iter()
+            .map(|d| DayFigures {
+                date: d.date.clone(),
+                start: d.start,
+                figures: FiguresView::from(&d.totals),
+            })
+            .collect(),
+        channels: r
+            .channels
+            .iter()
+            .map(|c| ChannelFigures {
+                channel: c.channel.clone(),
+                kind: c.kind.clone(),
+                figures: FiguresView::from(&c.totals),
+            })
+            .collect(),
+    }
+}
+
+/// One CSV line per total, day and channel: `line` says which, `key` names it.
+fn to_csv(r: &PerformanceReport) -> String {
+    let mut w = CsvWriter::with_header(&[
+        "line",
+        "key",
+        "issued",
+        "claimed",
+        "locked",
+        "used",
+        "refunded",
+        "expired_unused",
+        "revoked",
+        "discount",
+        "refunded_discount",
+        "net_discount",
+        "orders",
+        "gmv",
+        "orders_refunded",
+        "refunded_gmv",
+        "net_gmv",
+        "average_order_value",
+        "gmv_per_discount_x100",
+        "currency",
+    ]);
+    let lines = std::iter::once(("total", "", &r.totals))
+        .chain(r.days.iter().map(|d| ("day", d.date.as_str(), &d.figures)))
+        .chain(
+            r.channels
+                .iter()
+                .map(|c| ("channel", c.channel.as_str(), &c.figures)),
+        );
+    for (line, key, f) in lines {
+        let n = &f.funnel;
+        w.text(line).text(key);
+        for v in [
+            n.issued,
+            n.claimed,
+            n.locked,
+            n.used,
+            n.refunded,
+            n.expired_unused,
+            n.revoked,
+            f.discount,
+            f.refunded_discount,
+            f.net_discount,
+            f.orders,
+            f.gmv,
+            f.orders_refunded,
+            f.refunded_gmv,
+            f.net_gmv,
+        ] {
+            w.number(v);
+        }
+        w.optional_number(f.average_order_value)
+            .optional_number(f.gmv_per_discount_x100)
+            .text(&r.currency)
+            .end_line();
+    }
+    w.finish()
+}

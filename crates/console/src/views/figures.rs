@@ -1,0 +1,295 @@
+//! The campaign figures: the performance page (funnel, money, lines per day, the channel
+//! table) of an activity, a template, a merchant or the platform, and the settlement (what
+//! the platform owes each merchant). Both read the API's reports and offer their CSV.
+
+use askama::Template;
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use coupond_api::routes::performance::{FiguresView, PerformanceReport};
+use coupond_api::routes::settlement::SettlementReport;
+use serde::Deserialize;
+
+use super::activities::utc;
+use super::format::money;
+use super::names::MerchantNames;
+use super::{download, problem_page, render, Shell};
+use crate::session::Session;
+use crate::Console;
+
+/// Whose figures and over which period, as the page's form and links send them.
+#[derive(Debug, Default, Deserialize)]
+pub struct FiguresQuery {
+    #[serde(default)]
+    activity_id: Option<i64>,
+    #[serde(default)]
+    template_id: Option<i64>,
+    #[serde(default)]
+    merchant_id: Option<i64>,
+    #[serde(default)]
+    from: String,
+    #[serde(default)]
+    to: String,
+    #[serde(default)]
+    format: String,
+}
+
+impl FiguresQuery {
+    /// The period asked for, or the last 30 days up to now (UTC, to the minute; the minute
+    /// now is in included).
+    fn period(&mut self, console: &Console) {
+        if self.from.is_empty() || self.to.is_empty() {
+            let now = console.app().now();
+            let back = now.minus(time::Duration::days(30));
+            let end = now.plus(time::Duration::minutes(1));
+            self.from = back.to_string().chars().take(16).collect();
+            self.to = end.to_string().chars().take(16).collect();
+        }
+    }
+
+    /// `activity_id=..&` (whichever is named) for links and the API.
+    fn scope(&self) -> String {
+        let pairs = [
+            ("activity_id", self.activity_id),
+            ("template_id", self.template_id),
+            ("merchant_id", self.merchant_id),
+        ];
+        pairs
+            .iter()
+            .filter_map(|(k, v)| v.map(|v| format!("{k}={v}&")))
+            .collect()
+    }
+
+    fn period_query(&self) -> String {
+        format!("from={}&to={}", utc(&self.from), utc(&self.to))
+    }
+}
+
+/// One line of the page's tables, formatted.
+#[derive(Debug, Clone)]
+struct Line {
+    name: String,
+    claimed: i64,
+    used: i64,
+    refunded: i64,
+    discount: String,
+    orders: i64,
+    gmv: String,
+    net_gmv: String,
+    aov: String,
+    ratio: String,
+}
+
+impl Line {
+    fn of(name: String, f: &FiguresView) -> Self {
+        Line {
+            name,
+            claimed: f.funnel.issued + f.funnel.claimed,
+            used: f.funnel.used,
+            refunded: f.funnel.refunded,
+            discount: money(f.net_discount),
+            orders: f.orders,
+            gmv: money(f.gmv),
+            net_gmv: money(f.net_gmv),
+            aov: f.average_order_value.map_or("–".into(), money),
+            ratio: f
+                .gmv_per_discount_x100
+                .map_or("–".into(), |x| format!("{}.{:02}×", x / 100, x % 100)),
+        }
+    }
+}
+
+/// A funnel step: its name, count and share of the coupons that reached a holder.
+#[derive(Debug, Clone)]
+struct Step {
+    name: &'static str,
+    count: i64,
+    /// Percent (two decimals) and the bar's width in percent.
+    rate: String,
+    width: i64,
+}
+
+#[derive(Template)]
+#[template(path = "performance.html")]
+struct PerformancePage {
+    shell: Shell,
+    heading: String,
+    scope: String,
+    from: String,
+    to: String,
+    currency: String,
+    zone: String,
+    steps: Vec<Step>,
+    /// One line: the whole period.
+    total: Vec<Line>,
+    days: Vec<Line>,
+    channels: Vec<Line>,
+}
+
+fn funnel(f: &FiguresView) -> Vec<Step> {
+    let reached = f.funnel.issued + f.funnel.claimed;
+    let step = |name, count: i64| {
+        let bps = if reached > 0 {
+            count * 10_000 / reached
+        } else {
+            0
+        };
+        Step {
+            name,
+            count,
+            rate: format!("{}.{:02} %", bps / 100, bps % 100),
+            width: (bps / 100).clamp(0, 100),
+        }
+    };
+    let n = &f.funnel;
+    vec![
+        step("Reached a holder", reached),
+        step("Locked at checkout", n.locked),
+        step("Used", n.used),
+        step("Refunded", n.refunded),
+        step("Expired unused", n.expired_unused),
+        step("Revoked", n.revoked),
+    ]
+}
+
+/// The performance page: opened without a period, the last 30 days.
+pub async fn performance(
+    State(console): State<Console>,
+    session: Session,
+    Query(mut q): Query<FiguresQuery>,
+) -> Response {
+    q.period(&console);
+    let path = format!("/v1/reports/performance?{}{}", q.scope(), q.period_query());
+    if q.format == "csv" {
+        let name = format!("performance-{}.csv", &q.from[..10.min(q.from.len())]);
+        return download(&console, &session, &format!("{path}&format=csv"), &name).await;
+    }
+    let r = match console
+        .api()
+        .get(&session.caller, &path)
+        .await
+        .into::<PerformanceReport>()
+    {
+        Ok(r) => r,
+        Err(p) => return problem_page(&session, &p),
+    };
+    let heading = match (q.activity_id, q.template_id, q.merchant_id) {
+        (Some(a), _, _) => format!("Performance of activity #{a}"),
+        (_, Some(t), _) => format!("Performance of template #{t}"),
+        (_, _, Some(m)) => format!("Performance of merchant #{m}"),
+        _ => "Performance".to_owned(),
+    };
+    let page = PerformancePage {
+        shell: Shell::new(&session, heading.clone()),
+        heading,
+        scope: q.scope(),
+        from: q.from.clone(),
+        to: q.to.clone(),
+        currency: r.currency.clone(),
+        zone: r.time_zone.clone(),
+        steps: funnel(&r.totals),
+        total: vec![Line::of("Total".into(), &r.totals)],
+        days: r
+            .days
+            .iter()
+            .map(|d| Line::of(d.date.clone(), &d.figures))
+            .collect(),
+        channels: r
+            .channels
+            .iter()
+            .map(|c| Line::of(c.channel.clone(), &c.figures))
+            .collect(),
+    };
+    render(StatusCode::OK, &page)
+}
+
+/// A merchant's settlement, formatted.
+#[derive(Debug, Clone)]
+struct Owed {
+    id: i64,
+    merchant: String,
+    given: String,
+    refunded: String,
+    owed: String,
+    /// (template, platform share, uses, discount, platform's part, refunds, its part, owed)
+    lines: Vec<[String; 8]>,
+}
+
+#[derive(Template)]
+#[template(path = "settlement.html")]
+struct SettlementPage {
+    shell: Shell,
+    scope: String,
+    from: String,
+    to: String,
+    currency: String,
+    rounding: String,
+    merchants: Vec<Owed>,
+    total: String,
+}
+
+/// The settlement page: opened without a period, the last 30 days.
+pub async fn settlement(
+    State(console): State<Console>,
+    session: Session,
+    Query(mut q): Query<FiguresQuery>,
+) -> Response {
+    q.period(&console);
+    let scope = q
+        .merchant_id
+        .map(|m| format!("merchant_id={m}&"))
+        .unwrap_or_default();
+    let path = format!("/v1/reports/settlement?{scope}{}", q.period_query());
+    if q.format == "csv" {
+        let name = format!("settlement-{}.csv", &q.from[..10.min(q.from.len())]);
+        return download(&console, &session, &format!("{path}&format=csv"), &name).await;
+    }
+    let r = match console
+        .api()
+        .get(&session.caller, &path)
+        .await
+        .into::<SettlementReport>()
+    {
+        Ok(r) => r,
+        Err(p) => return problem_page(&session, &p),
+    };
+    let names = MerchantNames::load(&console, &session).await;
+    let bps = |b: u16| format!("{}.{:02} %", b / 100, b % 100);
+    let page = SettlementPage {
+        shell: Shell::new(&session, "Settlement"),
+        scope,
+        from: q.from.clone(),
+        to: q.to.clone(),
+        currency: r.currency.clone(),
+        rounding: r.rounding.clone(),
+        total: money(r.total_owed),
+        merchants: r
+            .merchants
+            .iter()
+            .map(|m| Owed {
+                id: m.merchant_id.get(),
+                merchant: names.one(m.merchant_id.get()),
+                given: money(m.platform_given),
+                refunded: money(m.platform_refunded),
+                owed: money(m.owed),
+                lines: m
+                    .lines
+                    .iter()
+                    .map(|x| {
+                        [
+                            format!("{} #{}", x.title, x.template_id),
+                            bps(x.platform_bps),
+                            x.coupons_used.to_string(),
+                            money(x.discount),
+                            money(x.platform_given),
+                            x.coupons_refunded.to_string(),
+                            money(x.platform_refunded),
+                            money(x.platform_owes),
+                        ]
+                    })
+                    .collect(),
+            })
+            .collect(),
+    };
+    render(StatusCode::OK, &page)
+}
