@@ -117,6 +117,15 @@ impl Funding {
         }
     }
 
+    /// The old field saying the same, where the split is all or nothing.
+    pub fn as_funded_by(self) -> Option<FundedBy> {
+        match self.platform_bps.get() {
+            10_000 => Some(FundedBy::Platform),
+            0 => Some(FundedBy::Merchant),
+            _ => None,
+        }
+    }
+
     /// Who pays most, for readers of the old field: `platform` at 10,000, else `merchant`
     /// when the merchant pays all, else `shared`.
     pub fn label(self) -> &'static str {

@@ -302,13 +302,8 @@ impl ActivityRecord {
             value_max: d.value_max,
             enrollment: d.enrollment.into(),
             run: d.run.into(),
-            // Also in the old field where it says the same, for readers of the version before
-            // the split (a rolling upgrade).
-            funded_by: match spec.funding().platform_bps() {
-                10_000 => Some(FundedBy::Platform),
-                0 => Some(FundedBy::Merchant),
-                _ => None,
-            },
+            // Also the old field where it says the same, for the version before (an upgrade).
+            funded_by: spec.funding().as_funded_by(),
             funding: Some(spec.funding()),
             approval: d.approval,
             reference: d.reference.clone(),
