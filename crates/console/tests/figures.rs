@@ -11,7 +11,9 @@ use coupond_api::ApiSettings;
 use coupond_store::Role;
 use serde_json::json;
 
-use support::{answer, app_with_settings, key, merchant, page_get, sign_in_cookie, t0, v1, App};
+use support::{
+    answer, app_with_settings, element, key, merchant, page_get, sign_in_cookie, t0, v1, App,
+};
 
 /// The activity (60 % platform) and its one used coupon. The activity's id.
 async fn campaign(app: &App, platform: &str, mkey: &str, m: i64) -> i64 {
@@ -53,15 +55,6 @@ async fn campaign(app: &App, platform: &str, mkey: &str, m: i64) -> i64 {
     .await;
     assert_eq!(status, StatusCode::OK, "{r}");
     a["id"].as_i64().unwrap()
-}
-
-/// The text of the element with `id` (up to its first closing tag of `tag`).
-fn element<'a>(page: &'a str, id: &str, tag: &str) -> &'a str {
-    let start = page
-        .find(&format!("id=\"{id}\""))
-        .unwrap_or_else(|| panic!("no #{id} in {page}"));
-    let end = page[start..].find(&format!("</{tag}>")).unwrap();
-    &page[start..start + end]
 }
 
 #[tokio::test]

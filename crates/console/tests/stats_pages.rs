@@ -12,8 +12,8 @@ use coupond_store::Role;
 use serde_json::json;
 
 use support::{
-    answer, app_with_settings, key, merchant, page_get, published, sign_in_cookie, template_body,
-    v1, App,
+    answer, app_with_settings, element, key, merchant, page_get, published, sign_in_cookie,
+    template_body, v1, App,
 };
 
 /// A template of the merchant whose key is `mkey`, claimed by u-1 and u-2 at 14:00, both
@@ -63,15 +63,6 @@ async fn used_and_refunded(app: &App, mkey: &str, merchant: i64) -> i64 {
     .await;
     assert_eq!(status, StatusCode::OK, "{r}");
     t
-}
-
-/// The text of the element with `id` (up to its first closing tag of `tag`).
-fn element<'a>(page: &'a str, id: &str, tag: &str) -> &'a str {
-    let start = page
-        .find(&format!("id=\"{id}\""))
-        .unwrap_or_else(|| panic!("no #{id} in {page}"));
-    let end = page[start..].find(&format!("</{tag}>")).unwrap();
-    &page[start..start + end]
 }
 
 #[tokio::test]

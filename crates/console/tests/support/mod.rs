@@ -280,3 +280,12 @@ pub async fn account_cookie(app: &App, email: &str) -> String {
     assert_eq!(a.status, StatusCode::SEE_OTHER, "{email}: {}", a.body);
     a.cookie.unwrap()
 }
+
+/// The text of the element with `id` (up to its first closing tag of `tag`).
+pub fn element<'a>(page: &'a str, id: &str, tag: &str) -> &'a str {
+    let start = page
+        .find(&format!("id=\"{id}\""))
+        .unwrap_or_else(|| panic!("no #{id} in {page}"));
+    let end = page[start..].find(&format!("</{tag}>")).unwrap();
+    &page[start..start + end]
+}
