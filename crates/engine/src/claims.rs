@@ -13,6 +13,8 @@
 //! answers `sold_out` without a database round trip ([`SoldOutMemo`](crate::sold_out::SoldOutMemo):
 //! cleared when the stock is raised).
 //!
+//! The claim's own types (what is asked and answered) are in `ask`.
+//!
 //! Locks and channels:
 //! - `batchers` (a `std` mutex, held only to look up or insert a sender, never across an
 //!   await) maps a template to its batcher's sender.
@@ -31,12 +33,15 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use coupond_domain::{
-    check_claim, claim_refusal, Actor, Channel, ClaimRejection, Coupon, NotClaimable, Source,
-    Template, TemplateId, UserId,
+    check_claim, claim_refusal, ClaimRejection, NotClaimable, Template, TemplateId,
 };
-use coupond_store::{ClaimOutcome, ClaimRequest, CodeClaim, IdempotencyKey, Store};
+use coupond_store::{ClaimOutcome, ClaimRequest, Store};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
+
+mod ask;
+
+pub use ask::{ClaimAsk, ClaimMode, Claimed};
 
 use crate::claim_errors::store_error;
 pub use crate::claim_errors::{ClaimError, Internal};
@@ -50,65 +55,6 @@ pub const IDLE: Duration = Duration::from_secs(30);
 /// The fewest claims a batch needs to be committed while another batch of its template is
 /// still committing; a smaller one waits for that commit (see `run_batcher`).
 pub const OPEN_LANE_AT: usize = 64;
-
-/// How claims reach the database.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ClaimMode {
-    /// Group commit: up to `max_batch` claims per transaction.
-    Batched { max_batch: usize },
-    /// One transaction per claim (for comparison in benchmarks).
-    Single,
-}
-
-impl Default for ClaimMode {
-    fn default() -> Self {
-        ClaimMode::Batched { max_batch: 512 }
-    }
-}
-
-/// One claim as the engine takes it: for whom, who asks, and the caller's idempotency key.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ClaimAsk {
-    pub user: UserId,
-    /// Written to the coupon's operation log: the user, or the service claiming for it.
-    pub actor: Actor,
-    pub idempotency: Option<IdempotencyKey>,
-    /// The promotion code redeemed, if the claim comes from one.
-    pub code: Option<CodeClaim>,
-    /// How the coupon reaches its holder (a redeemed code's is set by redemption).
-    pub channel: Channel,
-    /// The caller's label for where the claim came from.
-    pub source: Option<Source>,
-}
-
-impl ClaimAsk {
-    /// A claim a user makes for itself, without a key.
-    pub fn by_user(user: UserId) -> Self {
-        ClaimAsk {
-            actor: Actor::User(user.clone()),
-            user,
-            idempotency: None,
-            code: None,
-            channel: Channel::Direct,
-            source: None,
-        }
-    }
-
-    pub fn with_key(self, key: IdempotencyKey) -> Self {
-        ClaimAsk {
-            idempotency: Some(key),
-            ..self
-        }
-    }
-}
-
-/// A successful claim: the coupon, and whether it was issued by an earlier request with the
-/// same idempotency key (a retry) rather than now.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Claimed {
-    pub coupon: Coupon,
-    pub replayed: bool,
-}
 
 /// How long [`ClaimEngine::new`]'s engine trusts a sold-out answer (`auth.cache_ttl`'s
 /// default).
