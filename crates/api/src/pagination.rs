@@ -78,6 +78,13 @@ pub fn page(cursor: Option<&str>, limit: Option<u32>, s: &ApiSettings) -> ApiRes
 
 /// Whether a list or report's `format` query parameter asks for CSV (`json`, the default, or
 /// `csv`; anything else is 400 `invalid_query` naming `format`).
+/// A CSV text as the answer (`text/csv; charset=utf-8`), for the reports' `format=csv`.
+pub fn csv_answer(text: String) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let csv = [(axum::http::header::CONTENT_TYPE, "text/csv; charset=utf-8")];
+    (csv, text).into_response()
+}
+
 pub fn wants_csv(format: Option<&str>) -> ApiResult<bool> {
     match format {
         None | Some("json") => Ok(false),

@@ -3,7 +3,6 @@
 //! [`coupond_engine::performance`].
 
 use axum::extract::State;
-use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use coupond_domain::{ActivityId, CsvWriter, MerchantId, TemplateId, Timestamp};
@@ -237,7 +236,7 @@ pub async fn performance(
     let view = view_of(&s, &q, report);
     if csv {
         let text = to_csv(&view);
-        return Ok(([(header::CONTENT_TYPE, "text/csv; charset=utf-8")], text).into_response());
+        return Ok(pagination::csv_answer(text));
     }
     Ok(Json(view).into_response())
 }

@@ -3,7 +3,6 @@
 use std::collections::BTreeMap;
 
 use axum::extract::State;
-use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use coupond_domain::{
@@ -424,7 +423,7 @@ pub async fn reconciliation(
     let report = reports::reconciliation(s.store(), q.from, q.to).await?;
     if csv {
         let text = report.to_csv();
-        return Ok(([(header::CONTENT_TYPE, "text/csv; charset=utf-8")], text).into_response());
+        return Ok(pagination::csv_answer(text));
     }
     Ok(Json(Reconciliation::from(report)).into_response())
 }

@@ -3,7 +3,6 @@
 //! exact to the minor unit (see [`coupond_engine::settlement`]).
 
 use axum::extract::State;
-use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use coupond_domain::{ActivityId, MerchantId, TemplateId, Timestamp};
@@ -116,7 +115,7 @@ pub async fn settlement(
     let settled = Settlement::of(&r, only);
     if csv {
         let text = settled.to_csv();
-        return Ok(([(header::CONTENT_TYPE, "text/csv; charset=utf-8")], text).into_response());
+        return Ok(pagination::csv_answer(text));
     }
     Ok(Json(SettlementReport {
         from: settled.from,
