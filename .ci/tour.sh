@@ -63,6 +63,8 @@ round() {
     || { cat "$work/tour$1.out"; cat "$work/smtp.log"; echo "tour (round $1): the claim's email was not sent" >&2; exit 1; }
   grep -q '{"channel":"source:app-home","claimed":1,"used":0}' "$work/tour$1.out" \
     || { cat "$work/tour$1.out"; echo "tour (round $1): no source channel in the performance report" >&2; exit 1; }
+  grep -q '"without_coupon":{"orders":[1-9][0-9]*,"gmv":[1-9]' "$work/tour$1.out" \
+    || { cat "$work/tour$1.out"; echo "tour (round $1): the order recorded without a coupon is not in the performance report" >&2; exit 1; }
   grep -q '{"title":"Last days","state":"sent","recipients":1,"queued":0}' "$work/tour$1.out" \
     && grep -q '{"kind":"campaign","title":"Last days"}' "$work/tour$1.out" \
     || { cat "$work/tour$1.out"; echo "tour (round $1): the campaign message did not reach the holder's inbox" >&2; exit 1; }

@@ -13,8 +13,8 @@ use utoipa::{Modify, OpenApi};
 use crate::routes::{
     activities, audit, audits, campaign_messages, centre, checkout, cities, claims, codes,
     contacts, coupons, events, inbox, issuances, keys, listings, merchants, message_texts,
-    operators, performance, refunds, reports, seen, settlement, shared_tags, steering, system,
-    tag_uploads, tags, templates, today, webhooks,
+    operators, performance, plain_orders, refunds, reports, seen, settlement, shared_tags,
+    steering, system, tag_uploads, tags, templates, today, webhooks,
 };
 
 /// The whole API, served at `/openapi.json`.
@@ -45,7 +45,7 @@ use crate::routes::{
         codes::set_shared, codes::get_shared, codes::remove_shared, codes::create_batch,
         codes::list_batches, codes::get_batch, codes::download, codes::redeem,
         checkout::quote, checkout::lock, checkout::extend, checkout::confirm, checkout::cancel, checkout::get,
-        checkout::history, refunds::refund,
+        checkout::history, plain_orders::record, refunds::refund,
         coupons::revoke, coupons::of_template,
         events::list,
         tags::put, tags::get, seen::mark, seen::get, tag_uploads::create, tag_uploads::list, tag_uploads::get,

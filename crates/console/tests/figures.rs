@@ -1,7 +1,8 @@
 //! The performance and settlement pages show what the API counts: a merchant's activity
 //! template, one coupon claimed through an SMS campaign's `source` and used on a 500.00 order
-//! (20.00 off), the platform paying 60 % of each discount. The merchant's performance page
-//! shows the funnel, the channel and the money; the platform's settlement page shows the
+//! (20.00 off), the platform paying 60 % of each discount, and a 300.00 order paid without a
+//! coupon. The merchant's performance page shows the funnel, the channel, the money and the
+//! average order with a coupon beside the one without; the platform's settlement page shows the
 //! 12.00 it owes the merchant; a period with nothing says so.
 
 mod support;
@@ -54,6 +55,11 @@ async fn campaign(app: &App, platform: &str, mkey: &str, m: i64) -> i64 {
     )
     .await;
     assert_eq!(status, StatusCode::OK, "{r}");
+    let mut plain = order.clone();
+    plain["lines"][0]["unit_price"] = json!(30_000);
+    let body = json!({ "order": plain });
+    let (status, r) = v1(app, &service, Method::POST, "/v1/orders/p-1/record", body).await;
+    assert_eq!(status, StatusCode::OK, "{r}");
     a["id"].as_i64().unwrap()
 }
 
@@ -84,6 +90,12 @@ async fn the_pages_show_the_figures_and_what_is_owed() {
                 "<td class=\"num\">20.00</td><td class=\"num\">1</td><td class=\"num\">500.00</td>"
             ),
         "{channels}"
+    );
+    let compared = element(&page.body, "compared", "table");
+    assert!(
+        compared.contains("<td>With a coupon</td><td class=\"num\">1</td><td class=\"num\">500.00</td><td class=\"num\">500.00</td>")
+            && compared.contains("<td>Without a coupon</td><td class=\"num\">1</td><td class=\"num\">300.00</td><td class=\"num\">300.00</td>"),
+        "{compared}"
     );
     let csv = format!("/console/performance?activity_id={a}&format=csv");
     let download = answer(&app, page_get(&csv, &cookie)).await;

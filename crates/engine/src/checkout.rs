@@ -1,6 +1,7 @@
 //! Checkout: quotes, and try/confirm/cancel of an order's coupons, applying the pure rules of
 //! [`coupond_domain::checkout`] to what the store reads; and the [`Sweeper`] that ends locks
-//! whose deadline passed.
+//! whose deadline passed; and the record of an order paid without a coupon
+//! ([`Checkout::record_plain`]), which the campaign figures compare against.
 //!
 //! A lock holds its coupons until `lock_ttl` from now, or until the deadline it asks for
 //! (`hold_until`, at most `max_lock_ttl` from now); [`Checkout::extend`] moves a lock's
@@ -15,13 +16,13 @@ use std::sync::Arc;
 
 use coupond_domain::checkout::Reason;
 use coupond_domain::{
-    quote, Actor, Coupon, CouponId, CouponStatus, Currency, Order, OrderId, Quote, QuoteInput,
-    Template, TemplateId, TemplateUse, Timestamp,
+    quote, Actor, Coupon, CouponId, CouponStatus, Currency, Money, Order, OrderId, Quote,
+    QuoteInput, Template, TemplateId, TemplateUse, Timestamp,
 };
 use coupond_store::audit::{self, Change};
 use coupond_store::{
-    CouponQuery, ExtendStep, LockOutcome, LockPlan, LockRefusal, LockRequest, OrderStep, Store,
-    StoreError, StoreResult,
+    CouponQuery, ExtendStep, LockOutcome, LockPlan, LockRefusal, LockRequest, OrderStep,
+    PlainOrder, RecordOutcome, Store, StoreError, StoreResult,
 };
 use serde_json::json;
 
@@ -249,6 +250,35 @@ impl Checkout {
             currency: self.currency.as_str(),
         };
         Ok(again(|| self.store.lock_order(&req, &rules)).await?)
+    }
+
+    /// Records `order` as paid without a coupon (confirmed now, discount 0), for the campaign
+    /// figures' average order value without a coupon. The same request again answers the
+    /// order as recorded; another request with the order id (a record or a lock) conflicts.
+    pub async fn record_plain(
+        &self,
+        order_id: &OrderId,
+        order: &Order,
+        fingerprint: [u8; 32],
+    ) -> StoreResult<RecordOutcome> {
+        let now = self.clock.now();
+        let answer = json!({
+            "order_total": order.total(),
+            "discount": Money::ZERO,
+            "total_after": order.total(),
+            "coupons": [],
+        });
+        let plain = PlainOrder {
+            order_id,
+            user: &order.user_id,
+            merchant: order.sole_merchant(),
+            subtotal: order.total(),
+            currency: self.currency.as_str(),
+            fingerprint,
+            answer: &answer,
+            now,
+        };
+        again(|| self.store.record_plain(&plain)).await
     }
 
     /// Moves a locked order's deadline later, to `hold_until` (after now, at most

@@ -1,8 +1,9 @@
 //! The performance report: whether a campaign paid. For a template, an activity, a merchant or
 //! the whole platform over a period: the funnel (issued, claimed, locked, used, refunded,
 //! expired unused, revoked) with its rates, the discount given, the value of the orders that
-//! used a coupon (GMV) and its ratio to the discount, the average order value, each by local
-//! day of the platform's zone and by channel. Counted from the store's records on request
+//! used a coupon (GMV) and its ratio to the discount, the average order value beside that of
+//! orders paid without a coupon (the [`Baseline`]'s), each by local day of the platform's zone
+//! and by channel. Counted from the store's records on request
 //! ([`coupond_store::ReportStore::figures`]), so every figure is exact at the moment it is
 //! read. Whole hours that ended more than [`SETTLE`] ago cannot change any more, so each is
 //! counted once per set of templates and kept (`ReportStore::keep_figures`): a month's report
@@ -17,8 +18,8 @@ use std::collections::BTreeMap;
 
 use coupond_domain::{ActivityId, Channel, MerchantId, TemplateId, Timestamp, Zone};
 use coupond_store::{
-    ChannelHour, FigureKey, Figures, FiguresQuery, Narrow, OrderHour, Page, Store, StoreResult,
-    TemplateQuery,
+    Baseline, ChannelHour, FigureKey, Figures, FiguresQuery, Narrow, OrderHour, Page, PlainHour,
+    Store, StoreResult, TemplateQuery,
 };
 
 /// Whose figures.
@@ -64,6 +65,10 @@ pub struct Totals {
     /// Orders whose last coupon was refunded, and their value.
     pub orders_refunded: i64,
     pub refunded_value: i64,
+    /// Orders recorded as paid without a coupon (the baseline's; in totals and days only),
+    /// and their value.
+    pub plain_orders: i64,
+    pub plain_value: i64,
 }
 
 impl Totals {
@@ -79,6 +84,11 @@ impl Totals {
     /// The average value of an order using a coupon, rounded down to the minor unit.
     pub fn average_order_value(&self) -> Option<i64> {
         (self.orders > 0).then(|| self.order_value / self.orders)
+    }
+
+    /// The average value of an order paid without a coupon, rounded down.
+    pub fn average_order_value_without(&self) -> Option<i64> {
+        (self.plain_orders > 0).then(|| self.plain_value / self.plain_orders)
     }
 
     /// GMV per unit of net discount, in hundredths (1234: 12.34 times), rounded down.
@@ -103,6 +113,11 @@ impl Totals {
         f.revoked += c.revoked;
         self.discount += c.discount;
         self.refunded_discount += c.refunded_discount;
+    }
+
+    fn add_plain(&mut self, p: &PlainHour) {
+        self.plain_orders += p.orders;
+        self.plain_value += p.order_value;
     }
 
     fn add_orders(&mut self, o: &OrderHour) {
@@ -138,6 +153,8 @@ pub struct ChannelLine {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Performance {
     pub scope: Scope,
+    /// Whose orders without a coupon `plain_orders` counts.
+    pub baseline: Baseline,
     pub from: Timestamp,
     pub to: Timestamp,
     /// The templates counted.
@@ -152,8 +169,38 @@ pub struct Performance {
 /// Templates listed per page while gathering a merchant's or the platform's.
 const PAGE: u32 = 500;
 
+/// What a scope covers for its caller.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Covered {
+    /// The templates counted.
+    pub templates: Vec<TemplateId>,
+    /// Whose orders without a coupon the figures are set beside: a merchant's own (the caller,
+    /// the merchant named, or a merchant's template's), else the platform's.
+    pub baseline: Baseline,
+}
+
+/// What a scope covers, as `only` (a merchant caller) may see it.
+pub async fn covered(
+    store: &dyn Store,
+    scope: Scope,
+    only: Option<MerchantId>,
+    now: Timestamp,
+) -> StoreResult<Covered> {
+    let mut owner = only;
+    if let (Scope::Template(t), None) = (scope, owner) {
+        owner = store.template(t).await?.merchant_id;
+    }
+    if let (Scope::Merchant(m), None) = (scope, owner) {
+        owner = Some(m);
+    }
+    Ok(Covered {
+        templates: templates_of(store, scope, only, now).await?,
+        baseline: owner.map_or(Baseline::Platform, Baseline::Merchant),
+    })
+}
+
 /// The templates a scope covers, as `only` (a merchant caller) may see them.
-pub async fn templates_of(
+async fn templates_of(
     store: &dyn Store,
     scope: Scope,
     only: Option<MerchantId>,
@@ -223,7 +270,7 @@ pub const SETTLE: time::Duration = time::Duration::hours(1);
 
 const HOUR: i64 = 3_600_000_000;
 
-fn floor_hour(t: Timestamp) -> Timestamp {
+pub(crate) fn floor_hour(t: Timestamp) -> Timestamp {
     let m = t.unix_micros();
     Timestamp::from_unix_micros(m - m.rem_euclid(HOUR)).unwrap_or(t)
 }
@@ -239,12 +286,18 @@ fn ceil_hour(t: Timestamp) -> Timestamp {
 
 /// The version of the figures kept: raised when what is counted changes, so hours kept by an
 /// earlier version are counted afresh.
-const KEPT_VERSION: &str = "v1";
+const KEPT_VERSION: &str = "v2";
 
-/// Under what the figures of `templates`, asked for as `scope` by `only` (a merchant) or the
-/// platform, are kept: the scope's name and a digest of the sorted ids, so a scope whose set of
-/// templates changed (an activity gained one) is counted afresh and replaces its old rows.
-pub fn figure_key(scope: Scope, only: Option<MerchantId>, templates: &[TemplateId]) -> FigureKey {
+/// Under what the figures of `templates` (and `baseline`'s orders without a coupon), asked for
+/// as `scope` by `only` (a merchant) or the platform, are kept: the scope's name and a digest
+/// of the baseline and the sorted ids, so a scope whose set of templates changed (an activity
+/// gained one) is counted afresh and replaces its old rows.
+pub fn figure_key(
+    scope: Scope,
+    only: Option<MerchantId>,
+    baseline: Baseline,
+    templates: &[TemplateId],
+) -> FigureKey {
     use sha2::{Digest, Sha256};
     let name = match scope {
         Scope::Template(t) => format!("template:{}", t.get()),
@@ -259,6 +312,13 @@ pub fn figure_key(scope: Scope, only: Option<MerchantId>, templates: &[TemplateI
     let mut ids: Vec<i64> = templates.iter().map(|t| t.get()).collect();
     ids.sort_unstable();
     let mut h = Sha256::new();
+    h.update(
+        match baseline {
+            Baseline::Platform => 0i64,
+            Baseline::Merchant(m) => m.get(),
+        }
+        .to_be_bytes(),
+    );
     for id in ids {
         h.update(id.to_be_bytes());
     }
@@ -289,6 +349,7 @@ fn missing(first: Timestamp, last: Timestamp, kept: &[Timestamp]) -> Vec<(Timest
 fn append(to: &mut Figures, more: Figures) {
     to.channels.extend(more.channels);
     to.orders.extend(more.orders);
+    to.without.extend(more.without);
 }
 
 /// Who asks for which figures: the scope named, the merchant asking (`None`: the platform)
@@ -297,7 +358,7 @@ fn append(to: &mut Figures, more: Figures) {
 pub struct Asked<'a> {
     pub scope: Scope,
     pub only: Option<MerchantId>,
-    pub templates: &'a [TemplateId],
+    pub covered: &'a Covered,
 }
 
 /// The report of `asked` over `[from, to)`, days in `zone`. Whole hours that ended [`SETTLE`]
@@ -311,9 +372,10 @@ pub async fn performance(
     zone: Zone,
     now: Timestamp,
 ) -> StoreResult<Performance> {
-    let templates = asked.templates;
+    let (templates, baseline) = (&asked.covered.templates[..], asked.covered.baseline);
     let q = |from, to| FiguresQuery {
         templates,
+        baseline,
         from,
         to,
         now,
@@ -323,18 +385,9 @@ pub async fn performance(
         ceil_hour(from),
         floor_hour(if to < settled { to } else { settled }),
     );
-    let mut figures = Figures::default();
-    if first < last && !templates.is_empty() {
-        let key = figure_key(asked.scope, asked.only, templates);
-        let kept = store.kept_figures(&key, first, last).await?;
-        for (a, b) in missing(first, last, &kept.hours) {
-            let fresh = store.figures(&q(a, b)).await?;
-            if let Err(e) = store.keep_figures(&key, a, b, &fresh).await {
-                tracing::warn!(error = %e, scope = %key.scope, "could not keep counted hours");
-            }
-            append(&mut figures, fresh);
-        }
-        append(&mut figures, kept.figures);
+    let mut figures;
+    if first < last {
+        figures = keep(store, asked, (first, last), now).await?;
         for (a, b) in [(from, first), (last, to)] {
             if a < b {
                 append(&mut figures, store.figures(&q(a, b)).await?);
@@ -346,7 +399,7 @@ pub async fn performance(
     let expired = store.expired_unused(&q(from, to)).await?;
     figures.channels.extend(expired);
     Ok(assemble(
-        asked.scope,
+        (asked.scope, baseline),
         templates.len(),
         figures,
         (from, to),
@@ -354,9 +407,40 @@ pub async fn performance(
     ))
 }
 
+/// The figures of `asked` over the whole hours `[first, last)`, each ended [`SETTLE`] before
+/// `now`: those kept before read back, the rest counted and kept (best effort: if keeping
+/// fails, the figures are still the ones counted).
+pub async fn keep(
+    store: &dyn Store,
+    asked: Asked<'_>,
+    (first, last): (Timestamp, Timestamp),
+    now: Timestamp,
+) -> StoreResult<Figures> {
+    let (templates, baseline) = (&asked.covered.templates[..], asked.covered.baseline);
+    let key = figure_key(asked.scope, asked.only, baseline, templates);
+    let kept = store.kept_figures(&key, first, last).await?;
+    let mut figures = Figures::default();
+    for (from, to) in missing(first, last, &kept.hours) {
+        let q = FiguresQuery {
+            templates,
+            baseline,
+            from,
+            to,
+            now,
+        };
+        let fresh = store.figures(&q).await?;
+        if let Err(e) = store.keep_figures(&key, from, to, &fresh).await {
+            tracing::warn!(error = %e, scope = %key.scope, "could not keep counted hours");
+        }
+        append(&mut figures, fresh);
+    }
+    append(&mut figures, kept.figures);
+    Ok(figures)
+}
+
 /// Folds the store's hours into the totals, local days and channels.
 fn assemble(
-    scope: Scope,
+    (scope, baseline): (Scope, Baseline),
     templates: usize,
     figures: Figures,
     (from, to): (Timestamp, Timestamp),
@@ -381,8 +465,13 @@ fn assemble(
         totals.add_orders(o);
         days.entry(zone.day_of(o.hour)).or_default().add_orders(o);
     }
+    for p in &figures.without {
+        totals.add_plain(p);
+        days.entry(zone.day_of(p.hour)).or_default().add_plain(p);
+    }
     Performance {
         scope,
+        baseline,
         from,
         to,
         templates,

@@ -4,13 +4,15 @@
 //! the orders, joined to the coupons for their template and channel; orders are counted once
 //! each (per channel, and overall) through `DISTINCT`. Closed hours' figures are kept per set
 //! of templates (`figure_hours`, `figure_spans`) by [`keep_figures`] and read back by
-//! [`kept_figures`].
+//! [`kept_figures`]. Orders paid without a coupon are counted by the hour they were recorded,
+//! through their own partial indexes ([`plain_sql`]).
 
 use std::collections::BTreeMap;
 
 use coupond_domain::Timestamp;
 use coupond_store::{
-    ChannelHour, FigureKey, Figures, FiguresQuery, KeptFigures, OrderHour, StoreResult,
+    Baseline, ChannelHour, FigureKey, Figures, FiguresQuery, KeptFigures, OrderHour, PlainHour,
+    StoreResult,
 };
 
 use crate::claims::multi_row;
@@ -31,8 +33,15 @@ fn channel_of(r: &Row) -> StoreResult<String> {
 }
 
 pub async fn figures(db: &dyn Db, q: &FiguresQuery<'_>) -> StoreResult<Figures> {
-    if q.templates.is_empty() || q.from >= q.to {
+    if q.from >= q.to {
         return Ok(Figures::default());
+    }
+    let without = plain(db, q).await?;
+    if q.templates.is_empty() {
+        return Ok(Figures {
+            without,
+            ..Figures::default()
+        });
     }
     let d = db.dialect();
     let ids: Vec<i64> = q.templates.iter().map(|t| t.get()).collect();
@@ -79,7 +88,50 @@ pub async fn figures(db: &dyn Db, q: &FiguresQuery<'_>) -> StoreResult<Figures> 
     Ok(Figures {
         channels: by.into_values().collect(),
         orders: orders.into_values().collect(),
+        without,
     })
+}
+
+/// The baseline's orders paid without a coupon, per hour recorded.
+async fn plain(db: &dyn Db, q: &FiguresQuery<'_>) -> StoreResult<Vec<PlainHour>> {
+    let merchant = match q.baseline {
+        Baseline::Platform => None,
+        Baseline::Merchant(m) => Some(m.get()),
+    };
+    let mut read = sql(plain_sql(db.dialect(), merchant.is_some()))
+        .bind(q.from)
+        .bind(q.to);
+    if let Some(m) = merchant {
+        read = read.bind(m);
+    }
+    db.read_all(read)
+        .await?
+        .iter()
+        .map(|r| {
+            Ok(PlainHour {
+                hour: r.time("hour")?,
+                orders: r.i64("orders")?,
+                order_value: r.i64("value")?,
+            })
+        })
+        .collect()
+}
+
+/// Orders recorded without a coupon in `[$1, $2)`, of merchant `$3` if `merchant`, by hour.
+fn plain_sql(d: Dialect, merchant: bool) -> String {
+    format!(
+        "SELECT {hour} AS hour, COUNT(*) AS orders, COALESCE({value}, 0) AS value
+         FROM orders o
+         WHERE o.plain = 1 AND o.ended_at >= $1 AND o.ended_at < $2{only}
+         GROUP BY {hour}",
+        hour = d.hour("o.ended_at"),
+        value = d.sum("o.subtotal"),
+        only = if merchant {
+            " AND o.merchant_id = $3"
+        } else {
+            ""
+        },
+    )
 }
 
 /// Unused coupons whose validity ended in the period, up to the earlier of its end and now
@@ -227,6 +279,9 @@ fn orders_sql(d: Dialect, per_channel: bool, refunded: bool) -> String {
 /// The channel under which an hour's orders (each once) are kept.
 const ORDERS: &str = "*";
 
+/// The channel under which an hour's orders without a coupon are kept.
+const PLAIN: &str = "-";
+
 /// The counts of a kept row, in `figure_hours`' column order after the key.
 const COUNTS: [&str; 13] = [
     "issued",
@@ -260,6 +315,13 @@ fn counts_of(c: &ChannelHour) -> [i64; 13] {
         c.orders_refunded,
         c.refunded_value,
     ]
+}
+
+fn plain_counts(p: &PlainHour) -> [i64; 13] {
+    let mut v = [0; 13];
+    v[8] = p.orders;
+    v[9] = p.order_value;
+    v
 }
 
 fn order_counts(o: &OrderHour) -> [i64; 13] {
@@ -319,6 +381,14 @@ pub async fn kept_figures(
 fn kept_row(r: &Row, hour: Timestamp, figures: &mut Figures) -> StoreResult<()> {
     let n = |c: &str| r.i64(c);
     let channel = r.str("channel")?;
+    if channel == PLAIN {
+        figures.without.push(PlainHour {
+            hour,
+            orders: n("orders")?,
+            order_value: n("order_value")?,
+        });
+        return Ok(());
+    }
     if channel == ORDERS {
         figures.orders.push(OrderHour {
             hour,
@@ -366,6 +436,12 @@ pub async fn keep_figures(
                 .orders
                 .iter()
                 .map(|o| (o.hour, ORDERS, order_counts(o))),
+        )
+        .chain(
+            figures
+                .without
+                .iter()
+                .map(|p| (p.hour, PLAIN, plain_counts(p))),
         )
         .collect();
     let mut hours = Vec::new();

@@ -56,6 +56,8 @@
 //!   the lock's coupons and reservations; each backend implements the trait with its own
 //!   `lock_order`.
 //! - `deadlines`: moving a lock's deadline later (part of `CheckoutStore`).
+//! - `plain_orders`: orders paid without a coupon, recorded for the figures' comparison
+//!   (part of `CheckoutStore`).
 //! - `claims`: claim-batch steps in shared statements (refusals given back, earlier answers
 //!   by key or code, single-use codes, multi-row inserts), which MySQL's claim path uses.
 //! - `wallet`: the reads of [`ClaimStore`](coupond_store::ClaimStore) (a user's coupons, one
@@ -93,6 +95,7 @@ pub mod lifecycle;
 pub mod messaging;
 mod mixed;
 pub mod operators;
+pub mod plain_orders;
 mod query;
 pub mod reports;
 pub mod rows;

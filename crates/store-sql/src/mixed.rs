@@ -76,6 +76,12 @@ macro_rules! impl_checkout_store {
             ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::domain::Coupon>> {
                 $crate::checkout::order_coupons(self, order).await
             }
+            async fn record_plain(
+                &self,
+                order: &$crate::reexport::store::checkout::PlainOrder<'_>,
+            ) -> $crate::reexport::store::StoreResult<$crate::reexport::store::checkout::RecordOutcome> {
+                $crate::plain_orders::record_plain(self, order).await
+            }
         }
     };
 }

@@ -6,7 +6,9 @@ use async_trait::async_trait;
 use coupond_domain::TemplateId;
 
 use coupond_domain::checkout::Reason;
-use coupond_domain::{Actor, Coupon, CouponId, Money, OrderId, Template, Timestamp, UserId};
+use coupond_domain::{
+    Actor, Coupon, CouponId, MerchantId, Money, OrderId, Template, Timestamp, UserId,
+};
 
 /// Where an order's hold on its coupons stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -93,6 +95,33 @@ pub struct OrderRecord {
     pub answer: serde_json::Value,
     pub created_at: Timestamp,
     pub ended_at: Option<Timestamp>,
+}
+
+/// An order paid without a coupon, to record for the campaign figures' comparison.
+#[derive(Clone, Copy, Debug)]
+pub struct PlainOrder<'a> {
+    pub order_id: &'a OrderId,
+    pub user: &'a UserId,
+    /// The merchant of every line, when all are one merchant's.
+    pub merchant: Option<MerchantId>,
+    /// The order's total (no discount).
+    pub subtotal: Money,
+    /// The platform's currency (ISO 4217).
+    pub currency: &'a str,
+    /// SHA-256 of the whole request: the same order id with another request is a conflict.
+    pub fingerprint: [u8; 32],
+    /// The answer to keep and give (to retries too).
+    pub answer: &'a serde_json::Value,
+    pub now: Timestamp,
+}
+
+/// What recording an order without a coupon did.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RecordOutcome {
+    /// Recorded, now or before by the same request: the order (confirmed).
+    Recorded(OrderRecord),
+    /// The order id was used for another request (another record, or a lock).
+    OrderConflict,
 }
 
 /// What a lock did.
@@ -245,6 +274,9 @@ pub trait CheckoutStore: Send + Sync {
     async fn order(&self, order: &OrderId) -> StoreResult<OrderRecord>;
     /// The coupons an order holds or used, by id.
     async fn order_coupons(&self, order: &OrderId) -> StoreResult<Vec<Coupon>>;
+    /// Records an order paid without a coupon, confirmed at `now`, unless its id is taken:
+    /// the same request again answers the order as recorded, any other is a conflict.
+    async fn record_plain(&self, order: &PlainOrder<'_>) -> StoreResult<RecordOutcome>;
 }
 
 /// The idempotency records of write routes.

@@ -1,8 +1,9 @@
 //! The campaign figures as the store counts them: per hour and channel, what happened to some
 //! templates' coupons, and the orders that used them ([`ReportStore::figures`](crate::ReportStore::figures)).
-//! The engine turns them into funnels, local days and ratios.
+//! The engine turns them into funnels, local days and ratios. Beside them, the orders paid
+//! without a coupon ([`PlainHour`]), of the platform or one merchant ([`Baseline`]).
 
-use coupond_domain::{TemplateId, Timestamp};
+use coupond_domain::{MerchantId, TemplateId, Timestamp};
 
 /// What happened in one hour to coupons that came through one channel.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -50,11 +51,30 @@ pub struct OrderHour {
     pub refunded_value: i64,
 }
 
+/// Orders recorded as paid without a coupon in one hour.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlainHour {
+    pub hour: Timestamp,
+    pub orders: i64,
+    /// Their value (no discount).
+    pub order_value: i64,
+}
+
+/// Whose orders without a coupon a report compares against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Baseline {
+    /// Every one recorded.
+    Platform,
+    /// Those whose every line is this merchant's.
+    Merchant(MerchantId),
+}
+
 /// What [`ReportStore::figures`](crate::ReportStore::figures) reads: these templates over
-/// `[from, to)`, expiries judged at `now`.
+/// `[from, to)`, expiries judged at `now`, and the orders without a coupon of `baseline`.
 #[derive(Clone, Debug)]
 pub struct FiguresQuery<'a> {
     pub templates: &'a [TemplateId],
+    pub baseline: Baseline,
     pub from: Timestamp,
     pub to: Timestamp,
     pub now: Timestamp,
@@ -82,6 +102,8 @@ pub struct KeptFigures {
 pub struct Figures {
     pub channels: Vec<ChannelHour>,
     pub orders: Vec<OrderHour>,
+    /// The baseline's orders without a coupon.
+    pub without: Vec<PlainHour>,
 }
 
 impl ChannelHour {

@@ -77,14 +77,17 @@ pub use campaign_messages::{
 pub use catalog::{CampaignStore, CatalogStore};
 pub use checkout::{
     CheckoutStore, ExtendStep, IdempotencyStart, IdempotencyStore, LockOutcome, LockPlan,
-    LockRefusal, LockRequest, LockRules, OrderRecord, OrderState, OrderStep, StoredAnswer,
+    LockRefusal, LockRequest, LockRules, OrderRecord, OrderState, OrderStep, PlainOrder,
+    RecordOutcome, StoredAnswer,
 };
 pub use cities::CityStore;
 pub use claims::ClaimStore;
 pub use codes::CodeStore;
 pub use error::{Conflict, StoreError, StoreResult};
 pub use events::{CouponEvent, Event};
-pub use figures::{ChannelHour, FigureKey, Figures, FiguresQuery, KeptFigures, OrderHour};
+pub use figures::{
+    Baseline, ChannelHour, FigureKey, Figures, FiguresQuery, KeptFigures, OrderHour, PlainHour,
+};
 pub use issuance::{
     InvalidLine, Issuance, IssuanceKey, IssuanceState, IssuanceStore, NewIssuance, OpenJob,
 };

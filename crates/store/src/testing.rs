@@ -67,6 +67,7 @@ macro_rules! conformance_suite {
             lock_deadlines_move_later_only,
             one_coupon_one_lock,
             confirm_verifies_amounts,
+            orders_without_a_coupon_are_recorded_once,
             idempotency_records,
             audit_finds_nothing_after_every_flow,
             leases_have_one_holder,

@@ -27,7 +27,7 @@ use crate::state::AppState;
 const MAX_LOCKED: usize = 20;
 
 /// Validates an order snapshot, naming fields from the body's root (`order.lines[3]...`).
-fn order_of(draft: OrderDraft) -> ApiResult<Order> {
+pub(crate) fn order_of(draft: OrderDraft) -> ApiResult<Order> {
     Order::try_from(draft).map_err(|e| {
         ApiError::from(DomainError {
             field: Some(match &e.field {
@@ -220,7 +220,7 @@ pub struct OrderView {
 }
 
 impl OrderView {
-    fn new(o: OrderRecord) -> Self {
+    pub(crate) fn new(o: OrderRecord) -> Self {
         let mut terms = match o.answer {
             serde_json::Value::Object(m) => m,
             _ => serde_json::Map::new(),

@@ -21,6 +21,7 @@ pub mod merchants;
 pub mod message_texts;
 pub mod operators;
 pub mod performance;
+pub mod plain_orders;
 pub mod refunds;
 pub mod reports;
 pub mod seen;

@@ -1,5 +1,5 @@
 //! The performance report: whether a campaign paid (funnel, discount, GMV, average order
-//! value), per local day and channel, as JSON or CSV. Counted by
+//! value with and without a coupon), per local day and channel, as JSON or CSV. Counted by
 //! [`coupond_engine::performance`].
 
 use axum::extract::State;
@@ -7,6 +7,7 @@ use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use coupond_domain::{ActivityId, CsvWriter, MerchantId, TemplateId, Timestamp};
 use coupond_engine::performance::{self, Performance, Scope, Totals};
+use coupond_store::Baseline;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -83,6 +84,34 @@ pub struct FiguresView {
     pub average_order_value: Option<i64>,
     /// Net GMV per unit of net discount, in hundredths (1234: 12.34 times).
     pub gmv_per_discount_x100: Option<i64>,
+    /// The orders paid without a coupon (the report's `baseline_merchant_id`'s, or the
+    /// platform's) in the same period: in the totals and days, not in channels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub without_coupon: Option<WithoutCouponView>,
+}
+
+/// Orders recorded as paid without a coupon (`POST /v1/orders/{order_id}/record`).
+#[derive(Debug, Default, Serialize, Deserialize, ToSchema)]
+pub struct WithoutCouponView {
+    pub orders: i64,
+    /// Their value.
+    pub gmv: i64,
+    /// Their value per order, rounded down: set beside `average_order_value`.
+    pub average_order_value: Option<i64>,
+}
+
+impl FiguresView {
+    /// A total's or a day's line: with the orders without a coupon.
+    fn with_baseline(t: &Totals) -> Self {
+        FiguresView {
+            without_coupon: Some(WithoutCouponView {
+                orders: t.plain_orders,
+                gmv: t.plain_value,
+                average_order_value: t.average_order_value_without(),
+            }),
+            ..FiguresView::from(t)
+        }
+    }
 }
 
 impl From<&Totals> for FiguresView {
@@ -113,6 +142,7 @@ impl From<&Totals> for FiguresView {
             net_gmv: t.net_order_value(),
             average_order_value: t.average_order_value(),
             gmv_per_discount_x100: t.gmv_per_discount_x100(),
+            without_coupon: None,
         }
     }
 }
@@ -159,6 +189,11 @@ pub struct PerformanceReport {
     pub currency: String,
     /// Templates counted.
     pub templates: usize,
+    /// Whose orders without a coupon `without_coupon` counts: this merchant's (orders whose
+    /// every line is its), for a merchant's report, a merchant's template or a merchant
+    /// caller; absent, the platform's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline_merchant_id: Option<MerchantId>,
     pub totals: FiguresView,
     pub days: Vec<DayFigures>,
     pub channels: Vec<ChannelFigures>,
@@ -203,7 +238,9 @@ pub(crate) fn check_period(from: Timestamp, to: Timestamp) -> ApiResult<()> {
 /// Whether a campaign paid, over `[from, to)` (at most 366 days): the funnel (issued, claimed,
 /// locked, used, refunded, expired unused, revoked) with its rates, the discount given, the value
 /// of the orders confirmed with a coupon (GMV) and its ratio to the discount, the average order
-/// value; in total, per local day of the platform's time zone and per channel (how the coupons
+/// value beside that of the orders paid without a coupon (`without_coupon`, recorded through
+/// `POST /v1/orders/{order_id}/record`: a merchant's own for a merchant's report, template or
+/// caller, else the platform's); in total, per local day of the platform's time zone and per channel (how the coupons
 /// reached their holders: a listing, a code's batch, an issuance job, the service, directly, or
 /// the `source` a claim gave). Of one template, activity or merchant, or (none named) every
 /// template; a merchant sees its own templates only. Exact: counted from the records when asked.
@@ -222,15 +259,15 @@ pub async fn performance(
     let csv = pagination::wants_csv(q.format.as_deref())?;
     let only = p.merchant();
     let (store, now) = (s.store(), s.now());
-    let templates = performance::templates_of(store, scope, only, now).await?;
-    if templates.is_empty() && only.is_some() && !matches!(scope, Scope::Platform) {
+    let covered = performance::covered(store, scope, only, now).await?;
+    if covered.templates.is_empty() && only.is_some() && !matches!(scope, Scope::Platform) {
         // Another merchant's template, activity or self: as if it did not exist.
         return Err(ApiError::NotFound);
     }
     let asked = performance::Asked {
         scope,
         only,
-        templates: &templates,
+        covered: &covered,
     };
     let report = performance::performance(store, asked, (q.from, q.to), s.zone(), now).await?;
     let view = view_of(&s, &q, report);
@@ -258,14 +295,18 @@ fn view_of(s: &AppState, q: &PerformanceQuery, r: Performance) -> PerformanceRep
         time_zone: s.zone().name().to_owned(),
         currency: s.currency().to_string(),
         templates: r.templates,
-        totals: FiguresView::from(&r.totals),
+        baseline_merchant_id: match r.baseline {
+            Baseline::Platform => None,
+            Baseline::Merchant(m) => Some(m),
+        },
+        totals: FiguresView::with_baseline(&r.totals),
         days: r
             .days
             .iter()
             .map(|d| DayFigures {
                 date: d.date.clone(),
                 start: d.start,
-                figures: FiguresView::from(&d.totals),
+                figures: FiguresView::with_baseline(&d.totals),
             })
             .collect(),
         channels: r
@@ -302,6 +343,9 @@ fn to_csv(r: &PerformanceReport) -> String {
         "net_gmv",
         "average_order_value",
         "gmv_per_discount_x100",
+        "orders_without_coupon",
+        "gmv_without_coupon",
+        "average_order_value_without_coupon",
         "currency",
     ]);
     let lines = std::iter::once(("total", "", &r.totals))
@@ -333,8 +377,12 @@ fn to_csv(r: &PerformanceReport) -> String {
         ] {
             w.number(v);
         }
+        let plain = f.without_coupon.as_ref();
         w.optional_number(f.average_order_value)
             .optional_number(f.gmv_per_discount_x100)
+            .optional_number(plain.map(|p| p.orders))
+            .optional_number(plain.map(|p| p.gmv))
+            .optional_number(plain.and_then(|p| p.average_order_value))
             .text(&r.currency)
             .end_line();
     }

@@ -6,8 +6,8 @@ use axum::routing::{delete, get, post, put};
 
 use super::{
     campaign_messages, centre, checkout, claims, contacts, coupons, events, issuances,
-    message_texts, performance, r, refunds, reports, seen, settlement, shared_tags, tag_uploads,
-    tags, today, webhooks, Route, RouteSpec, PLATFORM, PLATFORM_MERCHANT,
+    message_texts, performance, plain_orders, r, refunds, reports, seen, settlement, shared_tags,
+    tag_uploads, tags, today, webhooks, Route, RouteSpec, PLATFORM, PLATFORM_MERCHANT,
     PLATFORM_MERCHANT_SERVICE, PLATFORM_MERCHANT_USER, PLATFORM_SERVICE, SERVICE, USER,
     USER_SERVICE,
 };
@@ -156,6 +156,13 @@ pub(super) fn checkout_routes() -> Vec<Route> {
             "/v1/orders/{order_id}/cancel",
             SERVICE,
             post(checkout::cancel),
+        ),
+        // An order paid without a coupon, for the performance report's comparison.
+        r(
+            Method::POST,
+            "/v1/orders/{order_id}/record",
+            SERVICE,
+            post(plain_orders::record),
         ),
         r(
             Method::POST,

@@ -1,12 +1,14 @@
 //! The worked example of the campaign figures (kept beside the reconciliation's tests), on
 //! every backend: an activity whose funding splits each discount 60/40 between the platform
 //! and the merchant, two merchants' templates, coupons reaching their holders through three
-//! channels (a claim's `source`, the service, a listing), three orders and one refund. The
-//! performance report, the settlement and the reconciliation give the figures stated here to
-//! the minor unit, and agree with one another.
+//! channels (a claim's `source`, the service, a listing), three orders and one refund, and
+//! four orders paid without a coupon beside them. The performance report, the settlement and
+//! the reconciliation give the figures stated here to the minor unit, and agree with one
+//! another.
 
 use axum::http::{Method, StatusCode};
 use coupond_domain::{ActivityId, TemplateId, Timestamp};
+use coupond_store::Baseline;
 use serde_json::{json, Value};
 
 use crate::on_every_backend;
@@ -90,6 +92,7 @@ async fn campaign(app: &TestApp) -> (i64, i64, i64, i64) {
     spend(app, "o-2", ("u-2", (m1, 1)), c2, 30_000).await;
     set(app, 22);
     spend(app, "o-3", ("u-1", (m2, 3)), c3, 20_000).await;
+    plain_orders(app, (m1, m2)).await;
     set(app, 30);
     let r = app
         .post(
@@ -101,6 +104,47 @@ async fn campaign(app: &TestApp) -> (i64, i64, i64, i64) {
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     set(app, 50);
     (a, t1, t2, l)
+}
+
+/// Orders paid without a coupon at hour 23: merchant 1's of 400.00 and 200.00, merchant 2's
+/// of 90.00, one of both merchants' of 110.00; and one at hour 49, after the period.
+async fn plain_orders(app: &TestApp, (m1, m2): (i64, i64)) {
+    set(app, 23);
+    let mut both = order("u-5", (m1, 1), 6_000);
+    let mut line = both["lines"][0].clone();
+    line["merchant_id"] = json!(m2);
+    line["unit_price"] = json!(5_000);
+    both["lines"].as_array_mut().unwrap().push(line);
+    let orders = [
+        ("p-1", order("u-3", (m1, 1), 40_000)),
+        ("p-2", order("u-4", (m1, 1), 20_000)),
+        ("p-3", order("u-3", (m2, 3), 9_000)),
+        ("p-4", both),
+    ];
+    for (id, body) in orders {
+        let path = format!("/v1/orders/{id}/record");
+        let r = app.post(&path, &app.service, json!({"order": body})).await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    }
+    set(app, 49);
+    let r = app
+        .post(
+            "/v1/orders/p-5/record",
+            &app.service,
+            json!({"order": order("u-3", (m1, 1), 70_000)}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+}
+
+/// `without_coupon` of a line: orders, value, average.
+fn without(v: &Value) -> [i64; 3] {
+    let w = &v["without_coupon"];
+    [
+        n(w, &["orders"]),
+        n(w, &["gmv"]),
+        n(w, &["average_order_value"]),
+    ]
 }
 
 fn n(v: &Value, path: &[&str]) -> i64 {
@@ -151,6 +195,9 @@ async fn worked_example(app: TestApp) {
         (33_333, 2_332),
         "70,000 / 3,001 = 23.32 times"
     );
+    // The activity is the platform's: every order without a coupon in the period.
+    assert_eq!(without(totals), [4, 80_000, 20_000], "{}", r.body);
+    assert!(r.body.get("baseline_merchant_id").is_none(), "{}", r.body);
     assert_eq!(
         (r.body["currency"].as_str(), r.body["time_zone"].as_str()),
         (Some("CNY"), Some("UTC"))
@@ -166,6 +213,8 @@ async fn worked_example(app: TestApp) {
         figures(&days[1]),
         [0, 2_000, -2_000, 0, 0, 1, 30_000, -30_000]
     );
+    assert_eq!(without(&days[0]), [4, 80_000, 20_000]);
+    assert_eq!(n(&days[1], &["without_coupon", "orders"]), 0);
     let channel = |name: &str| {
         r.body["channels"]
             .as_array()
@@ -192,6 +241,7 @@ async fn worked_example(app: TestApp) {
     );
     assert_eq!(figures(&source), [2_000, 0, 2_000, 1, 50_000, 0, 0, 50_000]);
     assert_eq!(r.body["channels"].as_array().unwrap().len(), 3);
+    assert!(source.get("without_coupon").is_none(), "{source}");
 
     // The CSV says the same: a total line, two days, three channels.
     let (status, text) = app
@@ -202,7 +252,7 @@ async fn worked_example(app: TestApp) {
     assert_eq!(lines.len(), 7, "{text}");
     assert!(
         lines[1].starts_with(
-            "total,,0,3,3,3,1,0,0,5001,2000,3001,3,100000,1,30000,70000,33333,2332,CNY"
+            "total,,0,3,3,3,1,0,0,5001,2000,3001,3,100000,1,30000,70000,33333,2332,4,80000,20000,CNY"
         ),
         "{text}"
     );
@@ -225,11 +275,16 @@ async fn kept_hours_answer_the_same(app: &TestApp, path: &str, first: &Value) {
         .collect();
     let a = ActivityId::new(first["activity_id"].as_i64().unwrap()).unwrap();
     let scope = coupond_engine::performance::Scope::Activity(a);
-    let key = coupond_engine::performance::figure_key(scope, None, &ids);
+    let key = coupond_engine::performance::figure_key(scope, None, Baseline::Platform, &ids);
     let t = |h| Timestamp::parse(&at(h)).unwrap();
     let kept = app.store.kept_figures(&key, t(0), t(48)).await.unwrap();
     assert_eq!(kept.hours.len(), 48);
     assert!(!kept.figures.channels.is_empty() && !kept.figures.orders.is_empty());
+    assert_eq!(
+        kept.figures.without.len(),
+        1,
+        "the orders without a coupon of hour 23"
+    );
     let again = app.get(path, &app.platform).await;
     assert_eq!(&again.body, first);
 }
@@ -311,12 +366,33 @@ async fn merchants_see_their_own(app: &TestApp, a: i64, t1: i64, period: &str) {
         ),
         (1, 2)
     );
+    // A merchant compares against its own orders without a coupon (not the order of both).
+    let m1 = app.merchants[0].0.get();
+    assert_eq!(n(&r.body, &["baseline_merchant_id"]), m1);
+    assert_eq!(
+        without(&r.body["totals"]),
+        [2, 60_000, 30_000],
+        "{}",
+        r.body
+    );
+    // So does the platform, on a merchant's template.
+    let r = app
+        .get(
+            &format!("/v1/reports/performance?template_id={t1}&{period}"),
+            &app.platform,
+        )
+        .await;
+    assert_eq!(
+        without(&r.body["totals"]),
+        [2, 60_000, 30_000],
+        "{}",
+        r.body
+    );
     let theirs = format!("/v1/reports/performance?template_id={t1}&{period}");
     assert_eq!(
         app.get(&theirs, app.m2()).await.status,
         StatusCode::NOT_FOUND
     );
-    let m1 = app.merchants[0].0.get();
     let r = app
         .get(
             &format!("/v1/reports/settlement?merchant_id={m1}&{period}"),

@@ -35,6 +35,7 @@ mod model;
 mod openapi;
 mod operator_roles;
 mod operators;
+mod orders_without_coupons;
 mod queues;
 mod references;
 mod reports;

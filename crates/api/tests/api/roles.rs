@@ -118,6 +118,7 @@ fn expected() -> Vec<(Method, &'static str, Vec<Role>)> {
         (Method::POST, "/v1/codes/{code}/redeem", vec![U, S]),
         (Method::POST, "/v1/quotes", vec![U, S]),
         (Method::POST, "/v1/orders/{order_id}/lock", vec![S]),
+        (Method::POST, "/v1/orders/{order_id}/record", vec![S]),
         (Method::POST, "/v1/orders/{order_id}/extend", vec![P, S]),
         (Method::POST, "/v1/orders/{order_id}/confirm", vec![S]),
         (Method::POST, "/v1/orders/{order_id}/cancel", vec![S]),

@@ -99,6 +99,35 @@ impl Line {
     }
 }
 
+/// Orders with a coupon or without, side by side.
+#[derive(Debug, Clone)]
+struct Compared {
+    name: &'static str,
+    orders: i64,
+    gmv: String,
+    aov: String,
+}
+
+fn compared(r: &PerformanceReport) -> Vec<Compared> {
+    let t = &r.totals;
+    let aov = |v: Option<i64>| v.map_or("–".into(), money);
+    let plain = t.without_coupon.as_ref();
+    vec![
+        Compared {
+            name: "With a coupon",
+            orders: t.orders,
+            gmv: money(t.gmv),
+            aov: aov(t.average_order_value),
+        },
+        Compared {
+            name: "Without a coupon",
+            orders: plain.map_or(0, |p| p.orders),
+            gmv: money(plain.map_or(0, |p| p.gmv)),
+            aov: aov(plain.and_then(|p| p.average_order_value)),
+        },
+    ]
+}
+
 /// A funnel step: its name, count and share of the coupons that reached a holder.
 #[derive(Debug, Clone)]
 struct Step {
@@ -122,6 +151,9 @@ struct PerformancePage {
     steps: Vec<Step>,
     /// One line: the whole period.
     total: Vec<Line>,
+    /// Orders with a coupon and without, and whose orders without one they are.
+    compared: Vec<Compared>,
+    baseline: String,
     days: Vec<Line>,
     channels: Vec<Line>,
 }
@@ -189,6 +221,10 @@ pub async fn performance(
         zone: r.time_zone.clone(),
         steps: funnel(&r.totals),
         total: vec![Line::of("Total".into(), &r.totals)],
+        compared: compared(&r),
+        baseline: r
+            .baseline_merchant_id
+            .map_or("every merchant's".into(), |m| format!("merchant #{m}'s")),
         days: r
             .days
             .iter()

@@ -271,6 +271,17 @@ impl Order {
         &self.draft
     }
 
+    /// The merchant of every line, when all are one merchant's (an order across merchants
+    /// has none).
+    pub fn sole_merchant(&self) -> Option<MerchantId> {
+        let first = self.draft.lines.first()?.merchant_id;
+        self.draft
+            .lines
+            .iter()
+            .all(|l| l.merchant_id == first)
+            .then_some(first)
+    }
+
     /// Indexes of the lines of `listing`.
     pub(crate) fn lines_of_listing(&self, listing: ListingId) -> impl Iterator<Item = usize> + '_ {
         self.by_listing[equal_range(&self.by_listing, listing)]
@@ -320,6 +331,18 @@ mod tests {
 
     fn with_lines(lines: Vec<serde_json::Value>) -> serde_json::Value {
         serde_json::json!({"user_id": "u-1", "city_id": 1, "lines": lines})
+    }
+
+    #[test]
+    fn sole_merchant_is_the_one_of_every_line() {
+        let one = order(with_lines(vec![line(serde_json::json!({})); 2])).unwrap();
+        assert_eq!(one.sole_merchant(), Some(MerchantId::new(7).unwrap()));
+        let two = order(with_lines(vec![
+            line(serde_json::json!({})),
+            line(serde_json::json!({"merchant_id": 8})),
+        ]))
+        .unwrap();
+        assert_eq!(two.sole_merchant(), None);
     }
 
     #[test]

@@ -255,6 +255,15 @@ pub(super) async fn fixtures(app: &TestApp) -> BTreeMap<(Method, String), Fixtur
     );
     add(
         Method::POST,
+        "/v1/orders/{order_id}/record",
+        f(
+            "/v1/orders/plain-1/record".into(),
+            &service,
+            json!({ "order": order(app, "u-1") }),
+        ),
+    );
+    add(
+        Method::POST,
         "/v1/orders/{order_id}/extend",
         f(
             "/v1/orders/held-1/extend".into(),

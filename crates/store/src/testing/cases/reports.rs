@@ -87,3 +87,87 @@ pub async fn standing_counts_what_is_claimable_and_low(s: Arc<dyn Store>) {
         .unwrap()
         .is_empty());
 }
+
+/// Orders paid without a coupon: recorded once per order id (the same request answers the
+/// same order, another conflicts, and so does a lock of the id), and counted by the hour they
+/// were recorded, the platform's or one merchant's.
+pub async fn orders_without_a_coupon_are_recorded_once(s: Arc<dyn Store>) {
+    use super::checkout::{accept, lock_req, oid};
+    use crate::{Baseline, FiguresQuery, LockOutcome, PlainOrder, RecordOutcome};
+    use coupond_domain::{MerchantId, UserId};
+
+    let user = UserId::parse("buyer").unwrap();
+    let (m1, m2) = (MerchantId::new(1).unwrap(), MerchantId::new(2).unwrap());
+    let answer = serde_json::json!({"discount": 0});
+    let ids = [oid("p-1"), oid("p-2"), oid("p-3")];
+    let plain = |i: usize, merchant, subtotal: i64, hour: i64| PlainOrder {
+        order_id: &ids[i],
+        user: &user,
+        merchant,
+        subtotal: Money::new(subtotal).unwrap(),
+        currency: "CNY",
+        fingerprint: [i as u8; 32],
+        answer: &answer,
+        now: at(hour),
+    };
+    for (i, merchant, subtotal, hour) in [
+        (0, Some(m1), 400, 10),
+        (1, None, 300, 10),
+        (2, Some(m2), 90, 12),
+    ] {
+        match s
+            .record_plain(&plain(i, merchant, subtotal, hour))
+            .await
+            .unwrap()
+        {
+            RecordOutcome::Recorded(o) => {
+                assert_eq!(
+                    (o.state, o.ended_at),
+                    (crate::OrderState::Confirmed, Some(at(hour)))
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    let again = s.record_plain(&plain(0, Some(m1), 400, 11)).await.unwrap();
+    assert!(matches!(again, RecordOutcome::Recorded(o) if o.created_at == at(10)));
+    let mut other = plain(0, Some(m1), 500, 11);
+    other.fingerprint = [9; 32];
+    assert_eq!(
+        s.record_plain(&other).await.unwrap(),
+        RecordOutcome::OrderConflict
+    );
+    let t = claimable(&s, 10, 5).await;
+    let c = super::checkout::coupons(&s, &t, "buyer", 1).await;
+    let coupon = [c[0].id];
+    let rules = accept("buyer", coupon.to_vec(), 100);
+    let lock = s
+        .lock_order(&lock_req(&ids[1], &user, &coupon, 7, 11), &rules)
+        .await
+        .unwrap();
+    assert_eq!(lock, LockOutcome::OrderConflict);
+
+    let count = |baseline, from: i64, to: i64| {
+        let s = s.clone();
+        async move {
+            let q = FiguresQuery {
+                templates: &[],
+                baseline,
+                from: at(from),
+                to: at(to),
+                now: at(20),
+            };
+            let f = s.figures(&q).await.unwrap();
+            let mut hours = f.without;
+            hours.sort_by_key(|h| h.hour);
+            hours
+                .iter()
+                .map(|h| (h.orders, h.order_value))
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(count(Baseline::Platform, 0, 20).await, [(2, 700), (1, 90)]);
+    assert_eq!(count(Baseline::Merchant(m1), 0, 20).await, [(1, 400)]);
+    assert_eq!(count(Baseline::Merchant(m2), 11, 13).await, [(1, 90)]);
+    assert!(count(Baseline::Platform, 11, 12).await.is_empty());
+}
