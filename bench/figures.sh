@@ -5,8 +5,11 @@
 # in 20 refunded), seeded with plain SQL into a fresh SQLite database; then the performance
 # report of the activity over those 30 days asked RUNS times with curl, each answer's time
 # printed, then the median. Every coupon is in the activity: the report reads all of them.
-# The first answer counts every hour of the period and keeps the closed ones (figure_hours);
-# later answers read those back and count only the open hour or two: both are printed.
+# ORDERS / 3 orders paid without a coupon are seeded too (the report's `without_coupon`).
+# `serve`'s figures keeper counts the settled hours of the last 31 days of the platform and
+# the activity in the background and keeps them (figure_hours); the script waits for it
+# (printing how long it took), then asks: every answer reads the kept hours and counts only
+# the open hour or two.
 #
 # Starts `coupond serve` (BIN, default target/release/coupond, else target/debug/coupond).
 # Usage: bench/figures.sh [COUPONS] [ORDERS] [RUNS]
@@ -98,19 +101,31 @@ INSERT INTO coupon_events (coupon_id, from_status, to_status, order_id, actor, a
 SELECT coupon_id, 'used', 'unused', order_id, 'service', at FROM refunds;
 UPDATE coupons SET status = 'unused', order_id = NULL, discount = NULL, used_at = NULL
  WHERE id IN (SELECT coupon_id FROM refunds);
+-- Orders paid without a coupon, spread over the same 30 days.
+WITH RECURSIVE p(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM p WHERE i < $orders / 3 - 1)
+INSERT INTO orders (order_id, user_id, state, fingerprint, deadline, answer, created_at, ended_at,
+                    subtotal, discount, currency, plain, merchant_id)
+SELECT 'plain-' || i, 'seed-p-' || i, 'confirmed', X'01', t, '{}', t, t, 8000 + (i % 40) * 500, 0,
+       'CNY', 1, $merchant
+  FROM (SELECT i, t0 + i * (span / ($orders / 3)) AS t FROM p, k);
 COMMIT;
 ANALYZE;
 SQL
 echo "seeded in $(( $(date +%s) - seed_start )) s; $(du -h "$db" | cut -f1) on disk"
 start
+keeper_start=$(date +%s.%N)
+until [ "$(sqlite3 "$db" "SELECT COUNT(*) FROM figure_spans WHERE scope = 'activity:$a'")" -ge 720 ]; do
+  sleep 0.2
+done
+echo "the figures keeper kept 31 days of hours of the platform and the activity in $(echo "$(date +%s.%N) - $keeper_start" | bc) s (in the background)"
 from=$(date -u -d '-30 days' +%Y-%m-%dT%H:%M:%SZ)
 to=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 path="/v1/reports/performance?activity_id=$a&from=$from&to=$to"
-# The first answer counts every closed hour and keeps it; the later ones read them back.
 first=$(curl -fsS -o "$work/first.json" -w '%{time_total}' "$url$path" -H "$(h "$platform")")
-echo "first answer (counting and keeping 30 days of hours): $first s"
+echo "first answer: $first s"
 jq -c '{templates, funnel: (.totals.funnel | {claimed, locked, used, refunded}), orders: .totals.orders,
-          gmv: .totals.gmv, days: (.days | length), channels: [.channels[] | .channel]}' "$work/first.json"
+          gmv: .totals.gmv, without_coupon: .totals.without_coupon, days: (.days | length),
+          channels: [.channels[] | .channel]}' "$work/first.json"
 for i in $(seq 1 "$runs"); do
   curl -fsS -o /dev/null -w '%{time_total}\n' "$url$path" -H "$(h "$platform")" | tee -a "$work/times.txt"
 done

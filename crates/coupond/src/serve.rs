@@ -373,8 +373,17 @@ fn start_workers(
         state.auditor().clone().holder(holder.clone()),
         coupond_engine::worker::run,
     );
+    // The performance report's settled hours, counted ahead of the first request (one
+    // instance at a time, under the `figures` lease).
+    let figures = supervised(
+        "figures",
+        &workers,
+        stop_rx,
+        coupond_engine::FiguresKeeper::new(store.clone(), clock.clone(), holder.clone()),
+        coupond_engine::worker::run,
+    );
     let mut all = vec![
-        codes, issuance, tagging, scheduler, webhooks, dispatcher, audit, seen,
+        codes, issuance, tagging, scheduler, webhooks, dispatcher, audit, seen, figures,
     ];
     all.extend(nats);
     all

@@ -33,8 +33,11 @@
 //! - [`redemption`]: redeeming a promotion code (whether a code is usable by a user, and the
 //!   claim it leads to), for the redeem route and a code previewed at checkout.
 //! - [`pacing`]: [`Pacer`], which sizes background chunks to a target transaction time.
-//! - [`performance`]: the performance report (funnel, discount, GMV, average order value) of a
-//!   template, activity, merchant or the platform, by local day and by channel.
+//! - [`performance`]: the performance report (funnel, discount, GMV, average order value with
+//!   and without a coupon) of a template, activity, merchant or the platform, by local day and
+//!   by channel.
+//! - [`figures_keeper`]: [`FiguresKeeper`], which counts and keeps the report's settled hours
+//!   of the platform and the recent activities ahead of the first request.
 //! - [`reports`]: the reconciliation of discounts given in a period, per template and funder,
 //!   and its CSV.
 //! - [`settlement`]: what the platform owes each merchant for the discounts activities' splits
@@ -85,6 +88,7 @@ pub mod claims;
 pub mod clock;
 pub mod codes;
 pub mod dispatch;
+pub mod figures_keeper;
 pub mod issuance;
 pub mod jobs;
 pub mod keys;
@@ -117,6 +121,7 @@ pub use claims::{ClaimAsk, ClaimEngine, ClaimError, ClaimMode, Claimed};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use codes::CodeGenerator;
 pub use dispatch::{Dispatcher, Observer, ReminderPlanner};
+pub use figures_keeper::FiguresKeeper;
 pub use issuance::IssuanceWorker;
 pub use messaging::InboxNotifier;
 pub use pacing::Pacer;
