@@ -101,6 +101,17 @@ INSERT INTO coupon_events (coupon_id, from_status, to_status, order_id, actor, a
 SELECT coupon_id, 'used', 'unused', order_id, 'service', at FROM refunds;
 UPDATE coupons SET status = 'unused', order_id = NULL, discount = NULL, used_at = NULL
  WHERE id IN (SELECT coupon_id FROM refunds);
+-- The activity ran through those 30 days: its windows move back to before them (as the API
+-- would not set them in the past).
+UPDATE activities SET
+  enroll_start = (SELECT t0 FROM k) - 3 * 86400000000,
+  enroll_end = (SELECT t0 FROM k) - 2 * 86400000000,
+  run_start = (SELECT t0 FROM k) - 86400000000,
+  spec = json_set(spec,
+    '\$.enrollment.start', strftime('%Y-%m-%dT%H:%M:%SZ', (SELECT t0 FROM k) / 1000000 - 3 * 86400, 'unixepoch'),
+    '\$.enrollment.end', strftime('%Y-%m-%dT%H:%M:%SZ', (SELECT t0 FROM k) / 1000000 - 2 * 86400, 'unixepoch'),
+    '\$.run.start', strftime('%Y-%m-%dT%H:%M:%SZ', (SELECT t0 FROM k) / 1000000 - 86400, 'unixepoch'))
+ WHERE id = $a;
 -- Orders paid without a coupon, spread over the same 30 days.
 WITH RECURSIVE p(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM p WHERE i < $orders / 3 - 1)
 INSERT INTO orders (order_id, user_id, state, fingerprint, deadline, answer, created_at, ended_at,

@@ -118,11 +118,12 @@ async fn plain(db: &dyn Db, q: &FiguresQuery<'_>) -> StoreResult<Vec<PlainHour>>
 }
 
 /// Orders recorded without a coupon in `[$1, $2)`, of merchant `$3` if `merchant`, by hour.
+/// (They are all confirmed: saying so lets MariaDB find them through `orders_by_end`.)
 fn plain_sql(d: Dialect, merchant: bool) -> String {
     format!(
         "SELECT {hour} AS hour, COUNT(*) AS orders, COALESCE({value}, 0) AS value
          FROM orders o
-         WHERE o.plain = 1 AND o.ended_at >= $1 AND o.ended_at < $2{only}
+         WHERE o.plain = 1 AND o.state = 'confirmed' AND o.ended_at >= $1 AND o.ended_at < $2{only}
          GROUP BY {hour}",
         hour = d.hour("o.ended_at"),
         value = d.sum("o.subtotal"),
