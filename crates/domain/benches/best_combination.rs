@@ -17,6 +17,7 @@ use criterion::{criterion_group, criterion_main, Criterion};
 const TEMPLATES: i64 = 24;
 const COUPONS: i64 = 200;
 const LINES: i64 = 50;
+const MIXED_TEMPLATES: i64 = 100;
 
 fn t(s: &str) -> Timestamp {
     Timestamp::parse(s).unwrap()
@@ -198,6 +199,93 @@ fn coupons() -> Vec<Coupon> {
         .collect()
 }
 
+/// The mixed wallet of `coupond loadtest --scenario quote`: 100 templates, amounts and
+/// percentages off (half of the percentages capped), every scope but listings, two thirds
+/// stackable, thresholds of 0, 50.00, 200.00 and 600.00; two coupons of each.
+fn mixed_templates() -> Vec<Template> {
+    let mut base = templates().swap_remove(0);
+    (0..MIXED_TEMPLATES)
+        .map(|i| {
+            let mut draft = base.spec.draft().clone();
+            draft.value = if i % 2 == 0 {
+                CouponValue::AmountOff {
+                    amount: m(500 + 50 * i),
+                }
+            } else {
+                CouponValue::PercentOff {
+                    bps: BasisPoints::new(500 + 10 * i).unwrap(),
+                    cap: (i % 4 == 1).then(|| m(3_000 + 100 * i)),
+                }
+            };
+            draft.threshold = m([0, 5_000, 20_000, 60_000][(i % 4) as usize]);
+            draft.scope = match i % 3 {
+                0 => Scope::All,
+                1 => Scope::Merchant,
+                _ => Scope::Categories {
+                    ids: vec![CategoryId::new(1 + i % 5).unwrap()],
+                },
+            };
+            draft.stacking = if i % 3 == 0 {
+                Stacking::Exclusive
+            } else {
+                Stacking::Stackable
+            };
+            draft.budget = None;
+            base.id = TemplateId::new(i + 1).unwrap();
+            base.spec = TemplateSpec::from_stored(draft, base.spec.claim_window());
+            base.clone()
+        })
+        .collect()
+}
+
+/// Two unused coupons of each mixed template, with varied expiries.
+fn mixed_coupons() -> Vec<Coupon> {
+    let mut all = coupons();
+    all.truncate(1);
+    let one = all.remove(0);
+    (0..2 * MIXED_TEMPLATES)
+        .map(|i| Coupon {
+            id: CouponId::new(5_000 + i).unwrap(),
+            template_id: TemplateId::new(1 + i % MIXED_TEMPLATES).unwrap(),
+            stored_status: CouponStatus::Unused,
+            valid_until: Timestamp::from_unix_micros(
+                one.valid_until.unix_micros() + (i * 7919 % 90) * 86_400_000_000,
+            )
+            .unwrap(),
+            ..one.clone()
+        })
+        .collect()
+}
+
+fn bench_mixed(c: &mut Criterion, order: &Order) {
+    let templates = mixed_templates();
+    let uses: Vec<TemplateUse<'_>> = templates
+        .iter()
+        .map(|template| TemplateUse {
+            template,
+            given: Money::ZERO,
+        })
+        .collect();
+    let coupons = mixed_coupons();
+    let input = QuoteInput {
+        order,
+        now: t("2026-06-01T00:00:00Z"),
+        coupons: &coupons,
+        templates: &uses,
+    };
+    let q = quote(&input).unwrap();
+    assert_eq!(q.coupons.len(), 2 * MIXED_TEMPLATES as usize);
+    assert!(q.best.coupons.len() > 1, "a stackable set wins");
+    assert!(
+        q.coupons.iter().any(|c| !c.applicable),
+        "some thresholds are not met"
+    );
+    c.bench_function(
+        "quote/mixed wallet: 100 templates x 2 coupons, 50 lines",
+        |b| b.iter(|| quote(black_box(&input)).unwrap()),
+    );
+}
+
 fn bench(c: &mut Criterion) {
     let draft = order_draft();
     let order = Order::try_from(draft.clone()).unwrap();
@@ -240,6 +328,7 @@ fn bench(c: &mut Criterion) {
             .unwrap()
         })
     });
+    bench_mixed(c, &order);
 }
 
 criterion_group!(benches, bench);

@@ -19,6 +19,7 @@ use utoipa::ToSchema;
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiPath, ClientIp};
+use crate::pagination;
 use crate::routes::claims::user_ip;
 use crate::routes::{BodyErrors, CommonErrors, ConflictError, RateLimitedError};
 use crate::state::AppState;
@@ -104,7 +105,7 @@ pub async fn quote(
     State(s): State<AppState>,
     ClientIp(ip): ClientIp,
     ApiJson(body): ApiJson<QuoteBody>,
-) -> ApiResult<Json<QuoteView>> {
+) -> ApiResult<axum::response::Response> {
     let order = order_of(body.order)?;
     check_user(&p, &order)?;
     if body.code.is_some() {
@@ -138,7 +139,9 @@ pub async fn quote(
             ),
             QuoteError::Store(e) => e.into(),
         })?;
-    Ok(Json(QuoteView { quote, code }))
+    // About 230 bytes per coupon in the answer, and the best combination's lines.
+    let capacity = 4_096 + 256 * quote.coupons.len();
+    pagination::json_answer(&QuoteView { quote, code }, capacity)
 }
 
 /// What redeeming `typed` would give the order's user on this order. A code that cannot be

@@ -1,6 +1,7 @@
 //! `coupond loadtest --scenario quote`: the order service's quote on a checkout view. One user
-//! holds 200 unused coupons of 100 templates (two each: amounts and percentages off, every
-//! scope but listings, two thirds stackable, some with a threshold); each request quotes a
+//! holds 200 unused coupons of 100 templates (two each: amounts and percentages off, half of
+//! the percentages capped, every scope but listings, two thirds stackable, thresholds of 0,
+//! 50.00, 200.00 and 600.00); each request quotes a
 //! 50-line order (five categories, the merchant's and another's lines) for them, as the
 //! service key. `--users` is the number of quotes (default 5,000), `--concurrency` the
 //! connections (default 16; 1 measures one quote at a time). Every answer must be a 200.
@@ -89,11 +90,15 @@ async fn wallet(store: &dyn Store, user: &UserId) -> anyhow::Result<i64> {
             },
             _ => CouponValue::PercentOff {
                 bps: BasisPoints::new(500 + 10 * i).map_err(anyhow::Error::msg)?,
-                cap: None,
+                cap: if i % 4 == 1 {
+                    Some(Money::new(3_000 + 100 * i).map_err(anyhow::Error::msg)?)
+                } else {
+                    None
+                },
             },
         };
-        draft.threshold =
-            Money::new(if i % 4 == 0 { 20_000 } else { 0 }).map_err(anyhow::Error::msg)?;
+        let threshold = [0, 5_000, 20_000, 60_000][(i % 4) as usize];
+        draft.threshold = Money::new(threshold).map_err(anyhow::Error::msg)?;
         draft.scope = match i % 3 {
             0 => Scope::All,
             1 => Scope::Merchant,
