@@ -186,54 +186,53 @@ pub async fn covered(
     only: Option<MerchantId>,
     now: Timestamp,
 ) -> StoreResult<Covered> {
-    let mut owner = only;
-    if let (Scope::Template(t), None) = (scope, owner) {
-        owner = store.template(t).await?.merchant_id;
-    }
-    if let (Scope::Merchant(m), None) = (scope, owner) {
-        owner = Some(m);
-    }
+    let (templates, owner) = templates_of(store, scope, only, now).await?;
     Ok(Covered {
-        templates: templates_of(store, scope, only, now).await?,
-        baseline: owner.map_or(Baseline::Platform, Baseline::Merchant),
+        templates,
+        baseline: only
+            .or(owner)
+            .map_or(Baseline::Platform, Baseline::Merchant),
     })
 }
 
-/// The templates a scope covers, as `only` (a merchant caller) may see them.
+/// The templates a scope covers, as `only` (a merchant caller) may see them, and the merchant
+/// the scope is (a merchant's, or a merchant's template), if it is one's.
 async fn templates_of(
     store: &dyn Store,
     scope: Scope,
     only: Option<MerchantId>,
     now: Timestamp,
-) -> StoreResult<Vec<TemplateId>> {
+) -> StoreResult<(Vec<TemplateId>, Option<MerchantId>)> {
     let mine = |m: Option<MerchantId>| only.is_none() || m == only;
-    match scope {
+    Ok(match scope {
         Scope::Template(t) => {
             let t = store.template(t).await?;
-            Ok(if mine(t.merchant_id) {
+            let ids = if mine(t.merchant_id) {
                 vec![t.id]
             } else {
                 vec![]
-            })
+            };
+            (ids, t.merchant_id)
         }
         Scope::Activity(a) => {
             // One that does not exist is not found, not an empty report.
             store.activity(a).await?;
-            Ok(store
+            let ids = store
                 .activity_templates(a)
                 .await?
                 .into_iter()
                 .filter(|t| mine(t.merchant_id))
                 .map(|t| t.id)
-                .collect())
+                .collect();
+            (ids, None)
         }
         Scope::Merchant(m) if mine(Some(m)) => {
             store.merchant(m).await?;
-            listed(store, Some(m), now).await
+            (listed(store, Some(m), now).await?, Some(m))
         }
-        Scope::Merchant(_) => Ok(vec![]),
-        Scope::Platform => listed(store, only, now).await,
-    }
+        Scope::Merchant(m) => (vec![], Some(m)),
+        Scope::Platform => (listed(store, only, now).await?, None),
+    })
 }
 
 /// Every template (of `merchant`, if named), page by page.

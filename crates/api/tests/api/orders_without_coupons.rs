@@ -39,6 +39,16 @@ async fn recorded(app: &TestApp) -> i64 {
         .unwrap_or_else(|| panic!("{}", r.body))
 }
 
+/// The answer is 409 `order_conflict`.
+fn conflicts(r: &Reply) {
+    assert_eq!(
+        (r.status, r.body["code"].as_str()),
+        (StatusCode::CONFLICT, Some("order_conflict")),
+        "{}",
+        r.body
+    );
+}
+
 async fn a_record_is_one_order(app: TestApp) {
     let body = priced(&app, 100_000);
     let r = app
@@ -62,12 +72,7 @@ async fn a_record_is_one_order(app: TestApp) {
     let other = app
         .post(&record_path("n-1"), &app.service, priced(&app, 90_000))
         .await;
-    assert_eq!(
-        (other.status, other.body["code"].as_str()),
-        (StatusCode::CONFLICT, Some("order_conflict")),
-        "{}",
-        other.body
-    );
+    conflicts(&other);
     assert_eq!(recorded(&app).await, 1);
 
     // A lock of the recorded id conflicts; so does a record of a locked id.
@@ -84,12 +89,7 @@ async fn a_record_is_one_order(app: TestApp) {
     let r = app
         .post("/v1/orders/n-1/lock", &app.service, lock.clone())
         .await;
-    assert_eq!(
-        r.body["code"].as_str(),
-        Some("order_conflict"),
-        "{}",
-        r.body
-    );
+    conflicts(&r);
     let r = app.post("/v1/orders/l-1/lock", &app.service, lock).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     let r = app
@@ -99,12 +99,7 @@ async fn a_record_is_one_order(app: TestApp) {
             json!({"order": lease(&app)}),
         )
         .await;
-    assert_eq!(
-        r.body["code"].as_str(),
-        Some("order_conflict"),
-        "{}",
-        r.body
-    );
+    conflicts(&r);
     // The recorded order is confirmed: confirming answers it, cancelling cannot.
     let confirm = app
         .call(
