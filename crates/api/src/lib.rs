@@ -11,6 +11,8 @@
 //! - [`extract`]: body, query and path extractors whose failures name the field.
 //! - [`idempotency`]: the `Idempotency-Key` header, scoped and fingerprinted.
 //! - [`invalidate`]: the outbox observer that drops cached templates when they change.
+//! - [`layers`]: the stack every request passes (body limit, panic guard, time limit,
+//!   observation, nosniff), one function per layer.
 //! - [`observe`]: request ids, tracing spans, Prometheus metrics.
 //! - [`pagination`], [`views`]: cursors and response bodies (users' views of templates and
 //!   activities in the coupon centre are types of their own).
@@ -28,6 +30,7 @@ pub mod extract;
 pub mod forwarded;
 pub mod idempotency;
 pub mod invalidate;
+pub mod layers;
 pub mod observe;
 pub mod openapi;
 pub mod pagination;
@@ -38,13 +41,8 @@ pub mod state;
 pub mod uploads;
 pub mod views;
 
-use std::any::Any;
-
-use axum::extract::DefaultBodyLimit;
-use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use tower_http::catch_panic::CatchPanicLayer;
 
 pub use auth::{JwtKeys, Principal, Role};
 pub use error::{ApiError, Problem};
@@ -68,8 +66,7 @@ pub fn v1_service(state: AppState) -> Router {
 pub fn router_with(state: AppState, extra: Router) -> Router {
     // Install the recorder before the first request records anything.
     observe::metrics_handle();
-    let max_body = state.settings().max_body_bytes;
-    Router::new()
+    let routes = Router::new()
         .merge(routes::v1(&state))
         .route("/healthz", get(routes::system::healthz))
         .route("/readyz", get(routes::system::readyz))
@@ -87,48 +84,6 @@ pub fn router_with(state: AppState, extra: Router) -> Router {
         .with_state(state.clone())
         .merge(extra)
         .fallback(|| async { ApiError::NotFound })
-        .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
-        .layer(DefaultBodyLimit::max(max_body))
-        .layer(CatchPanicLayer::custom(panic_response))
-        .layer(axum::middleware::from_fn_with_state(
-            state.settings().request_timeout,
-            within_request_timeout,
-        ))
-        .layer(axum::middleware::from_fn(observe::observe))
-        .layer(axum::middleware::map_response(nosniff))
-}
-
-/// `X-Content-Type-Options: nosniff`: a browser takes each body only as the type it is sent
-/// as, so JSON, CSV or problem text naming user input is never run as a script or style.
-async fn nosniff(mut res: Response) -> Response {
-    res.headers_mut().insert(
-        axum::http::header::X_CONTENT_TYPE_OPTIONS,
-        axum::http::HeaderValue::from_static("nosniff"),
-    );
-    res
-}
-
-/// Answers 408 when a request (reading its body included) runs past `request_timeout`, so a
-/// body trickling in or a handler stuck on a dependency cannot hold a connection and its
-/// memory for ever. Inside `observe`, so the 408 is counted and carries the request id.
-async fn within_request_timeout(
-    axum::extract::State(limit): axum::extract::State<std::time::Duration>,
-    req: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> Response {
-    match tokio::time::timeout(limit, next.run(req)).await {
-        Ok(res) => res,
-        Err(_) => ApiError::RequestTimeout.into_response(),
-    }
-}
-
-/// A panic in a handler is a bug: log it and answer 500 like any internal error, rather than
-/// dropping the connection.
-fn panic_response(err: Box<dyn Any + Send + 'static>) -> Response {
-    let msg = err
-        .downcast_ref::<String>()
-        .cloned()
-        .or_else(|| err.downcast_ref::<&str>().map(|s| (*s).to_owned()))
-        .unwrap_or_else(|| "panic".to_owned());
-    ApiError::Internal(format!("handler panicked: {msg}").into()).into_response()
+        .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed });
+    layers::apply(routes, state.settings())
 }
