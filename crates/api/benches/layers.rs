@@ -1,7 +1,7 @@
 //! What each layer of the HTTP stack costs a request: `GET /healthz` through a router with no
 //! layer, then with the layers of `coupond_api::layers::STACK` added one at a time, in
 //! process (no socket), the answer's body read to the end. The difference between two
-//! neighbours is the cost of the layer added. Run: `cargo bench -p coupond-api --bench layers`.
+//! neighbours is the cost of the layer added. Run: `cargo bench --bench layers`.
 
 use std::time::{Duration, Instant};
 

@@ -1,6 +1,6 @@
 //! Per-user counters of a claim batch on MySQL (`holdings`), taken before the stock.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use coupond_domain::TemplateId;
 use coupond_store::{ClaimOutcome, ClaimRequest, StoreResult};
@@ -36,25 +36,38 @@ pub(super) fn grant(
 
 /// Added to an existing counter by the upsert that locks it, so that the upsert changes every
 /// existing row: MySQL then counts 2 for each (1 for a row it inserted), and a batch of new
-/// users, a flash sale's, needs no read. [`write_holdings`] writes every counter back.
+/// users, a flash sale's, needs no read. [`write_holdings`] writes every existing counter back.
 const MARK: i64 = 1 << 40;
 
+/// The per-user counters a batch holds locked.
+pub(super) struct Held {
+    /// What each user holds, as the batch counts it.
+    pub(super) counts: HashMap<String, i64>,
+    /// The users whose counter this batch created. Their rows are inserted at 1, what a new
+    /// user holds once granted, so a flash sale's counters are written once, not inserted and
+    /// then updated.
+    created: HashSet<String>,
+}
+
 /// The counters of the candidates' users on `template`, each locked by this transaction: one
-/// upsert in user order creates the missing ones (at 0) and locks them all exclusively, then
+/// upsert in user order creates the missing ones (at 1) and locks them all exclusively, then
 /// they are read, unless every one was new.
 pub(super) async fn lock_holdings<E: Exec + ?Sized>(
     tx: &mut E,
     template: TemplateId,
     claims: &[ClaimRequest],
     candidates: &[usize],
-) -> StoreResult<HashMap<String, i64>> {
+) -> StoreResult<Held> {
     let mut users: Vec<&str> = candidates
         .iter()
         .map(|&i| claims[i].user.as_str())
         .collect();
     users.sort_unstable();
     users.dedup();
-    let mut held = HashMap::with_capacity(users.len());
+    let mut held = Held {
+        counts: HashMap::with_capacity(users.len()),
+        created: HashSet::new(),
+    };
     for chunk in users.chunks(CHUNK) {
         let mut q = multi_row(
             "INSERT INTO holdings (template_id, user_id, n) VALUES ",
@@ -63,7 +76,7 @@ pub(super) async fn lock_holdings<E: Exec + ?Sized>(
                 q.push_bind(template.get())
                     .push(", ")
                     .push_bind(*user)
-                    .push(", 0");
+                    .push(", 1");
             },
         );
         // An update, which takes an existing row exclusively (`n = n` would be run as
@@ -73,29 +86,43 @@ pub(super) async fn lock_holdings<E: Exec + ?Sized>(
             .push_bind(MARK);
         let counted = tx.execute(q).await?;
         if counted == chunk.len() as u64 {
-            held.extend(chunk.iter().map(|u| ((*u).to_owned(), 0)));
+            for user in chunk {
+                held.counts.insert((*user).to_owned(), 0);
+                held.created.insert((*user).to_owned());
+            }
             continue;
         }
         let mut q = sql("SELECT user_id, n FROM holdings WHERE template_id = $1 AND user_id IN (")
             .bind(template.get());
         q.push_binds(chunk.iter().copied()).push(")");
         for r in tx.fetch_all(q).await? {
-            let n = r.i64("n")?;
-            held.insert(r.string("user_id")?, if n >= MARK { n - MARK } else { n });
+            let (user, n) = (r.string("user_id")?, r.i64("n")?);
+            if n >= MARK {
+                held.counts.insert(user, n - MARK);
+            } else {
+                held.counts.insert(user.clone(), 0);
+                held.created.insert(user);
+            }
         }
     }
     Ok(held)
 }
 
-/// Writes back every counter [`lock_holdings`] took, as `held` now counts it, and drops the
-/// ones at 0 (users this batch created a counter for and granted nothing: a sold-out refusal
-/// in exact mode).
+/// Writes back every counter [`lock_holdings`] took whose row does not already say what the
+/// batch counts (the ones it created at 1 and granted one coupon are left as they are), and
+/// drops the ones at 0 (users this batch created a counter for and granted nothing: a sold-out
+/// refusal).
 pub(super) async fn write_holdings<E: Exec + ?Sized>(
     tx: &mut E,
     template: TemplateId,
-    held: &HashMap<String, i64>,
+    held: &Held,
 ) -> StoreResult<()> {
-    let mut counted: Vec<(&str, i64)> = held.iter().map(|(u, &n)| (u.as_str(), n)).collect();
+    let mut counted: Vec<(&str, i64)> = held
+        .counts
+        .iter()
+        .filter(|&(u, &n)| !(n == 1 && held.created.contains(u)))
+        .map(|(u, &n)| (u.as_str(), n))
+        .collect();
     counted.sort_unstable();
     let (unused, kept): (Vec<_>, Vec<_>) = counted.into_iter().partition(|&(_, n)| n == 0);
     for chunk in kept.chunks(CHUNK) {
