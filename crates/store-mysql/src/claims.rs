@@ -18,10 +18,10 @@
 //! 1, what a granted new user holds, so a flash sale writes each counter once) and locks them
 //! all exclusively (an update of each existing one), so two batches with the same user take
 //! turns on its counter, and the batch decides the limits in memory from what it then reads;
-//! only the counters whose row does not say the outcome are written again. A plain batch then reads the shards as committed: no stock left anywhere is
-//! `sold_out` at once (the template's row is shared, so no edit can add any, and a commit only
-//! takes more), and no shard that looks like holding the batch sends it to exact mode before
-//! it writes anything.
+//! only the counters whose row does not say the outcome are written again. A plain batch then
+//! reads the shards as committed: no stock left anywhere is `sold_out` at once (the template's
+//! row is shared, so no edit can add any, and a commit only takes more), and no shard that
+//! looks like holding the batch sends it to exact mode before it writes anything.
 //!
 //! Coupon ids come from `id_blocks`, advanced in its own statement outside the batch's
 //! transaction (a sequence MySQL lacks), so batches never wait on each other for ids; a
@@ -182,14 +182,7 @@ pub(crate) async fn attempt<E: Tx + ?Sized>(
     // No committed stock anywhere is sold out for good, in either mode: the template's row is
     // shared, so no edit adds stock, and what commits only takes more.
     let remaining = if exact || left == 0 { left } else { i64::MAX };
-    let granted = holdings::grant(
-        claims,
-        &candidates,
-        &terms,
-        remaining,
-        &mut held.counts,
-        &mut out,
-    );
+    let granted = holdings::grant(claims, &candidates, &terms, remaining, &mut held, &mut out);
     let k = granted.len() as i64;
     if !exact && k > shards.iter().map(|s| s.left).max().unwrap_or(0) {
         // No shard looks like holding the batch: run it exactly, before writing anything.

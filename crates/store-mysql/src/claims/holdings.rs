@@ -1,6 +1,6 @@
 //! Per-user counters of a claim batch on MySQL (`holdings`), taken before the stock.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use coupond_domain::TemplateId;
 use coupond_store::{ClaimOutcome, ClaimRequest, StoreResult};
@@ -16,12 +16,19 @@ pub(super) fn grant(
     candidates: &[usize],
     terms: &Terms,
     remaining: i64,
-    held: &mut HashMap<String, i64>,
+    held: &mut Held,
     out: &mut [Option<ClaimOutcome>],
 ) -> Vec<usize> {
     let mut granted = Vec::new();
     for &i in candidates {
-        let n = held.entry(claims[i].user.as_str().to_owned()).or_insert(0);
+        let user = claims[i].user.as_str();
+        // Every candidate's counter was locked, so the entry is there; the insert is a guard.
+        if !held.0.contains_key(user) {
+            held.0.insert(user.to_owned(), Holding::default());
+        }
+        let Some(Holding { n, .. }) = held.0.get_mut(user) else {
+            continue;
+        };
         if *n >= terms.limit {
             out[i] = Some(ClaimOutcome::LimitReached);
         } else if granted.len() as i64 >= remaining {
@@ -39,15 +46,18 @@ pub(super) fn grant(
 /// users, a flash sale's, needs no read. [`write_holdings`] writes every existing counter back.
 const MARK: i64 = 1 << 40;
 
-/// The per-user counters a batch holds locked.
-pub(super) struct Held {
-    /// What each user holds, as the batch counts it.
-    pub(super) counts: HashMap<String, i64>,
-    /// The users whose counter this batch created. Their rows are inserted at 1, what a new
-    /// user holds once granted, so a flash sale's counters are written once, not inserted and
-    /// then updated.
-    created: HashSet<String>,
+/// One user's counter, as a batch holds it.
+#[derive(Clone, Copy, Debug, Default)]
+struct Holding {
+    /// What the user holds, as the batch counts it.
+    n: i64,
+    /// This batch created the counter's row, at 1: what a new user holds once granted, so a
+    /// flash sale's counters are written once, not inserted and then updated.
+    created: bool,
 }
+
+/// The per-user counters a batch holds locked, by user.
+pub(super) struct Held(HashMap<String, Holding>);
 
 /// The counters of the candidates' users on `template`, each locked by this transaction: one
 /// upsert in user order creates the missing ones (at 1) and locks them all exclusively, then
@@ -64,9 +74,10 @@ pub(super) async fn lock_holdings<E: Exec + ?Sized>(
         .collect();
     users.sort_unstable();
     users.dedup();
-    let mut held = Held {
-        counts: HashMap::with_capacity(users.len()),
-        created: HashSet::new(),
+    let mut held = Held(HashMap::with_capacity(users.len()));
+    let new = Holding {
+        n: 0,
+        created: true,
     };
     for chunk in users.chunks(CHUNK) {
         let mut q = multi_row(
@@ -86,23 +97,23 @@ pub(super) async fn lock_holdings<E: Exec + ?Sized>(
             .push_bind(MARK);
         let counted = tx.execute(q).await?;
         if counted == chunk.len() as u64 {
-            for user in chunk {
-                held.counts.insert((*user).to_owned(), 0);
-                held.created.insert((*user).to_owned());
-            }
+            held.0.extend(chunk.iter().map(|u| ((*u).to_owned(), new)));
             continue;
         }
         let mut q = sql("SELECT user_id, n FROM holdings WHERE template_id = $1 AND user_id IN (")
             .bind(template.get());
         q.push_binds(chunk.iter().copied()).push(")");
         for r in tx.fetch_all(q).await? {
-            let (user, n) = (r.string("user_id")?, r.i64("n")?);
-            if n >= MARK {
-                held.counts.insert(user, n - MARK);
+            let n = r.i64("n")?;
+            let holding = if n >= MARK {
+                Holding {
+                    n: n - MARK,
+                    created: false,
+                }
             } else {
-                held.counts.insert(user.clone(), 0);
-                held.created.insert(user);
-            }
+                new
+            };
+            held.0.insert(r.string("user_id")?, holding);
         }
     }
     Ok(held)
@@ -118,10 +129,10 @@ pub(super) async fn write_holdings<E: Exec + ?Sized>(
     held: &Held,
 ) -> StoreResult<()> {
     let mut counted: Vec<(&str, i64)> = held
-        .counts
+        .0
         .iter()
-        .filter(|&(u, &n)| !(n == 1 && held.created.contains(u)))
-        .map(|(u, &n)| (u.as_str(), n))
+        .filter(|(_, h)| !(h.created && h.n == 1))
+        .map(|(u, h)| (u.as_str(), h.n))
         .collect();
     counted.sort_unstable();
     let (unused, kept): (Vec<_>, Vec<_>) = counted.into_iter().partition(|&(_, n)| n == 0);
