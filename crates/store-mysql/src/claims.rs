@@ -1,5 +1,11 @@
 //! Claims on MySQL: a whole batch in one transaction.
 //!
+//! A plain batch (no single-use code) is two round trips, two [`Script`]s (`pipelined`): one
+//! reads and locks, the other writes and commits. What that one does not decide (a template
+//! not claimable now, a tag audience, an idempotency key seen before, a single-use code, a
+//! shard that changed under it) it rolls back and leaves to [`attempt`], which runs the same
+//! steps a round trip each, with the same code deciding. What follows holds for both.
+//!
 //! Several coupond instances, and several batches of one instance, may claim the same
 //! template at once, so nothing read early in the transaction is trusted for the stock. The
 //! stock is split into shards (`template_stock`, migration 0005, see `stock`): a batch of `k`
@@ -23,9 +29,9 @@
 //! row is shared, so no edit can add any, and a commit only takes more), and no shard that
 //! looks like holding the batch sends it to exact mode before it writes anything.
 //!
-//! Coupon ids come from `id_blocks`, advanced in its own statement outside the batch's
-//! transaction (a sequence MySQL lacks), so batches never wait on each other for ids; a
-//! rolled-back batch leaves a gap.
+//! Coupon ids come from `id_blocks`, advanced in an autocommitted statement outside the
+//! batch's transaction (a sequence MySQL lacks), so batches never wait on each other for ids;
+//! a rolled-back batch leaves a gap.
 //!
 //! Lock order, the same in every batch: the template's row (shared), idempotency keys
 //! (sorted), single-use codes (sorted), the per-user counters (sorted by user), then the stock
@@ -33,21 +39,25 @@
 //! `sold_out` lock. A transaction holding a shard waits for nothing but that lock, and its
 //! holder waits for nothing: no cycle.
 
+mod coupons;
 mod holdings;
+mod keys;
+mod pipelined;
 mod stock;
 
-use coupond_domain::{Coupon, CouponId, TemplateId, Timestamp};
-use coupond_store::events;
+use coupond_domain::{TemplateId, Timestamp};
 use coupond_store::{ClaimOutcome, ClaimRequest, IdempotencyKey, StoreError, StoreResult};
 use coupond_store_sql::claims::{
-    earlier_claim, forget, link, multi_row, not_claimable, single_use, take_code,
+    earlier_claim, forget, link_code, not_claimable, single_use, take_code,
 };
-use coupond_store_sql::{sql, tags, Exec, Query, Tx};
+use coupond_store_sql::{sql, tags, Exec, Row, Tx};
 
-use crate::exec::MysqlTx;
+use crate::exec::{MysqlTx, Scripted};
 use crate::rows::{db_err, deadlock};
+use crate::script::Script;
 use crate::store::MysqlStore;
 
+pub(crate) use pipelined::Pipelined;
 pub(crate) use stock::split as split_stock;
 
 /// Rows per multi-row statement.
@@ -76,17 +86,12 @@ pub(crate) enum Attempt {
 }
 
 impl MysqlStore {
-    /// `n` fresh coupon ids, in one autocommitted statement.
+    /// `n` fresh coupon ids, in one autocommitted statement on a connection of their own.
     async fn coupon_ids(&self, n: usize) -> StoreResult<i64> {
-        let done = sqlx::query(
-            "UPDATE id_blocks SET next = LAST_INSERT_ID(next + ?) WHERE name = 'coupons'",
-        )
-        .bind(n as i64)
-        .execute(&self.ids)
-        .await
-        .map_err(db_err)?;
-        let last = i64::try_from(done.last_insert_id()).map_err(StoreError::other)?;
-        Ok(last - n as i64 + 1)
+        let mut s = Script::default();
+        let at = ids_into(&mut s, n);
+        let mut conn = self.ids.acquire().await.map_err(db_err)?;
+        first_id(&s.run(&mut conn).await?[at], n)
     }
 
     /// The shard the next batch starts looking at.
@@ -130,9 +135,24 @@ impl MysqlStore {
     }
 }
 
+/// Writes the statement that draws `n` coupon ids from `id_blocks`, in autocommit: outside
+/// any batch's transaction, so that batches never wait on each other for ids.
+fn ids_into(s: &mut Script, n: usize) -> usize {
+    s.sql("UPDATE id_blocks SET next = LAST_INSERT_ID(next + ")
+        .int(n as i64)
+        .sql(") WHERE name = 'coupons'");
+    s.end()
+}
+
+/// The first of the `n` ids [`ids_into`]'s statement drew.
+fn first_id(drawn: &crate::script::Outcome, n: usize) -> StoreResult<i64> {
+    let last = i64::try_from(drawn.last_id).map_err(StoreError::other)?;
+    Ok(last - n as i64 + 1)
+}
+
 /// One try at a claim batch inside the caller's transaction, which commits it on `Done` and
 /// drops it otherwise. A template that is not claimable at `now` gets no writes.
-pub(crate) async fn attempt<E: Tx + ?Sized>(
+pub(crate) async fn attempt<E: Scripted + ?Sized>(
     tx: &mut E,
     store: &MysqlStore,
     template: TemplateId,
@@ -176,8 +196,14 @@ pub(crate) async fn attempt<E: Tx + ?Sized>(
     let candidates: Vec<usize> = (0..claims.len()).filter(|i| out[*i].is_none()).collect();
     // 3. Per-user counters, then the shards: in exact mode every one locked; otherwise as
     // committed, the one to take from being locked last. First come first served.
-    let mut held = holdings::lock_holdings(tx, template, claims, &candidates).await?;
-    let shards = stock::shards(tx, template, exact).await?;
+    let users = holdings::users(claims, &candidates);
+    let mut s = Script::default();
+    let locks = holdings::lock_into(&mut s, template, &users);
+    let at = stock::shards_into(&mut s, template, exact);
+    let done = s.run(tx.connection()).await?;
+    let changed: Vec<u64> = locks.iter().map(|&i| done[i].changed).collect();
+    let mut held = holdings::held(tx, template, &users, &changed).await?;
+    let shards = stock::from_rows(&done[at].rows)?;
     let left: i64 = shards.iter().map(|s| s.left).sum();
     // No committed stock anywhere is sold out for good, in either mode: the template's row is
     // shared, so no edit adds stock, and what commits only takes more.
@@ -188,17 +214,25 @@ pub(crate) async fn attempt<E: Tx + ?Sized>(
         // No shard looks like holding the batch: run it exactly, before writing anything.
         return Ok(Attempt::Retry);
     }
-    holdings::write_holdings(tx, template, &held).await?;
     let refused: Vec<usize> = candidates
         .iter()
         .copied()
         .filter(|i| !granted.contains(i))
         .collect();
+    // 4. Counters, coupons, their log rows and events in one script; then the stock, last.
+    let first = match granted.is_empty() {
+        true => 0,
+        false => store.coupon_ids(granted.len()).await?,
+    };
+    let mut s = Script::default();
+    holdings::write_into(&mut s, template, &held);
+    let coupons = coupons::insert_into(&mut s, template, claims, &granted, first, now)?;
+    s.run(tx.connection()).await?;
     forget(tx, claims, &refused).await?;
-    // 4. Coupons, their log rows and events; then the stock, last.
+    for (c, &i) in coupons.iter().zip(&granted) {
+        link_code(tx, &claims[i], c.id).await?;
+    }
     if !granted.is_empty() {
-        let first = store.coupon_ids(granted.len()).await?;
-        let coupons = insert_coupons(tx, template, claims, &granted, first, now).await?;
         // Coupons written, stock not yet taken: a fault here must leave neither.
         coupond_store::failpoints::hit("claim.mid_batch")?;
         let taken = if exact {
@@ -220,27 +254,27 @@ pub(crate) async fn attempt<E: Tx + ?Sized>(
         .map(Attempt::Done)
 }
 
-/// Shares the template's row (an abort or edit waits for the batch; other batches do not);
-/// its terms if it is claimable at `now`.
-async fn share_template<E: Exec + ?Sized>(
-    tx: &mut E,
-    template: TemplateId,
-    now: Timestamp,
-) -> StoreResult<Option<Terms>> {
-    let row = tx
-        .fetch_optional(
-            sql(format!(
-                "SELECT total_stock, per_user_limit, {},
-                        ({} AND claim_start <= $1 AND $1 < claim_end) AS claimable
-                 FROM templates WHERE id = $2 LOCK IN SHARE MODE",
-                tags::TAGGED_COLUMN,
-                coupond_store_sql::catalog::CLAIMING
-            ))
-            .bind(now)
-            .bind(template.get()),
-        )
-        .await?
-        .ok_or(StoreError::NotFound)?;
+/// Writes the read of the template's terms at `now`, sharing its row (an abort or edit waits
+/// for the batch; other batches do not); [`terms_from`] reads what it returned.
+fn terms_into(s: &mut Script, template: TemplateId, now: Timestamp) -> usize {
+    s.sql(&format!(
+        "SELECT total_stock, per_user_limit, {}, ({}",
+        tags::TAGGED_COLUMN,
+        coupond_store_sql::catalog::CLAIMING
+    ))
+    .sql(" AND claim_start <= ")
+    .time(now)
+    .sql(" AND ")
+    .time(now)
+    .sql(" < claim_end) AS claimable FROM templates WHERE id = ")
+    .int(template.get())
+    .sql(" LOCK IN SHARE MODE");
+    s.end()
+}
+
+/// The terms [`terms_into`]'s read returned, if the template is claimable.
+fn terms_from(rows: &[Row]) -> StoreResult<Option<Terms>> {
+    let row = rows.first().ok_or(StoreError::NotFound)?;
     if row.i64("claimable")? == 0 {
         return Ok(None);
     }
@@ -251,89 +285,15 @@ async fn share_template<E: Exec + ?Sized>(
     }))
 }
 
-/// Inserts the coupons of `granted` claims with ids from `first` on, with one operation-log
-/// row and one `coupon.claimed` event each, and points their keys and codes at them.
-async fn insert_coupons<E: Exec + ?Sized>(
+/// Shares the template's row; its terms if it is claimable at `now`.
+async fn share_template<E: Scripted + ?Sized>(
     tx: &mut E,
     template: TemplateId,
-    claims: &[ClaimRequest],
-    granted: &[usize],
-    first: i64,
     now: Timestamp,
-) -> StoreResult<Vec<Coupon>> {
-    let mut coupons = Vec::with_capacity(granted.len());
-    for (k, &i) in granted.iter().enumerate() {
-        let r = &claims[i];
-        let id = CouponId::new(first + k as i64).map_err(StoreError::other)?;
-        coupons.push(r.coupon(id, template, now));
-    }
-    let pairs: Vec<(&Coupon, &ClaimRequest)> = coupons
-        .iter()
-        .zip(granted.iter().map(|&i| &claims[i]))
-        .collect();
-    for chunk in pairs.chunks(CHUNK) {
-        tx.execute(coupon_rows(template, chunk, now)).await?;
-        tx.execute(multi_row(
-            "INSERT INTO coupon_events (coupon_id, to_status, actor, at) VALUES ",
-            chunk,
-            |q, (c, r)| {
-                q.push_bind(c.id.get())
-                    .push(", 'unused', ")
-                    .push_bind(r.actor.to_text())
-                    .push(", ")
-                    .push_bind(now);
-            },
-        ))
-        .await?;
-        tx.execute(multi_row(
-            "INSERT INTO outbox (kind, at, body) VALUES ",
-            chunk,
-            |q, (c, r)| {
-                let (kind, body) = events::coupon_claimed(c, &r.actor, r.issuance);
-                q.push_bind(kind)
-                    .push(", ")
-                    .push_bind(now)
-                    .push(", ")
-                    .push_bind(body);
-            },
-        ))
-        .await?;
-    }
-    for (c, r) in &pairs {
-        link(tx, r, c.id).await?;
-    }
-    Ok(coupons)
-}
-
-fn coupon_rows(template: TemplateId, chunk: &[(&Coupon, &ClaimRequest)], now: Timestamp) -> Query {
-    multi_row(
-        "INSERT INTO coupons (id, template_id, user_id, claimed_at, valid_from, valid_until,
-                              updated_at, code, issuance_id, channel, source) VALUES ",
-        chunk,
-        |q, (c, r)| {
-            q.push_bind(c.id.get())
-                .push(", ")
-                .push_bind(template.get())
-                .push(", ")
-                .push_bind(c.user_id.as_str())
-                .push(", ")
-                .push_bind(now)
-                .push(", ")
-                .push_bind(c.valid_from)
-                .push(", ")
-                .push_bind(c.valid_until)
-                .push(", ")
-                .push_bind(now)
-                .push(", ")
-                .push_bind(c.code.clone())
-                .push(", ")
-                .push_bind(r.issuance)
-                .push(", ")
-                .push_bind(r.channel.to_text())
-                .push(", ")
-                .push_bind(r.source.as_ref().map(|s| s.as_str().to_owned()));
-        },
-    )
+) -> StoreResult<Option<Terms>> {
+    let mut s = Script::default();
+    let at = terms_into(&mut s, template, now);
+    terms_from(&s.run(tx.connection()).await?[at].rows)
 }
 
 /// Takes an idempotency key for a claim about to be made. `None`: the key is new (and held by

@@ -1,17 +1,19 @@
 //! The shared SQL layer's traits ([`Db`], [`Exec`], [`Tx`]) on MySQL: `$n` placeholders made
 //! positional, arguments bound as the schema stores them (instants as microseconds, lists and
 //! documents as JSON text), rows read into [`Row`]s by column type, and `RETURNING` run as a
-//! write and a read (`translate`).
+//! write and a read (`translate`); and the transactions that also run [`Script`]s.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use coupond_store::{OutboxPosition, PoolStats, StoreError, StoreResult};
 use coupond_store_sql::{Arg, Db, Dialect, Exec, Query, Row, Tx, Value, Work};
-use sqlx::mysql::{MySqlArguments, MySqlConnection, MySqlRow};
+use sqlx::mysql::{MySqlArguments, MySqlConnection, MySqlPool, MySqlRow};
+use sqlx::pool::PoolConnection;
 use sqlx::{Column, MySql, Row as _, TypeInfo, ValueRef};
 
 use crate::rows::db_err;
+use crate::script::{Outcome, Script};
 use crate::store::MysqlStore;
 use crate::translate::{plan, Plan};
 
@@ -167,15 +169,114 @@ impl Tx for MysqlTx {
         self.0.commit().await.map_err(db_err)
     }
 
-    /// The row of `key` in `locks`, upserted: its exclusive lock lasts until the transaction
-    /// ends (MySQL's named locks belong to the session, not the transaction).
     async fn lock(&mut self, key: &str) -> StoreResult<()> {
-        sqlx::query("INSERT INTO locks (name) VALUES (?) ON DUPLICATE KEY UPDATE name = name")
-            .bind(key)
-            .execute(&mut *self.0)
-            .await
-            .map_err(db_err)?;
+        lock_row(&mut self.0, key).await
+    }
+}
+
+/// The row of `key` in `locks`, upserted: its exclusive lock lasts until the transaction ends
+/// (MySQL's named locks belong to the session, not the transaction).
+async fn lock_row(conn: &mut MySqlConnection, key: &str) -> StoreResult<()> {
+    sqlx::query("INSERT INTO locks (name) VALUES (?) ON DUPLICATE KEY UPDATE name = name")
+        .bind(key)
+        .execute(conn)
+        .await
+        .map_err(db_err)?;
+    Ok(())
+}
+
+/// A transaction that also runs [`Script`]s.
+pub(crate) trait Scripted: Tx {
+    /// The transaction's connection, for a script.
+    fn connection(&mut self) -> &mut MySqlConnection;
+}
+
+impl Scripted for MysqlTx {
+    fn connection(&mut self) -> &mut MySqlConnection {
+        &mut self.0
+    }
+}
+
+/// A transaction that a script begins (`START TRANSACTION` written first in it) and one
+/// commits, so that neither costs a round trip of its own, on a connection of the pool.
+///
+/// The transaction counts as open from the first script run until one that ends in `COMMIT`
+/// or `ROLLBACK` succeeds: a script that fails on the way leaves it open, for the caller to
+/// roll back. Dropped while open (its caller cancelled or failed between scripts), the
+/// connection is closed rather than put back in the pool, and the server rolls the
+/// transaction back.
+pub(crate) struct ScriptTx {
+    conn: PoolConnection<MySql>,
+    open: bool,
+}
+
+impl ScriptTx {
+    /// A connection of `pool`, no transaction begun yet.
+    pub(crate) async fn acquire(pool: &MySqlPool) -> StoreResult<Self> {
+        Ok(ScriptTx {
+            conn: pool.acquire().await.map_err(db_err)?,
+            open: false,
+        })
+    }
+
+    /// Runs `script`; the transaction is over when it `ends` it and it succeeds.
+    pub(crate) async fn run(&mut self, script: &Script, ends: bool) -> StoreResult<Vec<Outcome>> {
+        self.open = true;
+        let out = script.run(&mut self.conn).await?;
+        self.open = !ends;
+        Ok(out)
+    }
+
+    /// Rolls back whatever is open.
+    pub(crate) async fn rollback(mut self) -> StoreResult<()> {
+        if self.open {
+            self.run(&Script::one("ROLLBACK"), true).await?;
+        }
         Ok(())
+    }
+}
+
+impl Drop for ScriptTx {
+    fn drop(&mut self) {
+        if self.open {
+            self.conn.close_on_drop();
+        }
+    }
+}
+
+impl Scripted for ScriptTx {
+    fn connection(&mut self) -> &mut MySqlConnection {
+        &mut self.conn
+    }
+}
+
+#[async_trait]
+impl Exec for ScriptTx {
+    async fn execute(&mut self, q: Query) -> StoreResult<u64> {
+        Ok(run(&mut self.conn, &q, false).await?.changed())
+    }
+    async fn fetch_all(&mut self, q: Query) -> StoreResult<Vec<Row>> {
+        Ok(run(&mut self.conn, &q, true).await?.rows())
+    }
+    async fn fetch_optional(&mut self, q: Query) -> StoreResult<Option<Row>> {
+        Ok(run(&mut self.conn, &q, true)
+            .await?
+            .rows()
+            .into_iter()
+            .next())
+    }
+}
+
+#[async_trait]
+impl Tx for ScriptTx {
+    /// As [`MysqlTx`]'s: the audit trail's pending changes first.
+    async fn commit(mut self: Box<Self>) -> StoreResult<()> {
+        coupond_store_sql::audit::flush(&mut *self).await?;
+        self.run(&Script::one("COMMIT"), true).await.map(drop)
+    }
+
+    async fn lock(&mut self, key: &str) -> StoreResult<()> {
+        lock_row(&mut self.conn, key).await
     }
 }
 

@@ -6,7 +6,9 @@
 //! - `exec`: the shared layer's [`Db`](coupond_store_sql::Db), `Exec` and `Tx` on MySQL.
 //! - `translate`: the two statement forms MySQL lacks (`RETURNING`, and counting an insert
 //!   that skips duplicates), run as equivalent statements.
-//! - `claims`: the claim batch, the hot write path, under the template's row lock.
+//! - `claims`: the claim batch, the hot write path, under the template's row lock: a plain
+//!   batch in two round trips (`claims/pipelined.rs`), the others a statement at a time.
+//! - `script`: several statements sent as one text, their values written as literals.
 //! - `wallet`: [`ClaimStore`](coupond_store::ClaimStore): the claim batch and a user's wallet.
 //! - `checkout`: [`CheckoutStore`](coupond_store::CheckoutStore), but for how a lock claims
 //!   its order id written once in `coupond_store_sql::checkout`.
@@ -27,6 +29,7 @@ mod exec;
 mod issuance;
 mod rows;
 mod scheduling;
+mod script;
 mod store;
 mod translate;
 mod wallet;

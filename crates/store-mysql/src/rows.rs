@@ -24,6 +24,21 @@ pub(crate) fn deadlock(e: &StoreError) -> bool {
         .is_some_and(|m| m.number() == 1213)
 }
 
+/// A statement broke a `CHECK` constraint (MariaDB 4025, MySQL 3819): in a claim batch, a stock
+/// shard that no longer holds what the batch read (`claims::stock::take_into`).
+pub(crate) fn stock_check_failed(e: &StoreError) -> bool {
+    let StoreError::Other(source) = e else {
+        return false;
+    };
+    source
+        .downcast_ref::<sqlx::Error>()
+        .and_then(|e| match e {
+            sqlx::Error::Database(d) => d.try_downcast_ref::<MySqlDatabaseError>(),
+            _ => None,
+        })
+        .is_some_and(|m| matches!(m.number(), 4025 | 3819))
+}
+
 pub(crate) fn db_err(e: sqlx::Error) -> StoreError {
     match e {
         sqlx::Error::RowNotFound => StoreError::NotFound,

@@ -5,6 +5,7 @@ use coupond_domain::{Coupon, TemplateId, Timestamp};
 use coupond_store::{ClaimOutcome, ClaimRequest, CouponQuery, StoreResult};
 use coupond_store_sql::wallet;
 
+use crate::claims::Pipelined;
 use crate::store::MysqlStore;
 
 coupond_store_sql::impl_claim_store!(MysqlStore, {
@@ -14,7 +15,10 @@ coupond_store_sql::impl_claim_store!(MysqlStore, {
         claims: &[ClaimRequest],
         now: Timestamp,
     ) -> StoreResult<Vec<ClaimOutcome>> {
-        self.claim_batch_tx(template, claims, now).await
+        match self.claim_pipelined(template, claims, now).await? {
+            Pipelined::Done(out) => Ok(out),
+            Pipelined::Declined => self.claim_batch_tx(template, claims, now).await,
+        }
     }
 
     fn claim_lanes(&self) -> usize {

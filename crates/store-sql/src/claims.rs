@@ -42,6 +42,15 @@ pub async fn link<E: Exec + ?Sized>(
         tx.execute(q.bind(coupon.get()).bind(k.key.as_str()))
             .await?;
     }
+    link_code(tx, r, coupon).await
+}
+
+/// Points a granted claim's single-use code, if it redeems one, at its coupon.
+pub async fn link_code<E: Exec + ?Sized>(
+    tx: &mut E,
+    r: &ClaimRequest,
+    coupon: CouponId,
+) -> StoreResult<()> {
     if let Some(code) = single_use(r) {
         let q = sql("UPDATE codes SET coupon_id = $1 WHERE code = $2");
         tx.execute(q.bind(coupon.get()).bind(code)).await?;

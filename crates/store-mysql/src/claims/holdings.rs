@@ -6,7 +6,8 @@ use coupond_domain::TemplateId;
 use coupond_store::{ClaimOutcome, ClaimRequest, StoreResult};
 use coupond_store_sql::{sql, Exec};
 
-use super::{multi_row, Terms, CHUNK};
+use super::{Terms, CHUNK};
+use crate::script::Script;
 
 /// Decides which candidates get a coupon (per-user limit, then the `remaining` stock, in
 /// arrival order), sets the others' outcome and counts the granted in `held`; the granted,
@@ -59,43 +60,55 @@ struct Holding {
 /// The per-user counters a batch holds locked, by user.
 pub(super) struct Held(HashMap<String, Holding>);
 
-/// The counters of the candidates' users on `template`, each locked by this transaction: one
-/// upsert in user order creates the missing ones (at 1) and locks them all exclusively, then
-/// they are read, unless every one was new.
-pub(super) async fn lock_holdings<E: Exec + ?Sized>(
-    tx: &mut E,
-    template: TemplateId,
-    claims: &[ClaimRequest],
-    candidates: &[usize],
-) -> StoreResult<Held> {
+/// The distinct users of `candidates`, sorted: the order their counters are locked in.
+pub(super) fn users<'c>(claims: &'c [ClaimRequest], candidates: &[usize]) -> Vec<&'c str> {
     let mut users: Vec<&str> = candidates
         .iter()
         .map(|&i| claims[i].user.as_str())
         .collect();
     users.sort_unstable();
     users.dedup();
+    users
+}
+
+/// Writes the upserts that take the counters of `users` (sorted, distinct) on `template`:
+/// they create the missing ones (at 1) and lock them all exclusively, in user order. The
+/// statements' indexes, one per chunk of [`CHUNK`] users, for [`held`].
+pub(super) fn lock_into(s: &mut Script, template: TemplateId, users: &[&str]) -> Vec<usize> {
+    users
+        .chunks(CHUNK)
+        .map(|chunk| {
+            s.rows(
+                "INSERT INTO holdings (template_id, user_id, n) VALUES ",
+                chunk,
+                |s, user| {
+                    s.int(template.get()).sql(", ").text(user).sql(", 1");
+                },
+            )
+            // An update, which takes an existing row exclusively (`n = n` would be run as
+            // `INSERT IGNORE`, a shared lock, and two batches of one user would deadlock
+            // upgrading it), and a change, which MySQL counts.
+            .sql(" ON DUPLICATE KEY UPDATE n = holdings.n + ")
+            .int(MARK);
+            s.end()
+        })
+        .collect()
+}
+
+/// The counters [`lock_into`]'s upserts took, from what each one `changed`: a chunk whose
+/// users were all new needs no read; the others are read, under the locks just taken.
+pub(super) async fn held<E: Exec + ?Sized>(
+    tx: &mut E,
+    template: TemplateId,
+    users: &[&str],
+    changed: &[u64],
+) -> StoreResult<Held> {
     let mut held = Held(HashMap::with_capacity(users.len()));
     let new = Holding {
         n: 0,
         created: true,
     };
-    for chunk in users.chunks(CHUNK) {
-        let mut q = multi_row(
-            "INSERT INTO holdings (template_id, user_id, n) VALUES ",
-            chunk,
-            |q, user| {
-                q.push_bind(template.get())
-                    .push(", ")
-                    .push_bind(*user)
-                    .push(", 1");
-            },
-        );
-        // An update, which takes an existing row exclusively (`n = n` would be run as
-        // `INSERT IGNORE`, a shared lock, and two batches of one user would deadlock
-        // upgrading it), and a change, which MySQL counts.
-        q.push(" ON DUPLICATE KEY UPDATE n = holdings.n + ")
-            .push_bind(MARK);
-        let counted = tx.execute(q).await?;
+    for (chunk, counted) in users.chunks(CHUNK).zip(changed.iter().copied()) {
         if counted == chunk.len() as u64 {
             held.0.extend(chunk.iter().map(|u| ((*u).to_owned(), new)));
             continue;
@@ -119,15 +132,11 @@ pub(super) async fn lock_holdings<E: Exec + ?Sized>(
     Ok(held)
 }
 
-/// Writes back every counter [`lock_holdings`] took whose row does not already say what the
-/// batch counts (the ones it created at 1 and granted one coupon are left as they are), and
-/// drops the ones at 0 (users this batch created a counter for and granted nothing: a sold-out
-/// refusal).
-pub(super) async fn write_holdings<E: Exec + ?Sized>(
-    tx: &mut E,
-    template: TemplateId,
-    held: &Held,
-) -> StoreResult<()> {
+/// Writes the statements that put back every counter [`lock_into`] took whose row does not
+/// already say what the batch counts (the ones it created at 1 and granted one coupon are
+/// left as they are), and drop the ones at 0 (users this batch created a counter for and
+/// granted nothing: a sold-out refusal).
+pub(super) fn write_into(s: &mut Script, template: TemplateId, held: &Held) {
     let mut counted: Vec<(&str, i64)> = held
         .0
         .iter()
@@ -137,25 +146,24 @@ pub(super) async fn write_holdings<E: Exec + ?Sized>(
     counted.sort_unstable();
     let (unused, kept): (Vec<_>, Vec<_>) = counted.into_iter().partition(|&(_, n)| n == 0);
     for chunk in kept.chunks(CHUNK) {
-        let mut q = multi_row(
+        s.rows(
             "INSERT INTO holdings (template_id, user_id, n) VALUES ",
             chunk,
-            |q, &(user, n)| {
-                q.push_bind(template.get())
-                    .push(", ")
-                    .push_bind(user)
-                    .push(", ")
-                    .push_bind(n);
+            |s, &(user, n)| {
+                s.int(template.get()).sql(", ").text(user).sql(", ").int(n);
             },
-        );
-        q.push(" ON DUPLICATE KEY UPDATE n = VALUES(n)");
-        tx.execute(q).await?;
+        )
+        .sql(" ON DUPLICATE KEY UPDATE n = VALUES(n)");
+        s.end();
     }
     for chunk in unused.chunks(CHUNK) {
-        let mut q = sql("DELETE FROM holdings WHERE template_id = $1 AND user_id IN (")
-            .bind(template.get());
-        q.push_binds(chunk.iter().map(|&(user, _)| user)).push(")");
-        tx.execute(q).await?;
+        s.sql("DELETE FROM holdings WHERE template_id = ")
+            .int(template.get())
+            .sql(" AND user_id IN (");
+        for (k, &(user, _)) in chunk.iter().enumerate() {
+            s.sql(if k == 0 { "" } else { ", " }).text(user);
+        }
+        s.sql(")");
+        s.end();
     }
-    Ok(())
 }
