@@ -9,9 +9,9 @@ use std::io::Write;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use coupond_domain::{Actor, TemplateId, UserId};
-use coupond_store::testing::fixtures::{at, claimable_template};
-use coupond_store::{ClaimOutcome, ClaimRequest, Store};
+use coupond_domain::TemplateId;
+use coupond_store::testing::fixtures::{at, claimable_template, plain_claim};
+use coupond_store::{ClaimOutcome, Store};
 use coupond_store_mysql::MysqlStore;
 use sqlx::{Connection, MySqlConnection};
 
@@ -42,20 +42,6 @@ async fn fresh(case: &str) -> Option<Case> {
     })
 }
 
-fn claim(user: &str) -> ClaimRequest {
-    ClaimRequest {
-        user: UserId::parse(user).expect("user id"),
-        actor: Actor::System,
-        valid_from: at(15),
-        valid_until: at(40),
-        idempotency: None,
-        code: None,
-        issuance: None,
-        channel: Default::default(),
-        source: None,
-    }
-}
-
 /// Runs a one-claim batch while `take` (an update of the template's shards) is held
 /// uncommitted by another transaction, which commits once the batch waits on a shard's lock.
 async fn claim_while_shards_change(c: &Case, template: TemplateId, take: &str) -> ClaimOutcome {
@@ -70,8 +56,11 @@ async fn claim_while_shards_change(c: &Case, template: TemplateId, take: &str) -
         .await
         .expect("take from the shards");
     let store = c.store.clone();
-    let batch =
-        tokio::spawn(async move { store.claim_batch(template, &[claim("u1")], at(15)).await });
+    let batch = tokio::spawn(async move {
+        store
+            .claim_batch(template, &[plain_claim("u1")], at(15))
+            .await
+    });
     wait_for_the_batch_to_wait(&c.url, &c.database).await;
     sqlx::raw_sql("COMMIT")
         .execute(&mut other)

@@ -148,13 +148,11 @@ pub async fn claimable_template_with(
         .expect("publish template")
 }
 
-/// For a backend's audit tests: a template of `stock` with coupons claimed for users `a` and
-/// `b`, and an audit that finds nothing. The caller then damages the database and calls
-/// [`assert_audit_finds`].
-pub async fn two_claims_audited_clean(s: &dyn crate::Store, stock: i64) {
-    let t = claimable_template(s, stock, 1).await;
-    let req = |u: &str| crate::ClaimRequest {
-        user: coupond_domain::UserId::parse(u).expect("user id"),
+/// A claim by the system for `user`, at hour 15 of a template claimable hours [10, 20), its
+/// coupon valid hours [15, 40): no key, no code.
+pub fn plain_claim(user: &str) -> crate::ClaimRequest {
+    crate::ClaimRequest {
+        user: coupond_domain::UserId::parse(user).expect("user id"),
         actor: coupond_domain::Actor::System,
         valid_from: at(15),
         valid_until: at(40),
@@ -163,9 +161,16 @@ pub async fn two_claims_audited_clean(s: &dyn crate::Store, stock: i64) {
         issuance: None,
         channel: Default::default(),
         source: None,
-    };
+    }
+}
+
+/// For a backend's audit tests: a template of `stock` with coupons claimed for users `a` and
+/// `b`, and an audit that finds nothing. The caller then damages the database and calls
+/// [`assert_audit_finds`].
+pub async fn two_claims_audited_clean(s: &dyn crate::Store, stock: i64) {
+    let t = claimable_template(s, stock, 1).await;
     let out = s
-        .claim_batch(t.id, &[req("a"), req("b")], at(15))
+        .claim_batch(t.id, &[plain_claim("a"), plain_claim("b")], at(15))
         .await
         .expect("claim");
     assert!(out
