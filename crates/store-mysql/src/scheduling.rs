@@ -3,6 +3,7 @@
 //! Writers commit in any order and MySQL shows no transaction horizon (PostgreSQL's `xmin`),
 //! so an id can become visible after a larger one was read. A *sequencer* gives each event,
 //! once committed, a position `seq` in the order it was seen: it takes the unsequenced rows
+//! (`seq = 0`: a value InnoDB overwrites in place, where a NULL made it rewrite the row)
 //! `FOR UPDATE SKIP LOCKED` (a row still being inserted is locked by its writer, so it is
 //! passed over, not waited for), in id order, and numbers them past every position given
 //! before. Sequencers take turns on a named lock; consumers read by `(seq, id)` and so never
@@ -21,7 +22,7 @@ impl MysqlStore {
     /// Gives the committed events that have none a position past every position given.
     async fn sequence(&self) -> StoreResult<()> {
         let pending = self
-            .read_optional(sql("SELECT 1 AS one FROM outbox WHERE seq IS NULL LIMIT 1"))
+            .read_optional(sql("SELECT 1 AS one FROM outbox WHERE seq = 0 LIMIT 1"))
             .await?;
         if pending.is_none() {
             return Ok(());
@@ -30,10 +31,8 @@ impl MysqlStore {
         tx.lock("outbox.sequencer").await?;
         let ids: Vec<i64> = tx
             .fetch_all(
-                sql(
-                    "SELECT id FROM outbox WHERE seq IS NULL ORDER BY id LIMIT $1
-                     FOR UPDATE SKIP LOCKED",
-                )
+                sql("SELECT id FROM outbox WHERE seq = 0 ORDER BY id LIMIT $1
+                     FOR UPDATE SKIP LOCKED")
                 .bind(SEQUENCE_BATCH),
             )
             .await?
@@ -47,7 +46,7 @@ impl MysqlStore {
             .fetch_one(sql("SELECT COALESCE(MAX(seq), 0) AS top FROM outbox"))
             .await?
             .i64("top")?;
-        // `seq = id + offset`: in id order, and past `top`.
+        // `seq = id + offset`: in id order, past `top`, and above 0 (ids start at 1).
         let offset = (top + 1 - first).max(0);
         // Joined from the list, one primary-key lookup per id. Written as `id IN (SELECT ...
         // JSON_TABLE ...)`, MariaDB read the whole list again for every row of the id range:
@@ -73,7 +72,7 @@ impl MysqlStore {
         self.sequence().await?;
         let head = self
             .read_optional(sql(
-                "SELECT seq, id FROM outbox WHERE seq IS NOT NULL ORDER BY seq DESC LIMIT 1",
+                "SELECT seq, id FROM outbox WHERE seq > 0 ORDER BY seq DESC LIMIT 1",
             ))
             .await?;
         head.map_or(Ok(OutboxPosition::default()), |r| {
@@ -100,8 +99,9 @@ coupond_store_sql::impl_outbox_store!(MysqlStore, {
         self.sequence().await?;
         let rows = self
             .read_all(
+                // `seq > 0`: from the start (position 0) too, never an unsequenced event.
                 sql("SELECT id, seq, kind, at, body FROM outbox
-                     WHERE seq > $1 OR (seq = $1 AND id > $2)
+                     WHERE seq > 0 AND (seq > $1 OR (seq = $1 AND id > $2))
                      ORDER BY seq, id LIMIT $3")
                 .bind(after.txid)
                 .bind(after.event_id)
