@@ -22,35 +22,42 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        let is_json = req
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.split(';').next())
-            .map(|m| {
-                let m = m.trim().to_ascii_lowercase();
-                m == "application/json" || (m.starts_with("application/") && m.ends_with("+json"))
-            })
-            .unwrap_or(false);
-        if !is_json {
+        if !is_json(req.headers()) {
             return Err(ApiError::UnsupportedMediaType);
         }
         let bytes = body_bytes(req, state).await?;
-        // Every body this API takes is an object; serde would also accept a positional array
-        // for a struct, which no client means to send.
-        match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
-            Some(b'{') => parse_json(&bytes).map(ApiJson),
-            Some(_) => Err(ApiError::invalid(
-                "invalid_field",
-                "body",
-                "the body must be a JSON object",
-            )),
-            None => Err(ApiError::bad_request(
-                "invalid_json",
-                None,
-                "the body is empty",
-            )),
-        }
+        json_object(&bytes).map(ApiJson)
+    }
+}
+
+/// Whether `Content-Type` names JSON (`application/json` or `application/*+json`).
+fn is_json(headers: &axum::http::HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .map(|m| {
+            let m = m.trim().to_ascii_lowercase();
+            m == "application/json" || (m.starts_with("application/") && m.ends_with("+json"))
+        })
+        .unwrap_or(false)
+}
+
+/// `bytes` as a JSON object of type `T`. Every body this API takes is an object; serde would
+/// also accept a positional array for a struct, which no client means to send.
+fn json_object<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
+        Some(b'{') => parse_json(bytes),
+        Some(_) => Err(ApiError::invalid(
+            "invalid_field",
+            "body",
+            "the body must be a JSON object",
+        )),
+        None => Err(ApiError::bad_request(
+            "invalid_json",
+            None,
+            "the body is empty",
+        )),
     }
 }
 
@@ -263,14 +270,17 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for OptionalJson<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        let (parts, body) = req.into_parts();
-        let bytes = body_bytes(Request::from_parts(parts.clone(), body), state).await?;
+        // Decided before the body is read, so the request's head need not be kept (cloned)
+        // to judge a body that turns out not to be empty.
+        let is_json = is_json(req.headers());
+        let bytes = body_bytes(req, state).await?;
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Ok(OptionalJson(None));
         }
-        ApiJson::<T>::from_request(Request::from_parts(parts, bytes.into()), state)
-            .await
-            .map(|ApiJson(v)| OptionalJson(Some(v)))
+        if !is_json {
+            return Err(ApiError::UnsupportedMediaType);
+        }
+        json_object(&bytes).map(|v| OptionalJson(Some(v)))
     }
 }
 
