@@ -8,10 +8,7 @@
 
 use std::fmt;
 
-use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap};
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
 use coupond_domain::{Area, MerchantId, OperatorId, Timestamp, UserId};
 use coupond_store::audit::Who;
 use coupond_store::StoreError;
@@ -21,6 +18,9 @@ use utoipa::ToSchema;
 
 use crate::error::ApiError;
 use crate::state::AppState;
+
+mod guard;
+pub use guard::RouteGuard;
 
 /// Keys are made in the engine (`coupond_engine::keys`); these names stay for callers here.
 pub use coupond_engine::keys::{
@@ -383,60 +383,6 @@ fn bearer(header: &str) -> Option<&str> {
     scheme
         .eq_ignore_ascii_case("bearer")
         .then(|| credential.trim())
-}
-
-/// Route guard: authenticates the caller and admits it only if its role is in `roles` (and,
-/// for an operator account, if its role may act in the route's `area`). The
-/// principal is handed to the handler as a request extension.
-pub async fn guard(
-    State((state, roles, area)): State<(AppState, &'static [Role], Area)>,
-    mut req: Request,
-    next: Next,
-) -> Response {
-    let in_process = req.extensions().get::<Caller>().is_some();
-    let identified = match req.extensions().get::<Caller>() {
-        Some(caller) => identify_caller(&state, caller, area).await,
-        None => identify(&state, req.headers()).await,
-    };
-    // The request's log line names who asked and from where (the client a trusted proxy
-    // names, else the peer), once: a console page's calls run in the page's own request
-    // span, whose caller the console named when it read the session (a field recorded
-    // again would be printed again).
-    let span = tracing::Span::current();
-    if let (Ok((p, who)), false) = (&identified, in_process) {
-        name_in_log(p, who);
-    }
-    let client = req
-        .extensions()
-        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
-        .map(|peer| {
-            state
-                .settings()
-                .trusted_proxies
-                .client(peer.0.ip(), req.headers())
-        });
-    if let (Some(client), false) = (client, in_process) {
-        span.record("client", tracing::field::display(client));
-    }
-    match identified {
-        Ok((p, who)) if roles.contains(&p.role()) => {
-            // A user's request marks them seen: a map update in memory, written later in
-            // batches (`coupond_engine::seen`).
-            if let Principal::User(user) = &p {
-                state.seen().touch(user, state.now());
-            }
-            req.extensions_mut().insert(p);
-            // What the handler changes is recorded in the audit trail as this caller's.
-            let ctx = coupond_store::audit::Context {
-                who,
-                request_id: crate::observe::current_request_id(),
-                client: client.map(|c| c.to_string()),
-            };
-            coupond_store::audit::acting(ctx, next.run(req)).await
-        }
-        Ok(_) => ApiError::Forbidden.into_response(),
-        Err(e) => e.into_response(),
-    }
 }
 
 #[cfg(test)]

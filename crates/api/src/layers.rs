@@ -11,9 +11,13 @@
 //! - [`nosniff`]: `X-Content-Type-Options: nosniff` on every answer.
 
 use std::any::Any;
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
-use axum::extract::DefaultBodyLimit;
+use axum::extract::{DefaultBodyLimit, Request};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use tower_http::catch_panic::CatchPanicLayer;
@@ -54,11 +58,11 @@ pub fn catch_panic(router: Router, _: &ApiSettings) -> Router {
 /// Answers 408 when a request (reading its body included) runs past `request_timeout`, so a
 /// body trickling in or a handler stuck on a dependency cannot hold a connection and its
 /// memory for ever. Inside [`observe`], so the 408 is counted and carries the request id.
+///
+/// A typed layer rather than `from_fn`, which cloned the router, boxed it again as the next
+/// service and boxed a future for each request.
 pub fn request_timeout(router: Router, settings: &ApiSettings) -> Router {
-    router.layer(axum::middleware::from_fn_with_state(
-        settings.request_timeout,
-        within_request_timeout,
-    ))
+    router.layer(RequestTimeoutLayer(settings.request_timeout))
 }
 
 /// Request ids, spans, logs and metrics ([`crate::observe`]).
@@ -79,14 +83,70 @@ pub fn nosniff(router: Router, _: &ApiSettings) -> Router {
     ))
 }
 
-async fn within_request_timeout(
-    axum::extract::State(limit): axum::extract::State<Duration>,
-    req: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> Response {
-    match tokio::time::timeout(limit, next.run(req)).await {
-        Ok(res) => res,
-        Err(_) => ApiError::RequestTimeout.into_response(),
+/// [`request_timeout`]'s layer: each request's answer within the limit, else 408.
+#[derive(Clone, Copy, Debug)]
+pub struct RequestTimeoutLayer(pub Duration);
+
+impl<S> tower::Layer<S> for RequestTimeoutLayer {
+    type Service = RequestTimeout<S>;
+
+    fn layer(&self, inner: S) -> RequestTimeout<S> {
+        RequestTimeout {
+            inner,
+            limit: self.0,
+        }
+    }
+}
+
+/// A service whose answers come within `limit` (else 408, and the request's future is
+/// dropped).
+#[derive(Clone, Debug)]
+pub struct RequestTimeout<S> {
+    inner: S,
+    limit: Duration,
+}
+
+impl<S> tower::Service<Request> for RequestTimeout<S>
+where
+    S: tower::Service<Request, Response = Response, Error = Infallible>,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = WithinLimit<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request) -> Self::Future {
+        WithinLimit {
+            answer: self.inner.call(req),
+            limit: tokio::time::sleep(self.limit),
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// An answer, or 408 once `limit` has passed.
+    pub struct WithinLimit<F> {
+        #[pin]
+        answer: F,
+        #[pin]
+        limit: tokio::time::Sleep,
+    }
+}
+
+impl<F: Future<Output = Result<Response, Infallible>>> Future for WithinLimit<F> {
+    type Output = Result<Response, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        if let Poll::Ready(answer) = this.answer.poll(cx) {
+            return Poll::Ready(answer);
+        }
+        this.limit
+            .poll(cx)
+            .map(|()| Ok(ApiError::RequestTimeout.into_response()))
     }
 }
 

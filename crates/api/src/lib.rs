@@ -4,7 +4,8 @@
 //!   `/v1` route with the roles admitted.
 //! - [`routes`]: one module per resource, handlers named by action; `system` holds health,
 //!   metrics and the OpenAPI document.
-//! - [`auth`]: API keys and user JWTs, the per-route role guard.
+//! - [`auth`]: API keys and user JWTs; [`auth::RouteGuard`], the per-route role guard (a typed
+//!   tower layer).
 //! - [`cache`]: the short-lived cache of the hot path (API keys, claimed templates, the coupon
 //!   centre's shelf).
 //! - [`error`]: [`ApiError`], the one error type, rendered as problem+json.

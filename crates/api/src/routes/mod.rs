@@ -45,7 +45,7 @@ use axum::Router;
 use serde::Serialize;
 use utoipa::IntoResponses;
 
-use crate::auth::{guard, Role};
+use crate::auth::{Role, RouteGuard};
 use crate::error::Problem;
 use crate::state::AppState;
 use coupond_domain::Area;
@@ -493,8 +493,7 @@ pub fn v1(state: &AppState) -> Router<AppState> {
                 handler
             };
             let area = area_of(&spec.method, spec.path);
-            let guard_state = (state.clone(), spec.roles, area);
-            let guarded = handler.route_layer(from_fn_with_state(guard_state, guard));
+            let guarded = handler.route_layer(RouteGuard::new(state.clone(), spec.roles, area));
             router.route(spec.path, guarded)
         })
 }
