@@ -94,37 +94,64 @@ impl Money {
         if weights.is_empty() {
             return Vec::new();
         }
-        let total = self.0 as i128;
-        let sum: i128 = weights.iter().map(|w| w.0 as i128).sum();
-        let weights: Vec<i128> = if sum == 0 {
-            vec![1; weights.len()]
-        } else {
-            weights.iter().map(|w| w.0 as i128).collect()
+        let even = weights.iter().all(|w| w.0 == 0);
+        let weight = |w: &Money| if even { 1 } else { w.0 };
+        // i64 arithmetic where `self × weight` and the sum fit, i128 otherwise: a quote splits
+        // every template's discount over up to 500 lines, and i128 division was a tenth of
+        // its time.
+        let sum: i128 = weights.iter().map(|w| i128::from(weight(w))).sum();
+        let widest = weights.iter().map(weight).max().unwrap_or(0);
+        let narrow = i64::try_from(sum)
+            .ok()
+            .filter(|_| self.0.checked_mul(widest).is_some());
+        let parts = match narrow {
+            Some(sum) => largest_remainder(self.0, sum, weights.iter().map(weight)),
+            None => largest_remainder(
+                i128::from(self.0),
+                sum,
+                weights.iter().map(|w| i128::from(weight(w))),
+            ),
         };
-        let sum: i128 = weights.iter().sum();
-        let mut parts: Vec<i128> = Vec::with_capacity(weights.len());
-        let mut remainders: Vec<(i128, usize)> = Vec::with_capacity(weights.len());
-        for (i, w) in weights.iter().enumerate() {
-            // One i128 division per part (the remainder by multiplication): a quote splits
-            // every coupon's discount over up to 500 lines.
-            let q = total * w / sum;
-            parts.push(q);
-            remainders.push((total * w - q * sum, i));
-        }
-        let handed: i128 = parts.iter().sum();
-        let left = (total - handed) as usize;
-        // Largest remainder first; equal remainders go to the earlier index.
-        remainders.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-        for &(_, i) in remainders.iter().take(left) {
-            parts[i] += 1;
-        }
-        parts.into_iter().map(|p| Money(p as i64)).collect()
+        parts.into_iter().map(Money).collect()
     }
 
     /// Splits `self` into `n` parts that differ by at most one minor unit, larger parts first.
     pub fn split_even(self, n: usize) -> Vec<Money> {
         self.split(&vec![Money(1); n])
     }
+}
+
+/// `total` split in proportion to `weights` (summing to `sum`, positive): each part rounded
+/// down, then the `left` minor units short handed out one each to the largest remainders, ties
+/// to the earlier index. Only which remainders are the `left` largest matters, not their
+/// order, so they are selected rather than sorted.
+fn largest_remainder<T>(total: T, sum: T, weights: impl Iterator<Item = T>) -> Vec<i64>
+where
+    T: Copy + Ord + std::ops::Mul<Output = T> + std::ops::Div<Output = T>,
+    T: std::ops::Sub<Output = T> + TryInto<i64>,
+{
+    let narrow = |v: T| v.try_into().unwrap_or(i64::MAX);
+    let mut parts: Vec<i64> = Vec::with_capacity(weights.size_hint().0);
+    let mut remainders: Vec<(T, usize)> = Vec::with_capacity(weights.size_hint().0);
+    for (i, w) in weights.enumerate() {
+        // One division per part (the remainder by multiplication).
+        let q = total * w / sum;
+        parts.push(narrow(q));
+        remainders.push((total * w - q * sum, i));
+    }
+    // Each remainder is below `sum`, so fewer than one unit per part is left: at most
+    // parts.len() - 1, and the parts sum to at most `total`, which is a Money.
+    let handed: i64 = parts.iter().sum();
+    let left = usize::try_from(narrow(total) - handed).unwrap_or(0);
+    if left > 0 {
+        // Largest remainder first; equal remainders go to the earlier index.
+        let first = |a: &(T, usize), b: &(T, usize)| b.0.cmp(&a.0).then(a.1.cmp(&b.1));
+        remainders.select_nth_unstable_by(left - 1, first);
+        for &(_, i) in &remainders[..left] {
+            parts[i] += 1;
+        }
+    }
+    parts
 }
 
 impl TryFrom<i64> for Money {
@@ -278,7 +305,39 @@ mod tests {
         assert_eq!(m(5).split(&[]), Vec::<Money>::new());
     }
 
+    /// Largest remainder as defined, written plainly in i128 with every remainder sorted.
+    fn split_by_sorting(total: i64, weights: &[i64]) -> Vec<i64> {
+        let even = weights.iter().all(|&w| w == 0);
+        let w: Vec<i128> = weights
+            .iter()
+            .map(|&w| if even { 1 } else { w as i128 })
+            .collect();
+        let sum: i128 = w.iter().sum();
+        let mut parts: Vec<i128> = w.iter().map(|w| total as i128 * w / sum).collect();
+        let left = total as i128 - parts.iter().sum::<i128>();
+        let mut rem: Vec<(i128, usize)> = (0..w.len())
+            .map(|i| (total as i128 * w[i] - parts[i] * sum, i))
+            .collect();
+        rem.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        for &(_, i) in rem.iter().take(left as usize) {
+            parts[i] += 1;
+        }
+        parts.into_iter().map(|p| p as i64).collect()
+    }
+
     proptest! {
+        /// Both arithmetic paths (i64 for everyday amounts, i128 for huge ones) hand out the
+        /// same parts as the definition, ties included (small weights repeat).
+        #[test]
+        fn split_is_largest_remainder_ties_to_the_earlier_part(
+            total in prop_oneof![0..10_000i64, 0..=MONEY_MAX],
+            weights in prop::collection::vec(prop_oneof![0..4i64, 0..100_000i64, 0..=MONEY_MAX], 1..80),
+        ) {
+            let money: Vec<Money> = weights.iter().copied().map(m).collect();
+            let parts: Vec<i64> = m(total).split(&money).into_iter().map(Money::minor).collect();
+            prop_assert_eq!(parts, split_by_sorting(total, &weights));
+        }
+
         #[test]
         fn split_sums_exactly(total in 0..MONEY_MAX, weights in prop::collection::vec(0..MONEY_MAX / 1000, 1..60)) {
             let weights: Vec<Money> = weights.into_iter().map(m).collect();

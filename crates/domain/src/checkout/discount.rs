@@ -140,7 +140,7 @@ fn weights(order: &Order, mask: &[bool], value: &CouponValue) -> Vec<(usize, Mon
         return offer.free_amounts(order, mask);
     }
     let amounts = order.amounts();
-    let mut weights = Vec::new();
+    let mut weights = Vec::with_capacity(order.lines.len());
     for (i, line) in order.lines.iter().enumerate() {
         if !mask[i] || !applies_to(value, line.kind) {
             continue;
