@@ -76,6 +76,13 @@ async fn body_bytes<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, Ap
 
 /// Deserializes `bytes` as a whole JSON document of type `T`, classifying failures.
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    // Parsed first without tracking the path: nearly every body is well formed, and the
+    // tracking wraps every field and element (a quote's 50-line order spent 7 % of the
+    // server's CPU parsing). Only a body that fails is parsed again, with the path, to name
+    // the field (the same rules decide, so it fails again).
+    if let Ok(value) = serde_json::from_slice(bytes) {
+        return Ok(value);
+    }
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = e.path().to_string();
