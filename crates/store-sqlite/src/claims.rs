@@ -7,7 +7,7 @@
 //! update is still conditional, so the database, not this arithmetic, has the last word on I1.
 //!
 //! The wallet's reads are written once in `coupond_store_sql::wallet`; a page of a user's
-//! coupons runs that statement inside one `json_group_array`, read as a single row.
+//! coupons is read on a wallet reader's thread (`threads`) and decoded there.
 
 use std::collections::{HashMap, HashSet};
 
@@ -19,12 +19,12 @@ use coupond_domain::{Coupon, CouponId, TemplateId, Timestamp};
 use coupond_store::events::{self, kind};
 use coupond_store::{ClaimOutcome, ClaimRequest, IdempotencyKey, StoreError, StoreResult};
 use coupond_store_sql::claims::{self as shared, single_use};
-use coupond_store_sql::{sql, tags, wallet, Db, Dialect, Exec, Work};
+use coupond_store_sql::{tags, wallet, Dialect, Exec, Work};
 
 use crate::batch;
 use crate::rows;
 use crate::store::{us, SqliteStore};
-use crate::writer::{immediate, now_or_never, sql_err, RawExec};
+use crate::writer::{arg, immediate, now_or_never, sql_err, RawExec};
 
 /// What the batch reads of its template first.
 struct Head {
@@ -360,20 +360,26 @@ coupond_store_sql::impl_claim_store!(SqliteStore, {
     }
 
     async fn user_coupons(&self, q: &CouponQuery) -> StoreResult<Vec<Coupon>> {
-        // One row for the whole page (see `rows::COUPON_JSON`); sorted again here rather than
-        // in the aggregate, which would build a temporary b-tree for what the index gave sorted.
+        // Read and decoded on a wallet reader's thread, one hop for the page (see `threads`).
         let page = wallet::coupon_page(Dialect::Sqlite, q);
-        let mut all = sql(format!(
-            "SELECT json_group_array({}) AS page FROM ({})",
-            rows::COUPON_JSON,
-            page.text()
-        ));
-        for a in page.args() {
-            all = all.bind(a.clone());
-        }
-        let row = self.read_one(all).await?;
-        let mut page = rows::coupons_json(row.str("page")?)?;
-        page.sort_by_key(|c| (c.valid_until, c.id));
-        Ok(page)
+        self.wallet.run(move |c| coupons_of(c, page)).await
     }
 });
+
+/// The coupons of the wallet page `page`, read and decoded on `c`, in the page's order.
+fn coupons_of(c: &mut Connection, page: coupond_store_sql::Query) -> StoreResult<Vec<Coupon>> {
+    let (text, args) = page.into_positional();
+    let mut st = c.prepare_cached(&text).map_err(sql_err)?;
+    let mut at = [0; 12];
+    for (i, name) in rows::COUPON_COLUMNS.iter().enumerate() {
+        at[i] = st.column_index(name).map_err(sql_err)?;
+    }
+    let mut found = st
+        .query(rusqlite::params_from_iter(args.into_iter().map(arg)))
+        .map_err(sql_err)?;
+    let mut coupons = Vec::new();
+    while let Some(r) = found.next().map_err(sql_err)? {
+        coupons.push(rows::coupon_at(r, &at)?);
+    }
+    Ok(coupons)
+}

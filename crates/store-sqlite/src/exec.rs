@@ -172,6 +172,7 @@ impl Db for SqliteStore {
 
     async fn close(&self) {
         self.claims.close().await;
+        self.wallet.close().await;
         self.writer.close().await;
         self.reader.close().await;
     }

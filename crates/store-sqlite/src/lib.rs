@@ -31,6 +31,8 @@
 //! - `batch`: multi-row statements on the claim writer's connection, in power-of-two sizes.
 //! - `writer`: the claim path's own connection on a thread of its own (`rusqlite`): a claim
 //!   batch or issuance chunk runs there as one job.
+//! - `threads`: `rusqlite` connections on threads of their own, with one job queue: the claim
+//!   writer's, and the wallet readers' (a user's coupons, read and decoded in one hop).
 //! - `rows`: row to domain conversions and the mapping of sqlx's errors (`writer::sql_err`
 //!   maps the claim writer's).
 //! - `migrations/`: the schema, embedded in the binary and applied by [`SqliteStore::migrate`].
@@ -53,6 +55,7 @@ mod issuance;
 mod rows;
 mod scheduling;
 mod store;
+mod threads;
 mod writer;
 
 pub use store::{SqliteStore, DEFAULT_READERS};

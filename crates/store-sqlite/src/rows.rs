@@ -48,7 +48,7 @@ fn id<T>(v: i64, f: fn(i64) -> Result<T, String>) -> Result<T, StoreError> {
     f(v).map_err(StoreError::other)
 }
 
-/// A coupon's columns, in [`COUPON_JSON`]'s order, as [`coupons_json`] decodes them.
+/// A coupon's columns, as [`coupon_at`] reads them.
 type CouponColumns = (
     i64,
     i64,
@@ -64,14 +64,46 @@ type CouponColumns = (
     Option<i64>,
 );
 
-/// A coupon row as a JSON array, for reads that aggregate many coupons into one row
-/// (`json_group_array`): sqlx hands each row from its SQLite thread to the task on its own,
-/// with a wake-up each, which cost more than the rows themselves on a 200-coupon wallet.
-pub(crate) const COUPON_JSON: &str = "json_array(id, template_id, user_id, status, claimed_at, \
-     valid_from, valid_until, code, order_id, locked_until, discount, used_at)";
+/// The columns [`coupon_at`] reads, in [`CouponColumns`]' order.
+pub(crate) const COUPON_COLUMNS: [&str; 12] = [
+    "id",
+    "template_id",
+    "user_id",
+    "status",
+    "claimed_at",
+    "valid_from",
+    "valid_until",
+    "code",
+    "order_id",
+    "locked_until",
+    "discount",
+    "used_at",
+];
+
+/// The coupon in a `rusqlite` row (a wallet reader's, see `threads`) whose
+/// [`COUPON_COLUMNS`] are at `at`.
+pub(crate) fn coupon_at(r: &rusqlite::Row<'_>, at: &[usize; 12]) -> Result<Coupon, StoreError> {
+    let get = |e: rusqlite::Error| StoreError::other(e);
+    let c: CouponColumns = (
+        r.get(at[0]).map_err(get)?,
+        r.get(at[1]).map_err(get)?,
+        r.get(at[2]).map_err(get)?,
+        r.get(at[3]).map_err(get)?,
+        r.get(at[4]).map_err(get)?,
+        r.get(at[5]).map_err(get)?,
+        r.get(at[6]).map_err(get)?,
+        r.get(at[7]).map_err(get)?,
+        r.get(at[8]).map_err(get)?,
+        r.get(at[9]).map_err(get)?,
+        r.get(at[10]).map_err(get)?,
+        r.get(at[11]).map_err(get)?,
+    );
+    coupon_of(c)
+}
 
 /// An outbox row as a JSON array, for [`events_json`]: the outbox's reader takes a page of
-/// events as one row (see [`COUPON_JSON`] for why).
+/// events as one row, as sqlx hands each row from its SQLite thread to the task on its own,
+/// with a wake-up each.
 pub(crate) const EVENT_JSON: &str = "json_array(id, kind, at, json(body))";
 
 /// The events of a `json_group_array(EVENT_JSON)` value, in id order.
@@ -92,12 +124,6 @@ pub(crate) fn events_json(text: &str) -> Result<Vec<Event>, StoreError> {
         .collect::<Result<Vec<Event>, StoreError>>()?;
     events.sort_by_key(|e| e.id);
     Ok(events)
-}
-
-/// The coupons of a `json_group_array(COUPON_JSON)` value.
-pub(crate) fn coupons_json(text: &str) -> Result<Vec<Coupon>, StoreError> {
-    let all: Vec<CouponColumns> = serde_json::from_str(text).map_err(StoreError::other)?;
-    all.into_iter().map(coupon_of).collect()
 }
 
 fn coupon_of(c: CouponColumns) -> Result<Coupon, StoreError> {

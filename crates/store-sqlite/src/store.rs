@@ -14,10 +14,14 @@ use sqlx::Sqlite;
 
 use crate::gate::Gate;
 use crate::rows::db_err;
-use crate::writer::Writer;
+use crate::threads::{self, ConnThreads};
+use crate::writer;
 
 /// Reader connections unless configured otherwise.
 pub const DEFAULT_READERS: u32 = 4;
+/// Wallet reader threads at most, however many reader connections are configured: each is an
+/// OS thread with its own connection, and a few keep up with the cores a server has.
+const WALLET_READERS_MAX: u32 = 16;
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -38,7 +42,10 @@ pub struct SqliteStore {
     /// Requests before background work on the writer.
     pub(crate) gate: std::sync::Arc<Gate>,
     /// The claim path's own connection and thread (see `writer`).
-    pub(crate) claims: std::sync::Arc<Writer>,
+    pub(crate) claims: std::sync::Arc<ConnThreads>,
+    /// As many read-only connections as `readers` (at most [`WALLET_READERS_MAX`]), each on
+    /// a thread of its own, for the wallet (see `claims::user_coupons`).
+    pub(crate) wallet: std::sync::Arc<ConnThreads>,
 }
 
 impl SqliteStore {
@@ -76,7 +83,9 @@ impl SqliteStore {
             .await
             .map_err(db_err)?;
         // After the sqlx writer: it created the file and set WAL.
-        let claims = std::sync::Arc::new(Writer::open(file, BUSY_TIMEOUT)?);
+        let claims = std::sync::Arc::new(writer::open(file, BUSY_TIMEOUT)?);
+        let wallet = threads::open_readers(file, readers.min(WALLET_READERS_MAX), BUSY_TIMEOUT)?;
+        let wallet = std::sync::Arc::new(wallet);
         let reader = SqlitePoolOptions::new()
             .max_connections(readers)
             .acquire_timeout(ACQUIRE_TIMEOUT)
@@ -89,6 +98,7 @@ impl SqliteStore {
             readers,
             gate: std::sync::Arc::default(),
             claims,
+            wallet,
         })
     }
 

@@ -1,11 +1,11 @@
-//! The claim writer: a thread of its own holding a `rusqlite` connection to the database,
-//! on which a whole claim batch (or issuance chunk) runs as one job.
+//! The claim writer: a thread of its own holding a `rusqlite` connection to the database
+//! (a `threads::ConnThreads` of one), on which a whole claim batch (or issuance chunk) runs
+//! as one job.
 //!
-//! Through sqlx every statement is a hop to sqlx's connection thread and back (a channel send,
-//! a wake-up, a task poll), and every row returned is another; a claim batch is a dozen
-//! statements, and the hops cost more than SQLite's own work. Here the batch's transaction
-//! runs start to finish on this thread, its statements prepared once and cached (the
-//! multi-row ones in a few sizes, see `batch`): one hop per batch.
+//! Through sqlx every statement is a hop to sqlx's connection thread and back, and a claim
+//! batch is a dozen statements: the hops cost more than SQLite's own work. Here the batch's
+//! transaction runs start to finish on this thread, its statements prepared once and cached
+//! (the multi-row ones in a few sizes, see `batch`): one hop per batch.
 //!
 //! SQLite has one writer. In process, the sqlx writer connection is held while a job runs
 //! here (`SqliteStore::on_writer`), so the two connections never wait on each other's file
@@ -13,10 +13,7 @@
 //! and its caller gets an error (the panic's message goes to stderr).
 
 use std::future::Future;
-use std::panic::AssertUnwindSafe;
 use std::path::Path;
-use std::sync::mpsc;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -25,97 +22,25 @@ use coupond_store_sql::{Arg, Exec, Query, Row, Value};
 use rusqlite::types::{Value as Sql, ValueRef};
 use rusqlite::{Connection, OpenFlags};
 
+use crate::threads::ConnThreads;
+
 /// Statements kept prepared: the claim path's own (its multi-row ones in up to 9 sizes each,
 /// see `batch`) and the shared steps it calls.
 const STATEMENT_CACHE: usize = 128;
 
-type Job = Box<dyn FnOnce(&mut Connection) + Send>;
-
-/// The handle to the writer thread; the thread ends (closing its connection) when the handle
-/// is closed or dropped.
-pub(crate) struct Writer {
-    /// The job queue; `None` once closed. The mutex lets [`Writer::close`] drop the sender
-    /// through the shared handle; it is held for one send.
-    jobs: Mutex<Option<mpsc::Sender<Job>>>,
-    /// The thread, joined by [`Writer::close`].
-    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
-}
-
-impl std::fmt::Debug for Writer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Writer")
-    }
-}
-
-impl Writer {
-    /// Opens the database file at `path` (which must exist: the sqlx writer created it) with
-    /// the store's durability settings and starts the thread.
-    pub(crate) fn open(path: &Path, busy: Duration) -> StoreResult<Writer> {
-        let conn = Connection::open_with_flags(
-            path,
-            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
+/// Opens the database file at `path` (which must exist: the sqlx writer created it) with the
+/// store's durability settings and starts the claim writer's thread.
+pub(crate) fn open(path: &Path, busy: Duration) -> StoreResult<ConnThreads> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(sql_err)?;
+    conn.busy_timeout(busy).map_err(sql_err)?;
+    conn.execute_batch("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;")
         .map_err(sql_err)?;
-        conn.busy_timeout(busy).map_err(sql_err)?;
-        conn.execute_batch("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;")
-            .map_err(sql_err)?;
-        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
-        let (tx, rx) = mpsc::channel::<Job>();
-        let thread = std::thread::Builder::new()
-            .name("coupond-sqlite-claims".into())
-            .spawn(move || serve(conn, rx))
-            .map_err(StoreError::other)?;
-        Ok(Writer {
-            jobs: Mutex::new(Some(tx)),
-            thread: Mutex::new(Some(thread)),
-        })
-    }
-
-    /// Runs `f` on the writer thread and waits for its answer.
-    pub(crate) async fn run<R, F>(&self, f: F) -> StoreResult<R>
-    where
-        R: Send + 'static,
-        F: FnOnce(&mut Connection) -> StoreResult<R> + Send + 'static,
-    {
-        let (answer, answered) = tokio::sync::oneshot::channel();
-        let job: Job = Box::new(move |c| {
-            let _ = answer.send(f(c));
-        });
-        let sent = match self.jobs.lock() {
-            Ok(jobs) => jobs.as_ref().is_some_and(|j| j.send(job).is_ok()),
-            Err(_) => false,
-        };
-        if !sent {
-            return Err(StoreError::Unavailable("the store is closed".into()));
-        }
-        answered
-            .await
-            .map_err(|_| StoreError::other("the claim writer failed before answering"))?
-    }
-
-    /// Stops the thread once the jobs already queued have run, and waits for it: its
-    /// connection is closed when this returns.
-    pub(crate) async fn close(&self) {
-        if let Ok(mut jobs) = self.jobs.lock() {
-            jobs.take();
-        }
-        let thread = self.thread.lock().ok().and_then(|mut t| t.take());
-        if let Some(thread) = thread {
-            let _ = tokio::task::spawn_blocking(move || thread.join()).await;
-        }
-    }
-}
-
-/// The thread: jobs in order until the queue closes. A job that panics has its transaction
-/// rolled back and its caller told; the thread goes on.
-fn serve(mut conn: Connection, jobs: mpsc::Receiver<Job>) {
-    for job in jobs {
-        if std::panic::catch_unwind(AssertUnwindSafe(|| job(&mut conn))).is_err()
-            && !conn.is_autocommit()
-        {
-            let _ = conn.execute_batch("ROLLBACK");
-        }
-    }
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+    ConnThreads::spawn("sqlite-claims", vec![conn])
 }
 
 /// Runs `f` in a `BEGIN IMMEDIATE` transaction, committed if it succeeds and rolled back if
@@ -192,7 +117,7 @@ fn read(c: &Connection, q: Query, max: usize) -> StoreResult<Vec<Row>> {
 }
 
 /// An argument as SQLite stores it (as `exec::build` binds it through sqlx).
-fn arg(a: Arg) -> Sql {
+pub(crate) fn arg(a: Arg) -> Sql {
     match a {
         Arg::Int(v) => v.map_or(Sql::Null, Sql::Integer),
         Arg::Text(v) => v.map_or(Sql::Null, Sql::Text),
