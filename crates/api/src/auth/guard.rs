@@ -42,57 +42,17 @@ impl RouteGuard {
     pub fn new(state: AppState, roles: &'static [Role], area: Area) -> Self {
         RouteGuard { state, roles, area }
     }
-}
 
-impl<S> Layer<S> for RouteGuard {
-    type Service = Guarded<S>;
-
-    fn layer(&self, inner: S) -> Guarded<S> {
-        Guarded {
-            guard: self.clone(),
-            inner,
-        }
-    }
-}
-
-/// A route behind its [`RouteGuard`].
-#[derive(Clone, Debug)]
-pub struct Guarded<S> {
-    guard: RouteGuard,
-    inner: S,
-}
-
-impl<S> Service<Request> for Guarded<S>
-where
-    S: Service<Request, Response = Response, Error = Infallible> + Clone + Send + 'static,
-    S::Future: Send,
-{
-    type Response = Response;
-    type Error = Infallible;
-    type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, req: Request) -> Self::Future {
-        // The service made ready goes with this request; a clone stays for the next one.
-        let clone = self.inner.clone();
-        let ready = std::mem::replace(&mut self.inner, clone);
-        let guard = self.guard.clone();
-        Box::pin(async move { Ok(guard.admit(req, ready).await) })
-    }
-}
-
-impl RouteGuard {
     /// Runs `route` with `req` if its caller is admitted; the refusal otherwise.
     async fn admit<S>(self, mut req: Request, route: S) -> Response
     where
         S: Service<Request, Response = Response, Error = Infallible>,
     {
         let RouteGuard { state, roles, area } = self;
-        let in_process = req.extensions().get::<Caller>().is_some();
-        let identified = match req.extensions().get::<Caller>() {
+        // A console page's call carries its caller in process; anyone else shows a key.
+        let caller = req.extensions().get::<Caller>();
+        let in_process = caller.is_some();
+        let identified = match caller {
             Some(caller) => identify_caller(&state, caller, area).await,
             None => identify(&state, req.headers()).await,
         };
@@ -135,5 +95,45 @@ impl RouteGuard {
             Ok(_) => ApiError::Forbidden.into_response(),
             Err(e) => e.into_response(),
         }
+    }
+}
+
+impl<S> Layer<S> for RouteGuard {
+    type Service = Guarded<S>;
+
+    fn layer(&self, inner: S) -> Guarded<S> {
+        Guarded {
+            guard: self.clone(),
+            inner,
+        }
+    }
+}
+
+/// A route behind its [`RouteGuard`].
+#[derive(Clone, Debug)]
+pub struct Guarded<S> {
+    guard: RouteGuard,
+    inner: S,
+}
+
+impl<S> Service<Request> for Guarded<S>
+where
+    S: Service<Request, Response = Response, Error = Infallible> + Clone + Send + 'static,
+    S::Future: Send,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request) -> Self::Future {
+        // The service made ready goes with this request; a clone stays for the next one.
+        let clone = self.inner.clone();
+        let ready = std::mem::replace(&mut self.inner, clone);
+        let guard = self.guard.clone();
+        Box::pin(async move { Ok(guard.admit(req, ready).await) })
     }
 }
