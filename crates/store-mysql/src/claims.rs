@@ -29,9 +29,9 @@
 //! row is shared, so no edit can add any, and a commit only takes more), and no shard that
 //! looks like holding the batch sends it to exact mode before it writes anything.
 //!
-//! Coupon ids come from `id_blocks`, advanced in an autocommitted statement outside the
-//! batch's transaction (a sequence MySQL lacks), so batches never wait on each other for ids;
-//! a rolled-back batch leaves a gap.
+//! Coupon ids come from the store's block of ids (`ids`), drawn from the `id_blocks` counter
+//! outside any batch's transaction (a sequence MySQL lacks), so batches never wait on each
+//! other's transactions for ids; a rolled-back batch leaves a gap.
 //!
 //! Lock order, the same in every batch: the template's row (shared), idempotency keys
 //! (sorted), single-use codes (sorted), the per-user counters (sorted by user), then the stock
@@ -86,14 +86,6 @@ pub(crate) enum Attempt {
 }
 
 impl MysqlStore {
-    /// `n` fresh coupon ids, in one autocommitted statement on a connection of their own.
-    async fn coupon_ids(&self, n: usize) -> StoreResult<i64> {
-        let mut s = Script::default();
-        let at = ids_into(&mut s, n);
-        let mut conn = self.ids.acquire().await.map_err(db_err)?;
-        first_id(&s.run(&mut conn).await?[at], n)
-    }
-
     /// The shard the next batch starts looking at.
     fn shard_start(&self) -> i64 {
         let n = self
@@ -133,21 +125,6 @@ impl MysqlStore {
             tx.0.rollback().await.map_err(db_err)?;
         }
     }
-}
-
-/// Writes the statement that draws `n` coupon ids from `id_blocks`, in autocommit: outside
-/// any batch's transaction, so that batches never wait on each other for ids.
-fn ids_into(s: &mut Script, n: usize) -> usize {
-    s.sql("UPDATE id_blocks SET next = LAST_INSERT_ID(next + ")
-        .int(n as i64)
-        .sql(") WHERE name = 'coupons'");
-    s.end()
-}
-
-/// The first of the `n` ids [`ids_into`]'s statement drew.
-fn first_id(drawn: &crate::script::Outcome, n: usize) -> StoreResult<i64> {
-    let last = i64::try_from(drawn.last_id).map_err(StoreError::other)?;
-    Ok(last - n as i64 + 1)
 }
 
 /// One try at a claim batch inside the caller's transaction, which commits it on `Done` and
@@ -222,7 +199,7 @@ pub(crate) async fn attempt<E: Scripted + ?Sized>(
     // 4. Counters, coupons, their log rows and events in one script; then the stock, last.
     let first = match granted.is_empty() {
         true => 0,
-        false => store.coupon_ids(granted.len()).await?,
+        false => store.ids.take(granted.len()).await?,
     };
     let mut s = Script::default();
     holdings::write_into(&mut s, template, &held);

@@ -316,8 +316,8 @@ impl Db for MysqlStore {
 
     fn pool_stats(&self) -> PoolStats {
         PoolStats {
-            size: self.pool.size() + self.ids.size(),
-            idle: (self.pool.num_idle() + self.ids.num_idle()) as u32,
+            size: self.pool.size() + self.ids.pool().size(),
+            idle: (self.pool.num_idle() + self.ids.pool().num_idle()) as u32,
             max: self.max + crate::store::ID_CONNECTIONS,
         }
     }

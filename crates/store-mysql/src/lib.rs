@@ -8,6 +8,7 @@
 //!   that skips duplicates), run as equivalent statements.
 //! - `claims`: the claim batch, the hot write path, under the template's row lock: a plain
 //!   batch in two round trips (`claims/pipelined.rs`), the others a statement at a time.
+//! - `ids`: coupon ids, drawn from a shared counter a block at a time per store.
 //! - `script`: several statements sent as one text, their values written as literals.
 //! - `wallet`: [`ClaimStore`](coupond_store::ClaimStore): the claim batch and a user's wallet.
 //! - `checkout`: [`CheckoutStore`](coupond_store::CheckoutStore), but for how a lock claims
@@ -26,6 +27,7 @@
 mod checkout;
 mod claims;
 mod exec;
+mod ids;
 mod issuance;
 mod rows;
 mod scheduling;

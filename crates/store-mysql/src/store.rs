@@ -7,12 +7,13 @@ use coupond_store::{StoreError, StoreResult};
 use sqlx::mysql::{MySqlConnectOptions, MySqlPool, MySqlPoolOptions};
 use sqlx::{Connection, Executor};
 
+use crate::ids::IdBlocks;
 use crate::rows::db_err;
 
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Pool connections unless configured otherwise.
 pub const DEFAULT_MAX_CONNECTIONS: u32 = 16;
-/// Connections that only draw coupon ids (see [`MysqlStore::ids`]).
+/// Connections that only draw coupon ids (see `ids`).
 pub(crate) const ID_CONNECTIONS: u32 = 2;
 
 /// A template's columns. `claimed` is the sum of its stock shards (`template_stock`, see
@@ -35,10 +36,9 @@ const SESSION: [&str; 2] = [
 pub struct MysqlStore {
     pub(crate) pool: MySqlPool,
     pub(crate) max: u32,
-    /// Coupon ids are drawn here, in autocommit, while a claim batch holds its transaction on
-    /// `pool`: drawn from `pool` itself, batches holding every connection would wait forever
-    /// for one more.
-    pub(crate) ids: MySqlPool,
+    /// Coupon ids, drawn a block at a time on connections of their own (see `ids`); shared by
+    /// the store's clones, so that they hand out one block.
+    pub(crate) ids: std::sync::Arc<IdBlocks>,
     /// Where the next claim batch starts looking for a stock shard: batches in flight at once
     /// start on different shards, so they do not wait on each other's (see `claims`).
     pub(crate) shard_cursor: std::sync::Arc<std::sync::atomic::AtomicU32>,
@@ -89,7 +89,7 @@ impl MysqlStore {
         Ok(MysqlStore {
             pool,
             max,
-            ids,
+            ids: std::sync::Arc::new(IdBlocks::new(ids)),
             // Processes start at different shards too.
             shard_cursor: std::sync::Arc::new(
                 std::sync::atomic::AtomicU32::new(std::process::id()),
@@ -117,7 +117,7 @@ impl MysqlStore {
     /// Closes both pools.
     pub(crate) async fn close_pools(&self) {
         self.pool.close().await;
-        self.ids.close().await;
+        self.ids.pool().close().await;
     }
 
     /// The newest migration applied here and the newest this build carries.

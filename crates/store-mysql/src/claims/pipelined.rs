@@ -4,11 +4,12 @@
 //! A batch without single-use codes (a flash sale's, an order service's with idempotency
 //! keys) is sent as:
 //!
-//! 1. the coupon ids it may need, drawn in autocommit; `START TRANSACTION`; the template's
-//!    terms, its row shared; the batch's idempotency keys taken (one upsert); the users'
-//!    counters taken (one upsert each 500 users); the stock shards as committed;
-//! 2. the counters that need it written back; the refused claims' keys dropped; the coupons,
-//!    their log rows, events and keys' links; the stock taken from one shard; `COMMIT`.
+//! 1. `START TRANSACTION`; the template's terms, its row shared; the batch's idempotency keys
+//!    taken (one upsert); the users' counters taken (one upsert each 500 users); the stock
+//!    shards as committed;
+//! 2. the counters that need it written back; the refused claims' keys dropped; the coupons
+//!    (their ids from the store's block, `ids`), their log rows, events and keys' links; the
+//!    stock taken from one shard; `COMMIT`.
 //!
 //! In between the batch decides in memory, as the one-statement-at-a-time batch (`attempt`)
 //! does and with the same code: the per-user limits from the counters (read in a round trip
@@ -33,7 +34,7 @@ use coupond_store::{
 use coupond_store_sql::claims::single_use;
 
 use super::stock::Take;
-use super::{coupons, first_id, holdings, ids_into, keys, stock, terms_from, terms_into};
+use super::{coupons, holdings, keys, stock, terms_from, terms_into};
 use crate::exec::ScriptTx;
 use crate::rows::{deadlock, stock_check_failed};
 use crate::script::Script;
@@ -100,9 +101,8 @@ async fn run(
         .filter_map(|c| c.idempotency.as_ref())
         .collect();
     keyed.sort_by(|a, b| a.key.cmp(&b.key));
-    // 1. Ids, terms, keys, counters, shards.
+    // 1. Terms, keys, counters, shards.
     let mut s = Script::default();
-    let ids = ids_into(&mut s, claims.len());
     s.sql("START TRANSACTION");
     s.end();
     let terms_at = terms_into(&mut s, template, now);
@@ -110,7 +110,6 @@ async fn run(
     let locks = holdings::lock_into(&mut s, template, &users);
     let shards_at = stock::shards_into(&mut s, template, false);
     let done = tx.run(&s, false).await?;
-    let first = first_id(&done[ids], claims.len())?;
     let Some(terms) = terms_from(&done[terms_at].rows)?.filter(|t| !t.tagged) else {
         return Ok(None);
     };
@@ -134,6 +133,10 @@ async fn run(
             Some(take) => Some(take),
             None => return Ok(None),
         },
+    };
+    let first = match granted.is_empty() {
+        true => 0,
+        false => store.ids.take(granted.len()).await?,
     };
     // 2. Counters, refused keys, coupons, stock, commit.
     let mut s = Script::default();
