@@ -67,7 +67,7 @@ pub fn request_timeout(router: Router, settings: &ApiSettings) -> Router {
 
 /// Request ids, spans, logs and metrics ([`crate::observe`]).
 pub fn observe(router: Router, _: &ApiSettings) -> Router {
-    router.layer(axum::middleware::from_fn(crate::observe::observe))
+    router.layer(crate::observe::ObserveLayer)
 }
 
 /// `X-Content-Type-Options: nosniff`: a browser takes each body only as the type it is sent

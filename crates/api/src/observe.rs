@@ -1,16 +1,21 @@
 //! Request ids, tracing spans and Prometheus metrics for every request.
 
 use std::cell::RefCell;
+use std::convert::Infallible;
+use std::future::Future;
 use std::hash::RandomState;
+use std::pin::Pin;
 use std::sync::OnceLock;
+use std::task::{ready, Context, Poll};
 use std::time::{Duration, Instant};
 
 use axum::extract::{MatchedPath, Request};
 use axum::http::HeaderValue;
-use axum::middleware::Next;
 use axum::response::Response;
 use metrics::{Counter, Histogram};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use tokio::task::futures::TaskLocalFuture;
+use tracing::instrument::Instrumented;
 use tracing::Instrument;
 
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
@@ -101,42 +106,110 @@ fn accept_request_id(v: &HeaderValue) -> Option<String> {
     ok.then(|| s.to_owned())
 }
 
-/// Middleware: takes the caller's `x-request-id` (or makes one), runs the request in a span
-/// carrying it, echoes it in the response, logs and counts the outcome by route and status.
-pub async fn observe(req: Request, next: Next) -> Response {
-    let id = req
-        .headers()
-        .get(REQUEST_ID_HEADER)
-        .and_then(accept_request_id)
-        .unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
-    // An `Arc` inside: cloned so the label outlives the request that is moved on.
-    let matched = req.extensions().get::<MatchedPath>().cloned();
-    let route = matched.as_ref().map_or("unmatched", MatchedPath::as_str);
-    let method = method_label(req.method());
-    // `principal` and `client` are filled in by the auth guard once it knows them.
-    let span = tracing::info_span!(
-        "request",
-        %method,
-        %route,
-        request_id = %id,
-        principal = tracing::field::Empty,
-        key = tracing::field::Empty,
-        client = tracing::field::Empty
-    );
-    // Every id taken is printable ASCII, and a new one is a UUID: both are header values.
-    let echo = HeaderValue::from_str(&id).ok();
-    let start = Instant::now();
-    let mut res = REQUEST_ID
-        .scope(id, next.run(req).instrument(span.clone()))
-        .await;
-    let elapsed = start.elapsed();
-    let status = res.status().as_u16();
-    tracing::info!(parent: &span, status, latency_ms = elapsed.as_secs_f64() * 1000.0, "request");
-    SERIES.with_borrow_mut(|series| series.record(method, route, status, elapsed));
-    if let Some(v) = echo {
-        res.headers_mut().insert(REQUEST_ID_HEADER, v);
+/// The layer of [`Observe`], outside every route: request ids, spans, logs and metrics.
+///
+/// A typed layer rather than `from_fn`, which cloned the inner service, boxed it again as the
+/// next service and boxed a future for each request.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ObserveLayer;
+
+impl<S> tower::Layer<S> for ObserveLayer {
+    type Service = Observe<S>;
+
+    fn layer(&self, inner: S) -> Observe<S> {
+        Observe { inner }
     }
-    res
+}
+
+/// Takes the caller's `x-request-id` (or makes one), runs the request in a span carrying it,
+/// echoes it in the response, logs and counts the outcome by route and status.
+#[derive(Clone, Debug)]
+pub struct Observe<S> {
+    inner: S,
+}
+
+impl<S> tower::Service<Request> for Observe<S>
+where
+    S: tower::Service<Request, Response = Response, Error = Infallible>,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Observed<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request) -> Self::Future {
+        let id = req
+            .headers()
+            .get(REQUEST_ID_HEADER)
+            .and_then(accept_request_id)
+            .unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
+        // An `Arc` inside: cloned so the label outlives the request that is moved on.
+        let matched = req.extensions().get::<MatchedPath>().cloned();
+        let route = matched.as_ref().map_or("unmatched", MatchedPath::as_str);
+        let method = method_label(req.method());
+        // `principal` and `client` are filled in by the auth guard once it knows them.
+        let span = tracing::info_span!(
+            "request",
+            %method,
+            %route,
+            request_id = %id,
+            principal = tracing::field::Empty,
+            key = tracing::field::Empty,
+            client = tracing::field::Empty
+        );
+        // Every id taken is printable ASCII, and a new one is a UUID: both are header values.
+        let echo = HeaderValue::from_str(&id).ok();
+        let start = Instant::now();
+        // The inner call runs in the request's scope and span as well as its future: a service
+        // may answer from `call` itself, and that answer names the request.
+        let answer = REQUEST_ID.sync_scope(id.clone(), || span.in_scope(|| self.inner.call(req)));
+        Observed {
+            answer: REQUEST_ID.scope(id, answer.instrument(span.clone())),
+            span,
+            method,
+            matched,
+            echo,
+            start,
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// [`Observe`]'s answer: the inner one, logged, counted and carrying the request id.
+    pub struct Observed<F> {
+        #[pin]
+        answer: TaskLocalFuture<String, Instrumented<F>>,
+        span: tracing::Span,
+        method: &'static str,
+        matched: Option<MatchedPath>,
+        echo: Option<HeaderValue>,
+        start: Instant,
+    }
+}
+
+impl<F: Future<Output = Result<Response, Infallible>>> Future for Observed<F> {
+    type Output = Result<Response, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let Ok(mut res) = ready!(this.answer.poll(cx));
+        let elapsed = this.start.elapsed();
+        let status = res.status().as_u16();
+        let route = this
+            .matched
+            .as_ref()
+            .map_or("unmatched", MatchedPath::as_str);
+        let span: &tracing::Span = this.span;
+        tracing::info!(parent: span, status, latency_ms = elapsed.as_secs_f64() * 1000.0, "request");
+        SERIES.with_borrow_mut(|series| series.record(this.method, route, status, elapsed));
+        if let Some(v) = this.echo.take() {
+            res.headers_mut().insert(REQUEST_ID_HEADER, v);
+        }
+        Poll::Ready(Ok(res))
+    }
 }
 
 /// The method as a label: one of a fixed set, since any other (hyper accepts arbitrary
