@@ -281,6 +281,29 @@ impl HttpSeries {
 mod tests {
     use super::*;
 
+    /// The caller's request id is in scope both where the inner service answers from `call`
+    /// itself and where its future answers, and is echoed on the answer.
+    #[tokio::test]
+    async fn the_request_id_reaches_call_and_future_and_is_echoed() {
+        use tower::{Layer, ServiceExt};
+        let inner = tower::service_fn(|_: Request| {
+            let in_call = current_request_id();
+            async move {
+                let in_future = current_request_id();
+                let body = format!("{in_call:?} {in_future:?}");
+                Ok::<_, Infallible>(Response::new(axum::body::Body::from(body)))
+            }
+        });
+        let req = Request::builder()
+            .header(REQUEST_ID_HEADER, "probe-42")
+            .body(axum::body::Body::empty())
+            .unwrap();
+        let res = ObserveLayer.layer(inner).oneshot(req).await.unwrap();
+        assert_eq!(res.headers()[REQUEST_ID_HEADER], "probe-42");
+        let body = axum::body::to_bytes(res.into_body(), 1024).await.unwrap();
+        assert_eq!(body, r#"Some("probe-42") Some("probe-42")"#);
+    }
+
     /// A series counted through a kept handle is the registry's: `/metrics` shows every
     /// answer, the first (which made the handle) and the ones after, in their own series.
     #[test]
