@@ -23,6 +23,7 @@
 //!   [`SchedulerStore`](coupond_store::SchedulerStore) (announced transitions, expiry) and
 //!   [`InboxStore`](coupond_store::InboxStore) (reminders, the inbox) are written once in
 //!   `coupond_store_sql::scheduling` and `coupond_store_sql::inbox`.
+//! - `inbox`: planning reminders, the backend's own (one statement of arrays).
 //! - `issuance`: [`IssuanceStore`](coupond_store::IssuanceStore): bulk issuance, a chunk per
 //!   transaction with the job's progress (its bookkeeping in `coupond_store_sql::issuance`).
 //! - `webhooks`: [`WebhookStore`](coupond_store::WebhookStore): endpoints, deliveries, attempts.
@@ -40,6 +41,7 @@
 mod checkout;
 mod claims;
 mod exec;
+mod inbox;
 mod issuance;
 mod rows;
 mod scheduling;
@@ -66,4 +68,4 @@ coupond_store_sql::impl_report_store!(PgStore);
 coupond_store_sql::impl_inspect_store!(PgStore);
 coupond_store_sql::impl_idempotency_store!(PgStore);
 coupond_store_sql::impl_scheduler_store!(PgStore);
-coupond_store_sql::impl_inbox_store!(PgStore);
+coupond_store_sql::impl_inbox_store!(PgStore, plan_reminders = crate::inbox::plan_reminders);

@@ -20,18 +20,26 @@ const CHUNK: usize = 500;
 const MESSAGE_SELECT: &str = "SELECT m.id, m.user_id, c.kind, c.title, c.body, m.created_at, \
      m.read_at FROM messages m JOIN message_contents c ON c.id = m.content_id";
 
-/// Plans `reminders`, skipping those already planned.
-pub async fn plan_reminders(db: &dyn Db, reminders: &[Reminder]) -> StoreResult<()> {
-    if reminders.is_empty() {
-        return Ok(());
-    }
-    // In template order: the foreign key check locks each template's row (shared on MySQL),
-    // and a checkout locks the templates of its order in id order too, so the two never
-    // wait on each other in a cycle.
+/// `reminders` in the order every backend plans them: by template, then key. Two planners
+/// writing overlapping batches meet each key in the same order, so neither waits on the other
+/// in a cycle; and where a foreign key check locked each template's row (shared on MySQL
+/// before its migration 0021), a checkout locking its order's templates in id order could not
+/// either. The sort is stable: of two reminders with one key, the first given is planned.
+pub fn in_lock_order(reminders: &[Reminder]) -> Vec<&Reminder> {
     let mut sorted: Vec<&Reminder> = reminders.iter().collect();
     sorted.sort_by(|a, b| {
         (a.template_id, a.user_id.as_str(), a.day).cmp(&(b.template_id, b.user_id.as_str(), b.day))
     });
+    sorted
+}
+
+/// Plans `reminders`, skipping those already planned (and, of two in the batch with one key,
+/// the second): a multi-row `VALUES` list per [`CHUNK`] rows, in one transaction.
+pub async fn plan_reminders(db: &dyn Db, reminders: &[Reminder]) -> StoreResult<()> {
+    if reminders.is_empty() {
+        return Ok(());
+    }
+    let sorted = in_lock_order(reminders);
     let mut tx = db.begin(Work::Background).await?;
     for chunk in sorted.chunks(CHUNK) {
         let mut q = sql(
@@ -278,17 +286,21 @@ fn message_row(r: &Row) -> StoreResult<Message> {
 }
 
 /// Implements [`InboxStore`](coupond_store::InboxStore) for a backend type that is a [`Db`],
-/// with the statements above.
+/// with the statements above; `plan_reminders = path` names a backend's own planning
+/// (PostgreSQL's, one statement of arrays), called as `path(&self, reminders)`.
 #[macro_export]
 macro_rules! impl_inbox_store {
     ($t:ty) => {
+        $crate::impl_inbox_store!($t, plan_reminders = $crate::inbox::plan_reminders);
+    };
+    ($t:ty, plan_reminders = $plan:path) => {
         #[$crate::async_trait]
         impl $crate::reexport::store::InboxStore for $t {
             async fn plan_reminders(
                 &self,
                 reminders: &[$crate::reexport::store::Reminder],
             ) -> $crate::reexport::store::StoreResult<()> {
-                $crate::inbox::plan_reminders(self, reminders).await
+                $plan(self, reminders).await
             }
             async fn cancel_reminder(
                 &self,

@@ -298,6 +298,19 @@ pub async fn reminders_and_inbox(s: Arc<dyn Store>) {
         "the first stays"
     );
     assert!(s.due_reminders(at(39), 10).await.unwrap().is_empty());
+    // Planning it again (the same event delivered twice) keeps it as first planned.
+    s.plan_reminders(&[Reminder {
+        due_at: at(30),
+        ..plan.clone()
+    }])
+    .await
+    .unwrap();
+    assert_eq!(
+        s.due_reminders(at(50), 10).await.unwrap(),
+        vec![plan.clone()],
+        "an already planned reminder is not replanned"
+    );
+    assert!(s.due_reminders(at(39), 10).await.unwrap().is_empty());
     s.cancel_reminder(&user, t.id, day).await.unwrap();
     assert_eq!(
         s.due_reminders(at(50), 10).await.unwrap().len(),
@@ -337,6 +350,20 @@ pub async fn reminders_and_inbox(s: Arc<dyn Store>) {
         )
         .await
         .unwrap());
+    // A flash sale's batch: more rows than one statement of the shared planner takes, each
+    // planned once, in due order.
+    let many: Vec<Reminder> = (0..1_100_i64)
+        .map(|i| Reminder {
+            user_id: UserId::parse(&format!("many-{i}")).unwrap(),
+            due_at: at(60 + i % 3),
+            ..plan.clone()
+        })
+        .collect();
+    s.plan_reminders(&many).await.unwrap();
+    s.plan_reminders(&many[..10]).await.unwrap();
+    let due = s.due_reminders(at(70), 2_000).await.unwrap();
+    assert_eq!(due.len(), 1_100, "every one planned, once");
+    assert!(due.windows(2).all(|w| w[0].due_at <= w[1].due_at));
 
     // The inbox: one text, a row per user, keyed by source; unread first, newest first.
     let hello = MessageContent {
