@@ -345,5 +345,9 @@ impl Db for MysqlStore {
     }
 }
 
-/// The audit's check on what is MySQL's own: the stock shards (migration 0005).
-const AUDIT_CHECKS: [(&str, &str); 1] = [coupond_store_sql::reports::STOCK_IN_SHARDS];
+/// The audit's checks on what is MySQL's own: the stock shards (migration 0005) and the
+/// references the claim path's dropped foreign keys guarded (migration 0021).
+const AUDIT_CHECKS: [(&str, &str); 2] = [
+    coupond_store_sql::reports::STOCK_IN_SHARDS,
+    coupond_store_sql::reports::ORPHANS,
+];

@@ -46,9 +46,11 @@ fn mysql_is_configured_in_ci() {
 }
 
 /// The audit reads the stock shards (migration 0005): a shard that counts a coupon that does
-/// not exist, or shards that hold more than the template's stock, are reported as `stock`.
+/// not exist, or shards that hold more than the template's stock, are reported as `stock`. And
+/// with the claim path's foreign keys dropped (migration 0021), a reminder or a log row that
+/// points at nothing is reported as `orphans` (the insert fails while the keys are there).
 #[tokio::test]
-async fn the_audit_catches_stock_shard_tampering() {
+async fn the_audit_catches_stock_shard_tampering_and_orphans() {
     use coupond_store::testing::fixtures::{assert_audit_finds, two_claims_audited_clean};
 
     let Ok(url) = std::env::var(ENV) else {
@@ -58,9 +60,25 @@ async fn the_audit_catches_stock_shard_tampering() {
         );
         return;
     };
-    for tamper in [
-        "UPDATE template_stock SET claimed = claimed + 1 WHERE claimed < total LIMIT 1",
-        "UPDATE template_stock SET total = total + 1 LIMIT 1",
+    for (check, tamper) in [
+        (
+            "stock",
+            "UPDATE template_stock SET claimed = claimed + 1 WHERE claimed < total LIMIT 1",
+        ),
+        (
+            "stock",
+            "UPDATE template_stock SET total = total + 1 LIMIT 1",
+        ),
+        (
+            "orphans",
+            "INSERT INTO reminders (user_id, template_id, day, span_start, span_end, due_at)
+             VALUES ('ghost', 999999, 1, 86400000000, 172800000000, 0)",
+        ),
+        (
+            "orphans",
+            "INSERT INTO coupon_events (coupon_id, to_status, actor, at)
+             VALUES (999999, 'unused', 'system', 0)",
+        ),
     ] {
         let database = format!("ct_shard_audit_{}", uuid::Uuid::new_v4().simple());
         let store = MysqlStore::connect_in_database(&url, Some(&database))
@@ -75,7 +93,7 @@ async fn the_audit_catches_stock_shard_tampering() {
             .unwrap();
         sqlx::query(tamper).execute(&raw).await.unwrap();
         raw.close().await;
-        assert_audit_finds(&*store, "stock", tamper).await;
+        assert_audit_finds(&*store, check, tamper).await;
         store.close().await;
     }
 }

@@ -240,18 +240,5 @@ impl Db for PgStore {
 /// references the claim path's dropped foreign keys guarded.
 const AUDIT_CHECKS: [(&str, &str); 2] = [
     coupond_store_sql::reports::STOCK_IN_SHARDS,
-    (
-        "orphans",
-        "SELECT 'coupon ' || c.id AS subject, 'of missing template ' || c.template_id AS detail
-         FROM coupons c WHERE NOT EXISTS (SELECT 1 FROM templates t WHERE t.id = c.template_id)
-         UNION ALL
-         SELECT 'holding ' || h.template_id || '/' || h.user_id, 'of a missing template'
-         FROM holdings h WHERE NOT EXISTS (SELECT 1 FROM templates t WHERE t.id = h.template_id)
-         UNION ALL
-         SELECT 'log row ' || e.id, 'of missing coupon ' || e.coupon_id
-         FROM coupon_events e WHERE NOT EXISTS (SELECT 1 FROM coupons c WHERE c.id = e.coupon_id)
-         UNION ALL
-         SELECT 'reminder ' || r.user_id || '/' || r.template_id, 'of a missing template'
-         FROM reminders r WHERE NOT EXISTS (SELECT 1 FROM templates t WHERE t.id = r.template_id)",
-    ),
+    coupond_store_sql::reports::ORPHANS,
 ];

@@ -46,9 +46,11 @@ fn postgres_is_configured_in_ci() {
 }
 
 /// The audit reads the stock shards (migration 0015): a shard that counts a coupon that does
-/// not exist, or shards that hold more than the template's stock, are reported as `stock`.
+/// not exist, or shards that hold more than the template's stock, are reported as `stock`. And
+/// with the claim path's foreign keys dropped (the same migration), a reminder or a log row
+/// that points at nothing is reported as `orphans`.
 #[tokio::test]
-async fn the_audit_catches_stock_shard_tampering() {
+async fn the_audit_catches_stock_shard_tampering_and_orphans() {
     use coupond_store::testing::fixtures::{assert_audit_finds, two_claims_audited_clean};
 
     let Ok(url) = std::env::var(ENV) else {
@@ -58,10 +60,26 @@ async fn the_audit_catches_stock_shard_tampering() {
         );
         return;
     };
-    for tamper in [
-        "UPDATE {s}.template_stock SET claimed = claimed + 1
-         WHERE shard = (SELECT MIN(shard) FROM {s}.template_stock WHERE claimed < total)",
-        "UPDATE {s}.template_stock SET total = total + 1 WHERE shard = 0",
+    for (check, tamper) in [
+        (
+            "stock",
+            "UPDATE {s}.template_stock SET claimed = claimed + 1
+             WHERE shard = (SELECT MIN(shard) FROM {s}.template_stock WHERE claimed < total)",
+        ),
+        (
+            "stock",
+            "UPDATE {s}.template_stock SET total = total + 1 WHERE shard = 0",
+        ),
+        (
+            "orphans",
+            "INSERT INTO {s}.reminders (user_id, template_id, day, span_start, span_end, due_at)
+             VALUES ('ghost', 999999, 1, now(), now() + interval '1 day', now())",
+        ),
+        (
+            "orphans",
+            "INSERT INTO {s}.coupon_events (coupon_id, to_status, actor, at)
+             VALUES (999999, 'unused', 'system', now())",
+        ),
     ] {
         let schema = format!("t_shard_audit_{}", uuid::Uuid::new_v4().simple());
         let store = PgStore::connect_in_schema(&url, Some(&schema))
@@ -74,7 +92,7 @@ async fn the_audit_catches_stock_shard_tampering() {
         let tamper = tamper.replace("{s}", &schema);
         sqlx::query(&tamper).execute(&raw).await.unwrap();
         raw.close().await;
-        assert_audit_finds(&*store, "stock", &tamper).await;
+        assert_audit_finds(&*store, check, &tamper).await;
         store.close().await;
     }
 }

@@ -327,6 +327,24 @@ pub const STOCK_IN_SHARDS: (&str, &str) = (
             OR COALESCE(s.total, 0) <> t.total_stock",
 );
 
+/// The check of a backend whose claim path writes without foreign keys (PostgreSQL's migration
+/// 0015, MySQL's 0021), for its [`Db::own_audit_checks`]: no coupon, holding or reminder of a
+/// template that does not exist, no log row of a coupon that does not exist.
+pub const ORPHANS: (&str, &str) = (
+    "orphans",
+    "SELECT 'coupon ' || c.id AS subject, 'of missing template ' || c.template_id AS detail
+     FROM coupons c WHERE NOT EXISTS (SELECT 1 FROM templates t WHERE t.id = c.template_id)
+     UNION ALL
+     SELECT 'holding ' || h.template_id || '/' || h.user_id, 'of a missing template'
+     FROM holdings h WHERE NOT EXISTS (SELECT 1 FROM templates t WHERE t.id = h.template_id)
+     UNION ALL
+     SELECT 'log row ' || e.id, 'of missing coupon ' || e.coupon_id
+     FROM coupon_events e WHERE NOT EXISTS (SELECT 1 FROM coupons c WHERE c.id = e.coupon_id)
+     UNION ALL
+     SELECT 'reminder ' || r.user_id || '/' || r.template_id, 'of a missing template'
+     FROM reminders r WHERE NOT EXISTS (SELECT 1 FROM templates t WHERE t.id = r.template_id)",
+);
+
 /// The stock check of a backend that keeps `claimed` on `templates` (SQLite), for its
 /// [`Db::own_audit_checks`]: `claimed` is the count of its coupons, within the stock.
 pub const CLAIMED_ON_TEMPLATES: [(&str, &str); 1] = [(
