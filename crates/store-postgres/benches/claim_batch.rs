@@ -8,6 +8,8 @@
 //! path): a conditional update of a stock row, and an insert of the batch's rows into a table
 //! with a primary key and no other index.
 
+mod common;
+
 use std::sync::Arc;
 
 use coupond_store::testing::bench::{args, compare};
@@ -80,13 +82,5 @@ async fn main() {
     .await;
     pool.close().await;
     store.close().await;
-    let admin = PgPoolOptions::new()
-        .max_connections(1)
-        .connect(&url)
-        .await
-        .expect("connect");
-    sqlx::query(&format!("DROP SCHEMA {schema} CASCADE"))
-        .execute(&admin)
-        .await
-        .expect("drop the bench schema");
+    common::drop_schema(&url, &schema).await;
 }

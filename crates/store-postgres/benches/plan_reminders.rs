@@ -11,13 +11,14 @@
 //! than the last, as the planner's batches vary with the dispatcher's: the shared statement's
 //! text changes with the batch size, so each size is a statement PostgreSQL has not prepared.
 
+mod common;
+
 use std::future::Future;
 use std::time::Instant;
 
 use coupond_domain::{TemplateId, Timestamp, UserId, Window};
 use coupond_store::{AdminStore, InboxStore, Reminder, StoreResult};
 use coupond_store_postgres::PgStore;
-use sqlx::postgres::PgPoolOptions;
 
 const DAY: i64 = 86_400_000_000;
 
@@ -94,13 +95,5 @@ async fn main() {
     println!("  shared VALUES list: new {sn:.2}, already planned {sa:.2}");
     println!("  unnest of arrays:   new {on:.2}, already planned {oa:.2}");
     store.close().await;
-    let admin = PgPoolOptions::new()
-        .max_connections(1)
-        .connect(&url)
-        .await
-        .expect("connect");
-    sqlx::query(&format!("DROP SCHEMA {schema} CASCADE"))
-        .execute(&admin)
-        .await
-        .expect("drop the bench schema");
+    common::drop_schema(&url, &schema).await;
 }
