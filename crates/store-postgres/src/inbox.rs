@@ -10,7 +10,6 @@
 //! [`InboxStore`]: coupond_store::InboxStore
 
 use coupond_store::{Reminder, StoreResult};
-use time::OffsetDateTime;
 
 use crate::rows::db_err;
 use crate::store::{dt, PgStore};
@@ -31,9 +30,9 @@ pub(crate) async fn plan_reminders(store: &PgStore, reminders: &[Reminder]) -> S
     let mut users = Vec::with_capacity(n);
     let mut templates = Vec::with_capacity(n);
     let mut days = Vec::with_capacity(n);
-    let mut starts: Vec<OffsetDateTime> = Vec::with_capacity(n);
-    let mut ends: Vec<OffsetDateTime> = Vec::with_capacity(n);
-    let mut dues: Vec<OffsetDateTime> = Vec::with_capacity(n);
+    let mut starts = Vec::with_capacity(n);
+    let mut ends = Vec::with_capacity(n);
+    let mut dues = Vec::with_capacity(n);
     for r in sorted {
         users.push(r.user_id.as_str());
         templates.push(r.template_id.get());

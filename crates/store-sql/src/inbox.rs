@@ -20,11 +20,9 @@ const CHUNK: usize = 500;
 const MESSAGE_SELECT: &str = "SELECT m.id, m.user_id, c.kind, c.title, c.body, m.created_at, \
      m.read_at FROM messages m JOIN message_contents c ON c.id = m.content_id";
 
-/// `reminders` in the order every backend plans them: by template, then key. Two planners
-/// writing overlapping batches meet each key in the same order, so neither waits on the other
-/// in a cycle; and where a foreign key check locked each template's row (shared on MySQL
-/// before its migration 0021), a checkout locking its order's templates in id order could not
-/// either. The sort is stable: of two reminders with one key, the first given is planned.
+/// `reminders` in the order every backend plans them: by template, then key, so two planners
+/// writing overlapping batches meet each key in the same order and neither waits on the other
+/// in a cycle. The sort is stable: of two reminders with one key, the first given is planned.
 pub fn in_lock_order(reminders: &[Reminder]) -> Vec<&Reminder> {
     let mut sorted: Vec<&Reminder> = reminders.iter().collect();
     sorted.sort_by(|a, b| {

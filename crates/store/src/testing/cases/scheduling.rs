@@ -283,34 +283,29 @@ pub async fn reminders_and_inbox(s: Arc<dyn Store>) {
         expiring: coupond_domain::Window::new(day_at(day), day_at(day + 1)).unwrap(),
         due_at: at(40),
     };
-    s.plan_reminders(&[
-        plan.clone(),
-        Reminder {
-            due_at: at(41),
-            ..plan.clone()
-        },
-    ])
-    .await
-    .unwrap();
-    assert_eq!(
-        s.due_reminders(at(50), 10).await.unwrap(),
-        vec![plan.clone()],
-        "the first stays"
-    );
-    assert!(s.due_reminders(at(39), 10).await.unwrap().is_empty());
-    // Planning it again (the same event delivered twice) keeps it as first planned.
-    s.plan_reminders(&[Reminder {
-        due_at: at(30),
+    // A duplicate within one batch, then the same event delivered again: the first plan stays.
+    let again = |due| Reminder {
+        due_at: at(due),
         ..plan.clone()
-    }])
-    .await
-    .unwrap();
-    assert_eq!(
-        s.due_reminders(at(50), 10).await.unwrap(),
-        vec![plan.clone()],
-        "an already planned reminder is not replanned"
-    );
-    assert!(s.due_reminders(at(39), 10).await.unwrap().is_empty());
+    };
+    for (batch, case) in [
+        (vec![plan.clone(), again(41)], "the first of a batch stays"),
+        (
+            vec![again(30)],
+            "an already planned reminder is not replanned",
+        ),
+    ] {
+        s.plan_reminders(&batch).await.unwrap();
+        assert_eq!(
+            s.due_reminders(at(50), 10).await.unwrap(),
+            vec![plan.clone()],
+            "{case}"
+        );
+        assert!(
+            s.due_reminders(at(39), 10).await.unwrap().is_empty(),
+            "{case}"
+        );
+    }
     s.cancel_reminder(&user, t.id, day).await.unwrap();
     assert_eq!(
         s.due_reminders(at(50), 10).await.unwrap().len(),
