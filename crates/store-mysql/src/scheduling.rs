@@ -2,21 +2,35 @@
 //!
 //! Writers commit in any order and MySQL shows no transaction horizon (PostgreSQL's `xmin`),
 //! so an id can become visible after a larger one was read. A *sequencer* gives each event,
-//! once committed, a position `seq` in the order it was seen: it takes the unsequenced rows
-//! (`seq = 0`: a value InnoDB overwrites in place, where a NULL made it rewrite the row)
-//! `FOR UPDATE SKIP LOCKED` (a row still being inserted is locked by its writer, so it is
-//! passed over, not waited for), in id order, and numbers them past every position given
-//! before. Sequencers take turns on a named lock; consumers read by `(seq, id)` and so never
-//! see an earlier position appear behind them. Leases and the consumers' progress are written
-//! once in `coupond_store_sql::scheduling`, as are the scheduler and the inbox.
+//! once committed, a position `seq` in the order it was seen: it reads the unsequenced rows
+//! (`seq = 0`: a value InnoDB overwrites in place, where a NULL made it rewrite the row) as
+//! committed, in id order, and numbers them past every position given before. Sequencers take
+//! turns on a named lock; consumers read by `(seq, id)` and so never see an earlier position
+//! appear behind them. Leases and the consumers' progress are written once in
+//! `coupond_store_sql::scheduling`, as are the scheduler and the inbox.
+//!
+//! The sequencer's transaction is `READ COMMITTED` and takes two round trips (two
+//! [`Script`]s). Its read is a plain one: a row still being inserted is not committed, so it is
+//! not seen (and not waited for), and only sequencers write `seq`. Its numbering is one
+//! `UPDATE ... WHERE id BETWEEN` per run of consecutive ids (a run holds no other row, so it
+//! is exactly the run's events), the ids outside runs in one `IN` list. Under `READ
+//! COMMITTED` an update reading past the end of its range does not wait on a row being
+//! inserted there (under `REPEATABLE READ` it did, for the whole claim batch). Measured on
+//! 5,000 events: the locking read (`FOR UPDATE SKIP LOCKED`) took 7.4 ms against 1.3 ms, and
+//! numbering them as one range 18 ms against 30 ms by a list of ids.
 
 use coupond_store::{Event, OutboxPosition, StoreError, StoreResult};
-use coupond_store_sql::{sql, Db, Row, Work};
+use coupond_store_sql::{sql, Db, Row};
 
+use crate::exec::ScriptTx;
+use crate::script::Script;
 use crate::store::MysqlStore;
 
 /// Events numbered per sequencer transaction.
 const SEQUENCE_BATCH: i64 = 5_000;
+
+/// The fewest consecutive ids numbered by a range of their own; shorter runs join the list.
+const RUN: usize = 8;
 
 impl MysqlStore {
     /// Gives the committed events that have none a position past every position given.
@@ -27,45 +41,34 @@ impl MysqlStore {
         if pending.is_none() {
             return Ok(());
         }
-        let mut tx = self.begin(Work::Background).await?;
-        tx.lock("outbox.sequencer").await?;
-        let ids: Vec<i64> = tx
-            .fetch_all(
-                sql("SELECT id FROM outbox WHERE seq = 0 ORDER BY id LIMIT $1
-                     FOR UPDATE SKIP LOCKED")
-                .bind(SEQUENCE_BATCH),
-            )
-            .await?
+        let mut tx = ScriptTx::acquire(&self.pool).await?;
+        // On an error `tx` is dropped open: its connection is closed, not pooled, so neither
+        // the transaction nor its isolation level outlives it.
+        let mut s = Script::default();
+        s.sql("SET TRANSACTION ISOLATION LEVEL READ COMMITTED")
+            .end();
+        s.sql("START TRANSACTION").end();
+        s.sql("INSERT INTO locks (name) VALUES ('outbox.sequencer') ON DUPLICATE KEY UPDATE name = name")
+            .end();
+        let ids_at = s
+            .sql("SELECT id FROM outbox WHERE seq = 0 ORDER BY id LIMIT ")
+            .int(SEQUENCE_BATCH)
+            .end();
+        let top_at = s
+            .sql("SELECT COALESCE(MAX(seq), 0) AS top FROM outbox")
+            .end();
+        let done = tx.run(&s, false).await?;
+        let ids: Vec<i64> = done[ids_at]
+            .rows
             .iter()
             .map(|r| r.i64("id"))
             .collect::<StoreResult<_>>()?;
-        let Some(&first) = ids.first() else {
-            return Ok(());
+        let (Some(&first), Some(top)) = (ids.first(), done[top_at].rows.first()) else {
+            return tx.rollback().await;
         };
-        let top = tx
-            .fetch_one(sql("SELECT COALESCE(MAX(seq), 0) AS top FROM outbox"))
-            .await?
-            .i64("top")?;
         // `seq = id + offset`: in id order, past `top`, and above 0 (ids start at 1).
-        let offset = (top + 1 - first).max(0);
-        // Joined from the list, one primary-key lookup per id. Written as `id IN (SELECT ...
-        // JSON_TABLE ...)`, MariaDB read the whole list again for every row of the id range:
-        // 2.6 s for 5,000 ids against 0.04 s joined, and the consumers fell 45 s behind a
-        // 100,000-claim flash sale.
-        tx.execute(
-            // From the list to the table (STRAIGHT_JOIN): a plan that scanned `outbox` would
-            // wait on rows still being inserted (a multi-table update gets no semi-consistent
-            // read).
-            sql(
-                "UPDATE JSON_TABLE($1, '$[*]' COLUMNS (v BIGINT PATH '$')) AS l
-                 STRAIGHT_JOIN outbox o ON o.id = l.v
-                 SET o.seq = o.id + $2",
-            )
-            .bind(ids)
-            .bind(offset),
-        )
-        .await?;
-        tx.commit().await
+        let offset = (top.i64("top")? + 1 - first).max(0);
+        tx.run(&numbering(&ids, offset), true).await.map(drop)
     }
 
     pub(crate) async fn outbox_head_q(&self) -> StoreResult<OutboxPosition> {
@@ -82,6 +85,43 @@ impl MysqlStore {
             })
         })
     }
+}
+
+/// The script that gives `ids` (ascending) `seq = id + offset` and commits: a range per run of
+/// at least [`RUN`] consecutive ids, the rest by one list.
+fn numbering(ids: &[i64], offset: i64) -> Script {
+    let mut s = Script::default();
+    let mut listed = Vec::new();
+    for run in runs(ids) {
+        if run.len() < RUN {
+            listed.extend_from_slice(run);
+            continue;
+        }
+        s.sql("UPDATE outbox SET seq = id + ")
+            .int(offset)
+            .sql(" WHERE id BETWEEN ")
+            .int(run[0])
+            .sql(" AND ")
+            .int(run[run.len() - 1])
+            .sql(" AND seq = 0")
+            .end();
+    }
+    if !listed.is_empty() {
+        s.sql("UPDATE outbox SET seq = id + ")
+            .int(offset)
+            .sql(" WHERE seq = 0 AND id IN (");
+        for (k, id) in listed.iter().enumerate() {
+            s.sql(if k == 0 { "" } else { ", " }).int(*id);
+        }
+        s.sql(")").end();
+    }
+    s.sql("COMMIT").end();
+    s
+}
+
+/// `ids` (ascending) cut into runs of consecutive integers.
+fn runs(ids: &[i64]) -> impl Iterator<Item = &[i64]> {
+    ids.chunk_by(|a, b| *b == *a + 1)
 }
 
 fn event(r: &Row) -> StoreResult<Event> {
@@ -111,3 +151,26 @@ coupond_store_sql::impl_outbox_store!(MysqlStore, {
         rows.iter().map(event).collect()
     }
 });
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_of_consecutive_ids_are_ranges_the_rest_one_list() {
+        let mut ids: Vec<i64> = (1..=8).collect();
+        ids.extend([10, 11, 13]);
+        ids.extend(20..=29);
+        assert_eq!(
+            numbering(&ids, 100).as_str(),
+            "UPDATE outbox SET seq = id + 100 WHERE id BETWEEN 1 AND 8 AND seq = 0;\n\
+             UPDATE outbox SET seq = id + 100 WHERE id BETWEEN 20 AND 29 AND seq = 0;\n\
+             UPDATE outbox SET seq = id + 100 WHERE seq = 0 AND id IN (10, 11, 13);\n\
+             COMMIT;\n"
+        );
+        assert_eq!(
+            numbering(&[5], 0).as_str(),
+            "UPDATE outbox SET seq = id + 0 WHERE seq = 0 AND id IN (5);\nCOMMIT;\n"
+        );
+    }
+}

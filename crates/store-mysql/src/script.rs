@@ -129,6 +129,12 @@ impl Script {
         s
     }
 
+    /// The script's text, for tests.
+    #[cfg(test)]
+    pub(crate) fn as_str(&self) -> &str {
+        &self.text
+    }
+
     pub(crate) fn is_empty(&self) -> bool {
         self.statements == 0
     }
