@@ -15,6 +15,7 @@
 //!   its order id written once in `coupond_store_sql::checkout`.
 //! - `scheduling`: [`OutboxStore`](coupond_store::OutboxStore): the outbox's sequencer and
 //!   read order, MySQL's own.
+//! - `inbox`: reminders planned as one script (the rest of the inbox is shared).
 //! - `issuance`: [`IssuanceStore`](coupond_store::IssuanceStore): a chunk per transaction.
 //! - `rows`: the one driver-error mapping.
 //! - `migrations/`: the schema, embedded in the binary and applied by [`MysqlStore::migrate`].
@@ -28,6 +29,7 @@ mod checkout;
 mod claims;
 mod exec;
 mod ids;
+mod inbox;
 mod issuance;
 mod rows;
 mod scheduling;
@@ -56,4 +58,4 @@ coupond_store_sql::impl_report_store!(MysqlStore);
 coupond_store_sql::impl_inspect_store!(MysqlStore);
 coupond_store_sql::impl_idempotency_store!(MysqlStore);
 coupond_store_sql::impl_scheduler_store!(MysqlStore);
-coupond_store_sql::impl_inbox_store!(MysqlStore);
+coupond_store_sql::impl_inbox_store!(MysqlStore, plan_reminders = crate::inbox::plan_reminders);

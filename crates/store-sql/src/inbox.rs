@@ -13,8 +13,8 @@ use coupond_store::{Message, MessageContent, Reminder, StoreError, StoreResult};
 
 use crate::{sql, Db, Dialect, Exec, Row, Work};
 
-/// Rows inserted per statement.
-const CHUNK: usize = 500;
+/// Reminders inserted per statement (a backend's own planning keeps to it too).
+pub const CHUNK: usize = 500;
 
 /// A message read with its content (`m`: messages, `c`: message_contents).
 const MESSAGE_SELECT: &str = "SELECT m.id, m.user_id, c.kind, c.title, c.body, m.created_at, \
