@@ -15,9 +15,9 @@
 //! `UPDATE ... WHERE id BETWEEN` per run of consecutive ids (a run holds no other row, so it
 //! is exactly the run's events), the ids outside runs in one `IN` list. Under `READ
 //! COMMITTED` an update reading past the end of its range does not wait on a row being
-//! inserted there (under `REPEATABLE READ` it did, for the whole claim batch). Measured on
-//! 5,000 events: the locking read (`FOR UPDATE SKIP LOCKED`) took 7.4 ms against 1.3 ms, and
-//! numbering them as one range 18 ms against 30 ms by a list of ids.
+//! inserted there (under `REPEATABLE READ` it did, for the whole claim batch). On 5,000 events
+//! (`bench/mysql-sequencer.sh`) the locking read (`FOR UPDATE SKIP LOCKED`) took 6.6-10.8 ms
+//! against 1.2-2.5 ms, and numbering them as one range 18-19 ms against 30-31 ms by a list.
 
 use coupond_store::{Event, OutboxPosition, StoreError, StoreResult};
 use coupond_store_sql::{sql, Db, Row};
