@@ -9,15 +9,18 @@
 //! appear behind them. Leases and the consumers' progress are written once in
 //! `coupond_store_sql::scheduling`, as are the scheduler and the inbox.
 //!
-//! The sequencer's transaction is `READ COMMITTED` and takes two round trips (two
-//! [`Script`]s). Its read is a plain one: a row still being inserted is not committed, so it is
-//! not seen (and not waited for), and only sequencers write `seq`. Its numbering is one
-//! `UPDATE ... WHERE id BETWEEN` per run of consecutive ids (a run holds no other row, so it
-//! is exactly the run's events), the ids outside runs in one `IN` list. Under `READ
-//! COMMITTED` an update reading past the end of its range does not wait on a row being
-//! inserted there (under `REPEATABLE READ` it did, for the whole claim batch). On 5,000 events
-//! (`bench/mysql-sequencer.sh`) the locking read (`FOR UPDATE SKIP LOCKED`) took 6.6-10.8 ms
-//! against 1.2-2.5 ms, and numbering them as one range 18-19 ms against 30-31 ms by a list.
+//! The sequencer's transaction is `READ COMMITTED` (every session of the store's pool is, see
+//! `store`; the sequencer says so for its own transaction too, as it depends on it) and takes
+//! two round trips (two [`Script`]s). Its read is a plain one: a row still being inserted is
+//! not committed, so it is not seen (and not waited for), and only sequencers write `seq`.
+//! Its numbering is one `UPDATE ... WHERE id BETWEEN` per run of at least [`RUN`] consecutive
+//! ids (a run holds no other row, so it is exactly the run's events), the other ids in one
+//! `IN` list, both by the primary key: under `READ COMMITTED` a scan of the primary key does
+//! not wait on a row being inserted just past its range (a semi-consistent read passes it
+//! over), where under `REPEATABLE READ` it waits for that row's whole claim batch
+//! (`tests/sequencer.rs` holds such a row open). On 5,000 events (`bench/mysql-sequencer.sh`)
+//! the locking read it used before (`FOR UPDATE SKIP LOCKED`) took 6.6-10.8 ms against
+//! 1.2-2.5 ms, and numbering them as one range 18-19 ms against 30-31 ms by a JSON list.
 
 use coupond_store::{Event, OutboxPosition, StoreError, StoreResult};
 use coupond_store_sql::{sql, Db, Row};
@@ -43,7 +46,7 @@ impl MysqlStore {
         }
         let mut tx = ScriptTx::acquire(&self.pool).await?;
         // On an error `tx` is dropped open: its connection is closed, not pooled, so neither
-        // the transaction nor its isolation level outlives it.
+        // the transaction nor the isolation level set for it outlives it.
         let mut s = Script::default();
         s.sql("SET TRANSACTION ISOLATION LEVEL READ COMMITTED")
             .end();
@@ -88,7 +91,8 @@ impl MysqlStore {
 }
 
 /// The script that gives `ids` (ascending) `seq = id + offset` and commits: a range per run of
-/// at least [`RUN`] consecutive ids, the rest by one list.
+/// at least [`RUN`] consecutive ids, the rest by one list. Both by the primary key (a plan by
+/// `(seq, id)` would lock index entries, where the primary key's scan reads semi-consistently).
 fn numbering(ids: &[i64], offset: i64) -> Script {
     let mut s = Script::default();
     let mut listed = Vec::new();
@@ -97,7 +101,7 @@ fn numbering(ids: &[i64], offset: i64) -> Script {
             listed.extend_from_slice(run);
             continue;
         }
-        s.sql("UPDATE outbox SET seq = id + ")
+        s.sql("UPDATE outbox FORCE INDEX (PRIMARY) SET seq = id + ")
             .int(offset)
             .sql(" WHERE id BETWEEN ")
             .int(run[0])
@@ -107,7 +111,7 @@ fn numbering(ids: &[i64], offset: i64) -> Script {
             .end();
     }
     if !listed.is_empty() {
-        s.sql("UPDATE outbox SET seq = id + ")
+        s.sql("UPDATE outbox FORCE INDEX (PRIMARY) SET seq = id + ")
             .int(offset)
             .sql(" WHERE seq = 0 AND id IN (");
         for (k, id) in listed.iter().enumerate() {
@@ -163,14 +167,14 @@ mod tests {
         ids.extend(20..=29);
         assert_eq!(
             numbering(&ids, 100).as_str(),
-            "UPDATE outbox SET seq = id + 100 WHERE id BETWEEN 1 AND 8 AND seq = 0;\n\
-             UPDATE outbox SET seq = id + 100 WHERE id BETWEEN 20 AND 29 AND seq = 0;\n\
-             UPDATE outbox SET seq = id + 100 WHERE seq = 0 AND id IN (10, 11, 13);\n\
+            "UPDATE outbox FORCE INDEX (PRIMARY) SET seq = id + 100 WHERE id BETWEEN 1 AND 8 AND seq = 0;\n\
+             UPDATE outbox FORCE INDEX (PRIMARY) SET seq = id + 100 WHERE id BETWEEN 20 AND 29 AND seq = 0;\n\
+             UPDATE outbox FORCE INDEX (PRIMARY) SET seq = id + 100 WHERE seq = 0 AND id IN (10, 11, 13);\n\
              COMMIT;\n"
         );
         assert_eq!(
             numbering(&[5], 0).as_str(),
-            "UPDATE outbox SET seq = id + 0 WHERE seq = 0 AND id IN (5);\nCOMMIT;\n"
+            "UPDATE outbox FORCE INDEX (PRIMARY) SET seq = id + 0 WHERE seq = 0 AND id IN (5);\nCOMMIT;\n"
         );
     }
 }

@@ -1,6 +1,6 @@
 //! The outbox's sequencer around events still being written: an event whose transaction is
-//! open is neither numbered nor waited for, whether it sits between committed events or past
-//! the last of them, and once committed it is numbered after every event read before it, so a
+//! open is neither numbered nor waited for, whether it sits between committed events or just
+//! past a run of them that is numbered as a range, and once committed it is numbered after every event read before it, so a
 //! consumer reading by position sees each event once and never one behind its position.
 //! Needs `COUPOND_TEST_MYSQL_URL`; skips without it.
 
@@ -76,9 +76,12 @@ async fn events_being_written_are_numbered_once_committed_after_those_read() {
     };
     let t = claimable_template(&*s, 100, 1).await;
     claim(&s, t.id, &["u1", "u2", "u3"]).await;
-    // One open between committed events, one past the last of them.
+    // One open between committed events, one past the last of them, behind a run of committed
+    // events long enough to be numbered as a range.
     let (mut middle, middle_id) = open_event(&url).await;
-    claim(&s, t.id, &["u4", "u5"]).await;
+    let run: Vec<String> = (4..=15).map(|i| format!("u{i}")).collect();
+    let run: Vec<&str> = run.iter().map(String::as_str).collect();
+    claim(&s, t.id, &run).await;
     let (mut last, last_id) = open_event(&url).await;
 
     let first = read(&s, OutboxPosition::default()).await;
@@ -88,7 +91,7 @@ async fn events_being_written_are_numbered_once_committed_after_those_read() {
         "{ids:?}"
     );
     let claimed = first.iter().filter(|e| e.kind == "coupon.claimed").count();
-    assert_eq!(claimed, 5, "every committed claim's event: {ids:?}");
+    assert_eq!(claimed, 15, "every committed claim's event: {ids:?}");
     let pos = end(&first, OutboxPosition::default());
     assert!(
         read(&s, pos).await.is_empty(),
