@@ -31,9 +31,11 @@ forms=(
   "locking read|SELECT id FROM outbox WHERE seq = 0 ORDER BY id LIMIT 5000 FOR UPDATE SKIP LOCKED"
   "plain read|SELECT id FROM outbox WHERE seq = 0 ORDER BY id LIMIT 5000"
   "update by a JSON list|UPDATE JSON_TABLE('[$ids_json]', '\$[*]' COLUMNS (v BIGINT PATH '\$')) AS l STRAIGHT_JOIN outbox o ON o.id = l.v SET o.seq = o.id + 100000"
-  "update by a range|UPDATE outbox SET seq = id + 100000 WHERE id BETWEEN 50001 AND 55000 AND seq = 0"
+  "update by a range|UPDATE outbox FORCE INDEX (PRIMARY) SET seq = id + 100000 WHERE id BETWEEN 50001 AND 55000 AND seq = 0"
 )
 {
+  # As coupond's sessions are (see crates/store-mysql/src/store.rs).
+  echo "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED;"
   echo "SET profiling = 1; SET profiling_history_size = 100;"
   # The server keeps the last 100 statements' profiles: read them after each round.
   for _ in $(seq 1 "$rounds"); do

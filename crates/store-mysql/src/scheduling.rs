@@ -19,8 +19,8 @@
 //! not wait on a row being inserted just past its range (a semi-consistent read passes it
 //! over), where under `REPEATABLE READ` it waits for that row's whole claim batch
 //! (`tests/sequencer.rs` holds such a row open). On 5,000 events (`bench/mysql-sequencer.sh`)
-//! the locking read it used before (`FOR UPDATE SKIP LOCKED`) took 6.6-10.8 ms against
-//! 1.2-2.5 ms, and numbering them as one range 18-19 ms against 30-31 ms by a JSON list.
+//! the locking read it used before (`FOR UPDATE SKIP LOCKED`) took 11.6-11.8 ms against
+//! 1.9-2.0 ms, and numbering them as one range 20-31 ms against 37-46 ms by a JSON list.
 
 use coupond_store::{Event, OutboxPosition, StoreError, StoreResult};
 use coupond_store_sql::{sql, Db, Row};
