@@ -4,7 +4,6 @@
 //! Needs `COUPOND_TEST_MYSQL_URL`; skips without it.
 
 use std::collections::HashSet;
-use std::io::Write;
 use std::sync::Arc;
 
 use coupond_domain::TemplateId;
@@ -13,26 +12,18 @@ use coupond_store::{ClaimOutcome, Store};
 use coupond_store_mysql::MysqlStore;
 use sqlx::{Connection, MySqlConnection};
 
-const ENV: &str = "COUPOND_TEST_MYSQL_URL";
+mod common;
+
 /// Ids a store draws at once (`ids::BLOCK`).
 const BLOCK: i64 = 4_096;
 
 /// Two stores on one fresh database, and that database's URL.
 async fn two_instances(case: &str) -> Option<(Arc<dyn Store>, Arc<dyn Store>, String)> {
-    let Ok(url) = std::env::var(ENV) else {
-        let _ = writeln!(std::io::stderr(), "SKIP mysql `{case}`: {ENV} is not set");
-        return None;
-    };
-    let database = format!("ct_ids_{}", uuid::Uuid::new_v4().simple());
-    let a = MysqlStore::connect_in_database(&url, Some(&database))
+    let f = common::fresh("ids", case).await?;
+    let b = MysqlStore::connect_in_database(&f.server, Some(&f.database))
         .await
         .expect("connect to mysql");
-    a.migrate().await.expect("migrate");
-    let b = MysqlStore::connect_in_database(&url, Some(&database))
-        .await
-        .expect("connect to mysql");
-    let base = url.rsplit_once('/').map_or(url.as_str(), |(b, _)| b);
-    Some((Arc::new(a), Arc::new(b), format!("{base}/{database}")))
+    Some((Arc::new(f.store), Arc::new(b), f.url))
 }
 
 /// `batches` batches of `size` claims of `template` on `store`, by users named after `who`;

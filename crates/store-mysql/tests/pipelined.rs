@@ -5,17 +5,15 @@
 //! stock, and the template's `sold_out` event written by whoever took its last coupon.
 //! Needs `COUPOND_TEST_MYSQL_URL`; skips without it.
 
-use std::io::Write;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use coupond_domain::TemplateId;
 use coupond_store::testing::fixtures::{at, claimable_template, plain_claim};
 use coupond_store::{ClaimOutcome, Store};
-use coupond_store_mysql::MysqlStore;
 use sqlx::{Connection, MySqlConnection};
 
-const ENV: &str = "COUPOND_TEST_MYSQL_URL";
+mod common;
 
 struct Case {
     store: Arc<dyn Store>,
@@ -24,21 +22,11 @@ struct Case {
 }
 
 async fn fresh(case: &str) -> Option<Case> {
-    let Ok(url) = std::env::var(ENV) else {
-        let _ = writeln!(std::io::stderr(), "SKIP mysql `{case}`: {ENV} is not set");
-        return None;
-    };
-    let database = format!("ct_pipe_{}", uuid::Uuid::new_v4().simple());
-    let store = MysqlStore::connect_in_database(&url, Some(&database))
-        .await
-        .expect("connect to mysql");
-    store.migrate().await.expect("migrate");
-    let base = url.rsplit_once('/').map_or(url.as_str(), |(b, _)| b);
-    let url = format!("{base}/{database}");
+    let f = common::fresh("pipe", case).await?;
     Some(Case {
-        store: Arc::new(store),
-        url,
-        database,
+        store: Arc::new(f.store),
+        url: f.url,
+        database: f.database,
     })
 }
 

@@ -4,33 +4,22 @@
 //! consumer reading by position sees each event once and never one behind its position.
 //! Needs `COUPOND_TEST_MYSQL_URL`; skips without it.
 
-use std::io::Write;
 use std::sync::Arc;
 use std::time::Duration;
 
 use coupond_store::testing::fixtures::{at, claimable_template, plain_claim};
 use coupond_store::{Event, OutboxPosition, Store};
-use coupond_store_mysql::MysqlStore;
 use sqlx::{Connection, MySqlConnection};
 
-const ENV: &str = "COUPOND_TEST_MYSQL_URL";
+mod common;
 
 /// How long a read may take before the test calls it stuck behind the open transaction
 /// (InnoDB would wait 50 s, its lock wait timeout).
 const STUCK: Duration = Duration::from_secs(20);
 
 async fn fresh(case: &str) -> Option<(Arc<dyn Store>, String)> {
-    let Ok(url) = std::env::var(ENV) else {
-        let _ = writeln!(std::io::stderr(), "SKIP mysql `{case}`: {ENV} is not set");
-        return None;
-    };
-    let database = format!("ct_seq_{}", uuid::Uuid::new_v4().simple());
-    let store = MysqlStore::connect_in_database(&url, Some(&database))
-        .await
-        .expect("connect to mysql");
-    store.migrate().await.expect("migrate");
-    let base = url.rsplit_once('/').map_or(url.as_str(), |(b, _)| b);
-    Some((Arc::new(store), format!("{base}/{database}")))
+    let f = common::fresh("seq", case).await?;
+    Some((Arc::new(f.store), f.url))
 }
 
 /// An event written by a transaction left open on a connection of its own.
