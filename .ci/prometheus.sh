@@ -26,6 +26,14 @@ cd "$work"
 pids+=($!)
 for _ in $(seq 1 200); do curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
 curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null || { cat demo.err; echo "prometheus: coupond did not start" >&2; exit 1; }
+# Every metric an alert rule names is exported on the very first scrape, before anything has
+# happened that would record it: an alert must tell "never happened" from "not exported".
+first=$(curl -fsS "http://127.0.0.1:$port/metrics")
+named=$(grep -oE 'coupond_[a-z_]+' "$rules/alerts.yml" | sort -u)
+for m in $named; do
+  grep -qE "^$m(\{| )" <<<"$first" || { echo "prometheus: $m (named by an alert) is not on the first scrape" >&2; exit 1; }
+done
+echo "prometheus: the first scrape has every metric the alerts name ($(wc -w <<<"$named"))"
 cat >prometheus.yml <<EOF
 global: {scrape_interval: 1s, evaluation_interval: 1s}
 rule_files: ["$rules/alerts.yml"]

@@ -465,6 +465,9 @@ impl From<coupond_engine::accounts::AccountError> for ApiError {
                 "this set-password link was used already or is older than an hour",
             ),
             AccountError::Hashing(why) => ApiError::Internal(why.into()),
+            AccountError::Busy { retry_after } => ApiError::RateLimited {
+                retry_after: retry_after.as_secs().max(1),
+            },
             AccountError::Store(e) => e.into(),
         }
     }
@@ -492,7 +495,10 @@ impl From<coupond_engine::CheckoutError> for ApiError {
             CheckoutError::Hold(HoldError::TooFar(latest)) => ApiError::invalid(
                 "hold_until_too_far",
                 "hold_until",
-                format!("at most checkout.max_lock_ttl from now: {latest} at the latest"),
+                format!(
+                    "at most checkout.max_lock_ttl from when the lock was taken, and not past \
+                     its coupons' validity: {latest} at the latest"
+                ),
             ),
             CheckoutError::Store(e) => e.into(),
         }

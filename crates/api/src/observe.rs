@@ -69,6 +69,7 @@ pub fn metrics_handle() -> &'static PrometheusHandle {
 fn describe() {
     use metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
     coupond_engine::telemetry::describe();
+    coupond_engine::telemetry::register();
     describe_counter!(
         "http_requests_total",
         "HTTP requests answered, by method, route and status"

@@ -13,7 +13,7 @@ use crate::cache::TtlCache;
 use crate::ratelimit::{Limit, Rate, RateLimits, Sharing};
 use crate::uploads::{UploadPermit, Uploads};
 use coupond_domain::{MerchantId, Template, TemplateId};
-use coupond_engine::accounts::Accounts;
+use coupond_engine::accounts::{Accounts, HashGate};
 use coupond_engine::centre::Shelf;
 use coupond_engine::checkout::TemplateSource;
 use coupond_engine::self_audit::{Auditor, TimeOfDay};
@@ -118,6 +118,8 @@ pub struct ApiSettings {
     pub seen_capacity: usize,
     /// Campaign messages an owner (a merchant, or the platform) may send per local day.
     pub campaigns_per_owner_per_day: u32,
+    /// Password checks (argon2id, 19 MiB each) running at once; 0: as many as the cores.
+    pub password_hashes: usize,
 }
 
 impl Default for ApiSettings {
@@ -164,6 +166,7 @@ impl Default for ApiSettings {
             seen_resolution: time::Duration::minutes(5),
             seen_capacity: 100_000,
             campaigns_per_owner_per_day: 3,
+            password_hashes: 0,
         }
     }
 }
@@ -243,8 +246,10 @@ impl AppState {
         .with_currency(settings.currency);
         let issuance = IssuanceWorker::new(store.clone(), clock.clone(), pace);
         let tagging = TagWorker::new(store.clone(), clock.clone(), pace);
-        let accounts = Accounts::new(store.clone(), clock.clone());
-        let auditor = Auditor::new(store.clone(), clock.clone(), settings.audit_at, "api");
+        let hashes = HashGate::new(settings.password_hashes, std::time::Duration::from_secs(1));
+        let accounts = Accounts::new(store.clone(), clock.clone()).with_hash_gate(hashes);
+        let auditor = Auditor::new(store.clone(), clock.clone(), settings.audit_at, "api")
+            .in_zone(settings.time_zone);
         let seen = Seen::new(
             store.clone(),
             clock.clone(),

@@ -172,7 +172,34 @@ fn derive(secret: &[u8]) -> [u8; 64] {
 /// The console's routes, under [`BASE`], each answer with the console's security headers.
 pub fn router(console: Console) -> Router {
     let max_upload = console.app().settings().max_upload_bytes;
+    let proxies = console.app().settings().trusted_proxies.clone();
     views::routes(max_upload)
         .with_state(console)
+        .layer(axum::middleware::from_fn(move |req, next| {
+            from_client(proxies.clone(), req, next)
+        }))
         .layer(axum::middleware::map_response(headers::secure))
+}
+
+/// Runs a page's request in the audit trail's context with the client it came from (the
+/// address a trusted proxy names, else the peer): the API calls the page makes in process, and
+/// the changes it makes itself, are recorded with that client. Who acts is set where it is
+/// known (the API's guard for its calls, a page for its own changes); until then, the console.
+async fn from_client(
+    proxies: Arc<coupond_api::forwarded::TrustedProxies>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::extract::ConnectInfo;
+    use coupond_store::audit;
+    let client = req
+        .extensions()
+        .get::<ConnectInfo<std::net::SocketAddr>>()
+        .map(|peer| proxies.client(peer.0.ip(), req.headers()).to_string());
+    let ctx = audit::Context {
+        who: audit::Who::System("console".to_owned()),
+        request_id: coupond_api::observe::current_request_id(),
+        client,
+    };
+    audit::acting(ctx, next.run(req)).await
 }

@@ -4,6 +4,10 @@
 //! email's count. An attempt made too early is refused without checking the password, with
 //! the same words whether the email has an account or not.
 //!
+//! An attempt is counted as a failure when it is let through, before its password is checked
+//! ([`SignInThrottle::attempt`]), and forgiven if it succeeds: counted after the check, a burst
+//! sent at once was all let through while the first checks were still running.
+//!
 //! Counts are kept per instance, in memory, for at most [`MAX_TRACKED`] emails and addresses
 //! (the oldest are dropped first) and forgotten `max_delay` after the last failure. The lock
 //! is a `std` one, held only to read or update one entry, never across an await.
@@ -40,20 +44,25 @@ impl SignInThrottle {
         }
     }
 
-    /// How long `keys` (an email, an address) must still wait at `now` before an attempt is
-    /// checked; `None`: it may go on.
-    pub fn wait(&self, keys: &[&str], now: Timestamp) -> Option<Duration> {
-        let seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
-        keys.iter()
+    /// Lets an attempt of `keys` through at `now` and counts it as failed until
+    /// [`SignInThrottle::succeeded`] says otherwise, in one step, so that attempts sent at once
+    /// are counted one after another; or how long `keys` must still wait.
+    pub fn attempt(&self, keys: &[&str], now: Timestamp) -> Result<(), Duration> {
+        let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+        let wait = keys
+            .iter()
             .filter_map(|k| seen.get(*k).and_then(|f| self.remaining(f, now)))
-            .max()
+            .max();
+        if let Some(wait) = wait {
+            return Err(wait);
+        }
+        self.count(&mut seen, keys, now);
+        Ok(())
     }
 
-    /// Records a failed attempt of `keys` at `now`.
-    pub fn failed(&self, keys: &[&str], now: Timestamp) {
-        let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+    fn count(&self, seen: &mut HashMap<String, Failures>, keys: &[&str], now: Timestamp) {
         if seen.len() >= MAX_TRACKED {
-            self.forget_old(&mut seen, now);
+            self.forget_old(seen, now);
         }
         for k in keys {
             let f = seen.entry((*k).to_owned()).or_insert(Failures {
@@ -65,12 +74,17 @@ impl SignInThrottle {
         }
     }
 
-    /// Clears `key`'s failures (a successful sign-in of that email).
-    pub fn succeeded(&self, key: &str) {
-        self.seen
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(key);
+    /// A successful sign-in of the email `email` from `others` (its client address): the
+    /// email's failures are cleared, and the attempt [`SignInThrottle::attempt`] counted
+    /// against each of `others` is taken back (an office of many people shares an address).
+    pub fn succeeded(&self, email: &str, others: &[&str]) {
+        let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+        seen.remove(email);
+        for k in others {
+            if let Some(f) = seen.get_mut(*k) {
+                f.count = f.count.saturating_sub(1);
+            }
+        }
     }
 
     /// The delay `f` still imposes at `now`.
@@ -107,30 +121,53 @@ mod tests {
     #[test]
     fn failures_past_the_free_ones_wait_longer_each_time() {
         let t = SignInThrottle::new(3, Duration::from_secs(60));
-        for _ in 0..3 {
-            assert_eq!(t.wait(&["a@x.io", "10.0.0.1"], at(0)), None);
-            t.failed(&["a@x.io", "10.0.0.1"], at(0));
+        let both = ["a@x.io", "10.0.0.1"];
+        for _ in 0..4 {
+            assert_eq!(t.attempt(&both, at(0)), Ok(()), "three failures are free");
         }
-        assert_eq!(t.wait(&["a@x.io"], at(0)), None, "three failures are free");
-        t.failed(&["a@x.io", "10.0.0.1"], at(0));
-        assert_eq!(t.wait(&["a@x.io"], at(0)), Some(Duration::from_secs(1)));
-        t.failed(&["a@x.io", "10.0.0.1"], at(0));
-        assert_eq!(t.wait(&["a@x.io"], at(0)), Some(Duration::from_secs(2)));
+        assert_eq!(t.attempt(&["a@x.io"], at(0)), Err(Duration::from_secs(1)));
+        assert_eq!(t.attempt(&["a@x.io"], at(1)), Ok(()));
+        assert_eq!(t.attempt(&["a@x.io"], at(1)), Err(Duration::from_secs(2)));
         assert_eq!(
-            t.wait(&["b@x.io", "10.0.0.1"], at(1)),
-            Some(Duration::from_secs(1))
+            t.attempt(&["b@x.io", "10.0.0.1"], at(0)),
+            Err(Duration::from_secs(1)),
+            "the address waits too"
         );
-        assert_eq!(t.wait(&["a@x.io"], at(2)), None);
-        for _ in 0..10 {
-            t.failed(&["a@x.io"], at(2));
+        assert_eq!(t.attempt(&["a@x.io"], at(3)), Ok(()));
+        for s in 0..10 {
+            let _ = t.attempt(&["a@x.io"], at(3 + (1 << s.min(6))));
         }
-        assert_eq!(
-            t.wait(&["a@x.io"], at(2)),
-            Some(Duration::from_secs(60)),
+        let last = at(3 + 64);
+        assert!(
+            t.attempt(&["a@x.io"], last).unwrap_err() <= Duration::from_secs(60),
             "capped"
         );
-        t.succeeded("a@x.io");
-        assert_eq!(t.wait(&["a@x.io"], at(2)), None);
-        assert_eq!(t.wait(&["c@x.io"], at(2)), None, "others never waited");
+        t.succeeded("a@x.io", &[]);
+        assert_eq!(t.attempt(&["a@x.io"], last), Ok(()));
+        assert_eq!(t.attempt(&["c@x.io"], last), Ok(()), "others never waited");
+    }
+
+    /// Attempts made at once are counted as they are let through: past the free ones, the
+    /// next is refused before any of them has finished; a success takes its count back from
+    /// the address and clears the email.
+    #[test]
+    fn attempts_count_before_they_are_checked() {
+        let t = SignInThrottle::new(3, Duration::from_secs(60));
+        let keys = ["email:a@x.io", "ip:10.0.0.1"];
+        for _ in 0..4 {
+            assert_eq!(t.attempt(&keys, at(0)), Ok(()));
+        }
+        assert_eq!(t.attempt(&keys, at(0)), Err(Duration::from_secs(1)));
+        assert_eq!(
+            t.attempt(&["email:b@x.io", "ip:10.0.0.1"], at(0)),
+            Err(Duration::from_secs(1))
+        );
+        t.succeeded("email:a@x.io", &["ip:10.0.0.1"]);
+        assert_eq!(
+            t.attempt(&keys, at(0)),
+            Ok(()),
+            "one taken back from the address"
+        );
+        assert_eq!(t.attempt(&keys, at(0)), Err(Duration::from_secs(1)));
     }
 }

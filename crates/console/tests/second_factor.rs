@@ -7,16 +7,16 @@
 mod support;
 
 use axum::body::Body;
-use axum::http::{Request, StatusCode};
+use axum::http::{Method, Request, StatusCode};
 use coupond_api::ApiSettings;
 use coupond_domain::OperatorRole;
-use coupond_engine::second_factor::code_at;
+use coupond_engine::second_factor::{self, code_at};
 use coupond_engine::Clock;
 use coupond_store::Role;
 
 use support::{
     account, account_sign_in, answer, app_with_console, csrf_of, form_post, key, merchant,
-    page_get, test_console,
+    page_get, test_console, v1,
 };
 
 fn between<'a>(page: &'a str, start: &str, end: &str) -> &'a str {
@@ -58,6 +58,32 @@ async fn a_second_factor_is_turned_on_and_then_asked_for_each_sign_in() {
         (r.status, r.location.as_str()),
         (StatusCode::SEE_OTHER, "/console/account?notice=on")
     );
+    // In the audit trail under the person who did it, from their address (issue 61 point 5),
+    // not as coupond itself.
+    let (platform, _) = key(&app, Role::Platform, None).await;
+    let (status, trail) = v1(
+        &app,
+        &platform,
+        Method::GET,
+        "/v1/audit?actor=ada@example.com",
+        serde_json::Value::Null,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{trail}");
+    let on = trail["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["action"] == "operator.totp_on")
+        .unwrap_or_else(|| panic!("no totp_on entry: {trail}"));
+    assert_eq!(
+        (&on["actor_name"], &on["client"]),
+        (
+            &serde_json::json!("ada@example.com"),
+            &serde_json::json!("192.0.2.7")
+        ),
+        "{on}"
+    );
 
     // Signing in now takes a current code, once; a missing or wrong one reads as a wrong
     // password.
@@ -81,6 +107,32 @@ async fn a_second_factor_is_turned_on_and_then_asked_for_each_sign_in() {
     let page = answer(&app, page_get("/console/account", &cookie)).await;
     assert!(page.body.contains("id=\"totp-state\">on<"), "{}", page.body);
     let csrf = csrf_of(&page.body);
+
+    // A signed-in session cannot put another app's secret in its place without a current
+    // code (issue 61 point 6): the old app's codes keep working.
+    let other = second_factor::new_secret();
+    let other_code = code_at(&other, app.clock.now()).unwrap();
+    let replace = format!("csrf={csrf}&secret={other}&code={other_code}");
+    let r = answer(
+        &app,
+        form_post("/console/account/totp", Some(&cookie), replace),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
+    assert!(
+        r.body.contains("turn it off with its current code first"),
+        "{}",
+        r.body
+    );
+    let ours = code_at(&secret, app.clock.now()).unwrap();
+    let r = account_sign_in(&app, "ada@example.com", &ours).await;
+    assert_eq!(
+        r.status,
+        StatusCode::SEE_OTHER,
+        "the old factor holds: {}",
+        r.body
+    );
+    app.clock.advance(time::Duration::seconds(30));
     let code = code_at(&secret, app.clock.now()).unwrap();
     let off = format!("csrf={csrf}&code={code}");
     let r = answer(

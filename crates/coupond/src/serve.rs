@@ -52,6 +52,9 @@ pub async fn run(config: Config, args: ServeArgs) -> anyhow::Result<()> {
 
 async fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
     tracing::info!(config = ?config, "starting coupond");
+    // The metrics recorder first: what the workers register as they start (their restarts
+    // counters at zero) is then on the first scrape.
+    coupond_api::observe::metrics_handle();
     // Fault injection for the failpoint tests; not configuration (test builds only).
     if let Ok(spec) = std::env::var("COUPOND_FAILPOINTS") {
         coupond_store::failpoints::configure(&spec)
@@ -247,6 +250,7 @@ fn api_settings(config: &Config, targets: Arc<TargetPolicy>) -> anyhow::Result<A
             .context("users_seen_resolution is too long")?,
         seen_capacity: config.users.seen_capacity,
         campaigns_per_owner_per_day: config.messages.campaigns_per_owner_per_day,
+        password_hashes: config.console.password_hashes,
         ..ApiSettings::default()
     })
 }

@@ -5,7 +5,9 @@
 //!
 //! A password is only ever kept as an argon2id PHC string (`$argon2id$v=19$m=19456,t=2,p=1$…`,
 //! OWASP's parameters: 19 MiB, two passes). Hashing takes tens of milliseconds of one core on
-//! purpose, so it runs on tokio's blocking pool, never on a request's worker thread.
+//! purpose, so it runs on tokio's blocking pool, never on a request's worker thread, and at
+//! most [`HashGate`]'s number at once: anyone may post a sign-in form, and without a bound a
+//! burst of them holds 19 MiB each on a blocking pool of hundreds of threads.
 
 use std::sync::Arc;
 
@@ -42,6 +44,10 @@ pub enum AccountError {
     ResetInvalid,
     #[error("password hashing failed: {0}")]
     Hashing(String),
+    /// Every password check allowed at once is running and none came free within the gate's
+    /// wait: try again after `retry_after`.
+    #[error("too many password checks at once; try again shortly")]
+    Busy { retry_after: std::time::Duration },
     #[error(transparent)]
     Store(StoreError),
 }
@@ -65,11 +71,71 @@ pub struct OperatorChange<'a> {
     pub disabled: Option<bool>,
 }
 
+/// Bounds the argon2 hashes and verifications running at once, so that no number of
+/// unauthenticated requests can hold more than `at_once` x 19 MiB for them. A request that
+/// gets no permit within `wait` is refused ([`AccountError::Busy`]) rather than queued without
+/// end. Cheap to clone: the clones share the permits.
+#[derive(Clone, Debug)]
+pub struct HashGate {
+    // A semaphore, not a pool of threads: the hashes still run on tokio's blocking pool, and
+    // each holds a permit for exactly as long as its memory is in use.
+    permits: Arc<tokio::sync::Semaphore>,
+    wait: std::time::Duration,
+}
+
+impl HashGate {
+    /// At most `at_once` hashes at a time (0: as many as the cores this process may use),
+    /// each request waiting at most `wait` for its turn.
+    pub fn new(at_once: usize, wait: std::time::Duration) -> Self {
+        let at_once = if at_once == 0 {
+            std::thread::available_parallelism().map_or(1, usize::from)
+        } else {
+            at_once
+        };
+        HashGate {
+            permits: Arc::new(tokio::sync::Semaphore::new(at_once)),
+            wait,
+        }
+    }
+
+    /// Runs `work` on the blocking pool once a permit is free, or refuses as busy.
+    async fn run<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, AccountError> {
+        let busy = AccountError::Busy {
+            retry_after: self.wait.max(std::time::Duration::from_secs(1)),
+        };
+        let permit = match tokio::time::timeout(self.wait, self.permits.acquire()).await {
+            Ok(Ok(permit)) => permit,
+            Ok(Err(_)) | Err(_) => return Err(busy),
+        };
+        let done = tokio::task::spawn_blocking(work).await;
+        drop(permit);
+        done.map_err(|e| AccountError::Hashing(e.to_string()))
+    }
+
+    /// `password`, checked against the policy, as an argon2id PHC string.
+    pub async fn hash(&self, password: &str) -> Result<String, AccountError> {
+        check_password(password)?;
+        let password = password.to_owned();
+        self.run(move || phc_hash(&password)).await?
+    }
+}
+
+impl Default for HashGate {
+    /// As many hashes at once as the cores, each waiting at most a second.
+    fn default() -> Self {
+        HashGate::new(0, std::time::Duration::from_secs(1))
+    }
+}
+
 /// The accounts' workflows over the store. Cheap to clone.
 #[derive(Clone)]
 pub struct Accounts {
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
+    hashes: HashGate,
 }
 
 impl std::fmt::Debug for Accounts {
@@ -79,8 +145,18 @@ impl std::fmt::Debug for Accounts {
 }
 
 impl Accounts {
+    /// Accounts over `store`, with as many password hashes at once as the cores.
     pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>) -> Self {
-        Accounts { store, clock }
+        Accounts {
+            store,
+            clock,
+            hashes: HashGate::default(),
+        }
+    }
+
+    /// The same, with password hashes bounded by `hashes`.
+    pub fn with_hash_gate(self, hashes: HashGate) -> Self {
+        Accounts { hashes, ..self }
     }
 
     /// Adds an operator, with `password` (checked against the policy, then hashed) or none
@@ -91,7 +167,7 @@ impl Accounts {
         password: Option<&str>,
     ) -> Result<Operator, AccountError> {
         let hash = match password {
-            Some(p) => Some(hash_password(p).await?),
+            Some(p) => Some(self.hashes.hash(p).await?),
             None => None,
         };
         let now = self.clock.now();
@@ -185,7 +261,7 @@ impl Accounts {
 
     /// Replaces an operator's password (checked, hashed); its sessions end.
     pub async fn set_password(&self, id: OperatorId, password: &str) -> Result<(), AccountError> {
-        let hash = hash_password(password).await?;
+        let hash = self.hashes.hash(password).await?;
         let now = self.clock.now();
         let op = self.store.operator(id).await?;
         let write = self.store.set_operator_password(id, &hash, now);
@@ -213,7 +289,8 @@ impl Accounts {
     }
 
     /// Sets the password of the operator `token` was given for, and uses the token up; its
-    /// sessions end. A password the policy refuses leaves the token usable. The token is
+    /// sessions end; a disabled account's link is refused (and used up). A password the
+    /// policy refuses leaves the token usable. The token is
     /// checked before the password is hashed: anyone can post this form, and only a holder
     /// of a live link may make the service spend a hash's time.
     pub async fn finish_reset(
@@ -230,8 +307,12 @@ impl Accounts {
         else {
             return Err(AccountError::ResetInvalid);
         };
-        let hash = hash_password(password).await?;
         let op = self.store.operator(id).await?;
+        if op.disabled_at.is_some() {
+            // A link made before the account was disabled opens nothing (it is used up).
+            return Err(AccountError::ResetInvalid);
+        }
+        let hash = self.hashes.hash(password).await?;
         // Whoever holds the link acts as the account it was made for.
         let who = audit::Context {
             who: Who::Operator {
@@ -276,7 +357,11 @@ impl Accounts {
             Some((op, Some(hash))) => (Some(op), hash),
             Some((_, None)) | None => (None, UNKNOWN.to_owned()),
         };
-        let matches = verify_password(hash, password.to_owned()).await;
+        let password = password.to_owned();
+        let matches = self
+            .hashes
+            .run(move || password_matches(&hash, &password))
+            .await?;
         let Some(op) = op.filter(|o| matches && o.disabled_at.is_none()) else {
             return Ok(None);
         };
@@ -296,7 +381,8 @@ impl Accounts {
     }
 
     /// Turns on operator `id`'s second factor with `secret` (base32, from
-    /// [`second_factor::new_secret`]), once `code` shows their app has it.
+    /// [`second_factor::new_secret`]), once `code` shows their app has it. Refused while one
+    /// is on: a factor is replaced by turning it off with a current code, then on again.
     pub async fn enable_totp(
         &self,
         id: OperatorId,
@@ -309,10 +395,20 @@ impl Accounts {
                 DomainError::invalid("secret", "invalid_secret", "not a valid secret").into(),
             );
         }
+        let op = self.store.operator(id).await?;
+        if op.has_totp {
+            // Replacing a factor would take the account from whoever holds the current one
+            // without its code: turning it off (with a current code) comes first.
+            return Err(DomainError::invalid(
+                "secret",
+                "second_factor_on",
+                "a second factor is on already: turn it off with its current code first",
+            )
+            .into());
+        }
         let Some(step) = second_factor::matching_step(secret, code, now) else {
             return Err(wrong_code());
         };
-        let op = self.store.operator(id).await?;
         let change = Change::new("operator.totp_on", "operator", now)
             .object(id.get())
             .merchant(op.merchant_id)
@@ -391,65 +487,83 @@ fn password_change(op: &Operator, now: Timestamp) -> Change {
         .after(&serde_json::json!({ "password": "changed" }))
 }
 
-/// `password`, checked against the policy, as an argon2id PHC string.
-pub async fn hash_password(password: &str) -> Result<String, AccountError> {
-    check_password(password)?;
-    let password = password.to_owned();
-    tokio::task::spawn_blocking(move || {
-        let mut salt = [0u8; 16];
-        rand::fill(&mut salt);
-        let salt =
-            SaltString::encode_b64(&salt).map_err(|e| AccountError::Hashing(e.to_string()))?;
-        Argon2::default()
-            .hash_password(password.as_bytes(), &salt)
-            .map(|h| h.to_string())
-            .map_err(|e| AccountError::Hashing(e.to_string()))
-    })
-    .await
-    .map_err(|e| AccountError::Hashing(e.to_string()))?
+/// `password` as an argon2id PHC string with a fresh salt (tens of milliseconds of one core
+/// and 19 MiB: call it through a [`HashGate`]).
+fn phc_hash(password: &str) -> Result<String, AccountError> {
+    let mut salt = [0u8; 16];
+    rand::fill(&mut salt);
+    let salt = SaltString::encode_b64(&salt).map_err(|e| AccountError::Hashing(e.to_string()))?;
+    Argon2::default()
+        .hash_password(password.as_bytes(), &salt)
+        .map(|h| h.to_string())
+        .map_err(|e| AccountError::Hashing(e.to_string()))
 }
 
 /// Whether `password` is the one `hash` (a PHC string) was made from; false for a hash that
-/// does not parse.
-pub async fn verify_password(hash: String, password: String) -> bool {
-    tokio::task::spawn_blocking(move || {
-        PasswordHash::new(&hash).is_ok_and(|parsed| {
-            Argon2::default()
-                .verify_password(password.as_bytes(), &parsed)
-                .is_ok()
-        })
+/// does not parse. As costly as [`phc_hash`].
+fn password_matches(hash: &str, password: &str) -> bool {
+    PasswordHash::new(hash).is_ok_and(|parsed| {
+        Argon2::default()
+            .verify_password(password.as_bytes(), &parsed)
+            .is_ok()
     })
-    .await
-    .unwrap_or(false)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[tokio::test]
-    async fn a_hash_verifies_its_password_only() {
-        let hash = hash_password("a long enough passphrase").await.unwrap();
+    #[test]
+    fn a_hash_verifies_its_password_only() {
+        let hash = phc_hash("a long enough passphrase").unwrap();
         assert!(
             hash.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"),
             "{hash}"
         );
-        assert!(verify_password(hash.clone(), "a long enough passphrase".into()).await);
-        assert!(!verify_password(hash.clone(), "a long enough passphrasE".into()).await);
-        let again = hash_password("a long enough passphrase").await.unwrap();
+        assert!(password_matches(&hash, "a long enough passphrase"));
+        assert!(!password_matches(&hash, "a long enough passphrasE"));
+        let again = phc_hash("a long enough passphrase").unwrap();
         assert_ne!(hash, again, "each hash has its own salt");
-        assert!(!verify_password("not a hash".into(), "x".into()).await);
+        assert!(!password_matches("not a hash", "x"));
     }
 
     #[tokio::test]
     async fn the_policy_is_checked_before_hashing() {
-        let short = hash_password("short").await.unwrap_err();
+        let short = HashGate::default().hash("short").await.unwrap_err();
         assert!(matches!(short, AccountError::Invalid(_)), "{short:?}");
     }
 
-    #[tokio::test]
-    async fn the_unknown_hash_parses_and_matches_nothing_common() {
+    #[test]
+    fn the_unknown_hash_parses_and_matches_nothing_common() {
         assert!(PasswordHash::new(UNKNOWN).is_ok());
-        assert!(!verify_password(UNKNOWN.into(), "password1234".into()).await);
+        assert!(!password_matches(UNKNOWN, "password1234"));
+    }
+
+    /// While every permit is held, a further hash is refused as busy once the wait passes,
+    /// and runs again once a permit is free.
+    #[tokio::test]
+    async fn hashes_past_the_gate_are_refused_as_busy() {
+        let gate = HashGate::new(1, std::time::Duration::from_millis(50));
+        let (release, held) = std::sync::mpsc::channel::<()>();
+        let (started, running) = tokio::sync::oneshot::channel();
+        let first = tokio::spawn({
+            let gate = gate.clone();
+            async move {
+                gate.run(move || {
+                    started.send(()).unwrap();
+                    held.recv().unwrap();
+                })
+                .await
+            }
+        });
+        running.await.unwrap();
+        let refused = gate.run(|| ()).await.unwrap_err();
+        assert!(
+            matches!(refused, AccountError::Busy { retry_after } if retry_after.as_secs() >= 1),
+            "{refused:?}"
+        );
+        release.send(()).unwrap();
+        first.await.unwrap().unwrap();
+        gate.run(|| ()).await.expect("a permit is free again");
     }
 }

@@ -197,8 +197,11 @@ pub async fn claimable(
     offers(store, claims, ask.user, page, &shelf.activity_titles, now).await
 }
 
-/// Template `t` as `user` may look at it (whatever its status), or `None` when it is not
-/// public or its audience leaves the user out.
+/// Template `t` as `user` may look at it, or `None`: a user sees a template while it is on
+/// offer to it (published, in its claim window, not paused, its audience taking the user in)
+/// or once it holds one of its coupons, whatever the template's status then. A template in an
+/// activity still enrolling, a scheduled one, a draft, and one whose audience leaves the user
+/// out read as absent: titles, dates and values are not told before they are announced.
 pub async fn template_for(
     store: &dyn Store,
     claims: &ClaimEngine,
@@ -209,21 +212,26 @@ pub async fn template_for(
     if !t.is_public() {
         return Ok(None);
     }
+    let mut titles = HashMap::new();
+    if let Some(a) = t.spec.activity_id {
+        titles.insert(a, store.activity(a).await?.spec.title.clone());
+    }
+    let Some(offer) = offers(store, claims, user, vec![t], &titles, now)
+        .await?
+        .pop()
+    else {
+        return Ok(None);
+    };
+    if offer.chances.held > 0 {
+        return Ok(Some(offer));
+    }
     let mut tags = Tags {
         store,
         user,
         read: None,
     };
-    if !tags.admit(&t).await? {
-        return Ok(None);
-    }
-    let mut titles = HashMap::new();
-    if let Some(a) = t.spec.activity_id {
-        titles.insert(a, store.activity(a).await?.spec.title.clone());
-    }
-    Ok(offers(store, claims, user, vec![t], &titles, now)
-        .await?
-        .pop())
+    let shown = on_offer(&offer.template, now) && tags.admit(&offer.template).await?;
+    Ok(shown.then_some(offer))
 }
 
 /// Activity `id` if users may look at it at `now` (it is running), else `None`.

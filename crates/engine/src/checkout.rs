@@ -4,8 +4,11 @@
 //! ([`Checkout::record_plain`]), which the campaign figures compare against.
 //!
 //! A lock holds its coupons until `lock_ttl` from now, or until the deadline it asks for
-//! (`hold_until`, at most `max_lock_ttl` from now); [`Checkout::extend`] moves a lock's
-//! deadline later within the same bound, recorded in the audit trail.
+//! (`hold_until`, at most `max_lock_ttl` from now), and never past the earliest validity end
+//! of its coupons (the deadline is cut there, and the answer's `deadline` is the one in
+//! force); [`Checkout::extend`] moves a lock's deadline later, at most `max_lock_ttl` from
+//! when the lock was taken and never past its coupons' validity, recorded in the audit trail.
+//! A confirm refuses a coupon past its validity.
 //!
 //! A lock's rules run inside the store's lock transaction (as a [`LockRules`](coupond_store::LockRules) callback), on
 //! the coupons and templates as that transaction sees them, so what is checked is what is
@@ -83,7 +86,8 @@ impl From<StoreError> for QuoteError {
 pub enum HoldError {
     /// It is not after now.
     NotAfterNow,
-    /// It is later than now + `max_lock_ttl`, this instant.
+    /// It is later than this instant: now + `max_lock_ttl` for a lock; for an extension,
+    /// `max_lock_ttl` from when the lock was taken or its coupons' earliest validity end.
     TooFar(Timestamp),
 }
 
@@ -103,7 +107,8 @@ impl std::fmt::Display for CheckoutError {
             CheckoutError::Hold(HoldError::TooFar(latest)) => {
                 write!(
                     f,
-                    "hold_until is later than {latest} (max_lock_ttl from now)"
+                    "hold_until is later than {latest} (max_lock_ttl from the lock, or its \
+                     coupons' validity)"
                 )
             }
             CheckoutError::Store(e) => write!(f, "{e}"),
@@ -278,13 +283,18 @@ impl Checkout {
             answer: &answer,
             now,
         };
-        again(|| self.store.record_plain(&plain)).await
+        let change = Change::new("order.record", "order", now)
+            .object_key(order_id.as_str())
+            .merchant(order.sole_merchant())
+            .after(&answer);
+        again(|| audit::change(change.clone(), self.store.record_plain(&plain))).await
     }
 
     /// Moves a locked order's deadline later, to `hold_until` (after now, at most
-    /// `max_lock_ttl` from now), recorded in the audit trail as `order.extend` with the
-    /// deadlines before and after. The same `hold_until` again changes nothing and answers
-    /// `Already`; an earlier one, `Earlier`; an order no longer locked, `Ended`.
+    /// `max_lock_ttl` from when the lock was taken, and not past the earliest validity end of
+    /// the coupons it holds), recorded in the audit trail as `order.extend` with the deadlines
+    /// before and after. The same `hold_until` again changes nothing and answers `Already`; an
+    /// earlier one, `Earlier`; an order no longer locked, `Ended`.
     pub async fn extend(
         &self,
         order_id: &OrderId,
@@ -293,6 +303,17 @@ impl Checkout {
         let now = self.clock.now();
         let deadline = self.deadline(Some(hold_until), now)?;
         let before = self.store.order(order_id).await?;
+        // The whole life of a lock is bounded, not each extension: otherwise a lock extended
+        // again and again would hold its coupons and its budget for ever.
+        let held = self.store.order_coupons(order_id).await?;
+        let latest = held
+            .iter()
+            .filter(|c| c.stored_status == CouponStatus::Locked)
+            .map(|c| c.valid_until)
+            .fold(before.created_at.plus(self.max_lock_ttl), Timestamp::min);
+        if deadline > latest {
+            return Err(HoldError::TooFar(latest).into());
+        }
         let change = Change::new("order.extend", "order", now)
             .object_key(order_id.as_str())
             .before(&json!({ "deadline": before.deadline }))
@@ -412,7 +433,13 @@ fn plan(
         return Err(LockRefusal { coupons: refused });
     }
     let best = &q.best;
+    // A lock never outlives its coupons: its deadline ends at the earliest validity end.
+    let deadline = found
+        .iter()
+        .map(|c| c.valid_until)
+        .fold(deadline, Timestamp::min);
     Ok(LockPlan {
+        deadline: Some(deadline),
         discounts: best
             .coupons
             .iter()

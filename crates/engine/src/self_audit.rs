@@ -1,12 +1,13 @@
 //! The self-audit in the background (issue 34): the invariant checks `coupond audit` runs by
 //! hand ([`ReportStore::audit`](coupond_store::ReportStore::audit)), run every day at
-//! `background.audit_at` (a time of day, UTC) and on demand, each run kept with what it found
-//! ([`AuditRunStore`](coupond_store::AuditRunStore)).
+//! `background.audit_at` (a time of day in `platform.time_zone`) and on demand, each run kept
+//! with what it found ([`AuditRunStore`](coupond_store::AuditRunStore)).
 //!
 //! Any instance running at the day's instant queues that day's run (its slot is unique, so it
 //! is queued once); only the instance holding the `audit` lease starts queued runs, one at a
-//! time, so several instances never audit one database at once. A run missed while no
-//! instance was up is not made up later; [`Auditor::request`] queues one now (the API's
+//! time, so several instances never audit one database at once. The last scheduled run missed
+//! while no instance was up is made up when one starts (once, and only on a database that had
+//! scheduled runs before: a new one missed nothing); [`Auditor::request`] queues one now (the API's
 //! `POST /v1/audits`, the console's "Run now") and wakes this process's loop; another
 //! instance's loop finds it within [`POLL`]. A run that finds anything logs a warning and its
 //! store write emits `audit.failed` (webhooks, NATS).
@@ -17,7 +18,7 @@
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use coupond_domain::Timestamp;
+use coupond_domain::{Timestamp, Zone};
 use coupond_store::audit::{self, Change};
 use coupond_store::{AuditRun, AuditTrigger, Finding, RunEnd, Store, StoreResult};
 use tokio::sync::Notify;
@@ -43,7 +44,7 @@ const RENEW: Duration = Duration::from_secs(20);
 /// started again.
 const STALE: time::Duration = time::Duration::hours(2);
 
-/// A time of day, UTC (there is no platform time zone): `background.audit_at`.
+/// A time of day, in a zone the caller names: `background.audit_at`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TimeOfDay {
     /// Minutes since midnight.
@@ -73,19 +74,27 @@ impl TimeOfDay {
         ((self.minutes / 60) as u32, (self.minutes % 60) as u32)
     }
 
-    /// The last instant at this time of day at or before `now`.
-    pub fn last_at_or_before(self, now: Timestamp) -> Timestamp {
-        const DAY: i64 = 86_400_000_000;
-        let micros = now.unix_micros();
-        let midnight = micros - micros.rem_euclid(DAY);
-        let today = midnight + self.minutes * 60_000_000;
-        let at = if today <= micros { today } else { today - DAY };
-        Timestamp::from_unix_micros(at).unwrap_or(now)
+    /// The last instant at this local time of day in `zone` at or before `now` (a time a
+    /// clock change skips moves past the gap, as [`Zone::at`] says).
+    pub fn last_at_or_before(self, now: Timestamp, zone: Zone) -> Timestamp {
+        let (h, m) = self.hour_minute();
+        let day = zone.day_of(now);
+        [day, day - 1, day - 2]
+            .into_iter()
+            .filter_map(|d| zone.at(d, h, m))
+            .find(|at| *at <= now)
+            .unwrap_or(now)
     }
 
-    /// The first instant at this time of day after `now`.
-    pub fn next_after(self, now: Timestamp) -> Timestamp {
-        self.last_at_or_before(now).plus(time::Duration::days(1))
+    /// The first instant at this local time of day in `zone` after `now`.
+    pub fn next_after(self, now: Timestamp, zone: Zone) -> Timestamp {
+        let (h, m) = self.hour_minute();
+        let day = zone.day_of(now);
+        [day, day + 1, day + 2]
+            .into_iter()
+            .filter_map(|d| zone.at(d, h, m))
+            .find(|at| *at > now)
+            .unwrap_or_else(|| now.plus(time::Duration::days(1)))
     }
 }
 
@@ -111,9 +120,12 @@ pub struct Auditor {
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
     at: Option<TimeOfDay>,
+    /// The zone `at` is read in (`platform.time_zone`).
+    zone: Zone,
     lease: Lease,
     wake: Arc<Notify>,
-    /// When this process started: the days' instants from then on are its to queue.
+    /// When this process started: the days' instants from then on are its to queue, and the
+    /// last one before it is made up if it was missed.
     from: Timestamp,
     /// The last slot this process queued (or found queued), so it asks once per day.
     queued: Arc<Mutex<Option<Timestamp>>>,
@@ -142,11 +154,18 @@ impl Auditor {
             store,
             clock,
             at,
+            zone: Zone::UTC,
             lease: Lease::new("audit", holder, LEASE),
             wake: Arc::default(),
             from,
             queued: Arc::default(),
         }
+    }
+
+    /// The same auditor, reading its time of day in `zone`.
+    pub fn in_zone(mut self, zone: Zone) -> Self {
+        self.zone = zone;
+        self
     }
 
     /// The same auditor, holding the lease as `holder` (its wake-up still shared).
@@ -155,9 +174,9 @@ impl Auditor {
         self
     }
 
-    /// When it runs by itself: the time of day, UTC, if at all.
-    pub fn schedule(&self) -> Option<TimeOfDay> {
-        self.at
+    /// When it runs by itself: the time of day, if at all, and the zone it is read in.
+    pub fn schedule(&self) -> Option<(TimeOfDay, Zone)> {
+        self.at.map(|at| (at, self.zone))
     }
 
     /// Queues a run now (recorded in the audit trail as `audit_run.request`, by whoever is
@@ -196,16 +215,32 @@ impl Auditor {
 
     async fn queue_due(&self, now: Timestamp) -> StoreResult<()> {
         let Some(at) = self.at else { return Ok(()) };
-        let slot = at.last_at_or_before(now);
+        let slot = at.last_at_or_before(now, self.zone);
         let done = *self.queued.lock().unwrap_or_else(PoisonError::into_inner) == Some(slot);
-        if slot < self.from || done {
+        if done {
             return Ok(());
         }
-        self.store
-            .queue_audit_run(AuditTrigger::Scheduled, Some(slot), now)
-            .await?;
+        if slot >= self.from || self.missed(slot).await? {
+            self.store
+                .queue_audit_run(AuditTrigger::Scheduled, Some(slot), now)
+                .await?;
+        }
         *self.queued.lock().unwrap_or_else(PoisonError::into_inner) = Some(slot);
         Ok(())
+    }
+
+    /// Whether `slot`, an instant before this process started, is a scheduled run missed: the
+    /// database had scheduled runs, all of them before `slot` (its own run, queued by an
+    /// instance that was up then, makes it not missed; a database that never had one missed
+    /// nothing).
+    async fn missed(&self, slot: Timestamp) -> StoreResult<bool> {
+        let runs = self.store.audit_runs(None, 100).await?;
+        let last = runs
+            .iter()
+            .filter(|r| r.trigger == AuditTrigger::Scheduled)
+            .filter_map(|r| r.slot)
+            .max();
+        Ok(last.is_some_and(|last| last < slot))
     }
 
     /// Runs the checks of started run `run` and records what they found.
@@ -264,7 +299,7 @@ impl Auditor {
     /// How long an idle loop waits at `now`: until the day's instant, at most [`POLL`].
     fn idle_wait(&self, now: Timestamp) -> Duration {
         let until = self.at.map_or(POLL, |at| {
-            let micros = at.next_after(now).unix_micros() - now.unix_micros();
+            let micros = at.next_after(now, self.zone).unix_micros() - now.unix_micros();
             Duration::from_micros(u64::try_from(micros).unwrap_or(0))
         });
         until.min(POLL)
@@ -304,25 +339,42 @@ mod tests {
     }
 
     #[test]
-    fn a_time_of_day_is_hh_mm_in_utc() {
+    fn a_time_of_day_is_hh_mm_in_its_zone() {
         let at = TimeOfDay::parse("04:00").unwrap();
+        let utc = Zone::UTC;
         assert_eq!(at.to_string(), "04:00");
         assert_eq!(
-            at.last_at_or_before(t("2026-03-01T10:00:00Z")),
+            at.last_at_or_before(t("2026-03-01T10:00:00Z"), utc),
             t("2026-03-01T04:00:00Z")
         );
         assert_eq!(
-            at.last_at_or_before(t("2026-03-01T03:59:59Z")),
+            at.last_at_or_before(t("2026-03-01T03:59:59Z"), utc),
             t("2026-02-28T04:00:00Z")
         );
         assert_eq!(
-            at.last_at_or_before(t("2026-03-01T04:00:00Z")),
+            at.last_at_or_before(t("2026-03-01T04:00:00Z"), utc),
             t("2026-03-01T04:00:00Z"),
             "at the instant itself"
         );
         assert_eq!(
-            at.next_after(t("2026-03-01T04:00:00Z")),
+            at.next_after(t("2026-03-01T04:00:00Z"), utc),
             t("2026-03-02T04:00:00Z")
+        );
+        // 04:00 in Shanghai (UTC+8) is 20:00 UTC the day before (issue 61 point 13).
+        let shanghai = Zone::parse("Asia/Shanghai").unwrap();
+        assert_eq!(
+            at.last_at_or_before(t("2026-03-01T10:00:00Z"), shanghai),
+            t("2026-02-28T20:00:00Z")
+        );
+        assert_eq!(
+            at.next_after(t("2026-03-01T10:00:00Z"), shanghai),
+            t("2026-03-01T20:00:00Z")
+        );
+        // New York moves its clocks at 02:00 on 2026-03-08: 04:00 local is 08:00 UTC after.
+        let ny = Zone::parse("America/New_York").unwrap();
+        assert_eq!(
+            at.next_after(t("2026-03-07T10:00:00Z"), ny),
+            t("2026-03-08T08:00:00Z")
         );
         assert_eq!(TimeOfDay::parse("23:59").unwrap().to_string(), "23:59");
         for bad in [

@@ -62,6 +62,8 @@ where
     F: Fn() -> Fut + Send + 'static,
     Fut: Future<Output = ()> + Send + 'static,
 {
+    // Exported at zero from the start, so "never restarted" reads as 0, not as absent.
+    metrics::counter!("coupond_worker_restarts_total", "worker" => worker).increment(0);
     tokio::spawn(async move {
         let mut backoff = FIRST_BACKOFF;
         loop {

@@ -1,6 +1,10 @@
 //! The service's own Prometheus metrics: their names, in one place, and their HELP text
 //! ([`describe`], called once when the recorder is installed). Each is what an operator alerts
 //! on; the labels come from fixed sets (outcomes, consumers, workers), never from requests.
+//!
+//! Every family is exported from the first scrape ([`register`]: counters at zero with each of
+//! their fixed labels, histograms empty; the gauges read at scrape have a "never" value), so an
+//! alert can tell "never happened" from "not exported".
 
 /// Claims answered, by `outcome`: `issued`, `replayed`, `sold_out`, `limit_reached`,
 /// `not_claimable`, `not_eligible`, `key_reused`, `code_taken`, `unavailable`, `error`.
@@ -38,7 +42,7 @@ pub const NATS_PUBLISHED: &str = "coupond_nats_published_total";
 pub const NATS_ERRORS: &str = "coupond_nats_errors_total";
 /// Broken invariants the last audit run found (the one that finished its checks last).
 pub const AUDIT_VIOLATIONS: &str = "coupond_audit_violations";
-/// When that run finished, Unix seconds.
+/// When that run finished, Unix seconds (0 before any run finished).
 pub const AUDIT_LAST_RUN: &str = "coupond_audit_last_run_timestamp_seconds";
 
 /// Templates claimable now, of them those with nothing left to claim, and those low on
@@ -47,7 +51,7 @@ pub const TEMPLATES_CLAIMABLE: &str = "coupond_templates_claimable";
 pub const TEMPLATES_SOLD_OUT: &str = "coupond_templates_sold_out";
 pub const TEMPLATES_LOW_STOCK: &str = "coupond_templates_low_stock";
 /// The largest share of its budget an active template has given or reserved (read at
-/// scrape; absent while no active template has a budget).
+/// scrape; 0 while no active template has a budget).
 pub const BUDGET_USED_RATIO_MAX: &str = "coupond_budget_used_ratio_max";
 /// Orders still locked whose lock ends within five minutes (read at scrape).
 pub const LOCKS_EXPIRING_SOON: &str = "coupond_locks_expiring_soon";
@@ -161,6 +165,92 @@ pub fn describe() {
         "coupond_amount_verification_failures_total",
         "Locks refused because the order's amounts did not add up"
     );
+}
+
+/// Each fixed label set a counter family has, registered at zero by [`register`].
+const COUNTERS: &[(&str, &str, &[&str])] = &[
+    (
+        CLAIMS,
+        "outcome",
+        &[
+            "issued",
+            "replayed",
+            "sold_out",
+            "limit_reached",
+            "not_claimable",
+            "not_eligible",
+            "paused",
+            "key_reused",
+            "code_taken",
+            "unavailable",
+            "error",
+        ],
+    ),
+    (
+        WEBHOOK_DELIVERIES,
+        "result",
+        &["delivered", "retry", "failed"],
+    ),
+    (
+        RATE_LIMITED,
+        "limit",
+        &[
+            "claim_per_user",
+            "claim_per_ip",
+            "redeem_per_user",
+            "redeem_per_ip",
+            "idempotency",
+            "code_set",
+        ],
+    ),
+    (RATE_LIMIT_FALLBACK, "outcome", &["local", "refused"]),
+    (REDIS_ERRORS, "op", &["rate_limit", "publish", "subscribe"]),
+    (PEER_NOTICES, "way", &["sent", "received", "rejected"]),
+];
+
+/// Counter families without labels.
+const PLAIN_COUNTERS: &[&str] = &[
+    SOLD_OUT_FROM_MEMORY,
+    CODES_GENERATED,
+    NATS_PUBLISHED,
+    NATS_ERRORS,
+    SEEN_DROPPED,
+    "coupond_checkout_retries_total",
+    "coupond_amount_verification_failures_total",
+];
+
+/// Registers every counter family at zero with its fixed labels, and every histogram empty,
+/// so that the first scrape shows them all (called once, after [`describe`]). The gauges read
+/// at scrape are set there, with their "never" values; a supervised worker registers its own
+/// restarts counter when it starts.
+pub fn register() {
+    for (name, label, values) in COUNTERS {
+        for value in *values {
+            metrics::counter!(*name, *label => *value).increment(0);
+        }
+    }
+    for name in PLAIN_COUNTERS {
+        metrics::counter!(*name).increment(0);
+    }
+    for channel in ["email", "sms"] {
+        for outcome in ["sent", "retried", "deferred", "failed"] {
+            metrics::counter!("coupond_messages_total", "channel" => channel, "outcome" => outcome)
+                .increment(0);
+        }
+    }
+    // "Never ran": no violations found, and a last run at the Unix epoch, until the first
+    // scrape that finds a finished run sets them.
+    metrics::gauge!(AUDIT_VIOLATIONS).set(0.0);
+    metrics::gauge!(AUDIT_LAST_RUN).set(0.0);
+    for name in [
+        CLAIM_BATCH_SIZE,
+        CLAIM_COMMIT_SECONDS,
+        WEBHOOK_QUEUE_AGE_SECONDS,
+        SCHEDULER_LAG_SECONDS,
+    ] {
+        // Registering the handle is enough: an empty histogram renders with zero counts.
+        let _ = metrics::histogram!(name);
+    }
 }
 
 /// The `outcome` label of a claim's answer.

@@ -116,4 +116,24 @@ async fn a_set_password_link_works_once_within_the_hour() {
         "{forged:?}"
     );
     assert!(accounts.verify(&email, RIGHT).await.unwrap().is_some());
+
+    // A link made before the account was disabled sets nothing (issue 61 point 7).
+    let kept = accounts.start_reset(op.id).await.unwrap();
+    accounts.set_disabled(op.id, true).await.unwrap();
+    let disabled = accounts
+        .finish_reset(&kept, "another long passphrase")
+        .await;
+    assert!(
+        matches!(disabled, Err(AccountError::ResetInvalid)),
+        "{disabled:?}"
+    );
+    accounts.set_disabled(op.id, false).await.unwrap();
+    assert!(
+        accounts.verify(&email, RIGHT).await.unwrap().is_some(),
+        "the old password stands"
+    );
+    let used = accounts
+        .finish_reset(&kept, "another long passphrase")
+        .await;
+    assert!(matches!(used, Err(AccountError::ResetInvalid)), "used up");
 }

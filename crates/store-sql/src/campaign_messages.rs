@@ -50,6 +50,7 @@ pub async fn insert(
         .fetch_optional(q)
         .await?
         .ok_or(StoreError::Conflict(Conflict::Limit))?;
+    coupond_store::audit::created(row.i64("id")?);
     tx.commit().await?;
     message_row(&row)
 }

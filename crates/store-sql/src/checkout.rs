@@ -141,6 +141,7 @@ pub async fn lock_coupons<E: Exec + ?Sized>(
         Ok(plan) => plan,
         Err(refusal) => return Ok(Err(refusal)),
     };
+    let deadline = plan.deadline.map_or(req.deadline, |d| d.min(req.deadline));
     let discount = plan.discounts.iter().map(|(_, d)| d.minor()).sum();
     let mut reserve: BTreeMap<TemplateId, i64> = BTreeMap::new();
     for (id, discount) in &plan.discounts {
@@ -148,7 +149,7 @@ pub async fn lock_coupons<E: Exec + ?Sized>(
             .iter()
             .find(|c| c.id == *id)
             .ok_or_else(|| StoreError::other("the plan names a coupon not asked for"))?;
-        lock_coupon(ex, req, c, *discount).await?;
+        lock_coupon(ex, req, c, *discount, deadline).await?;
         *reserve.entry(c.template_id).or_default() += discount.minor();
     }
     for (t, d) in reserve {
@@ -162,35 +163,41 @@ pub async fn lock_coupons<E: Exec + ?Sized>(
     Ok(Ok(Locked {
         answer: plan.answer,
         discount,
+        deadline,
     }))
 }
 
-/// What a lock decided: the answer to keep for retries and the discount its coupons take.
+/// What a lock decided: the answer to keep for retries, the discount its coupons take, and
+/// its deadline (the one asked for, or the rules' earlier one).
 #[derive(Debug)]
 pub struct Locked {
     pub answer: serde_json::Value,
     pub discount: i64,
+    pub deadline: Timestamp,
 }
 
 /// The order's value, set with the lock's answer: `$1` the answer, `$2` the order id, then
-/// subtotal, discount and currency (see [`bind_value`]).
+/// subtotal, discount, currency and deadline (see [`bind_value`]).
 pub const SET_ANSWER_AND_VALUE: &str =
-    "UPDATE orders SET answer = $1, subtotal = $3, discount = $4, currency = $5
+    "UPDATE orders SET answer = $1, subtotal = $3, discount = $4, currency = $5, deadline = $6
      WHERE order_id = $2";
 
-/// Binds the order's value as `SET_ANSWER_AND_VALUE`'s `$3` to `$5`.
+/// Binds the order's value as `SET_ANSWER_AND_VALUE`'s `$3` to `$6`.
 pub fn bind_value(q: Query, req: &LockRequest<'_>, locked: &Locked) -> Query {
     q.bind(req.subtotal.minor())
         .bind(locked.discount)
         .bind(req.currency)
+        .bind(locked.deadline)
 }
 
-/// Locks coupon `c` for the lock `req` with its `discount`, its log row and event.
+/// Locks coupon `c` for the lock `req` until `deadline` with its `discount`, its log row and
+/// event.
 async fn lock_coupon<E: Exec + ?Sized>(
     ex: &mut E,
     req: &LockRequest<'_>,
     c: &Coupon,
     discount: Money,
+    deadline: Timestamp,
 ) -> StoreResult<()> {
     let locked = ex
         .execute(
@@ -200,7 +207,7 @@ async fn lock_coupon<E: Exec + ?Sized>(
                  WHERE id = $5 AND status = 'unused' AND user_id = $6",
             )
             .bind(req.order_id.as_str())
-            .bind(req.deadline)
+            .bind(deadline)
             .bind(discount.minor())
             .bind(req.now)
             .bind(c.id.get())
@@ -300,6 +307,16 @@ pub async fn confirm_order(
     }
     if !revoked.is_empty() {
         return Ok(OrderStep::Revoked(revoked));
+    }
+    // A lock ends by its coupons' validity, but one taken before that rule (or a validity
+    // moved earlier since) may outlive it: an expired coupon is never used.
+    let expired: Vec<CouponId> = held
+        .iter()
+        .filter(|c| now >= c.valid_until)
+        .map(|c| c.id)
+        .collect();
+    if !expired.is_empty() {
+        return Ok(OrderStep::Expired(expired));
     }
     if let Some(why) = use_amounts(&mut *tx, db, &held).await? {
         return Ok(OrderStep::AmountViolation(why));

@@ -283,6 +283,21 @@ pub async fn due_outbound(
     db.read_all(q).await?.iter().map(outbound_row).collect()
 }
 
+/// Moves queued delivery `id` from due at `now` to due at `until`; whether it was due.
+pub async fn claim_outbound(
+    db: &dyn Db,
+    id: i64,
+    now: Timestamp,
+    until: Timestamp,
+) -> StoreResult<bool> {
+    let q = sql("UPDATE outbound_messages SET next_at = $1
+         WHERE id = $2 AND status = 'queued' AND next_at <= $3")
+    .bind(until)
+    .bind(id)
+    .bind(now);
+    Ok(db.write(q).await? == 1)
+}
+
 /// Records `step` for queued delivery `id`.
 pub async fn record_outbound(
     db: &dyn Db,
@@ -438,6 +453,14 @@ macro_rules! impl_messaging_store {
                 limit: u32,
             ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::store::Outbound>> {
                 $crate::messaging::due_outbound(self, channel, now, limit).await
+            }
+            async fn claim_outbound(
+                &self,
+                id: i64,
+                now: $crate::reexport::domain::Timestamp,
+                until: $crate::reexport::domain::Timestamp,
+            ) -> $crate::reexport::store::StoreResult<bool> {
+                $crate::messaging::claim_outbound(self, id, now, until).await
             }
             async fn record_outbound(
                 &self,

@@ -8,7 +8,7 @@ use coupond_store::{StoreError, StoreResult};
 
 use crate::checkout::ORDER_COLS;
 use crate::rows::order as order_record;
-use crate::{sql, Db, Dialect, Json};
+use crate::{sql, Db, Dialect, Json, Work};
 
 /// Inserts the order unless its id is taken (one statement, committed at once), then reads
 /// the row: the same request's fingerprint answers the order, another is a conflict.
@@ -39,7 +39,12 @@ pub async fn record_plain(db: &dyn Db, o: &PlainOrder<'_>) -> StoreResult<Record
     .bind(o.subtotal.minor())
     .bind(o.currency)
     .bind(o.merchant.map(|m| m.get()));
-    db.write(insert).await?;
+    let mut tx = db.begin(Work::Request).await?;
+    if tx.execute(insert).await? == 0 {
+        // A replay (or another request's id): nothing new to put in the audit trail.
+        coupond_store::audit::discard();
+    }
+    tx.commit().await?;
     let read = sql(format!(
         "SELECT {ORDER_COLS}, fingerprint FROM orders WHERE order_id = $1"
     ))

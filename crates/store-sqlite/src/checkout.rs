@@ -34,7 +34,7 @@ coupond_store_sql::impl_checkout_store!(SqliteStore, {
         .bind(req.order_id.as_str())
         .bind(req.user.as_str())
         .bind(&req.fingerprint[..])
-        .bind(req.deadline)
+        .bind(locked.deadline)
         .bind(Json(locked.answer.to_string()))
         .bind(req.now)
         .bind(req.subtotal.minor())

@@ -150,12 +150,15 @@ impl SqliteStore {
         Ok(())
     }
 
-    /// Applies the embedded migrations that have not run yet.
+    /// Applies the embedded migrations that have not run yet, then the one change a migration
+    /// file cannot make (`ids`: ids never reused).
     pub async fn migrate(&self) -> StoreResult<()> {
         sqlx::migrate!("./migrations")
             .run(&self.writer)
             .await
-            .map_err(StoreError::other)
+            .map_err(StoreError::other)?;
+        let mut conn = self.writer.acquire().await.map_err(db_err)?;
+        crate::ids::never_reused(&mut conn).await
     }
 
     /// A write transaction for a request: it goes before background work waiting for the

@@ -70,6 +70,9 @@ pub struct LockPlan {
     /// One entry per requested coupon.
     pub discounts: Vec<(CouponId, Money)>,
     pub answer: serde_json::Value,
+    /// The lock's deadline where the rules end it before the one asked for (the earliest
+    /// validity end of its coupons); `None`: the one asked for.
+    pub deadline: Option<Timestamp>,
 }
 
 /// Why the lock's rules refused: each coupon that cannot be locked with its reasons (a coupon
@@ -154,6 +157,9 @@ pub enum OrderStep {
     /// A confirm found these coupons of the order revoked while it held them: refused,
     /// nothing changed (the order service cancels the order, or its lock expires).
     Revoked(Vec<CouponId>),
+    /// A confirm found these coupons of the order past their validity: refused, nothing
+    /// changed (the lock ends at its deadline, or by a cancel).
+    Expired(Vec<CouponId>),
 }
 
 /// What moving a lock's deadline did.

@@ -162,6 +162,11 @@ pub trait MessagingStore: Send + Sync {
         now: Timestamp,
         limit: u32,
     ) -> StoreResult<Vec<Outbound>>;
+    /// Takes queued delivery `id`, due at `now`, for one attempt until `until`: its due time
+    /// moves to `until`, so no other courier finds it due meanwhile. False when it is not due
+    /// (another courier took it first) or no longer queued. A courier that stops mid-attempt
+    /// leaves it due again at `until`.
+    async fn claim_outbound(&self, id: i64, now: Timestamp, until: Timestamp) -> StoreResult<bool>;
     /// Records what a courier did with queued delivery `id` (nothing if it is no longer
     /// queued).
     async fn record_outbound(

@@ -65,6 +65,7 @@ macro_rules! conformance_suite {
             orders_cancel_and_expire,
             confirms_race_the_sweeper,
             lock_deadlines_move_later_only,
+            locks_end_with_their_coupons_validity,
             one_coupon_one_lock,
             confirm_verifies_amounts,
             orders_without_a_coupon_are_recorded_once,

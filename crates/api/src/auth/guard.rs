@@ -84,10 +84,16 @@ impl RouteGuard {
                 }
                 req.extensions_mut().insert(p);
                 // What the handler changes is recorded in the audit trail as this caller's.
+                // A console page's call has no peer of its own: its page's client stands.
+                let client = match (client, in_process) {
+                    (Some(c), _) => Some(c.to_string()),
+                    (None, true) => coupond_store::audit::current().and_then(|c| c.client),
+                    (None, false) => None,
+                };
                 let ctx = coupond_store::audit::Context {
                     who,
                     request_id: crate::observe::current_request_id(),
-                    client: client.map(|c| c.to_string()),
+                    client,
                 };
                 let answer = coupond_store::audit::acting(ctx, route.oneshot(req)).await;
                 answer.unwrap_or_else(|never| match never {})

@@ -1,6 +1,7 @@
 //! `/v1/audit`: the audit trail, newest first. The platform reads every entry; a merchant
-//! (its key, its owners) reads its own merchant's. Entries are written by the transactions of
-//! the changes themselves (`coupond_store::audit`); no route changes or deletes one.
+//! (its key, its owners) reads its own merchant's, with any actor not its own shown as "the
+//! platform" (no name, client or request id). Entries are written by the transactions of the
+//! changes themselves (`coupond_store::audit`); no route changes or deletes one.
 
 use axum::extract::State;
 use axum::http::header;
@@ -75,6 +76,16 @@ pub async fn list(
         ));
     }
     let page = pagination::page(q.cursor.as_deref(), q.limit, s.settings())?;
+    let own = match p.merchant() {
+        Some(m) => Some(OwnActors::of(&s, m).await?),
+        None => None,
+    };
+    // A merchant names only its own people and keys: any other name finds nothing, so the
+    // filter cannot tell which emails or labels act for the platform.
+    let foreign = match (&own, &q.actor) {
+        (Some(own), Some(a)) => !own.names(a),
+        _ => false,
+    };
     let query = AuditQuery {
         object: q.object,
         actor: q.actor,
@@ -83,7 +94,14 @@ pub async fn list(
         before_id: page.after,
         limit: page.limit,
     };
-    let rows = s.store().audit_entries(&query).await?;
+    let mut rows = if foreign {
+        Vec::new()
+    } else {
+        s.store().audit_entries(&query).await?
+    };
+    if let Some(own) = &own {
+        rows.iter_mut().for_each(|e| own.redact(e));
+    }
     let listed = pagination::finish(rows, page, |e| e.id, |e| e);
     if !csv {
         return Ok(Json(listed).into_response());
@@ -121,6 +139,54 @@ fn check_object(o: &str) -> ApiResult<()> {
             Some("object"),
             "object is <kind>:<id>, as template:5 (user:<user id>, tag:<tag>, order:<order id>)",
         ))
+    }
+}
+
+/// The actors that are a merchant's own: its people (`operator:N`, by email too) and its keys
+/// (`key:N`, by label too). A merchant reads every other actor's entries about its objects as
+/// the platform's, without who, from where or under which request: the platform's staff and
+/// systems are its own business.
+struct OwnActors {
+    actors: std::collections::HashSet<String>,
+    names: std::collections::HashSet<String>,
+}
+
+impl OwnActors {
+    /// The most people and keys of one merchant read to tell its own actors.
+    const MAX: u32 = 1_000;
+
+    async fn of(s: &AppState, m: coupond_domain::MerchantId) -> ApiResult<OwnActors> {
+        let mut own = OwnActors {
+            actors: Default::default(),
+            names: Default::default(),
+        };
+        for op in s.store().list_operators(Some(m), None, Self::MAX).await? {
+            own.actors.insert(format!("operator:{}", op.id));
+            own.names.insert(op.email.to_string());
+        }
+        for k in s.store().list_api_keys().await? {
+            if k.merchant_id == Some(m) {
+                own.actors.insert(format!("key:{}", k.id));
+                own.names.insert(k.label);
+            }
+        }
+        Ok(own)
+    }
+
+    /// Whether `actor` (an actor or a name, as the filter takes it) is the merchant's own.
+    fn names(&self, actor: &str) -> bool {
+        self.actors.contains(actor) || self.names.contains(actor)
+    }
+
+    /// `e` as the merchant may read it.
+    fn redact(&self, e: &mut AuditEntry) {
+        if self.actors.contains(&e.actor) || e.actor.starts_with("system:") {
+            return;
+        }
+        e.actor = "platform".to_owned();
+        e.actor_name = "the platform".to_owned();
+        e.request_id = None;
+        e.client = None;
     }
 }
 

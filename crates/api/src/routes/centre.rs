@@ -104,10 +104,11 @@ async fn list(s: &AppState, user: &UserId, q: CentreQuery) -> ApiResult<PageOf<O
 
 /// Read a template on offer.
 ///
-/// A published template as the signed-in user sees it, whatever its status now (`scheduled`,
-/// `active`, `ended`, ...): the same fields as the coupon centre's list. A draft, a template
-/// waiting for or refused the platform's approval, and one whose audience leaves the user out
-/// are 404, as if absent.
+/// A template as the signed-in user sees it, with the same fields as the coupon centre's list:
+/// while it is on offer to the user, or whatever its status (`ended`, `paused`, ...) once the
+/// user holds one of its coupons. Anything else is 404, as if absent: a draft, a template
+/// waiting for or refused the platform's approval, one not yet claimable (scheduled, or in an
+/// activity still enrolling), and one whose audience leaves the user out.
 #[utoipa::path(operation_id = "my_template", get, path = "/v1/me/templates/{id}", tag = "centre",
     params(("id" = i64, Path, description = "Template id")),
     responses((status = 200, description = "The template as the user sees it", body = OfferView), CommonErrors),

@@ -197,6 +197,8 @@ pub struct LockBody {
     pub coupon_ids: Vec<CouponId>,
     /// When the lock ends unless confirmed: after now and at most `checkout.max_lock_ttl`
     /// (7 days by default) from now. Without it, `checkout.lock_ttl` (15 minutes) from now.
+    /// Either way the lock ends no later than its coupons' earliest `valid_until`: the
+    /// answer's `deadline` is the one in force.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hold_until: Option<Timestamp>,
 }
@@ -210,7 +212,7 @@ pub struct OrderView {
     /// `locked`, `confirmed`, `cancelled` or `expired`.
     pub state: String,
     /// When the lock ends unless confirmed: the lock's `hold_until` (or `lock_ttl` after it),
-    /// moved later by any extension.
+    /// cut at its coupons' earliest `valid_until`, moved later by any extension.
     pub deadline: coupond_domain::Timestamp,
     pub created_at: coupond_domain::Timestamp,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -257,7 +259,8 @@ impl OrderView {
 /// transaction that locks them, all or nothing; they stay `locked` until confirmed, cancelled, or
 /// the deadline passes: `hold_until` if given (after now, at most `max_lock_ttl`, 7 days by
 /// default, from now: 422 `hold_until_past` or `hold_until_too_far` otherwise), else `lock_ttl`
-/// (15 minutes) from now; `POST /v1/orders/{order_id}/extend` moves it later. The same order id
+/// (15 minutes) from now, and never past the coupons' earliest `valid_until` (the answer's
+/// `deadline` is cut there); `POST /v1/orders/{order_id}/extend` moves it later. The same order id
 /// with the same body answers the same; with another body, 409 `order_conflict`. Coupons that
 /// cannot be locked: 409 `coupons_not_applicable` with each one's reasons (`redundant` for a
 /// coupon that would take nothing off next to the others).
@@ -328,7 +331,7 @@ fn actor(p: &Principal) -> Actor {
 /// its template's budget, after checking no template's stock or budget would be passed (409
 /// `amount_verification_failed`, and an alert, if one would). Repeating it answers the same; after
 /// a cancel or the deadline, 409 `order_ended`; when a coupon it holds was revoked meanwhile, 409
-/// `coupon_revoked` (nothing changes: cancel the order).
+/// `coupon_revoked`, or is past its validity, 409 `expired` (nothing changes: cancel the order).
 #[utoipa::path(operation_id = "confirm_order", post, path = "/v1/orders/{order_id}/confirm", tag = "checkout",
     params(("order_id" = String, Path, description = "The order id")),
     responses((status = 200, description = "Confirmed", body = OrderView), CommonErrors, ConflictError),
@@ -352,6 +355,17 @@ pub async fn confirm(
             "amount_verification_failed",
             "confirming would pass a template's stock or budget; it was refused and reported",
         )),
+        OrderStep::Expired(ids) => {
+            let ids: Vec<String> = ids.iter().map(ToString::to_string).collect();
+            Err(ApiError::conflict(
+                "expired",
+                format!(
+                    "coupons {} are past their validity; nothing was used: cancel the order \
+                     and quote again",
+                    ids.join(", ")
+                ),
+            ))
+        }
         OrderStep::Revoked(ids) => {
             let ids: Vec<String> = ids.iter().map(ToString::to_string).collect();
             Err(ApiError::conflict(
@@ -387,9 +401,9 @@ pub async fn cancel(
             "already_used",
             "the order was confirmed: its coupons are used",
         )),
-        OrderStep::AmountViolation(_) | OrderStep::Revoked(_) => Err(ApiError::Internal(
-            "a cancel reported a confirm's refusal".into(),
-        )),
+        OrderStep::AmountViolation(_) | OrderStep::Revoked(_) | OrderStep::Expired(_) => Err(
+            ApiError::Internal("a cancel reported a confirm's refusal".into()),
+        ),
     }
 }
 
@@ -397,15 +411,16 @@ pub async fn cancel(
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ExtendBody {
-    /// The new deadline: later than the lock's, after now and at most `checkout.max_lock_ttl`
-    /// from now.
+    /// The new deadline: later than the lock's, after now, at most `checkout.max_lock_ttl`
+    /// from when the lock was taken, and not past its coupons' earliest `valid_until`.
     pub hold_until: Timestamp,
 }
 
 /// Extend an order's lock.
 ///
-/// Move a locked order's deadline later, to `hold_until` (after now and at most `max_lock_ttl`,
-/// 7 days by default, from now: 422 `hold_until_past` or `hold_until_too_far` otherwise): its
+/// Move a locked order's deadline later, to `hold_until` (after now, at most `max_lock_ttl`, 7
+/// days by default, from when the lock was taken, and not past its coupons' earliest
+/// `valid_until`: 422 `hold_until_past` or `hold_until_too_far` otherwise): its
 /// coupons stay locked with their discounts. Recorded in the audit trail (`order.extend`, the
 /// deadlines before and after). The same `hold_until` again answers the order as it is; an
 /// earlier one than the lock's, 409 `hold_earlier` (a deadline only moves later); once the order

@@ -61,7 +61,8 @@ impl ClaimBody {
 /// Claim a coupon.
 ///
 /// Claim a coupon of a template: `sold_out`, `limit_reached`, `not_claimable` (with its `reason`)
-/// and `not_eligible` are 409s. With an `Idempotency-Key` header, a retry returns the coupon the
+/// and `not_eligible` are 409s; a user claiming a template whose audience leaves it out gets 404,
+/// as its view of the template does. With an `Idempotency-Key` header, a retry returns the coupon the
 /// first attempt issued (header `idempotent-replayed: true`), never a second one; the same key for
 /// another claim is 422 `idempotency_key_reused`. Over the per-user or per-IP claim rate: 429
 /// `rate_limited` with Retry-After.
@@ -124,7 +125,15 @@ pub async fn claim(
         channel,
         source: body.source,
     };
-    let claimed = s.claims().claim(&template, ask).await?;
+    let claimed =
+        match s.claims().claim(&template, ask).await {
+            // A user outside the audience is answered as the user's view of the template answers
+            // it: as if it did not exist (the order service, which claims for users, is told why).
+            Err(coupond_engine::ClaimError::Rejected(
+                coupond_domain::ClaimRejection::NotEligible,
+            )) if matches!(p, Principal::User(_)) => return Err(ApiError::NotFound),
+            claimed => claimed?,
+        };
     Ok(created(&s, &template, claimed))
 }
 

@@ -10,6 +10,7 @@ use axum::response::{Html, IntoResponse, Response};
 use axum::{Extension, Json};
 use coupond_domain::messaging::{Channel, Contact, ContactDraft, MessageKind, Preferences};
 use coupond_domain::{DomainError, Timestamp, UserId};
+use coupond_store::audit::{self, Change};
 use coupond_store::ContactRecord;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -166,8 +167,65 @@ pub async fn put_contact(
     ApiJson(body): ApiJson<ContactDraft>,
 ) -> ApiResult<Json<ContactView>> {
     let contact = Contact::try_from(body)?;
-    let r = s.store().put_contact(&user, &contact, s.now()).await?;
+    let (now, before) = (s.now(), s.store().contact(&user).await?);
+    let after = ContactRecord {
+        user_id: user.clone(),
+        contact: contact.clone(),
+        preferences: before
+            .as_ref()
+            .map(|b| b.preferences.clone())
+            .unwrap_or_default(),
+        updated_at: now,
+    };
+    let change = contact_change("user.contact", &user, before, after, now);
+    let write = s.store().put_contact(&user, &contact, now);
+    let r = audit::change(change, write).await?;
     Ok(Json(ContactView::of(&user, Some(r))))
+}
+
+/// The audit trail's entry for `user`'s contact points or choices going from `before` to
+/// `after`: the fields that differ (who changed a user's address, and to what).
+fn contact_change(
+    action: &'static str,
+    user: &UserId,
+    before: Option<ContactRecord>,
+    after: ContactRecord,
+    now: Timestamp,
+) -> Change {
+    let state = |r: Option<ContactRecord>| {
+        let mut v = serde_json::to_value(ContactView::of(user, r)).unwrap_or_default();
+        if let Some(o) = v.as_object_mut() {
+            o.remove("user_id");
+            o.remove("updated_at");
+        }
+        v
+    };
+    Change::new(action, "user", now)
+        .object_key(user.as_str())
+        .before(&state(before))
+        .after(&state(Some(after)))
+        .only_differences()
+}
+
+/// Replaces `user`'s choices with `prefs`, recorded in the audit trail.
+async fn set_preferences(
+    s: &AppState,
+    user: &UserId,
+    prefs: Preferences,
+) -> ApiResult<ContactRecord> {
+    let (now, before) = (s.now(), s.store().contact(user).await?);
+    let after = ContactRecord {
+        user_id: user.clone(),
+        contact: before
+            .as_ref()
+            .map(|b| b.contact.clone())
+            .unwrap_or_default(),
+        preferences: prefs.clone(),
+        updated_at: now,
+    };
+    let change = contact_change("user.preferences", user, before, after, now);
+    let write = s.store().put_preferences(user, &prefs, now);
+    Ok(audit::change(change, write).await?)
 }
 
 /// Read a user's contact points and choices.
@@ -201,7 +259,7 @@ pub async fn put_preferences(
     ApiJson(body): ApiJson<ChoicesBody>,
 ) -> ApiResult<Json<ContactView>> {
     let p = parse_choices(body.into_choices())?;
-    let r = s.store().put_preferences(&user, &p, s.now()).await?;
+    let r = set_preferences(&s, &user, p).await?;
     Ok(Json(ContactView::of(&user, Some(r))))
 }
 
@@ -233,7 +291,7 @@ pub async fn put_my_preferences(
     ApiJson(body): ApiJson<ChoicesBody>,
 ) -> ApiResult<Json<PreferencesView>> {
     let prefs = parse_choices(body.into_choices())?;
-    let r = s.store().put_preferences(p.me()?, &prefs, s.now()).await?;
+    let r = set_preferences(&s, p.me()?, prefs).await?;
     Ok(Json(PreferencesView {
         preferences: choices(&r.preferences),
     }))
@@ -292,7 +350,13 @@ pub async fn unsubscribe(
         .map(|r| r.preferences)
         .unwrap_or_default();
     prefs.unsubscribe(channel);
-    s.store().put_preferences(&user, &prefs, s.now()).await?;
+    // The link's holder acts as its user (the link is signed for them).
+    let ctx = audit::Context {
+        who: audit::Who::User(user.clone()),
+        request_id: crate::observe::current_request_id(),
+        client: None,
+    };
+    audit::acting(ctx, set_preferences(&s, &user, prefs)).await?;
     let what = channel_words(channel);
     Ok(Html(format!(
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>Unsubscribed</title></head><body>\

@@ -9,6 +9,7 @@ use axum::Json;
 use coupond_domain::messaging::text::{shipped, SHIPPED_LOCALES};
 use coupond_domain::messaging::{Channel, Locale, MessageKind, MessageText, Purpose, Vars};
 use coupond_domain::{Timestamp, UserId};
+use coupond_store::audit::{self, Change};
 use coupond_store::{Outbound, OutboundQuery, OutboundStatus};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -129,10 +130,11 @@ pub async fn put(
 ) -> ApiResult<Json<MessageTextView>> {
     let (kind, locale) = target(&kind, &locale)?;
     body.check(kind)?;
-    let saved = s
-        .store()
-        .put_message_text(kind, &locale, &body, s.now())
-        .await?;
+    let now = s.now();
+    let before = own_text(&s, kind, &locale).await?;
+    let change = text_change(kind, &locale, before.as_ref(), Some(&body), now);
+    let write = s.store().put_message_text(kind, &locale, &body, now);
+    let saved = audit::change(change, write).await?;
     Ok(Json(view(
         kind,
         locale.as_str(),
@@ -154,10 +156,56 @@ pub async fn delete(
     ApiPath((kind, locale)): ApiPath<(String, String)>,
 ) -> ApiResult<StatusCode> {
     let (kind, locale) = target(&kind, &locale)?;
-    match s.store().drop_message_text(kind, &locale).await? {
+    let Some(before) = own_text(&s, kind, &locale).await? else {
+        return Err(ApiError::NotFound);
+    };
+    let change = text_change(kind, &locale, Some(&before), None, s.now());
+    let write = s.store().drop_message_text(kind, &locale);
+    match audit::change(change, write).await? {
         true => Ok(StatusCode::NO_CONTENT),
         false => Err(ApiError::NotFound),
     }
+}
+
+/// The platform's own text for `kind` in `locale`, if it set one.
+async fn own_text(
+    s: &AppState,
+    kind: MessageKind,
+    locale: &Locale,
+) -> ApiResult<Option<MessageText>> {
+    let texts = s.store().message_texts().await?;
+    Ok(texts
+        .into_iter()
+        .find(|t| t.kind == kind && t.locale == *locale)
+        .map(|t| t.text))
+}
+
+/// The audit trail's entry for the platform's text of `kind` in `locale` going from `before`
+/// to `after` (`None`: the shipped text): what every user receives, so who wrote it counts.
+fn text_change(
+    kind: MessageKind,
+    locale: &Locale,
+    before: Option<&MessageText>,
+    after: Option<&MessageText>,
+    now: Timestamp,
+) -> Change {
+    let action = if after.is_some() {
+        "message_text.put"
+    } else {
+        "message_text.drop"
+    };
+    let mut c = Change::new(action, "message_text", now).object_key(&format!(
+        "{}/{}",
+        kind.as_str(),
+        locale.as_str()
+    ));
+    if let Some(b) = before {
+        c = c.before(b);
+    }
+    if let Some(a) = after {
+        c = c.after(a);
+    }
+    c
 }
 
 /// A text filled in, as a reader would see it.

@@ -122,7 +122,8 @@ pub async fn metrics(State(s): State<AppState>) -> impl IntoResponse {
                 .set(f64::from(l.behind));
         }
     }
-    // The self-audit's last run, read at scrape time too: the same on every instance.
+    // The self-audit's last run, read at scrape time too: the same on every instance. Before
+    // any run finished, the values registered at start stand (0 found, last run at 0).
     if let Ok(Some(last)) = s.store().last_audit_run().await {
         use coupond_engine::telemetry::{AUDIT_LAST_RUN, AUDIT_VIOLATIONS};
         if let Some(found) = LastAudit::of(last) {
@@ -152,9 +153,9 @@ async fn domain_gauges(s: &AppState) -> Result<(), coupond_store::StoreError> {
     let soon = now.plus(time::Duration::minutes(5));
     let expiring = s.store().locks_due_before(soon).await?;
     metrics::gauge!(t::LOCKS_EXPIRING_SOON).set(expiring as f64);
-    if let Some(share) = s.shelf().await?.budget_used_max(now) {
-        metrics::gauge!(t::BUDGET_USED_RATIO_MAX).set(share);
-    }
+    // 0 while no active template has a budget: nothing is near its end.
+    let share = s.shelf().await?.budget_used_max(now).unwrap_or(0.0);
+    metrics::gauge!(t::BUDGET_USED_RATIO_MAX).set(share);
     Ok(())
 }
 

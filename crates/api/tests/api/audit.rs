@@ -335,3 +335,181 @@ async fn tag_changes_are_in_the_trail() {
     assert_eq!(trail.len(), 1, "{trail:?}");
     assert_eq!(trail[0]["after"]["pairs"], 2);
 }
+
+/// `method path` with `body` as `credential`, from client address 198.51.100.9.
+async fn from_client(
+    app: &TestApp,
+    method: Method,
+    path: &str,
+    credential: &str,
+    body: Value,
+) -> Reply {
+    let peer = std::net::SocketAddr::from(([198, 51, 100, 9], 40_000));
+    let req = Request::builder()
+        .method(method)
+        .uri(path)
+        .header(header::AUTHORIZATION, format!("Bearer {credential}"))
+        .header(header::CONTENT_TYPE, "application/json")
+        .extension(axum::extract::ConnectInfo(peer))
+        .body(Body::from(body.to_string()))
+        .unwrap();
+    app.send(req).await
+}
+
+/// The writes a probe found missing from the trail (issue 61 point 5) each leave an entry
+/// naming the caller and its client: the texts every user receives, a user's contact points
+/// and choices, a campaign message, an order recorded without a coupon.
+#[tokio::test]
+async fn texts_contacts_choices_campaigns_and_plain_orders_are_in_the_trail() {
+    let app = TestApp::new().await;
+    let text = json!({"subject": "Hi", "body": "Click http://evil.example", "sms": "Hi"});
+    let service = app.service.clone();
+    let platform = app.platform.clone();
+    let template = crate::claims::live(&app, 10, 1, json!({})).await;
+    let order = json!({"order": crate::checkout::lease(&app)});
+    let writes = [
+        (
+            Method::PUT,
+            "/v1/message-texts/campaign/en".to_owned(),
+            platform.clone(),
+            text,
+            "message_text.put",
+            "message_text:campaign/en",
+        ),
+        (
+            Method::DELETE,
+            "/v1/message-texts/campaign/en".to_owned(),
+            platform.clone(),
+            Value::Null,
+            "message_text.drop",
+            "message_text:campaign/en",
+        ),
+        (
+            Method::PUT,
+            "/v1/users/u-9/contact".to_owned(),
+            service.clone(),
+            json!({"email": "outside@evil.example"}),
+            "user.contact",
+            "user:u-9",
+        ),
+        (
+            Method::PUT,
+            "/v1/users/u-9/preferences".to_owned(),
+            service.clone(),
+            json!({"email": {"campaign": false}}),
+            "user.preferences",
+            "user:u-9",
+        ),
+        (
+            Method::POST,
+            format!("/v1/templates/{template}/messages"),
+            platform.clone(),
+            json!({"title": "Spring", "message": "Claim now"}),
+            "campaign_message.send",
+            "campaign_message:",
+        ),
+        (
+            Method::POST,
+            "/v1/orders/plain-1/record".to_owned(),
+            service.clone(),
+            order,
+            "order.record",
+            "order:plain-1",
+        ),
+    ];
+    for (method, path, credential, body, action, object) in writes {
+        let r = from_client(&app, method.clone(), &path, &credential, body).await;
+        assert!(r.status.is_success(), "{method} {path}: {}", r.body);
+        let trail = entries(&app.get("/v1/audit", &app.platform).await);
+        let e = &trail[0];
+        assert_eq!(e["action"], action, "{method} {path}: {e}");
+        assert!(e["object"].as_str().unwrap().starts_with(object), "{e}");
+        assert!(e["actor"].as_str().unwrap().starts_with("key:"), "{e}");
+        assert_eq!(e["client"], "198.51.100.9", "{e}");
+    }
+    let trail = entries(&app.get("/v1/audit?object=user:u-9", &app.platform).await);
+    assert_eq!(
+        trail.last().unwrap()["after"]["email"],
+        "outside@evil.example",
+        "{trail:?}"
+    );
+    // A replayed record changes nothing, and records nothing.
+    let before = entries(&app.get("/v1/audit", &app.platform).await).len();
+    let order = json!({"order": crate::checkout::lease(&app)});
+    let r = from_client(
+        &app,
+        Method::POST,
+        "/v1/orders/plain-1/record",
+        &service,
+        order,
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(
+        entries(&app.get("/v1/audit", &app.platform).await).len(),
+        before
+    );
+}
+
+/// A merchant reads the platform's changes to its objects as the platform's, without the
+/// person, key, address or request behind them, and cannot find platform staff by filtering
+/// on their names (issue 61 point 9); its own people and keys it reads in full.
+#[tokio::test]
+async fn merchants_read_the_platforms_changes_as_the_platforms() {
+    let app = TestApp::new().await;
+    let made = app
+        .post("/v1/templates", app.m1(), standalone_template(24, 48))
+        .await;
+    let id = made.body["id"].as_i64().unwrap();
+    let path = format!("/v1/templates/{id}");
+    let staff = operator(&app, "staff@platform.example", OperatorRole::Marketing).await;
+    let r = as_operator(
+        &app,
+        staff,
+        Method::PATCH,
+        &path,
+        json!({"title": "Platform's"}),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let object = format!("/v1/audit?object=template:{id}");
+
+    let platform_view = entries(&app.get(&object, &app.platform).await);
+    assert_eq!(platform_view[0]["actor_name"], "staff@platform.example");
+    let merchant_view = entries(&app.get(&object, app.m1()).await);
+    let (theirs, ours) = (&merchant_view[0], &merchant_view[1]);
+    assert_eq!(
+        (
+            &theirs["actor"],
+            &theirs["actor_name"],
+            &theirs["client"],
+            &theirs["request_id"]
+        ),
+        (
+            &json!("platform"),
+            &json!("the platform"),
+            &Value::Null,
+            &Value::Null
+        ),
+        "{theirs}"
+    );
+    assert_eq!(
+        theirs["after"]["title"], "Platform's",
+        "what changed is still told"
+    );
+    assert!(
+        ours["actor"].as_str().unwrap().starts_with("key:"),
+        "{ours}"
+    );
+    let text = app.get(&object, app.m1()).await.body.to_string();
+    assert!(!text.contains("staff@platform.example"), "{text}");
+    // Naming a platform person finds nothing, as an unknown name does.
+    for name in [
+        "staff@platform.example",
+        "nobody@example.com",
+        &format!("operator:{staff}"),
+    ] {
+        let r = app.get(&format!("/v1/audit?actor={name}"), app.m1()).await;
+        assert!(entries(&r).is_empty(), "{name}: {}", r.body);
+    }
+}

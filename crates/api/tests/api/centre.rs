@@ -235,6 +235,20 @@ async fn audiences_show_only_to_their_users(app: TestApp) {
             .get(&format!("/v1/me/templates/{hidden}"), &app.user)
             .await;
         assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
+        // A claim answers alike (issue 61 point 10): the template is not there for this user.
+        let r = app
+            .post(
+                &format!("/v1/templates/{hidden}/claims"),
+                &app.user,
+                json!({}),
+            )
+            .await;
+        assert_eq!(
+            (r.status, r.code()),
+            (StatusCode::NOT_FOUND, "not_found"),
+            "{}",
+            r.body
+        );
     }
     let r = app.get("/v1/users/u-2/claimable", &app.service).await;
     assert_eq!(ids(&r), [listed, everyone]);

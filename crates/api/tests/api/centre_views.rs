@@ -63,14 +63,27 @@ async fn public_views_of_templates_and_activities(app: TestApp) {
     let r = app.get(&me_activity, &app.user).await;
     assert_eq!(r.status, StatusCode::NOT_FOUND, "enrolling: {}", r.body);
 
-    // Before its run: readable, not claimable.
+    // Before its run the campaign is not announced: its template reads as absent (issue 61
+    // point 10), as a draft does.
+    let r = app
+        .get(&format!("/v1/me/templates/{enrolled}"), &app.user)
+        .await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::NOT_FOUND, "not_found"),
+        "unannounced: {}",
+        r.body
+    );
+
+    app.clock.advance(time::Duration::hours(48));
+    // While it runs: on offer, readable, with nothing of the owner's business.
     let r = app
         .get(&format!("/v1/me/templates/{enrolled}"), &app.user)
         .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     assert_eq!(
         (&r.body["status"], &r.body["can_claim"], &r.body["held"]),
-        (&json!("scheduled"), &json!(false), &json!(0))
+        (&json!("active"), &json!(true), &json!(0))
     );
     assert_eq!(
         r.body["activity"],
@@ -81,8 +94,6 @@ async fn public_views_of_templates_and_activities(app: TestApp) {
     ] {
         assert!(r.body.get(private).is_none(), "{private}: {}", r.body);
     }
-
-    app.clock.advance(time::Duration::hours(48));
     let r = app.get(&me_activity, &app.user).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     let mut keys: Vec<&str> = r
@@ -157,14 +168,38 @@ async fn public_views_of_templates_and_activities(app: TestApp) {
         ids(&app.get("/v1/me/claimable", &app.user).await),
         [enrolled, standalone]
     );
+    let r = app
+        .post(
+            &format!("/v1/templates/{enrolled}/claims"),
+            &app.user,
+            json!({}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
 
+    // Once it ended: still readable by a holder of its coupons, absent to anyone else.
     app.clock.advance(time::Duration::hours(48));
     let r = app.get(&me_activity, &app.user).await;
     assert_eq!(r.status, StatusCode::NOT_FOUND, "ended: {}", r.body);
     let r = app
         .get(&format!("/v1/me/templates/{enrolled}"), &app.user)
         .await;
-    assert_eq!(r.body["status"], "ended", "{}", r.body);
+    assert_eq!(
+        (&r.body["status"], &r.body["held"]),
+        (&json!("ended"), &json!(1)),
+        "{}",
+        r.body
+    );
+    app.clock.advance(time::Duration::hours(8));
+    let r = app
+        .get(&format!("/v1/me/templates/{standalone}"), &app.user)
+        .await;
+    assert_eq!(
+        r.status,
+        StatusCode::NOT_FOUND,
+        "ended, never held: {}",
+        r.body
+    );
 }
 
 async fn refused_queries_name_the_field(app: TestApp) {

@@ -197,7 +197,17 @@ async fn refusals_say_why() {
         json!({"audience": {"type": "users", "ids": ["vip-1"]}}),
     )
     .await;
-    assert_eq!(claim_as_user(&app, id).await.code(), "not_eligible");
+    // The user is told as its view of the template tells it: absent; the order service is
+    // told why.
+    assert_eq!(claim_as_user(&app, id).await.code(), "not_found");
+    let r = app
+        .post(
+            &format!("/v1/templates/{id}/claims"),
+            &app.service,
+            json!({"user_id": "u-1"}),
+        )
+        .await;
+    assert_eq!(r.code(), "not_eligible", "{}", r.body);
     let r = app
         .post(
             &format!("/v1/templates/{id}/claims"),

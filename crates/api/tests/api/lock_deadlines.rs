@@ -1,14 +1,15 @@
 //! A lock's own deadline and its extension, on every backend: a lock may ask for `hold_until`
 //! (after now, at most `max_lock_ttl` away) and the order shows it; `POST
-//! /v1/orders/{id}/extend` moves it later only, answers a repeat the same, is in the audit
-//! trail, is refused once the order ended; the sweeper keeps to the deadline as moved.
+//! /v1/orders/{id}/extend` moves it later only, at most `max_lock_ttl` from when the lock was
+//! taken, answers a repeat the same, is in the audit trail, is refused once the order ended;
+//! no deadline passes the coupons' validity; the sweeper keeps to the deadline as moved.
 
 use std::sync::Arc;
 
 use axum::http::StatusCode;
 use serde_json::{json, Value};
 
-use crate::checkout::{claim, lease, template};
+use crate::checkout::{claim, lease};
 use crate::on_every_backend;
 use crate::support::*;
 
@@ -34,14 +35,20 @@ fn refused(r: &Reply, status: StatusCode, code: &str) {
     assert_eq!((r.status, r.code()), (status, code), "{}", r.body);
 }
 
+/// A coupon valid for 30 days from hour 10, longer than any lock here.
 async fn a_coupon(app: &TestApp) -> i64 {
-    let t = template(
-        app,
-        json!({"kind": "amount_off", "amount": 50000}),
-        "upfront",
-        "stackable",
-    )
-    .await;
+    let validity = json!({"type": "fixed", "from": at(10), "until": at(10 + 30 * 24)});
+    a_coupon_valid(app, validity).await
+}
+
+async fn a_coupon_valid(app: &TestApp, validity: Value) -> i64 {
+    let terms = json!({
+        "value": {"kind": "amount_off", "amount": 50000},
+        "deduction": "upfront",
+        "stacking": "stackable",
+        "validity": validity,
+    });
+    let t = crate::claims::live(app, 10, 2, terms).await;
     claim(app, t).await
 }
 
@@ -108,9 +115,15 @@ async fn extensions_move_the_deadline_later_only(app: TestApp) {
         StatusCode::FORBIDDEN,
         "forbidden",
     );
-    // The platform (support) may extend too; a day later it is still within the bound.
+    // The platform (support) may extend too. The bound runs from when the lock was taken,
+    // not from each extension: a day later, 7 days from now is too far (issue 61 point 3).
     app.clock.advance(time::Duration::hours(24));
-    let later = at(15 + 24 + 7 * 24);
+    refused(
+        &extend(&app, &app.platform, "lease-b", &at(15 + 24 + 7 * 24)).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "hold_until_too_far",
+    );
+    let later = at(15 + 7 * 24);
     let r = extend(&app, &app.platform, "lease-b", &later).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
 
@@ -143,7 +156,7 @@ async fn extensions_move_the_deadline_later_only(app: TestApp) {
         .await;
     assert_eq!(done.status, StatusCode::OK, "{}", done.body);
     refused(
-        &extend(&app, &app.service, "lease-b", &at(15 + 24 * 7)).await,
+        &extend(&app, &app.service, "lease-b", &at(15 + 24 * 6)).await,
         StatusCode::CONFLICT,
         "order_ended",
     );
@@ -166,7 +179,48 @@ async fn a_late_extension_finds_the_lock_expired(app: TestApp) {
     assert_eq!(o.body["state"], "expired");
 }
 
+/// A lock never outlives its coupon (issue 61 point 3): one asking past the coupon's
+/// `valid_until` ends there, says so in its `deadline`, cannot be extended past it, and the
+/// sweeper ends it then; a confirm after it finds the lock ended and uses nothing.
+async fn a_lock_ends_with_its_coupons_validity(app: TestApp) {
+    // The claim window ends at hour 20; the coupon is valid until hour 21.
+    let until = at(21);
+    let c = a_coupon_valid(
+        &app,
+        json!({"type": "fixed", "from": at(10), "until": until}),
+    )
+    .await;
+    let r = lock(&app, "lease-v", c, Some(&at(15 + 24))).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(
+        r.body["deadline"],
+        json!(until),
+        "cut at the coupon's validity"
+    );
+    assert_eq!(
+        app.get("/v1/orders/lease-v", &app.service).await.body["deadline"],
+        json!(until)
+    );
+    let r = extend(&app, &app.service, "lease-v", &at(23)).await;
+    refused(&r, StatusCode::UNPROCESSABLE_ENTITY, "hold_until_too_far");
+    assert!(
+        r.body["detail"].as_str().unwrap().contains(&until),
+        "{}",
+        r.body
+    );
+    app.clock.advance(time::Duration::hours(6));
+    let r = app
+        .post("/v1/orders/lease-v/confirm", &app.service, json!({}))
+        .await;
+    refused(&r, StatusCode::CONFLICT, "order_ended");
+    let h = app
+        .get(&format!("/v1/coupons/{c}/history"), &app.platform)
+        .await;
+    assert_ne!(h.body["status"], "used", "{}", h.body);
+}
+
 on_every_backend!(
+    a_lock_ends_with_its_coupons_validity,
     a_lock_asks_for_its_own_deadline,
     extensions_move_the_deadline_later_only,
     a_late_extension_finds_the_lock_expired

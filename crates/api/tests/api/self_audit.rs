@@ -198,6 +198,26 @@ async fn the_days_run_is_made_once_by_the_lease_holder(app: TestApp) {
     app.clock.advance(time::Duration::hours(24));
     assert!(one.run_once().await.unwrap().finished.is_some());
     assert_eq!(runs(&app.get("/v1/audits", &app.platform).await).len(), 2);
+
+    // Every instance down over the next two days' instants: the one started afterwards makes
+    // up the last one missed, once (issue 61 point 13); a second start finds it made.
+    app.clock
+        .advance(time::Duration::hours(48) + time::Duration::minutes(30));
+    let restarted = auditor(&app, Some("04:00"), "restarted");
+    let made = restarted
+        .run_once()
+        .await
+        .unwrap()
+        .finished
+        .expect("made up");
+    assert_eq!(
+        made.slot,
+        Some(t0().plus(time::Duration::hours(4 + 3 * 24))),
+        "the last instant missed"
+    );
+    let again = auditor(&app, Some("04:00"), "again");
+    assert!(again.run_once().await.unwrap().finished.is_none());
+    assert_eq!(runs(&app.get("/v1/audits", &app.platform).await).len(), 3);
 }
 
 on_every_backend!(

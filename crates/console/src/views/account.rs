@@ -12,6 +12,7 @@ use coupond_api::auth::Caller;
 use coupond_domain::{Operator, OperatorId};
 use coupond_engine::accounts::AccountError;
 use coupond_engine::second_factor;
+use coupond_store::audit;
 use serde::Deserialize;
 
 use super::{guard, problem_page, render, Shell};
@@ -94,6 +95,21 @@ fn show(session: &Session, op: &Operator, error: Option<String>, notice: &str) -
     render(status, &page)
 }
 
+/// The audit trail's context of a change `op` makes to their own account from this page: in
+/// their name, from the page's client.
+fn as_person(op: &Operator) -> audit::Context {
+    let page = audit::current();
+    audit::Context {
+        who: audit::Who::Operator {
+            id: op.id,
+            email: op.email.to_string(),
+            role: op.role,
+        },
+        request_id: page.as_ref().and_then(|c| c.request_id.clone()),
+        client: page.and_then(|c| c.client),
+    }
+}
+
 async fn load(console: &Console, session: &Session) -> Result<Operator, Response> {
     let Some(id) = operator_of(session) else {
         return Err(not_an_account(session));
@@ -164,7 +180,8 @@ pub async fn totp_on(
         Err(r) => return r,
     };
     let accounts = console.app().accounts();
-    match accounts.enable_totp(op.id, f.secret.trim(), &f.code).await {
+    let on = accounts.enable_totp(op.id, f.secret.trim(), &f.code);
+    match audit::acting(as_person(&op), on).await {
         Ok(_) => Redirect::to("/console/account?notice=on").into_response(),
         Err(AccountError::Invalid(e)) => show(&session, &op, Some(e.to_string()), ""),
         Err(e) => failed(&session, &e),
@@ -191,7 +208,7 @@ pub async fn totp_off(
         }
         Err(e) => return failed(&session, &e),
     }
-    match accounts.disable_totp(op.id).await {
+    match audit::acting(as_person(&op), accounts.disable_totp(op.id)).await {
         Ok(_) => Redirect::to("/console/account?notice=off").into_response(),
         Err(e) => failed(&session, &e),
     }

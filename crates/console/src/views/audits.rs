@@ -74,7 +74,7 @@ pub async fn list(
         Err(p) => return problem_page(&session, &p),
     };
     let schedule = match console.app().auditor().schedule() {
-        Some(t) => format!("every day at {t} UTC"),
+        Some((t, zone)) => format!("every day at {t} ({})", zone.name()),
         None => "only when asked (background.audit_at is off)".to_owned(),
     };
     let page = AuditsPage {

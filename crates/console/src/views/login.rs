@@ -2,7 +2,10 @@
 //!
 //! A wrong email and a wrong password get the same words after the same work
 //! (`Accounts::verify`); failures past `console.sign_in_free_failures` per email and per
-//! client address wait longer each time (`throttle`), refused without a check meanwhile.
+//! client address wait longer each time (`throttle`), refused without a check meanwhile. An
+//! attempt counts from the moment it is let through, and the password checks running at once
+//! are bounded (`console.password_hashes`): a burst sent at once gets 429 or 503 with
+//! `Retry-After` past those bounds.
 
 use askama::Template;
 use std::net::{IpAddr, SocketAddr};
@@ -14,6 +17,7 @@ use axum::{Extension, Form};
 use axum_extra::extract::cookie::PrivateCookieJar;
 use coupond_api::auth::operator_principal;
 use coupond_domain::Email;
+use coupond_engine::accounts::AccountError;
 use serde::Deserialize;
 
 use super::render;
@@ -141,11 +145,11 @@ async fn account(
     } else {
         &keys[..1]
     };
-    if let Some(wait) = console.sign_ins().wait(keys, now) {
+    if let Err(wait) = console.sign_ins().attempt(keys, now) {
         let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
         let unit = if secs == 1 { "second" } else { "seconds" };
         let error = format!("Too many failed sign-ins: try again in {secs} {unit}.");
-        return refuse(StatusCode::TOO_MANY_REQUESTS, &error);
+        return retry_after(refuse(StatusCode::TOO_MANY_REQUESTS, &error), secs);
     }
     let verified = match Email::parse(email) {
         Ok(e) => console.app().accounts().sign_in(&e, password, code).await,
@@ -154,11 +158,17 @@ async fn account(
     let op = match verified {
         Ok(Some(op)) => op,
         Ok(None) => {
-            console.sign_ins().failed(keys, now);
             return refuse(
                 StatusCode::UNAUTHORIZED,
                 "The email, the password or the code is wrong.",
             );
+        }
+        Err(AccountError::Busy { retry_after: wait }) => {
+            let page = refuse(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Too many sign-ins at once: try again in a moment.",
+            );
+            return retry_after(page, wait.as_secs().max(1));
         }
         Err(e) => {
             tracing::warn!(error = %e, "checking a sign-in failed");
@@ -168,7 +178,7 @@ async fn account(
             );
         }
     };
-    console.sign_ins().succeeded(&by_email);
+    console.sign_ins().succeeded(&by_email, &keys[1..]);
     if operator_principal(&op).is_none() {
         return refuse(
             StatusCode::FORBIDDEN,
@@ -185,6 +195,13 @@ async fn account(
             )
         }
     }
+}
+
+/// `page` with a `Retry-After` of `secs` seconds.
+fn retry_after(mut page: Response, secs: u64) -> Response {
+    page.headers_mut()
+        .insert(axum::http::header::RETRY_AFTER, secs.into());
+    page
 }
 
 #[derive(Deserialize)]

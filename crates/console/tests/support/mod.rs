@@ -221,10 +221,13 @@ pub async fn answer(app: &App, req: Request<Body>) -> Answer {
 
 /// A form POST to `path` from the console's own origin, with the session `cookie` if any.
 pub fn form_post(path: &str, cookie: Option<&str>, form: String) -> Request<Body> {
+    // From a client address, as the server's listener gives every request one.
+    let peer = std::net::SocketAddr::from(([192, 0, 2, 7], 50_000));
     let mut req = Request::post(path)
         .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
         .header(header::HOST, "console.test")
-        .header(header::ORIGIN, "http://console.test");
+        .header(header::ORIGIN, "http://console.test")
+        .extension(axum::extract::ConnectInfo(peer));
     if let Some(c) = cookie {
         req = req.header(header::COOKIE, c);
     }

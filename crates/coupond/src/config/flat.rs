@@ -7,7 +7,7 @@ use figment::value::{Dict, Map, Value};
 use figment::{Error, Metadata, Profile, Provider};
 
 /// Every setting: its flat name, its section and its key there.
-pub const FLAT: [(&str, &str, &str); 97] = [
+pub const FLAT: [(&str, &str, &str); 98] = [
     ("listen", "server", "listen"),
     ("max_body_bytes", "server", "max_body_bytes"),
     ("max_upload_bytes", "server", "max_upload_bytes"),
@@ -110,6 +110,7 @@ pub const FLAT: [(&str, &str, &str); 97] = [
         "sign_in_free_failures",
     ),
     ("console_sign_in_max_delay", "console", "sign_in_max_delay"),
+    ("console_password_hashes", "console", "password_hashes"),
     ("console_key_sign_in", "console", "key_sign_in"),
     (
         "console_require_totp_for_platform",

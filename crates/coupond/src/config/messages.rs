@@ -46,7 +46,8 @@ pub struct Email {
     pub smtp_url: Option<SecretString>,
     /// The sender: `Coupons <coupons@example.com>`.
     pub from: String,
-    /// The message kinds email carries.
+    /// The message kinds email carries (a list, or one comma-separated string).
+    #[serde(deserialize_with = "super::sections::list_or_csv")]
     pub kinds: Vec<MessageKind>,
     /// Local hours (the recipient's zone) no email is sent: `21:00-08:00`; empty: none.
     pub quiet_hours: String,
@@ -112,6 +113,8 @@ pub struct Sms {
     /// The sender number or name (a number such as `+15005550006` is read as text).
     #[serde(default, deserialize_with = "text_or_number")]
     pub from: Option<String>,
+    /// The message kinds SMS carries (a list, or one comma-separated string).
+    #[serde(deserialize_with = "super::sections::list_or_csv")]
     pub kinds: Vec<MessageKind>,
     pub quiet_hours: String,
     pub per_second: u32,

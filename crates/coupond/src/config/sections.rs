@@ -249,23 +249,30 @@ pub struct Webhook {
     pub concurrency_per_owner: u32,
 }
 
-/// A list given as a TOML array, or (from the environment) as one comma-separated string.
-fn list_or_csv<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+/// A list given as a TOML array, or (from the environment) as one comma-separated string
+/// (`coupon_issued,campaign`; spaces around the commas are dropped). Every list-valued
+/// setting reads through this.
+pub(super) fn list_or_csv<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::de::DeserializeOwned,
+{
+    use serde::de::IntoDeserializer;
     #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Either {
-        List(Vec<String>),
+    #[serde(untagged, bound = "T: serde::de::DeserializeOwned")]
+    enum Either<T> {
+        List(Vec<T>),
         Text(String),
     }
-    Ok(match Either::deserialize(d)? {
-        Either::List(v) => v,
+    match Either::<T>::deserialize(d)? {
+        Either::List(v) => Ok(v),
         Either::Text(t) => t
             .split(',')
             .map(str::trim)
             .filter(|s| !s.is_empty())
-            .map(str::to_owned)
+            .map(|s| T::deserialize(s.into_deserializer()))
             .collect(),
-    })
+    }
 }
 
 /// The web console under `/console`.
@@ -288,6 +295,8 @@ pub struct Console {
     /// The longest wait between failed sign-ins.
     #[serde(with = "humantime_serde")]
     pub sign_in_max_delay: Duration,
+    /// Password checks (argon2id, 19 MiB each) running at once; 0: as many as the cores.
+    pub password_hashes: usize,
     /// Whether an API key may sign into the console (off: accounts only).
     pub key_sign_in: bool,
     /// Whether platform operators must have a second factor.
@@ -302,6 +311,7 @@ impl fmt::Debug for Console {
             .field("session_ttl", &self.session_ttl)
             .field("sign_in_free_failures", &self.sign_in_free_failures)
             .field("sign_in_max_delay", &self.sign_in_max_delay)
+            .field("password_hashes", &self.password_hashes)
             .field("key_sign_in", &self.key_sign_in)
             .field("require_totp_for_platform", &self.require_totp_for_platform)
             .finish()

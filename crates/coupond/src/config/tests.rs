@@ -54,6 +54,29 @@ fn the_webhook_allow_list_reads_from_a_file_or_the_environment() {
     });
 }
 
+/// Every list-valued variable takes a comma-separated string (issue 61 point 15).
+#[test]
+fn list_settings_read_comma_separated_from_the_environment() {
+    Jail::expect_with(|jail| {
+        jail.set_env("COUPOND_SMS_KINDS", "coupon_issued, campaign");
+        jail.set_env("COUPOND_EMAIL_KINDS", "coupon_expiring");
+        jail.set_env("COUPOND_TRUSTED_PROXIES", "10.0.0.0/8,192.168.1.1");
+        let c = Config::load(None, &Overrides::default()).expect("loads");
+        let kinds: Vec<&str> = c.sms.kinds.iter().map(|k| k.as_str()).collect();
+        assert_eq!(kinds, ["coupon_issued", "campaign"]);
+        let kinds: Vec<&str> = c.email.kinds.iter().map(|k| k.as_str()).collect();
+        assert_eq!(kinds, ["coupon_expiring"]);
+        assert_eq!(c.server.trusted_proxies, ["10.0.0.0/8", "192.168.1.1"]);
+        jail.set_env("COUPOND_SMS_KINDS", "[campaign]");
+        let c = Config::load(None, &Overrides::default()).expect("loads");
+        assert_eq!(c.sms.kinds.len(), 1);
+        jail.set_env("COUPOND_SMS_KINDS", "coupon_issued,nonsense");
+        let err = Config::load(None, &Overrides::default()).unwrap_err();
+        assert!(format!("{err:#}").contains("nonsense"), "{err:#}");
+        Ok(())
+    });
+}
+
 #[test]
 fn layers_apply_in_order() {
     Jail::expect_with(|jail| {

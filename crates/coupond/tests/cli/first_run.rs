@@ -87,3 +87,40 @@ fn migrate_creates_a_missing_postgres_database() {
             .unwrap();
     });
 }
+
+/// A fresh server's first scrape has every family an operator alerts on or graphs (issue 61
+/// point 14): the counters at zero, the audit's "never ran" values, the budget gauge, each
+/// worker's restarts; none waits for its first event to appear.
+#[test]
+fn the_first_scrape_has_every_metric() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}/metrics.db", dir.path().display());
+    let (server, base) = crate::start_server(dir.path(), &db, "127.0.0.1:0", &[]);
+    let (status, body) = crate::get(&base, "/metrics", None);
+    assert_eq!(status, 200);
+    let has = |series: &str| body.lines().any(|l| l.starts_with(series));
+    for family in [
+        "coupond_claims_total{outcome=\"issued\"} 0",
+        "coupond_claims_total{outcome=\"sold_out\"} 0",
+        "coupond_claims_sold_out_from_memory_total 0",
+        "coupond_claim_batch_size",
+        "coupond_claim_commit_seconds",
+        "coupond_webhook_deliveries_total{result=\"failed\"} 0",
+        "coupond_webhook_queue_age_seconds",
+        "coupond_scheduler_lag_seconds",
+        "coupond_codes_generated_total 0",
+        "coupond_rate_limited_total{limit=\"claim_per_user\"} 0",
+        "coupond_nats_published_total 0",
+        "coupond_audit_violations 0",
+        "coupond_audit_last_run_timestamp_seconds 0",
+        "coupond_budget_used_ratio_max 0",
+        "coupond_locks_expiring_soon 0",
+        "coupond_messages_total{channel=\"email\",outcome=\"sent\"} 0",
+        "coupond_worker_restarts_total{worker=\"dispatcher\"} 0",
+        "coupond_seen_dropped_total 0",
+        "coupond_database_up 1",
+    ] {
+        assert!(has(family), "{family} is not on the first scrape:\n{body}");
+    }
+    assert!(crate::terminate_and_wait(server).success());
+}

@@ -15,6 +15,7 @@ mod operator;
 mod outage;
 mod processes;
 mod proxy;
+mod sign_in_burst;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;

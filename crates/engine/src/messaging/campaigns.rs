@@ -16,6 +16,7 @@ use async_trait::async_trait;
 use coupond_domain::messaging::text::worth;
 use coupond_domain::messaging::{Campaign, MessageKind, MessageText, Vars};
 use coupond_domain::{Actor, MerchantId, Template, Timestamp, UserId, Zone};
+use coupond_store::audit::{self, Change};
 use coupond_store::{
     owner_key, CampaignMessage, CampaignPage, MessageContent, NewCampaignMessage, NewOutbound,
     Store, StoreResult,
@@ -59,9 +60,17 @@ pub async fn record(
         actor,
         campaign,
     };
-    Ok(store
-        .insert_campaign_message(&new, since, max_per_day, now)
-        .await?)
+    // In the audit trail: a message to many users, in its sender's name.
+    let change = Change::new("campaign_message.send", "campaign_message", now)
+        .merchant(t.merchant_id)
+        .after(&serde_json::json!({
+            "template_id": t.id,
+            "title": campaign.title(),
+            "message": campaign.message(),
+            "segment": campaign.segment(),
+        }));
+    let write = store.insert_campaign_message(&new, since, max_per_day, now);
+    Ok(audit::change(change, write).await?)
 }
 
 /// Sends campaign messages page by page.

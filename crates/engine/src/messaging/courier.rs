@@ -8,8 +8,13 @@
 //! exponential backoff; a refusal for good (a bad address, 4xx) or `max_attempts` tries fail
 //! the message, with the provider's answer kept.
 //!
+//! Each attempt is claimed before it is handed to the provider ([`CLAIM`]: the message's due
+//! time moves past the attempt's longest duration, in one conditional update), so however many
+//! instances send, and whoever holds the lease, a message goes to the provider once per attempt
+//! recorded: the lease paces the channel, the claim keeps a message from being sent twice.
+//!
 //! Delivery is at least once: a crash after the provider accepted a message and before its
-//! `sent` was written sends it again. Each message carries its id to the provider (email's
+//! `sent` was written sends it again (after [`CLAIM`]). Each message carries its id to the provider (email's
 //! `Message-ID`, the generic SMS adapter's `{{id}}`), so a provider that deduplicates by it
 //! sees it once; Twilio cannot.
 
@@ -34,6 +39,9 @@ const MAX_BACKOFF: Duration = Duration::from_secs(3600);
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(6 * 3600);
 const IDLE: Duration = Duration::from_secs(1);
 const LEASE: time::Duration = time::Duration::seconds(10);
+/// How long one attempt holds its message: longer than a provider call may take (the SMTP
+/// and HTTP timeouts are 30 s), so no other courier sends it meanwhile.
+pub const CLAIM: time::Duration = time::Duration::minutes(2);
 
 /// Why a provider did not take a message.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -128,7 +136,9 @@ impl Courier {
             .due_outbound(self.rules.channel, now, BATCH)
             .await?
         {
-            let step = self.step(&m).await;
+            let Some(step) = self.step(&m).await? else {
+                continue; // another courier took it
+            };
             match &step {
                 OutboundStep::Sent { .. } => out.sent += 1,
                 OutboundStep::Retry { .. } => out.retried += 1,
@@ -150,18 +160,27 @@ impl Courier {
         Ok(out)
     }
 
-    /// What to do with `m` now: hold it through quiet hours, or send it.
-    async fn step(&self, m: &Outbound) -> OutboundStep {
+    /// What to do with `m` now: hold it through quiet hours, or claim and send it; `None` when
+    /// another courier claimed it first.
+    async fn step(&self, m: &Outbound) -> StoreResult<Option<OutboundStep>> {
         let now = self.clock.now();
         let allowed = self.rules.quiet.next_allowed(now, &m.zone);
         if allowed > now {
-            return OutboundStep::Defer { next_at: allowed };
+            return Ok(Some(OutboundStep::Defer { next_at: allowed }));
         }
         self.pace.until_ready().await;
-        match self.transport.send(m).await {
+        let now = self.clock.now();
+        if !self
+            .store
+            .claim_outbound(m.id, now, now.plus(CLAIM))
+            .await?
+        {
+            return Ok(None);
+        }
+        Ok(Some(match self.transport.send(m).await {
             Ok(answer) => OutboundStep::Sent { answer },
             Err(e) => self.after_refusal(m, e),
-        }
+        }))
     }
 
     fn after_refusal(&self, m: &Outbound, e: SendError) -> OutboundStep {

@@ -57,8 +57,9 @@ pub(super) async fn fixtures(app: &TestApp) -> BTreeMap<(Method, String), Fixtur
     let held = claim(app, lockable, "u-4").await;
     let r = lock(app, "held-1", "u-4", &[held]).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    // Past the 15-minute lock, within the coupon's validity (a lock never outlives it).
     let hold_until = coupond_engine::Clock::now(&app.clock)
-        .plus(time::Duration::days(2))
+        .plus(time::Duration::hours(2))
         .to_string();
     let r = lock(app, "paid-1", "u-3", &[refundable]).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);

@@ -60,6 +60,7 @@ pub(super) fn accept(
                 .map(|id| (*id, Money::new(each).unwrap()))
                 .collect(),
             answer: serde_json::json!({"discount": each * ids.len() as i64}),
+            deadline: None,
         })
     }
 }

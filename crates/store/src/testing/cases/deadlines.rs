@@ -117,3 +117,59 @@ pub async fn lock_deadlines_move_later_only(s: Arc<dyn Store>) {
         Err(StoreError::NotFound)
     ));
 }
+
+/// A lock ends where its rules cut the deadline (its coupons' validity), coupons and order
+/// alike; and a lock that outlived a coupon's validity (taken before that rule) is refused at
+/// confirm with the expired coupons named and nothing changed (issue 61 point 3).
+pub async fn locks_end_with_their_coupons_validity(s: Arc<dyn Store>) {
+    let t = claimable(&s, 10, 3).await;
+    let held = coupons(&s, &t, "buyer", 2).await;
+    let valid_until = held[0].valid_until;
+    let user = UserId::parse("buyer").unwrap();
+    let (one, two) = ([held[0].id], [held[1].id]);
+
+    // The rules cut the deadline asked for (hour 100) at hour 30.
+    let cut = oid("cut-1");
+    let mut req = lock_req(&cut, &user, &one, 1, 15);
+    req.deadline = at(100);
+    let rules = |found: &[coupond_domain::Coupon], t: &[coupond_domain::Template]| {
+        let plan = accept("buyer", one.to_vec(), 400)(found, t)?;
+        Ok(crate::LockPlan {
+            deadline: Some(at(30)),
+            ..plan
+        })
+    };
+    let LockOutcome::Locked(order) = s.lock_order(&req, &rules).await.unwrap() else {
+        panic!("not locked")
+    };
+    assert_eq!(order.deadline, at(30));
+    assert_eq!(s.order(&cut).await.unwrap().deadline, at(30));
+    assert_eq!(
+        s.coupon(held[0].id).await.unwrap().locked_until,
+        Some(at(30))
+    );
+    assert_eq!(s.expire_locks(at(30), 10).await.unwrap(), vec![cut.clone()]);
+
+    // Held past the validity (the rules asked for no cut): a confirm after it uses nothing.
+    let past = oid("past-1");
+    let mut req = lock_req(&past, &user, &two, 2, 15);
+    req.deadline = valid_until.plus(time::Duration::hours(10));
+    s.lock_order(&req, &accept("buyer", two.to_vec(), 300))
+        .await
+        .unwrap();
+    let after = valid_until.plus(time::Duration::hours(1));
+    let step = s
+        .confirm_order(&past, &Actor::Service, after)
+        .await
+        .unwrap();
+    assert_eq!(step, OrderStep::Expired(vec![held[1].id]));
+    let c = s.coupon(held[1].id).await.unwrap();
+    assert_eq!(
+        (c.stored_status, c.used_at),
+        (CouponStatus::Locked, None),
+        "nothing used"
+    );
+    let t = s.template(t.id).await.unwrap();
+    assert_eq!((t.used, t.given.minor(), t.reserved.minor()), (0, 0, 300));
+    assert_eq!(s.order(&past).await.unwrap().state, OrderState::Locked);
+}

@@ -299,8 +299,14 @@ pub async fn deletes_and_history(s: Arc<dyn Store>) {
         s.delete_template(draft.id).await,
         Err(StoreError::NotFound)
     ));
+    // The newest id, deleted, is never handed out again (issue 61 point 11): a system that
+    // kept it, and the audit trail, would mix two objects.
+    let next = s.insert_template(&new, t0()).await.unwrap();
+    assert!(next.id > draft.id, "{} after {}", next.id, draft.id);
+    assert_eq!(s.delete_template(next.id).await.unwrap(), Deleted::Done);
 
     let live = claimable(&s, 10, 1).await;
+    assert!(live.id > next.id, "{} after {}", live.id, next.id);
     // The deleted draft's binding no longer counts against the listing's limit.
     assert!(s.bind(l.id, live.id, 1, t0()).await.unwrap());
     assert_eq!(s.delete_template(live.id).await.unwrap(), Deleted::InUse);
@@ -332,6 +338,8 @@ pub async fn deletes_and_history(s: Arc<dyn Store>) {
     assert!(s.bind(l2.id, live.id, 10, t0()).await.unwrap());
     s.delete_listing(l2.id).await.unwrap();
     assert!(matches!(s.listing(l2.id).await, Err(StoreError::NotFound)));
+    let l3 = s.insert_listing(owner_id, &listing, t0()).await.unwrap();
+    assert!(l3.id > l2.id, "listing {} after {}", l3.id, l2.id);
     assert!(matches!(
         s.delete_listing(l2.id).await,
         Err(StoreError::NotFound)

@@ -158,6 +158,21 @@ pub async fn contacts_texts_and_the_delivery_log(s: Arc<dyn Store>) {
     let again = s.due_outbound(Channel::Email, at(4), 10).await.unwrap();
     let d1 = again.iter().find(|o| o.id == d.id).unwrap();
     assert_eq!((d1.attempts, d1.answer.as_deref()), (1, Some("421 busy")));
+    // An attempt is claimed once: two couriers that read it due, one takes it, and nobody
+    // finds it due again until the claim runs out (issue 61 point 2).
+    let (one, two) = (
+        s.claim_outbound(d.id, at(4), at(6)),
+        s.claim_outbound(d.id, at(4), at(6)),
+    );
+    let (one, two) = (one.await.unwrap(), two.await.unwrap());
+    assert!(one ^ two, "claimed once: {one} {two}");
+    assert!(s
+        .due_outbound(Channel::Email, at(5), 10)
+        .await
+        .unwrap()
+        .iter()
+        .all(|o| o.id != d.id));
+    assert!(!s.claim_outbound(d.id, at(5), at(7)).await.unwrap());
     s.record_outbound(
         d.id,
         &OutboundStep::Sent {

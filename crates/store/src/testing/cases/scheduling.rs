@@ -138,6 +138,7 @@ pub async fn coupons_expire_once(s: Arc<dyn Store>) {
         Ok(crate::LockPlan {
             discounts: vec![(ids[1], coupond_domain::Money::ZERO)],
             answer: serde_json::json!({}),
+            deadline: None,
         })
     };
     s.lock_order(

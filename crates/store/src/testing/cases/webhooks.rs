@@ -1,5 +1,6 @@
 //! Webhook endpoints: a ping is a delivery of its own, numbered per endpoint, refused to a
-//! disabled endpoint; deleting an endpoint takes its deliveries and their attempts with it.
+//! disabled endpoint; deleting an endpoint takes its deliveries and their attempts with it,
+//! and their ids are never handed out again.
 
 use super::*;
 use crate::webhooks::PING;
@@ -71,4 +72,18 @@ pub async fn webhook_pings_and_deletes(s: Arc<dyn Store>) {
         Err(StoreError::Conflict(Conflict::Version))
     ));
     assert_eq!(s.list_webhooks(None).await.unwrap().len(), 1);
+
+    // The newest endpoint and delivery, deleted, leave their ids unused for good.
+    let c = s.insert_webhook(&new, 10, at(4)).await.unwrap();
+    let ping = s.enqueue_ping(c.id, at(4)).await.unwrap();
+    s.delete_webhook(c.id).await.unwrap();
+    let d = s.insert_webhook(&new, 10, at(5)).await.unwrap();
+    let again = s.enqueue_ping(d.id, at(5)).await.unwrap();
+    assert!(d.id > c.id, "webhook {} after {}", d.id, c.id);
+    assert!(
+        again.id > ping.id,
+        "delivery {} after {}",
+        again.id,
+        ping.id
+    );
 }
