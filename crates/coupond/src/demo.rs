@@ -76,6 +76,7 @@ pub async fn load(
             role,
             merchant_id: merchant,
             label: format!("demo {name}"),
+            operator_id: None,
         };
         (name.to_owned(), k.secret, new)
     };

@@ -305,6 +305,7 @@ async fn api_key(store: &dyn Store, role: Role) -> anyhow::Result<String> {
                 role,
                 merchant_id: None,
                 label: "loadtest".into(),
+                operator_id: None,
             },
             now,
         )

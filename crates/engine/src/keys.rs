@@ -45,7 +45,8 @@ pub fn generate_api_key() -> GeneratedKey {
 
 /// Creates an API key of `role` (a merchant key for `merchant`, which must exist: otherwise
 /// `NotFound`) and returns it with its secret, which is shown once and never stored. The one
-/// way keys are made, for the CLI and the API.
+/// way keys are made, for the CLI and the API. Made by a person (the audit context's operator),
+/// the key is theirs and works only while their account is enabled.
 pub async fn issue(
     store: &dyn coupond_store::Store,
     role: coupond_store::Role,
@@ -57,17 +58,24 @@ pub async fn issue(
         store.merchant(m).await?;
     }
     let k = generate_api_key();
+    // A key a person makes is theirs: it stops working when their account is disabled.
+    let operator_id = match audit::current().map(|c| c.who) {
+        Some(audit::Who::Operator { id, .. }) => Some(id),
+        _ => None,
+    };
     let new = coupond_store::NewApiKey {
         hash: k.hash,
         prefix: k.prefix,
         role,
         merchant_id: merchant,
         label,
+        operator_id,
     };
     let change = Change::new("api_key.create", "api_key", now)
         .merchant(merchant)
         .after(&serde_json::json!({
             "role": role.as_str(), "merchant_id": merchant, "label": new.label, "prefix": new.prefix,
+            "operator_id": operator_id,
         }));
     let stored = audit::change(change, store.insert_api_key(&new, now)).await?;
     Ok((stored, k.secret))

@@ -45,23 +45,31 @@ pub async fn insert_api_key(db: &dyn Db, k: &NewApiKey, now: Timestamp) -> Store
     let row = db
         .write_one(
             sql(
-                "INSERT INTO api_keys (hash, prefix, role, merchant_id, label, created_at)
-                 VALUES ($1, $2, $3, $4, $5, $6) RETURNING *",
+                "INSERT INTO api_keys (hash, prefix, role, merchant_id, label, created_at, operator_id)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *",
             )
             .bind(&k.hash[..])
             .bind(&k.prefix)
             .bind(k.role.as_str())
             .bind(k.merchant_id.map(MerchantId::get))
             .bind(&k.label)
-            .bind(now),
+            .bind(now)
+            .bind(k.operator_id.map(OperatorId::get)),
         )
         .await?;
     api_key_row(&row)
 }
 
+/// The key with this hash, unless the person who made it is disabled (then `NotFound`, as an
+/// unknown key: it opens nothing).
 pub async fn api_key_by_hash(db: &dyn Db, hash: &[u8; 32]) -> StoreResult<ApiKey> {
     let row = db
-        .read_one(sql("SELECT * FROM api_keys WHERE hash = $1").bind(&hash[..]))
+        .read_one(
+            sql("SELECT * FROM api_keys k WHERE hash = $1 AND NOT EXISTS
+                 (SELECT 1 FROM operators o WHERE o.id = k.operator_id
+                  AND o.disabled_at IS NOT NULL)")
+            .bind(&hash[..]),
+        )
         .await?;
     api_key_row(&row)
 }
@@ -163,6 +171,10 @@ fn api_key_row(r: &Row) -> StoreResult<ApiKey> {
         label: r.string("label")?,
         created_at: r.time("created_at")?,
         revoked_at: r.opt_time("revoked_at")?,
+        operator_id: r
+            .opt_i64("operator_id")?
+            .map(|v| OperatorId::new(v).map_err(StoreError::other))
+            .transpose()?,
     })
 }
 

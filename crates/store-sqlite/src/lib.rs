@@ -36,8 +36,9 @@
 //! - `rows`: row to domain conversions and the mapping of sqlx's errors (`writer::sql_err`
 //!   maps the claim writer's).
 //! - `migrations/`: the schema, embedded in the binary and applied by [`SqliteStore::migrate`].
-//! - `ids`: the one schema change a migration file cannot make (tables rebuilt with
-//!   AUTOINCREMENT, so no id is handed out twice), run by [`SqliteStore::migrate`] after them.
+//! - `ids`: the one schema change a migration file cannot make (tables whose rows are deleted
+//!   rebuilt with AUTOINCREMENT, so no id is handed out twice), run by
+//!   [`SqliteStore::migrate`] after them.
 //!
 //! SQLite allows one writer at a time. Rather than let connections fight over the write lock
 //! (and surface "database is locked"), writes go through a pool of exactly one connection and

@@ -4,8 +4,8 @@ use std::fmt;
 
 use coupond_domain::{
     ActivityId, ActivityStatus, Actor, CategoryId, Channel, CityId, CitySet, Coupon, CouponId,
-    CouponKind, CouponStatus, MerchantId, Review, Source, TemplateId, TemplateSpec, TemplateStatus,
-    Timestamp, UserId,
+    CouponKind, CouponStatus, MerchantId, OperatorId, Review, Source, TemplateId, TemplateSpec,
+    TemplateStatus, Timestamp, UserId,
 };
 use serde::{Deserialize, Serialize};
 
@@ -54,6 +54,9 @@ pub struct NewApiKey {
     /// Set exactly when `role` is `Merchant`.
     pub merchant_id: Option<MerchantId>,
     pub label: String,
+    /// The person who made it: it works only while their account is enabled. `None`: made
+    /// by a key, the command line or the demo.
+    pub operator_id: Option<OperatorId>,
 }
 
 /// A stored API key.
@@ -66,6 +69,8 @@ pub struct ApiKey {
     pub label: String,
     pub created_at: Timestamp,
     pub revoked_at: Option<Timestamp>,
+    /// The person who made it, if a person did.
+    pub operator_id: Option<OperatorId>,
 }
 
 /// A page of an id-ordered list: items with id greater than `after`, at most `limit`.

@@ -46,6 +46,11 @@ pub struct KeyView {
     pub created_at: Timestamp,
     #[schema(value_type = Option<String>, format = DateTime)]
     pub revoked_at: Option<Timestamp>,
+    /// The person who made it: the key works only while their account is enabled. Absent for
+    /// a key made by another key or the command line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<i64>)]
+    pub operator_id: Option<coupond_domain::OperatorId>,
     /// The key itself: only in the answer to the request that created it. Send it as
     /// `Authorization: Bearer <secret>`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -61,6 +66,7 @@ impl KeyView {
             label: k.label,
             created_at: k.created_at,
             revoked_at: k.revoked_at,
+            operator_id: k.operator_id,
             secret,
         }
     }

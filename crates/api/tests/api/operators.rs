@@ -289,3 +289,41 @@ async fn an_admin_turns_a_lost_second_factor_off() {
         ["operator.totp_off", "operator.totp_on", "operator.create"]
     );
 }
+
+/// A key an owner makes is theirs: its view names them, and once their account is disabled
+/// it opens nothing, not even to make another owner (issue 61 point 7).
+#[tokio::test]
+async fn a_disabled_owners_keys_stop_working() {
+    use crate::audit::{as_operator, operator};
+    use axum::http::Method;
+    use coupond_domain::OperatorRole;
+    let app = TestApp::new().await;
+    let m = app.merchants[0].0;
+    let owner = operator(&app, "owner@shop.example", OperatorRole::Owner).await;
+    let keys = format!("/v1/merchants/{m}/keys");
+    let made = as_operator(&app, owner, Method::POST, &keys, json!({"label": "till"})).await;
+    assert_eq!(made.status, StatusCode::CREATED, "{}", made.body);
+    assert_eq!(made.body["operator_id"], owner.get(), "{}", made.body);
+    let secret = made.body["secret"].as_str().unwrap().to_owned();
+    assert_eq!(app.get(&keys, &secret).await.status, StatusCode::OK);
+
+    let r = app
+        .patch(
+            &format!("/v1/operators/{owner}"),
+            &app.platform,
+            json!({"disabled": true}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(
+        app.get(&keys, &secret).await.status,
+        StatusCode::UNAUTHORIZED
+    );
+    let new_owner = json!({"email": "new@shop.example", "name": "New", "role": "owner"});
+    let r = app.post("/v1/operators", &secret, new_owner).await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{}", r.body);
+    // A key made by a key (or the command line) is nobody's.
+    let by_key = app.post(&keys, app.m1(), json!({"label": "pos"})).await;
+    assert_eq!(by_key.status, StatusCode::CREATED, "{}", by_key.body);
+    assert!(by_key.body.get("operator_id").is_none(), "{}", by_key.body);
+}

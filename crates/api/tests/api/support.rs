@@ -174,6 +174,7 @@ impl TestApp {
                             role,
                             merchant_id: merchant,
                             label: String::new(),
+                            operator_id: None,
                         },
                         t0(),
                     )

@@ -94,6 +94,7 @@ pub async fn key(app: &App, role: Role, merchant: Option<MerchantId>) -> (String
         role,
         merchant_id: merchant,
         label: String::new(),
+        operator_id: None,
     };
     let stored = app.store.insert_api_key(&new, t0()).await.unwrap();
     (k.secret, stored.id)

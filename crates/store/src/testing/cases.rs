@@ -136,6 +136,7 @@ pub async fn api_keys_round_trip(s: Arc<dyn Store>) {
         role: Role::Merchant,
         merchant_id: Some(m.id),
         label: "ops".into(),
+        operator_id: None,
     };
     let k = s.insert_api_key(&new, t0()).await.unwrap();
     assert_eq!(
@@ -175,6 +176,35 @@ pub async fn api_keys_round_trip(s: Arc<dyn Store>) {
     ));
     let all = s.list_api_keys().await.unwrap();
     assert_eq!(all.len(), 2);
+
+    // A key a person made works while their account is enabled (issue 61 point 7).
+    let owner = coupond_domain::OperatorDraft::new(
+        coupond_domain::Email::parse("owner@keys.example").unwrap(),
+        "Owner".into(),
+        coupond_domain::OperatorRole::Owner,
+        Some(m.id),
+    )
+    .unwrap();
+    let owner = s.insert_operator(&owner, None, t0()).await.unwrap();
+    let theirs = NewApiKey {
+        hash: [11; 32],
+        operator_id: Some(owner.id),
+        ..platform
+    };
+    let made = s.insert_api_key(&theirs, t0()).await.unwrap();
+    assert_eq!(made.operator_id, Some(owner.id));
+    assert_eq!(s.api_key_by_hash(&[11; 32]).await.unwrap(), made);
+    s.set_operator_disabled(owner.id, true, at(2))
+        .await
+        .unwrap();
+    assert!(matches!(
+        s.api_key_by_hash(&[11; 32]).await,
+        Err(StoreError::NotFound)
+    ));
+    s.set_operator_disabled(owner.id, false, at(3))
+        .await
+        .unwrap();
+    assert_eq!(s.api_key_by_hash(&[11; 32]).await.unwrap(), made);
 }
 
 pub async fn merchants_round_trip(s: Arc<dyn Store>) {

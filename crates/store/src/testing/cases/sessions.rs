@@ -21,6 +21,7 @@ pub async fn console_sessions_end_with_sign_out_expiry_and_their_key(s: Arc<dyn 
         role: Role::Platform,
         merchant_id: None,
         label: String::new(),
+        operator_id: None,
     };
     let k = s.insert_api_key(&key, t0()).await.unwrap();
     let (a, b, c) = ([1; 32], [2; 32], [4; 32]);
