@@ -234,13 +234,15 @@ impl Model {
             return LockAnswer::Refused(reasons);
         }
         c.held = Held::Locked;
+        // A lock never outlives its coupon: its deadline ends at the coupon's validity.
+        let deadline = (self.now + LOCK_TTL).min(c.until);
         self.orders.insert(
             order,
             Ord {
                 user,
                 coupon,
                 state: "locked",
-                deadline: self.now + LOCK_TTL,
+                deadline,
             },
         );
         LockAnswer::Order
