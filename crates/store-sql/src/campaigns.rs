@@ -84,12 +84,20 @@ fn push_activity_filter(s: &mut Query, d: Dialect, q: &ActivityQuery) {
         s.push(" AND ")
             .push(&d.lists_overlap("activities.cities", &cities));
     }
-    push_narrow(s, &q.narrow);
+    push_narrow(s, d, &q.narrow);
 }
 
 /// Appends ` AND` the [`Narrow`] filters, over the columns templates and activities share
-/// (`kind`, `paused_at`, `external_id`).
-fn push_narrow(s: &mut Query, n: &Narrow) {
+/// (`kind`, `paused_at`, `external_id`, the reference in `spec`).
+fn push_narrow(s: &mut Query, d: Dialect, n: &Narrow) {
+    for (key, value) in [("source", &n.source), ("type", &n.source_type)] {
+        if let Some(v) = value {
+            s.push(" AND ")
+                .push(&d.reference("spec", key))
+                .push(" = ")
+                .push_bind(v.as_str());
+        }
+    }
     if let Some(k) = n.kind {
         s.push(" AND kind = ").push_bind(k.as_str());
     }

@@ -10,7 +10,7 @@ use coupond_domain::{
 };
 use coupond_store::{codec, Conflict, ListingQuery, MerchantQuery, StoreError, StoreResult};
 
-use crate::{missing_or_conflict, sql, Db, Exec, Query, Row, Work};
+use crate::{missing_or_conflict, sql, Db, Dialect, Exec, Query, Row, Work};
 
 pub async fn insert_merchant(
     db: &dyn Db,
@@ -190,7 +190,7 @@ pub async fn list_listings(db: &dyn Db, q: &ListingQuery) -> StoreResult<Vec<Lis
         .push(")");
     }
     if q.wants_coupon() || q.has_coupon == Some(false) {
-        push_live_coupon(&mut b, q);
+        push_live_coupon(&mut b, db.dialect(), q);
     }
     b.push(" ORDER BY id LIMIT ")
         .push_bind(i64::from(q.page.limit));
@@ -198,7 +198,7 @@ pub async fn list_listings(db: &dyn Db, q: &ListingQuery) -> StoreResult<Vec<Lis
 }
 
 /// The `[NOT] EXISTS` filter on the live templates bound to a listing.
-fn push_live_coupon(b: &mut Query, q: &ListingQuery) {
+fn push_live_coupon(b: &mut Query, d: Dialect, q: &ListingQuery) {
     b.push(if q.has_coupon == Some(false) {
         " AND NOT EXISTS"
     } else {
@@ -214,6 +214,13 @@ fn push_live_coupon(b: &mut Query, q: &ListingQuery) {
     }
     if let Some(a) = q.activity {
         b.push(" AND t.activity_id = ").push_bind(a.get());
+    }
+    if let Some(ty) = &q.activity_type {
+        b.push(" AND t.activity_id IN (SELECT a.id FROM activities a WHERE ")
+            .push(&d.reference("a.spec", "type"))
+            .push(" = ")
+            .push_bind(ty.as_str())
+            .push(")");
     }
     if let Some(t) = q.template {
         b.push(" AND t.id = ").push_bind(t.get());

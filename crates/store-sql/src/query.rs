@@ -155,6 +155,18 @@ pub enum Dialect {
 
 impl Dialect {
     /// `expr` is one of the integers in list parameter `$param` (an [`Arg::Ints`]).
+    /// The text of `key` in the `reference` of the JSON record in `column` (a template's or an
+    /// activity's `spec`), NULL when absent. `key` is a literal of this crate, never input.
+    pub fn reference(self, column: &str, key: &'static str) -> String {
+        match self {
+            Dialect::Sqlite => format!("json_extract({column}, '$.reference.{key}')"),
+            Dialect::Postgres => format!("({column}->'reference'->>'{key}')"),
+            Dialect::Mysql => {
+                format!("JSON_UNQUOTE(JSON_EXTRACT({column}, '$.reference.{key}'))")
+            }
+        }
+    }
+
     pub fn in_list(self, expr: &str, param: usize) -> String {
         match self {
             Dialect::Postgres => format!("{expr} = ANY(${param})"),

@@ -175,6 +175,7 @@ fn query() -> ListingQuery {
         category: None,
         kind: None,
         activity: None,
+        activity_type: None,
         template: None,
         has_coupon: None,
         now: at(15),

@@ -117,6 +117,10 @@ pub struct Narrow {
     pub paused: Option<bool>,
     /// Only the one with this `external_id` (its reference).
     pub external_id: Option<String>,
+    /// Only those from this system (`reference.source`, the designs' `appId`).
+    pub source: Option<String>,
+    /// Only those of this type there (`reference.type`, the designs' `cubeType`).
+    pub source_type: Option<String>,
 }
 
 /// Which templates to list.
@@ -148,6 +152,9 @@ pub struct ListingQuery {
     pub kind: Option<CouponKind>,
     /// With a live coupon from this activity.
     pub activity: Option<ActivityId>,
+    /// With a live coupon from an activity of this type (its `reference.type`, the rental
+    /// design's activity types a listing takes part in).
+    pub activity_type: Option<String>,
     /// With this template live on it.
     pub template: Option<TemplateId>,
     /// `Some(true)`: with at least one live coupon; `Some(false)`: with none.
@@ -161,6 +168,7 @@ impl ListingQuery {
     pub fn wants_coupon(&self) -> bool {
         self.kind.is_some()
             || self.activity.is_some()
+            || self.activity_type.is_some()
             || self.template.is_some()
             || self.has_coupon == Some(true)
     }

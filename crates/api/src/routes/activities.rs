@@ -107,6 +107,12 @@ pub struct ListQuery {
     pub paused: Option<bool>,
     /// Only the activity with this `reference.external_id`.
     pub external_id: Option<String>,
+    /// Only activities from this system (`reference.source`).
+    pub source: Option<String>,
+    /// Only activities of this type in that system (`reference.type`).
+    #[serde(rename = "type")]
+    #[param(rename = "type")]
+    pub source_type: Option<String>,
     /// `next_cursor` of the previous page.
     pub cursor: Option<String>,
     /// Page size, 1..=200 (default 50).
@@ -141,6 +147,8 @@ pub async fn list(
             kind: q.kind,
             paused: q.paused,
             external_id: q.external_id,
+            source: crate::routes::templates::reference_filter("source", q.source)?,
+            source_type: crate::routes::templates::reference_filter("type", q.source_type)?,
         },
         status,
         city: q.city_id.or(q.city),

@@ -20,6 +20,7 @@ use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::pagination::{self, PageOf};
+use crate::routes::templates::reference_filter;
 use crate::routes::{BodyErrors, CommonErrors, ConflictError};
 use crate::state::AppState;
 use crate::views::{ListingView, LiveCoupon};
@@ -146,6 +147,8 @@ pub struct SearchQuery {
     /// With this template live on it.
     #[param(value_type = Option<i64>)]
     pub template_id: Option<TemplateId>,
+    /// With a live coupon from an activity of this type (the activity's `reference.type`).
+    pub activity_type: Option<String>,
     /// `true`: only listings with a live coupon; `false`: only those without.
     pub has_coupon: Option<bool>,
     /// `next_cursor` of the previous page.
@@ -177,6 +180,7 @@ pub async fn list(
             "external_id must be 1 to 100 characters",
         ));
     }
+    let activity_type = reference_filter("activity_type", q.activity_type)?;
     let now = s.now();
     let query = ListingQuery {
         merchant: p.merchant(),
@@ -185,6 +189,7 @@ pub async fn list(
         category: q.category,
         kind: q.kind,
         activity: q.activity_id,
+        activity_type,
         template: q.template_id,
         has_coupon: q.has_coupon,
         now,

@@ -146,10 +146,32 @@ pub struct ListQuery {
     pub paused: Option<bool>,
     /// Only the template with this `reference.external_id` (one per owner).
     pub external_id: Option<String>,
+    /// Only templates from this system (`reference.source`).
+    pub source: Option<String>,
+    /// Only templates of this type in that system (`reference.type`).
+    #[serde(rename = "type")]
+    #[param(rename = "type")]
+    pub source_type: Option<String>,
     /// `next_cursor` of the previous page.
     pub cursor: Option<String>,
     /// Page size, 1..=200 (default 50).
     pub limit: Option<u32>,
+}
+
+/// A `reference` part to filter on, as given: 1 to [`Reference::MAX_CHARS`] characters
+/// (400 `invalid_query` naming `field` otherwise).
+pub(crate) fn reference_filter(field: &str, v: Option<String>) -> ApiResult<Option<String>> {
+    let max = coupond_domain::Reference::MAX_CHARS;
+    if v.as_ref()
+        .is_some_and(|v| v.is_empty() || v.chars().count() > max)
+    {
+        return Err(ApiError::bad_request(
+            "invalid_query",
+            Some(field),
+            format!("{field} must be 1 to {max} characters"),
+        ));
+    }
+    Ok(v)
 }
 
 /// List templates.
@@ -180,6 +202,8 @@ pub async fn list(
             kind: q.kind,
             paused: q.paused,
             external_id: q.external_id,
+            source: reference_filter("source", q.source)?,
+            source_type: reference_filter("type", q.source_type)?,
         },
         merchant,
         activity: q.activity_id,

@@ -1,6 +1,6 @@
 //! Finding templates and activities again, on every backend: external references (unique per
-//! owner, found with `?external_id=`), and the list filters by city, activity, kind, status
-//! and pause.
+//! owner, found with `?external_id=`), the list filters by city, activity, kind, status and
+//! pause, and by the reference's `source` and `type` (listings by their activities' type).
 
 use axum::http::StatusCode;
 use serde_json::{json, Value};
@@ -141,7 +141,88 @@ async fn lists_filter_by_city_kind_status_and_pause(app: TestApp) {
     assert!(acts("city_id=3").await.is_empty());
 }
 
+/// The designs' `appId` and `cubeType` filter what they name (issue 61 point 12): templates and
+/// activities by `?source=` and `?type=`, listings by the type of the activities whose coupons
+/// are live on them.
+async fn lists_filter_by_source_and_type(app: TestApp) {
+    let reference = |r: Value| with(standalone_template(10, 20), json!({"reference": r}));
+    let spring = created(
+        &app,
+        app.m1(),
+        reference(json!({"source": "crm", "type": "spring"})),
+    )
+    .await;
+    let autumn = created(
+        &app,
+        app.m1(),
+        reference(json!({"source": "crm", "type": "autumn"})),
+    )
+    .await;
+    let plain = created(&app, app.m1(), standalone_template(10, 20)).await;
+    let app = &app;
+    let list = |q: &'static str| async move {
+        ids(&app.get(&format!("/v1/templates?{q}"), app.m1()).await)
+    };
+    assert_eq!(list("source=crm").await, vec![spring, autumn]);
+    assert_eq!(list("type=spring").await, vec![spring]);
+    assert_eq!(list("source=crm&type=autumn").await, vec![autumn]);
+    assert!(list("source=erp").await.is_empty());
+    assert_eq!(list("").await, vec![spring, autumn, plain]);
+    let long = format!("/v1/templates?type={}", "x".repeat(129));
+    for (path, field) in [("/v1/templates?source=", "source"), (long.as_str(), "type")] {
+        let r = app.get(path, app.m1()).await;
+        assert_eq!(
+            (r.status, r.body["field"].as_str()),
+            (StatusCode::BAD_REQUEST, Some(field)),
+            "{}",
+            r.body
+        );
+    }
+
+    let cube = |t: &str, s: &str| {
+        with(
+            activity_body(0, 24, 48, 96),
+            json!({"reference": {"type": t, "source": s}}),
+        )
+    };
+    let a = app.activity(cube("cube-a", "ops")).await;
+    let b = app.activity(cube("cube-b", "crm")).await;
+    let acts = |q: &'static str| async move {
+        ids(&app.get(&format!("/v1/activities?{q}"), &app.platform).await)
+    };
+    assert_eq!(acts("type=cube-a").await, vec![a]);
+    assert_eq!(acts("source=crm").await, vec![b]);
+
+    let r = app
+        .post("/v1/templates", app.m1(), activity_template(a, 900))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let enrolled = r.body["id"].as_i64().unwrap();
+    let listing = app
+        .post(
+            "/v1/listings",
+            app.m1(),
+            json!({"city_id": 1, "category_id": 1, "title": "Loft", "price": 100000}),
+        )
+        .await
+        .body["id"]
+        .as_i64()
+        .unwrap();
+    let bind = format!("/v1/listings/{listing}/templates/{enrolled}");
+    let r = app
+        .call(axum::http::Method::PUT, &bind, Some(app.m1()), None)
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    app.clock.advance(time::Duration::hours(50));
+    let search = |q: &'static str| async move {
+        ids(&app.get(&format!("/v1/listings?{q}"), &app.service).await)
+    };
+    assert_eq!(search("activity_type=cube-a").await, vec![listing]);
+    assert!(search("activity_type=cube-b").await.is_empty());
+}
+
 on_every_backend!(
     references_are_unique_per_owner,
-    lists_filter_by_city_kind_status_and_pause
+    lists_filter_by_city_kind_status_and_pause,
+    lists_filter_by_source_and_type
 );

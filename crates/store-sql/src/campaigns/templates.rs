@@ -84,7 +84,7 @@ pub async fn list_templates(db: &dyn Db, q: &TemplateQuery) -> StoreResult<Vec<T
         let has = db.dialect().list_has("templates.cities", &city);
         s.push(" AND ").push(&has);
     }
-    super::push_narrow(&mut s, &q.narrow);
+    super::push_narrow(&mut s, db.dialect(), &q.narrow);
     s.push(" ORDER BY id LIMIT ")
         .push_bind(i64::from(q.page.limit));
     db.read_all(s).await?.iter().map(template_row).collect()

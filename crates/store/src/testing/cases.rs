@@ -269,6 +269,7 @@ pub async fn listings_round_trip(s: Arc<dyn Store>) {
         category: None,
         kind: None,
         activity: None,
+        activity_type: None,
         template: None,
         has_coupon: None,
         now: t0(),

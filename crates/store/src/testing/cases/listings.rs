@@ -61,6 +61,7 @@ pub async fn listings_update_and_search(s: Arc<dyn Store>) {
         category: None,
         kind: None,
         activity: None,
+        activity_type: None,
         template: None,
         has_coupon: None,
         now,
