@@ -6,8 +6,9 @@
 //!   metrics and the OpenAPI document.
 //! - [`auth`]: API keys and user JWTs; [`auth::RouteGuard`], the per-route role guard (a typed
 //!   tower layer).
-//! - [`cache`]: the short-lived cache of the hot path (API keys, claimed templates, the coupon
-//!   centre's shelf).
+//! - [`cache`]: the short-lived cache of the hot path (API keys, claimed templates).
+//! - [`shelf_cache`]: the coupon centre's shelf, read whole once per `cache_ttl` and mended per
+//!   template in between.
 //! - [`error`]: [`ApiError`], the one error type, rendered as problem+json.
 //! - [`extract`]: body, query and path extractors whose failures name the field.
 //! - [`idempotency`]: the `Idempotency-Key` header, scoped and fingerprinted.
@@ -38,6 +39,7 @@ pub mod pagination;
 pub mod ratelimit;
 pub mod routes;
 pub mod server;
+pub mod shelf_cache;
 pub mod state;
 pub mod uploads;
 pub mod views;

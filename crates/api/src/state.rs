@@ -11,6 +11,7 @@ use coupond_store::Store;
 use crate::auth::{JwtKeys, Principal};
 use crate::cache::TtlCache;
 use crate::ratelimit::{Limit, Rate, RateLimits, Sharing};
+use crate::shelf_cache::{Need, ShelfCache};
 use crate::uploads::{UploadPermit, Uploads};
 use coupond_domain::{MerchantId, Template, TemplateId};
 use coupond_engine::accounts::{Accounts, HashGate};
@@ -78,6 +79,8 @@ pub struct ApiSettings {
     pub idempotency_rate: Rate,
     /// Shared-code changes per merchant.
     pub code_set_rate: Rate,
+    /// Pauses and resumes of one template (each tells every instance's coupon centre).
+    pub pause_rate: Rate,
     /// Where webhooks may be sent.
     pub webhook_targets: Arc<TargetPolicy>,
     /// Webhook endpoints one owner may have enabled.
@@ -148,6 +151,7 @@ impl Default for ApiSettings {
             idempotency_max_answer_bytes: 64 * 1024,
             idempotency_rate: Rate::OFF,
             code_set_rate: Rate::OFF,
+            pause_rate: Rate::OFF,
             webhook_targets: Arc::new(TargetPolicy::default()),
             max_webhooks_per_owner: 10,
             trusted_proxies: Arc::default(),
@@ -187,6 +191,9 @@ struct Inner {
     redeem_limits: RateLimits,
     idempotency_limits: Limit<String>,
     code_set_limits: Limit<MerchantId>,
+    /// Pauses and resumes per template: a template flipping all the time has every
+    /// instance's coupon centre read it again each time.
+    pause_limits: Limit<TemplateId>,
     /// The uploads being read: the bound on uploads in memory at once, one per caller.
     uploads: Uploads,
     codes: CodeGenerator,
@@ -198,9 +205,9 @@ struct Inner {
     /// Principals of recently seen API keys (and the key's id), by key hash.
     keys: TtlCache<[u8; 32], (Principal, coupond_store::audit::Who)>,
     templates: TtlCache<TemplateId, Arc<Template>>,
-    /// The coupon centre's shelf of open templates: kept as long as `templates` keeps one,
-    /// and dropped whenever one of them is.
-    shelf: TtlCache<(), Arc<Shelf>>,
+    /// The coupon centre's shelf of open templates: read whole once per `cache_ttl`, its
+    /// templates read again one by one when they are forgotten.
+    shelf: ShelfCache,
     /// Held while one request reads the shelf, so a burst of requests after it expired reads
     /// it once.
     shelf_loading: tokio::sync::Mutex<()>,
@@ -276,6 +283,7 @@ impl AppState {
                 ),
                 idempotency_limits: Limit::new("idempotency", settings.idempotency_rate),
                 code_set_limits: Limit::new("code_set", settings.code_set_rate),
+                pause_limits: Limit::new("template_pause", settings.pause_rate),
                 uploads: Uploads::new(settings.max_concurrent_uploads as usize),
                 codes,
                 auditor,
@@ -285,7 +293,7 @@ impl AppState {
                 accounts,
                 keys: TtlCache::new(settings.cache_ttl, 100_000),
                 templates: TtlCache::new(settings.cache_ttl, 10_000),
-                shelf: TtlCache::new(settings.cache_ttl, 1),
+                shelf: ShelfCache::new(settings.cache_ttl),
                 shelf_loading: tokio::sync::Mutex::new(()),
                 workers: Workers::default(),
                 unsubscribe: coupond_engine::messaging::Unsubscribe::new(
@@ -342,10 +350,10 @@ impl AppState {
         Ok(t)
     }
 
-    /// The coupon centre's shelf (see [`Shelf`]) as read at most `cache_ttl` ago, and not
-    /// before a template was last forgotten.
+    /// The coupon centre's shelf (see [`Shelf`]) as read whole at most `cache_ttl` ago, with
+    /// every template forgotten since read again.
     pub async fn shelf(&self) -> Result<Arc<Shelf>, StoreError> {
-        if let Some(shelf) = self.inner.shelf.get(&()) {
+        if let Need::Current(shelf) = self.inner.shelf.need() {
             return Ok(shelf);
         }
         // With a cache, one request reads and the others wait for its shelf; without one,
@@ -355,12 +363,27 @@ impl AppState {
         } else {
             Some(self.inner.shelf_loading.lock().await)
         };
-        if let Some(shelf) = self.inner.shelf.get(&()) {
-            return Ok(shelf);
-        }
-        let generation = self.inner.shelf.generation();
-        let shelf = Arc::new(Shelf::load(self.store(), self.now()).await?);
-        self.inner.shelf.insert_from(generation, (), shelf.clone());
+        let (shelf, read_at, covered, generation) = match self.inner.shelf.need() {
+            Need::Current(shelf) => return Ok(shelf),
+            Need::Mend {
+                shelf,
+                read_at,
+                stale,
+                generation,
+            } => {
+                let mended = shelf.with_fresh(self.store(), &stale, self.now()).await?;
+                (mended, read_at, stale, generation)
+            }
+            Need::Load { stale, generation } => {
+                let read_at = std::time::Instant::now();
+                let whole = Shelf::load(self.store(), self.now()).await?;
+                (whole, read_at, stale, generation)
+            }
+        };
+        let shelf = Arc::new(shelf);
+        self.inner
+            .shelf
+            .keep(generation, read_at, shelf.clone(), &covered);
         Ok(shelf)
     }
 
@@ -374,11 +397,11 @@ impl AppState {
         self
     }
 
-    /// Drops a template from the claim path's cache, and the coupon centre's shelf (see
-    /// [`crate::invalidate`]).
+    /// Drops a template from the claim path's cache, and has the coupon centre's shelf read it
+    /// again (see [`crate::invalidate`]).
     pub fn forget_template(&self, id: TemplateId) {
         self.inner.templates.remove(&id);
-        self.inner.shelf.clear();
+        self.inner.shelf.mark(id);
     }
 
     /// Acts on `notice` here and tells the other instances.
@@ -429,6 +452,11 @@ impl AppState {
         &self.inner.code_set_limits
     }
 
+    /// Pauses and resumes, per template.
+    pub fn pause_limits(&self) -> &Limit<TemplateId> {
+        &self.inner.pause_limits
+    }
+
     /// A permit to read an upload for `who` (a principal's scope), if fewer than
     /// `max_concurrent_uploads` are being read and `who` has none being read.
     pub fn upload_permit(&self, who: &str) -> Option<UploadPermit> {
@@ -441,6 +469,7 @@ impl AppState {
         self.inner.redeem_limits.shrink();
         self.inner.idempotency_limits.shrink();
         self.inner.code_set_limits.shrink();
+        self.inner.pause_limits.shrink();
     }
 
     /// The bulk issuance worker; `serve` runs its loop.

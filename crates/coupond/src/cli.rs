@@ -138,6 +138,12 @@ pub struct LoadtestArgs {
     /// their deadline. Run the server with a short `lock_ttl` (a few seconds).
     #[arg(long)]
     pub abandon: bool,
+    /// Claimable scenario: while the requests run, pause and resume one of its templates
+    /// (as the platform) this many times a second in all, as a merchant flipping its own
+    /// template would; the answers (200, or 429 past `limits.pause_rate_per_template`) are
+    /// counted.
+    #[arg(long, value_name = "N")]
+    pub flips_per_second: Option<u32>,
 }
 
 #[derive(Debug, Args)]

@@ -229,6 +229,10 @@ fn api_settings(config: &Config, targets: Arc<TargetPolicy>) -> anyhow::Result<A
             per_second: config.limits.code_set_rate_per_merchant,
             burst: config.limits.code_set_burst_per_merchant,
         },
+        pause_rate: Rate {
+            per_second: config.limits.pause_rate_per_template,
+            burst: config.limits.pause_burst_per_template,
+        },
         webhook_targets: targets,
         max_webhooks_per_owner: config.webhook.max_per_owner,
         trusted_proxies: Arc::new(

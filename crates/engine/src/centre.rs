@@ -76,6 +76,46 @@ impl Shelf {
         })
     }
 
+    /// This shelf with templates `ids` read again, in one read: each is taken out and, if it
+    /// still belongs on a shelf at `now` (public, scheduled or active), put back in its place
+    /// by id, with its activity's title read if the shelf had none. A template changing state
+    /// (paused, resumed, edited, sold out) costs this, not a reload of every template.
+    pub async fn with_fresh(
+        &self,
+        store: &dyn Store,
+        ids: &[TemplateId],
+        now: Timestamp,
+    ) -> StoreResult<Shelf> {
+        let fresh = store.templates_by_ids(ids).await?;
+        let mut templates: Vec<Arc<Template>> = self
+            .templates
+            .iter()
+            .filter(|t| !ids.contains(&t.id))
+            .cloned()
+            .collect();
+        let mut activity_titles = self.activity_titles.clone();
+        for t in fresh {
+            let shelved = matches!(
+                t.status(now),
+                TemplateStatus::Active | TemplateStatus::Scheduled
+            );
+            if !(t.is_public() && shelved) {
+                continue;
+            }
+            if let Some(a) = t.spec.activity_id {
+                if let std::collections::hash_map::Entry::Vacant(slot) = activity_titles.entry(a) {
+                    slot.insert(store.activity(a).await?.spec.title.clone());
+                }
+            }
+            let at = templates.partition_point(|s| s.id < t.id);
+            templates.insert(at, Arc::new(t));
+        }
+        Ok(Shelf {
+            templates,
+            activity_titles,
+        })
+    }
+
     /// How many templates it holds.
     pub fn len(&self) -> usize {
         self.templates.len()

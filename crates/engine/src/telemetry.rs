@@ -201,6 +201,7 @@ const COUNTERS: &[(&str, &str, &[&str])] = &[
             "redeem_per_ip",
             "idempotency",
             "code_set",
+            "template_pause",
         ],
     ),
     (RATE_LIMIT_FALLBACK, "outcome", &["local", "refused"]),

@@ -45,6 +45,7 @@ pub async fn pause_template(
     OptionalJson(body): OptionalJson<PauseBody>,
 ) -> ApiResult<Json<TemplateView>> {
     let t = templates::load_visible(&s, &p, id).await?;
+    s.pause_limits().check(&id)?;
     let now = s.now();
     let reason = body.unwrap_or_default().reason;
     let paused = steering::pause_template(s.store(), &t, reason, &p.actor(), now).await?;
@@ -68,6 +69,7 @@ pub async fn resume_template(
     ApiPath(id): ApiPath<TemplateId>,
 ) -> ApiResult<Json<TemplateView>> {
     let t = templates::load_visible(&s, &p, id).await?;
+    s.pause_limits().check(&id)?;
     let now = s.now();
     let resumed = steering::resume_template(s.store(), &t, &p.actor(), now).await?;
     s.tell(Notice::TemplateChanged { template: id });

@@ -305,3 +305,91 @@ async fn the_cached_shelf_follows_changes_at_once() {
         "its window closed"
     );
 }
+
+/// A template's pause and resume mend the cached shelf for that template alone (issue 61 point
+/// 4): the change shows at once while a template written to the database behind the cache's
+/// back (no notice) does not, so the shelf was not read whole again; and one template's
+/// pauses and resumes are bounded (`pause_rate`), another's untouched.
+#[tokio::test]
+async fn a_flipping_template_is_read_again_alone_and_bounded() {
+    let settings = ApiSettings {
+        cache_ttl: StdDuration::from_secs(3600),
+        pause_rate: coupond_api::ratelimit::Rate {
+            per_second: 1,
+            burst: 4,
+        },
+        ..ApiSettings::default()
+    };
+    let mut app = TestApp::with_settings(Backend::Sqlite, settings)
+        .await
+        .unwrap();
+    let flipping = published(&app, app.m1(), standalone_template(0, 10)).await;
+    let other = published(&app, app.m1(), standalone_template(0, 10)).await;
+    assert_eq!(
+        ids(&app.get("/v1/me/claimable", &app.user).await),
+        [flipping, other]
+    );
+    // A draft published straight in the database: no notice, so the cached shelf does not
+    // know it.
+    let draft = app
+        .post("/v1/templates", app.m1(), standalone_template(0, 10))
+        .await;
+    let hidden = draft.body["id"].as_i64().unwrap();
+    let id = coupond_domain::TemplateId::new(hidden).unwrap();
+    let version = app.store.template(id).await.unwrap().version;
+    app.store
+        .publish_template(id, version, app.clock.now_ts())
+        .await
+        .unwrap();
+    let flip = |action: &'static str| {
+        let app = &app;
+        async move {
+            app.post(
+                &format!("/v1/templates/{flipping}/{action}"),
+                app.m1(),
+                json!({}),
+            )
+            .await
+        }
+    };
+    assert_eq!(flip("pause").await.status, StatusCode::OK);
+    assert_eq!(
+        ids(&app.get("/v1/me/claimable", &app.user).await),
+        [other],
+        "paused at once"
+    );
+    assert_eq!(flip("resume").await.status, StatusCode::OK);
+    let shown = ids(&app.get("/v1/me/claimable", &app.user).await);
+    assert_eq!(
+        shown,
+        [flipping, other],
+        "resumed at once, {hidden} not read"
+    );
+
+    // Four flips at once are allowed, then they wait (429 with Retry-After; at most one more
+    // gets through should a second pass meanwhile).
+    assert_eq!(flip("pause").await.status, StatusCode::OK);
+    assert_eq!(flip("resume").await.status, StatusCode::OK);
+    let mut refused = None;
+    for action in ["pause", "resume", "pause"] {
+        let r = flip(action).await;
+        assert!(matches!(r.status.as_u16(), 200 | 409 | 429), "{}", r.body);
+        if r.status == StatusCode::TOO_MANY_REQUESTS {
+            refused = Some(r);
+            break;
+        }
+    }
+    let refused = refused.expect("a flip past the burst is refused");
+    assert!(refused.headers.contains_key("retry-after"));
+    let r = app
+        .post(&format!("/v1/templates/{other}/pause"), app.m1(), json!({}))
+        .await;
+    assert_eq!(
+        r.status,
+        StatusCode::OK,
+        "another template is not held back"
+    );
+    // Read whole (a fresh process), the shelf has the template written behind its back.
+    app.restart().await;
+    assert!(ids(&app.get("/v1/me/claimable", &app.user).await).contains(&hidden));
+}

@@ -7,7 +7,7 @@ use figment::value::{Dict, Map, Value};
 use figment::{Error, Metadata, Profile, Provider};
 
 /// Every setting: its flat name, its section and its key there.
-pub const FLAT: [(&str, &str, &str); 98] = [
+pub const FLAT: [(&str, &str, &str); 100] = [
     ("listen", "server", "listen"),
     ("max_body_bytes", "server", "max_body_bytes"),
     ("max_upload_bytes", "server", "max_upload_bytes"),
@@ -62,6 +62,16 @@ pub const FLAT: [(&str, &str, &str); 98] = [
         "code_set_burst_per_merchant",
         "limits",
         "code_set_burst_per_merchant",
+    ),
+    (
+        "pause_rate_per_template",
+        "limits",
+        "pause_rate_per_template",
+    ),
+    (
+        "pause_burst_per_template",
+        "limits",
+        "pause_burst_per_template",
     ),
     ("lock_ttl", "checkout", "lock_ttl"),
     ("max_lock_ttl", "checkout", "max_lock_ttl"),

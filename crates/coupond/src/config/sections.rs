@@ -165,6 +165,9 @@ pub struct Limits {
     /// Shared-code changes (`PUT /v1/templates/{id}/code`) per merchant.
     pub code_set_rate_per_merchant: u32,
     pub code_set_burst_per_merchant: u32,
+    /// Pauses and resumes of one template.
+    pub pause_rate_per_template: u32,
+    pub pause_burst_per_template: u32,
 }
 
 /// Orders holding coupons.
