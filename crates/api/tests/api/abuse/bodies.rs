@@ -26,7 +26,7 @@ const LEGITIMATE: &[(&str, &str, &str)] = &[(
 const FREE_FORM: &[&str] = &["metadata"];
 
 /// The document's write operations that take a JSON body: (method, path, schema).
-fn json_write_routes() -> Vec<(Method, String, Value)> {
+pub(super) fn json_write_routes() -> Vec<(Method, String, Value)> {
     let doc: Value = serde_json::from_str(&coupond_api::openapi::document_json()).unwrap();
     let schemas = doc["components"]["schemas"].clone();
     let resolve = |s: &Value| -> Value {

@@ -52,6 +52,7 @@ mod codes;
 mod connections;
 mod merchants;
 mod redis_down;
+mod trail;
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
