@@ -30,7 +30,7 @@ use crate::routes::{
     paths(
         merchants::create, merchants::list, merchants::get, merchants::update,
         cities::name, cities::list,
-        keys::create, keys::list, keys::revoke,
+        keys::create, keys::list, keys::revoke, keys::reassign,
         operators::create, operators::list, operators::update, audit::list, audits::list, audits::run,
         activities::create, activities::list, activities::get, activities::update, activities::abort,
         templates::create, templates::list, templates::get, templates::update, templates::publish,

@@ -5,7 +5,7 @@
 use std::fmt;
 
 use base64::Engine;
-use coupond_domain::{MerchantId, Timestamp};
+use coupond_domain::{MerchantId, OperatorId, Timestamp};
 use coupond_store::audit::{self, Change};
 use coupond_store::{ApiKey, Store, StoreError, StoreResult};
 use sha2::{Digest, Sha256};
@@ -109,4 +109,48 @@ pub async fn revoke(
         .after(&serde_json::json!({ "label": key.label, "revoked": true }))
         .only_differences();
     audit::change(change, store.revoke_api_key(id, now)).await
+}
+
+/// Makes merchant `merchant`'s key `id` belong to `operator` (an enabled person of that
+/// merchant), or to nobody: how the platform keeps a key working when the person who made it
+/// leaves. Recorded as `api_key.reassign` with the owner before and after.
+pub async fn reassign(
+    store: &dyn Store,
+    id: i64,
+    merchant: MerchantId,
+    operator: Option<OperatorId>,
+    now: Timestamp,
+) -> Result<ApiKey, ReassignError> {
+    let key = store
+        .list_api_keys()
+        .await?
+        .into_iter()
+        .find(|k| k.id == id && k.merchant_id == Some(merchant))
+        .ok_or(StoreError::NotFound)?;
+    if let Some(op) = operator {
+        let person = match store.operator(op).await {
+            Ok(p) => p,
+            Err(StoreError::NotFound) => return Err(ReassignError::NotTheirs),
+            Err(e) => return Err(e.into()),
+        };
+        if person.merchant_id != Some(merchant) || person.disabled_at.is_some() {
+            return Err(ReassignError::NotTheirs);
+        }
+    }
+    let change = Change::new("api_key.reassign", "api_key", now)
+        .object(id)
+        .merchant(key.merchant_id)
+        .before(&serde_json::json!({ "operator_id": key.operator_id }))
+        .after(&serde_json::json!({ "operator_id": operator }));
+    Ok(audit::change(change, store.set_api_key_operator(id, operator)).await?)
+}
+
+/// Why a key was not given to another person.
+#[derive(Debug, thiserror::Error)]
+pub enum ReassignError {
+    /// The person is not an enabled person of the key's merchant.
+    #[error("not an enabled person of the key's merchant")]
+    NotTheirs,
+    #[error(transparent)]
+    Store(#[from] StoreError),
 }

@@ -98,6 +98,22 @@ pub async fn revoke_api_key(db: &dyn Db, id: i64, now: Timestamp) -> StoreResult
     api_key_row(&row)
 }
 
+/// Makes key `id` belong to `operator` (or nobody), in one statement.
+pub async fn set_api_key_operator(
+    db: &dyn Db,
+    id: i64,
+    operator: Option<OperatorId>,
+) -> StoreResult<ApiKey> {
+    let row = db
+        .write_one(
+            sql("UPDATE api_keys SET operator_id = $1 WHERE id = $2 RETURNING *")
+                .bind(operator.map(OperatorId::get))
+                .bind(id),
+        )
+        .await?;
+    api_key_row(&row)
+}
+
 pub async fn insert_console_session(
     db: &dyn Db,
     id: &[u8; 32],
@@ -235,6 +251,13 @@ macro_rules! impl_admin_store {
                 now: $crate::reexport::domain::Timestamp,
             ) -> $crate::reexport::store::StoreResult<$crate::reexport::store::ApiKey> {
                 $crate::admin::revoke_api_key(self, id, now).await
+            }
+            async fn set_api_key_operator(
+                &self,
+                id: i64,
+                operator: Option<$crate::reexport::domain::OperatorId>,
+            ) -> $crate::reexport::store::StoreResult<$crate::reexport::store::ApiKey> {
+                $crate::admin::set_api_key_operator(self, id, operator).await
             }
             async fn insert_console_session(
                 &self,

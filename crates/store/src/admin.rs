@@ -5,7 +5,7 @@ use crate::{
     HoldersQuery, KeptFigures, NewApiKey, OutboxPosition, PoolStats, Since, Standing, StoreResult,
     TemplateAudit, UsageRow, Violation,
 };
-use coupond_domain::{Coupon, CouponId, MerchantId, TemplateId, Timestamp, UserId};
+use coupond_domain::{Coupon, CouponId, MerchantId, OperatorId, TemplateId, Timestamp, UserId};
 
 use async_trait::async_trait;
 
@@ -32,6 +32,12 @@ pub trait AdminStore: Send + Sync {
     /// Marks the key revoked (revoking twice keeps the first instant) and ends every console
     /// session signed in with it, in one transaction.
     async fn revoke_api_key(&self, id: i64, now: Timestamp) -> StoreResult<ApiKey>;
+    /// Makes key `id` belong to `operator` (`None`: nobody), or `NotFound`.
+    async fn set_api_key_operator(
+        &self,
+        id: i64,
+        operator: Option<OperatorId>,
+    ) -> StoreResult<ApiKey>;
     /// Stores a console session under `id` (the SHA-256 of the cookie's session id), and
     /// drops sessions expired by its creation time.
     async fn insert_console_session(&self, id: &[u8; 32], s: &ConsoleSession) -> StoreResult<()>;

@@ -1,5 +1,7 @@
-//! `/v1/merchants/{id}/keys`: the platform creates, lists and revokes a merchant's API keys;
-//! a merchant (its key, its owners; not its staff, whose role may not manage keys) its own.
+//! `/v1/merchants/{id}/keys`: the platform creates, lists, revokes and reassigns a merchant's
+//! API keys; a merchant (its key, its owners; not its staff, whose role may not manage keys)
+//! creates, lists and revokes its own. A key a person made is theirs and stops working when
+//! they are disabled, until the platform gives it to someone else.
 //!
 //! A key's secret is answered once, by the request that creates it; only its SHA-256 hash is
 //! stored, and an `Idempotency-Key` replay answers the key without it. A revoked key stops
@@ -172,6 +174,49 @@ pub async fn revoke(
     // The cache is keyed by the secret's hash, which is not at hand: forgetting every cached
     // key (here and, through Redis, on every instance) costs one lookup per key on its next
     // request.
+    s.tell(Notice::KeysChanged);
+    Ok(Json(KeyView::new(key, None)))
+}
+
+/// Who a key is to belong to.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OwnerBody {
+    /// An enabled person of the key's merchant, or `null`: nobody (the key then works whoever
+    /// is disabled).
+    #[schema(value_type = Option<i64>)]
+    pub operator_id: Option<coupond_domain::OperatorId>,
+}
+
+/// Give a merchant key to another person.
+///
+/// A key a person made stops working when their account is disabled. The platform gives it to
+/// another enabled person of the same merchant, or to nobody (`null`), and it works again (on
+/// other instances within `cache_ttl`). Recorded in the audit trail as `api_key.reassign`.
+/// Someone who is not an enabled person of the merchant: 422 `invalid_owner`.
+#[utoipa::path(operation_id = "reassign_merchant_key", put, path = "/v1/merchants/{id}/keys/{key_id}/owner", tag = "merchants",
+    request_body = OwnerBody,
+    params(("id" = i64, Path, description = "Merchant id"), ("key_id" = i64, Path, description = "Key id")),
+    responses((status = 200, description = "The key with its new owner", body = KeyView), CommonErrors, BodyErrors),
+    security(("bearer" = [])))]
+pub async fn reassign(
+    State(s): State<AppState>,
+    ApiPath(path): ApiPath<KeyPath>,
+    ApiJson(body): ApiJson<OwnerBody>,
+) -> ApiResult<Json<KeyView>> {
+    let given = keys::reassign(s.store(), path.key_id, path.id, body.operator_id, s.now());
+    let key = match given.await {
+        Ok(k) => k,
+        Err(keys::ReassignError::NotTheirs) => {
+            return Err(ApiError::invalid(
+                "invalid_owner",
+                "operator_id",
+                "not an enabled person of the key's merchant",
+            ))
+        }
+        Err(keys::ReassignError::Store(StoreError::NotFound)) => return Err(ApiError::NotFound),
+        Err(keys::ReassignError::Store(e)) => return Err(e.into()),
+    };
     s.tell(Notice::KeysChanged);
     Ok(Json(KeyView::new(key, None)))
 }

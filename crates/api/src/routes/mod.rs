@@ -155,6 +155,12 @@ fn merchant_and_activity_routes() -> Vec<Route> {
             post(keys::revoke),
         ),
         r(
+            Method::PUT,
+            "/v1/merchants/{id}/keys/{key_id}/owner",
+            PLATFORM,
+            put(keys::reassign),
+        ),
+        r(
             Method::GET,
             "/v1/operators",
             PLATFORM_MERCHANT,

@@ -322,6 +322,42 @@ async fn a_disabled_owners_keys_stop_working() {
     let new_owner = json!({"email": "new@shop.example", "name": "New", "role": "owner"});
     let r = app.post("/v1/operators", &secret, new_owner).await;
     assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{}", r.body);
+    // The platform gives it to another person of the merchant (not to a disabled one, nor to
+    // someone of another merchant), and it works again.
+    let key_id = made.body["id"].as_i64().unwrap();
+    let owner_path = format!("{keys}/{key_id}/owner");
+    let put = |body: Value| {
+        let app = &app;
+        let path = owner_path.clone();
+        async move {
+            app.call(Method::PUT, &path, Some(&app.platform), Some(body))
+                .await
+        }
+    };
+    let r = put(json!({"operator_id": owner.get()})).await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::UNPROCESSABLE_ENTITY, "invalid_owner"),
+        "{}",
+        r.body
+    );
+    let staff = operator(&app, "staff@shop.example", OperatorRole::Staff).await;
+    let r = put(json!({"operator_id": staff.get()})).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["operator_id"], staff.get());
+    assert_eq!(
+        app.get(&keys, &secret).await.status,
+        StatusCode::OK,
+        "works again"
+    );
+    let trail = app
+        .get(&format!("/v1/audit?object=api_key:{key_id}"), &app.platform)
+        .await;
+    assert_eq!(
+        trail.body["items"][0]["action"], "api_key.reassign",
+        "{}",
+        trail.body
+    );
     // A key made by a key (or the command line) is nobody's.
     let by_key = app.post(&keys, app.m1(), json!({"label": "pos"})).await;
     assert_eq!(by_key.status, StatusCode::CREATED, "{}", by_key.body);

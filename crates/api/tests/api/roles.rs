@@ -30,6 +30,11 @@ fn expected() -> Vec<(Method, &'static str, Vec<Role>)> {
             "/v1/merchants/{id}/keys/{key_id}/revoke",
             vec![P, M],
         ),
+        (
+            Method::PUT,
+            "/v1/merchants/{id}/keys/{key_id}/owner",
+            vec![P],
+        ),
         (Method::GET, "/v1/operators", vec![P, M]),
         (Method::GET, "/v1/audit", vec![P, M]),
         (Method::GET, "/v1/audits", vec![P]),

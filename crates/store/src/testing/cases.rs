@@ -205,6 +205,17 @@ pub async fn api_keys_round_trip(s: Arc<dyn Store>) {
         .await
         .unwrap();
     assert_eq!(s.api_key_by_hash(&[11; 32]).await.unwrap(), made);
+    // Given to nobody, it works whoever is disabled.
+    s.set_operator_disabled(owner.id, true, at(4))
+        .await
+        .unwrap();
+    let nobodys = s.set_api_key_operator(made.id, None).await.unwrap();
+    assert_eq!(nobodys.operator_id, None);
+    assert_eq!(s.api_key_by_hash(&[11; 32]).await.unwrap(), nobodys);
+    assert!(matches!(
+        s.set_api_key_operator(9999, None).await,
+        Err(StoreError::NotFound)
+    ));
 }
 
 pub async fn merchants_round_trip(s: Arc<dyn Store>) {

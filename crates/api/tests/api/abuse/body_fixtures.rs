@@ -123,6 +123,25 @@ pub(super) async fn fixtures(app: &TestApp) -> BTreeMap<(Method, String), Fixtur
             json!({"label": "till 2"}),
         ),
     );
+    let m = app.merchants[0].0;
+    let key = app
+        .store
+        .list_api_keys()
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|k| k.merchant_id == Some(m))
+        .unwrap()
+        .id;
+    add(
+        Method::PUT,
+        "/v1/merchants/{id}/keys/{key_id}/owner",
+        f(
+            format!("/v1/merchants/{m}/keys/{key}/owner"),
+            &platform,
+            json!({ "operator_id": null }),
+        ),
+    );
     add(
         Method::POST,
         "/v1/operators",
