@@ -14,7 +14,7 @@
 //! recorded: the lease paces the channel, the claim keeps a message from being sent twice.
 //!
 //! Delivery is at least once: a crash after the provider accepted a message and before its
-//! `sent` was written sends it again (after [`CLAIM`]). Each message carries its id to the provider (email's
+//! `sent` was written sends it again, once its claim runs out ([`CLAIM`], 45 s). Each message carries its id to the provider (email's
 //! `Message-ID`, the generic SMS adapter's `{{id}}`), so a provider that deduplicates by it
 //! sees it once; Twilio cannot.
 
@@ -40,8 +40,9 @@ const MAX_RETRY_AFTER: Duration = Duration::from_secs(6 * 3600);
 const IDLE: Duration = Duration::from_secs(1);
 const LEASE: time::Duration = time::Duration::seconds(10);
 /// How long one attempt holds its message: longer than a provider call may take (the SMTP
-/// and HTTP timeouts are 30 s), so no other courier sends it meanwhile.
-pub const CLAIM: time::Duration = time::Duration::minutes(2);
+/// timeout is 30 s, the SMS one 20 s), so no other courier sends it meanwhile; a message whose
+/// sender died mid-attempt is due again after it.
+pub const CLAIM: time::Duration = time::Duration::seconds(45);
 
 /// Why a provider did not take a message.
 #[derive(Clone, Debug, PartialEq, Eq)]
