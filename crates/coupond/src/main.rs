@@ -4,6 +4,7 @@
 //! - `config`: layered configuration (defaults, file, environment, flags).
 //! - `db`: opens the store the database URL names.
 //! - `serve`: runs the HTTP service with graceful shutdown.
+//! - `app_settings`: the API's settings, built from the configuration.
 //! - `brokers`: what `serve` shares with other instances outside the database (Redis limits
 //!   and cache notices, NATS JetStream events).
 //! - `demo`: the `serve --demo` data set.
@@ -14,6 +15,7 @@
 #![forbid(unsafe_code)]
 
 mod admin;
+mod app_settings;
 mod brokers;
 mod cli;
 mod config;

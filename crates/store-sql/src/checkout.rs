@@ -5,7 +5,8 @@
 //! Each backend keeps its `impl CheckoutStore` and its own `lock_order`, which decides how an
 //! order id is claimed (SQLite, the one writer, reads it and inserts the order last;
 //! PostgreSQL inserts it first, so a concurrent lock of the same order waits on the row), and
-//! calls [`order_row`], [`replayed`] and [`lock_coupons`] for the rest.
+//! calls [`order_row`], [`replayed`] and [`lock_coupons`] for the rest. Confirming, with its
+//! amount verification, is `confirm`.
 //!
 //! Where writers run at once (PostgreSQL) every step first locks what it depends on, through
 //! [`Dialect::lock_rows`](crate::Dialect::lock_rows) (nothing on SQLite, whose one writer
@@ -26,8 +27,7 @@ use coupond_domain::{
     Actor, Coupon, CouponId, CouponStatus, Money, OrderId, Template, TemplateId, Timestamp,
 };
 use coupond_store::checkout::{
-    over_limits, LockOutcome, LockRefusal, LockRequest, LockRules, OrderRecord, OrderState,
-    OrderStep,
+    LockOutcome, LockRefusal, LockRequest, LockRules, OrderRecord, OrderState, OrderStep,
 };
 use coupond_store::events::{self, kind};
 use coupond_store::{StoreError, StoreResult};
@@ -35,6 +35,9 @@ use coupond_store::{StoreError, StoreResult};
 use crate::rows::{coupon as coupon_row, order as order_record, template as template_row};
 use crate::scheduling::emit;
 use crate::{sql, Db, Dialect, Exec, Query, Work};
+
+mod confirm;
+pub use confirm::confirm_order;
 
 /// An order's columns but its request fingerprint (read only by [`order_row`]).
 pub const ORDER_COLS: &str = "order_id, user_id, state, deadline, answer, created_at, ended_at";
@@ -255,126 +258,6 @@ async fn held_by<E: Exec + ?Sized>(
     ))
     .bind(order.as_str());
     ex.fetch_all(q).await?.iter().map(coupon_row).collect()
-}
-
-/// Confirms a locked order before its deadline (past it, ends the lock as expired).
-pub async fn confirm_order(
-    db: &dyn Db,
-    order: &OrderId,
-    actor: &Actor,
-    now: Timestamp,
-) -> StoreResult<OrderStep> {
-    let d = db.dialect();
-    let mut tx = db.begin(Work::Request).await?;
-    let (record, _) = order_row(&mut *tx, d, order, true)
-        .await?
-        .ok_or(StoreError::NotFound)?;
-    match record.state {
-        OrderState::Confirmed => return Ok(OrderStep::Already(record)),
-        OrderState::Cancelled | OrderState::Expired => return Ok(OrderStep::WrongState(record)),
-        OrderState::Locked if now >= record.deadline => {
-            let ended = release(
-                &mut *tx,
-                d,
-                &record,
-                OrderState::Expired,
-                &Actor::System,
-                now,
-            )
-            .await?;
-            tx.commit().await?;
-            return Ok(OrderStep::WrongState(ended));
-        }
-        OrderState::Locked => {}
-    }
-    // Every coupon under the order, locked: a revoke of one waits for this, or this for it,
-    // and each then sees what the other did.
-    let q = sql(format!(
-        "SELECT * FROM {} WHERE order_id = $1 ORDER BY id{}",
-        d.coupons_of_order(),
-        d.lock_rows(false)
-    ));
-    let rows = tx.fetch_all(q.bind(order.as_str())).await?;
-    let mut held = Vec::with_capacity(rows.len());
-    let mut revoked = Vec::new();
-    for r in &rows {
-        let c = coupon_row(r)?;
-        match c.stored_status {
-            CouponStatus::Revoked => revoked.push(c.id),
-            CouponStatus::Locked => held.push(c),
-            _ => {}
-        }
-    }
-    if !revoked.is_empty() {
-        return Ok(OrderStep::Revoked(revoked));
-    }
-    // A lock ends by its coupons' validity, but one taken before that rule (or a validity
-    // moved earlier since) may outlive it: an expired coupon is never used.
-    let expired: Vec<CouponId> = held
-        .iter()
-        .filter(|c| now >= c.valid_until)
-        .map(|c| c.id)
-        .collect();
-    if !expired.is_empty() {
-        return Ok(OrderStep::Expired(expired));
-    }
-    if let Some(why) = use_amounts(&mut *tx, db, &held).await? {
-        return Ok(OrderStep::AmountViolation(why));
-    }
-    tx.execute(
-        sql(format!(
-            "UPDATE {} SET status = 'used', used_at = $1, locked_until = NULL, updated_at = $1
-             WHERE order_id = $2 AND status = 'locked'",
-            d.coupons_of_order()
-        ))
-        .bind(now)
-        .bind(order.as_str()),
-    )
-    .await?;
-    for c in &held {
-        let (from, to) = (CouponStatus::Locked, CouponStatus::Used);
-        log_change(&mut *tx, c.id, from, to, order, actor, now).await?;
-        let body = events::coupon_order(c, order, c.discount.unwrap_or(Money::ZERO), None);
-        emit(&mut *tx, kind::COUPON_USED, now, body).await?;
-    }
-    let record = end_order(&mut *tx, d, order, OrderState::Confirmed, now).await?;
-    coupond_store::failpoints::hit("confirm.before_commit")?;
-    tx.commit().await?;
-    Ok(OrderStep::Done(record))
-}
-
-/// The amount verification (the reference design's safeguard) and its updates: what the
-/// coupons `held` use and give must fit every template's stock and budget, as recorded (its
-/// templates locked, by id). Why not, if it does not; else their templates count them used
-/// and given and no longer reserved.
-async fn use_amounts<E: Exec + ?Sized>(
-    ex: &mut E,
-    db: &dyn Db,
-    held: &[Coupon],
-) -> StoreResult<Option<String>> {
-    let mut per_template: BTreeMap<TemplateId, (i64, i64)> = BTreeMap::new();
-    for c in held {
-        let e = per_template.entry(c.template_id).or_default();
-        e.0 += 1;
-        e.1 += c.discount.map_or(0, Money::minor);
-    }
-    let ids: Vec<i64> = per_template.keys().map(|t| t.get()).collect();
-    for t in templates_locked(ex, db, ids).await? {
-        let (k, d) = per_template.get(&t.id).copied().unwrap_or_default();
-        if let Some(why) = over_limits(&t, k, d) {
-            return Ok(Some(why));
-        }
-        ex.execute(
-            sql("UPDATE templates SET used = used + $1, given = given + $2,
-                     reserved = reserved - $2
-                 WHERE id = $3")
-            .bind(k)
-            .bind(d)
-            .bind(t.id.get()),
-        )
-        .await?;
-    }
-    Ok(None)
 }
 
 /// Cancels a locked order (past its deadline, finds it expired and ends it so).

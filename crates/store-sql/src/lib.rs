@@ -11,7 +11,7 @@
 //! - `campaigns`: [`CampaignStore`](coupond_store::CampaignStore) ([`impl_campaign_store!`]):
 //!   activities and templates.
 //! - `catalog`: [`CatalogStore`](coupond_store::CatalogStore) ([`impl_catalog_store!`]):
-//!   merchants, listings and their template bindings.
+//!   merchants, listings and their template bindings; `catalog::search` the listing search.
 //! - `codes`: [`CodeStore`](coupond_store::CodeStore) ([`impl_code_store!`]): shared codes and
 //!   generated batches.
 //! - `admin`: [`AdminStore`](coupond_store::AdminStore) ([`impl_admin_store!`]).
@@ -52,7 +52,7 @@
 //! - `lifecycle`: [`LifecycleStore`](coupond_store::LifecycleStore)
 //!   ([`impl_lifecycle_store!`]): revoke, refund, template history, deletions.
 //! - `checkout`: [`CheckoutStore`](coupond_store::CheckoutStore) but for the lock step's order
-//!   claim: order reads, confirm with its amount verification, cancel, the lock sweeper, and
+//!   claim: order reads, confirm with its amount verification (`checkout::confirm`), cancel, the lock sweeper, and
 //!   the lock's coupons and reservations; each backend implements the trait with its own
 //!   `lock_order`.
 //! - `deadlines`: moving a lock's deadline later (part of `CheckoutStore`).
