@@ -468,6 +468,18 @@ impl From<coupond_engine::accounts::AccountError> for ApiError {
             AccountError::Busy { retry_after } => ApiError::RateLimited {
                 retry_after: retry_after.as_secs().max(1),
             },
+            AccountError::NoEmail => ApiError::conflict(
+                "email_not_configured",
+                "this service sends no email, so a merchant cannot invite anyone; \
+                 the platform adds merchant staff",
+            ),
+            AccountError::TooManyInvitations => ApiError::conflict(
+                "too_many_invitations",
+                format!(
+                    "{} invitations are pending; wait until one is accepted or expires",
+                    coupond_engine::invitations::MAX_PENDING
+                ),
+            ),
             AccountError::Store(e) => e.into(),
         }
     }

@@ -31,7 +31,7 @@ use crate::routes::{
         merchants::create, merchants::list, merchants::get, merchants::update,
         cities::name, cities::list,
         keys::create, keys::list, keys::revoke, keys::reassign,
-        operators::create, operators::list, operators::update, audit::list, audits::list, audits::run,
+        operators::create, operators::list, operators::invitations, operators::update, audit::list, audits::list, audits::run,
         activities::create, activities::list, activities::get, activities::update, activities::abort,
         templates::create, templates::list, templates::get, templates::update, templates::publish,
         templates::approve, templates::reject,

@@ -17,6 +17,7 @@ use coupond_domain::{MerchantId, Template, TemplateId};
 use coupond_engine::accounts::{Accounts, HashGate};
 use coupond_engine::centre::Shelf;
 use coupond_engine::checkout::TemplateSource;
+use coupond_engine::invitations::Invitations;
 use coupond_engine::self_audit::{Auditor, TimeOfDay};
 use coupond_engine::shared::{Alone, Notice, OnLimitError, Peers, SharedLimits};
 use coupond_engine::supervise::Workers;
@@ -109,8 +110,10 @@ pub struct ApiSettings {
     pub publishes_to_nats: bool,
     /// When the self-audit runs by itself every day (UTC); `None`: only on request.
     pub audit_at: Option<TimeOfDay>,
-    /// The API's public root, which emails' unsubscribe links point to.
+    /// The API's public root, which emails' unsubscribe and invitation links point to.
     pub public_url: String,
+    /// The channels configured outside the app: invitations go by its email channel.
+    pub messaging: coupond_engine::messaging::MessagingRules,
     /// The platform's time zone: where "today" and the days of charts and reports begin.
     pub time_zone: Zone,
     /// The platform's currency, recorded with each order's amounts.
@@ -165,6 +168,10 @@ impl Default for ApiSettings {
             publishes_to_nats: false,
             audit_at: None,
             public_url: "http://127.0.0.1:8080".into(),
+            messaging: coupond_engine::messaging::MessagingRules {
+                readers: coupond_engine::messaging::Readers::default(),
+                channels: Vec::new(),
+            },
             time_zone: Zone::UTC,
             currency: coupond_domain::Currency::CNY,
             seen_resolution: time::Duration::minutes(5),
@@ -202,6 +209,7 @@ struct Inner {
     issuance: IssuanceWorker,
     tagging: TagWorker,
     accounts: Accounts,
+    invitations: Invitations,
     /// Principals of recently seen API keys (and the key's id), by key hash.
     keys: TtlCache<[u8; 32], (Principal, coupond_store::audit::Who)>,
     templates: TtlCache<TemplateId, Arc<Template>>,
@@ -254,7 +262,14 @@ impl AppState {
         let issuance = IssuanceWorker::new(store.clone(), clock.clone(), pace);
         let tagging = TagWorker::new(store.clone(), clock.clone(), pace);
         let hashes = HashGate::new(settings.password_hashes, std::time::Duration::from_secs(1));
-        let accounts = Accounts::new(store.clone(), clock.clone()).with_hash_gate(hashes);
+        let accounts = Accounts::new(store.clone(), clock.clone()).with_hash_gate(hashes.clone());
+        let invitations = Invitations::new(
+            store.clone(),
+            clock.clone(),
+            hashes,
+            settings.messaging.clone(),
+            &settings.public_url,
+        );
         let auditor = Auditor::new(store.clone(), clock.clone(), settings.audit_at, "api")
             .in_zone(settings.time_zone);
         let seen = Seen::new(
@@ -291,6 +306,7 @@ impl AppState {
                 issuance,
                 tagging,
                 accounts,
+                invitations,
                 keys: TtlCache::new(settings.cache_ttl, 100_000),
                 templates: TtlCache::new(settings.cache_ttl, 10_000),
                 shelf: ShelfCache::new(settings.cache_ttl),
@@ -323,6 +339,11 @@ impl AppState {
     /// Operator accounts: adding, disabling, passwords and set-password links.
     pub fn accounts(&self) -> &Accounts {
         &self.inner.accounts
+    }
+
+    /// Merchants' invitations to their teams.
+    pub fn invitations(&self) -> &Invitations {
+        &self.inner.invitations
     }
 
     pub fn jwt(&self) -> &JwtKeys {

@@ -93,6 +93,9 @@ async fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
     let shared = crate::brokers::redis(&config, &instance, &secret, &mut settings)?;
     let nats = crate::brokers::nats(&config).await?;
     settings.publishes_to_nats = nats.is_some();
+    let messaging = crate::messaging::build(&config, &store, &clock, &secret, &instance)?;
+    // Merchants' invitations go by its email channel.
+    settings.messaging = messaging.rules.clone();
     let state = AppState::new(store.clone(), clock.clone(), &secret, settings);
     let console = console(&config, &store, &state, args.demo).await?;
 
@@ -112,7 +115,6 @@ async fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
     let upkeep = spawn_upkeep(state.clone());
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     // Background work stops between steps once the signal arrives; what it committed stays.
-    let messaging = crate::messaging::build(&config, &store, &clock, &secret, &instance)?;
     let mut background = start_workers(&config, &state, &store, &clock, &instance, &stop_rx, nats);
     background.extend(start_messaging(
         messaging, &state, &store, &clock, &instance, &stop_rx,

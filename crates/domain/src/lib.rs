@@ -112,7 +112,8 @@ pub use merchant::{Merchant, MerchantDraft, MerchantPatch};
 pub use money::{BasisPoints, Currency, Money};
 pub use note::Note;
 pub use operator::{
-    check_operator_name, check_password, Area, Email, Operator, OperatorDraft, OperatorRole,
+    check_operator_name, check_password, Area, Email, Invitation, Operator, OperatorDraft,
+    OperatorRole,
 };
 pub use reference::Reference;
 pub use schedule::Transition;

@@ -83,10 +83,12 @@ pub enum MessageKind {
     EnrollmentRejected,
     /// An operator's message about a template (a campaign message).
     Campaign,
+    /// A merchant invited the address to its team: the one-time link that makes the account.
+    OperatorInvited,
 }
 
 impl MessageKind {
-    pub const ALL: [MessageKind; 7] = [
+    pub const ALL: [MessageKind; 8] = [
         MessageKind::CouponIssued,
         MessageKind::CouponClaimed,
         MessageKind::CouponExpiring,
@@ -94,6 +96,7 @@ impl MessageKind {
         MessageKind::EnrollmentApproved,
         MessageKind::EnrollmentRejected,
         MessageKind::Campaign,
+        MessageKind::OperatorInvited,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -105,6 +108,7 @@ impl MessageKind {
             MessageKind::EnrollmentApproved => "enrollment_approved",
             MessageKind::EnrollmentRejected => "enrollment_rejected",
             MessageKind::Campaign => "campaign",
+            MessageKind::OperatorInvited => "operator_invited",
         }
     }
 
@@ -123,7 +127,8 @@ impl MessageKind {
             | MessageKind::Campaign => Purpose::Marketing,
             MessageKind::CouponRevoked
             | MessageKind::EnrollmentApproved
-            | MessageKind::EnrollmentRejected => Purpose::Service,
+            | MessageKind::EnrollmentRejected
+            | MessageKind::OperatorInvited => Purpose::Service,
         }
     }
 
@@ -140,6 +145,8 @@ impl MessageKind {
             }
             // The operator's title and message; the template's title (`coupon`) and worth.
             MessageKind::Campaign => &["title", "message", "coupon", "value"],
+            // The inviting merchant's name, the role, the link and when it stops working.
+            MessageKind::OperatorInvited => &["merchant", "role", "link", "valid_until"],
         }
     }
 }

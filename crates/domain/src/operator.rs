@@ -7,6 +7,7 @@
 //! - [`OperatorRole`]: what an operator may do; platform roles act for the platform, merchant
 //!   roles for one merchant.
 //! - [`OperatorDraft`]: an operator to create, checked when built; [`Operator`]: a stored one.
+//! - [`Invitation`]: a merchant's invitation to join its team, sent to an address by email.
 //! - [`check_password`]: the rules a new password keeps; [`check_operator_name`] and
 //!   [`OperatorRole::check_change`]: the rules of an edit.
 
@@ -290,6 +291,37 @@ pub struct Operator {
     pub updated_at: Timestamp,
     /// Moves on with every change.
     pub version: i64,
+}
+
+/// A merchant's invitation for an address to join its team as `role` (issue 61 point 8).
+/// Merchants invite rather than create accounts, so that a merchant never learns whether an
+/// address has an account elsewhere: the link goes only to the address, and the account is
+/// made when its owner accepts.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Invitation {
+    pub id: i64,
+    pub email: Email,
+    /// The name the account will carry.
+    pub name: String,
+    /// `owner` or `staff`.
+    pub role: OperatorRole,
+    pub merchant_id: MerchantId,
+    pub created_at: Timestamp,
+    /// The link works until then.
+    pub expires_at: Timestamp,
+    /// When its owner accepted it (the account exists since).
+    pub accepted_at: Option<Timestamp>,
+}
+
+impl Invitation {
+    /// `pending`, `accepted` or `expired` at `now`.
+    pub fn status(&self, now: Timestamp) -> &'static str {
+        match self.accepted_at {
+            Some(_) => "accepted",
+            None if self.expires_at <= now => "expired",
+            None => "pending",
+        }
+    }
 }
 
 /// Passwords too common to accept (each of 12 characters or more), one a line.

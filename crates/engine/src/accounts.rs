@@ -48,6 +48,12 @@ pub enum AccountError {
     /// wait: try again after `retry_after`.
     #[error("too many password checks at once; try again shortly")]
     Busy { retry_after: std::time::Duration },
+    /// No email channel carries invitations, so a merchant cannot invite anyone.
+    #[error("this service sends no email, so it cannot send invitations")]
+    NoEmail,
+    /// The merchant has [`MAX_PENDING`](crate::invitations::MAX_PENDING) invitations pending.
+    #[error("too many invitations pending")]
+    TooManyInvitations,
     #[error(transparent)]
     Store(StoreError),
 }
@@ -447,8 +453,8 @@ impl Accounts {
 const UNKNOWN: &str =
     "$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$v2Uc9ZAkUgQmdUgbqfUiFQ/pyBvW7lEGUDr6mfzQMcQ";
 
-/// What a set-password token is stored as.
-fn token_hash(token: &str) -> [u8; 32] {
+/// What a set-password or invitation token is stored as.
+pub(crate) fn token_hash(token: &str) -> [u8; 32] {
     use sha2::Digest;
     sha2::Sha256::digest(token.as_bytes()).into()
 }

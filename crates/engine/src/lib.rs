@@ -5,6 +5,8 @@
 //! - [`accounts`]: [`accounts::Accounts`], operator accounts (platform and merchant staff):
 //!   the domain's rules, argon2id password hashes, verification that says nothing about
 //!   which part was wrong.
+//! - [`invitations`]: [`invitations::Invitations`], merchants' invitations to their teams,
+//!   sent by email and answered alike whether the address has an account or not.
 //! - [`second_factor`]: RFC 6238 one-time codes, the operators' optional second factor.
 //! - [`campaigns`]: the workflows of merchants, activities and templates (edit, publish,
 //!   abort; approving and rejecting enrollments) every front door calls, applying the domain's state rules before one store transaction.
@@ -89,6 +91,7 @@ pub mod clock;
 pub mod codes;
 pub mod dispatch;
 pub mod figures_keeper;
+pub mod invitations;
 pub mod issuance;
 pub mod jobs;
 pub mod keys;

@@ -51,6 +51,7 @@ coupond_store_sql::impl_catalog_store!(MysqlStore);
 coupond_store_sql::impl_code_store!(MysqlStore);
 coupond_store_sql::impl_admin_store!(MysqlStore);
 coupond_store_sql::impl_operator_store!(MysqlStore);
+coupond_store_sql::impl_invitation_store!(MysqlStore);
 coupond_store_sql::impl_audit_store!(MysqlStore);
 coupond_store_sql::impl_audit_run_store!(MysqlStore);
 coupond_store_sql::impl_messaging_store!(MysqlStore);

@@ -61,6 +61,7 @@ coupond_store_sql::impl_catalog_store!(PgStore);
 coupond_store_sql::impl_code_store!(PgStore);
 coupond_store_sql::impl_admin_store!(PgStore);
 coupond_store_sql::impl_operator_store!(PgStore);
+coupond_store_sql::impl_invitation_store!(PgStore);
 coupond_store_sql::impl_audit_store!(PgStore);
 coupond_store_sql::impl_audit_run_store!(PgStore);
 coupond_store_sql::impl_messaging_store!(PgStore);

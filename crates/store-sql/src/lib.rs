@@ -18,6 +18,9 @@
 //! - `operators`: [`OperatorStore`](coupond_store::OperatorStore)
 //!   ([`impl_operator_store!`]): operator accounts and password resets; disabling an operator
 //!   or setting its password ends its console sessions.
+//! - `invitations`: [`InvitationStore`](coupond_store::InvitationStore)
+//!   ([`impl_invitation_store!`]): merchants' invitations, queued with their email, accepted
+//!   into an operator.
 //! - `audit`: [`AuditStore`](coupond_store::AuditStore) ([`impl_audit_store!`]): the trail's
 //!   read, and [`audit::flush`], which each backend's `Tx::commit` runs to insert the changes
 //!   pending in its task in the same transaction.
@@ -90,6 +93,7 @@ pub mod figures;
 pub mod idempotency;
 pub mod inbox;
 pub mod inspect;
+pub mod invitations;
 pub mod issuance;
 pub mod lifecycle;
 pub mod messaging;

@@ -18,22 +18,31 @@ pub async fn insert_operator(
     password_hash: Option<&str>,
     now: Timestamp,
 ) -> StoreResult<Operator> {
-    let row = db
-        .write_one(
-            sql(
-                "INSERT INTO operators (email, name, role, merchant_id, password_hash,
-                                        created_at, updated_at, version)
-                 VALUES ($1, $2, $3, $4, $5, $6, $6, 1) RETURNING *",
-            )
-            .bind(d.email().as_str())
-            .bind(d.name())
-            .bind(d.role().as_str())
-            .bind(d.merchant_id().map(MerchantId::get))
-            .bind(password_hash)
-            .bind(now),
-        )
-        .await?;
-    operator_row(&row)
+    operator_row(&db.write_one(insert(d, password_hash, now)).await?)
+}
+
+/// Inserts operator `d` in the caller's transaction (an invitation accepted).
+pub(crate) async fn insert_operator_in<E: Exec + ?Sized>(
+    tx: &mut E,
+    d: &OperatorDraft,
+    password_hash: Option<&str>,
+    now: Timestamp,
+) -> StoreResult<Operator> {
+    operator_row(&tx.fetch_one(insert(d, password_hash, now)).await?)
+}
+
+fn insert(d: &OperatorDraft, password_hash: Option<&str>, now: Timestamp) -> crate::Query {
+    sql(
+        "INSERT INTO operators (email, name, role, merchant_id, password_hash,
+                                created_at, updated_at, version)
+         VALUES ($1, $2, $3, $4, $5, $6, $6, 1) RETURNING *",
+    )
+    .bind(d.email().as_str())
+    .bind(d.name())
+    .bind(d.role().as_str())
+    .bind(d.merchant_id().map(MerchantId::get))
+    .bind(password_hash)
+    .bind(now)
 }
 
 pub async fn operator(db: &dyn Db, id: OperatorId) -> StoreResult<Operator> {

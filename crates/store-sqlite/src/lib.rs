@@ -75,6 +75,7 @@ coupond_store_sql::impl_catalog_store!(SqliteStore);
 coupond_store_sql::impl_code_store!(SqliteStore);
 coupond_store_sql::impl_admin_store!(SqliteStore);
 coupond_store_sql::impl_operator_store!(SqliteStore);
+coupond_store_sql::impl_invitation_store!(SqliteStore);
 coupond_store_sql::impl_audit_store!(SqliteStore);
 coupond_store_sql::impl_audit_run_store!(SqliteStore);
 coupond_store_sql::impl_messaging_store!(SqliteStore);

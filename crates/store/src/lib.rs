@@ -13,7 +13,8 @@
 //!   [`IdempotencyStore`]), [`codes`] ([`CodeStore`]), [`scheduling`] ([`OutboxStore`],
 //!   [`SchedulerStore`], [`InboxStore`]), [`issuance`] ([`IssuanceStore`]), [`webhooks`]
 //!   ([`WebhookStore`]), [`operators`] ([`OperatorStore`]: operator accounts and password
-//!   resets), [`audit`] ([`AuditStore`]: the trail of who changed what, written by each
+//!   resets), [`invitations`] ([`InvitationStore`]: merchants' invitations to join their
+//!   teams), [`audit`] ([`AuditStore`]: the trail of who changed what, written by each
 //!   change's own transaction), [`audit_runs`] ([`AuditRunStore`]: the self-audit's runs and
 //!   what each found), [`messaging`] ([`MessagingStore`]: users' contact points and choices,
 //!   message texts, the email and SMS delivery log), [`campaign_messages`]
@@ -54,6 +55,7 @@ pub mod error;
 pub mod events;
 pub mod failpoints;
 pub mod figures;
+pub mod invitations;
 pub mod issuance;
 pub mod lifecycle;
 pub mod messaging;
@@ -88,6 +90,7 @@ pub use events::{CouponEvent, Event};
 pub use figures::{
     Baseline, ChannelHour, FigureKey, Figures, FiguresQuery, KeptFigures, OrderHour, PlainHour,
 };
+pub use invitations::InvitationStore;
 pub use issuance::{
     InvalidLine, Issuance, IssuanceKey, IssuanceState, IssuanceStore, NewIssuance, OpenJob,
 };
@@ -141,6 +144,7 @@ pub trait Store:
     + WebhookStore
     + ReportStore
     + OperatorStore
+    + InvitationStore
     + AuditStore
     + AuditRunStore
     + CityStore
@@ -169,6 +173,7 @@ impl<T> Store for T where
         + WebhookStore
         + ReportStore
         + OperatorStore
+        + InvitationStore
         + AuditStore
         + AuditRunStore
         + CityStore
@@ -187,8 +192,8 @@ pub mod prelude {
         AdminStore as _, AuditRunStore as _, AuditStore as _, CampaignMessageStore as _,
         CampaignStore as _, CatalogStore as _, CheckoutStore as _, CityStore as _, ClaimStore as _,
         CodeStore as _, IdempotencyStore as _, InboxStore as _, InspectStore as _,
-        IssuanceStore as _, LifecycleStore as _, MessagingStore as _, OperatorStore as _,
-        OutboxStore as _, ReportStore as _, SchedulerStore as _, SeenStore as _, TagStore as _,
-        WebhookStore as _,
+        InvitationStore as _, IssuanceStore as _, LifecycleStore as _, MessagingStore as _,
+        OperatorStore as _, OutboxStore as _, ReportStore as _, SchedulerStore as _,
+        SeenStore as _, TagStore as _, WebhookStore as _,
     };
 }

@@ -40,6 +40,7 @@ macro_rules! conformance_suite {
             operators_lose_their_sessions_when_disabled_or_their_password_changes,
             operators_password_resets_work_once,
             operators_second_factor_steps_are_used_once,
+            invitations_are_accepted_once_into_an_operator,
             audit_entries_commit_with_their_change,
             audit_runs_queue_once_and_keep_their_findings,
             contacts_texts_and_the_delivery_log,

@@ -307,7 +307,12 @@ impl From<Outbound> for OutboundView {
             user_id: o.user_id,
             address: o.address,
             subject: o.subject,
-            body: o.body,
+            // An invitation's link makes an account: only its address reads it, never the log.
+            body: if o.kind == MessageKind::OperatorInvited {
+                "(an invitation; its one-time link is withheld)".to_owned()
+            } else {
+                o.body
+            },
             status: o.status.as_str().into(),
             attempts: o.attempts,
             next_at: o.next_at,

@@ -173,6 +173,12 @@ fn merchant_and_activity_routes() -> Vec<Route> {
             post(operators::create),
         ),
         r(
+            Method::GET,
+            "/v1/operators/invitations",
+            PLATFORM_MERCHANT,
+            get(operators::invitations),
+        ),
+        r(
             Method::PATCH,
             "/v1/operators/{id}",
             PLATFORM_MERCHANT,

@@ -1,15 +1,19 @@
 //! `/v1/operators`: the people who sign into the console. The platform manages everyone; a
 //! merchant manages its own staff (`owner` and `staff` of its merchant) and nobody else's. A
-//! new account is answered with a one-time set-password link (its path; the console serves
-//! it), valid for an hour: passwords never travel in these requests. Everything goes through
-//! the engine's `Accounts`.
+//! new account made by the platform is answered with a one-time set-password link (its path;
+//! the console serves it), valid for an hour: passwords never travel in these requests. A
+//! merchant invites instead (202, the engine's `Invitations`): the link goes only to the
+//! address, so the answer is the same whether the address has an account anywhere or not.
+//! Everything goes through the engine's `Accounts` and `Invitations`.
 
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use coupond_domain::Timestamp;
-use coupond_domain::{Email, MerchantId, Operator, OperatorDraft, OperatorId, OperatorRole};
+use coupond_domain::{
+    Email, Invitation, MerchantId, Operator, OperatorDraft, OperatorId, OperatorRole,
+};
 use coupond_engine::accounts::{OperatorChange, RESET_TTL};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -75,6 +79,25 @@ pub struct OperatorPatch {
     pub second_factor: Option<bool>,
 }
 
+/// A merchant's invitation, as its merchant sees it.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct InvitationView {
+    #[serde(flatten)]
+    pub invitation: Invitation,
+    /// `pending`, `accepted` or `expired`.
+    #[schema(example = "pending")]
+    pub status: String,
+}
+
+impl InvitationView {
+    fn at(invitation: Invitation, now: Timestamp) -> Self {
+        InvitationView {
+            status: invitation.status(now).to_owned(),
+            invitation,
+        }
+    }
+}
+
 /// Which operators.
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
@@ -87,13 +110,20 @@ pub struct OperatorQuery {
     pub limit: Option<u32>,
 }
 
-/// Add an operator.
+/// Add or invite an operator.
 ///
-/// Add an operator (platform: anyone; merchant: its own `owner` or `staff`). The answer carries a
-/// one-time set-password link, valid for an hour.
+/// The platform adds anyone: 201, with a one-time set-password link valid for an hour. A merchant
+/// invites its own `owner` or `staff`: 202, an invitation whose link goes only to the address by
+/// email (valid 72 hours), answered alike whether the address has an account elsewhere or not;
+/// the account is made when the link's holder chooses a password. Without email configured a
+/// merchant's request is 409 `email_not_configured`; with 20 invitations pending, 409
+/// `too_many_invitations`.
 #[utoipa::path(operation_id = "create_operator", post, path = "/v1/operators", tag = "operators",
     request_body = NewOperatorBody,
-    responses((status = 201, description = "Created, with `set_password`", body = OperatorView), CommonErrors, BodyErrors),
+    responses(
+        (status = 201, description = "Created by the platform, with `set_password`", body = OperatorView),
+        (status = 202, description = "A merchant's invitation, sent by email", body = InvitationView),
+        CommonErrors, BodyErrors),
     security(("bearer" = [])))]
 pub async fn create(
     Extension(p): Extension<Principal>,
@@ -114,6 +144,11 @@ pub async fn create(
     };
     let email = Email::parse(&body.email)?;
     let draft = OperatorDraft::new(email, body.name, body.role, merchant)?;
+    if p.merchant().is_some() {
+        let invitation = s.invitations().invite(&draft).await?;
+        let view = InvitationView::at(invitation, s.now());
+        return Ok((StatusCode::ACCEPTED, Json(view)).into_response());
+    }
     let op = s.accounts().add(&draft, None).await?;
     let token = s.accounts().start_reset(op.id).await?;
     let link = SetPasswordLink {
@@ -187,4 +222,44 @@ pub async fn update(
         updated = s.accounts().disable_totp(id).await?;
     }
     Ok(Json(updated))
+}
+
+/// Which invitations.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct InvitationQuery {
+    /// Only this merchant's (the platform; a merchant always sees its own only).
+    #[param(value_type = Option<i64>)]
+    pub merchant_id: Option<MerchantId>,
+    pub cursor: Option<String>,
+    pub limit: Option<u32>,
+}
+
+/// List invitations.
+///
+/// Merchants' invitations by id, with where each stands: pending, accepted or expired
+/// (platform: all, or one merchant's; merchant: its own).
+#[utoipa::path(operation_id = "list_operator_invitations", get, path = "/v1/operators/invitations", tag = "operators",
+    params(InvitationQuery),
+    responses((status = 200, description = "A page of invitations", body = PageOf<InvitationView>), CommonErrors),
+    security(("bearer" = [])))]
+pub async fn invitations(
+    Extension(p): Extension<Principal>,
+    State(s): State<AppState>,
+    ApiQuery(q): ApiQuery<InvitationQuery>,
+) -> ApiResult<Json<PageOf<InvitationView>>> {
+    let page = pagination::page(q.cursor.as_deref(), q.limit, s.settings())?;
+    let merchant = p.merchant().or(q.merchant_id);
+    let rows = s
+        .invitations()
+        .list(merchant, page.after, page.limit)
+        .await?;
+    let now = s.now();
+    Ok(Json(pagination::finish(
+        rows,
+        page,
+        |i| i.id,
+        |i| InvitationView::at(i, now),
+    )))
 }

@@ -25,6 +25,7 @@ mod feeds;
 mod flows;
 mod hostile;
 mod instances;
+mod invitations;
 mod isolation;
 mod issuances;
 mod lifecycle;

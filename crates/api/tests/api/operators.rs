@@ -57,8 +57,8 @@ async fn operators(app: TestApp) {
     let staff = app
         .post(
             "/v1/operators",
-            app.m1(),
-            body("staff@m1.example", "staff", None),
+            &app.platform,
+            body("staff@m1.example", "staff", Some(m1)),
         )
         .await;
     assert_eq!(staff.status, StatusCode::CREATED, "{}", staff.body);

@@ -36,6 +36,7 @@ fn expected() -> Vec<(Method, &'static str, Vec<Role>)> {
             vec![P],
         ),
         (Method::GET, "/v1/operators", vec![P, M]),
+        (Method::GET, "/v1/operators/invitations", vec![P, M]),
         (Method::GET, "/v1/audit", vec![P, M]),
         (Method::GET, "/v1/audits", vec![P]),
         (Method::POST, "/v1/audits", vec![P]),

@@ -29,6 +29,7 @@ mod figures;
 mod format;
 mod history;
 mod home;
+mod invitation;
 mod listings;
 mod login;
 mod merchants;
@@ -84,6 +85,10 @@ pub fn routes(max_upload: usize) -> Router<Console> {
         .route(
             "/console/password/{token}",
             get(password::form).post(password::submit),
+        )
+        .route(
+            "/console/invitation/{token}",
+            get(invitation::form).post(invitation::submit),
         )
         .route(
             "/console/activities",

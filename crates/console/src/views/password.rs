@@ -23,7 +23,7 @@ struct PasswordPage {
 
 /// The link's token, kept to what a token can hold (64 hex characters) before it is put back
 /// into the page.
-fn clean(token: &str) -> String {
+pub(super) fn clean(token: &str) -> String {
     token
         .chars()
         .filter(char::is_ascii_hexdigit)

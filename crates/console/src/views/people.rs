@@ -1,15 +1,17 @@
 //! People: the operator accounts the caller manages (the platform: everyone; a merchant: its
-//! own owners and staff), a form to add one, and disabling or enabling an account. A new
-//! account is answered with its one-time set-password link, shown on the page that made it,
-//! once; passwords never pass through the console. Each account links to its history. What
-//! the caller may do here the API decides (its admins and owners).
+//! own owners and staff), a form to add one, and disabling or enabling an account. An account
+//! the platform adds is answered with its one-time set-password link, shown on the page that
+//! made it, once; a merchant invites instead, and the link goes by email to the address only
+//! (the invitations pending are listed). Passwords never pass through the console. Each
+//! account links to its history. What the caller may do here the API decides (its admins and
+//! owners).
 
 use askama::Template;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, Method};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
-use coupond_api::routes::operators::OperatorView;
+use coupond_api::routes::operators::{InvitationView, OperatorView};
 use coupond_domain::{Operator, OperatorRole};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -17,7 +19,7 @@ use serde_json::{json, Value};
 use super::choices::{self, Choice};
 use super::format::at;
 use super::names::MerchantNames;
-use super::paging::{next_link, one_page, After};
+use super::paging::{gather, next_link, one_page, After};
 use super::{guard, problem_page, render, FieldErrors, Shell, Shown};
 use crate::session::Session;
 use crate::Console;
@@ -56,6 +58,24 @@ impl PersonRow {
             disabled: o.disabled_at.is_some(),
         }
     }
+}
+
+/// A pending invitation as a row.
+#[derive(Debug, Clone)]
+struct InvitationRow {
+    email: String,
+    name: String,
+    role: String,
+    merchant: String,
+    expires: String,
+}
+
+/// What the form just did: an account the platform added (its address and set-password
+/// link), or a merchant's invitation sent (its address).
+#[derive(Debug, Clone)]
+pub enum Added {
+    Account(String, String),
+    Invitation(String),
 }
 
 /// The form adding an account, as sent.
@@ -101,8 +121,10 @@ struct PeoplePage {
     form: PersonForm,
     errors: FieldErrors,
     error: Option<String>,
-    /// The account just added, and the path of its one-time set-password link.
-    invited: Option<(String, String)>,
+    /// What the form just did.
+    added: Option<Added>,
+    /// Invitations neither accepted nor expired.
+    invitations: Vec<InvitationRow>,
 }
 
 async fn people_page(
@@ -111,10 +133,15 @@ async fn people_page(
     after: &str,
     form: PersonForm,
     shown: Shown,
-    invited: Option<(String, String)>,
+    added: Option<Added>,
 ) -> Response {
     let list = one_page(console, session, "/v1/operators", after).await;
     let (people, next) = match list.and_then(|l| l.typed::<OperatorView>()) {
+        Ok(l) => l,
+        Err(p) => return problem_page(session, &p),
+    };
+    let invited = gather(console, session, "/v1/operators/invitations").await;
+    let invited = match invited.and_then(|g| g.typed::<InvitationView>()) {
         Ok(l) => l,
         Err(p) => return problem_page(session, &p),
     };
@@ -136,7 +163,18 @@ async fn people_page(
         form,
         errors: shown.errors,
         error: shown.error,
-        invited,
+        added,
+        invitations: invited
+            .into_iter()
+            .filter(|i| i.status == "pending")
+            .map(|i| InvitationRow {
+                email: i.invitation.email.as_str().to_owned(),
+                name: i.invitation.name,
+                role: i.invitation.role.as_str().to_owned(),
+                merchant: names.one(i.invitation.merchant_id.get()),
+                expires: at(i.invitation.expires_at),
+            })
+            .collect(),
     };
     render(shown.status, &page)
 }
@@ -167,13 +205,22 @@ pub async fn create(
         .api()
         .send_json(&session.caller, Method::POST, "/v1/operators", &body)
         .await;
+    let fresh = PersonForm::default();
+    if reply.status == axum::http::StatusCode::ACCEPTED {
+        return match reply.into::<InvitationView>() {
+            Ok(i) => {
+                let sent = Some(Added::Invitation(i.invitation.email.as_str().to_owned()));
+                people_page(&console, &session, "", fresh, Shown::ok(), sent).await
+            }
+            Err(p) => people_page(&console, &session, "", form, Shown::of(&p), None).await,
+        };
+    }
     match reply.into::<OperatorView>() {
         Ok(op) => {
             let email = op.operator.email.as_str().to_owned();
             let link = op.set_password.map(|l| l.path).unwrap_or_default();
-            let fresh = PersonForm::default();
-            let invited = Some((email, link));
-            people_page(&console, &session, "", fresh, Shown::ok(), invited).await
+            let added = Some(Added::Account(email, link));
+            people_page(&console, &session, "", fresh, Shown::ok(), added).await
         }
         Err(p) => people_page(&console, &session, "", form, Shown::of(&p), None).await,
     }

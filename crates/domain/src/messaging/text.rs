@@ -166,6 +166,13 @@ fn english(kind: MessageKind) -> (&'static str, &'static str, &'static str) {
             "{{title}} was not accepted for {{activity}}: {{reason}}",
         ),
         MessageKind::Campaign => ("{{title}}", "{{message}}", "{{message}}"),
+        MessageKind::OperatorInvited => (
+            "{{merchant}} invites you to its coupon console",
+            "{{merchant}} invites you to its team on the coupon console as {{role}}. Choose a \
+             password at {{link}} before {{valid_until}} to accept. If you did not expect this, \
+             ignore this email.",
+            "{{merchant}} invites you to its coupon console: {{link}}",
+        ),
     }
 }
 
@@ -202,6 +209,12 @@ fn chinese(kind: MessageKind) -> (&'static str, &'static str, &'static str) {
             "{{title}}未通过活动{{activity}}的审核：{{reason}}",
         ),
         MessageKind::Campaign => ("{{title}}", "{{message}}", "{{message}}"),
+        MessageKind::OperatorInvited => (
+            "{{merchant}} 邀请您加入优惠券后台",
+            "{{merchant}} 邀请您以 {{role}} 身份加入其优惠券后台团队。请在 {{valid_until}} 之前\
+             访问 {{link}} 设置密码以接受邀请。如非本人操作，请忽略此邮件。",
+            "{{merchant}} 邀请您加入优惠券后台：{{link}}",
+        ),
     }
 }
 
