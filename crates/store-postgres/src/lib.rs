@@ -1,35 +1,22 @@
 //! coupond's PostgreSQL backend.
 //!
-//! - [`PgStore`]: connection setup and the helpers the area modules share (`store`). It
-//!   implements every area trait of `coupond_store`, one module each, so it is a
-//!   [`Store`](coupond_store::Store):
-//! - `admin`: [`AdminStore`](coupond_store::AdminStore): health, settings, API keys.
-//! - `catalog`: [`CatalogStore`](coupond_store::CatalogStore): merchants, listings, bindings
-//!   (written once in `coupond_store_sql::catalog`).
-//! - `campaigns`: [`CampaignStore`](coupond_store::CampaignStore): activities and templates
-//!   (written once in `coupond_store_sql::campaigns`).
-//! - `claims`: the claim batch, the hot write path.
+//! - [`PgStore`]: connection setup and the helpers the modules share (`store`). It
+//!   implements every area trait of `coupond_store`, so it is a
+//!   [`Store`](coupond_store::Store); most traits come from the SQL written once in
+//!   `coupond_store_sql` (its `impl_*_store!` macros, invoked below), and only what is
+//!   PostgreSQL's own lives here:
+//! - `claims`: the claim batch, the hot write path (stock shards, the plain batch as a server
+//!   function).
 //! - `wallet`: [`ClaimStore`](coupond_store::ClaimStore): the claim batch and a user's wallet
 //!   (its reads written once in `coupond_store_sql::wallet`).
-//! - `checkout`: [`CheckoutStore`](coupond_store::CheckoutStore): orders locking, confirming and
-//!   cancelling coupons (written once in `coupond_store_sql::checkout` but for how a lock
-//!   claims its order id).
-//! - [`IdempotencyStore`](coupond_store::IdempotencyStore): records of write routes (written
-//!   once in `coupond_store_sql::idempotency`).
-//! - `codes`: [`CodeStore`](coupond_store::CodeStore): promotion codes and their batches
-//!   (written once in `coupond_store_sql::codes`).
+//! - `checkout`: how a lock claims its order id ([`CheckoutStore`](coupond_store::CheckoutStore)
+//!   is otherwise written once in `coupond_store_sql::checkout`).
 //! - `scheduling`: [`OutboxStore`](coupond_store::OutboxStore): the outbox's head and its
-//!   read order, the backend's own. Leases and consumer progress,
-//!   [`SchedulerStore`](coupond_store::SchedulerStore) (announced transitions, expiry) and
-//!   [`InboxStore`](coupond_store::InboxStore) (reminders, the inbox) are written once in
-//!   `coupond_store_sql::scheduling` and `coupond_store_sql::inbox`.
+//!   read order (by transaction id).
 //! - `inbox`: planning reminders, the backend's own (one statement of arrays).
 //! - `issuance`: [`IssuanceStore`](coupond_store::IssuanceStore): bulk issuance, a chunk per
 //!   transaction with the job's progress (its bookkeeping in `coupond_store_sql::issuance`).
-//! - `webhooks`: [`WebhookStore`](coupond_store::WebhookStore): endpoints, deliveries, attempts.
-//! - `stats`: [`ReportStore`](coupond_store::ReportStore): coupon counts, usage per period, and
-//!   the audit (whose checks live in `audit`).
-//! - `inspect`: [`InspectStore`](coupond_store::InspectStore): reads for tests and tools.
+//! - `exec`: the [`Db`](coupond_store_sql::Db), `Exec` and `Tx` of the shared SQL over sqlx.
 //! - `rows`: row to domain conversions and the one driver-error mapping.
 //! - `migrations/`: the schema, embedded in the binary and applied by [`PgStore::migrate`].
 //!

@@ -6,6 +6,7 @@ mod accounts;
 mod brokers;
 mod browser;
 mod crash;
+mod doc_paths;
 mod docs;
 mod failpoints;
 mod first_run;
