@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Replays the README's API tour (every ```bash tour block, in order) against a fresh
+# Replays the API tour (every ```bash tour block of README.md, then of docs/TOUR.md, in order) against a fresh
 # `coupond serve --demo`, exactly as a reader would paste it, then again after restarting the
 # demo on the same database (a reader runs it twice). Fails on the first command that fails.
 # Usage: .ci/tour.sh path/to/coupond
@@ -15,9 +15,9 @@ cleanup() {
 trap cleanup EXIT
 
 cd "$work"
-awk '/^```bash tour$/{on=1; next} /^```$/{on=0} on' "$root/README.md" >"$work/tour.sh"
-[ -s "$work/tour.sh" ] || { echo "tour: no tour blocks found in README.md" >&2; exit 1; }
-blocks=$(grep -c '^```bash tour$' "$root/README.md")
+cat "$root/README.md" "$root/docs/TOUR.md" | awk '/^```bash tour$/{on=1; next} /^```$/{on=0} on' >"$work/tour.sh"
+[ -s "$work/tour.sh" ] || { echo "tour: no tour blocks found in README.md and docs/TOUR.md" >&2; exit 1; }
+blocks=$(cat "$root/README.md" "$root/docs/TOUR.md" | grep -c '^```bash tour$')
 
 # The tour's email step sends to a local SMTP server (aiosmtpd, which .ci/run installs).
 smtp_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -75,4 +75,4 @@ round() {
 # `serve --demo` on the same database the second time: new keys, the data of the first round.
 round 1
 round 2
-echo "tour: README API tour replayed twice on one demo database, $blocks blocks, all commands succeeded"
+echo "tour: the API tour (README, docs/TOUR.md) replayed twice on one demo database, $blocks blocks, all commands succeeded"
