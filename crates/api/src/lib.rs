@@ -69,19 +69,17 @@ pub fn v1_service(state: AppState) -> Router {
 pub fn router_with(state: AppState, extra: Router) -> Router {
     // Install the recorder before the first request records anything.
     observe::metrics_handle();
+    // Health, metrics, the document and the unsubscribe link: no credentials.
+    let (open, _) = routes::open()
+        .into_iter()
+        .fold(utoipa_axum::router::OpenApiRouter::new(), |r, route| {
+            r.routes(route)
+        })
+        .split_for_parts();
     let routes = Router::new()
         .merge(routes::v1(&state))
-        .route("/healthz", get(routes::system::healthz))
-        .route("/readyz", get(routes::system::readyz))
-        // An email's unsubscribe link: no credentials, the signed token is the permission.
-        .route(
-            "/unsubscribe",
-            get(routes::contacts::unsubscribe_page).post(routes::contacts::unsubscribe),
-        )
-        .route("/metrics", get(routes::system::metrics))
-        .route("/openapi.json", get(routes::system::openapi))
+        .merge(open)
         .route("/", get(routes::system::root))
-        .route("/docs", get(routes::system::docs))
         .route("/docs/", get(routes::system::docs_slash))
         .route(routes::system::REDOC_PATH, get(routes::system::redoc_js))
         .with_state(state.clone())

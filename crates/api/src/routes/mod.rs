@@ -1,5 +1,7 @@
 //! The route table: every `/v1` route with the roles that may call it, one module per
-//! resource, handlers named by action.
+//! resource, handlers named by action. Each route is declared once, in `table`: its roles
+//! and its handler, whose `#[utoipa::path]` gives the path and method to the router and the
+//! OpenAPI document alike.
 
 pub mod activities;
 pub mod audit;
@@ -35,15 +37,15 @@ pub mod templates;
 pub mod today;
 pub mod webhooks;
 
-mod table_operations;
-use table_operations::{checkout_routes, operations_routes};
+mod table;
+pub(crate) use table::open;
 
 use axum::http::Method;
 use axum::middleware::from_fn_with_state;
-use axum::routing::{delete, get, patch, post, put, MethodRouter};
 use axum::Router;
 use serde::Serialize;
 use utoipa::IntoResponses;
+use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
 
 use crate::auth::{Role, RouteGuard};
 use crate::error::Problem;
@@ -67,7 +69,7 @@ const PLATFORM_SERVICE: &[Role] = &[Role::Platform, Role::Service];
 pub struct RouteSpec {
     #[serde(serialize_with = "method_str")]
     pub method: Method,
-    pub path: &'static str,
+    pub path: String,
     pub roles: &'static [Role],
     /// Takes file uploads: its body may be up to `max_upload_bytes`, not `max_body_bytes`.
     #[serde(skip)]
@@ -78,372 +80,75 @@ fn method_str<S: serde::Serializer>(m: &Method, s: S) -> Result<S::Ok, S::Error>
     s.serialize_str(m.as_str())
 }
 
-/// A route and its handler.
-type Route = (RouteSpec, MethodRouter<AppState>);
-
-/// A route that takes no file uploads.
-fn r(
-    method: Method,
-    path: &'static str,
+/// A route as declared ([`table`]): the roles it admits, whether it takes uploads, and its
+/// handler with the path and method of its `#[utoipa::path]`.
+pub(crate) struct Declared {
     roles: &'static [Role],
-    handler: MethodRouter<AppState>,
-) -> Route {
-    (
+    upload: bool,
+    route: UtoipaMethodRouter<AppState>,
+}
+
+/// A route for `roles`.
+fn route(roles: &'static [Role], route: UtoipaMethodRouter<AppState>) -> Declared {
+    Declared {
+        roles,
+        upload: false,
+        route,
+    }
+}
+
+/// A route for `roles` that takes a file upload (up to `max_upload_bytes`).
+fn upload(roles: &'static [Role], route: UtoipaMethodRouter<AppState>) -> Declared {
+    Declared {
+        roles,
+        upload: true,
+        route,
+    }
+}
+
+impl Declared {
+    /// Its method and path, as its annotation declares them.
+    fn spec(&self) -> RouteSpec {
+        let (path, item) = self
+            .route
+            .1
+            .paths
+            .iter()
+            .next()
+            .expect("routes! declares a path");
+        let method = [
+            (Method::GET, item.get.is_some()),
+            (Method::POST, item.post.is_some()),
+            (Method::PUT, item.put.is_some()),
+            (Method::PATCH, item.patch.is_some()),
+            (Method::DELETE, item.delete.is_some()),
+        ]
+        .into_iter()
+        .find_map(|(m, declared)| declared.then_some(m))
+        .expect("each route declares one method");
         RouteSpec {
             method,
-            path,
-            roles,
-            upload: false,
-        },
-        handler,
-    )
+            path: path.clone(),
+            roles: self.roles,
+            upload: self.upload,
+        }
+    }
 }
 
-fn table() -> Vec<Route> {
-    [
-        merchant_and_activity_routes(),
-        template_routes(),
-        wallet_routes(),
-        operations_routes(),
-        checkout_routes(),
-    ]
-    .into_iter()
-    .flatten()
-    .collect()
+/// The `/v1` routes and their roles (built once), for the guard, the documentation, the
+/// console's forms and the test that checks every route against every role.
+pub fn route_table() -> &'static [RouteSpec] {
+    static TABLE: std::sync::OnceLock<Vec<RouteSpec>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| table::declared().iter().map(Declared::spec).collect())
 }
 
-/// Merchants and activities.
-fn merchant_and_activity_routes() -> Vec<Route> {
-    vec![
-        r(
-            Method::POST,
-            "/v1/merchants",
-            PLATFORM,
-            post(merchants::create),
-        ),
-        r(Method::GET, "/v1/merchants", PLATFORM, get(merchants::list)),
-        r(Method::GET, "/v1/cities", ANYONE, get(cities::list)),
-        r(Method::PUT, "/v1/cities/{id}", PLATFORM, put(cities::name)),
-        r(
-            Method::GET,
-            "/v1/merchants/{id}",
-            PLATFORM_MERCHANT,
-            get(merchants::get),
-        ),
-        r(
-            Method::PATCH,
-            "/v1/merchants/{id}",
-            PLATFORM,
-            patch(merchants::update),
-        ),
-        r(
-            Method::POST,
-            "/v1/merchants/{id}/keys",
-            PLATFORM_MERCHANT,
-            post(keys::create),
-        ),
-        r(
-            Method::GET,
-            "/v1/merchants/{id}/keys",
-            PLATFORM_MERCHANT,
-            get(keys::list),
-        ),
-        r(
-            Method::POST,
-            "/v1/merchants/{id}/keys/{key_id}/revoke",
-            PLATFORM_MERCHANT,
-            post(keys::revoke),
-        ),
-        r(
-            Method::PUT,
-            "/v1/merchants/{id}/keys/{key_id}/owner",
-            PLATFORM,
-            put(keys::reassign),
-        ),
-        r(
-            Method::GET,
-            "/v1/operators",
-            PLATFORM_MERCHANT,
-            get(operators::list),
-        ),
-        r(
-            Method::POST,
-            "/v1/operators",
-            PLATFORM_MERCHANT,
-            post(operators::create),
-        ),
-        r(
-            Method::GET,
-            "/v1/operators/invitations",
-            PLATFORM_MERCHANT,
-            get(operators::invitations),
-        ),
-        r(
-            Method::PATCH,
-            "/v1/operators/{id}",
-            PLATFORM_MERCHANT,
-            patch(operators::update),
-        ),
-        r(
-            Method::GET,
-            "/v1/audit",
-            PLATFORM_MERCHANT,
-            get(audit::list),
-        ),
-        r(Method::GET, "/v1/audits", PLATFORM, get(audits::list)),
-        r(Method::POST, "/v1/audits", PLATFORM, post(audits::run)),
-        r(
-            Method::POST,
-            "/v1/activities",
-            PLATFORM,
-            post(activities::create),
-        ),
-        r(
-            Method::GET,
-            "/v1/activities",
-            PLATFORM_MERCHANT,
-            get(activities::list),
-        ),
-        r(
-            Method::GET,
-            "/v1/activities/{id}",
-            PLATFORM_MERCHANT,
-            get(activities::get),
-        ),
-        r(
-            Method::PATCH,
-            "/v1/activities/{id}",
-            PLATFORM,
-            patch(activities::update),
-        ),
-        r(
-            Method::POST,
-            "/v1/activities/{id}/abort",
-            PLATFORM,
-            post(activities::abort),
-        ),
-        r(
-            Method::POST,
-            "/v1/activities/{id}/pause",
-            PLATFORM,
-            post(steering::pause_activity),
-        ),
-        r(
-            Method::POST,
-            "/v1/activities/{id}/resume",
-            PLATFORM,
-            post(steering::resume_activity),
-        ),
-    ]
-}
-
-/// Templates and listings with their bindings.
-fn template_routes() -> Vec<Route> {
-    vec![
-        r(
-            Method::POST,
-            "/v1/templates",
-            PLATFORM_MERCHANT,
-            post(templates::create),
-        ),
-        r(
-            Method::GET,
-            "/v1/templates",
-            PLATFORM_MERCHANT,
-            get(templates::list),
-        ),
-        r(
-            Method::GET,
-            "/v1/templates/{id}",
-            PLATFORM_MERCHANT,
-            get(templates::get),
-        ),
-        r(
-            Method::PATCH,
-            "/v1/templates/{id}",
-            PLATFORM_MERCHANT,
-            patch(templates::update),
-        ),
-        r(
-            Method::DELETE,
-            "/v1/templates/{id}",
-            PLATFORM_MERCHANT,
-            delete(templates::remove),
-        ),
-        r(
-            Method::GET,
-            "/v1/templates/{id}/history",
-            PLATFORM_MERCHANT,
-            get(templates::history),
-        ),
-        r(
-            Method::GET,
-            "/v1/templates/{id}/coupons",
-            PLATFORM_MERCHANT,
-            get(coupons::of_template),
-        ),
-        r(
-            Method::POST,
-            "/v1/templates/{id}/publish",
-            PLATFORM_MERCHANT,
-            post(templates::publish),
-        ),
-        r(
-            Method::POST,
-            "/v1/templates/{id}/abort",
-            PLATFORM_MERCHANT,
-            post(templates::abort),
-        ),
-        r(
-            Method::POST,
-            "/v1/templates/{id}/pause",
-            PLATFORM_MERCHANT,
-            post(steering::pause_template),
-        ),
-        r(
-            Method::POST,
-            "/v1/templates/{id}/resume",
-            PLATFORM_MERCHANT,
-            post(steering::resume_template),
-        ),
-        r(
-            Method::POST,
-            "/v1/templates/{id}/stop",
-            PLATFORM_MERCHANT,
-            post(steering::stop_template),
-        ),
-        r(
-            Method::POST,
-            "/v1/templates/{id}/approve",
-            PLATFORM,
-            post(templates::approve),
-        ),
-        r(
-            Method::POST,
-            "/v1/templates/{id}/reject",
-            PLATFORM,
-            post(templates::reject),
-        ),
-        r(
-            Method::POST,
-            "/v1/listings",
-            MERCHANT,
-            post(listings::create),
-        ),
-        r(Method::GET, "/v1/listings", ANYONE, get(listings::list)),
-        r(Method::GET, "/v1/listings/{id}", ANYONE, get(listings::get)),
-        r(
-            Method::PATCH,
-            "/v1/listings/{id}",
-            MERCHANT,
-            patch(listings::update),
-        ),
-        r(
-            Method::DELETE,
-            "/v1/listings/{id}",
-            MERCHANT,
-            delete(listings::remove),
-        ),
-        r(
-            Method::PUT,
-            "/v1/listings/{id}/templates/{template_id}",
-            PLATFORM_MERCHANT,
-            put(listings::bind),
-        ),
-        r(
-            Method::DELETE,
-            "/v1/listings/{id}/templates/{template_id}",
-            PLATFORM_MERCHANT,
-            delete(listings::unbind),
-        ),
-    ]
-}
-
-/// Claims, a user's wallet, inbox and coupon centre, promotion codes.
-fn wallet_routes() -> Vec<Route> {
-    vec![
-        r(
-            Method::POST,
-            "/v1/templates/{id}/claims",
-            USER_SERVICE,
-            post(claims::claim),
-        ),
-        r(Method::GET, "/v1/me/coupons", USER, get(claims::mine)),
-        r(Method::GET, "/v1/me/claimable", USER, get(centre::mine)),
-        r(
-            Method::GET,
-            "/v1/me/templates/{id}",
-            USER,
-            get(centre::template),
-        ),
-        r(
-            Method::GET,
-            "/v1/me/activities/{id}",
-            USER,
-            get(centre::activity),
-        ),
-        r(Method::GET, "/v1/me/messages", USER, get(inbox::list)),
-        r(
-            Method::POST,
-            "/v1/me/messages/{id}/read",
-            USER,
-            post(inbox::read),
-        ),
-        r(
-            Method::PUT,
-            "/v1/templates/{id}/code",
-            PLATFORM_MERCHANT,
-            put(codes::set_shared),
-        ),
-        r(
-            Method::GET,
-            "/v1/templates/{id}/code",
-            PLATFORM_MERCHANT,
-            get(codes::get_shared),
-        ),
-        r(
-            Method::DELETE,
-            "/v1/templates/{id}/code",
-            PLATFORM_MERCHANT,
-            delete(codes::remove_shared),
-        ),
-        r(
-            Method::POST,
-            "/v1/templates/{id}/codes",
-            PLATFORM_MERCHANT,
-            post(codes::create_batch),
-        ),
-        r(
-            Method::GET,
-            "/v1/templates/{id}/code-batches",
-            PLATFORM_MERCHANT,
-            get(codes::list_batches),
-        ),
-        r(
-            Method::GET,
-            "/v1/code-batches/{id}",
-            PLATFORM_MERCHANT,
-            get(codes::get_batch),
-        ),
-        r(
-            Method::GET,
-            "/v1/code-batches/{id}/codes",
-            PLATFORM_MERCHANT,
-            get(codes::download),
-        ),
-        r(
-            Method::POST,
-            "/v1/codes/{code}/redeem",
-            USER_SERVICE,
-            post(codes::redeem),
-        ),
-    ]
-}
-
-/// The `/v1` routes and their roles, for documentation and for the test that checks every
-/// route against every role.
-pub fn route_table() -> Vec<RouteSpec> {
-    table().into_iter().map(|(spec, _)| spec).collect()
+/// The paths, operations and schemas of every documented route, as the OpenAPI document
+/// holds them.
+pub(crate) fn documented() -> utoipa::openapi::OpenApi {
+    let v1 = table::declared().into_iter().map(|d| d.route);
+    v1.chain(table::open())
+        .fold(OpenApiRouter::new(), OpenApiRouter::routes)
+        .into_openapi()
 }
 
 /// What a route does, as operators' roles tell them apart ([`OperatorRole::may`]): reading,
@@ -481,9 +186,13 @@ pub fn area_of(method: &Method, path: &str) -> Area {
 
 /// The `/v1` router, each route behind its role guard.
 pub fn v1(state: &AppState) -> Router<AppState> {
-    table()
+    let specs = route_table();
+    table::declared()
         .into_iter()
-        .fold(Router::new(), |router, (spec, handler)| {
+        .zip(specs)
+        .fold(Router::new(), |router, (declared, spec)| {
+            let (_, _, handler) = declared.route;
+            let path = spec.path.as_str();
             // Layers run outside in: the auth guard, then (on writes) idempotency, then the
             // handler.
             let limit = if spec.upload {
@@ -491,9 +200,9 @@ pub fn v1(state: &AppState) -> Router<AppState> {
             } else {
                 state.settings().max_body_bytes
             };
-            let handler = if crate::idempotency::applies_to(&spec.method, spec.path) {
+            let handler = if crate::idempotency::applies_to(&spec.method, path) {
                 handler.route_layer(from_fn_with_state(
-                    (state.clone(), spec.path, limit),
+                    (state.clone(), path, limit),
                     crate::idempotency::layer,
                 ))
             } else {
@@ -504,9 +213,9 @@ pub fn v1(state: &AppState) -> Router<AppState> {
             } else {
                 handler
             };
-            let area = area_of(&spec.method, spec.path);
+            let area = area_of(&spec.method, path);
             let guarded = handler.route_layer(RouteGuard::new(state.clone(), spec.roles, area));
-            router.route(spec.path, guarded)
+            router.route(path, guarded)
         })
 }
 

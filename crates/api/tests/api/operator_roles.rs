@@ -66,7 +66,7 @@ async fn each_role_is_admitted_exactly_where_it_may_act() {
         people.push((role, accounts.add(&draft, None).await.unwrap().id));
     }
     for spec in route_table() {
-        let area = area_of(&spec.method, spec.path);
+        let area = area_of(&spec.method, &spec.path);
         let concrete = spec
             .path
             .replace("{id}", &activity.to_string())
@@ -82,7 +82,7 @@ async fn each_role_is_admitted_exactly_where_it_may_act() {
                 Role::Merchant
             };
             let status = as_operator(&app, *id, &spec.method, &concrete).await;
-            let (method, path) = (&spec.method, spec.path);
+            let (method, path) = (&spec.method, spec.path.as_str());
             if spec.roles.contains(&side) && role.may(area) {
                 assert!(
                     status != StatusCode::FORBIDDEN && !status.is_server_error(),

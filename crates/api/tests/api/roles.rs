@@ -154,7 +154,7 @@ fn expected() -> Vec<(Method, &'static str, Vec<Role>)> {
 #[test]
 fn table_covers_every_route() {
     let actual: BTreeSet<(String, String, Vec<String>)> = route_table()
-        .into_iter()
+        .iter()
         .map(|r| {
             let mut roles: Vec<String> = r.roles.iter().map(|r| format!("{r:?}")).collect();
             roles.sort();

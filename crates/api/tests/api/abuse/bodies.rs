@@ -263,7 +263,7 @@ async fn oversized_and_deep_bodies_are_refused_on_every_json_write_route() {
         .unwrap();
     let fixtures = fixtures(&app).await;
     let uploads: Vec<String> = coupond_api::route_table()
-        .into_iter()
+        .iter()
         .filter(|r| r.upload)
         .map(|r| format!("{} {}", r.method, r.path))
         .collect();
@@ -463,7 +463,7 @@ async fn page_sizes_are_bounded_on_every_list_route() {
         };
         let spec = table
             .iter()
-            .find(|r| r.method == Method::GET && r.path == route)
+            .find(|r| r.method == Method::GET && r.path == *route)
             .unwrap();
         let credential = match spec.roles[0] {
             coupond_api::Role::Platform => app.platform.clone(),

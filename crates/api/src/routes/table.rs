@@ -1,0 +1,187 @@
+//! Every route, declared once: the roles it admits and its handler, whose path and method
+//! come from the handler's `#[utoipa::path]` (utoipa-axum's `routes!`). The router, the
+//! role guard, the idempotency layer and the OpenAPI document are all built from this list.
+
+use utoipa_axum::router::UtoipaMethodRouter;
+use utoipa_axum::routes;
+
+use super::{
+    activities, audit, audits, campaign_messages, centre, checkout, cities, claims, codes,
+    contacts, coupons, events, inbox, issuances, keys, listings, merchants, message_texts,
+    operators, performance, plain_orders, refunds, reports, route, seen, settlement, shared_tags,
+    steering, system, tag_uploads, tags, templates, today, upload, webhooks, Declared, ANYONE,
+    MERCHANT, PLATFORM, PLATFORM_MERCHANT, PLATFORM_MERCHANT_SERVICE, PLATFORM_MERCHANT_USER,
+    PLATFORM_SERVICE, SERVICE, USER, USER_SERVICE,
+};
+use crate::state::AppState;
+
+/// The `/v1` routes, each behind its role guard.
+pub(super) fn declared() -> Vec<Declared> {
+    [
+        merchant_and_activity_routes(),
+        template_routes(),
+        wallet_routes(),
+        operations_routes(),
+        checkout_routes(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// The routes that need no credentials and are documented: health, readiness, metrics, the
+/// document itself and its browser, and an email's unsubscribe link (the signed token is the
+/// permission).
+pub(crate) fn open() -> Vec<UtoipaMethodRouter<AppState>> {
+    vec![
+        routes!(system::healthz),
+        routes!(system::readyz),
+        routes!(system::metrics),
+        routes!(system::openapi),
+        routes!(system::docs),
+        routes!(contacts::unsubscribe_page, contacts::unsubscribe),
+    ]
+}
+
+/// Merchants and activities.
+fn merchant_and_activity_routes() -> Vec<Declared> {
+    vec![
+        route(PLATFORM, routes!(merchants::create)),
+        route(PLATFORM, routes!(merchants::list)),
+        route(ANYONE, routes!(cities::list)),
+        route(PLATFORM, routes!(cities::name)),
+        route(PLATFORM_MERCHANT, routes!(merchants::get)),
+        route(PLATFORM, routes!(merchants::update)),
+        route(PLATFORM_MERCHANT, routes!(keys::create)),
+        route(PLATFORM_MERCHANT, routes!(keys::list)),
+        route(PLATFORM_MERCHANT, routes!(keys::revoke)),
+        route(PLATFORM, routes!(keys::reassign)),
+        route(PLATFORM_MERCHANT, routes!(operators::list)),
+        route(PLATFORM_MERCHANT, routes!(operators::create)),
+        route(PLATFORM_MERCHANT, routes!(operators::invitations)),
+        route(PLATFORM_MERCHANT, routes!(operators::update)),
+        route(PLATFORM_MERCHANT, routes!(audit::list)),
+        route(PLATFORM, routes!(audits::list)),
+        route(PLATFORM, routes!(audits::run)),
+        route(PLATFORM, routes!(activities::create)),
+        route(PLATFORM_MERCHANT, routes!(activities::list)),
+        route(PLATFORM_MERCHANT, routes!(activities::get)),
+        route(PLATFORM, routes!(activities::update)),
+        route(PLATFORM, routes!(activities::abort)),
+        route(PLATFORM, routes!(steering::pause_activity)),
+        route(PLATFORM, routes!(steering::resume_activity)),
+    ]
+}
+
+/// Templates and listings with their bindings.
+fn template_routes() -> Vec<Declared> {
+    vec![
+        route(PLATFORM_MERCHANT, routes!(templates::create)),
+        route(PLATFORM_MERCHANT, routes!(templates::list)),
+        route(PLATFORM_MERCHANT, routes!(templates::get)),
+        route(PLATFORM_MERCHANT, routes!(templates::update)),
+        route(PLATFORM_MERCHANT, routes!(templates::remove)),
+        route(PLATFORM_MERCHANT, routes!(templates::history)),
+        route(PLATFORM_MERCHANT, routes!(coupons::of_template)),
+        route(PLATFORM_MERCHANT, routes!(templates::publish)),
+        route(PLATFORM_MERCHANT, routes!(templates::abort)),
+        route(PLATFORM_MERCHANT, routes!(steering::pause_template)),
+        route(PLATFORM_MERCHANT, routes!(steering::resume_template)),
+        route(PLATFORM_MERCHANT, routes!(steering::stop_template)),
+        route(PLATFORM, routes!(templates::approve)),
+        route(PLATFORM, routes!(templates::reject)),
+        route(MERCHANT, routes!(listings::create)),
+        route(ANYONE, routes!(listings::list)),
+        route(ANYONE, routes!(listings::get)),
+        route(MERCHANT, routes!(listings::update)),
+        route(MERCHANT, routes!(listings::remove)),
+        route(PLATFORM_MERCHANT, routes!(listings::bind)),
+        route(PLATFORM_MERCHANT, routes!(listings::unbind)),
+    ]
+}
+
+/// Claims, a user's wallet, inbox and coupon centre, promotion codes.
+fn wallet_routes() -> Vec<Declared> {
+    vec![
+        route(USER_SERVICE, routes!(claims::claim)),
+        route(USER, routes!(claims::mine)),
+        route(USER, routes!(centre::mine)),
+        route(USER, routes!(centre::template)),
+        route(USER, routes!(centre::activity)),
+        route(USER, routes!(inbox::list)),
+        route(USER, routes!(inbox::read)),
+        route(PLATFORM_MERCHANT, routes!(codes::set_shared)),
+        route(PLATFORM_MERCHANT, routes!(codes::get_shared)),
+        route(PLATFORM_MERCHANT, routes!(codes::remove_shared)),
+        route(PLATFORM_MERCHANT, routes!(codes::create_batch)),
+        route(PLATFORM_MERCHANT, routes!(codes::list_batches)),
+        route(PLATFORM_MERCHANT, routes!(codes::get_batch)),
+        route(PLATFORM_MERCHANT, routes!(codes::download)),
+        route(USER_SERVICE, routes!(codes::redeem)),
+    ]
+}
+
+/// Bulk issuance, stats, reconciliation and webhooks.
+fn operations_routes() -> Vec<Declared> {
+    vec![
+        upload(PLATFORM_MERCHANT, routes!(issuances::create)),
+        route(PLATFORM_MERCHANT, routes!(issuances::list)),
+        route(PLATFORM_MERCHANT, routes!(issuances::get)),
+        route(PLATFORM_MERCHANT, routes!(reports::template)),
+        route(PLATFORM_MERCHANT, routes!(reports::activity)),
+        route(PLATFORM, routes!(reports::reconciliation)),
+        route(PLATFORM_MERCHANT, routes!(performance::performance)),
+        route(PLATFORM_MERCHANT, routes!(settlement::settlement)),
+        route(PLATFORM_MERCHANT, routes!(today::today)),
+        route(PLATFORM_MERCHANT, routes!(webhooks::create)),
+        route(PLATFORM_MERCHANT, routes!(webhooks::list)),
+        route(PLATFORM_MERCHANT, routes!(webhooks::get)),
+        route(PLATFORM_MERCHANT, routes!(webhooks::remove)),
+        route(PLATFORM_MERCHANT, routes!(webhooks::disable)),
+        route(PLATFORM_MERCHANT, routes!(webhooks::ping)),
+        route(PLATFORM_MERCHANT, routes!(webhooks::deliveries)),
+        route(PLATFORM_MERCHANT, routes!(events::list)),
+    ]
+}
+
+/// The order service's checkout and the coupon lookups around it.
+fn checkout_routes() -> Vec<Declared> {
+    vec![
+        route(USER_SERVICE, routes!(checkout::quote)),
+        route(SERVICE, routes!(checkout::lock)),
+        // The order service, and the platform's support (the console's "extend").
+        route(PLATFORM_SERVICE, routes!(checkout::extend)),
+        route(SERVICE, routes!(checkout::confirm)),
+        route(SERVICE, routes!(checkout::cancel)),
+        // An order paid without a coupon, for the performance report's comparison.
+        route(SERVICE, routes!(plain_orders::record)),
+        route(SERVICE, routes!(refunds::refund)),
+        route(SERVICE, routes!(checkout::get)),
+        route(PLATFORM_MERCHANT, routes!(coupons::revoke)),
+        route(PLATFORM_MERCHANT_USER, routes!(checkout::history)),
+        route(PLATFORM_MERCHANT_SERVICE, routes!(claims::of_user)),
+        route(PLATFORM_SERVICE, routes!(centre::of_user)),
+        route(PLATFORM_SERVICE, routes!(tags::put)),
+        route(PLATFORM_SERVICE, routes!(tags::get)),
+        route(PLATFORM_SERVICE, routes!(seen::mark)),
+        route(PLATFORM_SERVICE, routes!(seen::get)),
+        upload(PLATFORM_SERVICE, routes!(tag_uploads::create)),
+        route(PLATFORM_SERVICE, routes!(tag_uploads::list)),
+        route(PLATFORM_SERVICE, routes!(tag_uploads::get)),
+        route(PLATFORM_SERVICE, routes!(contacts::put_contact)),
+        route(PLATFORM_SERVICE, routes!(contacts::get_contact)),
+        route(PLATFORM_SERVICE, routes!(contacts::put_preferences)),
+        route(USER, routes!(contacts::my_preferences)),
+        route(USER, routes!(contacts::put_my_preferences)),
+        route(PLATFORM, routes!(message_texts::list)),
+        route(PLATFORM, routes!(message_texts::put)),
+        route(PLATFORM, routes!(message_texts::delete)),
+        route(PLATFORM, routes!(message_texts::preview)),
+        route(PLATFORM_MERCHANT, routes!(campaign_messages::send)),
+        route(PLATFORM_MERCHANT, routes!(campaign_messages::list)),
+        route(PLATFORM, routes!(message_texts::outbound)),
+        route(PLATFORM, routes!(shared_tags::list)),
+        route(PLATFORM, routes!(shared_tags::share)),
+        route(PLATFORM, routes!(shared_tags::unshare)),
+    ]
+}
