@@ -6,8 +6,8 @@
 //! never goes past the count; so the work survives a crash (the next start resumes the
 //! batch from what was committed) and several processes may share it.
 //!
-//! Channels: `wake` (a [`Notify`]) tells the loop a new batch exists; the loop also stops on
-//! the shutdown signal between steps, never inside one.
+//! [`Generating`] is the kind of chunked job ([`Jobs`]) that does it, owners taking turns; the
+//! loop stops on the shutdown signal between steps, never inside one.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,15 +16,11 @@ use coupond_domain::codes::{with_check, ALPHABET};
 use coupond_domain::queue::check_queue;
 use coupond_domain::{CodeBatchSpec, SharedCode, Template, Timestamp};
 use coupond_store::audit::{self, Change};
-use coupond_store::{owner_key, CodeBatch, Store, StoreResult};
+use coupond_store::{owner_key, CodeBatch, OpenJob, Store, StoreResult};
 use rand::Rng;
-use tokio::sync::Notify;
 
 use crate::campaigns::CampaignError;
-use crate::clock::Clock;
-use crate::jobs::Turns;
-use crate::pacing::Pacer;
-use crate::worker::{Pass, Worker};
+use crate::jobs::{JobKind, Jobs};
 
 /// Records a batch of single-use codes of `t` to generate, if its owner's queue has room for
 /// them (`max_queued`, else `queue_full`); the generator fills it.
@@ -65,123 +61,53 @@ pub async fn set_shared_code(
     audit::change(change, store.set_shared_code(t.id, code)).await
 }
 
-/// Most codes added per transaction (the [`Pacer`] may take fewer).
+/// Most codes added per transaction (the pacer may take fewer).
 pub const CHUNK: u32 = 5_000;
 
-/// What one step did.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Outcome {
-    /// No batch is waiting.
-    Idle,
-    /// Codes were added to this batch (it may now be finished).
-    Progress(CodeBatch),
-}
+/// Code batches as a kind of chunked job ([`Jobs`]): each chunk draws fresh random codes
+/// for a batch and adds them in one transaction.
+#[derive(Debug, Default)]
+pub struct Generating;
 
-/// Generates the codes of unfinished batches. Cheap to clone.
-#[derive(Clone)]
-pub struct CodeGenerator {
-    store: Arc<dyn Store>,
-    clock: Arc<dyn Clock>,
-    wake: Arc<Notify>,
-    pacer: Arc<Pacer>,
-    /// Owners take turns, a chunk each (shared by clones).
-    turns: Arc<Turns>,
-}
+/// Generates the codes of unfinished batches.
+pub type CodeGenerator = Jobs<Generating>;
 
-impl std::fmt::Debug for CodeGenerator {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CodeGenerator").finish_non_exhaustive()
-    }
-}
+#[async_trait::async_trait]
+impl JobKind for Generating {
+    type Job = CodeBatch;
+    const NAME: &'static str = "codes";
+    const CHUNK: u32 = CHUNK;
+    /// How long an idle generator waits for batches another process created.
+    const IDLE: Duration = Duration::from_secs(60);
 
-impl CodeGenerator {
-    /// Chunks are sized to take about `txn_target` each (zero: always [`CHUNK`] codes).
-    pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>, txn_target: Duration) -> Self {
-        CodeGenerator {
-            store,
-            clock,
-            wake: Arc::new(Notify::new()),
-            pacer: Arc::new(Pacer::new(txn_target, CHUNK)),
-            turns: Arc::default(),
-        }
+    async fn open(&self, store: &Arc<dyn Store>) -> StoreResult<Vec<OpenJob>> {
+        store.unfinished_code_batches().await
     }
 
-    /// Tells the loop a batch is waiting.
-    pub fn wake(&self) {
-        self.wake.notify_one();
-    }
-
-    /// One step: up to [`CHUNK`] codes for the oldest unfinished batch of the owner whose
-    /// turn it is ([`Turns`]).
-    pub async fn run_once(&self) -> StoreResult<Outcome> {
-        let open = self.store.unfinished_code_batches().await?;
-        let Some(next) = self.turns.order(open).into_iter().next() else {
-            return Ok(Outcome::Idle);
-        };
-        let batch = self.store.code_batch(next.id).await?;
+    async fn chunk(
+        &self,
+        store: &Arc<dyn Store>,
+        id: i64,
+        size: u32,
+        now: Timestamp,
+    ) -> StoreResult<Option<CodeBatch>> {
+        let batch = store.code_batch(id).await?;
         if batch.finished_at.is_some() {
             // Finished by another instance since the list was read.
-            return Ok(Outcome::Progress(batch));
+            return Ok(Some(batch));
         }
-        let done = self.step(&batch).await.map(Outcome::Progress)?;
-        self.turns.served(next.owner);
-        Ok(done)
-    }
-
-    /// Fills `batch` to its count (for small batches answered in the request).
-    pub async fn fill(&self, mut batch: CodeBatch) -> StoreResult<CodeBatch> {
-        while batch.finished_at.is_none() {
-            batch = self.step(&batch).await?;
-        }
-        Ok(batch)
-    }
-
-    async fn step(&self, batch: &CodeBatch) -> StoreResult<CodeBatch> {
-        let size = self.pacer.size();
         let want = (batch.count - batch.generated).min(size);
         let codes = draw(&batch.prefix, batch.length, want as usize);
-        let started = std::time::Instant::now();
-        let before = batch.generated;
-        let batch = self
-            .store
-            .add_codes(batch.id, &codes, self.clock.now())
-            .await?;
+        let after = store.add_codes(batch.id, &codes, now).await?;
         metrics::counter!(crate::telemetry::CODES_GENERATED)
-            .increment(u64::from(batch.generated.saturating_sub(before)));
-        // Only a full chunk says what `size` codes cost (the last one of a batch is smaller).
-        if want == size {
-            self.pacer.record(want, started.elapsed());
-        }
-        Ok(batch)
+            .increment(u64::from(after.generated.saturating_sub(batch.generated)));
+        Ok(Some(after))
+    }
+
+    fn is_open(b: &CodeBatch) -> bool {
+        b.finished_at.is_none()
     }
 }
-
-/// Steps while batches wait, then sleeps until woken (or a minute passes, to pick up batches
-/// another process created).
-#[async_trait::async_trait]
-impl Worker for CodeGenerator {
-    fn name(&self) -> &'static str {
-        "codes"
-    }
-
-    async fn pass(&self) -> StoreResult<Pass> {
-        Ok(match self.run_once().await? {
-            Outcome::Idle => Pass::Idle(RESCAN),
-            Outcome::Progress(_) => Pass::Busy,
-        })
-    }
-
-    fn retry_after(&self) -> std::time::Duration {
-        RESCAN
-    }
-
-    fn waker(&self) -> Option<&tokio::sync::Notify> {
-        Some(&self.wake)
-    }
-}
-
-/// How long an idle generator waits for batches another process created.
-const RESCAN: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// `n` random codes: `prefix`, `length` random characters of [`ALPHABET`], and the check
 /// character.

@@ -1,4 +1,5 @@
-//! The issuance worker: works through open bulk issuance jobs a chunk at a time.
+//! Bulk issuance: starting a job ([`start_job`]), and the kind of chunked job ([`Issuing`],
+//! run by [`Jobs`] as the [`IssuanceWorker`]) that works through open jobs a chunk at a time.
 //!
 //! Each chunk is one transaction in the store ([`IssuanceStore::issue_chunk`](coupond_store::IssuanceStore::issue_chunk)): the coupons, their
 //! events and the job's progress commit together, so after a crash (kill -9 included) the next
@@ -14,16 +15,12 @@ use std::time::Duration;
 use coupond_domain::queue::check_queue;
 use coupond_domain::{DomainError, Template, Timestamp, UserId};
 use coupond_store::audit::{self, Change};
-use coupond_store::{owner_key, Issuance, IssuanceState, NewIssuance, Store, StoreResult};
-use tokio::sync::Notify;
+use coupond_store::{owner_key, Issuance, IssuanceState, NewIssuance, OpenJob, Store, StoreResult};
 
 use crate::campaigns::CampaignError;
-use crate::clock::Clock;
-use crate::jobs::{Lists, Turns};
-use crate::pacing::Pacer;
-use crate::worker::{Pass, Worker};
+use crate::jobs::{JobKind, Jobs, Lists};
 
-/// Most users per transaction (the [`Pacer`] may take fewer).
+/// Most users per transaction (the pacer may take fewer).
 pub const CHUNK: u32 = 1_000;
 
 /// How long the loop sleeps with nothing to do, unless woken (a job from another instance is
@@ -71,108 +68,45 @@ pub(crate) fn same_request(
     ))
 }
 
-/// The worker. Cheap to clone; clones share the cache.
-#[derive(Clone)]
-pub struct IssuanceWorker {
-    store: Arc<dyn Store>,
-    clock: Arc<dyn Clock>,
+/// Bulk issuance as a kind of chunked job ([`Jobs`]): each open job's user list is read once
+/// per job and process ([`Lists`]).
+#[derive(Debug, Default)]
+pub struct Issuing {
     users: Lists<UserId>,
-    wake: Arc<Notify>,
-    pacer: Arc<Pacer>,
-    /// Owners take turns, a chunk each (shared by clones).
-    turns: Arc<Turns>,
 }
 
-impl std::fmt::Debug for IssuanceWorker {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("IssuanceWorker").finish_non_exhaustive()
-    }
-}
+/// The issuance worker.
+pub type IssuanceWorker = Jobs<Issuing>;
 
-fn open(j: &Issuance) -> bool {
-    matches!(j.state, IssuanceState::Pending | IssuanceState::Running)
-}
+#[async_trait::async_trait]
+impl JobKind for Issuing {
+    type Job = Issuance;
+    const NAME: &'static str = "issuance";
+    const CHUNK: u32 = CHUNK;
+    const IDLE: Duration = IDLE;
 
-impl IssuanceWorker {
-    /// Chunks are sized to take about `txn_target` each (zero: always [`CHUNK`] users).
-    pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>, txn_target: Duration) -> Self {
-        IssuanceWorker {
-            store,
-            clock,
-            users: Lists::default(),
-            wake: Arc::new(Notify::new()),
-            pacer: Arc::new(Pacer::new(txn_target, CHUNK)),
-            turns: Arc::default(),
-        }
+    async fn open(&self, store: &Arc<dyn Store>) -> StoreResult<Vec<OpenJob>> {
+        store.open_issuances().await
     }
 
-    /// Tells the loop a job is waiting.
-    pub fn wake(&self) {
-        self.wake.notify_one();
-    }
-
-    /// One chunk of job `id`; `None` if it is not open or another instance holds it now.
-    pub async fn step(&self, id: i64) -> StoreResult<Option<Issuance>> {
-        let users = self.users.get(id, self.store.issuance_users(id)).await?;
-        let size = self.pacer.size();
-        let started = std::time::Instant::now();
-        let job = self
-            .store
-            .issue_chunk(id, &users, size, self.clock.now())
-            .await?;
-        // Only a full chunk says what `size` users cost: the job is still open after it.
-        if job.as_ref().is_some_and(open) {
-            self.pacer.record(size, started.elapsed());
-        }
+    async fn chunk(
+        &self,
+        store: &Arc<dyn Store>,
+        id: i64,
+        size: u32,
+        now: Timestamp,
+    ) -> StoreResult<Option<Issuance>> {
+        let users = self.users.get(id, store.issuance_users(id)).await?;
+        let job = store.issue_chunk(id, &users, size, now).await?;
         coupond_store::failpoints::hit("issuance.after_chunk")?;
-        if job.as_ref().is_none_or(|j| !open(j)) {
-            self.users.forget(id);
-        }
         Ok(job)
     }
 
-    /// One chunk of the oldest open job this instance can take; `None` with nothing to do.
-    pub async fn run_once(&self) -> StoreResult<Option<Issuance>> {
-        let open = self.store.open_issuances().await?;
-        for job in self.turns.order(open) {
-            if let Some(done) = self.step(job.id).await? {
-                self.turns.served(job.owner);
-                return Ok(Some(done));
-            }
-        }
-        Ok(None)
+    fn is_open(j: &Issuance) -> bool {
+        matches!(j.state, IssuanceState::Pending | IssuanceState::Running)
     }
 
-    /// Works job `id` to its end (for jobs answered in the request).
-    pub async fn finish(&self, id: i64) -> StoreResult<Issuance> {
-        loop {
-            match self.step(id).await? {
-                Some(j) if open(&j) => continue,
-                _ => return self.store.issuance(id).await,
-            }
-        }
-    }
-}
-
-/// Works chunk after chunk while jobs are open, then sleeps until woken (or [`IDLE`]).
-#[async_trait::async_trait]
-impl Worker for IssuanceWorker {
-    fn name(&self) -> &'static str {
-        "issuance"
-    }
-
-    async fn pass(&self) -> StoreResult<Pass> {
-        Ok(match self.run_once().await? {
-            Some(_) => Pass::Busy,
-            None => Pass::Idle(IDLE),
-        })
-    }
-
-    fn retry_after(&self) -> std::time::Duration {
-        IDLE
-    }
-
-    fn waker(&self) -> Option<&tokio::sync::Notify> {
-        Some(&self.wake)
+    fn forget(&self, id: i64) {
+        self.users.forget(id);
     }
 }

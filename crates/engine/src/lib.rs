@@ -23,14 +23,15 @@
 //! - [`checkout`]: [`Checkout`] (quotes; lock, confirm and cancel of an order's coupons with
 //!   the domain's rules applied inside the lock's transaction; a lock's own deadline and its
 //!   extension) and the [`Sweeper`] that ends locks past their deadline.
-//! - [`codes`]: [`CodeGenerator`], which fills batches of single-use promotion codes in
-//!   the background, resumable after a crash.
-//! - [`issuance`]: [`IssuanceWorker`], bulk issuance a chunk per transaction, resumable.
-//! - [`tagging`]: [`TagWorker`], bulk tag uploads a chunk per transaction, resumable.
+//! - [`jobs`]: the one shape of a chunked background job: a [`jobs::JobKind`] (its open jobs
+//!   and one chunk of one) run by [`jobs::Jobs`], with progress per chunk, resumption after a
+//!   crash, chunks paced to a target time and owners taking turns. Its kinds:
+//! - [`codes`]: [`CodeGenerator`], which fills batches of single-use promotion codes.
+//! - [`issuance`]: [`IssuanceWorker`], bulk issuance.
+//! - [`tagging`]: [`TagWorker`], bulk tag uploads.
 //! - [`keys`]: API keys' format, issuing and revoking them (the API, the console and the
 //!   CLI), recorded in the audit trail.
 //! - [`user_tags`]: setting a user's tags, sharing tags with merchants, recorded in the trail.
-//! - [`jobs`]: what those chunked jobs share (the cache of each job's list).
 //! - [`lifecycle`]: revoking a coupon, refunding a confirmed order, deleting a draft.
 //! - [`redemption`]: redeeming a promotion code (whether a code is usable by a user, and the
 //!   claim it leads to), for the redeem route and a code previewed at checkout.

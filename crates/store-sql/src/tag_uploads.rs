@@ -8,7 +8,7 @@
 
 use coupond_domain::{Actor, Tag, Timestamp, UserId};
 use coupond_store::{
-    IssuanceState, NewTagUpload, Page, StoreError, StoreResult, TagUpload, Tagged,
+    IssuanceState, NewTagUpload, OpenJob, Page, StoreError, StoreResult, TagUpload, Tagged,
 };
 
 use crate::{sql, Db, Row, Work};
@@ -55,9 +55,29 @@ pub async fn tag_uploads(db: &dyn Db, page: Page) -> StoreResult<Vec<TagUpload>>
     db.read_all(q).await?.iter().map(upload).collect()
 }
 
-pub async fn open_tag_uploads(db: &dyn Db) -> StoreResult<Vec<i64>> {
-    let q = sql("SELECT id FROM tag_uploads WHERE state IN ('pending', 'running') ORDER BY id");
-    db.read_all(q).await?.iter().map(|r| r.i64("id")).collect()
+pub async fn open_tag_uploads(db: &dyn Db) -> StoreResult<Vec<OpenJob>> {
+    let q =
+        sql("SELECT id, actor FROM tag_uploads WHERE state IN ('pending', 'running') ORDER BY id");
+    db.read_all(q)
+        .await?
+        .iter()
+        .map(|r| {
+            Ok(OpenJob {
+                id: r.i64("id")?,
+                owner: uploader(r.str("actor")?),
+            })
+        })
+        .collect()
+}
+
+/// An uploader (`key:3`, `operator:5`) as a number, the same for every upload of one
+/// uploader: what [`OpenJob::owner`] needs to let uploaders take turns.
+fn uploader(actor: &str) -> i64 {
+    use std::hash::{Hash, Hasher};
+    // `DefaultHasher::new()` has fixed keys: the same actor gives the same number everywhere.
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    actor.hash(&mut h);
+    h.finish() as i64
 }
 
 pub async fn tag_upload_pairs(db: &dyn Db, id: i64) -> StoreResult<Vec<(UserId, Tag)>> {

@@ -298,7 +298,9 @@ macro_rules! impl_tag_store {
             ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::store::TagUpload>> {
                 $crate::tag_uploads::tag_uploads(self, page).await
             }
-            async fn open_tag_uploads(&self) -> $crate::reexport::store::StoreResult<Vec<i64>> {
+            async fn open_tag_uploads(
+                &self,
+            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::store::OpenJob>> {
                 $crate::tag_uploads::open_tag_uploads(self).await
             }
             async fn tag_upload_pairs(

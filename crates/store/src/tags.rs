@@ -98,8 +98,9 @@ pub trait TagStore: Send + Sync {
     async fn tag_upload(&self, id: i64) -> StoreResult<TagUpload>;
     /// Uploads by id.
     async fn tag_uploads(&self, page: Page) -> StoreResult<Vec<TagUpload>>;
-    /// Uploads pending or running, oldest first.
-    async fn open_tag_uploads(&self) -> StoreResult<Vec<i64>>;
+    /// Uploads pending or running, oldest first, each with its uploader as owner (a number
+    /// the same for every upload of one uploader), so uploaders take turns.
+    async fn open_tag_uploads(&self) -> StoreResult<Vec<crate::OpenJob>>;
     /// The pairs of upload `id`, in order (what [`TagStore::tag_chunk`] takes).
     async fn tag_upload_pairs(&self, id: i64) -> StoreResult<Vec<(UserId, Tag)>>;
     /// Adds the next `max` pairs of upload `id` (`pairs` is its list) in one transaction with

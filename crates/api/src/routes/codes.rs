@@ -144,7 +144,9 @@ pub async fn create_batch(
     let batch = coupond_engine::codes::start_batch(s.store(), &t, &spec, max, s.now()).await?;
     let location = format!("/v1/code-batches/{}", batch.id);
     let (status, batch) = if spec.count() <= s.settings().code_batch_sync_max {
-        (StatusCode::CREATED, s.code_generator().fill(batch).await?)
+        let id = batch.id;
+        let filled = s.code_generator().finish(id).await?.unwrap_or(batch);
+        (StatusCode::CREATED, filled)
     } else {
         s.code_generator().wake();
         (StatusCode::ACCEPTED, batch)

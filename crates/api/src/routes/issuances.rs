@@ -287,7 +287,11 @@ async fn answer(
     } else {
         (
             StatusCode::CREATED,
-            s.issuance_worker().finish(job.id).await?,
+            match s.issuance_worker().finish(job.id).await? {
+                Some(done) => done,
+                // Another instance holds it: as far as it got.
+                None => s.store().issuance(job.id).await?,
+            },
         )
     };
     let mut res = (status, location, Json(IssuanceView::new(job, s.now()))).into_response();

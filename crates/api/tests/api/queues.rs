@@ -5,7 +5,6 @@
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use coupond_api::ApiSettings;
-use coupond_engine::codes::Outcome;
 use serde_json::{json, Value};
 
 use crate::support::*;
@@ -79,7 +78,7 @@ async fn code_batches_are_capped_per_owner_and_owners_take_turns() {
     };
     for _ in 0..2 {
         let step = app.state.code_generator().run_once().await.unwrap();
-        assert!(matches!(step, Outcome::Progress(_)));
+        assert!(step.is_some());
     }
     assert_eq!(
         generated(m2_batch, m2.clone()).await,
@@ -88,7 +87,14 @@ async fn code_batches_are_capped_per_owner_and_owners_take_turns() {
     );
     assert_eq!(generated(m1_second, m1.clone()).await, 0);
     // Once merchant 1's work is done, its queue has room again.
-    while let Outcome::Progress(_) = app.state.code_generator().run_once().await.unwrap() {}
+    while app
+        .state
+        .code_generator()
+        .run_once()
+        .await
+        .unwrap()
+        .is_some()
+    {}
     assert_eq!(batch(&app, &m1, t1, 1_000).await.0, StatusCode::ACCEPTED);
 }
 
@@ -147,4 +153,36 @@ async fn issuance_jobs_are_capped_per_owner_and_owners_take_turns() {
     };
     assert_eq!(state(m2_job, m2).await, "done", "merchant 2 waited");
     assert_eq!(state(m1_second, m1).await, "pending");
+}
+
+/// Tag uploads are chunked jobs of the same shape: two uploaders take turns, so the order
+/// service's two lines wait one chunk of the platform's 2,500, not all of them.
+#[tokio::test]
+async fn tag_uploads_take_turns_per_uploader() {
+    let (app, _, _) = app(ApiSettings::default()).await;
+    let tags = |cred: &str, text: String| {
+        let req = Request::post("/v1/user-tags")
+            .header("authorization", format!("Bearer {cred}"))
+            .header("content-type", "text/csv")
+            .body(Body::from(text))
+            .unwrap();
+        app.send(req)
+    };
+    let many: String = (0..2_500).map(|i| format!("u-{i},vip\n")).collect();
+    let big = tags(&app.platform, many).await;
+    assert_eq!(big.status, StatusCode::ACCEPTED, "{}", big.body);
+    let small = tags(&app.service, "u-1,gold\nu-2,gold\n".to_owned()).await;
+    assert_eq!(small.status, StatusCode::ACCEPTED, "{}", small.body);
+    for _ in 0..2 {
+        assert!(app.state.tag_worker().run_once().await.unwrap().is_some());
+    }
+    let state = |id: &Value| {
+        let app = &app;
+        let path = format!("/v1/user-tags/{id}");
+        async move { app.get(&path, &app.platform).await.body["state"].clone() }
+    };
+    assert_eq!(state(&small.body["id"]).await, "done", "the service waited");
+    assert_eq!(state(&big.body["id"]).await, "running");
+    while app.state.tag_worker().run_once().await.unwrap().is_some() {}
+    assert_eq!(state(&big.body["id"]).await, "done");
 }

@@ -181,7 +181,14 @@ pub async fn tag_uploads_resume_and_key_once(s: Arc<dyn Store>) {
         (again.id, created, again.key_fingerprint),
         (job.id, false, Some([3; 32]))
     );
-    assert_eq!(s.open_tag_uploads().await.unwrap(), vec![job.id]);
+    let open: Vec<i64> = s
+        .open_tag_uploads()
+        .await
+        .unwrap()
+        .iter()
+        .map(|j| j.id)
+        .collect();
+    assert_eq!(open, vec![job.id]);
 
     let stored = s.tag_upload_pairs(job.id).await.unwrap();
     assert_eq!(stored, pairs);
