@@ -9,9 +9,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::Form;
 use coupond_engine::accounts::AccountError;
-use serde::Deserialize;
 
-use super::password::clean;
+use super::password::{clean, NewPassword};
 use super::render;
 use crate::Console;
 
@@ -52,19 +51,11 @@ pub async fn form(State(console): State<Console>, Path(token): Path<String>) -> 
     }
 }
 
-#[derive(Deserialize)]
-pub struct Acceptance {
-    #[serde(default)]
-    password: String,
-    #[serde(default)]
-    confirm: String,
-}
-
 pub async fn submit(
     State(console): State<Console>,
     Path(token): Path<String>,
     headers: HeaderMap,
-    Form(f): Form<Acceptance>,
+    Form(f): Form<NewPassword>,
 ) -> Response {
     let token = clean(&token);
     let refuse = |status, error: &str, keep: bool| {
@@ -76,20 +67,8 @@ pub async fn submit(
         };
         render(status, &page)
     };
-    // No session: the browser's origin signals and SameSite guard this form, as sign-in's.
-    if !crate::csrf::same_origin(&headers) {
-        return refuse(
-            StatusCode::FORBIDDEN,
-            "This form did not come from this page.",
-            true,
-        );
-    }
-    if f.password != f.confirm {
-        return refuse(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "The two passwords differ.",
-            true,
-        );
+    if let Some((status, why)) = f.refusal(&headers) {
+        return refuse(status, why, true);
     }
     match console
         .app()

@@ -40,12 +40,31 @@ pub async fn form(Path(token): Path<String>) -> Response {
     render(StatusCode::OK, &page)
 }
 
+/// A new password, typed twice (this page's form and the invitation's).
 #[derive(Deserialize)]
 pub struct NewPassword {
     #[serde(default)]
-    password: String,
+    pub(super) password: String,
     #[serde(default)]
     confirm: String,
+}
+
+impl NewPassword {
+    /// Why the form is refused before anything is checked, if it is: it came from another
+    /// origin (the page has no session: the browser's origin signals and SameSite guard it,
+    /// as sign-in's), or the two passwords differ.
+    pub(super) fn refusal(&self, headers: &HeaderMap) -> Option<(StatusCode, &'static str)> {
+        if !crate::csrf::same_origin(headers) {
+            return Some((
+                StatusCode::FORBIDDEN,
+                "This form did not come from this page.",
+            ));
+        }
+        (self.password != self.confirm).then_some((
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "The two passwords differ.",
+        ))
+    }
 }
 
 pub async fn submit(
@@ -63,18 +82,8 @@ pub async fn submit(
         };
         render(status, &page)
     };
-    // No session: the browser's origin signals and SameSite guard this form, as sign-in's.
-    if !crate::csrf::same_origin(&headers) {
-        return refuse(
-            StatusCode::FORBIDDEN,
-            "This form did not come from this page.",
-        );
-    }
-    if f.password != f.confirm {
-        return refuse(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "The two passwords differ.",
-        );
+    if let Some((status, why)) = f.refusal(&headers) {
+        return refuse(status, why);
     }
     match console
         .app()
