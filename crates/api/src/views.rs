@@ -351,6 +351,26 @@ impl CodeBatchView {
     }
 }
 
+/// What the platform's or a merchant's support may do with coupon `c` at `now`, in the views
+/// that help a user (`None` for anyone else, or a role that does not support users): revoke
+/// it, and, the platform only, extend the lock that holds it.
+pub(crate) fn support_actions(
+    p: &crate::auth::Principal,
+    c: &Coupon,
+    now: Timestamp,
+) -> Option<Vec<CouponAction>> {
+    use crate::auth::Principal;
+    let helps = matches!(p, Principal::Platform | Principal::Merchant(_))
+        && crate::auth::may_act(coupond_domain::Area::Support);
+    let platform = matches!(p, Principal::Platform);
+    helps.then(|| {
+        c.actions(now)
+            .into_iter()
+            .filter(|a| platform || *a != CouponAction::ExtendLock)
+            .collect()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

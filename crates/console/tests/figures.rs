@@ -83,6 +83,42 @@ async fn the_pages_show_the_figures_and_what_is_owed() {
         funnel.contains("<td>Used</td><td class=\"num\">1</td><td class=\"num\">100.00 %</td>"),
         "{funnel}"
     );
+    // Every rate is the API's own (over the page's period: the last 30 days to now) (the refunds of the uses, the rest of those reached).
+    let input = |name: &str| {
+        let at = page.body.find(&format!("name=\"{name}\"")).unwrap();
+        let rest = &page.body[at..];
+        let v = rest.split("value=\"").nth(1).unwrap();
+        v.split('"').next().unwrap().to_owned()
+    };
+    let period = format!("from={}:00Z&to={}:00Z", input("from"), input("to"));
+    let (_, report) = v1(
+        &app,
+        &mkey,
+        Method::GET,
+        &format!("/v1/reports/performance?activity_id={a}&{period}"),
+        serde_json::Value::Null,
+    )
+    .await;
+    let f = &report["totals"]["funnel"];
+    assert!(f.is_object(), "{report}");
+    for (label, rate) in [
+        ("Locked at checkout", "lock_rate_bps"),
+        ("Used", "use_rate_bps"),
+        ("Refunded (of the uses)", "refund_rate_bps"),
+        ("Expired unused", "expiry_rate_bps"),
+        ("Revoked", "revoke_rate_bps"),
+    ] {
+        let bps = f[rate].as_i64().unwrap();
+        let shown = format!("{}.{:02} %</td>", bps / 100, bps % 100);
+        let row = funnel
+            .split(&format!("<td>{label}</td>"))
+            .nth(1)
+            .unwrap_or_default();
+        assert!(
+            row.split("</tr>").next().unwrap().contains(&shown),
+            "{label}: {funnel}"
+        );
+    }
     let channels = element(&page.body, "channels", "table");
     assert!(
         channels.contains("<td>source:sms-1</td><td class=\"num\">1</td><td class=\"num\">1</td>")

@@ -79,4 +79,20 @@ async fn the_menu_follows_the_role() {
         !page.body.contains("merchant-form"),
         "only the platform edits a merchant"
     );
+    // The form to add a merchant is offered only to a role the API lets add one.
+    for (email, offered) in [
+        ("ada@example.com", true),
+        ("mia@example.com", false),
+        ("sue@example.com", false),
+        ("fin@example.com", false),
+    ] {
+        let cookie = account_cookie(&app, email).await;
+        let page = answer(&app, page_get("/console/merchants", &cookie)).await;
+        assert_eq!(page.status, StatusCode::OK, "{email}: {}", page.body);
+        assert_eq!(
+            page.body.contains("id=\"create-merchant\""),
+            offered,
+            "{email}"
+        );
+    }
 }

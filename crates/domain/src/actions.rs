@@ -192,6 +192,9 @@ impl Activity {
 pub enum CouponAction {
     /// `POST /v1/coupons/{id}/revoke` with a reason: an unused or locked coupon.
     Revoke,
+    /// `POST /v1/orders/{order_id}/extend` of the order holding it: a locked coupon (the
+    /// platform's support, and the order service).
+    ExtendLock,
 }
 
 impl Coupon {
@@ -206,10 +209,13 @@ impl Coupon {
 
     /// The actions its rules allow at `now`.
     pub fn actions(&self, now: Timestamp) -> Vec<CouponAction> {
+        let mut actions = Vec::new();
         if self.is_revocable(now) {
-            vec![CouponAction::Revoke]
-        } else {
-            Vec::new()
+            actions.push(CouponAction::Revoke);
         }
+        if self.status(now) == CouponStatus::Locked {
+            actions.push(CouponAction::ExtendLock);
+        }
+        actions
     }
 }

@@ -549,8 +549,7 @@ pub async fn history(
             at: e.at,
         })
         .collect();
-    let helps = matches!(p, Principal::Platform | Principal::Merchant(_))
-        && crate::auth::may_act(coupond_domain::Area::Support);
+    let actions = crate::views::support_actions(&p, &coupon, s.now());
     let held_by = match (&coupon.stored_status, &coupon.order_id, coupon.locked_until) {
         (CouponStatus::Locked, Some(order), Some(until)) => Some(HeldBy {
             order_id: order.as_str().to_owned(),
@@ -565,6 +564,6 @@ pub async fn history(
         status: coupon.status(s.now()),
         held_by,
         events,
-        actions: helps.then(|| coupon.actions(s.now())),
+        actions,
     }))
 }

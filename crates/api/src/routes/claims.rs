@@ -212,7 +212,7 @@ pub async fn mine(
     let Principal::User(user) = p else {
         return Err(ApiError::Forbidden);
     };
-    wallet(&s, user, None, q, false).await.map(Json)
+    wallet(&s, user, None, q, None).await.map(Json)
 }
 
 /// A user's coupons.
@@ -229,9 +229,7 @@ pub async fn of_user(
     ApiPath(user): ApiPath<UserId>,
     ApiQuery(q): ApiQuery<WalletQuery>,
 ) -> ApiResult<Json<PageOf<CouponView>>> {
-    let helps = matches!(p, Principal::Platform | Principal::Merchant(_))
-        && crate::auth::may_act(coupond_domain::Area::Support);
-    wallet(&s, user, p.merchant(), q, helps).await.map(Json)
+    wallet(&s, user, p.merchant(), q, Some(&p)).await.map(Json)
 }
 
 fn encode_cursor(c: &Coupon) -> String {
@@ -251,7 +249,7 @@ async fn wallet(
     user: UserId,
     merchant: Option<MerchantId>,
     q: WalletQuery,
-    helps: bool,
+    helper: Option<&Principal>,
 ) -> ApiResult<PageOf<CouponView>> {
     let limit = q.limit.unwrap_or(s.settings().default_page);
     if limit == 0 || limit > s.settings().max_page {
@@ -298,7 +296,7 @@ async fn wallet(
         .into_iter()
         .filter_map(|c| {
             let t = templates.get(&c.template_id)?;
-            let actions = helps.then(|| c.actions(now));
+            let actions = helper.and_then(|p| crate::views::support_actions(p, &c, now));
             let mut v = CouponView::new(c, t, now);
             v.actions = actions;
             Some(v)

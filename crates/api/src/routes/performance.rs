@@ -57,10 +57,14 @@ pub struct FunnelView {
     /// Unused coupons whose validity ended in the period.
     pub expired_unused: i64,
     pub revoked: i64,
+    /// Coupons that reached a holder: issued and claimed; what the rates but the refund rate
+    /// are of.
+    pub reached: i64,
     pub lock_rate_bps: Option<i64>,
     pub use_rate_bps: Option<i64>,
     pub refund_rate_bps: Option<i64>,
     pub expiry_rate_bps: Option<i64>,
+    pub revoke_rate_bps: Option<i64>,
 }
 
 /// One line of figures; amounts in minor units of `currency`.
@@ -127,10 +131,12 @@ impl From<&Totals> for FiguresView {
                 refunded: f.refunded,
                 expired_unused: f.expired_unused,
                 revoked: f.revoked,
+                reached: f.reached(),
                 lock_rate_bps: rate(f.locked, f.reached()),
                 use_rate_bps: rate(f.used, f.reached()),
                 refund_rate_bps: rate(f.refunded, f.used),
                 expiry_rate_bps: rate(f.expired_unused, f.reached()),
+                revoke_rate_bps: rate(f.revoked, f.reached()),
             },
             discount: t.discount,
             refunded_discount: t.refunded_discount,

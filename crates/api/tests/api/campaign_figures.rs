@@ -165,8 +165,9 @@ async fn worked_example(app: TestApp) {
     assert_eq!(
         totals["funnel"],
         json!({"issued": 0, "claimed": 3, "locked": 3, "used": 3, "refunded": 1,
-               "expired_unused": 0, "revoked": 0, "lock_rate_bps": 10000,
-               "use_rate_bps": 10000, "refund_rate_bps": 3333, "expiry_rate_bps": 0}),
+               "expired_unused": 0, "revoked": 0, "reached": 3, "lock_rate_bps": 10000,
+               "use_rate_bps": 10000, "refund_rate_bps": 3333, "expiry_rate_bps": 0,
+               "revoke_rate_bps": 0}),
         "{}",
         r.body
     );

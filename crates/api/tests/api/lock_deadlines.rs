@@ -100,6 +100,16 @@ async fn extensions_move_the_deadline_later_only(app: TestApp) {
         h.body["held_by"],
         json!({"order_id": "lease-b", "until": to})
     );
+    // The answer says who may extend the lock holding it: the platform, not the merchant
+    // (the console's button follows this, never its own rule).
+    assert_eq!(h.body["actions"], json!(["revoke", "extend_lock"]));
+    let of_merchant = app.get(&format!("/v1/coupons/{c}/history"), app.m1()).await;
+    assert_eq!(
+        of_merchant.body["actions"],
+        json!(["revoke"]),
+        "{}",
+        of_merchant.body
+    );
     refused(
         &extend(&app, &app.service, "lease-b", &at(20)).await,
         StatusCode::CONFLICT,

@@ -12,7 +12,7 @@ use coupond_domain::{ActivityAction, Funding, Timestamp};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::format::money;
+use super::format::{decimal, money, percent};
 use super::names::{CityNames, MerchantNames};
 use super::paging::{next_link, one_page, After};
 use super::templates::Slot;
@@ -356,9 +356,8 @@ fn funding(f: Funding) -> String {
         10_000 => "the platform pays the discounts".into(),
         0 => "each merchant pays its own templates' discounts".into(),
         bps => format!(
-            "the platform pays {}.{:02} % of each discount, the merchant the rest",
-            bps / 100,
-            bps % 100
+            "the platform pays {} of each discount, the merchant the rest",
+            percent(i64::from(bps))
         ),
     }
 }
@@ -412,7 +411,6 @@ pub async fn edit(
         Ok(a) => a.terms,
         Err(p) => return problem_page(&session, &p),
     };
-    let decimal = |n: i64| format!("{}.{:02}", n / 100, (n % 100).abs());
     // `2026-11-24T12:00:00Z` as `2026-11-24T12:00`, what a datetime-local input takes.
     let local = |t: Timestamp| t.to_string().chars().take(16).collect::<String>();
     let cities: Vec<String> = a.cities.iter().map(|c| c.get().to_string()).collect();
@@ -428,7 +426,7 @@ pub async fn edit(
         enrollment_end: local(a.enrollment.end),
         run_start: local(a.run.start),
         run_end: local(a.run.end),
-        platform_share: percent(a.funding.unwrap_or_default().platform_bps()),
+        platform_share: form_percent(a.funding.unwrap_or_default().platform_bps()),
         approval: a.approval.as_str().to_owned(),
     };
     form_page(&session, edit_target(id), form, Shown::ok())
@@ -493,7 +491,7 @@ pub async fn abort(
 }
 
 /// Basis points as the percent the form shows (`60`, `12.5`).
-fn percent(bps: u16) -> String {
+fn form_percent(bps: u16) -> String {
     match (bps / 100, bps % 100) {
         (whole, 0) => whole.to_string(),
         (whole, part) if part % 10 == 0 => format!("{whole}.{}", part / 10),

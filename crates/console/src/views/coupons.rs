@@ -89,8 +89,11 @@ pub async fn page(
         )
     });
     let page = CouponPage {
-        can_extend: held_by.is_some()
-            && session.may_call(&Method::POST, "/v1/orders/{order_id}/extend"),
+        can_extend: h
+            .actions
+            .iter()
+            .flatten()
+            .any(|a| *a == CouponAction::ExtendLock),
         held_by,
         shell: Shell::new(&session, format!("Coupon {id}")),
         id,

@@ -11,7 +11,7 @@ use coupond_api::routes::settlement::SettlementReport;
 use serde::Deserialize;
 
 use super::activities::utc;
-use super::format::money;
+use super::format::{decimal, money, percent};
 use super::names::MerchantNames;
 use super::{download, problem_page, render, Shell};
 use crate::session::Session;
@@ -84,7 +84,7 @@ impl Line {
     fn of(name: String, f: &FiguresView) -> Self {
         Line {
             name,
-            claimed: f.funnel.issued + f.funnel.claimed,
+            claimed: f.funnel.reached,
             used: f.funnel.used,
             refunded: f.funnel.refunded,
             discount: money(f.net_discount),
@@ -94,7 +94,7 @@ impl Line {
             aov: f.average_order_value.map_or("–".into(), money),
             ratio: f
                 .gmv_per_discount_x100
-                .map_or("–".into(), |x| format!("{}.{:02}×", x / 100, x % 100)),
+                .map_or("–".into(), |x| format!("{}×", decimal(x))),
         }
     }
 }
@@ -158,29 +158,24 @@ struct PerformancePage {
     channels: Vec<Line>,
 }
 
+/// The funnel as the API counts it, each step with the API's rate (of the coupons that
+/// reached a holder; the refunds of the uses).
 fn funnel(f: &FiguresView) -> Vec<Step> {
-    let reached = f.funnel.issued + f.funnel.claimed;
-    let step = |name, count: i64| {
-        let bps = if reached > 0 {
-            count * 10_000 / reached
-        } else {
-            0
-        };
-        Step {
-            name,
-            count,
-            rate: format!("{}.{:02} %", bps / 100, bps % 100),
-            width: (bps / 100).clamp(0, 100),
-        }
+    let step = |name, count: i64, bps: Option<i64>| Step {
+        name,
+        count,
+        rate: bps.map_or("–".into(), percent),
+        width: bps.map_or(0, |b| (b / 100).clamp(0, 100)),
     };
     let n = &f.funnel;
+    let all = (n.reached > 0).then_some(10_000);
     vec![
-        step("Reached a holder", reached),
-        step("Locked at checkout", n.locked),
-        step("Used", n.used),
-        step("Refunded", n.refunded),
-        step("Expired unused", n.expired_unused),
-        step("Revoked", n.revoked),
+        step("Reached a holder", n.reached, all),
+        step("Locked at checkout", n.locked, n.lock_rate_bps),
+        step("Used", n.used, n.use_rate_bps),
+        step("Refunded (of the uses)", n.refunded, n.refund_rate_bps),
+        step("Expired unused", n.expired_unused, n.expiry_rate_bps),
+        step("Revoked", n.revoked, n.revoke_rate_bps),
     ]
 }
 
@@ -290,7 +285,7 @@ pub async fn settlement(
         Err(p) => return problem_page(&session, &p),
     };
     let names = MerchantNames::load(&console, &session).await;
-    let bps = |b: u16| format!("{}.{:02} %", b / 100, b % 100);
+    let bps = |b: u16| percent(i64::from(b));
     let page = SettlementPage {
         shell: Shell::new(&session, "Settlement"),
         scope,

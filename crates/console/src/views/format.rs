@@ -21,6 +21,18 @@ pub fn money(minor: i64) -> String {
     format!("{sign}{grouped}.{:02}", m % 100)
 }
 
+/// Hundredths as a decimal a person reads and types back: `1250` as `12.50`, `-5` as `-0.05`.
+pub fn decimal(hundredths: i64) -> String {
+    let sign = if hundredths < 0 { "-" } else { "" };
+    let n = hundredths.unsigned_abs();
+    format!("{sign}{}.{:02}", n / 100, n % 100)
+}
+
+/// Basis points as a percentage: `1250` as `12.50 %`.
+pub fn percent(bps: i64) -> String {
+    format!("{} %", decimal(bps))
+}
+
 /// An RFC 3339 instant (`2026-11-24T12:00:00Z`) as `2026-11-24 12:00 UTC`.
 pub fn minute(rfc3339: &str) -> String {
     match (rfc3339.get(..10), rfc3339.get(11..16)) {
@@ -57,7 +69,7 @@ pub fn worth(v: &CouponValue) -> String {
     match v {
         CouponValue::AmountOff { amount } => format!("{} off", money(amount.minor())),
         CouponValue::PercentOff { bps, cap: c } => {
-            format!("{} % off{}", f64::from(bps.get()) / 100.0, cap(c))
+            format!("{} off{}", percent(i64::from(bps.get())), cap(c))
         }
         CouponValue::FreeDays { days } => {
             format!("{days} free {}", plural(days, "day", "days"))

@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::activities::hundredths;
-use super::format::money;
+use super::format::{decimal, money};
 use super::names::CityNames;
 use super::paging::{gather, max_rows_words, next_link, one_page};
 use super::{guard, problem_page, render, FieldErrors, Shell, Shown, TemplateRow};
@@ -308,10 +308,7 @@ pub async fn edit(
         Ok(l) => l.terms,
         Err(p) => return problem_page(&session, &p),
     };
-    let decimal = |m: coupond_domain::Money| {
-        let n = m.minor();
-        format!("{}.{:02}", n / 100, n % 100)
-    };
+    let decimal = |m: coupond_domain::Money| decimal(m.minor());
     let form = ListingForm {
         csrf: String::new(),
         external_id: l.external_id.unwrap_or_default(),

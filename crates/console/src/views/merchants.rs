@@ -86,6 +86,8 @@ struct ListPage {
     city_hint: String,
     errors: FieldErrors,
     error: Option<String>,
+    /// Whether the form to add one shows: the API would let this session add a merchant.
+    can_add: bool,
 }
 
 /// A page of merchants ([`PER_PAGE`](super::paging::PER_PAGE), after the API cursor `after`)
@@ -114,6 +116,7 @@ async fn list_page(
         city_hint: names.hint(),
         errors: shown.errors,
         error: shown.error,
+        can_add: session.may_call(&axum::http::Method::POST, "/v1/merchants"),
     };
     render(shown.status, &page)
 }

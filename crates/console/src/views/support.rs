@@ -19,7 +19,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::activities::utc;
-use super::format::{at, money, worth};
+use super::format::{at, money, percent, worth};
 use super::names::MerchantNames;
 use super::paging::{next_link, one_page};
 use super::{attachment, guard, problem_page, render, Shell};
@@ -307,7 +307,7 @@ pub struct Period {
 /// Who pays a line: `platform`, `merchant`, or the platform's share when split.
 fn funded_by(label: &str, bps: u16) -> String {
     match label {
-        "shared" => format!("platform {}.{:02} %", bps / 100, bps % 100),
+        "shared" => format!("platform {}", percent(i64::from(bps))),
         other => other.to_owned(),
     }
 }

@@ -8,6 +8,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::activities::{hundredths, utc, Choice};
+use super::format::decimal;
 
 /// Every kind the API takes.
 pub const KINDS: [(&str, &str); 7] = [
@@ -214,12 +215,6 @@ impl TemplateForm {
             }
         }
     }
-}
-
-/// Hundredths as a decimal a person reads and types back (`1250` as `12.50`).
-fn decimal(n: i64) -> String {
-    let sign = if n < 0 { "-" } else { "" };
-    format!("{sign}{}.{:02}", n.abs() / 100, n.abs() % 100)
 }
 
 /// As [`decimal`], empty for 0 (an optional field left blank).
