@@ -1,5 +1,5 @@
 //! The OpenAPI document, built from the handlers' annotations (each handler's doc comment:
-//! a one-line summary, then its description) and completed by [`catalogue`]: who may call each
+//! a one-line summary, then its description) and completed by `catalogue`: who may call each
 //! operation, its error codes, and a request and response example.
 
 mod catalogue;

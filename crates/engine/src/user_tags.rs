@@ -1,9 +1,10 @@
 //! Changes to users' tags and to the tags shared with merchants, each recorded in the audit
 //! trail with who made it: one user's tags, sharing and unsharing a tag, and starting a bulk
 //! tag upload (whose pairs the tag worker then applies). Handlers parse and authorize; these
-//! write.
+//! write. And the one rule on what a merchant may name: only the tags the platform shares
+//! ([`check_shared`], [`segment_tags`]).
 
-use coupond_domain::{Tag, Timestamp, UserId};
+use coupond_domain::{Audience, DomainError, Tag, Timestamp, UserId};
 use coupond_store::audit::{self, Change};
 use coupond_store::{NewTagUpload, SharedTag, Store, StoreResult, TagUpload};
 
@@ -70,4 +71,51 @@ pub async fn start_upload(
     let (job, created) = audit::change(change, store.insert_tag_upload(new, now)).await?;
     crate::issuance::same_request(created, job.key_fingerprint, new.key.map(|k| k.fingerprint))?;
     Ok((job, created))
+}
+
+/// The tags of a segment that count for its sender: all of `any` for the platform, the shared
+/// ones for a merchant (`merchant` true).
+pub async fn segment_tags(store: &dyn Store, merchant: bool, any: &[Tag]) -> StoreResult<Vec<Tag>> {
+    if !merchant {
+        return Ok(any.to_vec());
+    }
+    store.shared_of(any).await
+}
+
+/// Refuses `tags` (of field `field`) naming one the platform does not share when a merchant
+/// names them (`merchant` true): `tag_not_shared`, whether or not anyone holds the tag.
+pub async fn check_shared(
+    store: &dyn Store,
+    merchant: bool,
+    field: &str,
+    tags: &[Tag],
+) -> Result<(), CampaignError> {
+    if !merchant {
+        return Ok(());
+    }
+    let shared = store.shared_of(tags).await?;
+    match tags.iter().find(|t| !shared.contains(t)) {
+        None => Ok(()),
+        Some(t) => Err(DomainError::invalid(
+            field,
+            "tag_not_shared",
+            format!("tag {} is not shared with merchants", t.as_str()),
+        )
+        .into()),
+    }
+}
+
+/// As [`check_shared`] for a template's audience (`audience.any`). An audience that does not
+/// validate passes here, for the template's own validation to refuse.
+pub async fn check_audience(
+    store: &dyn Store,
+    merchant: bool,
+    audience: Option<&Audience>,
+) -> Result<(), CampaignError> {
+    match audience.map(|a| a.clone().validate()) {
+        Some(Ok(Audience::Tags { any })) => {
+            check_shared(store, merchant, "audience.any", &any).await
+        }
+        _ => Ok(()),
+    }
 }

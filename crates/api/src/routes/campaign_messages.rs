@@ -20,7 +20,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::pagination::{self, PageOf};
 use crate::routes::templates::load_visible;
-use crate::routes::{shared_tags, BodyErrors, CommonErrors, ConflictError};
+use crate::routes::{BodyErrors, CommonErrors, ConflictError};
 use crate::state::AppState;
 
 /// A campaign message and how far its sending got.
@@ -105,7 +105,9 @@ pub async fn send(
     let campaign = body.validate()?;
     if let Some(seg) = campaign.segment() {
         // A merchant reaches users only through the tags the platform shares with it.
-        shared_tags::check_shared(&s, &p, "segment.any", &seg.any).await?;
+        let merchant = p.merchant().is_some();
+        coupond_engine::user_tags::check_shared(s.store(), merchant, "segment.any", &seg.any)
+            .await?;
     }
     let max = s.settings().campaigns_per_owner_per_day;
     let m = campaigns::record(

@@ -20,7 +20,6 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiPath, ApiQuery};
 use crate::idempotency;
 use crate::pagination::{self, PageOf};
-use crate::routes::shared_tags;
 use crate::routes::templates::load_visible;
 use crate::routes::{BodyErrors, CommonErrors, ConflictError, RateLimitedError};
 use crate::state::AppState;
@@ -251,10 +250,11 @@ pub async fn create(
 }
 
 /// The users of a segment, as a job's list: at most [`MAX_LINES`], like an upload. Only the
-/// tags shared with merchants count for a merchant ([`shared_tags::segment_tags`]); with
+/// tags shared with merchants count for a merchant (`coupond_engine::user_tags::segment_tags`); with
 /// `active_within_days`, only users seen since that many days ago.
 async fn segment(s: &AppState, p: &Principal, seg: &coupond_domain::Segment) -> ApiResult<Parsed> {
-    let any = shared_tags::segment_tags(s, p, &seg.any).await?;
+    let merchant = p.merchant().is_some();
+    let any = coupond_engine::user_tags::segment_tags(s.store(), merchant, &seg.any).await?;
     let limit = MAX_LINES as u32 + 1;
     let users = match seg.seen_since(s.now()) {
         Some(since) => s.store().active_segment_users(&any, since, limit).await?,

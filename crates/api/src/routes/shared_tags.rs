@@ -12,12 +12,11 @@ use axum::http::StatusCode;
 use axum::Json;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use coupond_domain::{Audience, Tag, Timestamp};
+use coupond_domain::{Tag, Timestamp};
 use coupond_store::SharedTag;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiPath, ApiQuery};
 use crate::pagination::{self, PageOf};
@@ -133,51 +132,6 @@ fn decode_cursor(cursor: &str) -> ApiResult<Tag> {
             "cursor is not one this API issued",
         )
     })
-}
-
-/// The tags of a segment that count for `p`: all of them for the platform, only the shared
-/// ones for anyone else (an unshared tag counts as one nobody holds).
-pub(crate) async fn segment_tags(s: &AppState, p: &Principal, any: &[Tag]) -> ApiResult<Vec<Tag>> {
-    if *p == Principal::Platform {
-        return Ok(any.to_vec());
-    }
-    Ok(s.store().shared_of(any).await?)
-}
-
-/// Refuses an audience naming a tag that is not shared when `p` is not the platform: 422
-/// `tag_not_shared` on `audience.any`, whether or not anyone holds the tag. An audience that
-/// does not validate passes here, for the template's own validation to refuse.
-pub(crate) async fn check_audience(
-    s: &AppState,
-    p: &Principal,
-    audience: Option<&Audience>,
-) -> ApiResult<()> {
-    match audience.map(|a| a.clone().validate()) {
-        Some(Ok(Audience::Tags { any })) => check_shared(s, p, "audience.any", &any).await,
-        _ => Ok(()),
-    }
-}
-
-/// Refuses `tags` (of field `field`) if one is not shared and `p` is not the platform: 422
-/// `tag_not_shared`, whether or not anyone holds the tag.
-pub(crate) async fn check_shared(
-    s: &AppState,
-    p: &Principal,
-    field: &str,
-    tags: &[Tag],
-) -> ApiResult<()> {
-    if *p == Principal::Platform {
-        return Ok(());
-    }
-    let shared = s.store().shared_of(tags).await?;
-    match tags.iter().find(|t| !shared.contains(t)) {
-        None => Ok(()),
-        Some(t) => Err(ApiError::invalid(
-            "tag_not_shared",
-            field,
-            format!("tag {} is not shared with merchants", t.as_str()),
-        )),
-    }
 }
 
 #[cfg(test)]

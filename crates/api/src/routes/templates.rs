@@ -18,7 +18,7 @@ use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::pagination::{self, PageOf, PageQuery};
-use crate::routes::{activities, shared_tags, BodyErrors, CommonErrors, ConflictError};
+use crate::routes::{activities, BodyErrors, CommonErrors, ConflictError};
 use crate::state::AppState;
 use crate::views::TemplateView;
 use coupond_engine::shared::Notice;
@@ -114,7 +114,8 @@ pub async fn create(
     ApiJson(draft): ApiJson<TemplateDraft>,
 ) -> ApiResult<(StatusCode, Json<TemplateView>)> {
     let owner = owner(&s, p.merchant()).await?;
-    shared_tags::check_audience(&s, &p, Some(&draft.audience)).await?;
+    let merchant = p.merchant().is_some();
+    coupond_engine::user_tags::check_audience(s.store(), merchant, Some(&draft.audience)).await?;
     let activity = activity_for(&s, &p, draft.activity_id).await?;
     let now = s.now();
     let freeze = s.settings().freeze;
@@ -256,7 +257,8 @@ pub async fn update(
     ApiJson(patch): ApiJson<TemplatePatch>,
 ) -> ApiResult<Json<TemplateView>> {
     let t = load_visible(&s, &p, id).await?;
-    shared_tags::check_audience(&s, &p, patch.audience.as_ref()).await?;
+    let merchant = p.merchant().is_some();
+    coupond_engine::user_tags::check_audience(s.store(), merchant, patch.audience.as_ref()).await?;
     let now = s.now();
     let owner = owner(&s, t.merchant_id).await?;
     let activity = activity_for(&s, &p, t.spec.activity_id).await?;
