@@ -431,6 +431,18 @@ impl AppState {
         self.settings().peers.tell(notice);
     }
 
+    /// Every instance forgets its copies of activity `id`'s templates (the activity was edited,
+    /// paused, resumed or aborted).
+    pub async fn forget_activity_templates(
+        &self,
+        id: coupond_domain::ActivityId,
+    ) -> Result<(), coupond_store::StoreError> {
+        for t in self.store().activity_templates(id).await? {
+            self.tell(Notice::TemplateChanged { template: t.id });
+        }
+        Ok(())
+    }
+
     /// Acts on a notice (from another instance, or this one's own): drops what went stale.
     pub fn heard(&self, notice: &Notice) {
         match *notice {

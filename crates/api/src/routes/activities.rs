@@ -198,6 +198,8 @@ pub async fn update(
 ) -> ApiResult<Json<ActivityView>> {
     let now = s.now();
     let updated = campaigns::edit_activity(s.store(), id, patch, now, s.settings().freeze).await?;
+    // Its templates' claim windows may follow its run: every instance reads them again.
+    s.forget_activity_templates(id).await?;
     Ok(Json(view_one(&s, &Principal::Platform, updated, now)))
 }
 
@@ -215,5 +217,7 @@ pub async fn abort(
 ) -> ApiResult<Json<ActivityView>> {
     let now = s.now();
     let aborted = campaigns::abort_activity(s.store(), id, now, s.settings().freeze).await?;
+    // Its templates ended with it: no instance keeps offering them from memory.
+    s.forget_activity_templates(id).await?;
     Ok(Json(view_one(&s, &Principal::Platform, aborted, now)))
 }

@@ -122,7 +122,7 @@ pub async fn pause_activity(
     let reason = body.unwrap_or_default().reason;
     let (store, freeze) = (s.store(), s.settings().freeze);
     let paused = steering::pause_activity(store, &a, reason, &p.actor(), now, freeze).await?;
-    forget_templates(&s, id).await?;
+    s.forget_activity_templates(id).await?;
     Ok(Json(activities::view_one(&s, &p, paused, now)))
 }
 
@@ -144,14 +144,6 @@ pub async fn resume_activity(
     let a = activities::load_visible(&s, &p, id).await?;
     let now = s.now();
     let resumed = steering::resume_activity(s.store(), &a, &p.actor(), now).await?;
-    forget_templates(&s, id).await?;
+    s.forget_activity_templates(id).await?;
     Ok(Json(activities::view_one(&s, &p, resumed, now)))
-}
-
-/// Every instance forgets its copies of the activity's templates.
-async fn forget_templates(s: &AppState, id: ActivityId) -> ApiResult<()> {
-    for t in s.store().activity_templates(id).await? {
-        s.tell(Notice::TemplateChanged { template: t.id });
-    }
-    Ok(())
 }

@@ -103,3 +103,51 @@ async fn publishing_clears_the_template_cache() {
         "the draft read before publishing was still served from the cache"
     );
 }
+
+/// Aborting an activity ends its templates on every instance at once: the coupon centre stops
+/// offering them, not `cache_ttl` later.
+#[tokio::test]
+async fn aborting_an_activity_clears_its_templates_from_memory() {
+    let settings = ApiSettings {
+        cache_ttl: StdDuration::from_secs(600),
+        ..ApiSettings::default()
+    };
+    let app = TestApp::with_settings(Backend::Sqlite, settings)
+        .await
+        .unwrap();
+    let a = app.activity(activity_body(0, 10, 11, 100)).await;
+    let r = app
+        .post("/v1/templates", app.m1(), activity_template(a, 500))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let t = r.body["id"].as_i64().unwrap();
+    app.clock
+        .set(coupond_domain::Timestamp::parse(&at(20)).unwrap());
+    assert!(
+        offered(&app, t).await,
+        "the running activity's template is on offer"
+    );
+    let r = app
+        .post(
+            &format!("/v1/activities/{a}/abort"),
+            &app.platform,
+            json!({}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert!(
+        !offered(&app, t).await,
+        "an aborted template was still offered from memory"
+    );
+}
+
+/// Whether the coupon centre offers template `t` to the fixture's user.
+async fn offered(app: &TestApp, t: i64) -> bool {
+    let r = app.get("/v1/me/claimable", &app.user).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    r.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|i| i["template_id"] == t)
+}
