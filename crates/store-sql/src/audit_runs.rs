@@ -1,6 +1,6 @@
 //! [`AuditRunStore`](coupond_store::AuditRunStore) on every backend ([`impl_audit_run_store!`]):
 //! the self-audit's runs, queued (a scheduled one once per slot), started by the lease holder
-//! (passing over a run another transaction is starting), finished with their findings and,
+//! (a conditional update takes each, so of two instances one starts it), finished with their findings and,
 //! when they found anything, an `audit.failed` event in the same transaction.
 
 use coupond_domain::Timestamp;
@@ -49,25 +49,32 @@ pub async fn start_audit_run(
     stale_before: Timestamp,
     now: Timestamp,
 ) -> StoreResult<Option<AuditRun>> {
-    let mut tx = db.begin(Work::Background).await?;
-    let q = sql(format!(
-        "SELECT id FROM audit_runs
-         WHERE finished_at IS NULL AND (started_at IS NULL OR started_at < $1)
-         ORDER BY id LIMIT 1{}",
-        db.dialect().lock_rows_skip_locked()
-    ))
+    // No locking read: MariaDB's `SKIP LOCKED` now and then passed over a run nobody held
+    // while other transactions were busy elsewhere on the server. Each candidate is taken by
+    // a conditional update instead: of two instances starting at once, one changes the row
+    // and the other finds it taken and tries the next.
+    let q = sql("SELECT id FROM audit_runs
+                  WHERE finished_at IS NULL AND (started_at IS NULL OR started_at < $1)
+                  ORDER BY id LIMIT 8")
     .bind(stale_before);
-    let Some(r) = tx.fetch_optional(q).await? else {
-        return Ok(None);
-    };
-    let q = sql(format!(
-        "UPDATE audit_runs SET started_at = $1 WHERE id = $2 RETURNING {COLS}"
-    ))
-    .bind(now)
-    .bind(r.i64("id")?);
-    let started = run(&tx.fetch_one(q).await?)?;
-    tx.commit().await?;
-    Ok(Some(started))
+    for candidate in db.read_all(q).await? {
+        let q = sql(format!(
+            "UPDATE audit_runs SET started_at = $1
+              WHERE id = $2 AND finished_at IS NULL
+                AND (started_at IS NULL OR started_at < $3)
+             RETURNING {COLS}"
+        ))
+        .bind(now)
+        .bind(candidate.i64("id")?)
+        .bind(stale_before);
+        let mut tx = db.begin(Work::Background).await?;
+        let started = tx.fetch_optional(q).await?;
+        tx.commit().await?;
+        if let Some(row) = started {
+            return Ok(Some(run(&row)?));
+        }
+    }
+    Ok(None)
 }
 
 /// Finishes run `id` (once; a run finished already is read back as it is).
