@@ -17,11 +17,15 @@ pub fn allowed(headers: &HeaderMap, expected: &str, sent: &str) -> bool {
 }
 
 /// Whether the browser's own signals say the request came from this origin (absent signals
-/// pass: the token still has to match).
+/// pass: the token still has to match). `Sec-Fetch-Site: same-origin` decides where a browser
+/// sends it: a page served with `Referrer-Policy: no-referrer` (the set-password and
+/// invitation pages, whose address holds a token) makes Chromium send `Origin: null`.
 pub fn same_origin(headers: &HeaderMap) -> bool {
     let site = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok());
-    if matches!(site, Some("cross-site" | "same-site")) {
-        return false;
+    match site {
+        Some("cross-site" | "same-site") => return false,
+        Some("same-origin") => return true,
+        _ => {}
     }
     let Some(origin) = headers.get(header::ORIGIN) else {
         return true;
@@ -65,6 +69,22 @@ mod tests {
         assert!(!allowed(&other, "tok", "tok"), "another origin");
         let null = headers(&[("host", "localhost:8080"), ("origin", "null")]);
         assert!(!allowed(&null, "tok", "tok"), "an opaque origin");
+        // A no-referrer page's form: Chromium sends `Origin: null` and says same-origin.
+        let no_referrer = headers(&[
+            ("host", "localhost:8080"),
+            ("origin", "null"),
+            ("sec-fetch-site", "same-origin"),
+        ]);
+        assert!(
+            same_origin(&no_referrer),
+            "a same-origin fetch of a no-referrer page"
+        );
+        let forged = headers(&[
+            ("host", "localhost:8080"),
+            ("origin", "http://evil.test"),
+            ("sec-fetch-site", "cross-site"),
+        ]);
+        assert!(!same_origin(&forged));
         let cross = headers(&[("host", "localhost:8080"), ("sec-fetch-site", "cross-site")]);
         assert!(!allowed(&cross, "tok", "tok"), "cross-site fetch");
         assert!(

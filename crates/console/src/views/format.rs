@@ -33,6 +33,13 @@ pub fn percent(bps: i64) -> String {
     format!("{} %", decimal(bps))
 }
 
+/// Basis points as a share in words, without trailing zeros: `1500` as `15 %`, `1250` as
+/// `12.5 %`, `1234` as `12.34 %`.
+pub fn share(bps: i64) -> String {
+    let text = decimal(bps);
+    format!("{} %", text.trim_end_matches('0').trim_end_matches('.'))
+}
+
 /// An RFC 3339 instant (`2026-11-24T12:00:00Z`) as `2026-11-24 12:00 UTC`.
 pub fn minute(rfc3339: &str) -> String {
     match (rfc3339.get(..10), rfc3339.get(11..16)) {
@@ -69,7 +76,7 @@ pub fn worth(v: &CouponValue) -> String {
     match v {
         CouponValue::AmountOff { amount } => format!("{} off", money(amount.minor())),
         CouponValue::PercentOff { bps, cap: c } => {
-            format!("{} off{}", percent(i64::from(bps.get())), cap(c))
+            format!("{} off{}", share(i64::from(bps.get())), cap(c))
         }
         CouponValue::FreeDays { days } => {
             format!("{days} free {}", plural(days, "day", "days"))
