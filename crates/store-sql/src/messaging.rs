@@ -309,10 +309,13 @@ pub async fn record_outbound(
     let q = match step {
         OutboundStep::Sent { answer } => sql(
             "UPDATE outbound_messages SET status = 'sent', attempts = attempts + 1, next_at = $1,
-             sent_at = $1, answer = $2 WHERE id = $3 AND status = 'queued'",
+             sent_at = $1, answer = $2, body = CASE WHEN kind = $3 THEN '' ELSE body END
+             WHERE id = $4 AND status = 'queued'",
         )
         .bind(now)
-        .bind(clip(answer)),
+        .bind(clip(answer))
+        // A one-time link (a merchant's invitation) is kept no longer than its email.
+        .bind(MessageKind::OperatorInvited.as_str()),
         OutboundStep::Retry { next_at, answer } => sql(
             "UPDATE outbound_messages SET attempts = attempts + 1, next_at = $1, answer = $2
              WHERE id = $3 AND status = 'queued'",
@@ -325,10 +328,13 @@ pub async fn record_outbound(
         }
         OutboundStep::Failed { answer } => sql(
             "UPDATE outbound_messages SET status = 'failed', attempts = attempts + 1, next_at = $1,
-             answer = $2 WHERE id = $3 AND status = 'queued'",
+             answer = $2, body = CASE WHEN kind = $3 THEN '' ELSE body END
+             WHERE id = $4 AND status = 'queued'",
         )
         .bind(now)
-        .bind(clip(answer)),
+        .bind(clip(answer))
+        // A one-time link (a merchant's invitation) is kept no longer than its email.
+        .bind(MessageKind::OperatorInvited.as_str()),
     };
     let mut tx = db.begin(Work::Background).await?;
     tx.execute(q.bind(id)).await?;

@@ -4,7 +4,7 @@
 //! as it was.
 
 use super::*;
-use crate::messaging::{NewOutbound, OutboundQuery};
+use crate::messaging::{NewOutbound, OutboundQuery, OutboundStatus, OutboundStep};
 use coupond_domain::messaging::{Channel, MessageKind};
 use coupond_domain::{Email, MerchantId, OperatorDraft, OperatorRole, Zone};
 
@@ -63,6 +63,16 @@ pub async fn invitations_are_accepted_once_into_an_operator(s: Arc<dyn Store>) {
     assert_eq!(
         (queued[0].address.as_str(), queued[0].kind),
         ("ann@m.co", MessageKind::OperatorInvited)
+    );
+    // Once sent, its link is kept nowhere: the body is emptied.
+    let step = OutboundStep::Sent {
+        answer: "250 ok".into(),
+    };
+    s.record_outbound(queued[0].id, &step, t0()).await.unwrap();
+    let sent = s.outbound(&q).await.unwrap();
+    assert_eq!(
+        (sent[0].body.as_str(), sent[0].status),
+        ("", OutboundStatus::Sent)
     );
 
     // An address with an account already gets an invitation all the same.
