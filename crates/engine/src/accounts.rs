@@ -279,16 +279,13 @@ impl Accounts {
     /// a copy of the database sets no password.
     pub async fn start_reset(&self, id: OperatorId) -> Result<String, AccountError> {
         let op = self.store.operator(id).await?;
-        let mut raw = [0u8; 32];
-        rand::fill(&mut raw);
-        let token: String = raw.iter().map(|b| format!("{b:02x}")).collect();
+        let (token, hash) = one_time_token();
         let now = self.clock.now();
         let expires = now.plus(RESET_TTL);
         let change = Change::new("operator.reset_link", "operator", now)
             .object(id.get())
             .merchant(op.merchant_id)
             .after(&serde_json::json!({ "link_expires_at": expires }));
-        let hash = token_hash(&token);
         let write = self.store.insert_password_reset(&hash, op.id, expires);
         audit::change(change, write).await?;
         Ok(token)
@@ -452,6 +449,21 @@ impl Accounts {
 /// real verification takes, for emails that have no account or no password.
 const UNKNOWN: &str =
     "$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$v2Uc9ZAkUgQmdUgbqfUiFQ/pyBvW7lEGUDr6mfzQMcQ";
+
+/// A fresh one-time token for a link (32 random bytes as 64 hex characters), and what it is
+/// stored as ([`token_hash`]).
+pub(crate) fn one_time_token() -> (String, [u8; 32]) {
+    let mut raw = [0u8; 32];
+    rand::fill(&mut raw);
+    let token = hex(&raw);
+    let hash = token_hash(&token);
+    (token, hash)
+}
+
+/// `bytes` as lower-case hex.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
 
 /// What a set-password or invitation token is stored as.
 pub(crate) fn token_hash(token: &str) -> [u8; 32] {

@@ -17,7 +17,7 @@ use coupond_domain::{check_password, Invitation, MerchantId, Operator, OperatorD
 use coupond_store::audit::{self, Change};
 use coupond_store::{NewOutbound, Store};
 
-use crate::accounts::{token_hash, AccountError, HashGate};
+use crate::accounts::{hex, one_time_token, token_hash, AccountError, HashGate};
 use crate::clock::Clock;
 use crate::messaging::{MessagingRules, Texts};
 
@@ -82,10 +82,7 @@ impl Invitations {
         }
         let merchant = draft.merchant_id().ok_or(AccountError::NoMerchant)?;
         let merchant_name = self.store.merchant(merchant).await?.name;
-        let mut raw = [0u8; 32];
-        rand::fill(&mut raw);
-        let token: String = raw.iter().map(|b| format!("{b:02x}")).collect();
-        let hash = token_hash(&token);
+        let (token, hash) = one_time_token();
         let now = self.clock.now();
         let expires = now.plus(INVITATION_TTL);
         let email = self
@@ -129,10 +126,9 @@ impl Invitations {
         );
         vars.insert("valid_until", readers.zone.format(expires));
         let filled = text.render(&vars);
-        let key: String = hash.iter().map(|b| format!("{b:02x}")).collect();
         Ok(NewOutbound {
             channel: Channel::Email,
-            key: format!("invitation:{key}"),
+            key: format!("invitation:{}", hex(hash)),
             user_id: None,
             kind: MessageKind::OperatorInvited,
             address: draft.email().as_str().to_owned(),

@@ -276,17 +276,9 @@ pub async fn cancel_order(
         OrderState::Confirmed => OrderStep::WrongState(record),
         OrderState::Cancelled | OrderState::Expired => OrderStep::Already(record),
         // Past the deadline the lock has ended by itself; the cancel finds it so.
-        OrderState::Locked if now >= record.deadline => OrderStep::Already(
-            release(
-                &mut *tx,
-                d,
-                &record,
-                OrderState::Expired,
-                &Actor::System,
-                now,
-            )
-            .await?,
-        ),
+        OrderState::Locked if now >= record.deadline => {
+            OrderStep::Already(expire(&mut *tx, d, &record, now).await?)
+        }
         OrderState::Locked => {
             OrderStep::Done(release(&mut *tx, d, &record, OrderState::Cancelled, actor, now).await?)
         }
@@ -325,15 +317,7 @@ pub async fn expire_locks(db: &dyn Db, now: Timestamp, limit: u32) -> StoreResul
             }
         }
         if let Some((record, _)) = order_row(&mut *tx, d, &id, false).await? {
-            release(
-                &mut *tx,
-                d,
-                &record,
-                OrderState::Expired,
-                &Actor::System,
-                now,
-            )
-            .await?;
+            expire(&mut *tx, d, &record, now).await?;
             ended.push(id);
         }
     }
@@ -342,6 +326,17 @@ pub async fn expire_locks(db: &dyn Db, now: Timestamp, limit: u32) -> StoreResul
     }
     tx.commit().await?;
     Ok(ended)
+}
+
+/// Ends a lock past its deadline: as [`release`] into `expired`, by coupond itself (the
+/// sweeper, or a confirm, cancel or extension that finds the deadline passed).
+pub(crate) async fn expire<E: Exec + ?Sized>(
+    ex: &mut E,
+    d: Dialect,
+    record: &OrderRecord,
+    now: Timestamp,
+) -> StoreResult<OrderRecord> {
+    release(ex, d, record, OrderState::Expired, &Actor::System, now).await
 }
 
 /// Gives an order's coupons back (unused, or expired if their validity ended meanwhile) and

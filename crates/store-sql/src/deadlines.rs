@@ -3,12 +3,12 @@
 //! as confirm, cancel and the sweeper take it (see `checkout`), so each of them either ends
 //! the lock before the extension or finds the new deadline.
 
-use coupond_domain::{Actor, OrderId, Timestamp};
+use coupond_domain::{OrderId, Timestamp};
 use coupond_store::audit;
 use coupond_store::checkout::{ExtendStep, OrderState};
 use coupond_store::{StoreError, StoreResult};
 
-use crate::checkout::{order_row, release};
+use crate::checkout::{expire, order_row};
 use crate::{sql, Db, Work};
 
 /// Moves locked order `order`'s deadline later to `deadline`. Anything but a move (the same
@@ -31,15 +31,7 @@ pub async fn extend_order(
         }
         // Past the deadline the lock has ended by itself; the extension finds it so.
         OrderState::Locked if now >= record.deadline => {
-            let ended = release(
-                &mut *tx,
-                d,
-                &record,
-                OrderState::Expired,
-                &Actor::System,
-                now,
-            )
-            .await?;
+            let ended = expire(&mut *tx, d, &record, now).await?;
             audit::discard();
             tx.commit().await?;
             return Ok(ExtendStep::Ended(ended));

@@ -74,13 +74,7 @@ async fn a_top_up_reaches_another_instance_on_postgres() {
 /// published, not `cache_ttl` later.
 #[tokio::test]
 async fn publishing_clears_the_template_cache() {
-    let settings = ApiSettings {
-        cache_ttl: StdDuration::from_secs(600),
-        ..ApiSettings::default()
-    };
-    let app = TestApp::with_settings(Backend::Sqlite, settings)
-        .await
-        .unwrap();
+    let app = remembering().await;
     let mut body = standalone_template(10, 20);
     body["total_stock"] = json!(5);
     let r = app.post("/v1/templates", app.m1(), body).await;
@@ -108,13 +102,7 @@ async fn publishing_clears_the_template_cache() {
 /// offering them, not `cache_ttl` later.
 #[tokio::test]
 async fn aborting_an_activity_clears_its_templates_from_memory() {
-    let settings = ApiSettings {
-        cache_ttl: StdDuration::from_secs(600),
-        ..ApiSettings::default()
-    };
-    let app = TestApp::with_settings(Backend::Sqlite, settings)
-        .await
-        .unwrap();
+    let app = remembering().await;
     let a = app.activity(activity_body(0, 10, 11, 100)).await;
     let r = app
         .post("/v1/templates", app.m1(), activity_template(a, 500))
@@ -150,4 +138,16 @@ async fn offered(app: &TestApp, t: i64) -> bool {
         .unwrap()
         .iter()
         .any(|i| i["template_id"] == t)
+}
+
+/// One instance on SQLite whose caches keep what they read for 10 minutes, so only a notice
+/// makes it read again within a test.
+async fn remembering() -> TestApp {
+    let settings = ApiSettings {
+        cache_ttl: StdDuration::from_secs(600),
+        ..ApiSettings::default()
+    };
+    TestApp::with_settings(Backend::Sqlite, settings)
+        .await
+        .unwrap()
 }

@@ -12,7 +12,7 @@ use coupond_store::checkout::{over_limits, OrderState, OrderStep};
 use coupond_store::events::{self, kind};
 use coupond_store::{StoreError, StoreResult};
 
-use super::{end_order, log_change, order_row, release, templates_locked};
+use super::{end_order, expire, log_change, order_row, templates_locked};
 use crate::rows::coupon as coupon_row;
 use crate::scheduling::emit;
 use crate::{sql, Db, Exec, Work};
@@ -33,15 +33,7 @@ pub async fn confirm_order(
         OrderState::Confirmed => return Ok(OrderStep::Already(record)),
         OrderState::Cancelled | OrderState::Expired => return Ok(OrderStep::WrongState(record)),
         OrderState::Locked if now >= record.deadline => {
-            let ended = release(
-                &mut *tx,
-                d,
-                &record,
-                OrderState::Expired,
-                &Actor::System,
-                now,
-            )
-            .await?;
+            let ended = expire(&mut *tx, d, &record, now).await?;
             tx.commit().await?;
             return Ok(OrderStep::WrongState(ended));
         }
