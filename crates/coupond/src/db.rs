@@ -4,9 +4,9 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use coupond_store::Store;
-use coupond_store_mysql::MysqlStore;
-use coupond_store_postgres::PgStore;
-use coupond_store_sqlite::SqliteStore;
+use coupond_store_mysql::MysqlDb;
+use coupond_store_postgres::PgDb;
+use coupond_store_sqlite::SqliteDb;
 
 use crate::config::{redact_url, Config};
 
@@ -75,14 +75,14 @@ async fn opened(
     let shown = redact_url(url);
     let (store, schema): (Arc<dyn Store>, _) = match scheme {
         "sqlite" => {
-            if how == Open::Existing && !SqliteStore::exists(url)? {
+            if how == Open::Existing && !SqliteDb::exists(url)? {
                 anyhow::bail!(
                     "no coupond database at {shown}: `coupond migrate` (or `coupond serve`) \
                      creates it"
                 );
             }
             let readers = pool.unwrap_or(coupond_store_sqlite::DEFAULT_READERS);
-            let s = SqliteStore::connect_with_readers(url, readers)
+            let s = SqliteDb::connect_with_readers(url, readers)
                 .await
                 .with_context(|| format!("opening SQLite database {shown}"))?;
             let schema = s.schema().await?;
@@ -93,14 +93,14 @@ async fn opened(
         }
         "postgres" | "postgresql" => {
             let max = pool.unwrap_or(coupond_store_postgres::DEFAULT_MAX_CONNECTIONS);
-            let s = match PgStore::connect_with_pool(url, max).await {
+            let s = match PgDb::connect_with_pool(url, max).await {
                 // A missing database is created where coupond may create its schema; only
                 // then, so a server whose `postgres` database is closed to us still works.
                 Err(e) if how == Open::Migrate && says(&e, "does not exist") => {
-                    PgStore::create_database_if_missing(url)
+                    PgDb::create_database_if_missing(url)
                         .await
                         .with_context(|| format!("creating the PostgreSQL database {shown}"))?;
-                    PgStore::connect_with_pool(url, max).await
+                    PgDb::connect_with_pool(url, max).await
                 }
                 r => r,
             }
@@ -117,7 +117,7 @@ async fn opened(
             let max = pool.unwrap_or(coupond_store_mysql::DEFAULT_MAX_CONNECTIONS);
             // sqlx reads `mysql://` only; MariaDB users write `mariadb://` as often.
             let url = url.replacen("mariadb://", "mysql://", 1);
-            let s = MysqlStore::connect_with_pool(&url, max)
+            let s = MysqlDb::connect_with_pool(&url, max)
                 .await
                 .with_context(|| format!("connecting to MySQL {shown}"))?;
             let schema = s.schema().await?;
@@ -182,11 +182,11 @@ pub async fn backup(config: &Config, to: &std::path::Path) -> anyhow::Result<()>
     );
     anyhow::ensure!(!to.exists(), "{} exists already", to.display());
     anyhow::ensure!(
-        SqliteStore::exists(url)?,
+        SqliteDb::exists(url)?,
         "no coupond database at {}",
         redact_url(url)
     );
-    let store = SqliteStore::connect_with_readers(url, 1)
+    let store = SqliteDb::connect_with_readers(url, 1)
         .await
         .with_context(|| format!("opening {}", redact_url(url)))?;
     let done = store.backup_to(to).await;

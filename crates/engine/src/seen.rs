@@ -249,9 +249,7 @@ mod tests {
     async fn setup(capacity: usize) -> (Seen, Arc<dyn Store>, ManualClock, tempfile::TempDir) {
         let dir = tempfile::tempdir().unwrap();
         let url = format!("sqlite://{}/seen.db", dir.path().display());
-        let s = coupond_store_sqlite::SqliteStore::connect(&url)
-            .await
-            .unwrap();
+        let s = coupond_store_sqlite::SqliteDb::connect(&url).await.unwrap();
         s.migrate().await.unwrap();
         let store: Arc<dyn Store> = Arc::new(s);
         let clock = ManualClock::new(Timestamp::parse("2027-01-10T12:00:00Z").unwrap());

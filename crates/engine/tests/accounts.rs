@@ -8,7 +8,7 @@ use coupond_domain::{Email, OperatorDraft, OperatorRole, Timestamp};
 use coupond_engine::accounts::{AccountError, Accounts};
 use coupond_engine::ManualClock;
 use coupond_store::Store;
-use coupond_store_sqlite::SqliteStore;
+use coupond_store_sqlite::SqliteDb;
 
 const RIGHT: &str = "correct horse battery staple";
 
@@ -16,7 +16,7 @@ const RIGHT: &str = "correct horse battery staple";
 async fn only_the_right_password_of_an_enabled_account_opens_it() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}/accounts.db", dir.path().display());
-    let store = SqliteStore::connect(&url).await.unwrap();
+    let store = SqliteDb::connect(&url).await.unwrap();
     store.migrate().await.unwrap();
     let store: Arc<dyn Store> = Arc::new(store);
     let clock = ManualClock::new(Timestamp::parse("2026-11-27T09:00:00Z").unwrap());
@@ -76,7 +76,7 @@ async fn only_the_right_password_of_an_enabled_account_opens_it() {
 async fn a_set_password_link_works_once_within_the_hour() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}/resets.db", dir.path().display());
-    let store = SqliteStore::connect(&url).await.unwrap();
+    let store = SqliteDb::connect(&url).await.unwrap();
     store.migrate().await.unwrap();
     let clock = ManualClock::new(Timestamp::parse("2026-11-27T09:00:00Z").unwrap());
     let accounts = Accounts::new(Arc::new(store), Arc::new(clock.clone()));

@@ -13,7 +13,7 @@ use coupond_engine::messaging::{ChannelRules, Courier, SendError, Transport};
 use coupond_engine::ManualClock;
 use coupond_store::testing::fixtures::at;
 use coupond_store::{NewOutbound, Outbound, OutboundQuery, OutboundStatus, Store};
-use coupond_store_sqlite::SqliteStore;
+use coupond_store_sqlite::SqliteDb;
 use tokio::sync::{oneshot, Notify};
 
 /// A provider that records every message it is handed; its first call waits until released
@@ -66,7 +66,7 @@ fn message(n: u32) -> NewOutbound {
 async fn a_message_goes_to_the_provider_once_whatever_the_couriers() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}/couriers.db", dir.path().display());
-    let sqlite = SqliteStore::connect(&url).await.unwrap();
+    let sqlite = SqliteDb::connect(&url).await.unwrap();
     sqlite.migrate().await.unwrap();
     let store: Arc<dyn Store> = Arc::new(sqlite);
     let batch: Vec<NewOutbound> = (1..=3).map(message).collect();

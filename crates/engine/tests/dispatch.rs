@@ -10,7 +10,7 @@ use coupond_engine::dispatch::{Dispatcher, Observer};
 use coupond_engine::{ClaimAsk, ClaimEngine, ClaimMode, Lease, ManualClock};
 use coupond_store::testing::fixtures::{at, claimable_template};
 use coupond_store::{Event, OutboxStore, Store, StoreError, StoreResult};
-use coupond_store_sqlite::SqliteStore;
+use coupond_store_sqlite::SqliteDb;
 
 /// Records the ids of the events it is handed.
 #[derive(Default)]
@@ -47,7 +47,7 @@ impl Observer for Broken {
 async fn a_failing_observer_delays_only_itself() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}/dispatch.db", dir.path().display());
-    let store = SqliteStore::connect(&url).await.unwrap();
+    let store = SqliteDb::connect(&url).await.unwrap();
     store.migrate().await.unwrap();
     let store: Arc<dyn Store> = Arc::new(store);
     let clock = ManualClock::new(at(15));
@@ -110,7 +110,7 @@ async fn a_failing_observer_delays_only_itself() {
 async fn a_lease_is_renewed_after_a_third_of_its_time() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}/lease.db", dir.path().display());
-    let store = SqliteStore::connect(&url).await.unwrap();
+    let store = SqliteDb::connect(&url).await.unwrap();
     store.migrate().await.unwrap();
     let secs = |n: i64| at(0).plus(time::Duration::seconds(n));
     let ttl = time::Duration::seconds(30);

@@ -7,7 +7,7 @@ use coupond_domain::{ClaimRejection, Template, UserId};
 use coupond_engine::{ClaimAsk, ClaimEngine, ClaimError, ClaimMode, ManualClock};
 use coupond_store::testing::fixtures::{at, claimable_template};
 use coupond_store::Store;
-use coupond_store_sqlite::SqliteStore;
+use coupond_store_sqlite::SqliteDb;
 
 struct Setup {
     store: Arc<dyn Store>,
@@ -18,7 +18,7 @@ struct Setup {
 async fn setup() -> Setup {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}/engine.db", dir.path().display());
-    let store = SqliteStore::connect(&url).await.unwrap();
+    let store = SqliteDb::connect(&url).await.unwrap();
     store.migrate().await.unwrap();
     let clock = ManualClock::new(at(15));
     Setup {
@@ -268,7 +268,7 @@ async fn code_batches_resume_after_a_restart() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}/codes.db", dir.path().display());
     let open = || async {
-        let s = SqliteStore::connect(&url).await.unwrap();
+        let s = SqliteDb::connect(&url).await.unwrap();
         s.migrate().await.unwrap();
         Arc::new(s) as Arc<dyn Store>
     };

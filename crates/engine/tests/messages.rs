@@ -24,7 +24,7 @@ use coupond_engine::messaging::{
 use coupond_engine::{ClaimAsk, ClaimEngine, ClaimMode, ManualClock};
 use coupond_store::testing::fixtures::{at, claimable_template};
 use coupond_store::{OutboundQuery, OutboundStatus, Store};
-use coupond_store_sqlite::SqliteStore;
+use coupond_store_sqlite::SqliteDb;
 
 /// A running `smtp_sink.py`; killed on drop.
 struct Sink(Child);
@@ -96,7 +96,7 @@ fn contact(email: Option<&str>, phone: Option<&str>, locale: &str) -> Contact {
 
 async fn store(dir: &tempfile::TempDir) -> Arc<dyn Store> {
     let url = format!("sqlite://{}/messages.db", dir.path().display());
-    let s = SqliteStore::connect(&url).await.unwrap();
+    let s = SqliteDb::connect(&url).await.unwrap();
     s.migrate().await.unwrap();
     Arc::new(s)
 }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use coupond_store::testing::bench::{args, compare};
 use coupond_store::Store;
-use coupond_store_mysql::MysqlStore;
+use coupond_store_mysql::MysqlDb;
 use sqlx::mysql::MySqlPoolOptions;
 use sqlx::{MySql, QueryBuilder};
 
@@ -23,7 +23,7 @@ async fn main() {
         return;
     };
     let database = format!("bench_claims_{}", std::process::id());
-    let store = MysqlStore::connect_in_database(&url, Some(&database))
+    let store = MysqlDb::connect_in_database(&url, Some(&database))
         .await
         .expect("connect");
     store.migrate().await.expect("migrate");

@@ -12,7 +12,7 @@
 //! claims takes `k` from one shard with a conditional update (`claimed + k <= total`), the
 //! last thing it does before `COMMIT`, so batches on different shards never wait on each
 //! other and InnoDB flushes their commits together. Batches start on different shards
-//! ([`MysqlStore::shard_cursor`]). The template's row is only shared (`LOCK IN SHARE MODE`):
+//! ([`MysqlDb::shard_cursor`]). The template's row is only shared (`LOCK IN SHARE MODE`):
 //! an abort or an edit waits for the batches in flight, and batches do not wait on each other.
 //!
 //! When no single shard holds the batch, the batch is rolled back and run again in *exact*
@@ -55,7 +55,7 @@ use coupond_store_sql::{sql, tags, Exec, Row, Tx};
 use crate::exec::{MysqlTx, Scripted};
 use crate::rows::{db_err, deadlock};
 use crate::script::Script;
-use crate::store::MysqlStore;
+use crate::store::MysqlDb;
 
 pub(crate) use pipelined::Pipelined;
 pub(crate) use stock::split as split_stock;
@@ -85,7 +85,7 @@ pub(crate) enum Attempt {
     Retry,
 }
 
-impl MysqlStore {
+impl MysqlDb {
     /// The shard the next batch starts looking at.
     fn shard_start(&self) -> i64 {
         let n = self
@@ -131,7 +131,7 @@ impl MysqlStore {
 /// drops it otherwise. A template that is not claimable at `now` gets no writes.
 pub(crate) async fn attempt<E: Scripted + ?Sized>(
     tx: &mut E,
-    store: &MysqlStore,
+    store: &MysqlDb,
     template: TemplateId,
     claims: &[ClaimRequest],
     now: Timestamp,

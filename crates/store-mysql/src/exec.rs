@@ -14,7 +14,7 @@ use sqlx::{Column, MySql, Row as _, TypeInfo, ValueRef};
 
 use crate::rows::db_err;
 use crate::script::{Outcome, Script};
-use crate::store::MysqlStore;
+use crate::store::MysqlDb;
 use crate::translate::{plan, Plan};
 
 type SqlxQuery<'q> = sqlx::query::Query<'q, MySql, MySqlArguments>;
@@ -280,7 +280,7 @@ impl Tx for ScriptTx {
     }
 }
 
-impl MysqlStore {
+impl MysqlDb {
     async fn read(&self, q: &Query) -> StoreResult<Vec<Row>> {
         let mut conn = self.pool.acquire().await.map_err(db_err)?;
         Ok(run(&mut conn, q, true).await?.rows())
@@ -288,7 +288,7 @@ impl MysqlStore {
 }
 
 #[async_trait]
-impl Db for MysqlStore {
+impl Db for MysqlDb {
     fn dialect(&self) -> Dialect {
         Dialect::Mysql
     }

@@ -1,7 +1,7 @@
 //! Coupon ids on MySQL, which has no sequence: drawn from the `id_blocks` counter a block at a
 //! time per store, and handed out from that block in memory.
 //!
-//! Every instance (every [`MysqlStore`](crate::MysqlStore) opened) draws its own blocks with
+//! Every instance (every [`MysqlDb`](crate::MysqlDb) opened) draws its own blocks with
 //! one autocommitted `UPDATE … SET next = LAST_INSERT_ID(next + n)`, so two instances never
 //! hand out the same id. A claim batch then takes its ids from the block without a statement:
 //! drawing them per batch was an autocommitted transaction of its own (a row update, a redo

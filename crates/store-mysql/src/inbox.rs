@@ -14,11 +14,11 @@ use coupond_store_sql::inbox::{in_lock_order, CHUNK};
 
 use crate::exec::ScriptTx;
 use crate::script::Script;
-use crate::store::MysqlStore;
+use crate::store::MysqlDb;
 
 /// Plans `reminders`, skipping those already planned (and, of two in the batch with one key,
 /// the second).
-pub(crate) async fn plan_reminders(store: &MysqlStore, reminders: &[Reminder]) -> StoreResult<()> {
+pub(crate) async fn plan_reminders(store: &MysqlDb, reminders: &[Reminder]) -> StoreResult<()> {
     if reminders.is_empty() {
         return Ok(());
     }

@@ -27,7 +27,7 @@ use coupond_store_sql::{sql, Db, Row};
 
 use crate::exec::ScriptTx;
 use crate::script::Script;
-use crate::store::MysqlStore;
+use crate::store::MysqlDb;
 
 /// Events numbered per sequencer transaction.
 const SEQUENCE_BATCH: i64 = 5_000;
@@ -35,9 +35,9 @@ const SEQUENCE_BATCH: i64 = 5_000;
 /// The fewest consecutive ids numbered by a range of their own; shorter runs join the list.
 const RUN: usize = 8;
 
-impl MysqlStore {
+impl MysqlDb {
     /// Gives the committed events that have none a position past every position given.
-    async fn sequence(&self) -> StoreResult<()> {
+    pub(crate) async fn sequence(&self) -> StoreResult<()> {
         let pending = self
             .read_optional(sql("SELECT 1 AS one FROM outbox WHERE seq = 0 LIMIT 1"))
             .await?;
@@ -128,7 +128,7 @@ fn runs(ids: &[i64]) -> impl Iterator<Item = &[i64]> {
     ids.chunk_by(|a, b| *b == *a + 1)
 }
 
-fn event(r: &Row) -> StoreResult<Event> {
+pub(crate) fn event(r: &Row) -> StoreResult<Event> {
     Ok(Event {
         id: r.i64("id")?,
         txid: r.i64("seq")?,
@@ -137,24 +137,6 @@ fn event(r: &Row) -> StoreResult<Event> {
         body: serde_json::from_str(r.str("body")?).map_err(StoreError::other)?,
     })
 }
-
-coupond_store_sql::impl_outbox_store!(MysqlStore, {
-    async fn outbox_read(&self, after: OutboxPosition, limit: u32) -> StoreResult<Vec<Event>> {
-        self.sequence().await?;
-        let rows = self
-            .read_all(
-                // `seq > 0`: from the start (position 0) too, never an unsequenced event.
-                sql("SELECT id, seq, kind, at, body FROM outbox
-                     WHERE seq > 0 AND (seq > $1 OR (seq = $1 AND id > $2))
-                     ORDER BY seq, id LIMIT $3")
-                .bind(after.txid)
-                .bind(after.event_id)
-                .bind(i64::from(limit)),
-            )
-            .await?;
-        rows.iter().map(event).collect()
-    }
-});
 
 #[cfg(test)]
 mod tests {

@@ -1,4 +1,4 @@
-//! [`MysqlStore`]: opening the database, its pool and its sessions' settings.
+//! [`MysqlDb`]: opening the database, its pool and its sessions' settings.
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -9,6 +9,7 @@ use sqlx::{Connection, Executor};
 
 use crate::ids::IdBlocks;
 use crate::rows::db_err;
+use crate::MysqlStore;
 
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Pool connections unless configured otherwise.
@@ -31,9 +32,9 @@ const SESSION: [&str; 2] = [
     "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
 ];
 
-/// The MySQL store: a connection pool on one database.
+/// The MySQL database: a connection pool on one database.
 #[derive(Clone, Debug)]
-pub struct MysqlStore {
+pub struct MysqlDb {
     pub(crate) pool: MySqlPool,
     pub(crate) max: u32,
     /// Coupon ids, drawn a block at a time on connections of their own (see `ids`); shared by
@@ -44,26 +45,26 @@ pub struct MysqlStore {
     pub(crate) shard_cursor: std::sync::Arc<std::sync::atomic::AtomicU32>,
 }
 
-impl MysqlStore {
+impl MysqlDb {
     /// Connects to `url` (`mysql://user@host/db`). Does not migrate: call
-    /// [`MysqlStore::migrate`].
-    pub async fn connect(url: &str) -> StoreResult<Self> {
+    /// [`MysqlDb::migrate`].
+    pub async fn connect(url: &str) -> StoreResult<MysqlStore> {
         Self::open(url, None, DEFAULT_MAX_CONNECTIONS).await
     }
 
-    /// As [`MysqlStore::connect`], with a pool of `max_connections` (at least 1).
-    pub async fn connect_with_pool(url: &str, max_connections: u32) -> StoreResult<Self> {
+    /// As [`MysqlDb::connect`], with a pool of `max_connections` (at least 1).
+    pub async fn connect_with_pool(url: &str, max_connections: u32) -> StoreResult<MysqlStore> {
         Self::open(url, None, max_connections).await
     }
 
     /// Connects to database `database` of the server at `url` instead of the URL's own,
     /// creating it if missing, so that several independent coupond databases (tests) can share
     /// one server.
-    pub async fn connect_in_database(url: &str, database: Option<&str>) -> StoreResult<Self> {
+    pub async fn connect_in_database(url: &str, database: Option<&str>) -> StoreResult<MysqlStore> {
         Self::open(url, database, DEFAULT_MAX_CONNECTIONS).await
     }
 
-    async fn open(url: &str, database: Option<&str>, max: u32) -> StoreResult<Self> {
+    async fn open(url: &str, database: Option<&str>, max: u32) -> StoreResult<MysqlStore> {
         let max = max.max(1);
         let mut opts = MySqlConnectOptions::from_str(url)
             .map_err(StoreError::other)?
@@ -86,7 +87,7 @@ impl MysqlStore {
         }
         let pool = Self::pool(max, opts.clone()).await?;
         let ids = Self::pool(ID_CONNECTIONS, opts).await?;
-        Ok(MysqlStore {
+        Ok(MysqlStore::new(MysqlDb {
             pool,
             max,
             ids: std::sync::Arc::new(IdBlocks::new(ids)),
@@ -94,7 +95,7 @@ impl MysqlStore {
             shard_cursor: std::sync::Arc::new(
                 std::sync::atomic::AtomicU32::new(std::process::id()),
             ),
-        })
+        }))
     }
 
     async fn pool(max: u32, opts: MySqlConnectOptions) -> StoreResult<MySqlPool> {

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::sync::Arc;
 
 use coupond_store::Store;
-use coupond_store_mysql::MysqlStore;
+use coupond_store_mysql::MysqlDb;
 
 const ENV: &str = "COUPOND_TEST_MYSQL_URL";
 
@@ -21,7 +21,7 @@ async fn fresh(case: &'static str) -> Option<Arc<dyn Store>> {
     // MySQL names are at most 64 characters: keep the random part, shorten the case name.
     let case_part: String = case.chars().take(26).collect();
     let database = format!("ct_{case_part}_{}", uuid::Uuid::new_v4().simple());
-    let store = MysqlStore::connect_in_database(&url, Some(&database))
+    let store = MysqlDb::connect_in_database(&url, Some(&database))
         .await
         .expect("connect to mysql");
     store.migrate().await.expect("migrate");
@@ -81,7 +81,7 @@ async fn the_audit_catches_stock_shard_tampering_and_orphans() {
         ),
     ] {
         let database = format!("ct_shard_audit_{}", uuid::Uuid::new_v4().simple());
-        let store = MysqlStore::connect_in_database(&url, Some(&database))
+        let store = MysqlDb::connect_in_database(&url, Some(&database))
             .await
             .expect("connect to mysql");
         store.migrate().await.expect("migrate");

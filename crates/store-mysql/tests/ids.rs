@@ -9,7 +9,7 @@ use std::sync::Arc;
 use coupond_domain::TemplateId;
 use coupond_store::testing::fixtures::{at, claimable_template, plain_claim};
 use coupond_store::{ClaimOutcome, Store};
-use coupond_store_mysql::MysqlStore;
+use coupond_store_mysql::MysqlDb;
 use sqlx::{Connection, MySqlConnection};
 
 mod common;
@@ -20,7 +20,7 @@ const BLOCK: i64 = 4_096;
 /// Two stores on one fresh database, and that database's URL.
 async fn two_instances(case: &str) -> Option<(Arc<dyn Store>, Arc<dyn Store>, String)> {
     let f = common::fresh("ids", case).await?;
-    let b = MysqlStore::connect_in_database(&f.server, Some(&f.database))
+    let b = MysqlDb::connect_in_database(&f.server, Some(&f.database))
         .await
         .expect("connect to mysql");
     Some((Arc::new(f.store), Arc::new(b), f.url))

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use coupond_store::testing::bench::{args, compare};
 use coupond_store::Store;
-use coupond_store_postgres::PgStore;
+use coupond_store_postgres::PgDb;
 use sqlx::postgres::PgPoolOptions;
 
 const BARE: &str = "WITH s AS (
@@ -30,7 +30,7 @@ async fn main() {
         return;
     };
     let schema = format!("bench_claims_{}", std::process::id());
-    let store = PgStore::connect_in_schema(&url, Some(&schema))
+    let store = PgDb::connect_in_schema(&url, Some(&schema))
         .await
         .expect("connect");
     store.migrate().await.expect("migrate");

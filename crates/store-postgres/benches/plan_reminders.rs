@@ -18,7 +18,7 @@ use std::time::Instant;
 
 use coupond_domain::{TemplateId, Timestamp, UserId, Window};
 use coupond_store::{AdminStore, InboxStore, Reminder, StoreResult};
-use coupond_store_postgres::PgStore;
+use coupond_store_postgres::PgDb;
 
 const DAY: i64 = 86_400_000_000;
 
@@ -61,7 +61,7 @@ async fn main() {
         "a batch a round smaller than the last: ROUNDS < BATCH"
     );
     let schema = format!("bench_reminders_{}", std::process::id());
-    let store = PgStore::connect_in_schema(&url, Some(&schema))
+    let store = PgDb::connect_in_schema(&url, Some(&schema))
         .await
         .expect("connect");
     store.migrate().await.expect("migrate");
@@ -71,7 +71,7 @@ async fn main() {
         let size = n - round;
         let shared = batch(&format!("s{round}"), size);
         let own = batch(&format!("o{round}"), size);
-        let plan_shared = || coupond_store_sql::inbox::plan_reminders(&store, &shared);
+        let plan_shared = || coupond_store_sql::inbox::plan_reminders(&*store, &shared);
         let plan_own = || store.plan_reminders(&own);
         // Alternate which goes first, so neither always meets the other's leftovers.
         if round % 2 == 0 {

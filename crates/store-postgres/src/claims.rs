@@ -6,7 +6,7 @@
 //! `k` from one shard with a conditional update (`claimed + k <= total`), the last thing it
 //! does before `COMMIT` on the keyed path and before writing the coupons on the plain one, so
 //! batches on different shards never wait on each other and PostgreSQL flushes their commits
-//! together. Batches start on different shards ([`PgStore::shard_cursor`]).
+//! together. Batches start on different shards ([`PgDb::shard_cursor`]).
 //!
 //! Plain batches (no idempotency keys, no single-use codes, no user twice) are one call of
 //! `coupond_claim_plain`, a server-side function: one round trip, BEGIN and COMMIT included
@@ -36,7 +36,7 @@ use sqlx::Postgres;
 
 use crate::exec::ConnExec;
 use crate::rows::db_err;
-use crate::store::{dt, PgStore};
+use crate::store::{dt, PgDb};
 
 type Tx = sqlx::Transaction<'static, Postgres>;
 
@@ -47,7 +47,7 @@ pub(crate) enum Attempt {
     Retry,
 }
 
-impl PgStore {
+impl PgDb {
     /// The shard the next batch starts looking at.
     fn shard_start(&self) -> i32 {
         let n = self
@@ -452,7 +452,7 @@ async fn claim_key(
     shared::earlier_claim(&mut ConnExec(tx), k).await
 }
 
-impl PgStore {
+impl PgDb {
     /// The claim batch ([`ClaimStore::claim_batch`]).
     pub(crate) async fn claim_batch_tx(
         &self,

@@ -15,7 +15,7 @@ use sqlx::{Column, Postgres, Row as _, TypeInfo, ValueRef};
 use time::OffsetDateTime;
 
 use crate::rows::db_err;
-use crate::store::PgStore;
+use crate::store::PgDb;
 
 type SqlxQuery<'q> = sqlx::query::Query<'q, Postgres, PgArguments>;
 
@@ -173,7 +173,7 @@ impl Tx for PgTx {
 }
 
 #[async_trait]
-impl Db for PgStore {
+impl Db for PgDb {
     fn dialect(&self) -> Dialect {
         Dialect::Postgres
     }

@@ -12,7 +12,7 @@
 use coupond_store::{Reminder, StoreResult};
 
 use crate::rows::db_err;
-use crate::store::{dt, PgStore};
+use crate::store::{dt, PgDb};
 
 const PLAN: &str = "INSERT INTO reminders (user_id, template_id, day, span_start, span_end, due_at)
      SELECT * FROM unnest($1::text[], $2::int8[], $3::int8[], $4::timestamptz[],
@@ -21,7 +21,7 @@ const PLAN: &str = "INSERT INTO reminders (user_id, template_id, day, span_start
 
 /// Plans `reminders`, skipping those already planned (and, of two in the batch with one key,
 /// the second).
-pub(crate) async fn plan_reminders(store: &PgStore, reminders: &[Reminder]) -> StoreResult<()> {
+pub(crate) async fn plan_reminders(store: &PgDb, reminders: &[Reminder]) -> StoreResult<()> {
     if reminders.is_empty() {
         return Ok(());
     }

@@ -1,4 +1,4 @@
-//! [`PgStore`]: opening the database, its pool, and the helpers the area modules share.
+//! [`PgDb`]: opening the database, its pool, and the helpers the area modules share.
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -9,6 +9,7 @@ use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use time::OffsetDateTime;
 
 use crate::rows::db_err;
+use crate::PgStore;
 
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Pool connections unless configured otherwise.
@@ -21,9 +22,9 @@ pub(crate) const TEMPLATE_COLS: &str = "id, merchant_id, spec::text AS spec, cla
      WHERE s.template_id = id) AS claimed, used, given, reserved, created_at, updated_at, \
      published_at, aborted_at, approval, reviewed_at, review_reason, version, paused_at, pause_reason, pause_scope";
 
-/// The PostgreSQL store: a connection pool on one database (and schema).
+/// The PostgreSQL database: a connection pool on one database (and schema).
 #[derive(Clone, Debug)]
-pub struct PgStore {
+pub struct PgDb {
     pub(crate) pool: PgPool,
     pub(crate) max: u32,
     /// Where the next claim batch starts looking for a stock shard: batches in flight at once
@@ -35,21 +36,21 @@ pub(crate) fn dt(t: Timestamp) -> OffsetDateTime {
     t.datetime()
 }
 
-impl PgStore {
+impl PgDb {
     /// Connects to `url` (`postgres://user@host/db`). Does not migrate: call
-    /// [`PgStore::migrate`].
-    pub async fn connect(url: &str) -> StoreResult<Self> {
+    /// [`PgDb::migrate`].
+    pub async fn connect(url: &str) -> StoreResult<PgStore> {
         Self::connect_in_schema(url, None).await
     }
 
-    /// As [`PgStore::connect`], with a pool of `max_connections` (at least 1).
-    pub async fn connect_with_pool(url: &str, max_connections: u32) -> StoreResult<Self> {
+    /// As [`PgDb::connect`], with a pool of `max_connections` (at least 1).
+    pub async fn connect_with_pool(url: &str, max_connections: u32) -> StoreResult<PgStore> {
         Self::open(url, None, max_connections).await
     }
 
     /// Connects with `search_path` set to `schema` (created if missing), so that several
     /// independent coupond databases (tests, tenants) can share one PostgreSQL database.
-    pub async fn connect_in_schema(url: &str, schema: Option<&str>) -> StoreResult<Self> {
+    pub async fn connect_in_schema(url: &str, schema: Option<&str>) -> StoreResult<PgStore> {
         Self::open(url, schema, DEFAULT_MAX_CONNECTIONS).await
     }
 
@@ -86,7 +87,7 @@ impl PgStore {
         Ok(!exists)
     }
 
-    async fn open(url: &str, schema: Option<&str>, max: u32) -> StoreResult<Self> {
+    async fn open(url: &str, schema: Option<&str>, max: u32) -> StoreResult<PgStore> {
         let max = max.max(1);
         let mut opts = PgConnectOptions::from_str(url).map_err(StoreError::other)?;
         if let Some(schema) = schema {
@@ -118,14 +119,14 @@ impl PgStore {
             .connect_with(opts)
             .await
             .map_err(db_err)?;
-        Ok(PgStore {
+        Ok(PgStore::new(PgDb {
             pool,
             max,
             // Processes start at different shards too.
             shard_cursor: std::sync::Arc::new(std::sync::atomic::AtomicU32::new(
                 std::process::id().wrapping_mul(7),
             )),
-        })
+        }))
     }
 
     /// The newest migration applied here and the newest this build carries.

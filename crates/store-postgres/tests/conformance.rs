@@ -5,7 +5,7 @@ use std::io::Write;
 use std::sync::Arc;
 
 use coupond_store::Store;
-use coupond_store_postgres::PgStore;
+use coupond_store_postgres::PgDb;
 
 const ENV: &str = "COUPOND_TEST_POSTGRES_URL";
 
@@ -21,7 +21,7 @@ async fn fresh(case: &'static str) -> Option<Arc<dyn Store>> {
     // PostgreSQL names are at most 63 bytes: keep the random part, shorten the case name.
     let case_part: String = case.chars().take(28).collect();
     let schema = format!("t_{case_part}_{}", uuid::Uuid::new_v4().simple());
-    let store = PgStore::connect_in_schema(&url, Some(&schema))
+    let store = PgDb::connect_in_schema(&url, Some(&schema))
         .await
         .expect("connect to postgres");
     store.migrate().await.expect("migrate");
@@ -82,7 +82,7 @@ async fn the_audit_catches_stock_shard_tampering_and_orphans() {
         ),
     ] {
         let schema = format!("t_shard_audit_{}", uuid::Uuid::new_v4().simple());
-        let store = PgStore::connect_in_schema(&url, Some(&schema))
+        let store = PgDb::connect_in_schema(&url, Some(&schema))
             .await
             .expect("connect to postgres");
         store.migrate().await.expect("migrate");

@@ -4,6 +4,7 @@
 use coupond_domain::{MerchantId, OperatorId, Timestamp};
 use coupond_store::{ApiKey, ConsoleSession, NewApiKey, Role, StoreError, StoreResult};
 
+use crate::backend::{Backend, SqlStore};
 use crate::{sql, Db, Row, Work};
 
 pub async fn ping(db: &dyn Db) -> StoreResult<()> {
@@ -194,95 +195,74 @@ fn api_key_row(r: &Row) -> StoreResult<ApiKey> {
     })
 }
 
-/// Implements [`AdminStore`](coupond_store::AdminStore) for a backend type that is a [`Db`]
-/// and an [`InspectStore`](coupond_store::InspectStore).
-#[macro_export]
-macro_rules! impl_admin_store {
-    ($t:ty) => {
-        #[$crate::async_trait]
-        impl $crate::reexport::store::AdminStore for $t {
-            fn backend(&self) -> &'static str {
-                $crate::Db::name(self)
-            }
-            async fn ping(&self) -> $crate::reexport::store::StoreResult<()> {
-                $crate::admin::ping(self).await
-            }
-            fn pool_stats(&self) -> $crate::reexport::store::PoolStats {
-                $crate::Db::pool_stats(self)
-            }
-            async fn close(&self) {
-                $crate::Db::close(self).await
-            }
-            async fn setting_or_init(
-                &self,
-                key: &str,
-                init: &str,
-            ) -> $crate::reexport::store::StoreResult<String> {
-                $crate::admin::setting_or_init(self, key, init).await
-            }
-            async fn put_setting(
-                &self,
-                key: &str,
-                value: &str,
-            ) -> $crate::reexport::store::StoreResult<()> {
-                $crate::admin::put_setting(self, key, value).await
-            }
-            async fn insert_api_key(
-                &self,
-                key: &$crate::reexport::store::NewApiKey,
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::store::ApiKey> {
-                $crate::admin::insert_api_key(self, key, now).await
-            }
-            async fn api_key_by_hash(
-                &self,
-                hash: &[u8; 32],
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::store::ApiKey> {
-                $crate::admin::api_key_by_hash(self, hash).await
-            }
-            async fn list_api_keys(
-                &self,
-            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::store::ApiKey>> {
-                $crate::admin::list_api_keys(self).await
-            }
-            async fn revoke_api_key(
-                &self,
-                id: i64,
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::store::ApiKey> {
-                $crate::admin::revoke_api_key(self, id, now).await
-            }
-            async fn set_api_key_operator(
-                &self,
-                id: i64,
-                operator: Option<$crate::reexport::domain::OperatorId>,
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::store::ApiKey> {
-                $crate::admin::set_api_key_operator(self, id, operator).await
-            }
-            async fn insert_console_session(
-                &self,
-                id: &[u8; 32],
-                s: &$crate::reexport::store::ConsoleSession,
-            ) -> $crate::reexport::store::StoreResult<()> {
-                $crate::admin::insert_console_session(self, id, s).await
-            }
-            async fn console_session(
-                &self,
-                id: &[u8; 32],
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<Option<$crate::reexport::store::ConsoleSession>>
-            {
-                $crate::admin::console_session(self, id, now).await
-            }
-            async fn end_console_session(
-                &self,
-                id: &[u8; 32],
-            ) -> $crate::reexport::store::StoreResult<()> {
-                $crate::admin::end_console_session(self, id).await
-            }
-            fn inspect(&self) -> &dyn $crate::reexport::store::InspectStore {
-                self
-            }
-        }
-    };
+#[async_trait::async_trait]
+impl<B: Backend> coupond_store::AdminStore for SqlStore<B> {
+    fn backend(&self) -> &'static str {
+        self.db.name()
+    }
+    async fn ping(&self) -> coupond_store::StoreResult<()> {
+        crate::admin::ping(&self.db).await
+    }
+    fn pool_stats(&self) -> coupond_store::PoolStats {
+        self.db.pool_stats()
+    }
+    async fn close(&self) {
+        self.db.close().await
+    }
+    async fn setting_or_init(&self, key: &str, init: &str) -> coupond_store::StoreResult<String> {
+        crate::admin::setting_or_init(&self.db, key, init).await
+    }
+    async fn put_setting(&self, key: &str, value: &str) -> coupond_store::StoreResult<()> {
+        crate::admin::put_setting(&self.db, key, value).await
+    }
+    async fn insert_api_key(
+        &self,
+        key: &coupond_store::NewApiKey,
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<coupond_store::ApiKey> {
+        crate::admin::insert_api_key(&self.db, key, now).await
+    }
+    async fn api_key_by_hash(
+        &self,
+        hash: &[u8; 32],
+    ) -> coupond_store::StoreResult<coupond_store::ApiKey> {
+        crate::admin::api_key_by_hash(&self.db, hash).await
+    }
+    async fn list_api_keys(&self) -> coupond_store::StoreResult<Vec<coupond_store::ApiKey>> {
+        crate::admin::list_api_keys(&self.db).await
+    }
+    async fn revoke_api_key(
+        &self,
+        id: i64,
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<coupond_store::ApiKey> {
+        crate::admin::revoke_api_key(&self.db, id, now).await
+    }
+    async fn set_api_key_operator(
+        &self,
+        id: i64,
+        operator: Option<coupond_domain::OperatorId>,
+    ) -> coupond_store::StoreResult<coupond_store::ApiKey> {
+        crate::admin::set_api_key_operator(&self.db, id, operator).await
+    }
+    async fn insert_console_session(
+        &self,
+        id: &[u8; 32],
+        s: &coupond_store::ConsoleSession,
+    ) -> coupond_store::StoreResult<()> {
+        crate::admin::insert_console_session(&self.db, id, s).await
+    }
+    async fn console_session(
+        &self,
+        id: &[u8; 32],
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<Option<coupond_store::ConsoleSession>> {
+        crate::admin::console_session(&self.db, id, now).await
+    }
+    async fn end_console_session(&self, id: &[u8; 32]) -> coupond_store::StoreResult<()> {
+        crate::admin::end_console_session(&self.db, id).await
+    }
+    fn inspect(&self) -> &dyn coupond_store::InspectStore {
+        self
+    }
 }

@@ -6,6 +6,7 @@ use coupond_domain::MerchantId;
 use coupond_store::audit::{self, AuditEntry, AuditQuery};
 use coupond_store::{StoreError, StoreResult};
 
+use crate::backend::{Backend, SqlStore};
 use crate::{sql, Db, Exec, Row};
 
 /// Inserts the changes pending in this task ([`audit::take_pending`]) through `tx`, the
@@ -86,20 +87,12 @@ fn entry_row(r: &Row) -> StoreResult<AuditEntry> {
     })
 }
 
-/// Implements [`AuditStore`](coupond_store::AuditStore) for a backend type that is a [`Db`].
-#[macro_export]
-macro_rules! impl_audit_store {
-    ($t:ty) => {
-        #[$crate::async_trait]
-        impl $crate::reexport::store::AuditStore for $t {
-            async fn audit_entries(
-                &self,
-                q: &$crate::reexport::store::audit::AuditQuery,
-            ) -> $crate::reexport::store::StoreResult<
-                Vec<$crate::reexport::store::audit::AuditEntry>,
-            > {
-                $crate::audit::audit_entries(self, q).await
-            }
-        }
-    };
+#[async_trait::async_trait]
+impl<B: Backend> coupond_store::AuditStore for SqlStore<B> {
+    async fn audit_entries(
+        &self,
+        q: &coupond_store::audit::AuditQuery,
+    ) -> coupond_store::StoreResult<Vec<coupond_store::audit::AuditEntry>> {
+        crate::audit::audit_entries(&self.db, q).await
+    }
 }

@@ -1,4 +1,4 @@
-//! [`AuditRunStore`](coupond_store::AuditRunStore) on every backend ([`impl_audit_run_store!`]):
+//! [`AuditRunStore`](coupond_store::AuditRunStore) on every backend:
 //! the self-audit's runs, queued (a scheduled one once per slot), started by the lease holder
 //! (a conditional update takes each, so of two instances one starts it), finished with their findings and,
 //! when they found anything, an `audit.failed` event in the same transaction.
@@ -8,6 +8,7 @@ use coupond_store::audit_runs::{AuditRun, AuditTrigger, Finding, RunEnd};
 use coupond_store::events::{self, kind};
 use coupond_store::{StoreError, StoreResult};
 
+use crate::backend::{Backend, SqlStore};
 use crate::scheduling::emit;
 use crate::{sql, Db, Row, Work};
 
@@ -163,50 +164,39 @@ fn run(r: &Row) -> StoreResult<AuditRun> {
     })
 }
 
-/// Implements `AuditRunStore` for a backend type that is a [`Db`].
-#[macro_export]
-macro_rules! impl_audit_run_store {
-    ($t:ty) => {
-        #[$crate::async_trait]
-        impl $crate::reexport::store::AuditRunStore for $t {
-            async fn queue_audit_run(
-                &self,
-                trigger: $crate::reexport::store::AuditTrigger,
-                slot: Option<$crate::reexport::domain::Timestamp>,
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<Option<$crate::reexport::store::AuditRun>>
-            {
-                $crate::audit_runs::queue_audit_run(self, trigger, slot, now).await
-            }
-            async fn start_audit_run(
-                &self,
-                stale_before: $crate::reexport::domain::Timestamp,
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<Option<$crate::reexport::store::AuditRun>>
-            {
-                $crate::audit_runs::start_audit_run(self, stale_before, now).await
-            }
-            async fn finish_audit_run(
-                &self,
-                id: i64,
-                end: $crate::reexport::store::RunEnd<'_>,
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::store::AuditRun> {
-                $crate::audit_runs::finish_audit_run(self, id, end, now).await
-            }
-            async fn audit_runs(
-                &self,
-                before: Option<i64>,
-                limit: u32,
-            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::store::AuditRun>> {
-                $crate::audit_runs::audit_runs(self, before, limit).await
-            }
-            async fn last_audit_run(
-                &self,
-            ) -> $crate::reexport::store::StoreResult<Option<$crate::reexport::store::AuditRun>>
-            {
-                $crate::audit_runs::last_audit_run(self).await
-            }
-        }
-    };
+#[async_trait::async_trait]
+impl<B: Backend> coupond_store::AuditRunStore for SqlStore<B> {
+    async fn queue_audit_run(
+        &self,
+        trigger: coupond_store::AuditTrigger,
+        slot: Option<coupond_domain::Timestamp>,
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<Option<coupond_store::AuditRun>> {
+        crate::audit_runs::queue_audit_run(&self.db, trigger, slot, now).await
+    }
+    async fn start_audit_run(
+        &self,
+        stale_before: coupond_domain::Timestamp,
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<Option<coupond_store::AuditRun>> {
+        crate::audit_runs::start_audit_run(&self.db, stale_before, now).await
+    }
+    async fn finish_audit_run(
+        &self,
+        id: i64,
+        end: coupond_store::RunEnd<'_>,
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<coupond_store::AuditRun> {
+        crate::audit_runs::finish_audit_run(&self.db, id, end, now).await
+    }
+    async fn audit_runs(
+        &self,
+        before: Option<i64>,
+        limit: u32,
+    ) -> coupond_store::StoreResult<Vec<coupond_store::AuditRun>> {
+        crate::audit_runs::audit_runs(&self.db, before, limit).await
+    }
+    async fn last_audit_run(&self) -> coupond_store::StoreResult<Option<coupond_store::AuditRun>> {
+        crate::audit_runs::last_audit_run(&self.db).await
+    }
 }

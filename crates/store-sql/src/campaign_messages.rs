@@ -1,5 +1,4 @@
-//! [`CampaignMessageStore`](coupond_store::CampaignMessageStore) on every backend
-//! ([`impl_campaign_message_store!`]): operators' campaign messages, capped per owner per local
+//! [`CampaignMessageStore`](coupond_store::CampaignMessageStore) on every backend: operators' campaign messages, capped per owner per local
 //! day, and their recipients paged by user id (holders through `coupons_by_template
 //! (template_id, user_id)`, a segment through `user_tags`), the last one the cursor.
 
@@ -10,6 +9,7 @@ use coupond_store::campaign_messages::{
 };
 use coupond_store::{Conflict, Page, StoreError, StoreResult};
 
+use crate::backend::{Backend, SqlStore};
 use crate::{sql, Db, Query, Row, Work};
 
 const COLS: &str = "id, template_id, owner, actor, title, message, segment, next_after, \
@@ -212,65 +212,49 @@ fn message_row(r: &Row) -> StoreResult<CampaignMessage> {
     })
 }
 
-/// Implements `CampaignMessageStore` for a backend type that is a [`Db`].
-#[macro_export]
-macro_rules! impl_campaign_message_store {
-    ($t:ty) => {
-        #[$crate::async_trait]
-        impl $crate::reexport::store::CampaignMessageStore for $t {
-            async fn insert_campaign_message(
-                &self,
-                new: &$crate::reexport::store::campaign_messages::NewCampaignMessage<'_>,
-                since: $crate::reexport::domain::Timestamp,
-                max: u32,
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<
-                $crate::reexport::store::campaign_messages::CampaignMessage,
-            > {
-                $crate::campaign_messages::insert(self, new, since, max, now).await
-            }
-            async fn campaign_message(
-                &self,
-                id: i64,
-            ) -> $crate::reexport::store::StoreResult<
-                $crate::reexport::store::campaign_messages::CampaignMessage,
-            > {
-                $crate::campaign_messages::one(self, id).await
-            }
-            async fn template_campaign_messages(
-                &self,
-                template: $crate::reexport::domain::TemplateId,
-                sender: Option<i64>,
-                page: $crate::reexport::store::Page,
-            ) -> $crate::reexport::store::StoreResult<
-                Vec<$crate::reexport::store::campaign_messages::CampaignMessage>,
-            > {
-                $crate::campaign_messages::of_template(self, template, sender, page).await
-            }
-            async fn next_campaign_message(
-                &self,
-            ) -> $crate::reexport::store::StoreResult<
-                Option<$crate::reexport::store::campaign_messages::CampaignMessage>,
-            > {
-                $crate::campaign_messages::next(self).await
-            }
-            async fn campaign_recipients(
-                &self,
-                m: &$crate::reexport::store::campaign_messages::CampaignMessage,
-                now: $crate::reexport::domain::Timestamp,
-                limit: u32,
-            ) -> $crate::reexport::store::StoreResult<
-                $crate::reexport::store::campaign_messages::Recipients,
-            > {
-                $crate::campaign_messages::recipients(self, m, now, limit).await
-            }
-            async fn send_campaign_page(
-                &self,
-                page: &$crate::reexport::store::campaign_messages::CampaignPage<'_>,
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<()> {
-                $crate::campaign_messages::send_page(self, page, now).await
-            }
-        }
-    };
+#[async_trait::async_trait]
+impl<B: Backend> coupond_store::CampaignMessageStore for SqlStore<B> {
+    async fn insert_campaign_message(
+        &self,
+        new: &coupond_store::campaign_messages::NewCampaignMessage<'_>,
+        since: coupond_domain::Timestamp,
+        max: u32,
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<coupond_store::campaign_messages::CampaignMessage> {
+        crate::campaign_messages::insert(&self.db, new, since, max, now).await
+    }
+    async fn campaign_message(
+        &self,
+        id: i64,
+    ) -> coupond_store::StoreResult<coupond_store::campaign_messages::CampaignMessage> {
+        crate::campaign_messages::one(&self.db, id).await
+    }
+    async fn template_campaign_messages(
+        &self,
+        template: coupond_domain::TemplateId,
+        sender: Option<i64>,
+        page: coupond_store::Page,
+    ) -> coupond_store::StoreResult<Vec<coupond_store::campaign_messages::CampaignMessage>> {
+        crate::campaign_messages::of_template(&self.db, template, sender, page).await
+    }
+    async fn next_campaign_message(
+        &self,
+    ) -> coupond_store::StoreResult<Option<coupond_store::campaign_messages::CampaignMessage>> {
+        crate::campaign_messages::next(&self.db).await
+    }
+    async fn campaign_recipients(
+        &self,
+        m: &coupond_store::campaign_messages::CampaignMessage,
+        now: coupond_domain::Timestamp,
+        limit: u32,
+    ) -> coupond_store::StoreResult<coupond_store::campaign_messages::Recipients> {
+        crate::campaign_messages::recipients(&self.db, m, now, limit).await
+    }
+    async fn send_campaign_page(
+        &self,
+        page: &coupond_store::campaign_messages::CampaignPage<'_>,
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<()> {
+        crate::campaign_messages::send_page(&self.db, page, now).await
+    }
 }

@@ -20,6 +20,7 @@ pub use templates::{
     review_template, template, update_template,
 };
 
+use crate::backend::{Backend, SqlStore};
 use crate::{missing_or_conflict, sql, Db, Dialect, Exec, Json, Query, Row, Work};
 
 /// An activity's columns (its cities are read from `spec`), as [`activity_row`] reads them.
@@ -324,178 +325,156 @@ pub fn push_activity_status(
     }
 }
 
-/// Implements [`CampaignStore`](coupond_store::CampaignStore) for a backend type that is a
-/// [`Db`], with the statements above.
-#[macro_export]
-macro_rules! impl_campaign_store {
-    ($t:ty) => {
-        #[$crate::async_trait]
-        impl $crate::reexport::store::CampaignStore for $t {
-            async fn insert_activity(
-                &self,
-                spec: &$crate::reexport::domain::ActivitySpec,
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::domain::Activity> {
-                $crate::campaigns::insert_activity(self, spec, now).await
-            }
-            async fn activity(
-                &self,
-                id: $crate::reexport::domain::ActivityId,
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::domain::Activity> {
-                $crate::campaigns::activity(self, id).await
-            }
-            async fn list_activities(
-                &self,
-                q: &$crate::reexport::store::ActivityQuery,
-            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::domain::Activity>> {
-                $crate::campaigns::list_activities(self, q).await
-            }
-            async fn count_activities(
-                &self,
-                q: &$crate::reexport::store::ActivityQuery,
-            ) -> $crate::reexport::store::StoreResult<i64> {
-                $crate::campaigns::count_activities(self, q).await
-            }
-            async fn update_activity(
-                &self,
-                id: $crate::reexport::domain::ActivityId,
-                version: i64,
-                enrollment_seq: i64,
-                spec: &$crate::reexport::domain::ActivitySpec,
-                following: &[(
-                    $crate::reexport::domain::TemplateId,
-                    $crate::reexport::domain::TemplateSpec,
-                )],
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::domain::Activity> {
-                $crate::campaigns::update_activity(
-                    self,
-                    id,
-                    version,
-                    enrollment_seq,
-                    spec,
-                    following,
-                    now,
-                )
-                .await
-            }
-            async fn abort_activity(
-                &self,
-                id: $crate::reexport::domain::ActivityId,
-                version: i64,
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::domain::Activity> {
-                $crate::campaigns::abort_activity(self, id, version, now).await
-            }
-            async fn insert_template(
-                &self,
-                t: &$crate::reexport::store::NewTemplate<'_>,
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::domain::Template> {
-                $crate::campaigns::insert_template(self, t, now).await
-            }
-            async fn template(
-                &self,
-                id: $crate::reexport::domain::TemplateId,
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::domain::Template> {
-                $crate::campaigns::template(self, id).await
-            }
-            async fn list_templates(
-                &self,
-                q: &$crate::reexport::store::TemplateQuery,
-            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::domain::Template>> {
-                $crate::campaigns::list_templates(self, q).await
-            }
-            async fn activity_templates(
-                &self,
-                id: $crate::reexport::domain::ActivityId,
-            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::domain::Template>> {
-                $crate::campaigns::activity_templates(self, id).await
-            }
-            async fn update_template(
-                &self,
-                id: $crate::reexport::domain::TemplateId,
-                version: i64,
-                activity_version: Option<i64>,
-                spec: &$crate::reexport::domain::TemplateSpec,
-                edit: Option<$crate::reexport::store::TemplateEdit<'_>>,
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::domain::Template> {
-                $crate::campaigns::update_template(
-                    self,
-                    id,
-                    version,
-                    activity_version,
-                    spec,
-                    edit,
-                    now,
-                )
-                .await
-            }
-            async fn publish_template(
-                &self,
-                id: $crate::reexport::domain::TemplateId,
-                version: i64,
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::domain::Template> {
-                $crate::campaigns::publish_template(self, id, version, now).await
-            }
-            async fn abort_template(
-                &self,
-                id: $crate::reexport::domain::TemplateId,
-                version: i64,
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::domain::Template> {
-                $crate::campaigns::abort_template(self, id, version, now).await
-            }
-            async fn review_template(
-                &self,
-                id: $crate::reexport::domain::TemplateId,
-                version: i64,
-                review: &$crate::reexport::domain::Review,
-                actor: &$crate::reexport::domain::Actor,
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::domain::Template> {
-                $crate::campaigns::review_template(self, id, version, review, actor, now).await
-            }
-            async fn set_template_pause(
-                &self,
-                id: $crate::reexport::domain::TemplateId,
-                version: i64,
-                pause: Option<&$crate::reexport::domain::Pause>,
-                actor: &$crate::reexport::domain::Actor,
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::domain::Template> {
-                $crate::campaigns::steering::set_template_pause(
-                    self, id, version, pause, actor, now,
-                )
-                .await
-            }
-            async fn set_activity_pause(
-                &self,
-                id: $crate::reexport::domain::ActivityId,
-                version: i64,
-                pause: Option<&$crate::reexport::domain::Pause>,
-                actor: &$crate::reexport::domain::Actor,
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::domain::Activity> {
-                $crate::campaigns::steering::set_activity_pause(
-                    self, id, version, pause, actor, now,
-                )
-                .await
-            }
-            async fn stop_template(
-                &self,
-                id: $crate::reexport::domain::TemplateId,
-                version: i64,
-                spec: &$crate::reexport::domain::TemplateSpec,
-                edit: $crate::reexport::store::TemplateEdit<'_>,
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::domain::Template> {
-                $crate::campaigns::steering::stop_template(self, id, version, spec, edit, now).await
-            }
-        }
-    };
+#[async_trait::async_trait]
+impl<B: Backend> coupond_store::CampaignStore for SqlStore<B> {
+    async fn insert_activity(
+        &self,
+        spec: &coupond_domain::ActivitySpec,
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<coupond_domain::Activity> {
+        crate::campaigns::insert_activity(&self.db, spec, now).await
+    }
+    async fn activity(
+        &self,
+        id: coupond_domain::ActivityId,
+    ) -> coupond_store::StoreResult<coupond_domain::Activity> {
+        crate::campaigns::activity(&self.db, id).await
+    }
+    async fn list_activities(
+        &self,
+        q: &coupond_store::ActivityQuery,
+    ) -> coupond_store::StoreResult<Vec<coupond_domain::Activity>> {
+        crate::campaigns::list_activities(&self.db, q).await
+    }
+    async fn count_activities(
+        &self,
+        q: &coupond_store::ActivityQuery,
+    ) -> coupond_store::StoreResult<i64> {
+        crate::campaigns::count_activities(&self.db, q).await
+    }
+    async fn update_activity(
+        &self,
+        id: coupond_domain::ActivityId,
+        version: i64,
+        enrollment_seq: i64,
+        spec: &coupond_domain::ActivitySpec,
+        following: &[(coupond_domain::TemplateId, coupond_domain::TemplateSpec)],
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<coupond_domain::Activity> {
+        crate::campaigns::update_activity(
+            &self.db,
+            id,
+            version,
+            enrollment_seq,
+            spec,
+            following,
+            now,
+        )
+        .await
+    }
+    async fn abort_activity(
+        &self,
+        id: coupond_domain::ActivityId,
+        version: i64,
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<coupond_domain::Activity> {
+        crate::campaigns::abort_activity(&self.db, id, version, now).await
+    }
+    async fn insert_template(
+        &self,
+        t: &coupond_store::NewTemplate<'_>,
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<coupond_domain::Template> {
+        crate::campaigns::insert_template(&self.db, t, now).await
+    }
+    async fn template(
+        &self,
+        id: coupond_domain::TemplateId,
+    ) -> coupond_store::StoreResult<coupond_domain::Template> {
+        crate::campaigns::template(&self.db, id).await
+    }
+    async fn list_templates(
+        &self,
+        q: &coupond_store::TemplateQuery,
+    ) -> coupond_store::StoreResult<Vec<coupond_domain::Template>> {
+        crate::campaigns::list_templates(&self.db, q).await
+    }
+    async fn activity_templates(
+        &self,
+        id: coupond_domain::ActivityId,
+    ) -> coupond_store::StoreResult<Vec<coupond_domain::Template>> {
+        crate::campaigns::activity_templates(&self.db, id).await
+    }
+    async fn update_template(
+        &self,
+        id: coupond_domain::TemplateId,
+        version: i64,
+        activity_version: Option<i64>,
+        spec: &coupond_domain::TemplateSpec,
+        edit: Option<coupond_store::TemplateEdit<'_>>,
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<coupond_domain::Template> {
+        crate::campaigns::update_template(&self.db, id, version, activity_version, spec, edit, now)
+            .await
+    }
+    async fn publish_template(
+        &self,
+        id: coupond_domain::TemplateId,
+        version: i64,
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<coupond_domain::Template> {
+        crate::campaigns::publish_template(&self.db, id, version, now).await
+    }
+    async fn abort_template(
+        &self,
+        id: coupond_domain::TemplateId,
+        version: i64,
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<coupond_domain::Template> {
+        crate::campaigns::abort_template(&self.db, id, version, now).await
+    }
+    async fn review_template(
+        &self,
+        id: coupond_domain::TemplateId,
+        version: i64,
+        review: &coupond_domain::Review,
+        actor: &coupond_domain::Actor,
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<coupond_domain::Template> {
+        crate::campaigns::review_template(&self.db, id, version, review, actor, now).await
+    }
+    async fn set_template_pause(
+        &self,
+        id: coupond_domain::TemplateId,
+        version: i64,
+        pause: Option<&coupond_domain::Pause>,
+        actor: &coupond_domain::Actor,
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<coupond_domain::Template> {
+        crate::campaigns::steering::set_template_pause(&self.db, id, version, pause, actor, now)
+            .await
+    }
+    async fn set_activity_pause(
+        &self,
+        id: coupond_domain::ActivityId,
+        version: i64,
+        pause: Option<&coupond_domain::Pause>,
+        actor: &coupond_domain::Actor,
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<coupond_domain::Activity> {
+        crate::campaigns::steering::set_activity_pause(&self.db, id, version, pause, actor, now)
+            .await
+    }
+    async fn stop_template(
+        &self,
+        id: coupond_domain::TemplateId,
+        version: i64,
+        spec: &coupond_domain::TemplateSpec,
+        edit: coupond_store::TemplateEdit<'_>,
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<coupond_domain::Template> {
+        crate::campaigns::steering::stop_template(&self.db, id, version, spec, edit, now).await
+    }
 }
 
 #[cfg(test)]

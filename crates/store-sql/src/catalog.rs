@@ -11,6 +11,7 @@ use coupond_domain::{
 };
 use coupond_store::{codec, Conflict, MerchantQuery, StoreError, StoreResult};
 
+use crate::backend::{Backend, SqlStore};
 use crate::{missing_or_conflict, sql, Db, Exec, Query, Row, Work};
 
 mod search;
@@ -411,103 +412,91 @@ pub(crate) fn template_row(r: &Row) -> StoreResult<Template> {
     })
 }
 
-/// Implements [`CatalogStore`](coupond_store::CatalogStore) for a backend type that is a
-/// [`Db`], with the statements above.
-#[macro_export]
-macro_rules! impl_catalog_store {
-    ($t:ty) => {
-        #[$crate::async_trait]
-        impl $crate::reexport::store::CatalogStore for $t {
-            async fn insert_merchant(
-                &self,
-                m: &$crate::reexport::domain::MerchantDraft,
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::domain::Merchant> {
-                $crate::catalog::insert_merchant(self, m, now).await
-            }
-            async fn merchant(
-                &self,
-                id: $crate::reexport::domain::MerchantId,
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::domain::Merchant> {
-                $crate::catalog::merchant(self, id).await
-            }
-            async fn list_merchants(
-                &self,
-                q: &$crate::reexport::store::MerchantQuery,
-            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::domain::Merchant>> {
-                $crate::catalog::list_merchants(self, q).await
-            }
-            async fn update_merchant(
-                &self,
-                id: $crate::reexport::domain::MerchantId,
-                was: &$crate::reexport::domain::MerchantDraft,
-                m: &$crate::reexport::domain::MerchantDraft,
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::domain::Merchant> {
-                $crate::catalog::update_merchant(self, id, was, m).await
-            }
-            async fn insert_listing(
-                &self,
-                merchant: $crate::reexport::domain::MerchantId,
-                l: &$crate::reexport::domain::ListingDraft,
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::domain::Listing> {
-                $crate::catalog::insert_listing(self, merchant, l, now).await
-            }
-            async fn listing(
-                &self,
-                id: $crate::reexport::domain::ListingId,
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::domain::Listing> {
-                $crate::catalog::listing(self, id).await
-            }
-            async fn update_listing(
-                &self,
-                id: $crate::reexport::domain::ListingId,
-                l: &$crate::reexport::domain::ListingDraft,
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::domain::Listing> {
-                $crate::catalog::update_listing(self, id, l, now).await
-            }
-            async fn list_listings(
-                &self,
-                q: &$crate::reexport::store::ListingQuery,
-            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::domain::Listing>> {
-                $crate::catalog::list_listings(self, q).await
-            }
-            async fn live_templates(
-                &self,
-                listings: &[$crate::reexport::domain::ListingId],
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<
-                Vec<(
-                    $crate::reexport::domain::ListingId,
-                    $crate::reexport::domain::Template,
-                )>,
-            > {
-                $crate::catalog::live_templates(self, listings, now).await
-            }
-            async fn listing_bindings(
-                &self,
-                listing: $crate::reexport::domain::ListingId,
-            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::domain::TemplateId>>
-            {
-                $crate::catalog::listing_bindings(self, listing).await
-            }
-            async fn bind(
-                &self,
-                listing: $crate::reexport::domain::ListingId,
-                template: $crate::reexport::domain::TemplateId,
-                max: u32,
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<bool> {
-                $crate::catalog::bind(self, listing, template, max, now).await
-            }
-            async fn unbind(
-                &self,
-                listing: $crate::reexport::domain::ListingId,
-                template: $crate::reexport::domain::TemplateId,
-            ) -> $crate::reexport::store::StoreResult<bool> {
-                $crate::catalog::unbind(self, listing, template).await
-            }
-        }
-    };
+#[async_trait::async_trait]
+impl<B: Backend> coupond_store::CatalogStore for SqlStore<B> {
+    async fn insert_merchant(
+        &self,
+        m: &coupond_domain::MerchantDraft,
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<coupond_domain::Merchant> {
+        crate::catalog::insert_merchant(&self.db, m, now).await
+    }
+    async fn merchant(
+        &self,
+        id: coupond_domain::MerchantId,
+    ) -> coupond_store::StoreResult<coupond_domain::Merchant> {
+        crate::catalog::merchant(&self.db, id).await
+    }
+    async fn list_merchants(
+        &self,
+        q: &coupond_store::MerchantQuery,
+    ) -> coupond_store::StoreResult<Vec<coupond_domain::Merchant>> {
+        crate::catalog::list_merchants(&self.db, q).await
+    }
+    async fn update_merchant(
+        &self,
+        id: coupond_domain::MerchantId,
+        was: &coupond_domain::MerchantDraft,
+        m: &coupond_domain::MerchantDraft,
+    ) -> coupond_store::StoreResult<coupond_domain::Merchant> {
+        crate::catalog::update_merchant(&self.db, id, was, m).await
+    }
+    async fn insert_listing(
+        &self,
+        merchant: coupond_domain::MerchantId,
+        l: &coupond_domain::ListingDraft,
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<coupond_domain::Listing> {
+        crate::catalog::insert_listing(&self.db, merchant, l, now).await
+    }
+    async fn listing(
+        &self,
+        id: coupond_domain::ListingId,
+    ) -> coupond_store::StoreResult<coupond_domain::Listing> {
+        crate::catalog::listing(&self.db, id).await
+    }
+    async fn update_listing(
+        &self,
+        id: coupond_domain::ListingId,
+        l: &coupond_domain::ListingDraft,
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<coupond_domain::Listing> {
+        crate::catalog::update_listing(&self.db, id, l, now).await
+    }
+    async fn list_listings(
+        &self,
+        q: &coupond_store::ListingQuery,
+    ) -> coupond_store::StoreResult<Vec<coupond_domain::Listing>> {
+        crate::catalog::list_listings(&self.db, q).await
+    }
+    async fn live_templates(
+        &self,
+        listings: &[coupond_domain::ListingId],
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<Vec<(coupond_domain::ListingId, coupond_domain::Template)>>
+    {
+        crate::catalog::live_templates(&self.db, listings, now).await
+    }
+    async fn listing_bindings(
+        &self,
+        listing: coupond_domain::ListingId,
+    ) -> coupond_store::StoreResult<Vec<coupond_domain::TemplateId>> {
+        crate::catalog::listing_bindings(&self.db, listing).await
+    }
+    async fn bind(
+        &self,
+        listing: coupond_domain::ListingId,
+        template: coupond_domain::TemplateId,
+        max: u32,
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<bool> {
+        crate::catalog::bind(&self.db, listing, template, max, now).await
+    }
+    async fn unbind(
+        &self,
+        listing: coupond_domain::ListingId,
+        template: coupond_domain::TemplateId,
+    ) -> coupond_store::StoreResult<bool> {
+        crate::catalog::unbind(&self.db, listing, template).await
+    }
 }

@@ -1,9 +1,10 @@
-//! [`CityStore`](coupond_store::CityStore) on every backend ([`impl_city_store!`]): the
+//! [`CityStore`](coupond_store::CityStore) on every backend: the
 //! platform's names for its cities.
 
 use coupond_domain::{City, CityId, Timestamp};
 use coupond_store::{StoreError, StoreResult};
 
+use crate::backend::{Backend, SqlStore};
 use crate::{sql, Db, Row, Work};
 
 /// Names city `id`: inserted if new, then its name set, in one transaction (two platform
@@ -44,27 +45,21 @@ fn city(r: &Row) -> StoreResult<City> {
     })
 }
 
-/// Implements `CityStore` for a backend type that is a [`Db`].
-#[macro_export]
-macro_rules! impl_city_store {
-    ($t:ty) => {
-        #[$crate::async_trait]
-        impl $crate::reexport::store::CityStore for $t {
-            async fn put_city(
-                &self,
-                id: $crate::reexport::domain::CityId,
-                name: &str,
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::domain::City> {
-                $crate::cities::put_city(self, id, name, now).await
-            }
-            async fn cities(
-                &self,
-                after: Option<$crate::reexport::domain::CityId>,
-                limit: u32,
-            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::domain::City>> {
-                $crate::cities::cities(self, after, limit).await
-            }
-        }
-    };
+#[async_trait::async_trait]
+impl<B: Backend> coupond_store::CityStore for SqlStore<B> {
+    async fn put_city(
+        &self,
+        id: coupond_domain::CityId,
+        name: &str,
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<coupond_domain::City> {
+        crate::cities::put_city(&self.db, id, name, now).await
+    }
+    async fn cities(
+        &self,
+        after: Option<coupond_domain::CityId>,
+        limit: u32,
+    ) -> coupond_store::StoreResult<Vec<coupond_domain::City>> {
+        crate::cities::cities(&self.db, after, limit).await
+    }
 }

@@ -6,6 +6,7 @@
 use coupond_domain::{CodeBatchSpec, CouponId, SharedCode, TemplateId, Timestamp, UserId};
 use coupond_store::{CodeBatch, OpenJob, Page, PromoCode, StoreError, StoreResult};
 
+use crate::backend::{Backend, SqlStore};
 use crate::{sql, Db, Row, Work};
 
 /// Codes inserted per statement.
@@ -229,77 +230,64 @@ fn promo_code_row(r: &Row) -> StoreResult<PromoCode> {
     })
 }
 
-/// Implements [`CodeStore`](coupond_store::CodeStore) for a backend type that is a [`Db`],
-/// with the statements above.
-#[macro_export]
-macro_rules! impl_code_store {
-    ($t:ty) => {
-        #[$crate::async_trait]
-        impl $crate::reexport::store::CodeStore for $t {
-            async fn set_shared_code(
-                &self,
-                template: $crate::reexport::domain::TemplateId,
-                code: Option<&$crate::reexport::domain::SharedCode>,
-            ) -> $crate::reexport::store::StoreResult<()> {
-                $crate::codes::set_shared_code(self, template, code).await
-            }
-            async fn shared_code(
-                &self,
-                template: $crate::reexport::domain::TemplateId,
-            ) -> $crate::reexport::store::StoreResult<Option<String>> {
-                $crate::codes::shared_code(self, template).await
-            }
-            async fn promo_code(
-                &self,
-                code: &str,
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::store::PromoCode> {
-                $crate::codes::promo_code(self, code).await
-            }
-            async fn insert_code_batch(
-                &self,
-                template: $crate::reexport::domain::TemplateId,
-                spec: &$crate::reexport::domain::CodeBatchSpec,
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::store::CodeBatch> {
-                $crate::codes::insert_code_batch(self, template, spec, now).await
-            }
-            async fn code_batch(
-                &self,
-                id: i64,
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::store::CodeBatch> {
-                $crate::codes::code_batch(self, id).await
-            }
-            async fn template_code_batches(
-                &self,
-                template: $crate::reexport::domain::TemplateId,
-                page: $crate::reexport::store::Page,
-            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::store::CodeBatch>> {
-                $crate::codes::template_code_batches(self, template, page).await
-            }
-            async fn unfinished_code_batches(
-                &self,
-            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::store::OpenJob>> {
-                $crate::codes::unfinished_code_batches(self).await
-            }
-            async fn queued_codes(&self, owner: i64) -> $crate::reexport::store::StoreResult<i64> {
-                $crate::codes::queued_codes(self, owner).await
-            }
-            async fn add_codes(
-                &self,
-                batch: i64,
-                codes: &[String],
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::store::CodeBatch> {
-                $crate::codes::add_codes(self, batch, codes, now).await
-            }
-            async fn batch_codes(
-                &self,
-                batch: i64,
-                after: Option<&str>,
-                limit: u32,
-            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::store::PromoCode>> {
-                $crate::codes::batch_codes(self, batch, after, limit).await
-            }
-        }
-    };
+#[async_trait::async_trait]
+impl<B: Backend> coupond_store::CodeStore for SqlStore<B> {
+    async fn set_shared_code(
+        &self,
+        template: coupond_domain::TemplateId,
+        code: Option<&coupond_domain::SharedCode>,
+    ) -> coupond_store::StoreResult<()> {
+        crate::codes::set_shared_code(&self.db, template, code).await
+    }
+    async fn shared_code(
+        &self,
+        template: coupond_domain::TemplateId,
+    ) -> coupond_store::StoreResult<Option<String>> {
+        crate::codes::shared_code(&self.db, template).await
+    }
+    async fn promo_code(&self, code: &str) -> coupond_store::StoreResult<coupond_store::PromoCode> {
+        crate::codes::promo_code(&self.db, code).await
+    }
+    async fn insert_code_batch(
+        &self,
+        template: coupond_domain::TemplateId,
+        spec: &coupond_domain::CodeBatchSpec,
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<coupond_store::CodeBatch> {
+        crate::codes::insert_code_batch(&self.db, template, spec, now).await
+    }
+    async fn code_batch(&self, id: i64) -> coupond_store::StoreResult<coupond_store::CodeBatch> {
+        crate::codes::code_batch(&self.db, id).await
+    }
+    async fn template_code_batches(
+        &self,
+        template: coupond_domain::TemplateId,
+        page: coupond_store::Page,
+    ) -> coupond_store::StoreResult<Vec<coupond_store::CodeBatch>> {
+        crate::codes::template_code_batches(&self.db, template, page).await
+    }
+    async fn unfinished_code_batches(
+        &self,
+    ) -> coupond_store::StoreResult<Vec<coupond_store::OpenJob>> {
+        crate::codes::unfinished_code_batches(&self.db).await
+    }
+    async fn queued_codes(&self, owner: i64) -> coupond_store::StoreResult<i64> {
+        crate::codes::queued_codes(&self.db, owner).await
+    }
+    async fn add_codes(
+        &self,
+        batch: i64,
+        codes: &[String],
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<coupond_store::CodeBatch> {
+        crate::codes::add_codes(&self.db, batch, codes, now).await
+    }
+    async fn batch_codes(
+        &self,
+        batch: i64,
+        after: Option<&str>,
+        limit: u32,
+    ) -> coupond_store::StoreResult<Vec<coupond_store::PromoCode>> {
+        crate::codes::batch_codes(&self.db, batch, after, limit).await
+    }
 }

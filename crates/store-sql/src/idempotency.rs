@@ -11,6 +11,7 @@ use coupond_domain::Timestamp;
 use coupond_store::checkout::{IdempotencyStart, StoredAnswer};
 use coupond_store::{IdempotencyKey, StoreError, StoreResult};
 
+use crate::backend::{Backend, SqlStore};
 use crate::{sql, Db, Row, Work};
 
 /// Starts a request with `key`: new (or taking over an expired or abandoned record), a replay
@@ -120,43 +121,31 @@ pub async fn idempotency_purge(db: &dyn Db, now: Timestamp) -> StoreResult<u64> 
     Ok(purged)
 }
 
-/// Implements [`IdempotencyStore`](coupond_store::IdempotencyStore) for a backend type that is
-/// a [`Db`], with the statements above.
-#[macro_export]
-macro_rules! impl_idempotency_store {
-    ($t:ty) => {
-        #[$crate::async_trait]
-        impl $crate::reexport::store::IdempotencyStore for $t {
-            async fn idempotency_start(
-                &self,
-                key: &$crate::reexport::store::IdempotencyKey,
-                now: $crate::reexport::domain::Timestamp,
-                stale_before: $crate::reexport::domain::Timestamp,
-                expires: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<
-                $crate::reexport::store::checkout::IdempotencyStart,
-            > {
-                $crate::idempotency::idempotency_start(self, key, now, stale_before, expires).await
-            }
-            async fn idempotency_finish(
-                &self,
-                key: &str,
-                answer: &$crate::reexport::store::checkout::StoredAnswer,
-            ) -> $crate::reexport::store::StoreResult<()> {
-                $crate::idempotency::idempotency_finish(self, key, answer).await
-            }
-            async fn idempotency_abandon(
-                &self,
-                key: &str,
-            ) -> $crate::reexport::store::StoreResult<()> {
-                $crate::idempotency::idempotency_abandon(self, key).await
-            }
-            async fn idempotency_purge(
-                &self,
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<u64> {
-                $crate::idempotency::idempotency_purge(self, now).await
-            }
-        }
-    };
+#[async_trait::async_trait]
+impl<B: Backend> coupond_store::IdempotencyStore for SqlStore<B> {
+    async fn idempotency_start(
+        &self,
+        key: &coupond_store::IdempotencyKey,
+        now: coupond_domain::Timestamp,
+        stale_before: coupond_domain::Timestamp,
+        expires: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<coupond_store::checkout::IdempotencyStart> {
+        crate::idempotency::idempotency_start(&self.db, key, now, stale_before, expires).await
+    }
+    async fn idempotency_finish(
+        &self,
+        key: &str,
+        answer: &coupond_store::checkout::StoredAnswer,
+    ) -> coupond_store::StoreResult<()> {
+        crate::idempotency::idempotency_finish(&self.db, key, answer).await
+    }
+    async fn idempotency_abandon(&self, key: &str) -> coupond_store::StoreResult<()> {
+        crate::idempotency::idempotency_abandon(&self.db, key).await
+    }
+    async fn idempotency_purge(
+        &self,
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<u64> {
+        crate::idempotency::idempotency_purge(&self.db, now).await
+    }
 }

@@ -11,6 +11,7 @@ use coupond_domain::{TemplateId, Timestamp, UserId};
 use coupond_store::events::kind;
 use coupond_store::{Message, MessageContent, Reminder, StoreError, StoreResult};
 
+use crate::backend::{Backend, SqlStore};
 use crate::{sql, Db, Dialect, Exec, Row, Work};
 
 /// Reminders inserted per statement (a backend's own planning keeps to it too).
@@ -283,70 +284,61 @@ fn message_row(r: &Row) -> StoreResult<Message> {
     })
 }
 
-/// Implements [`InboxStore`](coupond_store::InboxStore) for a backend type that is a [`Db`],
-/// with the statements above; `plan_reminders = path` names a backend's own planning
-/// (PostgreSQL's, one statement of arrays), called as `path(&self, reminders)`.
-#[macro_export]
-macro_rules! impl_inbox_store {
-    ($t:ty) => {
-        $crate::impl_inbox_store!($t, plan_reminders = $crate::inbox::plan_reminders);
-    };
-    ($t:ty, plan_reminders = $plan:path) => {
-        #[$crate::async_trait]
-        impl $crate::reexport::store::InboxStore for $t {
-            async fn plan_reminders(
-                &self,
-                reminders: &[$crate::reexport::store::Reminder],
-            ) -> $crate::reexport::store::StoreResult<()> {
-                $plan(self, reminders).await
-            }
-            async fn cancel_reminder(
-                &self,
-                user: &$crate::reexport::domain::UserId,
-                template: $crate::reexport::domain::TemplateId,
-                day: i64,
-            ) -> $crate::reexport::store::StoreResult<()> {
-                $crate::inbox::cancel_reminder(self, user, template, day).await
-            }
-            async fn due_reminders(
-                &self,
-                now: $crate::reexport::domain::Timestamp,
-                limit: u32,
-            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::store::Reminder>> {
-                $crate::inbox::due_reminders(self, now, limit).await
-            }
-            async fn send_reminder(
-                &self,
-                r: &$crate::reexport::store::Reminder,
-                content: &$crate::reexport::store::MessageContent,
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<bool> {
-                $crate::inbox::send_reminder(self, r, content, now).await
-            }
-            async fn deliver_messages(
-                &self,
-                content: &$crate::reexport::store::MessageContent,
-                recipients: &[($crate::reexport::domain::UserId, String)],
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<u64> {
-                $crate::inbox::deliver_messages(self, content, recipients, now).await
-            }
-            async fn user_messages(
-                &self,
-                user: &$crate::reexport::domain::UserId,
-                after: Option<(bool, i64)>,
-                limit: u32,
-            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::store::Message>> {
-                $crate::inbox::user_messages(self, user, after, limit).await
-            }
-            async fn mark_read(
-                &self,
-                user: &$crate::reexport::domain::UserId,
-                id: i64,
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::store::Message> {
-                $crate::inbox::mark_read(self, user, id, now).await
-            }
-        }
-    };
+/// Reminders are planned by the backend ([`Backend::plan_reminders`]: PostgreSQL has its own
+/// statement); the rest is written above.
+#[async_trait::async_trait]
+impl<B: Backend> coupond_store::InboxStore for SqlStore<B> {
+    async fn plan_reminders(
+        &self,
+        reminders: &[coupond_store::Reminder],
+    ) -> coupond_store::StoreResult<()> {
+        self.db.plan_reminders(reminders).await
+    }
+    async fn cancel_reminder(
+        &self,
+        user: &coupond_domain::UserId,
+        template: coupond_domain::TemplateId,
+        day: i64,
+    ) -> coupond_store::StoreResult<()> {
+        crate::inbox::cancel_reminder(&self.db, user, template, day).await
+    }
+    async fn due_reminders(
+        &self,
+        now: coupond_domain::Timestamp,
+        limit: u32,
+    ) -> coupond_store::StoreResult<Vec<coupond_store::Reminder>> {
+        crate::inbox::due_reminders(&self.db, now, limit).await
+    }
+    async fn send_reminder(
+        &self,
+        r: &coupond_store::Reminder,
+        content: &coupond_store::MessageContent,
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<bool> {
+        crate::inbox::send_reminder(&self.db, r, content, now).await
+    }
+    async fn deliver_messages(
+        &self,
+        content: &coupond_store::MessageContent,
+        recipients: &[(coupond_domain::UserId, String)],
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<u64> {
+        crate::inbox::deliver_messages(&self.db, content, recipients, now).await
+    }
+    async fn user_messages(
+        &self,
+        user: &coupond_domain::UserId,
+        after: Option<(bool, i64)>,
+        limit: u32,
+    ) -> coupond_store::StoreResult<Vec<coupond_store::Message>> {
+        crate::inbox::user_messages(&self.db, user, after, limit).await
+    }
+    async fn mark_read(
+        &self,
+        user: &coupond_domain::UserId,
+        id: i64,
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<coupond_store::Message> {
+        crate::inbox::mark_read(&self.db, user, id, now).await
+    }
 }

@@ -4,6 +4,7 @@
 use coupond_domain::{CouponId, TemplateId, UserId};
 use coupond_store::{Event, SpecOf, StoreError, StoreResult, TemplateAudit};
 
+use crate::backend::{Backend, SqlStore};
 use crate::{sql, Db, Json, Row};
 
 pub async fn audit_template(db: &dyn Db, template: TemplateId) -> StoreResult<TemplateAudit> {
@@ -104,62 +105,48 @@ pub async fn put_raw_spec(db: &dyn Db, record: SpecOf, json: &str) -> StoreResul
     }
 }
 
-/// Implements [`InspectStore`](coupond_store::InspectStore) for a backend type that is a
-/// [`Db`].
-#[macro_export]
-macro_rules! impl_inspect_store {
-    ($t:ty) => {
-        #[$crate::async_trait]
-        impl $crate::reexport::store::InspectStore for $t {
-            async fn count_coupons(
-                &self,
-                template: $crate::reexport::domain::TemplateId,
-            ) -> $crate::reexport::store::StoreResult<i64> {
-                $crate::inspect::count_coupons(self, template).await
-            }
-            async fn count_coupons_among(
-                &self,
-                template: $crate::reexport::domain::TemplateId,
-                coupons: &[$crate::reexport::domain::CouponId],
-            ) -> $crate::reexport::store::StoreResult<i64> {
-                $crate::inspect::count_coupons_among(self, template, coupons).await
-            }
-            async fn coupon_owners(
-                &self,
-                template: $crate::reexport::domain::TemplateId,
-            ) -> $crate::reexport::store::StoreResult<
-                Vec<(
-                    $crate::reexport::domain::CouponId,
-                    $crate::reexport::domain::UserId,
-                )>,
-            > {
-                $crate::inspect::coupon_owners(self, template).await
-            }
-            async fn audit_template(
-                &self,
-                template: $crate::reexport::domain::TemplateId,
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::store::TemplateAudit> {
-                $crate::inspect::audit_template(self, template).await
-            }
-            async fn outbox_head(
-                &self,
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::store::OutboxPosition> {
-                $crate::Db::outbox_head(self).await
-            }
-            async fn events_after(
-                &self,
-                after: i64,
-                limit: u32,
-            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::store::Event>> {
-                $crate::inspect::events_after(self, after, limit).await
-            }
-            async fn put_raw_spec(
-                &self,
-                record: $crate::reexport::store::SpecOf,
-                json: &str,
-            ) -> $crate::reexport::store::StoreResult<()> {
-                $crate::inspect::put_raw_spec(self, record, json).await
-            }
-        }
-    };
+#[async_trait::async_trait]
+impl<B: Backend> coupond_store::InspectStore for SqlStore<B> {
+    async fn count_coupons(
+        &self,
+        template: coupond_domain::TemplateId,
+    ) -> coupond_store::StoreResult<i64> {
+        crate::inspect::count_coupons(&self.db, template).await
+    }
+    async fn count_coupons_among(
+        &self,
+        template: coupond_domain::TemplateId,
+        coupons: &[coupond_domain::CouponId],
+    ) -> coupond_store::StoreResult<i64> {
+        crate::inspect::count_coupons_among(&self.db, template, coupons).await
+    }
+    async fn coupon_owners(
+        &self,
+        template: coupond_domain::TemplateId,
+    ) -> coupond_store::StoreResult<Vec<(coupond_domain::CouponId, coupond_domain::UserId)>> {
+        crate::inspect::coupon_owners(&self.db, template).await
+    }
+    async fn audit_template(
+        &self,
+        template: coupond_domain::TemplateId,
+    ) -> coupond_store::StoreResult<coupond_store::TemplateAudit> {
+        crate::inspect::audit_template(&self.db, template).await
+    }
+    async fn outbox_head(&self) -> coupond_store::StoreResult<coupond_store::OutboxPosition> {
+        self.db.outbox_head().await
+    }
+    async fn events_after(
+        &self,
+        after: i64,
+        limit: u32,
+    ) -> coupond_store::StoreResult<Vec<coupond_store::Event>> {
+        crate::inspect::events_after(&self.db, after, limit).await
+    }
+    async fn put_raw_spec(
+        &self,
+        record: coupond_store::SpecOf,
+        json: &str,
+    ) -> coupond_store::StoreResult<()> {
+        crate::inspect::put_raw_spec(&self.db, record, json).await
+    }
 }

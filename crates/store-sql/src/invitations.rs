@@ -1,5 +1,5 @@
 //! Merchants' invitations ([`InvitationStore`](coupond_store::InvitationStore)) on every
-//! backend ([`impl_invitation_store!`](crate::impl_invitation_store)) (issue 61 point 8).
+//! backend (issue 61 point 8).
 //!
 //! An invitation and the email carrying its link are written in one transaction, so a
 //! merchant is never told of an invitation whose email was not queued. Accepting one makes
@@ -10,6 +10,7 @@ use coupond_domain::{
 };
 use coupond_store::{Conflict, NewOutbound, StoreError, StoreResult};
 
+use crate::backend::{Backend, SqlStore};
 use crate::messaging::queue_in;
 use crate::operators::insert_operator_in;
 use crate::{sql, Db, Row, Work};
@@ -152,59 +153,49 @@ fn invitation_row(r: &Row) -> StoreResult<Invitation> {
     })
 }
 
-/// Implements [`InvitationStore`](coupond_store::InvitationStore) for a backend type that is
-/// a [`Db`].
-#[macro_export]
-macro_rules! impl_invitation_store {
-    ($t:ty) => {
-        #[$crate::async_trait]
-        impl $crate::reexport::store::InvitationStore for $t {
-            async fn insert_invitation(
-                &self,
-                d: &$crate::reexport::domain::OperatorDraft,
-                token_hash: &[u8; 32],
-                expires_at: $crate::reexport::domain::Timestamp,
-                email: &$crate::reexport::store::NewOutbound,
-                max_pending: u32,
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::domain::Invitation> {
-                $crate::invitations::insert_invitation(
-                    self,
-                    d,
-                    token_hash,
-                    expires_at,
-                    email,
-                    max_pending,
-                    now,
-                )
-                .await
-            }
-            async fn live_invitation(
-                &self,
-                token_hash: &[u8; 32],
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<Option<$crate::reexport::domain::Invitation>>
-            {
-                $crate::invitations::live_invitation(self, token_hash, now).await
-            }
-            async fn accept_invitation(
-                &self,
-                token_hash: &[u8; 32],
-                password_hash: &str,
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<Option<$crate::reexport::domain::Operator>>
-            {
-                $crate::invitations::accept_invitation(self, token_hash, password_hash, now).await
-            }
-            async fn list_invitations(
-                &self,
-                merchant: Option<$crate::reexport::domain::MerchantId>,
-                after: Option<i64>,
-                limit: u32,
-            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::domain::Invitation>>
-            {
-                $crate::invitations::list_invitations(self, merchant, after, limit).await
-            }
-        }
-    };
+#[async_trait::async_trait]
+impl<B: Backend> coupond_store::InvitationStore for SqlStore<B> {
+    async fn insert_invitation(
+        &self,
+        d: &coupond_domain::OperatorDraft,
+        token_hash: &[u8; 32],
+        expires_at: coupond_domain::Timestamp,
+        email: &coupond_store::NewOutbound,
+        max_pending: u32,
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<coupond_domain::Invitation> {
+        crate::invitations::insert_invitation(
+            &self.db,
+            d,
+            token_hash,
+            expires_at,
+            email,
+            max_pending,
+            now,
+        )
+        .await
+    }
+    async fn live_invitation(
+        &self,
+        token_hash: &[u8; 32],
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<Option<coupond_domain::Invitation>> {
+        crate::invitations::live_invitation(&self.db, token_hash, now).await
+    }
+    async fn accept_invitation(
+        &self,
+        token_hash: &[u8; 32],
+        password_hash: &str,
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<Option<coupond_domain::Operator>> {
+        crate::invitations::accept_invitation(&self.db, token_hash, password_hash, now).await
+    }
+    async fn list_invitations(
+        &self,
+        merchant: Option<coupond_domain::MerchantId>,
+        after: Option<i64>,
+        limit: u32,
+    ) -> coupond_store::StoreResult<Vec<coupond_domain::Invitation>> {
+        crate::invitations::list_invitations(&self.db, merchant, after, limit).await
+    }
 }

@@ -1,85 +1,76 @@
-//! The SQL coupond's backends share. Statements are written once, with `$n` placeholders,
-//! over a small [`Dialect`]; a backend runs them through the [`Db`], [`Exec`] and [`Tx`]
-//! traits, so nothing here sees a driver type, and backends keep only what is truly theirs
-//! (connection setup, migrations, the claim path, how a checkout lock claims its order id,
-//! issuance chunks, outbox ordering).
+//! The SQL coupond's backends share. Statements are written once, with `$n` placeholders, over a
+//! small [`Dialect`]; a backend runs them through the [`Db`], [`Exec`] and [`Tx`] traits, so
+//! nothing here sees a driver type, and backends keep only what is truly theirs (connection setup,
+//! migrations, the claim path, how a checkout lock claims its order id, issuance chunks, outbox
+//! ordering).
 //!
 //! - `value`: [`Arg`]s bound to statements, [`Row`]s read back.
 //! - `query`: [`Query`] (a statement and its arguments) and the [`Dialect`] fragments.
 //! - `db`: the traits a backend implements: [`Db`], [`Exec`], [`Tx`].
-//! - `webhooks`: [`WebhookStore`](coupond_store::WebhookStore) ([`impl_webhook_store!`]).
-//! - `campaigns`: [`CampaignStore`](coupond_store::CampaignStore) ([`impl_campaign_store!`]):
-//!   activities and templates.
-//! - `catalog`: [`CatalogStore`](coupond_store::CatalogStore) ([`impl_catalog_store!`]):
-//!   merchants, listings and their template bindings; `catalog::search` the listing search.
-//! - `codes`: [`CodeStore`](coupond_store::CodeStore) ([`impl_code_store!`]): shared codes and
-//!   generated batches.
-//! - `admin`: [`AdminStore`](coupond_store::AdminStore) ([`impl_admin_store!`]).
-//! - `operators`: [`OperatorStore`](coupond_store::OperatorStore)
-//!   ([`impl_operator_store!`]): operator accounts and password resets; disabling an operator
-//!   or setting its password ends its console sessions.
-//! - `invitations`: [`InvitationStore`](coupond_store::InvitationStore)
-//!   ([`impl_invitation_store!`]): merchants' invitations, queued with their email, accepted
-//!   into an operator.
-//! - `audit`: [`AuditStore`](coupond_store::AuditStore) ([`impl_audit_store!`]): the trail's
-//!   read, and [`audit::flush`], which each backend's `Tx::commit` runs to insert the changes
-//!   pending in its task in the same transaction.
-//! - `audit_runs`: [`AuditRunStore`](coupond_store::AuditRunStore)
-//!   ([`impl_audit_run_store!`]): the self-audit's runs and what each found.
+//! - `webhooks`: [`WebhookStore`](coupond_store::WebhookStore).
+//! - `campaigns`: [`CampaignStore`](coupond_store::CampaignStore): activities and templates.
+//! - `catalog`: [`CatalogStore`](coupond_store::CatalogStore): merchants, listings and their
+//!   template bindings; `catalog::search` the listing search.
+//! - `codes`: [`CodeStore`](coupond_store::CodeStore): shared codes and generated batches.
+//! - `admin`: [`AdminStore`](coupond_store::AdminStore).
+//! - `operators`: [`OperatorStore`](coupond_store::OperatorStore): operator accounts and password
+//!   resets; disabling an operator or setting its password ends its console sessions.
+//! - `invitations`: [`InvitationStore`](coupond_store::InvitationStore): merchants' invitations,
+//!   queued with their email, accepted into an operator.
+//! - `audit`: [`AuditStore`](coupond_store::AuditStore): the trail's read, and [`audit::flush`],
+//!   which each backend's `Tx::commit` runs to insert the changes pending in its task in the same
+//!   transaction.
+//! - `audit_runs`: [`AuditRunStore`](coupond_store::AuditRunStore): the self-audit's runs and what
+//!   each found.
 //! - `figures`: the campaign figures per hour and channel (`ReportStore::figures`).
-//! - `reports`: [`ReportStore`](coupond_store::ReportStore) ([`impl_report_store!`]): stats,
-//!   reconciliation and the invariant audit's shared checks.
+//! - `reports`: [`ReportStore`](coupond_store::ReportStore): stats, reconciliation and the
+//!   invariant audit's shared checks.
 //! - `standing`: how templates stand now, counted in the database (part of `ReportStore`).
-//! - `inspect`: [`InspectStore`](coupond_store::InspectStore) ([`impl_inspect_store!`]).
-//! - `scheduling`: [`SchedulerStore`](coupond_store::SchedulerStore)
-//!   ([`impl_scheduler_store!`]): announced transitions, expiry, the next due instant; and
-//!   the outbox consumers' leases and progress, which each backend's
-//!   [`OutboxStore`](coupond_store::OutboxStore) calls (it reads the outbox in its own order).
-//! - `inbox`: [`InboxStore`](coupond_store::InboxStore) ([`impl_inbox_store!`]): reminders and
-//!   messages.
-//! - `messaging`: [`MessagingStore`](coupond_store::MessagingStore)
-//!   ([`impl_messaging_store!`]): contact points and choices, message texts, the delivery log.
-//! - `cities`: [`CityStore`](coupond_store::CityStore) ([`impl_city_store!`]): the
-//!   platform's names for its cities.
-//! - `tags`: [`TagStore`](coupond_store::TagStore) ([`impl_tag_store!`]): user tags and
-//!   segments.
-//! - `campaign_messages`: [`CampaignMessageStore`](coupond_store::CampaignMessageStore)
-//!   ([`impl_campaign_message_store!`]): operators' campaign messages, capped per owner per
-//!   day, and their recipients paged by cursor.
-//! - `seen`: [`SeenStore`](coupond_store::SeenStore) ([`impl_seen_store!`]): users'
-//!   last-seen instants, and the active users of a segment or a list.
-//! - `idempotency`: [`IdempotencyStore`](coupond_store::IdempotencyStore)
-//!   ([`impl_idempotency_store!`]): the records of write routes.
-//! - `issuance`: the bookkeeping of [`IssuanceStore`](coupond_store::IssuanceStore) (jobs,
-//!   their users); each backend implements the trait, running chunks on its own claim path.
-//! - `lifecycle`: [`LifecycleStore`](coupond_store::LifecycleStore)
-//!   ([`impl_lifecycle_store!`]): revoke, refund, template history, deletions.
+//! - `inspect`: [`InspectStore`](coupond_store::InspectStore).
+//! - `scheduling`: [`SchedulerStore`](coupond_store::SchedulerStore): announced transitions,
+//!   expiry, the next due instant; and the outbox consumers' leases and progress, which each
+//!   backend's [`OutboxStore`](coupond_store::OutboxStore) calls (it reads the outbox in its own
+//!   order).
+//! - `inbox`: [`InboxStore`](coupond_store::InboxStore): reminders and messages.
+//! - `messaging`: [`MessagingStore`](coupond_store::MessagingStore): contact points and choices,
+//!   message texts, the delivery log.
+//! - `cities`: [`CityStore`](coupond_store::CityStore): the platform's names for its cities.
+//! - `tags`: [`TagStore`](coupond_store::TagStore): user tags and segments.
+//! - `campaign_messages`: [`CampaignMessageStore`](coupond_store::CampaignMessageStore): operators'
+//!   campaign messages, capped per owner per day, and their recipients paged by cursor.
+//! - `seen`: [`SeenStore`](coupond_store::SeenStore): users' last-seen instants, and the active
+//!   users of a segment or a list.
+//! - `idempotency`: [`IdempotencyStore`](coupond_store::IdempotencyStore): the records of write
+//!   routes.
+//! - `issuance`: the bookkeeping of [`IssuanceStore`](coupond_store::IssuanceStore) (jobs, their
+//!   users); each backend implements the trait, running chunks on its own claim path.
+//! - `lifecycle`: [`LifecycleStore`](coupond_store::LifecycleStore): revoke, refund, template
+//!   history, deletions.
 //! - `checkout`: [`CheckoutStore`](coupond_store::CheckoutStore) but for the lock step's order
-//!   claim: order reads, confirm with its amount verification (`checkout::confirm`), cancel, the lock sweeper, and
-//!   the lock's coupons and reservations; each backend implements the trait with its own
-//!   `lock_order`.
+//!   claim: order reads, confirm with its amount verification (`checkout::confirm`), cancel, the
+//!   lock sweeper, and the lock's coupons and reservations; each backend implements the trait with
+//!   its own `lock_order`.
 //! - `deadlines`: moving a lock's deadline later (part of `CheckoutStore`).
-//! - `plain_orders`: orders paid without a coupon, recorded for the figures' comparison
-//!   (part of `CheckoutStore`).
-//! - `claims`: claim-batch steps in shared statements (refusals given back, earlier answers
-//!   by key or code, single-use codes, multi-row inserts), which MySQL's claim path uses.
+//! - `plain_orders`: orders paid without a coupon, recorded for the figures' comparison (part of
+//!   `CheckoutStore`).
+//! - `claims`: claim-batch steps in shared statements (refusals given back, earlier answers by key
+//!   or code, single-use codes, multi-row inserts), which MySQL's claim path uses.
 //! - `wallet`: the reads of [`ClaimStore`](coupond_store::ClaimStore) (a user's coupons, one
 //!   coupon, its history); each backend implements the trait with its own claim batch.
-//! - `rows`: the row mappers backends share (coupons, their log, orders, issuance jobs,
-//!   templates), also for rows a backend read with its driver.
+//! - `rows`: the row mappers backends share (coupons, their log, orders, issuance jobs, templates),
+//!   also for rows a backend read with its driver.
 //!
-//! - `mixed`: the macros implementing the four traits that mix shared methods with a
-//!   backend's own ([`impl_claim_store!`], [`impl_checkout_store!`], [`impl_outbox_store!`],
-//!   [`impl_issuance_store!`]): the backend passes a block with only its own methods.
-//!
-//! Each area module ends with a macro that implements its storage trait for a backend type
-//! that is a [`Db`] (a trait of `coupond_store` cannot be implemented here for a type of
-//! another crate): `coupond_store_sql::impl_webhook_store!(SqliteStore);`.
+//! - `mixed`: the four traits that mix shared methods with a backend's own (`ClaimStore`,
+//!   `CheckoutStore`, `OutboxStore`, `IssuanceStore`).
+//! - `backend`: [`SqlStore`], the one store type, generic over a [`Backend`] (a [`Db`] and the
+//!   operations a database does its own way). Each area module ends with its trait's implementation
+//!   for `SqlStore<B>`; a backend crate names its store `SqlStore<ItsDb>`.
 #![forbid(unsafe_code)]
 
 pub mod admin;
 pub mod audit;
 pub mod audit_runs;
+mod backend;
 pub mod campaign_messages;
 pub mod campaigns;
 pub mod catalog;
@@ -112,17 +103,7 @@ mod value;
 pub mod wallet;
 pub mod webhooks;
 
+pub use backend::{Backend, SqlStore};
 pub use db::{missing_or_conflict, Db, Exec, Tx, Work};
 pub use query::{sql, Dialect, Query};
 pub use value::{Arg, IntoArg, Json, Row, Value};
-
-#[doc(hidden)]
-pub use async_trait::async_trait;
-
-/// The crates the area macros name, so a backend need not import them.
-#[doc(hidden)]
-pub mod reexport {
-    pub use coupond_domain as domain;
-    pub use coupond_store as store;
-    pub use time;
-}

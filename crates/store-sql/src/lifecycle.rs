@@ -1,5 +1,5 @@
 //! [`LifecycleStore`](coupond_store::LifecycleStore) on every backend: revoke, refund, the
-//! template history, deletions ([`impl_lifecycle_store!`]).
+//! template history, deletions.
 //!
 //! Locks follow checkout's order (DESIGN.md, and `checkout`'s module doc): the order row,
 //! then coupons by id, then templates by id, so a revoke or a refund never waits on a confirm
@@ -15,6 +15,7 @@ use coupond_store::events::{self, kind};
 use coupond_store::lifecycle::{Deleted, Refund, RefundRequest, RefundStep, RevokeStep};
 use coupond_store::{OrderState, StoreError, StoreResult, TemplateChange};
 
+use crate::backend::{Backend, SqlStore};
 use crate::checkout::{log_coupon, order_row, templates_locked, LogEntry};
 use crate::rows::coupon as coupon_row;
 use crate::scheduling::emit;
@@ -386,56 +387,45 @@ pub async fn delete_listing(db: &dyn Db, id: ListingId) -> StoreResult<()> {
     Ok(())
 }
 
-/// Implements `LifecycleStore` for a backend type that is a [`Db`].
-#[macro_export]
-macro_rules! impl_lifecycle_store {
-    ($t:ty) => {
-        #[$crate::async_trait]
-        impl $crate::reexport::store::LifecycleStore for $t {
-            async fn revoke_coupon(
-                &self,
-                id: $crate::reexport::domain::CouponId,
-                reason: &str,
-                actor: &$crate::reexport::domain::Actor,
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::store::lifecycle::RevokeStep>
-            {
-                $crate::lifecycle::revoke_coupon(self, id, reason, actor, now).await
-            }
-            async fn refund_order(
-                &self,
-                req: &$crate::reexport::store::lifecycle::RefundRequest<'_>,
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::store::lifecycle::RefundStep>
-            {
-                $crate::lifecycle::refund_order(self, req).await
-            }
-            async fn order_refunds(
-                &self,
-                order: &$crate::reexport::domain::OrderId,
-            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::store::lifecycle::Refund>>
-            {
-                $crate::lifecycle::order_refunds(self, order).await
-            }
-            async fn template_history(
-                &self,
-                id: $crate::reexport::domain::TemplateId,
-            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::store::TemplateChange>>
-            {
-                $crate::lifecycle::template_history(self, id).await
-            }
-            async fn delete_template(
-                &self,
-                id: $crate::reexport::domain::TemplateId,
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::store::lifecycle::Deleted>
-            {
-                $crate::lifecycle::delete_template(self, id).await
-            }
-            async fn delete_listing(
-                &self,
-                id: $crate::reexport::domain::ListingId,
-            ) -> $crate::reexport::store::StoreResult<()> {
-                $crate::lifecycle::delete_listing(self, id).await
-            }
-        }
-    };
+#[async_trait::async_trait]
+impl<B: Backend> coupond_store::LifecycleStore for SqlStore<B> {
+    async fn revoke_coupon(
+        &self,
+        id: coupond_domain::CouponId,
+        reason: &str,
+        actor: &coupond_domain::Actor,
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<coupond_store::lifecycle::RevokeStep> {
+        crate::lifecycle::revoke_coupon(&self.db, id, reason, actor, now).await
+    }
+    async fn refund_order(
+        &self,
+        req: &coupond_store::lifecycle::RefundRequest<'_>,
+    ) -> coupond_store::StoreResult<coupond_store::lifecycle::RefundStep> {
+        crate::lifecycle::refund_order(&self.db, req).await
+    }
+    async fn order_refunds(
+        &self,
+        order: &coupond_domain::OrderId,
+    ) -> coupond_store::StoreResult<Vec<coupond_store::lifecycle::Refund>> {
+        crate::lifecycle::order_refunds(&self.db, order).await
+    }
+    async fn template_history(
+        &self,
+        id: coupond_domain::TemplateId,
+    ) -> coupond_store::StoreResult<Vec<coupond_store::TemplateChange>> {
+        crate::lifecycle::template_history(&self.db, id).await
+    }
+    async fn delete_template(
+        &self,
+        id: coupond_domain::TemplateId,
+    ) -> coupond_store::StoreResult<coupond_store::lifecycle::Deleted> {
+        crate::lifecycle::delete_template(&self.db, id).await
+    }
+    async fn delete_listing(
+        &self,
+        id: coupond_domain::ListingId,
+    ) -> coupond_store::StoreResult<()> {
+        crate::lifecycle::delete_listing(&self.db, id).await
+    }
 }

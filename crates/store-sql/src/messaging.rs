@@ -1,6 +1,5 @@
-//! [`MessagingStore`](coupond_store::MessagingStore) on every backend
-//! ([`impl_messaging_store!`]): contact points and choices, message texts, and the delivery
-//! log the email and SMS couriers work through.
+//! [`MessagingStore`](coupond_store::MessagingStore) on every backend: contact points and choices,
+//! message texts, and the delivery log the email and SMS couriers work through.
 
 use std::collections::BTreeMap;
 
@@ -13,6 +12,7 @@ use coupond_store::messaging::{
 };
 use coupond_store::{StoreError, StoreResult};
 
+use crate::backend::{Backend, SqlStore};
 use crate::{sql, Db, Dialect, Exec, Row, Work};
 
 /// Rows per statement.
@@ -390,98 +390,90 @@ fn outbound_row(r: &Row) -> StoreResult<Outbound> {
     })
 }
 
-/// Implements `MessagingStore` for a backend type that is a [`Db`].
-#[macro_export]
-macro_rules! impl_messaging_store {
-    ($t:ty) => {
-        #[$crate::async_trait]
-        impl $crate::reexport::store::MessagingStore for $t {
-            async fn put_contact(
-                &self,
-                user: &$crate::reexport::domain::UserId,
-                contact: &$crate::reexport::domain::messaging::Contact,
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::store::ContactRecord> {
-                $crate::messaging::put_contact(self, user, contact, now).await
-            }
-            async fn put_preferences(
-                &self,
-                user: &$crate::reexport::domain::UserId,
-                p: &$crate::reexport::domain::messaging::Preferences,
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::store::ContactRecord> {
-                $crate::messaging::put_preferences(self, user, p, now).await
-            }
-            async fn contact(
-                &self,
-                user: &$crate::reexport::domain::UserId,
-            ) -> $crate::reexport::store::StoreResult<Option<$crate::reexport::store::ContactRecord>> {
-                $crate::messaging::contact(self, user).await
-            }
-            async fn contacts(
-                &self,
-                users: &[$crate::reexport::domain::UserId],
-            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::store::ContactRecord>> {
-                $crate::messaging::contacts(self, users).await
-            }
-            async fn message_texts(
-                &self,
-            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::store::StoredText>> {
-                $crate::messaging::message_texts(self).await
-            }
-            async fn put_message_text(
-                &self,
-                kind: $crate::reexport::domain::messaging::MessageKind,
-                locale: &$crate::reexport::domain::messaging::Locale,
-                text: &$crate::reexport::domain::messaging::MessageText,
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::store::StoredText> {
-                $crate::messaging::put_message_text(self, kind, locale, text, now).await
-            }
-            async fn drop_message_text(
-                &self,
-                kind: $crate::reexport::domain::messaging::MessageKind,
-                locale: &$crate::reexport::domain::messaging::Locale,
-            ) -> $crate::reexport::store::StoreResult<bool> {
-                $crate::messaging::drop_message_text(self, kind, locale).await
-            }
-            async fn queue_outbound(
-                &self,
-                ds: &[$crate::reexport::store::NewOutbound],
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<u64> {
-                $crate::messaging::queue_outbound(self, ds, now).await
-            }
-            async fn due_outbound(
-                &self,
-                channel: $crate::reexport::domain::messaging::Channel,
-                now: $crate::reexport::domain::Timestamp,
-                limit: u32,
-            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::store::Outbound>> {
-                $crate::messaging::due_outbound(self, channel, now, limit).await
-            }
-            async fn claim_outbound(
-                &self,
-                id: i64,
-                now: $crate::reexport::domain::Timestamp,
-                until: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<bool> {
-                $crate::messaging::claim_outbound(self, id, now, until).await
-            }
-            async fn record_outbound(
-                &self,
-                id: i64,
-                step: &$crate::reexport::store::OutboundStep,
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<()> {
-                $crate::messaging::record_outbound(self, id, step, now).await
-            }
-            async fn outbound(
-                &self,
-                q: &$crate::reexport::store::OutboundQuery,
-            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::store::Outbound>> {
-                $crate::messaging::outbound(self, q).await
-            }
-        }
-    };
+#[async_trait::async_trait]
+impl<B: Backend> coupond_store::MessagingStore for SqlStore<B> {
+    async fn put_contact(
+        &self,
+        user: &coupond_domain::UserId,
+        contact: &coupond_domain::messaging::Contact,
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<coupond_store::ContactRecord> {
+        crate::messaging::put_contact(&self.db, user, contact, now).await
+    }
+    async fn put_preferences(
+        &self,
+        user: &coupond_domain::UserId,
+        p: &coupond_domain::messaging::Preferences,
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<coupond_store::ContactRecord> {
+        crate::messaging::put_preferences(&self.db, user, p, now).await
+    }
+    async fn contact(
+        &self,
+        user: &coupond_domain::UserId,
+    ) -> coupond_store::StoreResult<Option<coupond_store::ContactRecord>> {
+        crate::messaging::contact(&self.db, user).await
+    }
+    async fn contacts(
+        &self,
+        users: &[coupond_domain::UserId],
+    ) -> coupond_store::StoreResult<Vec<coupond_store::ContactRecord>> {
+        crate::messaging::contacts(&self.db, users).await
+    }
+    async fn message_texts(&self) -> coupond_store::StoreResult<Vec<coupond_store::StoredText>> {
+        crate::messaging::message_texts(&self.db).await
+    }
+    async fn put_message_text(
+        &self,
+        kind: coupond_domain::messaging::MessageKind,
+        locale: &coupond_domain::messaging::Locale,
+        text: &coupond_domain::messaging::MessageText,
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<coupond_store::StoredText> {
+        crate::messaging::put_message_text(&self.db, kind, locale, text, now).await
+    }
+    async fn drop_message_text(
+        &self,
+        kind: coupond_domain::messaging::MessageKind,
+        locale: &coupond_domain::messaging::Locale,
+    ) -> coupond_store::StoreResult<bool> {
+        crate::messaging::drop_message_text(&self.db, kind, locale).await
+    }
+    async fn queue_outbound(
+        &self,
+        ds: &[coupond_store::NewOutbound],
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<u64> {
+        crate::messaging::queue_outbound(&self.db, ds, now).await
+    }
+    async fn due_outbound(
+        &self,
+        channel: coupond_domain::messaging::Channel,
+        now: coupond_domain::Timestamp,
+        limit: u32,
+    ) -> coupond_store::StoreResult<Vec<coupond_store::Outbound>> {
+        crate::messaging::due_outbound(&self.db, channel, now, limit).await
+    }
+    async fn claim_outbound(
+        &self,
+        id: i64,
+        now: coupond_domain::Timestamp,
+        until: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<bool> {
+        crate::messaging::claim_outbound(&self.db, id, now, until).await
+    }
+    async fn record_outbound(
+        &self,
+        id: i64,
+        step: &coupond_store::OutboundStep,
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<()> {
+        crate::messaging::record_outbound(&self.db, id, step, now).await
+    }
+    async fn outbound(
+        &self,
+        q: &coupond_store::OutboundQuery,
+    ) -> coupond_store::StoreResult<Vec<coupond_store::Outbound>> {
+        crate::messaging::outbound(&self.db, q).await
+    }
 }

@@ -1,5 +1,5 @@
 //! Operator accounts and password resets ([`OperatorStore`](coupond_store::OperatorStore)) on
-//! every backend ([`impl_operator_store!`](crate::impl_operator_store)) (issue 32).
+//! every backend (issue 32).
 //!
 //! Disabling an operator and setting its password end its console sessions in the same
 //! transaction, so no instance serves a session of a disabled operator or of a replaced
@@ -10,6 +10,7 @@ use coupond_domain::{
 };
 use coupond_store::{StoreError, StoreResult};
 
+use crate::backend::{Backend, SqlStore};
 use crate::{sql, Db, Exec, Row, Work};
 
 pub async fn insert_operator(
@@ -287,105 +288,95 @@ pub fn operator_row(r: &Row) -> StoreResult<Operator> {
     })
 }
 
-/// Implements [`OperatorStore`](coupond_store::OperatorStore) for a backend type that is a
-/// [`Db`].
-#[macro_export]
-macro_rules! impl_operator_store {
-    ($t:ty) => {
-        #[$crate::async_trait]
-        impl $crate::reexport::store::OperatorStore for $t {
-            async fn insert_operator(
-                &self,
-                d: &$crate::reexport::domain::OperatorDraft,
-                password_hash: Option<&str>,
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::domain::Operator> {
-                $crate::operators::insert_operator(self, d, password_hash, now).await
-            }
-            async fn operator(
-                &self,
-                id: $crate::reexport::domain::OperatorId,
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::domain::Operator> {
-                $crate::operators::operator(self, id).await
-            }
-            async fn operator_by_email(
-                &self,
-                email: &$crate::reexport::domain::Email,
-            ) -> $crate::reexport::store::StoreResult<
-                Option<($crate::reexport::domain::Operator, Option<String>)>,
-            > {
-                $crate::operators::operator_by_email(self, email).await
-            }
-            async fn list_operators(
-                &self,
-                merchant: Option<$crate::reexport::domain::MerchantId>,
-                after: Option<i64>,
-                limit: u32,
-            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::domain::Operator>> {
-                $crate::operators::list_operators(self, merchant, after, limit).await
-            }
-            async fn set_operator_disabled(
-                &self,
-                id: $crate::reexport::domain::OperatorId,
-                disabled: bool,
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::domain::Operator> {
-                $crate::operators::set_operator_disabled(self, id, disabled, now).await
-            }
-            async fn update_operator(
-                &self,
-                id: $crate::reexport::domain::OperatorId,
-                name: Option<&str>,
-                role: Option<$crate::reexport::domain::OperatorRole>,
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::domain::Operator> {
-                $crate::operators::update_operator(self, id, name, role, now).await
-            }
-            async fn set_operator_password(
-                &self,
-                id: $crate::reexport::domain::OperatorId,
-                hash: &str,
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<()> {
-                $crate::operators::set_operator_password(self, id, hash, now).await
-            }
-            async fn insert_password_reset(
-                &self,
-                token_hash: &[u8; 32],
-                id: $crate::reexport::domain::OperatorId,
-                expires_at: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<()> {
-                $crate::operators::insert_password_reset(self, token_hash, id, expires_at).await
-            }
-            async fn take_password_reset(
-                &self,
-                token_hash: &[u8; 32],
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<Option<$crate::reexport::domain::OperatorId>>
-            {
-                $crate::operators::take_password_reset(self, token_hash, now).await
-            }
-            async fn set_operator_totp(
-                &self,
-                id: $crate::reexport::domain::OperatorId,
-                secret: Option<&str>,
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::domain::Operator> {
-                $crate::operators::set_operator_totp(self, id, secret, now).await
-            }
-            async fn operator_totp(
-                &self,
-                id: $crate::reexport::domain::OperatorId,
-            ) -> $crate::reexport::store::StoreResult<Option<String>> {
-                $crate::operators::operator_totp(self, id).await
-            }
-            async fn use_totp_step(
-                &self,
-                id: $crate::reexport::domain::OperatorId,
-                step: i64,
-            ) -> $crate::reexport::store::StoreResult<bool> {
-                $crate::operators::use_totp_step(self, id, step).await
-            }
-        }
-    };
+#[async_trait::async_trait]
+impl<B: Backend> coupond_store::OperatorStore for SqlStore<B> {
+    async fn insert_operator(
+        &self,
+        d: &coupond_domain::OperatorDraft,
+        password_hash: Option<&str>,
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<coupond_domain::Operator> {
+        crate::operators::insert_operator(&self.db, d, password_hash, now).await
+    }
+    async fn operator(
+        &self,
+        id: coupond_domain::OperatorId,
+    ) -> coupond_store::StoreResult<coupond_domain::Operator> {
+        crate::operators::operator(&self.db, id).await
+    }
+    async fn operator_by_email(
+        &self,
+        email: &coupond_domain::Email,
+    ) -> coupond_store::StoreResult<Option<(coupond_domain::Operator, Option<String>)>> {
+        crate::operators::operator_by_email(&self.db, email).await
+    }
+    async fn list_operators(
+        &self,
+        merchant: Option<coupond_domain::MerchantId>,
+        after: Option<i64>,
+        limit: u32,
+    ) -> coupond_store::StoreResult<Vec<coupond_domain::Operator>> {
+        crate::operators::list_operators(&self.db, merchant, after, limit).await
+    }
+    async fn set_operator_disabled(
+        &self,
+        id: coupond_domain::OperatorId,
+        disabled: bool,
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<coupond_domain::Operator> {
+        crate::operators::set_operator_disabled(&self.db, id, disabled, now).await
+    }
+    async fn update_operator(
+        &self,
+        id: coupond_domain::OperatorId,
+        name: Option<&str>,
+        role: Option<coupond_domain::OperatorRole>,
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<coupond_domain::Operator> {
+        crate::operators::update_operator(&self.db, id, name, role, now).await
+    }
+    async fn set_operator_password(
+        &self,
+        id: coupond_domain::OperatorId,
+        hash: &str,
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<()> {
+        crate::operators::set_operator_password(&self.db, id, hash, now).await
+    }
+    async fn insert_password_reset(
+        &self,
+        token_hash: &[u8; 32],
+        id: coupond_domain::OperatorId,
+        expires_at: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<()> {
+        crate::operators::insert_password_reset(&self.db, token_hash, id, expires_at).await
+    }
+    async fn take_password_reset(
+        &self,
+        token_hash: &[u8; 32],
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<Option<coupond_domain::OperatorId>> {
+        crate::operators::take_password_reset(&self.db, token_hash, now).await
+    }
+    async fn set_operator_totp(
+        &self,
+        id: coupond_domain::OperatorId,
+        secret: Option<&str>,
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<coupond_domain::Operator> {
+        crate::operators::set_operator_totp(&self.db, id, secret, now).await
+    }
+    async fn operator_totp(
+        &self,
+        id: coupond_domain::OperatorId,
+    ) -> coupond_store::StoreResult<Option<String>> {
+        crate::operators::operator_totp(&self.db, id).await
+    }
+    async fn use_totp_step(
+        &self,
+        id: coupond_domain::OperatorId,
+        step: i64,
+    ) -> coupond_store::StoreResult<bool> {
+        crate::operators::use_totp_step(&self.db, id, step).await
+    }
 }

@@ -1,7 +1,7 @@
-//! Orders paid without a coupon ([`CheckoutStore::record_plain`](coupond_store::CheckoutStore::record_plain)),
-//! kept as `orders` rows with `plain = 1` so an order id is one namespace for locks and
-//! records: the campaign figures set their average value beside the orders that used a
-//! coupon (`figures::plain_sql`).
+//! Orders paid without a coupon
+//! ([`CheckoutStore::record_plain`](coupond_store::CheckoutStore::record_plain)), kept as `orders`
+//! rows with `plain = 1` so an order id is one namespace for locks and records: the campaign
+//! figures set their average value beside the orders that used a coupon (`figures::plain_sql`).
 
 use coupond_store::checkout::{PlainOrder, RecordOutcome};
 use coupond_store::{StoreError, StoreResult};

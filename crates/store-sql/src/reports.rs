@@ -8,6 +8,7 @@ use coupond_store::{
     CouponCounts, HourCounts, Since, StoreError, StoreResult, UsageRow, Violation,
 };
 
+use crate::backend::{Backend, SqlStore};
 use crate::{sql, Db, Dialect, Query};
 
 fn template_id(v: i64) -> StoreResult<TemplateId> {
@@ -396,104 +397,93 @@ pub async fn audit(
     Ok(out)
 }
 
-/// Implements [`ReportStore`](coupond_store::ReportStore) for a backend type that is a [`Db`].
-#[macro_export]
-macro_rules! impl_report_store {
-    ($t:ty) => {
-        #[$crate::async_trait]
-        impl $crate::reexport::store::ReportStore for $t {
-            async fn coupon_counts(
-                &self,
-                templates: &[$crate::reexport::domain::TemplateId],
-                now: $crate::reexport::domain::Timestamp,
-                since: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<
-                Vec<(
-                    $crate::reexport::domain::TemplateId,
-                    $crate::reexport::store::CouponCounts,
-                )>,
-            > {
-                $crate::reports::coupon_counts(self, templates, now, since).await
-            }
-            async fn usage_between(
-                &self,
-                from: $crate::reexport::domain::Timestamp,
-                to: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::store::UsageRow>> {
-                $crate::reports::usage_between(self, from, to).await
-            }
-            async fn figures(
-                &self,
-                q: &$crate::reexport::store::FiguresQuery<'_>,
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::store::Figures> {
-                $crate::figures::figures(self, q).await
-            }
-            async fn expired_unused(
-                &self,
-                q: &$crate::reexport::store::FiguresQuery<'_>,
-            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::store::ChannelHour>>
-            {
-                $crate::figures::expired_unused(self, q).await
-            }
-            async fn kept_figures(
-                &self,
-                key: &$crate::reexport::store::FigureKey,
-                from: $crate::reexport::domain::Timestamp,
-                to: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::store::KeptFigures> {
-                $crate::figures::kept_figures(self, key, from, to).await
-            }
-            async fn keep_figures(
-                &self,
-                key: &$crate::reexport::store::FigureKey,
-                from: $crate::reexport::domain::Timestamp,
-                to: $crate::reexport::domain::Timestamp,
-                figures: &$crate::reexport::store::Figures,
-            ) -> $crate::reexport::store::StoreResult<()> {
-                $crate::figures::keep_figures(self, key, (from, to), figures).await
-            }
-            async fn since(
-                &self,
-                merchant: Option<$crate::reexport::domain::MerchantId>,
-                since: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::store::Since> {
-                $crate::reports::since(self, merchant, since).await
-            }
-            async fn standing(
-                &self,
-                merchant: Option<$crate::reexport::domain::MerchantId>,
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::store::Standing> {
-                $crate::standing::standing(self, merchant, now).await
-            }
-            async fn locks_due_before(
-                &self,
-                before: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<i64> {
-                $crate::standing::locks_due_before(self, before).await
-            }
-            async fn needing_attention(
-                &self,
-                merchant: Option<$crate::reexport::domain::MerchantId>,
-                now: $crate::reexport::domain::Timestamp,
-                soon: $crate::reexport::domain::Timestamp,
-                limit: u32,
-            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::domain::Template>> {
-                $crate::standing::needing_attention(self, merchant, now, soon, limit).await
-            }
-            async fn template_coupons(
-                &self,
-                q: &$crate::reexport::store::HoldersQuery,
-            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::domain::Coupon>> {
-                $crate::wallet::template_coupons(self, q).await
-            }
-            async fn audit(
-                &self,
-                now: $crate::reexport::domain::Timestamp,
-                grace: $crate::reexport::time::Duration,
-            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::store::Violation>> {
-                $crate::reports::audit(self, now, grace).await
-            }
-        }
-    };
+#[async_trait::async_trait]
+impl<B: Backend> coupond_store::ReportStore for SqlStore<B> {
+    async fn coupon_counts(
+        &self,
+        templates: &[coupond_domain::TemplateId],
+        now: coupond_domain::Timestamp,
+        since: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<Vec<(coupond_domain::TemplateId, coupond_store::CouponCounts)>>
+    {
+        crate::reports::coupon_counts(&self.db, templates, now, since).await
+    }
+    async fn usage_between(
+        &self,
+        from: coupond_domain::Timestamp,
+        to: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<Vec<coupond_store::UsageRow>> {
+        crate::reports::usage_between(&self.db, from, to).await
+    }
+    async fn figures(
+        &self,
+        q: &coupond_store::FiguresQuery<'_>,
+    ) -> coupond_store::StoreResult<coupond_store::Figures> {
+        crate::figures::figures(&self.db, q).await
+    }
+    async fn expired_unused(
+        &self,
+        q: &coupond_store::FiguresQuery<'_>,
+    ) -> coupond_store::StoreResult<Vec<coupond_store::ChannelHour>> {
+        crate::figures::expired_unused(&self.db, q).await
+    }
+    async fn kept_figures(
+        &self,
+        key: &coupond_store::FigureKey,
+        from: coupond_domain::Timestamp,
+        to: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<coupond_store::KeptFigures> {
+        crate::figures::kept_figures(&self.db, key, from, to).await
+    }
+    async fn keep_figures(
+        &self,
+        key: &coupond_store::FigureKey,
+        from: coupond_domain::Timestamp,
+        to: coupond_domain::Timestamp,
+        figures: &coupond_store::Figures,
+    ) -> coupond_store::StoreResult<()> {
+        crate::figures::keep_figures(&self.db, key, (from, to), figures).await
+    }
+    async fn since(
+        &self,
+        merchant: Option<coupond_domain::MerchantId>,
+        since: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<coupond_store::Since> {
+        crate::reports::since(&self.db, merchant, since).await
+    }
+    async fn standing(
+        &self,
+        merchant: Option<coupond_domain::MerchantId>,
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<coupond_store::Standing> {
+        crate::standing::standing(&self.db, merchant, now).await
+    }
+    async fn locks_due_before(
+        &self,
+        before: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<i64> {
+        crate::standing::locks_due_before(&self.db, before).await
+    }
+    async fn needing_attention(
+        &self,
+        merchant: Option<coupond_domain::MerchantId>,
+        now: coupond_domain::Timestamp,
+        soon: coupond_domain::Timestamp,
+        limit: u32,
+    ) -> coupond_store::StoreResult<Vec<coupond_domain::Template>> {
+        crate::standing::needing_attention(&self.db, merchant, now, soon, limit).await
+    }
+    async fn template_coupons(
+        &self,
+        q: &coupond_store::HoldersQuery,
+    ) -> coupond_store::StoreResult<Vec<coupond_domain::Coupon>> {
+        crate::wallet::template_coupons(&self.db, q).await
+    }
+    async fn audit(
+        &self,
+        now: coupond_domain::Timestamp,
+        grace: time::Duration,
+    ) -> coupond_store::StoreResult<Vec<coupond_store::Violation>> {
+        crate::reports::audit(&self.db, now, grace).await
+    }
 }

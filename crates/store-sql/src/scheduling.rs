@@ -20,6 +20,7 @@ use coupond_domain::{
 use coupond_store::events::{self, kind};
 use coupond_store::{Event, OutboxPosition, StoreResult};
 
+use crate::backend::{Backend, SqlStore};
 use crate::campaigns::{activity_row, ACTIVITY_COLS};
 use crate::catalog::{template_row, PUBLIC};
 use crate::{rows, sql, Db, Dialect, Exec, Json, Work};
@@ -408,78 +409,64 @@ pub(crate) async fn emit<E: Exec + ?Sized>(
     Ok(())
 }
 
-/// Implements [`SchedulerStore`](coupond_store::SchedulerStore) for a backend type that is a
-/// [`Db`], with the statements above.
-#[macro_export]
-macro_rules! impl_scheduler_store {
-    ($t:ty) => {
-        #[$crate::async_trait]
-        impl $crate::reexport::store::SchedulerStore for $t {
-            async fn unannounced_activities(
-                &self,
-            ) -> $crate::reexport::store::StoreResult<
-                Vec<(
-                    $crate::reexport::domain::Activity,
-                    Option<$crate::reexport::domain::ActivityStatus>,
-                )>,
-            > {
-                $crate::scheduling::unannounced_activities(self).await
-            }
-            async fn due_templates(
-                &self,
-                now: $crate::reexport::domain::Timestamp,
-                limit: u32,
-            ) -> $crate::reexport::store::StoreResult<
-                Vec<(
-                    $crate::reexport::domain::Template,
-                    Option<$crate::reexport::domain::TemplateStatus>,
-                )>,
-            > {
-                $crate::scheduling::due_templates(self, now, limit).await
-            }
-            async fn announce_activity(
-                &self,
-                id: $crate::reexport::domain::ActivityId,
-                from: Option<$crate::reexport::domain::ActivityStatus>,
-                transitions: &[$crate::reexport::domain::Transition<
-                    $crate::reexport::domain::ActivityStatus,
-                >],
-            ) -> $crate::reexport::store::StoreResult<bool> {
-                $crate::scheduling::announce_activity(self, id, from, transitions).await
-            }
-            async fn announce_template(
-                &self,
-                id: $crate::reexport::domain::TemplateId,
-                from: Option<$crate::reexport::domain::TemplateStatus>,
-                transitions: &[$crate::reexport::domain::Transition<
-                    $crate::reexport::domain::TemplateStatus,
-                >],
-            ) -> $crate::reexport::store::StoreResult<bool> {
-                $crate::scheduling::announce_template(self, id, from, transitions).await
-            }
-            async fn announce_template_due(
-                &self,
-                id: $crate::reexport::domain::TemplateId,
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<
-                Option<$crate::reexport::domain::TemplateStatus>,
-            > {
-                $crate::scheduling::announce_template_due(self, id, now).await
-            }
-            async fn expire_coupons(
-                &self,
-                now: $crate::reexport::domain::Timestamp,
-                limit: u32,
-            ) -> $crate::reexport::store::StoreResult<u64> {
-                $crate::scheduling::expire_coupons(self, now, limit).await
-            }
-            async fn next_due(
-                &self,
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<Option<$crate::reexport::domain::Timestamp>>
-            {
-                $crate::scheduling::next_due(self, now).await
-            }
-        }
-    };
+#[async_trait::async_trait]
+impl<B: Backend> coupond_store::SchedulerStore for SqlStore<B> {
+    async fn unannounced_activities(
+        &self,
+    ) -> coupond_store::StoreResult<
+        Vec<(
+            coupond_domain::Activity,
+            Option<coupond_domain::ActivityStatus>,
+        )>,
+    > {
+        crate::scheduling::unannounced_activities(&self.db).await
+    }
+    async fn due_templates(
+        &self,
+        now: coupond_domain::Timestamp,
+        limit: u32,
+    ) -> coupond_store::StoreResult<
+        Vec<(
+            coupond_domain::Template,
+            Option<coupond_domain::TemplateStatus>,
+        )>,
+    > {
+        crate::scheduling::due_templates(&self.db, now, limit).await
+    }
+    async fn announce_activity(
+        &self,
+        id: coupond_domain::ActivityId,
+        from: Option<coupond_domain::ActivityStatus>,
+        transitions: &[coupond_domain::Transition<coupond_domain::ActivityStatus>],
+    ) -> coupond_store::StoreResult<bool> {
+        crate::scheduling::announce_activity(&self.db, id, from, transitions).await
+    }
+    async fn announce_template(
+        &self,
+        id: coupond_domain::TemplateId,
+        from: Option<coupond_domain::TemplateStatus>,
+        transitions: &[coupond_domain::Transition<coupond_domain::TemplateStatus>],
+    ) -> coupond_store::StoreResult<bool> {
+        crate::scheduling::announce_template(&self.db, id, from, transitions).await
+    }
+    async fn announce_template_due(
+        &self,
+        id: coupond_domain::TemplateId,
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<Option<coupond_domain::TemplateStatus>> {
+        crate::scheduling::announce_template_due(&self.db, id, now).await
+    }
+    async fn expire_coupons(
+        &self,
+        now: coupond_domain::Timestamp,
+        limit: u32,
+    ) -> coupond_store::StoreResult<u64> {
+        crate::scheduling::expire_coupons(&self.db, now, limit).await
+    }
+    async fn next_due(
+        &self,
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<Option<coupond_domain::Timestamp>> {
+        crate::scheduling::next_due(&self.db, now).await
+    }
 }

@@ -1,4 +1,4 @@
-//! [`SeenStore`](coupond_store::SeenStore) on every backend ([`impl_seen_store!`]): users'
+//! [`SeenStore`](coupond_store::SeenStore) on every backend: users'
 //! last-seen instants in `user_activity`, one row per user, only ever moved later.
 
 use std::collections::BTreeMap;
@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use coupond_domain::{Tag, Timestamp, UserId};
 use coupond_store::{StoreError, StoreResult};
 
+use crate::backend::{Backend, SqlStore};
 use crate::{sql, Db, Dialect, Row, Work};
 
 /// Rows per statement: two parameters each, far below every backend's limit.
@@ -108,43 +109,33 @@ fn user(r: &Row) -> StoreResult<UserId> {
     UserId::parse(r.str("user_id")?).map_err(StoreError::other)
 }
 
-/// Implements `SeenStore` for a backend type that is a [`Db`].
-#[macro_export]
-macro_rules! impl_seen_store {
-    ($t:ty) => {
-        #[$crate::async_trait]
-        impl $crate::reexport::store::SeenStore for $t {
-            async fn record_seen(
-                &self,
-                seen: &[(
-                    $crate::reexport::domain::UserId,
-                    $crate::reexport::domain::Timestamp,
-                )],
-            ) -> $crate::reexport::store::StoreResult<()> {
-                $crate::seen::record_seen(self, seen).await
-            }
-            async fn last_seen(
-                &self,
-                user: &$crate::reexport::domain::UserId,
-            ) -> $crate::reexport::store::StoreResult<Option<$crate::reexport::domain::Timestamp>>
-            {
-                $crate::seen::last_seen(self, user).await
-            }
-            async fn seen_among(
-                &self,
-                users: &[$crate::reexport::domain::UserId],
-                since: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::domain::UserId>> {
-                $crate::seen::seen_among(self, users, since).await
-            }
-            async fn active_segment_users(
-                &self,
-                any: &[$crate::reexport::domain::Tag],
-                since: $crate::reexport::domain::Timestamp,
-                limit: u32,
-            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::domain::UserId>> {
-                $crate::seen::active_segment_users(self, any, since, limit).await
-            }
-        }
-    };
+#[async_trait::async_trait]
+impl<B: Backend> coupond_store::SeenStore for SqlStore<B> {
+    async fn record_seen(
+        &self,
+        seen: &[(coupond_domain::UserId, coupond_domain::Timestamp)],
+    ) -> coupond_store::StoreResult<()> {
+        crate::seen::record_seen(&self.db, seen).await
+    }
+    async fn last_seen(
+        &self,
+        user: &coupond_domain::UserId,
+    ) -> coupond_store::StoreResult<Option<coupond_domain::Timestamp>> {
+        crate::seen::last_seen(&self.db, user).await
+    }
+    async fn seen_among(
+        &self,
+        users: &[coupond_domain::UserId],
+        since: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<Vec<coupond_domain::UserId>> {
+        crate::seen::seen_among(&self.db, users, since).await
+    }
+    async fn active_segment_users(
+        &self,
+        any: &[coupond_domain::Tag],
+        since: coupond_domain::Timestamp,
+        limit: u32,
+    ) -> coupond_store::StoreResult<Vec<coupond_domain::UserId>> {
+        crate::seen::active_segment_users(&self.db, any, since, limit).await
+    }
 }

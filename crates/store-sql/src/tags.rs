@@ -1,4 +1,4 @@
-//! [`TagStore`](coupond_store::TagStore) on every backend ([`impl_tag_store!`]): the tags
+//! [`TagStore`](coupond_store::TagStore) on every backend: the tags
 //! coupond holds for users, a segment's users, and the tags shared with merchants.
 //!
 //! Every write takes the `user_tags` lock first (a transaction lock where writers run at
@@ -11,6 +11,7 @@ use coupond_domain::Timestamp;
 use coupond_domain::{Tag, TemplateId, TemplateSpec, UserId};
 use coupond_store::{ClaimOutcome, ClaimRequest, SharedTag, StoreError, StoreResult, Tagged};
 
+use crate::backend::{Backend, SqlStore};
 use crate::{sql, Db, Exec, Row, Work};
 
 const LOCK: &str = "user_tags";
@@ -217,116 +218,89 @@ fn tag(r: &Row) -> StoreResult<Tag> {
     Tag::parse(r.str("tag")?).map_err(StoreError::other)
 }
 
-/// Implements `TagStore` for a backend type that is a [`Db`].
-#[macro_export]
-macro_rules! impl_tag_store {
-    ($t:ty) => {
-        #[$crate::async_trait]
-        impl $crate::reexport::store::TagStore for $t {
-            async fn put_user_tags(
-                &self,
-                user: &$crate::reexport::domain::UserId,
-                tags: &[$crate::reexport::domain::Tag],
-            ) -> $crate::reexport::store::StoreResult<()> {
-                $crate::tags::put_user_tags(self, user, tags).await
-            }
-            async fn user_tags(
-                &self,
-                user: &$crate::reexport::domain::UserId,
-            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::domain::Tag>> {
-                $crate::tags::user_tags(self, user).await
-            }
-            async fn add_user_tags(
-                &self,
-                pairs: &[(
-                    $crate::reexport::domain::UserId,
-                    $crate::reexport::domain::Tag,
-                )],
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::store::Tagged> {
-                $crate::tags::add_user_tags(self, pairs).await
-            }
-            async fn segment_users(
-                &self,
-                any: &[$crate::reexport::domain::Tag],
-                limit: u32,
-            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::domain::UserId>> {
-                $crate::tags::segment_users(self, any, limit).await
-            }
-            async fn share_tag(
-                &self,
-                tag: &$crate::reexport::domain::Tag,
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::store::SharedTag> {
-                $crate::tags::share_tag(self, tag, now).await
-            }
-            async fn unshare_tag(
-                &self,
-                tag: &$crate::reexport::domain::Tag,
-            ) -> $crate::reexport::store::StoreResult<bool> {
-                $crate::tags::unshare_tag(self, tag).await
-            }
-            async fn shared_tags(
-                &self,
-                after: Option<&$crate::reexport::domain::Tag>,
-                limit: u32,
-            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::store::SharedTag>> {
-                $crate::tags::shared_tags(self, after, limit).await
-            }
-            async fn shared_of(
-                &self,
-                tags: &[$crate::reexport::domain::Tag],
-            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::domain::Tag>> {
-                $crate::tags::shared_of(self, tags).await
-            }
-            async fn insert_tag_upload(
-                &self,
-                new: &$crate::reexport::store::NewTagUpload<'_>,
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<($crate::reexport::store::TagUpload, bool)>
-            {
-                $crate::tag_uploads::insert_tag_upload(self, new, now).await
-            }
-            async fn tag_upload(
-                &self,
-                id: i64,
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::store::TagUpload> {
-                $crate::tag_uploads::tag_upload(self, id).await
-            }
-            async fn tag_uploads(
-                &self,
-                page: $crate::reexport::store::Page,
-            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::store::TagUpload>> {
-                $crate::tag_uploads::tag_uploads(self, page).await
-            }
-            async fn open_tag_uploads(
-                &self,
-            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::store::OpenJob>> {
-                $crate::tag_uploads::open_tag_uploads(self).await
-            }
-            async fn tag_upload_pairs(
-                &self,
-                id: i64,
-            ) -> $crate::reexport::store::StoreResult<
-                Vec<(
-                    $crate::reexport::domain::UserId,
-                    $crate::reexport::domain::Tag,
-                )>,
-            > {
-                $crate::tag_uploads::tag_upload_pairs(self, id).await
-            }
-            async fn tag_chunk(
-                &self,
-                id: i64,
-                pairs: &[(
-                    $crate::reexport::domain::UserId,
-                    $crate::reexport::domain::Tag,
-                )],
-                max: u32,
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<Option<$crate::reexport::store::TagUpload>>
-            {
-                $crate::tag_uploads::tag_chunk(self, id, pairs, max, now).await
-            }
-        }
-    };
+#[async_trait::async_trait]
+impl<B: Backend> coupond_store::TagStore for SqlStore<B> {
+    async fn put_user_tags(
+        &self,
+        user: &coupond_domain::UserId,
+        tags: &[coupond_domain::Tag],
+    ) -> coupond_store::StoreResult<()> {
+        crate::tags::put_user_tags(&self.db, user, tags).await
+    }
+    async fn user_tags(
+        &self,
+        user: &coupond_domain::UserId,
+    ) -> coupond_store::StoreResult<Vec<coupond_domain::Tag>> {
+        crate::tags::user_tags(&self.db, user).await
+    }
+    async fn add_user_tags(
+        &self,
+        pairs: &[(coupond_domain::UserId, coupond_domain::Tag)],
+    ) -> coupond_store::StoreResult<coupond_store::Tagged> {
+        crate::tags::add_user_tags(&self.db, pairs).await
+    }
+    async fn segment_users(
+        &self,
+        any: &[coupond_domain::Tag],
+        limit: u32,
+    ) -> coupond_store::StoreResult<Vec<coupond_domain::UserId>> {
+        crate::tags::segment_users(&self.db, any, limit).await
+    }
+    async fn share_tag(
+        &self,
+        tag: &coupond_domain::Tag,
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<coupond_store::SharedTag> {
+        crate::tags::share_tag(&self.db, tag, now).await
+    }
+    async fn unshare_tag(&self, tag: &coupond_domain::Tag) -> coupond_store::StoreResult<bool> {
+        crate::tags::unshare_tag(&self.db, tag).await
+    }
+    async fn shared_tags(
+        &self,
+        after: Option<&coupond_domain::Tag>,
+        limit: u32,
+    ) -> coupond_store::StoreResult<Vec<coupond_store::SharedTag>> {
+        crate::tags::shared_tags(&self.db, after, limit).await
+    }
+    async fn shared_of(
+        &self,
+        tags: &[coupond_domain::Tag],
+    ) -> coupond_store::StoreResult<Vec<coupond_domain::Tag>> {
+        crate::tags::shared_of(&self.db, tags).await
+    }
+    async fn insert_tag_upload(
+        &self,
+        new: &coupond_store::NewTagUpload<'_>,
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<(coupond_store::TagUpload, bool)> {
+        crate::tag_uploads::insert_tag_upload(&self.db, new, now).await
+    }
+    async fn tag_upload(&self, id: i64) -> coupond_store::StoreResult<coupond_store::TagUpload> {
+        crate::tag_uploads::tag_upload(&self.db, id).await
+    }
+    async fn tag_uploads(
+        &self,
+        page: coupond_store::Page,
+    ) -> coupond_store::StoreResult<Vec<coupond_store::TagUpload>> {
+        crate::tag_uploads::tag_uploads(&self.db, page).await
+    }
+    async fn open_tag_uploads(&self) -> coupond_store::StoreResult<Vec<coupond_store::OpenJob>> {
+        crate::tag_uploads::open_tag_uploads(&self.db).await
+    }
+    async fn tag_upload_pairs(
+        &self,
+        id: i64,
+    ) -> coupond_store::StoreResult<Vec<(coupond_domain::UserId, coupond_domain::Tag)>> {
+        crate::tag_uploads::tag_upload_pairs(&self.db, id).await
+    }
+    async fn tag_chunk(
+        &self,
+        id: i64,
+        pairs: &[(coupond_domain::UserId, coupond_domain::Tag)],
+        max: u32,
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<Option<coupond_store::TagUpload>> {
+        crate::tag_uploads::tag_chunk(&self.db, id, pairs, max, now).await
+    }
 }

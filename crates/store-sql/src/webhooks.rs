@@ -7,6 +7,7 @@ use coupond_store::{
     StoreError, StoreResult, Webhook,
 };
 
+use crate::backend::{Backend, SqlStore};
 use crate::{sql, Db, Row, Work};
 
 /// Deliveries queued per statement.
@@ -331,85 +332,72 @@ fn attempt_row(r: &Row) -> StoreResult<DeliveryAttempt> {
     })
 }
 
-/// Implements [`WebhookStore`](coupond_store::WebhookStore) for a backend type that is a
-/// [`Db`], with the statements above.
-#[macro_export]
-macro_rules! impl_webhook_store {
-    ($t:ty) => {
-        #[$crate::async_trait]
-        impl $crate::reexport::store::WebhookStore for $t {
-            async fn insert_webhook(
-                &self,
-                new: &$crate::reexport::store::NewWebhook<'_>,
-                max: u32,
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::store::Webhook> {
-                $crate::webhooks::insert_webhook(self, new, max, now).await
-            }
-            async fn webhook(
-                &self,
-                id: i64,
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::store::Webhook> {
-                $crate::webhooks::webhook(self, id).await
-            }
-            async fn list_webhooks(
-                &self,
-                merchant: Option<$crate::reexport::domain::MerchantId>,
-            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::store::Webhook>> {
-                $crate::webhooks::list_webhooks(self, merchant).await
-            }
-            async fn disable_webhook(
-                &self,
-                id: i64,
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::store::Webhook> {
-                $crate::webhooks::disable_webhook(self, id, now).await
-            }
-            async fn delete_webhook(
-                &self,
-                id: i64,
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::store::Webhook> {
-                $crate::webhooks::delete_webhook(self, id).await
-            }
-            async fn enqueue_ping(
-                &self,
-                webhook: i64,
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<$crate::reexport::store::Delivery> {
-                $crate::webhooks::enqueue_ping(self, webhook, now).await
-            }
-            async fn enqueue_deliveries(
-                &self,
-                d: &[$crate::reexport::store::NewDelivery],
-                now: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<u64> {
-                $crate::webhooks::enqueue_deliveries(self, d, now).await
-            }
-            async fn due_deliveries(
-                &self,
-                now: $crate::reexport::domain::Timestamp,
-                limit: u32,
-                skip: &$crate::reexport::store::DueSkip,
-            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::store::Delivery>> {
-                $crate::webhooks::due_deliveries(self, now, limit, skip).await
-            }
-            async fn record_attempt(
-                &self,
-                delivery: i64,
-                attempt: &$crate::reexport::store::DeliveryAttempt,
-                state: $crate::reexport::store::DeliveryState,
-                next: $crate::reexport::domain::Timestamp,
-            ) -> $crate::reexport::store::StoreResult<()> {
-                $crate::webhooks::record_attempt(self, delivery, attempt, state, next).await
-            }
-            async fn deliveries(
-                &self,
-                webhook: i64,
-                before: Option<i64>,
-                limit: u32,
-            ) -> $crate::reexport::store::StoreResult<Vec<$crate::reexport::store::Delivery>> {
-                $crate::webhooks::deliveries(self, webhook, before, limit).await
-            }
-        }
-    };
+#[async_trait::async_trait]
+impl<B: Backend> coupond_store::WebhookStore for SqlStore<B> {
+    async fn insert_webhook(
+        &self,
+        new: &coupond_store::NewWebhook<'_>,
+        max: u32,
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<coupond_store::Webhook> {
+        crate::webhooks::insert_webhook(&self.db, new, max, now).await
+    }
+    async fn webhook(&self, id: i64) -> coupond_store::StoreResult<coupond_store::Webhook> {
+        crate::webhooks::webhook(&self.db, id).await
+    }
+    async fn list_webhooks(
+        &self,
+        merchant: Option<coupond_domain::MerchantId>,
+    ) -> coupond_store::StoreResult<Vec<coupond_store::Webhook>> {
+        crate::webhooks::list_webhooks(&self.db, merchant).await
+    }
+    async fn disable_webhook(
+        &self,
+        id: i64,
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<coupond_store::Webhook> {
+        crate::webhooks::disable_webhook(&self.db, id, now).await
+    }
+    async fn delete_webhook(&self, id: i64) -> coupond_store::StoreResult<coupond_store::Webhook> {
+        crate::webhooks::delete_webhook(&self.db, id).await
+    }
+    async fn enqueue_ping(
+        &self,
+        webhook: i64,
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<coupond_store::Delivery> {
+        crate::webhooks::enqueue_ping(&self.db, webhook, now).await
+    }
+    async fn enqueue_deliveries(
+        &self,
+        d: &[coupond_store::NewDelivery],
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<u64> {
+        crate::webhooks::enqueue_deliveries(&self.db, d, now).await
+    }
+    async fn due_deliveries(
+        &self,
+        now: coupond_domain::Timestamp,
+        limit: u32,
+        skip: &coupond_store::DueSkip,
+    ) -> coupond_store::StoreResult<Vec<coupond_store::Delivery>> {
+        crate::webhooks::due_deliveries(&self.db, now, limit, skip).await
+    }
+    async fn record_attempt(
+        &self,
+        delivery: i64,
+        attempt: &coupond_store::DeliveryAttempt,
+        state: coupond_store::DeliveryState,
+        next: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<()> {
+        crate::webhooks::record_attempt(&self.db, delivery, attempt, state, next).await
+    }
+    async fn deliveries(
+        &self,
+        webhook: i64,
+        before: Option<i64>,
+        limit: u32,
+    ) -> coupond_store::StoreResult<Vec<coupond_store::Delivery>> {
+        crate::webhooks::deliveries(&self.db, webhook, before, limit).await
+    }
 }

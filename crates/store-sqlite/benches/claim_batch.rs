@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use coupond_store::testing::bench::{args, compare};
 use coupond_store::Store;
-use coupond_store_sqlite::SqliteStore;
+use coupond_store_sqlite::SqliteDb;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
 fn main() {
@@ -25,7 +25,7 @@ fn main() {
 async fn run() {
     let dir = tempfile::tempdir().expect("tmp");
     let url = format!("sqlite://{}/bench.db", dir.path().display());
-    let store = SqliteStore::connect(&url).await.expect("open");
+    let store = SqliteDb::connect(&url).await.expect("open");
     store.migrate().await.expect("migrate");
     let store: Arc<dyn Store> = Arc::new(store);
     let opts = SqliteConnectOptions::from_str(&url)

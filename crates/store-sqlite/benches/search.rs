@@ -16,7 +16,7 @@ use std::sync::Arc;
 use coupond_domain::{CategoryId, CityId, CouponKind, CouponValue, ListingId, Money, TemplateId};
 use coupond_store::testing::fixtures::{at, merchant, spec, standalone_template, t0};
 use coupond_store::{ListingQuery, NewTemplate, Page, Store};
-use coupond_store_sqlite::SqliteStore;
+use coupond_store_sqlite::SqliteDb;
 use criterion::{criterion_group, criterion_main, Criterion};
 use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{QueryBuilder, Sqlite};
@@ -37,7 +37,7 @@ fn spread(id: i64, shift: u32) -> i64 {
 
 async fn seed(path: &std::path::Path) -> Arc<dyn Store> {
     let url = format!("sqlite://{}", path.display());
-    let store = SqliteStore::connect(&url).await.unwrap();
+    let store = SqliteDb::connect(&url).await.unwrap();
     store.migrate().await.unwrap();
     let store: Arc<dyn Store> = Arc::new(store);
     let mut merchants = vec![];
@@ -145,7 +145,7 @@ async fn open_or_seed() -> Arc<dyn Store> {
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(format!("search-{LISTINGS}-v{SHAPE}.db"));
     if path.exists() {
-        let store = SqliteStore::connect(&format!("sqlite://{}", path.display()))
+        let store = SqliteDb::connect(&format!("sqlite://{}", path.display()))
             .await
             .unwrap();
         store.migrate().await.unwrap();
@@ -161,7 +161,7 @@ async fn open_or_seed() -> Arc<dyn Store> {
     }
     std::fs::rename(&partial, &path).unwrap();
     eprintln!("seeded {} in {:.1?}", path.display(), started.elapsed());
-    let store = SqliteStore::connect(&format!("sqlite://{}", path.display()))
+    let store = SqliteDb::connect(&format!("sqlite://{}", path.display()))
         .await
         .unwrap();
     Arc::new(store)

@@ -11,7 +11,6 @@
 
 use std::collections::{HashMap, HashSet};
 
-use coupond_store::CouponQuery;
 use rusqlite::types::Value as Sql;
 use rusqlite::{params, Connection, OptionalExtension};
 
@@ -19,12 +18,12 @@ use coupond_domain::{Coupon, CouponId, TemplateId, Timestamp};
 use coupond_store::events::{self, kind};
 use coupond_store::{ClaimOutcome, ClaimRequest, IdempotencyKey, StoreError, StoreResult};
 use coupond_store_sql::claims::{self as shared, single_use};
-use coupond_store_sql::{tags, wallet, Dialect, Exec, Work};
+use coupond_store_sql::{tags, Exec};
 
 use crate::batch;
 use crate::rows;
-use crate::store::{us, SqliteStore};
-use crate::writer::{arg, immediate, now_or_never, sql_err, RawExec};
+use crate::store::us;
+use crate::writer::{arg, now_or_never, sql_err, RawExec};
 
 /// What the batch reads of its template first.
 struct Head {
@@ -341,33 +340,11 @@ fn claim_key(
     now_or_never(shared::earlier_claim(&mut RawExec(c), k))
 }
 
-coupond_store_sql::impl_claim_store!(SqliteStore, {
-    async fn claim_batch(
-        &self,
-        template: TemplateId,
-        claims: &[ClaimRequest],
-        now: Timestamp,
-    ) -> StoreResult<Vec<ClaimOutcome>> {
-        let claims = claims.to_vec();
-        self.on_writer(Work::Request, move |c| {
-            immediate(c, |c| {
-                let out = claim_in(c, template, &claims, now)?;
-                coupond_store::failpoints::hit("claim.before_commit")?;
-                Ok(out)
-            })
-        })
-        .await
-    }
-
-    async fn user_coupons(&self, q: &CouponQuery) -> StoreResult<Vec<Coupon>> {
-        // Read and decoded on a wallet reader's thread, one hop for the page (see `threads`).
-        let page = wallet::coupon_page(Dialect::Sqlite, q);
-        self.wallet.run(move |c| coupons_of(c, page)).await
-    }
-});
-
 /// The coupons of the wallet page `page`, read and decoded on `c`, in the page's order.
-fn coupons_of(c: &mut Connection, page: coupond_store_sql::Query) -> StoreResult<Vec<Coupon>> {
+pub(crate) fn coupons_of(
+    c: &mut Connection,
+    page: coupond_store_sql::Query,
+) -> StoreResult<Vec<Coupon>> {
     let (text, args) = page.into_positional();
     let mut st = c.prepare_cached(&text).map_err(sql_err)?;
     let mut at = [0; 12];

@@ -12,7 +12,7 @@ use sqlx::{Column, Row as _, Sqlite, TypeInfo, ValueRef};
 use tokio::sync::SemaphorePermit;
 
 use crate::rows::db_err;
-use crate::store::SqliteStore;
+use crate::store::SqliteDb;
 
 type SqlxQuery<'q> = sqlx::query::Query<'q, Sqlite, SqliteArguments<'q>>;
 
@@ -149,7 +149,7 @@ impl Tx for SqliteTx<'_> {
 }
 
 #[async_trait]
-impl Db for SqliteStore {
+impl Db for SqliteDb {
     fn dialect(&self) -> Dialect {
         Dialect::Sqlite
     }
@@ -164,7 +164,7 @@ impl Db for SqliteStore {
 
     async fn begin(&self, work: Work) -> StoreResult<Box<dyn Tx + '_>> {
         let (turn, tx) = match work {
-            Work::Request => (None, SqliteStore::begin(self).await?),
+            Work::Request => (None, SqliteDb::begin(self).await?),
             Work::Background => self.begin_background().await?,
         };
         Ok(Box::new(SqliteTx { tx, _turn: turn }))

@@ -7,7 +7,7 @@
 //! foreign keys off around one transaction that commits only if `foreign_key_check` finds no
 //! broken reference. That cannot run in a migration file (the migrator wraps each in a
 //! transaction, where turning foreign keys off does nothing), so
-//! [`SqliteStore::migrate`](crate::SqliteStore::migrate) runs it after them. Each table's new
+//! [`SqliteDb::migrate`](crate::SqliteDb::migrate) runs it after them. Each table's new
 //! definition is its own as stored, with `AUTOINCREMENT` added to its key, and its indexes are
 //! made again as stored: whatever later migrations add to these tables is kept.
 

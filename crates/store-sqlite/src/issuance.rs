@@ -5,30 +5,30 @@
 
 use coupond_domain::{Timestamp, UserId};
 use coupond_store::{ClaimOutcome, Issuance, StoreError, StoreResult};
-use coupond_store_sql::{issuance, sql, Db, Work};
+use coupond_store_sql::issuance;
 use rusqlite::Connection;
 
 use crate::claims::claim_in;
-use crate::store::SqliteStore;
-use crate::writer::{immediate, now_or_never, RawExec};
+use crate::store::SqliteDb;
+use crate::writer::{now_or_never, RawExec};
 
 /// A chunk's answer: done, or the job's next user was not the one its users were cut for.
-enum Chunk {
+pub(crate) enum Chunk {
     Done(Option<Box<Issuance>>),
     Moved(usize),
 }
 
 /// The users a chunk starting at user `from` works on (the job's list cut to them: the writer
 /// thread takes its own copy), with the list's length.
-struct Window {
-    from: usize,
-    users: Vec<UserId>,
-    total: usize,
+pub(crate) struct Window {
+    pub(crate) from: usize,
+    pub(crate) users: Vec<UserId>,
+    pub(crate) total: usize,
 }
 
-fn chunk(
+pub(crate) fn chunk(
     c: &mut Connection,
-    db: &SqliteStore,
+    db: &SqliteDb,
     id: i64,
     w: &Window,
     now: Timestamp,
@@ -59,41 +59,3 @@ fn chunk(
     };
     Ok(Chunk::Done(job.map(Box::new)))
 }
-
-coupond_store_sql::impl_issuance_store!(SqliteStore, {
-    async fn issue_chunk(
-        &self,
-        id: i64,
-        users: &[UserId],
-        max: u32,
-        now: Timestamp,
-    ) -> StoreResult<Option<Issuance>> {
-        // Where the job stands, read first so that only this chunk's users travel to the
-        // writer thread; checked again in the chunk's transaction, and cut again if another
-        // chunk of the job committed in between.
-        let q = sql("SELECT next_user FROM issuances WHERE id = $1").bind(id);
-        let Some(row) = self.read_optional(q).await? else {
-            return Ok(None);
-        };
-        let mut from = usize::try_from(row.i64("next_user")?).map_err(StoreError::other)?;
-        loop {
-            let start = from.min(users.len());
-            let end = (start + max as usize).min(users.len());
-            let w = Window {
-                from,
-                users: users[start..end].to_vec(),
-                total: users.len(),
-            };
-            let db = self.clone();
-            let done = self
-                .on_writer(Work::Background, move |c| {
-                    immediate(c, |c| chunk(c, &db, id, &w, now))
-                })
-                .await?;
-            match done {
-                Chunk::Done(job) => return Ok(job.map(|j| *j)),
-                Chunk::Moved(next) => from = next,
-            }
-        }
-    }
-});

@@ -1,4 +1,4 @@
-//! [`SqliteStore`]: opening the database, its pools, and the helpers the area modules share.
+//! [`SqliteDb`]: opening the database, its pools, and the helpers the area modules share.
 
 use std::path::Path;
 use std::str::FromStr;
@@ -16,6 +16,7 @@ use crate::gate::Gate;
 use crate::rows::db_err;
 use crate::threads::{self, ConnThreads};
 use crate::writer;
+use crate::SqliteStore;
 
 /// Reader connections unless configured otherwise.
 pub const DEFAULT_READERS: u32 = 4;
@@ -31,7 +32,7 @@ pub(crate) const TEMPLATE_COLS: &str = "id, merchant_id, spec, claim_start, clai
 
 /// The SQLite store: one writer connection, a few readers, one database file.
 #[derive(Clone, Debug)]
-pub struct SqliteStore {
+pub struct SqliteDb {
     /// Exactly one connection: SQLite has one writer, so writes queue here, in process,
     /// instead of failing on the file lock.
     pub(crate) writer: SqlitePool,
@@ -48,16 +49,16 @@ pub struct SqliteStore {
     pub(crate) wallet: std::sync::Arc<ConnThreads>,
 }
 
-impl SqliteStore {
+impl SqliteDb {
     /// Opens (creating if missing, with its folder) the database at `url`
-    /// (`sqlite://path/to/file.db`). Does not migrate: call [`SqliteStore::migrate`].
-    pub async fn connect(url: &str) -> StoreResult<Self> {
+    /// (`sqlite://path/to/file.db`), as a store. Does not migrate: call [`SqliteDb::migrate`].
+    pub async fn connect(url: &str) -> StoreResult<SqliteStore> {
         Self::connect_with_readers(url, DEFAULT_READERS).await
     }
 
-    /// As [`SqliteStore::connect`], with `readers` reader connections (at least 1; the writer
+    /// As [`SqliteDb::connect`], with `readers` reader connections (at least 1; the writer
     /// is always one).
-    pub async fn connect_with_readers(url: &str, readers: u32) -> StoreResult<Self> {
+    pub async fn connect_with_readers(url: &str, readers: u32) -> StoreResult<SqliteStore> {
         let readers = readers.max(1);
         let opts = SqliteConnectOptions::from_str(url)
             .map_err(StoreError::other)?
@@ -92,14 +93,14 @@ impl SqliteStore {
             .connect_with(opts.read_only(true))
             .await
             .map_err(db_err)?;
-        Ok(SqliteStore {
+        Ok(SqliteStore::new(SqliteDb {
             writer,
             reader,
             readers,
             gate: std::sync::Arc::default(),
             claims,
             wallet,
-        })
+        }))
     }
 
     /// Whether the database file at `url` exists (an in-memory database always does), without
@@ -190,7 +191,7 @@ impl SqliteStore {
     }
 }
 
-impl SqliteStore {
+impl SqliteDb {
     /// Runs `f` on the claim writer's thread (see `writer`), holding the sqlx writer connection
     /// meanwhile, with `work`'s place in line (see [`Gate`]): so no other write of this
     /// process waits on the file lock while `f`'s transaction holds it.
@@ -240,7 +241,7 @@ mod tests {
     #[tokio::test]
     async fn an_in_memory_database_is_refused_by_name() {
         for url in ["sqlite::memory:", "sqlite://:memory:"] {
-            let err = SqliteStore::connect(url).await.unwrap_err();
+            let err = SqliteDb::connect(url).await.unwrap_err();
             assert!(
                 std::error::Error::source(&err)
                     .is_some_and(|e| e.to_string().contains("in-memory")),

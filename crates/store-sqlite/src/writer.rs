@@ -8,7 +8,7 @@
 //! (the multi-row ones in a few sizes, see `batch`): one hop per batch.
 //!
 //! SQLite has one writer. In process, the sqlx writer connection is held while a job runs
-//! here (`SqliteStore::on_writer`), so the two connections never wait on each other's file
+//! here (`SqliteDb::on_writer`), so the two connections never wait on each other's file
 //! lock; another process still waits on the busy timeout. A job that panics is rolled back
 //! and its caller gets an error (the panic's message goes to stderr).
 

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use coupond_store::prelude::*;
 use coupond_store::Store;
-use coupond_store_sqlite::SqliteStore;
+use coupond_store_sqlite::SqliteDb;
 
 async fn fresh(case: &'static str) -> Option<Arc<dyn Store>> {
     // The directory lives as long as the process; each case gets its own file in it.
@@ -14,7 +14,7 @@ async fn fresh(case: &'static str) -> Option<Arc<dyn Store>> {
         .expect("temp dir")
         .keep();
     let url = format!("sqlite://{}/coupond.db", dir.display());
-    let store = SqliteStore::connect(&url).await.expect("open sqlite");
+    let store = SqliteDb::connect(&url).await.expect("open sqlite");
     store.migrate().await.expect("migrate");
     Some(Arc::new(store))
 }
@@ -25,7 +25,7 @@ coupond_store::conformance_suite!(fresh);
 async fn creates_the_database_folder_and_migrates_twice() {
     let dir = tempfile::tempdir().expect("temp dir");
     let url = format!("sqlite://{}/nested/deeper/coupond.db", dir.path().display());
-    let store = SqliteStore::connect(&url).await.expect("open");
+    let store = SqliteDb::connect(&url).await.expect("open");
     store.migrate().await.expect("first migrate");
     store.migrate().await.expect("second migrate is a no-op");
     store.ping().await.expect("ping");
@@ -55,7 +55,7 @@ async fn the_audit_catches_tampering() {
     for (sql, check) in tampering {
         let dir = tempfile::tempdir().expect("temp dir");
         let url = format!("sqlite://{}/coupond.db", dir.path().display());
-        let store = SqliteStore::connect(&url).await.expect("open");
+        let store = SqliteDb::connect(&url).await.expect("open");
         store.migrate().await.expect("migrate");
         two_claims_audited_clean(&store, 10).await;
         let raw = sqlx::SqlitePool::connect(&url).await.unwrap();

@@ -119,16 +119,14 @@ impl TestApp {
             Backend::Sqlite => {
                 let dir = tempfile::tempdir().unwrap();
                 let url = format!("sqlite://{}/coupond.db", dir.path().display());
-                let s = coupond_store_sqlite::SqliteStore::connect(&url)
-                    .await
-                    .unwrap();
+                let s = coupond_store_sqlite::SqliteDb::connect(&url).await.unwrap();
                 s.migrate().await.unwrap();
                 (Arc::new(s), Some(dir))
             }
             Backend::Postgres => {
                 let url = backend.url()?;
                 let schema = format!("api_{}", uuid::Uuid::new_v4().simple());
-                let s = coupond_store_postgres::PgStore::connect_in_schema(&url, Some(&schema))
+                let s = coupond_store_postgres::PgDb::connect_in_schema(&url, Some(&schema))
                     .await
                     .unwrap();
                 s.migrate().await.unwrap();
@@ -143,7 +141,7 @@ impl TestApp {
                 let url = backend.url()?;
                 // A database of its own; MySQL names are at most 64 characters.
                 let db = format!("ct_api_{}", uuid::Uuid::new_v4().simple());
-                let s = coupond_store_mysql::MysqlStore::connect_in_database(&url, Some(&db))
+                let s = coupond_store_mysql::MysqlDb::connect_in_database(&url, Some(&db))
                     .await
                     .unwrap();
                 s.migrate().await.unwrap();

@@ -50,9 +50,7 @@ pub fn test_console() -> ConsoleSettings {
 pub async fn app_with_console(settings: ApiSettings, console: ConsoleSettings) -> App {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}/c.db", dir.path().display());
-    let s = coupond_store_sqlite::SqliteStore::connect(&url)
-        .await
-        .unwrap();
+    let s = coupond_store_sqlite::SqliteDb::connect(&url).await.unwrap();
     s.migrate().await.unwrap();
     let store: Arc<dyn Store> = Arc::new(s);
     let clock = ManualClock::new(t0());

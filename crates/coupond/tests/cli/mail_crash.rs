@@ -90,9 +90,7 @@ fn delivery_log(db: &str) -> Vec<coupond_store::Outbound> {
 fn seed(db: &str) {
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
-        let store = coupond_store_sqlite::SqliteStore::connect(db)
-            .await
-            .unwrap();
+        let store = coupond_store_sqlite::SqliteDb::connect(db).await.unwrap();
         store.migrate().await.unwrap();
         let t = claimable_template(&store, 100, 1).await;
         let mut reqs = Vec::new();

@@ -66,7 +66,7 @@ pub(crate) fn postgres_schema(prefix: &str) -> Option<String> {
     };
     let schema = format!("{prefix}_{}", uuid::Uuid::new_v4().simple());
     tokio::runtime::Runtime::new().unwrap().block_on(async {
-        let s = coupond_store_postgres::PgStore::connect_in_schema(&url, Some(&schema))
+        let s = coupond_store_postgres::PgDb::connect_in_schema(&url, Some(&schema))
             .await
             .unwrap();
         s.migrate().await.unwrap();
@@ -92,7 +92,7 @@ pub(crate) fn mysql_database(prefix: &str) -> Option<String> {
     let database = format!("ct_{prefix}_{}", uuid::Uuid::new_v4().simple());
     assert!(database.len() <= 64, "{database}: too long for MySQL");
     tokio::runtime::Runtime::new().unwrap().block_on(async {
-        let s = coupond_store_mysql::MysqlStore::connect_in_database(&url, Some(&database))
+        let s = coupond_store_mysql::MysqlDb::connect_in_database(&url, Some(&database))
             .await
             .unwrap();
         s.migrate().await.unwrap();
@@ -125,15 +125,11 @@ fn with_database(url: &str, database: &str) -> String {
 /// The store of a database URL, to read what the servers left (SQLite: while one serves).
 pub(crate) async fn open_server_store(db: &str) -> Box<dyn coupond_store::Store> {
     if db.starts_with("sqlite:") {
-        Box::new(
-            coupond_store_sqlite::SqliteStore::connect(db)
-                .await
-                .unwrap(),
-        )
+        Box::new(coupond_store_sqlite::SqliteDb::connect(db).await.unwrap())
     } else if db.starts_with("mysql:") {
-        Box::new(coupond_store_mysql::MysqlStore::connect(db).await.unwrap())
+        Box::new(coupond_store_mysql::MysqlDb::connect(db).await.unwrap())
     } else {
-        Box::new(coupond_store_postgres::PgStore::connect(db).await.unwrap())
+        Box::new(coupond_store_postgres::PgDb::connect(db).await.unwrap())
     }
 }
 

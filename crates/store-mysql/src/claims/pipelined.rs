@@ -38,7 +38,7 @@ use super::{coupons, holdings, keys, stock, terms_from, terms_into};
 use crate::exec::ScriptTx;
 use crate::rows::{deadlock, stock_check_failed};
 use crate::script::Script;
-use crate::store::MysqlStore;
+use crate::store::MysqlDb;
 
 /// How a two-round-trip batch ended.
 pub(crate) enum Pipelined {
@@ -48,7 +48,7 @@ pub(crate) enum Pipelined {
     Declined,
 }
 
-impl MysqlStore {
+impl MysqlDb {
     /// The claim batch in two round trips, if it is a plain one (see the module's comment).
     pub(crate) async fn claim_pipelined(
         &self,
@@ -89,7 +89,7 @@ fn declined(e: &StoreError) -> bool {
 /// The batch's two scripts; `None` where it declines, with the transaction still open.
 async fn run(
     tx: &mut ScriptTx,
-    store: &MysqlStore,
+    store: &MysqlDb,
     template: TemplateId,
     claims: &[ClaimRequest],
     now: Timestamp,

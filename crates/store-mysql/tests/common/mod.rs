@@ -5,7 +5,7 @@
 
 use std::io::Write;
 
-use coupond_store_mysql::MysqlStore;
+use coupond_store_mysql::{MysqlDb, MysqlStore};
 
 const ENV: &str = "COUPOND_TEST_MYSQL_URL";
 
@@ -29,7 +29,7 @@ pub async fn fresh(prefix: &str, case: &str) -> Option<Fresh> {
         return None;
     };
     let database = format!("ct_{prefix}_{}", uuid::Uuid::new_v4().simple());
-    let store = MysqlStore::connect_in_database(&server, Some(&database))
+    let store = MysqlDb::connect_in_database(&server, Some(&database))
         .await
         .expect("connect to mysql");
     store.migrate().await.expect("migrate");

@@ -12,7 +12,7 @@ use coupond_store::{failpoints, ClaimOutcome, ClaimRequest, StoreError, StoreRes
 
 use super::sold_out_body;
 use crate::rows::db_err;
-use crate::store::{dt, PgStore};
+use crate::store::{dt, PgDb};
 
 /// The SQLSTATE `coupond_claim_plain` raises when no shard holds the whole batch.
 const RETRY: &str = "CPRTY";
@@ -32,7 +32,7 @@ pub(crate) fn fits(claims: &[ClaimRequest]) -> bool {
     })
 }
 
-impl PgStore {
+impl PgDb {
     /// Runs a plain batch (see [`fits`]). `None`: no shard held the whole batch and nothing
     /// was written; the caller runs it in exact mode.
     pub(crate) async fn claim_plain(
