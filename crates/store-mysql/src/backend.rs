@@ -14,12 +14,10 @@
 //!   statement (`inbox`).
 
 use coupond_domain::{TemplateId, Timestamp, UserId};
-use coupond_store::checkout::{LockOutcome, LockRequest, LockRules};
 use coupond_store::{
     ClaimOutcome, ClaimRequest, Event, Issuance, OutboxPosition, Reminder, StoreError, StoreResult,
 };
-use coupond_store_sql::checkout::{self, ORDER_COLS};
-use coupond_store_sql::{issuance, sql, Backend, Db, Dialect, Json, Tx, Work};
+use coupond_store_sql::{issuance, sql, Backend, Db, Tx};
 
 use crate::claims::{attempt, Attempt, Pipelined};
 use crate::exec::MysqlTx;
@@ -28,52 +26,6 @@ use crate::store::MysqlDb;
 
 #[async_trait::async_trait]
 impl Backend for MysqlDb {
-    async fn lock_order(
-        &self,
-        req: &LockRequest<'_>,
-        rules: &LockRules<'_>,
-    ) -> StoreResult<LockOutcome> {
-        let mut tx = self.begin(Work::Request).await?;
-        // Claim the order id first: a concurrent lock of the same order waits here.
-        let fresh = tx
-            .execute(
-                sql(
-                    "INSERT INTO orders (order_id, user_id, state, fingerprint, deadline, answer,
-                                         created_at)
-                     VALUES ($1, $2, 'locked', $3, $4, '{}', $5)
-                     ON DUPLICATE KEY UPDATE order_id = order_id",
-                )
-                .bind(req.order_id.as_str())
-                .bind(req.user.as_str())
-                .bind(&req.fingerprint[..])
-                .bind(req.deadline)
-                .bind(req.now),
-            )
-            .await?
-            == 1;
-        if !fresh {
-            let seen = checkout::order_row(&mut *tx, Dialect::Mysql, req.order_id, false)
-                .await?
-                .ok_or_else(|| StoreError::other("an order vanished"))?;
-            return Ok(checkout::replayed(seen, req));
-        }
-        let locked = match checkout::lock_coupons(&mut *tx, self, req, rules).await? {
-            Ok(locked) => locked,
-            Err(refusal) => return Ok(LockOutcome::Refused(refusal)),
-        };
-        let q = sql(checkout::SET_ANSWER_AND_VALUE)
-            .bind(Json(locked.answer.to_string()))
-            .bind(req.order_id.as_str());
-        tx.execute(checkout::bind_value(q, req, &locked)).await?;
-        let q = sql(format!(
-            "SELECT {ORDER_COLS} FROM orders WHERE order_id = $1"
-        ));
-        let record =
-            coupond_store_sql::rows::order(&tx.fetch_one(q.bind(req.order_id.as_str())).await?)?;
-        tx.commit().await?;
-        Ok(LockOutcome::Locked(record))
-    }
-
     async fn issue_chunk(
         &self,
         id: i64,
@@ -82,16 +34,11 @@ impl Backend for MysqlDb {
         now: Timestamp,
     ) -> StoreResult<Option<Issuance>> {
         let mut tx = MysqlTx(self.pool.begin().await.map_err(db_err)?);
-        let Some((job, template)) = issuance::chunk_start(&mut tx, self, id).await? else {
+        let Some(plan) = issuance::plan_chunk(&mut tx, self, id, users, max, now).await? else {
             return Ok(None);
         };
-        if users.len() as u64 != job.requested {
-            return Err(StoreError::other("the users given are not the job's"));
-        }
-        let from = job.next_user as usize;
-        let to = (from + max as usize).min(users.len());
-        let (claims, not_eligible) = issuance::chunk_claims(&job, &template, &users[from..to], now);
-        let Attempt::Done(out) = attempt(&mut tx, self, template.id, &claims, now, true, 0).await?
+        let Attempt::Done(out) =
+            attempt(&mut tx, self, plan.template.id, &plan.claims, now, true, 0).await?
         else {
             return Err(StoreError::other("stock changed under the shards' locks"));
         };
@@ -99,10 +46,12 @@ impl Backend for MysqlDb {
         coupond_store::failpoints::hit("issuance.mid_chunk")?;
         let job = if out.contains(&ClaimOutcome::NotClaimable) {
             // Nothing of this chunk was written; the job stops here.
-            issuance::chunk_stopped(&mut tx, id, &template, now).await?
+            issuance::chunk_stopped(&mut tx, id, &plan.template, now).await?
         } else {
-            let done = to == users.len();
-            let job = issuance::chunk_done(&mut tx, id, to, done, &out, not_eligible, now).await?;
+            let done = plan.to == users.len();
+            let job =
+                issuance::chunk_done(&mut tx, id, plan.to, done, &out, plan.not_eligible, now)
+                    .await?;
             Some(job)
         };
         Box::new(tx).commit().await?;

@@ -48,7 +48,7 @@ mod stock;
 use coupond_domain::{TemplateId, Timestamp};
 use coupond_store::{ClaimOutcome, ClaimRequest, IdempotencyKey, StoreError, StoreResult};
 use coupond_store_sql::claims::{
-    earlier_claim, forget, link_code, not_claimable, single_use, take_code,
+    self as shared, earlier_claim, forget, link_code, not_claimable, take_code,
 };
 use coupond_store_sql::{sql, tags, Exec, Row, Tx};
 
@@ -78,20 +78,12 @@ pub(super) struct Terms {
     tagged: bool,
 }
 
-/// How an attempt ended. Only `Done` may be committed.
-pub(crate) enum Attempt {
-    Done(Vec<ClaimOutcome>),
-    /// No single shard held the batch (or the stock ran out under it): run it again exactly.
-    Retry,
-}
+pub(crate) use coupond_store_sql::claims::Attempt;
 
 impl MysqlDb {
     /// The shard the next batch starts looking at.
     fn shard_start(&self) -> i64 {
-        let n = self
-            .shard_cursor
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        i64::from(n) % stock::SHARDS
+        i64::from(self.shard_cursor.next(stock::SHARDS as u32))
     }
 
     /// A claim batch in its own transaction: from one shard, else exactly. A batch InnoDB
@@ -143,22 +135,11 @@ pub(crate) async fn attempt<E: Scripted + ?Sized>(
     };
     let mut out: Vec<Option<ClaimOutcome>> = vec![None; claims.len()];
     // 1. Idempotency keys, sorted: retries get their earlier answer; new keys are taken.
-    let mut keyed: Vec<(usize, &IdempotencyKey)> = claims
-        .iter()
-        .enumerate()
-        .filter_map(|(i, c)| c.idempotency.as_ref().map(|k| (i, k)))
-        .collect();
-    keyed.sort_by(|a, b| a.1.key.cmp(&b.1.key));
-    for (i, k) in keyed {
+    for (i, k) in shared::keyed(claims) {
         out[i] = claim_key(tx, k, now).await?;
     }
     // 2. Single-use codes, sorted: taken now, given back below if the claim is refused.
-    let mut coded: Vec<(usize, &str)> = (0..claims.len())
-        .filter(|i| out[*i].is_none())
-        .filter_map(|i| single_use(&claims[i]).map(|k| (i, k)))
-        .collect();
-    coded.sort_by(|a, b| a.1.cmp(b.1));
-    for (i, code) in coded {
+    for (i, code) in shared::coded(claims, &out) {
         out[i] = take_code(tx, template, code, &claims[i], now).await?;
     }
     // 2b. A tag audience: claimants holding none of its tags are not eligible.
@@ -225,10 +206,7 @@ pub(crate) async fn attempt<E: Scripted + ?Sized>(
             out[i] = Some(ClaimOutcome::Issued(c));
         }
     }
-    out.into_iter()
-        .map(|o| o.ok_or_else(|| StoreError::other("claim without an outcome")))
-        .collect::<StoreResult<Vec<_>>>()
-        .map(Attempt::Done)
+    Attempt::done(out)
 }
 
 /// Writes the read of the template's terms at `now`, sharing its row (an abort or edit waits

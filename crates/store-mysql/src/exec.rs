@@ -3,8 +3,6 @@
 //! documents as JSON text), rows read into [`Row`]s by column type, and `RETURNING` run as a
 //! write and a read (`translate`); and the transactions that also run [`Script`]s.
 
-use std::sync::Arc;
-
 use async_trait::async_trait;
 use coupond_store::{OutboxPosition, PoolStats, StoreError, StoreResult};
 use coupond_store_sql::{Arg, Db, Dialect, Exec, Query, Row, Tx, Value, Work};
@@ -37,33 +35,18 @@ fn build<'q>(text: &'q str, args: &[Arg]) -> SqlxQuery<'q> {
 
 /// `rows` as [`Row`]s, the column names shared.
 pub(crate) fn rows(rows: &[MySqlRow]) -> StoreResult<Vec<Row>> {
-    let Some(first) = rows.first() else {
-        return Ok(Vec::new());
-    };
-    let columns: Arc<[String]> = first
-        .columns()
-        .iter()
-        .map(|c| c.name().to_owned())
-        .collect();
-    rows.iter().map(|r| row_in(r, columns.clone())).collect()
+    let names = |r: &MySqlRow| r.columns().iter().map(|c| c.name().to_owned()).collect();
+    Row::all_of(rows, names, value)
 }
 
-fn row_in(r: &MySqlRow, columns: Arc<[String]>) -> StoreResult<Row> {
-    let mut values = Vec::with_capacity(columns.len());
-    for i in 0..columns.len() {
-        let raw = r.try_get_raw(i).map_err(db_err)?;
-        let ty = raw.type_info().name().to_owned();
-        values.push(if raw.is_null() {
-            Value::Null
-        } else {
-            value(r, i, &ty)?
-        });
+/// Column `i` of `r`, by its type.
+fn value(r: &MySqlRow, i: usize) -> StoreResult<Value> {
+    let raw = r.try_get_raw(i).map_err(db_err)?;
+    if raw.is_null() {
+        return Ok(Value::Null);
     }
-    Ok(Row::new(columns, values))
-}
-
-fn value(r: &MySqlRow, i: usize, ty: &str) -> StoreResult<Value> {
-    Ok(match ty {
+    let ty = raw.type_info().name().to_owned();
+    Ok(match ty.as_str() {
         "BIGINT" | "INT" | "MEDIUMINT" | "SMALLINT" | "TINYINT" | "BOOLEAN" => {
             Value::Int(r.try_get_unchecked(i).map_err(db_err)?)
         }
@@ -322,21 +305,8 @@ impl Db for MysqlDb {
         }
     }
 
-    fn claimed_column(&self) -> &'static str {
-        "(SELECT CAST(COALESCE(SUM(s.claimed), 0) AS SIGNED) FROM template_stock s
-          WHERE s.template_id = templates.id)"
-    }
-
     async fn outbox_head(&self) -> StoreResult<OutboxPosition> {
         self.outbox_head_q().await
-    }
-
-    fn own_audit_checks(&self) -> &'static [(&'static str, &'static str)] {
-        &AUDIT_CHECKS
-    }
-
-    fn template_columns(&self) -> &'static str {
-        crate::store::TEMPLATE_COLS
     }
 
     /// Splits the stock into the template's shards (migration 0005), keeping what was claimed.
@@ -344,10 +314,3 @@ impl Db for MysqlDb {
         crate::claims::split_stock(tx, id, total).await
     }
 }
-
-/// The audit's checks on what is MySQL's own: the stock shards (migration 0005) and the
-/// references the claim path's dropped foreign keys guarded (migration 0021).
-const AUDIT_CHECKS: [(&str, &str); 2] = [
-    coupond_store_sql::reports::STOCK_IN_SHARDS,
-    coupond_store_sql::reports::ORPHANS,
-];

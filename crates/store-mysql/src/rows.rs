@@ -1,6 +1,6 @@
 //! The mapping of driver errors into [`StoreError`], in one place.
 
-use coupond_store::{Conflict, StoreError};
+use coupond_store::StoreError;
 use sqlx::mysql::MySqlDatabaseError;
 
 /// MySQL's error numbers for a server that is not there right now: too many connections
@@ -40,24 +40,9 @@ pub(crate) fn stock_check_failed(e: &StoreError) -> bool {
 }
 
 pub(crate) fn db_err(e: sqlx::Error) -> StoreError {
-    match e {
-        sqlx::Error::RowNotFound => StoreError::NotFound,
-        sqlx::Error::Database(d) if d.is_unique_violation() => {
-            StoreError::Conflict(Conflict::Unique)
-        }
-        sqlx::Error::Database(d) if d.is_foreign_key_violation() => {
-            StoreError::Conflict(Conflict::Reference)
-        }
-        // The number, not `code()`: that is the SQLSTATE, shared by many errors.
-        sqlx::Error::Database(d)
-            if d.try_downcast_ref::<MySqlDatabaseError>()
-                .is_some_and(|m| UNAVAILABLE.contains(&m.number())) =>
-        {
-            StoreError::Unavailable(d.into())
-        }
-        e @ (sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_)) => {
-            StoreError::Unavailable(e.into())
-        }
-        e => StoreError::other(e),
-    }
+    // The number, not `code()`: that is the SQLSTATE, shared by many errors.
+    coupond_store_sql::driver_error(e, |d| {
+        d.try_downcast_ref::<MySqlDatabaseError>()
+            .is_some_and(|m| UNAVAILABLE.contains(&m.number()))
+    })
 }

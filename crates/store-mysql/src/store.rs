@@ -12,17 +12,14 @@ use crate::rows::db_err;
 use crate::MysqlStore;
 
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The schema, embedded in the binary.
+static MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+
 /// Pool connections unless configured otherwise.
 pub const DEFAULT_MAX_CONNECTIONS: u32 = 16;
 /// Connections that only draw coupon ids (see `ids`).
 pub(crate) const ID_CONNECTIONS: u32 = 2;
-
-/// A template's columns. `claimed` is the sum of its stock shards (`template_stock`, see
-/// migration 0005); `id` inside that subquery is the template's (the shard table has none).
-pub(crate) const TEMPLATE_COLS: &str = "id, merchant_id, spec, claim_start, claim_end, \
-     (SELECT CAST(COALESCE(SUM(s.claimed), 0) AS SIGNED) FROM template_stock s \
-     WHERE s.template_id = id) AS claimed, used, given, reserved, created_at, updated_at, \
-     published_at, aborted_at, approval, reviewed_at, review_reason, version, paused_at, pause_reason, pause_scope";
 
 /// Every session: identifiers in double quotes and `||` as concatenation, as the shared SQL is
 /// written (sqlx adds `PIPES_AS_CONCAT` itself), and `READ COMMITTED`, so that locking reads
@@ -42,7 +39,7 @@ pub struct MysqlDb {
     pub(crate) ids: std::sync::Arc<IdBlocks>,
     /// Where the next claim batch starts looking for a stock shard: batches in flight at once
     /// start on different shards, so they do not wait on each other's (see `claims`).
-    pub(crate) shard_cursor: std::sync::Arc<std::sync::atomic::AtomicU32>,
+    pub(crate) shard_cursor: coupond_store_sql::claims::ShardCursor,
 }
 
 impl MysqlDb {
@@ -91,10 +88,7 @@ impl MysqlDb {
             pool,
             max,
             ids: std::sync::Arc::new(IdBlocks::new(ids)),
-            // Processes start at different shards too.
-            shard_cursor: std::sync::Arc::new(
-                std::sync::atomic::AtomicU32::new(std::process::id()),
-            ),
+            shard_cursor: coupond_store_sql::claims::ShardCursor::new(std::process::id()),
         }))
     }
 
@@ -123,35 +117,12 @@ impl MysqlDb {
 
     /// The newest migration applied here and the newest this build carries.
     pub async fn schema(&self) -> StoreResult<coupond_store::Schema> {
-        let known = sqlx::migrate!("./migrations")
-            .iter()
-            .map(|m| m.version)
-            .max()
-            .unwrap_or(0);
-        let table: Option<Option<String>> = sqlx::query_scalar(
-            "SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = '_sqlx_migrations'",
-        )
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(StoreError::other)?;
-        let applied = match table.flatten() {
-            Some(_) => {
-                sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations WHERE success")
-                    .fetch_one(&self.pool)
-                    .await
-                    .map_err(StoreError::other)?
-            }
-            None => None,
-        };
-        Ok(coupond_store::Schema { applied, known })
+        coupond_store_sql::admin::schema(self, MIGRATIONS.iter().map(|m| m.version)).await
     }
 
     /// Applies the embedded migrations that have not run yet. Safe to run from several
     /// instances at once: sqlx serialises them with a named lock.
     pub async fn migrate(&self) -> StoreResult<()> {
-        sqlx::migrate!("./migrations")
-            .run(&self.pool)
-            .await
-            .map_err(StoreError::other)
+        MIGRATIONS.run(&self.pool).await.map_err(StoreError::other)
     }
 }

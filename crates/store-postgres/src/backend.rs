@@ -15,12 +15,10 @@
 //!   reminders are planned with one statement of arrays (`inbox`).
 
 use coupond_domain::{TemplateId, Timestamp, UserId};
-use coupond_store::checkout::{LockOutcome, LockRequest, LockRules};
 use coupond_store::{
     ClaimOutcome, ClaimRequest, Event, Issuance, OutboxPosition, Reminder, StoreError, StoreResult,
 };
-use coupond_store_sql::checkout::{self, ORDER_COLS};
-use coupond_store_sql::{issuance, sql, Backend, Db, Dialect, Json, Work};
+use coupond_store_sql::{issuance, Backend};
 
 use crate::claims::{attempt, Attempt};
 use crate::exec::PgTx;
@@ -29,51 +27,6 @@ use crate::store::PgDb;
 
 #[async_trait::async_trait]
 impl Backend for PgDb {
-    async fn lock_order(
-        &self,
-        req: &LockRequest<'_>,
-        rules: &LockRules<'_>,
-    ) -> StoreResult<LockOutcome> {
-        let mut tx = self.begin(Work::Request).await?;
-        // Claim the order id first: a concurrent lock of the same order waits here.
-        let fresh = tx
-            .execute(
-                sql(
-                    "INSERT INTO orders (order_id, user_id, state, fingerprint, deadline, answer,
-                                         created_at)
-                     VALUES ($1, $2, 'locked', $3, $4, '{}'::jsonb, $5)
-                     ON CONFLICT (order_id) DO NOTHING",
-                )
-                .bind(req.order_id.as_str())
-                .bind(req.user.as_str())
-                .bind(&req.fingerprint[..])
-                .bind(req.deadline)
-                .bind(req.now),
-            )
-            .await?
-            == 1;
-        if !fresh {
-            let seen = checkout::order_row(&mut *tx, Dialect::Postgres, req.order_id, false)
-                .await?
-                .ok_or_else(|| StoreError::other("an order vanished"))?;
-            return Ok(checkout::replayed(seen, req));
-        }
-        let locked = match checkout::lock_coupons(&mut *tx, self, req, rules).await? {
-            Ok(locked) => locked,
-            Err(refusal) => return Ok(LockOutcome::Refused(refusal)),
-        };
-        let q = sql(format!(
-            "{} RETURNING {ORDER_COLS}",
-            checkout::SET_ANSWER_AND_VALUE
-        ))
-        .bind(Json(locked.answer.to_string()))
-        .bind(req.order_id.as_str());
-        let q = checkout::bind_value(q, req, &locked);
-        let record = coupond_store_sql::rows::order(&tx.fetch_one(q).await?)?;
-        tx.commit().await?;
-        Ok(LockOutcome::Locked(record))
-    }
-
     async fn issue_chunk(
         &self,
         id: i64,
@@ -82,16 +35,11 @@ impl Backend for PgDb {
         now: Timestamp,
     ) -> StoreResult<Option<Issuance>> {
         let mut tx = PgTx(self.pool.begin().await.map_err(db_err)?);
-        let Some((job, template)) = issuance::chunk_start(&mut tx, self, id).await? else {
+        let Some(plan) = issuance::plan_chunk(&mut tx, self, id, users, max, now).await? else {
             return Ok(None);
         };
-        if users.len() as u64 != job.requested {
-            return Err(StoreError::other("the users given are not the job's"));
-        }
-        let from = job.next_user as usize;
-        let to = (from + max as usize).min(users.len());
-        let (claims, not_eligible) = issuance::chunk_claims(&job, &template, &users[from..to], now);
-        let Attempt::Done(out) = attempt(&mut tx.0, template.id, &claims, now, true, 0).await?
+        let Attempt::Done(out) =
+            attempt(&mut tx.0, plan.template.id, &plan.claims, now, true, 0).await?
         else {
             return Err(StoreError::other("stock changed under the shards' locks"));
         };
@@ -101,12 +49,13 @@ impl Backend for PgDb {
             // Nothing of this chunk stays; the job stops here.
             drop(tx);
             let mut tx = PgTx(self.pool.begin().await.map_err(db_err)?);
-            let failed = issuance::chunk_stopped(&mut tx, id, &template, now).await?;
+            let failed = issuance::chunk_stopped(&mut tx, id, &plan.template, now).await?;
             tx.0.commit().await.map_err(db_err)?;
             return Ok(failed);
         }
-        let done = to == users.len();
-        let job = issuance::chunk_done(&mut tx, id, to, done, &out, not_eligible, now).await?;
+        let done = plan.to == users.len();
+        let job =
+            issuance::chunk_done(&mut tx, id, plan.to, done, &out, plan.not_eligible, now).await?;
         tx.0.commit().await.map_err(db_err)?;
         Ok(Some(job))
     }

@@ -40,20 +40,12 @@ use crate::store::{dt, PgDb};
 
 type Tx = sqlx::Transaction<'static, Postgres>;
 
-/// How an attempt ended. Only `Done` may be committed.
-pub(crate) enum Attempt {
-    Done(Vec<ClaimOutcome>),
-    /// No single shard held the batch (or the stock ran out under it): run it again exactly.
-    Retry,
-}
+pub(crate) use coupond_store_sql::claims::Attempt;
 
 impl PgDb {
     /// The shard the next batch starts looking at.
     fn shard_start(&self) -> i32 {
-        let n = self
-            .shard_cursor
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        (n % 65_536) as i32
+        self.shard_cursor.next(65_536) as i32
     }
 }
 
@@ -92,24 +84,11 @@ pub(crate) async fn attempt(
     let mut out: Vec<Option<ClaimOutcome>> = vec![None; claims.len()];
 
     // 1. Idempotency keys, sorted: retries get their earlier answer; new keys are taken.
-    let mut keyed: Vec<(usize, &IdempotencyKey)> = claims
-        .iter()
-        .enumerate()
-        .filter_map(|(i, c)| c.idempotency.as_ref().map(|k| (i, k)))
-        .collect();
-    keyed.sort_by(|a, b| a.1.key.cmp(&b.1.key));
-    for (i, k) in keyed {
+    for (i, k) in shared::keyed(claims) {
         out[i] = claim_key(tx, k, now).await?;
     }
     // 2. Single-use codes, sorted: taken now, given back below if the claim is refused.
-    let mut coded: Vec<(usize, &str)> = claims
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| out[*i].is_none())
-        .filter_map(|(i, c)| single_use(c).map(|k| (i, k)))
-        .collect();
-    coded.sort_by(|a, b| a.1.cmp(b.1));
-    for (i, code) in coded {
+    for (i, code) in shared::coded(claims, &out) {
         out[i] = shared::take_code(&mut ConnExec(tx), template, code, &claims[i], now).await?;
     }
     // 2b. A tag audience: claimants holding none of its tags are not eligible.
@@ -191,10 +170,7 @@ pub(crate) async fn attempt(
             out[i] = Some(ClaimOutcome::Issued(c));
         }
     }
-    out.into_iter()
-        .map(|o| o.ok_or_else(|| StoreError::other("claim without an outcome")))
-        .collect::<StoreResult<Vec<_>>>()
-        .map(Attempt::Done)
+    Attempt::done(out)
 }
 
 /// Answers `not_eligible` to the claims still open whose user holds none of the template's

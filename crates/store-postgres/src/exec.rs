@@ -2,8 +2,6 @@
 //! with their PostgreSQL types (`TIMESTAMPTZ`, `JSONB`, `BIGINT[]`), rows read into [`Row`]s
 //! by column type.
 
-use std::sync::Arc;
-
 use async_trait::async_trait;
 use coupond_domain::Timestamp;
 use coupond_store::{OutboxPosition, PoolStats, StoreError, StoreResult};
@@ -40,39 +38,18 @@ fn build(q: &Query) -> StoreResult<SqlxQuery<'_>> {
 
 /// `rows` as [`Row`]s, the column names shared.
 pub(crate) fn rows(rows: &[PgRow]) -> StoreResult<Vec<Row>> {
-    let Some(first) = rows.first() else {
-        return Ok(Vec::new());
-    };
-    let columns: Arc<[String]> = first
-        .columns()
-        .iter()
-        .map(|c| c.name().to_owned())
-        .collect();
-    rows.iter().map(|r| row_in(r, columns.clone())).collect()
+    let names = |r: &PgRow| r.columns().iter().map(|c| c.name().to_owned()).collect();
+    Row::all_of(rows, names, value)
 }
 
-/// One driver row as a [`Row`].
-pub(crate) fn row(r: &PgRow) -> StoreResult<Row> {
-    let columns: Arc<[String]> = r.columns().iter().map(|c| c.name().to_owned()).collect();
-    row_in(r, columns)
-}
-
-fn row_in(r: &PgRow, columns: Arc<[String]>) -> StoreResult<Row> {
-    let mut values = Vec::with_capacity(columns.len());
-    for i in 0..columns.len() {
-        let raw = r.try_get_raw(i).map_err(db_err)?;
-        let ty = raw.type_info().name().to_owned();
-        values.push(if raw.is_null() {
-            Value::Null
-        } else {
-            value(r, i, &ty)?
-        });
+/// Column `i` of `r`, by its type.
+fn value(r: &PgRow, i: usize) -> StoreResult<Value> {
+    let raw = r.try_get_raw(i).map_err(db_err)?;
+    if raw.is_null() {
+        return Ok(Value::Null);
     }
-    Ok(Row::new(columns, values))
-}
-
-fn value(r: &PgRow, i: usize, ty: &str) -> StoreResult<Value> {
-    Ok(match ty {
+    let ty = raw.type_info().name().to_owned();
+    Ok(match ty.as_str() {
         "INT8" => Value::Int(r.try_get(i).map_err(db_err)?),
         "INT4" => Value::Int(i64::from(r.try_get::<i32, _>(i).map_err(db_err)?)),
         "INT2" => Value::Int(i64::from(r.try_get::<i16, _>(i).map_err(db_err)?)),
@@ -134,7 +111,7 @@ where
     E: sqlx::Executor<'e, Database = Postgres>,
 {
     let r = build(q)?.fetch_optional(ex).await.map_err(db_err)?;
-    r.as_ref().map(row).transpose()
+    Ok(rows(r.as_slice())?.pop())
 }
 
 /// A write transaction.
@@ -207,21 +184,8 @@ impl Db for PgDb {
         }
     }
 
-    fn claimed_column(&self) -> &'static str {
-        "(SELECT COALESCE(SUM(s.claimed), 0)::bigint FROM template_stock s
-          WHERE s.template_id = templates.id)"
-    }
-
     async fn outbox_head(&self) -> StoreResult<OutboxPosition> {
         self.outbox_head_q().await
-    }
-
-    fn own_audit_checks(&self) -> &'static [(&'static str, &'static str)] {
-        &AUDIT_CHECKS
-    }
-
-    fn template_columns(&self) -> &'static str {
-        crate::store::TEMPLATE_COLS
     }
 
     /// Splits the stock into the template's shards (migration 0015), keeping what was claimed.
@@ -235,10 +199,3 @@ impl Db for PgDb {
         Ok(())
     }
 }
-
-/// The audit's checks on what is PostgreSQL's own: the stock shards (migration 0015) and the
-/// references the claim path's dropped foreign keys guarded.
-const AUDIT_CHECKS: [(&str, &str); 2] = [
-    coupond_store_sql::reports::STOCK_IN_SHARDS,
-    coupond_store_sql::reports::ORPHANS,
-];

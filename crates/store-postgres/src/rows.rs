@@ -1,36 +1,21 @@
 //! Row conversions and the mapping of driver errors into [`StoreError`], in one place.
 //!
 //! The mappers both backends share are `coupond_store_sql::rows`; `coupon` here applies
-//! them to coupons read with sqlx (through `exec::row`).
+//! them to coupons read with sqlx (through `exec::rows`).
 
 use coupond_domain::Timestamp;
-use coupond_store::{Conflict, Event, StoreError};
+use coupond_store::{Event, StoreError};
 use sqlx::postgres::PgRow;
 use sqlx::Row;
 use time::OffsetDateTime;
 
 pub(crate) fn db_err(e: sqlx::Error) -> StoreError {
-    match e {
-        sqlx::Error::RowNotFound => StoreError::NotFound,
-        sqlx::Error::Database(d) if d.is_unique_violation() => {
-            StoreError::Conflict(Conflict::Unique)
-        }
-        sqlx::Error::Database(d) if d.is_foreign_key_violation() => {
-            StoreError::Conflict(Conflict::Reference)
-        }
-        // Class 08 (connection exception), 57P01..03 (admin shutdown, crash, cannot connect
-        // now), 53300 (too many connections): the database is not there right now.
-        sqlx::Error::Database(d)
-            if d.code()
-                .is_some_and(|c| c.starts_with("08") || c.starts_with("57P") || c == "53300") =>
-        {
-            StoreError::Unavailable(d.into())
-        }
-        e @ (sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_)) => {
-            StoreError::Unavailable(e.into())
-        }
-        e => StoreError::other(e),
-    }
+    // Class 08 (connection exception), 57P01..03 (admin shutdown, crash, cannot connect now),
+    // 53300 (too many connections): the database is not there right now.
+    coupond_store_sql::driver_error(e, |d| {
+        d.code()
+            .is_some_and(|c| c.starts_with("08") || c.starts_with("57P") || c == "53300")
+    })
 }
 
 fn ts(dt: OffsetDateTime) -> Result<Timestamp, StoreError> {

@@ -2,10 +2,10 @@
 //! and API keys, on every backend. Pool figures and closing are the backend's ([`Db`]).
 
 use coupond_domain::{MerchantId, OperatorId, Timestamp};
-use coupond_store::{ApiKey, ConsoleSession, NewApiKey, Role, StoreError, StoreResult};
+use coupond_store::{ApiKey, ConsoleSession, NewApiKey, Role, Schema, StoreError, StoreResult};
 
 use crate::backend::{Backend, SqlStore};
-use crate::{sql, Db, Row, Work};
+use crate::{sql, Db, Dialect, Row, Work};
 
 pub async fn ping(db: &dyn Db) -> StoreResult<()> {
     db.read_one(sql("SELECT 1 AS one")).await.map(drop)
@@ -193,6 +193,31 @@ fn api_key_row(r: &Row) -> StoreResult<ApiKey> {
             .map(|v| OperatorId::new(v).map_err(StoreError::other))
             .transpose()?,
     })
+}
+
+/// The newest migration applied to `db` (from sqlx's table, if there is one yet) and the newest
+/// of `known`, the versions its build carries.
+pub async fn schema(db: &dyn Db, known: impl IntoIterator<Item = i64>) -> StoreResult<Schema> {
+    let table = match db.dialect() {
+        Dialect::Sqlite => "SELECT 1 AS one FROM sqlite_master WHERE type = 'table' AND name = $1",
+        Dialect::Postgres => "SELECT 1 AS one WHERE to_regclass($1) IS NOT NULL",
+        Dialect::Mysql => {
+            "SELECT 1 AS one FROM information_schema.tables
+             WHERE table_schema = DATABASE() AND table_name = $1"
+        }
+    };
+    let applied = match db
+        .read_optional(sql(table).bind("_sqlx_migrations"))
+        .await?
+    {
+        Some(_) => {
+            let q = sql("SELECT MAX(version) AS v FROM _sqlx_migrations WHERE success");
+            db.read_one(q).await?.opt_i64("v")?
+        }
+        None => None,
+    };
+    let known = known.into_iter().max().unwrap_or(0);
+    Ok(Schema { applied, known })
 }
 
 #[async_trait::async_trait]

@@ -1,7 +1,7 @@
-//! [`AuditRunStore`](coupond_store::AuditRunStore) on every backend:
-//! the self-audit's runs, queued (a scheduled one once per slot), started by the lease holder
-//! (a conditional update takes each, so of two instances one starts it), finished with their findings and,
-//! when they found anything, an `audit.failed` event in the same transaction.
+//! [`AuditRunStore`](coupond_store::AuditRunStore) on every backend: the self-audit's runs, queued
+//! (a scheduled one once per slot), started by the lease holder (a conditional update takes each,
+//! so of two instances one starts it), finished with their findings and, when they found anything,
+//! an `audit.failed` event in the same transaction.
 
 use coupond_domain::Timestamp;
 use coupond_store::audit_runs::{AuditRun, AuditTrigger, Finding, RunEnd};

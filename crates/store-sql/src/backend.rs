@@ -20,7 +20,7 @@ use crate::db::Db;
 
 /// What a database does its own way; everything else is the shared SQL.
 #[async_trait]
-pub trait Backend: Db + Sized + 'static {
+pub trait Backend: Db + Sized + std::fmt::Debug + 'static {
     /// [`ClaimStore::claim_batch`](coupond_store::ClaimStore::claim_batch): the hot write path.
     async fn claim_batch(
         &self,
@@ -39,12 +39,15 @@ pub trait Backend: Db + Sized + 'static {
         crate::wallet::user_coupons(self, q).await
     }
 
-    /// How a checkout lock claims its order id (`CheckoutStore::lock_order`).
+    /// A checkout lock (`CheckoutStore::lock_order`): the order id claimed first, unless the
+    /// backend, having one writer, can claim it last.
     async fn lock_order(
         &self,
         req: &LockRequest<'_>,
         rules: &LockRules<'_>,
-    ) -> StoreResult<LockOutcome>;
+    ) -> StoreResult<LockOutcome> {
+        crate::checkout::lock_order_first(self, req, rules).await
+    }
 
     /// The outbox after `after`, in the backend's commit order (`OutboxStore::outbox_read`).
     async fn outbox_read(&self, after: OutboxPosition, limit: u32) -> StoreResult<Vec<Event>>;
@@ -78,6 +81,9 @@ impl<B: Backend> SqlStore<B> {
         SqlStore { db }
     }
 }
+
+/// Every area trait is implemented for `SqlStore<B>` in the area modules.
+impl<B: Backend> coupond_store::Store for SqlStore<B> {}
 
 impl<B> Deref for SqlStore<B> {
     type Target = B;

@@ -1,5 +1,5 @@
-//! Activities and templates ([`CampaignStore`](coupond_store::CampaignStore)), on every
-//! backend.
+//! Activities and templates ([`ActivityStore`](coupond_store::ActivityStore),
+//! [`TemplateStore`](coupond_store::TemplateStore)), on every backend.
 //!
 //! Templates are read with [`Db::template_columns`] (PostgreSQL derives `claimed` from its
 //! stock shards), and a template's stock, once written, goes through [`Db::template_stock`]
@@ -326,7 +326,7 @@ pub fn push_activity_status(
 }
 
 #[async_trait::async_trait]
-impl<B: Backend> coupond_store::CampaignStore for SqlStore<B> {
+impl<B: Backend> coupond_store::ActivityStore for SqlStore<B> {
     async fn insert_activity(
         &self,
         spec: &coupond_domain::ActivitySpec,
@@ -380,6 +380,21 @@ impl<B: Backend> coupond_store::CampaignStore for SqlStore<B> {
     ) -> coupond_store::StoreResult<coupond_domain::Activity> {
         crate::campaigns::abort_activity(&self.db, id, version, now).await
     }
+    async fn set_activity_pause(
+        &self,
+        id: coupond_domain::ActivityId,
+        version: i64,
+        pause: Option<&coupond_domain::Pause>,
+        actor: &coupond_domain::Actor,
+        now: coupond_domain::Timestamp,
+    ) -> coupond_store::StoreResult<coupond_domain::Activity> {
+        crate::campaigns::steering::set_activity_pause(&self.db, id, version, pause, actor, now)
+            .await
+    }
+}
+
+#[async_trait::async_trait]
+impl<B: Backend> coupond_store::TemplateStore for SqlStore<B> {
     async fn insert_template(
         &self,
         t: &coupond_store::NewTemplate<'_>,
@@ -452,17 +467,6 @@ impl<B: Backend> coupond_store::CampaignStore for SqlStore<B> {
         now: coupond_domain::Timestamp,
     ) -> coupond_store::StoreResult<coupond_domain::Template> {
         crate::campaigns::steering::set_template_pause(&self.db, id, version, pause, actor, now)
-            .await
-    }
-    async fn set_activity_pause(
-        &self,
-        id: coupond_domain::ActivityId,
-        version: i64,
-        pause: Option<&coupond_domain::Pause>,
-        actor: &coupond_domain::Actor,
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<coupond_domain::Activity> {
-        crate::campaigns::steering::set_activity_pause(&self.db, id, version, pause, actor, now)
             .await
     }
     async fn stop_template(

@@ -2,10 +2,10 @@
 //! reads, confirm (with its amount verification), cancel and the lock sweeper, and the lock
 //! step's reads and writes once the order is claimed; log rows and outbox events with each.
 //!
-//! Each backend keeps its `impl CheckoutStore` and its own `lock_order`, which decides how an
-//! order id is claimed (SQLite, the one writer, reads it and inserts the order last;
-//! PostgreSQL inserts it first, so a concurrent lock of the same order waits on the row), and
-//! calls [`order_row`], [`replayed`] and [`lock_coupons`] for the rest. Confirming, with its
+//! How a lock claims its order id is [`Backend::lock_order`](crate::Backend::lock_order):
+//! where writers run at once, [`lock_order_first`] inserts it first, so a concurrent lock of the
+//! same order waits on the row; SQLite, the one writer, reads it and inserts the order last,
+//! calling [`order_row`], [`replayed`] and [`lock_coupons`] for the rest. Confirming, with its
 //! amount verification, is `confirm`.
 //!
 //! Where writers run at once (PostgreSQL) every step first locks what it depends on, through
@@ -34,7 +34,7 @@ use coupond_store::{StoreError, StoreResult};
 
 use crate::rows::{coupon as coupon_row, order as order_record, template as template_row};
 use crate::scheduling::emit;
-use crate::{sql, Db, Dialect, Exec, Query, Work};
+use crate::{sql, Db, Dialect, Exec, Json, Query, Work};
 
 mod confirm;
 pub use confirm::confirm_order;
@@ -58,7 +58,7 @@ pub async fn templates_by_ids(db: &dyn Db, ids: &[TemplateId]) -> StoreResult<Ve
     let ids: Vec<i64> = ids.iter().map(|t| t.get()).collect();
     let q = sql(format!(
         "SELECT {} FROM templates WHERE {} ORDER BY id",
-        db.template_columns(),
+        db.dialect().template_columns(),
         db.dialect().in_list("id", 1)
     ))
     .bind(ids);
@@ -185,6 +185,48 @@ pub const SET_ANSWER_AND_VALUE: &str =
     "UPDATE orders SET answer = $1, subtotal = $3, discount = $4, currency = $5, deadline = $6
      WHERE order_id = $2";
 
+/// A checkout lock where writers run at once (PostgreSQL, MySQL): the order id is claimed
+/// first, so a concurrent lock of the same order waits on that row and then finds it; then the
+/// coupons are locked, and the rules' answer and the order's value recorded on the order last.
+pub async fn lock_order_first(
+    db: &dyn Db,
+    req: &LockRequest<'_>,
+    rules: &LockRules<'_>,
+) -> StoreResult<LockOutcome> {
+    let d = db.dialect();
+    let mut tx = db.begin(Work::Request).await?;
+    let claim = sql(format!(
+        "INSERT INTO orders (order_id, user_id, state, fingerprint, deadline, answer, created_at)
+         VALUES ($1, $2, 'locked', $3, $4, '{{}}', $5){}",
+        d.on_conflict_nothing("order_id")
+    ))
+    .bind(req.order_id.as_str())
+    .bind(req.user.as_str())
+    .bind(&req.fingerprint[..])
+    .bind(req.deadline)
+    .bind(req.now);
+    if tx.execute(claim).await? == 0 {
+        let seen = order_row(&mut *tx, d, req.order_id, false)
+            .await?
+            .ok_or_else(|| StoreError::other("an order vanished"))?;
+        return Ok(replayed(seen, req));
+    }
+    let locked = match lock_coupons(&mut *tx, db, req, rules).await? {
+        Ok(locked) => locked,
+        Err(refusal) => return Ok(LockOutcome::Refused(refusal)),
+    };
+    let answer = sql(SET_ANSWER_AND_VALUE)
+        .bind(Json(locked.answer.to_string()))
+        .bind(req.order_id.as_str());
+    tx.execute(bind_value(answer, req, &locked)).await?;
+    let q = sql(format!(
+        "SELECT {ORDER_COLS} FROM orders WHERE order_id = $1"
+    ));
+    let record = order_record(&tx.fetch_one(q.bind(req.order_id.as_str())).await?)?;
+    tx.commit().await?;
+    Ok(LockOutcome::Locked(record))
+}
+
 /// Binds the order's value as `SET_ANSWER_AND_VALUE`'s `$3` to `$6`.
 pub fn bind_value(q: Query, req: &LockRequest<'_>, locked: &Locked) -> Query {
     q.bind(req.subtotal.minor())
@@ -237,7 +279,7 @@ pub(crate) async fn templates_locked<E: Exec + ?Sized>(
     let d = db.dialect();
     let q = sql(format!(
         "SELECT {} FROM templates WHERE {} ORDER BY id{}",
-        db.template_columns(),
+        db.dialect().template_columns(),
         d.in_list("id", 1),
         d.lock_rows(true)
     ))

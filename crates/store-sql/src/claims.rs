@@ -5,7 +5,7 @@
 //! connection `Exec`); their hot paths read their driver's rows directly.
 
 use coupond_domain::{CouponId, TemplateId, Timestamp};
-use coupond_store::{ClaimOutcome, ClaimRequest, IdempotencyKey, StoreResult};
+use coupond_store::{ClaimOutcome, ClaimRequest, IdempotencyKey, StoreError, StoreResult};
 
 use crate::{rows, sql, Exec, Query};
 
@@ -170,4 +170,65 @@ pub async fn earlier_code<E: Exec + ?Sized>(
         .await?;
     row.map(|r| rows::coupon(&r).map(ClaimOutcome::Replayed))
         .transpose()
+}
+
+/// How one try at a claim batch ended where stock is kept in shards (PostgreSQL, MySQL). Only
+/// `Done` may be committed.
+#[derive(Debug)]
+pub enum Attempt {
+    Done(Vec<ClaimOutcome>),
+    /// No single shard held the batch (or the stock ran out under it): run it again exactly.
+    Retry,
+}
+
+impl Attempt {
+    /// The batch done: `out`, once every claim has its outcome.
+    pub fn done(out: Vec<Option<ClaimOutcome>>) -> StoreResult<Attempt> {
+        out.into_iter()
+            .map(|o| o.ok_or_else(|| StoreError::other("claim without an outcome")))
+            .collect::<StoreResult<Vec<_>>>()
+            .map(Attempt::Done)
+    }
+}
+
+/// The claims with an idempotency key, sorted by key (so that batches take keys in one order).
+pub fn keyed(claims: &[ClaimRequest]) -> Vec<(usize, &IdempotencyKey)> {
+    let mut keyed: Vec<(usize, &IdempotencyKey)> = claims
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| c.idempotency.as_ref().map(|k| (i, k)))
+        .collect();
+    keyed.sort_by(|a, b| a.1.key.cmp(&b.1.key));
+    keyed
+}
+
+/// The claims still open in `out` that give a single-use code, sorted by code.
+pub fn coded<'a>(
+    claims: &'a [ClaimRequest],
+    out: &[Option<ClaimOutcome>],
+) -> Vec<(usize, &'a str)> {
+    let mut coded: Vec<(usize, &str)> = (0..claims.len())
+        .filter(|i| out[*i].is_none())
+        .filter_map(|i| single_use(&claims[i]).map(|k| (i, k)))
+        .collect();
+    coded.sort_by(|a, b| a.1.cmp(b.1));
+    coded
+}
+
+/// Where the next claim batch starts looking for a stock shard: batches in flight at once start
+/// on different shards, so they do not wait on each other's. Shared by a store's clones.
+#[derive(Clone, Debug)]
+pub struct ShardCursor(std::sync::Arc<std::sync::atomic::AtomicU32>);
+
+impl ShardCursor {
+    /// A cursor starting at `seed` (processes start at different shards too).
+    pub fn new(seed: u32) -> Self {
+        ShardCursor(std::sync::Arc::new(seed.into()))
+    }
+
+    /// The shard, of `shards`, the next batch starts at.
+    pub fn next(&self, shards: u32) -> u32 {
+        let n = self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        n % shards
+    }
 }

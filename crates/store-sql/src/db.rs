@@ -59,23 +59,11 @@ pub trait Db: Send + Sync {
     /// Connection pool sizes, for metrics.
     fn pool_stats(&self) -> PoolStats;
 
-    /// The SQL expression for a template's coupons claimed, in a statement on `templates`
-    /// (unaliased).
-    fn claimed_column(&self) -> &'static str;
-
     /// Where the outbox ends now (its ordering is the backend's own).
     async fn outbox_head(&self) -> StoreResult<OutboxPosition>;
 
-    /// The audit's checks that depend on the backend's own tables: `(check, query)`, as
-    /// [`crate::reports::CHECKS`].
-    fn own_audit_checks(&self) -> &'static [(&'static str, &'static str)];
-
     /// Closes the pools; waits for connections in use to come back.
     async fn close(&self);
-
-    /// The columns a template is read with (`templates` holds `claimed` itself, or a backend
-    /// derives it from its stock shards).
-    fn template_columns(&self) -> &'static str;
 
     /// After template `id`'s stock was written as `total` in `tx` (inserted or updated): a
     /// backend that keeps stock outside `templates` (PostgreSQL's shards) lays it out again,

@@ -17,7 +17,7 @@ pub async fn audit_template(db: &dyn Db, template: TemplateId) -> StoreResult<Te
                             WHERE c.template_id = $1 GROUP BY c.user_id) per_user)
                             AS max_per_user
                  FROM templates WHERE id = $1",
-                db.claimed_column()
+                db.dialect().claimed_column()
             ))
             .bind(template.get()),
         )

@@ -2,11 +2,11 @@
 //! but for their claims: inserting a job (once per idempotency key), reading it, the open
 //! jobs and a job's users, and the bookkeeping of each chunk.
 //!
-//! `issue_chunk` runs a backend's own claim path inside the chunk's transaction, so each
-//! backend keeps it (and its `impl IssuanceStore`, calling these for the rest). Around its
-//! claims, in that transaction: [`chunk_start`] (the open job, locked where writers run at
-//! once, and its template), [`chunk_claims`], then [`chunk_done`] or, when the template
-//! cannot be claimed, [`chunk_stopped`].
+//! `issue_chunk` runs a backend's own claim path inside the chunk's transaction, so it is a
+//! [`Backend`](crate::Backend) method. Around its claims, in that transaction: [`plan_chunk`]
+//! ([`chunk_start`]: the open job, locked where writers run at once, and its template; then
+//! [`chunk_claims`]), then [`chunk_done`] or, when the template cannot be claimed,
+//! [`chunk_stopped`].
 
 use coupond_domain::{Template, TemplateId, Timestamp, UserId};
 use coupond_store::events::{self, kind};
@@ -143,6 +143,47 @@ pub async fn issuance_users(db: &dyn Db, id: i64) -> StoreResult<Vec<UserId>> {
     user_list(db.read_one(q).await?.bytes("users")?)
 }
 
+/// The next chunk of a running job, planned in the chunk's transaction.
+#[derive(Debug)]
+pub struct ChunkPlan {
+    pub job: Issuance,
+    pub template: Template,
+    /// The claims of the chunk's users in the template's audience.
+    pub claims: Vec<ClaimRequest>,
+    /// The chunk's users outside the audience.
+    pub not_eligible: u64,
+    /// Where the job's list stands once the chunk is done.
+    pub to: usize,
+}
+
+/// The next chunk of job `id`, at most `max` of `users` (the job's list), in the chunk's
+/// transaction (see [`chunk_start`]); `None` if the job is no longer open.
+pub async fn plan_chunk<E: Exec + ?Sized>(
+    ex: &mut E,
+    db: &dyn Db,
+    id: i64,
+    users: &[UserId],
+    max: u32,
+    now: Timestamp,
+) -> StoreResult<Option<ChunkPlan>> {
+    let Some((job, template)) = chunk_start(ex, db, id).await? else {
+        return Ok(None);
+    };
+    if users.len() as u64 != job.requested {
+        return Err(StoreError::other("the users given are not the job's"));
+    }
+    let from = job.next_user as usize;
+    let to = (from + max as usize).min(users.len());
+    let (claims, not_eligible) = chunk_claims(&job, &template, &users[from..to], now);
+    Ok(Some(ChunkPlan {
+        job,
+        template,
+        claims,
+        not_eligible,
+        to,
+    }))
+}
+
 /// The job `id` if it is still open, with its template, in the chunk's transaction. Where
 /// writers run at once the job's row is taken `FOR UPDATE SKIP LOCKED`: instances share the
 /// open jobs, and one job's chunks never run at once.
@@ -162,7 +203,7 @@ pub async fn chunk_start<E: Exec + ?Sized>(
     let job = issuance_row(&row)?;
     let q = sql(format!(
         "SELECT {} FROM templates WHERE id = $1",
-        db.template_columns()
+        db.dialect().template_columns()
     ))
     .bind(job.template_id.get());
     let template = template_row(&ex.fetch_one(q).await?)?;

@@ -7,8 +7,9 @@
 //! - `value`: [`Arg`]s bound to statements, [`Row`]s read back.
 //! - `query`: [`Query`] (a statement and its arguments) and the [`Dialect`] fragments.
 //! - `db`: the traits a backend implements: [`Db`], [`Exec`], [`Tx`].
+//! - `driver`: [`driver_error`], the one mapping of sqlx's errors, which every backend runs on.
 //! - `webhooks`: [`WebhookStore`](coupond_store::WebhookStore).
-//! - `campaigns`: [`CampaignStore`](coupond_store::CampaignStore): activities and templates.
+//! - `campaigns`: [`TemplateStore`](coupond_store::TemplateStore): activities and templates.
 //! - `catalog`: [`CatalogStore`](coupond_store::CatalogStore): merchants, listings and their
 //!   template bindings; `catalog::search` the listing search.
 //! - `codes`: [`CodeStore`](coupond_store::CodeStore): shared codes and generated batches.
@@ -80,6 +81,7 @@ pub mod claims;
 pub mod codes;
 mod db;
 pub mod deadlines;
+mod driver;
 pub mod figures;
 pub mod idempotency;
 pub mod inbox;
@@ -105,5 +107,6 @@ pub mod webhooks;
 
 pub use backend::{Backend, SqlStore};
 pub use db::{missing_or_conflict, Db, Exec, Tx, Work};
+pub use driver::driver_error;
 pub use query::{sql, Dialect, Query};
 pub use value::{Arg, IntoArg, Json, Row, Value};

@@ -154,6 +154,56 @@ pub enum Dialect {
 }
 
 impl Dialect {
+    /// The SQL expression for a template's coupons claimed, in a statement on `templates`
+    /// (unaliased): SQLite keeps it on the row; PostgreSQL and MySQL sum the stock shards.
+    pub fn claimed_column(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "claimed",
+            Dialect::Postgres => {
+                "(SELECT COALESCE(SUM(s.claimed), 0)::bigint FROM template_stock s
+                  WHERE s.template_id = templates.id)"
+            }
+            Dialect::Mysql => {
+                "(SELECT CAST(COALESCE(SUM(s.claimed), 0) AS SIGNED) FROM template_stock s
+                  WHERE s.template_id = templates.id)"
+            }
+        }
+    }
+
+    /// The columns a template is read with (`claimed` as [`Dialect::claimed_column`] has it).
+    pub fn template_columns(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => {
+                "id, merchant_id, spec, claim_start, claim_end, claimed, used, given, reserved, \
+                 created_at, updated_at, published_at, aborted_at, approval, reviewed_at, \
+                 review_reason, version, paused_at, pause_reason, pause_scope"
+            }
+            Dialect::Postgres => {
+                "id, merchant_id, spec::text AS spec, claim_start, claim_end, (SELECT \
+                 COALESCE(SUM(s.claimed), 0)::bigint FROM template_stock s WHERE s.template_id = \
+                 id) AS claimed, used, given, reserved, created_at, updated_at, published_at, \
+                 aborted_at, approval, reviewed_at, review_reason, version, paused_at, \
+                 pause_reason, pause_scope"
+            }
+            Dialect::Mysql => {
+                "id, merchant_id, spec, claim_start, claim_end, (SELECT \
+                 CAST(COALESCE(SUM(s.claimed), 0) AS SIGNED) FROM template_stock s WHERE \
+                 s.template_id = id) AS claimed, used, given, reserved, created_at, updated_at, \
+                 published_at, aborted_at, approval, reviewed_at, review_reason, version, \
+                 paused_at, pause_reason, pause_scope"
+            }
+        }
+    }
+
+    /// The audit's checks on what is the backend's own: `claimed` on templates (SQLite), or
+    /// the stock shards and the references the claim path's dropped foreign keys guarded.
+    pub fn own_audit_checks(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Dialect::Sqlite => &crate::reports::CLAIMED_ON_TEMPLATES,
+            _ => &[crate::reports::STOCK_IN_SHARDS, crate::reports::ORPHANS],
+        }
+    }
+
     /// `expr` is one of the integers in list parameter `$param` (an [`Arg::Ints`]).
     /// The text of `key` in the `reference` of the JSON record in `column` (a template's or an
     /// activity's `spec`), NULL when absent. `key` is a literal of this crate, never input.

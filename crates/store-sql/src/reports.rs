@@ -377,7 +377,7 @@ pub async fn audit(
     let same = db.dialect().same("c.code", "k.code");
     let deadline = now.minus(grace);
     let mut out = Vec::new();
-    for (check, text) in db.own_audit_checks().iter().chain(CHECKS.iter()) {
+    for (check, text) in db.dialect().own_audit_checks().iter().chain(CHECKS.iter()) {
         let text = match (*check, db.dialect()) {
             ("holdings", Dialect::Mysql) => HOLDINGS_MYSQL,
             _ => text,

@@ -157,7 +157,7 @@ pub async fn due_templates(
              UNION SELECT id FROM templates WHERE aborted_at IS NOT NULL
                  AND announced <> 'aborted'
          ) ORDER BY id LIMIT $2",
-        db.template_columns()
+        db.dialect().template_columns()
     ))
     .bind(now)
     .bind(limit);
@@ -247,7 +247,7 @@ pub async fn announce_template_due(
 ) -> StoreResult<Option<TemplateStatus>> {
     let q = sql(format!(
         "SELECT {}, announced FROM templates WHERE id = $1",
-        db.template_columns()
+        db.dialect().template_columns()
     ))
     .bind(id.get());
     let Some(row) = db.read_optional(q).await? else {

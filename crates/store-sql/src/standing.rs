@@ -54,7 +54,7 @@ pub async fn standing(
         gone = d.sum(
             "CASE WHEN live = 1 AND total_stock > 0 AND claimed >= total_stock THEN 1 ELSE 0 END"
         ),
-        cols = db.template_columns(),
+        cols = db.dialect().template_columns(),
         only = only(merchant),
         claimable = claimable(),
     ))
@@ -89,7 +89,7 @@ pub async fn needing_attention(
                         WHERE {claimable} {merchant_only}) t
          WHERE ({low}) OR expires_at < {soon_at}
          ORDER BY expires_at, id LIMIT {limit_at}",
-        cols = db.template_columns(),
+        cols = db.dialect().template_columns(),
         low = low_stock(),
         claimable = claimable(),
     ))

@@ -98,6 +98,27 @@ impl Row {
         Row { columns, values }
     }
 
+    /// A driver's `rows` as [`Row`]s, under the column `names` of the first (read once and
+    /// shared), each column's value read by `value` (by index).
+    pub fn all_of<R>(
+        rows: &[R],
+        names: impl Fn(&R) -> Vec<String>,
+        value: impl Fn(&R, usize) -> StoreResult<Value>,
+    ) -> StoreResult<Vec<Row>> {
+        let Some(first) = rows.first() else {
+            return Ok(Vec::new());
+        };
+        let columns: Arc<[String]> = names(first).into();
+        let row = |r| {
+            let values = (0..columns.len()).map(|i| value(r, i));
+            Ok(Row::new(
+                columns.clone(),
+                values.collect::<StoreResult<_>>()?,
+            ))
+        };
+        rows.iter().map(row).collect()
+    }
+
     /// The value of `col`; an error naming it if the statement did not select it.
     pub fn value(&self, col: &str) -> StoreResult<&Value> {
         self.columns

@@ -1,10 +1,10 @@
 //! A user's wallet: the reads of [`ClaimStore`](coupond_store::ClaimStore) (a page of a user's
-//! coupons, one coupon, its history, how many it holds of some templates), on every backend; and a template's coupons (who holds
-//! them, for [`ReportStore`](coupond_store::ReportStore)).
+//! coupons, one coupon, its history, how many it holds of some templates), on every backend; and a
+//! template's coupons (who holds them, for [`ReportStore`](coupond_store::ReportStore)).
 //!
-//! The claim batch is each backend's own hot path, so each keeps its `impl ClaimStore` and
-//! calls these for the reads. A backend may run [`coupon_page`] its own way (SQLite reads the
-//! page as one aggregated row) and call [`user_coupons`] otherwise.
+//! The claim batch is each backend's own hot path ([`Backend::claim_batch`](crate::Backend)). A
+//! backend may run [`coupon_page`] its own way (SQLite reads the page as one aggregated row);
+//! [`user_coupons`] is the default.
 
 use coupond_domain::{Coupon, CouponId, CouponStatus, TemplateId, Timestamp, UserId};
 use coupond_store::{CouponEvent, CouponQuery, HoldersQuery, StoreError, StoreResult};

@@ -2,8 +2,6 @@
 //! SQLite stores them (instants as microseconds, lists and documents as JSON text), rows read
 //! into [`Row`]s by the storage class of each value.
 
-use std::sync::Arc;
-
 use async_trait::async_trait;
 use coupond_store::{OutboxPosition, PoolStats, StoreError, StoreResult};
 use coupond_store_sql::{Arg, Db, Dialect, Exec, Query, Row, Tx, Value, Work};
@@ -38,41 +36,23 @@ fn build(text: &str, args: Vec<Arg>) -> SqlxQuery<'_> {
 
 /// `rows` as [`Row`]s, the column names shared.
 pub(crate) fn rows(rows: &[SqliteRow]) -> StoreResult<Vec<Row>> {
-    let Some(first) = rows.first() else {
-        return Ok(Vec::new());
-    };
-    let columns: Arc<[String]> = first
-        .columns()
-        .iter()
-        .map(|c| c.name().to_owned())
-        .collect();
-    rows.iter().map(|r| row_in(r, columns.clone())).collect()
+    let names = |r: &SqliteRow| r.columns().iter().map(|c| c.name().to_owned()).collect();
+    Row::all_of(rows, names, value)
 }
 
-/// One driver row as a [`Row`].
-pub(crate) fn row(r: &SqliteRow) -> StoreResult<Row> {
-    let columns: Arc<[String]> = r.columns().iter().map(|c| c.name().to_owned()).collect();
-    row_in(r, columns)
-}
-
-fn row_in(r: &SqliteRow, columns: Arc<[String]>) -> StoreResult<Row> {
-    let mut values = Vec::with_capacity(columns.len());
-    for i in 0..columns.len() {
-        let raw = r.try_get_raw(i).map_err(db_err)?;
-        let v = if raw.is_null() {
-            Value::Null
-        } else {
-            match raw.type_info().name() {
-                "INTEGER" | "BOOLEAN" => Value::Int(r.try_get(i).map_err(db_err)?),
-                "REAL" => Value::Real(r.try_get(i).map_err(db_err)?),
-                "TEXT" => Value::Text(r.try_get(i).map_err(db_err)?),
-                "BLOB" => Value::Bytes(r.try_get(i).map_err(db_err)?),
-                other => return Err(StoreError::other(format!("unread SQLite type {other}"))),
-            }
-        };
-        values.push(v);
+/// Column `i` of `r`, by its storage class.
+fn value(r: &SqliteRow, i: usize) -> StoreResult<Value> {
+    let raw = r.try_get_raw(i).map_err(db_err)?;
+    if raw.is_null() {
+        return Ok(Value::Null);
     }
-    Ok(Row::new(columns, values))
+    Ok(match raw.type_info().name() {
+        "INTEGER" | "BOOLEAN" => Value::Int(r.try_get(i).map_err(db_err)?),
+        "REAL" => Value::Real(r.try_get(i).map_err(db_err)?),
+        "TEXT" => Value::Text(r.try_get(i).map_err(db_err)?),
+        "BLOB" => Value::Bytes(r.try_get(i).map_err(db_err)?),
+        other => return Err(StoreError::other(format!("unread SQLite type {other}"))),
+    })
 }
 
 /// A connection pool as an [`Exec`] (the reader pool, or the writer outside a transaction).
@@ -95,7 +75,7 @@ impl Exec for PoolExec<'_> {
             .fetch_optional(self.0)
             .await
             .map_err(db_err)?;
-        r.as_ref().map(row).transpose()
+        Ok(rows(r.as_slice())?.pop())
     }
 }
 
@@ -130,7 +110,7 @@ impl Exec for SqliteTx<'_> {
             .fetch_optional(&mut *self.tx)
             .await
             .map_err(db_err)?;
-        r.as_ref().map(row).transpose()
+        Ok(rows(r.as_slice())?.pop())
     }
 }
 
@@ -189,20 +169,8 @@ impl Db for SqliteDb {
         }
     }
 
-    fn claimed_column(&self) -> &'static str {
-        "claimed"
-    }
-
     async fn outbox_head(&self) -> StoreResult<OutboxPosition> {
         self.outbox_head_q().await
-    }
-
-    fn own_audit_checks(&self) -> &'static [(&'static str, &'static str)] {
-        &coupond_store_sql::reports::CLAIMED_ON_TEMPLATES
-    }
-
-    fn template_columns(&self) -> &'static str {
-        crate::store::TEMPLATE_COLS
     }
 
     /// `templates.total_stock` and `claimed` are the stock: nothing else to lay out.

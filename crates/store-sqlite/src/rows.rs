@@ -1,35 +1,20 @@
 //! Row conversions and the mapping of driver errors into [`StoreError`], in one place.
 //!
 //! The mappers both backends share are `coupond_store_sql::rows`; `coupon` here applies
-//! them to coupons read with sqlx (through `exec::row`).
+//! them to coupons read with sqlx (through `exec::rows`).
 
 use coupond_domain::{Coupon, CouponId, CouponStatus, Money, OrderId, TemplateId};
 use coupond_domain::{Timestamp, UserId};
-use coupond_store::{Conflict, Event, StoreError};
+use coupond_store::{Event, StoreError};
 
 pub(crate) fn db_err(e: sqlx::Error) -> StoreError {
-    match e {
-        sqlx::Error::RowNotFound => StoreError::NotFound,
-        sqlx::Error::Database(d) if d.is_unique_violation() => {
-            StoreError::Conflict(Conflict::Unique)
-        }
-        sqlx::Error::Database(d) if d.is_foreign_key_violation() => {
-            StoreError::Conflict(Conflict::Reference)
-        }
-        // SQLITE_BUSY / SQLITE_LOCKED (any extended code) after the busy timeout: another
-        // process holds the lock.
-        sqlx::Error::Database(d)
-            if d.code()
-                .and_then(|c| c.parse::<i32>().ok())
-                .is_some_and(|c| matches!(c & 0xff, 5 | 6)) =>
-        {
-            StoreError::Unavailable(d.into())
-        }
-        e @ (sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_)) => {
-            StoreError::Unavailable(e.into())
-        }
-        e => StoreError::other(e),
-    }
+    // SQLITE_BUSY / SQLITE_LOCKED (any extended code) after the busy timeout: another process
+    // holds the lock.
+    coupond_store_sql::driver_error(e, |d| {
+        d.code()
+            .and_then(|c| c.parse::<i32>().ok())
+            .is_some_and(|c| matches!(c & 0xff, 5 | 6))
+    })
 }
 
 pub(crate) fn ts(micros: i64) -> Result<Timestamp, StoreError> {

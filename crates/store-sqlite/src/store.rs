@@ -20,15 +20,15 @@ use crate::SqliteStore;
 
 /// Reader connections unless configured otherwise.
 pub const DEFAULT_READERS: u32 = 4;
+
+/// The schema, embedded in the binary.
+static MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+
 /// Wallet reader threads at most, however many reader connections are configured: each is an
 /// OS thread with its own connection, and a few keep up with the cores a server has.
 const WALLET_READERS_MAX: u32 = 16;
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
-
-pub(crate) const TEMPLATE_COLS: &str = "id, merchant_id, spec, claim_start, claim_end, claimed, \
-     used, given, reserved, created_at, updated_at, published_at, aborted_at, approval, \
-     reviewed_at, review_reason, version, paused_at, pause_reason, pause_scope";
 
 /// The SQLite store: one writer connection, a few readers, one database file.
 #[derive(Clone, Debug)]
@@ -113,27 +113,7 @@ impl SqliteDb {
 
     /// The newest migration applied here and the newest this build carries.
     pub async fn schema(&self) -> StoreResult<coupond_store::Schema> {
-        let known = sqlx::migrate!("./migrations")
-            .iter()
-            .map(|m| m.version)
-            .max()
-            .unwrap_or(0);
-        let table: Option<String> = sqlx::query_scalar(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'",
-        )
-        .fetch_optional(&self.reader)
-        .await
-        .map_err(db_err)?;
-        let applied = match table {
-            Some(_) => {
-                sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations WHERE success")
-                    .fetch_one(&self.reader)
-                    .await
-                    .map_err(db_err)?
-            }
-            None => None,
-        };
-        Ok(coupond_store::Schema { applied, known })
+        coupond_store_sql::admin::schema(self, MIGRATIONS.iter().map(|m| m.version)).await
     }
 
     /// Writes a consistent copy of the whole database to `path` (SQLite's `VACUUM INTO`, on a
@@ -154,7 +134,7 @@ impl SqliteDb {
     /// Applies the embedded migrations that have not run yet, then the one change a migration
     /// file cannot make (`ids`: ids never reused).
     pub async fn migrate(&self) -> StoreResult<()> {
-        sqlx::migrate!("./migrations")
+        MIGRATIONS
             .run(&self.writer)
             .await
             .map_err(StoreError::other)?;

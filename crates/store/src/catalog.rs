@@ -67,9 +67,9 @@ pub trait CatalogStore: Send + Sync {
     async fn unbind(&self, listing: ListingId, template: TemplateId) -> StoreResult<bool>;
 }
 
-/// Activities and templates: the terms coupons are issued under.
+/// Activities: the campaigns templates belong to.
 #[async_trait]
-pub trait CampaignStore: Send + Sync {
+pub trait ActivityStore: Send + Sync {
     async fn insert_activity(&self, spec: &ActivitySpec, now: Timestamp) -> StoreResult<Activity>;
     async fn activity(&self, id: ActivityId) -> StoreResult<Activity>;
     /// Activities matching `q`, ascending by id, after the page cursor.
@@ -97,6 +97,22 @@ pub trait CampaignStore: Send + Sync {
         version: i64,
         now: Timestamp,
     ) -> StoreResult<Activity>;
+    /// Pauses (`Some`) or resumes (`None`) the activity if it is still at `version`, and with
+    /// it every template it holds that is not paused itself (a resume lifts only the pauses
+    /// it set), with their events, in one transaction.
+    async fn set_activity_pause(
+        &self,
+        id: ActivityId,
+        version: i64,
+        pause: Option<&Pause>,
+        actor: &Actor,
+        now: Timestamp,
+    ) -> StoreResult<Activity>;
+}
+
+/// Templates: the terms coupons are issued under.
+#[async_trait]
+pub trait TemplateStore: Send + Sync {
     /// Inserts a template. Inside an activity, only if the activity still has
     /// `activity_version` and is not aborted (so its terms cannot have changed since the caller
     /// validated against them); bumps the activity's `enrollment_seq` in the same transaction.
@@ -154,17 +170,6 @@ pub trait CampaignStore: Send + Sync {
         actor: &Actor,
         now: Timestamp,
     ) -> StoreResult<Template>;
-    /// Pauses (`Some`) or resumes (`None`) the activity if it is still at `version`, and with
-    /// it every template it holds that is not paused itself (a resume lifts only the pauses
-    /// it set), with their events, in one transaction.
-    async fn set_activity_pause(
-        &self,
-        id: ActivityId,
-        version: i64,
-        pause: Option<&Pause>,
-        actor: &Actor,
-        now: Timestamp,
-    ) -> StoreResult<Activity>;
     /// Ends the template's claiming for good: writes `spec` (its claim window ending at
     /// `now`) if it is still at `version`, records `edit` in its history with its
     /// `template.changed` event, and announces the status it enters, in one transaction.

@@ -1,43 +1,42 @@
 //! Storage for coupond: small traits by area, implemented once per backend.
 //!
 //! - [`Store`]: everything the service persists, as one supertrait of the area traits, so
-//!   `Arc<dyn Store>` reaches them all. Backends (`coupond-store-sqlite`,
-//!   `coupond-store-postgres`) own their SQL and migrations; nothing above this crate sees a
-//!   database type. Callers bring the area traits into scope with
-//!   `use coupond_store::prelude::*`.
-//! - The area traits, each a dozen methods or fewer, each method one transaction:
-//!   [`admin`] ([`AdminStore`]: health, settings, API keys; [`ReportStore`]: stats,
-//!   reconciliation, audit; [`InspectStore`]: reads only tests and tools need),
-//!   [`catalog`] ([`CatalogStore`]: merchants, listings, bindings; [`CampaignStore`]:
-//!   activities, templates), [`cities`] ([`CityStore`]: the platform's names for its cities), [`claims`] ([`ClaimStore`]), [`checkout`] ([`CheckoutStore`],
-//!   [`IdempotencyStore`]), [`codes`] ([`CodeStore`]), [`scheduling`] ([`OutboxStore`],
-//!   [`SchedulerStore`], [`InboxStore`]), [`issuance`] ([`IssuanceStore`]), [`webhooks`]
-//!   ([`WebhookStore`]), [`operators`] ([`OperatorStore`]: operator accounts and password
-//!   resets), [`invitations`] ([`InvitationStore`]: merchants' invitations to join their
-//!   teams), [`audit`] ([`AuditStore`]: the trail of who changed what, written by each
-//!   change's own transaction), [`audit_runs`] ([`AuditRunStore`]: the self-audit's runs and
-//!   what each found), [`messaging`] ([`MessagingStore`]: users' contact points and choices,
-//!   message texts, the email and SMS delivery log), [`campaign_messages`]
+//!   `Arc<dyn Store>` reaches them all. Backends (`coupond-store-sql` and the crates of each
+//!   database) own the SQL and migrations; nothing above this crate sees a database type.
+//!   Callers bring the area traits into scope with `use coupond_store::prelude::*`.
+//! - The area traits, each 15 methods or fewer, each method one transaction: [`admin`]
+//!   ([`AdminStore`]: health, settings, API keys; [`ReportStore`]: stats, reconciliation, audit;
+//!   [`InspectStore`]: reads only tests and tools need), [`catalog`] ([`CatalogStore`]: merchants,
+//!   listings, bindings; [`ActivityStore`], [`TemplateStore`]: activities, templates), [`cities`]
+//!   ([`CityStore`]: the platform's names for its cities), [`claims`] ([`ClaimStore`]),
+//!   [`checkout`] ([`CheckoutStore`], [`IdempotencyStore`]), [`codes`] ([`CodeStore`]),
+//!   [`scheduling`] ([`OutboxStore`], [`SchedulerStore`], [`InboxStore`]), [`issuance`]
+//!   ([`IssuanceStore`]), [`webhooks`] ([`WebhookStore`]), [`operators`] ([`OperatorStore`]:
+//!   operator accounts and password resets), [`invitations`] ([`InvitationStore`]: merchants'
+//!   invitations to join their teams), [`audit`] ([`AuditStore`]: the trail of who changed what,
+//!   written by each change's own transaction), [`audit_runs`] ([`AuditRunStore`]: the self-audit's
+//!   runs and what each found), [`messaging`] ([`MessagingStore`]: users' contact points and
+//!   choices, message texts, the email and SMS delivery log), [`campaign_messages`]
 //!   ([`CampaignMessageStore`]: operators' campaign messages and their recipients).
-//! - [`error`]: [`StoreError`], deliberately small: `NotFound`, `Conflict`, `Unavailable`,
-//!   `Other`. The API turns it into HTTP in one place.
+//! - [`error`]: [`StoreError`], deliberately small: `NotFound`, `Conflict`, `Unavailable`, `Other`.
+//!   The API turns it into HTTP in one place.
 //! - [`model`]: records that exist only in storage (API keys, queries, pages).
 //! - [`events`]: the outbox's events and the coupon operation log, with the JSON bodies both
 //!   backends write.
-//! - [`checkout`]: orders holding coupons (lock, extend, confirm, cancel) and the idempotency records
-//!   of write routes.
+//! - [`checkout`]: orders holding coupons (lock, extend, confirm, cancel) and the idempotency
+//!   records of write routes.
 //! - [`issuance`]: bulk issuance jobs and their progress.
 //! - [`scheduling`]: outbox positions, reminders and inbox messages, for the background loops.
 //! - [`webhooks`]: webhook endpoints, deliveries and attempts.
 //! - [`sessions`]: console sessions ([`AdminStore`] keeps them), shared by every instance;
 //!   [`OperatorStore`] ends an operator's when it is disabled or its password changes.
-//! - [`codec`]: the JSON both backends use for the nested parts of a record, so a record reads
-//!   back identically from either.
-//! - [`records`]: the stored, versioned record types behind that JSON, tolerant of fields a
-//!   newer version added and checked when read.
+//! - [`codec`]: the JSON both backends use for the nested parts of a record, so a record reads back
+//!   identically from either.
+//! - [`records`]: the stored, versioned record types behind that JSON, tolerant of fields a newer
+//!   version added and checked when read.
 //! - `testing` (feature `testing`): the conformance suite; every backend runs all of it.
-//! - [`figures`]: the campaign figures per hour and channel ([`Figures`]), as the store counts
-//!   them for the performance report.
+//! - [`figures`]: the campaign figures per hour and channel ([`Figures`]), as the store counts them
+//!   for the performance report.
 //! - [`failpoints`]: named points where test builds inject crashes and errors.
 #![forbid(unsafe_code)]
 
@@ -76,7 +75,7 @@ pub use audit_runs::{AuditRun, AuditRunStore, AuditTrigger, Finding, RunEnd};
 pub use campaign_messages::{
     CampaignMessage, CampaignMessageStore, CampaignPage, NewCampaignMessage, Recipients,
 };
-pub use catalog::{CampaignStore, CatalogStore};
+pub use catalog::{ActivityStore, CatalogStore, TemplateStore};
 pub use checkout::{
     CheckoutStore, ExtendStep, IdempotencyStart, IdempotencyStore, LockOutcome, LockPlan,
     LockRefusal, LockRequest, LockRules, OrderRecord, OrderState, OrderStep, PlainOrder,
@@ -130,7 +129,8 @@ pub use webhooks::{
 pub trait Store:
     AdminStore
     + CatalogStore
-    + CampaignStore
+    + ActivityStore
+    + TemplateStore
     + ClaimStore
     + CheckoutStore
     + IdempotencyStore
@@ -156,44 +156,15 @@ pub trait Store:
 {
 }
 
-impl<T> Store for T where
-    T: AdminStore
-        + CatalogStore
-        + CampaignStore
-        + ClaimStore
-        + CheckoutStore
-        + IdempotencyStore
-        + CodeStore
-        + OutboxStore
-        + SchedulerStore
-        + InboxStore
-        + IssuanceStore
-        + LifecycleStore
-        + TagStore
-        + WebhookStore
-        + ReportStore
-        + OperatorStore
-        + InvitationStore
-        + AuditStore
-        + AuditRunStore
-        + CityStore
-        + MessagingStore
-        + SeenStore
-        + CampaignMessageStore
-        + std::fmt::Debug
-        + 'static
-{
-}
-
 /// The area traits, imported anonymously: `use coupond_store::prelude::*` lets code call any
 /// store method on an `Arc<dyn Store>` without naming the trait that declares it.
 pub mod prelude {
     pub use crate::{
-        AdminStore as _, AuditRunStore as _, AuditStore as _, CampaignMessageStore as _,
-        CampaignStore as _, CatalogStore as _, CheckoutStore as _, CityStore as _, ClaimStore as _,
-        CodeStore as _, IdempotencyStore as _, InboxStore as _, InspectStore as _,
+        ActivityStore as _, AdminStore as _, AuditRunStore as _, AuditStore as _,
+        CampaignMessageStore as _, CatalogStore as _, CheckoutStore as _, CityStore as _,
+        ClaimStore as _, CodeStore as _, IdempotencyStore as _, InboxStore as _, InspectStore as _,
         InvitationStore as _, IssuanceStore as _, LifecycleStore as _, MessagingStore as _,
         OperatorStore as _, OutboxStore as _, ReportStore as _, SchedulerStore as _,
-        SeenStore as _, TagStore as _, WebhookStore as _,
+        SeenStore as _, TagStore as _, TemplateStore as _, WebhookStore as _,
     };
 }

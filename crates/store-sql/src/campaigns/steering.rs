@@ -1,4 +1,4 @@
-//! Steering live campaigns ([`CampaignStore`](coupond_store::CampaignStore)'s pause, resume
+//! Steering live campaigns ([`TemplateStore`](coupond_store::TemplateStore)'s pause, resume
 //! and stop), on every backend.
 //!
 //! A pause is a row write on `templates` (or `activities` and the templates it holds): the
@@ -70,7 +70,7 @@ pub async fn set_template_pause(
         "UPDATE templates SET paused_at = $1, pause_reason = $2, pause_scope = $3,
              updated_at = $4, version = version + 1
          WHERE id = $5 AND version = $6 RETURNING {}",
-        db.template_columns()
+        db.dialect().template_columns()
     ))
     .bind(pause.map(|p| p.at))
     .bind(pause.and_then(|p| p.reason.as_ref()).map(Note::as_str))
@@ -195,7 +195,7 @@ pub async fn stop_template(
         "UPDATE templates SET claim_end = $1, expires_at = $2, spec = $3, updated_at = $4,
              version = version + 1
          WHERE id = $5 AND version = $6 RETURNING {}",
-        db.template_columns()
+        db.dialect().template_columns()
     ))
     .bind(w.end)
     .bind(spec.expires_at())

@@ -1,4 +1,4 @@
-//! Templates' reads and writes ([`CampaignStore`](coupond_store::CampaignStore)'s template
+//! Templates' reads and writes ([`TemplateStore`](coupond_store::TemplateStore)'s template
 //! half): insert, read, list, edit, publish, abort and review. Publishing, aborting and
 //! reviewing announce the template's status in their own transaction.
 
@@ -29,7 +29,7 @@ pub async fn insert_template(
              approval, cities, owner_id, external_id)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $12, $13, $14, $15)
          RETURNING {}",
-        db.template_columns()
+        db.dialect().template_columns()
     ))
     .bind(t.merchant_id.map(MerchantId::get))
     .bind(spec.activity_id.map(ActivityId::get));
@@ -58,7 +58,7 @@ pub async fn insert_template(
 pub async fn template(db: &dyn Db, id: TemplateId) -> StoreResult<Template> {
     let q = sql(format!(
         "SELECT {} FROM templates WHERE id = $1",
-        db.template_columns()
+        db.dialect().template_columns()
     ))
     .bind(id.get());
     template_row(&db.read_one(q).await?)
@@ -67,7 +67,7 @@ pub async fn template(db: &dyn Db, id: TemplateId) -> StoreResult<Template> {
 pub async fn list_templates(db: &dyn Db, q: &TemplateQuery) -> StoreResult<Vec<Template>> {
     let mut s = sql(format!(
         "SELECT {} FROM templates WHERE id > ",
-        db.template_columns()
+        db.dialect().template_columns()
     ));
     s.push_bind(q.page.after.unwrap_or(0));
     if let Some(m) = q.merchant {
@@ -93,7 +93,7 @@ pub async fn list_templates(db: &dyn Db, q: &TemplateQuery) -> StoreResult<Vec<T
 pub async fn activity_templates(db: &dyn Db, id: ActivityId) -> StoreResult<Vec<Template>> {
     let q = sql(format!(
         "SELECT {} FROM templates WHERE activity_id = $1 ORDER BY id",
-        db.template_columns()
+        db.dialect().template_columns()
     ))
     .bind(id.get());
     db.read_all(q).await?.iter().map(template_row).collect()
@@ -115,7 +115,7 @@ pub async fn update_template(
             claim_start = $5, claim_end = $6, expires_at = $7, spec = $8, updated_at = $9,
             version = version + 1, cities = $10, external_id = $11
          WHERE id = $12 AND version = $13 RETURNING {}",
-        db.template_columns()
+        db.dialect().template_columns()
     ));
     let q = bind_template(q, spec)?
         .bind(now)
@@ -189,7 +189,7 @@ async fn stamp(
     let q = sql(format!(
         "UPDATE templates SET {column} = $1, updated_at = $1, version = version + 1
          WHERE id = $2 AND version = $3 RETURNING {}",
-        db.template_columns()
+        db.dialect().template_columns()
     ))
     .bind(now)
     .bind(id.get())
@@ -221,7 +221,7 @@ pub async fn review_template(
         "UPDATE templates SET approval = $1, reviewed_at = $2, review_reason = $3,
              updated_at = $2, version = version + 1
          WHERE id = $4 AND version = $5 AND approval = 'pending' RETURNING {}",
-        db.template_columns()
+        db.dialect().template_columns()
     ))
     .bind(review.as_str())
     .bind(now)
@@ -269,7 +269,7 @@ async fn check_stock_holds_claims(
     }
     let q = sql(format!(
         "SELECT {} AS claimed FROM templates WHERE id = $1",
-        db.claimed_column()
+        db.dialect().claimed_column()
     ));
     let Some(row) = tx.fetch_optional(q.bind(id.get())).await? else {
         return Ok(()); // the update finds it missing
@@ -295,7 +295,7 @@ async fn follow_activity_pause(
          WHERE id = $2 AND EXISTS (SELECT 1 FROM activities WHERE id = $1
                                    AND paused_at IS NOT NULL)
          RETURNING {}",
-        db.template_columns()
+        db.dialect().template_columns()
     ))
     .bind(activity.get())
     .bind(template.id.get());

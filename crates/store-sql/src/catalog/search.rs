@@ -88,7 +88,7 @@ pub async fn live_templates(
     let mut b = sql(format!(
         "SELECT b.listing_id, {} FROM bindings b \
          JOIN templates t ON t.id = b.template_id WHERE {}",
-        db.template_columns(),
+        db.dialect().template_columns(),
         db.dialect().in_list("b.listing_id", 1)
     ))
     .bind(ids);
