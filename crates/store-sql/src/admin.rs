@@ -6,6 +6,9 @@ use coupond_store::{ApiKey, ConsoleSession, NewApiKey, Role, Schema, StoreError,
 
 use crate::backend::{Backend, SqlStore};
 use crate::{sql, Db, Dialect, Row, Work};
+use coupond_store::AdminStore;
+use coupond_store::InspectStore;
+use coupond_store::PoolStats;
 
 pub async fn ping(db: &dyn Db) -> StoreResult<()> {
     db.read_one(sql("SELECT 1 AS one")).await.map(drop)
@@ -221,73 +224,58 @@ pub async fn schema(db: &dyn Db, known: impl IntoIterator<Item = i64>) -> StoreR
 }
 
 #[async_trait::async_trait]
-impl<B: Backend> coupond_store::AdminStore for SqlStore<B> {
+impl<B: Backend> AdminStore for SqlStore<B> {
     fn backend(&self) -> &'static str {
         self.db.name()
     }
-    async fn ping(&self) -> coupond_store::StoreResult<()> {
-        crate::admin::ping(&self.db).await
+    async fn ping(&self) -> StoreResult<()> {
+        ping(&self.db).await
     }
-    fn pool_stats(&self) -> coupond_store::PoolStats {
+    fn pool_stats(&self) -> PoolStats {
         self.db.pool_stats()
     }
     async fn close(&self) {
         self.db.close().await
     }
-    async fn setting_or_init(&self, key: &str, init: &str) -> coupond_store::StoreResult<String> {
-        crate::admin::setting_or_init(&self.db, key, init).await
+    async fn setting_or_init(&self, key: &str, init: &str) -> StoreResult<String> {
+        setting_or_init(&self.db, key, init).await
     }
-    async fn put_setting(&self, key: &str, value: &str) -> coupond_store::StoreResult<()> {
-        crate::admin::put_setting(&self.db, key, value).await
+    async fn put_setting(&self, key: &str, value: &str) -> StoreResult<()> {
+        put_setting(&self.db, key, value).await
     }
-    async fn insert_api_key(
-        &self,
-        key: &coupond_store::NewApiKey,
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<coupond_store::ApiKey> {
-        crate::admin::insert_api_key(&self.db, key, now).await
+    async fn insert_api_key(&self, key: &NewApiKey, now: Timestamp) -> StoreResult<ApiKey> {
+        insert_api_key(&self.db, key, now).await
     }
-    async fn api_key_by_hash(
-        &self,
-        hash: &[u8; 32],
-    ) -> coupond_store::StoreResult<coupond_store::ApiKey> {
-        crate::admin::api_key_by_hash(&self.db, hash).await
+    async fn api_key_by_hash(&self, hash: &[u8; 32]) -> StoreResult<ApiKey> {
+        api_key_by_hash(&self.db, hash).await
     }
-    async fn list_api_keys(&self) -> coupond_store::StoreResult<Vec<coupond_store::ApiKey>> {
-        crate::admin::list_api_keys(&self.db).await
+    async fn list_api_keys(&self) -> StoreResult<Vec<ApiKey>> {
+        list_api_keys(&self.db).await
     }
-    async fn revoke_api_key(
-        &self,
-        id: i64,
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<coupond_store::ApiKey> {
-        crate::admin::revoke_api_key(&self.db, id, now).await
+    async fn revoke_api_key(&self, id: i64, now: Timestamp) -> StoreResult<ApiKey> {
+        revoke_api_key(&self.db, id, now).await
     }
     async fn set_api_key_operator(
         &self,
         id: i64,
-        operator: Option<coupond_domain::OperatorId>,
-    ) -> coupond_store::StoreResult<coupond_store::ApiKey> {
-        crate::admin::set_api_key_operator(&self.db, id, operator).await
+        operator: Option<OperatorId>,
+    ) -> StoreResult<ApiKey> {
+        set_api_key_operator(&self.db, id, operator).await
     }
-    async fn insert_console_session(
-        &self,
-        id: &[u8; 32],
-        s: &coupond_store::ConsoleSession,
-    ) -> coupond_store::StoreResult<()> {
-        crate::admin::insert_console_session(&self.db, id, s).await
+    async fn insert_console_session(&self, id: &[u8; 32], s: &ConsoleSession) -> StoreResult<()> {
+        insert_console_session(&self.db, id, s).await
     }
     async fn console_session(
         &self,
         id: &[u8; 32],
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<Option<coupond_store::ConsoleSession>> {
-        crate::admin::console_session(&self.db, id, now).await
+        now: Timestamp,
+    ) -> StoreResult<Option<ConsoleSession>> {
+        console_session(&self.db, id, now).await
     }
-    async fn end_console_session(&self, id: &[u8; 32]) -> coupond_store::StoreResult<()> {
-        crate::admin::end_console_session(&self.db, id).await
+    async fn end_console_session(&self, id: &[u8; 32]) -> StoreResult<()> {
+        end_console_session(&self.db, id).await
     }
-    fn inspect(&self) -> &dyn coupond_store::InspectStore {
+    fn inspect(&self) -> &dyn InspectStore {
         self
     }
 }

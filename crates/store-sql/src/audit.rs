@@ -8,6 +8,7 @@ use coupond_store::{StoreError, StoreResult};
 
 use crate::backend::{Backend, SqlStore};
 use crate::{sql, Db, Exec, Row};
+use coupond_store::AuditStore;
 
 /// Inserts the changes pending in this task ([`audit::take_pending`]) through `tx`, the
 /// transaction about to commit. Backends call it first thing in `Tx::commit`.
@@ -88,11 +89,8 @@ fn entry_row(r: &Row) -> StoreResult<AuditEntry> {
 }
 
 #[async_trait::async_trait]
-impl<B: Backend> coupond_store::AuditStore for SqlStore<B> {
-    async fn audit_entries(
-        &self,
-        q: &coupond_store::audit::AuditQuery,
-    ) -> coupond_store::StoreResult<Vec<coupond_store::audit::AuditEntry>> {
-        crate::audit::audit_entries(&self.db, q).await
+impl<B: Backend> AuditStore for SqlStore<B> {
+    async fn audit_entries(&self, q: &AuditQuery) -> StoreResult<Vec<AuditEntry>> {
+        audit_entries(&self.db, q).await
     }
 }

@@ -11,6 +11,7 @@ use coupond_store::{StoreError, StoreResult};
 use crate::backend::{Backend, SqlStore};
 use crate::scheduling::emit;
 use crate::{sql, Db, Row, Work};
+use coupond_store::AuditRunStore;
 
 const COLS: &str = "id, triggered_by, slot, requested_at, started_at, finished_at, violations, \
                     findings, error";
@@ -165,38 +166,38 @@ fn run(r: &Row) -> StoreResult<AuditRun> {
 }
 
 #[async_trait::async_trait]
-impl<B: Backend> coupond_store::AuditRunStore for SqlStore<B> {
+impl<B: Backend> AuditRunStore for SqlStore<B> {
     async fn queue_audit_run(
         &self,
         trigger: coupond_store::AuditTrigger,
-        slot: Option<coupond_domain::Timestamp>,
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<Option<coupond_store::AuditRun>> {
-        crate::audit_runs::queue_audit_run(&self.db, trigger, slot, now).await
+        slot: Option<Timestamp>,
+        now: Timestamp,
+    ) -> StoreResult<Option<coupond_store::AuditRun>> {
+        queue_audit_run(&self.db, trigger, slot, now).await
     }
     async fn start_audit_run(
         &self,
-        stale_before: coupond_domain::Timestamp,
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<Option<coupond_store::AuditRun>> {
-        crate::audit_runs::start_audit_run(&self.db, stale_before, now).await
+        stale_before: Timestamp,
+        now: Timestamp,
+    ) -> StoreResult<Option<coupond_store::AuditRun>> {
+        start_audit_run(&self.db, stale_before, now).await
     }
     async fn finish_audit_run(
         &self,
         id: i64,
         end: coupond_store::RunEnd<'_>,
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<coupond_store::AuditRun> {
-        crate::audit_runs::finish_audit_run(&self.db, id, end, now).await
+        now: Timestamp,
+    ) -> StoreResult<coupond_store::AuditRun> {
+        finish_audit_run(&self.db, id, end, now).await
     }
     async fn audit_runs(
         &self,
         before: Option<i64>,
         limit: u32,
-    ) -> coupond_store::StoreResult<Vec<coupond_store::AuditRun>> {
-        crate::audit_runs::audit_runs(&self.db, before, limit).await
+    ) -> StoreResult<Vec<coupond_store::AuditRun>> {
+        audit_runs(&self.db, before, limit).await
     }
-    async fn last_audit_run(&self) -> coupond_store::StoreResult<Option<coupond_store::AuditRun>> {
-        crate::audit_runs::last_audit_run(&self.db).await
+    async fn last_audit_run(&self) -> StoreResult<Option<coupond_store::AuditRun>> {
+        last_audit_run(&self.db).await
     }
 }

@@ -11,6 +11,7 @@ use coupond_store::{Conflict, Page, StoreError, StoreResult};
 
 use crate::backend::{Backend, SqlStore};
 use crate::{sql, Db, Query, Row, Work};
+use coupond_store::CampaignMessageStore;
 
 const COLS: &str = "id, template_id, owner, actor, title, message, segment, next_after, \
      recipients, queued, created_at, finished_at";
@@ -213,48 +214,39 @@ fn message_row(r: &Row) -> StoreResult<CampaignMessage> {
 }
 
 #[async_trait::async_trait]
-impl<B: Backend> coupond_store::CampaignMessageStore for SqlStore<B> {
+impl<B: Backend> CampaignMessageStore for SqlStore<B> {
     async fn insert_campaign_message(
         &self,
-        new: &coupond_store::campaign_messages::NewCampaignMessage<'_>,
-        since: coupond_domain::Timestamp,
+        new: &NewCampaignMessage<'_>,
+        since: Timestamp,
         max: u32,
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<coupond_store::campaign_messages::CampaignMessage> {
-        crate::campaign_messages::insert(&self.db, new, since, max, now).await
+        now: Timestamp,
+    ) -> StoreResult<CampaignMessage> {
+        insert(&self.db, new, since, max, now).await
     }
-    async fn campaign_message(
-        &self,
-        id: i64,
-    ) -> coupond_store::StoreResult<coupond_store::campaign_messages::CampaignMessage> {
-        crate::campaign_messages::one(&self.db, id).await
+    async fn campaign_message(&self, id: i64) -> StoreResult<CampaignMessage> {
+        one(&self.db, id).await
     }
     async fn template_campaign_messages(
         &self,
-        template: coupond_domain::TemplateId,
+        template: TemplateId,
         sender: Option<i64>,
-        page: coupond_store::Page,
-    ) -> coupond_store::StoreResult<Vec<coupond_store::campaign_messages::CampaignMessage>> {
-        crate::campaign_messages::of_template(&self.db, template, sender, page).await
+        page: Page,
+    ) -> StoreResult<Vec<CampaignMessage>> {
+        of_template(&self.db, template, sender, page).await
     }
-    async fn next_campaign_message(
-        &self,
-    ) -> coupond_store::StoreResult<Option<coupond_store::campaign_messages::CampaignMessage>> {
-        crate::campaign_messages::next(&self.db).await
+    async fn next_campaign_message(&self) -> StoreResult<Option<CampaignMessage>> {
+        next(&self.db).await
     }
     async fn campaign_recipients(
         &self,
-        m: &coupond_store::campaign_messages::CampaignMessage,
-        now: coupond_domain::Timestamp,
+        m: &CampaignMessage,
+        now: Timestamp,
         limit: u32,
-    ) -> coupond_store::StoreResult<coupond_store::campaign_messages::Recipients> {
-        crate::campaign_messages::recipients(&self.db, m, now, limit).await
+    ) -> StoreResult<Recipients> {
+        recipients(&self.db, m, now, limit).await
     }
-    async fn send_campaign_page(
-        &self,
-        page: &coupond_store::campaign_messages::CampaignPage<'_>,
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<()> {
-        crate::campaign_messages::send_page(&self.db, page, now).await
+    async fn send_campaign_page(&self, page: &CampaignPage<'_>, now: Timestamp) -> StoreResult<()> {
+        send_page(&self.db, page, now).await
     }
 }

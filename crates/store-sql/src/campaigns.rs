@@ -22,6 +22,15 @@ pub use templates::{
 
 use crate::backend::{Backend, SqlStore};
 use crate::{missing_or_conflict, sql, Db, Dialect, Exec, Json, Query, Row, Work};
+use coupond_domain::Actor;
+use coupond_domain::Pause;
+use coupond_domain::Review;
+use coupond_domain::Template;
+use coupond_store::ActivityStore;
+use coupond_store::NewTemplate;
+use coupond_store::TemplateEdit;
+use coupond_store::TemplateQuery;
+use coupond_store::TemplateStore;
 
 /// An activity's columns (its cities are read from `spec`), as [`activity_row`] reads them.
 pub(crate) const ACTIVITY_COLS: &str = "id, spec, created_at, updated_at, aborted_at, version, \
@@ -326,158 +335,120 @@ pub fn push_activity_status(
 }
 
 #[async_trait::async_trait]
-impl<B: Backend> coupond_store::ActivityStore for SqlStore<B> {
-    async fn insert_activity(
-        &self,
-        spec: &coupond_domain::ActivitySpec,
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<coupond_domain::Activity> {
-        crate::campaigns::insert_activity(&self.db, spec, now).await
+impl<B: Backend> ActivityStore for SqlStore<B> {
+    async fn insert_activity(&self, spec: &ActivitySpec, now: Timestamp) -> StoreResult<Activity> {
+        insert_activity(&self.db, spec, now).await
     }
-    async fn activity(
-        &self,
-        id: coupond_domain::ActivityId,
-    ) -> coupond_store::StoreResult<coupond_domain::Activity> {
-        crate::campaigns::activity(&self.db, id).await
+    async fn activity(&self, id: ActivityId) -> StoreResult<Activity> {
+        activity(&self.db, id).await
     }
-    async fn list_activities(
-        &self,
-        q: &coupond_store::ActivityQuery,
-    ) -> coupond_store::StoreResult<Vec<coupond_domain::Activity>> {
-        crate::campaigns::list_activities(&self.db, q).await
+    async fn list_activities(&self, q: &ActivityQuery) -> StoreResult<Vec<Activity>> {
+        list_activities(&self.db, q).await
     }
-    async fn count_activities(
-        &self,
-        q: &coupond_store::ActivityQuery,
-    ) -> coupond_store::StoreResult<i64> {
-        crate::campaigns::count_activities(&self.db, q).await
+    async fn count_activities(&self, q: &ActivityQuery) -> StoreResult<i64> {
+        count_activities(&self.db, q).await
     }
     async fn update_activity(
         &self,
-        id: coupond_domain::ActivityId,
+        id: ActivityId,
         version: i64,
         enrollment_seq: i64,
-        spec: &coupond_domain::ActivitySpec,
-        following: &[(coupond_domain::TemplateId, coupond_domain::TemplateSpec)],
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<coupond_domain::Activity> {
-        crate::campaigns::update_activity(
-            &self.db,
-            id,
-            version,
-            enrollment_seq,
-            spec,
-            following,
-            now,
-        )
-        .await
+        spec: &ActivitySpec,
+        following: &[(TemplateId, TemplateSpec)],
+        now: Timestamp,
+    ) -> StoreResult<Activity> {
+        update_activity(&self.db, id, version, enrollment_seq, spec, following, now).await
     }
     async fn abort_activity(
         &self,
-        id: coupond_domain::ActivityId,
+        id: ActivityId,
         version: i64,
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<coupond_domain::Activity> {
-        crate::campaigns::abort_activity(&self.db, id, version, now).await
+        now: Timestamp,
+    ) -> StoreResult<Activity> {
+        abort_activity(&self.db, id, version, now).await
     }
     async fn set_activity_pause(
         &self,
-        id: coupond_domain::ActivityId,
+        id: ActivityId,
         version: i64,
-        pause: Option<&coupond_domain::Pause>,
-        actor: &coupond_domain::Actor,
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<coupond_domain::Activity> {
-        crate::campaigns::steering::set_activity_pause(&self.db, id, version, pause, actor, now)
-            .await
+        pause: Option<&Pause>,
+        actor: &Actor,
+        now: Timestamp,
+    ) -> StoreResult<Activity> {
+        steering::set_activity_pause(&self.db, id, version, pause, actor, now).await
     }
 }
 
 #[async_trait::async_trait]
-impl<B: Backend> coupond_store::TemplateStore for SqlStore<B> {
-    async fn insert_template(
-        &self,
-        t: &coupond_store::NewTemplate<'_>,
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<coupond_domain::Template> {
-        crate::campaigns::insert_template(&self.db, t, now).await
+impl<B: Backend> TemplateStore for SqlStore<B> {
+    async fn insert_template(&self, t: &NewTemplate<'_>, now: Timestamp) -> StoreResult<Template> {
+        insert_template(&self.db, t, now).await
     }
-    async fn template(
-        &self,
-        id: coupond_domain::TemplateId,
-    ) -> coupond_store::StoreResult<coupond_domain::Template> {
-        crate::campaigns::template(&self.db, id).await
+    async fn template(&self, id: TemplateId) -> StoreResult<Template> {
+        template(&self.db, id).await
     }
-    async fn list_templates(
-        &self,
-        q: &coupond_store::TemplateQuery,
-    ) -> coupond_store::StoreResult<Vec<coupond_domain::Template>> {
-        crate::campaigns::list_templates(&self.db, q).await
+    async fn list_templates(&self, q: &TemplateQuery) -> StoreResult<Vec<Template>> {
+        list_templates(&self.db, q).await
     }
-    async fn activity_templates(
-        &self,
-        id: coupond_domain::ActivityId,
-    ) -> coupond_store::StoreResult<Vec<coupond_domain::Template>> {
-        crate::campaigns::activity_templates(&self.db, id).await
+    async fn activity_templates(&self, id: ActivityId) -> StoreResult<Vec<Template>> {
+        activity_templates(&self.db, id).await
     }
     async fn update_template(
         &self,
-        id: coupond_domain::TemplateId,
+        id: TemplateId,
         version: i64,
         activity_version: Option<i64>,
-        spec: &coupond_domain::TemplateSpec,
-        edit: Option<coupond_store::TemplateEdit<'_>>,
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<coupond_domain::Template> {
-        crate::campaigns::update_template(&self.db, id, version, activity_version, spec, edit, now)
-            .await
+        spec: &TemplateSpec,
+        edit: Option<TemplateEdit<'_>>,
+        now: Timestamp,
+    ) -> StoreResult<Template> {
+        update_template(&self.db, id, version, activity_version, spec, edit, now).await
     }
     async fn publish_template(
         &self,
-        id: coupond_domain::TemplateId,
+        id: TemplateId,
         version: i64,
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<coupond_domain::Template> {
-        crate::campaigns::publish_template(&self.db, id, version, now).await
+        now: Timestamp,
+    ) -> StoreResult<Template> {
+        publish_template(&self.db, id, version, now).await
     }
     async fn abort_template(
         &self,
-        id: coupond_domain::TemplateId,
+        id: TemplateId,
         version: i64,
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<coupond_domain::Template> {
-        crate::campaigns::abort_template(&self.db, id, version, now).await
+        now: Timestamp,
+    ) -> StoreResult<Template> {
+        abort_template(&self.db, id, version, now).await
     }
     async fn review_template(
         &self,
-        id: coupond_domain::TemplateId,
+        id: TemplateId,
         version: i64,
-        review: &coupond_domain::Review,
-        actor: &coupond_domain::Actor,
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<coupond_domain::Template> {
-        crate::campaigns::review_template(&self.db, id, version, review, actor, now).await
+        review: &Review,
+        actor: &Actor,
+        now: Timestamp,
+    ) -> StoreResult<Template> {
+        review_template(&self.db, id, version, review, actor, now).await
     }
     async fn set_template_pause(
         &self,
-        id: coupond_domain::TemplateId,
+        id: TemplateId,
         version: i64,
-        pause: Option<&coupond_domain::Pause>,
-        actor: &coupond_domain::Actor,
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<coupond_domain::Template> {
-        crate::campaigns::steering::set_template_pause(&self.db, id, version, pause, actor, now)
-            .await
+        pause: Option<&Pause>,
+        actor: &Actor,
+        now: Timestamp,
+    ) -> StoreResult<Template> {
+        steering::set_template_pause(&self.db, id, version, pause, actor, now).await
     }
     async fn stop_template(
         &self,
-        id: coupond_domain::TemplateId,
+        id: TemplateId,
         version: i64,
-        spec: &coupond_domain::TemplateSpec,
-        edit: coupond_store::TemplateEdit<'_>,
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<coupond_domain::Template> {
-        crate::campaigns::steering::stop_template(&self.db, id, version, spec, edit, now).await
+        spec: &TemplateSpec,
+        edit: TemplateEdit<'_>,
+        now: Timestamp,
+    ) -> StoreResult<Template> {
+        steering::stop_template(&self.db, id, version, spec, edit, now).await
     }
 }
 

@@ -13,6 +13,8 @@ use coupond_store::{codec, Conflict, MerchantQuery, StoreError, StoreResult};
 
 use crate::backend::{Backend, SqlStore};
 use crate::{missing_or_conflict, sql, Db, Exec, Query, Row, Work};
+use coupond_store::CatalogStore;
+use coupond_store::ListingQuery;
 
 mod search;
 pub use search::{list_listings, live_templates};
@@ -413,90 +415,66 @@ pub(crate) fn template_row(r: &Row) -> StoreResult<Template> {
 }
 
 #[async_trait::async_trait]
-impl<B: Backend> coupond_store::CatalogStore for SqlStore<B> {
-    async fn insert_merchant(
-        &self,
-        m: &coupond_domain::MerchantDraft,
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<coupond_domain::Merchant> {
-        crate::catalog::insert_merchant(&self.db, m, now).await
+impl<B: Backend> CatalogStore for SqlStore<B> {
+    async fn insert_merchant(&self, m: &MerchantDraft, now: Timestamp) -> StoreResult<Merchant> {
+        insert_merchant(&self.db, m, now).await
     }
-    async fn merchant(
-        &self,
-        id: coupond_domain::MerchantId,
-    ) -> coupond_store::StoreResult<coupond_domain::Merchant> {
-        crate::catalog::merchant(&self.db, id).await
+    async fn merchant(&self, id: MerchantId) -> StoreResult<Merchant> {
+        merchant(&self.db, id).await
     }
-    async fn list_merchants(
-        &self,
-        q: &coupond_store::MerchantQuery,
-    ) -> coupond_store::StoreResult<Vec<coupond_domain::Merchant>> {
-        crate::catalog::list_merchants(&self.db, q).await
+    async fn list_merchants(&self, q: &MerchantQuery) -> StoreResult<Vec<Merchant>> {
+        list_merchants(&self.db, q).await
     }
     async fn update_merchant(
         &self,
-        id: coupond_domain::MerchantId,
-        was: &coupond_domain::MerchantDraft,
-        m: &coupond_domain::MerchantDraft,
-    ) -> coupond_store::StoreResult<coupond_domain::Merchant> {
-        crate::catalog::update_merchant(&self.db, id, was, m).await
+        id: MerchantId,
+        was: &MerchantDraft,
+        m: &MerchantDraft,
+    ) -> StoreResult<Merchant> {
+        update_merchant(&self.db, id, was, m).await
     }
     async fn insert_listing(
         &self,
-        merchant: coupond_domain::MerchantId,
-        l: &coupond_domain::ListingDraft,
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<coupond_domain::Listing> {
-        crate::catalog::insert_listing(&self.db, merchant, l, now).await
+        merchant: MerchantId,
+        l: &ListingDraft,
+        now: Timestamp,
+    ) -> StoreResult<Listing> {
+        insert_listing(&self.db, merchant, l, now).await
     }
-    async fn listing(
-        &self,
-        id: coupond_domain::ListingId,
-    ) -> coupond_store::StoreResult<coupond_domain::Listing> {
-        crate::catalog::listing(&self.db, id).await
+    async fn listing(&self, id: ListingId) -> StoreResult<Listing> {
+        listing(&self.db, id).await
     }
     async fn update_listing(
         &self,
-        id: coupond_domain::ListingId,
-        l: &coupond_domain::ListingDraft,
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<coupond_domain::Listing> {
-        crate::catalog::update_listing(&self.db, id, l, now).await
+        id: ListingId,
+        l: &ListingDraft,
+        now: Timestamp,
+    ) -> StoreResult<Listing> {
+        update_listing(&self.db, id, l, now).await
     }
-    async fn list_listings(
-        &self,
-        q: &coupond_store::ListingQuery,
-    ) -> coupond_store::StoreResult<Vec<coupond_domain::Listing>> {
-        crate::catalog::list_listings(&self.db, q).await
+    async fn list_listings(&self, q: &ListingQuery) -> StoreResult<Vec<Listing>> {
+        list_listings(&self.db, q).await
     }
     async fn live_templates(
         &self,
-        listings: &[coupond_domain::ListingId],
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<Vec<(coupond_domain::ListingId, coupond_domain::Template)>>
-    {
-        crate::catalog::live_templates(&self.db, listings, now).await
+        listings: &[ListingId],
+        now: Timestamp,
+    ) -> StoreResult<Vec<(ListingId, Template)>> {
+        live_templates(&self.db, listings, now).await
     }
-    async fn listing_bindings(
-        &self,
-        listing: coupond_domain::ListingId,
-    ) -> coupond_store::StoreResult<Vec<coupond_domain::TemplateId>> {
-        crate::catalog::listing_bindings(&self.db, listing).await
+    async fn listing_bindings(&self, listing: ListingId) -> StoreResult<Vec<TemplateId>> {
+        listing_bindings(&self.db, listing).await
     }
     async fn bind(
         &self,
-        listing: coupond_domain::ListingId,
-        template: coupond_domain::TemplateId,
+        listing: ListingId,
+        template: TemplateId,
         max: u32,
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<bool> {
-        crate::catalog::bind(&self.db, listing, template, max, now).await
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        bind(&self.db, listing, template, max, now).await
     }
-    async fn unbind(
-        &self,
-        listing: coupond_domain::ListingId,
-        template: coupond_domain::TemplateId,
-    ) -> coupond_store::StoreResult<bool> {
-        crate::catalog::unbind(&self.db, listing, template).await
+    async fn unbind(&self, listing: ListingId, template: TemplateId) -> StoreResult<bool> {
+        unbind(&self.db, listing, template).await
     }
 }

@@ -6,6 +6,7 @@ use coupond_store::{StoreError, StoreResult};
 
 use crate::backend::{Backend, SqlStore};
 use crate::{sql, Db, Row, Work};
+use coupond_store::CityStore;
 
 /// Names city `id`: inserted if new, then its name set, in one transaction (two platform
 /// operators naming one new city at once both succeed, the later name standing).
@@ -46,20 +47,11 @@ fn city(r: &Row) -> StoreResult<City> {
 }
 
 #[async_trait::async_trait]
-impl<B: Backend> coupond_store::CityStore for SqlStore<B> {
-    async fn put_city(
-        &self,
-        id: coupond_domain::CityId,
-        name: &str,
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<coupond_domain::City> {
-        crate::cities::put_city(&self.db, id, name, now).await
+impl<B: Backend> CityStore for SqlStore<B> {
+    async fn put_city(&self, id: CityId, name: &str, now: Timestamp) -> StoreResult<City> {
+        put_city(&self.db, id, name, now).await
     }
-    async fn cities(
-        &self,
-        after: Option<coupond_domain::CityId>,
-        limit: u32,
-    ) -> coupond_store::StoreResult<Vec<coupond_domain::City>> {
-        crate::cities::cities(&self.db, after, limit).await
+    async fn cities(&self, after: Option<CityId>, limit: u32) -> StoreResult<Vec<City>> {
+        cities(&self.db, after, limit).await
     }
 }

@@ -8,6 +8,7 @@ use coupond_store::{CodeBatch, OpenJob, Page, PromoCode, StoreError, StoreResult
 
 use crate::backend::{Backend, SqlStore};
 use crate::{sql, Db, Row, Work};
+use coupond_store::CodeStore;
 
 /// Codes inserted per statement.
 const CHUNK: usize = 500;
@@ -231,63 +232,58 @@ fn promo_code_row(r: &Row) -> StoreResult<PromoCode> {
 }
 
 #[async_trait::async_trait]
-impl<B: Backend> coupond_store::CodeStore for SqlStore<B> {
+impl<B: Backend> CodeStore for SqlStore<B> {
     async fn set_shared_code(
         &self,
-        template: coupond_domain::TemplateId,
-        code: Option<&coupond_domain::SharedCode>,
-    ) -> coupond_store::StoreResult<()> {
-        crate::codes::set_shared_code(&self.db, template, code).await
+        template: TemplateId,
+        code: Option<&SharedCode>,
+    ) -> StoreResult<()> {
+        set_shared_code(&self.db, template, code).await
     }
-    async fn shared_code(
-        &self,
-        template: coupond_domain::TemplateId,
-    ) -> coupond_store::StoreResult<Option<String>> {
-        crate::codes::shared_code(&self.db, template).await
+    async fn shared_code(&self, template: TemplateId) -> StoreResult<Option<String>> {
+        shared_code(&self.db, template).await
     }
-    async fn promo_code(&self, code: &str) -> coupond_store::StoreResult<coupond_store::PromoCode> {
-        crate::codes::promo_code(&self.db, code).await
+    async fn promo_code(&self, code: &str) -> StoreResult<PromoCode> {
+        promo_code(&self.db, code).await
     }
     async fn insert_code_batch(
         &self,
-        template: coupond_domain::TemplateId,
-        spec: &coupond_domain::CodeBatchSpec,
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<coupond_store::CodeBatch> {
-        crate::codes::insert_code_batch(&self.db, template, spec, now).await
+        template: TemplateId,
+        spec: &CodeBatchSpec,
+        now: Timestamp,
+    ) -> StoreResult<CodeBatch> {
+        insert_code_batch(&self.db, template, spec, now).await
     }
-    async fn code_batch(&self, id: i64) -> coupond_store::StoreResult<coupond_store::CodeBatch> {
-        crate::codes::code_batch(&self.db, id).await
+    async fn code_batch(&self, id: i64) -> StoreResult<CodeBatch> {
+        code_batch(&self.db, id).await
     }
     async fn template_code_batches(
         &self,
-        template: coupond_domain::TemplateId,
-        page: coupond_store::Page,
-    ) -> coupond_store::StoreResult<Vec<coupond_store::CodeBatch>> {
-        crate::codes::template_code_batches(&self.db, template, page).await
+        template: TemplateId,
+        page: Page,
+    ) -> StoreResult<Vec<CodeBatch>> {
+        template_code_batches(&self.db, template, page).await
     }
-    async fn unfinished_code_batches(
-        &self,
-    ) -> coupond_store::StoreResult<Vec<coupond_store::OpenJob>> {
-        crate::codes::unfinished_code_batches(&self.db).await
+    async fn unfinished_code_batches(&self) -> StoreResult<Vec<OpenJob>> {
+        unfinished_code_batches(&self.db).await
     }
-    async fn queued_codes(&self, owner: i64) -> coupond_store::StoreResult<i64> {
-        crate::codes::queued_codes(&self.db, owner).await
+    async fn queued_codes(&self, owner: i64) -> StoreResult<i64> {
+        queued_codes(&self.db, owner).await
     }
     async fn add_codes(
         &self,
         batch: i64,
         codes: &[String],
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<coupond_store::CodeBatch> {
-        crate::codes::add_codes(&self.db, batch, codes, now).await
+        now: Timestamp,
+    ) -> StoreResult<CodeBatch> {
+        add_codes(&self.db, batch, codes, now).await
     }
     async fn batch_codes(
         &self,
         batch: i64,
         after: Option<&str>,
         limit: u32,
-    ) -> coupond_store::StoreResult<Vec<coupond_store::PromoCode>> {
-        crate::codes::batch_codes(&self.db, batch, after, limit).await
+    ) -> StoreResult<Vec<PromoCode>> {
+        batch_codes(&self.db, batch, after, limit).await
     }
 }

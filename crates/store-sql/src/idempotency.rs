@@ -13,6 +13,7 @@ use coupond_store::{IdempotencyKey, StoreError, StoreResult};
 
 use crate::backend::{Backend, SqlStore};
 use crate::{sql, Db, Row, Work};
+use coupond_store::IdempotencyStore;
 
 /// Starts a request with `key`: new (or taking over an expired or abandoned record), a replay
 /// of the answer recorded, still in flight, or a key reused for another request.
@@ -122,30 +123,23 @@ pub async fn idempotency_purge(db: &dyn Db, now: Timestamp) -> StoreResult<u64> 
 }
 
 #[async_trait::async_trait]
-impl<B: Backend> coupond_store::IdempotencyStore for SqlStore<B> {
+impl<B: Backend> IdempotencyStore for SqlStore<B> {
     async fn idempotency_start(
         &self,
-        key: &coupond_store::IdempotencyKey,
-        now: coupond_domain::Timestamp,
-        stale_before: coupond_domain::Timestamp,
-        expires: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<coupond_store::checkout::IdempotencyStart> {
-        crate::idempotency::idempotency_start(&self.db, key, now, stale_before, expires).await
+        key: &IdempotencyKey,
+        now: Timestamp,
+        stale_before: Timestamp,
+        expires: Timestamp,
+    ) -> StoreResult<IdempotencyStart> {
+        idempotency_start(&self.db, key, now, stale_before, expires).await
     }
-    async fn idempotency_finish(
-        &self,
-        key: &str,
-        answer: &coupond_store::checkout::StoredAnswer,
-    ) -> coupond_store::StoreResult<()> {
-        crate::idempotency::idempotency_finish(&self.db, key, answer).await
+    async fn idempotency_finish(&self, key: &str, answer: &StoredAnswer) -> StoreResult<()> {
+        idempotency_finish(&self.db, key, answer).await
     }
-    async fn idempotency_abandon(&self, key: &str) -> coupond_store::StoreResult<()> {
-        crate::idempotency::idempotency_abandon(&self.db, key).await
+    async fn idempotency_abandon(&self, key: &str) -> StoreResult<()> {
+        idempotency_abandon(&self.db, key).await
     }
-    async fn idempotency_purge(
-        &self,
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<u64> {
-        crate::idempotency::idempotency_purge(&self.db, now).await
+    async fn idempotency_purge(&self, now: Timestamp) -> StoreResult<u64> {
+        idempotency_purge(&self.db, now).await
     }
 }

@@ -13,6 +13,7 @@ use coupond_store::{Message, MessageContent, Reminder, StoreError, StoreResult};
 
 use crate::backend::{Backend, SqlStore};
 use crate::{sql, Db, Dialect, Exec, Row, Work};
+use coupond_store::InboxStore;
 
 /// Reminders inserted per statement (a backend's own planning keeps to it too).
 pub const CHUNK: usize = 500;
@@ -287,58 +288,46 @@ fn message_row(r: &Row) -> StoreResult<Message> {
 /// Reminders are planned by the backend ([`Backend::plan_reminders`]: PostgreSQL has its own
 /// statement); the rest is written above.
 #[async_trait::async_trait]
-impl<B: Backend> coupond_store::InboxStore for SqlStore<B> {
-    async fn plan_reminders(
-        &self,
-        reminders: &[coupond_store::Reminder],
-    ) -> coupond_store::StoreResult<()> {
+impl<B: Backend> InboxStore for SqlStore<B> {
+    async fn plan_reminders(&self, reminders: &[Reminder]) -> StoreResult<()> {
         self.db.plan_reminders(reminders).await
     }
     async fn cancel_reminder(
         &self,
-        user: &coupond_domain::UserId,
-        template: coupond_domain::TemplateId,
+        user: &UserId,
+        template: TemplateId,
         day: i64,
-    ) -> coupond_store::StoreResult<()> {
-        crate::inbox::cancel_reminder(&self.db, user, template, day).await
+    ) -> StoreResult<()> {
+        cancel_reminder(&self.db, user, template, day).await
     }
-    async fn due_reminders(
-        &self,
-        now: coupond_domain::Timestamp,
-        limit: u32,
-    ) -> coupond_store::StoreResult<Vec<coupond_store::Reminder>> {
-        crate::inbox::due_reminders(&self.db, now, limit).await
+    async fn due_reminders(&self, now: Timestamp, limit: u32) -> StoreResult<Vec<Reminder>> {
+        due_reminders(&self.db, now, limit).await
     }
     async fn send_reminder(
         &self,
-        r: &coupond_store::Reminder,
-        content: &coupond_store::MessageContent,
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<bool> {
-        crate::inbox::send_reminder(&self.db, r, content, now).await
+        r: &Reminder,
+        content: &MessageContent,
+        now: Timestamp,
+    ) -> StoreResult<bool> {
+        send_reminder(&self.db, r, content, now).await
     }
     async fn deliver_messages(
         &self,
-        content: &coupond_store::MessageContent,
-        recipients: &[(coupond_domain::UserId, String)],
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<u64> {
-        crate::inbox::deliver_messages(&self.db, content, recipients, now).await
+        content: &MessageContent,
+        recipients: &[(UserId, String)],
+        now: Timestamp,
+    ) -> StoreResult<u64> {
+        deliver_messages(&self.db, content, recipients, now).await
     }
     async fn user_messages(
         &self,
-        user: &coupond_domain::UserId,
+        user: &UserId,
         after: Option<(bool, i64)>,
         limit: u32,
-    ) -> coupond_store::StoreResult<Vec<coupond_store::Message>> {
-        crate::inbox::user_messages(&self.db, user, after, limit).await
+    ) -> StoreResult<Vec<Message>> {
+        user_messages(&self.db, user, after, limit).await
     }
-    async fn mark_read(
-        &self,
-        user: &coupond_domain::UserId,
-        id: i64,
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<coupond_store::Message> {
-        crate::inbox::mark_read(&self.db, user, id, now).await
+    async fn mark_read(&self, user: &UserId, id: i64, now: Timestamp) -> StoreResult<Message> {
+        mark_read(&self.db, user, id, now).await
     }
 }

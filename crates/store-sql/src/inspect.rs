@@ -6,6 +6,8 @@ use coupond_store::{Event, SpecOf, StoreError, StoreResult, TemplateAudit};
 
 use crate::backend::{Backend, SqlStore};
 use crate::{sql, Db, Json, Row};
+use coupond_store::InspectStore;
+use coupond_store::OutboxPosition;
 
 pub async fn audit_template(db: &dyn Db, template: TemplateId) -> StoreResult<TemplateAudit> {
     let r = db
@@ -106,47 +108,30 @@ pub async fn put_raw_spec(db: &dyn Db, record: SpecOf, json: &str) -> StoreResul
 }
 
 #[async_trait::async_trait]
-impl<B: Backend> coupond_store::InspectStore for SqlStore<B> {
-    async fn count_coupons(
-        &self,
-        template: coupond_domain::TemplateId,
-    ) -> coupond_store::StoreResult<i64> {
-        crate::inspect::count_coupons(&self.db, template).await
+impl<B: Backend> InspectStore for SqlStore<B> {
+    async fn count_coupons(&self, template: TemplateId) -> StoreResult<i64> {
+        count_coupons(&self.db, template).await
     }
     async fn count_coupons_among(
         &self,
-        template: coupond_domain::TemplateId,
-        coupons: &[coupond_domain::CouponId],
-    ) -> coupond_store::StoreResult<i64> {
-        crate::inspect::count_coupons_among(&self.db, template, coupons).await
+        template: TemplateId,
+        coupons: &[CouponId],
+    ) -> StoreResult<i64> {
+        count_coupons_among(&self.db, template, coupons).await
     }
-    async fn coupon_owners(
-        &self,
-        template: coupond_domain::TemplateId,
-    ) -> coupond_store::StoreResult<Vec<(coupond_domain::CouponId, coupond_domain::UserId)>> {
-        crate::inspect::coupon_owners(&self.db, template).await
+    async fn coupon_owners(&self, template: TemplateId) -> StoreResult<Vec<(CouponId, UserId)>> {
+        coupon_owners(&self.db, template).await
     }
-    async fn audit_template(
-        &self,
-        template: coupond_domain::TemplateId,
-    ) -> coupond_store::StoreResult<coupond_store::TemplateAudit> {
-        crate::inspect::audit_template(&self.db, template).await
+    async fn audit_template(&self, template: TemplateId) -> StoreResult<TemplateAudit> {
+        audit_template(&self.db, template).await
     }
-    async fn outbox_head(&self) -> coupond_store::StoreResult<coupond_store::OutboxPosition> {
+    async fn outbox_head(&self) -> StoreResult<OutboxPosition> {
         self.db.outbox_head().await
     }
-    async fn events_after(
-        &self,
-        after: i64,
-        limit: u32,
-    ) -> coupond_store::StoreResult<Vec<coupond_store::Event>> {
-        crate::inspect::events_after(&self.db, after, limit).await
+    async fn events_after(&self, after: i64, limit: u32) -> StoreResult<Vec<Event>> {
+        events_after(&self.db, after, limit).await
     }
-    async fn put_raw_spec(
-        &self,
-        record: coupond_store::SpecOf,
-        json: &str,
-    ) -> coupond_store::StoreResult<()> {
-        crate::inspect::put_raw_spec(&self.db, record, json).await
+    async fn put_raw_spec(&self, record: SpecOf, json: &str) -> StoreResult<()> {
+        put_raw_spec(&self.db, record, json).await
     }
 }

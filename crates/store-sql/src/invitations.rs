@@ -14,6 +14,7 @@ use crate::backend::{Backend, SqlStore};
 use crate::messaging::queue_in;
 use crate::operators::insert_operator_in;
 use crate::{sql, Db, Row, Work};
+use coupond_store::InvitationStore;
 
 /// A live invitation: neither accepted nor expired at `$2`.
 const LIVE: &str = "SELECT * FROM operator_invitations
@@ -154,48 +155,39 @@ fn invitation_row(r: &Row) -> StoreResult<Invitation> {
 }
 
 #[async_trait::async_trait]
-impl<B: Backend> coupond_store::InvitationStore for SqlStore<B> {
+impl<B: Backend> InvitationStore for SqlStore<B> {
     async fn insert_invitation(
         &self,
-        d: &coupond_domain::OperatorDraft,
+        d: &OperatorDraft,
         token_hash: &[u8; 32],
-        expires_at: coupond_domain::Timestamp,
-        email: &coupond_store::NewOutbound,
+        expires_at: Timestamp,
+        email: &NewOutbound,
         max_pending: u32,
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<coupond_domain::Invitation> {
-        crate::invitations::insert_invitation(
-            &self.db,
-            d,
-            token_hash,
-            expires_at,
-            email,
-            max_pending,
-            now,
-        )
-        .await
+        now: Timestamp,
+    ) -> StoreResult<Invitation> {
+        insert_invitation(&self.db, d, token_hash, expires_at, email, max_pending, now).await
     }
     async fn live_invitation(
         &self,
         token_hash: &[u8; 32],
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<Option<coupond_domain::Invitation>> {
-        crate::invitations::live_invitation(&self.db, token_hash, now).await
+        now: Timestamp,
+    ) -> StoreResult<Option<Invitation>> {
+        live_invitation(&self.db, token_hash, now).await
     }
     async fn accept_invitation(
         &self,
         token_hash: &[u8; 32],
         password_hash: &str,
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<Option<coupond_domain::Operator>> {
-        crate::invitations::accept_invitation(&self.db, token_hash, password_hash, now).await
+        now: Timestamp,
+    ) -> StoreResult<Option<Operator>> {
+        accept_invitation(&self.db, token_hash, password_hash, now).await
     }
     async fn list_invitations(
         &self,
-        merchant: Option<coupond_domain::MerchantId>,
+        merchant: Option<MerchantId>,
         after: Option<i64>,
         limit: u32,
-    ) -> coupond_store::StoreResult<Vec<coupond_domain::Invitation>> {
-        crate::invitations::list_invitations(&self.db, merchant, after, limit).await
+    ) -> StoreResult<Vec<Invitation>> {
+        list_invitations(&self.db, merchant, after, limit).await
     }
 }

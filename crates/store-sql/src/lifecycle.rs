@@ -20,6 +20,7 @@ use crate::checkout::{log_coupon, order_row, templates_locked, LogEntry};
 use crate::rows::coupon as coupon_row;
 use crate::scheduling::emit;
 use crate::{sql, Db, Dialect, Exec, Row, Work};
+use coupond_store::LifecycleStore;
 
 /// Revokes an unused or locked coupon (see the trait).
 pub async fn revoke_coupon(
@@ -388,44 +389,29 @@ pub async fn delete_listing(db: &dyn Db, id: ListingId) -> StoreResult<()> {
 }
 
 #[async_trait::async_trait]
-impl<B: Backend> coupond_store::LifecycleStore for SqlStore<B> {
+impl<B: Backend> LifecycleStore for SqlStore<B> {
     async fn revoke_coupon(
         &self,
-        id: coupond_domain::CouponId,
+        id: CouponId,
         reason: &str,
-        actor: &coupond_domain::Actor,
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<coupond_store::lifecycle::RevokeStep> {
-        crate::lifecycle::revoke_coupon(&self.db, id, reason, actor, now).await
+        actor: &Actor,
+        now: Timestamp,
+    ) -> StoreResult<RevokeStep> {
+        revoke_coupon(&self.db, id, reason, actor, now).await
     }
-    async fn refund_order(
-        &self,
-        req: &coupond_store::lifecycle::RefundRequest<'_>,
-    ) -> coupond_store::StoreResult<coupond_store::lifecycle::RefundStep> {
-        crate::lifecycle::refund_order(&self.db, req).await
+    async fn refund_order(&self, req: &RefundRequest<'_>) -> StoreResult<RefundStep> {
+        refund_order(&self.db, req).await
     }
-    async fn order_refunds(
-        &self,
-        order: &coupond_domain::OrderId,
-    ) -> coupond_store::StoreResult<Vec<coupond_store::lifecycle::Refund>> {
-        crate::lifecycle::order_refunds(&self.db, order).await
+    async fn order_refunds(&self, order: &OrderId) -> StoreResult<Vec<Refund>> {
+        order_refunds(&self.db, order).await
     }
-    async fn template_history(
-        &self,
-        id: coupond_domain::TemplateId,
-    ) -> coupond_store::StoreResult<Vec<coupond_store::TemplateChange>> {
-        crate::lifecycle::template_history(&self.db, id).await
+    async fn template_history(&self, id: TemplateId) -> StoreResult<Vec<TemplateChange>> {
+        template_history(&self.db, id).await
     }
-    async fn delete_template(
-        &self,
-        id: coupond_domain::TemplateId,
-    ) -> coupond_store::StoreResult<coupond_store::lifecycle::Deleted> {
-        crate::lifecycle::delete_template(&self.db, id).await
+    async fn delete_template(&self, id: TemplateId) -> StoreResult<Deleted> {
+        delete_template(&self.db, id).await
     }
-    async fn delete_listing(
-        &self,
-        id: coupond_domain::ListingId,
-    ) -> coupond_store::StoreResult<()> {
-        crate::lifecycle::delete_listing(&self.db, id).await
+    async fn delete_listing(&self, id: ListingId) -> StoreResult<()> {
+        delete_listing(&self.db, id).await
     }
 }

@@ -14,6 +14,7 @@ use coupond_store::{StoreError, StoreResult};
 
 use crate::backend::{Backend, SqlStore};
 use crate::{sql, Db, Dialect, Exec, Row, Work};
+use coupond_store::MessagingStore;
 
 /// Rows per statement.
 const CHUNK: usize = 200;
@@ -391,89 +392,74 @@ fn outbound_row(r: &Row) -> StoreResult<Outbound> {
 }
 
 #[async_trait::async_trait]
-impl<B: Backend> coupond_store::MessagingStore for SqlStore<B> {
+impl<B: Backend> MessagingStore for SqlStore<B> {
     async fn put_contact(
         &self,
-        user: &coupond_domain::UserId,
-        contact: &coupond_domain::messaging::Contact,
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<coupond_store::ContactRecord> {
-        crate::messaging::put_contact(&self.db, user, contact, now).await
+        user: &UserId,
+        contact: &Contact,
+        now: Timestamp,
+    ) -> StoreResult<coupond_store::ContactRecord> {
+        put_contact(&self.db, user, contact, now).await
     }
     async fn put_preferences(
         &self,
-        user: &coupond_domain::UserId,
-        p: &coupond_domain::messaging::Preferences,
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<coupond_store::ContactRecord> {
-        crate::messaging::put_preferences(&self.db, user, p, now).await
+        user: &UserId,
+        p: &Preferences,
+        now: Timestamp,
+    ) -> StoreResult<coupond_store::ContactRecord> {
+        put_preferences(&self.db, user, p, now).await
     }
-    async fn contact(
-        &self,
-        user: &coupond_domain::UserId,
-    ) -> coupond_store::StoreResult<Option<coupond_store::ContactRecord>> {
-        crate::messaging::contact(&self.db, user).await
+    async fn contact(&self, user: &UserId) -> StoreResult<Option<coupond_store::ContactRecord>> {
+        contact(&self.db, user).await
     }
-    async fn contacts(
-        &self,
-        users: &[coupond_domain::UserId],
-    ) -> coupond_store::StoreResult<Vec<coupond_store::ContactRecord>> {
-        crate::messaging::contacts(&self.db, users).await
+    async fn contacts(&self, users: &[UserId]) -> StoreResult<Vec<coupond_store::ContactRecord>> {
+        contacts(&self.db, users).await
     }
-    async fn message_texts(&self) -> coupond_store::StoreResult<Vec<coupond_store::StoredText>> {
-        crate::messaging::message_texts(&self.db).await
+    async fn message_texts(&self) -> StoreResult<Vec<coupond_store::StoredText>> {
+        message_texts(&self.db).await
     }
     async fn put_message_text(
         &self,
-        kind: coupond_domain::messaging::MessageKind,
-        locale: &coupond_domain::messaging::Locale,
-        text: &coupond_domain::messaging::MessageText,
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<coupond_store::StoredText> {
-        crate::messaging::put_message_text(&self.db, kind, locale, text, now).await
+        kind: MessageKind,
+        locale: &Locale,
+        text: &MessageText,
+        now: Timestamp,
+    ) -> StoreResult<coupond_store::StoredText> {
+        put_message_text(&self.db, kind, locale, text, now).await
     }
-    async fn drop_message_text(
-        &self,
-        kind: coupond_domain::messaging::MessageKind,
-        locale: &coupond_domain::messaging::Locale,
-    ) -> coupond_store::StoreResult<bool> {
-        crate::messaging::drop_message_text(&self.db, kind, locale).await
+    async fn drop_message_text(&self, kind: MessageKind, locale: &Locale) -> StoreResult<bool> {
+        drop_message_text(&self.db, kind, locale).await
     }
     async fn queue_outbound(
         &self,
         ds: &[coupond_store::NewOutbound],
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<u64> {
-        crate::messaging::queue_outbound(&self.db, ds, now).await
+        now: Timestamp,
+    ) -> StoreResult<u64> {
+        queue_outbound(&self.db, ds, now).await
     }
     async fn due_outbound(
         &self,
-        channel: coupond_domain::messaging::Channel,
-        now: coupond_domain::Timestamp,
+        channel: Channel,
+        now: Timestamp,
         limit: u32,
-    ) -> coupond_store::StoreResult<Vec<coupond_store::Outbound>> {
-        crate::messaging::due_outbound(&self.db, channel, now, limit).await
+    ) -> StoreResult<Vec<coupond_store::Outbound>> {
+        due_outbound(&self.db, channel, now, limit).await
     }
-    async fn claim_outbound(
-        &self,
-        id: i64,
-        now: coupond_domain::Timestamp,
-        until: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<bool> {
-        crate::messaging::claim_outbound(&self.db, id, now, until).await
+    async fn claim_outbound(&self, id: i64, now: Timestamp, until: Timestamp) -> StoreResult<bool> {
+        claim_outbound(&self.db, id, now, until).await
     }
     async fn record_outbound(
         &self,
         id: i64,
         step: &coupond_store::OutboundStep,
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<()> {
-        crate::messaging::record_outbound(&self.db, id, step, now).await
+        now: Timestamp,
+    ) -> StoreResult<()> {
+        record_outbound(&self.db, id, step, now).await
     }
     async fn outbound(
         &self,
         q: &coupond_store::OutboundQuery,
-    ) -> coupond_store::StoreResult<Vec<coupond_store::Outbound>> {
-        crate::messaging::outbound(&self.db, q).await
+    ) -> StoreResult<Vec<coupond_store::Outbound>> {
+        outbound(&self.db, q).await
     }
 }

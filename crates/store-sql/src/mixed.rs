@@ -2,77 +2,89 @@
 //! ([`Backend`]): `ClaimStore`, `CheckoutStore`, `OutboxStore`, `IssuanceStore`.
 
 use crate::backend::{Backend, SqlStore};
+use coupond_domain::Actor;
+use coupond_domain::Coupon;
+use coupond_domain::CouponId;
+use coupond_domain::OrderId;
+use coupond_domain::Template;
+use coupond_domain::TemplateId;
+use coupond_domain::Timestamp;
+use coupond_domain::UserId;
+use coupond_store::checkout::ExtendStep;
+use coupond_store::checkout::LockOutcome;
+use coupond_store::checkout::LockRequest;
+use coupond_store::checkout::LockRules;
+use coupond_store::checkout::OrderRecord;
+use coupond_store::checkout::OrderStep;
+use coupond_store::checkout::PlainOrder;
+use coupond_store::checkout::RecordOutcome;
+use coupond_store::CheckoutStore;
+use coupond_store::ClaimOutcome;
+use coupond_store::ClaimRequest;
+use coupond_store::ClaimStore;
+use coupond_store::CouponEvent;
+use coupond_store::CouponQuery;
+use coupond_store::Event;
+use coupond_store::Issuance;
+use coupond_store::IssuanceStore;
+use coupond_store::NewIssuance;
+use coupond_store::OpenJob;
+use coupond_store::OutboxPosition;
+use coupond_store::OutboxStore;
+use coupond_store::Page;
+use coupond_store::StoreResult;
 
 /// `CheckoutStore`: the backend gives `lock_order` (how a lock claims its order id).
 #[async_trait::async_trait]
-impl<B: Backend> coupond_store::CheckoutStore for SqlStore<B> {
+impl<B: Backend> CheckoutStore for SqlStore<B> {
     async fn lock_order(
         &self,
-        req: &coupond_store::checkout::LockRequest<'_>,
-        rules: &coupond_store::checkout::LockRules<'_>,
-    ) -> coupond_store::StoreResult<coupond_store::checkout::LockOutcome> {
+        req: &LockRequest<'_>,
+        rules: &LockRules<'_>,
+    ) -> StoreResult<LockOutcome> {
         self.db.lock_order(req, rules).await
     }
 
-    async fn coupons_by_ids(
-        &self,
-        ids: &[coupond_domain::CouponId],
-    ) -> coupond_store::StoreResult<Vec<coupond_domain::Coupon>> {
+    async fn coupons_by_ids(&self, ids: &[CouponId]) -> StoreResult<Vec<Coupon>> {
         crate::checkout::coupons_by_ids(&self.db, ids).await
     }
-    async fn templates_by_ids(
-        &self,
-        ids: &[coupond_domain::TemplateId],
-    ) -> coupond_store::StoreResult<Vec<coupond_domain::Template>> {
+    async fn templates_by_ids(&self, ids: &[TemplateId]) -> StoreResult<Vec<Template>> {
         crate::checkout::templates_by_ids(&self.db, ids).await
     }
     async fn confirm_order(
         &self,
-        order: &coupond_domain::OrderId,
-        actor: &coupond_domain::Actor,
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<coupond_store::checkout::OrderStep> {
+        order: &OrderId,
+        actor: &Actor,
+        now: Timestamp,
+    ) -> StoreResult<OrderStep> {
         crate::checkout::confirm_order(&self.db, order, actor, now).await
     }
     async fn cancel_order(
         &self,
-        order: &coupond_domain::OrderId,
-        actor: &coupond_domain::Actor,
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<coupond_store::checkout::OrderStep> {
+        order: &OrderId,
+        actor: &Actor,
+        now: Timestamp,
+    ) -> StoreResult<OrderStep> {
         crate::checkout::cancel_order(&self.db, order, actor, now).await
     }
-    async fn expire_locks(
-        &self,
-        now: coupond_domain::Timestamp,
-        limit: u32,
-    ) -> coupond_store::StoreResult<Vec<coupond_domain::OrderId>> {
+    async fn expire_locks(&self, now: Timestamp, limit: u32) -> StoreResult<Vec<OrderId>> {
         crate::checkout::expire_locks(&self.db, now, limit).await
     }
     async fn extend_order(
         &self,
-        order: &coupond_domain::OrderId,
-        deadline: coupond_domain::Timestamp,
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<coupond_store::checkout::ExtendStep> {
+        order: &OrderId,
+        deadline: Timestamp,
+        now: Timestamp,
+    ) -> StoreResult<ExtendStep> {
         crate::deadlines::extend_order(&self.db, order, deadline, now).await
     }
-    async fn order(
-        &self,
-        order: &coupond_domain::OrderId,
-    ) -> coupond_store::StoreResult<coupond_store::checkout::OrderRecord> {
+    async fn order(&self, order: &OrderId) -> StoreResult<OrderRecord> {
         crate::checkout::order(&self.db, order).await
     }
-    async fn order_coupons(
-        &self,
-        order: &coupond_domain::OrderId,
-    ) -> coupond_store::StoreResult<Vec<coupond_domain::Coupon>> {
+    async fn order_coupons(&self, order: &OrderId) -> StoreResult<Vec<Coupon>> {
         crate::checkout::order_coupons(&self.db, order).await
     }
-    async fn record_plain(
-        &self,
-        order: &coupond_store::checkout::PlainOrder<'_>,
-    ) -> coupond_store::StoreResult<coupond_store::checkout::RecordOutcome> {
+    async fn record_plain(&self, order: &PlainOrder<'_>) -> StoreResult<RecordOutcome> {
         crate::plain_orders::record_plain(&self.db, order).await
     }
 }
@@ -81,54 +93,41 @@ impl<B: Backend> coupond_store::CheckoutStore for SqlStore<B> {
 /// `user_coupons` (SQLite reads a page as one JSON row; the others call
 /// [`crate::wallet::user_coupons`]); `held`, `coupon` and `coupon_history` are shared.
 #[async_trait::async_trait]
-impl<B: Backend> coupond_store::ClaimStore for SqlStore<B> {
+impl<B: Backend> ClaimStore for SqlStore<B> {
     async fn claim_batch(
         &self,
-        template: coupond_domain::TemplateId,
-        claims: &[coupond_store::ClaimRequest],
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<Vec<coupond_store::ClaimOutcome>> {
+        template: TemplateId,
+        claims: &[ClaimRequest],
+        now: Timestamp,
+    ) -> StoreResult<Vec<ClaimOutcome>> {
         self.db.claim_batch(template, claims, now).await
     }
     fn claim_lanes(&self) -> usize {
         self.db.claim_lanes()
     }
-    async fn user_coupons(
-        &self,
-        q: &coupond_store::CouponQuery,
-    ) -> coupond_store::StoreResult<Vec<coupond_domain::Coupon>> {
+    async fn user_coupons(&self, q: &CouponQuery) -> StoreResult<Vec<Coupon>> {
         self.db.user_coupons(q).await
     }
 
     async fn held(
         &self,
-        user: &coupond_domain::UserId,
-        templates: &[coupond_domain::TemplateId],
-    ) -> coupond_store::StoreResult<Vec<(coupond_domain::TemplateId, u32)>> {
+        user: &UserId,
+        templates: &[TemplateId],
+    ) -> StoreResult<Vec<(TemplateId, u32)>> {
         crate::wallet::held(&self.db, user, templates).await
     }
-    async fn coupon(
-        &self,
-        id: coupond_domain::CouponId,
-    ) -> coupond_store::StoreResult<coupond_domain::Coupon> {
+    async fn coupon(&self, id: CouponId) -> StoreResult<Coupon> {
         crate::wallet::coupon(&self.db, id).await
     }
-    async fn coupon_history(
-        &self,
-        coupon: coupond_domain::CouponId,
-    ) -> coupond_store::StoreResult<Vec<coupond_store::CouponEvent>> {
+    async fn coupon_history(&self, coupon: CouponId) -> StoreResult<Vec<CouponEvent>> {
         crate::wallet::coupon_history(&self.db, coupon).await
     }
 }
 
 /// `OutboxStore`: the backend gives `outbox_read` (its read order).
 #[async_trait::async_trait]
-impl<B: Backend> coupond_store::OutboxStore for SqlStore<B> {
-    async fn outbox_read(
-        &self,
-        after: coupond_store::OutboxPosition,
-        limit: u32,
-    ) -> coupond_store::StoreResult<Vec<coupond_store::Event>> {
+impl<B: Backend> OutboxStore for SqlStore<B> {
+    async fn outbox_read(&self, after: OutboxPosition, limit: u32) -> StoreResult<Vec<Event>> {
         self.db.outbox_read(after, limit).await
     }
 
@@ -136,75 +135,62 @@ impl<B: Backend> coupond_store::OutboxStore for SqlStore<B> {
         &self,
         name: &str,
         holder: &str,
-        now: coupond_domain::Timestamp,
-        until: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<bool> {
+        now: Timestamp,
+        until: Timestamp,
+    ) -> StoreResult<bool> {
         crate::scheduling::try_lease(&self.db, name, holder, now, until).await
     }
-    async fn release_leases(&self, holder: &str) -> coupond_store::StoreResult<u64> {
+    async fn release_leases(&self, holder: &str) -> StoreResult<u64> {
         crate::scheduling::release_leases(&self.db, holder).await
     }
-    async fn outbox_latest(
-        &self,
-        before: Option<i64>,
-        limit: u32,
-    ) -> coupond_store::StoreResult<Vec<coupond_store::Event>> {
+    async fn outbox_latest(&self, before: Option<i64>, limit: u32) -> StoreResult<Vec<Event>> {
         crate::scheduling::outbox_latest(&self.db, before, limit).await
     }
-    async fn sink_position(
-        &self,
-        sink: &str,
-    ) -> coupond_store::StoreResult<coupond_store::OutboxPosition> {
+    async fn sink_position(&self, sink: &str) -> StoreResult<OutboxPosition> {
         crate::scheduling::sink_position(&self.db, sink).await
     }
-    async fn sink_ack(
-        &self,
-        acks: &[(&str, coupond_store::OutboxPosition)],
-    ) -> coupond_store::StoreResult<()> {
+    async fn sink_ack(&self, acks: &[(&str, OutboxPosition)]) -> StoreResult<()> {
         crate::scheduling::sink_ack(&self.db, acks).await
     }
 }
 
 /// `IssuanceStore`: the backend gives `issue_chunk` (a chunk's claims on its claim path).
 #[async_trait::async_trait]
-impl<B: Backend> coupond_store::IssuanceStore for SqlStore<B> {
+impl<B: Backend> IssuanceStore for SqlStore<B> {
     async fn issue_chunk(
         &self,
         id: i64,
-        users: &[coupond_domain::UserId],
+        users: &[UserId],
         max: u32,
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<Option<coupond_store::Issuance>> {
+        now: Timestamp,
+    ) -> StoreResult<Option<Issuance>> {
         self.db.issue_chunk(id, users, max, now).await
     }
 
     async fn insert_issuance(
         &self,
-        new: &coupond_store::NewIssuance<'_>,
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<(coupond_store::Issuance, bool)> {
+        new: &NewIssuance<'_>,
+        now: Timestamp,
+    ) -> StoreResult<(Issuance, bool)> {
         crate::issuance::insert_issuance(&self.db, new, now).await
     }
-    async fn issuance(&self, id: i64) -> coupond_store::StoreResult<coupond_store::Issuance> {
+    async fn issuance(&self, id: i64) -> StoreResult<Issuance> {
         crate::issuance::issuance(&self.db, id).await
     }
     async fn template_issuances(
         &self,
-        template: coupond_domain::TemplateId,
-        page: coupond_store::Page,
-    ) -> coupond_store::StoreResult<Vec<coupond_store::Issuance>> {
+        template: TemplateId,
+        page: Page,
+    ) -> StoreResult<Vec<Issuance>> {
         crate::issuance::template_issuances(&self.db, template, page).await
     }
-    async fn open_issuances(&self) -> coupond_store::StoreResult<Vec<coupond_store::OpenJob>> {
+    async fn open_issuances(&self) -> StoreResult<Vec<OpenJob>> {
         crate::issuance::open_issuances(&self.db).await
     }
-    async fn queued_issuance_users(&self, owner: i64) -> coupond_store::StoreResult<i64> {
+    async fn queued_issuance_users(&self, owner: i64) -> StoreResult<i64> {
         crate::issuance::queued_issuance_users(&self.db, owner).await
     }
-    async fn issuance_users(
-        &self,
-        id: i64,
-    ) -> coupond_store::StoreResult<Vec<coupond_domain::UserId>> {
+    async fn issuance_users(&self, id: i64) -> StoreResult<Vec<UserId>> {
         crate::issuance::issuance_users(&self.db, id).await
     }
 }

@@ -12,6 +12,7 @@ use coupond_store::{StoreError, StoreResult};
 
 use crate::backend::{Backend, SqlStore};
 use crate::{sql, Db, Exec, Row, Work};
+use coupond_store::OperatorStore;
 
 pub async fn insert_operator(
     db: &dyn Db,
@@ -289,94 +290,84 @@ pub fn operator_row(r: &Row) -> StoreResult<Operator> {
 }
 
 #[async_trait::async_trait]
-impl<B: Backend> coupond_store::OperatorStore for SqlStore<B> {
+impl<B: Backend> OperatorStore for SqlStore<B> {
     async fn insert_operator(
         &self,
-        d: &coupond_domain::OperatorDraft,
+        d: &OperatorDraft,
         password_hash: Option<&str>,
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<coupond_domain::Operator> {
-        crate::operators::insert_operator(&self.db, d, password_hash, now).await
+        now: Timestamp,
+    ) -> StoreResult<Operator> {
+        insert_operator(&self.db, d, password_hash, now).await
     }
-    async fn operator(
-        &self,
-        id: coupond_domain::OperatorId,
-    ) -> coupond_store::StoreResult<coupond_domain::Operator> {
-        crate::operators::operator(&self.db, id).await
+    async fn operator(&self, id: OperatorId) -> StoreResult<Operator> {
+        operator(&self.db, id).await
     }
     async fn operator_by_email(
         &self,
-        email: &coupond_domain::Email,
-    ) -> coupond_store::StoreResult<Option<(coupond_domain::Operator, Option<String>)>> {
-        crate::operators::operator_by_email(&self.db, email).await
+        email: &Email,
+    ) -> StoreResult<Option<(Operator, Option<String>)>> {
+        operator_by_email(&self.db, email).await
     }
     async fn list_operators(
         &self,
-        merchant: Option<coupond_domain::MerchantId>,
+        merchant: Option<MerchantId>,
         after: Option<i64>,
         limit: u32,
-    ) -> coupond_store::StoreResult<Vec<coupond_domain::Operator>> {
-        crate::operators::list_operators(&self.db, merchant, after, limit).await
+    ) -> StoreResult<Vec<Operator>> {
+        list_operators(&self.db, merchant, after, limit).await
     }
     async fn set_operator_disabled(
         &self,
-        id: coupond_domain::OperatorId,
+        id: OperatorId,
         disabled: bool,
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<coupond_domain::Operator> {
-        crate::operators::set_operator_disabled(&self.db, id, disabled, now).await
+        now: Timestamp,
+    ) -> StoreResult<Operator> {
+        set_operator_disabled(&self.db, id, disabled, now).await
     }
     async fn update_operator(
         &self,
-        id: coupond_domain::OperatorId,
+        id: OperatorId,
         name: Option<&str>,
-        role: Option<coupond_domain::OperatorRole>,
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<coupond_domain::Operator> {
-        crate::operators::update_operator(&self.db, id, name, role, now).await
+        role: Option<OperatorRole>,
+        now: Timestamp,
+    ) -> StoreResult<Operator> {
+        update_operator(&self.db, id, name, role, now).await
     }
     async fn set_operator_password(
         &self,
-        id: coupond_domain::OperatorId,
+        id: OperatorId,
         hash: &str,
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<()> {
-        crate::operators::set_operator_password(&self.db, id, hash, now).await
+        now: Timestamp,
+    ) -> StoreResult<()> {
+        set_operator_password(&self.db, id, hash, now).await
     }
     async fn insert_password_reset(
         &self,
         token_hash: &[u8; 32],
-        id: coupond_domain::OperatorId,
-        expires_at: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<()> {
-        crate::operators::insert_password_reset(&self.db, token_hash, id, expires_at).await
+        id: OperatorId,
+        expires_at: Timestamp,
+    ) -> StoreResult<()> {
+        insert_password_reset(&self.db, token_hash, id, expires_at).await
     }
     async fn take_password_reset(
         &self,
         token_hash: &[u8; 32],
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<Option<coupond_domain::OperatorId>> {
-        crate::operators::take_password_reset(&self.db, token_hash, now).await
+        now: Timestamp,
+    ) -> StoreResult<Option<OperatorId>> {
+        take_password_reset(&self.db, token_hash, now).await
     }
     async fn set_operator_totp(
         &self,
-        id: coupond_domain::OperatorId,
+        id: OperatorId,
         secret: Option<&str>,
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<coupond_domain::Operator> {
-        crate::operators::set_operator_totp(&self.db, id, secret, now).await
+        now: Timestamp,
+    ) -> StoreResult<Operator> {
+        set_operator_totp(&self.db, id, secret, now).await
     }
-    async fn operator_totp(
-        &self,
-        id: coupond_domain::OperatorId,
-    ) -> coupond_store::StoreResult<Option<String>> {
-        crate::operators::operator_totp(&self.db, id).await
+    async fn operator_totp(&self, id: OperatorId) -> StoreResult<Option<String>> {
+        operator_totp(&self.db, id).await
     }
-    async fn use_totp_step(
-        &self,
-        id: coupond_domain::OperatorId,
-        step: i64,
-    ) -> coupond_store::StoreResult<bool> {
-        crate::operators::use_totp_step(&self.db, id, step).await
+    async fn use_totp_step(&self, id: OperatorId, step: i64) -> StoreResult<bool> {
+        use_totp_step(&self.db, id, step).await
     }
 }

@@ -10,6 +10,17 @@ use coupond_store::{
 
 use crate::backend::{Backend, SqlStore};
 use crate::{sql, Db, Dialect, Query};
+use coupond_domain::Coupon;
+use coupond_domain::MerchantId;
+use coupond_domain::Template;
+use coupond_store::ChannelHour;
+use coupond_store::FigureKey;
+use coupond_store::Figures;
+use coupond_store::FiguresQuery;
+use coupond_store::HoldersQuery;
+use coupond_store::KeptFigures;
+use coupond_store::ReportStore;
+use coupond_store::Standing;
 
 fn template_id(v: i64) -> StoreResult<TemplateId> {
     TemplateId::new(v).map_err(StoreError::other)
@@ -398,92 +409,67 @@ pub async fn audit(
 }
 
 #[async_trait::async_trait]
-impl<B: Backend> coupond_store::ReportStore for SqlStore<B> {
+impl<B: Backend> ReportStore for SqlStore<B> {
     async fn coupon_counts(
         &self,
-        templates: &[coupond_domain::TemplateId],
-        now: coupond_domain::Timestamp,
-        since: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<Vec<(coupond_domain::TemplateId, coupond_store::CouponCounts)>>
-    {
-        crate::reports::coupon_counts(&self.db, templates, now, since).await
+        templates: &[TemplateId],
+        now: Timestamp,
+        since: Timestamp,
+    ) -> StoreResult<Vec<(TemplateId, CouponCounts)>> {
+        coupon_counts(&self.db, templates, now, since).await
     }
-    async fn usage_between(
-        &self,
-        from: coupond_domain::Timestamp,
-        to: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<Vec<coupond_store::UsageRow>> {
-        crate::reports::usage_between(&self.db, from, to).await
+    async fn usage_between(&self, from: Timestamp, to: Timestamp) -> StoreResult<Vec<UsageRow>> {
+        usage_between(&self.db, from, to).await
     }
-    async fn figures(
-        &self,
-        q: &coupond_store::FiguresQuery<'_>,
-    ) -> coupond_store::StoreResult<coupond_store::Figures> {
+    async fn figures(&self, q: &FiguresQuery<'_>) -> StoreResult<Figures> {
         crate::figures::figures(&self.db, q).await
     }
-    async fn expired_unused(
-        &self,
-        q: &coupond_store::FiguresQuery<'_>,
-    ) -> coupond_store::StoreResult<Vec<coupond_store::ChannelHour>> {
+    async fn expired_unused(&self, q: &FiguresQuery<'_>) -> StoreResult<Vec<ChannelHour>> {
         crate::figures::expired_unused(&self.db, q).await
     }
     async fn kept_figures(
         &self,
-        key: &coupond_store::FigureKey,
-        from: coupond_domain::Timestamp,
-        to: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<coupond_store::KeptFigures> {
+        key: &FigureKey,
+        from: Timestamp,
+        to: Timestamp,
+    ) -> StoreResult<KeptFigures> {
         crate::figures::kept_figures(&self.db, key, from, to).await
     }
     async fn keep_figures(
         &self,
-        key: &coupond_store::FigureKey,
-        from: coupond_domain::Timestamp,
-        to: coupond_domain::Timestamp,
-        figures: &coupond_store::Figures,
-    ) -> coupond_store::StoreResult<()> {
+        key: &FigureKey,
+        from: Timestamp,
+        to: Timestamp,
+        figures: &Figures,
+    ) -> StoreResult<()> {
         crate::figures::keep_figures(&self.db, key, (from, to), figures).await
     }
-    async fn since(
-        &self,
-        merchant: Option<coupond_domain::MerchantId>,
-        since: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<coupond_store::Since> {
-        crate::reports::since(&self.db, merchant, since).await
+    async fn since(&self, merchant: Option<MerchantId>, since: Timestamp) -> StoreResult<Since> {
+        self::since(&self.db, merchant, since).await
     }
     async fn standing(
         &self,
-        merchant: Option<coupond_domain::MerchantId>,
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<coupond_store::Standing> {
+        merchant: Option<MerchantId>,
+        now: Timestamp,
+    ) -> StoreResult<Standing> {
         crate::standing::standing(&self.db, merchant, now).await
     }
-    async fn locks_due_before(
-        &self,
-        before: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<i64> {
+    async fn locks_due_before(&self, before: Timestamp) -> StoreResult<i64> {
         crate::standing::locks_due_before(&self.db, before).await
     }
     async fn needing_attention(
         &self,
-        merchant: Option<coupond_domain::MerchantId>,
-        now: coupond_domain::Timestamp,
-        soon: coupond_domain::Timestamp,
+        merchant: Option<MerchantId>,
+        now: Timestamp,
+        soon: Timestamp,
         limit: u32,
-    ) -> coupond_store::StoreResult<Vec<coupond_domain::Template>> {
+    ) -> StoreResult<Vec<Template>> {
         crate::standing::needing_attention(&self.db, merchant, now, soon, limit).await
     }
-    async fn template_coupons(
-        &self,
-        q: &coupond_store::HoldersQuery,
-    ) -> coupond_store::StoreResult<Vec<coupond_domain::Coupon>> {
+    async fn template_coupons(&self, q: &HoldersQuery) -> StoreResult<Vec<Coupon>> {
         crate::wallet::template_coupons(&self.db, q).await
     }
-    async fn audit(
-        &self,
-        now: coupond_domain::Timestamp,
-        grace: time::Duration,
-    ) -> coupond_store::StoreResult<Vec<coupond_store::Violation>> {
-        crate::reports::audit(&self.db, now, grace).await
+    async fn audit(&self, now: Timestamp, grace: time::Duration) -> StoreResult<Vec<Violation>> {
+        audit(&self.db, now, grace).await
     }
 }

@@ -24,6 +24,7 @@ use crate::backend::{Backend, SqlStore};
 use crate::campaigns::{activity_row, ACTIVITY_COLS};
 use crate::catalog::{template_row, PUBLIC};
 use crate::{rows, sql, Db, Dialect, Exec, Json, Work};
+use coupond_store::SchedulerStore;
 
 /// Deletes `holder`'s leases: the next `try_lease` of any instance takes them.
 pub async fn release_leases(db: &dyn Db, holder: &str) -> StoreResult<u64> {
@@ -410,63 +411,44 @@ pub(crate) async fn emit<E: Exec + ?Sized>(
 }
 
 #[async_trait::async_trait]
-impl<B: Backend> coupond_store::SchedulerStore for SqlStore<B> {
-    async fn unannounced_activities(
-        &self,
-    ) -> coupond_store::StoreResult<
-        Vec<(
-            coupond_domain::Activity,
-            Option<coupond_domain::ActivityStatus>,
-        )>,
-    > {
-        crate::scheduling::unannounced_activities(&self.db).await
+impl<B: Backend> SchedulerStore for SqlStore<B> {
+    async fn unannounced_activities(&self) -> StoreResult<Vec<(Activity, Option<ActivityStatus>)>> {
+        unannounced_activities(&self.db).await
     }
     async fn due_templates(
         &self,
-        now: coupond_domain::Timestamp,
+        now: Timestamp,
         limit: u32,
-    ) -> coupond_store::StoreResult<
-        Vec<(
-            coupond_domain::Template,
-            Option<coupond_domain::TemplateStatus>,
-        )>,
-    > {
-        crate::scheduling::due_templates(&self.db, now, limit).await
+    ) -> StoreResult<Vec<(Template, Option<TemplateStatus>)>> {
+        due_templates(&self.db, now, limit).await
     }
     async fn announce_activity(
         &self,
-        id: coupond_domain::ActivityId,
-        from: Option<coupond_domain::ActivityStatus>,
-        transitions: &[coupond_domain::Transition<coupond_domain::ActivityStatus>],
-    ) -> coupond_store::StoreResult<bool> {
-        crate::scheduling::announce_activity(&self.db, id, from, transitions).await
+        id: ActivityId,
+        from: Option<ActivityStatus>,
+        transitions: &[Transition<ActivityStatus>],
+    ) -> StoreResult<bool> {
+        announce_activity(&self.db, id, from, transitions).await
     }
     async fn announce_template(
         &self,
-        id: coupond_domain::TemplateId,
-        from: Option<coupond_domain::TemplateStatus>,
-        transitions: &[coupond_domain::Transition<coupond_domain::TemplateStatus>],
-    ) -> coupond_store::StoreResult<bool> {
-        crate::scheduling::announce_template(&self.db, id, from, transitions).await
+        id: TemplateId,
+        from: Option<TemplateStatus>,
+        transitions: &[Transition<TemplateStatus>],
+    ) -> StoreResult<bool> {
+        announce_template(&self.db, id, from, transitions).await
     }
     async fn announce_template_due(
         &self,
-        id: coupond_domain::TemplateId,
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<Option<coupond_domain::TemplateStatus>> {
-        crate::scheduling::announce_template_due(&self.db, id, now).await
+        id: TemplateId,
+        now: Timestamp,
+    ) -> StoreResult<Option<TemplateStatus>> {
+        announce_template_due(&self.db, id, now).await
     }
-    async fn expire_coupons(
-        &self,
-        now: coupond_domain::Timestamp,
-        limit: u32,
-    ) -> coupond_store::StoreResult<u64> {
-        crate::scheduling::expire_coupons(&self.db, now, limit).await
+    async fn expire_coupons(&self, now: Timestamp, limit: u32) -> StoreResult<u64> {
+        expire_coupons(&self.db, now, limit).await
     }
-    async fn next_due(
-        &self,
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<Option<coupond_domain::Timestamp>> {
-        crate::scheduling::next_due(&self.db, now).await
+    async fn next_due(&self, now: Timestamp) -> StoreResult<Option<Timestamp>> {
+        next_due(&self.db, now).await
     }
 }

@@ -8,6 +8,7 @@ use coupond_store::{StoreError, StoreResult};
 
 use crate::backend::{Backend, SqlStore};
 use crate::{sql, Db, Dialect, Row, Work};
+use coupond_store::SeenStore;
 
 /// Rows per statement: two parameters each, far below every backend's limit.
 const CHUNK: usize = 500;
@@ -110,32 +111,22 @@ fn user(r: &Row) -> StoreResult<UserId> {
 }
 
 #[async_trait::async_trait]
-impl<B: Backend> coupond_store::SeenStore for SqlStore<B> {
-    async fn record_seen(
-        &self,
-        seen: &[(coupond_domain::UserId, coupond_domain::Timestamp)],
-    ) -> coupond_store::StoreResult<()> {
-        crate::seen::record_seen(&self.db, seen).await
+impl<B: Backend> SeenStore for SqlStore<B> {
+    async fn record_seen(&self, seen: &[(UserId, Timestamp)]) -> StoreResult<()> {
+        record_seen(&self.db, seen).await
     }
-    async fn last_seen(
-        &self,
-        user: &coupond_domain::UserId,
-    ) -> coupond_store::StoreResult<Option<coupond_domain::Timestamp>> {
-        crate::seen::last_seen(&self.db, user).await
+    async fn last_seen(&self, user: &UserId) -> StoreResult<Option<Timestamp>> {
+        last_seen(&self.db, user).await
     }
-    async fn seen_among(
-        &self,
-        users: &[coupond_domain::UserId],
-        since: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<Vec<coupond_domain::UserId>> {
-        crate::seen::seen_among(&self.db, users, since).await
+    async fn seen_among(&self, users: &[UserId], since: Timestamp) -> StoreResult<Vec<UserId>> {
+        seen_among(&self.db, users, since).await
     }
     async fn active_segment_users(
         &self,
-        any: &[coupond_domain::Tag],
-        since: coupond_domain::Timestamp,
+        any: &[Tag],
+        since: Timestamp,
         limit: u32,
-    ) -> coupond_store::StoreResult<Vec<coupond_domain::UserId>> {
-        crate::seen::active_segment_users(&self.db, any, since, limit).await
+    ) -> StoreResult<Vec<UserId>> {
+        active_segment_users(&self.db, any, since, limit).await
     }
 }

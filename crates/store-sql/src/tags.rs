@@ -13,6 +13,11 @@ use coupond_store::{ClaimOutcome, ClaimRequest, SharedTag, StoreError, StoreResu
 
 use crate::backend::{Backend, SqlStore};
 use crate::{sql, Db, Exec, Row, Work};
+use coupond_store::NewTagUpload;
+use coupond_store::OpenJob;
+use coupond_store::Page;
+use coupond_store::TagStore;
+use coupond_store::TagUpload;
 
 const LOCK: &str = "user_tags";
 
@@ -219,88 +224,57 @@ fn tag(r: &Row) -> StoreResult<Tag> {
 }
 
 #[async_trait::async_trait]
-impl<B: Backend> coupond_store::TagStore for SqlStore<B> {
-    async fn put_user_tags(
-        &self,
-        user: &coupond_domain::UserId,
-        tags: &[coupond_domain::Tag],
-    ) -> coupond_store::StoreResult<()> {
-        crate::tags::put_user_tags(&self.db, user, tags).await
+impl<B: Backend> TagStore for SqlStore<B> {
+    async fn put_user_tags(&self, user: &UserId, tags: &[Tag]) -> StoreResult<()> {
+        put_user_tags(&self.db, user, tags).await
     }
-    async fn user_tags(
-        &self,
-        user: &coupond_domain::UserId,
-    ) -> coupond_store::StoreResult<Vec<coupond_domain::Tag>> {
-        crate::tags::user_tags(&self.db, user).await
+    async fn user_tags(&self, user: &UserId) -> StoreResult<Vec<Tag>> {
+        user_tags(&self.db, user).await
     }
-    async fn add_user_tags(
-        &self,
-        pairs: &[(coupond_domain::UserId, coupond_domain::Tag)],
-    ) -> coupond_store::StoreResult<coupond_store::Tagged> {
-        crate::tags::add_user_tags(&self.db, pairs).await
+    async fn add_user_tags(&self, pairs: &[(UserId, Tag)]) -> StoreResult<Tagged> {
+        add_user_tags(&self.db, pairs).await
     }
-    async fn segment_users(
-        &self,
-        any: &[coupond_domain::Tag],
-        limit: u32,
-    ) -> coupond_store::StoreResult<Vec<coupond_domain::UserId>> {
-        crate::tags::segment_users(&self.db, any, limit).await
+    async fn segment_users(&self, any: &[Tag], limit: u32) -> StoreResult<Vec<UserId>> {
+        segment_users(&self.db, any, limit).await
     }
-    async fn share_tag(
-        &self,
-        tag: &coupond_domain::Tag,
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<coupond_store::SharedTag> {
-        crate::tags::share_tag(&self.db, tag, now).await
+    async fn share_tag(&self, tag: &Tag, now: Timestamp) -> StoreResult<SharedTag> {
+        share_tag(&self.db, tag, now).await
     }
-    async fn unshare_tag(&self, tag: &coupond_domain::Tag) -> coupond_store::StoreResult<bool> {
-        crate::tags::unshare_tag(&self.db, tag).await
+    async fn unshare_tag(&self, tag: &Tag) -> StoreResult<bool> {
+        unshare_tag(&self.db, tag).await
     }
-    async fn shared_tags(
-        &self,
-        after: Option<&coupond_domain::Tag>,
-        limit: u32,
-    ) -> coupond_store::StoreResult<Vec<coupond_store::SharedTag>> {
-        crate::tags::shared_tags(&self.db, after, limit).await
+    async fn shared_tags(&self, after: Option<&Tag>, limit: u32) -> StoreResult<Vec<SharedTag>> {
+        shared_tags(&self.db, after, limit).await
     }
-    async fn shared_of(
-        &self,
-        tags: &[coupond_domain::Tag],
-    ) -> coupond_store::StoreResult<Vec<coupond_domain::Tag>> {
-        crate::tags::shared_of(&self.db, tags).await
+    async fn shared_of(&self, tags: &[Tag]) -> StoreResult<Vec<Tag>> {
+        shared_of(&self.db, tags).await
     }
     async fn insert_tag_upload(
         &self,
-        new: &coupond_store::NewTagUpload<'_>,
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<(coupond_store::TagUpload, bool)> {
+        new: &NewTagUpload<'_>,
+        now: Timestamp,
+    ) -> StoreResult<(TagUpload, bool)> {
         crate::tag_uploads::insert_tag_upload(&self.db, new, now).await
     }
-    async fn tag_upload(&self, id: i64) -> coupond_store::StoreResult<coupond_store::TagUpload> {
+    async fn tag_upload(&self, id: i64) -> StoreResult<TagUpload> {
         crate::tag_uploads::tag_upload(&self.db, id).await
     }
-    async fn tag_uploads(
-        &self,
-        page: coupond_store::Page,
-    ) -> coupond_store::StoreResult<Vec<coupond_store::TagUpload>> {
+    async fn tag_uploads(&self, page: Page) -> StoreResult<Vec<TagUpload>> {
         crate::tag_uploads::tag_uploads(&self.db, page).await
     }
-    async fn open_tag_uploads(&self) -> coupond_store::StoreResult<Vec<coupond_store::OpenJob>> {
+    async fn open_tag_uploads(&self) -> StoreResult<Vec<OpenJob>> {
         crate::tag_uploads::open_tag_uploads(&self.db).await
     }
-    async fn tag_upload_pairs(
-        &self,
-        id: i64,
-    ) -> coupond_store::StoreResult<Vec<(coupond_domain::UserId, coupond_domain::Tag)>> {
+    async fn tag_upload_pairs(&self, id: i64) -> StoreResult<Vec<(UserId, Tag)>> {
         crate::tag_uploads::tag_upload_pairs(&self.db, id).await
     }
     async fn tag_chunk(
         &self,
         id: i64,
-        pairs: &[(coupond_domain::UserId, coupond_domain::Tag)],
+        pairs: &[(UserId, Tag)],
         max: u32,
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<Option<coupond_store::TagUpload>> {
+        now: Timestamp,
+    ) -> StoreResult<Option<TagUpload>> {
         crate::tag_uploads::tag_chunk(&self.db, id, pairs, max, now).await
     }
 }

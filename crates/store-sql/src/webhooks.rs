@@ -9,6 +9,7 @@ use coupond_store::{
 
 use crate::backend::{Backend, SqlStore};
 use crate::{sql, Db, Row, Work};
+use coupond_store::WebhookStore;
 
 /// Deliveries queued per statement.
 const CHUNK: usize = 500;
@@ -333,71 +334,56 @@ fn attempt_row(r: &Row) -> StoreResult<DeliveryAttempt> {
 }
 
 #[async_trait::async_trait]
-impl<B: Backend> coupond_store::WebhookStore for SqlStore<B> {
+impl<B: Backend> WebhookStore for SqlStore<B> {
     async fn insert_webhook(
         &self,
-        new: &coupond_store::NewWebhook<'_>,
+        new: &NewWebhook<'_>,
         max: u32,
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<coupond_store::Webhook> {
-        crate::webhooks::insert_webhook(&self.db, new, max, now).await
+        now: Timestamp,
+    ) -> StoreResult<Webhook> {
+        insert_webhook(&self.db, new, max, now).await
     }
-    async fn webhook(&self, id: i64) -> coupond_store::StoreResult<coupond_store::Webhook> {
-        crate::webhooks::webhook(&self.db, id).await
+    async fn webhook(&self, id: i64) -> StoreResult<Webhook> {
+        webhook(&self.db, id).await
     }
-    async fn list_webhooks(
-        &self,
-        merchant: Option<coupond_domain::MerchantId>,
-    ) -> coupond_store::StoreResult<Vec<coupond_store::Webhook>> {
-        crate::webhooks::list_webhooks(&self.db, merchant).await
+    async fn list_webhooks(&self, merchant: Option<MerchantId>) -> StoreResult<Vec<Webhook>> {
+        list_webhooks(&self.db, merchant).await
     }
-    async fn disable_webhook(
-        &self,
-        id: i64,
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<coupond_store::Webhook> {
-        crate::webhooks::disable_webhook(&self.db, id, now).await
+    async fn disable_webhook(&self, id: i64, now: Timestamp) -> StoreResult<Webhook> {
+        disable_webhook(&self.db, id, now).await
     }
-    async fn delete_webhook(&self, id: i64) -> coupond_store::StoreResult<coupond_store::Webhook> {
-        crate::webhooks::delete_webhook(&self.db, id).await
+    async fn delete_webhook(&self, id: i64) -> StoreResult<Webhook> {
+        delete_webhook(&self.db, id).await
     }
-    async fn enqueue_ping(
-        &self,
-        webhook: i64,
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<coupond_store::Delivery> {
-        crate::webhooks::enqueue_ping(&self.db, webhook, now).await
+    async fn enqueue_ping(&self, webhook: i64, now: Timestamp) -> StoreResult<Delivery> {
+        enqueue_ping(&self.db, webhook, now).await
     }
-    async fn enqueue_deliveries(
-        &self,
-        d: &[coupond_store::NewDelivery],
-        now: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<u64> {
-        crate::webhooks::enqueue_deliveries(&self.db, d, now).await
+    async fn enqueue_deliveries(&self, d: &[NewDelivery], now: Timestamp) -> StoreResult<u64> {
+        enqueue_deliveries(&self.db, d, now).await
     }
     async fn due_deliveries(
         &self,
-        now: coupond_domain::Timestamp,
+        now: Timestamp,
         limit: u32,
-        skip: &coupond_store::DueSkip,
-    ) -> coupond_store::StoreResult<Vec<coupond_store::Delivery>> {
-        crate::webhooks::due_deliveries(&self.db, now, limit, skip).await
+        skip: &DueSkip,
+    ) -> StoreResult<Vec<Delivery>> {
+        due_deliveries(&self.db, now, limit, skip).await
     }
     async fn record_attempt(
         &self,
         delivery: i64,
-        attempt: &coupond_store::DeliveryAttempt,
-        state: coupond_store::DeliveryState,
-        next: coupond_domain::Timestamp,
-    ) -> coupond_store::StoreResult<()> {
-        crate::webhooks::record_attempt(&self.db, delivery, attempt, state, next).await
+        attempt: &DeliveryAttempt,
+        state: DeliveryState,
+        next: Timestamp,
+    ) -> StoreResult<()> {
+        record_attempt(&self.db, delivery, attempt, state, next).await
     }
     async fn deliveries(
         &self,
         webhook: i64,
         before: Option<i64>,
         limit: u32,
-    ) -> coupond_store::StoreResult<Vec<coupond_store::Delivery>> {
-        crate::webhooks::deliveries(&self.db, webhook, before, limit).await
+    ) -> StoreResult<Vec<Delivery>> {
+        deliveries(&self.db, webhook, before, limit).await
     }
 }
