@@ -45,8 +45,8 @@ fn value(r: &MySqlRow, i: usize) -> StoreResult<Value> {
     if raw.is_null() {
         return Ok(Value::Null);
     }
-    let ty = raw.type_info().name().to_owned();
-    Ok(match ty.as_str() {
+    let ty = raw.type_info();
+    Ok(match ty.name() {
         "BIGINT" | "INT" | "MEDIUMINT" | "SMALLINT" | "TINYINT" | "BOOLEAN" => {
             Value::Int(r.try_get_unchecked(i).map_err(db_err)?)
         }

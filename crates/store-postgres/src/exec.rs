@@ -48,8 +48,8 @@ fn value(r: &PgRow, i: usize) -> StoreResult<Value> {
     if raw.is_null() {
         return Ok(Value::Null);
     }
-    let ty = raw.type_info().name().to_owned();
-    Ok(match ty.as_str() {
+    let ty = raw.type_info();
+    Ok(match ty.name() {
         "INT8" => Value::Int(r.try_get(i).map_err(db_err)?),
         "INT4" => Value::Int(i64::from(r.try_get::<i32, _>(i).map_err(db_err)?)),
         "INT2" => Value::Int(i64::from(r.try_get::<i16, _>(i).map_err(db_err)?)),

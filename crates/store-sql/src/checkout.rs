@@ -215,14 +215,26 @@ pub async fn lock_order_first(
         Ok(locked) => locked,
         Err(refusal) => return Ok(LockOutcome::Refused(refusal)),
     };
-    let answer = sql(SET_ANSWER_AND_VALUE)
+    // PostgreSQL reads the order back with the update; MySQL has no `RETURNING` on an update
+    // of `orders` (no integer id for the shared layer's stand-in), so it reads it after.
+    let returning = match d {
+        Dialect::Mysql => String::new(),
+        _ => format!(" RETURNING {ORDER_COLS}"),
+    };
+    let answer = sql(format!("{SET_ANSWER_AND_VALUE}{returning}"))
         .bind(Json(locked.answer.to_string()))
         .bind(req.order_id.as_str());
-    tx.execute(bind_value(answer, req, &locked)).await?;
-    let q = sql(format!(
-        "SELECT {ORDER_COLS} FROM orders WHERE order_id = $1"
-    ));
-    let record = order_record(&tx.fetch_one(q.bind(req.order_id.as_str())).await?)?;
+    let answer = bind_value(answer, req, &locked);
+    let row = if returning.is_empty() {
+        tx.execute(answer).await?;
+        let q = sql(format!(
+            "SELECT {ORDER_COLS} FROM orders WHERE order_id = $1"
+        ));
+        tx.fetch_one(q.bind(req.order_id.as_str())).await?
+    } else {
+        tx.fetch_one(answer).await?
+    };
+    let record = order_record(&row)?;
     tx.commit().await?;
     Ok(LockOutcome::Locked(record))
 }
