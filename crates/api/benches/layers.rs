@@ -10,13 +10,13 @@ use axum::http::Request;
 use axum::routing::get;
 use axum::Router;
 use coupond_api::layers::STACK;
-use coupond_api::ApiSettings;
+use coupond_api::AppSettings;
 use criterion::{criterion_group, criterion_main, Criterion};
 use http_body_util::BodyExt;
 use tower::ServiceExt;
 
 /// `/healthz` behind the first `n` layers of the stack.
-fn service(n: usize, settings: &ApiSettings) -> Router {
+fn service(n: usize, settings: &AppSettings) -> Router {
     let bare = Router::new().route("/healthz", get(coupond_api::routes::system::healthz));
     STACK[..n]
         .iter()
@@ -42,7 +42,7 @@ fn layers(c: &mut Criterion) {
         .enable_all()
         .build()
         .unwrap();
-    let settings = ApiSettings::default();
+    let settings = AppSettings::default();
     let mut group = c.benchmark_group("healthz");
     for n in 0..=STACK.len() {
         let name = match n {

@@ -2,15 +2,16 @@
 //! `application/problem+json` with a stable `code`, the offending `field` where there is one,
 //! and the request id. Internal errors are logged with their cause chain and never shown.
 
-use coupond_store::Conflict;
 use std::error::Error as StdError;
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use coupond_domain::checkout::Reason;
-use coupond_domain::error::ErrorKind;
 use coupond_domain::{ClaimRejection, CouponId, DomainError};
 use coupond_store::StoreError;
+
+use coupond_app::AppError;
+pub use coupond_app::FieldError;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -42,30 +43,6 @@ pub struct Problem {
     /// When more than one field of the body is invalid: each of them (the first is `field`).
     #[serde(default, skip_serializing_if = "Option::is_none", skip_deserializing)]
     pub errors: Option<Vec<FieldError>>,
-}
-
-/// One invalid field of a request body.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, ToSchema)]
-pub struct FieldError {
-    /// The stable code of what is wrong (`missing_field`, `unknown_field`, `invalid_field`,
-    /// or a rule's own code, as `invalid_value`).
-    #[schema(value_type = String)]
-    pub code: &'static str,
-    /// The field's JSON path (`value.amount`, `lines[1].quantity`).
-    pub field: String,
-    /// What is wrong with it, in words.
-    #[serde(rename = "detail")]
-    pub message: String,
-}
-
-impl FieldError {
-    pub fn new(code: &'static str, field: String, message: String) -> Self {
-        FieldError {
-            code,
-            field,
-            message,
-        }
-    }
 }
 
 /// A coupon a lock refused, and why.
@@ -364,156 +341,78 @@ impl IntoResponse for ApiError {
     }
 }
 
+impl From<AppError> for ApiError {
+    fn from(e: AppError) -> Self {
+        match e {
+            AppError::Forbidden => ApiError::Forbidden,
+            AppError::NotFound => ApiError::NotFound,
+            AppError::UnusableCode => ApiError::UnusableCode,
+            AppError::Conflict { code, message } => ApiError::Conflict { code, message },
+            AppError::ClaimRefused(r) => ApiError::ClaimRefused(r),
+            AppError::LockRefused(list) => ApiError::LockRefused(list),
+            AppError::Invalid {
+                code,
+                field,
+                message,
+            } => ApiError::Invalid {
+                code,
+                field,
+                message,
+            },
+            AppError::InvalidFields(all) => ApiError::InvalidFields(all),
+            AppError::RateLimited { retry_after } => ApiError::RateLimited { retry_after },
+            AppError::Unavailable => ApiError::Unavailable,
+            AppError::LimitsUnavailable => ApiError::LimitsUnavailable,
+            AppError::Internal(e) => ApiError::Internal(e),
+        }
+    }
+}
+
+/// Store, domain and engine errors reach the API as the application layer maps them (see
+/// [`AppError`]'s conversions): the mapping is written there once.
+fn via_app<E: Into<AppError>>(e: E) -> ApiError {
+    e.into().into()
+}
+
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
-        match e {
-            StoreError::NotFound => ApiError::NotFound,
-            StoreError::Conflict(Conflict::Version) => ApiError::conflict(
-                "concurrent_update",
-                "the resource changed while this request was processed; read it again and retry",
-            ),
-            StoreError::Conflict(Conflict::Unique) => ApiError::conflict(
-                "already_exists",
-                "a resource with that identity already exists",
-            ),
-            StoreError::Conflict(Conflict::BelowClaimed(claimed)) => ApiError::conflict(
-                "below_claimed",
-                format!("total_stock cannot go below the {claimed} coupons already claimed"),
-            ),
-            StoreError::Conflict(other) => ApiError::conflict(
-                "conflict",
-                format!("the write conflicts with stored data ({other})"),
-            ),
-            StoreError::Unavailable(source) => {
-                tracing::warn!(error = %source, "database unavailable");
-                ApiError::Unavailable
-            }
-            StoreError::Other(source) => ApiError::Internal(source),
-            StoreError::Corrupt(what) => ApiError::Internal(what.into()),
-        }
+        via_app(e)
     }
 }
 
 impl From<DomainError> for ApiError {
     fn from(e: DomainError) -> Self {
-        match e.kind {
-            ErrorKind::Invalid if !e.also.is_empty() => {
-                let field = |e: &DomainError| e.field.clone().unwrap_or_else(|| "body".into());
-                let mut all = vec![FieldError::new(e.code, field(&e), e.message.clone())];
-                all.extend(
-                    e.also
-                        .iter()
-                        .map(|a| FieldError::new(a.code, field(a), a.message.clone())),
-                );
-                ApiError::InvalidFields(all)
-            }
-            ErrorKind::Invalid => ApiError::Invalid {
-                code: e.code,
-                field: e.field,
-                message: e.message,
-            },
-            ErrorKind::State => ApiError::Conflict {
-                code: e.code,
-                message: e.message,
-            },
-        }
+        via_app(e)
     }
 }
 
 impl From<coupond_engine::CampaignError> for ApiError {
     fn from(e: coupond_engine::CampaignError) -> Self {
-        match e {
-            coupond_engine::CampaignError::Rule(e) => e.into(),
-            coupond_engine::CampaignError::Store(e) => e.into(),
-        }
+        via_app(e)
     }
 }
 
 impl From<coupond_engine::ClaimError> for ApiError {
     fn from(e: coupond_engine::ClaimError) -> Self {
-        use coupond_engine::ClaimError;
-        match e {
-            ClaimError::Rejected(r) => ApiError::ClaimRefused(r),
-            ClaimError::Unavailable | ClaimError::ShuttingDown => ApiError::Unavailable,
-            ClaimError::KeyReused => ApiError::invalid(
-                "idempotency_key_reused",
-                "Idempotency-Key",
-                "this key was already used for a different request",
-            ),
-            ClaimError::CodeTaken => ApiError::unusable_code(),
-            ClaimError::Internal(e) => ApiError::Internal(Box::new(e)),
-        }
+        via_app(e)
     }
 }
 
 impl From<coupond_engine::accounts::AccountError> for ApiError {
     fn from(e: coupond_engine::accounts::AccountError) -> Self {
-        use coupond_engine::accounts::AccountError;
-        match e {
-            AccountError::Invalid(e) => e.into(),
-            AccountError::EmailTaken => {
-                ApiError::conflict("email_taken", "an operator with this email exists")
-            }
-            AccountError::NoMerchant => ApiError::invalid(
-                "unknown_merchant",
-                "merchant_id",
-                "no merchant with this id",
-            ),
-            AccountError::NotFound => ApiError::NotFound,
-            AccountError::ResetInvalid => ApiError::conflict(
-                "link_not_valid",
-                "this set-password link was used already or is older than an hour",
-            ),
-            AccountError::Hashing(why) => ApiError::Internal(why.into()),
-            AccountError::Busy { retry_after } => ApiError::RateLimited {
-                retry_after: retry_after.as_secs().max(1),
-            },
-            AccountError::NoEmail => ApiError::conflict(
-                "email_not_configured",
-                "this service sends no email, so a merchant cannot invite anyone; \
-                 the platform adds merchant staff",
-            ),
-            AccountError::TooManyInvitations => ApiError::conflict(
-                "too_many_invitations",
-                format!(
-                    "{} invitations are pending; wait until one is accepted or expires",
-                    coupond_engine::invitations::MAX_PENDING
-                ),
-            ),
-            AccountError::Store(e) => e.into(),
-        }
+        via_app(e)
     }
 }
 
 impl From<coupond_engine::redemption::RedeemError> for ApiError {
     fn from(e: coupond_engine::redemption::RedeemError) -> Self {
-        use coupond_engine::redemption::RedeemError;
-        match e {
-            RedeemError::Unusable => ApiError::unusable_code(),
-            RedeemError::Refused(r) => ApiError::ClaimRefused(r),
-            RedeemError::Claim(e) => e.into(),
-            RedeemError::Store(e) => e.into(),
-        }
+        via_app(e)
     }
 }
 
 impl From<coupond_engine::CheckoutError> for ApiError {
     fn from(e: coupond_engine::CheckoutError) -> Self {
-        use coupond_engine::{CheckoutError, HoldError};
-        match e {
-            CheckoutError::Hold(HoldError::NotAfterNow) => {
-                ApiError::invalid("hold_until_past", "hold_until", "must be after now")
-            }
-            CheckoutError::Hold(HoldError::TooFar(latest)) => ApiError::invalid(
-                "hold_until_too_far",
-                "hold_until",
-                format!(
-                    "at most checkout.max_lock_ttl from when the lock was taken, and not past \
-                     its coupons' validity: {latest} at the latest"
-                ),
-            ),
-            CheckoutError::Store(e) => e.into(),
-        }
+        via_app(e)
     }
 }
 

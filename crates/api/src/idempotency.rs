@@ -10,6 +10,8 @@ use axum::response::{IntoResponse, Response};
 use coupond_store::{IdempotencyKey, IdempotencyStart, StoredAnswer};
 use sha2::{Digest, Sha256};
 
+use coupond_app::RetryKey;
+
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
@@ -24,24 +26,27 @@ pub fn key(
     route: &str,
     asked: &str,
 ) -> ApiResult<Option<IdempotencyKey>> {
+    Ok(retry_key(headers, p)?.map(|k| k.scoped(route, asked)))
+}
+
+/// The `Idempotency-Key` header as `p`'s [`RetryKey`], for the application to scope. `None`
+/// without the header; 400 `invalid_header` if it is not 1 to 255 visible ASCII characters.
+pub fn retry_key(headers: &HeaderMap, p: &Principal) -> ApiResult<Option<RetryKey>> {
     let Some(value) = headers.get("idempotency-key") else {
         return Ok(None);
     };
-    let key = value
+    value
         .to_str()
         .ok()
-        .filter(|k| !k.is_empty() && k.len() <= 255 && k.bytes().all(|b| b.is_ascii_graphic()))
+        .and_then(|k| RetryKey::parse(p, k))
+        .map(Some)
         .ok_or_else(|| {
             ApiError::bad_request(
                 "invalid_header",
                 Some("Idempotency-Key"),
                 "Idempotency-Key must be 1 to 255 visible ASCII characters",
             )
-        })?;
-    Ok(Some(IdempotencyKey {
-        key: format!("{}\n{route}\n{key}", p.scope()),
-        fingerprint: Sha256::digest(asked.as_bytes()).into(),
-    }))
+        })
 }
 
 /// Routes whose keys are kept inside their own transaction (the claim's, the issuance job's, the tag upload's),
@@ -116,7 +121,7 @@ async fn run(
         state
             .idempotency_limits()
             .check(&scope)
-            .map_err(IntoResponse::into_response)?;
+            .map_err(|e| ApiError::from(e).into_response())?;
     }
     let (parts, body) = req.into_parts();
     let bytes = axum::body::to_bytes(body, limit)

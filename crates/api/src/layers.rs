@@ -23,10 +23,10 @@ use axum::Router;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::set_header::SetResponseHeaderLayer;
 
-use crate::{ApiError, ApiSettings};
+use crate::{ApiError, AppSettings};
 
 /// A layer of the stack: wraps a router with what it adds.
-pub type Layer = fn(Router, &ApiSettings) -> Router;
+pub type Layer = fn(Router, &AppSettings) -> Router;
 
 /// The stack, innermost first, by name: a request passes them from last to first.
 pub const STACK: [(&str, Layer); 5] = [
@@ -38,20 +38,20 @@ pub const STACK: [(&str, Layer); 5] = [
 ];
 
 /// `router` behind the whole [`STACK`].
-pub fn apply(router: Router, settings: &ApiSettings) -> Router {
+pub fn apply(router: Router, settings: &AppSettings) -> Router {
     STACK
         .iter()
         .fold(router, |router, (_, layer)| layer(router, settings))
 }
 
 /// Bodies past `max_body_bytes` are refused before a handler reads them.
-pub fn body_limit(router: Router, settings: &ApiSettings) -> Router {
+pub fn body_limit(router: Router, settings: &AppSettings) -> Router {
     router.layer(DefaultBodyLimit::max(settings.max_body_bytes))
 }
 
 /// A panic in a handler is a bug: log it and answer 500 like any internal error, rather than
 /// dropping the connection.
-pub fn catch_panic(router: Router, _: &ApiSettings) -> Router {
+pub fn catch_panic(router: Router, _: &AppSettings) -> Router {
     router.layer(CatchPanicLayer::custom(panic_response))
 }
 
@@ -61,12 +61,12 @@ pub fn catch_panic(router: Router, _: &ApiSettings) -> Router {
 ///
 /// A typed layer rather than `from_fn`, which cloned the router, boxed it again as the next
 /// service and boxed a future for each request.
-pub fn request_timeout(router: Router, settings: &ApiSettings) -> Router {
+pub fn request_timeout(router: Router, settings: &AppSettings) -> Router {
     router.layer(RequestTimeoutLayer(settings.request_timeout))
 }
 
 /// Request ids, spans, logs and metrics ([`crate::observe`]).
-pub fn observe(router: Router, _: &ApiSettings) -> Router {
+pub fn observe(router: Router, _: &AppSettings) -> Router {
     router.layer(crate::observe::ObserveLayer)
 }
 
@@ -76,7 +76,7 @@ pub fn observe(router: Router, _: &ApiSettings) -> Router {
 ///
 /// A typed layer rather than `map_response`, which cloned the router and boxed a future for
 /// each request: 0.42 µs a request then, 0.18 µs now (`cargo bench --bench layers`).
-pub fn nosniff(router: Router, _: &ApiSettings) -> Router {
+pub fn nosniff(router: Router, _: &AppSettings) -> Router {
     router.layer(SetResponseHeaderLayer::overriding(
         axum::http::header::X_CONTENT_TYPE_OPTIONS,
         axum::http::HeaderValue::from_static("nosniff"),

@@ -1,4 +1,5 @@
-//! coupond's HTTP API.
+//! coupond's HTTP API: handlers parse a request, call the application layer (`coupond_app`)
+//! with the caller, and render its answer.
 //!
 //! - [`router`]: the whole service as an axum `Router`; [`routes::route_table`] lists every
 //!   `/v1` route with the roles admitted.
@@ -6,40 +7,36 @@
 //!   metrics and the OpenAPI document.
 //! - [`auth`]: API keys and user JWTs; [`auth::RouteGuard`], the per-route role guard (a typed
 //!   tower layer).
-//! - [`cache`]: the short-lived cache of the hot path (API keys, claimed templates).
-//! - [`shelf_cache`]: the coupon centre's shelf, read whole once per `cache_ttl` and mended per
-//!   template in between.
 //! - [`error`]: [`ApiError`], the one error type, rendered as problem+json.
 //! - [`extract`]: body, query and path extractors whose failures name the field.
 //! - [`idempotency`]: the `Idempotency-Key` header, scoped and fingerprinted.
-//! - [`invalidate`]: the outbox observer that drops cached templates when they change.
 //! - [`layers`]: the stack every request passes (body limit, panic guard, time limit,
 //!   observation, nosniff), one function per layer.
 //! - [`observe`]: request ids, tracing spans, Prometheus metrics.
 //! - [`pagination`], [`views`]: cursors and response bodies (users' views of templates and
 //!   activities in the coupon centre are types of their own).
-//! - [`ratelimit`]: per-user and per-IP claim rate limits.
 //! - [`server`]: the listener: connection cap, head and stall timeouts, graceful shutdown.
-//! - [`state`]: [`AppState`], read-only and cheap to clone.
+//! - [`state`]: [`AppState`], the application (`coupond_app::App`, which handlers call) and
+//!   what only HTTP needs; read-only and cheap to clone.
 //! - [`uploads`]: permits for uploads being read, in all and one per caller.
 //! - [`openapi`]: the OpenAPI document.
 #![forbid(unsafe_code)]
 
 pub mod auth;
-pub mod cache;
+/// Which client a connection speaks for behind trusted proxies (the application's settings name
+/// the proxies).
+pub use coupond_app::forwarded;
+/// Rate limits, counted by the application.
+pub use coupond_app::ratelimit;
 pub mod error;
 pub mod extract;
-pub mod forwarded;
 pub mod idempotency;
-pub mod invalidate;
 pub mod layers;
 pub mod observe;
 pub mod openapi;
 pub mod pagination;
-pub mod ratelimit;
 pub mod routes;
 pub mod server;
-pub mod shelf_cache;
 pub mod state;
 pub mod uploads;
 pub mod views;
@@ -48,9 +45,10 @@ use axum::routing::get;
 use axum::Router;
 
 pub use auth::{JwtKeys, Principal, Role};
+pub use coupond_app::AppSettings;
 pub use error::{ApiError, Problem};
 pub use routes::{route_table, RouteSpec};
-pub use state::{ApiSettings, AppState};
+pub use state::AppState;
 
 /// The complete service: `/v1` routes behind their guards, the system routes, and the layers
 /// every request passes (request id and metrics, body limit, panic guard).

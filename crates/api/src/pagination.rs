@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::error::{ApiError, ApiResult};
-use crate::state::ApiSettings;
+use coupond_app::AppSettings;
 
 /// A page of results (the console reads it back).
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
@@ -51,7 +51,7 @@ fn decode_cursor(cursor: &str) -> Option<i64> {
 
 /// The storage page for a request's `cursor` and `limit`; asks for one extra row so that the
 /// response knows whether a next page exists.
-pub fn page(cursor: Option<&str>, limit: Option<u32>, s: &ApiSettings) -> ApiResult<Page> {
+pub fn page(cursor: Option<&str>, limit: Option<u32>, s: &AppSettings) -> ApiResult<Page> {
     let limit = limit.unwrap_or(s.default_page);
     if limit == 0 || limit > s.max_page {
         return Err(ApiError::bad_request(
@@ -157,7 +157,7 @@ mod tests {
 
     #[test]
     fn cursors_round_trip_and_reject_garbage() {
-        let s = ApiSettings::default();
+        let s = AppSettings::default();
         let p = page(Some(&encode_cursor(41)), Some(10), &s).unwrap();
         assert_eq!((p.after, p.limit), (Some(41), 11));
         assert!(page(Some("not-a-cursor"), None, &s).is_err());
@@ -167,7 +167,7 @@ mod tests {
 
     #[test]
     fn a_whole_list_is_sliced_into_the_same_pages() {
-        let s = ApiSettings::default();
+        let s = AppSettings::default();
         let rows = || vec![2_i64, 3, 5, 7, 11];
         let first = slice(rows(), page(None, Some(2), &s).unwrap(), |r| *r, |r| r);
         assert_eq!(first.items, [2, 3]);

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use coupond_api::ApiSettings;
+use coupond_api::AppSettings;
 use coupond_domain::{Email, MerchantId, OperatorDraft, OperatorRole};
 use coupond_engine::accounts::Accounts;
 
@@ -43,7 +43,7 @@ async fn signed_in(app: &App, email: &str) -> String {
 
 #[tokio::test]
 async fn people_sign_in_with_their_accounts() {
-    let app = app_with_settings(ApiSettings::default()).await;
+    let app = app_with_settings(AppSettings::default()).await;
     let accounts = Accounts::new(app.store.clone(), Arc::new(app.clock.clone()));
     let m = merchant(&app).await;
     add(&accounts, "ada@example.com", OperatorRole::Admin, None).await;
@@ -119,7 +119,7 @@ async fn people_sign_in_with_their_accounts() {
 
 #[tokio::test]
 async fn failed_sign_ins_wait_past_the_free_ones() {
-    let app = app_with_settings(ApiSettings::default()).await;
+    let app = app_with_settings(AppSettings::default()).await;
     let accounts = Accounts::new(app.store.clone(), Arc::new(app.clock.clone()));
     add(&accounts, "ada@example.com", OperatorRole::Admin, None).await;
     for _ in 0..6 {

@@ -6,7 +6,7 @@
 mod support;
 
 use axum::http::{Method, StatusCode};
-use coupond_api::ApiSettings;
+use coupond_api::AppSettings;
 use coupond_store::Role;
 use serde_json::json;
 
@@ -22,7 +22,7 @@ async fn page(app: &App, cookie: &str, path: &str) -> String {
 
 #[tokio::test]
 async fn the_platform_decides_and_the_merchant_reads_why() {
-    let app = app_with_settings(ApiSettings::default()).await;
+    let app = app_with_settings(AppSettings::default()).await;
     let m = merchant(&app).await;
     let (mkey, _) = key(&app, Role::Merchant, Some(m)).await;
     let (pkey, _) = key(&app, Role::Platform, None).await;

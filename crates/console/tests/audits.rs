@@ -7,7 +7,7 @@ mod support;
 use std::sync::Arc;
 
 use axum::http::StatusCode;
-use coupond_api::ApiSettings;
+use coupond_api::AppSettings;
 use coupond_domain::OperatorRole;
 use coupond_engine::self_audit::Auditor;
 
@@ -17,7 +17,7 @@ use support::{
 
 #[tokio::test]
 async fn admins_run_the_audit_and_read_what_it_found() {
-    let app = app_with_settings(ApiSettings::default()).await;
+    let app = app_with_settings(AppSettings::default()).await;
     account(&app, "ada@example.com", OperatorRole::Admin, None).await;
     let cookie = account_cookie(&app, "ada@example.com").await;
     let page = answer(&app, page_get("/console/audits", &cookie)).await;

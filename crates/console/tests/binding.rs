@@ -4,7 +4,7 @@
 mod support;
 
 use axum::http::{Method, StatusCode};
-use coupond_api::ApiSettings;
+use coupond_api::AppSettings;
 use coupond_store::Role;
 
 use support::{
@@ -14,7 +14,7 @@ use support::{
 
 #[tokio::test]
 async fn scheduled_templates_can_be_bound_too() {
-    let app = app_with_settings(ApiSettings::default()).await;
+    let app = app_with_settings(AppSettings::default()).await;
     let m = merchant(&app).await;
     let (mkey, _) = key(&app, Role::Merchant, Some(m)).await;
     // Claimable from 13:00; the clock reads 12:00: scheduled.

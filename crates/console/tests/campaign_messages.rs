@@ -7,7 +7,7 @@ mod support;
 use std::sync::Arc;
 
 use axum::http::{Method, StatusCode};
-use coupond_api::ApiSettings;
+use coupond_api::AppSettings;
 use coupond_domain::messaging::Locale;
 use coupond_domain::Zone;
 use coupond_engine::messaging::{CampaignSender, MessagingRules};
@@ -22,7 +22,7 @@ use support::{
 
 #[tokio::test]
 async fn a_merchant_sends_a_message_to_its_holders_from_the_template_page() {
-    let app = app_with_settings(ApiSettings::default()).await;
+    let app = app_with_settings(AppSettings::default()).await;
     let m = merchant(&app).await;
     let (mkey, _) = key(&app, Role::Merchant, Some(m)).await;
     let (skey, _) = key(&app, Role::Service, None).await;

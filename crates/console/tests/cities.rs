@@ -5,7 +5,7 @@
 mod support;
 
 use axum::http::{Method, StatusCode};
-use coupond_api::ApiSettings;
+use coupond_api::AppSettings;
 use coupond_store::Role;
 use serde_json::json;
 
@@ -15,7 +15,7 @@ use support::{
 
 #[tokio::test]
 async fn the_platform_names_cities_and_pages_show_the_names() {
-    let app = app_with_settings(ApiSettings::default()).await;
+    let app = app_with_settings(AppSettings::default()).await;
     let m = merchant(&app).await;
     let (platform, _) = key(&app, Role::Platform, None).await;
     let cookie = sign_in_cookie(&app, &platform).await;
@@ -96,7 +96,7 @@ async fn the_platform_names_cities_and_pages_show_the_names() {
 /// alone (the API names them all in `errors`).
 #[tokio::test]
 async fn every_invalid_field_of_a_form_is_shown_at_once() {
-    let app = app_with_settings(ApiSettings::default()).await;
+    let app = app_with_settings(AppSettings::default()).await;
     let (platform, _) = key(&app, Role::Platform, None).await;
     let cookie = sign_in_cookie(&app, &platform).await;
     let page = answer(&app, page_get("/console/merchants", &cookie)).await;
@@ -132,7 +132,7 @@ async fn every_invalid_field_of_a_form_is_shown_at_once() {
 /// name; the approval queue names the merchant and the activity.
 #[tokio::test]
 async fn pages_name_merchants_activities_and_cities() {
-    let app = app_with_settings(ApiSettings::default()).await;
+    let app = app_with_settings(AppSettings::default()).await;
     let m = merchant(&app).await;
     let (pkey, _) = key(&app, Role::Platform, None).await;
     let (mkey, _) = key(&app, Role::Merchant, Some(m)).await;

@@ -5,7 +5,7 @@
 mod support;
 
 use axum::http::{Method, StatusCode};
-use coupond_api::ApiSettings;
+use coupond_api::AppSettings;
 use coupond_store::Role;
 use serde_json::json;
 
@@ -16,7 +16,7 @@ use support::{
 
 #[tokio::test]
 async fn more_codes_than_stock_asks_first_and_a_bad_prefix_keeps_the_form() {
-    let app = app_with_settings(ApiSettings::default()).await;
+    let app = app_with_settings(AppSettings::default()).await;
     let m = merchant(&app).await;
     let (mkey, _) = key(&app, Role::Merchant, Some(m)).await;
     let t = published(

@@ -8,7 +8,7 @@
 mod support;
 
 use axum::http::{Method, StatusCode};
-use coupond_api::ApiSettings;
+use coupond_api::AppSettings;
 use coupond_store::Role;
 use serde_json::json;
 
@@ -65,7 +65,7 @@ async fn campaign(app: &App, platform: &str, mkey: &str, m: i64) -> i64 {
 
 #[tokio::test]
 async fn the_pages_show_the_figures_and_what_is_owed() {
-    let app = app_with_settings(ApiSettings::default()).await;
+    let app = app_with_settings(AppSettings::default()).await;
     let m = merchant(&app).await;
     let (mkey, _) = key(&app, Role::Merchant, Some(m)).await;
     let (platform, _) = key(&app, Role::Platform, None).await;

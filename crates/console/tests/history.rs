@@ -6,7 +6,7 @@
 mod support;
 
 use axum::http::{Method, StatusCode};
-use coupond_api::ApiSettings;
+use coupond_api::AppSettings;
 use coupond_domain::OperatorRole;
 use coupond_store::Role;
 
@@ -17,7 +17,7 @@ use support::{
 
 #[tokio::test]
 async fn a_template_page_history_names_who_changed_it() {
-    let app = app_with_settings(ApiSettings::default()).await;
+    let app = app_with_settings(AppSettings::default()).await;
     let m = merchant(&app).await;
     let (mkey, _) = key(&app, Role::Merchant, Some(m)).await;
     account(&app, "own@example.com", OperatorRole::Owner, Some(m)).await;

@@ -6,7 +6,7 @@ mod support;
 
 use axum::body::Body;
 use axum::http::{header, Method, Request, StatusCode};
-use coupond_api::ApiSettings;
+use coupond_api::AppSettings;
 use coupond_domain::Timestamp;
 use coupond_store::Role;
 use http_body_util::BodyExt;
@@ -37,7 +37,7 @@ async fn home(app: &App, cookie: &str) -> String {
 
 #[tokio::test]
 async fn the_home_page_counts_every_template() {
-    let app = app_with_settings(ApiSettings::default()).await;
+    let app = app_with_settings(AppSettings::default()).await;
     let m = merchant(&app).await;
     let (mkey, _) = key(&app, Role::Merchant, Some(m)).await;
     for _ in 0..200 {
@@ -77,7 +77,7 @@ async fn the_home_page_counts_every_template() {
 /// The reconciliation opens on this month so far, its figures and CSV link shown at once.
 #[tokio::test]
 async fn the_reconciliation_opens_on_this_month() {
-    let app = support::app_with_settings(coupond_api::ApiSettings::default()).await;
+    let app = support::app_with_settings(coupond_api::AppSettings::default()).await;
     let (key, _) = support::key(&app, coupond_store::Role::Platform, None).await;
     let cookie = support::sign_in_cookie(&app, &key).await;
     let a = support::answer(&app, support::page_get("/console/reconciliation", &cookie)).await;
@@ -91,9 +91,9 @@ async fn the_reconciliation_opens_on_this_month() {
 /// 10th in Shanghai (17:00 UTC on the 9th), today is the 10th.
 #[tokio::test]
 async fn the_home_page_says_the_time_zone_of_today() {
-    let settings = ApiSettings {
+    let settings = AppSettings {
         time_zone: coupond_domain::Zone::parse("Asia/Shanghai").unwrap(),
-        ..ApiSettings::default()
+        ..AppSettings::default()
     };
     let app = app_with_settings(settings).await;
     let m = merchant(&app).await;

@@ -6,7 +6,7 @@
 mod support;
 
 use axum::http::StatusCode;
-use coupond_api::ApiSettings;
+use coupond_api::AppSettings;
 use coupond_domain::messaging::{Channel, MessageKind, QuietHours};
 use coupond_domain::OperatorRole;
 use coupond_engine::messaging::{ChannelRules, MessagingRules, Readers};
@@ -15,8 +15,8 @@ use coupond_store::OutboundQuery;
 use support::{account, account_cookie, answer, app_with_settings, csrf_of, form_post, merchant};
 use support::{page_get, App};
 
-fn with_email() -> ApiSettings {
-    ApiSettings {
+fn with_email() -> AppSettings {
+    AppSettings {
         messaging: MessagingRules {
             readers: Readers::default(),
             channels: vec![ChannelRules {
@@ -27,7 +27,7 @@ fn with_email() -> ApiSettings {
                 max_attempts: 3,
             }],
         },
-        ..ApiSettings::default()
+        ..AppSettings::default()
     }
 }
 

@@ -9,7 +9,7 @@ mod support;
 use std::sync::Arc;
 
 use axum::http::{Method, StatusCode};
-use coupond_api::ApiSettings;
+use coupond_api::AppSettings;
 use coupond_engine::issuance::IssuanceWorker;
 use coupond_store::Role;
 use serde_json::json;
@@ -27,7 +27,7 @@ async fn get(app: &App, cookie: &str, path: &str) -> String {
 
 #[tokio::test]
 async fn sortable_headers_look_like_links_and_show_the_sort() {
-    let app = app_with_settings(ApiSettings::default()).await;
+    let app = app_with_settings(AppSettings::default()).await;
     let m = merchant(&app).await;
     let (mkey, _) = key(&app, Role::Merchant, Some(m)).await;
     published(
@@ -64,7 +64,7 @@ async fn sortable_headers_look_like_links_and_show_the_sort() {
 
 #[tokio::test]
 async fn filters_offer_names_not_id_boxes() {
-    let app = app_with_settings(ApiSettings::default()).await;
+    let app = app_with_settings(AppSettings::default()).await;
     let m = merchant(&app).await;
     let (pkey, _) = key(&app, Role::Platform, None).await;
     let cookie = sign_in_cookie(&app, &pkey).await;
@@ -95,7 +95,7 @@ async fn filters_offer_names_not_id_boxes() {
 
 #[tokio::test]
 async fn events_are_newest_first_with_readable_data() {
-    let app = app_with_settings(ApiSettings::default()).await;
+    let app = app_with_settings(AppSettings::default()).await;
     let m = merchant(&app).await;
     let (mkey, _) = key(&app, Role::Merchant, Some(m)).await;
     let (service, _) = key(&app, Role::Service, None).await;
@@ -131,7 +131,7 @@ async fn events_are_newest_first_with_readable_data() {
 
 #[tokio::test]
 async fn a_finished_upload_shows_the_final_counts_and_its_invalid_lines() {
-    let app = app_with_settings(ApiSettings::default()).await;
+    let app = app_with_settings(AppSettings::default()).await;
     let m = merchant(&app).await;
     let (mkey, _) = key(&app, Role::Merchant, Some(m)).await;
     let t = published(
@@ -174,7 +174,7 @@ async fn a_finished_upload_shows_the_final_counts_and_its_invalid_lines() {
 
 #[tokio::test]
 async fn a_merchant_gets_no_reconciliation_form() {
-    let app = app_with_settings(ApiSettings::default()).await;
+    let app = app_with_settings(AppSettings::default()).await;
     let m = merchant(&app).await;
     let (mkey, _) = key(&app, Role::Merchant, Some(m)).await;
     let cookie = sign_in_cookie(&app, &mkey).await;

@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use axum::body::{Body, HttpBody};
 use axum::http::{header, Method, Request, StatusCode};
 use axum::response::Response;
-use coupond_api::ApiSettings;
+use coupond_api::AppSettings;
 use coupond_domain::Timestamp;
 use coupond_store::Role;
 use http_body_util::BodyExt;
@@ -87,7 +87,7 @@ fn row_ids(html: &str, prefix: &str) -> Vec<i64> {
 /// template is on exactly one page.
 #[tokio::test]
 async fn the_templates_list_sorts_every_template_and_pages_past_200() {
-    let app = app_with_settings(ApiSettings::default()).await;
+    let app = app_with_settings(AppSettings::default()).await;
     let m = merchant(&app).await;
     let (mkey, _) = key(&app, Role::Merchant, Some(m)).await;
     for i in 0..200 {
@@ -132,7 +132,7 @@ async fn the_templates_list_sorts_every_template_and_pages_past_200() {
 /// which shows the rest; the other cursor-paged pages still render.
 #[tokio::test]
 async fn the_merchants_page_offers_a_next_page_past_100() {
-    let app = app_with_settings(ApiSettings::default()).await;
+    let app = app_with_settings(AppSettings::default()).await;
     let mut ids = Vec::new();
     for _ in 0..101 {
         ids.push(merchant(&app).await.get());
@@ -167,7 +167,7 @@ async fn the_merchants_page_offers_a_next_page_past_100() {
 /// and the API's `all=true` streams every page as one CSV with its header once.
 #[tokio::test]
 async fn the_holders_csv_has_every_coupon() {
-    let app = app_with_settings(ApiSettings::default()).await;
+    let app = app_with_settings(AppSettings::default()).await;
     let m = merchant(&app).await;
     let (mkey, _) = key(&app, Role::Merchant, Some(m)).await;
     let t = draft(&app, &mkey, "Popular", 205).await;

@@ -8,7 +8,7 @@
 mod support;
 
 use axum::http::StatusCode;
-use coupond_api::ApiSettings;
+use coupond_api::AppSettings;
 use coupond_domain::OperatorRole;
 
 use support::{account, account_cookie, answer, app_with_settings, merchant, page_get, App};
@@ -34,7 +34,7 @@ fn menu(page: &str) -> Vec<&'static str> {
 
 #[tokio::test]
 async fn the_menu_follows_the_role() {
-    let app = app_with_settings(ApiSettings::default()).await;
+    let app = app_with_settings(AppSettings::default()).await;
     let m = merchant(&app).await;
     let people = [
         ("ada@example.com", OperatorRole::Admin, None),

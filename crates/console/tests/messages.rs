@@ -5,7 +5,7 @@
 mod support;
 
 use axum::http::StatusCode;
-use coupond_api::ApiSettings;
+use coupond_api::AppSettings;
 use coupond_domain::messaging::{Channel, Contact, ContactDraft, MessageKind, Preferences};
 use coupond_domain::{OperatorRole, UserId, Zone};
 use coupond_store::{NewOutbound, OutboundStep};
@@ -28,7 +28,7 @@ fn queued(key: &str, address: &str) -> NewOutbound {
 
 #[tokio::test]
 async fn admins_edit_texts_with_a_preview_and_read_the_delivery_log() {
-    let app = app_with_settings(ApiSettings::default()).await;
+    let app = app_with_settings(AppSettings::default()).await;
     account(&app, "ada@example.com", OperatorRole::Admin, None).await;
     let cookie = account_cookie(&app, "ada@example.com").await;
     let page = answer(&app, page_get("/console/messages", &cookie)).await;
@@ -154,7 +154,7 @@ async fn admins_edit_texts_with_a_preview_and_read_the_delivery_log() {
 
 #[tokio::test]
 async fn support_sees_a_users_contact_points_and_choices() {
-    let app = app_with_settings(ApiSettings::default()).await;
+    let app = app_with_settings(AppSettings::default()).await;
     account(&app, "sue@example.com", OperatorRole::Support, None).await;
     let cookie = account_cookie(&app, "sue@example.com").await;
     let user = UserId::parse("u-9").unwrap();

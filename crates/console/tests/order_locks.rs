@@ -6,7 +6,7 @@
 mod support;
 
 use axum::http::{Method, StatusCode};
-use coupond_api::ApiSettings;
+use coupond_api::AppSettings;
 use coupond_domain::OperatorRole;
 use coupond_store::Role;
 use serde_json::json;
@@ -18,7 +18,7 @@ use support::{
 
 #[tokio::test]
 async fn support_extends_a_locked_coupons_order() {
-    let app = app_with_settings(ApiSettings::default()).await;
+    let app = app_with_settings(AppSettings::default()).await;
     let m = merchant(&app).await;
     let (mkey, _) = key(&app, Role::Merchant, Some(m)).await;
     let (service, _) = key(&app, Role::Service, None).await;

@@ -8,7 +8,7 @@ mod support;
 
 use axum::body::Body;
 use axum::http::{header, HeaderMap, Request, StatusCode};
-use coupond_api::ApiSettings;
+use coupond_api::AppSettings;
 use coupond_domain::MerchantId;
 use coupond_store::{NewWebhook, Role};
 use http_body_util::BodyExt;
@@ -17,7 +17,7 @@ use tower::ServiceExt;
 use support::{app_with_settings, merchant, pair, sign_in_request, t0, App};
 
 async fn app() -> App {
-    app_with_settings(ApiSettings::default()).await
+    app_with_settings(AppSettings::default()).await
 }
 
 /// A key's secret (and its id) for `role`, of `merchant` for a merchant's.
@@ -261,7 +261,7 @@ async fn the_webhooks_page_shows_each_registered_endpoint() {
 /// A console path that names no page answers a page saying so, in the console's frame.
 #[tokio::test]
 async fn an_unknown_console_path_is_a_page() {
-    let app = support::app_with_settings(coupond_api::ApiSettings::default()).await;
+    let app = support::app_with_settings(coupond_api::AppSettings::default()).await;
     let (key, _) = support::key(&app, coupond_store::Role::Platform, None).await;
     let cookie = support::sign_in_cookie(&app, &key).await;
     let a = support::answer(&app, support::page_get("/console/nowhere/at/all", &cookie)).await;

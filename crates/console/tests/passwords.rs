@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
-use coupond_api::ApiSettings;
+use coupond_api::AppSettings;
 use coupond_domain::{Email, OperatorDraft, OperatorRole};
 use coupond_engine::accounts::Accounts;
 use http_body_util::BodyExt;
@@ -39,7 +39,7 @@ const GOOD: &str = "correct+horse+battery+staple";
 
 #[tokio::test]
 async fn a_link_sets_a_password_once() {
-    let app = app_with_settings(ApiSettings::default()).await;
+    let app = app_with_settings(AppSettings::default()).await;
     let accounts = Accounts::new(app.store.clone(), Arc::new(app.clock.clone()));
     let email = Email::parse("sam@example.com").unwrap();
     let draft = OperatorDraft::new(email.clone(), "Sam".into(), OperatorRole::Support, None);

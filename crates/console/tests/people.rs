@@ -6,7 +6,7 @@
 mod support;
 
 use axum::http::StatusCode;
-use coupond_api::ApiSettings;
+use coupond_api::AppSettings;
 use coupond_domain::OperatorRole;
 
 use support::{
@@ -15,7 +15,7 @@ use support::{
 
 #[tokio::test]
 async fn an_admin_adds_disables_and_enables_a_person_on_the_record() {
-    let app = app_with_settings(ApiSettings::default()).await;
+    let app = app_with_settings(AppSettings::default()).await;
     let m = merchant(&app).await;
     account(&app, "ada@example.com", OperatorRole::Admin, None).await;
     account(&app, "own@example.com", OperatorRole::Owner, Some(m)).await;

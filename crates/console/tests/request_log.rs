@@ -8,7 +8,7 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use axum::http::StatusCode;
-use coupond_api::ApiSettings;
+use coupond_api::AppSettings;
 use coupond_store::Role;
 
 use support::{answer, app_with_settings, key, merchant, page_get, sign_in_cookie};
@@ -30,7 +30,7 @@ impl Write for Captured {
 
 #[tokio::test(flavor = "current_thread")]
 async fn a_page_request_names_its_key_once() {
-    let app = app_with_settings(ApiSettings::default()).await;
+    let app = app_with_settings(AppSettings::default()).await;
     let m = merchant(&app).await;
     let (secret, key_id) = key(&app, Role::Merchant, Some(m)).await;
     let cookie = sign_in_cookie(&app, &secret).await;

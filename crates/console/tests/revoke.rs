@@ -6,7 +6,7 @@
 mod support;
 
 use axum::http::{Method, StatusCode};
-use coupond_api::ApiSettings;
+use coupond_api::AppSettings;
 use coupond_store::Role;
 use serde_json::json;
 
@@ -17,7 +17,7 @@ use support::{
 
 #[tokio::test]
 async fn a_revoke_needs_a_reason() {
-    let app = app_with_settings(ApiSettings::default()).await;
+    let app = app_with_settings(AppSettings::default()).await;
     let m = merchant(&app).await;
     let (mkey, _) = key(&app, Role::Merchant, Some(m)).await;
     let (service, _) = key(&app, Role::Service, None).await;
@@ -82,7 +82,7 @@ async fn a_revoke_needs_a_reason() {
 
 #[tokio::test]
 async fn the_platform_sees_what_a_user_may_claim() {
-    let app = app_with_settings(ApiSettings::default()).await;
+    let app = app_with_settings(AppSettings::default()).await;
     let m = merchant(&app).await;
     let (mkey, _) = key(&app, Role::Merchant, Some(m)).await;
     let (platform, _) = key(&app, Role::Platform, None).await;

@@ -8,7 +8,7 @@ mod support;
 
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
-use coupond_api::ApiSettings;
+use coupond_api::AppSettings;
 use coupond_domain::OperatorRole;
 use coupond_engine::second_factor::{self, code_at};
 use coupond_engine::Clock;
@@ -28,7 +28,7 @@ fn between<'a>(page: &'a str, start: &str, end: &str) -> &'a str {
 
 #[tokio::test]
 async fn a_second_factor_is_turned_on_and_then_asked_for_each_sign_in() {
-    let app = app_with_console(ApiSettings::default(), test_console()).await;
+    let app = app_with_console(AppSettings::default(), test_console()).await;
     account(&app, "ada@example.com", OperatorRole::Admin, None).await;
     let first = account_sign_in(&app, "ada@example.com", "").await;
     assert_eq!(first.status, StatusCode::SEE_OTHER, "{}", first.body);
@@ -151,7 +151,7 @@ async fn a_console_requiring_it_sends_platform_accounts_to_set_it_up_first() {
         require_totp_for_platform: true,
         ..test_console()
     };
-    let app = app_with_console(ApiSettings::default(), settings).await;
+    let app = app_with_console(AppSettings::default(), settings).await;
     let m = merchant(&app).await;
     account(&app, "ada@example.com", OperatorRole::Marketing, None).await;
     account(&app, "own@example.com", OperatorRole::Owner, Some(m)).await;
@@ -188,7 +188,7 @@ async fn api_keys_sign_in_only_where_the_setting_allows() {
         key_sign_in: false,
         ..test_console()
     };
-    let app = app_with_console(ApiSettings::default(), settings).await;
+    let app = app_with_console(AppSettings::default(), settings).await;
     let (platform, _) = key(&app, Role::Platform, None).await;
     let login = Request::get("/console/login").body(Body::empty()).unwrap();
     let page = answer(&app, login).await;

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
-use coupond_api::ApiSettings;
+use coupond_api::AppSettings;
 use coupond_store::Role;
 use http_body_util::BodyExt;
 use tower::ServiceExt;
@@ -18,9 +18,9 @@ use tower::ServiceExt;
 use support::{app_with_settings, console_router, pair, sign_in_request, t0, App};
 
 async fn app() -> App {
-    let settings = ApiSettings {
+    let settings = AppSettings {
         cache_ttl: Duration::ZERO,
-        ..ApiSettings::default()
+        ..AppSettings::default()
     };
     app_with_settings(settings).await
 }
@@ -178,9 +178,9 @@ fn token(page: &str) -> String {
 /// while the key cache would still accept the key.
 #[tokio::test]
 async fn signing_out_ends_the_session_on_every_instance() {
-    let settings = ApiSettings {
+    let settings = AppSettings {
         cache_ttl: Duration::from_secs(600),
-        ..ApiSettings::default()
+        ..AppSettings::default()
     };
     let app = app_with_settings(settings.clone()).await;
     let other = App {

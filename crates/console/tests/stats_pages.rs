@@ -7,7 +7,7 @@
 mod support;
 
 use axum::http::{Method, StatusCode};
-use coupond_api::ApiSettings;
+use coupond_api::AppSettings;
 use coupond_store::Role;
 use serde_json::json;
 
@@ -67,7 +67,7 @@ async fn used_and_refunded(app: &App, mkey: &str, merchant: i64) -> i64 {
 
 #[tokio::test]
 async fn a_refund_is_said_where_it_changes_a_figure() {
-    let app = app_with_settings(ApiSettings::default()).await;
+    let app = app_with_settings(AppSettings::default()).await;
     let m = merchant(&app).await;
     let (mkey, _) = key(&app, Role::Merchant, Some(m)).await;
     let t = used_and_refunded(&app, &mkey, m.get()).await;
@@ -113,7 +113,7 @@ async fn a_refund_is_said_where_it_changes_a_figure() {
 
 #[tokio::test]
 async fn the_chart_has_a_slot_for_every_hour_or_day_of_its_range() {
-    let app = app_with_settings(ApiSettings::default()).await;
+    let app = app_with_settings(AppSettings::default()).await;
     let m = merchant(&app).await;
     let (mkey, _) = key(&app, Role::Merchant, Some(m)).await;
     let t = used_and_refunded(&app, &mkey, m.get()).await;

@@ -6,7 +6,7 @@
 mod support;
 
 use axum::http::{Method, StatusCode};
-use coupond_api::ApiSettings;
+use coupond_api::AppSettings;
 use coupond_domain::OperatorRole;
 use coupond_store::Role;
 
@@ -36,7 +36,7 @@ fn offered(page: &str) -> Vec<&'static str> {
 
 #[tokio::test]
 async fn the_page_offers_what_the_api_accepts() {
-    let app = app_with_settings(ApiSettings::default()).await;
+    let app = app_with_settings(AppSettings::default()).await;
     let m = merchant(&app).await;
     let (mkey, _) = key(&app, Role::Merchant, Some(m)).await;
     // Claimable from 13:00 (an hour after the clock's start) to the 30th.
@@ -83,7 +83,7 @@ async fn the_page_offers_what_the_api_accepts() {
 /// A draft's Delete, from its page: it asks first, and the draft is gone.
 #[tokio::test]
 async fn a_draft_is_deleted_from_its_page() {
-    let app = app_with_settings(ApiSettings::default()).await;
+    let app = app_with_settings(AppSettings::default()).await;
     let m = merchant(&app).await;
     let (mkey, _) = key(&app, Role::Merchant, Some(m)).await;
     let body = template_body("Never mind", 10, "2026-12-31T00:00:00Z");
@@ -118,7 +118,7 @@ async fn a_draft_is_deleted_from_its_page() {
 /// Resume lifts it, Stop ends claiming and leaves neither button.
 #[tokio::test]
 async fn a_live_template_is_paused_resumed_and_stopped_from_its_page() {
-    let app = app_with_settings(ApiSettings::default()).await;
+    let app = app_with_settings(AppSettings::default()).await;
     let m = merchant(&app).await;
     let (mkey, _) = key(&app, Role::Merchant, Some(m)).await;
     let body = template_body("Spring", 10, "2026-12-31T00:00:00Z");

@@ -8,7 +8,7 @@
 mod support;
 
 use axum::http::{Method, StatusCode};
-use coupond_api::ApiSettings;
+use coupond_api::AppSettings;
 use coupond_store::Role;
 use serde_json::json;
 
@@ -74,7 +74,7 @@ fn standalone<'a>(extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
 
 #[tokio::test]
 async fn the_form_takes_every_term_the_api_takes() {
-    let app = app_with_settings(ApiSettings::default()).await;
+    let app = app_with_settings(AppSettings::default()).await;
     let m = merchant(&app).await;
     let (mkey, _) = key(&app, Role::Merchant, Some(m)).await;
     let cookie = sign_in_cookie(&app, &mkey).await;
@@ -164,7 +164,7 @@ async fn the_form_takes_every_term_the_api_takes() {
 
 #[tokio::test]
 async fn a_template_page_shows_its_terms_and_changes() {
-    let app = app_with_settings(ApiSettings::default()).await;
+    let app = app_with_settings(AppSettings::default()).await;
     let m = merchant(&app).await;
     let (mkey, _) = key(&app, Role::Merchant, Some(m)).await;
     let mut body = template_body("Spring", 10, "2026-12-31T00:00:00Z");
@@ -210,7 +210,7 @@ async fn a_template_page_shows_its_terms_and_changes() {
 
 #[tokio::test]
 async fn an_activity_page_shows_its_description_and_funding() {
-    let app = app_with_settings(ApiSettings::default()).await;
+    let app = app_with_settings(AppSettings::default()).await;
     let (platform, _) = key(&app, Role::Platform, None).await;
     let body = json!({
         "title": "Winter move", "description": "Half the deposit for movers in December",
@@ -229,7 +229,7 @@ async fn an_activity_page_shows_its_description_and_funding() {
 
 #[tokio::test]
 async fn a_draft_is_edited_from_its_page() {
-    let app = app_with_settings(ApiSettings::default()).await;
+    let app = app_with_settings(AppSettings::default()).await;
     let m = merchant(&app).await;
     let (mkey, _) = key(&app, Role::Merchant, Some(m)).await;
     let body = template_body("Spring", 10, "2026-12-31T00:00:00Z");

@@ -11,7 +11,7 @@ use std::time::Duration;
 use axum::body::{Body, Bytes, HttpBody};
 use axum::http::{header, Method, Request, StatusCode};
 use axum::response::Response;
-use coupond_api::ApiSettings;
+use coupond_api::AppSettings;
 use coupond_domain::MerchantId;
 use coupond_store::Role;
 use http_body_util::BodyExt;
@@ -24,7 +24,7 @@ use support::{app_with_settings, published, sign_in_cookie, template_body, v1, A
 /// How long an answer that must not wait for the rest of a body may take.
 const PROMPTLY: Duration = Duration::from_secs(5);
 
-async fn app(settings: ApiSettings) -> App {
+async fn app(settings: AppSettings) -> App {
     app_with_settings(settings).await
 }
 
@@ -137,9 +137,9 @@ async fn jobs(app: &App) -> usize {
 #[tokio::test]
 async fn a_large_code_batch_downloads_whole_as_a_stream() {
     const CODES: usize = 12_000;
-    let app = app(ApiSettings {
+    let app = app(AppSettings {
         code_batch_sync_max: CODES as u32,
-        ..ApiSettings::default()
+        ..AppSettings::default()
     })
     .await;
     let (_, m1) = merchant(&app).await;
@@ -210,7 +210,7 @@ async fn a_large_code_batch_downloads_whole_as_a_stream() {
 /// attachment (every holder: `crates/console/tests/long_lists.rs`).
 #[tokio::test]
 async fn the_holders_and_reconciliation_csvs_pass_through() {
-    let app = app(ApiSettings::default()).await;
+    let app = app(AppSettings::default()).await;
     let (_, m1) = merchant(&app).await;
     let t = template(&app, &m1).await;
     let (cookie, _) = sign_in(&app, &m1).await;
@@ -249,7 +249,7 @@ async fn the_holders_and_reconciliation_csvs_pass_through() {
 /// makes no job.
 #[tokio::test]
 async fn an_upload_to_another_merchants_template_is_refused_before_its_file_is_read() {
-    let app = app(ApiSettings::default()).await;
+    let app = app(AppSettings::default()).await;
     let (_, m1) = merchant(&app).await;
     let (_, m2) = merchant(&app).await;
     let theirs = template(&app, &m1).await;
@@ -275,7 +275,7 @@ async fn an_upload_to_another_merchants_template_is_refused_before_its_file_is_r
 /// (403) with its file unread, and changes nothing.
 #[tokio::test]
 async fn a_form_without_its_token_first_is_refused_before_its_file_is_read() {
-    let app = app(ApiSettings::default()).await;
+    let app = app(AppSettings::default()).await;
     let (_, m1) = merchant(&app).await;
     let t = template(&app, &m1).await;
     let (cookie, _) = sign_in(&app, &m1).await;
@@ -303,7 +303,7 @@ async fn a_form_without_its_token_first_is_refused_before_its_file_is_read() {
 /// and another merchant's goes through; once the first is done, the next is taken.
 #[tokio::test]
 async fn one_upload_at_a_time_per_caller_while_others_go_on() {
-    let app = app(ApiSettings::default()).await;
+    let app = app(AppSettings::default()).await;
     let (_, m1) = merchant(&app).await;
     let (_, m2) = merchant(&app).await;
     let (t1, t2) = (template(&app, &m1).await, template(&app, &m2).await);
@@ -349,9 +349,9 @@ async fn one_upload_at_a_time_per_caller_while_others_go_on() {
 /// while the file is being passed to the API (no job is made); one within it reaches the API.
 #[tokio::test]
 async fn an_upload_over_the_limit_is_refused_in_words() {
-    let app = app(ApiSettings {
+    let app = app(AppSettings {
         max_upload_bytes: 1024,
-        ..ApiSettings::default()
+        ..AppSettings::default()
     })
     .await;
     let (_, m1) = merchant(&app).await;

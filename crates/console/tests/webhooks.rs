@@ -7,7 +7,7 @@
 mod support;
 
 use axum::http::StatusCode;
-use coupond_api::ApiSettings;
+use coupond_api::AppSettings;
 use coupond_domain::OperatorRole;
 use coupond_store::{Role, StoreError};
 
@@ -33,7 +33,7 @@ async fn post(app: &App, cookie: &str, path: &str, form: &str) -> support::Answe
 
 #[tokio::test]
 async fn an_endpoint_is_added_tested_disabled_and_deleted_from_the_console() {
-    let app = app_with_settings(ApiSettings::default()).await;
+    let app = app_with_settings(AppSettings::default()).await;
     let m = merchant(&app).await;
     let (mkey, _) = key(&app, Role::Merchant, Some(m)).await;
     let cookie = sign_in_cookie(&app, &mkey).await;
@@ -96,7 +96,7 @@ async fn an_endpoint_is_added_tested_disabled_and_deleted_from_the_console() {
 
 #[tokio::test]
 async fn a_refused_endpoint_is_named_at_its_field() {
-    let app = app_with_settings(ApiSettings::default()).await;
+    let app = app_with_settings(AppSettings::default()).await;
     let m = merchant(&app).await;
     let (mkey, _) = key(&app, Role::Merchant, Some(m)).await;
     let cookie = sign_in_cookie(&app, &mkey).await;
@@ -136,7 +136,7 @@ async fn a_refused_endpoint_is_named_at_its_field() {
 
 #[tokio::test]
 async fn staff_see_endpoints_and_no_forms() {
-    let app = app_with_settings(ApiSettings::default()).await;
+    let app = app_with_settings(AppSettings::default()).await;
     let m = merchant(&app).await;
     let (mkey, _) = key(&app, Role::Merchant, Some(m)).await;
     let owner = sign_in_cookie(&app, &mkey).await;

@@ -1,11 +1,11 @@
-//! The API's settings ([`ApiSettings`]) as `serve` builds them from the configuration's
+//! The API's settings ([`AppSettings`]) as `serve` builds them from the configuration's
 //! sections: limits, timeouts, rates, the webhook and proxy policies, the audit schedule.
 
 use std::sync::Arc;
 
 use anyhow::Context;
 use coupond_api::ratelimit::Rate;
-use coupond_api::ApiSettings;
+use coupond_api::AppSettings;
 use coupond_engine::{ClaimMode, TargetPolicy};
 
 use crate::config::{ClaimModeName, Config};
@@ -14,8 +14,8 @@ use crate::config::{ClaimModeName, Config};
 pub(crate) fn api_settings(
     config: &Config,
     targets: Arc<TargetPolicy>,
-) -> anyhow::Result<ApiSettings> {
-    Ok(ApiSettings {
+) -> anyhow::Result<AppSettings> {
+    Ok(AppSettings {
         freeze: time::Duration::try_from(config.catalog.freeze_period)
             .context("freeze_period is too long")?,
         max_body_bytes: config.server.max_body_bytes,
@@ -92,6 +92,6 @@ pub(crate) fn api_settings(
         seen_capacity: config.users.seen_capacity,
         campaigns_per_owner_per_day: config.messages.campaigns_per_owner_per_day,
         password_hashes: config.console.password_hashes,
-        ..ApiSettings::default()
+        ..AppSettings::default()
     })
 }

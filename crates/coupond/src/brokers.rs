@@ -6,7 +6,7 @@
 use std::sync::{Arc, OnceLock};
 
 use anyhow::Context as _;
-use coupond_api::{ApiSettings, AppState};
+use coupond_api::{AppSettings, AppState};
 use coupond_engine::shared::Notice;
 use coupond_redis::{NoticeKey, Publisher, Redis, RedisSettings, Subscriber};
 
@@ -27,7 +27,7 @@ pub fn redis(
     config: &Config,
     instance: &str,
     secret: &[u8],
-    settings: &mut ApiSettings,
+    settings: &mut AppSettings,
 ) -> anyhow::Result<Shared> {
     let state = Arc::new(OnceLock::<AppState>::new());
     let Some(url) = &config.redis.url else {

@@ -342,8 +342,8 @@ fn observers(
             store.clone(),
             clock.clone(),
         )),
-        Arc::new(coupond_api::invalidate::CacheInvalidator::new(
-            state.clone(),
+        Arc::new(coupond_app::invalidate::CacheInvalidator::new(
+            state.app().clone(),
         )),
     ]
 }

@@ -25,7 +25,7 @@ pub mod sinks {
     pub const REMINDERS: &str = "reminders";
     pub const INBOX: &str = "inbox";
     pub const WEBHOOKS: &str = "webhooks";
-    /// The API's cache invalidation (`coupond_api::invalidate`).
+    /// The API's cache invalidation (`coupond_app::invalidate`).
     pub const CACHE: &str = "cache";
     /// Every one `serve` always runs, in its order.
     pub const ALL: [&str; 4] = [REMINDERS, INBOX, WEBHOOKS, CACHE];

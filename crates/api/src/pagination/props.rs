@@ -10,8 +10,8 @@ use proptest::prelude::*;
 
 use super::*;
 
-fn settings() -> ApiSettings {
-    ApiSettings::default()
+fn settings() -> AppSettings {
+    AppSettings::default()
 }
 
 /// Text that may be sent as `cursor`: anything, base64 of anything, and near misses of

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 
 use crate::auth::Principal;
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::pagination::{self, PageOf};
 use crate::routes::{BodyErrors, CommonErrors, ConflictError};
@@ -56,14 +56,7 @@ pub(crate) async fn load_visible(
     p: &Principal,
     id: ActivityId,
 ) -> ApiResult<Activity> {
-    let a = s.store().activity(id).await?;
-    if let Some(m) = p.merchant() {
-        let merchant = s.store().merchant(m).await?;
-        if !a.spec.cities.intersects(&merchant.cities) {
-            return Err(ApiError::NotFound);
-        }
-    }
-    Ok(a)
+    Ok(s.visible_activity(p, id).await?)
 }
 
 /// Create an activity.

@@ -9,14 +9,12 @@ use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use coupond_domain::messaging::CampaignDraft;
 use coupond_domain::{Segment, TemplateId, Timestamp};
-use coupond_engine::messaging::campaigns;
-use coupond_engine::CampaignError;
-use coupond_store::{owner_key, CampaignMessage, Conflict, StoreError};
+use coupond_store::{owner_key, CampaignMessage};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::Principal;
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::pagination::{self, PageOf};
 use crate::routes::templates::load_visible;
@@ -101,37 +99,7 @@ pub async fn send(
     ApiPath(id): ApiPath<TemplateId>,
     ApiJson(body): ApiJson<CampaignDraft>,
 ) -> ApiResult<Response> {
-    let t = load_visible(&s, &p, id).await?;
-    let campaign = body.validate()?;
-    if let Some(seg) = campaign.segment() {
-        // A merchant reaches users only through the tags the platform shares with it.
-        let merchant = p.merchant().is_some();
-        coupond_engine::user_tags::check_shared(s.store(), merchant, "segment.any", &seg.any)
-            .await?;
-    }
-    let max = s.settings().campaigns_per_owner_per_day;
-    let m = campaigns::record(
-        s.store(),
-        &t,
-        p.merchant(),
-        &p.actor(),
-        &campaign,
-        max,
-        s.zone(),
-        s.now(),
-    )
-    .await
-    .map_err(|e| match e {
-        CampaignError::Store(StoreError::Conflict(Conflict::Limit)) => ApiError::conflict(
-            "campaign_limit",
-            format!(
-                "at most {max} campaign messages per owner a day ({}); try again tomorrow",
-                s.zone().name()
-            ),
-        ),
-        e => e.into(),
-    })?;
-    s.campaign_messages().notify_one();
+    let m = s.send_campaign(&p, id, body).await?;
     Ok((StatusCode::ACCEPTED, Json(CampaignMessageView::new(m))).into_response())
 }
 

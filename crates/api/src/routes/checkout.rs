@@ -4,23 +4,20 @@
 
 use axum::extract::State;
 use axum::{Extension, Json};
-use coupond_domain::checkout::Reason;
-use coupond_domain::codes::TypedCode;
 use coupond_domain::{
-    discount, eligibility, Actor, Coupon, CouponId, CouponStatus, DomainError, Money, Order,
-    OrderDraft, OrderId, Quote, TemplateId, TemplateUse, Timestamp,
+    Actor, CouponId, CouponStatus, DomainError, Order, OrderDraft, OrderId, Quote, Timestamp,
 };
-use coupond_engine::{redemption, QuoteError};
 use coupond_store::{ExtendStep, LockOutcome, OrderRecord, OrderStep};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
+use coupond_app::checkout::{CodePreview, QuoteRequest};
+
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiPath, ClientIp};
 use crate::pagination;
-use crate::routes::claims::user_ip;
 use crate::routes::{BodyErrors, CommonErrors, ConflictError, RateLimitedError};
 use crate::state::AppState;
 
@@ -40,18 +37,6 @@ pub(crate) fn order_of(draft: OrderDraft) -> ApiResult<Order> {
     })
 }
 
-/// Users quote their own wallet only.
-fn check_user(p: &Principal, order: &Order) -> ApiResult<()> {
-    match p {
-        Principal::User(me) if *me != order.user_id => Err(ApiError::invalid(
-            "not_allowed",
-            "order.user_id",
-            "users quote their own orders",
-        )),
-        _ => Ok(()),
-    }
-}
-
 /// The body of a quote.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -65,16 +50,6 @@ pub struct QuoteBody {
     /// order (`code` in the answer; not part of the best combination).
     #[serde(default)]
     pub code: Option<String>,
-}
-
-/// What a code's coupon would do for the order.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct CodePreview {
-    pub code: String,
-    pub template_id: TemplateId,
-    pub applicable: bool,
-    pub reasons: Vec<Reason>,
-    pub discount: Money,
 }
 
 /// A quote: every coupon with whether it applies and why not, and the best combination.
@@ -106,84 +81,16 @@ pub async fn quote(
     ClientIp(ip): ClientIp,
     ApiJson(body): ApiJson<QuoteBody>,
 ) -> ApiResult<axum::response::Response> {
-    let order = order_of(body.order)?;
-    check_user(&p, &order)?;
-    if body.code.is_some() {
-        // A code looked up here is a redemption attempt as far as guessing goes.
-        s.redeem_limits()
-            .check(&order.user_id, user_ip(&p, ip))
-            .await?;
-    }
-    if let Some(ids) = &body.coupon_ids {
-        if ids.len() > coupond_engine::checkout::MAX_WALLET as usize {
-            return Err(ApiError::invalid(
-                "too_many",
-                "coupon_ids",
-                "at most 500 coupons per quote",
-            ));
-        }
-    }
-    let code = match &body.code {
-        Some(c) => Some(preview(&s, &order, c).await?),
-        None => None,
+    let req = QuoteRequest {
+        order: order_of(body.order)?,
+        coupon_ids: body.coupon_ids,
+        code: body.code,
+        ip,
     };
-    let quote = s
-        .checkout()
-        .quote(&order, body.coupon_ids.as_deref(), s.cached_templates())
-        .await
-        .map_err(|e| match e {
-            QuoteError::NotTheUsers(i) => ApiError::invalid(
-                "unknown_coupon",
-                &format!("coupon_ids[{i}]"),
-                "no coupon of the order's user has this id",
-            ),
-            QuoteError::Store(e) => e.into(),
-        })?;
+    let (quote, code) = s.quote(&p, req).await?;
     // About 230 bytes per coupon in the answer, and the best combination's lines.
     let capacity = 4_096 + 256 * quote.coupons.len();
     pagination::json_answer(&QuoteView { quote, code }, capacity)
-}
-
-/// What redeeming `typed` would give the order's user on this order. A code that cannot be
-/// redeemed gets the one answer redemption gives.
-async fn preview(s: &AppState, order: &Order, typed: &str) -> ApiResult<CodePreview> {
-    let code = TypedCode::parse(typed).map_err(|_| ApiError::unusable_code())?;
-    let now = s.now();
-    let (found, template) =
-        redemption::find_usable(s.store(), s, &code, &order.user_id, now).await?;
-    // Previewed for an order: a code already redeemed (even by this user) offers nothing new.
-    if found.redeemed_by.is_some() {
-        return Err(ApiError::unusable_code());
-    }
-    let (valid_from, valid_until) = template.spec.validity.for_claim(now);
-    let would_be = Coupon {
-        id: CouponId::new(i64::MAX).map_err(|e| ApiError::Internal(e.into()))?,
-        template_id: template.id,
-        user_id: order.user_id.clone(),
-        stored_status: CouponStatus::Unused,
-        claimed_at: now,
-        valid_from,
-        valid_until,
-        code: Some(found.code.clone()),
-        order_id: None,
-        locked_until: None,
-        discount: None,
-        used_at: None,
-    };
-    let usage = TemplateUse::of(&template);
-    let reasons = eligibility(order, now, &would_be, usage);
-    let amount = if reasons.is_empty() {
-        discount(order, usage).map_or(Money::ZERO, |d| d.discount)
-    } else {
-        Money::ZERO
-    };
-    Ok(CodePreview {
-        code: found.code,
-        template_id: template.id,
-        applicable: reasons.is_empty(),
-        reasons,
-        discount: amount,
-    })
 }
 
 /// The body of a lock.

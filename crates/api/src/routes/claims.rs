@@ -10,13 +10,13 @@ use axum::{Extension, Json};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use coupond_domain::{
-    Actor, Channel, Coupon, CouponStatus, ListingId, MerchantId, Source, Template, TemplateId,
-    Timestamp, UserId,
+    Coupon, CouponStatus, ListingId, MerchantId, Source, Template, TemplateId, Timestamp, UserId,
 };
-use coupond_engine::{ClaimAsk, Claimed};
 use coupond_store::CouponQuery;
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
+
+use coupond_app::claims::{ClaimRequest, Issued};
 
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
@@ -46,18 +46,6 @@ pub struct ClaimBody {
     pub listing_id: Option<ListingId>,
 }
 
-impl ClaimBody {
-    /// How the coupon reaches its holder: the listing named, else the service claiming for
-    /// the user, else the user claiming directly.
-    pub(crate) fn channel(&self, p: &Principal) -> Channel {
-        match (self.listing_id, p) {
-            (Some(l), _) => Channel::Listing(l),
-            (None, Principal::User(_)) => Channel::Direct,
-            (None, _) => Channel::Service,
-        }
-    }
-}
-
 /// Claim a coupon.
 ///
 /// Claim a coupon of a template: `sold_out`, `limit_reached`, `not_claimable` (with its `reason`)
@@ -81,72 +69,35 @@ pub async fn claim(
     OptionalJson(body): OptionalJson<ClaimBody>,
 ) -> ApiResult<Created> {
     let body = body.unwrap_or_default();
-    let channel = body.channel(&p);
-    let (user, actor) = claimant(&p, body.user_id)?;
-    let key = idempotency::key(
-        &headers,
-        &p,
-        "POST /v1/templates/{id}/claims",
-        &format!("{id}\n{user}"),
-    )?;
-    s.rate_limits().check(&user, user_ip(&p, ip)).await?;
-    // Sold out is final: answer from memory, before reading anything (a keyed retry still
-    // goes to the database, which knows its coupon).
-    if key.is_none() && s.claims().sold_out_from_memory(id) {
-        return Err(ApiError::ClaimRefused(
-            coupond_domain::ClaimRejection::SoldOut,
-        ));
-    }
-    let template = s.claimed_template(id).await?;
-    if let Some(l) = body.listing_id {
-        // Named only by claims made from a listing's page: one read, never on a plain claim.
-        // A merchant's template is claimed from that merchant's listings only.
-        match s.store().listing(l).await {
-            Ok(found) if template.merchant_id.is_none_or(|m| m == found.merchant_id) => {}
-            Ok(_) | Err(coupond_store::StoreError::NotFound) => {
-                return Err(ApiError::invalid(
-                    "unknown_listing",
-                    "listing_id",
-                    "no such listing of the template's merchant",
-                ))
-            }
-            Err(e) => return Err(e.into()),
-        }
-    }
-    if !template.is_public() {
-        // A draft another merchant is preparing: as if it did not exist.
-        return Err(ApiError::NotFound);
-    }
-    let ask = ClaimAsk {
-        user,
-        actor,
-        idempotency: key,
-        code: None,
-        channel,
+    let retry = idempotency::retry_key(&headers, &p)?;
+    let who = s.claimant(&p, body.user_id, ip)?;
+    let req = ClaimRequest {
+        template: id,
+        listing: body.listing_id,
         source: body.source,
+        retry,
     };
-    let claimed =
-        match s.claims().claim(&template, ask).await {
-            // A user outside the audience is answered as the user's view of the template answers
-            // it: as if it did not exist (the order service, which claims for users, is told why).
-            Err(coupond_engine::ClaimError::Rejected(
-                coupond_domain::ClaimRejection::NotEligible,
-            )) if matches!(p, Principal::User(_)) => return Err(ApiError::NotFound),
-            claimed => claimed?,
-        };
-    Ok(created(&s, &template, claimed))
+    Ok(created(&s, s.claim(who, req).await?))
 }
 
 /// A 201 with the coupon, saying whether it was issued by an earlier request (a retry).
-pub(crate) fn created(s: &AppState, template: &Template, claimed: Claimed) -> Created {
+pub(crate) fn created(s: &AppState, issued: Issued) -> Created {
     let replayed = [(
         "idempotent-replayed",
-        if claimed.replayed { "true" } else { "false" },
+        if issued.claimed.replayed {
+            "true"
+        } else {
+            "false"
+        },
     )];
     (
         StatusCode::CREATED,
         replayed,
-        Json(CouponView::new(claimed.coupon, template, s.now())),
+        Json(CouponView::new(
+            issued.claimed.coupon,
+            &issued.template,
+            s.now(),
+        )),
     )
 }
 
@@ -156,34 +107,6 @@ pub(crate) type Created = (
     [(&'static str, &'static str); 1],
     Json<CouponView>,
 );
-
-/// For whom a claim is and who asks: users claim for themselves; service keys name the user.
-pub(crate) fn claimant(p: &Principal, asked: Option<UserId>) -> ApiResult<(UserId, Actor)> {
-    match (p, asked) {
-        (Principal::User(me), None) => Ok((me.clone(), Actor::User(me.clone()))),
-        (Principal::User(me), Some(u)) if &u == me => Ok((u, Actor::User(me.clone()))),
-        (Principal::User(_), Some(_)) => Err(ApiError::invalid(
-            "not_allowed",
-            "user_id",
-            "users claim for themselves; only service keys name a user",
-        )),
-        (_, Some(u)) => Ok((u, p.actor())),
-        (_, None) => Err(ApiError::invalid(
-            "missing_field",
-            "user_id",
-            "service keys must name the user",
-        )),
-    }
-}
-
-/// The client address that per-IP limits count: only for user tokens, since service keys (the
-/// order service, a gateway) speak for many users from few addresses.
-pub(crate) fn user_ip(p: &Principal, ip: Option<std::net::IpAddr>) -> Option<std::net::IpAddr> {
-    match p {
-        Principal::User(_) => ip,
-        _ => None,
-    }
-}
 
 /// Wallet filters.
 #[derive(Debug, Deserialize, IntoParams)]

@@ -6,35 +6,28 @@ use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
-use coupond_domain::codes::TypedCode;
-use coupond_domain::{CodeBatchDraft, CodeBatchSpec, CsvWriter, SharedCode, Template, TemplateId};
-use coupond_engine::{codes, redemption, ClaimAsk};
-use coupond_store::Conflict;
-use coupond_store::{CodeBatch, StoreError};
+use coupond_domain::{CodeBatchDraft, CodeBatchSpec, CsvWriter, TemplateId};
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
+
+use coupond_app::codes::StartedBatch;
 
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, ClientIp, OptionalJson};
 use crate::idempotency;
 use crate::pagination::{self, PageOf};
-use crate::routes::claims::{claimant, created, user_ip, ClaimBody, Created};
+use crate::routes::claims::{created, ClaimBody, Created};
 use crate::routes::templates::load_visible;
 use crate::routes::{BodyErrors, CommonErrors, ConflictError, RateLimitedError};
 use crate::state::AppState;
 use crate::views::{CodeBatchView, CouponView, SharedCodeView};
+use coupond_app::claims::RedeemRequest;
 
 /// Codes per page when the CSV is streamed.
 const CSV_PAGE: u32 = 5_000;
 
 /// A template the caller may see whose codes may still change: not aborted or expired.
-async fn load_open(s: &AppState, p: &Principal, id: TemplateId) -> ApiResult<Template> {
-    let t = load_visible(s, p, id).await?;
-    t.check_codes_open(s.now())?;
-    Ok(t)
-}
-
 /// The body of `PUT /v1/templates/{id}/code`.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -61,18 +54,7 @@ pub async fn set_shared(
     ApiPath(id): ApiPath<TemplateId>,
     ApiJson(body): ApiJson<SharedCodeBody>,
 ) -> ApiResult<Json<SharedCodeView>> {
-    if let Some(m) = p.merchant() {
-        s.code_set_limits().check(&m)?;
-    }
-    let code = SharedCode::parse(&body.code)?;
-    let t = load_open(&s, &p, id).await?;
-    match codes::set_shared_code(s.store(), &t, Some(&code), s.now()).await {
-        Err(StoreError::Conflict(Conflict::Unique)) => Err(ApiError::conflict(
-            "code_taken",
-            "another template uses this code; choose another",
-        )),
-        other => other.map_err(ApiError::from),
-    }?;
+    let code = s.set_shared_code(&p, id, &body.code).await?;
     Ok(Json(SharedCodeView {
         template_id: id,
         code: code.as_str().to_owned(),
@@ -111,8 +93,7 @@ pub async fn remove_shared(
     State(s): State<AppState>,
     ApiPath(id): ApiPath<TemplateId>,
 ) -> ApiResult<StatusCode> {
-    let t = load_open(&s, &p, id).await?;
-    codes::set_shared_code(s.store(), &t, None, s.now()).await?;
+    s.remove_shared_code(&p, id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -139,17 +120,12 @@ pub async fn create_batch(
     ApiJson(draft): ApiJson<CodeBatchDraft>,
 ) -> ApiResult<Response> {
     let spec = CodeBatchSpec::try_from(draft)?;
-    let t = load_open(&s, &p, id).await?;
-    let max = s.settings().max_queued_codes_per_owner;
-    let batch = coupond_engine::codes::start_batch(s.store(), &t, &spec, max, s.now()).await?;
+    let StartedBatch { batch, filled } = s.start_code_batch(&p, id, &spec).await?;
     let location = format!("/v1/code-batches/{}", batch.id);
-    let (status, batch) = if spec.count() <= s.settings().code_batch_sync_max {
-        let id = batch.id;
-        let filled = s.code_generator().finish(id).await?.unwrap_or(batch);
-        (StatusCode::CREATED, filled)
+    let status = if filled {
+        StatusCode::CREATED
     } else {
-        s.code_generator().wake();
-        (StatusCode::ACCEPTED, batch)
+        StatusCode::ACCEPTED
     };
     Ok((
         status,
@@ -157,13 +133,6 @@ pub async fn create_batch(
         Json(CodeBatchView::new(batch)),
     )
         .into_response())
-}
-
-/// A batch the caller may see: merchants only their own templates'.
-async fn load_batch(s: &AppState, p: &Principal, id: i64) -> ApiResult<CodeBatch> {
-    let b = s.store().code_batch(id).await?;
-    load_visible(s, p, b.template_id).await?;
-    Ok(b)
 }
 
 /// Read a code batch.
@@ -179,7 +148,7 @@ pub async fn get_batch(
     State(s): State<AppState>,
     ApiPath(id): ApiPath<i64>,
 ) -> ApiResult<Json<CodeBatchView>> {
-    Ok(Json(CodeBatchView::new(load_batch(&s, &p, id).await?)))
+    Ok(Json(CodeBatchView::new(s.code_batch(&p, id).await?)))
 }
 
 /// Paging for a template's batches.
@@ -231,7 +200,7 @@ pub async fn download(
     State(s): State<AppState>,
     ApiPath(id): ApiPath<i64>,
 ) -> ApiResult<Response> {
-    let b = load_batch(&s, &p, id).await?;
+    let b = s.code_batch(&p, id).await?;
     if b.finished_at.is_none() {
         return Err(ApiError::conflict(
             "batch_pending",
@@ -311,26 +280,12 @@ pub async fn redeem(
             "a code's coupon comes from its code; listing_id is for claims of a template",
         ));
     }
-    let (user, actor) = claimant(&p, body.user_id)?;
-    // Counted before anything is looked at: failed guesses cost as much as good ones.
-    s.redeem_limits().check(&user, user_ip(&p, ip)).await?;
-    let code = TypedCode::parse(&typed).map_err(|_| ApiError::unusable_code())?;
-    let idempotency = idempotency::key(
-        &headers,
-        &p,
-        "POST /v1/codes/{code}/redeem",
-        &format!("{}\n{user}", code.as_str()),
-    )?;
-    let ask = ClaimAsk {
-        user,
-        actor,
-        idempotency,
-        code: None,
-        // Set by redemption to the code's batch.
-        channel: coupond_domain::Channel::Direct,
+    let retry = idempotency::retry_key(&headers, &p)?;
+    let who = s.claimant(&p, body.user_id, ip)?;
+    let req = RedeemRequest {
+        code: typed,
         source: body.source,
+        retry,
     };
-    let (store, claims, now) = (s.store(), s.claims(), s.now());
-    let (template, claimed) = redemption::redeem(store, &s, claims, &code, ask, now).await?;
-    Ok(created(&s, &template, claimed))
+    Ok(created(&s, s.redeem(who, req).await?))
 }

@@ -8,12 +8,13 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use coupond_domain::{TemplateId, Timestamp};
-use coupond_engine::issuance;
-use coupond_store::{Issuance, IssuanceKey, NewIssuance};
+use coupond_store::Issuance;
 use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use utoipa::{IntoParams, ToSchema};
+
+use coupond_app::issuance::IssuanceRequest;
 
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
@@ -26,7 +27,7 @@ use crate::state::AppState;
 
 mod parse;
 
-use parse::{parse_json_ask, JsonAsk, LineParser, Parsed};
+use parse::{parse_json_ask, JsonAsk, LineParser};
 pub use parse::{IssuanceBody, MAX_JSON_BYTES, MAX_JSON_USERS, MAX_LINES};
 
 /// A line that is not a user id.
@@ -208,91 +209,39 @@ pub async fn create(
     body: Body,
 ) -> ApiResult<Response> {
     // Everything that needs no body comes first: who may, which template, what form.
-    let t = load_visible(&s, &p, id).await?;
-    t.check_issuing(s.now())?;
+    let template = s.issuable_template(&p, id).await?;
     let form = Form::of(&headers)?;
-    const ROUTE: &str = "POST /v1/templates/{id}/issuances";
-    idempotency::key(&headers, &p, ROUTE, "")?;
+    let retry = idempotency::retry_key(&headers, &p)?;
     // Held until the job is stored: the parsed list is in memory until then.
     let _permit = s
         .upload_permit(&p.scope())
         .ok_or(ApiError::TooManyUploads)?;
     let (ask, digest) = read_users(body, form, s.settings().max_upload_bytes).await?;
-    let (parsed, field, background) = match ask {
-        JsonAsk::Users(p) if form == Form::Json => (p, "user_ids", false),
-        JsonAsk::Users(p) => (p, "body", true),
-        JsonAsk::Segment(seg) => (segment(&s, &p, &seg).await?, "segment.any", true),
+    let (recipients, field, background) = match ask {
+        JsonAsk::Users(p) if form == Form::Json => (p.into_recipients(), "user_ids", false),
+        JsonAsk::Users(p) => (p.into_recipients(), "body", true),
+        JsonAsk::Segment(seg) => (s.segment_users(&p, &seg).await?, "segment.any", true),
     };
-    if parsed.users.is_empty() {
+    if recipients.users.is_empty() {
         return Err(ApiError::invalid(
             "no_users",
             field,
             "no valid user id was given",
         ));
     }
-    let asked = format!("{id}\n{form:?}\n{}", idempotency::hex(&digest));
-    let key = idempotency::key(&headers, &p, ROUTE, &asked)?;
-    let new = NewIssuance {
-        template: id,
-        actor: &p.actor(),
-        users: &parsed.users,
-        duplicates: parsed.duplicates,
-        invalid: parsed.invalid,
-        invalid_lines: &parsed.invalid_lines,
-        key: key.as_ref().map(|k| IssuanceKey {
-            key: &k.key,
-            fingerprint: k.fingerprint,
-        }),
+    let req = IssuanceRequest {
+        template,
+        recipients,
+        background,
+        retry,
+        asked: format!("{id}\n{form:?}\n{}", idempotency::hex(&digest)),
     };
-    let max = s.settings().max_queued_issuance_per_owner;
-    let (job, created) = issuance::start_job(s.store(), &t, &new, max, s.now()).await?;
-    answer(&s, background, job, !created).await
-}
-
-/// The users of a segment, as a job's list: at most [`MAX_LINES`], like an upload. Only the
-/// tags shared with merchants count for a merchant (`coupond_engine::user_tags::segment_tags`); with
-/// `active_within_days`, only users seen since that many days ago.
-async fn segment(s: &AppState, p: &Principal, seg: &coupond_domain::Segment) -> ApiResult<Parsed> {
-    let merchant = p.merchant().is_some();
-    let any = coupond_engine::user_tags::segment_tags(s.store(), merchant, &seg.any).await?;
-    let limit = MAX_LINES as u32 + 1;
-    let users = match seg.seen_since(s.now()) {
-        Some(since) => s.store().active_segment_users(&any, since, limit).await?,
-        None => s.store().segment_users(&any, limit).await?,
-    };
-    if users.len() > MAX_LINES {
-        return Err(ApiError::invalid(
-            "segment_too_large",
-            "segment.any",
-            format!("the segment holds more than {MAX_LINES} users; split it by tag"),
-        ));
-    }
-    let mut parsed = Parsed::default();
-    parsed.users = users;
-    Ok(parsed)
-}
-
-/// The job as the answer: done (201) for a JSON list, which is worked to its end here, or
-/// accepted (202) for uploads and segments, worked in the background.
-async fn answer(
-    s: &AppState,
-    background: bool,
-    job: Issuance,
-    replayed: bool,
-) -> ApiResult<Response> {
+    let (job, replayed) = s.start_issuance(&p, req).await?;
     let location = [(header::LOCATION, format!("/v1/issuances/{}", job.id))];
-    let (status, job) = if background {
-        s.issuance_worker().wake();
-        (StatusCode::ACCEPTED, job)
+    let status = if background {
+        StatusCode::ACCEPTED
     } else {
-        (
-            StatusCode::CREATED,
-            match s.issuance_worker().finish(job.id).await? {
-                Some(done) => done,
-                // Another instance holds it: as far as it got.
-                None => s.store().issuance(job.id).await?,
-            },
-        )
+        StatusCode::CREATED
     };
     let mut res = (status, location, Json(IssuanceView::new(job, s.now()))).into_response();
     res.headers_mut().insert(

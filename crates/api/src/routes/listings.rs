@@ -16,6 +16,8 @@ use coupond_store::{ListingQuery, StoreError};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+use coupond_app::listings::Bound;
+
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
@@ -27,11 +29,7 @@ use crate::views::{ListingView, LiveCoupon};
 
 /// Loads a listing the caller may see: merchants only their own.
 async fn load_visible(s: &AppState, p: &Principal, id: ListingId) -> ApiResult<Listing> {
-    let l = s.store().listing(id).await?;
-    match p.merchant() {
-        Some(m) if l.merchant_id != m => Err(ApiError::NotFound),
-        _ => Ok(l),
-    }
+    Ok(s.visible_listing(p, id).await?)
 }
 
 /// The listings with the coupons live on them at `now`.
@@ -235,24 +233,7 @@ pub async fn bind(
     State(s): State<AppState>,
     ApiPath(path): ApiPath<BindingPath>,
 ) -> ApiResult<(StatusCode, Json<Binding>)> {
-    let listing = load_visible(&s, &p, path.id).await?;
-    let template = s.store().template(path.template_id).await?;
-    if !listing.may_bind(template.merchant_id, p.merchant()) {
-        return Err(ApiError::NotFound);
-    }
-    let now = s.now();
-    let max = s.settings().max_bindings_per_listing;
-    let created = match catalog::bind(s.store(), &listing, &template, max, now).await {
-        Ok(created) => created,
-        Err(CampaignError::Store(StoreError::Conflict(Conflict::Limit))) => {
-            return Err(ApiError::conflict(
-                "binding_limit",
-                format!("a listing holds at most {max} templates; unbind one first"),
-            ))
-        }
-        Err(e) => return Err(e.into()),
-    };
-    let bound = s.store().listing_bindings(listing.id).await?;
+    let Bound { created, bound } = s.bind(&p, path.id, path.template_id).await?;
     let status = if created {
         StatusCode::CREATED
     } else {
@@ -261,8 +242,8 @@ pub async fn bind(
     Ok((
         status,
         Json(Binding {
-            listing_id: listing.id,
-            template_id: template.id,
+            listing_id: path.id,
+            template_id: path.template_id,
             bound,
         }),
     ))
@@ -282,12 +263,7 @@ pub async fn unbind(
     State(s): State<AppState>,
     ApiPath(path): ApiPath<BindingPath>,
 ) -> ApiResult<StatusCode> {
-    let listing = load_visible(&s, &p, path.id).await?;
-    let template = s.store().template(path.template_id).await?;
-    if !listing.may_bind(template.merchant_id, p.merchant()) {
-        return Err(ApiError::NotFound);
-    }
-    catalog::unbind(s.store(), &listing, &template, s.now()).await?;
+    s.unbind(&p, path.id, path.template_id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -6,8 +6,8 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::{Extension, Json};
 use coupond_domain::{
-    Activity, ActivityId, Area, CityId, CouponKind, Decision, Merchant, MerchantId, Note, Template,
-    TemplateContext, TemplateDraft, TemplateId, TemplatePatch, TemplateStatus, Timestamp,
+    ActivityId, CityId, CouponKind, Decision, MerchantId, Note, Template, TemplateDraft,
+    TemplateId, TemplatePatch, TemplateStatus, Timestamp,
 };
 use coupond_engine::{campaigns, lifecycle};
 use coupond_store::{Narrow, TemplateQuery};
@@ -18,7 +18,7 @@ use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::pagination::{self, PageOf, PageQuery};
-use crate::routes::{activities, BodyErrors, CommonErrors, ConflictError};
+use crate::routes::{BodyErrors, CommonErrors, ConflictError};
 use crate::state::AppState;
 use crate::views::TemplateView;
 use coupond_engine::shared::Notice;
@@ -37,22 +37,7 @@ pub(crate) async fn view_one(
     t: Template,
     now: Timestamp,
 ) -> ApiResult<TemplateView> {
-    let changes = matches!(p, Principal::Platform | Principal::Merchant(_))
-        && crate::auth::may_act(Area::Campaigns);
-    let actions = if changes {
-        let activity = match t.spec.activity_id {
-            Some(a) => Some(
-                s.store()
-                    .activity(a)
-                    .await?
-                    .status(now, s.settings().freeze),
-            ),
-            None => None,
-        };
-        t.actions(now, activity, p.merchant().is_some())
-    } else {
-        Vec::new()
-    };
+    let actions = s.template_actions(p, &t, now).await?;
     let mut v = TemplateView::new(t, now);
     v.actions = Some(actions);
     Ok(v)
@@ -64,39 +49,7 @@ pub(crate) async fn load_visible(
     p: &Principal,
     id: TemplateId,
 ) -> ApiResult<Template> {
-    let t = s.store().template(id).await?;
-    match p.merchant() {
-        Some(m) if t.merchant_id != Some(m) => Err(ApiError::NotFound),
-        _ => Ok(t),
-    }
-}
-
-async fn owner(
-    s: &AppState,
-    t_merchant: Option<coupond_domain::MerchantId>,
-) -> ApiResult<Option<Merchant>> {
-    match t_merchant {
-        Some(m) => Ok(Some(s.store().merchant(m).await?)),
-        None => Ok(None),
-    }
-}
-
-/// The activity a draft names, if the caller may see it; otherwise a 422 on `activity_id`.
-async fn activity_for(
-    s: &AppState,
-    p: &Principal,
-    id: Option<ActivityId>,
-) -> ApiResult<Option<Activity>> {
-    let Some(id) = id else { return Ok(None) };
-    match activities::load_visible(s, p, id).await {
-        Ok(a) => Ok(Some(a)),
-        Err(ApiError::NotFound) => Err(ApiError::invalid(
-            "not_found",
-            "activity_id",
-            "no such activity",
-        )),
-        Err(e) => Err(e),
-    }
+    Ok(s.visible_template(p, id).await?)
 }
 
 /// Create a template.
@@ -113,14 +66,8 @@ pub async fn create(
     State(s): State<AppState>,
     ApiJson(draft): ApiJson<TemplateDraft>,
 ) -> ApiResult<(StatusCode, Json<TemplateView>)> {
-    let owner = owner(&s, p.merchant()).await?;
-    let merchant = p.merchant().is_some();
-    coupond_engine::user_tags::check_audience(s.store(), merchant, Some(&draft.audience)).await?;
-    let activity = activity_for(&s, &p, draft.activity_id).await?;
+    let t = s.create_template(&p, &draft).await?;
     let now = s.now();
-    let freeze = s.settings().freeze;
-    let t = campaigns::create_template(s.store(), owner.as_ref(), &draft, activity, now, freeze)
-        .await?;
     Ok((StatusCode::CREATED, Json(view_one(&s, &p, t, now).await?)))
 }
 
@@ -256,24 +203,8 @@ pub async fn update(
     ApiPath(id): ApiPath<TemplateId>,
     ApiJson(patch): ApiJson<TemplatePatch>,
 ) -> ApiResult<Json<TemplateView>> {
-    let t = load_visible(&s, &p, id).await?;
-    let merchant = p.merchant().is_some();
-    coupond_engine::user_tags::check_audience(s.store(), merchant, patch.audience.as_ref()).await?;
+    let updated = s.update_template(&p, id, patch).await?;
     let now = s.now();
-    let owner = owner(&s, t.merchant_id).await?;
-    let activity = activity_for(&s, &p, t.spec.activity_id).await?;
-    let ctx = TemplateContext {
-        owner: owner.as_ref(),
-        activity: activity.as_ref(),
-        now,
-        freeze: s.settings().freeze,
-    };
-    let updated = campaigns::edit_template(s.store(), &t, patch, ctx, &p.actor()).await?;
-    // More stock may end a sold-out: every instance forgets both at once.
-    s.tell(Notice::StockRaised {
-        template: id,
-        stock: updated.spec.total_stock,
-    });
     Ok(Json(view_one(&s, &p, updated, now).await?))
 }
 

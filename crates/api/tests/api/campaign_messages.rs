@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use axum::http::{Method, StatusCode};
-use coupond_api::ApiSettings;
+use coupond_api::AppSettings;
 use coupond_domain::messaging::{Channel, MessageKind, QuietHours};
 use coupond_domain::{Timestamp, Zone};
 use coupond_engine::messaging::{CampaignSender, ChannelRules, MessagingRules};
@@ -62,9 +62,9 @@ async fn put(app: &TestApp, path: &str, body: serde_json::Value) {
 }
 
 async fn campaign_messages(backend: Backend) {
-    let settings = ApiSettings {
+    let settings = AppSettings {
         campaigns_per_owner_per_day: 3,
-        ..ApiSettings::default()
+        ..AppSettings::default()
     };
     let Some(app) = TestApp::with_settings(backend, settings).await else {
         return;

@@ -7,7 +7,7 @@
 use std::time::Duration as StdDuration;
 
 use axum::http::StatusCode;
-use coupond_api::ApiSettings;
+use coupond_api::AppSettings;
 use serde_json::json;
 
 use crate::centre::published;
@@ -235,9 +235,9 @@ on_every_backend!(
 /// claim answered `sold_out` shows as sold out at once.
 #[tokio::test]
 async fn the_cached_shelf_follows_changes_at_once() {
-    let settings = ApiSettings {
+    let settings = AppSettings {
         cache_ttl: StdDuration::from_secs(3600),
-        ..ApiSettings::default()
+        ..AppSettings::default()
     };
     let app = TestApp::with_settings(Backend::Sqlite, settings)
         .await
@@ -312,13 +312,13 @@ async fn the_cached_shelf_follows_changes_at_once() {
 /// pauses and resumes are bounded (`pause_rate`), another's untouched.
 #[tokio::test]
 async fn a_flipping_template_is_read_again_alone_and_bounded() {
-    let settings = ApiSettings {
+    let settings = AppSettings {
         cache_ttl: StdDuration::from_secs(3600),
         pause_rate: coupond_api::ratelimit::Rate {
             per_second: 1,
             burst: 4,
         },
-        ..ApiSettings::default()
+        ..AppSettings::default()
     };
     let mut app = TestApp::with_settings(Backend::Sqlite, settings)
         .await

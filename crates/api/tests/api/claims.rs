@@ -323,7 +323,7 @@ async fn flash_sale_is_exact_on_mysql() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn single_mode_is_exact_too() {
-    let settings = coupond_api::ApiSettings {
+    let settings = coupond_api::AppSettings {
         claim_mode: coupond_engine::ClaimMode::Single,
         ..Default::default()
     };
@@ -395,7 +395,7 @@ async fn retries_with_an_idempotency_key_return_the_same_coupon() {
 #[tokio::test]
 async fn claims_are_rate_limited_per_user_and_per_ip() {
     use coupond_api::ratelimit::Rate;
-    let settings = coupond_api::ApiSettings {
+    let settings = coupond_api::AppSettings {
         claim_rate_per_user: Rate {
             per_second: 1,
             burst: 2,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
 use coupond_api::ratelimit::Rate;
-use coupond_api::ApiSettings;
+use coupond_api::AppSettings;
 use coupond_domain::codes::passes_check;
 use serde_json::json;
 
@@ -297,7 +297,7 @@ async fn generated_codes_are_single_use_and_refusals_reveal_nothing() {
 
 #[tokio::test]
 async fn large_batches_are_generated_in_the_background() {
-    let settings = ApiSettings {
+    let settings = AppSettings {
         code_batch_sync_max: 10,
         ..Default::default()
     };
@@ -427,7 +427,7 @@ async fn a_single_use_code_gives_one_coupon_under_a_rush_on_mysql() {
 
 #[tokio::test]
 async fn redemptions_are_rate_limited_and_failures_count() {
-    let settings = ApiSettings {
+    let settings = AppSettings {
         redeem_rate_per_user: Rate {
             per_second: 1,
             burst: 5,

@@ -426,9 +426,9 @@ async fn metrics_count_requests_by_route_and_status() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_say_what_they_count() {
     // Sold-out answers come from memory only within `cache_ttl` (zero by default here).
-    let settings = coupond_api::ApiSettings {
+    let settings = coupond_api::AppSettings {
         cache_ttl: std::time::Duration::from_secs(60),
-        ..coupond_api::ApiSettings::default()
+        ..coupond_api::AppSettings::default()
     };
     let app = TestApp::with_settings(Backend::Sqlite, settings)
         .await

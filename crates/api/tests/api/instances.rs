@@ -4,7 +4,7 @@
 use std::time::Duration as StdDuration;
 
 use axum::http::StatusCode;
-use coupond_api::ApiSettings;
+use coupond_api::AppSettings;
 use serde_json::json;
 use time::Duration;
 
@@ -27,9 +27,9 @@ async fn claim(app: &TestApp, t: i64, user: &str) -> (StatusCode, String) {
 /// only within `cache_ttl`, then asks the database again and issues.
 async fn top_up_reaches_the_other_instance(backend: Backend) {
     let ttl = StdDuration::from_secs(1);
-    let settings = ApiSettings {
+    let settings = AppSettings {
         cache_ttl: ttl,
-        ..ApiSettings::default()
+        ..AppSettings::default()
     };
     let Some(a) = TestApp::with_settings(backend, settings).await else {
         return;
@@ -143,9 +143,9 @@ async fn offered(app: &TestApp, t: i64) -> bool {
 /// One instance on SQLite whose caches keep what they read for 10 minutes, so only a notice
 /// makes it read again within a test.
 async fn remembering() -> TestApp {
-    let settings = ApiSettings {
+    let settings = AppSettings {
         cache_ttl: StdDuration::from_secs(600),
-        ..ApiSettings::default()
+        ..AppSettings::default()
     };
     TestApp::with_settings(Backend::Sqlite, settings)
         .await

@@ -6,7 +6,7 @@
 //! email channel every merchant request is refused alike. On every backend.
 
 use axum::http::StatusCode;
-use coupond_api::ApiSettings;
+use coupond_api::AppSettings;
 use coupond_domain::messaging::{Channel, MessageKind, QuietHours};
 use coupond_engine::accounts::AccountError;
 use coupond_engine::messaging::{ChannelRules, MessagingRules, Readers};
@@ -15,8 +15,8 @@ use serde_json::{json, Value};
 
 use crate::support::{Backend, TestApp};
 
-fn with_email() -> ApiSettings {
-    ApiSettings {
+fn with_email() -> AppSettings {
+    AppSettings {
         messaging: MessagingRules {
             readers: Readers::default(),
             channels: vec![ChannelRules {
@@ -27,7 +27,7 @@ fn with_email() -> ApiSettings {
                 max_attempts: 3,
             }],
         },
-        ..ApiSettings::default()
+        ..AppSettings::default()
     }
 }
 
@@ -238,5 +238,5 @@ macro_rules! on_every_backend_with {
 
 on_every_backend_with!(with_email(), merchants_cannot_tell_taken_addresses:
     taken_addresses_on_sqlite, taken_addresses_on_postgres, taken_addresses_on_mysql);
-on_every_backend_with!(ApiSettings::default(), without_email_every_address_is_refused_alike:
+on_every_backend_with!(AppSettings::default(), without_email_every_address_is_refused_alike:
     no_email_on_sqlite, no_email_on_postgres, no_email_on_mysql);

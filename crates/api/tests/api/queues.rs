@@ -4,7 +4,7 @@
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use coupond_api::ApiSettings;
+use coupond_api::AppSettings;
 use serde_json::{json, Value};
 
 use crate::support::*;
@@ -25,7 +25,7 @@ async fn template_of(app: &TestApp, cred: &str, city: i64) -> i64 {
     id
 }
 
-async fn app(settings: ApiSettings) -> (TestApp, i64, i64) {
+async fn app(settings: AppSettings) -> (TestApp, i64, i64) {
     let app = TestApp::with_settings(Backend::Sqlite, settings)
         .await
         .unwrap();
@@ -45,10 +45,10 @@ async fn batch(app: &TestApp, cred: &str, template: i64, count: u32) -> (StatusC
 
 #[tokio::test]
 async fn code_batches_are_capped_per_owner_and_owners_take_turns() {
-    let settings = ApiSettings {
+    let settings = AppSettings {
         max_queued_codes_per_owner: 2_500,
         code_batch_sync_max: 10,
-        ..ApiSettings::default()
+        ..AppSettings::default()
     };
     let (app, t1, t2) = app(settings).await;
     let (m1, m2) = (app.m1().to_owned(), app.m2().to_owned());
@@ -112,9 +112,9 @@ async fn upload(app: &TestApp, cred: &str, template: i64, users: &[&str]) -> (St
 
 #[tokio::test]
 async fn issuance_jobs_are_capped_per_owner_and_owners_take_turns() {
-    let settings = ApiSettings {
+    let settings = AppSettings {
         max_queued_issuance_per_owner: 6,
-        ..ApiSettings::default()
+        ..AppSettings::default()
     };
     let (app, t1, t2) = app(settings).await;
     let (m1, m2) = (app.m1().to_owned(), app.m2().to_owned());
@@ -159,7 +159,7 @@ async fn issuance_jobs_are_capped_per_owner_and_owners_take_turns() {
 /// service's two lines wait one chunk of the platform's 2,500, not all of them.
 #[tokio::test]
 async fn tag_uploads_take_turns_per_uploader() {
-    let (app, _, _) = app(ApiSettings::default()).await;
+    let (app, _, _) = app(AppSettings::default()).await;
     let tags = |cred: &str, text: String| {
         let req = Request::post("/v1/user-tags")
             .header("authorization", format!("Bearer {cred}"))

@@ -433,7 +433,7 @@ async fn inbox_and_reminders_on_mysql() {
 /// out `cache_ttl`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn template_changes_evict_the_cache() {
-    let settings = coupond_api::ApiSettings {
+    let settings = coupond_api::AppSettings {
         cache_ttl: std::time::Duration::from_secs(3600),
         ..Default::default()
     };
@@ -488,7 +488,7 @@ async fn template_changes_evict_the_cache() {
     scheduler(&app).run_once().await.unwrap();
     let clock = Arc::new(app.clock.clone());
     let observers: Vec<Arc<dyn Observer>> = vec![Arc::new(
-        coupond_api::invalidate::CacheInvalidator::new(app.state.clone()),
+        coupond_app::invalidate::CacheInvalidator::new(app.state.app().clone()),
     )];
     Dispatcher::new(app.store.clone(), clock, observers, "test")
         .drain()

@@ -7,7 +7,7 @@ use axum::body::Body;
 use axum::http::{header, Method, Request, StatusCode};
 use axum::Router;
 use coupond_api::auth::{generate_api_key, JwtKeys};
-use coupond_api::{ApiSettings, AppState};
+use coupond_api::{AppSettings, AppState};
 use coupond_domain::{CityId, CitySet, MerchantDraft, MerchantId, Timestamp, UserId};
 use coupond_engine::ManualClock;
 use coupond_store::{NewApiKey, Role, Store};
@@ -98,23 +98,23 @@ impl Reply {
 
 impl TestApp {
     pub async fn new() -> TestApp {
-        Self::with_settings(Backend::Sqlite, ApiSettings::default())
+        Self::with_settings(Backend::Sqlite, AppSettings::default())
             .await
             .unwrap()
     }
 
     /// On PostgreSQL when `COUPOND_TEST_POSTGRES_URL` is set; `None` (after saying so) when not.
     pub async fn postgres() -> Option<TestApp> {
-        Self::with_settings(Backend::Postgres, ApiSettings::default()).await
+        Self::with_settings(Backend::Postgres, AppSettings::default()).await
     }
 
     /// On MySQL (MariaDB) when `COUPOND_TEST_MYSQL_URL` is set; `None` (after saying so) when
     /// not.
     pub async fn mysql() -> Option<TestApp> {
-        Self::with_settings(Backend::Mysql, ApiSettings::default()).await
+        Self::with_settings(Backend::Mysql, AppSettings::default()).await
     }
 
-    pub async fn with_settings(backend: Backend, settings: ApiSettings) -> Option<TestApp> {
+    pub async fn with_settings(backend: Backend, settings: AppSettings) -> Option<TestApp> {
         let (store, dir): (Arc<dyn Store>, _) = match backend {
             Backend::Sqlite => {
                 let dir = tempfile::tempdir().unwrap();
@@ -154,7 +154,7 @@ impl TestApp {
         };
         let clock = ManualClock::new(t0());
         // The fixture's user token lives a year of the injected clock.
-        let settings = ApiSettings {
+        let settings = AppSettings {
             max_token_lifetime: settings.max_token_lifetime.max(Duration::days(366)),
             ..settings
         };

@@ -10,7 +10,7 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::routing::post;
-use coupond_api::ApiSettings;
+use coupond_api::AppSettings;
 use coupond_engine::webhooks::signature;
 use coupond_engine::{
     Dispatcher, Observer, RetryPolicy, SenderSettings, TargetPolicy, WebhookFanout, WebhookSender,
@@ -59,9 +59,9 @@ pub fn loopback_allowed() -> Arc<TargetPolicy> {
 pub async fn app_with_loopback_hooks(backend: Backend) -> Option<TestApp> {
     TestApp::with_settings(
         backend,
-        ApiSettings {
+        AppSettings {
             webhook_targets: loopback_allowed(),
-            ..ApiSettings::default()
+            ..AppSettings::default()
         },
     )
     .await

@@ -3,7 +3,7 @@
 //! it counts in the 10th's day and in the 10th's "today", on every backend.
 
 use axum::http::{Method, StatusCode};
-use coupond_api::ApiSettings;
+use coupond_api::AppSettings;
 use coupond_domain::{Timestamp, Zone};
 use serde_json::json;
 
@@ -17,9 +17,9 @@ fn set(app: &TestApp, t: &str) {
 }
 
 async fn local_days(backend: Backend) {
-    let settings = ApiSettings {
+    let settings = AppSettings {
         time_zone: Zone::parse("Asia/Shanghai").unwrap(),
-        ..ApiSettings::default()
+        ..AppSettings::default()
     };
     let Some(app) = TestApp::with_settings(backend, settings).await else {
         return;

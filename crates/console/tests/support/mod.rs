@@ -10,7 +10,7 @@ use axum::body::Body;
 use axum::http::{header, Method, Request, StatusCode};
 use axum::Router;
 use coupond_api::auth::generate_api_key;
-use coupond_api::{ApiSettings, AppState};
+use coupond_api::{AppSettings, AppState};
 use coupond_console::{Console, ConsoleSettings};
 use coupond_domain::{CityId, CitySet, MerchantDraft, MerchantId, Timestamp};
 use coupond_engine::ManualClock;
@@ -29,7 +29,7 @@ pub fn t0() -> Timestamp {
 
 /// An app over a fresh database with `settings`, key sign-in on (most tests sign in with a
 /// key; `console.key_sign_in` is off by default).
-pub async fn app_with_settings(settings: ApiSettings) -> App {
+pub async fn app_with_settings(settings: AppSettings) -> App {
     app_with_console(settings, test_console()).await
 }
 
@@ -47,7 +47,7 @@ pub fn test_console() -> ConsoleSettings {
 }
 
 /// An app over a fresh database with `settings` and the console's `console`.
-pub async fn app_with_console(settings: ApiSettings, console: ConsoleSettings) -> App {
+pub async fn app_with_console(settings: AppSettings, console: ConsoleSettings) -> App {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}/c.db", dir.path().display());
     let s = coupond_store_sqlite::SqliteDb::connect(&url).await.unwrap();
@@ -66,7 +66,7 @@ pub async fn app_with_console(settings: ApiSettings, console: ConsoleSettings) -
 pub fn console_router(
     store: &Arc<dyn Store>,
     clock: &ManualClock,
-    settings: ApiSettings,
+    settings: AppSettings,
 ) -> Router {
     router_with_console(store, clock, settings, test_console())
 }
@@ -75,7 +75,7 @@ pub fn console_router(
 pub fn router_with_console(
     store: &Arc<dyn Store>,
     clock: &ManualClock,
-    settings: ApiSettings,
+    settings: AppSettings,
     console: ConsoleSettings,
 ) -> Router {
     let state = AppState::new(store.clone(), Arc::new(clock.clone()), b"secret", settings);

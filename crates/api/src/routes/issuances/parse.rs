@@ -16,8 +16,8 @@ use crate::extract::parse_json;
 pub const MAX_JSON_USERS: usize = 10_000;
 /// The largest JSON body: 10,000 ids of the longest form (64 characters) fit.
 pub const MAX_JSON_BYTES: usize = 1024 * 1024;
-/// Most lines in an uploaded file.
-pub const MAX_LINES: usize = 1_000_000;
+/// Most lines in an uploaded file (as many as a job may name).
+pub const MAX_LINES: usize = coupond_app::issuance::MAX_USERS;
 /// Invalid lines reported by number.
 pub(super) const REPORTED: usize = 100;
 /// Bytes of a line kept for reading it: a user id is at most 64 characters, so a longer
@@ -92,6 +92,16 @@ pub struct Parsed {
 }
 
 impl Parsed {
+    /// The users a job issues to.
+    pub fn into_recipients(self) -> coupond_app::issuance::Recipients {
+        coupond_app::issuance::Recipients {
+            users: self.users,
+            duplicates: self.duplicates,
+            invalid: self.invalid,
+            invalid_lines: self.invalid_lines,
+        }
+    }
+
     /// Whether `u` is new (and now kept).
     fn keep(&mut self, u: UserId) -> bool {
         let hash = self.hasher.hash_one(u.as_str());

@@ -246,8 +246,8 @@ async fn wrong_types_for_named_values_name_the_field() {
 }
 
 /// Small limits, so that "larger than the limit" is cheap to send on the upload route too.
-fn small_limits() -> ApiSettings {
-    ApiSettings {
+fn small_limits() -> AppSettings {
+    AppSettings {
         max_body_bytes: 16 * 1024,
         max_upload_bytes: 256 * 1024,
         ..Default::default()

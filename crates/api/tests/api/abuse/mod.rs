@@ -36,7 +36,7 @@ use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::http::{header, Method, Request, StatusCode};
 use coupond_api::ratelimit::Rate;
-use coupond_api::{ApiSettings, JwtKeys};
+use coupond_api::{AppSettings, JwtKeys};
 use coupond_domain::codes::{with_check, ALPHABET};
 use coupond_domain::{TemplateId, UserId};
 use serde_json::{json, Value};
@@ -173,8 +173,8 @@ fn admitted_at_most(rate: Rate, elapsed: StdDuration) -> usize {
 
 /// The rates `coupond serve` runs with by default (README, Configuration): the ones an
 /// attacker meets.
-fn serve_limits() -> ApiSettings {
-    ApiSettings {
+fn serve_limits() -> AppSettings {
+    AppSettings {
         claim_rate_per_user: Rate {
             per_second: 5,
             burst: 10,

@@ -23,7 +23,7 @@ impl SharedLimits for Down {
 
 #[tokio::test]
 async fn claims_fall_back_to_the_local_limit_and_redemptions_fail_closed() {
-    let settings = ApiSettings {
+    let settings = AppSettings {
         shared_limits: Some(Arc::new(Down)),
         ..serve_limits()
     };

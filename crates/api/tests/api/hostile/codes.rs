@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use axum::http::{Method, StatusCode};
 use coupond_api::ratelimit::Rate;
-use coupond_api::ApiSettings;
+use coupond_api::AppSettings;
 use serde_json::{json, Value};
 use sqlx::Connection;
 
@@ -23,7 +23,7 @@ fn order(app: &TestApp) -> Value {
     })
 }
 
-async fn limited_app(settings: ApiSettings) -> TestApp {
+async fn limited_app(settings: AppSettings) -> TestApp {
     TestApp::with_settings(Backend::Sqlite, settings)
         .await
         .unwrap()
@@ -31,12 +31,12 @@ async fn limited_app(settings: ApiSettings) -> TestApp {
 
 #[tokio::test]
 async fn quotes_that_look_a_code_up_count_against_the_redemption_limits() {
-    let app = limited_app(ApiSettings {
+    let app = limited_app(AppSettings {
         redeem_rate_per_user: Rate {
             per_second: 1,
             burst: 5,
         },
-        ..ApiSettings::default()
+        ..AppSettings::default()
     })
     .await;
     let t = live(&app, 10, 1, json!({})).await;
@@ -82,12 +82,12 @@ async fn quotes_that_look_a_code_up_count_against_the_redemption_limits() {
 
 #[tokio::test]
 async fn shared_code_changes_are_limited_per_merchant_and_say_nothing_of_the_owner() {
-    let app = limited_app(ApiSettings {
+    let app = limited_app(AppSettings {
         code_set_rate: Rate {
             per_second: 1,
             burst: 3,
         },
-        ..ApiSettings::default()
+        ..AppSettings::default()
     })
     .await;
     // Merchant 2 owns a code; merchant 1 probes for it.

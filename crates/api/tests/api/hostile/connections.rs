@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use axum::body::Body;
 use axum::http::{header, Method, Request, StatusCode};
 use coupond_api::server::ConnectionLimits;
-use coupond_api::ApiSettings;
+use coupond_api::AppSettings;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -211,9 +211,9 @@ async fn a_body_that_stops_coming_is_answered_408_over_tcp() {
     // (sending nothing) must still get the 408, not a closed connection.
     let app = TestApp::with_settings(
         Backend::Sqlite,
-        ApiSettings {
+        AppSettings {
             request_timeout: Duration::from_millis(1_500),
-            ..ApiSettings::default()
+            ..AppSettings::default()
         },
     )
     .await
@@ -244,9 +244,9 @@ async fn a_body_that_stops_coming_is_answered_408_over_tcp() {
 async fn a_request_past_its_time_limit_is_answered_408() {
     let app = TestApp::with_settings(
         Backend::Sqlite,
-        ApiSettings {
+        AppSettings {
             request_timeout: Duration::from_millis(300),
-            ..ApiSettings::default()
+            ..AppSettings::default()
         },
     )
     .await

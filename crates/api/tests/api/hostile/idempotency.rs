@@ -4,7 +4,7 @@
 use axum::body::Body;
 use axum::http::{header, Method, Request, StatusCode};
 use coupond_api::ratelimit::Rate;
-use coupond_api::ApiSettings;
+use coupond_api::AppSettings;
 use serde_json::{json, Value};
 use sqlx::Connection;
 
@@ -84,9 +84,9 @@ async fn quotes_with_fresh_keys_store_nothing() {
 async fn answers_past_the_size_bound_are_not_kept() {
     let app = TestApp::with_settings(
         Backend::Sqlite,
-        ApiSettings {
+        AppSettings {
             idempotency_max_answer_bytes: 64,
-            ..ApiSettings::default()
+            ..AppSettings::default()
         },
     )
     .await
@@ -133,12 +133,12 @@ async fn answers_past_the_size_bound_are_not_kept() {
 async fn keyed_writes_are_limited_per_user_and_merchant_but_not_for_operators() {
     let app = TestApp::with_settings(
         Backend::Sqlite,
-        ApiSettings {
+        AppSettings {
             idempotency_rate: Rate {
                 per_second: 1,
                 burst: 3,
             },
-            ..ApiSettings::default()
+            ..AppSettings::default()
         },
     )
     .await

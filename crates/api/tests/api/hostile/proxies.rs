@@ -8,7 +8,7 @@ use std::sync::Arc;
 use coupond_api::forwarded::TrustedProxies;
 use coupond_api::ratelimit::Rate;
 use coupond_api::server::ConnectionLimits;
-use coupond_api::ApiSettings;
+use coupond_api::AppSettings;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -33,13 +33,13 @@ async fn claim(addr: SocketAddr, template: i64, user: &str, header: &str) -> u16
 /// by the per-IP limit (one a second, a burst of one: most of six sent at once are refused
 /// when they count as one client).
 async fn refused(trusted: &[&str], header: impl Fn(usize) -> String) -> usize {
-    let settings = ApiSettings {
+    let settings = AppSettings {
         claim_rate_per_ip: Rate {
             per_second: 1,
             burst: 1,
         },
         trusted_proxies: Arc::new(TrustedProxies::parse(trusted).unwrap()),
-        ..ApiSettings::default()
+        ..AppSettings::default()
     };
     let app = TestApp::with_settings(Backend::Sqlite, settings)
         .await

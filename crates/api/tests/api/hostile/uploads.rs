@@ -7,7 +7,7 @@ use std::time::Duration;
 use axum::body::{Body, Bytes};
 use axum::http::{header, Method, Request, StatusCode};
 use coupond_api::server::ConnectionLimits;
-use coupond_api::ApiSettings;
+use coupond_api::AppSettings;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -53,9 +53,9 @@ async fn another_merchants_upload_is_refused_before_its_body_is_read() {
 async fn uploads_read_at_once_are_bounded() {
     let app = TestApp::with_settings(
         Backend::Sqlite,
-        ApiSettings {
+        AppSettings {
             max_concurrent_uploads: 1,
-            ..ApiSettings::default()
+            ..AppSettings::default()
         },
     )
     .await

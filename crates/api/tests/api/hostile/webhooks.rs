@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::http::{header, Method, Request, StatusCode};
-use coupond_api::ApiSettings;
+use coupond_api::AppSettings;
 use coupond_engine::{SenderSettings, TargetPolicy, WebhookSender};
 use coupond_store::NewDelivery;
 use serde_json::{json, Value};
@@ -177,9 +177,9 @@ async fn deliveries_check_the_address_again_and_fail_alike() {
 async fn each_owner_has_a_bounded_number_of_webhooks() {
     let app = TestApp::with_settings(
         Backend::Sqlite,
-        ApiSettings {
+        AppSettings {
             max_webhooks_per_owner: 2,
-            ..ApiSettings::default()
+            ..AppSettings::default()
         },
     )
     .await

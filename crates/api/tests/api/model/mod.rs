@@ -32,7 +32,7 @@
 mod run;
 mod state;
 
-use coupond_api::ApiSettings;
+use coupond_api::AppSettings;
 use coupond_domain::Timestamp;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
@@ -137,9 +137,9 @@ fn runtime() -> tokio::runtime::Runtime {
 
 async fn app(backend: Backend) -> Option<TestApp> {
     // The sold-out memory is trusted for `cache_ttl`; the model follows it in minutes.
-    let settings = ApiSettings {
+    let settings = AppSettings {
         cache_ttl: std::time::Duration::from_secs(60 * state::MEMO_MINUTES as u64),
-        ..ApiSettings::default()
+        ..AppSettings::default()
     };
     TestApp::with_settings(backend, settings).await
 }

@@ -13,7 +13,7 @@ pub const USERS: usize = 3;
 /// What every model template takes off, and what every model order costs (one line).
 pub const AMOUNT: i64 = 1_000;
 pub const PRICE: i64 = 10_000;
-/// `ApiSettings::default().lock_ttl`, in minutes.
+/// `AppSettings::default().lock_ttl`, in minutes.
 pub const LOCK_TTL: i64 = 15;
 
 pub fn uid(u: usize) -> String {

@@ -7,7 +7,7 @@
 use std::net::IpAddr;
 use std::str::FromStr;
 
-use axum::http::HeaderMap;
+use http::HeaderMap;
 use ipnet::IpNet;
 
 /// Networks whose connections may speak for a client.
@@ -130,10 +130,7 @@ mod tests {
     fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
         let mut h = HeaderMap::new();
         for (k, v) in pairs {
-            h.append(
-                axum::http::HeaderName::from_str(k).unwrap(),
-                v.parse().unwrap(),
-            );
+            h.append(http::HeaderName::from_str(k).unwrap(), v.parse().unwrap());
         }
         h
     }

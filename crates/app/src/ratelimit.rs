@@ -20,7 +20,7 @@ use coupond_engine::telemetry;
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 
-use crate::error::ApiError;
+use crate::error::AppError;
 
 /// A rate: `per_second` sustained, up to `burst` at once. `per_second = 0` disables it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,7 +61,7 @@ impl<K: Hash + Eq + Clone> Limit<K> {
     }
 
     /// Counts one request for `key`; 429 if it is over its rate.
-    pub fn check(&self, key: &K) -> Result<(), ApiError> {
+    pub fn check(&self, key: &K) -> Result<(), AppError> {
         match &self.limiter {
             Some(l) => l.check_key(key).map_err(|not_until| {
                 refused(
@@ -124,7 +124,7 @@ impl RateLimits {
 
     /// Counts one request for `user` (and for `ip`, when given); 429 if either is over its
     /// rate.
-    pub async fn check(&self, user: &UserId, ip: Option<IpAddr>) -> Result<(), ApiError> {
+    pub async fn check(&self, user: &UserId, ip: Option<IpAddr>) -> Result<(), AppError> {
         if let Some(shared) = &self.shared {
             let ip_text = ip.map(|ip| ip.to_string());
             let asks: Vec<LimitAsk<'_>> = [
@@ -149,7 +149,7 @@ impl RateLimits {
                     metrics::counter!(telemetry::RATE_LIMIT_FALLBACK, "outcome" => outcome)
                         .increment(1);
                     if shared.on_error == OnLimitError::Closed {
-                        return Err(ApiError::LimitsUnavailable);
+                        return Err(AppError::LimitsUnavailable);
                     }
                 }
             }
@@ -158,7 +158,7 @@ impl RateLimits {
     }
 
     /// Counts in this process only.
-    fn check_here(&self, user: &UserId, ip: Option<IpAddr>) -> Result<(), ApiError> {
+    fn check_here(&self, user: &UserId, ip: Option<IpAddr>) -> Result<(), AppError> {
         if let Some(ip) = ip {
             self.per_ip.check(&ip)?;
         }
@@ -191,14 +191,14 @@ fn warn_now_and_then(e: &coupond_engine::shared::LimitsUnavailable) {
 }
 
 /// A refusal by the limit `name`, counted in `coupond_rate_limited_total`.
-fn refused(name: &'static str, wait: std::time::Duration) -> ApiError {
+fn refused(name: &'static str, wait: std::time::Duration) -> AppError {
     metrics::counter!(telemetry::RATE_LIMITED, "limit" => name).increment(1);
     too_many(wait)
 }
 
-fn too_many(wait: std::time::Duration) -> ApiError {
+fn too_many(wait: std::time::Duration) -> AppError {
     // Retry-After is in whole seconds; round up so a client that obeys it is admitted.
-    ApiError::RateLimited {
+    AppError::RateLimited {
         retry_after: wait.as_secs() + u64::from(wait.subsec_nanos() > 0),
     }
 }

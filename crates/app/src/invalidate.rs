@@ -3,7 +3,7 @@
 //!
 //! The cache is only a short cut (a claim's commit re-checks the template), so this is about
 //! freshness, not correctness. It runs as one of the dispatcher's observers, which hold a lease:
-//! with several instances it tells the others through [`AppState::tell`] (Redis), and without
+//! with several instances it tells the others through [`App::tell`] (Redis), and without
 //! Redis their caches expire by `cache_ttl`. This catches what the routes do not tell at once
 //! themselves (status changes by the scheduler, sold-out events).
 
@@ -14,17 +14,17 @@ use coupond_engine::Observer;
 use coupond_store::events::kind;
 use coupond_store::{Event, StoreResult};
 
-use crate::state::AppState;
+use crate::context::App;
 
 /// Forgets cached templates named by template events.
 #[derive(Debug)]
 pub struct CacheInvalidator {
-    state: AppState,
+    app: App,
 }
 
 impl CacheInvalidator {
-    pub fn new(state: AppState) -> Self {
-        CacheInvalidator { state }
+    pub fn new(app: App) -> Self {
+        CacheInvalidator { app }
     }
 }
 
@@ -55,7 +55,7 @@ impl Observer for CacheInvalidator {
                         _ => Notice::TemplateChanged { template: t },
                     };
                     // Here and on every instance (the others hold no lease on the outbox).
-                    self.state.tell(notice);
+                    self.app.tell(notice);
                 }
             }
         }

@@ -1,0 +1,90 @@
+//! Promotion codes as a caller may manage them: a template's shared code (set at most
+//! `code_set_rate` times a second per merchant, so it is no way to learn other merchants'
+//! codes) and batches of single-use codes (small ones filled before the answer, larger ones
+//! in the background, at most `max_queued_codes_per_owner` waiting per owner).
+
+use coupond_domain::{CodeBatchSpec, SharedCode, Template, TemplateId};
+use coupond_engine::codes;
+use coupond_store::{CodeBatch, Conflict, StoreError};
+
+use crate::caller::Principal;
+use crate::context::App;
+use crate::error::{AppError, AppResult};
+
+/// A batch of codes started.
+#[derive(Debug)]
+pub struct StartedBatch {
+    pub batch: CodeBatch,
+    /// Whether its codes were all generated before the answer (else in the background).
+    pub filled: bool,
+}
+
+impl App {
+    /// Sets template `id`'s shared code (replacing any it had).
+    pub async fn set_shared_code(
+        &self,
+        p: &Principal,
+        id: TemplateId,
+        code: &str,
+    ) -> AppResult<SharedCode> {
+        if let Some(m) = p.merchant() {
+            self.code_set_limits().check(&m)?;
+        }
+        let code = SharedCode::parse(code)?;
+        let t = self.open_for_codes(p, id).await?;
+        match codes::set_shared_code(self.store(), &t, Some(&code), self.now()).await {
+            Err(StoreError::Conflict(Conflict::Unique)) => Err(AppError::conflict(
+                "code_taken",
+                "another template uses this code; choose another",
+            )),
+            other => other.map_err(AppError::from),
+        }?;
+        Ok(code)
+    }
+
+    /// Removes template `id`'s shared code (coupons redeemed with it stay with their users).
+    pub async fn remove_shared_code(&self, p: &Principal, id: TemplateId) -> AppResult<()> {
+        let t = self.open_for_codes(p, id).await?;
+        codes::set_shared_code(self.store(), &t, None, self.now()).await?;
+        Ok(())
+    }
+
+    /// Starts a batch of single-use codes of template `id`: filled now when it has at most
+    /// `code_batch_sync_max` codes, else by the background generator.
+    pub async fn start_code_batch(
+        &self,
+        p: &Principal,
+        id: TemplateId,
+        spec: &CodeBatchSpec,
+    ) -> AppResult<StartedBatch> {
+        let t = self.open_for_codes(p, id).await?;
+        let max = self.settings().max_queued_codes_per_owner;
+        let batch = codes::start_batch(self.store(), &t, spec, max, self.now()).await?;
+        if spec.count() <= self.settings().code_batch_sync_max {
+            let filled = self.code_generator().finish(batch.id).await?;
+            return Ok(StartedBatch {
+                batch: filled.unwrap_or(batch),
+                filled: true,
+            });
+        }
+        self.code_generator().wake();
+        Ok(StartedBatch {
+            batch,
+            filled: false,
+        })
+    }
+
+    /// Code batch `id`, if `p` may see its template.
+    pub async fn code_batch(&self, p: &Principal, id: i64) -> AppResult<CodeBatch> {
+        let b = self.store().code_batch(id).await?;
+        self.visible_template(p, b.template_id).await?;
+        Ok(b)
+    }
+
+    /// Template `id`, if `p` may see it and its codes may change now.
+    async fn open_for_codes(&self, p: &Principal, id: TemplateId) -> AppResult<Template> {
+        let t = self.visible_template(p, id).await?;
+        t.check_codes_open(self.now())?;
+        Ok(t)
+    }
+}

@@ -1,0 +1,249 @@
+//! [`AppError`], what the application layer fails with: every store, domain and engine
+//! error is turned into it here, once. Front doors render it (the API as problem+json, the
+//! console next to the form's field); it says nothing about HTTP.
+
+use std::error::Error as StdError;
+
+use coupond_domain::checkout::Reason;
+use coupond_domain::error::ErrorKind;
+use coupond_domain::{ClaimRejection, CouponId, DomainError};
+use coupond_store::{Conflict, StoreError};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+/// One invalid field of a request.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, ToSchema)]
+pub struct FieldError {
+    /// The stable code of what is wrong (`missing_field`, `unknown_field`, `invalid_field`,
+    /// or a rule's own code, as `invalid_value`).
+    #[schema(value_type = String)]
+    pub code: &'static str,
+    /// The field's JSON path (`value.amount`, `lines[1].quantity`).
+    pub field: String,
+    /// What is wrong with it, in words.
+    #[serde(rename = "detail")]
+    pub message: String,
+}
+
+impl FieldError {
+    pub fn new(code: &'static str, field: String, message: String) -> Self {
+        FieldError {
+            code,
+            field,
+            message,
+        }
+    }
+}
+
+/// Everything the application layer can refuse or fail with.
+#[derive(Debug)]
+pub enum AppError {
+    /// The caller's role or tenant may not do this.
+    Forbidden,
+    /// No such object, or one the caller may not see.
+    NotFound,
+    /// A promotion code that cannot be redeemed, whatever the reason.
+    UnusableCode,
+    /// The request is fine but the state forbids it now.
+    Conflict { code: &'static str, message: String },
+    /// A claim refused by a rule (`sold_out`, `limit_reached`, `not_claimable`, ...).
+    ClaimRefused(ClaimRejection),
+    /// A lock refused these coupons for these reasons.
+    LockRefused(Vec<(CouponId, Vec<Reason>)>),
+    /// The request breaks a rule; `field` names the part of it, where there is one.
+    Invalid {
+        code: &'static str,
+        field: Option<String>,
+        message: String,
+    },
+    /// Several fields break their rules, each named.
+    InvalidFields(Vec<FieldError>),
+    /// Over a rate limit; retry after `retry_after` seconds.
+    RateLimited { retry_after: u64 },
+    /// The database is unreachable right now.
+    Unavailable,
+    /// A limit that fails closed could not be counted (Redis is unreachable).
+    LimitsUnavailable,
+    /// A bug or broken dependency: logged with its cause chain, never shown.
+    Internal(Box<dyn StdError + Send + Sync>),
+}
+
+/// What the application layer answers.
+pub type AppResult<T> = Result<T, AppError>;
+
+impl AppError {
+    pub fn conflict(code: &'static str, message: impl Into<String>) -> Self {
+        AppError::Conflict {
+            code,
+            message: message.into(),
+        }
+    }
+
+    pub fn invalid(code: &'static str, field: &str, message: impl Into<String>) -> Self {
+        AppError::Invalid {
+            code,
+            field: Some(field.to_owned()),
+            message: message.into(),
+        }
+    }
+
+    /// The one answer to a code that cannot be redeemed, whatever the reason (mistyped,
+    /// unknown, used by someone else, expired, not offered to this user), so that answers
+    /// never tell which codes exist.
+    pub fn unusable_code() -> Self {
+        AppError::UnusableCode
+    }
+}
+
+impl From<StoreError> for AppError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::NotFound => AppError::NotFound,
+            StoreError::Conflict(Conflict::Version) => AppError::conflict(
+                "concurrent_update",
+                "the resource changed while this request was processed; read it again and retry",
+            ),
+            StoreError::Conflict(Conflict::Unique) => AppError::conflict(
+                "already_exists",
+                "a resource with that identity already exists",
+            ),
+            StoreError::Conflict(Conflict::BelowClaimed(claimed)) => AppError::conflict(
+                "below_claimed",
+                format!("total_stock cannot go below the {claimed} coupons already claimed"),
+            ),
+            StoreError::Conflict(other) => AppError::conflict(
+                "conflict",
+                format!("the write conflicts with stored data ({other})"),
+            ),
+            StoreError::Unavailable(source) => {
+                tracing::warn!(error = %source, "database unavailable");
+                AppError::Unavailable
+            }
+            StoreError::Other(source) => AppError::Internal(source),
+            StoreError::Corrupt(what) => AppError::Internal(what.into()),
+        }
+    }
+}
+
+impl From<DomainError> for AppError {
+    fn from(e: DomainError) -> Self {
+        match e.kind {
+            ErrorKind::Invalid if !e.also.is_empty() => {
+                let field = |e: &DomainError| e.field.clone().unwrap_or_else(|| "body".into());
+                let mut all = vec![FieldError::new(e.code, field(&e), e.message.clone())];
+                all.extend(
+                    e.also
+                        .iter()
+                        .map(|a| FieldError::new(a.code, field(a), a.message.clone())),
+                );
+                AppError::InvalidFields(all)
+            }
+            ErrorKind::Invalid => AppError::Invalid {
+                code: e.code,
+                field: e.field,
+                message: e.message,
+            },
+            ErrorKind::State => AppError::Conflict {
+                code: e.code,
+                message: e.message,
+            },
+        }
+    }
+}
+
+impl From<coupond_engine::CampaignError> for AppError {
+    fn from(e: coupond_engine::CampaignError) -> Self {
+        match e {
+            coupond_engine::CampaignError::Rule(e) => e.into(),
+            coupond_engine::CampaignError::Store(e) => e.into(),
+        }
+    }
+}
+
+impl From<coupond_engine::ClaimError> for AppError {
+    fn from(e: coupond_engine::ClaimError) -> Self {
+        use coupond_engine::ClaimError;
+        match e {
+            ClaimError::Rejected(r) => AppError::ClaimRefused(r),
+            ClaimError::Unavailable | ClaimError::ShuttingDown => AppError::Unavailable,
+            ClaimError::KeyReused => AppError::invalid(
+                "idempotency_key_reused",
+                "Idempotency-Key",
+                "this key was already used for a different request",
+            ),
+            ClaimError::CodeTaken => AppError::unusable_code(),
+            ClaimError::Internal(e) => AppError::Internal(Box::new(e)),
+        }
+    }
+}
+
+impl From<coupond_engine::accounts::AccountError> for AppError {
+    fn from(e: coupond_engine::accounts::AccountError) -> Self {
+        use coupond_engine::accounts::AccountError;
+        match e {
+            AccountError::Invalid(e) => e.into(),
+            AccountError::EmailTaken => {
+                AppError::conflict("email_taken", "an operator with this email exists")
+            }
+            AccountError::NoMerchant => AppError::invalid(
+                "unknown_merchant",
+                "merchant_id",
+                "no merchant with this id",
+            ),
+            AccountError::NotFound => AppError::NotFound,
+            AccountError::ResetInvalid => AppError::conflict(
+                "link_not_valid",
+                "this set-password link was used already or is older than an hour",
+            ),
+            AccountError::Hashing(why) => AppError::Internal(why.into()),
+            AccountError::Busy { retry_after } => AppError::RateLimited {
+                retry_after: retry_after.as_secs().max(1),
+            },
+            AccountError::NoEmail => AppError::conflict(
+                "email_not_configured",
+                "this service sends no email, so a merchant cannot invite anyone; \
+                 the platform adds merchant staff",
+            ),
+            AccountError::TooManyInvitations => AppError::conflict(
+                "too_many_invitations",
+                format!(
+                    "{} invitations are pending; wait until one is accepted or expires",
+                    coupond_engine::invitations::MAX_PENDING
+                ),
+            ),
+            AccountError::Store(e) => e.into(),
+        }
+    }
+}
+
+impl From<coupond_engine::redemption::RedeemError> for AppError {
+    fn from(e: coupond_engine::redemption::RedeemError) -> Self {
+        use coupond_engine::redemption::RedeemError;
+        match e {
+            RedeemError::Unusable => AppError::unusable_code(),
+            RedeemError::Refused(r) => AppError::ClaimRefused(r),
+            RedeemError::Claim(e) => e.into(),
+            RedeemError::Store(e) => e.into(),
+        }
+    }
+}
+
+impl From<coupond_engine::CheckoutError> for AppError {
+    fn from(e: coupond_engine::CheckoutError) -> Self {
+        use coupond_engine::{CheckoutError, HoldError};
+        match e {
+            CheckoutError::Hold(HoldError::NotAfterNow) => {
+                AppError::invalid("hold_until_past", "hold_until", "must be after now")
+            }
+            CheckoutError::Hold(HoldError::TooFar(latest)) => AppError::invalid(
+                "hold_until_too_far",
+                "hold_until",
+                format!(
+                    "at most checkout.max_lock_ttl from when the lock was taken, and not past \
+                     its coupons' validity: {latest} at the latest"
+                ),
+            ),
+            CheckoutError::Store(e) => e.into(),
+        }
+    }
+}

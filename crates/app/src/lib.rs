@@ -1,0 +1,50 @@
+//! coupond's application layer: the one place the front doors (the HTTP API, the console,
+//! `serve`'s loops) reach the store, the engines, the caches and the workers, each call made
+//! with the caller ([`Principal`]), checked here once.
+//!
+//! - [`context`]: [`App`], the application context (store, clock, engines, caches, rate
+//!   limits, notices to other instances, background workers), read-only and cheap to clone.
+//! - [`settings`]: [`AppSettings`], what the configuration says.
+//! - [`caller`]: [`Principal`] (who calls) and its [`Role`].
+//! - [`error`]: [`AppError`], every store, domain and engine error mapped once.
+//! - [`retry`]: [`RetryKey`], a caller's key that makes a write safe to retry.
+//! - [`claims`]: claiming a template's coupon and redeeming a code ([`App::claim`],
+//!   [`App::redeem`]) for a [`claims::Claimant`] the caller may claim for.
+//! - [`checkout`]: quoting an order ([`App::quote`]), with a code's preview.
+//! - [`codes`]: a template's shared code and batches of single-use codes.
+//! - [`templates`]: templates and activities as a caller may see, create and edit them.
+//! - [`issuance`]: starting bulk issuance to a list or a segment of users.
+//! - [`listings`]: listings as a caller may see them; binding and unbinding templates.
+//! - [`messages`]: sending a template's campaign message.
+//! - [`cache`]: the short-lived cache of the hot path (API keys, claimed templates).
+//! - [`shelf_cache`]: the coupon centre's shelf, read whole once per `cache_ttl` and mended per
+//!   template in between.
+//! - [`ratelimit`]: per-user and per-IP rate limits (claims, code lookups), in process or
+//!   shared through Redis.
+//! - [`invalidate`]: the outbox observer that drops cached templates when they change.
+//! - [`forwarded`]: which client a connection speaks for behind trusted proxies.
+#![forbid(unsafe_code)]
+
+pub mod cache;
+pub mod caller;
+pub mod checkout;
+pub mod claims;
+pub mod codes;
+pub mod context;
+pub mod error;
+pub mod forwarded;
+pub mod invalidate;
+pub mod issuance;
+pub mod listings;
+pub mod messages;
+pub mod ratelimit;
+pub mod retry;
+pub mod settings;
+pub mod shelf_cache;
+pub mod templates;
+
+pub use caller::{Principal, Role};
+pub use context::App;
+pub use error::{AppError, AppResult, FieldError};
+pub use retry::RetryKey;
+pub use settings::AppSettings;

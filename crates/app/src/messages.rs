@@ -1,0 +1,56 @@
+//! Campaign messages: a template's invitation sent to a segment of users, or a note to its
+//! holders. A merchant reaches users only through the tags the platform shares with it, and
+//! each owner sends at most `campaigns_per_owner_per_day` a local day.
+
+use coupond_domain::messaging::CampaignDraft;
+use coupond_domain::TemplateId;
+use coupond_engine::messaging::campaigns;
+use coupond_engine::{user_tags, CampaignError};
+use coupond_store::{CampaignMessage, Conflict, StoreError};
+
+use crate::caller::Principal;
+use crate::context::App;
+use crate::error::{AppError, AppResult};
+
+impl App {
+    /// Records a campaign message of template `id` and wakes the sender.
+    pub async fn send_campaign(
+        &self,
+        p: &Principal,
+        id: TemplateId,
+        draft: CampaignDraft,
+    ) -> AppResult<CampaignMessage> {
+        let t = self.visible_template(p, id).await?;
+        let campaign = draft.validate()?;
+        if let Some(seg) = campaign.segment() {
+            let by_merchant = p.merchant().is_some();
+            user_tags::check_shared(self.store(), by_merchant, "segment.any", &seg.any).await?;
+        }
+        let max = self.settings().campaigns_per_owner_per_day;
+        let (zone, now) = (self.zone(), self.now());
+        let actor = p.actor();
+        let recorded = campaigns::record(
+            self.store(),
+            &t,
+            p.merchant(),
+            &actor,
+            &campaign,
+            max,
+            zone,
+            now,
+        )
+        .await;
+        let m = recorded.map_err(|e| match e {
+            CampaignError::Store(StoreError::Conflict(Conflict::Limit)) => AppError::conflict(
+                "campaign_limit",
+                format!(
+                    "at most {max} campaign messages per owner a day ({}); try again tomorrow",
+                    zone.name()
+                ),
+            ),
+            e => e.into(),
+        })?;
+        self.campaign_messages().notify_one();
+        Ok(m)
+    }
+}
