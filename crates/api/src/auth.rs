@@ -11,7 +11,6 @@ use std::fmt;
 use axum::http::{header, HeaderMap};
 use coupond_domain::{Area, OperatorId, Timestamp, UserId};
 use coupond_store::audit::Who;
-use coupond_store::StoreError;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
 
@@ -206,45 +205,17 @@ pub async fn identify_caller(
     }
 }
 
-/// The principal operator `id` acts as in `area`, read from the database on every call, so
-/// that a disabled account, or one whose role changed, is refused or narrowed at once.
+/// The principal operator `id` acts as in `area` ([`coupond_app::App::identify_operator`]).
 pub async fn identify_operator(
     state: &AppState,
     id: OperatorId,
     area: Area,
 ) -> Result<(Principal, Who), ApiError> {
-    let op = match state.store().operator(id).await {
-        Ok(op) => op,
-        Err(StoreError::NotFound) => {
-            return Err(ApiError::Unauthorized("the account is not valid"))
-        }
-        Err(e) => return Err(e.into()),
-    };
-    if op.disabled_at.is_some() {
-        return Err(ApiError::Unauthorized("the account is disabled"));
-    }
-    let principal = operator_principal(&op).ok_or(ApiError::Forbidden)?;
-    if !op.role.may(area) {
-        return Err(ApiError::Forbidden);
-    }
-    let who = Who::Operator {
-        id,
-        email: op.email.to_string(),
-        role: op.role,
-    };
-    Ok((principal, who))
+    let id = state.identify_operator(id, area).await?;
+    Ok((id.principal, id.who))
 }
 
-/// Who an operator acts as: the platform's roles as the platform, a merchant's `owner` and
-/// `staff` as their merchant; what each role may do within that is its [`Area`]s, checked by
-/// the route guard. `None` for a record whose role and merchant disagree.
-pub fn operator_principal(op: &coupond_domain::Operator) -> Option<Principal> {
-    match (op.role.is_platform(), op.merchant_id) {
-        (true, None) => Some(Principal::Platform),
-        (false, Some(m)) => Some(Principal::Merchant(m)),
-        _ => None,
-    }
-}
+pub use coupond_app::identify::operator_principal;
 
 /// Names the caller in the current request's log line: its principal, and the key (its id,
 /// never the key itself) when a key asked. Called once per request.
@@ -256,39 +227,11 @@ pub fn name_in_log(p: &Principal, who: &Who) {
     }
 }
 
-/// The principal of the key with this hash, and the key as the audit trail names it.
+/// The principal of the key with this hash, and the key as the audit trail names it
+/// ([`coupond_app::App::identify_key`]).
 pub async fn identify_hash(state: &AppState, hash: &KeyHash) -> Result<(Principal, Who), ApiError> {
-    let hash = hash.0;
-    if let Some((p, who)) = state.key_cache().get(&hash) {
-        return Ok((p, who));
-    }
-    // Read before the database: a revocation heard meanwhile keeps this copy out of the cache.
-    let generation = state.key_cache().generation();
-    // Unknown and revoked keys get the same answer: it tells nobody which keys existed.
-    let key = match state.store().api_key_by_hash(&hash).await {
-        Ok(k) if k.revoked_at.is_none() => k,
-        Ok(_) | Err(StoreError::NotFound) => {
-            return Err(ApiError::Unauthorized("the API key is not valid"))
-        }
-        Err(e) => return Err(e.into()),
-    };
-    use coupond_store::Role as KeyRole;
-    let principal = match (key.role, key.merchant_id) {
-        (KeyRole::Platform, _) => Principal::Platform,
-        (KeyRole::Service, _) => Principal::Service(key.id),
-        (KeyRole::Merchant, Some(m)) => Principal::Merchant(m),
-        (KeyRole::Merchant, None) => {
-            return Err(ApiError::Unauthorized("merchant key without merchant"))
-        }
-    };
-    let who = Who::Key {
-        id: key.id,
-        label: key.label,
-    };
-    state
-        .key_cache()
-        .insert_from(generation, hash, (principal.clone(), who.clone()));
-    Ok((principal, who))
+    let id = state.identify_key(&hash.0).await?;
+    Ok((id.principal, id.who))
 }
 
 /// The credential of `Bearer <credential>`; the scheme is case-insensitive (RFC 9110).

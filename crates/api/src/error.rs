@@ -167,7 +167,9 @@ impl ApiError {
         }
     }
 
-    fn parts(&self) -> (&'static str, Option<String>, String) {
+    /// Its problem's `code`, `field` and `detail`, as the answer says them (the console shows
+    /// the application's refusals in the same words).
+    pub fn parts(&self) -> (&'static str, Option<String>, String) {
         match self {
             ApiError::BadRequest {
                 code,
@@ -344,6 +346,7 @@ impl IntoResponse for ApiError {
 impl From<AppError> for ApiError {
     fn from(e: AppError) -> Self {
         match e {
+            AppError::Unauthorized(why) => ApiError::Unauthorized(why),
             AppError::Forbidden => ApiError::Forbidden,
             AppError::NotFound => ApiError::NotFound,
             AppError::UnusableCode => ApiError::UnusableCode,

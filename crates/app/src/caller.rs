@@ -95,3 +95,49 @@ pub fn may_act(area: Area) -> bool {
         _ => true,
     }
 }
+
+/// A caller as a front door identified it: whom it acts as, and who it is in the audit trail
+/// (the operator account, the key, the user).
+#[derive(Clone, Debug)]
+pub struct Identity {
+    pub principal: Principal,
+    pub who: Who,
+}
+
+/// Who may call an operation: the roles it admits and the area an operator account's role
+/// must be allowed to act in ([`coupond_domain::OperatorRole::may`]). Declared once per
+/// operation; the API's route table and the console both check it through [`App::acting`].
+///
+/// [`App::acting`]: crate::App::acting
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Access {
+    pub roles: &'static [Role],
+    pub area: Area,
+}
+
+impl Access {
+    /// Whether `id` may call an operation needing this access.
+    pub fn admits(&self, id: &Identity) -> bool {
+        let area_ok = match &id.who {
+            Who::Operator { role, .. } => role.may(self.area),
+            _ => true,
+        };
+        area_ok && self.roles.contains(&id.principal.role())
+    }
+}
+
+/// The sets of roles operations admit.
+pub mod roles {
+    use super::Role;
+
+    pub const PLATFORM: &[Role] = &[Role::Platform];
+    pub const MERCHANT: &[Role] = &[Role::Merchant];
+    pub const PLATFORM_MERCHANT: &[Role] = &[Role::Platform, Role::Merchant];
+    pub const ANYONE: &[Role] = &[Role::Platform, Role::Merchant, Role::Service, Role::User];
+    pub const USER: &[Role] = &[Role::User];
+    pub const SERVICE: &[Role] = &[Role::Service];
+    pub const USER_SERVICE: &[Role] = &[Role::User, Role::Service];
+    pub const PLATFORM_MERCHANT_SERVICE: &[Role] = &[Role::Platform, Role::Merchant, Role::Service];
+    pub const PLATFORM_MERCHANT_USER: &[Role] = &[Role::Platform, Role::Merchant, Role::User];
+    pub const PLATFORM_SERVICE: &[Role] = &[Role::Platform, Role::Service];
+}

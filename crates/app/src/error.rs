@@ -38,6 +38,8 @@ impl FieldError {
 /// Everything the application layer can refuse or fail with.
 #[derive(Debug)]
 pub enum AppError {
+    /// No credentials the caller could be identified by, or ones not valid (why, in words).
+    Unauthorized(&'static str),
     /// The caller's role or tenant may not do this.
     Forbidden,
     /// No such object, or one the caller may not see.

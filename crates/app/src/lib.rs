@@ -6,6 +6,9 @@
 //!   limits, notices to other instances, background workers), read-only and cheap to clone.
 //! - [`settings`]: [`AppSettings`], what the configuration says.
 //! - [`caller`]: [`Principal`] (who calls) and its [`Role`].
+//! - [`identify`]: who a key or an operator account is ([`caller::Identity`]), and
+//!   [`App::acting`], which admits it to an operation ([`caller::Access`]) and names it in the
+//!   audit trail.
 //! - [`error`]: [`AppError`], every store, domain and engine error mapped once.
 //! - [`retry`]: [`RetryKey`], a caller's key that makes a write safe to retry.
 //! - [`claims`]: claiming a template's coupon and redeeming a code ([`App::claim`],
@@ -33,6 +36,7 @@ pub mod codes;
 pub mod context;
 pub mod error;
 pub mod forwarded;
+pub mod identify;
 pub mod invalidate;
 pub mod issuance;
 pub mod listings;
@@ -43,7 +47,7 @@ pub mod settings;
 pub mod shelf_cache;
 pub mod templates;
 
-pub use caller::{Principal, Role};
+pub use caller::{Access, Identity, Principal, Role};
 pub use context::App;
 pub use error::{AppError, AppResult, FieldError};
 pub use retry::RetryKey;

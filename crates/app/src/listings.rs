@@ -6,9 +6,18 @@ use coupond_domain::{Listing, ListingId, TemplateId};
 use coupond_engine::{catalog, CampaignError};
 use coupond_store::{Conflict, StoreError};
 
-use crate::caller::Principal;
+use coupond_domain::Area;
+
+use crate::caller::{roles, Access, Principal};
 use crate::context::App;
 use crate::error::{AppError, AppResult};
+
+/// Who may bind and unbind: the platform and merchants, and of operator accounts those whose
+/// role runs campaigns.
+pub const BIND: Access = Access {
+    roles: roles::PLATFORM_MERCHANT,
+    area: Area::Campaigns,
+};
 
 /// A template bound to a listing.
 #[derive(Debug)]

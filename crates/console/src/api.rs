@@ -49,6 +49,29 @@ pub struct Problem {
     pub fields: Vec<(String, String)>,
 }
 
+impl From<coupond_app::AppError> for Problem {
+    /// An application refusal as the console shows it: in the words and with the code the API
+    /// would answer it with.
+    fn from(e: coupond_app::AppError) -> Self {
+        let e = coupond_api::ApiError::from(e);
+        let fields = match &e {
+            coupond_api::ApiError::InvalidFields(all) => all
+                .iter()
+                .map(|f| (f.field.clone(), f.message.clone()))
+                .collect(),
+            _ => Vec::new(),
+        };
+        let (code, field, detail) = e.parts();
+        Problem {
+            status: e.status().as_u16(),
+            code: code.to_owned(),
+            field,
+            detail,
+            fields,
+        }
+    }
+}
+
 impl std::fmt::Debug for Api {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Api").finish_non_exhaustive()

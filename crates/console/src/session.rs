@@ -18,6 +18,7 @@ use coupond_api::auth::{
     authenticate_key, hash_api_key, identify_caller, name_in_log, Caller, KeyHash,
 };
 use coupond_api::Principal;
+use coupond_app::Identity;
 use coupond_domain::{Area, OperatorId, OperatorRole};
 use coupond_store::audit::Who;
 use coupond_store::{ConsoleSession, StoreResult};
@@ -33,6 +34,8 @@ pub const COOKIE: &str = "coupond_session";
 pub struct Session {
     /// Who the console calls the API as: the key signed in with (its hash), or the account.
     pub caller: Caller,
+    /// Who the console calls the application as (checked again by each operation's access).
+    pub identity: Identity,
     pub principal: Principal,
     /// This session's form token.
     pub csrf: String,
@@ -70,9 +73,7 @@ impl Session {
         coupond_api::routes::route_table()
             .iter()
             .find(|r| r.method == method && r.path == path)
-            .is_some_and(|r| {
-                r.roles.contains(&role) && self.may(coupond_api::routes::area_of(method, path))
-            })
+            .is_some_and(|r| r.roles.contains(&role) && self.may(r.area))
     }
 
     pub fn is_platform(&self) -> bool {
@@ -209,6 +210,10 @@ pub async fn current(console: &Console, jar: &PrivateCookieJar) -> Option<Sessio
     let (principal, who) = identify_caller(app, &caller, read).await.ok()?;
     name_in_log(&principal, &who);
     let principal = console_principal(principal)?;
+    let identity = Identity {
+        principal: principal.clone(),
+        who: who.clone(),
+    };
     let (who, needs_second_factor, role) = match who {
         Who::Operator { id, email, role } => {
             (email, needs_second_factor(console, id).await, Some(role))
@@ -225,6 +230,7 @@ pub async fn current(console: &Console, jar: &PrivateCookieJar) -> Option<Sessio
     };
     Some(Session {
         caller,
+        identity,
         principal,
         csrf: stored.csrf,
         who,

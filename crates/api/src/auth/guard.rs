@@ -17,7 +17,10 @@ use axum::response::{IntoResponse, Response};
 use coupond_domain::Area;
 use tower::{Layer, Service, ServiceExt};
 
-use super::{identify, identify_caller, name_in_log, Caller, Principal, Role};
+use coupond_app::identify::Origin;
+use coupond_app::{Access, Identity};
+
+use super::{identify, identify_caller, name_in_log, Caller, Role};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -75,32 +78,26 @@ impl RouteGuard {
         if let (Some(client), false) = (client, in_process) {
             tracing::Span::current().record("client", tracing::field::display(client));
         }
-        match identified {
-            Ok((p, who)) if roles.contains(&p.role()) => {
-                // A user's request marks them seen: a map update in memory, written later in
-                // batches (`coupond_engine::seen`).
-                if let Principal::User(user) = &p {
-                    state.seen().touch(user, state.now());
-                }
-                req.extensions_mut().insert(p);
-                // What the handler changes is recorded in the audit trail as this caller's.
-                // A console page's call has no peer of its own: its page's client stands.
-                let client = match (client, in_process) {
-                    (Some(c), _) => Some(c.to_string()),
-                    (None, true) => coupond_store::audit::current().and_then(|c| c.client),
-                    (None, false) => None,
-                };
-                let ctx = coupond_store::audit::Context {
-                    who,
-                    request_id: crate::observe::current_request_id(),
-                    client,
-                };
-                let answer = coupond_store::audit::acting(ctx, route.oneshot(req)).await;
-                answer.unwrap_or_else(|never| match never {})
-            }
-            Ok(_) => ApiError::Forbidden.into_response(),
-            Err(e) => e.into_response(),
-        }
+        let (p, who) = match identified {
+            Ok(found) => found,
+            Err(e) => return e.into_response(),
+        };
+        req.extensions_mut().insert(p.clone());
+        let id = Identity { principal: p, who };
+        // What the handler changes is recorded in the audit trail as this caller's. A console
+        // page's call has no peer of its own: its page's client stands.
+        let origin = Origin {
+            request_id: crate::observe::current_request_id(),
+            client: client.filter(|_| !in_process).map(|c| c.to_string()),
+        };
+        let access = Access { roles, area };
+        let answer = state.acting(id, access, origin, async {
+            let answer = route.oneshot(req).await;
+            Ok(answer.unwrap_or_else(|never| match never {}))
+        });
+        answer
+            .await
+            .unwrap_or_else(|e| ApiError::from(e).into_response())
     }
 }
 

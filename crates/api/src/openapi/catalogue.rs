@@ -16,7 +16,7 @@ use utoipa::openapi::path::Operation;
 use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder};
 use utoipa::Modify;
 
-use crate::routes::{area_of, route_table};
+use crate::routes::route_table;
 use crate::Role;
 
 /// Who sends an example: the fixture's platform, first merchant, order service or user, or
@@ -103,7 +103,7 @@ impl Modify for Catalogue {
                     .iter()
                     .find(|r| r.method == method && r.path == path.as_str())
                 {
-                    text.push(callers(route.roles, &method, path));
+                    text.push(callers(route.roles, route.area));
                 }
                 let example = examples
                     .iter()
@@ -130,8 +130,8 @@ impl Modify for Catalogue {
 }
 
 /// "Who may call" in words: the kinds of credential the guard admits, and the console roles
-/// whose area ([`area_of`]) covers the route.
-fn callers(roles: &[Role], method: &Method, path: &str) -> String {
+/// whose area covers the route.
+fn callers(roles: &[Role], area: coupond_domain::Area) -> String {
     let who: Vec<&str> = roles
         .iter()
         .map(|r| match r {
@@ -141,7 +141,6 @@ fn callers(roles: &[Role], method: &Method, path: &str) -> String {
             Role::User => "a user (a user token; only their own)",
         })
         .collect();
-    let area = area_of(method, path);
     let side = |platform: bool| -> Vec<&'static str> {
         OperatorRole::ALL
             .into_iter()

@@ -47,21 +47,17 @@ use serde::Serialize;
 use utoipa::IntoResponses;
 use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
 
+use coupond_app::Access;
+
 use crate::auth::{Role, RouteGuard};
 use crate::error::Problem;
 use crate::state::AppState;
 use coupond_domain::Area;
 
-const PLATFORM: &[Role] = &[Role::Platform];
-const MERCHANT: &[Role] = &[Role::Merchant];
-const PLATFORM_MERCHANT: &[Role] = &[Role::Platform, Role::Merchant];
-const ANYONE: &[Role] = &[Role::Platform, Role::Merchant, Role::Service, Role::User];
-const USER: &[Role] = &[Role::User];
-const SERVICE: &[Role] = &[Role::Service];
-const USER_SERVICE: &[Role] = &[Role::User, Role::Service];
-const PLATFORM_MERCHANT_SERVICE: &[Role] = &[Role::Platform, Role::Merchant, Role::Service];
-const PLATFORM_MERCHANT_USER: &[Role] = &[Role::Platform, Role::Merchant, Role::User];
-const PLATFORM_SERVICE: &[Role] = &[Role::Platform, Role::Service];
+use coupond_app::caller::roles::{
+    ANYONE, MERCHANT, PLATFORM, PLATFORM_MERCHANT, PLATFORM_MERCHANT_SERVICE,
+    PLATFORM_MERCHANT_USER, PLATFORM_SERVICE, SERVICE, USER, USER_SERVICE,
+};
 
 /// One route: method, path (in axum's `{param}` form, as in the OpenAPI document) and the
 /// roles admitted. Any other role gets 403; no credentials get 401.
@@ -71,6 +67,9 @@ pub struct RouteSpec {
     pub method: Method,
     pub path: String,
     pub roles: &'static [Role],
+    /// The area an operator account's role must act in.
+    #[serde(skip)]
+    pub area: Area,
     /// Takes file uploads: its body may be up to `max_upload_bytes`, not `max_body_bytes`.
     #[serde(skip)]
     pub upload: bool,
@@ -84,6 +83,9 @@ fn method_str<S: serde::Serializer>(m: &Method, s: S) -> Result<S::Ok, S::Error>
 /// handler with the path and method of its `#[utoipa::path]`.
 pub(crate) struct Declared {
     roles: &'static [Role],
+    /// The area an operator's role must act in, when the application declares it with the
+    /// operation's roles; otherwise [`area_of`] the route.
+    area: Option<Area>,
     upload: bool,
     route: UtoipaMethodRouter<AppState>,
 }
@@ -92,6 +94,18 @@ pub(crate) struct Declared {
 fn route(roles: &'static [Role], route: UtoipaMethodRouter<AppState>) -> Declared {
     Declared {
         roles,
+        area: None,
+        upload: false,
+        route,
+    }
+}
+
+/// A route for an operation whose [`Access`] the application declares (the console checks the
+/// same when it calls the operation directly).
+fn op(access: Access, route: UtoipaMethodRouter<AppState>) -> Declared {
+    Declared {
+        roles: access.roles,
+        area: Some(access.area),
         upload: false,
         route,
     }
@@ -101,6 +115,7 @@ fn route(roles: &'static [Role], route: UtoipaMethodRouter<AppState>) -> Declare
 fn upload(roles: &'static [Role], route: UtoipaMethodRouter<AppState>) -> Declared {
     Declared {
         roles,
+        area: None,
         upload: true,
         route,
     }
@@ -126,10 +141,12 @@ impl Declared {
         .into_iter()
         .find_map(|(m, declared)| declared.then_some(m))
         .expect("each route declares one method");
+        let area = self.area.unwrap_or_else(|| area_of(&method, path));
         RouteSpec {
             method,
             path: path.clone(),
             roles: self.roles,
+            area,
             upload: self.upload,
         }
     }
@@ -213,8 +230,8 @@ pub fn v1(state: &AppState) -> Router<AppState> {
             } else {
                 handler
             };
-            let area = area_of(&spec.method, path);
-            let guarded = handler.route_layer(RouteGuard::new(state.clone(), spec.roles, area));
+            let guarded =
+                handler.route_layer(RouteGuard::new(state.clone(), spec.roles, spec.area));
             router.route(path, guarded)
         })
 }

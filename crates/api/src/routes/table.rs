@@ -7,7 +7,7 @@ use utoipa_axum::routes;
 
 use super::{
     activities, audit, audits, campaign_messages, centre, checkout, cities, claims, codes,
-    contacts, coupons, events, inbox, issuances, keys, listings, merchants, message_texts,
+    contacts, coupons, events, inbox, issuances, keys, listings, merchants, message_texts, op,
     operators, performance, plain_orders, refunds, reports, route, seen, settlement, shared_tags,
     steering, system, tag_uploads, tags, templates, today, upload, webhooks, Declared, ANYONE,
     MERCHANT, PLATFORM, PLATFORM_MERCHANT, PLATFORM_MERCHANT_SERVICE, PLATFORM_MERCHANT_USER,
@@ -95,8 +95,8 @@ fn template_routes() -> Vec<Declared> {
         route(ANYONE, routes!(listings::get)),
         route(MERCHANT, routes!(listings::update)),
         route(MERCHANT, routes!(listings::remove)),
-        route(PLATFORM_MERCHANT, routes!(listings::bind)),
-        route(PLATFORM_MERCHANT, routes!(listings::unbind)),
+        op(coupond_app::listings::BIND, routes!(listings::bind)),
+        op(coupond_app::listings::BIND, routes!(listings::unbind)),
     ]
 }
 

@@ -66,7 +66,7 @@ async fn each_role_is_admitted_exactly_where_it_may_act() {
         people.push((role, accounts.add(&draft, None).await.unwrap().id));
     }
     for spec in route_table() {
-        let area = area_of(&spec.method, &spec.path);
+        let area = spec.area;
         let concrete = spec
             .path
             .replace("{id}", &activity.to_string())

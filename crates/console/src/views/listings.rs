@@ -9,6 +9,9 @@ use axum::http::{HeaderMap, Method};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
 use coupond_api::views::{ListingView, TemplateView};
+use coupond_app::identify::Origin;
+use coupond_app::{listings, AppError};
+use coupond_domain::{ListingId, TemplateId};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -17,6 +20,7 @@ use super::format::{decimal, money};
 use super::names::CityNames;
 use super::paging::{gather, max_rows_words, next_link, one_page};
 use super::{guard, problem_page, render, FieldErrors, Shell, Shown, TemplateRow};
+use crate::api::Problem;
 use crate::session::Session;
 use crate::Console;
 
@@ -367,7 +371,7 @@ pub async fn unbind(
     Path(id): Path<i64>,
     Form(form): Form<BindForm>,
 ) -> Response {
-    change_binding(&console, &session, &headers, id, &form, Method::DELETE).await
+    change_binding(&console, &session, &headers, id, &form, false).await
 }
 
 pub async fn bind(
@@ -377,21 +381,24 @@ pub async fn bind(
     Path(id): Path<i64>,
     Form(form): Form<BindForm>,
 ) -> Response {
-    change_binding(&console, &session, &headers, id, &form, Method::PUT).await
+    change_binding(&console, &session, &headers, id, &form, true).await
 }
 
+/// Binds or unbinds a template, by calling the application as the session's caller (the
+/// same operation, access and audit trail as the API's route).
 async fn change_binding(
     console: &Console,
     session: &Session,
     headers: &HeaderMap,
     id: i64,
     form: &BindForm,
-    method: Method,
+    bind: bool,
 ) -> Response {
     if let Some(refused) = guard(headers, session, &form.csrf) {
         return refused;
     }
-    let Ok(template) = form.template_id.trim().parse::<i64>() else {
+    let template = form.template_id.trim().parse::<i64>().ok();
+    let Some(template) = template.and_then(|t| TemplateId::new(t).ok()) else {
         return page(
             console,
             session,
@@ -400,16 +407,26 @@ async fn change_binding(
         )
         .await;
     };
-    let path = format!("/v1/listings/{id}/templates/{template}");
-    let reply = console
-        .api()
-        .call(&session.caller, method, &path, None)
-        .await;
-    if reply.ok() {
+    let app = console.app();
+    let done = match ListingId::new(id) {
+        Ok(listing) => {
+            let (who, p) = (session.identity.clone(), &session.principal);
+            let origin = Origin::default();
+            if bind {
+                let work = async { app.bind(p, listing, template).await.map(|_| ()) };
+                app.acting(who, listings::BIND, origin, work).await
+            } else {
+                let work = app.unbind(p, listing, template);
+                app.acting(who, listings::BIND, origin, work).await
+            }
+        }
+        Err(_) => Err(AppError::NotFound),
+    };
+    let Err(refused) = done else {
         return Redirect::to("/console/listings").into_response();
-    }
-    // The API names no field of this form: the message goes above the list.
-    let p = reply.problem();
+    };
+    // The operation names no field of this form: the message goes above the list.
+    let p = Problem::from(refused);
     let shown = Shown {
         error: Some(format!("Listing {id}: {}", p.detail)),
         ..Shown::of(&p)
