@@ -115,16 +115,19 @@ pub struct Access {
     pub area: Area,
 }
 
-impl Access {
-    /// Whether `id` may call an operation needing this access.
-    pub fn admits(&self, id: &Identity) -> bool {
-        let area_ok = match &id.who {
-            Who::Operator { role, .. } => role.may(self.area),
-            _ => true,
-        };
-        area_ok && self.roles.contains(&id.principal.role())
-    }
-}
+/// The platform's and merchants' campaign work (templates, codes, bindings, messages): their
+/// keys, and operator accounts whose role runs campaigns.
+pub const CAMPAIGN_WORK: Access = Access {
+    roles: roles::PLATFORM_MERCHANT,
+    area: Area::Campaigns,
+};
+
+/// Reading the platform's and merchants' campaigns (each sees its own): every operator role
+/// reads.
+pub const CAMPAIGN_READ: Access = Access {
+    roles: roles::PLATFORM_MERCHANT,
+    area: Area::Read,
+};
 
 /// The sets of roles operations admit.
 pub mod roles {

@@ -7,9 +7,12 @@ use coupond_domain::{CodeBatchSpec, SharedCode, Template, TemplateId};
 use coupond_engine::codes;
 use coupond_store::{CodeBatch, Conflict, StoreError};
 
-use crate::caller::Principal;
+use crate::caller::{Access, Principal, CAMPAIGN_WORK};
 use crate::context::App;
 use crate::error::{AppError, AppResult};
+
+/// Who may set and remove shared codes and start code batches.
+pub const MANAGE: Access = CAMPAIGN_WORK;
 
 /// A batch of codes started.
 #[derive(Debug)]

@@ -91,8 +91,8 @@ impl App {
         Ok(Identity { principal, who })
     }
 
-    /// Runs `work` as `id` if `access` admits it (else `Forbidden`): a user is marked seen,
-    /// and what `work` changes is recorded in the audit trail as `id`'s, from `origin`.
+    /// Runs `work` as `id` if `access` admits it (else `Forbidden`): [`App::admit`], then
+    /// [`App::as_caller`].
     pub async fn acting<T>(
         &self,
         id: Identity,
@@ -100,16 +100,32 @@ impl App {
         origin: Origin,
         work: impl Future<Output = AppResult<T>>,
     ) -> AppResult<T> {
-        if !access.admits(&id) {
+        self.admit(&id.principal, &id.who, access)?;
+        self.as_caller(id.who, origin, work).await
+    }
+
+    /// Whether `access` admits the caller (else `Forbidden`); a user is marked seen (a map
+    /// update in memory, written later in batches: `coupond_engine::seen`).
+    pub fn admit(&self, principal: &Principal, who: &Who, access: Access) -> AppResult<()> {
+        let id_admitted = match who {
+            Who::Operator { role, .. } => role.may(access.area),
+            _ => true,
+        };
+        if !id_admitted || !access.roles.contains(&principal.role()) {
             return Err(AppError::Forbidden);
         }
-        if let Principal::User(user) = &id.principal {
-            // A map update in memory, written later in batches (`coupond_engine::seen`).
+        if let Principal::User(user) = principal {
             self.seen().touch(user, self.now());
         }
+        Ok(())
+    }
+
+    /// Runs `work` (already admitted) with the audit trail naming `who` as the caller of what
+    /// it changes, from `origin`.
+    pub async fn as_caller<F: Future>(&self, who: Who, origin: Origin, work: F) -> F::Output {
         let outer = audit::current();
         let ctx = audit::Context {
-            who: id.who,
+            who,
             request_id: origin
                 .request_id
                 .or_else(|| outer.as_ref().and_then(|c| c.request_id.clone())),

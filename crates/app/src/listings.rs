@@ -6,18 +6,12 @@ use coupond_domain::{Listing, ListingId, TemplateId};
 use coupond_engine::{catalog, CampaignError};
 use coupond_store::{Conflict, StoreError};
 
-use coupond_domain::Area;
-
-use crate::caller::{roles, Access, Principal};
+use crate::caller::{Access, Principal, CAMPAIGN_WORK};
 use crate::context::App;
 use crate::error::{AppError, AppResult};
 
-/// Who may bind and unbind: the platform and merchants, and of operator accounts those whose
-/// role runs campaigns.
-pub const BIND: Access = Access {
-    roles: roles::PLATFORM_MERCHANT,
-    area: Area::Campaigns,
-};
+/// Who may bind and unbind templates.
+pub const BIND: Access = CAMPAIGN_WORK;
 
 /// A template bound to a listing.
 #[derive(Debug)]

@@ -8,9 +8,12 @@ use coupond_engine::messaging::campaigns;
 use coupond_engine::{user_tags, CampaignError};
 use coupond_store::{CampaignMessage, Conflict, StoreError};
 
-use crate::caller::Principal;
+use crate::caller::{Access, Principal, CAMPAIGN_WORK};
 use crate::context::App;
 use crate::error::{AppError, AppResult};
+
+/// Who may send a template's campaign messages.
+pub const SEND: Access = CAMPAIGN_WORK;
 
 impl App {
     /// Records a campaign message of template `id` and wakes the sender.

@@ -10,9 +10,15 @@ use coupond_domain::{
 use coupond_engine::shared::Notice;
 use coupond_engine::{campaigns, user_tags};
 
-use crate::caller::{may_act, Principal};
+use crate::caller::{may_act, Access, Principal, CAMPAIGN_READ, CAMPAIGN_WORK};
 use crate::context::App;
 use crate::error::{AppError, AppResult};
+
+/// Who may create and edit templates.
+pub const EDIT: Access = CAMPAIGN_WORK;
+
+/// Who may read a template.
+pub const READ: Access = CAMPAIGN_READ;
 
 impl App {
     /// Template `id`, if `p` may see it (merchants only their own).

@@ -1,9 +1,11 @@
 //! coupond's web console, served by `coupond serve` under `/console`: server-rendered pages
 //! for the platform and its merchants, from the one binary, working offline.
 //!
-//! - [`api`]: [`Api`], the console's only way to read or change anything: the `/v1` routes
-//!   called in process as the session's caller (key or account), so every page obeys the API's roles,
-//!   validation and idempotency, and no rule is written twice.
+//! - Pages call the application layer (`coupond_app::App`) with the session's identity under
+//!   each operation's access (`App::acting`): binding templates to listings, a template's
+//!   stock, its code batches and campaign messages so far. The rest still go through
+//!   [`api`]: [`Api`], the `/v1` routes called in process as the session's caller (key or
+//!   account). Either way a page obeys the same roles and rules, written once.
 //! - [`session`]: sign-in with an operator account (email and password) or an API key, a
 //!   session stored in the database (shared by every instance) named by a random id in a
 //!   private cookie; sign-out, expiry, revoking the key, and disabling the account or changing

@@ -159,6 +159,17 @@ fn default_length() -> u32 {
     10
 }
 
+impl CodeBatchDraft {
+    /// `count` codes of `prefix`, of the default length.
+    pub fn new(count: u32, prefix: String) -> Self {
+        CodeBatchDraft {
+            count,
+            prefix,
+            length: default_length(),
+        }
+    }
+}
+
 /// A validated [`CodeBatchDraft`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CodeBatchSpec {

@@ -18,7 +18,7 @@ use coupond_domain::Area;
 use tower::{Layer, Service, ServiceExt};
 
 use coupond_app::identify::Origin;
-use coupond_app::{Access, Identity};
+use coupond_app::Access;
 
 use super::{identify, identify_caller, name_in_log, Caller, Role};
 use crate::error::ApiError;
@@ -82,22 +82,18 @@ impl RouteGuard {
             Ok(found) => found,
             Err(e) => return e.into_response(),
         };
-        req.extensions_mut().insert(p.clone());
-        let id = Identity { principal: p, who };
+        if let Err(refused) = state.admit(&p, &who, Access { roles, area }) {
+            return ApiError::from(refused).into_response();
+        }
+        req.extensions_mut().insert(p);
         // What the handler changes is recorded in the audit trail as this caller's. A console
         // page's call has no peer of its own: its page's client stands.
         let origin = Origin {
             request_id: crate::observe::current_request_id(),
             client: client.filter(|_| !in_process).map(|c| c.to_string()),
         };
-        let access = Access { roles, area };
-        let answer = state.acting(id, access, origin, async {
-            let answer = route.oneshot(req).await;
-            Ok(answer.unwrap_or_else(|never| match never {}))
-        });
-        answer
-            .await
-            .unwrap_or_else(|e| ApiError::from(e).into_response())
+        let answer = state.as_caller(who, origin, route.oneshot(req)).await;
+        answer.unwrap_or_else(|never| match never {})
     }
 }
 

@@ -46,7 +46,8 @@ pub struct CampaignMessageView {
 }
 
 impl CampaignMessageView {
-    fn new(m: CampaignMessage) -> Self {
+    /// The view of a recorded message (what the API answers, and the console shows).
+    pub fn new(m: CampaignMessage) -> Self {
         let segment = m.campaign.segment().cloned();
         CampaignMessageView {
             id: m.id,

@@ -4,14 +4,18 @@
 
 use askama::Template;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, Method, StatusCode};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::Form;
 use coupond_api::routes::campaign_messages::CampaignMessageView;
+use coupond_app::identify::Origin;
+use coupond_app::{messages, AppError};
+use coupond_domain::messaging::CampaignDraft;
+use coupond_domain::TemplateId;
 use serde::Deserialize;
-use serde_json::json;
 
 use super::super::{guard, render};
+use crate::api::Problem;
 use crate::session::Session;
 use crate::Console;
 
@@ -64,9 +68,9 @@ struct SentPartial {
     error: Option<String>,
 }
 
-/// Sends a message to the template's holders through the API; answered (200, for htmx to
-/// show it) with what it was sent to, or the API's words for what is wrong (over the day's
-/// limit, a title too long).
+/// Sends a message to the template's holders (the application's `send_campaign`, as the
+/// session's caller); answered (200, for htmx to show it) with what it was sent to, or the
+/// API's words for what is wrong (over the day's limit, a title too long).
 pub async fn send(
     State(console): State<Console>,
     session: Session,
@@ -77,17 +81,22 @@ pub async fn send(
     if let Some(refused) = guard(&headers, &session, &f.csrf) {
         return refused;
     }
-    let body = json!({"title": f.title.trim(), "message": f.message.trim()});
-    let reply = console
-        .api()
-        .send_json(
-            &session.caller,
-            Method::POST,
-            &format!("/v1/templates/{id}/messages"),
-            &body,
-        )
-        .await;
-    let (status, page) = match reply.into::<CampaignMessageView>() {
+    let draft = CampaignDraft {
+        title: f.title.trim().to_owned(),
+        message: f.message.trim().to_owned(),
+        segment: None,
+    };
+    let app = console.app();
+    let sent = match TemplateId::new(id) {
+        Ok(id) => {
+            let work = app.send_campaign(&session.principal, id, draft);
+            let who = session.identity.clone();
+            app.acting(who, messages::SEND, Origin::default(), work)
+                .await
+        }
+        Err(_) => Err(AppError::NotFound),
+    };
+    let (status, page) = match sent.map(CampaignMessageView::new) {
         Ok(m) => (
             StatusCode::OK,
             SentPartial {
@@ -97,7 +106,8 @@ pub async fn send(
         ),
         // Answered 200 all the same: htmx swaps in only a successful answer, and the person
         // must read why nothing was sent.
-        Err(p) => {
+        Err(e) => {
+            let p = Problem::from(e);
             let field = p.field.as_deref().unwrap_or("message").replace('_', " ");
             let error = Some(format!("{field}: {}", p.detail));
             (StatusCode::OK, SentPartial { sent: None, error })

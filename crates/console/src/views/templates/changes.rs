@@ -8,13 +8,18 @@ use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
 use coupond_api::views::TemplateView;
-use coupond_domain::{Timestamp, Validity};
+use coupond_app::identify::Origin;
+use coupond_app::{codes, templates, AppError};
+use coupond_domain::{
+    CodeBatchDraft, CodeBatchSpec, TemplateId, TemplatePatch, Timestamp, Validity,
+};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::super::activities::utc;
 use super::super::{download, guard, problem_page};
 use super::{render_page, CodesForm, Notice};
+use crate::api::Problem;
 use crate::session::Session;
 use crate::Console;
 
@@ -227,14 +232,12 @@ pub async fn top_up(
         ))
         .into_response();
     };
-    let path = format!("/v1/templates/{id}");
-    let body = serde_json::json!({"total_stock": stock});
-    let reply = console
-        .api()
-        .send_json(&session.caller, Method::PATCH, &path, &body)
-        .await;
-    if !reply.ok() {
-        return problem_page(&session, &reply.problem());
+    let patch = TemplatePatch {
+        total_stock: Some(stock),
+        ..TemplatePatch::default()
+    };
+    if let Err(e) = edit(&console, &session, id, patch).await {
+        return problem_page(&session, &Problem::from(e));
     }
     Redirect::to(&format!("/console/templates/{id}?notice=stock+changed")).into_response()
 }
@@ -343,27 +346,33 @@ pub async fn code_batch(
         form.error = Some("how many: a whole number of codes".into());
         return again(form, StatusCode::UNPROCESSABLE_ENTITY).await;
     };
-    let api = console.api();
-    let path = format!("/v1/templates/{id}");
-    let left = match api.get(&session.caller, &path).await.into::<TemplateView>() {
-        Ok(t) => t.remaining,
-        Err(p) => return problem_page(&session, &p),
+    let Ok(template) = TemplateId::new(id) else {
+        return problem_page(&session, &Problem::from(AppError::NotFound));
+    };
+    let app = console.app();
+    let who = || session.identity.clone();
+    let read = app.visible_template(&session.principal, template);
+    let left = match app
+        .acting(who(), templates::READ, Origin::default(), read)
+        .await
+    {
+        Ok(t) => TemplateView::new(t, app.now()).remaining,
+        Err(e) => return problem_page(&session, &Problem::from(e)),
     };
     if i64::from(count) > left && f.anyway != "1" {
         form.over_stock = Some((count, left));
         return again(form, StatusCode::OK).await;
     }
-    let body = json!({"count": count, "prefix": form.prefix});
-    let reply = api
-        .send_json(
-            &session.caller,
-            Method::POST,
-            &format!("{path}/codes"),
-            &body,
-        )
-        .await;
-    if !reply.ok() {
-        let p = reply.problem();
+    let started = async {
+        let spec = CodeBatchSpec::try_from(CodeBatchDraft::new(count, form.prefix.clone()))?;
+        app.start_code_batch(&session.principal, template, &spec)
+            .await
+    };
+    if let Err(e) = app
+        .acting(who(), codes::MANAGE, Origin::default(), started)
+        .await
+    {
+        let p = Problem::from(e);
         let field = p.field.as_deref().unwrap_or("codes").replace('_', " ");
         form.error = Some(format!("{field}: {}", p.detail));
         let status = StatusCode::from_u16(p.status).unwrap_or(StatusCode::BAD_REQUEST);
@@ -380,4 +389,20 @@ pub async fn codes_csv(
 ) -> Response {
     let path = format!("/v1/code-batches/{id}/codes");
     download(&console, &session, &path, &format!("code-batch-{id}.csv")).await
+}
+
+/// Edits template `id` by the application's `update_template`, as the session's caller.
+async fn edit(
+    console: &Console,
+    session: &Session,
+    id: i64,
+    patch: TemplatePatch,
+) -> Result<(), AppError> {
+    let id = TemplateId::new(id).map_err(|_| AppError::NotFound)?;
+    let app = console.app();
+    let work = app.update_template(&session.principal, id, patch);
+    let who = session.identity.clone();
+    app.acting(who, templates::EDIT, Origin::default(), work)
+        .await
+        .map(|_| ())
 }
