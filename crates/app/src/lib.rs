@@ -19,6 +19,7 @@
 //! - [`issuance`]: starting bulk issuance to a list or a segment of users.
 //! - [`listings`]: listings as a caller may see them; binding and unbinding templates.
 //! - [`messages`]: sending a template's campaign message.
+//! - [`today`]: today's figures of a caller, and the outbox consumers' lag.
 //! - [`cache`]: the short-lived cache of the hot path (API keys, claimed templates).
 //! - [`shelf_cache`]: the coupon centre's shelf, read whole once per `cache_ttl` and mended per
 //!   template in between.
@@ -46,6 +47,7 @@ pub mod retry;
 pub mod settings;
 pub mod shelf_cache;
 pub mod templates;
+pub mod today;
 
 pub use caller::{Access, Identity, Principal, Role};
 pub use context::App;

@@ -116,7 +116,7 @@ pub async fn metrics(State(s): State<AppState>) -> impl IntoResponse {
     metrics::gauge!("db_pool_idle_connections", "backend" => backend).set(f64::from(pool.idle));
     metrics::gauge!("db_pool_max_connections", "backend" => backend).set(f64::from(pool.max));
     // Read at scrape time (up to 1,000 events per consumer), so it is right on every instance.
-    if let Ok(lags) = crate::routes::today::lags(&s).await {
+    if let Ok(lags) = s.outbox_lags().await {
         for l in lags {
             metrics::gauge!(coupond_engine::telemetry::OUTBOX_BACKLOG, "consumer" => l.consumer)
                 .set(f64::from(l.behind));

@@ -132,7 +132,7 @@ fn operations_routes() -> Vec<Declared> {
         route(PLATFORM, routes!(reports::reconciliation)),
         route(PLATFORM_MERCHANT, routes!(performance::performance)),
         route(PLATFORM_MERCHANT, routes!(settlement::settlement)),
-        route(PLATFORM_MERCHANT, routes!(today::today)),
+        op(coupond_app::today::READ, routes!(today::today)),
         route(PLATFORM_MERCHANT, routes!(webhooks::create)),
         route(PLATFORM_MERCHANT, routes!(webhooks::list)),
         route(PLATFORM_MERCHANT, routes!(webhooks::get)),

@@ -7,9 +7,8 @@
 
 use axum::extract::State;
 use axum::{Extension, Json};
-use coupond_domain::{ActivityStatus, Timestamp, Zone};
-use coupond_engine::dispatch::sinks;
-use coupond_store::{ActivityQuery, Page};
+use coupond_app::today::{Lag, Today};
+use coupond_domain::{Timestamp, Zone};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -22,12 +21,6 @@ use crate::views::TemplateView;
 
 /// The furthest back `since` may go: the counts read the coupon log from there on.
 const MAX_DAYS: i64 = 31;
-/// Outbox events counted per consumer, at most (more reads as `behind_more: true`).
-const MAX_BEHIND: u32 = 1_000;
-/// Templates listed as needing attention, at most (more reads as `more: true`).
-const MAX_ATTENTION: u32 = 50;
-/// A claimable template usable only until within this many days needs attention.
-const EXPIRING_WITHIN_DAYS: i64 = 7;
 
 /// The instant to count from.
 #[derive(Debug, Deserialize, IntoParams)]
@@ -124,137 +117,67 @@ pub async fn today(
     ApiQuery(q): ApiQuery<TodayQuery>,
 ) -> ApiResult<Json<TodayView>> {
     let now = s.now();
-    let since = match q.since {
-        Some(t) if t > now || t < now.minus(time::Duration::days(MAX_DAYS)) => {
-            return Err(ApiError::bad_request(
-                "invalid_query",
-                Some("since"),
-                format!("since must be within the last {MAX_DAYS} days"),
-            ))
-        }
-        Some(t) => t,
-        None => start_of_day(s.zone(), now),
-    };
-    let counts = s.store().since(p.merchant(), since).await?;
-    let outbox = match p {
-        Principal::Platform => Some(lags(&s).await?),
-        _ => None,
-    };
-    let standing = s.store().standing(p.merchant(), now).await?;
-    Ok(Json(TodayView {
-        since,
-        time_zone: s.zone().name().to_owned(),
-        date: s.zone().date_text(since),
-        claimed: counts.claimed,
-        used: counts.used,
-        deliveries_failed: counts.deliveries_failed,
-        deliveries_retrying: counts.deliveries_retrying,
-        templates: TemplatesNow {
-            claimable: standing.claimable,
-            low_stock: standing.low_stock,
-            claimed: standing.claimed,
-            used: standing.used,
-        },
-        activities: activities_now(&s, &p, now).await?,
-        attention: attention(&s, &p, now).await?,
-        outbox,
-    }))
-}
-
-/// Activities running and enrolling, of those the caller sees.
-async fn activities_now(s: &AppState, p: &Principal, now: Timestamp) -> ApiResult<ActivitiesNow> {
-    let any_city = match p.merchant() {
-        Some(m) => Some(s.store().merchant(m).await?.cities),
-        None => None,
-    };
-    let count = |status| {
-        let q = ActivityQuery {
-            narrow: Default::default(),
-            status: Some(status),
-            city: None,
-            any_city: any_city.clone(),
-            now,
-            freeze: s.settings().freeze,
-            page: Page {
-                after: None,
-                limit: 1,
-            },
-        };
-        async move { s.store().count_activities(&q).await }
-    };
-    Ok(ActivitiesNow {
-        running: count(ActivityStatus::Running).await?,
-        enrolling: count(ActivityStatus::Enrolling).await?,
-    })
-}
-
-/// Up to [`MAX_ATTENTION`] templates needing attention, and whether there are more.
-async fn attention(s: &AppState, p: &Principal, now: Timestamp) -> ApiResult<Attention> {
-    let soon = now.plus(time::Duration::days(EXPIRING_WITHIN_DAYS));
-    let mut found = s
-        .store()
-        .needing_attention(p.merchant(), now, soon, MAX_ATTENTION + 1)
-        .await?;
-    let more = found.len() > MAX_ATTENTION as usize;
-    found.truncate(MAX_ATTENTION as usize);
-    Ok(Attention {
-        items: found
-            .into_iter()
-            .map(|t| TemplateView::new(t, now))
-            .collect(),
-        more,
-    })
-}
-
-/// Each consumer's unread events, read from its stored position (at most `MAX_BEHIND` + 1).
-pub(crate) async fn lags(s: &AppState) -> ApiResult<Vec<ConsumerLag>> {
-    let nats = s.settings().publishes_to_nats.then_some(sinks::NATS);
-    let mut out = Vec::with_capacity(sinks::ALL.len() + 1);
-    for consumer in sinks::ALL.into_iter().chain(nats) {
-        let at = s.store().sink_position(consumer).await?;
-        let n = s.store().outbox_read(at, MAX_BEHIND + 1).await?.len();
-        let n = u32::try_from(n).unwrap_or(u32::MAX);
-        out.push(ConsumerLag {
-            consumer: consumer.to_owned(),
-            behind: n.min(MAX_BEHIND),
-            behind_more: n > MAX_BEHIND,
-        });
+    if q.since
+        .is_some_and(|t| t > now || t < now.minus(time::Duration::days(MAX_DAYS)))
+    {
+        return Err(ApiError::bad_request(
+            "invalid_query",
+            Some("since"),
+            format!("since must be within the last {MAX_DAYS} days"),
+        ));
     }
-    Ok(out)
+    let since = q.since;
+    Ok(Json(TodayView::of(s.today(&p, since).await?, s.zone())))
 }
 
-/// The first instant of `now`'s local day in `zone`.
-fn start_of_day(zone: Zone, now: Timestamp) -> Timestamp {
-    zone.day_start(zone.day_of(now)).unwrap_or(now)
+impl TodayView {
+    /// The view of a caller's figures, dates in the platform's time zone `zone`.
+    pub fn of(today: Today, zone: Zone) -> Self {
+        let (counts, standing) = (today.since, today.standing);
+        TodayView {
+            since: today.from,
+            time_zone: zone.name().to_owned(),
+            date: zone.date_text(today.from),
+            claimed: counts.claimed,
+            used: counts.used,
+            deliveries_failed: counts.deliveries_failed,
+            deliveries_retrying: counts.deliveries_retrying,
+            templates: TemplatesNow {
+                claimable: standing.claimable,
+                low_stock: standing.low_stock,
+                claimed: standing.claimed,
+                used: standing.used,
+            },
+            activities: ActivitiesNow {
+                running: today.running,
+                enrolling: today.enrolling,
+            },
+            attention: Attention {
+                items: today
+                    .attention
+                    .into_iter()
+                    .map(|t| TemplateView::new(t, today.now))
+                    .collect(),
+                more: today.more,
+            },
+            outbox: today
+                .outbox
+                .map(|lags| lags.into_iter().map(ConsumerLag::of).collect()),
+        }
+    }
+}
+
+impl ConsumerLag {
+    /// The view of one consumer's lag.
+    pub(crate) fn of(lag: Lag) -> Self {
+        ConsumerLag {
+            consumer: lag.consumer.to_owned(),
+            behind: lag.behind,
+            behind_more: lag.behind_more,
+        }
+    }
 }
 
 fn utc_name() -> String {
     Zone::UTC.name().to_owned()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_day_starts_at_midnight_utc() {
-        let t = Timestamp::parse("2026-11-24T15:42:07.123Z").unwrap();
-        assert_eq!(
-            start_of_day(Zone::UTC, t),
-            Timestamp::parse("2026-11-24T00:00:00Z").unwrap()
-        );
-        let midnight = Timestamp::parse("2026-11-24T00:00:00Z").unwrap();
-        assert_eq!(start_of_day(Zone::UTC, midnight), midnight);
-    }
-
-    #[test]
-    fn the_day_starts_at_local_midnight_of_the_zone() {
-        let z = Zone::parse("Asia/Shanghai").unwrap();
-        // 01:00 on the 10th in Shanghai: today began at 16:00 UTC on the 9th.
-        let t = Timestamp::parse("2027-01-09T17:00:00Z").unwrap();
-        assert_eq!(
-            start_of_day(z, t),
-            Timestamp::parse("2027-01-09T16:00:00Z").unwrap()
-        );
-    }
 }

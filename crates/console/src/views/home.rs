@@ -2,8 +2,8 @@
 //! needs attention (templates low on stock or expiring within 7 days, failing webhook
 //! deliveries, the platform's outbox backlog), and totals. The platform sees everything; a
 //! merchant its own templates and endpoints and the activities open to it. Every count and the
-//! attention list come from `GET /v1/reports/today`, which counts in the database over all
-//! of them. "Today" is the platform's local day (`platform.time_zone`), and the page says which
+//! attention list come from the application's `today` (what `GET /v1/reports/today`
+//! answers), which counts in the database over all of them. "Today" is the platform's local day (`platform.time_zone`), and the page says which
 //! zone that is.
 
 use askama::Template;
@@ -13,10 +13,13 @@ use axum::response::Response;
 use coupond_api::pagination::PageOf;
 use coupond_api::routes::today::TodayView;
 use coupond_api::views::ActivityView;
+use coupond_app::identify::Origin;
+use coupond_app::today;
 
 use super::names::{CityNames, MerchantNames};
 use super::timeline::Timeline;
 use super::{problem_page, render, ActivityRow, Shell, TemplateRow};
+use crate::api::Problem;
 use crate::session::Session;
 use crate::Console;
 
@@ -70,10 +73,17 @@ const ORDER: [&str; 6] = [
 pub async fn page(State(console): State<Console>, session: Session) -> Response {
     let api = console.api();
     let activities = api.get(&session.caller, "/v1/activities?limit=200").await;
-    let today = api.get(&session.caller, "/v1/reports/today").await;
+    let app = console.app();
+    let who = session.identity.clone();
+    let figures = app.today(&session.principal, None);
+    let today = app
+        .acting(who, today::READ, Origin::default(), figures)
+        .await;
     let read = (
         activities.into::<PageOf<ActivityView>>(),
-        today.into::<TodayView>(),
+        today
+            .map(|t| TodayView::of(t, app.zone()))
+            .map_err(Problem::from),
     );
     let (activities, today) = match read {
         (Ok(a), Ok(t)) => (a, t),
