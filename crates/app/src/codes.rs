@@ -5,14 +5,17 @@
 
 use coupond_domain::{CodeBatchSpec, SharedCode, Template, TemplateId};
 use coupond_engine::codes;
-use coupond_store::{CodeBatch, Conflict, StoreError};
+use coupond_store::{CodeBatch, Conflict, Page, StoreError};
 
-use crate::caller::{Access, Principal, CAMPAIGN_WORK};
+use crate::caller::{Access, Principal, CAMPAIGN_READ, CAMPAIGN_WORK};
 use crate::context::App;
 use crate::error::{AppError, AppResult};
 
 /// Who may set and remove shared codes and start code batches.
 pub const MANAGE: Access = CAMPAIGN_WORK;
+
+/// Who may read code batches.
+pub const READ: Access = CAMPAIGN_READ;
 
 /// A batch of codes started.
 #[derive(Debug)]
@@ -82,6 +85,17 @@ impl App {
         let b = self.store().code_batch(id).await?;
         self.visible_template(p, b.template_id).await?;
         Ok(b)
+    }
+
+    /// A page of template `id`'s code batches, oldest first.
+    pub async fn code_batches(
+        &self,
+        p: &Principal,
+        id: TemplateId,
+        page: Page,
+    ) -> AppResult<Vec<CodeBatch>> {
+        self.visible_template(p, id).await?;
+        Ok(self.store().template_code_batches(id, page).await?)
     }
 
     /// Template `id`, if `p` may see it and its codes may change now.

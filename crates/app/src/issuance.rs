@@ -5,12 +5,15 @@
 
 use coupond_domain::{Segment, Template, TemplateId, UserId};
 use coupond_engine::{issuance, user_tags};
-use coupond_store::{InvalidLine, Issuance, IssuanceKey, NewIssuance};
+use coupond_store::{InvalidLine, Issuance, IssuanceKey, NewIssuance, Page};
 
-use crate::caller::Principal;
+use crate::caller::{Access, Principal, CAMPAIGN_READ};
 use crate::context::App;
 use crate::error::{AppError, AppResult};
 use crate::retry::RetryKey;
+
+/// Who may read issuance jobs.
+pub const READ: Access = CAMPAIGN_READ;
 
 /// Users one job may name, at most (lines of an upload, members of a segment).
 pub const MAX_USERS: usize = 1_000_000;
@@ -111,5 +114,16 @@ impl App {
             None => self.store().issuance(job.id).await?,
         };
         Ok((done, !created))
+    }
+
+    /// A page of template `id`'s issuance jobs.
+    pub async fn issuances(
+        &self,
+        p: &Principal,
+        id: TemplateId,
+        page: Page,
+    ) -> AppResult<Vec<Issuance>> {
+        self.visible_template(p, id).await?;
+        Ok(self.store().template_issuances(id, page).await?)
     }
 }

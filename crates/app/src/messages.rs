@@ -6,14 +6,17 @@ use coupond_domain::messaging::CampaignDraft;
 use coupond_domain::TemplateId;
 use coupond_engine::messaging::campaigns;
 use coupond_engine::{user_tags, CampaignError};
-use coupond_store::{CampaignMessage, Conflict, StoreError};
+use coupond_store::{owner_key, CampaignMessage, Conflict, Page, StoreError};
 
-use crate::caller::{Access, Principal, CAMPAIGN_WORK};
+use crate::caller::{Access, Principal, CAMPAIGN_READ, CAMPAIGN_WORK};
 use crate::context::App;
 use crate::error::{AppError, AppResult};
 
 /// Who may send a template's campaign messages.
 pub const SEND: Access = CAMPAIGN_WORK;
+
+/// Who may read them.
+pub const READ: Access = CAMPAIGN_READ;
 
 impl App {
     /// Records a campaign message of template `id` and wakes the sender.
@@ -55,5 +58,20 @@ impl App {
         })?;
         self.campaign_messages().notify_one();
         Ok(m)
+    }
+
+    /// A page of template `id`'s campaign messages, newest first: for the platform every one,
+    /// for a merchant those it sent (the platform's own segments may name tags it keeps to
+    /// itself).
+    pub async fn sent_messages(
+        &self,
+        p: &Principal,
+        id: TemplateId,
+        page: Page,
+    ) -> AppResult<Vec<CampaignMessage>> {
+        self.visible_template(p, id).await?;
+        let sender = p.merchant().map(|m| owner_key(Some(m)));
+        let rows = self.store().template_campaign_messages(id, sender, page);
+        Ok(rows.await?)
     }
 }

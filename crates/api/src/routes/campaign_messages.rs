@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use coupond_domain::messaging::CampaignDraft;
 use coupond_domain::{Segment, TemplateId, Timestamp};
-use coupond_store::{owner_key, CampaignMessage};
+use coupond_store::CampaignMessage;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -17,7 +17,6 @@ use crate::auth::Principal;
 use crate::error::ApiResult;
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::pagination::{self, PageOf};
-use crate::routes::templates::load_visible;
 use crate::routes::{BodyErrors, CommonErrors, ConflictError};
 use crate::state::AppState;
 
@@ -130,14 +129,7 @@ pub async fn list(
     ApiQuery(q): ApiQuery<MessagesQuery>,
 ) -> ApiResult<Json<PageOf<CampaignMessageView>>> {
     let page = pagination::page(q.cursor.as_deref(), q.limit, s.settings())?;
-    load_visible(&s, &p, id).await?;
-    // The platform's own messages (their segments may name tags it keeps to itself) are not
-    // the merchant's to read.
-    let sender = p.merchant().map(|m| owner_key(Some(m)));
-    let rows = s
-        .store()
-        .template_campaign_messages(id, sender, page)
-        .await?;
+    let rows = s.sent_messages(&p, id, page).await?;
     Ok(Json(pagination::finish(
         rows,
         page,

@@ -177,8 +177,7 @@ pub async fn list_batches(
     ApiQuery(q): ApiQuery<BatchesQuery>,
 ) -> ApiResult<Json<PageOf<CodeBatchView>>> {
     let page = pagination::page(q.cursor.as_deref(), q.limit, s.settings())?;
-    load_visible(&s, &p, id).await?;
-    let rows = s.store().template_code_batches(id, page).await?;
+    let rows = s.code_batches(&p, id, page).await?;
     Ok(Json(pagination::finish(
         rows,
         page,

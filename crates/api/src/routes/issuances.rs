@@ -76,7 +76,8 @@ pub struct IssuanceView {
 }
 
 impl IssuanceView {
-    fn new(j: Issuance, now: Timestamp) -> Self {
+    /// The view of a job at `now`.
+    pub fn new(j: Issuance, now: Timestamp) -> Self {
         let rate_per_second = j.started_at.and_then(|start| {
             let end = j.finished_at.unwrap_or(now);
             let secs = (end.unix_micros() - start.unix_micros()) as f64 / 1e6;
@@ -302,8 +303,7 @@ pub async fn list(
             "template_id is required",
         )
     })?;
-    load_visible(&s, &p, template).await?;
-    let rows = s.store().template_issuances(template, page).await?;
+    let rows = s.issuances(&p, template, page).await?;
     let now = s.now();
     Ok(Json(pagination::finish(
         rows,

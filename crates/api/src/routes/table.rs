@@ -114,7 +114,7 @@ fn wallet_routes() -> Vec<Declared> {
         route(PLATFORM_MERCHANT, routes!(codes::get_shared)),
         op(coupond_app::codes::MANAGE, routes!(codes::remove_shared)),
         op(coupond_app::codes::MANAGE, routes!(codes::create_batch)),
-        route(PLATFORM_MERCHANT, routes!(codes::list_batches)),
+        op(coupond_app::codes::READ, routes!(codes::list_batches)),
         route(PLATFORM_MERCHANT, routes!(codes::get_batch)),
         route(PLATFORM_MERCHANT, routes!(codes::download)),
         route(USER_SERVICE, routes!(codes::redeem)),
@@ -125,7 +125,7 @@ fn wallet_routes() -> Vec<Declared> {
 fn operations_routes() -> Vec<Declared> {
     vec![
         upload(PLATFORM_MERCHANT, routes!(issuances::create)),
-        route(PLATFORM_MERCHANT, routes!(issuances::list)),
+        op(coupond_app::issuance::READ, routes!(issuances::list)),
         route(PLATFORM_MERCHANT, routes!(issuances::get)),
         route(PLATFORM_MERCHANT, routes!(reports::template)),
         route(PLATFORM_MERCHANT, routes!(reports::activity)),
@@ -181,7 +181,10 @@ fn checkout_routes() -> Vec<Declared> {
             coupond_app::messages::SEND,
             routes!(campaign_messages::send),
         ),
-        route(PLATFORM_MERCHANT, routes!(campaign_messages::list)),
+        op(
+            coupond_app::messages::READ,
+            routes!(campaign_messages::list),
+        ),
         route(PLATFORM, routes!(message_texts::outbound)),
         route(PLATFORM, routes!(shared_tags::list)),
         route(PLATFORM, routes!(shared_tags::share)),

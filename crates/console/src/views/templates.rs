@@ -8,11 +8,15 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use coupond_api::pagination::PageOf;
+use coupond_api::routes::campaign_messages::CampaignMessageView;
 use coupond_api::routes::issuances::IssuanceView;
 use coupond_api::routes::reports::TemplateStats;
 use coupond_api::routes::templates::TemplateChangeView;
 use coupond_api::views::{CodeBatchStatus, CodeBatchView, CouponView, ReviewView, TemplateView};
-use coupond_domain::{TemplateAction, TemplateStatus, Timestamp, Validity};
+use coupond_app::identify::Origin;
+use coupond_app::{codes, issuance, messages};
+use coupond_domain::{TemplateAction, TemplateId, TemplateStatus, Timestamp, Validity};
+use coupond_store::{CampaignMessage, CodeBatch, Issuance, Page};
 use serde::Deserialize;
 
 use super::choices::{self, Choice};
@@ -277,41 +281,61 @@ impl Side {
         };
         let paths = [
             format!("/v1/templates/{id}/stats?{window}"),
-            format!("/v1/issuances?template_id={id}&limit=200"),
             format!("/v1/templates/{id}/coupons?limit=20"),
-            format!("/v1/templates/{id}/code-batches?limit=20"),
             format!("/v1/templates/{id}/history?limit=50"),
-            format!("/v1/templates/{id}/messages?limit=10"),
         ];
         let stats = api.get(who, &paths[0]).await;
-        let jobs = api.get(who, &paths[1]).await;
-        let holders = api.get(who, &paths[2]).await;
-        let batches = api.get(who, &paths[3]).await;
-        let history = api.get(who, &paths[4]).await;
-        let messages = api.get(who, &paths[5]).await;
+        let holders = api.get(who, &paths[1]).await;
+        let history = api.get(who, &paths[2]).await;
+        let now = console.app().now();
+        let (jobs, batches, messages) = match TemplateId::new(id) {
+            Ok(t) => Self::own(console, session, t).await,
+            Err(_) => Default::default(),
+        };
         Side {
             messages: messages
-                .into::<PageOf<_>>()
-                .map(|p| p.items.iter().map(campaign::Sent::of).collect())
-                .unwrap_or_default(),
+                .into_iter()
+                .map(CampaignMessageView::new)
+                .map(|m| campaign::Sent::of(&m))
+                .collect(),
             stats: stats.into::<TemplateStats>().ok(),
             history: history
                 .into::<PageOf<_>>()
                 .map(|p| p.items)
                 .unwrap_or_default(),
             jobs: jobs
-                .into::<PageOf<_>>()
-                .map(|p| p.items)
-                .unwrap_or_default(),
+                .into_iter()
+                .map(|j| IssuanceView::new(j, now))
+                .collect(),
             holders: holders
                 .into::<PageOf<_>>()
                 .map(|p| p.items)
                 .unwrap_or_default(),
-            batches: batches
-                .into::<PageOf<_>>()
-                .map(|p| p.items)
-                .unwrap_or_default(),
+            batches: batches.into_iter().map(CodeBatchView::new).collect(),
         }
+    }
+
+    /// The template's issuance jobs (up to 200), code batches (20) and campaign messages
+    /// (10), as the application answers the session's caller (none where it refuses).
+    async fn own(
+        console: &Console,
+        session: &Session,
+        t: TemplateId,
+    ) -> (Vec<Issuance>, Vec<CodeBatch>, Vec<CampaignMessage>) {
+        let (app, p) = (console.app(), &session.principal);
+        let who = || session.identity.clone();
+        let first = |limit| Page { after: None, limit };
+        let jobs = app.issuances(p, t, first(200));
+        let jobs = app.acting(who(), issuance::READ, Origin::default(), jobs);
+        let batches = app.code_batches(p, t, first(20));
+        let batches = app.acting(who(), codes::READ, Origin::default(), batches);
+        let sent = app.sent_messages(p, t, first(10));
+        let sent = app.acting(who(), messages::READ, Origin::default(), sent);
+        (
+            jobs.await.unwrap_or_default(),
+            batches.await.unwrap_or_default(),
+            sent.await.unwrap_or_default(),
+        )
     }
 }
 
