@@ -49,16 +49,6 @@ pub(crate) fn view_one(s: &AppState, p: &Principal, a: Activity, now: Timestamp)
     v
 }
 
-/// Loads an activity the caller may see: merchants only see activities covering one of their
-/// cities; others get 404, as if it did not exist.
-pub(crate) async fn load_visible(
-    s: &AppState,
-    p: &Principal,
-    id: ActivityId,
-) -> ApiResult<Activity> {
-    Ok(s.visible_activity(p, id).await?)
-}
-
 /// Create an activity.
 ///
 /// A platform activity merchants enroll their templates in: its cities, the kind and range of
@@ -171,7 +161,7 @@ pub async fn get(
     State(s): State<AppState>,
     ApiPath(id): ApiPath<ActivityId>,
 ) -> ApiResult<Json<ActivityView>> {
-    let a = load_visible(&s, &p, id).await?;
+    let a = s.visible_activity(&p, id).await?;
     Ok(Json(view_one(&s, &p, a, s.now())))
 }
 

@@ -18,7 +18,6 @@ use crate::extract::{ApiJson, ApiPath, ApiQuery, ClientIp, OptionalJson};
 use crate::idempotency;
 use crate::pagination::{self, PageOf};
 use crate::routes::claims::{created, ClaimBody, Created};
-use crate::routes::templates::load_visible;
 use crate::routes::{BodyErrors, CommonErrors, ConflictError, RateLimitedError};
 use crate::state::AppState;
 use crate::views::{CodeBatchView, CouponView, SharedCodeView};
@@ -73,7 +72,7 @@ pub async fn get_shared(
     State(s): State<AppState>,
     ApiPath(id): ApiPath<TemplateId>,
 ) -> ApiResult<Json<SharedCodeView>> {
-    load_visible(&s, &p, id).await?;
+    s.visible_template(&p, id).await?;
     let code = s.store().shared_code(id).await?.ok_or(ApiError::NotFound)?;
     Ok(Json(SharedCodeView {
         template_id: id,

@@ -16,7 +16,6 @@ use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::pagination::{self, PageOf};
-use crate::routes::templates::load_visible;
 use crate::routes::{BodyErrors, CommonErrors, ConflictError};
 use crate::state::AppState;
 use crate::views::CouponView;
@@ -49,7 +48,7 @@ pub async fn revoke(
     ApiJson(body): ApiJson<RevokeBody>,
 ) -> ApiResult<Json<CouponView>> {
     let coupon = s.store().coupon(id).await?;
-    let t = load_visible(&s, &p, coupon.template_id).await?;
+    let t = s.visible_template(&p, coupon.template_id).await?;
     let now = s.now();
     let revoked = lifecycle::revoke_coupon(s.store(), id, &body.reason, &p.actor(), now).await?;
     Ok(Json(CouponView::new(revoked, &t, now)))
@@ -103,7 +102,7 @@ pub async fn of_template(
             "all=true is only for format=csv",
         ));
     }
-    let t = load_visible(&s, &p, id).await?;
+    let t = s.visible_template(&p, id).await?;
     let limit = if all {
         q.limit.or(Some(s.settings().max_page))
     } else {

@@ -21,7 +21,6 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiPath, ApiQuery};
 use crate::idempotency;
 use crate::pagination::{self, PageOf};
-use crate::routes::templates::load_visible;
 use crate::routes::{BodyErrors, CommonErrors, ConflictError, RateLimitedError};
 use crate::state::AppState;
 
@@ -265,7 +264,7 @@ pub async fn get(
     ApiPath(id): ApiPath<i64>,
 ) -> ApiResult<Json<IssuanceView>> {
     let job = s.store().issuance(id).await?;
-    load_visible(&s, &p, job.template_id).await?;
+    s.visible_template(&p, job.template_id).await?;
     Ok(Json(IssuanceView::new(job, s.now())))
 }
 

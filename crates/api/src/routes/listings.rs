@@ -28,10 +28,6 @@ use crate::state::AppState;
 use crate::views::{ListingView, LiveCoupon};
 
 /// Loads a listing the caller may see: merchants only their own.
-async fn load_visible(s: &AppState, p: &Principal, id: ListingId) -> ApiResult<Listing> {
-    Ok(s.visible_listing(p, id).await?)
-}
-
 /// The listings with the coupons live on them at `now`.
 async fn with_coupons(
     s: &AppState,
@@ -96,7 +92,7 @@ pub async fn get(
     State(s): State<AppState>,
     ApiPath(id): ApiPath<ListingId>,
 ) -> ApiResult<Json<ListingView>> {
-    let l = load_visible(&s, &p, id).await?;
+    let l = s.visible_listing(&p, id).await?;
     let mut views = with_coupons(&s, vec![l], s.now()).await?;
     views.pop().map(Json).ok_or(ApiError::NotFound)
 }
@@ -115,7 +111,7 @@ pub async fn update(
     ApiPath(id): ApiPath<ListingId>,
     ApiJson(patch): ApiJson<ListingPatch>,
 ) -> ApiResult<Json<ListingView>> {
-    let l = load_visible(&s, &p, id).await?;
+    let l = s.visible_listing(&p, id).await?;
     let draft = patch.apply(&l.draft, &s.store().merchant(l.merchant_id).await?)?;
     let now = s.now();
     let updated = catalog::update_listing(s.store(), &l, &draft, now)
@@ -281,7 +277,7 @@ pub async fn remove(
     State(s): State<AppState>,
     ApiPath(id): ApiPath<ListingId>,
 ) -> ApiResult<StatusCode> {
-    let listing = load_visible(&s, &p, id).await?;
+    let listing = s.visible_listing(&p, id).await?;
     catalog::delete_listing(s.store(), &listing, s.now()).await?;
     Ok(StatusCode::NO_CONTENT)
 }

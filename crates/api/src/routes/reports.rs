@@ -18,7 +18,6 @@ use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiPath, ApiQuery};
 use crate::pagination;
-use crate::routes::templates::load_visible;
 use crate::routes::CommonErrors;
 use crate::state::AppState;
 
@@ -238,7 +237,7 @@ pub async fn template(
     ApiPath(id): ApiPath<TemplateId>,
     ApiQuery(q): ApiQuery<StatsQuery>,
 ) -> ApiResult<Json<TemplateStats>> {
-    let t = load_visible(&s, &p, id).await?;
+    let t = s.visible_template(&p, id).await?;
     let mut all = stats_of(&s, std::slice::from_ref(&t), &q).await?;
     all.pop().map(Json).ok_or(ApiError::NotFound)
 }

@@ -44,7 +44,7 @@ pub async fn pause_template(
     ApiPath(id): ApiPath<TemplateId>,
     OptionalJson(body): OptionalJson<PauseBody>,
 ) -> ApiResult<Json<TemplateView>> {
-    let t = templates::load_visible(&s, &p, id).await?;
+    let t = s.visible_template(&p, id).await?;
     s.pause_limits().check(&id)?;
     let now = s.now();
     let reason = body.unwrap_or_default().reason;
@@ -68,7 +68,7 @@ pub async fn resume_template(
     State(s): State<AppState>,
     ApiPath(id): ApiPath<TemplateId>,
 ) -> ApiResult<Json<TemplateView>> {
-    let t = templates::load_visible(&s, &p, id).await?;
+    let t = s.visible_template(&p, id).await?;
     s.pause_limits().check(&id)?;
     let now = s.now();
     let resumed = steering::resume_template(s.store(), &t, &p.actor(), now).await?;
@@ -92,7 +92,7 @@ pub async fn stop_template(
     State(s): State<AppState>,
     ApiPath(id): ApiPath<TemplateId>,
 ) -> ApiResult<Json<TemplateView>> {
-    let t = templates::load_visible(&s, &p, id).await?;
+    let t = s.visible_template(&p, id).await?;
     let now = s.now();
     let stopped = steering::stop_template(s.store(), &t, &p.actor(), now).await?;
     s.tell(Notice::TemplateChanged { template: id });
@@ -117,7 +117,7 @@ pub async fn pause_activity(
     ApiPath(id): ApiPath<ActivityId>,
     OptionalJson(body): OptionalJson<PauseBody>,
 ) -> ApiResult<Json<ActivityView>> {
-    let a = activities::load_visible(&s, &p, id).await?;
+    let a = s.visible_activity(&p, id).await?;
     let now = s.now();
     let reason = body.unwrap_or_default().reason;
     let (store, freeze) = (s.store(), s.settings().freeze);
@@ -141,7 +141,7 @@ pub async fn resume_activity(
     State(s): State<AppState>,
     ApiPath(id): ApiPath<ActivityId>,
 ) -> ApiResult<Json<ActivityView>> {
-    let a = activities::load_visible(&s, &p, id).await?;
+    let a = s.visible_activity(&p, id).await?;
     let now = s.now();
     let resumed = steering::resume_activity(s.store(), &a, &p.actor(), now).await?;
     s.forget_activity_templates(id).await?;

@@ -43,15 +43,6 @@ pub(crate) async fn view_one(
     Ok(v)
 }
 
-/// Loads a template the caller may see: merchants only their own.
-pub(crate) async fn load_visible(
-    s: &AppState,
-    p: &Principal,
-    id: TemplateId,
-) -> ApiResult<Template> {
-    Ok(s.visible_template(p, id).await?)
-}
-
 /// Create a template.
 ///
 /// Create a template: in an activity (merchants, while it is enrolling) or standalone (a draft
@@ -181,7 +172,7 @@ pub async fn get(
     State(s): State<AppState>,
     ApiPath(id): ApiPath<TemplateId>,
 ) -> ApiResult<Json<TemplateView>> {
-    let t = load_visible(&s, &p, id).await?;
+    let t = s.visible_template(&p, id).await?;
     Ok(Json(view_one(&s, &p, t, s.now()).await?))
 }
 
@@ -222,7 +213,7 @@ pub async fn publish(
     State(s): State<AppState>,
     ApiPath(id): ApiPath<TemplateId>,
 ) -> ApiResult<Json<TemplateView>> {
-    let t = load_visible(&s, &p, id).await?;
+    let t = s.visible_template(&p, id).await?;
     let now = s.now();
     let published = campaigns::publish_template(s.store(), &t, now).await?;
     // A copy read while it was a draft answers claims `not_found`: every instance forgets it.
@@ -244,7 +235,7 @@ pub async fn abort(
     State(s): State<AppState>,
     ApiPath(id): ApiPath<TemplateId>,
 ) -> ApiResult<Json<TemplateView>> {
-    let t = load_visible(&s, &p, id).await?;
+    let t = s.visible_template(&p, id).await?;
     let now = s.now();
     let by_merchant = p.merchant().is_some();
     let freeze = s.settings().freeze;
@@ -267,7 +258,7 @@ pub async fn remove(
     State(s): State<AppState>,
     ApiPath(id): ApiPath<TemplateId>,
 ) -> ApiResult<StatusCode> {
-    let t = load_visible(&s, &p, id).await?;
+    let t = s.visible_template(&p, id).await?;
     lifecycle::delete_template(s.store(), &t, s.now()).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -298,7 +289,7 @@ pub async fn history(
     ApiQuery(q): ApiQuery<PageQuery>,
 ) -> ApiResult<Json<PageOf<TemplateChangeView>>> {
     let page = pagination::page(q.cursor.as_deref(), q.limit, s.settings())?;
-    let t = load_visible(&s, &p, id).await?;
+    let t = s.visible_template(&p, id).await?;
     let changes = s.store().template_history(t.id).await?;
     Ok(Json(pagination::slice(
         changes,
@@ -366,7 +357,7 @@ async fn review(
     id: TemplateId,
     decision: Decision,
 ) -> ApiResult<Json<TemplateView>> {
-    let t = load_visible(&s, &p, id).await?;
+    let t = s.visible_template(&p, id).await?;
     let now = s.now();
     let reviewed = campaigns::review_template(s.store(), &t, decision, &p.actor(), now).await?;
     // An approved template may be claimable at once: every instance reads it again.
