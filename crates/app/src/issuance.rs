@@ -96,10 +96,7 @@ impl App {
             duplicates: r.duplicates,
             invalid: r.invalid,
             invalid_lines: &r.invalid_lines,
-            key: key.as_ref().map(|k| IssuanceKey {
-                key: &k.key,
-                fingerprint: k.fingerprint,
-            }),
+            key: key.as_ref().map(IssuanceKey::from),
         };
         let max = self.settings().max_queued_issuance_per_owner;
         let (job, created) =

@@ -76,6 +76,15 @@ pub struct IssuanceKey<'a> {
     pub fingerprint: [u8; 32],
 }
 
+impl<'a> From<&'a crate::IdempotencyKey> for IssuanceKey<'a> {
+    fn from(k: &'a crate::IdempotencyKey) -> Self {
+        IssuanceKey {
+            key: &k.key,
+            fingerprint: k.fingerprint,
+        }
+    }
+}
+
 /// A stored job and its progress.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Issuance {

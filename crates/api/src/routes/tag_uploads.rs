@@ -118,10 +118,7 @@ pub async fn create(
         lines: file.lines,
         invalid: file.invalid,
         invalid_lines: &file.invalid_lines,
-        key: key.as_ref().map(|k| IssuanceKey {
-            key: &k.key,
-            fingerprint: k.fingerprint,
-        }),
+        key: key.as_ref().map(IssuanceKey::from),
     };
     let (job, created) = coupond_engine::user_tags::start_upload(s.store(), &new, s.now()).await?;
     s.tag_worker().wake();
