@@ -20,6 +20,8 @@
 //! - [`listings`]: listings as a caller may see them; binding and unbinding templates.
 //! - [`messages`]: sending a template's campaign message.
 //! - [`today`]: today's figures of a caller, and the outbox consumers' lag.
+//! - [`steering`]: publishing, pausing, resuming, stopping and aborting, each telling every
+//!   instance what went stale.
 //! - [`cache`]: the short-lived cache of the hot path (API keys, claimed templates).
 //! - [`shelf_cache`]: the coupon centre's shelf, read whole once per `cache_ttl` and mended per
 //!   template in between.
@@ -46,6 +48,7 @@ pub mod ratelimit;
 pub mod retry;
 pub mod settings;
 pub mod shelf_cache;
+pub mod steering;
 pub mod templates;
 pub mod today;
 

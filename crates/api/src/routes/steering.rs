@@ -5,8 +5,6 @@
 use axum::extract::State;
 use axum::{Extension, Json};
 use coupond_domain::{ActivityId, Note, TemplateId};
-use coupond_engine::shared::Notice;
-use coupond_engine::steering;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
@@ -44,13 +42,9 @@ pub async fn pause_template(
     ApiPath(id): ApiPath<TemplateId>,
     OptionalJson(body): OptionalJson<PauseBody>,
 ) -> ApiResult<Json<TemplateView>> {
-    let t = s.visible_template(&p, id).await?;
-    s.pause_limits().check(&id)?;
-    let now = s.now();
     let reason = body.unwrap_or_default().reason;
-    let paused = steering::pause_template(s.store(), &t, reason, &p.actor(), now).await?;
-    s.tell(Notice::TemplateChanged { template: id });
-    Ok(Json(templates::view_one(&s, &p, paused, now).await?))
+    let paused = s.pause_template(&p, id, reason).await?;
+    Ok(Json(templates::view_one(&s, &p, paused, s.now()).await?))
 }
 
 /// Resume a paused template.
@@ -68,12 +62,8 @@ pub async fn resume_template(
     State(s): State<AppState>,
     ApiPath(id): ApiPath<TemplateId>,
 ) -> ApiResult<Json<TemplateView>> {
-    let t = s.visible_template(&p, id).await?;
-    s.pause_limits().check(&id)?;
-    let now = s.now();
-    let resumed = steering::resume_template(s.store(), &t, &p.actor(), now).await?;
-    s.tell(Notice::TemplateChanged { template: id });
-    Ok(Json(templates::view_one(&s, &p, resumed, now).await?))
+    let resumed = s.resume_template(&p, id).await?;
+    Ok(Json(templates::view_one(&s, &p, resumed, s.now()).await?))
 }
 
 /// Stop a template's claiming for good.
@@ -92,11 +82,8 @@ pub async fn stop_template(
     State(s): State<AppState>,
     ApiPath(id): ApiPath<TemplateId>,
 ) -> ApiResult<Json<TemplateView>> {
-    let t = s.visible_template(&p, id).await?;
-    let now = s.now();
-    let stopped = steering::stop_template(s.store(), &t, &p.actor(), now).await?;
-    s.tell(Notice::TemplateChanged { template: id });
-    Ok(Json(templates::view_one(&s, &p, stopped, now).await?))
+    let stopped = s.stop_template(&p, id).await?;
+    Ok(Json(templates::view_one(&s, &p, stopped, s.now()).await?))
 }
 
 /// Pause an activity's claims.
@@ -117,13 +104,9 @@ pub async fn pause_activity(
     ApiPath(id): ApiPath<ActivityId>,
     OptionalJson(body): OptionalJson<PauseBody>,
 ) -> ApiResult<Json<ActivityView>> {
-    let a = s.visible_activity(&p, id).await?;
-    let now = s.now();
     let reason = body.unwrap_or_default().reason;
-    let (store, freeze) = (s.store(), s.settings().freeze);
-    let paused = steering::pause_activity(store, &a, reason, &p.actor(), now, freeze).await?;
-    s.forget_activity_templates(id).await?;
-    Ok(Json(activities::view_one(&s, &p, paused, now)))
+    let paused = s.pause_activity(&p, id, reason).await?;
+    Ok(Json(activities::view_one(&s, &p, paused, s.now())))
 }
 
 /// Resume a paused activity.
@@ -141,9 +124,6 @@ pub async fn resume_activity(
     State(s): State<AppState>,
     ApiPath(id): ApiPath<ActivityId>,
 ) -> ApiResult<Json<ActivityView>> {
-    let a = s.visible_activity(&p, id).await?;
-    let now = s.now();
-    let resumed = steering::resume_activity(s.store(), &a, &p.actor(), now).await?;
-    s.forget_activity_templates(id).await?;
-    Ok(Json(activities::view_one(&s, &p, resumed, now)))
+    let resumed = s.resume_activity(&p, id).await?;
+    Ok(Json(activities::view_one(&s, &p, resumed, s.now())))
 }

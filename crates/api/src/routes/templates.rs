@@ -213,12 +213,8 @@ pub async fn publish(
     State(s): State<AppState>,
     ApiPath(id): ApiPath<TemplateId>,
 ) -> ApiResult<Json<TemplateView>> {
-    let t = s.visible_template(&p, id).await?;
-    let now = s.now();
-    let published = campaigns::publish_template(s.store(), &t, now).await?;
-    // A copy read while it was a draft answers claims `not_found`: every instance forgets it.
-    s.tell(Notice::TemplateChanged { template: id });
-    Ok(Json(view_one(&s, &p, published, now).await?))
+    let published = s.publish_template(&p, id).await?;
+    Ok(Json(view_one(&s, &p, published, s.now()).await?))
 }
 
 /// Abort a template.
@@ -235,14 +231,8 @@ pub async fn abort(
     State(s): State<AppState>,
     ApiPath(id): ApiPath<TemplateId>,
 ) -> ApiResult<Json<TemplateView>> {
-    let t = s.visible_template(&p, id).await?;
-    let now = s.now();
-    let by_merchant = p.merchant().is_some();
-    let freeze = s.settings().freeze;
-    let aborted = campaigns::abort_template(s.store(), &t, by_merchant, now, freeze).await?;
-    // Claims of it are refused at once on every instance, not after `cache_ttl`.
-    s.tell(Notice::TemplateChanged { template: id });
-    Ok(Json(view_one(&s, &p, aborted, now).await?))
+    let aborted = s.abort_template(&p, id).await?;
+    Ok(Json(view_one(&s, &p, aborted, s.now()).await?))
 }
 
 /// Delete a draft template.
