@@ -1,6 +1,7 @@
-//! coupond's application layer: the one place the front doors (the HTTP API, the console,
-//! `serve`'s loops) reach the store, the engines, the caches and the workers, each call made
-//! with the caller ([`Principal`]), checked here once.
+//! coupond's application layer: the services the front doors (the HTTP API, the console) call
+//! with the caller ([`Principal`]), which check who may act and apply the rules once, over the
+//! store, the engines, the caches and the workers it owns. (Reads not moved here yet are still
+//! made by the API's handlers on the store directly.)
 //!
 //! - [`context`]: [`App`], the application context (store, clock, engines, caches, rate
 //!   limits, notices to other instances, background workers), read-only and cheap to clone.
@@ -18,7 +19,7 @@
 //! - [`templates`]: templates and activities as a caller may see, create and edit them.
 //! - [`issuance`]: starting bulk issuance to a list or a segment of users.
 //! - [`listings`]: listings as a caller may see them; binding and unbinding templates.
-//! - [`messages`]: sending a template's campaign message.
+//! - [`messages`]: sending and reading a template's campaign messages.
 //! - [`today`]: today's figures of a caller, and the outbox consumers' lag.
 //! - [`steering`]: publishing, pausing, resuming, stopping and aborting, each telling every
 //!   instance what went stale.
