@@ -87,6 +87,29 @@ struct Busy {
     per_owner: HashMap<i64, usize>,
 }
 
+/// What one pass may still start per endpoint and per owner, counted from what was in flight
+/// when the pass began: a delivery that ends during the pass frees its slot for the next pass,
+/// not this one, so a pass starts as many as there was room for (the sender passes again as
+/// soon as a delivery ends).
+struct PassRoom {
+    per_endpoint: HashMap<i64, usize>,
+    per_owner: HashMap<i64, usize>,
+}
+
+impl PassRoom {
+    /// Counts one start for `webhook` of `owner`, if this pass has room for it.
+    fn take(&mut self, webhook: i64, owner: i64, settings: &SenderSettings) -> bool {
+        let n = self.per_endpoint.entry(webhook).or_default();
+        let o = self.per_owner.entry(owner).or_default();
+        if *n >= settings.per_endpoint || *o >= settings.per_owner {
+            return false;
+        }
+        *n += 1;
+        *o += 1;
+        true
+    }
+}
+
 /// One less in flight under `key`; the entry goes when it reaches 0.
 fn release(counts: &mut HashMap<i64, usize>, key: i64) {
     if let Some(n) = counts.get_mut(&key) {
@@ -199,7 +222,7 @@ impl WebhookSender {
         }
         // What is in flight now: such a delivery may still come back from the query (its
         // attempt not recorded yet) and must not start again, even if it ends meanwhile.
-        let (room, skip, in_flight) = {
+        let (room, skip, in_flight, mut pass) = {
             let busy = self.busy();
             let skip = DueSkip {
                 webhooks: full(&busy.per_endpoint, self.settings.per_endpoint),
@@ -209,7 +232,11 @@ impl WebhookSender {
                 .settings
                 .concurrency
                 .saturating_sub(busy.deliveries.len());
-            (room, skip, busy.deliveries.clone())
+            let pass = PassRoom {
+                per_endpoint: busy.per_endpoint.clone(),
+                per_owner: busy.per_owner.clone(),
+            };
+            (room, skip, busy.deliveries.clone(), pass)
         };
         if room == 0 {
             return Ok(0);
@@ -232,7 +259,11 @@ impl WebhookSender {
                 continue;
             }
             let hook = hooks[&d.webhook_id].clone();
-            let Some(slot) = self.take_slot(&d, owner_key(hook.merchant_id)) else {
+            let owner = owner_key(hook.merchant_id);
+            if !pass.take(d.webhook_id, owner, &self.settings) {
+                continue;
+            }
+            let Some(slot) = self.take_slot(&d, owner) else {
                 continue;
             };
             let this = self.clone();
@@ -363,7 +394,27 @@ impl WebhookSender {
 
 #[cfg(test)]
 mod tests {
-    use super::round_robin;
+    use super::{round_robin, PassRoom, SenderSettings};
+
+    #[test]
+    fn a_pass_starts_only_what_there_was_room_for_when_it_began() {
+        let settings = SenderSettings::default();
+        // Endpoint 7 had one delivery in flight when the pass began: one more may start (of
+        // two per endpoint), however many of the pass's own end meanwhile.
+        let mut pass = PassRoom {
+            per_endpoint: [(7, 1)].into(),
+            per_owner: [(0, 1)].into(),
+        };
+        assert!(pass.take(7, 0, &settings));
+        assert!(
+            !pass.take(7, 0, &settings),
+            "endpoint 7 is full for this pass"
+        );
+        assert!(
+            pass.take(8, 0, &settings),
+            "another endpoint of the owner has room"
+        );
+    }
 
     #[test]
     fn owners_take_turns_oldest_first() {
