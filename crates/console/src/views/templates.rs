@@ -7,16 +7,10 @@ use askama::Template;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
-use coupond_api::pagination::PageOf;
-use coupond_api::routes::campaign_messages::CampaignMessageView;
 use coupond_api::routes::issuances::IssuanceView;
 use coupond_api::routes::reports::TemplateStats;
-use coupond_api::routes::templates::TemplateChangeView;
-use coupond_api::views::{CodeBatchStatus, CodeBatchView, CouponView, ReviewView, TemplateView};
-use coupond_app::identify::Origin;
-use coupond_app::{codes, issuance, messages};
-use coupond_domain::{TemplateAction, TemplateId, TemplateStatus, Timestamp, Validity};
-use coupond_store::{CampaignMessage, CodeBatch, Issuance, Page};
+use coupond_api::views::{CodeBatchStatus, ReviewView, TemplateView};
+use coupond_domain::{TemplateAction, TemplateStatus, Timestamp, Validity};
 use serde::Deserialize;
 
 use super::choices::{self, Choice};
@@ -31,6 +25,7 @@ mod campaign;
 mod changes;
 mod chart;
 mod facts;
+mod side;
 mod upload;
 
 pub use campaign::send as send_message;
@@ -41,6 +36,7 @@ pub use changes::{
 pub use upload::{progress, upload};
 
 pub(super) use chart::{Chart, Slot, Unit};
+use side::Side;
 
 #[derive(Debug, Default, Deserialize)]
 pub struct Filter {
@@ -261,84 +257,6 @@ impl Job {
 
 /// What a template's page shows beside the template, each read on its own: what the caller
 /// may not read (finance and the stats' charts, say) shows as nothing.
-#[derive(Default)]
-struct Side {
-    stats: Option<TemplateStats>,
-    /// Its history's first page.
-    history: Vec<TemplateChangeView>,
-    jobs: Vec<IssuanceView>,
-    holders: Vec<CouponView>,
-    batches: Vec<CodeBatchView>,
-    messages: Vec<campaign::Sent>,
-}
-
-impl Side {
-    async fn read(console: &Console, session: &Session, id: i64, hours: u32) -> Side {
-        let (api, who) = (console.api(), &session.caller);
-        let window = match range(hours).1 {
-            Unit::Hour => format!("hours={hours}"),
-            Unit::Day => format!("days={}", hours / 24),
-        };
-        let paths = [
-            format!("/v1/templates/{id}/stats?{window}"),
-            format!("/v1/templates/{id}/coupons?limit=20"),
-            format!("/v1/templates/{id}/history?limit=50"),
-        ];
-        let stats = api.get(who, &paths[0]).await;
-        let holders = api.get(who, &paths[1]).await;
-        let history = api.get(who, &paths[2]).await;
-        let now = console.app().now();
-        let (jobs, batches, messages) = match TemplateId::new(id) {
-            Ok(t) => Self::own(console, session, t).await,
-            Err(_) => Default::default(),
-        };
-        Side {
-            messages: messages
-                .into_iter()
-                .map(CampaignMessageView::new)
-                .map(|m| campaign::Sent::of(&m))
-                .collect(),
-            stats: stats.into::<TemplateStats>().ok(),
-            history: history
-                .into::<PageOf<_>>()
-                .map(|p| p.items)
-                .unwrap_or_default(),
-            jobs: jobs
-                .into_iter()
-                .map(|j| IssuanceView::new(j, now))
-                .collect(),
-            holders: holders
-                .into::<PageOf<_>>()
-                .map(|p| p.items)
-                .unwrap_or_default(),
-            batches: batches.into_iter().map(CodeBatchView::new).collect(),
-        }
-    }
-
-    /// The template's issuance jobs (up to 200), code batches (20) and campaign messages
-    /// (10), as the application answers the session's caller (none where it refuses).
-    async fn own(
-        console: &Console,
-        session: &Session,
-        t: TemplateId,
-    ) -> (Vec<Issuance>, Vec<CodeBatch>, Vec<CampaignMessage>) {
-        let (app, p) = (console.app(), &session.principal);
-        let who = || session.identity.clone();
-        let first = |limit| Page { after: None, limit };
-        let jobs = app.issuances(p, t, first(200));
-        let jobs = app.acting(who(), issuance::READ, Origin::default(), jobs);
-        let batches = app.code_batches(p, t, first(20));
-        let batches = app.acting(who(), codes::READ, Origin::default(), batches);
-        let sent = app.sent_messages(p, t, first(10));
-        let sent = app.acting(who(), messages::READ, Origin::default(), sent);
-        (
-            jobs.await.unwrap_or_default(),
-            batches.await.unwrap_or_default(),
-            sent.await.unwrap_or_default(),
-        )
-    }
-}
-
 #[derive(Template)]
 #[template(path = "template.html")]
 struct TemplatePage {
