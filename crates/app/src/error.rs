@@ -60,6 +60,12 @@ pub enum AppError {
     },
     /// Several fields break their rules, each named.
     InvalidFields(Vec<FieldError>),
+    /// A parameter of what to read (a page's `cursor` or `limit`, a filter) that cannot be
+    /// read; `field` names it.
+    BadQuery {
+        field: &'static str,
+        message: String,
+    },
     /// Over a rate limit; retry after `retry_after` seconds.
     RateLimited { retry_after: u64 },
     /// The database is unreachable right now.
@@ -85,6 +91,14 @@ impl AppError {
         AppError::Invalid {
             code,
             field: Some(field.to_owned()),
+            message: message.into(),
+        }
+    }
+
+    /// A parameter `field` of what to read is not one this layer reads.
+    pub fn bad_query(field: &'static str, message: impl Into<String>) -> Self {
+        AppError::BadQuery {
+            field,
             message: message.into(),
         }
     }

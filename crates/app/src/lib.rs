@@ -12,12 +12,15 @@
 //!   audit trail.
 //! - [`error`]: [`AppError`], every store, domain and engine error mapped once.
 //! - [`retry`]: [`RetryKey`], a caller's key that makes a write safe to retry.
+//! - [`pages`]: cursor pages of every list ([`pages::PageRequest`], [`pages::PageOf`]).
 //! - [`claims`]: claiming a template's coupon and redeeming a code ([`App::claim`],
 //!   [`App::redeem`]) for a [`claims::Claimant`] the caller may claim for.
 //! - [`checkout`]: quoting an order ([`App::quote`]), with a code's preview.
 //! - [`codes`]: a template's shared code and batches of single-use codes.
 //! - [`templates`]: templates and activities as a caller may see, create and edit them.
 //! - [`issuance`]: starting bulk issuance to a list or a segment of users.
+//! - [`merchants`]: merchants and the platform's names for its cities.
+//! - [`keys`]: merchants' API keys.
 //! - [`listings`]: listings as a caller may see them; binding and unbinding templates.
 //! - [`messages`]: sending and reading a template's campaign messages.
 //! - [`today`]: today's figures of a caller, and the outbox consumers' lag.
@@ -43,8 +46,11 @@ pub mod forwarded;
 pub mod identify;
 pub mod invalidate;
 pub mod issuance;
+pub mod keys;
 pub mod listings;
+pub mod merchants;
 pub mod messages;
+pub mod pages;
 pub mod ratelimit;
 pub mod retry;
 pub mod settings;

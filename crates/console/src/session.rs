@@ -18,12 +18,14 @@ use coupond_api::auth::{
     authenticate_key, hash_api_key, identify_caller, name_in_log, Caller, KeyHash,
 };
 use coupond_api::Principal;
-use coupond_app::Identity;
+use coupond_app::identify::Origin;
+use coupond_app::{Access, App, AppResult, Identity};
 use coupond_domain::{Area, OperatorId, OperatorRole};
 use coupond_store::audit::Who;
 use coupond_store::{ConsoleSession, StoreResult};
 use sha2::{Digest, Sha256};
 
+use crate::api::Problem;
 use crate::{Console, BASE};
 
 /// The session cookie's name.
@@ -74,6 +76,25 @@ impl Session {
             .iter()
             .find(|r| r.method == method && r.path == path)
             .is_some_and(|r| r.roles.contains(&role) && self.may(r.area))
+    }
+
+    /// Whether this session may do what `access` admits (the rule [`App::acting`] applies):
+    /// pages offer only what it admits.
+    pub fn may_do(&self, access: Access) -> bool {
+        access.roles.contains(&self.principal.role()) && self.may(access.area)
+    }
+
+    /// Runs the application's operation `work` as this session's caller, once `access`
+    /// admits it; a refusal as the problem pages show.
+    pub async fn act<T>(
+        &self,
+        app: &App,
+        access: Access,
+        work: impl std::future::Future<Output = AppResult<T>>,
+    ) -> Result<T, Problem> {
+        let who = self.identity.clone();
+        let done = app.acting(who, access, Origin::default(), work).await;
+        done.map_err(Problem::from)
     }
 
     pub fn is_platform(&self) -> bool {

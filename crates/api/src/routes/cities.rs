@@ -3,13 +3,14 @@
 
 use axum::extract::State;
 use axum::Json;
+use coupond_app::pages::PageRequest;
 use coupond_domain::{City, CityDraft, CityId};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
 use crate::error::ApiResult;
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
-use crate::pagination::{self, PageOf};
+use crate::pagination::PageOf;
 use crate::routes::{BodyErrors, CommonErrors};
 use crate::state::AppState;
 
@@ -28,8 +29,7 @@ pub async fn name(
     ApiPath(id): ApiPath<CityId>,
     ApiJson(draft): ApiJson<CityDraft>,
 ) -> ApiResult<Json<City>> {
-    let city = coupond_engine::cities::name(s.store(), id, &draft, s.now()).await?;
-    Ok(Json(city))
+    Ok(Json(s.name_city(id, &draft).await?))
 }
 
 /// The page of a list of cities.
@@ -54,8 +54,9 @@ pub async fn list(
     State(s): State<AppState>,
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> ApiResult<Json<PageOf<City>>> {
-    let page = pagination::page(q.cursor.as_deref(), q.limit, s.settings())?;
-    let after = page.after.and_then(|a| CityId::new(a).ok());
-    let rows = s.store().cities(after, page.limit).await?;
-    Ok(Json(pagination::finish(rows, page, |c| c.id.get(), |c| c)))
+    let page = PageRequest {
+        cursor: q.cursor,
+        limit: q.limit,
+    };
+    Ok(Json(s.cities(page).await?))
 }

@@ -11,20 +11,18 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
-use coupond_domain::{MerchantId, Note, Timestamp};
-use coupond_store::{ApiKey, StoreError};
+use coupond_domain::{MerchantId, Timestamp};
+use coupond_store::ApiKey;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::auth::{issue_key, Principal};
-use crate::error::{ApiError, ApiResult};
+use crate::auth::Principal;
+use crate::error::ApiResult;
 use crate::extract::{ApiJson, ApiPath};
 use crate::idempotency::ReplayAs;
 use crate::pagination::PageOf;
 use crate::routes::{BodyErrors, CommonErrors};
 use crate::state::AppState;
-use coupond_engine::keys;
-use coupond_engine::shared::Notice;
 
 /// What to create.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -60,7 +58,8 @@ pub struct KeyView {
 }
 
 impl KeyView {
-    fn new(k: ApiKey, secret: Option<String>) -> Self {
+    /// `k`, with its secret where this is the answer that made it.
+    pub fn new(k: ApiKey, secret: Option<String>) -> Self {
         KeyView {
             id: k.id,
             prefix: k.prefix,
@@ -75,14 +74,6 @@ impl KeyView {
 }
 
 /// Path of one key of a merchant.
-/// A merchant caller addresses only its own keys: another merchant's are answered as absent.
-fn own(p: &Principal, id: MerchantId) -> ApiResult<()> {
-    match p.merchant() {
-        Some(m) if m != id => Err(ApiError::NotFound),
-        _ => Ok(()),
-    }
-}
-
 #[derive(Debug, Deserialize)]
 pub struct KeyPath {
     id: MerchantId,
@@ -104,17 +95,8 @@ pub async fn create(
     ApiPath(id): ApiPath<MerchantId>,
     ApiJson(body): ApiJson<KeyBody>,
 ) -> ApiResult<Response> {
-    own(&p, id)?;
-    let label = Note::parse("label", &body.label)?;
-    let role = coupond_store::Role::Merchant;
-    let (key, secret) = issue_key(
-        s.store(),
-        role,
-        Some(id),
-        label.as_str().to_owned(),
-        s.now(),
-    )
-    .await?;
+    let made = s.create_merchant_key(&p, id, &body.label).await?;
+    let (key, secret) = (made.key, made.secret);
     // A replay must not hand the secret out again, nor keep it in the idempotency table.
     let replay = ReplayAs::json(&KeyView::new(key.clone(), None));
     let mut res = (StatusCode::CREATED, Json(KeyView::new(key, Some(secret)))).into_response();
@@ -134,17 +116,8 @@ pub async fn list(
     State(s): State<AppState>,
     ApiPath(id): ApiPath<MerchantId>,
 ) -> ApiResult<Json<PageOf<KeyView>>> {
-    own(&p, id)?;
-    s.store().merchant(id).await?;
-    let mut items: Vec<KeyView> = s
-        .store()
-        .list_api_keys()
-        .await?
-        .into_iter()
-        .filter(|k| k.merchant_id == Some(id))
-        .map(|k| KeyView::new(k, None))
-        .collect();
-    items.reverse();
+    let keys = s.merchant_keys(&p, id).await?;
+    let items = keys.into_iter().map(|k| KeyView::new(k, None)).collect();
     Ok(Json(PageOf {
         items,
         next_cursor: None,
@@ -164,17 +137,7 @@ pub async fn revoke(
     State(s): State<AppState>,
     ApiPath(path): ApiPath<KeyPath>,
 ) -> ApiResult<Json<KeyView>> {
-    own(&p, path.id)?;
-    let revoked = keys::revoke(s.store(), path.key_id, Some(path.id), s.now());
-    let key = match revoked.await {
-        Ok(k) => k,
-        Err(StoreError::NotFound) => return Err(ApiError::NotFound),
-        Err(e) => return Err(e.into()),
-    };
-    // The cache is keyed by the secret's hash, which is not at hand: forgetting every cached
-    // key (here and, through Redis, on every instance) costs one lookup per key on its next
-    // request.
-    s.tell(Notice::KeysChanged);
+    let key = s.revoke_merchant_key(&p, path.id, path.key_id).await?;
     Ok(Json(KeyView::new(key, None)))
 }
 
@@ -204,19 +167,6 @@ pub async fn reassign(
     ApiPath(path): ApiPath<KeyPath>,
     ApiJson(body): ApiJson<OwnerBody>,
 ) -> ApiResult<Json<KeyView>> {
-    let given = keys::reassign(s.store(), path.key_id, path.id, body.operator_id, s.now());
-    let key = match given.await {
-        Ok(k) => k,
-        Err(keys::ReassignError::NotTheirs) => {
-            return Err(ApiError::invalid(
-                "invalid_owner",
-                "operator_id",
-                "not an enabled person of the key's merchant",
-            ))
-        }
-        Err(keys::ReassignError::Store(StoreError::NotFound)) => return Err(ApiError::NotFound),
-        Err(keys::ReassignError::Store(e)) => return Err(e.into()),
-    };
-    s.tell(Notice::KeysChanged);
-    Ok(Json(KeyView::new(key, None)))
+    let key = s.reassign_merchant_key(path.id, path.key_id, body.operator_id);
+    Ok(Json(KeyView::new(key.await?, None)))
 }

@@ -3,21 +3,18 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::{Extension, Json};
+use coupond_app::merchants::MerchantFilter;
+use coupond_app::pages::PageRequest;
 use coupond_domain::{CityId, Merchant, MerchantDraft, MerchantId, MerchantPatch};
-use coupond_engine::campaigns;
-use coupond_store::MerchantQuery;
 use serde::Deserialize;
 use utoipa::IntoParams;
 
 use crate::auth::Principal;
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
-use crate::pagination::{self, PageOf};
+use crate::pagination::PageOf;
 use crate::routes::{BodyErrors, CommonErrors, ConflictError};
 use crate::state::AppState;
-
-/// The longest `name` filter, in characters.
-const MAX_NAME_FILTER: usize = 200;
 
 /// Create a merchant.
 ///
@@ -30,8 +27,7 @@ pub async fn create(
     State(s): State<AppState>,
     ApiJson(draft): ApiJson<MerchantDraft>,
 ) -> ApiResult<(StatusCode, Json<Merchant>)> {
-    draft.validate()?;
-    let m = campaigns::create_merchant(s.store(), &draft, s.now()).await?;
+    let m = s.create_merchant(&draft).await?;
     Ok((StatusCode::CREATED, Json(m)))
 }
 
@@ -47,10 +43,7 @@ pub async fn get(
     State(s): State<AppState>,
     ApiPath(id): ApiPath<MerchantId>,
 ) -> ApiResult<Json<Merchant>> {
-    if p.merchant().is_some_and(|own| own != id) {
-        return Err(ApiError::NotFound);
-    }
-    Ok(Json(s.store().merchant(id).await?))
+    Ok(Json(s.merchant(&p, id).await?))
 }
 
 /// Filters for listing merchants.
@@ -80,24 +73,15 @@ pub async fn list(
     State(s): State<AppState>,
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> ApiResult<Json<PageOf<Merchant>>> {
-    let page = pagination::page(q.cursor.as_deref(), q.limit, s.settings())?;
-    if let Some(name) = &q.name {
-        let n = name.chars().count();
-        if n == 0 || n > MAX_NAME_FILTER {
-            return Err(ApiError::bad_request(
-                "invalid_query",
-                Some("name"),
-                format!("name must be 1 to {MAX_NAME_FILTER} characters"),
-            ));
-        }
-    }
-    let query = MerchantQuery {
+    let filter = MerchantFilter {
         city: q.city,
         name: q.name,
-        page,
     };
-    let rows = s.store().list_merchants(&query).await?;
-    Ok(Json(pagination::finish(rows, page, |m| m.id.get(), |m| m)))
+    let page = PageRequest {
+        cursor: q.cursor,
+        limit: q.limit,
+    };
+    Ok(Json(s.merchants(filter, page).await?))
 }
 
 /// Change a merchant.
@@ -114,7 +98,5 @@ pub async fn update(
     ApiPath(id): ApiPath<MerchantId>,
     ApiJson(patch): ApiJson<MerchantPatch>,
 ) -> ApiResult<Json<Merchant>> {
-    Ok(Json(
-        campaigns::edit_merchant(s.store(), id, patch, s.now()).await?,
-    ))
+    Ok(Json(s.edit_merchant(id, patch).await?))
 }

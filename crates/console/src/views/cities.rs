@@ -3,14 +3,14 @@
 
 use askama::Template;
 use axum::extract::State;
-use axum::http::{HeaderMap, Method};
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
-use coupond_domain::City;
+use coupond_app::merchants;
+use coupond_domain::{CityDraft, CityId};
 use serde::Deserialize;
-use serde_json::json;
 
-use super::paging::gather;
+use super::paging::gather_all;
 use super::{guard, problem_page, render, FieldErrors, Shell, Shown};
 use crate::session::Session;
 use crate::Console;
@@ -37,11 +37,13 @@ struct CitiesPage {
 }
 
 async fn page(console: &Console, session: &Session, form: CityForm, shown: Shown) -> Response {
-    let cities = match gather(console, session, "/v1/cities")
-        .await
-        .and_then(|g| g.typed::<City>())
-    {
-        Ok(c) => c,
+    let app = console.app();
+    let read = |page| async move {
+        let cities = app.cities(page);
+        session.act(app, merchants::CITIES, cities).await
+    };
+    let cities = match gather_all(console, read).await {
+        Ok(c) => c.items,
         Err(p) => return problem_page(session, &p),
     };
     let page = CitiesPage {
@@ -58,7 +60,7 @@ pub async fn list(State(console): State<Console>, session: Session) -> Response 
     page(&console, &session, CityForm::default(), Shown::ok()).await
 }
 
-/// Names (or renames) a city through `PUT /v1/cities/{id}`.
+/// Names (or renames) a city.
 pub async fn name(
     State(console): State<Console>,
     session: Session,
@@ -68,23 +70,19 @@ pub async fn name(
     if let Some(refused) = guard(&headers, &session, &form.csrf) {
         return refused;
     }
-    let id = match form.id.trim().parse::<i64>() {
-        Ok(id) if id > 0 => id,
+    let id = match form.id.trim().parse::<i64>().map(CityId::new) {
+        Ok(Ok(id)) => id,
         _ => {
             let shown = Shown::field("id", "a city id is a whole number from 1".into());
             return page(&console, &session, form, shown).await;
         }
     };
-    let reply = console
-        .api()
-        .send_json(
-            &session.caller,
-            Method::PUT,
-            &format!("/v1/cities/{id}"),
-            &json!({"name": form.name}),
-        )
-        .await;
-    match reply.into::<City>() {
+    let app = console.app();
+    let draft = CityDraft {
+        name: form.name.clone(),
+    };
+    let named = session.act(app, merchants::MANAGE, app.name_city(id, &draft));
+    match named.await {
         Ok(_) => Redirect::to("/console/cities").into_response(),
         Err(p) => page(&console, &session, form, Shown::of(&p)).await,
     }

@@ -1,21 +1,20 @@
 //! Merchants (the platform): the list with a form to add one, and a merchant's page where the
 //! platform edits it and creates or revokes its API keys. A new key's secret is shown on the
-//! page that answers its creation, once; the API keeps only its hash.
+//! page that answers its creation, once; only its hash is kept.
 
 use askama::Template;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, Method, StatusCode};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
-use coupond_api::pagination::PageOf;
-use coupond_api::routes::keys::KeyView;
-use coupond_domain::Merchant;
+use coupond_app::merchants::{self, MerchantFilter};
+use coupond_app::{keys, AppError, AppResult};
+use coupond_domain::{CityId, CitySet, Merchant, MerchantDraft, MerchantId, MerchantPatch};
 use serde::Deserialize;
-use serde_json::{json, Value};
 
 use super::format::at;
 use super::names::CityNames;
-use super::paging::{next_link, one_page, After};
+use super::paging::{next_link, request, rows, After};
 use super::{guard, problem_page, render, FieldErrors, Shell, Shown};
 use crate::session::Session;
 use crate::Console;
@@ -59,18 +58,37 @@ pub struct MerchantForm {
 }
 
 impl MerchantForm {
-    /// The API's body; cities that are not ids are named.
-    fn body(&self) -> Result<Value, Shown> {
-        let cities: Result<Vec<i64>, _> = self
+    /// The cities typed, as ids; ones that are not are named.
+    fn cities(&self) -> Result<CitySet, Shown> {
+        let ids: Option<Vec<CityId>> = self
             .cities
             .split(',')
             .map(str::trim)
             .filter(|c| !c.is_empty())
-            .map(str::parse::<i64>)
+            .map(|c| c.parse::<i64>().ok().and_then(|c| CityId::new(c).ok()))
             .collect();
-        let cities =
-            cities.map_err(|_| Shown::field("cities", "city ids, separated by commas".into()))?;
-        Ok(json!({"name": self.name, "short_name": self.short_name, "cities": cities}))
+        let ids =
+            ids.ok_or_else(|| Shown::field("cities", "city ids, separated by commas".into()))?;
+        CitySet::new(ids).map_err(|why| Shown::field("cities", why))
+    }
+
+    /// The merchant it adds.
+    fn draft(&self) -> Result<MerchantDraft, Shown> {
+        Ok(MerchantDraft {
+            name: self.name.clone(),
+            short_name: self.short_name.clone(),
+            cities: self.cities()?,
+        })
+    }
+
+    /// The edit it saves: every field, as typed.
+    fn patch(&self) -> Result<MerchantPatch, Shown> {
+        let d = self.draft()?;
+        Ok(MerchantPatch {
+            name: Some(d.name),
+            short_name: Some(d.short_name),
+            cities: Some(d.cities),
+        })
     }
 }
 
@@ -99,9 +117,10 @@ async fn list_page(
     form: MerchantForm,
     shown: Shown,
 ) -> Response {
-    let list = one_page(console, session, "/v1/merchants", after).await;
-    let (merchants, next) = match list.and_then(|l| l.typed::<Merchant>()) {
-        Ok(l) => l,
+    let app = console.app();
+    let list = app.merchants(MerchantFilter::default(), request(console, after));
+    let (merchants, next) = match session.act(app, merchants::LIST, list).await {
+        Ok(l) => rows(l),
         Err(p) => return problem_page(session, &p),
     };
     let names = CityNames::load(console, session).await;
@@ -116,7 +135,7 @@ async fn list_page(
         city_hint: names.hint(),
         errors: shown.errors,
         error: shown.error,
-        can_add: session.may_call(&axum::http::Method::POST, "/v1/merchants"),
+        can_add: session.may_do(merchants::MANAGE),
     };
     render(shown.status, &page)
 }
@@ -139,15 +158,13 @@ pub async fn create(
     if let Some(refused) = guard(&headers, &session, &form.csrf) {
         return refused;
     }
-    let body = match form.body() {
-        Ok(b) => b,
+    let draft = match form.draft() {
+        Ok(d) => d,
         Err(shown) => return list_page(&console, &session, "", form, shown).await,
     };
-    let reply = console
-        .api()
-        .send_json(&session.caller, Method::POST, "/v1/merchants", &body)
-        .await;
-    match reply.into::<Merchant>() {
+    let app = console.app();
+    let created = session.act(app, merchants::MANAGE, app.create_merchant(&draft));
+    match created.await {
         Ok(m) => Redirect::to(&format!("/console/merchants/{}", m.id)).into_response(),
         Err(p) => list_page(&console, &session, "", form, Shown::of(&p)).await,
     }
@@ -181,24 +198,22 @@ struct Extra {
 }
 
 async fn merchant_page(console: &Console, session: &Session, id: i64, extra: Extra) -> Response {
-    let api = console.api();
+    let (app, p) = (console.app(), &session.principal);
     let names = CityNames::load(console, session).await;
-    let m = match api
-        .get(&session.caller, &format!("/v1/merchants/{id}"))
-        .await
-        .into::<Merchant>()
-    {
-        Ok(m) => MerchantRow::of(&m, &names),
-        Err(p) => return problem_page(session, &p),
+    let read = async {
+        let id = checked(id)?;
+        Ok((id, app.merchant(p, id).await?))
     };
-    // Keys are for those who manage them (the API says 403 to the others): none shown.
-    let keys = api
-        .get(&session.caller, &format!("/v1/merchants/{id}/keys"))
-        .await
-        .into::<PageOf<KeyView>>()
-        .map(|p| p.items)
-        .unwrap_or_default();
+    let (id, m) = match session.act(app, merchants::READ, read).await {
+        Ok((id, m)) => (id, MerchantRow::of(&m, &names)),
+        Err(problem) => return problem_page(session, &problem),
+    };
+    // Keys are for those who manage them (the application refuses the others): none shown.
+    let keys = session
+        .act(app, keys::MANAGE, app.merchant_keys(p, id))
+        .await;
     let keys = keys
+        .unwrap_or_default()
         .into_iter()
         .map(|k| {
             (
@@ -230,6 +245,11 @@ async fn merchant_page(console: &Console, session: &Session, id: i64, extra: Ext
     render(extra.shown.status, &page)
 }
 
+/// A merchant's id from a console path; one that cannot be is not found.
+fn checked(id: i64) -> AppResult<MerchantId> {
+    MerchantId::new(id).map_err(|_| AppError::NotFound)
+}
+
 pub async fn page(
     State(console): State<Console>,
     session: Session,
@@ -249,17 +269,14 @@ pub async fn update(
     if let Some(refused) = guard(&headers, &session, &form.csrf) {
         return refused;
     }
-    let shown = match form.body() {
-        Ok(body) => {
-            let path = format!("/v1/merchants/{id}");
-            let reply = console
-                .api()
-                .send_json(&session.caller, Method::PATCH, &path, &body)
-                .await;
-            if reply.ok() {
-                return Redirect::to(&format!("/console/merchants/{id}")).into_response();
+    let shown = match form.patch() {
+        Ok(patch) => {
+            let app = console.app();
+            let edit = async { app.edit_merchant(checked(id)?, patch).await };
+            match session.act(app, merchants::MANAGE, edit).await {
+                Ok(_) => return Redirect::to(&format!("/console/merchants/{id}")).into_response(),
+                Err(p) => Shown::of(&p),
             }
-            Shown::of(&reply.problem())
         }
         Err(shown) => shown,
     };
@@ -290,15 +307,11 @@ pub async fn create_key(
     if let Some(refused) = guard(&headers, &session, &form.csrf) {
         return refused;
     }
-    let path = format!("/v1/merchants/{id}/keys");
-    let body = json!({ "label": form.label });
-    let reply = console
-        .api()
-        .send_json(&session.caller, Method::POST, &path, &body)
-        .await;
+    let (app, p) = (console.app(), &session.principal);
+    let made = async { app.create_merchant_key(p, checked(id)?, &form.label).await };
     let mut extra = Extra::default();
-    match reply.into::<KeyView>() {
-        Ok(k) => extra.new_key = Some((k.prefix, k.secret.unwrap_or_default())),
+    match session.act(app, keys::MANAGE, made).await {
+        Ok(k) => extra.new_key = Some((k.key.prefix, k.secret)),
         Err(p) => {
             extra.key_error = Some(p.detail);
             extra.shown.status = StatusCode::from_u16(p.status).unwrap_or(StatusCode::OK);
@@ -324,13 +337,10 @@ pub async fn revoke_key(
     if let Some(refused) = guard(&headers, &session, &form.csrf) {
         return refused;
     }
-    let path = format!("/v1/merchants/{id}/keys/{key}/revoke");
-    let reply = console
-        .api()
-        .call(&session.caller, Method::POST, &path, None)
-        .await;
-    if !reply.ok() {
-        return problem_page(&session, &reply.problem());
+    let (app, p) = (console.app(), &session.principal);
+    let revoked = async { app.revoke_merchant_key(p, checked(id)?, key).await };
+    if let Err(problem) = session.act(app, keys::MANAGE, revoked).await {
+        return problem_page(&session, &problem);
     }
     Redirect::to(&format!("/console/merchants/{id}")).into_response()
 }

@@ -1,13 +1,14 @@
-//! Names where the API gives ids: cities ("Lisbon (1)"), merchants ("Harbour Homes (1)") and
+//! Names where the application gives ids: cities ("Lisbon (1)"), merchants ("Harbour Homes (1)") and
 //! activities, read once per page. A name is a help, not a rule: when one cannot be read the
 //! page still shows the id ("city 7", "merchant 3").
 
 use std::collections::BTreeMap;
 
 use coupond_api::views::ActivityView;
-use coupond_domain::{City, CityId, Merchant};
+use coupond_app::merchants::{self, MerchantFilter};
+use coupond_domain::CityId;
 
-use super::paging::gather;
+use super::paging::gather_all;
 use crate::session::Session;
 use crate::Console;
 
@@ -18,11 +19,19 @@ pub struct CityNames(BTreeMap<i64, String>);
 impl CityNames {
     /// Every named city (a page without them still shows ids: names are a help, not a rule).
     pub async fn load(console: &Console, session: &Session) -> CityNames {
-        let cities = gather(console, session, "/v1/cities")
-            .await
-            .and_then(|g| g.typed::<City>())
-            .unwrap_or_default();
-        CityNames(cities.into_iter().map(|c| (c.id.get(), c.name)).collect())
+        let app = console.app();
+        let read = |page| async move {
+            let cities = app.cities(page);
+            session.act(app, merchants::CITIES, cities).await
+        };
+        let cities = gather_all(console, read).await.unwrap_or_default();
+        CityNames(
+            cities
+                .items
+                .into_iter()
+                .map(|c| (c.id.get(), c.name))
+                .collect(),
+        )
     }
 
     /// One city: "Lisbon (1)", or "city 7" when it has no name.
@@ -56,16 +65,22 @@ pub struct MerchantNames(BTreeMap<i64, String>);
 
 impl MerchantNames {
     pub async fn load(console: &Console, session: &Session) -> MerchantNames {
+        let app = console.app();
         let merchants = match session.principal.merchant() {
-            Some(own) => console
-                .api()
-                .get(&session.caller, &format!("/v1/merchants/{own}"))
-                .await
-                .into::<Merchant>()
-                .map(|m| vec![m]),
-            None => gather(console, session, "/v1/merchants")
-                .await
-                .and_then(|g| g.typed::<Merchant>()),
+            Some(own) => {
+                let one = app.merchant(&session.principal, own);
+                session
+                    .act(app, merchants::READ, one)
+                    .await
+                    .map(|m| vec![m])
+            }
+            None => {
+                let read = |page| async move {
+                    let all = app.merchants(MerchantFilter::default(), page);
+                    session.act(app, merchants::LIST, all).await
+                };
+                gather_all(console, read).await.map(|g| g.items)
+            }
         };
         let all = merchants.unwrap_or_default();
         MerchantNames(all.into_iter().map(|m| (m.id.get(), m.name)).collect())

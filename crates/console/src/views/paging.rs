@@ -5,7 +5,10 @@
 //! gathers every page up to [`MAX_ROWS`] rows and says when that bound cut it ([`gather`]),
 //! then shows it [`PER_PAGE`] rows at a time with numbered links ([`Pager`]).
 
+use std::future::Future;
+
 use coupond_api::pagination::PageOf;
+use coupond_app::pages::PageRequest;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -35,13 +38,22 @@ pub fn max_rows_words() -> String {
     n.trim_end_matches(".00").to_owned()
 }
 
-/// The rows of an API list gathered by [`gather`].
-#[derive(Debug, Default)]
-pub struct Gathered {
-    /// At most [`MAX_ROWS`], in the API's order.
-    pub items: Vec<Value>,
+/// The rows of a list gathered by [`gather`] or [`gather_all`].
+#[derive(Debug)]
+pub struct Gathered<T = Value> {
+    /// At most [`MAX_ROWS`], in the list's order.
+    pub items: Vec<T>,
     /// Whether rows past [`MAX_ROWS`] were left out.
     pub cut: bool,
+}
+
+impl<T> Default for Gathered<T> {
+    fn default() -> Self {
+        Gathered {
+            items: Vec::new(),
+            cut: false,
+        }
+    }
 }
 
 impl Gathered {
@@ -104,6 +116,48 @@ fn split(page: PageOf<Value>) -> Slice {
     }
 }
 
+/// Rows a page of [`PER_PAGE`] asks for (fewer if the API's `max_page` is lower).
+fn per_page(console: &Console) -> u32 {
+    let max = console.app().settings().max_page as usize;
+    PER_PAGE.min(max).max(1) as u32
+}
+
+/// The page of an application list that a console page shows after `after` (a cursor from
+/// a link; empty for the first page): [`PER_PAGE`] rows.
+pub fn request(console: &Console, after: &str) -> PageRequest {
+    PageRequest::after(&cursor(after), per_page(console))
+}
+
+/// An application list's page as a console page shows it: its rows and the cursor of the
+/// next page (empty on the last).
+pub fn rows<T>(page: PageOf<T>) -> (Vec<T>, String) {
+    let next = page.next_cursor.as_deref().map(cursor).unwrap_or_default();
+    (page.items, next)
+}
+
+/// Every row of an application list that `read` answers a page at a time (`max_page` rows
+/// each, following `next_cursor`), up to [`MAX_ROWS`].
+pub async fn gather_all<T, F, Fut>(console: &Console, mut read: F) -> Result<Gathered<T>, Problem>
+where
+    F: FnMut(PageRequest) -> Fut,
+    Fut: Future<Output = Result<PageOf<T>, Problem>>,
+{
+    let size = console.app().settings().max_page.max(1);
+    let mut all = Gathered::default();
+    let mut next = String::new();
+    loop {
+        let (items, after) = rows(read(PageRequest::after(&next, size)).await?);
+        all.items.extend(items);
+        next = after;
+        if all.items.len() >= MAX_ROWS || next.is_empty() {
+            break;
+        }
+    }
+    all.cut = all.items.len() > MAX_ROWS || (all.items.len() == MAX_ROWS && !next.is_empty());
+    all.items.truncate(MAX_ROWS);
+    Ok(all)
+}
+
 /// The API page of `path` after `after` (an API cursor; empty for the first page), of
 /// [`PER_PAGE`] rows (fewer if the API's `max_page` is lower).
 pub async fn one_page(
@@ -112,9 +166,7 @@ pub async fn one_page(
     path: &str,
     after: &str,
 ) -> Result<Slice, Problem> {
-    let size = PER_PAGE
-        .min(console.app().settings().max_page as usize)
-        .max(1);
+    let size = per_page(console);
     let mut path = with_query(path, &format!("limit={size}"));
     let after = cursor(after);
     if !after.is_empty() {
