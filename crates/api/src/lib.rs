@@ -13,8 +13,8 @@
 //! - [`layers`]: the stack every request passes (body limit, panic guard, time limit,
 //!   observation, nosniff), one function per layer.
 //! - [`observe`]: request ids, tracing spans, Prometheus metrics.
-//! - [`pagination`], [`views`]: cursors and response bodies (users' views of templates and
-//!   activities in the coupon centre are types of their own).
+//! - [`pagination`]: cursors as query parameters; [`views`], the response bodies, are the
+//!   application layer's answers (`coupond_app::views`).
 //! - [`server`]: the listener: connection cap, head and stall timeouts, graceful shutdown.
 //! - [`state`]: [`AppState`], the application (`coupond_app::App`, which handlers call) and
 //!   what only HTTP needs; read-only and cheap to clone.
@@ -39,7 +39,7 @@ pub mod routes;
 pub mod server;
 pub mod state;
 pub mod uploads;
-pub mod views;
+pub use coupond_app::views;
 
 use axum::routing::get;
 use axum::Router;

@@ -26,6 +26,9 @@
 //! - [`today`]: today's figures of a caller, and the outbox consumers' lag.
 //! - [`steering`]: publishing, pausing, resuming, stopping and aborting, each telling every
 //!   instance what went stale.
+//! - [`views`]: what services answer about activities, templates, listings, coupons and code
+//!   batches (statuses computed from the clock when built), as the API sends them; users'
+//!   views of the coupon centre are types of their own.
 //! - [`cache`]: the short-lived cache of the hot path (API keys, claimed templates).
 //! - [`shelf_cache`]: the coupon centre's shelf, read whole once per `cache_ttl` and mended per
 //!   template in between.
@@ -58,6 +61,7 @@ pub mod shelf_cache;
 pub mod steering;
 pub mod templates;
 pub mod today;
+pub mod views;
 
 pub use caller::{Access, Identity, Principal, Role};
 pub use context::App;

@@ -9,7 +9,7 @@ use coupond_store::MerchantQuery;
 use crate::caller::{roles, Access, Principal};
 use crate::context::App;
 use crate::error::{AppError, AppResult};
-use crate::pages::{finish, PageOf, PageRequest};
+use crate::pages::{finish, text_filter, PageOf, PageRequest};
 
 /// Who may add and edit merchants and name cities: the platform's admins.
 pub const MANAGE: Access = Access {
@@ -70,16 +70,10 @@ impl App {
         page: PageRequest,
     ) -> AppResult<PageOf<Merchant>> {
         let page = page.page(self.settings())?;
-        if let Some(name) = &filter.name {
-            let n = name.chars().count();
-            if n == 0 || n > MAX_NAME_FILTER {
-                let why = format!("name must be 1 to {MAX_NAME_FILTER} characters");
-                return Err(AppError::bad_query("name", why));
-            }
-        }
+        let name = text_filter("name", filter.name, MAX_NAME_FILTER)?;
         let query = MerchantQuery {
             city: filter.city,
-            name: filter.name,
+            name,
             page,
         };
         let rows = self.store().list_merchants(&query).await?;

@@ -69,6 +69,21 @@ impl PageRequest {
     }
 }
 
+/// A text to filter a list by, as given: 1 to `max` characters, else refused naming `field`.
+pub fn text_filter(
+    field: &'static str,
+    v: Option<String>,
+    max: usize,
+) -> AppResult<Option<String>> {
+    if v.as_ref()
+        .is_some_and(|v| v.is_empty() || v.chars().count() > max)
+    {
+        let why = format!("{field} must be 1 to {max} characters");
+        return Err(AppError::bad_query(field, why));
+    }
+    Ok(v)
+}
+
 /// The cursor of a page that ended with id `last_id`.
 pub fn encode_cursor(last_id: i64) -> String {
     URL_SAFE_NO_PAD.encode(format!("id:{last_id}"))

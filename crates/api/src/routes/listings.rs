@@ -1,62 +1,24 @@
 //! `/v1/listings`: merchants' houses, rooms and products, the templates bound to them, and the
 //! search users browse by coupon.
 
-use coupond_store::Conflict;
-use std::collections::BTreeMap;
-
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::{Extension, Json};
+use coupond_app::listings::{Bound, ListingFilter};
+use coupond_app::pages::PageRequest;
 use coupond_domain::{
-    ActivityId, CategoryId, CityId, CouponKind, Listing, ListingDraft, ListingId, ListingPatch,
-    TemplateId, Timestamp,
+    ActivityId, CategoryId, CityId, CouponKind, ListingDraft, ListingId, ListingPatch, TemplateId,
 };
-use coupond_engine::{catalog, CampaignError};
-use coupond_store::{ListingQuery, StoreError};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use coupond_app::listings::Bound;
-
 use crate::auth::Principal;
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
-use crate::pagination::{self, PageOf};
-use crate::routes::templates::reference_filter;
+use crate::pagination::PageOf;
 use crate::routes::{BodyErrors, CommonErrors, ConflictError};
 use crate::state::AppState;
-use crate::views::{ListingView, LiveCoupon};
-
-/// Loads a listing the caller may see: merchants only their own.
-/// The listings with the coupons live on them at `now`.
-async fn with_coupons(
-    s: &AppState,
-    listings: Vec<Listing>,
-    now: Timestamp,
-) -> ApiResult<Vec<ListingView>> {
-    let ids: Vec<ListingId> = listings.iter().map(|l| l.id).collect();
-    let mut live: BTreeMap<ListingId, Vec<LiveCoupon>> = BTreeMap::new();
-    for (listing, t) in s.store().live_templates(&ids, now).await? {
-        live.entry(listing).or_default().push(LiveCoupon::new(&t));
-    }
-    Ok(listings
-        .into_iter()
-        .map(|l| {
-            let coupons = live.remove(&l.id).unwrap_or_default();
-            ListingView::new(l, coupons)
-        })
-        .collect())
-}
-
-fn external_id_taken(e: StoreError) -> ApiError {
-    match e {
-        StoreError::Conflict(Conflict::Unique) => ApiError::conflict(
-            "external_id_taken",
-            "another of your listings already has this external_id",
-        ),
-        e => e.into(),
-    }
-}
+use crate::views::ListingView;
 
 /// Create a listing.
 ///
@@ -71,13 +33,8 @@ pub async fn create(
     State(s): State<AppState>,
     ApiJson(draft): ApiJson<ListingDraft>,
 ) -> ApiResult<(StatusCode, Json<ListingView>)> {
-    let merchant = p.merchant().ok_or(ApiError::Forbidden)?;
-    let merchant = s.store().merchant(merchant).await?;
-    let l = match catalog::create_listing(s.store(), &merchant, &draft, s.now()).await {
-        Err(CampaignError::Store(e)) => return Err(external_id_taken(e)),
-        done => done?,
-    };
-    Ok((StatusCode::CREATED, Json(ListingView::new(l, Vec::new()))))
+    let l = s.create_listing(&p, &draft).await?;
+    Ok((StatusCode::CREATED, Json(l)))
 }
 
 /// Read a listing.
@@ -92,9 +49,7 @@ pub async fn get(
     State(s): State<AppState>,
     ApiPath(id): ApiPath<ListingId>,
 ) -> ApiResult<Json<ListingView>> {
-    let l = s.visible_listing(&p, id).await?;
-    let mut views = with_coupons(&s, vec![l], s.now()).await?;
-    views.pop().map(Json).ok_or(ApiError::NotFound)
+    Ok(Json(s.listing(&p, id).await?))
 }
 
 /// Change a listing.
@@ -111,14 +66,7 @@ pub async fn update(
     ApiPath(id): ApiPath<ListingId>,
     ApiJson(patch): ApiJson<ListingPatch>,
 ) -> ApiResult<Json<ListingView>> {
-    let l = s.visible_listing(&p, id).await?;
-    let draft = patch.apply(&l.draft, &s.store().merchant(l.merchant_id).await?)?;
-    let now = s.now();
-    let updated = catalog::update_listing(s.store(), &l, &draft, now)
-        .await
-        .map_err(external_id_taken)?;
-    let mut views = with_coupons(&s, vec![updated], now).await?;
-    views.pop().map(Json).ok_or(ApiError::NotFound)
+    Ok(Json(s.update_listing(&p, id, patch).await?))
 }
 
 /// Search filters. Coupon filters look at the coupons claimable now.
@@ -163,38 +111,21 @@ pub async fn list(
     State(s): State<AppState>,
     ApiQuery(q): ApiQuery<SearchQuery>,
 ) -> ApiResult<Json<PageOf<ListingView>>> {
-    let page = pagination::page(q.cursor.as_deref(), q.limit, s.settings())?;
-    if q.external_id
-        .as_ref()
-        .is_some_and(|e| e.is_empty() || e.chars().count() > 100)
-    {
-        return Err(ApiError::bad_request(
-            "invalid_query",
-            Some("external_id"),
-            "external_id must be 1 to 100 characters",
-        ));
-    }
-    let activity_type = reference_filter("activity_type", q.activity_type)?;
-    let now = s.now();
-    let query = ListingQuery {
-        merchant: p.merchant(),
+    let filter = ListingFilter {
         external_id: q.external_id,
         city: q.city,
         category: q.category,
         kind: q.kind,
         activity: q.activity_id,
-        activity_type,
         template: q.template_id,
+        activity_type: q.activity_type,
         has_coupon: q.has_coupon,
-        now,
-        page,
     };
-    let rows = s.store().list_listings(&query).await?;
-    let trimmed = pagination::finish(rows, page, |l| l.id.get(), |l| l);
-    Ok(Json(PageOf {
-        items: with_coupons(&s, trimmed.items, now).await?,
-        next_cursor: trimmed.next_cursor,
-    }))
+    let page = PageRequest {
+        cursor: q.cursor,
+        limit: q.limit,
+    };
+    Ok(Json(s.listings(&p, filter, page).await?))
 }
 
 /// Path of a binding.
@@ -277,7 +208,6 @@ pub async fn remove(
     State(s): State<AppState>,
     ApiPath(id): ApiPath<ListingId>,
 ) -> ApiResult<StatusCode> {
-    let listing = s.visible_listing(&p, id).await?;
-    catalog::delete_listing(s.store(), &listing, s.now()).await?;
+    s.delete_listing(&p, id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -9,9 +9,9 @@ use super::{
     activities, audit, audits, campaign_messages, centre, checkout, cities, claims, codes,
     contacts, coupons, events, inbox, issuances, keys, listings, merchants, message_texts, op,
     operators, performance, plain_orders, refunds, reports, route, seen, settlement, shared_tags,
-    steering, system, tag_uploads, tags, templates, today, upload, webhooks, Declared, ANYONE,
-    MERCHANT, PLATFORM, PLATFORM_MERCHANT, PLATFORM_MERCHANT_SERVICE, PLATFORM_MERCHANT_USER,
-    PLATFORM_SERVICE, SERVICE, USER, USER_SERVICE,
+    steering, system, tag_uploads, tags, templates, today, upload, webhooks, Declared, PLATFORM,
+    PLATFORM_MERCHANT, PLATFORM_MERCHANT_SERVICE, PLATFORM_MERCHANT_USER, PLATFORM_SERVICE,
+    SERVICE, USER, USER_SERVICE,
 };
 use crate::state::AppState;
 
@@ -90,11 +90,11 @@ fn template_routes() -> Vec<Declared> {
         route(PLATFORM_MERCHANT, routes!(steering::stop_template)),
         route(PLATFORM, routes!(templates::approve)),
         route(PLATFORM, routes!(templates::reject)),
-        route(MERCHANT, routes!(listings::create)),
-        route(ANYONE, routes!(listings::list)),
-        route(ANYONE, routes!(listings::get)),
-        route(MERCHANT, routes!(listings::update)),
-        route(MERCHANT, routes!(listings::remove)),
+        op(coupond_app::listings::EDIT, routes!(listings::create)),
+        op(coupond_app::listings::READ, routes!(listings::list)),
+        op(coupond_app::listings::READ, routes!(listings::get)),
+        op(coupond_app::listings::EDIT, routes!(listings::update)),
+        op(coupond_app::listings::EDIT, routes!(listings::remove)),
         op(coupond_app::listings::BIND, routes!(listings::bind)),
         op(coupond_app::listings::BIND, routes!(listings::unbind)),
     ]

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::Principal;
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::pagination::{self, PageOf, PageQuery};
 use crate::routes::{BodyErrors, CommonErrors, ConflictError};
@@ -99,18 +99,14 @@ pub struct ListQuery {
 
 /// A `reference` part to filter on, as given: 1 to [`Reference::MAX_CHARS`] characters
 /// (400 `invalid_query` naming `field` otherwise).
-pub(crate) fn reference_filter(field: &str, v: Option<String>) -> ApiResult<Option<String>> {
+///
+/// [`Reference::MAX_CHARS`]: coupond_domain::Reference::MAX_CHARS
+pub(crate) fn reference_filter(
+    field: &'static str,
+    v: Option<String>,
+) -> ApiResult<Option<String>> {
     let max = coupond_domain::Reference::MAX_CHARS;
-    if v.as_ref()
-        .is_some_and(|v| v.is_empty() || v.chars().count() > max)
-    {
-        return Err(ApiError::bad_request(
-            "invalid_query",
-            Some(field),
-            format!("{field} must be 1 to {max} characters"),
-        ));
-    }
-    Ok(v)
+    Ok(coupond_app::pages::text_filter(field, v, max)?)
 }
 
 /// List templates.

@@ -12,7 +12,7 @@ use coupond_domain::{ActivityAction, Funding, Timestamp};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::format::{decimal, money, percent};
+use super::format::{decimal, hundredths, money, percent};
 use super::names::{CityNames, MerchantNames};
 use super::paging::{next_link, one_page, After};
 use super::templates::Slot;
@@ -220,20 +220,6 @@ fn draft(f: &ActivityForm) -> Result<Value, (&'static str, String)> {
         "funding": {"platform_bps": platform_bps},
         "approval": if f.approval.is_empty() { "none" } else { f.approval.as_str() },
     }))
-}
-
-/// A decimal entered by a person (`12.5`) in hundredths (money in minor units, percentages in
-/// basis points); the field is named if it is not a number in range.
-pub(super) fn hundredths(field: &'static str, s: &str) -> Result<i64, (&'static str, String)> {
-    let n: f64 = s
-        .trim()
-        .parse()
-        .map_err(|_| (field, "enter a number".to_owned()))?;
-    let scaled = (n * 100.0).round();
-    if !scaled.is_finite() || scaled.abs() > 1e15 {
-        return Err((field, "this number is out of range".to_owned()));
-    }
-    Ok(scaled as i64)
 }
 
 /// A `datetime-local` value (`2026-11-24T12:00`) read as UTC.

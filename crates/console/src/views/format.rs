@@ -28,6 +28,41 @@ pub fn decimal(hundredths: i64) -> String {
     format!("{sign}{}.{:02}", n / 100, n % 100)
 }
 
+/// The largest decimal a form takes, in hundredths (money's own bound, 10^15 minor units).
+const MAX_HUNDREDTHS: i64 = 1_000_000_000_000_000;
+
+/// A decimal a person typed (`12.5`, `-0.05`, `3`) in hundredths (money in minor units,
+/// percentages in basis points), read exactly (never through a float); the field is named if
+/// it is not a number with at most two decimals, or out of range. [`decimal`] writes it back.
+pub fn hundredths(field: &'static str, s: &str) -> Result<i64, (&'static str, String)> {
+    let s = s.trim();
+    let (negative, digits) = match s.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, s),
+    };
+    let (whole, fraction) = digits.split_once('.').unwrap_or((digits, ""));
+    let only_digits = |t: &str| t.bytes().all(|b| b.is_ascii_digit());
+    if (whole.is_empty() && fraction.is_empty()) || !only_digits(whole) || !only_digits(fraction) {
+        return Err((field, "enter a number".to_owned()));
+    }
+    if fraction.len() > 2 {
+        return Err((field, "at most two decimals".to_owned()));
+    }
+    let out_of_range = || (field, "this number is out of range".to_owned());
+    let whole: i64 = match whole {
+        "" => 0,
+        w => w.parse().map_err(|_| out_of_range())?,
+    };
+    let fraction: i64 = format!("{fraction:0<2}")
+        .parse()
+        .map_err(|_| out_of_range())?;
+    let n = whole.checked_mul(100).and_then(|w| w.checked_add(fraction));
+    let n = n
+        .filter(|n| *n <= MAX_HUNDREDTHS)
+        .ok_or_else(out_of_range)?;
+    Ok(if negative { -n } else { n })
+}
+
 /// Basis points as a percentage: `1250` as `12.50 %`.
 pub fn percent(bps: i64) -> String {
     format!("{} %", decimal(bps))
@@ -261,6 +296,30 @@ pub fn sort_templates(rows: &mut [TemplateRow], key: SortKey, desc: bool) {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn decimals_are_read_exactly_and_written_back() {
+        for (typed, n) in [
+            ("12.5", 1250),
+            ("3", 300),
+            (" 0.07 ", 7),
+            ("-0.05", -5),
+            (".5", 50),
+        ] {
+            assert_eq!(hundredths("price", typed), Ok(n), "{typed}");
+        }
+        assert_eq!(hundredths("price", "19.99").map(decimal).unwrap(), "19.99");
+        assert_eq!(hundredths("price", "0.29"), Ok(29));
+        // A third decimal is refused, not rounded away.
+        for bad in ["", "-", ".", "1e3", "12,5", "1.2.3", "abc", "+1", "1.234"] {
+            assert!(hundredths("price", bad).is_err(), "{bad}");
+        }
+        assert!(
+            hundredths("price", "10000000000000.01").is_err(),
+            "past money's bound"
+        );
+        assert_eq!(hundredths("price", "10000000000000"), Ok(MAX_HUNDREDTHS));
+    }
 
     #[test]
     fn counts_agree_with_their_nouns() {

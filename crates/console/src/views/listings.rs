@@ -5,20 +5,21 @@
 
 use askama::Template;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, Method};
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
 use coupond_api::views::{ListingView, TemplateView};
 use coupond_app::identify::Origin;
-use coupond_app::{listings, AppError};
-use coupond_domain::{ListingId, TemplateId};
+use coupond_app::listings::{self, ListingFilter};
+use coupond_app::AppError;
+use coupond_domain::{
+    CategoryId, CityId, CouponKind, ListingDraft, ListingId, ListingPatch, Money, TemplateId,
+};
 use serde::Deserialize;
-use serde_json::{json, Value};
 
-use super::activities::hundredths;
-use super::format::{decimal, money};
+use super::format::{decimal, hundredths, money};
 use super::names::CityNames;
-use super::paging::{gather, max_rows_words, next_link, one_page};
+use super::paging::{gather, max_rows_words, next_link, request, rows};
 use super::{guard, problem_page, render, FieldErrors, Shell, Shown, TemplateRow};
 use crate::api::Problem;
 use crate::session::Session;
@@ -122,42 +123,40 @@ const KINDS: [(&str, &str); 7] = [
 ];
 
 impl Search {
-    /// The API's list with the filters (its page is added by [`one_page`]): only filters
-    /// that are well formed (others are dropped and shown empty, so the page never passes
-    /// text through unchecked).
-    fn query(&mut self) -> String {
-        let digits = |s: &mut String| {
-            if s.trim().parse::<u32>().is_err() {
+    /// The filters of the search: only those that are well formed (others are dropped and
+    /// shown empty, so the page never passes text through unchecked).
+    fn filter(&mut self) -> ListingFilter {
+        let id = |s: &mut String| {
+            let n = s.trim().parse::<u32>().ok().map(i64::from);
+            if n.is_none() {
                 s.clear();
             }
-            s.trim().to_owned()
+            n
         };
-        let (city, category) = (digits(&mut self.city), digits(&mut self.category));
-        let mut filters = Vec::new();
-        if !city.is_empty() {
-            filters.push(format!("city={city}"));
-        }
-        if !category.is_empty() {
-            filters.push(format!("category={category}"));
-        }
-        if KINDS.iter().any(|(k, _)| *k == self.kind) {
-            filters.push(format!("kind={}", self.kind));
-        } else {
+        let city = id(&mut self.city).and_then(|c| CityId::new(c).ok());
+        let category = id(&mut self.category).and_then(|c| CategoryId::new(c).ok());
+        let kind = CouponKind::parse(&self.kind);
+        if kind.is_none() {
             self.kind.clear();
         }
-        match self.has_coupon.as_str() {
-            "yes" => filters.push("has_coupon=true".into()),
-            "no" => filters.push("has_coupon=false".into()),
-            _ => self.has_coupon.clear(),
-        }
-        if filters.is_empty() {
-            "/v1/listings".to_owned()
-        } else {
-            format!("/v1/listings?{}", filters.join("&"))
+        let has_coupon = match self.has_coupon.as_str() {
+            "yes" => Some(true),
+            "no" => Some(false),
+            _ => {
+                self.has_coupon.clear();
+                None
+            }
+        };
+        ListingFilter {
+            city,
+            category,
+            kind,
+            has_coupon,
+            ..ListingFilter::default()
         }
     }
 
-    /// This search's console page (its filters as checked by [`Search::query`]), to which the
+    /// This search's console page (its filters as checked by [`Search::filter`]), to which the
     /// next page's cursor is added.
     fn base(&self) -> String {
         format!(
@@ -196,10 +195,14 @@ async fn page_with(
     form: ListingForm,
     shown: Shown,
 ) -> Response {
-    let path = search.query();
-    let listings = one_page(console, session, &path, &search.after).await;
-    let (listings, listings_next) = match listings.and_then(|l| l.typed::<ListingView>()) {
-        Ok(l) => l,
+    let app = console.app();
+    let found = app.listings(
+        &session.principal,
+        search.filter(),
+        request(console, &search.after),
+    );
+    let (listings, listings_next) = match session.act(app, listings::READ, found).await {
+        Ok(l) => rows(l),
         Err(p) => return problem_page(session, &p),
     };
     let (templates, templates_cut) = match bindable(console, session).await {
@@ -243,37 +246,54 @@ pub async fn create(
     if let Some(refused) = guard(&headers, &session, &form.csrf) {
         return refused;
     }
-    let body = match draft(&form) {
-        Ok(b) => b,
+    let draft = match draft(&form) {
+        Ok(d) => d,
         Err((field, why)) => {
             return page(&console, &session, form, Shown::field(field, why)).await;
         }
     };
-    let reply = console
-        .api()
-        .send_json(&session.caller, Method::POST, "/v1/listings", &body)
-        .await;
-    if reply.ok() {
-        return Redirect::to("/console/listings").into_response();
+    let app = console.app();
+    let created = app.create_listing(&session.principal, &draft);
+    match session.act(app, listings::EDIT, created).await {
+        Ok(_) => Redirect::to("/console/listings").into_response(),
+        Err(p) => page(&console, &session, form, Shown::of(&p)).await,
     }
-    let p = reply.problem();
-    page(&console, &session, form, Shown::of(&p)).await
 }
 
-fn draft(f: &ListingForm) -> Result<Value, (&'static str, String)> {
+/// The listing the form describes; an empty `external_id` is none.
+fn draft(f: &ListingForm) -> Result<ListingDraft, (&'static str, String)> {
     let id = |field: &'static str, s: &str| -> Result<i64, (&'static str, String)> {
         s.trim()
             .parse()
             .map_err(|_| (field, "enter a whole number".to_owned()))
     };
-    Ok(json!({
-        "external_id": f.external_id,
-        "title": f.title,
-        "city_id": id("city_id", &f.city_id)?,
-        "category_id": id("category_id", &f.category_id)?,
-        "price": hundredths("price", &f.price)?,
-        "deposit": hundredths("deposit", &f.deposit)?,
-    }))
+    let named = |field: &'static str| move |why: String| (field, why);
+    let money = |field: &'static str, s: &str| {
+        hundredths(field, s).and_then(|m| Money::new(m).map_err(named(field)))
+    };
+    let external_id = f.external_id.trim();
+    Ok(ListingDraft {
+        external_id: (!external_id.is_empty()).then(|| external_id.to_owned()),
+        title: f.title.clone(),
+        city_id: CityId::new(id("city_id", &f.city_id)?).map_err(named("city_id"))?,
+        category_id: CategoryId::new(id("category_id", &f.category_id)?)
+            .map_err(named("category_id"))?,
+        price: money("price", &f.price)?,
+        deposit: money("deposit", &f.deposit)?,
+    })
+}
+
+/// The edit the form saves: every field, as typed (an empty `external_id` removes it).
+fn patch(f: &ListingForm) -> Result<ListingPatch, (&'static str, String)> {
+    let d = draft(f)?;
+    Ok(ListingPatch {
+        external_id: Some(d.external_id),
+        city_id: Some(d.city_id),
+        category_id: Some(d.category_id),
+        title: Some(d.title),
+        price: Some(d.price),
+        deposit: Some(d.deposit),
+    })
 }
 
 #[derive(Template)]
@@ -303,12 +323,9 @@ pub async fn edit(
     session: Session,
     Path(id): Path<i64>,
 ) -> Response {
-    let l = match console
-        .api()
-        .get(&session.caller, &format!("/v1/listings/{id}"))
-        .await
-        .into::<ListingView>()
-    {
+    let app = console.app();
+    let read = async { app.listing(&session.principal, listing_id(id)?).await };
+    let l = match session.act(app, listings::READ, read).await {
         Ok(l) => l.terms,
         Err(p) => return problem_page(&session, &p),
     };
@@ -325,7 +342,12 @@ pub async fn edit(
     edit_page(&session, id, form, Shown::ok())
 }
 
-/// Saves the edit form as a `PATCH` of every field.
+/// A listing's id from a console path; one that cannot be is not found.
+fn listing_id(id: i64) -> Result<ListingId, AppError> {
+    ListingId::new(id).map_err(|_| AppError::NotFound)
+}
+
+/// Saves the edit form: every field.
 pub async fn update(
     State(console): State<Console>,
     session: Session,
@@ -336,23 +358,19 @@ pub async fn update(
     if let Some(refused) = guard(&headers, &session, &form.csrf) {
         return refused;
     }
-    let body = match draft(&form) {
-        Ok(b) => b,
+    let patch = match patch(&form) {
+        Ok(p) => p,
         Err((field, why)) => return edit_page(&session, id, form, Shown::field(field, why)),
     };
-    let reply = console
-        .api()
-        .send_json(
-            &session.caller,
-            Method::PATCH,
-            &format!("/v1/listings/{id}"),
-            &body,
-        )
-        .await;
-    if reply.ok() {
-        return Redirect::to("/console/listings").into_response();
+    let app = console.app();
+    let edit = async {
+        let id = listing_id(id)?;
+        app.update_listing(&session.principal, id, patch).await
+    };
+    match session.act(app, listings::EDIT, edit).await {
+        Ok(_) => Redirect::to("/console/listings").into_response(),
+        Err(p) => edit_page(&session, id, form, Shown::of(&p)),
     }
-    edit_page(&session, id, form, Shown::of(&reply.problem()))
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -7,8 +7,8 @@ use coupond_domain::{Audience, CouponValue, TemplateDraft, Timestamp, Validity};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::activities::{hundredths, utc, Choice};
-use super::format::decimal;
+use super::activities::{utc, Choice};
+use super::format::{decimal, hundredths};
 
 /// Every kind the API takes.
 pub const KINDS: [(&str, &str); 7] = [

@@ -354,14 +354,14 @@ impl CodeBatchView {
 /// What the platform's or a merchant's support may do with coupon `c` at `now`, in the views
 /// that help a user (`None` for anyone else, or a role that does not support users): revoke
 /// it, and, the platform only, extend the lock that holds it.
-pub(crate) fn support_actions(
-    p: &crate::auth::Principal,
+pub fn support_actions(
+    p: &crate::caller::Principal,
     c: &Coupon,
     now: Timestamp,
 ) -> Option<Vec<CouponAction>> {
-    use crate::auth::Principal;
+    use crate::caller::{may_act, Principal};
     let helps = matches!(p, Principal::Platform | Principal::Merchant(_))
-        && crate::auth::may_act(coupond_domain::Area::Support);
+        && may_act(coupond_domain::Area::Support);
     let platform = matches!(p, Principal::Platform);
     helps.then(|| {
         c.actions(now)
