@@ -17,6 +17,7 @@
 //!   [`App::redeem`]) for a [`claims::Claimant`] the caller may claim for.
 //! - [`checkout`]: quoting an order ([`App::quote`]), with a code's preview.
 //! - [`codes`]: a template's shared code and batches of single-use codes.
+//! - [`activities`]: the platform's activities, each with what the caller may do with it.
 //! - [`templates`]: templates and activities as a caller may see, create and edit them.
 //! - [`issuance`]: starting bulk issuance to a list or a segment of users.
 //! - [`merchants`]: merchants and the platform's names for its cities.
@@ -38,6 +39,7 @@
 //! - [`forwarded`]: which client a connection speaks for behind trusted proxies.
 #![forbid(unsafe_code)]
 
+pub mod activities;
 pub mod cache;
 pub mod caller;
 pub mod checkout;

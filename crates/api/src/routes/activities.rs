@@ -4,50 +4,21 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::{Extension, Json};
+use coupond_app::activities::ActivityFilter;
+use coupond_app::pages::PageRequest;
 use coupond_domain::{
-    Activity, ActivityDraft, ActivityId, ActivityPatch, ActivitySpec, ActivityStatus, CityId,
-    CouponKind, Timestamp,
+    ActivityDraft, ActivityId, ActivityPatch, ActivityStatus, CityId, CouponKind,
 };
-use coupond_engine::campaigns;
-use coupond_store::{ActivityQuery, Narrow};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
 use crate::auth::Principal;
 use crate::error::ApiResult;
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
-use crate::pagination::{self, PageOf};
+use crate::pagination::PageOf;
 use crate::routes::{BodyErrors, CommonErrors, ConflictError};
 use crate::state::AppState;
 use crate::views::ActivityView;
-
-/// The view at `now`, the one instant the request reads the clock at (so a list filtered by
-/// status never shows an item in another status).
-fn view(s: &AppState, a: Activity, now: Timestamp) -> ActivityView {
-    ActivityView::new(a, now, s.settings().freeze)
-}
-
-/// The view of one activity with the actions caller `p` may take on it now: what its rules
-/// allow ([`Activity::actions`]) on the caller's side (the platform edits and aborts, a
-/// merchant enrolls), if its role runs campaigns.
-pub(crate) fn view_one(s: &AppState, p: &Principal, a: Activity, now: Timestamp) -> ActivityView {
-    let side = match p {
-        Principal::Platform => Some(true),
-        Principal::Merchant(_) => Some(false),
-        _ => None,
-    };
-    let actions = match side {
-        Some(platform) if crate::auth::may_act(coupond_domain::Area::Campaigns) => a
-            .actions(now, s.settings().freeze)
-            .into_iter()
-            .filter(|action| action.is_platforms() == platform)
-            .collect(),
-        _ => Vec::new(),
-    };
-    let mut v = view(s, a, now);
-    v.actions = Some(actions);
-    v
-}
 
 /// Create an activity.
 ///
@@ -62,13 +33,8 @@ pub async fn create(
     State(s): State<AppState>,
     ApiJson(draft): ApiJson<ActivityDraft>,
 ) -> ApiResult<(StatusCode, Json<ActivityView>)> {
-    let spec = ActivitySpec::try_from(draft)?;
-    let now = s.now();
-    let a = campaigns::create_activity(s.store(), &spec, now).await?;
-    Ok((
-        StatusCode::CREATED,
-        Json(view_one(&s, &Principal::Platform, a, now)),
-    ))
+    let a = s.create_activity(draft).await?;
+    Ok((StatusCode::CREATED, Json(a)))
 }
 
 /// Filters for listing activities.
@@ -113,40 +79,20 @@ pub async fn list(
     State(s): State<AppState>,
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> ApiResult<Json<PageOf<ActivityView>>> {
-    let page = pagination::page(q.cursor.as_deref(), q.limit, s.settings())?;
-    let now = s.now();
-    let (status, any_city) = match p.merchant() {
-        Some(m) => {
-            let merchant = s.store().merchant(m).await?;
-            (
-                Some(q.status.unwrap_or(ActivityStatus::Enrolling)),
-                Some(merchant.cities),
-            )
-        }
-        None => (q.status, None),
-    };
-    let query = ActivityQuery {
-        narrow: Narrow {
-            kind: q.kind,
-            paused: q.paused,
-            external_id: q.external_id,
-            source: crate::routes::templates::reference_filter("source", q.source)?,
-            source_type: crate::routes::templates::reference_filter("type", q.source_type)?,
-        },
-        status,
+    let filter = ActivityFilter {
+        status: q.status,
         city: q.city_id.or(q.city),
-        any_city,
-        now,
-        freeze: s.settings().freeze,
-        page,
+        kind: q.kind,
+        paused: q.paused,
+        external_id: q.external_id,
+        source: q.source,
+        source_type: q.source_type,
     };
-    let rows = s.store().list_activities(&query).await?;
-    Ok(Json(pagination::finish(
-        rows,
-        page,
-        |a| a.id.get(),
-        |a| view(&s, a, now),
-    )))
+    let page = PageRequest {
+        cursor: q.cursor,
+        limit: q.limit,
+    };
+    Ok(Json(s.activities(&p, filter, page).await?))
 }
 
 /// Read an activity.
@@ -161,8 +107,7 @@ pub async fn get(
     State(s): State<AppState>,
     ApiPath(id): ApiPath<ActivityId>,
 ) -> ApiResult<Json<ActivityView>> {
-    let a = s.visible_activity(&p, id).await?;
-    Ok(Json(view_one(&s, &p, a, s.now())))
+    Ok(Json(s.activity(&p, id).await?))
 }
 
 /// Change an activity.
@@ -179,11 +124,7 @@ pub async fn update(
     ApiPath(id): ApiPath<ActivityId>,
     ApiJson(patch): ApiJson<ActivityPatch>,
 ) -> ApiResult<Json<ActivityView>> {
-    let now = s.now();
-    let updated = campaigns::edit_activity(s.store(), id, patch, now, s.settings().freeze).await?;
-    // Its templates' claim windows may follow its run: every instance reads them again.
-    s.forget_activity_templates(id).await?;
-    Ok(Json(view_one(&s, &Principal::Platform, updated, now)))
+    Ok(Json(s.edit_activity(id, patch).await?))
 }
 
 /// Abort an activity.
@@ -198,9 +139,5 @@ pub async fn abort(
     State(s): State<AppState>,
     ApiPath(id): ApiPath<ActivityId>,
 ) -> ApiResult<Json<ActivityView>> {
-    let now = s.now();
-    let aborted = campaigns::abort_activity(s.store(), id, now, s.settings().freeze).await?;
-    // Its templates ended with it: no instance keeps offering them from memory.
-    s.forget_activity_templates(id).await?;
-    Ok(Json(view_one(&s, &Principal::Platform, aborted, now)))
+    Ok(Json(s.abort_activity(id).await?))
 }

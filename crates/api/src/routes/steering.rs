@@ -11,7 +11,7 @@ use utoipa::ToSchema;
 use crate::auth::Principal;
 use crate::error::ApiResult;
 use crate::extract::{ApiPath, OptionalJson};
-use crate::routes::{activities, templates, BodyErrors, CommonErrors, ConflictError};
+use crate::routes::{templates, BodyErrors, CommonErrors, ConflictError};
 use crate::state::AppState;
 use crate::views::{ActivityView, TemplateView};
 
@@ -106,7 +106,7 @@ pub async fn pause_activity(
 ) -> ApiResult<Json<ActivityView>> {
     let reason = body.unwrap_or_default().reason;
     let paused = s.pause_activity(&p, id, reason).await?;
-    Ok(Json(activities::view_one(&s, &p, paused, s.now())))
+    Ok(Json(s.activity_view(&p, paused, s.now())))
 }
 
 /// Resume a paused activity.
@@ -125,5 +125,5 @@ pub async fn resume_activity(
     ApiPath(id): ApiPath<ActivityId>,
 ) -> ApiResult<Json<ActivityView>> {
     let resumed = s.resume_activity(&p, id).await?;
-    Ok(Json(activities::view_one(&s, &p, resumed, s.now())))
+    Ok(Json(s.activity_view(&p, resumed, s.now())))
 }

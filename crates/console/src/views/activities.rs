@@ -3,20 +3,25 @@
 
 use askama::Template;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, Method, StatusCode};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
 use coupond_api::routes::reports::ActivityStats;
 use coupond_api::views::{ActivityView, TemplateView};
-use coupond_domain::{ActivityAction, Funding, Timestamp};
+use coupond_app::activities::{self, ActivityFilter};
+use coupond_app::AppError;
+use coupond_domain::{
+    ActivityAction, ActivityDraft, ActivityId, ActivityPatch, Approval, CouponKind, Funding,
+    Reference, Timestamp, Window,
+};
 use serde::Deserialize;
-use serde_json::{json, Value};
 
 use super::format::{decimal, hundredths, money, percent};
-use super::names::{CityNames, MerchantNames};
-use super::paging::{next_link, one_page, After};
+use super::names::{typed_cities, CityNames, MerchantNames};
+use super::paging::{next_link, one_page, request, rows, After};
 use super::templates::Slot;
 use super::{guard, problem_page, render, ActivityRow, FieldErrors, Shell, Shown, TemplateRow};
+use crate::api::Problem;
 use crate::session::Session;
 use crate::Console;
 
@@ -36,9 +41,15 @@ pub async fn list(
     session: Session,
     Query(q): Query<After>,
 ) -> Response {
-    let page = one_page(&console, &session, "/v1/activities", &q.after).await;
+    let app = console.app();
+    let found = app.activities(
+        &session.principal,
+        ActivityFilter::default(),
+        request(&console, &q.after),
+    );
+    let page = session.act(app, activities::READ, found).await;
     let cities = CityNames::load(&console, &session).await;
-    match page.and_then(|p| p.typed::<ActivityView>()) {
+    match page.map(rows) {
         Ok((activities, next)) => render(
             StatusCode::OK,
             &ListPage {
@@ -177,49 +188,77 @@ pub async fn create(
     if let Some(refused) = guard(&headers, &session, &form.csrf) {
         return refused;
     }
-    let body = match draft(&form) {
-        Ok(b) => b,
+    let draft = match draft(&form) {
+        Ok(d) => d,
         Err((field, why)) => {
             return new_page(&session, form, Shown::field(field, why));
         }
     };
-    let reply = console
-        .api()
-        .send_json(&session.caller, Method::POST, "/v1/activities", &body)
-        .await;
-    match reply.into::<ActivityView>() {
+    let app = console.app();
+    match session
+        .act(app, activities::EDIT, app.create_activity(draft))
+        .await
+    {
         Ok(a) => Redirect::to(&format!("/console/activities/{}", a.id)).into_response(),
         Err(p) => new_page(&session, form, Shown::of(&p)),
     }
 }
 
-/// The API's draft from the form; a field that cannot be read is named with why.
-fn draft(f: &ActivityForm) -> Result<Value, (&'static str, String)> {
-    let cities: Result<Vec<i64>, _> = f
-        .cities
-        .split(',')
-        .map(str::trim)
-        .filter(|c| !c.is_empty())
-        .map(str::parse::<i64>)
-        .collect();
-    let cities = cities.map_err(|_| ("cities", "city ids, separated by commas".to_owned()))?;
-    // Percent with two decimals is basis points; the API says if it is out of range.
+/// The activity the form describes; a field that cannot be read is named with why.
+fn draft(f: &ActivityForm) -> Result<ActivityDraft, (&'static str, String)> {
+    let cities = typed_cities(&f.cities).map_err(|why| ("cities", why))?;
+    let kind = CouponKind::parse(&f.kind).ok_or(("kind", "choose a kind".to_owned()))?;
+    // Percent with two decimals is basis points; the rule says if it is out of range.
     let platform_bps = match f.platform_share.trim() {
         "" => 0,
         share => hundredths("platform_share", share)?,
     };
-    Ok(json!({
-        "title": f.title,
-        "description": f.description,
-        "cities": cities,
-        "kind": f.kind,
-        "value_min": hundredths("value_min", &f.value_min)?,
-        "value_max": hundredths("value_max", &f.value_max)?,
-        "enrollment": {"start": utc(&f.enrollment_start), "end": utc(&f.enrollment_end)},
-        "run": {"start": utc(&f.run_start), "end": utc(&f.run_end)},
-        "funding": {"platform_bps": platform_bps},
-        "approval": if f.approval.is_empty() { "none" } else { f.approval.as_str() },
-    }))
+    let funding =
+        Funding::platform_share(platform_bps).map_err(|e| ("platform_share", e.message))?;
+    let approval = match f.approval.as_str() {
+        "" | "none" => Approval::None,
+        "required" => Approval::Required,
+        _ => return Err(("approval", "none or required".to_owned())),
+    };
+    Ok(ActivityDraft {
+        title: f.title.clone(),
+        description: f.description.clone(),
+        cities,
+        kind,
+        value_min: hundredths("value_min", &f.value_min)?,
+        value_max: hundredths("value_max", &f.value_max)?,
+        enrollment: window("enrollment", &f.enrollment_start, &f.enrollment_end)?,
+        run: window("run", &f.run_start, &f.run_end)?,
+        funding: Some(funding),
+        funded_by: None,
+        approval,
+        reference: Reference::default(),
+    })
+}
+
+/// The window between two `datetime-local` values read as UTC, named `field` if it is not one.
+fn window(field: &'static str, start: &str, end: &str) -> Result<Window, (&'static str, String)> {
+    let at = |s: &str| Timestamp::parse(&utc(s)).map_err(|why| (field, why));
+    Window::new(at(start)?, at(end)?).map_err(|why| (field, why))
+}
+
+/// The edit the form saves: every field it shows, so the rules apply to the activity as
+/// changed (its reference stays).
+fn patch(f: &ActivityForm) -> Result<ActivityPatch, (&'static str, String)> {
+    let d = draft(f)?;
+    Ok(ActivityPatch {
+        title: Some(d.title),
+        description: Some(d.description),
+        cities: Some(d.cities),
+        kind: Some(d.kind),
+        value_min: Some(d.value_min),
+        value_max: Some(d.value_max),
+        enrollment: Some(d.enrollment),
+        run: Some(d.run),
+        funding: d.funding,
+        approval: Some(d.approval),
+        ..ActivityPatch::default()
+    })
 }
 
 /// A `datetime-local` value (`2026-11-24T12:00`) read as UTC.
@@ -266,6 +305,20 @@ fn offers(a: &ActivityView, action: ActivityAction) -> bool {
     a.actions.iter().flatten().any(|x| *x == action)
 }
 
+/// Activity `id` as the session may see it.
+pub(super) async fn read(
+    console: &Console,
+    session: &Session,
+    id: i64,
+) -> Result<ActivityView, Problem> {
+    let app = console.app();
+    let read = async {
+        let id = ActivityId::new(id).map_err(|_| AppError::NotFound)?;
+        app.activity(&session.principal, id).await
+    };
+    session.act(app, activities::READ, read).await
+}
+
 /// An activity with its stats and a page of its templates (after the API cursor `after`).
 pub async fn page(
     State(console): State<Console>,
@@ -274,11 +327,7 @@ pub async fn page(
     Query(q): Query<After>,
 ) -> Response {
     let api = console.api();
-    let a = match api
-        .get(&session.caller, &format!("/v1/activities/{id}"))
-        .await
-        .into::<ActivityView>()
-    {
+    let a = match read(&console, &session, id).await {
         Ok(a) => a,
         Err(p) => return problem_page(&session, &p),
     };
@@ -387,13 +436,7 @@ pub async fn edit(
     session: Session,
     Path(id): Path<i64>,
 ) -> Response {
-    let path = format!("/v1/activities/{id}");
-    let a = match console
-        .api()
-        .get(&session.caller, &path)
-        .await
-        .into::<ActivityView>()
-    {
+    let a = match read(&console, &session, id).await {
         Ok(a) => a.terms,
         Err(p) => return problem_page(&session, &p),
     };
@@ -430,22 +473,21 @@ pub async fn update(
     if let Some(refused) = guard(&headers, &session, &form.csrf) {
         return refused;
     }
-    let body = match draft(&form) {
-        Ok(b) => b,
+    let patch = match patch(&form) {
+        Ok(p) => p,
         Err((field, why)) => {
             return form_page(&session, edit_target(id), form, Shown::field(field, why));
         }
     };
-    let path = format!("/v1/activities/{id}");
-    let reply = console
-        .api()
-        .send_json(&session.caller, Method::PATCH, &path, &body)
-        .await;
-    if reply.ok() {
-        return Redirect::to(&path.replace("/v1/", "/console/")).into_response();
+    let app = console.app();
+    let edit = async {
+        let id = ActivityId::new(id).map_err(|_| AppError::NotFound)?;
+        app.edit_activity(id, patch).await
+    };
+    match session.act(app, activities::EDIT, edit).await {
+        Ok(_) => Redirect::to(&format!("/console/activities/{id}")).into_response(),
+        Err(p) => form_page(&session, edit_target(id), form, Shown::of(&p)),
     }
-    let p = reply.problem();
-    form_page(&session, edit_target(id), form, Shown::of(&p))
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -465,13 +507,13 @@ pub async fn abort(
     if let Some(refused) = guard(&headers, &session, &f.csrf) {
         return refused;
     }
-    let path = format!("/v1/activities/{id}/abort");
-    let reply = console
-        .api()
-        .call(&session.caller, Method::POST, &path, None)
-        .await;
-    if !reply.ok() {
-        return problem_page(&session, &reply.problem());
+    let app = console.app();
+    let aborted = async {
+        let id = ActivityId::new(id).map_err(|_| AppError::NotFound)?;
+        app.abort_activity(id).await
+    };
+    if let Err(p) = session.act(app, activities::EDIT, aborted).await {
+        return problem_page(&session, &p);
     }
     Redirect::to(&format!("/console/activities/{id}")).into_response()
 }

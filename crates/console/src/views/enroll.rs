@@ -8,7 +8,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, Method};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
-use coupond_api::views::{ActivityView, TemplateView};
+use coupond_api::views::TemplateView;
 use coupond_domain::TemplateAction;
 use serde::Deserialize;
 
@@ -66,12 +66,7 @@ async fn page(
     shown: Shown,
 ) -> Response {
     let activity = match form.activity_id.trim().parse::<i64>() {
-        Ok(id) => match console
-            .api()
-            .get(&session.caller, &format!("/v1/activities/{id}"))
-            .await
-            .into::<ActivityView>()
-        {
+        Ok(id) => match super::activities::read(console, session, id).await {
             Ok(a) => Some(a),
             Err(p) => return problem_page(session, &p),
         },

@@ -10,10 +10,10 @@ use askama::Template;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use coupond_api::pagination::PageOf;
 use coupond_api::routes::today::TodayView;
-use coupond_api::views::ActivityView;
+use coupond_app::activities::{self, ActivityFilter};
 use coupond_app::identify::Origin;
+use coupond_app::pages::PageRequest;
 use coupond_app::today;
 
 use super::names::{CityNames, MerchantNames};
@@ -71,16 +71,17 @@ const ORDER: [&str; 6] = [
 ];
 
 pub async fn page(State(console): State<Console>, session: Session) -> Response {
-    let api = console.api();
-    let activities = api.get(&session.caller, "/v1/activities?limit=200").await;
     let app = console.app();
+    let first = PageRequest::first(200);
+    let found = app.activities(&session.principal, ActivityFilter::default(), first);
+    let activities = session.act(app, activities::READ, found).await;
     let who = session.identity.clone();
     let figures = app.today(&session.principal, None);
     let today = app
         .acting(who, today::READ, Origin::default(), figures)
         .await;
     let read = (
-        activities.into::<PageOf<ActivityView>>(),
+        activities,
         today
             .map(|t| TodayView::of(t, app.zone()))
             .map_err(Problem::from),

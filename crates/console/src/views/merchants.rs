@@ -9,11 +9,11 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
 use coupond_app::merchants::{self, MerchantFilter};
 use coupond_app::{keys, AppError, AppResult};
-use coupond_domain::{CityId, CitySet, Merchant, MerchantDraft, MerchantId, MerchantPatch};
+use coupond_domain::{Merchant, MerchantDraft, MerchantId, MerchantPatch};
 use serde::Deserialize;
 
 use super::format::at;
-use super::names::CityNames;
+use super::names::{typed_cities, CityNames};
 use super::paging::{next_link, request, rows, After};
 use super::{guard, problem_page, render, FieldErrors, Shell, Shown};
 use crate::session::Session;
@@ -58,26 +58,12 @@ pub struct MerchantForm {
 }
 
 impl MerchantForm {
-    /// The cities typed, as ids; ones that are not are named.
-    fn cities(&self) -> Result<CitySet, Shown> {
-        let ids: Option<Vec<CityId>> = self
-            .cities
-            .split(',')
-            .map(str::trim)
-            .filter(|c| !c.is_empty())
-            .map(|c| c.parse::<i64>().ok().and_then(|c| CityId::new(c).ok()))
-            .collect();
-        let ids =
-            ids.ok_or_else(|| Shown::field("cities", "city ids, separated by commas".into()))?;
-        CitySet::new(ids).map_err(|why| Shown::field("cities", why))
-    }
-
     /// The merchant it adds.
     fn draft(&self) -> Result<MerchantDraft, Shown> {
         Ok(MerchantDraft {
             name: self.name.clone(),
             short_name: self.short_name.clone(),
-            cities: self.cities()?,
+            cities: typed_cities(&self.cities).map_err(|why| Shown::field("cities", why))?,
         })
     }
 

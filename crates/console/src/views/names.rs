@@ -4,9 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use coupond_api::views::ActivityView;
 use coupond_app::merchants::{self, MerchantFilter};
-use coupond_domain::CityId;
+use coupond_domain::{CityId, CitySet};
 
 use super::paging::gather_all;
 use crate::session::Session;
@@ -56,6 +55,18 @@ impl CityNames {
         let known: Vec<String> = self.0.iter().map(|(id, n)| format!("{id} {n}")).collect();
         format!("City ids, separated by commas: {}", known.join(", "))
     }
+}
+
+/// The cities a form's cities field names (ids separated by commas, as [`CityNames::hint`]
+/// says), or why not.
+pub fn typed_cities(s: &str) -> Result<CitySet, String> {
+    let ids: Option<Vec<CityId>> = s
+        .split(',')
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .map(|c| c.parse::<i64>().ok().and_then(|c| CityId::new(c).ok()))
+        .collect();
+    CitySet::new(ids.ok_or("city ids, separated by commas")?)
 }
 
 /// The names of the merchants the caller may see: every merchant for the platform, its own
@@ -108,11 +119,8 @@ impl MerchantNames {
 /// An activity's title with its id ("Spring festival (2)"), or "activity 2" when it cannot
 /// be read.
 pub async fn activity_title(console: &Console, session: &Session, id: i64) -> String {
-    console
-        .api()
-        .get(&session.caller, &format!("/v1/activities/{id}"))
+    super::activities::read(console, session, id)
         .await
-        .into::<ActivityView>()
         .map_or_else(
             |_| format!("activity {id}"),
             |a| format!("{} ({id})", a.terms.title),
