@@ -18,6 +18,7 @@
 //! - [`checkout`]: quoting an order ([`App::quote`]), with a code's preview.
 //! - [`codes`]: a template's shared code and batches of single-use codes.
 //! - [`activities`]: the platform's activities, each with what the caller may do with it.
+//! - [`template_reads`]: a template with the caller's actions, and lists of templates.
 //! - [`templates`]: templates and activities as a caller may see, create and edit them.
 //! - [`issuance`]: starting bulk issuance to a list or a segment of users.
 //! - [`merchants`]: merchants and the platform's names for its cities.
@@ -61,6 +62,7 @@ pub mod retry;
 pub mod settings;
 pub mod shelf_cache;
 pub mod steering;
+pub mod template_reads;
 pub mod templates;
 pub mod today;
 pub mod views;

@@ -10,9 +10,11 @@ use coupond_domain::{
     TemplateId, TemplatePatch, TemplateStatus, Timestamp,
 };
 use coupond_engine::{campaigns, lifecycle};
-use coupond_store::{Narrow, TemplateQuery};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
+
+use coupond_app::pages::PageRequest;
+use coupond_app::template_reads::TemplateFilter;
 
 use crate::auth::Principal;
 use crate::error::ApiResult;
@@ -23,24 +25,15 @@ use crate::state::AppState;
 use crate::views::TemplateView;
 use coupond_engine::shared::Notice;
 
-/// The view at `now`, the one instant the request reads the clock at.
-fn view(t: Template, now: Timestamp) -> TemplateView {
-    TemplateView::new(t, now)
-}
-
-/// The view of one template at `now`, with the actions caller `p` may take on it now: what its
-/// rules allow ([`Template::actions`], with its activity's status) if the caller changes
-/// templates at all (the platform and its merchant, an operator whose role runs campaigns).
+/// The view of one template at `now`, with the actions caller `p` may take on it now
+/// ([`coupond_app::App::template_view`]).
 pub(crate) async fn view_one(
     s: &AppState,
     p: &Principal,
     t: Template,
     now: Timestamp,
 ) -> ApiResult<TemplateView> {
-    let actions = s.template_actions(p, &t, now).await?;
-    let mut v = TemplateView::new(t, now);
-    v.actions = Some(actions);
-    Ok(v)
+    Ok(s.template_view(p, t, now).await?)
 }
 
 /// Create a template.
@@ -97,18 +90,6 @@ pub struct ListQuery {
     pub limit: Option<u32>,
 }
 
-/// A `reference` part to filter on, as given: 1 to [`Reference::MAX_CHARS`] characters
-/// (400 `invalid_query` naming `field` otherwise).
-///
-/// [`Reference::MAX_CHARS`]: coupond_domain::Reference::MAX_CHARS
-pub(crate) fn reference_filter(
-    field: &'static str,
-    v: Option<String>,
-) -> ApiResult<Option<String>> {
-    let max = coupond_domain::Reference::MAX_CHARS;
-    Ok(coupond_app::pages::text_filter(field, v, max)?)
-}
-
 /// List templates.
 ///
 /// List templates, oldest first. Merchants see only their own.
@@ -120,39 +101,22 @@ pub async fn list(
     State(s): State<AppState>,
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> ApiResult<Json<PageOf<TemplateView>>> {
-    let page = pagination::page(q.cursor.as_deref(), q.limit, s.settings())?;
-    let now = s.now();
-    let merchant = match (p.merchant(), q.merchant_id) {
-        (Some(own), Some(asked)) if own != asked => {
-            return Ok(Json(PageOf {
-                items: vec![],
-                next_cursor: None,
-            }));
-        }
-        (own, asked) => own.or(asked),
-    };
-    let query = TemplateQuery {
-        city: q.city_id,
-        narrow: Narrow {
-            kind: q.kind,
-            paused: q.paused,
-            external_id: q.external_id,
-            source: reference_filter("source", q.source)?,
-            source_type: reference_filter("type", q.source_type)?,
-        },
-        merchant,
+    let filter = TemplateFilter {
+        merchant: q.merchant_id,
         activity: q.activity_id,
         status: q.status,
-        now,
-        page,
+        city: q.city_id,
+        kind: q.kind,
+        paused: q.paused,
+        external_id: q.external_id,
+        source: q.source,
+        source_type: q.source_type,
     };
-    let rows = s.store().list_templates(&query).await?;
-    Ok(Json(pagination::finish(
-        rows,
-        page,
-        |t| t.id.get(),
-        |t| view(t, now),
-    )))
+    let page = PageRequest {
+        cursor: q.cursor,
+        limit: q.limit,
+    };
+    Ok(Json(s.templates(&p, filter, page).await?))
 }
 
 /// Read a template.
@@ -168,8 +132,7 @@ pub async fn get(
     State(s): State<AppState>,
     ApiPath(id): ApiPath<TemplateId>,
 ) -> ApiResult<Json<TemplateView>> {
-    let t = s.visible_template(&p, id).await?;
-    Ok(Json(view_one(&s, &p, t, s.now()).await?))
+    Ok(Json(s.template(&p, id).await?))
 }
 
 /// Change a template.

@@ -7,8 +7,10 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
 use coupond_api::routes::reports::ActivityStats;
-use coupond_api::views::{ActivityView, TemplateView};
+use coupond_api::views::ActivityView;
 use coupond_app::activities::{self, ActivityFilter};
+use coupond_app::template_reads::TemplateFilter;
+use coupond_app::templates;
 use coupond_app::AppError;
 use coupond_domain::{
     ActivityAction, ActivityDraft, ActivityId, ActivityPatch, Approval, CouponKind, Funding,
@@ -18,7 +20,7 @@ use serde::Deserialize;
 
 use super::format::{decimal, hundredths, money, percent};
 use super::names::{typed_cities, CityNames, MerchantNames};
-use super::paging::{next_link, one_page, request, rows, After};
+use super::paging::{next_link, request, rows, After};
 use super::templates::Slot;
 use super::{guard, problem_page, render, ActivityRow, FieldErrors, Shell, Shown, TemplateRow};
 use crate::api::Problem;
@@ -340,10 +342,14 @@ pub async fn page(
         .await
         .into::<ActivityStats>()
         .ok();
-    let templates = format!("/v1/templates?activity_id={id}");
-    let templates = one_page(&console, &session, &templates, &q.after).await;
-    let (templates, next) = match templates.and_then(|t| t.typed::<TemplateView>()) {
-        Ok(t) => t,
+    let app = console.app();
+    let filter = TemplateFilter {
+        activity: Some(a.id),
+        ..TemplateFilter::default()
+    };
+    let listed = app.templates(&session.principal, filter, request(&console, &q.after));
+    let (templates, next) = match session.act(app, templates::READ, listed).await {
+        Ok(t) => rows(t),
         Err(p) => return problem_page(&session, &p),
     };
     let totals = stats.as_ref().map(|s| &s.totals);

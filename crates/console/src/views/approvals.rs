@@ -8,8 +8,10 @@ use askama::Template;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use coupond_api::pagination::PageOf;
-use coupond_api::views::TemplateView;
+use coupond_app::pages::PageRequest;
+use coupond_app::template_reads::TemplateFilter;
+use coupond_app::templates;
+use coupond_domain::TemplateStatus;
 
 use super::format::{at, worth};
 use super::names::{activity_title, MerchantNames};
@@ -39,13 +41,13 @@ struct ApprovalsPage {
 
 /// The first 100 enrollments waiting (the API's list is by id, so oldest first).
 pub async fn page(State(console): State<Console>, session: Session) -> Response {
-    let path = "/v1/templates?status=pending_approval&limit=100";
-    let list = match console
-        .api()
-        .get(&session.caller, path)
-        .await
-        .into::<PageOf<TemplateView>>()
-    {
+    let app = console.app();
+    let waiting = TemplateFilter {
+        status: Some(TemplateStatus::PendingApproval),
+        ..TemplateFilter::default()
+    };
+    let listed = app.templates(&session.principal, waiting, PageRequest::first(100));
+    let list = match session.act(app, templates::READ, listed).await {
         Ok(l) => l,
         Err(p) => return problem_page(&session, &p),
     };

@@ -150,12 +150,7 @@ pub async fn edit(
     session: Session,
     Path(id): Path<i64>,
 ) -> Response {
-    let t = match console
-        .api()
-        .get(&session.caller, &format!("/v1/templates/{id}"))
-        .await
-        .into::<TemplateView>()
-    {
+    let t = match super::templates::read(&console, &session, id).await {
         Ok(t) => t,
         Err(p) => return problem_page(&session, &p),
     };

@@ -11,15 +11,17 @@ use axum::Form;
 use coupond_api::views::{ListingView, TemplateView};
 use coupond_app::identify::Origin;
 use coupond_app::listings::{self, ListingFilter};
+use coupond_app::template_reads::TemplateFilter;
 use coupond_app::AppError;
 use coupond_domain::{
     CategoryId, CityId, CouponKind, ListingDraft, ListingId, ListingPatch, Money, TemplateId,
+    TemplateStatus,
 };
 use serde::Deserialize;
 
 use super::format::{decimal, hundredths, money};
 use super::names::CityNames;
-use super::paging::{gather, max_rows_words, next_link, request, rows};
+use super::paging::{max_rows_words, next_link, request, rows};
 use super::{guard, problem_page, render, FieldErrors, Shell, Shown, TemplateRow};
 use crate::api::Problem;
 use crate::session::Session;
@@ -460,11 +462,14 @@ async fn bindable(
 ) -> Result<(Vec<TemplateView>, bool), crate::api::Problem> {
     let mut all = Vec::new();
     let mut cut = false;
-    for status in ["active", "scheduled"] {
-        let path = format!("/v1/templates?status={status}");
-        let found = gather(console, session, &path).await?;
+    for status in [TemplateStatus::Active, TemplateStatus::Scheduled] {
+        let filter = TemplateFilter {
+            status: Some(status),
+            ..TemplateFilter::default()
+        };
+        let found = super::templates::gather_templates(console, session, filter).await?;
         cut |= found.cut;
-        all.extend(found.typed::<TemplateView>()?);
+        all.extend(found.items);
     }
     all.sort_by_key(|t| t.id);
     Ok((all, cut))

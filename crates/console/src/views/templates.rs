@@ -10,14 +10,17 @@ use axum::response::Response;
 use coupond_api::routes::issuances::IssuanceView;
 use coupond_api::routes::reports::TemplateStats;
 use coupond_api::views::{CodeBatchStatus, ReviewView, TemplateView};
-use coupond_domain::{TemplateAction, TemplateStatus, Timestamp, Validity};
+use coupond_app::template_reads::TemplateFilter;
+use coupond_app::{templates, AppError};
+use coupond_domain::{MerchantId, TemplateAction, TemplateId, TemplateStatus, Timestamp, Validity};
 use serde::Deserialize;
 
 use super::choices::{self, Choice};
 use super::format::{money, sort_templates, span, SortKey};
 use super::names::{activity_title, CityNames, MerchantNames};
-use super::paging::{gather, max_rows_words, with_query, Pager};
+use super::paging::{gather_all, max_rows_words, Gathered, Pager};
 use super::{download, problem_page, render, Shell, TemplateRow};
+use crate::api::Problem;
 use crate::session::Session;
 use crate::Console;
 
@@ -105,13 +108,16 @@ pub async fn list(
         m if session.is_platform() && m.parse::<u32>().is_ok() => m.to_owned(),
         _ => String::new(),
     };
-    let gathered = match gather(&console, &session, &api_path(status, &merchant_id)).await {
-        Ok(g) => g,
-        Err(p) => return problem_page(&session, &p),
+    let filter = TemplateFilter {
+        status: TemplateStatus::parse(status),
+        merchant: merchant_id
+            .parse()
+            .ok()
+            .and_then(|m| MerchantId::new(m).ok()),
+        ..TemplateFilter::default()
     };
-    let cut = gathered.cut;
-    let templates = match gathered.typed::<TemplateView>() {
-        Ok(t) => t,
+    let (templates, cut) = match gather_templates(&console, &session, filter).await {
+        Ok(g) => (g.items, g.cut),
         Err(p) => return problem_page(&session, &p),
     };
     let names = MerchantNames::load(&console, &session).await;
@@ -152,16 +158,19 @@ pub async fn list(
     render(StatusCode::OK, &page)
 }
 
-/// The API's templates list with the filter (its pages are added by [`gather`]).
-fn api_path(status: &str, merchant_id: &str) -> String {
-    let mut path = "/v1/templates".to_owned();
-    if !status.is_empty() {
-        path = with_query(&path, &format!("status={status}"));
-    }
-    if !merchant_id.is_empty() {
-        path = with_query(&path, &format!("merchant_id={merchant_id}"));
-    }
-    path
+/// Every template `filter` picks that the session may read (up to
+/// [`MAX_ROWS`](super::paging::MAX_ROWS)), in the application's order.
+pub(super) async fn gather_templates(
+    console: &Console,
+    session: &Session,
+    filter: TemplateFilter,
+) -> Result<Gathered<TemplateView>, Problem> {
+    let app = console.app();
+    let read = |page| {
+        let listed = app.templates(&session.principal, filter.clone(), page);
+        session.act(app, templates::READ, listed)
+    };
+    gather_all(console, read).await
 }
 
 /// What the templates page says when the list was cut at
@@ -379,6 +388,20 @@ pub struct CodesForm {
     pub over_stock: Option<(u32, i64)>,
 }
 
+/// Template `id` as the session may read it, with its actions.
+pub(super) async fn read(
+    console: &Console,
+    session: &Session,
+    id: i64,
+) -> Result<TemplateView, Problem> {
+    let app = console.app();
+    let read = async {
+        let id = TemplateId::new(id).map_err(|_| AppError::NotFound)?;
+        app.template(&session.principal, id).await
+    };
+    session.act(app, templates::READ, read).await
+}
+
 /// A template's page, with `codes` in its code form.
 pub(super) async fn render_page(
     console: &Console,
@@ -388,13 +411,8 @@ pub(super) async fn render_page(
     codes: CodesForm,
     status: StatusCode,
 ) -> Response {
-    let api = console.api();
     let hours = n.hours.filter(|h| RANGES.contains(h)).unwrap_or(48);
-    let t = match api
-        .get(&session.caller, &format!("/v1/templates/{id}"))
-        .await
-        .into::<TemplateView>()
-    {
+    let t = match read(console, session, id).await {
         Ok(t) => t,
         Err(p) => return problem_page(session, &p),
     };

@@ -1,0 +1,99 @@
+//! Templates as a caller reads them: one with the actions the caller may take on it now, and
+//! lists filtered as an operator or an order service asks (merchants see only their own).
+
+use coupond_domain::{
+    ActivityId, CityId, CouponKind, MerchantId, Reference, Template, TemplateId, TemplateStatus,
+    Timestamp,
+};
+use coupond_store::{Narrow, TemplateQuery};
+
+use crate::caller::Principal;
+use crate::context::App;
+use crate::error::AppResult;
+use crate::pages::{finish, text_filter, PageOf, PageRequest};
+use crate::views::TemplateView;
+
+/// Which templates to list.
+#[derive(Clone, Debug, Default)]
+pub struct TemplateFilter {
+    /// Only this merchant's (the platform's filter; a merchant naming another gets none).
+    pub merchant: Option<MerchantId>,
+    /// Only those in this activity.
+    pub activity: Option<ActivityId>,
+    /// Only those in this status now.
+    pub status: Option<TemplateStatus>,
+    /// Only those offered in this city.
+    pub city: Option<CityId>,
+    /// Only those of this kind.
+    pub kind: Option<CouponKind>,
+    /// Only paused ones (`true`) or only those not paused (`false`).
+    pub paused: Option<bool>,
+    /// Only the one with this `reference.external_id` (one per owner).
+    pub external_id: Option<String>,
+    /// Only those from this system (`reference.source`).
+    pub source: Option<String>,
+    /// Only those of this type there (`reference.type`).
+    pub source_type: Option<String>,
+}
+
+impl App {
+    /// Template `t` as `p` sees it at `now` (the one instant a call reads the clock at), with
+    /// the actions `p` may take on it ([`App::template_actions`]).
+    pub async fn template_view(
+        &self,
+        p: &Principal,
+        t: Template,
+        now: Timestamp,
+    ) -> AppResult<TemplateView> {
+        let actions = self.template_actions(p, &t, now).await?;
+        let mut v = TemplateView::new(t, now);
+        v.actions = Some(actions);
+        Ok(v)
+    }
+
+    /// Template `id` as `p` may see it, with its actions.
+    pub async fn template(&self, p: &Principal, id: TemplateId) -> AppResult<TemplateView> {
+        let t = self.visible_template(p, id).await?;
+        self.template_view(p, t, self.now()).await
+    }
+
+    /// A page of the templates `filter` picks, oldest first.
+    pub async fn templates(
+        &self,
+        p: &Principal,
+        filter: TemplateFilter,
+        page: PageRequest,
+    ) -> AppResult<PageOf<TemplateView>> {
+        let page = page.page(self.settings())?;
+        let now = self.now();
+        let merchant = match (p.merchant(), filter.merchant) {
+            (Some(own), Some(asked)) if own != asked => {
+                let none = PageOf {
+                    items: Vec::new(),
+                    next_cursor: None,
+                };
+                return Ok(none);
+            }
+            (own, asked) => own.or(asked),
+        };
+        let max = Reference::MAX_CHARS;
+        let query = TemplateQuery {
+            city: filter.city,
+            narrow: Narrow {
+                kind: filter.kind,
+                paused: filter.paused,
+                external_id: filter.external_id,
+                source: text_filter("source", filter.source, max)?,
+                source_type: text_filter("type", filter.source_type, max)?,
+            },
+            merchant,
+            activity: filter.activity,
+            status: filter.status,
+            now,
+            page,
+        };
+        let rows = self.store().list_templates(&query).await?;
+        let view = |t| TemplateView::new(t, now);
+        Ok(finish(rows, page, |t| t.id.get(), view))
+    }
+}
