@@ -31,6 +31,7 @@
 //! - [`views`]: what services answer about activities, templates, listings, coupons and code
 //!   batches (statuses computed from the clock when built), as the API sends them; users'
 //!   views of the coupon centre are types of their own.
+//! - [`webhooks`]: endpoints that receive events, and their deliveries.
 //! - [`cache`]: the short-lived cache of the hot path (API keys, claimed templates).
 //! - [`shelf_cache`]: the coupon centre's shelf, read whole once per `cache_ttl` and mended per
 //!   template in between.
@@ -66,6 +67,7 @@ pub mod template_reads;
 pub mod templates;
 pub mod today;
 pub mod views;
+pub mod webhooks;
 
 pub use caller::{Access, Identity, Principal, Role};
 pub use context::App;

@@ -2,12 +2,12 @@
 //! for the platform and its merchants, from the one binary, working offline.
 //!
 //! - Pages call the application layer (`coupond_app::App`) with the session's identity under
-//!   each operation's access ([`session::Session::act`]): activities, listings, merchants,
-//!   their keys and the cities' names, binding templates to listings, the home page's
-//!   figures, a template's stock, its jobs, code batches and campaign messages so far. The
-//!   rest still go through [`api`]: [`Api`], the `/v1` routes called in process as the
-//!   session's caller (key or account). Either way a page obeys the same roles and rules,
-//!   written once.
+//!   each operation's access ([`session::Session::act`]): activities, templates (reading
+//!   them), listings, merchants, their keys, the cities' names, webhooks, binding templates
+//!   to listings, the home page's figures, a template's stock, its jobs, code batches and
+//!   campaign messages so far. The rest still go through [`api`]: [`Api`], the `/v1` routes
+//!   called in process as the session's caller (key or account). Either way a page obeys the
+//!   same roles and rules, written once.
 //! - [`session`]: sign-in with an operator account (email and password) or an API key, a
 //!   session stored in the database (shared by every instance) named by a random id in a
 //!   private cookie; sign-out, expiry, revoking the key, and disabling the account or changing

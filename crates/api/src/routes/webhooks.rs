@@ -5,106 +5,19 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine;
-use coupond_domain::{MerchantId, Timestamp};
-use coupond_engine::webhooks::{endpoints, TargetError};
-use coupond_store::events::kind;
-use coupond_store::Conflict;
-use coupond_store::{Delivery, DeliveryState, NewWebhook, StoreError, Webhook};
-use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
+use coupond_app::pages::PageRequest;
+use serde::Deserialize;
+use utoipa::IntoParams;
+
+pub use coupond_app::webhooks::{AttemptView, DeliveryView, WebhookBody, WebhookView};
 
 use crate::auth::Principal;
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::idempotency::ReplayAs;
-use crate::pagination::{self, PageOf, PageQuery};
+use crate::pagination::{PageOf, PageQuery};
 use crate::routes::{BodyErrors, CommonErrors, ConflictError};
 use crate::state::AppState;
-
-/// What to register.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct WebhookBody {
-    /// `http://host[:port]/path` (TLS is terminated in front of the receiver for now).
-    pub url: String,
-    /// Event types (`coupon.claimed`, `coupon.used`, `template.status_changed`, ...), or
-    /// `["*"]` for all.
-    pub event_types: Vec<String>,
-}
-
-/// A registered endpoint.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct WebhookView {
-    pub id: i64,
-    /// Absent for the platform's endpoints (every event); a merchant's receive the events of
-    /// its templates.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub merchant_id: Option<MerchantId>,
-    pub url: String,
-    pub event_types: Vec<String>,
-    /// Only in the answer to the registration: keep it to verify `Coupond-Signature`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub secret: Option<String>,
-    pub created_at: Timestamp,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub disabled_at: Option<Timestamp>,
-}
-
-impl WebhookView {
-    fn new(w: Webhook, with_secret: bool) -> Self {
-        WebhookView {
-            id: w.id,
-            merchant_id: w.merchant_id,
-            url: w.url,
-            event_types: w.event_types,
-            secret: with_secret.then_some(w.secret),
-            created_at: w.created_at,
-            disabled_at: w.disabled_at,
-        }
-    }
-}
-
-/// The body's URL, checked against the target policy and normalized, and its event types.
-async fn check(s: &AppState, body: &WebhookBody) -> ApiResult<String> {
-    let url = match s.settings().webhook_targets.check_url(&body.url).await {
-        Ok(url) => url,
-        Err(TargetError::Invalid(why)) => {
-            return Err(ApiError::invalid(
-                "invalid_url",
-                "url",
-                format!("an http:// URL with a host, at most 2048 characters: {why}"),
-            ))
-        }
-        Err(TargetError::Internal) => {
-            return Err(ApiError::invalid(
-                "url_not_allowed",
-                "url",
-                "the URL points at a loopback, private, link-local or otherwise internal \
-                 address; use a public address (operators can allow hosts with \
-                 webhook_allow_hosts)",
-            ))
-        }
-    };
-    if body.event_types.is_empty() || body.event_types.len() > 20 {
-        return Err(ApiError::invalid(
-            "invalid_value",
-            "event_types",
-            "1 to 20 event types, or [\"*\"]",
-        ));
-    }
-    for (i, t) in body.event_types.iter().enumerate() {
-        if t != "*" && !kind::ALL.contains(&t.as_str()) {
-            return Err(ApiError::invalid(
-                "unknown_event_type",
-                &format!("event_types[{i}]"),
-                format!("one of {}", kind::ALL.join(", ")),
-            ));
-        }
-    }
-    Ok(url.into())
-}
 
 /// Register a webhook endpoint.
 ///
@@ -126,44 +39,15 @@ pub async fn create(
     State(s): State<AppState>,
     ApiJson(body): ApiJson<WebhookBody>,
 ) -> ApiResult<Response> {
-    let url = check(&s, &body).await?;
-    let secret = format!(
-        "whsec_{}",
-        URL_SAFE_NO_PAD.encode(rand::random::<[u8; 32]>())
-    );
-    let new = NewWebhook {
-        merchant_id: p.merchant(),
-        url: &url,
-        secret: &secret,
-        event_types: &body.event_types,
-    };
-    let max = s.settings().max_webhooks_per_owner;
-    let w = endpoints::register(s.store(), &new, max, s.now())
-        .await
-        .map_err(|e| match e {
-            StoreError::Conflict(Conflict::Limit) => ApiError::conflict(
-                "webhook_limit",
-                format!(
-                    "at most {} enabled webhooks per owner; disable one first",
-                    s.settings().max_webhooks_per_owner
-                ),
-            ),
-            e => e.into(),
-        })?;
+    let w = s.register_webhook(&p, &body).await?;
     // A replay must not hand the secret out again, nor keep it in the idempotency table.
-    let replay = ReplayAs::json(&WebhookView::new(w.clone(), false));
-    let mut res = (StatusCode::CREATED, Json(WebhookView::new(w, true))).into_response();
+    let replay = ReplayAs::json(&WebhookView {
+        secret: None,
+        ..w.clone()
+    });
+    let mut res = (StatusCode::CREATED, Json(w)).into_response();
     res.extensions_mut().insert(replay);
     Ok(res)
-}
-
-/// An endpoint the caller may see: merchants only their own.
-async fn load(s: &AppState, p: &Principal, id: i64) -> ApiResult<Webhook> {
-    let w = s.store().webhook(id).await?;
-    match p.merchant() {
-        Some(m) if w.merchant_id != Some(m) => Err(ApiError::NotFound),
-        _ => Ok(w),
-    }
 }
 
 /// List webhook endpoints.
@@ -177,14 +61,7 @@ pub async fn list(
     State(s): State<AppState>,
     ApiQuery(q): ApiQuery<PageQuery>,
 ) -> ApiResult<Json<PageOf<WebhookView>>> {
-    let page = pagination::page(q.cursor.as_deref(), q.limit, s.settings())?;
-    let all = s.store().list_webhooks(p.merchant()).await?;
-    Ok(Json(pagination::slice(
-        all,
-        page,
-        |w| w.id,
-        |w| WebhookView::new(w, false),
-    )))
+    Ok(Json(s.webhooks(&p, q.request()).await?))
 }
 
 /// Read a webhook endpoint.
@@ -199,7 +76,7 @@ pub async fn get(
     State(s): State<AppState>,
     ApiPath(id): ApiPath<i64>,
 ) -> ApiResult<Json<WebhookView>> {
-    Ok(Json(WebhookView::new(load(&s, &p, id).await?, false)))
+    Ok(Json(s.webhook(&p, id).await?))
 }
 
 /// Disable a webhook endpoint.
@@ -214,9 +91,7 @@ pub async fn disable(
     State(s): State<AppState>,
     ApiPath(id): ApiPath<i64>,
 ) -> ApiResult<Json<WebhookView>> {
-    let before = load(&s, &p, id).await?;
-    let w = endpoints::disable(s.store(), &before, s.now()).await?;
-    Ok(Json(WebhookView::new(w, false)))
+    Ok(Json(s.disable_webhook(&p, id).await?))
 }
 
 /// Delete a webhook endpoint.
@@ -232,8 +107,7 @@ pub async fn remove(
     State(s): State<AppState>,
     ApiPath(id): ApiPath<i64>,
 ) -> ApiResult<StatusCode> {
-    let w = load(&s, &p, id).await?;
-    endpoints::delete(s.store(), &w, s.now()).await?;
+    s.delete_webhook(&p, id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -252,70 +126,7 @@ pub async fn ping(
     State(s): State<AppState>,
     ApiPath(id): ApiPath<i64>,
 ) -> ApiResult<(StatusCode, Json<DeliveryView>)> {
-    let w = load(&s, &p, id).await?;
-    let d = endpoints::ping(s.store(), &w, s.now())
-        .await
-        .map_err(|e| match e {
-            StoreError::Conflict(Conflict::Version) => ApiError::conflict(
-                "webhook_disabled",
-                "this endpoint is disabled: nothing is sent to it",
-            ),
-            e => e.into(),
-        })?;
-    Ok((StatusCode::ACCEPTED, Json(DeliveryView::from(d))))
-}
-
-/// One try of a delivery.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct AttemptView {
-    pub attempt: i64,
-    pub at: Timestamp,
-    /// The receiver's HTTP status; absent when it did not answer.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub status: Option<u16>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
-
-/// A delivery and its attempts.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct DeliveryView {
-    pub id: i64,
-    pub event_id: i64,
-    pub event_type: String,
-    /// `pending`, `delivered` or `failed`.
-    pub state: String,
-    pub created_at: Timestamp,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub delivered_at: Option<Timestamp>,
-    /// While pending: when the next attempt is due.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_attempt_at: Option<Timestamp>,
-    pub attempts: Vec<AttemptView>,
-}
-
-impl From<Delivery> for DeliveryView {
-    fn from(d: Delivery) -> Self {
-        DeliveryView {
-            id: d.id,
-            event_id: d.event_id,
-            event_type: d.event_type,
-            state: d.state.as_str().to_owned(),
-            created_at: d.created_at,
-            delivered_at: d.delivered_at,
-            next_attempt_at: (d.state == DeliveryState::Pending).then_some(d.next_at),
-            attempts: d
-                .attempts
-                .into_iter()
-                .map(|a| AttemptView {
-                    attempt: a.attempt,
-                    at: a.at,
-                    status: a.status,
-                    error: a.error,
-                })
-                .collect(),
-        }
-    }
+    Ok((StatusCode::ACCEPTED, Json(s.ping_webhook(&p, id).await?)))
 }
 
 /// Delivery paging.
@@ -342,43 +153,9 @@ pub async fn deliveries(
     ApiPath(id): ApiPath<i64>,
     ApiQuery(q): ApiQuery<DeliveriesQuery>,
 ) -> ApiResult<Json<PageOf<DeliveryView>>> {
-    load(&s, &p, id).await?;
-    let limit = q.limit.unwrap_or(s.settings().default_page);
-    if limit == 0 || limit > s.settings().max_page {
-        return Err(ApiError::bad_request(
-            "invalid_query",
-            Some("limit"),
-            format!("limit must be from 1 to {}", s.settings().max_page),
-        ));
-    }
-    let before = match q.cursor.as_deref() {
-        None => None,
-        Some(c) => Some(
-            URL_SAFE_NO_PAD
-                .decode(c)
-                .ok()
-                .and_then(|b| String::from_utf8(b).ok())
-                .and_then(|t| t.strip_prefix("d:").and_then(|n| n.parse().ok()))
-                .ok_or_else(|| {
-                    ApiError::bad_request(
-                        "invalid_query",
-                        Some("cursor"),
-                        "cursor is not one this API issued",
-                    )
-                })?,
-        ),
+    let page = PageRequest {
+        cursor: q.cursor,
+        limit: q.limit,
     };
-    let mut page = s.store().deliveries(id, before, limit + 1).await?;
-    let more = page.len() > limit as usize;
-    page.truncate(limit as usize);
-    let next_cursor = if more {
-        page.last()
-            .map(|d| URL_SAFE_NO_PAD.encode(format!("d:{}", d.id)))
-    } else {
-        None
-    };
-    Ok(Json(PageOf {
-        items: page.into_iter().map(DeliveryView::from).collect(),
-        next_cursor,
-    }))
+    Ok(Json(s.webhook_deliveries(&p, id, page).await?))
 }

@@ -2,18 +2,18 @@
 //! each with its recent deliveries; and, for those whose role manages them (the API's admin
 //! area), a form to register one (its signing secret shown once, on the page that answers),
 //! and per endpoint Test (a `webhook.ping` queued through the sender), Disable and Delete
-//! (both asked first). Every change is the API's own route, called as the session.
+//! (both asked first). Every read and change is the application's (`coupond_app::webhooks`),
+//! called as the session.
 
 use askama::Template;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, Method, StatusCode};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
-use coupond_api::pagination::PageOf;
-use coupond_api::routes::webhooks::{DeliveryView, WebhookView};
+use coupond_app::pages::PageRequest;
+use coupond_app::webhooks::{self, DeliveryView, WebhookBody, WebhookView};
 use coupond_store::events::kind;
 use serde::Deserialize;
-use serde_json::json;
 
 use super::format::at;
 use super::names::MerchantNames;
@@ -124,17 +124,10 @@ pub async fn list(
 
 /// The caller's endpoints after cursor `after`, each with its latest deliveries.
 async fn hooks_page(console: &Console, session: &Session, after: &str, extra: Extra) -> Response {
-    let mut path = "/v1/webhooks?limit=50".to_owned();
     let after = super::feeds::plain(after, "-_");
-    if !after.is_empty() {
-        path.push_str(&format!("&cursor={after}"));
-    }
-    let list = match console
-        .api()
-        .get(&session.caller, &path)
-        .await
-        .into::<PageOf<WebhookView>>()
-    {
+    let app = console.app();
+    let listed = app.webhooks(&session.principal, PageRequest::after(&after, 50));
+    let list = match session.act(app, webhooks::READ, listed).await {
         Ok(l) => l,
         Err(p) => return problem_page(session, &p),
     };
@@ -164,17 +157,10 @@ async fn hook(
     w: &WebhookView,
     merchants: &MerchantNames,
 ) -> Hook {
-    let id = w.id;
-    let deliveries = console
-        .api()
-        .get(
-            &session.caller,
-            &format!("/v1/webhooks/{id}/deliveries?limit=10"),
-        )
-        .await
-        .into::<PageOf<DeliveryView>>()
-        .map(|p| p.items)
-        .unwrap_or_default();
+    let (id, app) = (w.id, console.app());
+    let latest = app.webhook_deliveries(&session.principal, id, PageRequest::first(10));
+    let deliveries = session.act(app, webhooks::READ, latest).await;
+    let deliveries = deliveries.map(|p| p.items).unwrap_or_default();
     Hook {
         id,
         url: w.url.clone(),
@@ -220,12 +206,13 @@ pub async fn create(
     } else {
         form.types.clone()
     };
-    let body = json!({ "url": form.url, "event_types": types });
-    let reply = console
-        .api()
-        .send_json(&session.caller, Method::POST, "/v1/webhooks", &body)
-        .await;
-    let extra = match reply.into::<WebhookView>() {
+    let body = WebhookBody {
+        url: form.url.clone(),
+        event_types: types,
+    };
+    let app = console.app();
+    let registered = app.register_webhook(&session.principal, &body);
+    let extra = match session.act(app, webhooks::MANAGE, registered).await {
         Ok(w) => Extra {
             created: Some((w.id, w.secret.unwrap_or_default())),
             shown: Shown {
@@ -249,24 +236,35 @@ pub struct ActionForm {
     csrf: String,
 }
 
-/// One of an endpoint's actions: `ping`, `disable` (POSTs of the API) or `delete` (its
-/// `DELETE`); back to the endpoints, or the API's refusal as a page.
+/// What a button does to an endpoint.
+#[derive(Clone, Copy, Debug)]
+enum Action {
+    Ping,
+    Disable,
+    Delete,
+}
+
+/// One of an endpoint's actions; back to the endpoints, or the refusal as a page.
 async fn act(
     console: &Console,
     session: &Session,
     headers: &HeaderMap,
     form: &ActionForm,
-    (method, path): (Method, String),
+    (action, id): (Action, i64),
 ) -> Response {
     if let Some(refused) = guard(headers, session, &form.csrf) {
         return refused;
     }
-    let reply = console
-        .api()
-        .call(&session.caller, method, &path, None)
-        .await;
-    if !reply.ok() {
-        return problem_page(session, &reply.problem());
+    let (app, p) = (console.app(), &session.principal);
+    let done = async {
+        match action {
+            Action::Ping => app.ping_webhook(p, id).await.map(drop),
+            Action::Disable => app.disable_webhook(p, id).await.map(drop),
+            Action::Delete => app.delete_webhook(p, id).await,
+        }
+    };
+    if let Err(problem) = session.act(app, webhooks::MANAGE, done).await {
+        return problem_page(session, &problem);
     }
     Redirect::to("/console/webhooks").into_response()
 }
@@ -279,8 +277,7 @@ pub async fn ping(
     Path(id): Path<i64>,
     Form(form): Form<ActionForm>,
 ) -> Response {
-    let to = (Method::POST, format!("/v1/webhooks/{id}/ping"));
-    act(&console, &session, &headers, &form, to).await
+    act(&console, &session, &headers, &form, (Action::Ping, id)).await
 }
 
 /// Disables the endpoint: nothing more is sent to it; its deliveries stay listed.
@@ -291,8 +288,7 @@ pub async fn disable(
     Path(id): Path<i64>,
     Form(form): Form<ActionForm>,
 ) -> Response {
-    let to = (Method::POST, format!("/v1/webhooks/{id}/disable"));
-    act(&console, &session, &headers, &form, to).await
+    act(&console, &session, &headers, &form, (Action::Disable, id)).await
 }
 
 /// Deletes the endpoint with its deliveries.
@@ -303,6 +299,5 @@ pub async fn delete(
     Path(id): Path<i64>,
     Form(form): Form<ActionForm>,
 ) -> Response {
-    let to = (Method::DELETE, format!("/v1/webhooks/{id}"));
-    act(&console, &session, &headers, &form, to).await
+    act(&console, &session, &headers, &form, (Action::Delete, id)).await
 }
