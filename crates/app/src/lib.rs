@@ -31,6 +31,8 @@
 //! - [`views`]: what services answer about activities, templates, listings, coupons and code
 //!   batches (statuses computed from the clock when built), as the API sends them; users'
 //!   views of the coupon centre are types of their own.
+//! - [`users`]: a user's wallet as those who help them see it, their tags and when they
+//!   were last seen.
 //! - [`webhooks`]: endpoints that receive events, and their deliveries.
 //! - [`cache`]: the short-lived cache of the hot path (API keys, claimed templates).
 //! - [`shelf_cache`]: the coupon centre's shelf, read whole once per `cache_ttl` and mended per
@@ -66,6 +68,7 @@ pub mod steering;
 pub mod template_reads;
 pub mod templates;
 pub mod today;
+pub mod users;
 pub mod views;
 pub mod webhooks;
 

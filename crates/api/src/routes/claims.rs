@@ -1,22 +1,16 @@
 //! Claims and wallets: users claim coupons (or the order service claims for them), and read
 //! the coupons they hold.
 
-use std::collections::HashMap;
-
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::http::StatusCode;
 use axum::{Extension, Json};
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine;
-use coupond_domain::{
-    Coupon, CouponStatus, ListingId, MerchantId, Source, Template, TemplateId, Timestamp, UserId,
-};
-use coupond_store::CouponQuery;
+use coupond_domain::{CouponStatus, ListingId, Source, TemplateId, UserId};
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
 use coupond_app::claims::{ClaimRequest, Issued};
+use coupond_app::pages::PageRequest;
 
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
@@ -132,10 +126,10 @@ pub async fn mine(
     State(s): State<AppState>,
     ApiQuery(q): ApiQuery<WalletQuery>,
 ) -> ApiResult<Json<PageOf<CouponView>>> {
-    let Principal::User(user) = p else {
+    let Principal::User(user) = p.clone() else {
         return Err(ApiError::Forbidden);
     };
-    wallet(&s, user, None, q, None).await.map(Json)
+    wallet(&s, &p, user, q).await.map(Json)
 }
 
 /// A user's coupons.
@@ -152,78 +146,19 @@ pub async fn of_user(
     ApiPath(user): ApiPath<UserId>,
     ApiQuery(q): ApiQuery<WalletQuery>,
 ) -> ApiResult<Json<PageOf<CouponView>>> {
-    wallet(&s, user, p.merchant(), q, Some(&p)).await.map(Json)
+    wallet(&s, &p, user, q).await.map(Json)
 }
 
-fn encode_cursor(c: &Coupon) -> String {
-    URL_SAFE_NO_PAD.encode(format!("c:{}:{}", c.valid_until.unix_micros(), c.id))
-}
-
-fn decode_cursor(s: &str) -> Option<(Timestamp, i64)> {
-    let text = String::from_utf8(URL_SAFE_NO_PAD.decode(s).ok()?).ok()?;
-    let mut parts = text.strip_prefix("c:")?.split(':');
-    let micros = parts.next()?.parse().ok()?;
-    let id = parts.next()?.parse().ok()?;
-    Some((Timestamp::from_unix_micros(micros)?, id))
-}
-
+/// `user`'s wallet as `p` may see it ([`coupond_app::App::wallet`]).
 async fn wallet(
     s: &AppState,
+    p: &Principal,
     user: UserId,
-    merchant: Option<MerchantId>,
     q: WalletQuery,
-    helper: Option<&Principal>,
 ) -> ApiResult<PageOf<CouponView>> {
-    let limit = q.limit.unwrap_or(s.settings().default_page);
-    if limit == 0 || limit > s.settings().max_page {
-        return Err(ApiError::bad_request(
-            "invalid_query",
-            Some("limit"),
-            format!("limit must be from 1 to {}", s.settings().max_page),
-        ));
-    }
-    let after = match q.cursor.as_deref() {
-        None => None,
-        Some(c) => Some(decode_cursor(c).ok_or_else(|| {
-            ApiError::bad_request(
-                "invalid_query",
-                Some("cursor"),
-                "cursor is not one this API issued",
-            )
-        })?),
+    let page = PageRequest {
+        cursor: q.cursor,
+        limit: q.limit,
     };
-    let now = s.now();
-    let query = CouponQuery {
-        merchant,
-        user,
-        status: q.status,
-        now,
-        after,
-        limit: limit + 1,
-    };
-    let mut coupons = s.store().user_coupons(&query).await?;
-    let more = coupons.len() > limit as usize;
-    coupons.truncate(limit as usize);
-    let next_cursor = if more {
-        coupons.last().map(encode_cursor)
-    } else {
-        None
-    };
-    let mut templates: HashMap<TemplateId, Template> = HashMap::new();
-    for c in &coupons {
-        if let std::collections::hash_map::Entry::Vacant(slot) = templates.entry(c.template_id) {
-            slot.insert(s.store().template(c.template_id).await?);
-        }
-    }
-    let items = coupons
-        .into_iter()
-        .filter_map(|c| {
-            let t = templates.get(&c.template_id)?;
-            let actions = helper.and_then(|p| crate::views::support_actions(p, &c, now));
-            let mut v = CouponView::new(c, t, now);
-            v.actions = actions;
-            Some(v)
-        })
-        .collect();
-    Ok(PageOf { items, next_cursor })
+    Ok(s.wallet(p, user, q.status, page).await?)
 }

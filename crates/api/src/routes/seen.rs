@@ -6,13 +6,15 @@
 use axum::extract::State;
 use axum::Json;
 use coupond_domain::{Timestamp, UserId};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use utoipa::ToSchema;
 
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::extract::{ApiPath, OptionalJson};
 use crate::routes::{BodyErrors, CommonErrors};
 use crate::state::AppState;
+
+pub use coupond_app::users::SeenView;
 
 /// When the user was seen.
 #[derive(Debug, Default, Deserialize, ToSchema)]
@@ -22,17 +24,6 @@ pub struct SeenBody {
     /// changes nothing.
     #[schema(value_type = Option<String>, format = DateTime, example = "2027-01-10T09:30:00Z")]
     pub at: Option<Timestamp>,
-}
-
-/// A user's last-seen instant.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct SeenView {
-    #[schema(value_type = String)]
-    pub user_id: UserId,
-    /// When the user was last seen; absent if never. Requests of the user's own are counted
-    /// within `users.seen_resolution` (5 minutes by default).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_seen_at: Option<Timestamp>,
 }
 
 /// Mark a user seen.
@@ -51,20 +42,8 @@ pub async fn mark(
     ApiPath(user): ApiPath<UserId>,
     OptionalJson(body): OptionalJson<SeenBody>,
 ) -> ApiResult<Json<SeenView>> {
-    let now = s.now();
-    let at = match body.unwrap_or_default().at {
-        Some(at) if at > now => {
-            return Err(ApiError::invalid(
-                "invalid_value",
-                "at",
-                "at must not be in the future",
-            ))
-        }
-        Some(at) => at,
-        None => now,
-    };
-    s.store().record_seen(&[(user.clone(), at)]).await?;
-    view(&s, user).await.map(Json)
+    let at = body.unwrap_or_default().at;
+    Ok(Json(s.mark_seen(user, at).await?))
 }
 
 /// Read when a user was last seen.
@@ -79,15 +58,5 @@ pub async fn get(
     State(s): State<AppState>,
     ApiPath(user): ApiPath<UserId>,
 ) -> ApiResult<Json<SeenView>> {
-    view(&s, user).await.map(Json)
-}
-
-/// The stored instant, or one this instance holds in memory not written yet, the later.
-async fn view(s: &AppState, user: UserId) -> ApiResult<SeenView> {
-    let stored = s.store().last_seen(&user).await?;
-    let last_seen_at = stored.max(s.seen().waiting(&user));
-    Ok(SeenView {
-        user_id: user,
-        last_seen_at,
-    })
+    Ok(Json(s.last_seen(user).await?))
 }

@@ -10,8 +10,7 @@ use super::{
     contacts, coupons, events, inbox, issuances, keys, listings, merchants, message_texts, op,
     operators, performance, plain_orders, refunds, reports, route, seen, settlement, shared_tags,
     steering, system, tag_uploads, tags, templates, today, upload, webhooks, Declared, PLATFORM,
-    PLATFORM_MERCHANT, PLATFORM_MERCHANT_SERVICE, PLATFORM_MERCHANT_USER, PLATFORM_SERVICE,
-    SERVICE, USER, USER_SERVICE,
+    PLATFORM_MERCHANT, PLATFORM_MERCHANT_USER, PLATFORM_SERVICE, SERVICE, USER, USER_SERVICE,
 };
 use crate::state::AppState;
 
@@ -104,7 +103,7 @@ fn template_routes() -> Vec<Declared> {
 fn wallet_routes() -> Vec<Declared> {
     vec![
         route(USER_SERVICE, routes!(claims::claim)),
-        route(USER, routes!(claims::mine)),
+        op(coupond_app::users::OWN_WALLET, routes!(claims::mine)),
         route(USER, routes!(centre::mine)),
         route(USER, routes!(centre::template)),
         route(USER, routes!(centre::activity)),
@@ -159,12 +158,12 @@ fn checkout_routes() -> Vec<Declared> {
         route(SERVICE, routes!(checkout::get)),
         route(PLATFORM_MERCHANT, routes!(coupons::revoke)),
         route(PLATFORM_MERCHANT_USER, routes!(checkout::history)),
-        route(PLATFORM_MERCHANT_SERVICE, routes!(claims::of_user)),
+        op(coupond_app::users::WALLET, routes!(claims::of_user)),
         route(PLATFORM_SERVICE, routes!(centre::of_user)),
-        route(PLATFORM_SERVICE, routes!(tags::put)),
-        route(PLATFORM_SERVICE, routes!(tags::get)),
-        route(PLATFORM_SERVICE, routes!(seen::mark)),
-        route(PLATFORM_SERVICE, routes!(seen::get)),
+        op(coupond_app::users::PROFILE_WRITE, routes!(tags::put)),
+        op(coupond_app::users::PROFILE, routes!(tags::get)),
+        op(coupond_app::users::PROFILE_WRITE, routes!(seen::mark)),
+        op(coupond_app::users::PROFILE, routes!(seen::get)),
         upload(PLATFORM_SERVICE, routes!(tag_uploads::create)),
         route(PLATFORM_SERVICE, routes!(tag_uploads::list)),
         route(PLATFORM_SERVICE, routes!(tag_uploads::get)),

@@ -4,7 +4,6 @@
 
 use axum::extract::State;
 use axum::Json;
-use coupond_domain::tags::{tag_set, MAX_TAGS_PER_USER};
 use coupond_domain::{Tag, UserId};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -14,6 +13,8 @@ use crate::extract::{ApiJson, ApiPath};
 use crate::routes::{BodyErrors, CommonErrors};
 use crate::state::AppState;
 
+pub use coupond_app::users::UserTagsView;
+
 /// A user's tags.
 #[derive(Debug, Deserialize, Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -21,15 +22,6 @@ pub struct UserTags {
     /// 0 to 100 tags, each 1 to 64 characters of lowercase letters, digits and `_.:-`; sent
     /// in any order, answered sorted, each once.
     #[schema(value_type = Vec<String>, example = json!(["vip", "new"]))]
-    pub tags: Vec<Tag>,
-}
-
-/// A user's tags, as stored.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct UserTagsView {
-    #[schema(value_type = String)]
-    pub user_id: UserId,
-    #[schema(value_type = Vec<String>)]
     pub tags: Vec<Tag>,
 }
 
@@ -47,12 +39,7 @@ pub async fn put(
     ApiPath(user): ApiPath<UserId>,
     ApiJson(body): ApiJson<UserTags>,
 ) -> ApiResult<Json<UserTagsView>> {
-    let tags = tag_set("tags", &body.tags, 0, MAX_TAGS_PER_USER)?;
-    coupond_engine::user_tags::put(s.store(), &user, &tags, s.now()).await?;
-    Ok(Json(UserTagsView {
-        user_id: user,
-        tags,
-    }))
+    Ok(Json(s.put_user_tags(user, &body.tags).await?))
 }
 
 /// Read a user's tags.
@@ -66,9 +53,5 @@ pub async fn get(
     State(s): State<AppState>,
     ApiPath(user): ApiPath<UserId>,
 ) -> ApiResult<Json<UserTagsView>> {
-    let tags = s.store().user_tags(&user).await?;
-    Ok(Json(UserTagsView {
-        user_id: user,
-        tags,
-    }))
+    Ok(Json(s.user_tags(user).await?))
 }

@@ -11,17 +11,16 @@ use axum::Form;
 use coupond_api::pagination::PageOf;
 use coupond_api::routes::contacts::ContactView;
 use coupond_api::routes::reports::Reconciliation;
-use coupond_api::routes::seen::SeenView;
-use coupond_api::routes::tags::UserTagsView;
 use coupond_api::views::{CouponView, OfferView};
-use coupond_domain::CouponAction;
+use coupond_app::users;
+use coupond_domain::{CouponAction, UserId};
 use serde::Deserialize;
 use serde_json::json;
 
 use super::activities::utc;
 use super::format::{at, money, percent, worth};
 use super::names::MerchantNames;
-use super::paging::{next_link, one_page};
+use super::paging::{next_link, request, rows};
 use super::{attachment, guard, problem_page, render, Shell};
 use crate::session::Session;
 use crate::Console;
@@ -198,54 +197,62 @@ pub async fn users(
         contact: None,
         error: None,
     };
-    let valid = !user.is_empty()
-        && user.len() <= 64
-        && user
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "_.:@-".contains(c));
-    if !user.is_empty() && !valid {
-        page.error = Some("A user id is 1 to 64 letters, digits and _.:@-".into());
-    } else if valid {
-        let api = console.api();
-        let path = format!("/v1/users/{user}/coupons");
-        let coupons = one_page(&console, &session, &path, &q.after).await;
-        match coupons.and_then(|c| c.typed::<CouponView>()) {
-            Ok((coupons, next)) => {
-                page.coupons = coupons.iter().map(CouponRow::of).collect();
-                page.next = next_link(&format!("/console/users?user={user}"), &next);
-            }
-            Err(p) => page.error = Some(p.detail),
-        }
-        // Tags are the platform's; a merchant is not shown them (the API says 403).
-        if let Ok(t) = api
-            .get(&session.caller, &format!("/v1/users/{user}/tags"))
-            .await
-            .into::<UserTagsView>()
-        {
-            page.tags = t.tags.iter().map(|t| t.as_str().to_owned()).collect();
-        }
-        // Contact points are the platform's too.
-        if let Ok(c) = api
-            .get(&session.caller, &format!("/v1/users/{user}/contact"))
-            .await
-            .into::<ContactView>()
-        {
-            page.contact = Some(ContactCard::of(&c));
-        }
-        // So is when the user was last seen.
-        if let Ok(seen) = api
-            .get(&session.caller, &format!("/v1/users/{user}/seen"))
-            .await
-            .into::<SeenView>()
-        {
-            page.last_seen = Some(seen.last_seen_at.map_or_else(|| "never".to_owned(), at));
-        }
-        if let Some((rows, more)) = claimable_preview(&console, &session, &user).await {
-            page.claimable = Some(rows);
-            page.more_claimable = more;
-        }
+    match (!user.is_empty()).then(|| UserId::parse(&user)) {
+        Some(Ok(id)) => look_up(&console, &session, &mut page, id, &q.after).await,
+        Some(Err(why)) => page.error = Some(format!("A {why}.")),
+        None => {}
     }
     render(StatusCode::OK, &page)
+}
+
+/// What the page shows of user `id`: a page of their coupons (after cursor `after`) and,
+/// where the session may read them, their tags, contact points, when they were last seen and
+/// what they may claim now.
+async fn look_up(
+    console: &Console,
+    session: &Session,
+    page: &mut UsersPage,
+    id: UserId,
+    after: &str,
+) {
+    let (app, user) = (console.app(), id.as_str().to_owned());
+    let wallet = app.wallet(
+        &session.principal,
+        id.clone(),
+        None,
+        request(console, after),
+    );
+    match session.act(app, users::WALLET, wallet).await.map(rows) {
+        Ok((coupons, next)) => {
+            page.coupons = coupons.iter().map(CouponRow::of).collect();
+            page.next = next_link(&format!("/console/users?user={user}"), &next);
+        }
+        Err(p) => page.error = Some(p.detail),
+    }
+    // Tags are the platform's; a merchant is not shown them (the application refuses).
+    if let Ok(t) = session
+        .act(app, users::PROFILE, app.user_tags(id.clone()))
+        .await
+    {
+        page.tags = t.tags.iter().map(|t| t.as_str().to_owned()).collect();
+    }
+    // Contact points are the platform's too.
+    if let Ok(c) = console
+        .api()
+        .get(&session.caller, &format!("/v1/users/{user}/contact"))
+        .await
+        .into::<ContactView>()
+    {
+        page.contact = Some(ContactCard::of(&c));
+    }
+    // So is when the user was last seen.
+    if let Ok(seen) = session.act(app, users::PROFILE, app.last_seen(id)).await {
+        page.last_seen = Some(seen.last_seen_at.map_or_else(|| "never".to_owned(), at));
+    }
+    if let Some((rows, more)) = claimable_preview(console, session, &user).await {
+        page.claimable = Some(rows);
+        page.more_claimable = more;
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
