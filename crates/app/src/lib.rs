@@ -16,6 +16,7 @@
 //! - [`claims`]: claiming a template's coupon and redeeming a code ([`App::claim`],
 //!   [`App::redeem`]) for a [`claims::Claimant`] the caller may claim for.
 //! - [`checkout`]: quoting an order ([`App::quote`]), with a code's preview.
+//! - [`coupons`]: revoking a coupon, and who holds a template's coupons.
 //! - [`codes`]: a template's shared code and batches of single-use codes.
 //! - [`activities`]: the platform's activities, each with what the caller may do with it.
 //! - [`template_reads`]: a template with the caller's actions, and lists of templates.
@@ -50,6 +51,7 @@ pub mod checkout;
 pub mod claims;
 pub mod codes;
 pub mod context;
+pub mod coupons;
 pub mod error;
 pub mod forwarded;
 pub mod identify;

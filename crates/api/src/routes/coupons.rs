@@ -6,8 +6,9 @@ use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
+use coupond_app::coupons::{Holders, HoldersFilter};
+use coupond_app::pages::PageRequest;
 use coupond_domain::{Coupon, CouponId, CouponStatus, CsvWriter, Note, TemplateId, UserId};
-use coupond_engine::lifecycle;
 use coupond_store::HoldersQuery;
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
@@ -47,11 +48,7 @@ pub async fn revoke(
     ApiPath(id): ApiPath<CouponId>,
     ApiJson(body): ApiJson<RevokeBody>,
 ) -> ApiResult<Json<CouponView>> {
-    let coupon = s.store().coupon(id).await?;
-    let t = s.visible_template(&p, coupon.template_id).await?;
-    let now = s.now();
-    let revoked = lifecycle::revoke_coupon(s.store(), id, &body.reason, &p.actor(), now).await?;
-    Ok(Json(CouponView::new(revoked, &t, now)))
+    Ok(Json(s.revoke_coupon(&p, id, &body.reason).await?))
 }
 
 /// The filters and page of a template's coupons.
@@ -102,27 +99,28 @@ pub async fn of_template(
             "all=true is only for format=csv",
         ));
     }
-    let t = s.visible_template(&p, id).await?;
     let limit = if all {
         q.limit.or(Some(s.settings().max_page))
     } else {
         q.limit
     };
-    let page = pagination::page(q.cursor.as_deref(), limit, s.settings())?;
-    let now = s.now();
-    let query = HoldersQuery {
-        template: id,
+    let filter = HoldersFilter {
         user: q.user_id,
         status: q.status,
-        now,
-        after: page.after,
-        limit: page.limit,
+    };
+    let page = PageRequest {
+        cursor: q.cursor,
+        limit,
     };
     if all {
+        let (_, query) = s.holders_query(&p, id, filter, page).await?;
         return Ok(every_page_csv(s, query));
     }
-    let rows = s.store().template_coupons(&query).await?;
-    let listed = pagination::finish(rows, page, |c| c.id.get(), |c| c);
+    let Holders {
+        template: t,
+        coupons: listed,
+        at: now,
+    } = s.holders(&p, id, filter, page).await?;
     if csv {
         let mut response = (
             [(header::CONTENT_TYPE, "text/csv; charset=utf-8")],
@@ -153,7 +151,7 @@ fn every_page_csv(s: AppState, first: HoldersQuery) -> Response {
         let s = s.clone();
         async move {
             let (mut q, header) = next?;
-            match s.store().template_coupons(&q).await {
+            match s.holder_rows(&q).await {
                 Ok(mut rows) => {
                     // `limit` asks for one row more than a page: whether another follows.
                     let more = rows.len() >= q.limit as usize;
@@ -163,7 +161,11 @@ fn every_page_csv(s: AppState, first: HoldersQuery) -> Response {
                     let next = (more && q.after.is_some()).then_some((q, false));
                     Some((Ok::<_, std::io::Error>(chunk), next))
                 }
-                Err(e) => Some((Err(std::io::Error::other(e)), None)),
+                Err(e) => {
+                    tracing::warn!(error = ?e, "the holders CSV ended early");
+                    let cut = std::io::Error::other("reading the holders failed");
+                    Some((Err(cut), None))
+                }
             }
         }
     });

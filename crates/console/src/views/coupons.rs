@@ -9,7 +9,6 @@ use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
 use coupond_api::routes::checkout::HistoryView;
-use coupond_api::views::TemplateView;
 use coupond_domain::CouponAction;
 
 use serde::Deserialize;
@@ -58,11 +57,7 @@ pub async fn page(
         Err(p) => return problem_page(&session, &p),
     };
     let template_id = h.template_id.get();
-    let t = match api
-        .get(&session.caller, &format!("/v1/templates/{template_id}"))
-        .await
-        .into::<TemplateView>()
-    {
+    let t = match super::templates::read(&console, &session, template_id).await {
         Ok(t) => t,
         Err(p) => return problem_page(&session, &p),
     };

@@ -12,10 +12,9 @@ use coupond_api::pagination::PageOf;
 use coupond_api::routes::contacts::ContactView;
 use coupond_api::routes::reports::Reconciliation;
 use coupond_api::views::{CouponView, OfferView};
-use coupond_app::users;
-use coupond_domain::{CouponAction, UserId};
+use coupond_app::{coupons, users, AppError};
+use coupond_domain::{CouponAction, CouponId, Note, UserId};
 use serde::Deserialize;
-use serde_json::json;
 
 use super::activities::utc;
 use super::format::{at, money, percent, worth};
@@ -275,20 +274,15 @@ pub async fn revoke(
     if let Some(refused) = guard(&headers, &session, &f.csrf) {
         return refused;
     }
-    // The API refuses an empty reason, in words: nothing stands in for one.
-    let reason = f.reason.trim();
-    let path = format!("/v1/coupons/{id}/revoke");
-    let reply = console
-        .api()
-        .send_json(
-            &session.caller,
-            Method::POST,
-            &path,
-            &json!({"reason": reason}),
-        )
-        .await;
-    if !reply.ok() {
-        return problem_page(&session, &reply.problem());
+    // An empty reason is refused, in words: nothing stands in for one.
+    let app = console.app();
+    let revoked = async {
+        let reason = Note::parse("reason", f.reason.trim())?;
+        let id = CouponId::new(id).map_err(|_| AppError::NotFound)?;
+        app.revoke_coupon(&session.principal, id, &reason).await
+    };
+    if let Err(p) = session.act(app, coupons::REVOKE, revoked).await {
+        return problem_page(&session, &p);
     }
     let user: String = f
         .user
