@@ -26,6 +26,7 @@
 //! - [`keys`]: merchants' API keys.
 //! - [`listings`]: listings as a caller may see them; binding and unbinding templates.
 //! - [`messages`]: sending and reading a template's campaign messages.
+//! - [`reports`]: a template's and an activity's figures, and the reconciliation.
 //! - [`today`]: today's figures of a caller, and the outbox consumers' lag.
 //! - [`steering`]: publishing, pausing, resuming, stopping and aborting, each telling every
 //!   instance what went stale.
@@ -63,6 +64,7 @@ pub mod merchants;
 pub mod messages;
 pub mod pages;
 pub mod ratelimit;
+pub mod reports;
 pub mod retry;
 pub mod settings;
 pub mod shelf_cache;

@@ -6,9 +6,9 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
-use coupond_api::routes::reports::ActivityStats;
 use coupond_api::views::ActivityView;
 use coupond_app::activities::{self, ActivityFilter};
+use coupond_app::reports::{self, ActivityStats, StatsQuery};
 use coupond_app::template_reads::TemplateFilter;
 use coupond_app::templates;
 use coupond_app::AppError;
@@ -328,21 +328,18 @@ pub async fn page(
     Path(id): Path<i64>,
     Query(q): Query<After>,
 ) -> Response {
-    let api = console.api();
     let a = match read(&console, &session, id).await {
         Ok(a) => a,
         Err(p) => return problem_page(&session, &p),
     };
-    // The stats are the platform's; a merchant sees the activity without them.
-    let stats = api
-        .get(
-            &session.caller,
-            &format!("/v1/activities/{id}/stats?hours=48"),
-        )
-        .await
-        .into::<ActivityStats>()
-        .ok();
+    // A merchant's figures are those of its own templates in it; none when it has none.
     let app = console.app();
+    let window = StatsQuery {
+        hours: Some(48),
+        days: None,
+    };
+    let stats = app.activity_stats(&session.principal, a.id, &window);
+    let stats = session.act(app, reports::FIGURES, stats).await.ok();
     let filter = TemplateFilter {
         activity: Some(a.id),
         ..TemplateFilter::default()

@@ -5,15 +5,16 @@
 
 use askama::Template;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, Method, StatusCode};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
+use coupond_api::pagination::csv_answer;
 use coupond_api::pagination::PageOf;
 use coupond_api::routes::contacts::ContactView;
-use coupond_api::routes::reports::Reconciliation;
 use coupond_api::views::{CouponView, OfferView};
+use coupond_app::reports::{self, Reconciliation};
 use coupond_app::{coupons, users, AppError};
-use coupond_domain::{CouponAction, CouponId, Note, UserId};
+use coupond_domain::{CouponAction, CouponId, Note, Timestamp, UserId};
 use serde::Deserialize;
 
 use super::activities::utc;
@@ -345,8 +346,8 @@ pub async fn reconciliation(
     session: Session,
     Query(mut q): Query<Period>,
 ) -> Response {
-    // The form is the route's: one who may not call it (a merchant) gets no form to fill.
-    if !session.may_call(&Method::GET, "/v1/reports/reconciliation") {
+    // One who may not read it (a merchant) gets no form to fill.
+    if !session.may_do(reports::RECONCILIATION) {
         let refused = crate::api::Problem {
             status: 403,
             code: "forbidden".into(),
@@ -372,32 +373,24 @@ pub async fn reconciliation(
     if q.from.is_empty() || q.to.is_empty() {
         return render(StatusCode::OK, &page);
     }
-    let (from, to) = (utc(&q.from), utc(&q.to));
-    let ok = |s: &str| {
-        s.bytes()
-            .all(|b| b.is_ascii_digit() || b"-:TZ.".contains(&b))
-    };
-    if !ok(&from) || !ok(&to) {
+    let period = (
+        Timestamp::parse(&utc(&q.from)),
+        Timestamp::parse(&utc(&q.to)),
+    );
+    let (Ok(from), Ok(to)) = period else {
         page.error = Some("choose both ends of the period".into());
         return render(StatusCode::UNPROCESSABLE_ENTITY, &page);
-    }
-    let csv = q.format == "csv";
-    let path = format!(
-        "/v1/reports/reconciliation?from={from}&to={to}{}",
-        if csv { "&format=csv" } else { "" }
-    );
-    let reply = if csv {
-        match console.api().stream(&session.caller, &path).await {
-            Ok(res) => {
-                let name = format!("reconciliation-{}.csv", &from[..10.min(from.len())]);
-                return attachment(res, &name);
-            }
-            Err(reply) => reply,
-        }
-    } else {
-        console.api().get(&session.caller, &path).await
     };
-    match reply.into::<Reconciliation>() {
+    let app = console.app();
+    let report = session.act(app, reports::RECONCILIATION, app.reconciliation(from, to));
+    let report = report.await;
+    if q.format == "csv" {
+        if let Ok(r) = report {
+            let name = format!("reconciliation-{}.csv", &q.from[..10.min(q.from.len())]);
+            return attachment(csv_answer(r.to_csv()), &name);
+        }
+    }
+    match report.map(Reconciliation::from) {
         Ok(r) => {
             let merchants = MerchantNames::load(&console, &session).await;
             page.rows = r

@@ -5,11 +5,13 @@
 use coupond_api::pagination::PageOf;
 use coupond_api::routes::campaign_messages::CampaignMessageView;
 use coupond_api::routes::issuances::IssuanceView;
-use coupond_api::routes::reports::TemplateStats;
 use coupond_api::routes::templates::TemplateChangeView;
 use coupond_api::views::{CodeBatchView, CouponView};
+use coupond_app::coupons::{Holders, HoldersFilter};
 use coupond_app::identify::Origin;
-use coupond_app::{codes, issuance, messages};
+use coupond_app::pages::PageRequest;
+use coupond_app::reports::{StatsQuery, TemplateStats};
+use coupond_app::{codes, coupons, issuance, messages, reports};
 use coupond_domain::TemplateId;
 use coupond_store::{CampaignMessage, CodeBatch, Issuance, Page};
 
@@ -31,31 +33,36 @@ pub(super) struct Side {
 
 impl Side {
     pub(super) async fn read(console: &Console, session: &Session, id: i64, hours: u32) -> Side {
-        let (api, who) = (console.api(), &session.caller);
+        let history = format!("/v1/templates/{id}/history?limit=50");
+        let history = console.api().get(&session.caller, &history).await;
+        let Ok(t) = TemplateId::new(id) else {
+            return Side::default();
+        };
+        let (app, p) = (console.app(), &session.principal);
         let window = match range(hours).1 {
-            Unit::Hour => format!("hours={hours}"),
-            Unit::Day => format!("days={}", hours / 24),
+            Unit::Hour => StatsQuery {
+                hours: Some(hours),
+                days: None,
+            },
+            Unit::Day => StatsQuery {
+                hours: None,
+                days: Some(hours / 24),
+            },
         };
-        let paths = [
-            format!("/v1/templates/{id}/stats?{window}"),
-            format!("/v1/templates/{id}/coupons?limit=20"),
-            format!("/v1/templates/{id}/history?limit=50"),
-        ];
-        let stats = api.get(who, &paths[0]).await;
-        let holders = api.get(who, &paths[1]).await;
-        let history = api.get(who, &paths[2]).await;
-        let now = console.app().now();
-        let (jobs, batches, messages) = match TemplateId::new(id) {
-            Ok(t) => Self::own(console, session, t).await,
-            Err(_) => Default::default(),
-        };
+        let stats = app.template_stats(p, t, &window);
+        let stats = session.act(app, reports::FIGURES, stats).await.ok();
+        let first = PageRequest::first(20);
+        let holders = app.holders(p, t, HoldersFilter::default(), first);
+        let holders = session.act(app, coupons::HOLDERS, holders).await;
+        let now = app.now();
+        let (jobs, batches, messages) = Self::own(console, session, t).await;
         Side {
             messages: messages
                 .into_iter()
                 .map(CampaignMessageView::new)
                 .map(|m| campaign::Sent::of(&m))
                 .collect(),
-            stats: stats.into::<TemplateStats>().ok(),
+            stats,
             history: history
                 .into::<PageOf<_>>()
                 .map(|p| p.items)
@@ -64,12 +71,16 @@ impl Side {
                 .into_iter()
                 .map(|j| IssuanceView::new(j, now))
                 .collect(),
-            holders: holders
-                .into::<PageOf<_>>()
-                .map(|p| p.items)
-                .unwrap_or_default(),
+            holders: holders.map(Self::holders).unwrap_or_default(),
             batches: batches.into_iter().map(CodeBatchView::new).collect(),
         }
+    }
+
+    /// The holders read, as views of their coupons.
+    fn holders(h: Holders) -> Vec<CouponView> {
+        let (t, at) = (&h.template, h.at);
+        let view = |c| CouponView::new(c, t, at);
+        h.coupons.items.into_iter().map(view).collect()
     }
 
     /// The template's issuance jobs (up to 200), code batches (20) and campaign messages
