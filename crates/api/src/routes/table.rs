@@ -67,8 +67,14 @@ fn merchant_and_activity_routes() -> Vec<Declared> {
         op(coupond_app::activities::READ, routes!(activities::get)),
         op(coupond_app::activities::EDIT, routes!(activities::update)),
         op(coupond_app::activities::EDIT, routes!(activities::abort)),
-        route(PLATFORM, routes!(steering::pause_activity)),
-        route(PLATFORM, routes!(steering::resume_activity)),
+        op(
+            coupond_app::activities::EDIT,
+            routes!(steering::pause_activity),
+        ),
+        op(
+            coupond_app::activities::EDIT,
+            routes!(steering::resume_activity),
+        ),
     ]
 }
 
@@ -76,19 +82,28 @@ fn merchant_and_activity_routes() -> Vec<Declared> {
 fn template_routes() -> Vec<Declared> {
     vec![
         op(coupond_app::templates::EDIT, routes!(templates::create)),
-        route(PLATFORM_MERCHANT, routes!(templates::list)),
+        op(coupond_app::templates::READ, routes!(templates::list)),
         op(coupond_app::templates::READ, routes!(templates::get)),
         op(coupond_app::templates::EDIT, routes!(templates::update)),
-        route(PLATFORM_MERCHANT, routes!(templates::remove)),
+        op(coupond_app::templates::EDIT, routes!(templates::remove)),
         route(PLATFORM_MERCHANT, routes!(templates::history)),
         op(coupond_app::coupons::HOLDERS, routes!(coupons::of_template)),
-        route(PLATFORM_MERCHANT, routes!(templates::publish)),
-        route(PLATFORM_MERCHANT, routes!(templates::abort)),
-        route(PLATFORM_MERCHANT, routes!(steering::pause_template)),
-        route(PLATFORM_MERCHANT, routes!(steering::resume_template)),
-        route(PLATFORM_MERCHANT, routes!(steering::stop_template)),
-        route(PLATFORM, routes!(templates::approve)),
-        route(PLATFORM, routes!(templates::reject)),
+        op(coupond_app::templates::EDIT, routes!(templates::publish)),
+        op(coupond_app::templates::EDIT, routes!(templates::abort)),
+        op(
+            coupond_app::templates::EDIT,
+            routes!(steering::pause_template),
+        ),
+        op(
+            coupond_app::templates::EDIT,
+            routes!(steering::resume_template),
+        ),
+        op(
+            coupond_app::templates::EDIT,
+            routes!(steering::stop_template),
+        ),
+        op(coupond_app::steering::REVIEW, routes!(templates::approve)),
+        op(coupond_app::steering::REVIEW, routes!(templates::reject)),
         op(coupond_app::listings::EDIT, routes!(listings::create)),
         op(coupond_app::listings::READ, routes!(listings::list)),
         op(coupond_app::listings::READ, routes!(listings::get)),

@@ -6,14 +6,14 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::{Extension, Json};
 use coupond_domain::{
-    ActivityId, CityId, CouponKind, Decision, MerchantId, Note, Template, TemplateDraft,
-    TemplateId, TemplatePatch, TemplateStatus, Timestamp,
+    ActivityId, CityId, CouponKind, MerchantId, Note, Template, TemplateDraft, TemplateId,
+    TemplatePatch, TemplateStatus, Timestamp,
 };
-use coupond_engine::{campaigns, lifecycle};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use coupond_app::pages::PageRequest;
+use coupond_app::steering::TemplateStep;
 use coupond_app::template_reads::TemplateFilter;
 
 use crate::auth::Principal;
@@ -23,7 +23,6 @@ use crate::pagination::{self, PageOf, PageQuery};
 use crate::routes::{BodyErrors, CommonErrors, ConflictError};
 use crate::state::AppState;
 use crate::views::TemplateView;
-use coupond_engine::shared::Notice;
 
 /// The view of one template at `now`, with the actions caller `p` may take on it now
 /// ([`coupond_app::App::template_view`]).
@@ -207,8 +206,7 @@ pub async fn remove(
     State(s): State<AppState>,
     ApiPath(id): ApiPath<TemplateId>,
 ) -> ApiResult<StatusCode> {
-    let t = s.visible_template(&p, id).await?;
-    lifecycle::delete_template(s.store(), &t, s.now()).await?;
+    s.delete_template(&p, id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -276,7 +274,8 @@ pub async fn approve(
     State(s): State<AppState>,
     ApiPath(id): ApiPath<TemplateId>,
 ) -> ApiResult<Json<TemplateView>> {
-    review(s, p, id, Decision::Approve).await
+    let approved = s.steer_template(&p, id, TemplateStep::Approve).await?;
+    Ok(Json(view_one(&s, &p, approved, s.now()).await?))
 }
 
 /// Reject an enrollment.
@@ -297,19 +296,7 @@ pub async fn reject(
     ApiPath(id): ApiPath<TemplateId>,
     ApiJson(body): ApiJson<RejectBody>,
 ) -> ApiResult<Json<TemplateView>> {
-    review(s, p, id, Decision::Reject(body.reason)).await
-}
-
-async fn review(
-    s: AppState,
-    p: Principal,
-    id: TemplateId,
-    decision: Decision,
-) -> ApiResult<Json<TemplateView>> {
-    let t = s.visible_template(&p, id).await?;
-    let now = s.now();
-    let reviewed = campaigns::review_template(s.store(), &t, decision, &p.actor(), now).await?;
-    // An approved template may be claimable at once: every instance reads it again.
-    s.tell(Notice::TemplateChanged { template: id });
-    Ok(Json(view_one(&s, &p, reviewed, now).await?))
+    let rejected = s.steer_template(&p, id, TemplateStep::Reject(body.reason));
+    let rejected = rejected.await?;
+    Ok(Json(view_one(&s, &p, rejected, s.now()).await?))
 }

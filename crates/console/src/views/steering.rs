@@ -3,13 +3,13 @@
 //! (`templates::changes`).
 
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, Method};
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
 use coupond_api::views::PauseView;
-use coupond_domain::PauseScope;
+use coupond_app::{activities, AppError};
+use coupond_domain::{ActivityId, Note, PauseScope};
 use serde::Deserialize;
-use serde_json::json;
 
 use super::{format, guard, problem_page};
 use crate::session::Session;
@@ -45,9 +45,7 @@ pub async fn pause_activity(
     Path(id): Path<i64>,
     Form(f): Form<PauseForm>,
 ) -> Response {
-    let reason = f.reason.trim();
-    let body = (!reason.is_empty()).then(|| json!({"reason": reason}));
-    post(&console, &session, &headers, &f.csrf, id, "pause", body).await
+    steer(&console, &session, &headers, &f, id, true).await
 }
 
 /// Resumes the activity and the templates its pause paused.
@@ -58,32 +56,37 @@ pub async fn resume_activity(
     Path(id): Path<i64>,
     Form(f): Form<PauseForm>,
 ) -> Response {
-    post(&console, &session, &headers, &f.csrf, id, "resume", None).await
+    steer(&console, &session, &headers, &f, id, false).await
 }
 
-async fn post(
+/// Pauses (with the form's reason, if any) or resumes activity `id`; back to its page, or the
+/// refusal as a page.
+async fn steer(
     console: &Console,
     session: &Session,
     headers: &HeaderMap,
-    csrf: &str,
+    f: &PauseForm,
     id: i64,
-    action: &str,
-    body: Option<serde_json::Value>,
+    pause: bool,
 ) -> Response {
-    if let Some(refused) = guard(headers, session, csrf) {
+    if let Some(refused) = guard(headers, session, &f.csrf) {
         return refused;
     }
-    let path = format!("/v1/activities/{id}/{action}");
-    let api = console.api();
-    let reply = match body {
-        Some(b) => {
-            api.send_json(&session.caller, Method::POST, &path, &b)
-                .await
+    let (app, p) = (console.app(), &session.principal);
+    let done = async {
+        let id = ActivityId::new(id).map_err(|_| AppError::NotFound)?;
+        if pause {
+            let reason = match f.reason.trim() {
+                "" => None,
+                r => Some(Note::parse("reason", r)?),
+            };
+            app.pause_activity(p, id, reason).await.map(drop)
+        } else {
+            app.resume_activity(p, id).await.map(drop)
         }
-        None => api.call(&session.caller, Method::POST, &path, None).await,
     };
-    if !reply.ok() {
-        return problem_page(session, &reply.problem());
+    if let Err(problem) = session.act(app, activities::EDIT, done).await {
+        return problem_page(session, &problem);
     }
     Redirect::to(&format!("/console/activities/{id}")).into_response()
 }

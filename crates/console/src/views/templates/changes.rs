@@ -9,9 +9,11 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
 use coupond_api::views::TemplateView;
 use coupond_app::identify::Origin;
+use coupond_app::steering::TemplateStep;
 use coupond_app::{codes, templates, AppError};
 use coupond_domain::{
-    CodeBatchDraft, CodeBatchSpec, TemplateId, TemplatePatch, Timestamp, Validity,
+    CodeBatchDraft, CodeBatchSpec, DomainError, Note, TemplateId, TemplatePatch, Timestamp,
+    Validity,
 };
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -36,7 +38,15 @@ pub async fn publish(
     Path(id): Path<i64>,
     Form(f): Form<Action>,
 ) -> Response {
-    act(&console, &session, &headers, id, &f.csrf, "publish", None).await
+    act(
+        &console,
+        &session,
+        &headers,
+        id,
+        &f.csrf,
+        Ok(TemplateStep::Publish),
+    )
+    .await
 }
 
 pub async fn abort(
@@ -46,7 +56,15 @@ pub async fn abort(
     Path(id): Path<i64>,
     Form(f): Form<Action>,
 ) -> Response {
-    act(&console, &session, &headers, id, &f.csrf, "abort", None).await
+    act(
+        &console,
+        &session,
+        &headers,
+        id,
+        &f.csrf,
+        Ok(TemplateStep::Abort),
+    )
+    .await
 }
 
 /// Deletes a standalone draft never published (its merchant, the platform), back to the list.
@@ -57,19 +75,17 @@ pub async fn delete(
     Path(id): Path<i64>,
     Form(f): Form<Action>,
 ) -> Response {
-    let path = format!("/v1/templates/{id}");
-    let sent = send(
-        &console,
-        &session,
-        &headers,
-        &f.csrf,
-        Method::DELETE,
-        &path,
-        None,
-    );
-    match sent.await {
+    if let Some(refused) = guard(&headers, &session, &f.csrf) {
+        return refused;
+    }
+    let (app, p) = (console.app(), &session.principal);
+    let deleted = async {
+        let id = TemplateId::new(id).map_err(|_| AppError::NotFound)?;
+        app.delete_template(p, id).await
+    };
+    match session.act(app, templates::EDIT, deleted).await {
         Ok(()) => Redirect::to("/console/templates").into_response(),
-        Err(page) => page,
+        Err(problem) => problem_page(&session, &problem),
     }
 }
 
@@ -89,9 +105,11 @@ pub async fn pause(
     Path(id): Path<i64>,
     Form(f): Form<PauseForm>,
 ) -> Response {
-    let reason = f.reason.trim();
-    let body = (!reason.is_empty()).then(|| json!({"reason": reason}));
-    act(&console, &session, &headers, id, &f.csrf, "pause", body).await
+    let step = match f.reason.trim() {
+        "" => Ok(TemplateStep::Pause(None)),
+        r => Note::parse("reason", r).map(|r| TemplateStep::Pause(Some(r))),
+    };
+    act(&console, &session, &headers, id, &f.csrf, step).await
 }
 
 pub async fn resume(
@@ -101,7 +119,15 @@ pub async fn resume(
     Path(id): Path<i64>,
     Form(f): Form<Action>,
 ) -> Response {
-    act(&console, &session, &headers, id, &f.csrf, "resume", None).await
+    act(
+        &console,
+        &session,
+        &headers,
+        id,
+        &f.csrf,
+        Ok(TemplateStep::Resume),
+    )
+    .await
 }
 
 /// Stops claiming for good; coupons held stay usable.
@@ -112,7 +138,15 @@ pub async fn stop(
     Path(id): Path<i64>,
     Form(f): Form<Action>,
 ) -> Response {
-    act(&console, &session, &headers, id, &f.csrf, "stop", None).await
+    act(
+        &console,
+        &session,
+        &headers,
+        id,
+        &f.csrf,
+        Ok(TemplateStep::Stop),
+    )
+    .await
 }
 
 /// Approves an enrollment waiting for approval (the platform).
@@ -123,7 +157,15 @@ pub async fn approve(
     Path(id): Path<i64>,
     Form(f): Form<Action>,
 ) -> Response {
-    act(&console, &session, &headers, id, &f.csrf, "approve", None).await
+    act(
+        &console,
+        &session,
+        &headers,
+        id,
+        &f.csrf,
+        Ok(TemplateStep::Approve),
+    )
+    .await
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -142,68 +184,34 @@ pub async fn reject(
     Path(id): Path<i64>,
     Form(f): Form<Reject>,
 ) -> Response {
-    let body = json!({"reason": f.reason.trim()});
-    act(
-        &console,
-        &session,
-        &headers,
-        id,
-        &f.csrf,
-        "reject",
-        Some(body),
-    )
-    .await
+    let step = Note::parse("reason", f.reason.trim()).map(TemplateStep::Reject);
+    act(&console, &session, &headers, id, &f.csrf, step).await
 }
 
-/// `POST /v1/templates/{id}/{action}`, back to the template's page saying it was done.
+/// Takes `step` (or refuses what the form gave for it) on template `id`, back to the
+/// template's page saying it was done; the refusal as a page.
 async fn act(
     console: &Console,
     session: &Session,
     headers: &HeaderMap,
     id: i64,
     csrf: &str,
-    action: &str,
-    body: Option<Value>,
+    step: Result<TemplateStep, DomainError>,
 ) -> Response {
-    let path = format!("/v1/templates/{id}/{action}");
-    if let Err(page) = send(console, session, headers, csrf, Method::POST, &path, body).await {
-        return page;
-    }
-    let done = match action {
-        "publish" => "published",
-        "approve" => "approved",
-        "reject" => "rejected",
-        "pause" => "paused",
-        "resume" => "resumed",
-        "stop" => "stopped",
-        _ => "aborted",
-    };
-    Redirect::to(&format!("/console/templates/{id}?notice={done}")).into_response()
-}
-
-/// A form's one API call: its token checked, then `method path` with `body`; the refusal
-/// (the form's or the API's) as the page to answer.
-async fn send(
-    console: &Console,
-    session: &Session,
-    headers: &HeaderMap,
-    csrf: &str,
-    method: Method,
-    path: &str,
-    body: Option<Value>,
-) -> Result<(), Response> {
     if let Some(refused) = guard(headers, session, csrf) {
-        return Err(refused);
+        return refused;
     }
-    let api = console.api();
-    let reply = match body {
-        Some(b) => api.send_json(&session.caller, method, path, &b).await,
-        None => api.call(&session.caller, method, path, None).await,
+    let (app, p) = (console.app(), &session.principal);
+    let access = step.as_ref().map_or(templates::EDIT, TemplateStep::access);
+    let done = step.as_ref().map_or("", TemplateStep::done);
+    let taken = async {
+        let id = TemplateId::new(id).map_err(|_| AppError::NotFound)?;
+        app.steer_template(p, id, step?).await
     };
-    if !reply.ok() {
-        return Err(problem_page(session, &reply.problem()));
+    if let Err(problem) = session.act(app, access, taken).await {
+        return problem_page(session, &problem);
     }
-    Ok(())
+    Redirect::to(&format!("/console/templates/{id}?notice={done}")).into_response()
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -268,7 +276,7 @@ pub async fn extend(
     }
     let path = format!("/v1/templates/{id}");
     let api = console.api();
-    let t = match api.get(&session.caller, &path).await.into::<TemplateView>() {
+    let t = match super::read(&console, &session, id).await {
         Ok(t) => t.terms,
         Err(p) => return problem_page(&session, &p),
     };

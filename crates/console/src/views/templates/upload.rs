@@ -11,7 +11,6 @@ use axum::extract::{Multipart, Path, State};
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::Response;
 use coupond_api::routes::issuances::IssuanceView;
-use coupond_api::views::TemplateView;
 use tokio::sync::mpsc;
 
 use super::super::{guard, problem_page, render, TemplateRow};
@@ -57,12 +56,7 @@ pub async fn upload(
     if let Some(refused) = guard(&headers, &session, &csrf) {
         return refused;
     }
-    let seen = console
-        .api()
-        .get(&session.caller, &format!("/v1/templates/{id}"))
-        .await;
-    if !seen.ok() {
-        let p = seen.problem();
+    if let Err(p) = super::read(&console, &session, id).await {
         return match p.status {
             404 => problem_page(&session, &p),
             _ => progress_error(&p),
@@ -199,11 +193,8 @@ impl Progress {
     async fn of(console: &Console, session: &Session, j: &IssuanceView) -> Self {
         let job = Job::of(j);
         let after = if job.done {
-            console
-                .api()
-                .get(&session.caller, &format!("/v1/templates/{}", job.template))
+            super::read(console, session, job.template)
                 .await
-                .into::<TemplateView>()
                 .ok()
                 .map(|t| TemplateRow::of(&t))
         } else {
