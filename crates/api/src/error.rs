@@ -363,9 +363,11 @@ impl From<AppError> for ApiError {
                 message,
             },
             AppError::InvalidFields(all) => ApiError::InvalidFields(all),
-            AppError::BadQuery { field, message } => {
-                ApiError::bad_request("invalid_query", Some(field), message)
-            }
+            AppError::BadRequest {
+                code,
+                field,
+                message,
+            } => ApiError::bad_request(code, Some(field), message),
             AppError::RateLimited { retry_after } => ApiError::RateLimited { retry_after },
             AppError::Unavailable => ApiError::Unavailable,
             AppError::LimitsUnavailable => ApiError::LimitsUnavailable,

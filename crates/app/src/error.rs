@@ -60,9 +60,10 @@ pub enum AppError {
     },
     /// Several fields break their rules, each named.
     InvalidFields(Vec<FieldError>),
-    /// A parameter of what to read (a page's `cursor` or `limit`, a filter) that cannot be
-    /// read; `field` names it.
-    BadQuery {
+    /// A parameter of the request (a page's `cursor` or `limit`, a filter, a link's token)
+    /// that cannot be read; `field` names it, `code` says what is wrong (`invalid_query`).
+    BadRequest {
+        code: &'static str,
         field: &'static str,
         message: String,
     },
@@ -95,9 +96,19 @@ impl AppError {
         }
     }
 
-    /// A parameter `field` of what to read is not one this layer reads.
+    /// A parameter `field` of what to read is not one this layer reads (`invalid_query`).
     pub fn bad_query(field: &'static str, message: impl Into<String>) -> Self {
-        AppError::BadQuery {
+        AppError::bad_request("invalid_query", field, message)
+    }
+
+    /// A parameter `field` of the request cannot be read, for the reason `code` names.
+    pub fn bad_request(
+        code: &'static str,
+        field: &'static str,
+        message: impl Into<String>,
+    ) -> Self {
+        AppError::BadRequest {
+            code,
             field,
             message: message.into(),
         }

@@ -25,6 +25,7 @@
 //! - [`merchants`]: merchants and the platform's names for its cities.
 //! - [`keys`]: merchants' API keys.
 //! - [`listings`]: listings as a caller may see them; binding and unbinding templates.
+//! - [`contacts`]: where users can be reached and what they chose, and unsubscribe links.
 //! - [`messages`]: sending and reading a template's campaign messages.
 //! - [`reports`]: a template's and an activity's figures, and the reconciliation.
 //! - [`today`]: today's figures of a caller, and the outbox consumers' lag.
@@ -51,6 +52,7 @@ pub mod caller;
 pub mod checkout;
 pub mod claims;
 pub mod codes;
+pub mod contacts;
 pub mod context;
 pub mod coupons;
 pub mod error;

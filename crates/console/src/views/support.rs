@@ -13,7 +13,7 @@ use coupond_api::pagination::PageOf;
 use coupond_api::routes::contacts::ContactView;
 use coupond_api::views::{CouponView, OfferView};
 use coupond_app::reports::{self, Reconciliation};
-use coupond_app::{coupons, users, AppError};
+use coupond_app::{contacts, coupons, users, AppError};
 use coupond_domain::{CouponAction, CouponId, Note, Timestamp, UserId};
 use serde::Deserialize;
 
@@ -237,12 +237,7 @@ async fn look_up(
         page.tags = t.tags.iter().map(|t| t.as_str().to_owned()).collect();
     }
     // Contact points are the platform's too.
-    if let Ok(c) = console
-        .api()
-        .get(&session.caller, &format!("/v1/users/{user}/contact"))
-        .await
-        .into::<ContactView>()
-    {
+    if let Ok(c) = session.act(app, contacts::READ, app.contact(&id)).await {
         page.contact = Some(ContactCard::of(&c));
     }
     // So is when the user was last seen.
