@@ -26,6 +26,7 @@
 //! - [`keys`]: merchants' API keys.
 //! - [`listings`]: listings as a caller may see them; binding and unbinding templates.
 //! - [`contacts`]: where users can be reached and what they chose, and unsubscribe links.
+//! - [`message_texts`]: the platform's message texts, their preview, and the delivery log.
 //! - [`messages`]: sending and reading a template's campaign messages.
 //! - [`reports`]: a template's and an activity's figures, and the reconciliation.
 //! - [`today`]: today's figures of a caller, and the outbox consumers' lag.
@@ -63,6 +64,7 @@ pub mod issuance;
 pub mod keys;
 pub mod listings;
 pub mod merchants;
+pub mod message_texts;
 pub mod messages;
 pub mod pages;
 pub mod ratelimit;

@@ -199,10 +199,22 @@ fn checkout_routes() -> Vec<Declared> {
             coupond_app::contacts::OWN_WRITE,
             routes!(contacts::put_my_preferences),
         ),
-        route(PLATFORM, routes!(message_texts::list)),
-        route(PLATFORM, routes!(message_texts::put)),
-        route(PLATFORM, routes!(message_texts::delete)),
-        route(PLATFORM, routes!(message_texts::preview)),
+        op(
+            coupond_app::message_texts::READ,
+            routes!(message_texts::list),
+        ),
+        op(
+            coupond_app::message_texts::EDIT,
+            routes!(message_texts::put),
+        ),
+        op(
+            coupond_app::message_texts::EDIT,
+            routes!(message_texts::delete),
+        ),
+        op(
+            coupond_app::message_texts::EDIT,
+            routes!(message_texts::preview),
+        ),
         op(
             coupond_app::messages::SEND,
             routes!(campaign_messages::send),
@@ -211,7 +223,10 @@ fn checkout_routes() -> Vec<Declared> {
             coupond_app::messages::READ,
             routes!(campaign_messages::list),
         ),
-        route(PLATFORM, routes!(message_texts::outbound)),
+        op(
+            coupond_app::message_texts::READ,
+            routes!(message_texts::outbound),
+        ),
         route(PLATFORM, routes!(shared_tags::list)),
         route(PLATFORM, routes!(shared_tags::share)),
         route(PLATFORM, routes!(shared_tags::unshare)),

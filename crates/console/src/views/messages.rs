@@ -5,18 +5,19 @@
 
 use askama::Template;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, Method, StatusCode};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
-use coupond_api::routes::message_texts::{
-    MessageTextView, MessageTexts, OutboundView, PreviewView,
+use coupond_app::message_texts::{
+    self, MessageTextView, OutboundFilter, OutboundView, PreviewView,
 };
+use coupond_domain::messaging::MessageText;
 use serde::Deserialize;
-use serde_json::json;
 
 use super::format::at;
-use super::paging::{next_link, one_page};
+use super::paging::{next_link, request, rows};
 use super::{guard, problem_page, render, Shell};
+use crate::api::Problem;
 use crate::session::Session;
 use crate::Console;
 
@@ -78,11 +79,11 @@ pub async fn page(
     session: Session,
     Query(q): Query<LogQuery>,
 ) -> Response {
-    let texts = console
-        .api()
-        .get(&session.caller, "/v1/message-texts")
-        .await;
-    let texts = match texts.into::<MessageTexts>() {
+    let app = console.app();
+    let texts = match session
+        .act(app, message_texts::READ, app.message_texts())
+        .await
+    {
         Ok(t) => t.items,
         Err(p) => return problem_page(&session, &p),
     };
@@ -90,13 +91,13 @@ pub async fn page(
         "queued" | "sent" | "failed" => q.status.clone(),
         _ => String::new(),
     };
-    let path = match status.as_str() {
-        "" => "/v1/outbound-messages".to_owned(),
-        s => format!("/v1/outbound-messages?status={s}"),
+    let filter = OutboundFilter {
+        status: (!status.is_empty()).then(|| status.clone()),
+        ..OutboundFilter::default()
     };
-    let log = one_page(&console, &session, &path, &q.after).await;
-    let (log, next) = match log.and_then(|s| s.typed::<OutboundView>()) {
-        Ok(l) => l,
+    let log = app.outbound(filter, request(&console, &q.after));
+    let (log, next) = match session.act(app, message_texts::READ, log).await {
+        Ok(l) => rows(l),
         Err(p) => return problem_page(&session, &p),
     };
     let base = match status.as_str() {
@@ -104,7 +105,7 @@ pub async fn page(
         s => format!("/console/messages?status={s}"),
     };
     let page = MessagesPage {
-        can_edit: session.may_call(&Method::PUT, "/v1/message-texts/{kind}/{locale}"),
+        can_edit: session.may_do(message_texts::EDIT),
         shell: Shell::new(&session, "Messages"),
         texts,
         log: log.iter().map(OutboundRow::of).collect(),
@@ -127,27 +128,15 @@ pub struct TextForm {
 }
 
 impl TextForm {
-    fn json(&self) -> serde_json::Value {
-        // Browsers send line breaks as CRLF; texts keep LF.
+    /// The text as typed: browsers send line breaks as CRLF, texts keep LF.
+    fn text(&self) -> MessageText {
         let lf = |s: &str| s.replace("\r\n", "\n");
-        json!({"subject": lf(&self.subject), "body": lf(&self.body), "sms": lf(&self.sms)})
-    }
-}
-
-/// `kind` and `locale` as path segments of the API, which checks them; anything but letters,
-/// digits, `-` and `_` is not passed on (it reads as a kind that does not exist).
-fn api_path(kind: &str, locale: &str) -> String {
-    let clean = |s: &str| -> String {
-        match s
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-            && !s.is_empty()
-        {
-            true => s.to_owned(),
-            false => "-".to_owned(),
+        MessageText {
+            subject: lf(&self.subject),
+            body: lf(&self.body),
+            sms: lf(&self.sms),
         }
-    };
-    format!("/v1/message-texts/{}/{}", clean(kind), clean(locale))
+    }
 }
 
 /// Saves a text, then back to the page.
@@ -158,17 +147,16 @@ pub async fn save(
     Path((kind, locale)): Path<(String, String)>,
     Form(f): Form<TextForm>,
 ) -> Response {
-    let body = f.json();
-    change(
-        &console,
-        &session,
-        &headers,
-        &f.csrf,
-        Method::PUT,
-        &api_path(&kind, &locale),
-        &body,
-    )
-    .await
+    if let Some(refused) = guard(&headers, &session, &f.csrf) {
+        return refused;
+    }
+    let app = console.app();
+    let saved = async {
+        app.put_message_text(&kind, &locale, &f.text())
+            .await
+            .map(drop)
+    };
+    back(&session, session.act(app, message_texts::EDIT, saved).await)
 }
 
 /// Goes back to the shipped text, then back to the page.
@@ -179,40 +167,23 @@ pub async fn revert(
     Path((kind, locale)): Path<(String, String)>,
     Form(f): Form<TextForm>,
 ) -> Response {
-    let path = api_path(&kind, &locale);
-    change(
-        &console,
-        &session,
-        &headers,
-        &f.csrf,
-        Method::DELETE,
-        &path,
-        &json!({}),
-    )
-    .await
-}
-
-/// A form's change: the CSRF guard, the API call, then back to the page (or the problem).
-async fn change(
-    console: &Console,
-    session: &Session,
-    headers: &HeaderMap,
-    csrf: &str,
-    method: Method,
-    path: &str,
-    body: &serde_json::Value,
-) -> Response {
-    if let Some(refused) = guard(headers, session, csrf) {
+    if let Some(refused) = guard(&headers, &session, &f.csrf) {
         return refused;
     }
-    let reply = console
-        .api()
-        .send_json(&session.caller, method, path, body)
-        .await;
-    if !reply.ok() {
-        return problem_page(session, &reply.problem());
+    let app = console.app();
+    let dropped = app.drop_message_text(&kind, &locale);
+    back(
+        &session,
+        session.act(app, message_texts::EDIT, dropped).await,
+    )
+}
+
+/// Back to the page after a change, or the refusal as a page.
+fn back(session: &Session, done: Result<(), Problem>) -> Response {
+    match done {
+        Ok(()) => Redirect::to("/console/messages").into_response(),
+        Err(p) => problem_page(session, &p),
     }
-    Redirect::to("/console/messages").into_response()
 }
 
 #[derive(Template)]
@@ -234,12 +205,10 @@ pub async fn preview(
     if let Some(refused) = guard(&headers, &session, &f.csrf) {
         return refused;
     }
-    let path = format!("{}/preview", api_path(&kind, &locale));
-    let reply = console
-        .api()
-        .send_json(&session.caller, Method::POST, &path, &f.json())
-        .await;
-    let part = match reply.into::<PreviewView>() {
+    let app = console.app();
+    let text = f.text();
+    let filled = async { message_texts::preview(&kind, &locale, &text) };
+    let part = match session.act(app, message_texts::EDIT, filled).await {
         Ok(p) => PreviewPartial {
             preview: Some(p),
             problem: String::new(),
