@@ -38,6 +38,7 @@
 //! - [`users`]: a user's wallet as those who help them see it, their tags and when they
 //!   were last seen.
 //! - [`webhooks`]: endpoints that receive events, and their deliveries.
+//! - [`audit_trail`]: the audit trail as a caller may read it.
 //! - [`cache`]: the short-lived cache of the hot path (API keys, claimed templates).
 //! - [`shelf_cache`]: the coupon centre's shelf, read whole once per `cache_ttl` and mended per
 //!   template in between.
@@ -48,6 +49,7 @@
 #![forbid(unsafe_code)]
 
 pub mod activities;
+pub mod audit_trail;
 pub mod cache;
 pub mod caller;
 pub mod checkout;

@@ -59,7 +59,7 @@ fn merchant_and_activity_routes() -> Vec<Declared> {
         route(PLATFORM_MERCHANT, routes!(operators::create)),
         route(PLATFORM_MERCHANT, routes!(operators::invitations)),
         route(PLATFORM_MERCHANT, routes!(operators::update)),
-        route(PLATFORM_MERCHANT, routes!(audit::list)),
+        op(coupond_app::audit_trail::READ, routes!(audit::list)),
         route(PLATFORM, routes!(audits::list)),
         route(PLATFORM, routes!(audits::run)),
         op(coupond_app::activities::EDIT, routes!(activities::create)),

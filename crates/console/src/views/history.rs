@@ -8,14 +8,16 @@ use askama::Template;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
-use coupond_api::pagination::PageOf;
+use coupond_api::pagination::csv_answer;
+use coupond_app::audit_trail::{self, entries_csv, AuditFilter};
+use coupond_app::pages::PageRequest;
 use coupond_store::audit::AuditEntry;
 use serde::Deserialize;
 use serde_json::Value;
 
 use super::format::at;
 use super::paging::cursor;
-use super::{download, problem_page, render, Shell};
+use super::{attachment, problem_page, render, Shell};
 use crate::session::Session;
 use crate::Console;
 
@@ -83,13 +85,10 @@ pub async fn page(
     Query(q): Query<HistoryQuery>,
 ) -> Response {
     let (object, actor, query) = filter(&q);
-    let mut path = format!("/v1/audit?limit=50{query}");
-    let after = cursor(&q.cursor);
-    if !after.is_empty() {
-        path.push_str(&format!("&cursor={after}"));
-    }
-    let reply = console.api().get(&session.caller, &path).await;
-    let page = match reply.into::<PageOf<AuditEntry>>() {
+    let app = console.app();
+    let asked = PageRequest::after(&cursor(&q.cursor), 50);
+    let trail = app.audit_trail(&session.principal, audit_filter(&object, &actor), asked);
+    let page = match session.act(app, audit_trail::READ, trail).await {
         Ok(p) => p,
         Err(p) => return problem_page(&session, &p),
     };
@@ -112,6 +111,16 @@ pub async fn page(
         next,
     };
     render(StatusCode::OK, &page)
+}
+
+/// The filter of the trail: the object and actor as checked by [`filter`] (empty: any).
+fn audit_filter(object: &str, actor: &str) -> AuditFilter {
+    let some = |s: &str| (!s.is_empty()).then(|| s.to_owned());
+    AuditFilter {
+        object: some(object),
+        actor: some(actor),
+        since: None,
+    }
 }
 
 fn entry(e: &AuditEntry) -> Entry {
@@ -141,8 +150,12 @@ pub async fn csv(
     session: Session,
     Query(q): Query<HistoryQuery>,
 ) -> Response {
-    let (_, _, query) = filter(&q);
-    let max = console.app().settings().max_page;
-    let path = format!("/v1/audit?format=csv&limit={max}{query}");
-    download(&console, &session, &path, "audit.csv").await
+    let (object, actor, _) = filter(&q);
+    let app = console.app();
+    let first = PageRequest::first(app.settings().max_page);
+    let trail = app.audit_trail(&session.principal, audit_filter(&object, &actor), first);
+    match session.act(app, audit_trail::READ, trail).await {
+        Ok(page) => attachment(csv_answer(entries_csv(&page.items)), "audit.csv"),
+        Err(p) => problem_page(&session, &p),
+    }
 }
