@@ -37,8 +37,10 @@
 //!   views of the coupon centre are types of their own.
 //! - [`users`]: a user's wallet as those who help them see it, their tags and when they
 //!   were last seen.
+//! - [`shared_tags`]: the tags the platform shares with merchants.
 //! - [`webhooks`]: endpoints that receive events, and their deliveries.
 //! - [`audit_trail`]: the audit trail as a caller may read it.
+//! - [`audits`]: the self-audit's runs, and asking for one.
 //! - [`cache`]: the short-lived cache of the hot path (API keys, claimed templates).
 //! - [`shelf_cache`]: the coupon centre's shelf, read whole once per `cache_ttl` and mended per
 //!   template in between.
@@ -50,6 +52,7 @@
 
 pub mod activities;
 pub mod audit_trail;
+pub mod audits;
 pub mod cache;
 pub mod caller;
 pub mod checkout;
@@ -73,6 +76,7 @@ pub mod ratelimit;
 pub mod reports;
 pub mod retry;
 pub mod settings;
+pub mod shared_tags;
 pub mod shelf_cache;
 pub mod steering;
 pub mod template_reads;

@@ -55,8 +55,7 @@ use crate::state::AppState;
 use coupond_domain::Area;
 
 use coupond_app::caller::roles::{
-    PLATFORM, PLATFORM_MERCHANT, PLATFORM_MERCHANT_USER, PLATFORM_SERVICE, SERVICE, USER,
-    USER_SERVICE,
+    PLATFORM_MERCHANT, PLATFORM_MERCHANT_USER, PLATFORM_SERVICE, SERVICE, USER, USER_SERVICE,
 };
 
 /// One route: method, path (in axum's `{param}` form, as in the OpenAPI document) and the

@@ -9,7 +9,7 @@ use super::{
     activities, audit, audits, campaign_messages, centre, checkout, cities, claims, codes,
     contacts, coupons, events, inbox, issuances, keys, listings, merchants, message_texts, op,
     operators, performance, plain_orders, refunds, reports, route, seen, settlement, shared_tags,
-    steering, system, tag_uploads, tags, templates, today, upload, webhooks, Declared, PLATFORM,
+    steering, system, tag_uploads, tags, templates, today, upload, webhooks, Declared,
     PLATFORM_MERCHANT, PLATFORM_MERCHANT_USER, PLATFORM_SERVICE, SERVICE, USER, USER_SERVICE,
 };
 use crate::state::AppState;
@@ -60,8 +60,8 @@ fn merchant_and_activity_routes() -> Vec<Declared> {
         route(PLATFORM_MERCHANT, routes!(operators::invitations)),
         route(PLATFORM_MERCHANT, routes!(operators::update)),
         op(coupond_app::audit_trail::READ, routes!(audit::list)),
-        route(PLATFORM, routes!(audits::list)),
-        route(PLATFORM, routes!(audits::run)),
+        op(coupond_app::audits::READ, routes!(audits::list)),
+        op(coupond_app::audits::RUN, routes!(audits::run)),
         op(coupond_app::activities::EDIT, routes!(activities::create)),
         op(coupond_app::activities::READ, routes!(activities::list)),
         op(coupond_app::activities::READ, routes!(activities::get)),
@@ -227,8 +227,14 @@ fn checkout_routes() -> Vec<Declared> {
             coupond_app::message_texts::READ,
             routes!(message_texts::outbound),
         ),
-        route(PLATFORM, routes!(shared_tags::list)),
-        route(PLATFORM, routes!(shared_tags::share)),
-        route(PLATFORM, routes!(shared_tags::unshare)),
+        op(coupond_app::shared_tags::READ, routes!(shared_tags::list)),
+        op(
+            coupond_app::shared_tags::MANAGE,
+            routes!(shared_tags::share),
+        ),
+        op(
+            coupond_app::shared_tags::MANAGE,
+            routes!(shared_tags::unshare),
+        ),
     ]
 }

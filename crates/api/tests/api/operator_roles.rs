@@ -53,6 +53,19 @@ fn areas_are_what_the_roles_promise() {
     assert_eq!(area(Method::PUT, "/v1/tags/{tag}/shared"), Area::Admin);
 }
 
+/// The areas the application declares with its operations (`coupond_app::Access`) are the
+/// ones the rule above gives their routes: moving an operation into the application changes
+/// no operator's rights.
+#[test]
+fn declared_areas_agree_with_the_rule() {
+    let differ: Vec<String> = route_table()
+        .iter()
+        .filter(|r| r.area != area_of(&r.method, &r.path))
+        .map(|r| format!("{} {}: {:?}", r.method, r.path, r.area))
+        .collect();
+    assert!(differ.is_empty(), "{differ:#?}");
+}
+
 #[tokio::test]
 async fn each_role_is_admitted_exactly_where_it_may_act() {
     let app = TestApp::new().await;

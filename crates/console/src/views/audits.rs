@@ -4,15 +4,14 @@
 
 use askama::Template;
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, Method, StatusCode};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
-use coupond_api::routes::audits::AuditRunView;
+use coupond_app::audits::{self, AuditRunView};
 use serde::Deserialize;
-use serde_json::json;
 
 use super::format::at;
-use super::paging::{next_link, one_page, After};
+use super::paging::{next_link, request, rows, After};
 use super::{guard, problem_page, render, Shell};
 use crate::session::Session;
 use crate::Console;
@@ -68,9 +67,10 @@ pub async fn list(
     session: Session,
     Query(q): Query<After>,
 ) -> Response {
-    let runs = one_page(&console, &session, "/v1/audits", &q.after).await;
-    let (runs, next) = match runs.and_then(|s| s.typed::<AuditRunView>()) {
-        Ok(r) => r,
+    let app = console.app();
+    let runs = app.audit_runs(request(&console, &q.after));
+    let (runs, next) = match session.act(app, audits::READ, runs).await {
+        Ok(r) => rows(r),
         Err(p) => return problem_page(&session, &p),
     };
     let schedule = match console.app().auditor().schedule() {
@@ -78,7 +78,7 @@ pub async fn list(
         None => "only when asked (background.audit_at is off)".to_owned(),
     };
     let page = AuditsPage {
-        can_run: session.may_call(&Method::POST, "/v1/audits"),
+        can_run: session.may_do(audits::RUN),
         shell: Shell::new(&session, "Audits"),
         runs: runs.iter().map(RunRow::of).collect(),
         next: next_link("/console/audits", &next),
@@ -103,12 +103,9 @@ pub async fn run(
     if let Some(refused) = guard(&headers, &session, &f.csrf) {
         return refused;
     }
-    let reply = console
-        .api()
-        .send_json(&session.caller, Method::POST, "/v1/audits", &json!({}))
-        .await;
-    if !reply.ok() {
-        return problem_page(&session, &reply.problem());
+    let app = console.app();
+    if let Err(p) = session.act(app, audits::RUN, app.request_audit()).await {
+        return problem_page(&session, &p);
     }
     Redirect::to("/console/audits").into_response()
 }
