@@ -142,6 +142,9 @@ pub fn slice<R, T>(
 }
 
 #[cfg(test)]
+mod props;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
