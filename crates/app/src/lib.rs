@@ -21,6 +21,7 @@
 //! - [`activities`]: the platform's activities, each with what the caller may do with it.
 //! - [`template_reads`]: a template with the caller's actions, and lists of templates.
 //! - [`templates`]: templates and activities as a caller may see, create and edit them.
+//! - [`inbox`]: a user's inbox.
 //! - [`issuance`]: starting bulk issuance to a list or a segment of users.
 //! - [`merchants`]: merchants and the platform's names for its cities.
 //! - [`keys`]: merchants' API keys.
@@ -64,6 +65,7 @@ pub mod coupons;
 pub mod error;
 pub mod forwarded;
 pub mod identify;
+pub mod inbox;
 pub mod invalidate;
 pub mod issuance;
 pub mod keys;

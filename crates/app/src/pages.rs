@@ -51,21 +51,34 @@ impl PageRequest {
     /// whether a next page exists; a limit out of range or a cursor this layer did not write
     /// is refused naming `limit` or `cursor`.
     pub fn page(&self, s: &AppSettings) -> AppResult<Page> {
+        let limit = self.rows(s)?;
+        let after = self.own_cursor(decode_cursor)?;
+        Ok(Page {
+            after,
+            limit: limit + 1,
+        })
+    }
+
+    /// The rows it asks for: 1 to `max_page` (`default_page` when none), else refused naming
+    /// `limit`.
+    pub fn rows(&self, s: &AppSettings) -> AppResult<u32> {
         let limit = self.limit.unwrap_or(s.default_page);
         if limit == 0 || limit > s.max_page {
             let why = format!("limit must be from 1 to {}", s.max_page);
             return Err(AppError::bad_query("limit", why));
         }
-        let after = match &self.cursor {
-            None => None,
-            Some(c) => Some(decode_cursor(c).ok_or_else(|| {
-                AppError::bad_query("cursor", "cursor is not one this API issued")
-            })?),
-        };
-        Ok(Page {
-            after,
-            limit: limit + 1,
-        })
+        Ok(limit)
+    }
+
+    /// Its cursor as `decode` reads it (a list ordered otherwise than by id writes its own);
+    /// one `decode` cannot read is refused naming `cursor`.
+    pub fn own_cursor<T>(&self, decode: impl FnOnce(&str) -> Option<T>) -> AppResult<Option<T>> {
+        match &self.cursor {
+            None => Ok(None),
+            Some(c) => decode(c)
+                .map(Some)
+                .ok_or_else(|| AppError::bad_query("cursor", "cursor is not one this API issued")),
+        }
     }
 }
 

@@ -1,6 +1,7 @@
 //! What coupond holds about a user, as those who help them read it: the coupons in their
 //! wallet (the user their own; the platform and the order service all; a merchant's support
-//! those of its templates), the tags segments read, and when they were last seen.
+//! those of its templates), the tags segments read (one user's, or many at once by an
+//! upload the tag worker applies), and when they were last seen.
 
 use std::collections::HashMap;
 
@@ -8,14 +9,14 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use coupond_domain::tags::{tag_set, MAX_TAGS_PER_USER};
 use coupond_domain::{Area, Coupon, CouponStatus, Tag, Template, TemplateId, Timestamp, UserId};
-use coupond_store::CouponQuery;
+use coupond_store::{CouponQuery, NewTagUpload, TagUpload};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::caller::{roles, Access, Principal};
 use crate::context::App;
 use crate::error::{AppError, AppResult};
-use crate::pages::{PageOf, PageRequest};
+use crate::pages::{finish, PageOf, PageRequest};
 use crate::views::{support_actions, CouponView};
 
 /// Who may read a user's wallet: the platform, the order service, a merchant's support (its
@@ -74,18 +75,8 @@ impl App {
         status: Option<CouponStatus>,
         page: PageRequest,
     ) -> AppResult<PageOf<CouponView>> {
-        let (max, limit) = (self.settings().max_page, page.limit);
-        let limit = limit.unwrap_or(self.settings().default_page);
-        if limit == 0 || limit > max {
-            let why = format!("limit must be from 1 to {max}");
-            return Err(AppError::bad_query("limit", why));
-        }
-        let after = match page.cursor.as_deref() {
-            None => None,
-            Some(c) => Some(decode_cursor(c).ok_or_else(|| {
-                AppError::bad_query("cursor", "cursor is not one this API issued")
-            })?),
-        };
+        let limit = page.rows(self.settings())?;
+        let after = page.own_cursor(decode_cursor)?;
         let now = self.now();
         let query = CouponQuery {
             merchant: p.merchant(),
@@ -146,6 +137,27 @@ impl App {
             user_id: user,
             tags,
         })
+    }
+
+    /// Stores an upload of user-tag pairs as a job and wakes the tag worker; whether it was
+    /// made now (not found again under its key).
+    pub async fn start_tag_upload(&self, new: &NewTagUpload<'_>) -> AppResult<(TagUpload, bool)> {
+        let started = coupond_engine::user_tags::start_upload(self.store(), new, self.now());
+        let started = started.await?;
+        self.tag_worker().wake();
+        Ok(started)
+    }
+
+    /// Tag upload `id` and its progress.
+    pub async fn tag_upload(&self, id: i64) -> AppResult<TagUpload> {
+        Ok(self.store().tag_upload(id).await?)
+    }
+
+    /// A page of the tag uploads, oldest first.
+    pub async fn tag_uploads(&self, page: PageRequest) -> AppResult<PageOf<TagUpload>> {
+        let page = page.page(self.settings())?;
+        let rows = self.store().tag_uploads(page).await?;
+        Ok(finish(rows, page, |u| u.id, |u| u))
     }
 
     /// Records that `user` was active at `at` (default now; not in the future); the later of

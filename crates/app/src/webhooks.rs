@@ -212,18 +212,8 @@ impl App {
         page: PageRequest,
     ) -> AppResult<PageOf<DeliveryView>> {
         self.visible_webhook(p, id).await?;
-        let (max, limit) = (self.settings().max_page, page.limit);
-        let limit = limit.unwrap_or(self.settings().default_page);
-        if limit == 0 || limit > max {
-            let why = format!("limit must be from 1 to {max}");
-            return Err(AppError::bad_query("limit", why));
-        }
-        let before = match page.cursor.as_deref() {
-            None => None,
-            Some(c) => Some(delivery_cursor(c).ok_or_else(|| {
-                AppError::bad_query("cursor", "cursor is not one this API issued")
-            })?),
-        };
+        let limit = page.rows(self.settings())?;
+        let before = page.own_cursor(delivery_cursor)?;
         let mut rows = self.store().deliveries(id, before, limit + 1).await?;
         let more = rows.len() > limit as usize;
         rows.truncate(limit as usize);

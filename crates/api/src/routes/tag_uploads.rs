@@ -7,6 +7,7 @@ use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
+use coupond_app::pages::PageRequest;
 use coupond_domain::csv::LineSplitter;
 use coupond_domain::{Tag, Timestamp, UserId};
 use coupond_store::{InvalidLine, IssuanceKey, NewTagUpload, TagUpload};
@@ -19,7 +20,7 @@ use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiPath, ApiQuery};
 use crate::idempotency;
-use crate::pagination::{self, PageOf};
+use crate::pagination::PageOf;
 use crate::routes::issuances::MAX_LINES;
 use crate::routes::{BodyErrors, CommonErrors, RateLimitedError};
 use crate::state::AppState;
@@ -120,8 +121,7 @@ pub async fn create(
         invalid_lines: &file.invalid_lines,
         key: key.as_ref().map(IssuanceKey::from),
     };
-    let (job, created) = coupond_engine::user_tags::start_upload(s.store(), &new, s.now()).await?;
-    s.tag_worker().wake();
+    let (job, created) = s.start_tag_upload(&new).await?;
     let location = [(header::LOCATION, format!("/v1/user-tags/{}", job.id))];
     let mut res = (
         StatusCode::ACCEPTED,
@@ -147,7 +147,7 @@ pub async fn get(
     State(s): State<AppState>,
     ApiPath(id): ApiPath<i64>,
 ) -> ApiResult<Json<TagUploadView>> {
-    Ok(Json(s.store().tag_upload(id).await?.into()))
+    Ok(Json(s.tag_upload(id).await?.into()))
 }
 
 /// Which page of uploads.
@@ -171,9 +171,15 @@ pub async fn list(
     State(s): State<AppState>,
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> ApiResult<Json<PageOf<TagUploadView>>> {
-    let page = pagination::page(q.cursor.as_deref(), q.limit, s.settings())?;
-    let rows = s.store().tag_uploads(page).await?;
-    Ok(Json(pagination::finish(rows, page, |u| u.id, Into::into)))
+    let page = PageRequest {
+        cursor: q.cursor,
+        limit: q.limit,
+    };
+    let listed = s.tag_uploads(page).await?;
+    Ok(Json(PageOf {
+        items: listed.items.into_iter().map(Into::into).collect(),
+        next_cursor: listed.next_cursor,
+    }))
 }
 
 fn csv_only(headers: &HeaderMap) -> ApiResult<()> {
