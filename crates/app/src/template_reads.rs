@@ -6,11 +6,13 @@ use coupond_domain::{
     Timestamp,
 };
 use coupond_store::{Narrow, TemplateQuery};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use crate::caller::Principal;
 use crate::context::App;
 use crate::error::AppResult;
-use crate::pages::{finish, text_filter, PageOf, PageRequest};
+use crate::pages::{finish, slice, text_filter, PageOf, PageRequest};
 use crate::views::TemplateView;
 
 /// Which templates to list.
@@ -36,7 +38,37 @@ pub struct TemplateFilter {
     pub source_type: Option<String>,
 }
 
+/// One recorded change of a template's terms.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct TemplateChangeView {
+    /// Who: `platform`, `merchant:<id>`.
+    pub actor: String,
+    pub at: Timestamp,
+    /// Each changed field: `{"total_stock": {"from": 100, "to": 150}}`.
+    #[schema(value_type = Object)]
+    pub changes: serde_json::Value,
+}
+
 impl App {
+    /// A page of template `id`'s history, oldest first: every change of its terms after it
+    /// was created.
+    pub async fn template_history(
+        &self,
+        p: &Principal,
+        id: TemplateId,
+        page: PageRequest,
+    ) -> AppResult<PageOf<TemplateChangeView>> {
+        let page = page.page(self.settings())?;
+        let t = self.visible_template(p, id).await?;
+        let changes = self.store().template_history(t.id).await?;
+        let view = |c: coupond_store::TemplateChange| TemplateChangeView {
+            actor: c.actor.to_text(),
+            at: c.at,
+            changes: c.changes,
+        };
+        Ok(slice(changes, page, |c| c.id, view))
+    }
+
     /// Template `t` as `p` sees it at `now` (the one instant a call reads the clock at), with
     /// the actions `p` may take on it ([`App::template_actions`]).
     pub async fn template_view(

@@ -6,7 +6,7 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use coupond_domain::{ActivityId, CsvWriter, MerchantId, TemplateId, Timestamp};
-use coupond_engine::performance::{self, Performance, Scope, Totals};
+use coupond_engine::performance::{Performance, Scope, Totals};
 use coupond_store::Baseline;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -17,9 +17,10 @@ use crate::extract::ApiQuery;
 use crate::pagination;
 use crate::routes::CommonErrors;
 use crate::state::AppState;
+use coupond_app::reports::check_period;
 
 /// The longest period one report covers, in days.
-pub const MAX_PERIOD_DAYS: i64 = 366;
+pub use coupond_app::reports::MAX_PERIOD_DAYS;
 
 /// Whose figures, over which period.
 #[derive(Debug, Deserialize, IntoParams)]
@@ -220,25 +221,6 @@ fn scope_of(q: &PerformanceQuery) -> ApiResult<Scope> {
     }
 }
 
-/// `[from, to)` checked: `to` after `from`, at most [`MAX_PERIOD_DAYS`] later.
-pub(crate) fn check_period(from: Timestamp, to: Timestamp) -> ApiResult<()> {
-    if from >= to {
-        return Err(ApiError::bad_request(
-            "invalid_query",
-            Some("to"),
-            "to must be after from",
-        ));
-    }
-    if to.unix_micros() - from.unix_micros() > MAX_PERIOD_DAYS * 86_400_000_000 {
-        return Err(ApiError::bad_request(
-            "invalid_query",
-            Some("to"),
-            format!("a report covers at most {MAX_PERIOD_DAYS} days"),
-        ));
-    }
-    Ok(())
-}
-
 /// Campaign performance.
 ///
 /// Whether a campaign paid, over `[from, to)` (at most 366 days): the funnel (issued, claimed,
@@ -263,19 +245,7 @@ pub async fn performance(
     check_period(q.from, q.to)?;
     let scope = scope_of(&q)?;
     let csv = pagination::wants_csv(q.format.as_deref())?;
-    let only = p.merchant();
-    let (store, now) = (s.store(), s.now());
-    let covered = performance::covered(store, scope, only, now).await?;
-    if covered.templates.is_empty() && only.is_some() && !matches!(scope, Scope::Platform) {
-        // Another merchant's template, activity or self: as if it did not exist.
-        return Err(ApiError::NotFound);
-    }
-    let asked = performance::Asked {
-        scope,
-        only,
-        covered: &covered,
-    };
-    let report = performance::performance(store, asked, (q.from, q.to), s.zone(), now).await?;
+    let report = s.performance(&p, scope, (q.from, q.to)).await?;
     let view = view_of(&s, &q, report);
     if csv {
         let text = to_csv(&view);

@@ -6,18 +6,17 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use coupond_domain::{ActivityId, MerchantId, TemplateId, Timestamp};
-use coupond_engine::reports;
-use coupond_engine::settlement::{MerchantSettlement, Settlement};
+use coupond_engine::settlement::MerchantSettlement;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::Principal;
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::extract::ApiQuery;
 use crate::pagination;
-use crate::routes::performance::check_period;
 use crate::routes::CommonErrors;
 use crate::state::AppState;
+use coupond_app::reports::check_period;
 
 /// Whose settlement, over which period.
 #[derive(Debug, Deserialize, IntoParams)]
@@ -103,16 +102,7 @@ pub async fn settlement(
 ) -> ApiResult<Response> {
     check_period(q.from, q.to)?;
     let csv = pagination::wants_csv(q.format.as_deref())?;
-    let only = match (p.merchant(), q.merchant_id) {
-        (Some(me), Some(asked)) if me != asked => return Err(ApiError::NotFound),
-        (Some(me), _) => Some(me),
-        (None, asked) => asked,
-    };
-    if let Some(m) = only {
-        s.store().merchant(m).await?;
-    }
-    let r = reports::reconciliation(s.store(), q.from, q.to).await?;
-    let settled = Settlement::of(&r, only);
+    let settled = s.settlement(&p, (q.from, q.to), q.merchant_id).await?;
     if csv {
         let text = settled.to_csv();
         return Ok(pagination::csv_answer(text));

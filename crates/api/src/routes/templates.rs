@@ -9,17 +9,19 @@ use coupond_domain::{
     ActivityId, CityId, CouponKind, MerchantId, Note, Template, TemplateDraft, TemplateId,
     TemplatePatch, TemplateStatus, Timestamp,
 };
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
 use coupond_app::pages::PageRequest;
 use coupond_app::steering::TemplateStep;
 use coupond_app::template_reads::TemplateFilter;
 
+pub use coupond_app::template_reads::TemplateChangeView;
+
 use crate::auth::Principal;
 use crate::error::ApiResult;
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
-use crate::pagination::{self, PageOf, PageQuery};
+use crate::pagination::{PageOf, PageQuery};
 use crate::routes::{BodyErrors, CommonErrors, ConflictError};
 use crate::state::AppState;
 use crate::views::TemplateView;
@@ -210,17 +212,6 @@ pub async fn remove(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// One recorded change of a template's terms.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct TemplateChangeView {
-    /// Who: `platform`, `merchant:<id>`.
-    pub actor: String,
-    pub at: Timestamp,
-    /// Each changed field: `{"total_stock": {"from": 100, "to": 150}}`.
-    #[schema(value_type = Object)]
-    pub changes: serde_json::Value,
-}
-
 /// A template's history.
 ///
 /// A template's history: every change of its terms after it was created, oldest first, a page at a
@@ -235,19 +226,7 @@ pub async fn history(
     ApiPath(id): ApiPath<TemplateId>,
     ApiQuery(q): ApiQuery<PageQuery>,
 ) -> ApiResult<Json<PageOf<TemplateChangeView>>> {
-    let page = pagination::page(q.cursor.as_deref(), q.limit, s.settings())?;
-    let t = s.visible_template(&p, id).await?;
-    let changes = s.store().template_history(t.id).await?;
-    Ok(Json(pagination::slice(
-        changes,
-        page,
-        |c| c.id,
-        |c| TemplateChangeView {
-            actor: c.actor.to_text(),
-            at: c.at,
-            changes: c.changes,
-        },
-    )))
+    Ok(Json(s.template_history(&p, id, q.request()).await?))
 }
 
 /// Why an enrollment is rejected.

@@ -2,7 +2,6 @@
 //! code batches, change history and campaign messages, each read as the session's caller (what
 //! it may not read is left empty).
 
-use coupond_api::pagination::PageOf;
 use coupond_api::routes::campaign_messages::CampaignMessageView;
 use coupond_api::routes::issuances::IssuanceView;
 use coupond_api::routes::templates::TemplateChangeView;
@@ -11,7 +10,7 @@ use coupond_app::coupons::{Holders, HoldersFilter};
 use coupond_app::identify::Origin;
 use coupond_app::pages::PageRequest;
 use coupond_app::reports::{StatsQuery, TemplateStats};
-use coupond_app::{codes, coupons, issuance, messages, reports};
+use coupond_app::{codes, coupons, issuance, messages, reports, templates};
 use coupond_domain::TemplateId;
 use coupond_store::{CampaignMessage, CodeBatch, Issuance, Page};
 
@@ -33,12 +32,12 @@ pub(super) struct Side {
 
 impl Side {
     pub(super) async fn read(console: &Console, session: &Session, id: i64, hours: u32) -> Side {
-        let history = format!("/v1/templates/{id}/history?limit=50");
-        let history = console.api().get(&session.caller, &history).await;
         let Ok(t) = TemplateId::new(id) else {
             return Side::default();
         };
         let (app, p) = (console.app(), &session.principal);
+        let history = app.template_history(p, t, PageRequest::first(50));
+        let history = session.act(app, templates::READ, history).await;
         let window = match range(hours).1 {
             Unit::Hour => StatsQuery {
                 hours: Some(hours),
@@ -63,10 +62,7 @@ impl Side {
                 .map(|m| campaign::Sent::of(&m))
                 .collect(),
             stats,
-            history: history
-                .into::<PageOf<_>>()
-                .map(|p| p.items)
-                .unwrap_or_default(),
+            history: history.map(|p| p.items).unwrap_or_default(),
             jobs: jobs
                 .into_iter()
                 .map(|j| IssuanceView::new(j, now))
