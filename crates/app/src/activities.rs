@@ -4,15 +4,15 @@
 
 use coupond_domain::{
     Activity, ActivityDraft, ActivityId, ActivityPatch, ActivitySpec, ActivityStatus, Area, CityId,
-    CouponKind, Reference, Timestamp,
+    Timestamp,
 };
 use coupond_engine::campaigns;
-use coupond_store::{ActivityQuery, Narrow};
+use coupond_store::ActivityQuery;
 
 use crate::caller::{may_act, roles, Access, Principal, CAMPAIGN_READ};
 use crate::context::App;
 use crate::error::AppResult;
-use crate::pages::{finish, text_filter, PageOf, PageRequest};
+use crate::pages::{finish, Narrowing, PageOf, PageRequest};
 use crate::views::ActivityView;
 
 /// Who may create, edit and abort activities: the platform's campaign work.
@@ -31,16 +31,8 @@ pub struct ActivityFilter {
     pub status: Option<ActivityStatus>,
     /// Only those covering this city.
     pub city: Option<CityId>,
-    /// Only those whose templates offer this kind.
-    pub kind: Option<CouponKind>,
-    /// Only paused ones (`true`) or only those not paused (`false`).
-    pub paused: Option<bool>,
-    /// Only the one with this `reference.external_id`.
-    pub external_id: Option<String>,
-    /// Only those from this system (`reference.source`).
-    pub source: Option<String>,
-    /// Only those of this type there (`reference.type`).
-    pub source_type: Option<String>,
+    /// Kind (of their templates), pause and reference.
+    pub narrowing: Narrowing,
 }
 
 impl App {
@@ -100,16 +92,9 @@ impl App {
             }
             None => (filter.status, None),
         };
-        let max = Reference::MAX_CHARS;
         let freeze = self.settings().freeze;
         let query = ActivityQuery {
-            narrow: Narrow {
-                kind: filter.kind,
-                paused: filter.paused,
-                external_id: filter.external_id,
-                source: text_filter("source", filter.source, max)?,
-                source_type: text_filter("type", filter.source_type, max)?,
-            },
+            narrow: filter.narrowing.checked()?,
             status,
             city: filter.city,
             any_city,

@@ -5,7 +5,8 @@
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use coupond_store::Page;
+use coupond_domain::{CouponKind, Reference};
+use coupond_store::{Narrow, Page};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -95,6 +96,36 @@ pub fn text_filter(
         return Err(AppError::bad_query(field, why));
     }
     Ok(v)
+}
+
+/// What lists of templates and of activities are narrowed by besides their own filters.
+#[derive(Clone, Debug, Default)]
+pub struct Narrowing {
+    /// Only those offering coupons of this kind.
+    pub kind: Option<CouponKind>,
+    /// Only paused ones (`true`) or only those not paused (`false`).
+    pub paused: Option<bool>,
+    /// Only the one with this `reference.external_id`.
+    pub external_id: Option<String>,
+    /// Only those from this system (`reference.source`).
+    pub source: Option<String>,
+    /// Only those of this type there (`reference.type`).
+    pub source_type: Option<String>,
+}
+
+impl Narrowing {
+    /// As the store takes it, its reference parts checked (1 to [`Reference::MAX_CHARS`]
+    /// characters, else refused naming `source` or `type`).
+    pub fn checked(self) -> AppResult<Narrow> {
+        let max = Reference::MAX_CHARS;
+        Ok(Narrow {
+            kind: self.kind,
+            paused: self.paused,
+            external_id: self.external_id,
+            source: text_filter("source", self.source, max)?,
+            source_type: text_filter("type", self.source_type, max)?,
+        })
+    }
 }
 
 /// The cursor of a page that ended with id `last_id`.

@@ -2,17 +2,16 @@
 //! lists filtered as an operator or an order service asks (merchants see only their own).
 
 use coupond_domain::{
-    ActivityId, CityId, CouponKind, MerchantId, Reference, Template, TemplateId, TemplateStatus,
-    Timestamp,
+    ActivityId, CityId, MerchantId, Template, TemplateId, TemplateStatus, Timestamp,
 };
-use coupond_store::{Narrow, TemplateQuery};
+use coupond_store::TemplateQuery;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::caller::Principal;
 use crate::context::App;
 use crate::error::AppResult;
-use crate::pages::{finish, slice, text_filter, PageOf, PageRequest};
+use crate::pages::{finish, slice, Narrowing, PageOf, PageRequest};
 use crate::views::TemplateView;
 
 /// Which templates to list.
@@ -26,16 +25,8 @@ pub struct TemplateFilter {
     pub status: Option<TemplateStatus>,
     /// Only those offered in this city.
     pub city: Option<CityId>,
-    /// Only those of this kind.
-    pub kind: Option<CouponKind>,
-    /// Only paused ones (`true`) or only those not paused (`false`).
-    pub paused: Option<bool>,
-    /// Only the one with this `reference.external_id` (one per owner).
-    pub external_id: Option<String>,
-    /// Only those from this system (`reference.source`).
-    pub source: Option<String>,
-    /// Only those of this type there (`reference.type`).
-    pub source_type: Option<String>,
+    /// Kind, pause and reference (an `external_id` is one per owner).
+    pub narrowing: Narrowing,
 }
 
 /// One recorded change of a template's terms.
@@ -108,16 +99,9 @@ impl App {
             }
             (own, asked) => own.or(asked),
         };
-        let max = Reference::MAX_CHARS;
         let query = TemplateQuery {
             city: filter.city,
-            narrow: Narrow {
-                kind: filter.kind,
-                paused: filter.paused,
-                external_id: filter.external_id,
-                source: text_filter("source", filter.source, max)?,
-                source_type: text_filter("type", filter.source_type, max)?,
-            },
+            narrow: filter.narrowing.checked()?,
             merchant,
             activity: filter.activity,
             status: filter.status,

@@ -5,7 +5,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::{Extension, Json};
 use coupond_app::activities::ActivityFilter;
-use coupond_app::pages::PageRequest;
+use coupond_app::pages::{Narrowing, PageRequest};
 use coupond_domain::{
     ActivityDraft, ActivityId, ActivityPatch, ActivityStatus, CityId, CouponKind,
 };
@@ -82,11 +82,13 @@ pub async fn list(
     let filter = ActivityFilter {
         status: q.status,
         city: q.city_id.or(q.city),
-        kind: q.kind,
-        paused: q.paused,
-        external_id: q.external_id,
-        source: q.source,
-        source_type: q.source_type,
+        narrowing: Narrowing {
+            kind: q.kind,
+            paused: q.paused,
+            external_id: q.external_id,
+            source: q.source,
+            source_type: q.source_type,
+        },
     };
     let page = PageRequest {
         cursor: q.cursor,

@@ -12,7 +12,7 @@ use coupond_domain::{
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
-use coupond_app::pages::PageRequest;
+use coupond_app::pages::{Narrowing, PageRequest};
 use coupond_app::steering::TemplateStep;
 use coupond_app::template_reads::TemplateFilter;
 
@@ -107,11 +107,13 @@ pub async fn list(
         activity: q.activity_id,
         status: q.status,
         city: q.city_id,
-        kind: q.kind,
-        paused: q.paused,
-        external_id: q.external_id,
-        source: q.source,
-        source_type: q.source_type,
+        narrowing: Narrowing {
+            kind: q.kind,
+            paused: q.paused,
+            external_id: q.external_id,
+            source: q.source,
+            source_type: q.source_type,
+        },
     };
     let page = PageRequest {
         cursor: q.cursor,
