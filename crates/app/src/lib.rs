@@ -29,6 +29,7 @@
 //! - [`contacts`]: where users can be reached and what they chose, and unsubscribe links.
 //! - [`message_texts`]: the platform's message texts, their preview, and the delivery log.
 //! - [`messages`]: sending and reading a template's campaign messages.
+//! - [`people`]: the people who sign into the console, and merchants' invitations.
 //! - [`reports`]: a template's and an activity's figures, and the reconciliation.
 //! - [`today`]: today's figures of a caller, and the outbox consumers' lag.
 //! - [`steering`]: publishing, pausing, resuming, stopping and aborting, each telling every
@@ -74,6 +75,7 @@ pub mod merchants;
 pub mod message_texts;
 pub mod messages;
 pub mod pages;
+pub mod people;
 pub mod ratelimit;
 pub mod reports;
 pub mod retry;

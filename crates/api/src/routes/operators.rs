@@ -10,93 +10,23 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
-use coupond_domain::Timestamp;
-use coupond_domain::{
-    Email, Invitation, MerchantId, Operator, OperatorDraft, OperatorId, OperatorRole,
+use coupond_app::pages::PageRequest;
+use coupond_app::people::Added;
+use coupond_domain::{MerchantId, Operator, OperatorId};
+use serde::Deserialize;
+use utoipa::IntoParams;
+
+pub use coupond_app::people::{
+    InvitationView, NewOperatorBody, OperatorPatch, OperatorView, SetPasswordLink,
 };
-use coupond_engine::accounts::{OperatorChange, RESET_TTL};
-use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::Principal;
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::idempotency::ReplayAs;
-use crate::pagination::{self, PageOf};
+use crate::pagination::PageOf;
 use crate::routes::{BodyErrors, CommonErrors};
 use crate::state::AppState;
-
-/// A new operator.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct NewOperatorBody {
-    #[schema(example = "ada@example.com")]
-    pub email: String,
-    /// Shown in the console and the audit trail, 1 to 100 characters.
-    #[schema(example = "Ada Lovelace")]
-    pub name: String,
-    /// Platform: `admin`, `marketing`, `support`, `finance`; a merchant's: `owner`, `staff`.
-    #[schema(example = "marketing")]
-    pub role: OperatorRole,
-    /// The merchant of an `owner` or `staff` account (a merchant's key: its own, may be left
-    /// out).
-    #[schema(value_type = Option<i64>)]
-    pub merchant_id: Option<MerchantId>,
-}
-
-/// A one-time link that sets an operator's password.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct SetPasswordLink {
-    /// The console's path; prefix it with the console's address and hand it to the person.
-    #[schema(example = "/console/password/0f3c…")]
-    pub path: String,
-    #[schema(value_type = String, format = DateTime)]
-    pub expires_at: Timestamp,
-}
-
-/// An operator, with the link that sets their password when one was just made.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct OperatorView {
-    #[serde(flatten)]
-    pub operator: Operator,
-    /// Only in the answer to the request that created the account.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub set_password: Option<SetPasswordLink>,
-}
-
-/// What to change; what is left out stays.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct OperatorPatch {
-    pub name: Option<String>,
-    /// Another role on the same side (platform, or the same merchant's).
-    pub role: Option<OperatorRole>,
-    /// `true` disables the account (its console sessions end at once); `false` enables it.
-    pub disabled: Option<bool>,
-    /// `false` turns the account's second factor off (a lost phone; the person sets it up
-    /// again from their Account page). Only the person turns it on: `true` is 422
-    /// `second_factor_by_owner`.
-    pub second_factor: Option<bool>,
-}
-
-/// A merchant's invitation, as its merchant sees it.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct InvitationView {
-    #[serde(flatten)]
-    pub invitation: Invitation,
-    /// `pending`, `accepted` or `expired`.
-    #[schema(example = "pending")]
-    pub status: String,
-}
-
-impl InvitationView {
-    fn at(invitation: Invitation, now: Timestamp) -> Self {
-        InvitationView {
-            status: invitation.status(now).to_owned(),
-            invitation,
-        }
-    }
-}
 
 /// Which operators.
 #[derive(Debug, Deserialize, IntoParams)]
@@ -130,40 +60,15 @@ pub async fn create(
     State(s): State<AppState>,
     ApiJson(body): ApiJson<NewOperatorBody>,
 ) -> ApiResult<Response> {
-    let merchant = match p.merchant() {
-        Some(own) if body.merchant_id.is_some_and(|m| m != own) => return Err(ApiError::NotFound),
-        Some(own) if body.role.is_platform() => {
-            return Err(ApiError::invalid(
-                "role_not_allowed",
-                "role",
-                format!("a merchant's operators are owner or staff of merchant {own}"),
-            ))
-        }
-        Some(own) => Some(own),
-        None => body.merchant_id,
-    };
-    let email = Email::parse(&body.email)?;
-    let draft = OperatorDraft::new(email, body.name, body.role, merchant)?;
-    if p.merchant().is_some() {
-        let invitation = s.invitations().invite(&draft).await?;
-        let view = InvitationView::at(invitation, s.now());
-        return Ok((StatusCode::ACCEPTED, Json(view)).into_response());
-    }
-    let op = s.accounts().add(&draft, None).await?;
-    let token = s.accounts().start_reset(op.id).await?;
-    let link = SetPasswordLink {
-        path: format!("/console/password/{token}"),
-        expires_at: s.now().plus(RESET_TTL),
+    let view = match s.add_operator(&p, body).await? {
+        Added::Invited(view) => return Ok((StatusCode::ACCEPTED, Json(view)).into_response()),
+        Added::Account(view) => view,
     };
     // A replay must not hand the link out again, nor keep it in the idempotency table.
     let replay = ReplayAs::json(&OperatorView {
-        operator: op.clone(),
+        operator: view.operator.clone(),
         set_password: None,
     });
-    let view = OperatorView {
-        operator: op,
-        set_password: Some(link),
-    };
     let mut res = (StatusCode::CREATED, Json(view)).into_response();
     res.extensions_mut().insert(replay);
     Ok(res)
@@ -181,10 +86,11 @@ pub async fn list(
     State(s): State<AppState>,
     ApiQuery(q): ApiQuery<OperatorQuery>,
 ) -> ApiResult<Json<PageOf<Operator>>> {
-    let page = pagination::page(q.cursor.as_deref(), q.limit, s.settings())?;
-    let merchant = p.merchant().or(q.merchant_id);
-    let rows = s.accounts().list(merchant, page.after, page.limit).await?;
-    Ok(Json(pagination::finish(rows, page, |o| o.id.get(), |o| o)))
+    let page = PageRequest {
+        cursor: q.cursor,
+        limit: q.limit,
+    };
+    Ok(Json(s.operators(&p, q.merchant_id, page).await?))
 }
 
 /// Change an operator.
@@ -201,26 +107,7 @@ pub async fn update(
     ApiPath(id): ApiPath<OperatorId>,
     ApiJson(body): ApiJson<OperatorPatch>,
 ) -> ApiResult<Json<Operator>> {
-    let op = s.accounts().operator(id).await?;
-    if p.merchant().is_some() && op.merchant_id != p.merchant() {
-        return Err(ApiError::NotFound);
-    }
-    if body.second_factor == Some(true) {
-        return Err(ApiError::invalid(
-            "second_factor_by_owner",
-            "second_factor",
-            "only the person turns their second factor on, from their Account page",
-        ));
-    }
-    let change = OperatorChange {
-        name: body.name.as_deref(),
-        role: body.role,
-        disabled: body.disabled,
-    };
-    let mut updated = s.accounts().update(id, &change).await?;
-    if body.second_factor == Some(false) && updated.has_totp {
-        updated = s.accounts().disable_totp(id).await?;
-    }
+    let updated = s.update_operator(&p, id, &body).await?;
     Ok(Json(updated))
 }
 
@@ -249,17 +136,9 @@ pub async fn invitations(
     State(s): State<AppState>,
     ApiQuery(q): ApiQuery<InvitationQuery>,
 ) -> ApiResult<Json<PageOf<InvitationView>>> {
-    let page = pagination::page(q.cursor.as_deref(), q.limit, s.settings())?;
-    let merchant = p.merchant().or(q.merchant_id);
-    let rows = s
-        .invitations()
-        .list(merchant, page.after, page.limit)
-        .await?;
-    let now = s.now();
-    Ok(Json(pagination::finish(
-        rows,
-        page,
-        |i| i.id,
-        |i| InvitationView::at(i, now),
-    )))
+    let page = PageRequest {
+        cursor: q.cursor,
+        limit: q.limit,
+    };
+    Ok(Json(s.operator_invitations(&p, q.merchant_id, page).await?))
 }

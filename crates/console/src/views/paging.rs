@@ -1,19 +1,18 @@
-//! Paging through the API's lists, which answer a page at a time (`limit` up to the
-//! `max_page` setting, and `next_cursor` for the rest). A console page either shows one API
-//! page of [`PER_PAGE`] rows with a "Next page" link carrying the API's cursor ([`one_page`],
+//! Paging through the application's lists, which answer a page at a time (`limit` up to the
+//! `max_page` setting, and `next_cursor` for the rest). A console page either shows one page
+//! of [`PER_PAGE`] rows with a "Next page" link carrying the cursor ([`request`], [`rows`],
 //! [`next_link`]), or, where it needs the whole set (to sort it, or to offer it in a select),
-//! gathers every page up to [`MAX_ROWS`] rows and says when that bound cut it ([`gather`]),
-//! then shows it [`PER_PAGE`] rows at a time with numbered links ([`Pager`]).
+//! gathers every page up to [`MAX_ROWS`] rows and says when that bound cut it
+//! ([`gather_all`]), then shows it [`PER_PAGE`] rows at a time with numbered links
+//! ([`Pager`]).
 
 use std::future::Future;
 
 use coupond_api::pagination::PageOf;
 use coupond_app::pages::PageRequest;
 use serde::Deserialize;
-use serde_json::Value;
 
 use crate::api::Problem;
-use crate::session::Session;
 use crate::Console;
 
 /// Rows a console list shows at a time.
@@ -38,9 +37,9 @@ pub fn max_rows_words() -> String {
     n.trim_end_matches(".00").to_owned()
 }
 
-/// The rows of a list gathered by [`gather`] or [`gather_all`].
+/// The rows of a list gathered by [`gather_all`].
 #[derive(Debug)]
-pub struct Gathered<T = Value> {
+pub struct Gathered<T> {
     /// At most [`MAX_ROWS`], in the list's order.
     pub items: Vec<T>,
     /// Whether rows past [`MAX_ROWS`] were left out.
@@ -56,43 +55,6 @@ impl<T> Default for Gathered<T> {
     }
 }
 
-impl Gathered {
-    /// The rows read as the API's own type `T` (its view of them); an answer that does not
-    /// read is a problem, not rows with silent defaults.
-    pub fn typed<T: serde::de::DeserializeOwned>(self) -> Result<Vec<T>, Problem> {
-        typed(self.items)
-    }
-}
-
-impl Slice {
-    /// As [`Gathered::typed`], with the next page's cursor.
-    pub fn typed<T: serde::de::DeserializeOwned>(self) -> Result<(Vec<T>, String), Problem> {
-        Ok((typed(self.items)?, self.next))
-    }
-}
-
-fn typed<T: serde::de::DeserializeOwned>(items: Vec<Value>) -> Result<Vec<T>, Problem> {
-    items
-        .into_iter()
-        .map(|v| {
-            serde_json::from_value(v).map_err(|e| Problem {
-                fields: Vec::new(),
-                status: 500,
-                code: "unexpected_answer".into(),
-                field: None,
-                detail: e.to_string(),
-            })
-        })
-        .collect()
-}
-
-/// One API page: its rows, and the cursor of the next page (empty on the last).
-#[derive(Debug, Default)]
-pub struct Slice {
-    pub items: Vec<Value>,
-    pub next: String,
-}
-
 /// `path` (an API list, with or without a query) with `more` added to its query.
 pub fn with_query(path: &str, more: &str) -> String {
     let sep = if path.contains('?') { '&' } else { '?' };
@@ -106,14 +68,6 @@ pub fn cursor(s: &str) -> String {
         .filter(|c| c.is_ascii_alphanumeric() || "-_".contains(*c))
         .take(200)
         .collect()
-}
-
-/// The rows of an API page and its `next_cursor`.
-fn split(page: PageOf<Value>) -> Slice {
-    Slice {
-        next: page.next_cursor.as_deref().map(cursor).unwrap_or_default(),
-        items: page.items,
-    }
 }
 
 /// Rows a page of [`PER_PAGE`] asks for (fewer if the API's `max_page` is lower).
@@ -149,57 +103,6 @@ where
         let (items, after) = rows(read(PageRequest::after(&next, size)).await?);
         all.items.extend(items);
         next = after;
-        if all.items.len() >= MAX_ROWS || next.is_empty() {
-            break;
-        }
-    }
-    all.cut = all.items.len() > MAX_ROWS || (all.items.len() == MAX_ROWS && !next.is_empty());
-    all.items.truncate(MAX_ROWS);
-    Ok(all)
-}
-
-/// The API page of `path` after `after` (an API cursor; empty for the first page), of
-/// [`PER_PAGE`] rows (fewer if the API's `max_page` is lower).
-pub async fn one_page(
-    console: &Console,
-    session: &Session,
-    path: &str,
-    after: &str,
-) -> Result<Slice, Problem> {
-    let size = per_page(console);
-    let mut path = with_query(path, &format!("limit={size}"));
-    let after = cursor(after);
-    if !after.is_empty() {
-        path = with_query(&path, &format!("cursor={after}"));
-    }
-    let page = console
-        .api()
-        .get(&session.caller, &path)
-        .await
-        .into::<PageOf<Value>>()?;
-    Ok(split(page))
-}
-
-/// Every row of the API list `path`, a page of `max_page` rows at a time following
-/// `next_cursor`, up to [`MAX_ROWS`].
-pub async fn gather(console: &Console, session: &Session, path: &str) -> Result<Gathered, Problem> {
-    let size = console.app().settings().max_page.max(1);
-    let first = with_query(path, &format!("limit={size}"));
-    let mut all = Gathered::default();
-    let mut next = String::new();
-    loop {
-        let url = match next.as_str() {
-            "" => first.clone(),
-            c => with_query(&first, &format!("cursor={c}")),
-        };
-        let page = console
-            .api()
-            .get(&session.caller, &url)
-            .await
-            .into::<PageOf<Value>>()?;
-        let slice = split(page);
-        all.items.extend(slice.items);
-        next = slice.next;
         if all.items.len() >= MAX_ROWS || next.is_empty() {
             break;
         }
@@ -256,7 +159,6 @@ impl Pager {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn pages_number_from_one_and_keep_the_query() {
@@ -282,9 +184,15 @@ mod tests {
             Some("/console/users?user=u-1&after=aWQ6MjAw".to_owned())
         );
         assert_eq!(next_link("/console/merchants", ""), None);
-        let page = |v| serde_json::from_value::<PageOf<Value>>(v).unwrap();
-        let s = split(page(json!({"items": [1, 2], "next_cursor": "abc\"<"})));
-        assert_eq!((s.items.len(), s.next.as_str()), (2, "abc"));
-        assert!(split(page(json!({"items": []}))).next.is_empty());
+        let (items, next) = rows(PageOf {
+            items: vec![1, 2],
+            next_cursor: Some("abc\"<".to_owned()),
+        });
+        assert_eq!((items.len(), next.as_str()), (2, "abc"));
+        let last: PageOf<i32> = PageOf {
+            items: vec![],
+            next_cursor: None,
+        };
+        assert!(rows(last).1.is_empty());
     }
 }

@@ -8,18 +8,18 @@
 
 use askama::Template;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, Method};
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
-use coupond_api::routes::operators::{InvitationView, OperatorView};
-use coupond_domain::{Operator, OperatorRole};
+use coupond_app::people::{self, NewOperatorBody, OperatorPatch};
+use coupond_app::AppError;
+use coupond_domain::{MerchantId, Operator, OperatorId, OperatorRole};
 use serde::Deserialize;
-use serde_json::{json, Value};
 
 use super::choices::{self, Choice};
 use super::format::at;
 use super::names::MerchantNames;
-use super::paging::{gather, next_link, one_page, After};
+use super::paging::{gather_all, next_link, request, rows, After};
 use super::{guard, problem_page, render, FieldErrors, Shell, Shown};
 use crate::session::Session;
 use crate::Console;
@@ -95,17 +95,25 @@ pub struct PersonForm {
 }
 
 impl PersonForm {
-    fn body(&self) -> Result<Value, Shown> {
-        let mut body =
-            json!({"email": self.email.trim(), "name": self.name.trim(), "role": self.role});
-        match self.merchant_id.trim() {
-            "" => {}
-            m => match m.parse::<i64>() {
-                Ok(id) => body["merchant_id"] = json!(id),
-                Err(_) => return Err(Shown::field("merchant_id", "a merchant's id".into())),
-            },
-        }
-        Ok(body)
+    /// The person it adds; a role or merchant that cannot be read is named.
+    fn body(&self) -> Result<NewOperatorBody, Shown> {
+        let role = OperatorRole::parse(&self.role)
+            .ok_or_else(|| Shown::field("role", "choose a role".into()))?;
+        let merchant_id = match self.merchant_id.trim() {
+            "" => None,
+            m => Some(
+                m.parse::<i64>()
+                    .ok()
+                    .and_then(|id| MerchantId::new(id).ok())
+                    .ok_or_else(|| Shown::field("merchant_id", "a merchant's id".into()))?,
+            ),
+        };
+        Ok(NewOperatorBody {
+            email: self.email.trim().to_owned(),
+            name: self.name.trim().to_owned(),
+            role,
+            merchant_id,
+        })
     }
 }
 
@@ -135,14 +143,18 @@ async fn people_page(
     shown: Shown,
     added: Option<Added>,
 ) -> Response {
-    let list = one_page(console, session, "/v1/operators", after).await;
-    let (people, next) = match list.and_then(|l| l.typed::<OperatorView>()) {
-        Ok(l) => l,
+    let (app, p) = (console.app(), &session.principal);
+    let list = app.operators(p, None, request(console, after));
+    let (people, next) = match session.act(app, people::MANAGE, list).await {
+        Ok(l) => rows(l),
         Err(p) => return problem_page(session, &p),
     };
-    let invited = gather(console, session, "/v1/operators/invitations").await;
-    let invited = match invited.and_then(|g| g.typed::<InvitationView>()) {
-        Ok(l) => l,
+    let read = |page| {
+        let listed = app.operator_invitations(p, None, page);
+        session.act(app, people::MANAGE, listed)
+    };
+    let invited = match gather_all(console, read).await {
+        Ok(g) => g.items,
         Err(p) => return problem_page(session, &p),
     };
     let roles = OperatorRole::ALL
@@ -154,10 +166,7 @@ async fn people_page(
     let page = PeoplePage {
         merchants: choices::merchants(console, session, &names),
         shell: Shell::new(session, "People"),
-        rows: people
-            .iter()
-            .map(|p| PersonRow::of(&p.operator, &names))
-            .collect(),
+        rows: people.iter().map(|p| PersonRow::of(p, &names)).collect(),
         next: next_link("/console/people", &next),
         roles,
         form,
@@ -201,29 +210,19 @@ pub async fn create(
         Ok(b) => b,
         Err(shown) => return people_page(&console, &session, "", form, shown, None).await,
     };
-    let reply = console
-        .api()
-        .send_json(&session.caller, Method::POST, "/v1/operators", &body)
-        .await;
-    let fresh = PersonForm::default();
-    if reply.status == axum::http::StatusCode::ACCEPTED {
-        return match reply.into::<InvitationView>() {
-            Ok(i) => {
-                let sent = Some(Added::Invitation(i.invitation.email.as_str().to_owned()));
-                people_page(&console, &session, "", fresh, Shown::ok(), sent).await
-            }
-            Err(p) => people_page(&console, &session, "", form, Shown::of(&p), None).await,
-        };
-    }
-    match reply.into::<OperatorView>() {
-        Ok(op) => {
+    let app = console.app();
+    let made = app.add_operator(&session.principal, body);
+    let added = match session.act(app, people::MANAGE, made).await {
+        Ok(people::Added::Invited(i)) => Added::Invitation(i.invitation.email.as_str().to_owned()),
+        Ok(people::Added::Account(op)) => {
             let email = op.operator.email.as_str().to_owned();
             let link = op.set_password.map(|l| l.path).unwrap_or_default();
-            let added = Some(Added::Account(email, link));
-            people_page(&console, &session, "", fresh, Shown::ok(), added).await
+            Added::Account(email, link)
         }
-        Err(p) => people_page(&console, &session, "", form, Shown::of(&p), None).await,
-    }
+        Err(p) => return people_page(&console, &session, "", form, Shown::of(&p), None).await,
+    };
+    let fresh = PersonForm::default();
+    people_page(&console, &session, "", fresh, Shown::ok(), Some(added)).await
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -239,8 +238,11 @@ pub async fn disable(
     Path(id): Path<i64>,
     Form(f): Form<Toggle>,
 ) -> Response {
-    let body = json!({ "disabled": true });
-    patch(&console, &session, &headers, id, &f.csrf, body).await
+    let change = OperatorPatch {
+        disabled: Some(true),
+        ..OperatorPatch::default()
+    };
+    patch(&console, &session, &headers, id, &f.csrf, change).await
 }
 
 /// Turns a person's second factor off (a lost phone).
@@ -251,8 +253,11 @@ pub async fn clear_second_factor(
     Path(id): Path<i64>,
     Form(f): Form<Toggle>,
 ) -> Response {
-    let body = json!({ "second_factor": false });
-    patch(&console, &session, &headers, id, &f.csrf, body).await
+    let change = OperatorPatch {
+        second_factor: Some(false),
+        ..OperatorPatch::default()
+    };
+    patch(&console, &session, &headers, id, &f.csrf, change).await
 }
 
 pub async fn enable(
@@ -262,29 +267,32 @@ pub async fn enable(
     Path(id): Path<i64>,
     Form(f): Form<Toggle>,
 ) -> Response {
-    let body = json!({ "disabled": false });
-    patch(&console, &session, &headers, id, &f.csrf, body).await
+    let change = OperatorPatch {
+        disabled: Some(false),
+        ..OperatorPatch::default()
+    };
+    patch(&console, &session, &headers, id, &f.csrf, change).await
 }
 
-/// Changes account `id` with the API's `body`, back to the list.
+/// Changes account `id` as `change` says, back to the list.
 async fn patch(
     console: &Console,
     session: &Session,
     headers: &HeaderMap,
     id: i64,
     csrf: &str,
-    body: Value,
+    change: OperatorPatch,
 ) -> Response {
     if let Some(refused) = guard(headers, session, csrf) {
         return refused;
     }
-    let path = format!("/v1/operators/{id}");
-    let reply = console
-        .api()
-        .send_json(&session.caller, Method::PATCH, &path, &body)
-        .await;
-    if !reply.ok() {
-        return problem_page(session, &reply.problem());
+    let app = console.app();
+    let changed = async {
+        let id = OperatorId::new(id).map_err(|_| AppError::NotFound)?;
+        app.update_operator(&session.principal, id, &change).await
+    };
+    if let Err(p) = session.act(app, people::MANAGE, changed).await {
+        return problem_page(session, &p);
     }
     Redirect::to("/console/people").into_response()
 }
