@@ -123,4 +123,11 @@ impl App {
         self.visible_template(p, id).await?;
         Ok(self.store().template_issuances(id, page).await?)
     }
+
+    /// Issuance job `id` and its progress, if `p` may see its template.
+    pub async fn issuance(&self, p: &Principal, id: i64) -> AppResult<Issuance> {
+        let job = self.store().issuance(id).await?;
+        self.visible_template(p, job.template_id).await?;
+        Ok(job)
+    }
 }

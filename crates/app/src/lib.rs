@@ -15,6 +15,7 @@
 //! - [`pages`]: cursor pages of every list ([`pages::PageRequest`], [`pages::PageOf`]).
 //! - [`claims`]: claiming a template's coupon and redeeming a code ([`App::claim`],
 //!   [`App::redeem`]) for a [`claims::Claimant`] the caller may claim for.
+//! - [`centre`]: the coupon centre, what a user may claim now.
 //! - [`checkout`]: quoting an order ([`App::quote`]), with a code's preview.
 //! - [`coupons`]: revoking a coupon, and who holds a template's coupons.
 //! - [`codes`]: a template's shared code and batches of single-use codes.
@@ -57,6 +58,7 @@ pub mod audit_trail;
 pub mod audits;
 pub mod cache;
 pub mod caller;
+pub mod centre;
 pub mod checkout;
 pub mod claims;
 pub mod codes;

@@ -4,15 +4,16 @@
 
 use axum::extract::State;
 use axum::{Extension, Json};
+use coupond_app::pages::PageRequest;
 use coupond_domain::{ActivityId, CityId, CouponKind, ListingId, TemplateId, UserId};
-use coupond_engine::centre::{self, Ask, Filter};
+use coupond_engine::centre::{self, Filter};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiPath, ApiQuery};
-use crate::pagination::{self, PageOf};
+use crate::pagination::PageOf;
 use crate::routes::CommonErrors;
 use crate::state::AppState;
 use crate::views::{OfferView, PublicActivityView};
@@ -77,29 +78,17 @@ pub async fn of_user(
 }
 
 async fn list(s: &AppState, user: &UserId, q: CentreQuery) -> ApiResult<PageOf<OfferView>> {
-    let page = pagination::page(q.cursor.as_deref(), q.limit, s.settings())?;
-    // Cursors are template ids; `id:0` (which this API never issues) starts at the first.
-    let after = page.after.and_then(|a| TemplateId::new(a).ok());
-    let ask = Ask {
-        user,
-        filter: Filter {
-            city: q.city_id,
-            listing: q.listing_id,
-            activity: q.activity_id,
-            kind: q.kind,
-        },
-        after,
-        limit: page.limit as usize,
+    let filter = Filter {
+        city: q.city_id,
+        listing: q.listing_id,
+        activity: q.activity_id,
+        kind: q.kind,
     };
-    let shelf = s.shelf().await?;
-    let now = s.now();
-    let offers = centre::claimable(s.store(), &shelf, s.claims(), &ask, now).await?;
-    Ok(pagination::finish(
-        offers,
-        page,
-        |o| o.template.id.get(),
-        |o| OfferView::new(&o, now),
-    ))
+    let page = PageRequest {
+        cursor: q.cursor,
+        limit: q.limit,
+    };
+    Ok(s.claimable(user, filter, page).await?)
 }
 
 /// Read a template on offer.

@@ -263,8 +263,7 @@ pub async fn get(
     State(s): State<AppState>,
     ApiPath(id): ApiPath<i64>,
 ) -> ApiResult<Json<IssuanceView>> {
-    let job = s.store().issuance(id).await?;
-    s.visible_template(&p, job.template_id).await?;
+    let job = s.issuance(&p, id).await?;
     Ok(Json(IssuanceView::new(job, s.now())))
 }
 

@@ -140,7 +140,7 @@ fn operations_routes() -> Vec<Declared> {
     vec![
         upload(PLATFORM_MERCHANT, routes!(issuances::create)),
         op(coupond_app::issuance::READ, routes!(issuances::list)),
-        route(PLATFORM_MERCHANT, routes!(issuances::get)),
+        op(coupond_app::issuance::READ, routes!(issuances::get)),
         op(coupond_app::reports::FIGURES, routes!(reports::template)),
         op(coupond_app::reports::FIGURES, routes!(reports::activity)),
         op(
@@ -183,7 +183,7 @@ fn checkout_routes() -> Vec<Declared> {
         op(coupond_app::coupons::REVOKE, routes!(coupons::revoke)),
         route(PLATFORM_MERCHANT_USER, routes!(checkout::history)),
         op(coupond_app::users::WALLET, routes!(claims::of_user)),
-        route(PLATFORM_SERVICE, routes!(centre::of_user)),
+        op(coupond_app::centre::FOR_USER, routes!(centre::of_user)),
         op(coupond_app::users::PROFILE_WRITE, routes!(tags::put)),
         op(coupond_app::users::PROFILE, routes!(tags::get)),
         op(coupond_app::users::PROFILE_WRITE, routes!(seen::mark)),

@@ -9,12 +9,13 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
 use coupond_api::pagination::csv_answer;
-use coupond_api::pagination::PageOf;
 use coupond_api::routes::contacts::ContactView;
 use coupond_api::views::{CouponView, OfferView};
+use coupond_app::pages::PageRequest;
 use coupond_app::reports::{self, Reconciliation};
-use coupond_app::{contacts, coupons, users, AppError};
+use coupond_app::{centre, contacts, coupons, users, AppError};
 use coupond_domain::{CouponAction, CouponId, Note, Timestamp, UserId};
+use coupond_engine::centre::Filter;
 use serde::Deserialize;
 
 use super::activities::utc;
@@ -62,7 +63,7 @@ impl CouponRow {
 }
 
 /// How many templates the claimable preview shows.
-const PREVIEW: usize = 10;
+const PREVIEW: u32 = 10;
 
 /// A template the user may claim now, as a row of the preview.
 #[derive(Debug, Clone)]
@@ -101,15 +102,11 @@ impl OfferRow {
 async fn claimable_preview(
     console: &Console,
     session: &Session,
-    user: &str,
+    user: &UserId,
 ) -> Option<(Vec<OfferRow>, bool)> {
-    let path = format!("/v1/users/{user}/claimable?limit={PREVIEW}");
-    let page = console
-        .api()
-        .get(&session.caller, &path)
-        .await
-        .into::<PageOf<OfferView>>()
-        .ok()?;
+    let app = console.app();
+    let offers = app.claimable(user, Filter::default(), PageRequest::first(PREVIEW));
+    let page = session.act(app, centre::FOR_USER, offers).await.ok()?;
     let rows = page.items.iter().map(OfferRow::of).collect();
     Some((rows, page.next_cursor.is_some()))
 }
@@ -241,10 +238,13 @@ async fn look_up(
         page.contact = Some(ContactCard::of(&c));
     }
     // So is when the user was last seen.
-    if let Ok(seen) = session.act(app, users::PROFILE, app.last_seen(id)).await {
+    if let Ok(seen) = session
+        .act(app, users::PROFILE, app.last_seen(id.clone()))
+        .await
+    {
         page.last_seen = Some(seen.last_seen_at.map_or_else(|| "never".to_owned(), at));
     }
-    if let Some((rows, more)) = claimable_preview(console, session, &user).await {
+    if let Some((rows, more)) = claimable_preview(console, session, &id).await {
         page.claimable = Some(rows);
         page.more_claimable = more;
     }

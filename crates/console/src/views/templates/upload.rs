@@ -11,6 +11,7 @@ use axum::extract::{Multipart, Path, State};
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::Response;
 use coupond_api::routes::issuances::IssuanceView;
+use coupond_app::issuance;
 use tokio::sync::mpsc;
 
 use super::super::{guard, problem_page, render, TemplateRow};
@@ -226,12 +227,10 @@ pub async fn progress(
     session: Session,
     Path(id): Path<i64>,
 ) -> Response {
-    match console
-        .api()
-        .get(&session.caller, &format!("/v1/issuances/{id}"))
-        .await
-        .into::<IssuanceView>()
-    {
+    let app = console.app();
+    let job = app.issuance(&session.principal, id);
+    let job = session.act(app, issuance::READ, job).await;
+    match job.map(|j| IssuanceView::new(j, app.now())) {
         Ok(j) => render(StatusCode::OK, &Progress::of(&console, &session, &j).await),
         Err(p) if p.status == 404 => problem_page(&session, &p),
         Err(p) => progress_error(&p),
