@@ -9,7 +9,7 @@ use crate::error::{ApiError, ApiResult};
 use coupond_app::pages::PageRequest;
 use coupond_app::AppSettings;
 
-pub use coupond_app::pages::{encode_cursor, finish, slice, PageOf};
+pub use coupond_app::pages::{finish, PageOf};
 
 /// The query of a list with nothing to filter by: only its page.
 #[derive(Debug, Deserialize, IntoParams)]

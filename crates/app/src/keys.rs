@@ -49,8 +49,7 @@ impl App {
 
     /// Merchant `id`'s keys, newest first, revoked ones too.
     pub async fn merchant_keys(&self, p: &Principal, id: MerchantId) -> AppResult<Vec<ApiKey>> {
-        own(p, id)?;
-        self.store().merchant(id).await?;
+        self.merchant(p, id).await?;
         let all = self.store().list_api_keys().await?;
         let mut theirs: Vec<ApiKey> = all
             .into_iter()

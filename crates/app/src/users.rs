@@ -109,10 +109,10 @@ impl App {
                 slot.insert(self.store().template(c.template_id).await?);
             }
         }
-        let helps = !matches!(p, Principal::User(_));
         let view = |c: Coupon| {
             let t = templates.get(&c.template_id)?;
-            let actions = helps.then(|| support_actions(p, &c, now)).flatten();
+            // Only those who help users get actions: none for the user or the service.
+            let actions = support_actions(p, &c, now);
             let mut v = CouponView::new(c, t, now);
             v.actions = actions;
             Some(v)

@@ -67,17 +67,6 @@ impl Session {
         self.role.is_none_or(|r| r.may(area))
     }
 
-    /// Whether the API would let this session call `method path` (a route of the table, in
-    /// its `{param}` form): its side among the route's roles, and its role acting in the
-    /// route's area. A page that is nothing but one route's form shows it only then.
-    pub fn may_call(&self, method: &axum::http::Method, path: &str) -> bool {
-        let role = self.principal.role();
-        coupond_api::routes::route_table()
-            .iter()
-            .find(|r| r.method == method && r.path == path)
-            .is_some_and(|r| r.roles.contains(&role) && self.may(r.area))
-    }
-
     /// Whether this session may do what `access` admits (the rule [`App::acting`] applies):
     /// pages offer only what it admits.
     pub fn may_do(&self, access: Access) -> bool {

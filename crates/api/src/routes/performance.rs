@@ -17,10 +17,6 @@ use crate::extract::ApiQuery;
 use crate::pagination;
 use crate::routes::CommonErrors;
 use crate::state::AppState;
-use coupond_app::reports::check_period;
-
-/// The longest period one report covers, in days.
-pub use coupond_app::reports::MAX_PERIOD_DAYS;
 
 /// Whose figures, over which period.
 #[derive(Debug, Deserialize, IntoParams)]
@@ -242,7 +238,6 @@ pub async fn performance(
     State(s): State<AppState>,
     ApiQuery(q): ApiQuery<PerformanceQuery>,
 ) -> ApiResult<Response> {
-    check_period(q.from, q.to)?;
     let scope = scope_of(&q)?;
     let csv = pagination::wants_csv(q.format.as_deref())?;
     let report = s.performance(&p, scope, (q.from, q.to)).await?;

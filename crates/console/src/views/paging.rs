@@ -56,7 +56,7 @@ impl<T> Default for Gathered<T> {
 }
 
 /// `path` (an API list, with or without a query) with `more` added to its query.
-pub fn with_query(path: &str, more: &str) -> String {
+fn with_query(path: &str, more: &str) -> String {
     let sep = if path.contains('?') { '&' } else { '?' };
     format!("{path}{sep}{more}")
 }
