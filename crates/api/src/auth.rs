@@ -9,8 +9,8 @@
 use std::fmt;
 
 use axum::http::{header, HeaderMap};
+use coupond_app::records::Who;
 use coupond_domain::{Area, OperatorId, Timestamp, UserId};
-use coupond_store::audit::Who;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
 
@@ -76,7 +76,7 @@ impl JwtKeys {
             nbf: None,
         };
         jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)
-            .map_err(|e| ApiError::Internal(e.into()))
+            .map_err(ApiError::internal)
     }
 
     /// The user a token names, if it is signed by us and valid at `now`: not expired, not
@@ -96,30 +96,30 @@ impl JwtKeys {
         // The platform's identity provider may add an audience; coupond does not assign one.
         v.validate_aud = false;
         let c = jsonwebtoken::decode::<Claims>(token, &self.decoding, &v)
-            .map_err(|_| ApiError::Unauthorized("the bearer token is not valid"))?
+            .map_err(|_| ApiError::unauthorized("the bearer token is not valid"))?
             .claims;
         let now = now.unix_micros().div_euclid(1_000_000);
         if c.exp <= now {
-            return Err(ApiError::Unauthorized("the bearer token has expired"));
+            return Err(ApiError::unauthorized("the bearer token has expired"));
         }
         if c.nbf.is_some_and(|nbf| nbf > now + LEEWAY_SECS) {
-            return Err(ApiError::Unauthorized(
+            return Err(ApiError::unauthorized(
                 "the bearer token is not valid yet (nbf)",
             ));
         }
         if c.iat.is_some_and(|iat| iat > now + LEEWAY_SECS) {
-            return Err(ApiError::Unauthorized(
+            return Err(ApiError::unauthorized(
                 "the bearer token was issued in the future (iat)",
             ));
         }
         let from = c.iat.unwrap_or(now);
         if c.exp.saturating_sub(from) > max_lifetime.whole_seconds() {
-            return Err(ApiError::Unauthorized(
+            return Err(ApiError::unauthorized(
                 "the bearer token lives longer than this server accepts (max_token_lifetime)",
             ));
         }
         UserId::parse(&c.sub)
-            .map_err(|_| ApiError::Unauthorized("the bearer token names no valid user"))
+            .map_err(|_| ApiError::unauthorized("the bearer token names no valid user"))
     }
 }
 
@@ -132,7 +132,7 @@ pub async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Princ
 pub async fn identify(state: &AppState, headers: &HeaderMap) -> Result<(Principal, Who), ApiError> {
     let value = headers
         .get(header::AUTHORIZATION)
-        .ok_or(ApiError::Unauthorized(
+        .ok_or(ApiError::unauthorized(
             "send Authorization: Bearer <API key or user token>",
         ))?;
     let credential = value
@@ -140,7 +140,7 @@ pub async fn identify(state: &AppState, headers: &HeaderMap) -> Result<(Principa
         .ok()
         .and_then(bearer)
         .filter(|c| !c.is_empty() && c.len() <= 4096)
-        .ok_or(ApiError::Unauthorized(
+        .ok_or(ApiError::unauthorized(
             "send Authorization: Bearer <API key or user token>",
         ))?;
     if credential.starts_with(KEY_PREFIX) {

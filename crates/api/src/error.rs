@@ -8,7 +8,6 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use coupond_domain::checkout::Reason;
 use coupond_domain::{ClaimRejection, CouponId, DomainError};
-use coupond_store::StoreError;
 
 use coupond_app::AppError;
 pub use coupond_app::FieldError;
@@ -52,32 +51,20 @@ pub struct CouponRefusal {
     pub reasons: Vec<Reason>,
 }
 
-/// Everything a handler can fail with.
+/// Everything a handler can fail with: what the application answered, or what HTTP itself
+/// refuses before the application is called.
 #[derive(Debug)]
 pub enum ApiError {
-    /// 400: the request is malformed (JSON syntax, query string, path parameter).
+    /// What the application layer refused or failed with (its words, [`AppError::parts`]).
+    App(AppError),
+    /// 400: the request is malformed (JSON syntax, query string, path parameter, header).
     BadRequest {
         code: &'static str,
         field: Option<String>,
         message: String,
     },
-    /// 401: no credentials, or credentials that are not valid.
-    Unauthorized(&'static str),
-    /// 403: valid credentials whose role may not call this route.
-    Forbidden,
-    /// 404: no such object, or one the caller may not see.
-    NotFound,
-    /// 404 `invalid_code`: a promotion code that cannot be redeemed, whatever the reason.
-    UnusableCode,
     /// 405.
     MethodNotAllowed,
-    /// 409: the request is fine but the state forbids it now.
-    Conflict { code: &'static str, message: String },
-    /// 409: a claim refused by a rule (`sold_out`, `limit_reached`, `not_claimable` with its
-    /// reason, `not_eligible`).
-    ClaimRefused(ClaimRejection),
-    /// 409 `coupons_not_applicable`: a lock refused these coupons for these reasons.
-    LockRefused(Vec<(CouponId, Vec<Reason>)>),
     /// 408 `request_timeout`: the request (reading its body included) took longer than
     /// `request_timeout`.
     RequestTimeout,
@@ -85,27 +72,9 @@ pub enum ApiError {
     PayloadTooLarge,
     /// 415.
     UnsupportedMediaType,
-    /// 422: the request is well-formed but breaks a rule.
-    Invalid {
-        code: &'static str,
-        field: Option<String>,
-        message: String,
-    },
-    /// 422: several fields of the body break its shape, each named (the first also as the
-    /// problem's `field`).
-    InvalidFields(Vec<FieldError>),
-    /// 429: over a rate limit; retry after `retry_after` seconds.
-    RateLimited { retry_after: u64 },
     /// 429 `too_many_uploads`: `max_concurrent_uploads` uploads are being read; retry in a
     /// second.
     TooManyUploads,
-    /// 503: the database is unreachable right now; retry after a moment.
-    Unavailable,
-    /// 503 `rate_limit_unavailable`: a limit that fails closed (code redemption) could not be
-    /// counted because Redis is unreachable; retry after a moment.
-    LimitsUnavailable,
-    /// 500: a bug or broken dependency. Logged with its cause chain; callers see only a code.
-    Internal(Box<dyn StdError + Send + Sync>),
 }
 
 impl ApiError {
@@ -121,122 +90,56 @@ impl ApiError {
         }
     }
 
+    /// 409: the request is fine but the state forbids it now.
     pub fn conflict(code: &'static str, message: impl Into<String>) -> Self {
-        ApiError::Conflict {
-            code,
-            message: message.into(),
-        }
+        ApiError::App(AppError::conflict(code, message))
     }
 
+    /// 422: the request is well-formed but `field` breaks a rule.
     pub fn invalid(code: &'static str, field: &str, message: impl Into<String>) -> Self {
-        ApiError::Invalid {
-            code,
-            field: Some(field.to_owned()),
-            message: message.into(),
-        }
+        ApiError::App(AppError::invalid(code, field, message))
     }
 
-    /// The one answer to a code that cannot be redeemed, whatever the reason (mistyped,
-    /// unknown, used by someone else, expired, not offered to this user), so that answers
-    /// never tell which codes exist.
-    pub fn unusable_code() -> Self {
-        ApiError::UnusableCode
+    /// 401: no credentials, or credentials that are not valid (why, in words).
+    pub fn unauthorized(why: &'static str) -> Self {
+        ApiError::App(AppError::Unauthorized(why))
+    }
+
+    /// 404: no such object, or one the caller may not see.
+    pub fn not_found() -> Self {
+        ApiError::App(AppError::NotFound)
+    }
+
+    /// 500: a bug or broken dependency, logged with its cause chain.
+    pub fn internal(e: impl Into<Box<dyn StdError + Send + Sync>>) -> Self {
+        ApiError::App(AppError::Internal(e.into()))
     }
 
     pub fn status(&self) -> StatusCode {
         match self {
+            ApiError::App(e) => app_status(e),
             ApiError::BadRequest { .. } => StatusCode::BAD_REQUEST,
-            ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
-            ApiError::Forbidden => StatusCode::FORBIDDEN,
-            ApiError::NotFound | ApiError::UnusableCode => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            ApiError::Conflict { .. } | ApiError::ClaimRefused(_) | ApiError::LockRefused(_) => {
-                StatusCode::CONFLICT
-            }
             ApiError::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            ApiError::Invalid { .. } | ApiError::InvalidFields(_) => {
-                StatusCode::UNPROCESSABLE_ENTITY
-            }
-            ApiError::RateLimited { .. } | ApiError::TooManyUploads => {
-                StatusCode::TOO_MANY_REQUESTS
-            }
-            ApiError::Unavailable | ApiError::LimitsUnavailable => StatusCode::SERVICE_UNAVAILABLE,
-            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            ApiError::TooManyUploads => StatusCode::TOO_MANY_REQUESTS,
         }
     }
 
-    /// Its problem's `code`, `field` and `detail`, as the answer says them (the console shows
-    /// the application's refusals in the same words).
+    /// Its problem's `code`, `field` and `detail`.
     pub fn parts(&self) -> (&'static str, Option<String>, String) {
         match self {
+            ApiError::App(e) => e.parts(),
             ApiError::BadRequest {
                 code,
                 field,
                 message,
-            }
-            | ApiError::Invalid {
-                code,
-                field,
-                message,
             } => (code, field.clone(), message.clone()),
-            ApiError::InvalidFields(all) => match all.first() {
-                Some(f) => (
-                    f.code,
-                    Some(f.field.clone()),
-                    format!(
-                        "{} fields are invalid (each is in `errors`); {}: {}",
-                        all.len(),
-                        f.field,
-                        f.message
-                    ),
-                ),
-                None => ("invalid_field", None, "the body is invalid".to_owned()),
-            },
-            ApiError::Unauthorized(why) => ("unauthorized", None, (*why).to_owned()),
-            ApiError::Forbidden => (
-                "forbidden",
-                None,
-                "your role may not call this route".to_owned(),
-            ),
-            ApiError::NotFound => ("not_found", None, "no such resource".to_owned()),
-            ApiError::UnusableCode => (
-                "invalid_code",
-                Some("code".to_owned()),
-                "this code cannot be redeemed: check it for typos; it may also have expired or \
-                 been used"
-                    .to_owned(),
-            ),
             ApiError::MethodNotAllowed => (
                 "method_not_allowed",
                 None,
                 "this route does not accept that method".to_owned(),
-            ),
-            ApiError::Conflict { code, message } => (code, None, message.clone()),
-            ApiError::ClaimRefused(r) => (
-                r.code(),
-                None,
-                match r {
-                    ClaimRejection::SoldOut => "no coupons of this template are left".to_owned(),
-                    ClaimRejection::LimitReached => {
-                        "you already hold as many of these coupons as one user may".to_owned()
-                    }
-                    ClaimRejection::NotClaimable(why) => {
-                        format!("this template cannot be claimed now ({})", why.as_str())
-                    }
-                    ClaimRejection::NotEligible => {
-                        "this coupon is offered to other users only".to_owned()
-                    }
-                    ClaimRejection::Paused => {
-                        "claims of this coupon are paused; try again later".to_owned()
-                    }
-                },
-            ),
-            ApiError::LockRefused(_) => (
-                "coupons_not_applicable",
-                Some("coupon_ids".to_owned()),
-                "some coupons cannot be used on this order; `coupons` says why".to_owned(),
             ),
             ApiError::RequestTimeout => (
                 "request_timeout",
@@ -253,33 +156,30 @@ impl ApiError {
                 None,
                 "send the body as application/json".to_owned(),
             ),
-            ApiError::RateLimited { retry_after } => (
-                "rate_limited",
-                None,
-                format!("too many requests; retry after {retry_after} s"),
-            ),
             ApiError::TooManyUploads => (
                 "too_many_uploads",
                 None,
                 "as many uploads as the server reads at once are being read; retry shortly"
                     .to_owned(),
             ),
-            ApiError::Unavailable => (
-                "unavailable",
-                None,
-                "the database is unavailable; retry shortly".to_owned(),
-            ),
-            ApiError::LimitsUnavailable => (
-                "rate_limit_unavailable",
-                None,
-                "the shared rate limit cannot be counted right now; retry shortly".to_owned(),
-            ),
-            ApiError::Internal(_) => (
-                "internal",
-                None,
-                "an internal error occurred; it has been logged with the request id".to_owned(),
-            ),
         }
+    }
+}
+
+/// The HTTP status of what the application answered.
+fn app_status(e: &AppError) -> StatusCode {
+    match e {
+        AppError::BadRequest { .. } => StatusCode::BAD_REQUEST,
+        AppError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+        AppError::Forbidden => StatusCode::FORBIDDEN,
+        AppError::NotFound | AppError::UnusableCode => StatusCode::NOT_FOUND,
+        AppError::Conflict { .. } | AppError::ClaimRefused(_) | AppError::LockRefused(_) => {
+            StatusCode::CONFLICT
+        }
+        AppError::Invalid { .. } | AppError::InvalidFields(_) => StatusCode::UNPROCESSABLE_ENTITY,
+        AppError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+        AppError::Unavailable | AppError::LimitsUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+        AppError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }
 
@@ -287,8 +187,8 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.status();
         let request_id = observe::current_request_id();
-        if let ApiError::Internal(e) = &self {
-            let chain = coupond_store::error::chain(e.as_ref());
+        if let ApiError::App(AppError::Internal(e)) = &self {
+            let chain = coupond_app::error::chain(e.as_ref());
             tracing::error!(request_id = request_id.as_deref(), error = %chain, "internal error");
         }
         let (code, field, detail) = self.parts();
@@ -300,14 +200,14 @@ impl IntoResponse for ApiError {
             code: code.to_owned(),
             field,
             reason: match &self {
-                ApiError::ClaimRefused(ClaimRejection::NotClaimable(why)) => {
+                ApiError::App(AppError::ClaimRefused(ClaimRejection::NotClaimable(why))) => {
                     Some(why.as_str().to_owned())
                 }
                 _ => None,
             },
             request_id,
             coupons: match &self {
-                ApiError::LockRefused(list) => Some(
+                ApiError::App(AppError::LockRefused(list)) => Some(
                     list.iter()
                         .map(|(id, reasons)| CouponRefusal {
                             coupon_id: *id,
@@ -318,7 +218,7 @@ impl IntoResponse for ApiError {
                 _ => None,
             },
             errors: match &self {
-                ApiError::InvalidFields(all) => Some(all.clone()),
+                ApiError::App(AppError::InvalidFields(all)) => Some(all.clone()),
                 _ => None,
             },
         };
@@ -329,11 +229,12 @@ impl IntoResponse for ApiError {
             HeaderValue::from_static("application/problem+json"),
         );
         match self {
-            ApiError::Unavailable | ApiError::LimitsUnavailable | ApiError::TooManyUploads => {
+            ApiError::App(AppError::Unavailable | AppError::LimitsUnavailable)
+            | ApiError::TooManyUploads => {
                 res.headers_mut()
                     .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
             }
-            ApiError::RateLimited { retry_after } => {
+            ApiError::App(AppError::RateLimited { retry_after }) => {
                 res.headers_mut()
                     .insert(header::RETRY_AFTER, HeaderValue::from(retry_after.max(1)));
             }
@@ -345,34 +246,7 @@ impl IntoResponse for ApiError {
 
 impl From<AppError> for ApiError {
     fn from(e: AppError) -> Self {
-        match e {
-            AppError::Unauthorized(why) => ApiError::Unauthorized(why),
-            AppError::Forbidden => ApiError::Forbidden,
-            AppError::NotFound => ApiError::NotFound,
-            AppError::UnusableCode => ApiError::UnusableCode,
-            AppError::Conflict { code, message } => ApiError::Conflict { code, message },
-            AppError::ClaimRefused(r) => ApiError::ClaimRefused(r),
-            AppError::LockRefused(list) => ApiError::LockRefused(list),
-            AppError::Invalid {
-                code,
-                field,
-                message,
-            } => ApiError::Invalid {
-                code,
-                field,
-                message,
-            },
-            AppError::InvalidFields(all) => ApiError::InvalidFields(all),
-            AppError::BadRequest {
-                code,
-                field,
-                message,
-            } => ApiError::bad_request(code, Some(field), message),
-            AppError::RateLimited { retry_after } => ApiError::RateLimited { retry_after },
-            AppError::Unavailable => ApiError::Unavailable,
-            AppError::LimitsUnavailable => ApiError::LimitsUnavailable,
-            AppError::Internal(e) => ApiError::Internal(e),
-        }
+        ApiError::App(e)
     }
 }
 
@@ -380,12 +254,6 @@ impl From<AppError> for ApiError {
 /// [`AppError`]'s conversions): the mapping is written there once.
 fn via_app<E: Into<AppError>>(e: E) -> ApiError {
     e.into().into()
-}
-
-impl From<StoreError> for ApiError {
-    fn from(e: StoreError) -> Self {
-        via_app(e)
-    }
 }
 
 impl From<DomainError> for ApiError {

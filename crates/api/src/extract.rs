@@ -11,6 +11,7 @@ use serde::de::DeserializeOwned;
 use serde_path_to_error::Segment;
 
 use crate::error::{ApiError, FieldError};
+use coupond_app::AppError;
 
 /// A JSON body. Wrong content type: 415. Too large: 413. Bad syntax: 400 `invalid_json`.
 /// Wrong shape: 422 with the JSON path of the field and `missing_field`, `unknown_field` or
@@ -89,11 +90,11 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
         let at: Vec<Segment> = e.path().iter().cloned().collect();
         let inner = e.into_inner();
         match classify(&path, &inner, bytes) {
-            ApiError::Invalid {
+            ApiError::App(AppError::Invalid {
                 code,
                 field: Some(field),
                 message,
-            } => every_invalid_field::<T>(FieldError::new(code, field, message), at, bytes),
+            }) => every_invalid_field::<T>(FieldError::new(code, field, message), at, bytes),
             other => other,
         }
     })?;
@@ -128,8 +129,8 @@ const MAX_FIELD_ERRORS: usize = 20;
 /// Every field of a well-formed body that breaks its shape, not only the first serde meets: the
 /// field found is taken out of the document and the rest parsed again, until it parses, a field
 /// is missing (serde meets those last, so nothing follows), the same field comes back (a rule
-/// that spans fields), or [`MAX_FIELD_ERRORS`] are named. One field is [`ApiError::Invalid`],
-/// more are [`ApiError::InvalidFields`].
+/// that spans fields), or [`MAX_FIELD_ERRORS`] are named. One field is [`AppError::Invalid`],
+/// more are [`AppError::InvalidFields`].
 fn every_invalid_field<T: DeserializeOwned>(
     first: FieldError,
     mut at: Vec<Segment>,
@@ -146,11 +147,11 @@ fn every_invalid_field<T: DeserializeOwned>(
             };
             let path = e.path().to_string();
             at = e.path().iter().cloned().collect();
-            let ApiError::Invalid {
+            let ApiError::App(AppError::Invalid {
                 code,
                 field: Some(field),
                 message,
-            } = data_error(&path, e.into_inner().to_string())
+            }) = data_error(&path, e.into_inner().to_string())
             else {
                 break;
             };
@@ -162,13 +163,9 @@ fn every_invalid_field<T: DeserializeOwned>(
     }
     if found.len() == 1 {
         let f = found.remove(0);
-        ApiError::Invalid {
-            code: f.code,
-            field: Some(f.field),
-            message: f.message,
-        }
+        ApiError::invalid(f.code, &f.field, f.message)
     } else {
-        ApiError::InvalidFields(found)
+        ApiError::App(AppError::InvalidFields(found))
     }
 }
 
@@ -227,11 +224,7 @@ fn data_error(path: &str, message: String) -> ApiError {
     };
     // serde's message ends with " at line 1 column 7": the field names the place in words,
     // so the parser's position only gets in a person's way (a form in the console, say).
-    ApiError::Invalid {
-        code,
-        field: Some(field),
-        message: in_words(&without_position(message)),
-    }
+    ApiError::invalid(code, &field, in_words(&without_position(message)))
 }
 
 /// A parser's message in a person's words: Rust's type names and the parsers' own prefixes

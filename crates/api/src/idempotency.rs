@@ -7,7 +7,7 @@ use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use coupond_store::{IdempotencyKey, IdempotencyStart, StoredAnswer};
+use coupond_app::retry::{IdempotencyKey, IdempotencyStart, StoredAnswer};
 use sha2::{Digest, Sha256};
 
 use coupond_app::RetryKey;
@@ -115,7 +115,7 @@ async fn run(
         .get::<Principal>()
         .cloned()
         .ok_or_else(|| {
-            ApiError::Internal("idempotency layer outside the auth guard".into()).into_response()
+            ApiError::internal("idempotency layer outside the auth guard").into_response()
         })?;
     if let Some(scope) = limited_scope(&principal) {
         state
@@ -136,16 +136,9 @@ async fn run(
     );
     let key = key(&parts.headers, &principal, route, &asked)
         .map_err(IntoResponse::into_response)?
-        .ok_or_else(|| ApiError::Internal("idempotency key vanished".into()).into_response())?;
-    let now = state.now();
+        .ok_or_else(|| ApiError::internal("idempotency key vanished").into_response())?;
     let start = state
-        .store()
-        .idempotency_start(
-            &key,
-            now,
-            now.minus(state.settings().idempotency_stale),
-            now.plus(state.settings().idempotency_ttl),
-        )
+        .start_keyed(&key)
         .await
         .map_err(|e| ApiError::from(e).into_response())?;
     match start {
@@ -177,7 +170,7 @@ async fn run(
                 finish(&state, &key, res).await
             });
             Ok(tokio::spawn(work).await.unwrap_or_else(|e| {
-                ApiError::Internal(format!("the request's task failed: {e}").into()).into_response()
+                ApiError::internal(format!("the request's task failed: {e}")).into_response()
             }))
         }
     }
@@ -199,8 +192,8 @@ async fn finish(state: &AppState, key: &str, res: Response) -> Response {
     let status = head.status;
     let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
         // A body that broke off: nothing to send or keep; a retry runs again.
-        let _ = state.store().idempotency_abandon(key).await;
-        return ApiError::Internal("the answer's body could not be read".into()).into_response();
+        let _ = state.forget_key(key).await;
+        return ApiError::internal("the answer's body could not be read").into_response();
     };
     let keep = !(status.is_server_error() || status == StatusCode::TOO_MANY_REQUESTS);
     let kept = head
@@ -208,9 +201,9 @@ async fn finish(state: &AppState, key: &str, res: Response) -> Response {
         .remove::<ReplayAs>()
         .map_or(bytes.clone(), |r| r.0);
     let stored = if !keep {
-        state.store().idempotency_abandon(key).await
+        state.forget_key(key).await
     } else if kept.len() > state.settings().idempotency_max_answer_bytes {
-        state.store().idempotency_finish(key, &not_kept()).await
+        state.keep_answer(key, &not_kept()).await
     } else {
         let answer = StoredAnswer {
             status: status.as_u16(),
@@ -222,12 +215,12 @@ async fn finish(state: &AppState, key: &str, res: Response) -> Response {
                 .to_owned(),
             body: kept.to_vec(),
         };
-        state.store().idempotency_finish(key, &answer).await
+        state.keep_answer(key, &answer).await
     };
     if let Err(e) = stored {
         // The answer stands; a retry will find the key running (then stale) and run again,
         // which the routes' own checks make safe.
-        tracing::warn!(error = %e.chain(), "could not record an idempotent answer");
+        tracing::warn!(error = %e, "could not record an idempotent answer");
     }
     head.headers
         .insert("idempotent-replayed", HeaderValue::from_static("false"));

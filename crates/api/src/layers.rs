@@ -156,5 +156,5 @@ fn panic_response(err: Box<dyn Any + Send + 'static>) -> Response {
         .cloned()
         .or_else(|| err.downcast_ref::<&str>().map(|s| (*s).to_owned()))
         .unwrap_or_else(|| "panic".to_owned());
-    ApiError::Internal(format!("handler panicked: {msg}").into()).into_response()
+    ApiError::internal(format!("handler panicked: {msg}")).into_response()
 }

@@ -82,7 +82,7 @@ pub fn router_with(state: AppState, extra: Router) -> Router {
         .route(routes::system::REDOC_PATH, get(routes::system::redoc_js))
         .with_state(state.clone())
         .merge(extra)
-        .fallback(|| async { ApiError::NotFound })
+        .fallback(|| async { ApiError::not_found() })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed });
     layers::apply(routes, state.settings())
 }

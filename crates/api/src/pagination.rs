@@ -1,7 +1,7 @@
 //! Cursor pagination as the API takes it (`cursor` and `limit` query parameters) and answers
 //! it: the pages themselves are the application layer's ([`coupond_app::pages`]).
 
-use coupond_store::Page;
+use coupond_app::records::Page;
 use serde::Deserialize;
 use utoipa::IntoParams;
 
@@ -54,7 +54,7 @@ pub fn json_answer<T: serde::Serialize>(
 ) -> ApiResult<axum::response::Response> {
     use axum::response::IntoResponse;
     let mut body = Vec::with_capacity(capacity);
-    serde_json::to_writer(&mut body, value).map_err(|e| ApiError::Internal(e.into()))?;
+    serde_json::to_writer(&mut body, value).map_err(ApiError::internal)?;
     let json = [(axum::http::header::CONTENT_TYPE, "application/json")];
     Ok((json, body).into_response())
 }

@@ -6,9 +6,7 @@ use std::ops::Deref;
 use std::sync::Arc;
 
 use coupond_app::ratelimit::Limit;
-use coupond_app::{App, AppSettings};
-use coupond_engine::Clock;
-use coupond_store::Store;
+use coupond_app::App;
 
 use crate::auth::JwtKeys;
 use crate::uploads::{UploadPermit, Uploads};
@@ -31,21 +29,17 @@ struct Http {
 }
 
 impl AppState {
-    /// `jwt_secret` signs and verifies user tokens (and, in the application, unsubscribe
-    /// links).
-    pub fn new(
-        store: Arc<dyn Store>,
-        clock: Arc<dyn Clock>,
-        jwt_secret: &[u8],
-        settings: AppSettings,
-    ) -> Self {
+    /// The front door of `app`; `jwt_secret` signs and verifies user tokens (the secret the
+    /// application was built with, which also signs its unsubscribe links).
+    pub fn new(app: App, jwt_secret: &[u8]) -> Self {
+        let settings = app.settings();
         let http = Http {
             jwt: JwtKeys::new(jwt_secret),
             idempotency_limits: Limit::new("idempotency", settings.idempotency_rate),
             uploads: Uploads::new(settings.max_concurrent_uploads as usize),
         };
         AppState {
-            app: App::new(store, clock, jwt_secret, settings),
+            app,
             http: Arc::new(http),
         }
     }

@@ -5,7 +5,7 @@
 
 use coupond_domain::{CodeBatchSpec, SharedCode, Template, TemplateId};
 use coupond_engine::codes;
-use coupond_store::{CodeBatch, Conflict, Page, StoreError};
+use coupond_store::{CodeBatch, Conflict, Page, PromoCode, StoreError};
 
 use crate::caller::{Access, Principal, CAMPAIGN_READ, CAMPAIGN_WORK};
 use crate::context::App;
@@ -85,6 +85,42 @@ impl App {
         let b = self.store().code_batch(id).await?;
         self.visible_template(p, b.template_id).await?;
         Ok(b)
+    }
+
+    /// Code batch `id` once all its codes are generated, if `p` may see its template; a
+    /// batch still being generated is refused (`batch_pending`).
+    pub async fn finished_code_batch(&self, p: &Principal, id: i64) -> AppResult<CodeBatch> {
+        let b = self.code_batch(p, id).await?;
+        if b.finished_at.is_none() {
+            return Err(AppError::conflict(
+                "batch_pending",
+                format!(
+                    "the batch is still being generated ({} of {})",
+                    b.generated, b.count
+                ),
+            ));
+        }
+        Ok(b)
+    }
+
+    /// Up to `limit` codes of `batch` (read through [`App::finished_code_batch`]) after code
+    /// `after`, in code order.
+    pub async fn batch_codes(
+        &self,
+        batch: &CodeBatch,
+        after: Option<&str>,
+        limit: u32,
+    ) -> AppResult<Vec<PromoCode>> {
+        Ok(self.store().batch_codes(batch.id, after, limit).await?)
+    }
+
+    /// Template `id`'s shared code, if `p` may see the template and it has one.
+    pub async fn shared_code(&self, p: &Principal, id: TemplateId) -> AppResult<String> {
+        self.visible_template(p, id).await?;
+        self.store()
+            .shared_code(id)
+            .await?
+            .ok_or(AppError::NotFound)
     }
 
     /// A page of template `id`'s code batches, oldest first.

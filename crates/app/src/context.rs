@@ -164,7 +164,8 @@ impl App {
         &self.inner.unsubscribe
     }
 
-    pub fn store(&self) -> &dyn Store {
+    /// The store, for this layer's services only: the front doors call those.
+    pub(crate) fn store(&self) -> &dyn Store {
         self.inner.store.as_ref()
     }
 

@@ -9,14 +9,21 @@ use coupond_store::HoldersQuery;
 
 use crate::caller::{roles, Access, Principal, CAMPAIGN_READ};
 use crate::context::App;
-use crate::error::AppResult;
+use crate::error::{AppError, AppResult};
 use crate::pages::{finish, PageOf, PageRequest};
-use crate::views::CouponView;
+use crate::views::{support_actions, CouponView, HeldBy, HistoryEntry, HistoryView};
 
 /// Who may revoke a coupon: the platform's and its merchant's support.
 pub const REVOKE: Access = Access {
     roles: roles::PLATFORM_MERCHANT,
     area: Area::Support,
+};
+
+/// Who may read a coupon's history: the platform, the merchant owning its template, the user
+/// holding it.
+pub const HISTORY: Access = Access {
+    roles: roles::PLATFORM_MERCHANT_USER,
+    area: Area::Read,
 };
 
 /// Who may read who holds a template's coupons.
@@ -53,6 +60,55 @@ impl App {
         let now = self.now();
         let revoked = lifecycle::revoke_coupon(self.store(), id, reason, &p.actor(), now).await?;
         Ok(CouponView::new(revoked, &t, now))
+    }
+
+    /// Coupon `id`'s status changes, oldest first, with the order holding it and what `p` may
+    /// do to it now, if `p` may see it (the platform; the merchant owning its template; the
+    /// user holding it).
+    pub async fn coupon_history(&self, p: &Principal, id: CouponId) -> AppResult<HistoryView> {
+        let coupon = self.store().coupon(id).await?;
+        let visible = match p {
+            Principal::Platform => true,
+            Principal::User(u) => *u == coupon.user_id,
+            Principal::Merchant(m) => {
+                self.store().template(coupon.template_id).await?.merchant_id == Some(*m)
+            }
+            Principal::Service(_) => false,
+        };
+        if !visible {
+            return Err(AppError::NotFound);
+        }
+        let events = self
+            .store()
+            .coupon_history(id)
+            .await?
+            .into_iter()
+            .map(|e| HistoryEntry {
+                from: e.from,
+                to: e.to,
+                order_id: e.order_id,
+                actor: e.actor.to_text(),
+                reason: e.reason,
+                at: e.at,
+            })
+            .collect();
+        let now = self.now();
+        let held_by = match (&coupon.stored_status, &coupon.order_id, coupon.locked_until) {
+            (CouponStatus::Locked, Some(order), Some(until)) => Some(HeldBy {
+                order_id: order.as_str().to_owned(),
+                until,
+            }),
+            _ => None,
+        };
+        Ok(HistoryView {
+            coupon_id: id,
+            template_id: coupon.template_id,
+            user_id: coupon.user_id.clone(),
+            status: coupon.status(now),
+            held_by,
+            actions: support_actions(p, &coupon, now),
+            events,
+        })
     }
 
     /// The query of template `id`'s coupons `filter` picks, a page at a time, if `p` may see

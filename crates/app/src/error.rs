@@ -8,6 +8,9 @@ use coupond_domain::checkout::Reason;
 use coupond_domain::error::ErrorKind;
 use coupond_domain::{ClaimRejection, CouponId, DomainError};
 use coupond_store::{Conflict, StoreError};
+
+/// An error's message followed by each of its sources', for logs.
+pub use coupond_store::error::chain;
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -121,6 +124,109 @@ impl AppError {
         AppError::UnusableCode
     }
 }
+
+impl AppError {
+    /// Its `code`, `field` and words, as every front door says them (the API's problem, the
+    /// console's message next to the form).
+    pub fn parts(&self) -> (&'static str, Option<String>, String) {
+        match self {
+            AppError::Invalid {
+                code,
+                field,
+                message,
+            } => (code, field.clone(), message.clone()),
+            AppError::BadRequest {
+                code,
+                field,
+                message,
+            } => (code, Some((*field).to_owned()), message.clone()),
+            AppError::InvalidFields(all) => match all.first() {
+                Some(f) => (
+                    f.code,
+                    Some(f.field.clone()),
+                    format!(
+                        "{} fields are invalid (each is in `errors`); {}: {}",
+                        all.len(),
+                        f.field,
+                        f.message
+                    ),
+                ),
+                None => ("invalid_field", None, "the body is invalid".to_owned()),
+            },
+            AppError::Unauthorized(why) => ("unauthorized", None, (*why).to_owned()),
+            AppError::Forbidden => (
+                "forbidden",
+                None,
+                "your role may not call this route".to_owned(),
+            ),
+            AppError::NotFound => ("not_found", None, "no such resource".to_owned()),
+            AppError::UnusableCode => (
+                "invalid_code",
+                Some("code".to_owned()),
+                "this code cannot be redeemed: check it for typos; it may also have expired or \
+                 been used"
+                    .to_owned(),
+            ),
+            AppError::Conflict { code, message } => (code, None, message.clone()),
+            AppError::ClaimRefused(r) => (r.code(), None, refusal_words(r)),
+            AppError::LockRefused(_) => (
+                "coupons_not_applicable",
+                Some("coupon_ids".to_owned()),
+                "some coupons cannot be used on this order; `coupons` says why".to_owned(),
+            ),
+            AppError::RateLimited { retry_after } => (
+                "rate_limited",
+                None,
+                format!("too many requests; retry after {retry_after} s"),
+            ),
+            AppError::Unavailable => (
+                "unavailable",
+                None,
+                "the database is unavailable; retry shortly".to_owned(),
+            ),
+            AppError::LimitsUnavailable => (
+                "rate_limit_unavailable",
+                None,
+                "the shared rate limit cannot be counted right now; retry shortly".to_owned(),
+            ),
+            AppError::Internal(_) => (
+                "internal",
+                None,
+                "an internal error occurred; it has been logged with the request id".to_owned(),
+            ),
+        }
+    }
+}
+
+/// Why a claim was refused, in words.
+fn refusal_words(r: &ClaimRejection) -> String {
+    match r {
+        ClaimRejection::SoldOut => "no coupons of this template are left".to_owned(),
+        ClaimRejection::LimitReached => {
+            "you already hold as many of these coupons as one user may".to_owned()
+        }
+        ClaimRejection::NotClaimable(why) => {
+            format!("this template cannot be claimed now ({})", why.as_str())
+        }
+        ClaimRejection::NotEligible => "this coupon is offered to other users only".to_owned(),
+        ClaimRejection::Paused => "claims of this coupon are paused; try again later".to_owned(),
+    }
+}
+
+/// Its code and words; an internal error also its cause chain (for logs, never for callers).
+impl std::fmt::Display for AppError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AppError::Internal(e) => write!(f, "internal: {}", chain(e.as_ref())),
+            other => {
+                let (code, _, words) = other.parts();
+                write!(f, "{code}: {words}")
+            }
+        }
+    }
+}
+
+impl StdError for AppError {}
 
 impl From<StoreError> for AppError {
     fn from(e: StoreError) -> Self {

@@ -7,13 +7,16 @@ use coupond_domain::{Segment, Template, TemplateId, UserId};
 use coupond_engine::{issuance, user_tags};
 use coupond_store::{InvalidLine, Issuance, IssuanceKey, NewIssuance, Page};
 
-use crate::caller::{Access, Principal, CAMPAIGN_READ};
+use crate::caller::{Access, Principal, CAMPAIGN_READ, CAMPAIGN_WORK};
 use crate::context::App;
 use crate::error::{AppError, AppResult};
 use crate::retry::RetryKey;
 
 /// Who may read issuance jobs.
 pub const READ: Access = CAMPAIGN_READ;
+
+/// Who may start one: the platform and merchants (on their own templates).
+pub const START: Access = CAMPAIGN_WORK;
 
 /// Users one job may name, at most (lines of an upload, members of a segment).
 pub const MAX_USERS: usize = 1_000_000;

@@ -1,8 +1,8 @@
 //! coupond's application layer: the services the front doors (the HTTP API, the console) call
 //! with the caller ([`Principal`]), which check who may act and apply the rules once, over the
-//! store, the engines, the caches and the workers it owns. (Reads not moved here yet are still
-//! made by the API's handlers on the store directly.)
+//! store, the engines, the caches and the workers it owns. Neither front door sees the store.
 //!
+//! - [`console_sessions`]: the console's sign-ins, kept server side.
 //! - [`context`]: [`App`], the application context (store, clock, engines, caches, rate
 //!   limits, notices to other instances, background workers), read-only and cheap to clone.
 //! - [`settings`]: [`AppSettings`], what the configuration says.
@@ -10,13 +10,17 @@
 //! - [`identify`]: who a key or an operator account is ([`caller::Identity`]), and
 //!   [`App::acting`], which admits it to an operation ([`caller::Access`]) and names it in the
 //!   audit trail.
+//! - [`downloads`]: CSV downloads too large to hold, as streams of pieces.
 //! - [`error`]: [`AppError`], every store, domain and engine error mapped once.
+//! - [`records`]: the kept records services answer with, named for the front doors.
 //! - [`retry`]: [`RetryKey`], a caller's key that makes a write safe to retry.
 //! - [`pages`]: cursor pages of every list ([`pages::PageRequest`], [`pages::PageOf`]).
 //! - [`claims`]: claiming a template's coupon and redeeming a code ([`App::claim`],
 //!   [`App::redeem`]) for a [`claims::Claimant`] the caller may claim for.
 //! - [`centre`]: the coupon centre, what a user may claim now.
 //! - [`checkout`]: quoting an order ([`App::quote`]), with a code's preview.
+//! - [`orders`]: orders' holds on their coupons (lock, confirm, cancel, extend, refund, an
+//!   order paid without a coupon), each refusal named here.
 //! - [`coupons`]: revoking a coupon, and who holds a template's coupons.
 //! - [`codes`]: a template's shared code and batches of single-use codes.
 //! - [`activities`]: the platform's activities, each with what the caller may do with it.
@@ -50,6 +54,8 @@
 //! - [`ratelimit`]: per-user and per-IP rate limits (claims, code lookups), in process or
 //!   shared through Redis.
 //! - [`invalidate`]: the outbox observer that drops cached templates when they change.
+//! - [`health`]: whether this instance can serve, and the gauges read at scrape time.
+//! - [`events`]: the outbox as a feed, in commit order or newest first.
 //! - [`forwarded`]: which client a connection speaks for behind trusted proxies.
 #![forbid(unsafe_code)]
 
@@ -62,11 +68,15 @@ pub mod centre;
 pub mod checkout;
 pub mod claims;
 pub mod codes;
+pub mod console_sessions;
 pub mod contacts;
 pub mod context;
 pub mod coupons;
+pub mod downloads;
 pub mod error;
+pub mod events;
 pub mod forwarded;
+pub mod health;
 pub mod identify;
 pub mod inbox;
 pub mod invalidate;
@@ -76,9 +86,11 @@ pub mod listings;
 pub mod merchants;
 pub mod message_texts;
 pub mod messages;
+pub mod orders;
 pub mod pages;
 pub mod people;
 pub mod ratelimit;
+pub mod records;
 pub mod reports;
 pub mod retry;
 pub mod settings;

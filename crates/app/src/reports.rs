@@ -1,5 +1,9 @@
 //! Figures of templates and activities (each caller its own), and the platform's
-//! reconciliation of the discounts given in a period.
+//! reconciliation of the discounts given in a period; the performance report and the
+//! settlement in their own modules.
+
+pub mod performance;
+pub mod settlement;
 
 use std::collections::BTreeMap;
 
@@ -7,9 +11,7 @@ use coupond_domain::{
     ActivityId, Area, Funding, MerchantId, Money, Template, TemplateId, TemplateStatus, Timestamp,
     Zone,
 };
-use coupond_engine::performance::{self, Performance, Scope};
 use coupond_engine::reports;
-use coupond_engine::settlement::Settlement;
 use coupond_engine::stats::{SlotUnit, StatsWindow};
 use coupond_store::{CouponCounts, HourCounts};
 use serde::{Deserialize, Serialize};
@@ -414,52 +416,6 @@ impl App {
             return Err(AppError::bad_query("to", "to must be after from"));
         }
         Ok(reports::reconciliation(self.store(), from, to).await?)
-    }
-}
-
-impl App {
-    /// The settlement of `[from, to)` between the platform and the merchants: of `merchant`
-    /// (a merchant's is its own), or of every merchant.
-    pub async fn settlement(
-        &self,
-        p: &Principal,
-        (from, to): (Timestamp, Timestamp),
-        merchant: Option<MerchantId>,
-    ) -> AppResult<Settlement> {
-        check_period(from, to)?;
-        let only = match (p.merchant(), merchant) {
-            (Some(me), Some(asked)) if me != asked => return Err(AppError::NotFound),
-            (Some(me), _) => Some(me),
-            (None, asked) => asked,
-        };
-        if let Some(m) = only {
-            self.store().merchant(m).await?;
-        }
-        let r = reports::reconciliation(self.store(), from, to).await?;
-        Ok(Settlement::of(&r, only))
-    }
-
-    /// How `scope`'s coupons performed in `[from, to)` (a merchant's: its own templates; any
-    /// other is as if it did not exist).
-    pub async fn performance(
-        &self,
-        p: &Principal,
-        scope: Scope,
-        (from, to): (Timestamp, Timestamp),
-    ) -> AppResult<Performance> {
-        check_period(from, to)?;
-        let (only, now) = (p.merchant(), self.now());
-        let covered = performance::covered(self.store(), scope, only, now).await?;
-        if covered.templates.is_empty() && only.is_some() && !matches!(scope, Scope::Platform) {
-            return Err(AppError::NotFound);
-        }
-        let asked = performance::Asked {
-            scope,
-            only,
-            covered: &covered,
-        };
-        let zone = self.zone();
-        Ok(performance::performance(self.store(), asked, (from, to), zone, now).await?)
     }
 }
 

@@ -3,7 +3,9 @@
 //! [`PublicActivityView`]).
 
 mod centre;
+mod history;
 pub use centre::{OfferActivity, OfferView, PublicActivityView};
+pub use history::{HeldBy, HistoryEntry, HistoryView};
 
 use coupond_domain::{
     standing, Activity, ActivityAction, ActivityDraft, ActivityId, ActivityStatus, Coupon,

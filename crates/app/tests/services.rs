@@ -11,20 +11,31 @@ use coupond_engine::ManualClock;
 use coupond_store::Store;
 use coupond_store_sqlite::SqliteDb;
 
-async fn app(dir: &tempfile::TempDir) -> App {
+/// The application, and the store beneath it (to set up and to check what was kept).
+async fn app_and_store(dir: &tempfile::TempDir) -> (App, Arc<dyn Store>) {
     let url = format!("sqlite://{}/app.db", dir.path().display());
     let store = SqliteDb::connect(&url).await.unwrap();
     store.migrate().await.unwrap();
     let store: Arc<dyn Store> = Arc::new(store);
     let clock = ManualClock::new(Timestamp::parse("2026-12-01T09:00:00Z").unwrap());
-    App::new(store, Arc::new(clock), b"secret", AppSettings::default())
+    let app = App::new(
+        store.clone(),
+        Arc::new(clock),
+        b"secret",
+        AppSettings::default(),
+    );
+    (app, store)
+}
+
+async fn app(dir: &tempfile::TempDir) -> App {
+    app_and_store(dir).await.0
 }
 
 /// An application with one draft template of the platform.
-async fn with_template(dir: &tempfile::TempDir) -> (App, Template) {
-    let app = app(dir).await;
+async fn with_template(dir: &tempfile::TempDir) -> (App, Arc<dyn Store>, Template) {
+    let (app, store) = app_and_store(dir).await;
     let t = app.create_template(&Principal::Platform, &draft()).await;
-    (app, t.unwrap())
+    (app, store, t.unwrap())
 }
 
 /// A standalone template of the platform, claimable for a day from now.
@@ -70,8 +81,8 @@ async fn users_claim_for_themselves_and_services_name_the_user() {
 #[tokio::test]
 async fn a_claim_issues_once_and_its_retry_gets_the_same_coupon() {
     let dir = tempfile::tempdir().unwrap();
-    let (app, t) = with_template(&dir).await;
-    let t = coupond_engine::campaigns::publish_template(app.store(), &t, app.now())
+    let (app, store, t) = with_template(&dir).await;
+    let t = coupond_engine::campaigns::publish_template(store.as_ref(), &t, app.now())
         .await
         .unwrap();
     let ada = Principal::User(user("ada"));
@@ -96,20 +107,20 @@ async fn a_claim_issues_once_and_its_retry_gets_the_same_coupon() {
         matches!(second, AppError::ClaimRefused(_)),
         "one per user: {second:?}"
     );
-    let held = app.store().template(t.id).await.unwrap();
+    let held = store.as_ref().template(t.id).await.unwrap();
     assert_eq!(held.claimed, 1, "the stock counts one coupon");
 }
 
 #[tokio::test]
 async fn a_merchant_sees_neither_the_platform_templates_nor_their_codes() {
     let dir = tempfile::tempdir().unwrap();
-    let (app, t) = with_template(&dir).await;
+    let (app, store, t) = with_template(&dir).await;
     let merchant = Principal::Merchant(MerchantId::new(1).unwrap());
     let seen = app.visible_template(&merchant, t.id).await;
     assert!(matches!(seen, Err(AppError::NotFound)), "{seen:?}");
     let set = app.set_shared_code(&merchant, t.id, "WINTER24").await;
     assert!(matches!(set, Err(AppError::NotFound)), "{set:?}");
-    assert!(app.store().shared_code(t.id).await.unwrap().is_none());
+    assert!(store.as_ref().shared_code(t.id).await.unwrap().is_none());
     let platform = app.visible_template(&Principal::Platform, t.id).await;
     assert_eq!(platform.unwrap().id, t.id);
 }

@@ -2,12 +2,9 @@
 //! for the platform and its merchants, from the one binary, working offline.
 //!
 //! - Pages call the application layer (`coupond_app::App`) with the session's identity under
-//!   each operation's access ([`session::Session::act`]): activities, templates (reading
-//!   them), listings, merchants, their keys, the cities' names, webhooks, binding templates
-//!   to listings, the home page's figures, a template's stock, its jobs, code batches and
-//!   campaign messages so far. The rest still go through [`api`]: [`Api`], the `/v1` routes
-//!   called in process as the session's caller (key or account). Either way a page obeys the
-//!   same roles and rules, written once.
+//!   each operation's access ([`session::Session::act`]), as the API's handlers do, so a page
+//!   obeys the same roles and rules, written once; an issuance upload is read by the API's own
+//!   upload reader. [`problem`]: a refusal in the words the API would answer it with.
 //! - [`session`]: sign-in with an operator account (email and password) or an API key, a
 //!   session stored in the database (shared by every instance) named by a random id in a
 //!   private cookie; sign-out, expiry, revoking the key, and disabling the account or changing
@@ -23,10 +20,10 @@
 //!   under `templates/` with a base layout and htmx partials.
 #![forbid(unsafe_code)]
 
-pub mod api;
 mod assets;
 pub mod csrf;
 mod headers;
+pub mod problem;
 pub mod session;
 mod throttle;
 mod views;
@@ -38,8 +35,6 @@ use axum::extract::FromRef;
 use axum::Router;
 use axum_extra::extract::cookie::Key;
 use coupond_api::AppState;
-
-pub use api::Api;
 
 /// Where the console is served.
 pub const BASE: &str = "/console";
@@ -94,7 +89,6 @@ pub struct Console {
 
 struct Inner {
     app: AppState,
-    api: Api,
     key: Key,
     settings: ConsoleSettings,
     /// The issuance uploads being streamed to the API: at most `max_concurrent_uploads`, one
@@ -131,7 +125,6 @@ impl Console {
                     settings.sign_in_free_failures,
                     settings.sign_in_max_delay,
                 ),
-                api: Api::new(app.clone()),
                 app,
                 key,
                 settings,
@@ -141,10 +134,6 @@ impl Console {
 
     pub fn app(&self) -> &AppState {
         &self.inner.app
-    }
-
-    pub fn api(&self) -> &Api {
-        &self.inner.api
     }
 
     pub fn settings(&self) -> &ConsoleSettings {
@@ -186,16 +175,16 @@ pub fn router(console: Console) -> Router {
 }
 
 /// Runs a page's request in the audit trail's context with the client it came from (the
-/// address a trusted proxy names, else the peer): the API calls the page makes in process, and
+/// address a trusted proxy names, else the peer): the application calls the page makes, and
 /// the changes it makes itself, are recorded with that client. Who acts is set where it is
-/// known (the API's guard for its calls, a page for its own changes); until then, the console.
+/// known (`Session::act` for its calls, a page for its own changes); until then, the console.
 async fn from_client(
     proxies: Arc<coupond_api::forwarded::TrustedProxies>,
     req: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
     use axum::extract::ConnectInfo;
-    use coupond_store::audit;
+    use coupond_app::records::audit;
     let client = req
         .extensions()
         .get::<ConnectInfo<std::net::SocketAddr>>()

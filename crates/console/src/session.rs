@@ -18,14 +18,14 @@ use coupond_api::auth::{
     authenticate_key, hash_api_key, identify_caller, name_in_log, Caller, KeyHash,
 };
 use coupond_api::Principal;
+use coupond_app::console_sessions::SignedIn;
 use coupond_app::identify::Origin;
+use coupond_app::records::Who;
 use coupond_app::{Access, App, AppResult, Identity};
 use coupond_domain::{Area, OperatorId, OperatorRole};
-use coupond_store::audit::Who;
-use coupond_store::{ConsoleSession, StoreResult};
 use sha2::{Digest, Sha256};
 
-use crate::api::Problem;
+use crate::problem::Problem;
 use crate::{Console, BASE};
 
 /// The session cookie's name.
@@ -34,7 +34,7 @@ pub const COOKIE: &str = "coupond_session";
 /// A signed-in caller.
 #[derive(Clone)]
 pub struct Session {
-    /// Who the console calls the API as: the key signed in with (its hash), or the account.
+    /// What signed in: the key (its hash), or the account; re-checked on every request.
     pub caller: Caller,
     /// Who the console calls the application as (checked again by each operation's access).
     pub identity: Identity,
@@ -119,8 +119,8 @@ pub async fn start(
     jar: PrivateCookieJar,
     key: &str,
     headers: &HeaderMap,
-) -> StoreResult<PrivateCookieJar> {
-    store_session(console, jar, hash_api_key(key), None, headers).await
+) -> AppResult<PrivateCookieJar> {
+    store_session(console, jar, SignedIn::Key(hash_api_key(key)), headers).await
 }
 
 /// Stores a new session for operator `id` (whose password was just checked) and returns `jar`
@@ -130,33 +130,22 @@ pub async fn start_for_operator(
     jar: PrivateCookieJar,
     id: OperatorId,
     headers: &HeaderMap,
-) -> StoreResult<PrivateCookieJar> {
-    // An account's session names no key: all zeros, which no key hashes to, so revoking a
-    // key never matches it, and `current` calls the API as the account.
-    store_session(console, jar, [0; 32], Some(id), headers).await
+) -> AppResult<PrivateCookieJar> {
+    store_session(console, jar, SignedIn::Operator(id), headers).await
 }
 
 async fn store_session(
     console: &Console,
     jar: PrivateCookieJar,
-    key_hash: [u8; 32],
-    operator_id: Option<OperatorId>,
+    signed_in: SignedIn,
     headers: &HeaderMap,
-) -> StoreResult<PrivateCookieJar> {
+) -> AppResult<PrivateCookieJar> {
     let ttl = console.settings().session_ttl;
-    let now = console.app().now();
     let lifetime = time::Duration::try_from(ttl).unwrap_or(time::Duration::days(1));
     let id = random_id();
-    let session = ConsoleSession {
-        key_hash,
-        operator_id,
-        csrf: random_id(),
-        created_at: now,
-        expires_at: now.plus(lifetime),
-    };
-    let store = console.app().store();
-    store
-        .insert_console_session(&stored_id(&id), &session)
+    console
+        .app()
+        .keep_console_session(&stored_id(&id), signed_in, random_id(), ttl)
         .await?;
     let secure = console.settings().secure_cookies || over_https(headers);
     let cookie = Cookie::build((COOKIE, id))
@@ -174,12 +163,8 @@ pub async fn end(
     console: &Console,
     jar: PrivateCookieJar,
     session: &Session,
-) -> StoreResult<PrivateCookieJar> {
-    console
-        .app()
-        .store()
-        .end_console_session(&session.id)
-        .await?;
+) -> AppResult<PrivateCookieJar> {
+    console.app().end_console_session(&session.id).await?;
     Ok(forget(jar))
 }
 
@@ -203,18 +188,18 @@ pub async fn current(console: &Console, jar: &PrivateCookieJar) -> Option<Sessio
     }
     let id = stored_id(cookie.value());
     let app = console.app();
-    let stored = match app.store().console_session(&id, app.now()).await {
+    let stored = match app.console_session(&id).await {
         Ok(s) => s?,
         Err(e) => {
-            tracing::warn!(error = %e.chain(), "reading a console session failed");
+            tracing::warn!(error = %e, "reading a console session failed");
             return None;
         }
     };
-    let caller = match stored.operator_id {
-        Some(op) => Caller::Operator(op),
+    let caller = match stored.signed_in {
+        SignedIn::Operator(op) => Caller::Operator(op),
         // A key's session ends when key sign-in is turned off.
-        None if !console.settings().key_sign_in => return None,
-        None => Caller::Key(KeyHash(stored.key_hash)),
+        SignedIn::Key(_) if !console.settings().key_sign_in => return None,
+        SignedIn::Key(hash) => Caller::Key(KeyHash(hash)),
     };
     let read = coupond_domain::Area::Read;
     let (principal, who) = identify_caller(app, &caller, read).await.ok()?;
@@ -231,7 +216,7 @@ pub async fn current(console: &Console, jar: &PrivateCookieJar) -> Option<Sessio
         _ => match &principal {
             // A merchant's key signs in as its merchant, named (its id if the name
             // cannot be read).
-            Principal::Merchant(m) => match app.store().merchant(*m).await {
+            Principal::Merchant(m) => match app.merchant(&principal, *m).await {
                 Ok(merchant) => (format!("{} ({m})", merchant.name), false, None),
                 Err(_) => (format!("Merchant {m}"), false, None),
             },

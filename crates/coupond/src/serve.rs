@@ -96,7 +96,10 @@ async fn serve(config: Config, args: ServeArgs) -> anyhow::Result<()> {
     let messaging = crate::messaging::build(&config, &store, &clock, &secret, &instance)?;
     // Merchants' invitations go by its email channel.
     settings.messaging = messaging.rules.clone();
-    let state = AppState::new(store.clone(), clock.clone(), &secret, settings);
+    let state = AppState::new(
+        coupond_app::App::new(store.clone(), clock.clone(), &secret, settings),
+        &secret,
+    );
     let console = console(&config, &store, &state, args.demo).await?;
 
     if args.demo {
@@ -185,11 +188,7 @@ fn spawn_upkeep(upkeep_state: AppState) -> tokio::task::JoinHandle<()> {
             tick.tick().await;
             coupond_api::observe::metrics_upkeep();
             upkeep_state.shrink_limits();
-            if let Err(e) = upkeep_state
-                .store()
-                .idempotency_purge(upkeep_state.now())
-                .await
-            {
+            if let Err(e) = upkeep_state.purge_keys().await {
                 tracing::warn!(error = %e, "purging expired idempotency records failed");
             }
         }

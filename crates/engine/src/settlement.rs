@@ -6,7 +6,7 @@
 //! share of the reconciliation's merchant templates, to the minor unit (the rounding rule is
 //! [`coupond_domain::funding`]'s, applied once per line).
 
-use coupond_domain::{CsvWriter, MerchantId, Timestamp};
+use coupond_domain::{MerchantId, Timestamp};
 
 use crate::reports::{Reconciliation, ReconciliationRow};
 
@@ -74,43 +74,6 @@ impl Settlement {
     /// What the platform owes every merchant in the settlement.
     pub fn total_owed(&self) -> i64 {
         self.merchants.iter().map(MerchantSettlement::owed).sum()
-    }
-
-    /// One CSV line per template line, with its merchant; titles kept from being formulas.
-    pub fn to_csv(&self) -> String {
-        let mut w = CsvWriter::with_header(&[
-            "merchant_id",
-            "template_id",
-            "title",
-            "activity_id",
-            "platform_bps",
-            "coupons_used",
-            "discount",
-            "platform_given",
-            "coupons_refunded",
-            "refunded_discount",
-            "platform_refunded",
-            "platform_owes",
-        ]);
-        for m in &self.merchants {
-            for x in &m.lines {
-                let (given, refunded) = (x.given(), x.refunded());
-                w.number(m.merchant_id.get())
-                    .number(x.template_id.get())
-                    .text(&x.title)
-                    .optional_number(x.activity_id.map(|a| a.get()))
-                    .number(i64::from(x.funding.platform_bps()))
-                    .number(x.coupons_used)
-                    .number(x.discount.minor())
-                    .number(given.platform)
-                    .number(x.coupons_refunded)
-                    .number(x.refunded_discount.minor())
-                    .number(refunded.platform)
-                    .number(given.platform - refunded.platform)
-                    .end_line();
-            }
-        }
-        w.finish()
     }
 }
 

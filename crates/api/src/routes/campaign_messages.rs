@@ -7,9 +7,9 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
+use coupond_app::records::CampaignMessage;
 use coupond_domain::messaging::CampaignDraft;
 use coupond_domain::{Segment, TemplateId, Timestamp};
-use coupond_store::CampaignMessage;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 

@@ -6,12 +6,12 @@ use axum::extract::State;
 use axum::{Extension, Json};
 use coupond_app::pages::PageRequest;
 use coupond_domain::{ActivityId, CityId, CouponKind, ListingId, TemplateId, UserId};
-use coupond_engine::centre::{self, Filter};
+use coupond_engine::centre::Filter;
 use serde::Deserialize;
 use utoipa::IntoParams;
 
 use crate::auth::Principal;
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::extract::{ApiPath, ApiQuery};
 use crate::pagination::PageOf;
 use crate::routes::CommonErrors;
@@ -107,13 +107,7 @@ pub async fn template(
     State(s): State<AppState>,
     ApiPath(id): ApiPath<TemplateId>,
 ) -> ApiResult<Json<OfferView>> {
-    let user = p.me()?;
-    let t = s.claimed_template(id).await?;
-    let now = s.now();
-    let offer = centre::template_for(s.store(), s.claims(), user, t, now)
-        .await?
-        .ok_or(ApiError::NotFound)?;
-    Ok(Json(OfferView::new(&offer, now)))
+    Ok(Json(s.offer(p.me()?, id).await?))
 }
 
 /// Read a running activity.
@@ -130,9 +124,5 @@ pub async fn activity(
     ApiPath(id): ApiPath<ActivityId>,
 ) -> ApiResult<Json<PublicActivityView>> {
     p.me()?;
-    let (now, freeze) = (s.now(), s.settings().freeze);
-    let a = centre::activity_for(s.store(), id, now, freeze)
-        .await?
-        .ok_or(ApiError::NotFound)?;
-    Ok(Json(PublicActivityView::new(&a, now, freeze)))
+    Ok(Json(s.public_activity(id).await?))
 }

@@ -4,15 +4,14 @@
 
 use axum::extract::State;
 use axum::{Extension, Json};
-use coupond_domain::{
-    Actor, CouponId, CouponStatus, DomainError, Order, OrderDraft, OrderId, Quote, Timestamp,
-};
-use coupond_store::{ExtendStep, LockOutcome, OrderRecord, OrderStep};
+use coupond_domain::{CouponId, DomainError, Order, OrderDraft, OrderId, Quote, Timestamp};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
 use coupond_app::checkout::{CodePreview, QuoteRequest};
+use coupond_app::orders::{LockRequest, OrderView};
+use coupond_app::views::HistoryView;
 
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
@@ -20,9 +19,6 @@ use crate::extract::{ApiJson, ApiPath, ClientIp};
 use crate::pagination;
 use crate::routes::{BodyErrors, CommonErrors, ConflictError, RateLimitedError};
 use crate::state::AppState;
-
-/// Coupons one lock may hold.
-const MAX_LOCKED: usize = 20;
 
 /// Validates an order snapshot, naming fields from the body's root (`order.lines[3]...`).
 pub(crate) fn order_of(draft: OrderDraft) -> ApiResult<Order> {
@@ -110,56 +106,6 @@ pub struct LockBody {
     pub hold_until: Option<Timestamp>,
 }
 
-/// An order's hold on its coupons.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct OrderView {
-    pub order_id: OrderId,
-    #[schema(value_type = String)]
-    pub user_id: coupond_domain::UserId,
-    /// `locked`, `confirmed`, `cancelled` or `expired`.
-    pub state: String,
-    /// When the lock ends unless confirmed: the lock's `hold_until` (or `lock_ttl` after it),
-    /// cut at its coupons' earliest `valid_until`, moved later by any extension.
-    pub deadline: coupond_domain::Timestamp,
-    pub created_at: coupond_domain::Timestamp,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ended_at: Option<coupond_domain::Timestamp>,
-    /// What the lock computed: `order_total`, `discount`, `total_after`, `coupons` (each with
-    /// its discount, lines and schedule), `lines`, `schedule`.
-    #[serde(flatten)]
-    #[schema(value_type = Object)]
-    pub terms: serde_json::Map<String, serde_json::Value>,
-}
-
-impl OrderView {
-    pub(crate) fn new(o: OrderRecord) -> Self {
-        let mut terms = match o.answer {
-            serde_json::Value::Object(m) => m,
-            _ => serde_json::Map::new(),
-        };
-        // The record's own fields win over the copy in the answer.
-        for k in [
-            "order_id",
-            "user_id",
-            "state",
-            "deadline",
-            "created_at",
-            "ended_at",
-        ] {
-            terms.remove(k);
-        }
-        OrderView {
-            order_id: o.order_id,
-            user_id: o.user_id,
-            state: o.state.as_str().to_owned(),
-            deadline: o.deadline,
-            created_at: o.created_at,
-            ended_at: o.ended_at,
-            terms,
-        }
-    }
-}
-
 /// Lock coupons for an order.
 ///
 /// Lock coupons for an order (try): re-checks every coupon against the order in the same
@@ -184,52 +130,19 @@ pub async fn lock(
 ) -> ApiResult<Json<OrderView>> {
     let order_id = parse_order_id(&order_id)?;
     let fingerprint: [u8; 32] =
-        Sha256::digest(serde_json::to_vec(&body).map_err(|e| ApiError::Internal(e.into()))?).into();
-    let order = order_of(body.order)?;
-    let ids = body.coupon_ids;
-    if ids.is_empty() || ids.len() > MAX_LOCKED {
-        return Err(ApiError::invalid(
-            "invalid_value",
-            "coupon_ids",
-            format!("1 to {MAX_LOCKED} coupons"),
-        ));
-    }
-    for (i, id) in ids.iter().enumerate() {
-        if ids[..i].contains(id) {
-            return Err(ApiError::invalid(
-                "duplicate",
-                &format!("coupon_ids[{i}]"),
-                "each coupon once",
-            ));
-        }
-    }
-    match s
-        .checkout()
-        .lock(
-            &order_id,
-            &order,
-            &ids,
-            body.hold_until,
-            fingerprint,
-            &actor(&p),
-        )
-        .await?
-    {
-        LockOutcome::Locked(o) | LockOutcome::Replayed(o) => Ok(Json(OrderView::new(o))),
-        LockOutcome::Refused(r) => Err(ApiError::LockRefused(r.coupons)),
-        LockOutcome::OrderConflict => Err(ApiError::conflict(
-            "order_conflict",
-            "this order id was locked with a different request",
-        )),
-    }
+        Sha256::digest(serde_json::to_vec(&body).map_err(ApiError::internal)?).into();
+    let req = LockRequest {
+        order_id,
+        order: order_of(body.order)?,
+        coupon_ids: body.coupon_ids,
+        hold_until: body.hold_until,
+        fingerprint,
+    };
+    Ok(Json(s.lock_order(&p, req).await?))
 }
 
 pub(crate) fn parse_order_id(s: &str) -> ApiResult<OrderId> {
     OrderId::parse(s).map_err(|e| ApiError::bad_request("invalid_path", Some("order_id"), e))
-}
-
-fn actor(p: &Principal) -> Actor {
-    p.actor()
 }
 
 /// Confirm an order.
@@ -249,42 +162,7 @@ pub async fn confirm(
     ApiPath(order_id): ApiPath<String>,
 ) -> ApiResult<Json<OrderView>> {
     let order_id = parse_order_id(&order_id)?;
-    match s.checkout().confirm(&order_id, &actor(&p)).await? {
-        OrderStep::Done(o) | OrderStep::Already(o) => Ok(Json(OrderView::new(o))),
-        OrderStep::WrongState(o) => Err(ApiError::conflict(
-            "order_ended",
-            format!(
-                "the order's lock has ended ({}); lock the coupons again",
-                o.state.as_str()
-            ),
-        )),
-        OrderStep::AmountViolation(_) => Err(ApiError::conflict(
-            "amount_verification_failed",
-            "confirming would pass a template's stock or budget; it was refused and reported",
-        )),
-        OrderStep::Expired(ids) => {
-            let ids: Vec<String> = ids.iter().map(ToString::to_string).collect();
-            Err(ApiError::conflict(
-                "expired",
-                format!(
-                    "coupons {} are past their validity; nothing was used: cancel the order \
-                     and quote again",
-                    ids.join(", ")
-                ),
-            ))
-        }
-        OrderStep::Revoked(ids) => {
-            let ids: Vec<String> = ids.iter().map(ToString::to_string).collect();
-            Err(ApiError::conflict(
-                "coupon_revoked",
-                format!(
-                    "coupons {} were revoked while the order held them; cancel the order and \
-                     quote again",
-                    ids.join(", ")
-                ),
-            ))
-        }
-    }
+    Ok(Json(s.confirm_order(&p, &order_id).await?))
 }
 
 /// Cancel an order.
@@ -302,16 +180,7 @@ pub async fn cancel(
     ApiPath(order_id): ApiPath<String>,
 ) -> ApiResult<Json<OrderView>> {
     let order_id = parse_order_id(&order_id)?;
-    match s.checkout().cancel(&order_id, &actor(&p)).await? {
-        OrderStep::Done(o) | OrderStep::Already(o) => Ok(Json(OrderView::new(o))),
-        OrderStep::WrongState(_) => Err(ApiError::conflict(
-            "already_used",
-            "the order was confirmed: its coupons are used",
-        )),
-        OrderStep::AmountViolation(_) | OrderStep::Revoked(_) | OrderStep::Expired(_) => Err(
-            ApiError::Internal("a cancel reported a confirm's refusal".into()),
-        ),
-    }
+    Ok(Json(s.cancel_order(&p, &order_id).await?))
 }
 
 /// The body of an extension.
@@ -343,20 +212,7 @@ pub async fn extend(
     ApiJson(body): ApiJson<ExtendBody>,
 ) -> ApiResult<Json<OrderView>> {
     let order_id = parse_order_id(&order_id)?;
-    match s.checkout().extend(&order_id, body.hold_until).await? {
-        ExtendStep::Done(o) | ExtendStep::Already(o) => Ok(Json(OrderView::new(o))),
-        ExtendStep::Earlier(o) => Err(ApiError::conflict(
-            "hold_earlier",
-            format!(
-                "the lock holds until {}; a deadline only moves later",
-                o.deadline
-            ),
-        )),
-        ExtendStep::Ended(o) => Err(ApiError::conflict(
-            "order_ended",
-            format!("the order's lock has ended ({})", o.state.as_str()),
-        )),
-    }
+    Ok(Json(s.extend_order(&order_id, body.hold_until).await?))
 }
 
 /// Read an order's hold.
@@ -372,49 +228,7 @@ pub async fn get(
     ApiPath(order_id): ApiPath<String>,
 ) -> ApiResult<Json<OrderView>> {
     let order_id = parse_order_id(&order_id)?;
-    Ok(Json(OrderView::new(s.store().order(&order_id).await?)))
-}
-
-/// One status change of a coupon.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct HistoryEntry {
-    /// Absent for the change that created the coupon.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub from: Option<CouponStatus>,
-    pub to: CouponStatus,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub order_id: Option<String>,
-    /// `platform`, `merchant:<id>`, `service`, `user:<id>` or `system`.
-    pub actor: String,
-    /// Why, when a person said so (a revoke, a refund).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    pub at: coupond_domain::Timestamp,
-}
-
-/// The order holding a locked coupon, and until when.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct HeldBy {
-    pub order_id: String,
-    /// The lock's deadline (`POST /v1/orders/{order_id}/extend` moves it later).
-    pub until: coupond_domain::Timestamp,
-}
-
-/// A coupon's operation log.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct HistoryView {
-    pub coupon_id: CouponId,
-    pub template_id: coupond_domain::TemplateId,
-    pub user_id: coupond_domain::UserId,
-    pub status: CouponStatus,
-    /// While an order holds it (`locked`): the order and the lock's deadline.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub held_by: Option<HeldBy>,
-    pub events: Vec<HistoryEntry>,
-    /// What the caller may do to it now (the platform, its merchant, a role that helps users:
-    /// `revoke`); absent for its holder.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub actions: Option<Vec<coupond_domain::CouponAction>>,
+    Ok(Json(s.order(&order_id).await?))
 }
 
 /// A coupon's history.
@@ -430,47 +244,5 @@ pub async fn history(
     State(s): State<AppState>,
     ApiPath(id): ApiPath<CouponId>,
 ) -> ApiResult<Json<HistoryView>> {
-    let coupon = s.store().coupon(id).await?;
-    let visible = match &p {
-        Principal::Platform => true,
-        Principal::User(u) => *u == coupon.user_id,
-        Principal::Merchant(m) => {
-            s.store().template(coupon.template_id).await?.merchant_id == Some(*m)
-        }
-        Principal::Service(_) => false,
-    };
-    if !visible {
-        return Err(ApiError::NotFound);
-    }
-    let events = s
-        .store()
-        .coupon_history(id)
-        .await?
-        .into_iter()
-        .map(|e| HistoryEntry {
-            from: e.from,
-            to: e.to,
-            order_id: e.order_id,
-            actor: e.actor.to_text(),
-            reason: e.reason,
-            at: e.at,
-        })
-        .collect();
-    let actions = crate::views::support_actions(&p, &coupon, s.now());
-    let held_by = match (&coupon.stored_status, &coupon.order_id, coupon.locked_until) {
-        (CouponStatus::Locked, Some(order), Some(until)) => Some(HeldBy {
-            order_id: order.as_str().to_owned(),
-            until,
-        }),
-        _ => None,
-    };
-    Ok(Json(HistoryView {
-        coupon_id: id,
-        template_id: coupon.template_id,
-        user_id: coupon.user_id.clone(),
-        status: coupon.status(s.now()),
-        held_by,
-        events,
-        actions,
-    }))
+    Ok(Json(s.coupon_history(&p, id).await?))
 }

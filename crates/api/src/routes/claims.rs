@@ -20,6 +20,7 @@ use crate::pagination::PageOf;
 use crate::routes::{BodyErrors, CommonErrors, ConflictError, RateLimitedError};
 use crate::state::AppState;
 use crate::views::CouponView;
+use coupond_app::AppError;
 
 /// The body of a claim: empty for a user; a service key names the user.
 #[derive(Debug, Default, Deserialize, ToSchema)]
@@ -127,7 +128,7 @@ pub async fn mine(
     ApiQuery(q): ApiQuery<WalletQuery>,
 ) -> ApiResult<Json<PageOf<CouponView>>> {
     let Principal::User(user) = p.clone() else {
-        return Err(ApiError::Forbidden);
+        return Err(ApiError::App(AppError::Forbidden));
     };
     wallet(&s, &p, user, q).await.map(Json)
 }

@@ -6,7 +6,7 @@ use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
-use coupond_domain::{CodeBatchDraft, CodeBatchSpec, CsvWriter, TemplateId};
+use coupond_domain::{CodeBatchDraft, CodeBatchSpec, TemplateId};
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
@@ -23,10 +23,6 @@ use crate::state::AppState;
 use crate::views::{CodeBatchView, CouponView, SharedCodeView};
 use coupond_app::claims::RedeemRequest;
 
-/// Codes per page when the CSV is streamed.
-const CSV_PAGE: u32 = 5_000;
-
-/// A template the caller may see whose codes may still change: not aborted or expired.
 /// The body of `PUT /v1/templates/{id}/code`.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -72,8 +68,7 @@ pub async fn get_shared(
     State(s): State<AppState>,
     ApiPath(id): ApiPath<TemplateId>,
 ) -> ApiResult<Json<SharedCodeView>> {
-    s.visible_template(&p, id).await?;
-    let code = s.store().shared_code(id).await?.ok_or(ApiError::NotFound)?;
+    let code = s.shared_code(&p, id).await?;
     Ok(Json(SharedCodeView {
         template_id: id,
         code,
@@ -198,43 +193,7 @@ pub async fn download(
     State(s): State<AppState>,
     ApiPath(id): ApiPath<i64>,
 ) -> ApiResult<Response> {
-    let b = s.code_batch(&p, id).await?;
-    if b.finished_at.is_none() {
-        return Err(ApiError::conflict(
-            "batch_pending",
-            format!(
-                "the batch is still being generated ({} of {})",
-                b.generated, b.count
-            ),
-        ));
-    }
-    // Pages of codes, each read when the client is ready for it; a failure mid-stream ends
-    // the response early (the client sees a truncated body, never a wrong one).
-    let pages = futures_util::stream::unfold(Some(None::<String>), move |after| {
-        let s = s.clone();
-        async move {
-            let after = after?;
-            let mut w = if after.is_none() {
-                CsvWriter::with_header(&["code", "redeemed_by", "redeemed_at"])
-            } else {
-                CsvWriter::new()
-            };
-            match s.store().batch_codes(id, after.as_deref(), CSV_PAGE).await {
-                Ok(codes) => {
-                    for c in &codes {
-                        w.text(&c.code)
-                            .optional(c.redeemed_by.as_ref().map(|u| u.as_str()))
-                            .optional(c.redeemed_at.map(|at| at.to_string()).as_deref())
-                            .end_line();
-                    }
-                    let next = (codes.len() == CSV_PAGE as usize)
-                        .then(|| codes.last().map(|c| c.code.clone()));
-                    Some((Ok::<_, std::io::Error>(w.finish()), next))
-                }
-                Err(e) => Some((Err(std::io::Error::other(e)), None)),
-            }
-        }
-    });
+    let pieces = s.batch_codes_csv(&p, id).await?;
     Ok((
         [
             (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_owned()),
@@ -243,7 +202,7 @@ pub async fn download(
                 format!("attachment; filename=\"codes-{id}.csv\""),
             ),
         ],
-        Body::from_stream(pages),
+        Body::from_stream(pieces),
     )
         .into_response())
 }

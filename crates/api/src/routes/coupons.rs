@@ -7,9 +7,9 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use coupond_app::coupons::{Holders, HoldersFilter};
+use coupond_app::downloads::{holders_csv, CsvStream};
 use coupond_app::pages::PageRequest;
-use coupond_domain::{Coupon, CouponId, CouponStatus, CsvWriter, Note, TemplateId, UserId};
-use coupond_store::HoldersQuery;
+use coupond_domain::{CouponId, CouponStatus, Note, TemplateId, UserId};
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
@@ -99,22 +99,17 @@ pub async fn of_template(
             "all=true is only for format=csv",
         ));
     }
-    let limit = if all {
-        q.limit.or(Some(s.settings().max_page))
-    } else {
-        q.limit
-    };
     let filter = HoldersFilter {
         user: q.user_id,
         status: q.status,
     };
     let page = PageRequest {
         cursor: q.cursor,
-        limit,
+        limit: q.limit,
     };
     if all {
-        let (_, query) = s.holders_query(&p, id, filter, page).await?;
-        return Ok(every_page_csv(s, query));
+        let pieces = s.every_holder_csv(&p, id, filter, page).await?;
+        return Ok(csv_stream(pieces));
     }
     let Holders {
         template: t,
@@ -143,71 +138,11 @@ pub async fn of_template(
     .into_response())
 }
 
-/// Every page of `first` on as one CSV, each page read when the client is ready for it (at
-/// most one page in memory), the header line only in the first chunk. A failure mid-stream
-/// ends the response early: the client sees a truncated body, never a wrong one.
-fn every_page_csv(s: AppState, first: HoldersQuery) -> Response {
-    let pages = futures_util::stream::unfold(Some((first, true)), move |next| {
-        let s = s.clone();
-        async move {
-            let (mut q, header) = next?;
-            match s.holder_rows(&q).await {
-                Ok(mut rows) => {
-                    // `limit` asks for one row more than a page: whether another follows.
-                    let more = rows.len() >= q.limit as usize;
-                    rows.truncate(q.limit.saturating_sub(1) as usize);
-                    let chunk = holders_csv(&rows, q.now, header);
-                    q.after = rows.last().map(|c| c.id.get());
-                    let next = (more && q.after.is_some()).then_some((q, false));
-                    Some((Ok::<_, std::io::Error>(chunk), next))
-                }
-                Err(e) => {
-                    tracing::warn!(error = ?e, "the holders CSV ended early");
-                    let cut = std::io::Error::other("reading the holders failed");
-                    Some((Err(cut), None))
-                }
-            }
-        }
-    });
+/// A CSV streamed as the application answers it.
+pub(crate) fn csv_stream(pieces: CsvStream) -> Response {
     (
         [(header::CONTENT_TYPE, "text/csv; charset=utf-8")],
-        Body::from_stream(pages),
+        Body::from_stream(pieces),
     )
         .into_response()
-}
-
-/// The holders CSV's columns.
-const HOLDERS_HEADER: [&str; 9] = [
-    "coupon_id",
-    "user_id",
-    "status",
-    "claimed_at",
-    "valid_until",
-    "used_at",
-    "order_id",
-    "discount",
-    "code",
-];
-
-/// Coupons as CSV lines, after the header line when `header`, written by [`CsvWriter`] like
-/// every CSV coupond writes.
-fn holders_csv(coupons: &[Coupon], now: coupond_domain::Timestamp, header: bool) -> String {
-    let mut w = if header {
-        CsvWriter::with_header(&HOLDERS_HEADER)
-    } else {
-        CsvWriter::new()
-    };
-    for c in coupons {
-        w.number(c.id.get())
-            .text(c.user_id.as_str())
-            .text(c.status(now).as_str())
-            .text(&c.claimed_at.to_string())
-            .text(&c.valid_until.to_string())
-            .optional(c.used_at.map(|t| t.to_string()).as_deref())
-            .optional(c.order_id.as_ref().map(|o| o.as_str()))
-            .optional_number(c.discount.map(|d| d.minor()))
-            .optional(c.code.as_deref())
-            .end_line();
-    }
-    w.finish()
 }

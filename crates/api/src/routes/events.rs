@@ -1,20 +1,13 @@
-//! The outbox as a replayable feed: a consumer that lost webhooks (or never had them) reads
-//! every event in commit order from where it stopped.
-
-use std::collections::HashMap;
+//! The outbox as a replayable feed (the application's [`coupond_app::events`]).
 
 use axum::extract::State;
 use axum::{Extension, Json};
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine;
-use coupond_domain::{MerchantId, TemplateId, Timestamp};
-use coupond_store::events::kind;
-use coupond_store::{Event, OutboxPosition, StoreError};
-use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
+use coupond_app::events::{EventPage, EventsRequest};
+use serde::Deserialize;
+use utoipa::IntoParams;
 
 use crate::auth::Principal;
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::extract::ApiQuery;
 use crate::routes::CommonErrors;
 use crate::state::AppState;
@@ -38,51 +31,6 @@ pub struct EventsQuery {
     pub order: Option<String>,
 }
 
-/// One event, as webhooks carry it.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct EventView {
-    pub id: i64,
-    #[serde(rename = "type")]
-    pub kind: String,
-    pub at: Timestamp,
-    #[schema(value_type = Object)]
-    pub data: serde_json::Value,
-}
-
-/// A stretch of the feed.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct EventPage {
-    pub items: Vec<EventView>,
-    /// Where this stretch ended: pass it as `after` to go on. Always present, so a consumer
-    /// can poll from it; it moves past events the filters left out, too.
-    pub next_cursor: String,
-}
-
-/// Most reads of `limit` events one request makes while filters leave events out: what one
-/// request can cost is bounded whatever the filters.
-const SCAN_PAGES: usize = 10;
-
-fn encode(p: OutboxPosition) -> String {
-    URL_SAFE_NO_PAD.encode(format!("e:{}:{}", p.txid, p.event_id))
-}
-
-fn decode(s: &str) -> Option<OutboxPosition> {
-    if s.len() > 64 {
-        return None;
-    }
-    let text = String::from_utf8(URL_SAFE_NO_PAD.decode(s).ok()?).ok()?;
-    let mut parts = text.strip_prefix("e:")?.split(':');
-    let p = OutboxPosition {
-        txid: parts.next()?.parse().ok()?,
-        event_id: parts.next()?.parse().ok()?,
-    };
-    (parts.next().is_none() && p.txid >= 0 && p.event_id >= 0 && encode(p) == s).then_some(p)
-}
-
-fn bad(field: &'static str, message: impl Into<String>) -> ApiError {
-    ApiError::bad_request("invalid_query", Some(field), message)
-}
-
 /// Read the event feed.
 ///
 /// The outbox as a feed, in commit order (platform: every event; a merchant: events of its own
@@ -99,199 +47,11 @@ pub async fn list(
     State(s): State<AppState>,
     ApiQuery(q): ApiQuery<EventsQuery>,
 ) -> ApiResult<Json<EventPage>> {
-    let limit = q.limit.unwrap_or(s.settings().default_page);
-    if limit == 0 || limit > s.settings().max_page {
-        let max = s.settings().max_page;
-        return Err(bad("limit", format!("limit must be from 1 to {max}")));
-    }
-    let kinds = parse_kinds(q.kinds.as_deref())?;
-    match q.order.as_deref() {
-        None | Some("asc") => {}
-        Some("desc") => return newest(&s, &p, q.after.as_deref(), limit, &kinds).await,
-        Some(_) => return Err(bad("order", "asc or desc")),
-    }
-    let after = match q.after.as_deref() {
-        None => OutboxPosition::default(),
-        Some(c) => decode(c).ok_or_else(|| bad("after", "cursor is not one this API issued"))?,
+    let req = EventsRequest {
+        after: q.after,
+        kinds: q.kinds,
+        limit: q.limit,
+        order: q.order,
     };
-    let read = |at: OutboxPosition| s.store().outbox_read(at, limit);
-    let position = |e: &Event| OutboxPosition {
-        txid: e.txid,
-        event_id: e.id,
-    };
-    let (items, next) = scan(&s, &p, &kinds, limit, after, read, position).await?;
-    Ok(Json(EventPage {
-        items,
-        next_cursor: encode(next),
-    }))
-}
-
-/// Reads the feed a page at a time from `at` (`read`) until `limit` events pass the filters,
-/// the feed has no more, or [`SCAN_PAGES`] reads have been spent (filters may leave most
-/// events out); answers the events that passed and the position of the last one looked at
-/// (`position`), where the next answer goes on: the rest of a page come next time.
-async fn scan<P: Copy, Fut>(
-    s: &AppState,
-    p: &Principal,
-    kinds: &Option<Vec<&'static str>>,
-    limit: u32,
-    mut at: P,
-    read: impl Fn(P) -> Fut,
-    position: impl Fn(&Event) -> P,
-) -> ApiResult<(Vec<EventView>, P)>
-where
-    Fut: std::future::Future<Output = coupond_store::StoreResult<Vec<Event>>>,
-{
-    let mut owners: HashMap<TemplateId, Option<MerchantId>> = HashMap::new();
-    let mut items = Vec::new();
-    for _ in 0..SCAN_PAGES {
-        let events = read(at).await?;
-        if events.is_empty() {
-            break;
-        }
-        for e in events {
-            if items.len() == limit as usize {
-                break;
-            }
-            at = position(&e);
-            if wanted(s, p, kinds, &mut owners, &e).await? {
-                items.push(EventView {
-                    id: e.id,
-                    kind: e.kind,
-                    at: e.at,
-                    data: e.body,
-                });
-            }
-        }
-        if items.len() == limit as usize {
-            break;
-        }
-    }
-    Ok((items, at))
-}
-
-/// A newest-first cursor: the id of the oldest event looked at.
-fn encode_before(id: i64) -> String {
-    URL_SAFE_NO_PAD.encode(format!("n:{id}"))
-}
-
-fn decode_before(s: &str) -> Option<i64> {
-    if s.len() > 64 {
-        return None;
-    }
-    let text = String::from_utf8(URL_SAFE_NO_PAD.decode(s).ok()?).ok()?;
-    let id: i64 = text.strip_prefix("n:")?.parse().ok()?;
-    (id >= 0 && encode_before(id) == s).then_some(id)
-}
-
-/// The feed newest first (`order=desc`), below the cursor `after`: up to `limit` events that
-/// pass the filters, looking at no more than [`SCAN_PAGES`] × `limit` of them, and the cursor
-/// to go on to older ones.
-async fn newest(
-    s: &AppState,
-    p: &Principal,
-    after: Option<&str>,
-    limit: u32,
-    kinds: &Option<Vec<&'static str>>,
-) -> ApiResult<Json<EventPage>> {
-    let before = match after {
-        None => None,
-        Some(c) => Some(
-            decode_before(c).ok_or_else(|| bad("after", "cursor is not one this API issued"))?,
-        ),
-    };
-    let read = |before: Option<i64>| s.store().outbox_latest(before, limit);
-    let (items, before) = scan(s, p, kinds, limit, before, read, |e| Some(e.id)).await?;
-    Ok(Json(EventPage {
-        items,
-        next_cursor: encode_before(before.unwrap_or(i64::MAX)),
-    }))
-}
-
-/// The kinds asked for, each one the API knows.
-fn parse_kinds(text: Option<&str>) -> ApiResult<Option<Vec<&'static str>>> {
-    let Some(text) = text else {
-        return Ok(None);
-    };
-    text.split(',')
-        .map(|k| {
-            kind::ALL
-                .into_iter()
-                .find(|known| *known == k)
-                .ok_or_else(|| {
-                    bad(
-                        "type",
-                        format!("unknown event type; one of {}", kind::ALL.join(", ")),
-                    )
-                })
-        })
-        .collect::<ApiResult<Vec<_>>>()
-        .map(Some)
-}
-
-/// Whether event `e` passes the type filter and, for a merchant, is about its own template.
-async fn wanted(
-    s: &AppState,
-    p: &Principal,
-    kinds: &Option<Vec<&'static str>>,
-    owners: &mut HashMap<TemplateId, Option<MerchantId>>,
-    e: &Event,
-) -> ApiResult<bool> {
-    if !kinds.as_ref().is_none_or(|k| k.contains(&e.kind.as_str())) {
-        return Ok(false);
-    }
-    match p.merchant() {
-        Some(m) => Ok(owner(s, owners, e).await? == Some(m)),
-        None => Ok(true),
-    }
-}
-
-/// The merchant owning the template an event is about (`None` for events about no template,
-/// or a platform template), looked up once per template.
-async fn owner(
-    s: &AppState,
-    owners: &mut HashMap<TemplateId, Option<MerchantId>>,
-    e: &Event,
-) -> ApiResult<Option<MerchantId>> {
-    let Some(t) = e
-        .body
-        .get("template_id")
-        .and_then(serde_json::Value::as_i64)
-        .and_then(|t| TemplateId::new(t).ok())
-    else {
-        return Ok(None);
-    };
-    if let Some(m) = owners.get(&t) {
-        return Ok(*m);
-    }
-    let m = match s.store().template(t).await {
-        Ok(t) => t.merchant_id,
-        // A deleted draft: nobody's.
-        Err(StoreError::NotFound) => None,
-        Err(e) => return Err(e.into()),
-    };
-    owners.insert(t, m);
-    Ok(m)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cursors_round_trip_and_reject_garbage() {
-        let p = OutboxPosition {
-            txid: 7,
-            event_id: 42,
-        };
-        assert_eq!(decode(&encode(p)), Some(p));
-        for bad in ["", "e:1:2", "ZTox", &"A".repeat(100)] {
-            assert_eq!(decode(bad), None, "{bad:?}");
-        }
-        assert_eq!(
-            parse_kinds(Some("coupon.used")).unwrap(),
-            Some(vec!["coupon.used"])
-        );
-        assert!(parse_kinds(Some("coupon.used,nope")).is_err());
-    }
+    Ok(Json(s.events(&p, req).await?))
 }

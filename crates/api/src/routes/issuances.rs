@@ -7,14 +7,15 @@ use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
-use coupond_domain::{TemplateId, Timestamp};
-use coupond_store::Issuance;
+use coupond_app::records::Issuance;
+use coupond_domain::{Template, TemplateId, Timestamp};
 use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use utoipa::{IntoParams, ToSchema};
 
 use coupond_app::issuance::IssuanceRequest;
+use coupond_app::RetryKey;
 
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
@@ -216,11 +217,52 @@ pub async fn create(
     let _permit = s
         .upload_permit(&p.scope())
         .ok_or(ApiError::TooManyUploads)?;
+    let (job, replayed, background) = start(&s, &p, template, body, form, retry).await?;
+    let location = [(header::LOCATION, format!("/v1/issuances/{}", job.id))];
+    let status = if background {
+        StatusCode::ACCEPTED
+    } else {
+        StatusCode::CREATED
+    };
+    let mut res = (status, location, Json(IssuanceView::new(job, s.now()))).into_response();
+    res.headers_mut().insert(
+        "idempotent-replayed",
+        HeaderValue::from_static(if replayed { "true" } else { "false" }),
+    );
+    Ok(res)
+}
+
+/// Issues `template`'s coupons to the users of an upload (a user per line), read from `body`
+/// as it streams in (at most `max_upload_bytes`); answered at once with the job, which the
+/// worker runs in the background. The console's upload form passes its file through here, so
+/// a file is read by the same rules whichever door it came in by. The caller holds the upload
+/// permit and may see `template`.
+pub async fn issue_upload(
+    s: &AppState,
+    p: &Principal,
+    template: Template,
+    body: Body,
+) -> ApiResult<Issuance> {
+    let (job, _, _) = start(s, p, template, body, Form::Lines, None).await?;
+    Ok(job)
+}
+
+/// Reads the users of `body` (as `form` says) and starts the job; with whether it answered an
+/// earlier request under `retry`, and whether it runs in the background.
+async fn start(
+    s: &AppState,
+    p: &Principal,
+    template: Template,
+    body: Body,
+    form: Form,
+    retry: Option<RetryKey>,
+) -> ApiResult<(Issuance, bool, bool)> {
+    let id = template.id;
     let (ask, digest) = read_users(body, form, s.settings().max_upload_bytes).await?;
     let (recipients, field, background) = match ask {
-        JsonAsk::Users(p) if form == Form::Json => (p.into_recipients(), "user_ids", false),
-        JsonAsk::Users(p) => (p.into_recipients(), "body", true),
-        JsonAsk::Segment(seg) => (s.segment_users(&p, &seg).await?, "segment.any", true),
+        JsonAsk::Users(list) if form == Form::Json => (list.into_recipients(), "user_ids", false),
+        JsonAsk::Users(list) => (list.into_recipients(), "body", true),
+        JsonAsk::Segment(seg) => (s.segment_users(p, &seg).await?, "segment.any", true),
     };
     if recipients.users.is_empty() {
         return Err(ApiError::invalid(
@@ -236,19 +278,8 @@ pub async fn create(
         retry,
         asked: format!("{id}\n{form:?}\n{}", idempotency::hex(&digest)),
     };
-    let (job, replayed) = s.start_issuance(&p, req).await?;
-    let location = [(header::LOCATION, format!("/v1/issuances/{}", job.id))];
-    let status = if background {
-        StatusCode::ACCEPTED
-    } else {
-        StatusCode::CREATED
-    };
-    let mut res = (status, location, Json(IssuanceView::new(job, s.now()))).into_response();
-    res.headers_mut().insert(
-        "idempotent-replayed",
-        HeaderValue::from_static(if replayed { "true" } else { "false" }),
-    );
-    Ok(res)
+    let (job, replayed) = s.start_issuance(p, req).await?;
+    Ok((job, replayed, background))
 }
 
 /// Read an issuance job.

@@ -11,8 +11,8 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
+use coupond_app::records::ApiKey;
 use coupond_domain::{MerchantId, Timestamp};
-use coupond_store::ApiKey;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 

@@ -54,9 +54,7 @@ use crate::error::Problem;
 use crate::state::AppState;
 use coupond_domain::Area;
 
-use coupond_app::caller::roles::{
-    PLATFORM_MERCHANT, PLATFORM_MERCHANT_USER, PLATFORM_SERVICE, SERVICE, USER, USER_SERVICE,
-};
+use coupond_app::caller::roles::{PLATFORM_SERVICE, SERVICE, USER, USER_SERVICE};
 
 /// One route: method, path (in axum's `{param}` form, as in the OpenAPI document) and the
 /// roles admitted. Any other role gets 403; no credentials get 401.

@@ -5,14 +5,15 @@
 use axum::extract::State;
 use axum::Json;
 use coupond_domain::OrderDraft;
-use coupond_store::RecordOutcome;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiPath};
-use crate::routes::checkout::{order_of, parse_order_id, OrderView};
+use coupond_app::orders::OrderView;
+
+use crate::routes::checkout::{order_of, parse_order_id};
 use crate::routes::{BodyErrors, CommonErrors, ConflictError};
 use crate::state::AppState;
 
@@ -45,17 +46,9 @@ pub async fn record(
 ) -> ApiResult<Json<OrderView>> {
     let order_id = parse_order_id(&order_id)?;
     let fingerprint: [u8; 32] =
-        Sha256::digest(serde_json::to_vec(&body).map_err(|e| ApiError::Internal(e.into()))?).into();
+        Sha256::digest(serde_json::to_vec(&body).map_err(ApiError::internal)?).into();
     let order = order_of(body.order)?;
-    match s
-        .checkout()
-        .record_plain(&order_id, &order, fingerprint)
-        .await?
-    {
-        RecordOutcome::Recorded(o) => Ok(Json(OrderView::new(o))),
-        RecordOutcome::OrderConflict => Err(ApiError::conflict(
-            "order_conflict",
-            "this order id was used for a different request",
-        )),
-    }
+    Ok(Json(
+        s.record_plain_order(&order_id, &order, fingerprint).await?,
+    ))
 }

@@ -3,9 +3,9 @@
 
 use axum::extract::State;
 use axum::{Extension, Json};
-use coupond_domain::{CouponId, CouponStatus, Money, Note, OrderId, TemplateId, Timestamp};
-use coupond_engine::lifecycle::{self, RefundOutcome};
-use serde::{Deserialize, Serialize};
+use coupond_app::orders::RefundsView;
+use coupond_domain::{CouponId, Note};
+use serde::Deserialize;
 use utoipa::ToSchema;
 
 use crate::auth::Principal;
@@ -25,51 +25,6 @@ pub struct RefundBody {
     /// Why, 1 to 500 visible characters; kept in each coupon's history.
     #[schema(value_type = Option<String>)]
     pub reason: Option<Note>,
-}
-
-/// One coupon given back.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct RefundView {
-    pub coupon_id: CouponId,
-    pub template_id: TemplateId,
-    /// The discount it had given, taken back out of its template's budget used and stats.
-    pub discount: Money,
-    pub used_at: Timestamp,
-    /// Where the coupon went: `unused`, `expired` (its validity had ended) or `revoked` (its
-    /// template's `refund_policy` is `void`).
-    pub status: CouponStatus,
-    pub refunded_at: Timestamp,
-    /// Refunded by this request (false: by an earlier one).
-    pub new: bool,
-}
-
-/// An order's refunds.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct RefundsView {
-    pub order_id: OrderId,
-    /// Every refund of the order so far, by coupon id.
-    pub refunds: Vec<RefundView>,
-}
-
-impl From<RefundOutcome> for RefundsView {
-    fn from(o: RefundOutcome) -> Self {
-        RefundsView {
-            order_id: o.order.order_id,
-            refunds: o
-                .refunds
-                .into_iter()
-                .map(|(r, new)| RefundView {
-                    coupon_id: r.coupon_id,
-                    template_id: r.template_id,
-                    discount: r.discount,
-                    used_at: r.used_at,
-                    status: r.to,
-                    refunded_at: r.at,
-                    new,
-                })
-                .collect(),
-        }
-    }
 }
 
 /// Refund an order.
@@ -94,14 +49,13 @@ pub async fn refund(
 ) -> ApiResult<Json<RefundsView>> {
     let order_id = parse_order_id(&order_id)?;
     let body = body.unwrap_or_default();
-    let outcome = lifecycle::refund_order(
-        s.store(),
-        &order_id,
-        body.coupon_ids.as_deref(),
-        body.reason.as_ref(),
-        &p.actor(),
-        s.now(),
-    )
-    .await?;
-    Ok(Json(outcome.into()))
+    let refunds = s
+        .refund_order(
+            &p,
+            &order_id,
+            body.coupon_ids.as_deref(),
+            body.reason.as_ref(),
+        )
+        .await?;
+    Ok(Json(refunds))
 }

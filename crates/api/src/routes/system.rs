@@ -40,13 +40,13 @@ pub struct LastAudit {
     pub violations: i64,
 }
 
-impl LastAudit {
-    fn of(run: coupond_store::AuditRun) -> Option<Self> {
-        Some(LastAudit {
-            run_id: run.id,
-            finished_at: run.finished_at?,
-            violations: run.violations?,
-        })
+impl From<coupond_app::health::FinishedAudit> for LastAudit {
+    fn from(run: coupond_app::health::FinishedAudit) -> Self {
+        LastAudit {
+            run_id: run.run_id,
+            finished_at: run.finished_at,
+            violations: run.violations,
+        }
     }
 }
 
@@ -83,10 +83,9 @@ pub async fn healthz() -> Json<Health> {
         (status = 503, description = "The database is unavailable", body = Problem,
          content_type = "application/problem+json")))]
 pub async fn readyz(State(s): State<AppState>) -> ApiResult<Json<Health>> {
-    s.store().ping().await?;
-    let restarted_workers = s
-        .workers()
-        .restarted()
+    let ready = s.readiness().await?;
+    let restarted_workers = ready
+        .restarted
         .into_iter()
         .map(|(worker, r)| RestartedWorker {
             worker,
@@ -94,12 +93,11 @@ pub async fn readyz(State(s): State<AppState>) -> ApiResult<Json<Health>> {
             last_panic: r.last_panic,
         })
         .collect();
-    let last_audit = s.store().last_audit_run().await?.and_then(LastAudit::of);
     Ok(Json(Health {
         status: "ready",
-        database: Some(s.store().backend()),
+        database: Some(ready.database),
         restarted_workers,
-        last_audit,
+        last_audit: ready.last_audit.map(LastAudit::from),
     }))
 }
 
@@ -110,53 +108,11 @@ pub async fn readyz(State(s): State<AppState>) -> ApiResult<Json<Health>> {
 #[utoipa::path(get, path = "/metrics", tag = "system",
     responses((status = 200, description = "Prometheus text format", body = String, content_type = "text/plain")))]
 pub async fn metrics(State(s): State<AppState>) -> impl IntoResponse {
-    let pool = s.store().pool_stats();
-    let backend = s.store().backend();
-    metrics::gauge!("db_pool_connections", "backend" => backend).set(f64::from(pool.size));
-    metrics::gauge!("db_pool_idle_connections", "backend" => backend).set(f64::from(pool.idle));
-    metrics::gauge!("db_pool_max_connections", "backend" => backend).set(f64::from(pool.max));
-    // Read at scrape time (up to 1,000 events per consumer), so it is right on every instance.
-    if let Ok(lags) = s.outbox_lags().await {
-        for l in lags {
-            metrics::gauge!(coupond_engine::telemetry::OUTBOX_BACKLOG, "consumer" => l.consumer)
-                .set(f64::from(l.behind));
-        }
-    }
-    // The self-audit's last run, read at scrape time too: the same on every instance. Before
-    // any run finished, the values registered at start stand (0 found, last run at 0).
-    if let Ok(Some(last)) = s.store().last_audit_run().await {
-        use coupond_engine::telemetry::{AUDIT_LAST_RUN, AUDIT_VIOLATIONS};
-        if let Some(found) = LastAudit::of(last) {
-            metrics::gauge!(AUDIT_VIOLATIONS).set(found.violations as f64);
-            let at = found.finished_at.unix_micros() as f64 / 1e6;
-            metrics::gauge!(AUDIT_LAST_RUN).set(at);
-        }
-    }
-    let up = domain_gauges(&s).await.is_ok();
-    metrics::gauge!(coupond_engine::telemetry::DATABASE_UP).set(if up { 1.0 } else { 0.0 });
+    s.record_gauges().await;
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
         metrics_handle().render(),
     )
-}
-
-/// The figures operators alert on, read at scrape time so every instance reports the same:
-/// templates claimable, sold out and low; the largest share of a budget spent; locks about
-/// to end. An error means the database could not be read.
-async fn domain_gauges(s: &AppState) -> Result<(), coupond_store::StoreError> {
-    use coupond_engine::telemetry as t;
-    let now = s.now();
-    let standing = s.store().standing(None, now).await?;
-    metrics::gauge!(t::TEMPLATES_CLAIMABLE).set(standing.claimable as f64);
-    metrics::gauge!(t::TEMPLATES_SOLD_OUT).set(standing.sold_out as f64);
-    metrics::gauge!(t::TEMPLATES_LOW_STOCK).set(standing.low_stock as f64);
-    let soon = now.plus(time::Duration::minutes(5));
-    let expiring = s.store().locks_due_before(soon).await?;
-    metrics::gauge!(t::LOCKS_EXPIRING_SOON).set(expiring as f64);
-    // 0 while no active template has a budget: nothing is near its end.
-    let share = s.shelf().await?.budget_used_max(now).unwrap_or(0.0);
-    metrics::gauge!(t::BUDGET_USED_RATIO_MAX).set(share);
-    Ok(())
 }
 
 /// This document.

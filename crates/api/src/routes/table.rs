@@ -10,7 +10,7 @@ use super::{
     contacts, coupons, events, inbox, issuances, keys, listings, merchants, message_texts, op,
     operators, performance, plain_orders, refunds, reports, route, seen, settlement, shared_tags,
     steering, system, tag_uploads, tags, templates, today, upload, webhooks, Declared,
-    PLATFORM_MERCHANT, PLATFORM_MERCHANT_USER, PLATFORM_SERVICE, SERVICE, USER, USER_SERVICE,
+    PLATFORM_SERVICE, SERVICE, USER, USER_SERVICE,
 };
 use crate::state::AppState;
 
@@ -125,12 +125,12 @@ fn wallet_routes() -> Vec<Declared> {
         op(coupond_app::inbox::READ, routes!(inbox::list)),
         op(coupond_app::inbox::MARK, routes!(inbox::read)),
         op(coupond_app::codes::MANAGE, routes!(codes::set_shared)),
-        route(PLATFORM_MERCHANT, routes!(codes::get_shared)),
+        op(coupond_app::codes::READ, routes!(codes::get_shared)),
         op(coupond_app::codes::MANAGE, routes!(codes::remove_shared)),
         op(coupond_app::codes::MANAGE, routes!(codes::create_batch)),
         op(coupond_app::codes::READ, routes!(codes::list_batches)),
-        route(PLATFORM_MERCHANT, routes!(codes::get_batch)),
-        route(PLATFORM_MERCHANT, routes!(codes::download)),
+        op(coupond_app::codes::READ, routes!(codes::get_batch)),
+        op(coupond_app::codes::READ, routes!(codes::download)),
         route(USER_SERVICE, routes!(codes::redeem)),
     ]
 }
@@ -138,7 +138,10 @@ fn wallet_routes() -> Vec<Declared> {
 /// Bulk issuance, stats, reconciliation and webhooks.
 fn operations_routes() -> Vec<Declared> {
     vec![
-        upload(PLATFORM_MERCHANT, routes!(issuances::create)),
+        upload(
+            coupond_app::issuance::START.roles,
+            routes!(issuances::create),
+        ),
         op(coupond_app::issuance::READ, routes!(issuances::list)),
         op(coupond_app::issuance::READ, routes!(issuances::get)),
         op(coupond_app::reports::FIGURES, routes!(reports::template)),
@@ -163,7 +166,7 @@ fn operations_routes() -> Vec<Declared> {
         op(coupond_app::webhooks::MANAGE, routes!(webhooks::disable)),
         op(coupond_app::webhooks::MANAGE, routes!(webhooks::ping)),
         op(coupond_app::webhooks::READ, routes!(webhooks::deliveries)),
-        route(PLATFORM_MERCHANT, routes!(events::list)),
+        op(coupond_app::events::READ, routes!(events::list)),
     ]
 }
 
@@ -173,7 +176,7 @@ fn checkout_routes() -> Vec<Declared> {
         route(USER_SERVICE, routes!(checkout::quote)),
         route(SERVICE, routes!(checkout::lock)),
         // The order service, and the platform's support (the console's "extend").
-        route(PLATFORM_SERVICE, routes!(checkout::extend)),
+        op(coupond_app::orders::EXTEND, routes!(checkout::extend)),
         route(SERVICE, routes!(checkout::confirm)),
         route(SERVICE, routes!(checkout::cancel)),
         // An order paid without a coupon, for the performance report's comparison.
@@ -181,7 +184,7 @@ fn checkout_routes() -> Vec<Declared> {
         route(SERVICE, routes!(refunds::refund)),
         route(SERVICE, routes!(checkout::get)),
         op(coupond_app::coupons::REVOKE, routes!(coupons::revoke)),
-        route(PLATFORM_MERCHANT_USER, routes!(checkout::history)),
+        op(coupond_app::coupons::HISTORY, routes!(checkout::history)),
         op(coupond_app::users::WALLET, routes!(claims::of_user)),
         op(coupond_app::centre::FOR_USER, routes!(centre::of_user)),
         op(coupond_app::users::PROFILE_WRITE, routes!(tags::put)),

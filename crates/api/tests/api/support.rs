@@ -158,7 +158,10 @@ impl TestApp {
             max_token_lifetime: settings.max_token_lifetime.max(Duration::days(366)),
             ..settings
         };
-        let state = AppState::new(store.clone(), Arc::new(clock.clone()), SECRET, settings);
+        let state = AppState::new(
+            coupond_app::App::new(store.clone(), Arc::new(clock.clone()), SECRET, settings),
+            SECRET,
+        );
         let router = coupond_api::router(state.clone());
         let key = |role, merchant| {
             let store = store.clone();
@@ -227,10 +230,13 @@ impl TestApp {
         self.state.claims().shutdown().await;
         let settings = self.state.settings().clone();
         self.state = AppState::new(
-            self.store.clone(),
-            Arc::new(self.clock.clone()),
+            coupond_app::App::new(
+                self.store.clone(),
+                Arc::new(self.clock.clone()),
+                SECRET,
+                settings,
+            ),
             SECRET,
-            settings,
         );
         self.router = coupond_api::router(self.state.clone());
     }
@@ -242,10 +248,13 @@ impl TestApp {
     pub fn twin(&self) -> TestApp {
         let settings = self.state.settings().clone();
         let state = AppState::new(
-            self.store.clone(),
-            Arc::new(self.clock.clone()),
+            coupond_app::App::new(
+                self.store.clone(),
+                Arc::new(self.clock.clone()),
+                SECRET,
+                settings,
+            ),
             SECRET,
-            settings,
         );
         TestApp {
             router: coupond_api::router(state.clone()),

@@ -9,14 +9,14 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
 use coupond_api::auth::Caller;
+use coupond_app::records::audit;
 use coupond_domain::{Operator, OperatorId};
 use coupond_engine::accounts::AccountError;
 use coupond_engine::second_factor;
-use coupond_store::audit;
 use serde::Deserialize;
 
 use super::{guard, problem_page, render, Shell};
-use crate::api::Problem;
+use crate::problem::Problem;
 use crate::session::Session;
 use crate::Console;
 

@@ -23,7 +23,7 @@ use super::names::{typed_cities, CityNames, MerchantNames};
 use super::paging::{next_link, request, rows, After};
 use super::templates::Slot;
 use super::{guard, problem_page, render, ActivityRow, FieldErrors, Shell, Shown, TemplateRow};
-use crate::api::Problem;
+use crate::problem::Problem;
 use crate::session::Session;
 use crate::Console;
 

@@ -5,18 +5,17 @@
 
 use askama::Template;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, Method, StatusCode};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
-use coupond_api::routes::checkout::HistoryView;
-use coupond_domain::CouponAction;
-
+use coupond_app::{coupons, orders, AppError};
+use coupond_domain::{CouponAction, CouponId, OrderId, Timestamp};
 use serde::Deserialize;
-use serde_json::json;
 
 use super::activities::utc;
 use super::format::{at, worth};
 use super::{guard, problem_page, render, Shell};
+use crate::problem::Problem;
 use crate::session::Session;
 use crate::Console;
 
@@ -47,12 +46,12 @@ pub async fn page(
     session: Session,
     Path(id): Path<i64>,
 ) -> Response {
-    let api = console.api();
-    let h = match api
-        .get(&session.caller, &format!("/v1/coupons/{id}/history"))
-        .await
-        .into::<HistoryView>()
-    {
+    let app = console.app();
+    let Ok(coupon) = CouponId::new(id) else {
+        return problem_page(&session, &Problem::from(AppError::NotFound));
+    };
+    let history = app.coupon_history(&session.principal, coupon);
+    let h = match session.act(app, coupons::HISTORY, history).await {
         Ok(h) => h,
         Err(p) => return problem_page(&session, &p),
     };
@@ -130,23 +129,20 @@ pub async fn extend(
     if let Some(refused) = guard(&headers, &session, &f.csrf) {
         return refused;
     }
-    // The path segment goes back into an API path: only what an order id may hold.
-    let order: String = order
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric() || "_.:-".contains(*c))
-        .collect();
-    let path = format!("/v1/orders/{order}/extend");
-    let reply = console
-        .api()
-        .send_json(
-            &session.caller,
-            Method::POST,
-            &path,
-            &json!({"hold_until": utc(&f.hold_until)}),
-        )
-        .await;
-    if !reply.ok() {
-        return problem_page(&session, &reply.problem());
+    let Ok(order) = OrderId::parse(&order) else {
+        return problem_page(&session, &Problem::from(AppError::NotFound));
+    };
+    let until = match Timestamp::parse(&utc(&f.hold_until)) {
+        Ok(t) => t,
+        Err(why) => {
+            let refused = AppError::invalid("invalid_value", "hold_until", why);
+            return problem_page(&session, &Problem::from(refused));
+        }
+    };
+    let app = console.app();
+    let extended = app.extend_order(&order, until);
+    if let Err(p) = session.act(app, orders::EXTEND, extended).await {
+        return problem_page(&session, &p);
     }
     Redirect::to(&format!("/console/coupons/{}", f.coupon)).into_response()
 }

@@ -1,20 +1,22 @@
 //! The template form: a merchant enrolling in an activity (the kind fixed to the activity's,
-//! its bounds, cities and windows checked by the API), a standalone template, and editing a
-//! template while the API lets its terms change (a draft). Every term the API takes is
-//! offered; errors are shown at the field the API names, with what was typed kept.
+//! its bounds, cities and windows checked by the application), a standalone template, and
+//! editing a template while its terms may change (a draft). Every term a template has is
+//! offered; errors are shown at the field the application names, with what was typed kept.
 
 use askama::Template;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, Method};
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
-use coupond_api::views::TemplateView;
-use coupond_domain::TemplateAction;
+use coupond_api::ApiError;
+use coupond_app::{templates, AppError};
+use coupond_domain::{TemplateAction, TemplateDraft, TemplateId, TemplatePatch};
 use serde::Deserialize;
 
 use super::names::CityNames;
 use super::template_form::{terms, Selects, TemplateForm};
 use super::{guard, problem_page, render, ActivityRow, FieldErrors, Shell, Shown};
+use crate::problem::Problem;
 use crate::session::Session;
 use crate::Console;
 
@@ -132,14 +134,23 @@ pub async fn create(
     if let Ok(a) = form.activity_id.trim().parse::<i64>() {
         body["activity_id"] = a.into();
     }
-    let reply = console
-        .api()
-        .send_json(&session.caller, Method::POST, "/v1/templates", &body)
-        .await;
-    match reply.into::<TemplateView>() {
+    let draft = match read_as_api::<TemplateDraft>(&body) {
+        Ok(d) => d,
+        Err(p) => return page(&console, &session, None, form, Shown::of(&p)).await,
+    };
+    let app = console.app();
+    let created = app.create_template(&session.principal, &draft);
+    match session.act(app, templates::EDIT, created).await {
         Ok(t) => Redirect::to(&format!("/console/templates/{}", t.id)).into_response(),
         Err(p) => page(&console, &session, None, form, Shown::of(&p)).await,
     }
+}
+
+/// The form's terms read as the API reads a body (each bad field named by its path), so the
+/// form and the API refuse in the same words.
+fn read_as_api<T: serde::de::DeserializeOwned>(body: &serde_json::Value) -> Result<T, Problem> {
+    let bytes = serde_json::to_vec(body).map_err(|e| Problem::from(ApiError::internal(e)))?;
+    coupond_api::extract::parse_json(&bytes).map_err(Problem::from)
 }
 
 /// The edit form, filled from the template as the API has it; offered while the API names
@@ -173,7 +184,7 @@ pub async fn edit(
     page(&console, &session, Some(id), form, shown).await
 }
 
-/// Saves the edit form: every term as a `PATCH`, so the API applies its rules to the
+/// Saves the edit form: every term as a patch, so the application applies its rules to the
 /// template as changed; a refusal comes back to the form at the field it names.
 pub async fn update(
     State(console): State<Console>,
@@ -191,15 +202,24 @@ pub async fn update(
             return page(&console, &session, Some(id), form, Shown::field(field, why)).await;
         }
     };
-    let path = format!("/v1/templates/{id}");
-    let reply = console
-        .api()
-        .send_json(&session.caller, Method::PATCH, &path, &body)
-        .await;
-    if reply.ok() {
-        let done = format!("/console/templates/{id}?notice=saved");
-        return Redirect::to(&done).into_response();
+    let patch = read_as_api::<TemplatePatch>(&body).and_then(|patch| {
+        TemplateId::new(id)
+            .map(|t| (t, patch))
+            .map_err(|_| Problem::from(AppError::NotFound))
+    });
+    let changed = match patch {
+        Ok((t, patch)) => {
+            let app = console.app();
+            let work = app.update_template(&session.principal, t, patch);
+            session.act(app, templates::EDIT, work).await
+        }
+        Err(p) => Err(p),
+    };
+    match changed {
+        Ok(_) => {
+            let done = format!("/console/templates/{id}?notice=saved");
+            Redirect::to(&done).into_response()
+        }
+        Err(p) => page(&console, &session, Some(id), form, Shown::of(&p)).await,
     }
-    let p = reply.problem();
-    page(&console, &session, Some(id), form, Shown::of(&p)).await
 }

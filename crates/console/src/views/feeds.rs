@@ -1,5 +1,5 @@
 //! The events feed, read-only (the platform sees everything, a merchant its templates'
-//! events): newest first (the API's `order=desc`), filtered by type (a select of the types
+//! events): newest first (the application's `order=desc`), filtered by type (a select of the types
 //! the API knows), each event's data as `key: value` lines, and a link to older events.
 //! Webhook endpoints are in `webhooks`.
 
@@ -7,8 +7,7 @@ use askama::Template;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
-use coupond_api::routes::events::EventPage;
-use coupond_store::events::kind;
+use coupond_app::events::{kind, EventsRequest};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -100,19 +99,15 @@ pub async fn events(
 ) -> Response {
     let kind = plain(&q.r#type, "._,");
     let after = plain(&q.after, "-_");
-    let mut path = "/v1/events?limit=50&order=desc".to_owned();
-    if !kind.is_empty() {
-        path.push_str(&format!("&type={kind}"));
-    }
-    if !after.is_empty() {
-        path.push_str(&format!("&after={after}"));
-    }
-    let page = match console
-        .api()
-        .get(&session.caller, &path)
-        .await
-        .into::<EventPage>()
-    {
+    let req = EventsRequest {
+        after: (!after.is_empty()).then(|| after.clone()),
+        kinds: (!kind.is_empty()).then(|| kind.clone()),
+        limit: Some(50),
+        order: Some("desc".to_owned()),
+    };
+    let app = console.app();
+    let read = app.events(&session.principal, req);
+    let page = match session.act(app, coupond_app::events::READ, read).await {
         Ok(p) => p,
         Err(p) => return problem_page(&session, &p),
     };

@@ -1,19 +1,23 @@
 //! The campaign figures: the performance page (funnel, money, lines per day, the channel
 //! table) of an activity, a template, a merchant or the platform, and the settlement (what
-//! the platform owes each merchant). Both read the API's reports and offer their CSV.
+//! the platform owes each merchant). Both show the application's reports and offer their CSV.
 
 use askama::Template;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
-use coupond_api::routes::performance::{FiguresView, PerformanceReport};
-use coupond_api::routes::settlement::SettlementReport;
+use coupond_api::pagination::csv_answer;
+use coupond_app::reports::{self, performance::FiguresView, performance::PerformanceReport};
+use coupond_app::AppError;
+use coupond_domain::{ActivityId, MerchantId, TemplateId, Timestamp};
+use coupond_engine::performance::Scope;
 use serde::Deserialize;
 
 use super::activities::utc;
 use super::format::{decimal, money, percent};
 use super::names::MerchantNames;
-use super::{download, problem_page, render, Shell};
+use super::{attachment, problem_page, render, Shell};
+use crate::problem::Problem;
 use crate::session::Session;
 use crate::Console;
 
@@ -60,8 +64,36 @@ impl FiguresQuery {
             .collect()
     }
 
-    fn period_query(&self) -> String {
-        format!("from={}&to={}", utc(&self.from), utc(&self.to))
+    /// The period as typed, checked (the application checks its length).
+    fn instants(&self) -> Result<(Timestamp, Timestamp), Problem> {
+        let at = |field: &str, text: &str| {
+            Timestamp::parse(&utc(text))
+                .map_err(|why| Problem::from(AppError::invalid("invalid_value", field, why)))
+        };
+        Ok((at("from", &self.from)?, at("to", &self.to)?))
+    }
+
+    /// The one scope named (none: the platform's, or a merchant's own).
+    fn scope_asked(&self) -> Result<Scope, Problem> {
+        let bad = |field: &str, why: String| {
+            Problem::from(AppError::invalid("invalid_value", field, why))
+        };
+        match (self.template_id, self.activity_id, self.merchant_id) {
+            (Some(t), None, None) => TemplateId::new(t)
+                .map(Scope::Template)
+                .map_err(|e| bad("template_id", e)),
+            (None, Some(a), None) => ActivityId::new(a)
+                .map(Scope::Activity)
+                .map_err(|e| bad("activity_id", e)),
+            (None, None, Some(m)) => MerchantId::new(m)
+                .map(Scope::Merchant)
+                .map_err(|e| bad("merchant_id", e)),
+            (None, None, None) => Ok(Scope::Platform),
+            _ => Err(bad(
+                "template_id",
+                "name at most one of template_id, activity_id and merchant_id".to_owned(),
+            )),
+        }
     }
 }
 
@@ -186,20 +218,23 @@ pub async fn performance(
     Query(mut q): Query<FiguresQuery>,
 ) -> Response {
     q.period(&console);
-    let path = format!("/v1/reports/performance?{}{}", q.scope(), q.period_query());
-    if q.format == "csv" {
-        let name = format!("performance-{}.csv", &q.from[..10.min(q.from.len())]);
-        return download(&console, &session, &format!("{path}&format=csv"), &name).await;
-    }
-    let r = match console
-        .api()
-        .get(&session.caller, &path)
-        .await
-        .into::<PerformanceReport>()
-    {
+    let app = console.app();
+    let asked = q.scope_asked().and_then(|scope| Ok((scope, q.instants()?)));
+    let report = match asked {
+        Ok((scope, period)) => {
+            let read = app.performance(&session.principal, scope, period);
+            session.act(app, reports::FIGURES, read).await
+        }
+        Err(p) => Err(p),
+    };
+    let r = match report {
         Ok(r) => r,
         Err(p) => return problem_page(&session, &p),
     };
+    if q.format == "csv" {
+        let name = format!("performance-{}.csv", &q.from[..10.min(q.from.len())]);
+        return attachment(csv_answer(r.to_csv()), &name);
+    }
     let heading = match (q.activity_id, q.template_id, q.merchant_id) {
         (Some(a), _, _) => format!("Performance of activity #{a}"),
         (_, Some(t), _) => format!("Performance of template #{t}"),
@@ -270,20 +305,29 @@ pub async fn settlement(
         .merchant_id
         .map(|m| format!("merchant_id={m}&"))
         .unwrap_or_default();
-    let path = format!("/v1/reports/settlement?{scope}{}", q.period_query());
-    if q.format == "csv" {
-        let name = format!("settlement-{}.csv", &q.from[..10.min(q.from.len())]);
-        return download(&console, &session, &format!("{path}&format=csv"), &name).await;
-    }
-    let r = match console
-        .api()
-        .get(&session.caller, &path)
-        .await
-        .into::<SettlementReport>()
-    {
+    let app = console.app();
+    let merchant = match q.merchant_id.map(MerchantId::new).transpose() {
+        Ok(m) => m,
+        Err(why) => {
+            let refused = AppError::invalid("invalid_value", "merchant_id", why);
+            return problem_page(&session, &Problem::from(refused));
+        }
+    };
+    let report = match q.instants() {
+        Ok(period) => {
+            let read = app.settlement(&session.principal, period, merchant);
+            session.act(app, reports::FIGURES, read).await
+        }
+        Err(p) => Err(p),
+    };
+    let r = match report {
         Ok(r) => r,
         Err(p) => return problem_page(&session, &p),
     };
+    if q.format == "csv" {
+        let name = format!("settlement-{}.csv", &q.from[..10.min(q.from.len())]);
+        return attachment(csv_answer(r.to_csv()), &name);
+    }
     let names = MerchantNames::load(&console, &session).await;
     let bps = |b: u16| percent(i64::from(b));
     let page = SettlementPage {

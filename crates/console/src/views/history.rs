@@ -11,7 +11,7 @@ use axum::response::Response;
 use coupond_api::pagination::csv_answer;
 use coupond_app::audit_trail::{self, entries_csv, AuditFilter};
 use coupond_app::pages::PageRequest;
-use coupond_store::audit::AuditEntry;
+use coupond_app::records::AuditEntry;
 use serde::Deserialize;
 use serde_json::Value;
 

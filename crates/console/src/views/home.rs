@@ -19,7 +19,7 @@ use coupond_app::today;
 use super::names::{CityNames, MerchantNames};
 use super::timeline::Timeline;
 use super::{problem_page, render, ActivityRow, Shell, TemplateRow};
-use crate::api::Problem;
+use crate::problem::Problem;
 use crate::session::Session;
 use crate::Console;
 

@@ -23,7 +23,7 @@ use super::format::{decimal, hundredths, money};
 use super::names::CityNames;
 use super::paging::{max_rows_words, next_link, request, rows};
 use super::{guard, problem_page, render, FieldErrors, Shell, Shown, TemplateRow};
-use crate::api::Problem;
+use crate::problem::Problem;
 use crate::session::Session;
 use crate::Console;
 
@@ -459,7 +459,7 @@ async fn change_binding(
 async fn bindable(
     console: &Console,
     session: &Session,
-) -> Result<(Vec<TemplateView>, bool), crate::api::Problem> {
+) -> Result<(Vec<TemplateView>, bool), crate::problem::Problem> {
     let mut all = Vec::new();
     let mut cut = false;
     for status in [TemplateStatus::Active, TemplateStatus::Scheduled] {

@@ -100,7 +100,7 @@ pub async fn submit(
     match session::start(&console, jar, key, &headers).await {
         Ok(jar) => (jar, Redirect::to("/console")).into_response(),
         Err(e) => {
-            tracing::warn!(error = %e.chain(), "storing a console session failed");
+            tracing::warn!(error = %e, "storing a console session failed");
             let error = Some("Signing in failed; try again in a moment.".to_owned());
             render(
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -188,7 +188,7 @@ async fn account(
     match session::start_for_operator(console, jar, op.id, headers).await {
         Ok(jar) => (jar, Redirect::to("/console")).into_response(),
         Err(e) => {
-            tracing::warn!(error = %e.chain(), "storing a console session failed");
+            tracing::warn!(error = %e, "storing a console session failed");
             refuse(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "Signing in failed; try again in a moment.",
@@ -225,7 +225,7 @@ pub async fn logout(
     match session::end(&console, jar, &session).await {
         Ok(jar) => (jar, Redirect::to("/console/login")).into_response(),
         Err(e) => {
-            tracing::warn!(error = %e.chain(), "ending a console session failed");
+            tracing::warn!(error = %e, "ending a console session failed");
             (
                 StatusCode::SERVICE_UNAVAILABLE,
                 "Signing out failed; try again.",

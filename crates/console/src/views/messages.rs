@@ -17,7 +17,7 @@ use serde::Deserialize;
 use super::format::at;
 use super::paging::{next_link, request, rows};
 use super::{guard, problem_page, render, Shell};
-use crate::api::Problem;
+use crate::problem::Problem;
 use crate::session::Session;
 use crate::Console;
 

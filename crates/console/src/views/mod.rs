@@ -12,7 +12,7 @@ use axum::Router;
 use coupond_api::auth::Caller;
 use coupond_domain::Area;
 
-use crate::api::Problem;
+use crate::problem::Problem;
 use crate::session::Session;
 use crate::Console;
 
@@ -318,22 +318,23 @@ pub fn problem_page(session: &Session, p: &Problem) -> Response {
     render(status, &page)
 }
 
-/// A download of the API's `path`, saved as `filename`: the API's answer streamed through (a
-/// large CSV is never held here), or its problem as a page.
-pub async fn download(
-    console: &Console,
+/// A CSV the application streams, saved as `filename` (a large one is never held here), or
+/// its refusal as a page.
+pub fn download(
     session: &Session,
-    path: &str,
+    pieces: Result<coupond_app::downloads::CsvStream, Problem>,
     filename: &str,
 ) -> Response {
-    match console.api().stream(&session.caller, path).await {
-        Ok(res) => attachment(res, filename),
-        Err(reply) => problem_page(session, &reply.problem()),
+    match pieces {
+        Ok(pieces) => attachment(
+            axum::body::Body::from_stream(pieces).into_response(),
+            filename,
+        ),
+        Err(p) => problem_page(session, &p),
     }
 }
 
-/// `res` (a streamed API answer) as an attachment named `filename`, CSV unless the API said
-/// otherwise, kept by no cache.
+/// `res` as an attachment named `filename`, CSV unless it says otherwise, kept by no cache.
 pub fn attachment(mut res: Response, filename: &str) -> Response {
     let h = res.headers_mut();
     let name = format!("attachment; filename=\"{filename}\"");

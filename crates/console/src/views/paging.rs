@@ -12,7 +12,7 @@ use coupond_api::pagination::PageOf;
 use coupond_app::pages::PageRequest;
 use serde::Deserialize;
 
-use crate::api::Problem;
+use crate::problem::Problem;
 use crate::Console;
 
 /// Rows a console list shows at a time.

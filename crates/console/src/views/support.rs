@@ -343,7 +343,7 @@ pub async fn reconciliation(
 ) -> Response {
     // One who may not read it (a merchant) gets no form to fill.
     if !session.may_do(reports::RECONCILIATION) {
-        let refused = crate::api::Problem {
+        let refused = crate::problem::Problem {
             status: 403,
             code: "forbidden".into(),
             field: None,

@@ -10,6 +10,8 @@ use axum::response::Response;
 use coupond_api::routes::issuances::IssuanceView;
 use coupond_api::routes::reports::TemplateStats;
 use coupond_api::views::{CodeBatchStatus, ReviewView, TemplateView};
+use coupond_app::coupons::HoldersFilter;
+use coupond_app::pages::PageRequest;
 use coupond_app::template_reads::TemplateFilter;
 use coupond_app::{templates, AppError};
 use coupond_domain::{MerchantId, TemplateAction, TemplateId, TemplateStatus, Timestamp, Validity};
@@ -20,7 +22,7 @@ use super::format::{money, sort_templates, span, SortKey};
 use super::names::{activity_title, CityNames, MerchantNames};
 use super::paging::{gather_all, max_rows_words, Gathered, Pager};
 use super::{download, problem_page, render, Shell, TemplateRow};
-use crate::api::Problem;
+use crate::problem::Problem;
 use crate::session::Session;
 use crate::Console;
 
@@ -525,19 +527,21 @@ fn chart_of(stats: Option<&TemplateStats>, unit: Unit) -> Chart {
     Chart::of(&slots, unit)
 }
 
-/// The holders of a template's coupons as CSV: every one, the API's pages streamed through as
-/// one download.
+/// The holders of a template's coupons as CSV: every one, the application's pages streamed
+/// through as one download.
 pub async fn holders_csv(
     State(console): State<Console>,
     session: Session,
     Path(id): Path<i64>,
 ) -> Response {
-    let path = format!("/v1/templates/{id}/coupons?format=csv&all=true");
-    download(
-        &console,
-        &session,
-        &path,
-        &format!("template-{id}-coupons.csv"),
-    )
-    .await
+    let app = console.app();
+    let pieces = match TemplateId::new(id) {
+        Ok(t) => {
+            let every = HoldersFilter::default();
+            let all = app.every_holder_csv(&session.principal, t, every, PageRequest::default());
+            session.act(app, coupond_app::coupons::HOLDERS, all).await
+        }
+        Err(_) => Err(Problem::from(AppError::NotFound)),
+    };
+    download(&session, pieces, &format!("template-{id}-coupons.csv"))
 }

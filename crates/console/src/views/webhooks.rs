@@ -10,9 +10,9 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
+use coupond_app::events::kind;
 use coupond_app::pages::PageRequest;
 use coupond_app::webhooks::{self, DeliveryView, WebhookBody, WebhookView};
-use coupond_store::events::kind;
 use serde::Deserialize;
 
 use super::format::at;

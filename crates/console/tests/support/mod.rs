@@ -78,7 +78,10 @@ pub fn router_with_console(
     settings: AppSettings,
     console: ConsoleSettings,
 ) -> Router {
-    let state = AppState::new(store.clone(), Arc::new(clock.clone()), b"secret", settings);
+    let state = AppState::new(
+        coupond_app::App::new(store.clone(), Arc::new(clock.clone()), b"secret", settings),
+        b"secret",
+    );
     let console = Console::new(state.clone(), console).unwrap();
     coupond_api::router_with(state, coupond_console::router(console))
 }

@@ -3,9 +3,9 @@
 
 use std::hash::{BuildHasher, RandomState};
 
+use coupond_app::records::InvalidLine;
 use coupond_domain::csv::LineSplitter;
 use coupond_domain::{Segment, UserId};
-use coupond_store::InvalidLine;
 use serde::Deserialize;
 use utoipa::ToSchema;
 

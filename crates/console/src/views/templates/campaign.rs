@@ -15,7 +15,7 @@ use coupond_domain::TemplateId;
 use serde::Deserialize;
 
 use super::super::{guard, render};
-use crate::api::Problem;
+use crate::problem::Problem;
 use crate::session::Session;
 use crate::Console;
 

@@ -1,10 +1,10 @@
 //! What a person changes on a template's page: publish, pause, resume, stop, abort, approve
 //! or reject an enrollment, change the stock, extend the claim window or the coupons' validity, and
 //! generate single-use codes (and download them).
-//! Each is one API call; the API's refusal is shown as a page in words.
+//! Each is one call of the application; its refusal is shown as a page in words.
 
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, Method, StatusCode};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
 use coupond_api::views::TemplateView;
@@ -13,15 +13,14 @@ use coupond_app::steering::TemplateStep;
 use coupond_app::{codes, templates, AppError};
 use coupond_domain::{
     CodeBatchDraft, CodeBatchSpec, DomainError, Note, TemplateId, TemplatePatch, Timestamp,
-    Validity,
+    Validity, Window,
 };
 use serde::Deserialize;
-use serde_json::{json, Value};
 
 use super::super::activities::utc;
 use super::super::{download, guard, problem_page};
 use super::{render_page, CodesForm, Notice};
-use crate::api::Problem;
+use crate::problem::Problem;
 use crate::session::Session;
 use crate::Console;
 
@@ -262,8 +261,8 @@ pub struct Extend {
     valid_until: String,
 }
 
-/// Extends a live template (a `PATCH` of the claim window's end and a fixed validity's end,
-/// their starts kept); the API allows only later ends and says why otherwise.
+/// Extends a live template (a patch of the claim window's end and a fixed validity's end,
+/// their starts kept); the application allows only later ends and says why otherwise.
 pub async fn extend(
     State(console): State<Console>,
     session: Session,
@@ -274,8 +273,6 @@ pub async fn extend(
     if let Some(refused) = guard(&headers, &session, &f.csrf) {
         return refused;
     }
-    let path = format!("/v1/templates/{id}");
-    let api = console.api();
     let t = match super::read(&console, &session, id).await {
         Ok(t) => t.terms,
         Err(p) => return problem_page(&session, &p),
@@ -285,32 +282,38 @@ pub async fn extend(
         let sent = sent.trim();
         !sent.is_empty() && now.to_string().chars().take(16).collect::<String>() != sent
     };
-    let mut patch = serde_json::Map::new();
+    let end = |field: &str, sent: &str| {
+        Timestamp::parse(&utc(sent))
+            .map_err(|why| Problem::from(AppError::invalid("invalid_value", field, why)))
+    };
+    let mut patch = TemplatePatch::default();
     if let Some(w) = t.claim_window.filter(|w| changed(&f.claim_end, w.end)) {
-        patch.insert(
-            "claim_window".into(),
-            json!({"start": w.start, "end": utc(&f.claim_end)}),
-        );
+        match end("claim_window.end", &f.claim_end) {
+            Ok(end) => {
+                patch.claim_window = Some(Window {
+                    start: w.start,
+                    end,
+                })
+            }
+            Err(p) => return problem_page(&session, &p),
+        }
     }
     if let Validity::Fixed { from, until } = t.validity {
         if changed(&f.valid_until, until) {
-            patch.insert(
-                "validity".into(),
-                json!({"type": "fixed", "from": from, "until": utc(&f.valid_until)}),
-            );
+            match end("validity.until", &f.valid_until) {
+                Ok(until) => patch.validity = Some(Validity::Fixed { from, until }),
+                Err(p) => return problem_page(&session, &p),
+            }
         }
     }
-    if patch.is_empty() {
+    if patch == TemplatePatch::default() {
         return Redirect::to(&format!(
             "/console/templates/{id}?notice=not+changed:+enter+a+new+end"
         ))
         .into_response();
     }
-    let reply = api
-        .send_json(&session.caller, Method::PATCH, &path, &Value::Object(patch))
-        .await;
-    if !reply.ok() {
-        return problem_page(&session, &reply.problem());
+    if let Err(e) = edit(&console, &session, id, patch).await {
+        return problem_page(&session, &Problem::from(e));
     }
     Redirect::to(&format!("/console/templates/{id}?notice=extended")).into_response()
 }
@@ -389,14 +392,16 @@ pub async fn code_batch(
     Redirect::to(&format!("/console/templates/{id}?notice=codes+generated")).into_response()
 }
 
-/// A batch's codes as a CSV download, streamed from the API.
+/// A batch's codes as a CSV download, streamed from the application.
 pub async fn codes_csv(
     State(console): State<Console>,
     session: Session,
     Path(id): Path<i64>,
 ) -> Response {
-    let path = format!("/v1/code-batches/{id}/codes");
-    download(&console, &session, &path, &format!("code-batch-{id}.csv")).await
+    let app = console.app();
+    let every = app.batch_codes_csv(&session.principal, id);
+    let pieces = session.act(app, codes::READ, every).await;
+    download(&session, pieces, &format!("code-batch-{id}.csv"))
 }
 
 /// Edits template `id` by the application's `update_template`, as the session's caller.

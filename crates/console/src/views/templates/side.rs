@@ -9,10 +9,10 @@ use coupond_api::views::{CodeBatchView, CouponView};
 use coupond_app::coupons::{Holders, HoldersFilter};
 use coupond_app::identify::Origin;
 use coupond_app::pages::PageRequest;
+use coupond_app::records::{CampaignMessage, CodeBatch, Issuance, Page};
 use coupond_app::reports::{StatsQuery, TemplateStats};
 use coupond_app::{codes, coupons, issuance, messages, reports, templates};
 use coupond_domain::TemplateId;
-use coupond_store::{CampaignMessage, CodeBatch, Issuance, Page};
 
 use super::{campaign, range, Unit};
 use crate::session::Session;

@@ -2,21 +2,25 @@
 //! no byte of its file before the caller is known to be allowed it: the form token (the first
 //! part), then the template as the caller's key sees it (another merchant's is a 404), then a
 //! permit (at most one upload at a time per caller); only then is the file streamed to the
-//! API, a chunk at a time, never held whole.
+//! API's upload reader (the same one `POST /v1/templates/{id}/issuances` reads with), a chunk
+//! at a time, never held whole.
 
 use askama::Template;
 use axum::body::{Body, Bytes};
 use axum::extract::multipart::{Field, MultipartError};
 use axum::extract::{Multipart, Path, State};
-use axum::http::{HeaderMap, Method, StatusCode};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-use coupond_api::routes::issuances::IssuanceView;
-use coupond_app::issuance;
+use coupond_api::routes::issuances::{issue_upload, IssuanceView};
+use coupond_app::identify::Origin;
+use coupond_app::records::Issuance;
+use coupond_app::{issuance, AppError};
+use coupond_domain::TemplateId;
 use tokio::sync::mpsc;
 
 use super::super::{guard, problem_page, render, TemplateRow};
 use super::Job;
-use crate::api::{Problem, Reply};
+use crate::problem::Problem;
 use crate::session::Session;
 use crate::Console;
 
@@ -57,22 +61,26 @@ pub async fn upload(
     if let Some(refused) = guard(&headers, &session, &csrf) {
         return refused;
     }
-    if let Err(p) = super::read(&console, &session, id).await {
-        return match p.status {
-            404 => problem_page(&session, &p),
-            _ => progress_error(&p),
-        };
-    }
+    let app = console.app();
+    let template = match TemplateId::new(id) {
+        Ok(t) => app.issuable_template(&session.principal, t),
+        Err(_) => return problem_page(&session, &Problem::from(AppError::NotFound)),
+    };
+    let template = match session.act(app, issuance::START, template).await {
+        Ok(t) => t,
+        Err(p) if p.status == 404 => return problem_page(&session, &p),
+        Err(p) => return progress_error(&p),
+    };
     let field = match form.next_field().await {
         Ok(Some(f)) if f.name() == Some("file") => f,
         Ok(_) => return progress_error(&no_file()),
         Err(e) => return progress_error(&unreadable(&e, limit)),
     };
-    match pass_on(&console, &session, id, field, limit).await {
-        Ok(reply) => match reply.into::<IssuanceView>() {
-            Ok(j) => render(StatusCode::OK, &Progress::of(&console, &session, &j).await),
-            Err(p) => progress_error(&p),
-        },
+    match pass_on(&console, &session, template, field, limit).await {
+        Ok(job) => {
+            let j = IssuanceView::new(job, app.now());
+            render(StatusCode::OK, &Progress::of(&console, &session, &j).await)
+        }
         Err(p) => progress_error(&p),
     }
 }
@@ -105,10 +113,10 @@ async fn first_token(form: &mut Multipart) -> Result<String, MultipartError> {
 async fn pass_on(
     console: &Console,
     session: &Session,
-    id: i64,
+    template: coupond_domain::Template,
     mut field: Field<'_>,
     limit: usize,
-) -> Result<Reply, Problem> {
+) -> Result<Issuance, Problem> {
     let mut next = loop {
         match field.chunk().await {
             Ok(Some(c)) if c.is_empty() => continue,
@@ -137,19 +145,22 @@ async fn pass_on(
     let body = Body::from_stream(futures_util::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|chunk| (chunk, rx))
     }));
-    let path = format!("/v1/templates/{id}/issuances");
-    let call = console
-        .api()
-        .send_body(&session.caller, Method::POST, &path, "text/csv", body);
+    let app = console.app();
+    let who = session.identity.who.clone();
+    let issue = issue_upload(app, &session.principal, template, body);
+    let call = app.as_caller(who, Origin::default(), issue);
     tokio::pin!(call, pump);
     tokio::select! {
         biased;
         failed = &mut pump => {
-            let reply = call.await;
-            failed.map_or(Ok(reply), |e| Err(unreadable(&e, limit)))
+            let answered = call.await;
+            match failed {
+                Some(e) => Err(unreadable(&e, limit)),
+                None => answered.map_err(Problem::from),
+            }
         }
         // Answered before the whole file was sent (a refusal): the rest is not read.
-        reply = &mut call => Ok(reply),
+        answered = &mut call => answered.map_err(Problem::from),
     }
 }
 

@@ -9,6 +9,7 @@
 
 use std::collections::HashSet;
 
+use coupond_app::AppError;
 use proptest::prelude::*;
 
 use super::*;
@@ -136,7 +137,7 @@ fn found(p: &Parsed) -> (Vec<String>, u64, u64, Vec<InvalidLine>) {
 }
 
 fn is_invalid(r: &ApiResult<Parsed>, code: &str, field: &str) -> bool {
-    matches!(r, Err(ApiError::Invalid { code: c, field: Some(f), .. }) if *c == code && f == field)
+    matches!(r, Err(ApiError::App(AppError::Invalid { code: c, field: Some(f), .. })) if *c == code && f == field)
 }
 
 /// What holds of any successful parse of `text`: users distinct, every kept line accounted
