@@ -14,6 +14,7 @@
 //! - [`error`]: [`AppError`], every store, domain and engine error mapped once.
 //! - [`records`]: the kept records services answer with, named for the front doors.
 //! - [`retry`]: [`RetryKey`], a caller's key that makes a write safe to retry.
+//! - [`own_account`]: a person's own sign-in, second factor, password link and invitation.
 //! - [`pages`]: cursor pages of every list ([`pages::PageRequest`], [`pages::PageOf`]).
 //! - [`claims`]: claiming a template's coupon and redeeming a code ([`App::claim`],
 //!   [`App::redeem`]) for a [`claims::Claimant`] the caller may claim for.
@@ -87,6 +88,7 @@ pub mod merchants;
 pub mod message_texts;
 pub mod messages;
 pub mod orders;
+pub mod own_account;
 pub mod pages;
 pub mod people;
 pub mod ratelimit;

@@ -241,7 +241,7 @@ async fn needs_second_factor(console: &Console, id: OperatorId) -> bool {
     if !console.settings().require_totp_for_platform {
         return false;
     }
-    match console.app().accounts().operator(id).await {
+    match console.app().own_account(id).await {
         Ok(op) => op.role.is_platform() && !op.has_totp,
         Err(_) => true,
     }

@@ -9,9 +9,9 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
 use coupond_api::auth::Caller;
+use coupond_app::own_account::AccountError;
 use coupond_app::records::audit;
 use coupond_domain::{Operator, OperatorId};
-use coupond_engine::accounts::AccountError;
 use coupond_engine::second_factor;
 use serde::Deserialize;
 
@@ -116,8 +116,7 @@ async fn load(console: &Console, session: &Session) -> Result<Operator, Response
     };
     console
         .app()
-        .accounts()
-        .operator(id)
+        .own_account(id)
         .await
         .map_err(|e| failed(session, &e))
 }
@@ -179,8 +178,9 @@ pub async fn totp_on(
         Ok(op) => op,
         Err(r) => return r,
     };
-    let accounts = console.app().accounts();
-    let on = accounts.enable_totp(op.id, f.secret.trim(), &f.code);
+    let on = console
+        .app()
+        .turn_on_second_factor(op.id, f.secret.trim(), &f.code);
     match audit::acting(as_person(&op), on).await {
         Ok(_) => Redirect::to("/console/account?notice=on").into_response(),
         Err(AccountError::Invalid(e)) => show(&session, &op, Some(e.to_string()), ""),
@@ -199,17 +199,13 @@ pub async fn totp_off(
         Ok(op) => op,
         Err(r) => return r,
     };
-    let accounts = console.app().accounts();
-    match accounts.check_code(op.id, &f.code).await {
-        Ok(true) => {}
-        Ok(false) => {
+    let off = console.app().turn_off_second_factor(op.id, &f.code);
+    match audit::acting(as_person(&op), off).await {
+        Ok(Some(_)) => Redirect::to("/console/account?notice=off").into_response(),
+        Ok(None) => {
             let error = Some("This is not the code your app shows now.".to_owned());
-            return show(&session, &op, error, "");
+            show(&session, &op, error, "")
         }
-        Err(e) => return failed(&session, &e),
-    }
-    match audit::acting(as_person(&op), accounts.disable_totp(op.id)).await {
-        Ok(_) => Redirect::to("/console/account?notice=off").into_response(),
         Err(e) => failed(&session, &e),
     }
 }

@@ -73,7 +73,7 @@ pub async fn list(
         Ok(r) => rows(r),
         Err(p) => return problem_page(&session, &p),
     };
-    let schedule = match console.app().auditor().schedule() {
+    let schedule = match console.app().audit_schedule() {
         Some((t, zone)) => format!("every day at {t} ({})", zone.name()),
         None => "only when asked (background.audit_at is off)".to_owned(),
     };

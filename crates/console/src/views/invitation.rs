@@ -8,7 +8,7 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::Form;
-use coupond_engine::accounts::AccountError;
+use coupond_app::own_account::AccountError;
 
 use super::password::{clean, NewPassword};
 use super::render;
@@ -29,7 +29,7 @@ const GONE: &str = "This invitation is not valid any more (accepted, or older th
 
 pub async fn form(State(console): State<Console>, Path(token): Path<String>) -> Response {
     let token = clean(&token);
-    match console.app().invitations().open(&token).await {
+    match console.app().open_invitation(&token).await {
         Ok(i) => render(
             StatusCode::OK,
             &InvitationPage {
@@ -70,12 +70,7 @@ pub async fn submit(
     if let Some((status, why)) = f.refusal(&headers) {
         return refuse(status, why, true);
     }
-    match console
-        .app()
-        .invitations()
-        .accept(&token, &f.password)
-        .await
-    {
+    match console.app().accept_invitation(&token, &f.password).await {
         Ok(_) => render(
             StatusCode::OK,
             &InvitationPage {

@@ -16,8 +16,8 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::{Extension, Form};
 use axum_extra::extract::cookie::PrivateCookieJar;
 use coupond_api::auth::operator_principal;
+use coupond_app::own_account::AccountError;
 use coupond_domain::Email;
-use coupond_engine::accounts::AccountError;
 use serde::Deserialize;
 
 use super::render;
@@ -152,7 +152,7 @@ async fn account(
         return retry_after(refuse(StatusCode::TOO_MANY_REQUESTS, &error), secs);
     }
     let verified = match Email::parse(email) {
-        Ok(e) => console.app().accounts().sign_in(&e, password, code).await,
+        Ok(e) => console.app().sign_in(&e, password, code).await,
         Err(_) => Ok(None),
     };
     let op = match verified {

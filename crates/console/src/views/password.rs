@@ -7,7 +7,7 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::Form;
-use coupond_engine::accounts::AccountError;
+use coupond_app::own_account::AccountError;
 use serde::Deserialize;
 
 use super::render;
@@ -87,8 +87,7 @@ pub async fn submit(
     }
     match console
         .app()
-        .accounts()
-        .finish_reset(&token, &f.password)
+        .set_password_from_link(&token, &f.password)
         .await
     {
         Ok(_) => render(
