@@ -8,13 +8,12 @@ use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
-use coupond_api::ApiError;
 use coupond_app::{templates, AppError};
-use coupond_domain::{TemplateAction, TemplateDraft, TemplateId, TemplatePatch};
+use coupond_domain::{ActivityId, TemplateAction, TemplateId};
 use serde::Deserialize;
 
 use super::names::CityNames;
-use super::template_form::{terms, Selects, TemplateForm};
+use super::template_form::{patch, terms, Selects, TemplateForm};
 use super::{guard, problem_page, render, ActivityRow, FieldErrors, Shell, Shown};
 use crate::problem::Problem;
 use crate::session::Session;
@@ -125,32 +124,27 @@ pub async fn create(
     if let Some(refused) = guard(&headers, &session, &form.csrf) {
         return refused;
     }
-    let mut body = match terms(&form) {
-        Ok(b) => b,
+    let mut draft = match terms(&form) {
+        Ok(d) => d,
         Err((field, why)) => {
             return page(&console, &session, None, form, Shown::field(field, why)).await;
         }
     };
     if let Ok(a) = form.activity_id.trim().parse::<i64>() {
-        body["activity_id"] = a.into();
+        match ActivityId::new(a) {
+            Ok(a) => draft.activity_id = Some(a),
+            Err(why) => {
+                let shown = Shown::field("activity_id", why);
+                return page(&console, &session, None, form, shown).await;
+            }
+        }
     }
-    let draft = match read_as_api::<TemplateDraft>(&body) {
-        Ok(d) => d,
-        Err(p) => return page(&console, &session, None, form, Shown::of(&p)).await,
-    };
     let app = console.app();
     let created = app.create_template(&session.principal, &draft);
     match session.act(app, templates::EDIT, created).await {
         Ok(t) => Redirect::to(&format!("/console/templates/{}", t.id)).into_response(),
         Err(p) => page(&console, &session, None, form, Shown::of(&p)).await,
     }
-}
-
-/// The form's terms read as the API reads a body (each bad field named by its path), so the
-/// form and the API refuse in the same words.
-fn read_as_api<T: serde::de::DeserializeOwned>(body: &serde_json::Value) -> Result<T, Problem> {
-    let bytes = serde_json::to_vec(body).map_err(|e| Problem::from(ApiError::internal(e)))?;
-    coupond_api::extract::parse_json(&bytes).map_err(Problem::from)
 }
 
 /// The edit form, filled from the template as the API has it; offered while the API names
@@ -196,24 +190,19 @@ pub async fn update(
     if let Some(refused) = guard(&headers, &session, &form.csrf) {
         return refused;
     }
-    let body = match terms(&form) {
-        Ok(b) => b,
+    let patch = match patch(&form) {
+        Ok(p) => p,
         Err((field, why)) => {
             return page(&console, &session, Some(id), form, Shown::field(field, why)).await;
         }
     };
-    let patch = read_as_api::<TemplatePatch>(&body).and_then(|patch| {
-        TemplateId::new(id)
-            .map(|t| (t, patch))
-            .map_err(|_| Problem::from(AppError::NotFound))
-    });
-    let changed = match patch {
-        Ok((t, patch)) => {
+    let changed = match TemplateId::new(id) {
+        Ok(t) => {
             let app = console.app();
             let work = app.update_template(&session.principal, t, patch);
             session.act(app, templates::EDIT, work).await
         }
-        Err(p) => Err(p),
+        Err(_) => Err(Problem::from(AppError::NotFound)),
     };
     match changed {
         Ok(_) => {

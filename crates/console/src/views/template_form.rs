@@ -1,11 +1,16 @@
 //! The template form's fields, shared by creating a template (standalone or enrolling in an
 //! activity) and editing a draft: what a person types (money in major units, percentages in
-//! %, instants in UTC) into the API's body, and back from a template's terms. The API checks
-//! every rule; the form only reads numbers, naming the field it could not read.
+//! %, instants in UTC) read into a typed draft or patch, and back from a template's terms.
+//! The application checks every rule; the form only reads each field into its type, naming
+//! the field it could not read.
 
-use coupond_domain::{Audience, CouponValue, TemplateDraft, Timestamp, Validity};
+use coupond_domain::{
+    Audience, BasisPoints, CityId, CitySet, CouponValue, Gift, Money, Tag, TemplateDraft,
+    TemplatePatch, Timestamp, UserId, Validity, Window,
+};
+use serde::de::value::StrDeserializer;
+use serde::de::{DeserializeOwned, IntoDeserializer};
 use serde::Deserialize;
-use serde_json::{json, Value};
 
 use super::activities::{utc, Choice};
 use super::format::{decimal, hundredths};
@@ -268,87 +273,166 @@ fn items(s: &str) -> Vec<&str> {
         .collect()
 }
 
-/// The value as the API takes it.
-fn value(f: &TemplateForm) -> Result<Value, Bad> {
-    let cap = || optional(&f.cap, |s| hundredths("cap", s));
+/// A whole number that fits `T` (a count, days), or why not.
+fn count<T: TryFrom<i64>>(field: &'static str, s: &str) -> Result<T, Bad> {
+    T::try_from(whole(field, s)?).map_err(|_| (field, "this number is out of range".to_owned()))
+}
+
+/// An amount in major units (`12.50`) as money.
+fn money(field: &'static str, s: &str) -> Result<Money, Bad> {
+    Money::new(hundredths(field, s)?).map_err(|why| (field, why))
+}
+
+/// One of a select's words (`stackable`, `void`) as its type.
+fn chosen<T: DeserializeOwned>(field: &'static str, s: &str) -> Result<T, Bad> {
+    let word: StrDeserializer<'_, serde::de::value::Error> = s.into_deserializer();
+    T::deserialize(word).map_err(|_| (field, "not one of the choices".to_owned()))
+}
+
+/// An instant typed in UTC (`2026-11-24T12:00`).
+fn instant(field: &'static str, s: &str) -> Result<Timestamp, Bad> {
+    Timestamp::parse(&utc(s)).map_err(|why| (field, why))
+}
+
+/// The value from the form's kind and fields.
+fn value(f: &TemplateForm) -> Result<CouponValue, Bad> {
+    let cap = || optional(&f.cap, |s| money("cap", s));
     Ok(match f.kind.as_str() {
-        "amount_off" => json!({"kind": "amount_off", "amount": hundredths("value", &f.value)?}),
-        "percent_off" => {
-            json!({"kind": "percent_off", "bps": hundredths("value", &f.value)?, "cap": cap()?})
-        }
-        "free_days" => json!({"kind": "free_days", "days": whole("value", &f.value)?}),
-        "special_price" => {
-            json!({"kind": "special_price", "price": hundredths("value", &f.value)?})
-        }
-        "buy_x_get_y" => {
-            let mut v = json!({
-                "kind": "buy_x_get_y",
-                "buy": whole("buy", &f.buy)?,
-                "get": whole("get", &f.get)?,
-                "max_applications": optional(&f.max_applications, |s| whole("max_applications", s))?,
-            });
-            if !f.gift.trim().is_empty() {
-                v["gift"] = serde_json::from_str(&f.gift)
-                    .map_err(|_| ("gift", "not a gift the API knows".to_owned()))?;
-            }
-            v
-        }
-        other => json!({"kind": other, "cap": cap()?}),
+        "amount_off" => CouponValue::AmountOff {
+            amount: money("value", &f.value)?,
+        },
+        "percent_off" => CouponValue::PercentOff {
+            bps: BasisPoints::new(hundredths("value", &f.value)?).map_err(|why| ("value", why))?,
+            cap: cap()?,
+        },
+        "free_days" => CouponValue::FreeDays {
+            days: count("value", &f.value)?,
+        },
+        "special_price" => CouponValue::SpecialPrice {
+            price: money("value", &f.value)?,
+        },
+        "deposit_waiver" => CouponValue::DepositWaiver { cap: cap()? },
+        "free_shipping" => CouponValue::FreeShipping { cap: cap()? },
+        "buy_x_get_y" => CouponValue::BuyXGetY {
+            buy: count("buy", &f.buy)?,
+            get: count("get", &f.get)?,
+            max_applications: optional(&f.max_applications, |s| count("max_applications", s))?,
+            gift: match f.gift.trim() {
+                "" => Gift::default(),
+                kept => serde_json::from_str(kept)
+                    .map_err(|_| ("gift", "not a gift the API knows".to_owned()))?,
+            },
+        },
+        _ => return Err(("kind", "not a kind of coupon the API knows".to_owned())),
     })
 }
 
-/// Who may hold its coupons, as the API takes it.
-fn audience(f: &TemplateForm) -> Value {
+/// Who may hold its coupons.
+fn audience(f: &TemplateForm) -> Result<Audience, Bad> {
     let list = items(&f.audience_list);
-    match f.audience.as_str() {
-        "users" => json!({"type": "users", "ids": list}),
-        "tags" => json!({"type": "tags", "any": list}),
-        _ => json!({"type": "everyone"}),
-    }
-}
-
-/// How long a claimed coupon is usable, as the API takes it.
-fn validity(f: &TemplateForm) -> Result<Value, Bad> {
-    Ok(match f.validity.as_str() {
-        "fixed" => {
-            json!({"type": "fixed", "from": utc(&f.valid_from), "until": utc(&f.valid_until)})
-        }
-        _ => json!({"type": "relative", "days": whole("validity", &f.validity_days)?}),
+    let bad = |why: String| ("audience_list", why);
+    Ok(match f.audience.as_str() {
+        "users" => Audience::Users {
+            ids: list
+                .into_iter()
+                .map(UserId::parse)
+                .collect::<Result<_, _>>()
+                .map_err(bad)?,
+        },
+        "tags" => Audience::Tags {
+            any: list
+                .into_iter()
+                .map(Tag::parse)
+                .collect::<Result<_, _>>()
+                .map_err(bad)?,
+        },
+        _ => Audience::Everyone,
     })
 }
 
-/// The API's body from the form: every term but the activity, which only creating sends
-/// (`POST /v1/templates` and `PATCH /v1/templates/{id}` take the same terms); a field that
-/// cannot be read is named with why.
-pub fn terms(f: &TemplateForm) -> Result<Value, Bad> {
-    let cities: Result<Vec<i64>, _> = items(&f.cities)
+/// How long a claimed coupon is usable.
+fn validity(f: &TemplateForm) -> Result<Validity, Bad> {
+    Ok(match f.validity.as_str() {
+        "fixed" => Validity::Fixed {
+            from: instant("valid_from", &f.valid_from)?,
+            until: instant("valid_until", &f.valid_until)?,
+        },
+        _ => Validity::Relative {
+            days: count("validity", &f.validity_days)?,
+        },
+    })
+}
+
+/// The cities, as ids separated by commas.
+fn cities(f: &TemplateForm) -> Result<CitySet, Bad> {
+    let ids: Option<Vec<CityId>> = items(&f.cities)
         .into_iter()
-        .map(str::parse::<i64>)
+        .map(|c| c.parse::<i64>().ok().and_then(|c| CityId::new(c).ok()))
         .collect();
-    let mut body = json!({
-        "title": f.title,
-        "description": f.description,
-        "value": value(f)?,
-        "threshold": optional(&f.threshold, |s| hundredths("threshold", s))?.unwrap_or(0),
-        "cities": cities.map_err(|_| ("cities", "city ids, separated by commas".to_owned()))?,
-        "total_stock": whole("total_stock", &f.total_stock)?,
-        "per_user_limit": whole("per_user_limit", &f.per_user_limit)?,
-        "audience": audience(f),
-        "validity": validity(f)?,
-        "budget": optional(&f.budget, |s| hundredths("budget", s))?,
-    });
-    for (key, chosen) in [
-        ("stacking", &f.stacking),
-        ("refund_policy", &f.refund_policy),
-    ] {
-        if !chosen.is_empty() {
-            body[key] = json!(chosen);
+    let ids = ids.ok_or(("cities", "city ids, separated by commas".to_owned()))?;
+    CitySet::new(ids).map_err(|why| ("cities", why))
+}
+
+/// The template the form describes (the activity is set by the caller that creates it; a
+/// standalone template's claim window comes from the form): every term the form has, read
+/// into its type, a field that cannot be read named with why. The application checks every
+/// rule of the template as a whole.
+pub fn terms(f: &TemplateForm) -> Result<TemplateDraft, Bad> {
+    let standalone = f.activity_id.trim().parse::<i64>().is_err();
+    let claim_window = match standalone {
+        true => {
+            let (start, end) = (
+                instant("claim_start", &f.claim_start)?,
+                instant("claim_end", &f.claim_end)?,
+            );
+            Some(Window::new(start, end).map_err(|why| ("claim_end", why))?)
         }
-    }
-    if f.activity_id.trim().parse::<i64>().is_err() {
-        body["claim_window"] = json!({"start": utc(&f.claim_start), "end": utc(&f.claim_end)});
-    }
-    Ok(body)
+        false => None,
+    };
+    Ok(TemplateDraft {
+        activity_id: None,
+        title: f.title.clone(),
+        description: f.description.clone(),
+        value: value(f)?,
+        threshold: optional(&f.threshold, |s| money("threshold", s))?.unwrap_or_default(),
+        deduction: Default::default(),
+        scope: Default::default(),
+        cities: cities(f)?,
+        audience: audience(f)?,
+        total_stock: whole("total_stock", &f.total_stock)?,
+        per_user_limit: count("per_user_limit", &f.per_user_limit)?,
+        stacking: optional(&f.stacking, |s| chosen("stacking", s))?.unwrap_or_default(),
+        claim_window,
+        validity: validity(f)?,
+        budget: optional(&f.budget, |s| money("budget", s))?,
+        metadata: Default::default(),
+        refund_policy: optional(&f.refund_policy, |s| chosen("refund_policy", s))?
+            .unwrap_or_default(),
+        reminder_days_before: None,
+        reference: Default::default(),
+    })
+}
+
+/// The change the edit form makes to a draft: every term the form shows, the rest (its scope,
+/// metadata, reminder and reference) kept as they are.
+pub fn patch(f: &TemplateForm) -> Result<TemplatePatch, Bad> {
+    let t = terms(f)?;
+    Ok(TemplatePatch {
+        title: Some(t.title),
+        description: Some(t.description),
+        value: Some(t.value),
+        threshold: Some(t.threshold),
+        cities: Some(t.cities),
+        audience: Some(t.audience),
+        total_stock: Some(t.total_stock),
+        per_user_limit: Some(t.per_user_limit),
+        stacking: (!f.stacking.trim().is_empty()).then_some(t.stacking),
+        claim_window: t.claim_window,
+        validity: Some(t.validity),
+        budget: Some(t.budget),
+        refund_policy: (!f.refund_policy.trim().is_empty()).then_some(t.refund_policy),
+        ..TemplatePatch::default()
+    })
 }
 
 #[cfg(test)]
@@ -364,16 +448,20 @@ mod tests {
         (f.cities, f.total_stock, f.budget) = ("1, 2".into(), "50".into(), "120.50".into());
         (f.claim_start, f.claim_end) = ("2026-11-24T13:00".into(), "2026-11-30T00:00".into());
         (f.audience, f.audience_list) = ("tags".into(), "vip, new".into());
-        let body = terms(&f).unwrap();
+        let draft = terms(&f).unwrap();
         assert_eq!(
-            body["value"],
-            json!({"kind": "buy_x_get_y", "buy": 2, "get": 1, "max_applications": 3})
+            draft.value,
+            CouponValue::BuyXGetY {
+                buy: 2,
+                get: 1,
+                gift: Gift::Cheapest,
+                max_applications: Some(3)
+            }
         );
         assert_eq!(
-            (&body["budget"], &body["threshold"]),
-            (&json!(12_050), &json!(0))
+            (draft.budget, draft.threshold),
+            (Some(Money::new(12_050).unwrap()), Money::ZERO)
         );
-        let draft: TemplateDraft = serde_json::from_value(body).unwrap();
         let back = TemplateForm::of(&draft);
         assert_eq!(
             (

@@ -288,13 +288,13 @@ pub async fn extend(
     };
     let mut patch = TemplatePatch::default();
     if let Some(w) = t.claim_window.filter(|w| changed(&f.claim_end, w.end)) {
-        match end("claim_window.end", &f.claim_end) {
-            Ok(end) => {
-                patch.claim_window = Some(Window {
-                    start: w.start,
-                    end,
-                })
-            }
+        let window = end("claim_window.end", &f.claim_end).and_then(|end| {
+            Window::new(w.start, end).map_err(|why| {
+                Problem::from(AppError::invalid("invalid_value", "claim_window.end", why))
+            })
+        });
+        match window {
+            Ok(window) => patch.claim_window = Some(window),
             Err(p) => return problem_page(&session, &p),
         }
     }
