@@ -1,14 +1,14 @@
-//! [`Uploads`]: the uploads being read (by the API) or passed on (by the console), at most
-//! `max_concurrent_uploads` at once and one at a time per caller (a principal's scope), so one
-//! tenant's slow uploads can hold neither every permit nor a second one of its own. The API
-//! and the console each keep their own: the console's upload also takes the API's permit.
+//! [`Uploads`]: the uploads being read, by the API or by the console's upload form (both take
+//! their permit from the same [`crate::AppState`]), at most `max_concurrent_uploads` at once
+//! and one at a time per caller (a principal's scope), so one tenant's slow uploads can hold
+//! neither every permit nor a second one of its own.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-/// The uploads being passed on, and the callers passing them.
+/// The uploads being read, and the callers sending them.
 #[derive(Debug)]
 pub struct Uploads {
     permits: Arc<Semaphore>,

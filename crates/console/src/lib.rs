@@ -91,9 +91,6 @@ struct Inner {
     app: AppState,
     key: Key,
     settings: ConsoleSettings,
-    /// The issuance uploads being streamed to the API: at most `max_concurrent_uploads`, one
-    /// per caller.
-    uploads: coupond_api::uploads::Uploads,
     /// Failed account sign-ins, per email and per client address.
     sign_ins: throttle::SignInThrottle,
 }
@@ -117,10 +114,8 @@ impl Console {
             Some(s) => Key::from(&derive(s)),
             None => Key::generate(),
         };
-        let uploads = app.settings().max_concurrent_uploads as usize;
         Ok(Console {
             inner: Arc::new(Inner {
-                uploads: coupond_api::uploads::Uploads::new(uploads),
                 sign_ins: throttle::SignInThrottle::new(
                     settings.sign_in_free_failures,
                     settings.sign_in_max_delay,
@@ -145,10 +140,10 @@ impl Console {
         &self.inner.sign_ins
     }
 
-    /// A permit to pass an upload of `who` (a principal's scope) on, if `who` has none in
-    /// progress and one is free.
+    /// A permit to read an upload of `who` (a principal's scope), if `who` has none being
+    /// read by either door and one of the API's `max_concurrent_uploads` is free.
     pub(crate) fn upload_permit(&self, who: &str) -> Option<coupond_api::uploads::UploadPermit> {
-        self.inner.uploads.permit(who)
+        self.inner.app.upload_permit(who)
     }
 }
 

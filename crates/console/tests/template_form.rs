@@ -160,6 +160,24 @@ async fn the_form_takes_every_term_the_api_takes() {
     assert_eq!(a.status, StatusCode::UNPROCESSABLE_ENTITY);
     assert!(a.body.contains("data-field=\"cap\""), "{}", a.body);
     assert!(a.body.contains("value=\"forty\""), "what was typed is kept");
+
+    // A term read from several inputs is named where the form shows its message: a tag that
+    // is not one at the audience, an end before the start at the claim window.
+    let tags = standalone(&[
+        ("kind", "amount_off"),
+        ("value", "10"),
+        ("audience", "tags"),
+        ("audience_list", "vip, not a tag!"),
+    ]);
+    let a = post(&app, &cookie, "/console/templates", &form, &tags).await;
+    assert_eq!(a.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(a.body.contains("data-field=\"audience\""), "{}", a.body);
+    let mut backwards = standalone(&[("kind", "amount_off"), ("value", "10")]);
+    backwards.retain(|(k, _)| *k != "claim_end");
+    backwards.push(("claim_end", "2026-11-20T00:00"));
+    let a = post(&app, &cookie, "/console/templates", &form, &backwards).await;
+    assert_eq!(a.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(a.body.contains("data-field=\"claim_window\""), "{}", a.body);
 }
 
 #[tokio::test]

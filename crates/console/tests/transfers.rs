@@ -299,8 +299,9 @@ async fn a_form_without_its_token_first_is_refused_before_its_file_is_read() {
 }
 
 /// Two slow uploads of one merchant held every tenant's console uploads. Now a caller passes
-/// one upload at a time: while its first is being sent, its second is turned away, unread,
-/// and another merchant's goes through; once the first is done, the next is taken.
+/// one upload at a time: while its first is being sent, its second is turned away, unread
+/// (by the console or the API alike), and another merchant's goes through; once the first is
+/// done, the next is taken.
 #[tokio::test]
 async fn one_upload_at_a_time_per_caller_while_others_go_on() {
     let app = app(AppSettings::default()).await;
@@ -331,6 +332,16 @@ async fn one_upload_at_a_time_per_caller_while_others_go_on() {
         0,
         "the second upload was read and made a job"
     );
+    // Through the API too: one permit per caller, whichever door the upload came in by.
+    let by_api = Request::builder()
+        .method(Method::POST)
+        .uri(format!("/v1/templates/{t1}/issuances"))
+        .header(header::AUTHORIZATION, format!("Bearer {m1}"))
+        .header(header::CONTENT_TYPE, "text/csv")
+        .body(Body::from("u-7\n"))
+        .unwrap();
+    let by_api = app.router.clone().oneshot(by_api).await.unwrap();
+    assert_eq!(by_api.status(), StatusCode::TOO_MANY_REQUESTS);
     let other = answer(&app, &c2, t2, whole(&k2, "u-5\n")).await;
     assert!(other.contains("/console/issuances/"), "{other}");
 

@@ -236,7 +236,7 @@ pub async fn create(
 /// as it streams in (at most `max_upload_bytes`); answered at once with the job, which the
 /// worker runs in the background. The console's upload form passes its file through here, so
 /// a file is read by the same rules whichever door it came in by. The caller holds the upload
-/// permit and may see `template`.
+/// permit (`AppState::upload_permit`) and may see `template`.
 pub async fn issue_upload(
     s: &AppState,
     p: &Principal,

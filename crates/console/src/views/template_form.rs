@@ -248,7 +248,8 @@ fn local(t: Timestamp) -> String {
     t.to_string().chars().take(16).collect()
 }
 
-/// A field the console could not read, and why.
+/// A field the console could not read (its path in the template, the form showing the message
+/// at its first segment: `validity.from` at `validity`), and why.
 pub type Bad = (&'static str, String);
 
 fn whole(field: &'static str, s: &str) -> Result<i64, Bad> {
@@ -320,17 +321,22 @@ fn value(f: &TemplateForm) -> Result<CouponValue, Bad> {
             gift: match f.gift.trim() {
                 "" => Gift::default(),
                 kept => serde_json::from_str(kept)
-                    .map_err(|_| ("gift", "not a gift the API knows".to_owned()))?,
+                    .map_err(|_| ("value.gift", "not a gift the API knows".to_owned()))?,
             },
         },
-        _ => return Err(("kind", "not a kind of coupon the API knows".to_owned())),
+        _ => {
+            return Err((
+                "value.kind",
+                "not a kind of coupon the API knows".to_owned(),
+            ))
+        }
     })
 }
 
 /// Who may hold its coupons.
 fn audience(f: &TemplateForm) -> Result<Audience, Bad> {
     let list = items(&f.audience_list);
-    let bad = |why: String| ("audience_list", why);
+    let bad = |why: String| ("audience.list", why);
     Ok(match f.audience.as_str() {
         "users" => Audience::Users {
             ids: list
@@ -354,8 +360,8 @@ fn audience(f: &TemplateForm) -> Result<Audience, Bad> {
 fn validity(f: &TemplateForm) -> Result<Validity, Bad> {
     Ok(match f.validity.as_str() {
         "fixed" => Validity::Fixed {
-            from: instant("valid_from", &f.valid_from)?,
-            until: instant("valid_until", &f.valid_until)?,
+            from: instant("validity.from", &f.valid_from)?,
+            until: instant("validity.until", &f.valid_until)?,
         },
         _ => Validity::Relative {
             days: count("validity", &f.validity_days)?,
@@ -382,10 +388,10 @@ pub fn terms(f: &TemplateForm) -> Result<TemplateDraft, Bad> {
     let claim_window = match standalone {
         true => {
             let (start, end) = (
-                instant("claim_start", &f.claim_start)?,
-                instant("claim_end", &f.claim_end)?,
+                instant("claim_window.start", &f.claim_start)?,
+                instant("claim_window.end", &f.claim_end)?,
             );
-            Some(Window::new(start, end).map_err(|why| ("claim_end", why))?)
+            Some(Window::new(start, end).map_err(|why| ("claim_window.end", why))?)
         }
         false => None,
     };

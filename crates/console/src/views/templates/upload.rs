@@ -40,9 +40,10 @@ pub async fn upload(
     mut form: Multipart,
 ) -> Response {
     let limit = console.app().settings().max_upload_bytes;
-    // Held until the API has answered: one upload per caller passes through at a time. Taken
-    // before anything of the body is read, so that a second upload of the caller's is turned
-    // away whatever stage its first is at (a forged or foreign form lets it go at once).
+    // The API's own upload permit, held until the job is stored: one upload per caller is read
+    // at a time, through either door. Taken before anything of the body is read, so that a
+    // second upload of the caller's is turned away whatever stage its first is at (a forged
+    // or foreign form lets it go at once).
     let Some(_permit) = console.upload_permit(&session.principal.scope()) else {
         return progress_error(&Problem {
             fields: Vec::new(),
