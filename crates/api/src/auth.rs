@@ -123,12 +123,7 @@ impl JwtKeys {
     }
 }
 
-/// Resolves the caller from the `Authorization` header.
-pub async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Principal, ApiError> {
-    identify(state, headers).await.map(|(p, _)| p)
-}
-
-/// As [`authenticate`], with who the caller is in the audit trail.
+/// The caller the `Authorization` header names, and who it is in the audit trail.
 pub async fn identify(state: &AppState, headers: &HeaderMap) -> Result<(Principal, Who), ApiError> {
     let value = headers
         .get(header::AUTHORIZATION)
@@ -173,27 +168,19 @@ impl std::fmt::Debug for KeyHash {
     }
 }
 
-/// Who code in this process calls the API as (the console's sessions): an API key by its
-/// hash, or an operator account by its id. Put on a request's extensions it stands for an
-/// `Authorization` header: extensions never come from the network, so only code in this
-/// process can use it.
+/// Who signed in, for code in this process: an API key by its hash, or an operator account
+/// by its id. The console's sessions keep one and identify it on every request
+/// ([`identify_caller`]). Put on a request's extensions it stands for an `Authorization`
+/// header (how the API's tests call routes as an operator): extensions never come from the
+/// network, so only code in this process can use it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Caller {
     Key(KeyHash),
     Operator(OperatorId),
 }
 
-/// The principal an in-process [`Caller`] acts as, for a request in `area` (an operator whose
-/// role may not act there is refused, 403).
-pub async fn authenticate_caller(
-    state: &AppState,
-    caller: &Caller,
-    area: Area,
-) -> Result<Principal, ApiError> {
-    identify_caller(state, caller, area).await.map(|(p, _)| p)
-}
-
-/// As [`authenticate_caller`], with who the caller is in the audit trail.
+/// The principal an in-process [`Caller`] acts as in `area` (an operator whose role may not
+/// act there is refused, 403), and who it is in the audit trail.
 pub async fn identify_caller(
     state: &AppState,
     caller: &Caller,
@@ -201,21 +188,12 @@ pub async fn identify_caller(
 ) -> Result<(Principal, Who), ApiError> {
     match caller {
         Caller::Key(hash) => identify_hash(state, hash).await,
-        Caller::Operator(id) => identify_operator(state, *id, area).await,
+        Caller::Operator(id) => {
+            let id = state.identify_operator(*id, area).await?;
+            Ok((id.principal, id.who))
+        }
     }
 }
-
-/// The principal operator `id` acts as in `area` ([`coupond_app::App::identify_operator`]).
-pub async fn identify_operator(
-    state: &AppState,
-    id: OperatorId,
-    area: Area,
-) -> Result<(Principal, Who), ApiError> {
-    let id = state.identify_operator(id, area).await?;
-    Ok((id.principal, id.who))
-}
-
-pub use coupond_app::identify::operator_principal;
 
 /// Names the caller in the current request's log line: its principal, and the key (its id,
 /// never the key itself) when a key asked. Called once per request.

@@ -250,45 +250,11 @@ impl From<AppError> for ApiError {
     }
 }
 
-/// Store, domain and engine errors reach the API as the application layer maps them (see
-/// [`AppError`]'s conversions): the mapping is written there once.
-fn via_app<E: Into<AppError>>(e: E) -> ApiError {
-    e.into().into()
-}
-
+/// A domain error (the order of a quote or lock, checked where it is parsed) as the
+/// application maps it: the mapping is written there once ([`AppError`]'s conversions).
 impl From<DomainError> for ApiError {
     fn from(e: DomainError) -> Self {
-        via_app(e)
-    }
-}
-
-impl From<coupond_engine::CampaignError> for ApiError {
-    fn from(e: coupond_engine::CampaignError) -> Self {
-        via_app(e)
-    }
-}
-
-impl From<coupond_engine::ClaimError> for ApiError {
-    fn from(e: coupond_engine::ClaimError) -> Self {
-        via_app(e)
-    }
-}
-
-impl From<coupond_engine::accounts::AccountError> for ApiError {
-    fn from(e: coupond_engine::accounts::AccountError) -> Self {
-        via_app(e)
-    }
-}
-
-impl From<coupond_engine::redemption::RedeemError> for ApiError {
-    fn from(e: coupond_engine::redemption::RedeemError) -> Self {
-        via_app(e)
-    }
-}
-
-impl From<coupond_engine::CheckoutError> for ApiError {
-    fn from(e: coupond_engine::CheckoutError) -> Self {
-        via_app(e)
+        ApiError::App(e.into())
     }
 }
 

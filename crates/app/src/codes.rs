@@ -89,7 +89,7 @@ impl App {
 
     /// Code batch `id` once all its codes are generated, if `p` may see its template; a
     /// batch still being generated is refused (`batch_pending`).
-    pub async fn finished_code_batch(&self, p: &Principal, id: i64) -> AppResult<CodeBatch> {
+    pub(crate) async fn finished_code_batch(&self, p: &Principal, id: i64) -> AppResult<CodeBatch> {
         let b = self.code_batch(p, id).await?;
         if b.finished_at.is_none() {
             return Err(AppError::conflict(
@@ -105,7 +105,7 @@ impl App {
 
     /// Up to `limit` codes of `batch` (read through [`App::finished_code_batch`]) after code
     /// `after`, in code order.
-    pub async fn batch_codes(
+    pub(crate) async fn batch_codes(
         &self,
         batch: &CodeBatch,
         after: Option<&str>,

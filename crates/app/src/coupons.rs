@@ -113,7 +113,7 @@ impl App {
 
     /// The query of template `id`'s coupons `filter` picks, a page at a time, if `p` may see
     /// the template; with the template.
-    pub async fn holders_query(
+    pub(crate) async fn holders_query(
         &self,
         p: &Principal,
         id: TemplateId,
@@ -156,7 +156,7 @@ impl App {
 
     /// The rows of one page of a holders query ([`App::holders_query`]), one more than the
     /// page to tell whether another follows.
-    pub async fn holder_rows(&self, query: &HoldersQuery) -> AppResult<Vec<Coupon>> {
+    pub(crate) async fn holder_rows(&self, query: &HoldersQuery) -> AppResult<Vec<Coupon>> {
         Ok(self.store().template_coupons(query).await?)
     }
 }

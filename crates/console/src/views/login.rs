@@ -15,7 +15,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::{Extension, Form};
 use axum_extra::extract::cookie::PrivateCookieJar;
-use coupond_api::auth::operator_principal;
+use coupond_app::identify::operator_principal;
 use coupond_app::own_account::AccountError;
 use coupond_domain::Email;
 use serde::Deserialize;
