@@ -60,7 +60,7 @@ pub const OWN_KEYS: [&str; 4] = [
 
 /// `POST` routes that change nothing (a quote): there is no effect to make happen once, so no
 /// answer is stored for them, whatever the client sends.
-pub const SIDE_EFFECT_FREE: [&str; 1] = ["/v1/quotes"];
+pub const SIDE_EFFECT_FREE: [&str; 2] = ["/v1/quotes", "/v1/rules/preview"];
 
 /// Whether the layer runs for a route.
 pub fn applies_to(method: &axum::http::Method, path: &str) -> bool {

@@ -30,6 +30,7 @@ use utoipa::{Modify, OpenApi};
         (name = "claims", description = "Claiming coupons and reading wallets"),
         (name = "messages", description = "Email and SMS: users' contact points and choices, unsubscribe links, the message texts per locale, the delivery log, and campaign messages about a template to its holders or a segment"),
         (name = "centre", description = "The coupon centre: what a user may claim now, and templates and running activities as users see them"),
+        (name = "rules", description = "Promotion rules: condition trees on the order, the customer and the clock, tried before they go on a template"),
         (name = "checkout", description = "Quotes and try/confirm/cancel of an order's coupons, and extending a lock (order service)"),
         (name = "issuances", description = "Bulk issuance of coupons to lists of users"),
         (name = "reports", description = "Statistics, the reconciliation, the campaign performance report and the settlement"),

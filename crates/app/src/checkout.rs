@@ -3,8 +3,9 @@
 
 use std::net::IpAddr;
 
-use coupond_domain::checkout::Reason;
+use coupond_domain::checkout::{Reason, Situation};
 use coupond_domain::codes::TypedCode;
+use coupond_domain::rules::Unmet;
 use coupond_domain::{
     discount, eligibility, Coupon, CouponId, CouponStatus, Money, Order, Quote, TemplateId,
     TemplateUse,
@@ -38,6 +39,9 @@ pub struct CodePreview {
     pub template_id: TemplateId,
     pub applicable: bool,
     pub reasons: Vec<Reason>,
+    /// With `conditions_unmet`: what the template's conditions miss on this order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unmet: Vec<Unmet>,
     pub discount: Money,
 }
 
@@ -125,7 +129,15 @@ impl App {
             used_at: None,
         };
         let usage = TemplateUse::of(&template);
-        let reasons = eligibility(order, now, &would_be, usage);
+        let customer = self
+            .checkout()
+            .customer_for(&order.user_id, &[&template])
+            .await?;
+        let situation = Situation {
+            zone: self.zone(),
+            customer: customer.as_ref(),
+        };
+        let (reasons, unmet) = eligibility(order, now, situation, &would_be, usage);
         let amount = if reasons.is_empty() {
             discount(order, usage).map_or(Money::ZERO, |d| d.discount)
         } else {
@@ -136,6 +148,7 @@ impl App {
             template_id: template.id,
             applicable: reasons.is_empty(),
             reasons,
+            unmet,
             discount: amount,
         })
     }

@@ -97,7 +97,8 @@ impl App {
             settings.lock_ttl,
             settings.max_lock_ttl,
         )
-        .with_currency(settings.currency);
+        .with_currency(settings.currency)
+        .with_zone(settings.time_zone);
         let issuance = IssuanceWorker::new(store.clone(), clock.clone(), pace);
         let tagging = TagWorker::new(store.clone(), clock.clone(), pace);
         let hashes = HashGate::new(settings.password_hashes, std::time::Duration::from_secs(1));

@@ -20,6 +20,7 @@
 //!   [`App::redeem`]) for a [`claims::Claimant`] the caller may claim for.
 //! - [`centre`]: the coupon centre, what a user may claim now.
 //! - [`checkout`]: quoting an order ([`App::quote`]), with a code's preview.
+//! - [`rules`]: a promotion rule tried on a made-up order ([`App::preview_rule`]).
 //! - [`orders`]: orders' holds on their coupons (lock, confirm, cancel, extend, refund, an
 //!   order paid without a coupon), each refusal named here.
 //! - [`coupons`]: revoking a coupon, and who holds a template's coupons.
@@ -95,6 +96,7 @@ pub mod ratelimit;
 pub mod records;
 pub mod reports;
 pub mod retry;
+pub mod rules;
 pub mod settings;
 pub mod shared_tags;
 pub mod shelf_cache;

@@ -8,9 +8,9 @@ use std::hint::black_box;
 
 use coupond_domain::{
     quote, Audience, BasisPoints, CategoryId, CityId, CitySet, Coupon, CouponId, CouponStatus,
-    CouponValue, DeductionMode, Gift, LeaseDraft, LineDraft, LineKind, ListingId, MerchantId,
-    Money, Order, OrderDraft, QuoteInput, Scope, Stacking, Template, TemplateDraft, TemplateId,
-    TemplateSpec, TemplateUse, Timestamp, UserId, Validity, Window,
+    CouponValue, Coverage, DeductionMode, Gift, LeaseDraft, LineDraft, LineKind, ListingId,
+    MerchantId, Money, Order, OrderDraft, QuoteInput, Stacking, Template, TemplateDraft,
+    TemplateId, TemplateSpec, TemplateUse, Timestamp, UserId, Validity, Window,
 };
 use criterion::{criterion_group, criterion_main, Criterion};
 
@@ -60,6 +60,7 @@ fn order_draft() -> OrderDraft {
         })
         .collect();
     OrderDraft {
+        channel: None,
         user_id: user(),
         city_id: CityId::new(1).unwrap(),
         lines,
@@ -108,12 +109,12 @@ fn templates() -> Vec<Template> {
                 },
             };
             let scope = match i % 4 {
-                0 => Scope::All,
-                1 => Scope::Merchant,
-                2 => Scope::Categories {
+                0 => Coverage::All,
+                1 => Coverage::Merchant,
+                2 => Coverage::Categories {
                     ids: (1..=3).map(|c| CategoryId::new(c).unwrap()).collect(),
                 },
-                _ => Scope::Listings {
+                _ => Coverage::Listings {
                     ids: (1..=LINES)
                         .step_by(2)
                         .map(|l| ListingId::new(l).unwrap())
@@ -121,6 +122,7 @@ fn templates() -> Vec<Template> {
                 },
             };
             let draft = TemplateDraft {
+                conditions: None,
                 activity_id: None,
                 title: format!("template {i}"),
                 description: String::new(),
@@ -131,7 +133,7 @@ fn templates() -> Vec<Template> {
                 } else {
                     DeductionMode::Spread
                 },
-                scope,
+                scope: scope.into(),
                 cities: CitySet::new(vec![CityId::new(1).unwrap()]).unwrap(),
                 audience: Audience::Everyone,
                 total_stock: 1_000,
@@ -152,7 +154,7 @@ fn templates() -> Vec<Template> {
             Template {
                 id: TemplateId::new(i + 1).unwrap(),
                 merchant_id: Some(MerchantId::new(7).unwrap()),
-                spec: TemplateSpec::from_stored(draft, claim),
+                spec: TemplateSpec::from_stored(draft, claim).unwrap(),
                 claimed: 0,
                 used: 0,
                 given: Money::ZERO,
@@ -219,12 +221,13 @@ fn mixed_templates() -> Vec<Template> {
             };
             draft.threshold = m([0, 5_000, 20_000, 60_000][(i % 4) as usize]);
             draft.scope = match i % 3 {
-                0 => Scope::All,
-                1 => Scope::Merchant,
-                _ => Scope::Categories {
+                0 => Coverage::All,
+                1 => Coverage::Merchant,
+                _ => Coverage::Categories {
                     ids: vec![CategoryId::new(1 + i % 5).unwrap()],
                 },
-            };
+            }
+            .into();
             draft.stacking = if i % 3 == 0 {
                 Stacking::Exclusive
             } else {
@@ -232,7 +235,7 @@ fn mixed_templates() -> Vec<Template> {
             };
             draft.budget = None;
             base.id = TemplateId::new(i + 1).unwrap();
-            base.spec = TemplateSpec::from_stored(draft, base.spec.claim_window());
+            base.spec = TemplateSpec::from_stored(draft, base.spec.claim_window()).unwrap();
             base.clone()
         })
         .collect()
@@ -272,6 +275,7 @@ fn bench_mixed(c: &mut Criterion, order: &Order) {
         now: t("2026-06-01T00:00:00Z"),
         coupons: &coupons,
         templates: &uses,
+        situation: Default::default(),
     };
     let q = quote(&input).unwrap();
     assert_eq!(q.coupons.len(), 2 * MIXED_TEMPLATES as usize);
@@ -305,6 +309,7 @@ fn bench(c: &mut Criterion) {
         now,
         coupons: &coupons,
         templates: &uses,
+        situation: Default::default(),
     };
 
     // Sanity: the wallet exercises the interesting paths.
@@ -324,6 +329,7 @@ fn bench(c: &mut Criterion) {
                 now,
                 coupons: &coupons,
                 templates: &uses,
+                situation: Default::default(),
             })
             .unwrap()
         })

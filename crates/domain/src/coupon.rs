@@ -309,50 +309,6 @@ pub enum DeductionMode {
     Spread,
 }
 
-/// Which order lines a coupon applies to.
-// (The designs' `use_range`: 0 all, 1 merchant, 2 category, 3 product.)
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
-pub enum Scope {
-    /// Every line.
-    #[default]
-    All,
-    /// Lines of the template's merchant.
-    Merchant,
-    /// Lines in these categories.
-    Categories { ids: Vec<CategoryId> },
-    /// These listings.
-    Listings { ids: Vec<ListingId> },
-}
-
-impl Scope {
-    pub const MAX_IDS: usize = 1000;
-
-    pub fn validate(&self, has_merchant: bool) -> Result<(), DomainError> {
-        let ids_len = match self {
-            Scope::All => return Ok(()),
-            Scope::Merchant if has_merchant => return Ok(()),
-            Scope::Merchant => {
-                return Err(DomainError::invalid(
-                    "scope",
-                    "invalid_scope",
-                    "a merchant scope needs a template owned by a merchant",
-                ))
-            }
-            Scope::Categories { ids } => ids.len(),
-            Scope::Listings { ids } => ids.len(),
-        };
-        if ids_len == 0 || ids_len > Self::MAX_IDS {
-            return Err(DomainError::invalid(
-                "scope.ids",
-                "invalid_scope",
-                format!("between 1 and {} ids", Self::MAX_IDS),
-            ));
-        }
-        Ok(())
-    }
-}
-
 /// Who may hold the coupon.
 // (The rental design's `tenantRange` / `customScope`.)
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -448,6 +404,10 @@ impl Validity {
         }
     }
 }
+
+mod scope;
+
+pub use scope::{Coverage, Exclusions, Scope};
 
 #[cfg(test)]
 mod tests;

@@ -36,6 +36,8 @@
 //! - [`operator`]: operator accounts (people of the platform and of merchants who sign in):
 //!   [`Email`], [`OperatorRole`], [`OperatorDraft`], [`Operator`], and the rules of a
 //!   password ([`check_password`]).
+//! - [`rules`]: promotion rules: a template's [`Condition`] tree on the order, the customer
+//!   and the clock, checked once into [`Conditions`], and what is missing ([`rules::Unmet`]).
 //! - [`reference`]: [`Reference`], how the platform's other systems know a template or an
 //!   activity (source, type, external id).
 //! - [`note`]: [`Note`], a reason a person gave (a revoke's, a refund's).
@@ -74,6 +76,7 @@ pub mod note;
 pub mod operator;
 pub mod queue;
 pub mod reference;
+pub mod rules;
 pub mod schedule;
 pub mod steering;
 mod stored;
@@ -98,7 +101,8 @@ pub use checkout::{
 pub use city::{City, CityDraft};
 pub use codes::{CodeBatchDraft, CodeBatchSpec, SharedCode, TypedCode};
 pub use coupon::{
-    Audience, CouponKind, CouponValue, DeductionMode, Gift, Scope, Stacking, Validity,
+    Audience, CouponKind, CouponValue, Coverage, DeductionMode, Exclusions, Gift, Scope, Stacking,
+    Validity,
 };
 pub use csv::CsvWriter;
 pub use error::{DomainError, Findings};
@@ -116,6 +120,7 @@ pub use operator::{
     OperatorRole,
 };
 pub use reference::Reference;
+pub use rules::{Condition, Conditions, Customer};
 pub use schedule::Transition;
 pub use steering::{Pause, PauseScope};
 pub use tags::{Segment, Tag};

@@ -197,7 +197,7 @@ mod tests {
     use super::*;
     use crate::activity::{ActivityDraft, ActivitySpec};
     use crate::coupon::{
-        Audience, CouponKind, CouponValue, DeductionMode, Scope, Stacking, Validity,
+        Audience, CouponKind, CouponValue, Coverage, DeductionMode, Stacking, Validity,
     };
     use crate::ids::{ActivityId, CityId, CitySet, TemplateId};
     use crate::money::Money;
@@ -212,6 +212,7 @@ mod tests {
 
     fn template(published: Option<i64>, aborted: Option<i64>) -> Template {
         let draft = TemplateDraft {
+            conditions: None,
             activity_id: None,
             title: "T".into(),
             description: String::new(),
@@ -220,7 +221,7 @@ mod tests {
             },
             threshold: Money::ZERO,
             deduction: DeductionMode::Upfront,
-            scope: Scope::All,
+            scope: Coverage::All.into(),
             cities: CitySet::new(vec![CityId::new(1).unwrap()]).unwrap(),
             audience: Audience::Everyone,
             total_stock: 10,
@@ -237,7 +238,7 @@ mod tests {
         Template {
             id: TemplateId::new(1).unwrap(),
             merchant_id: None,
-            spec: TemplateSpec::from_stored(draft, Window::new(t(10), t(20)).unwrap()),
+            spec: TemplateSpec::from_stored(draft, Window::new(t(10), t(20)).unwrap()).unwrap(),
             claimed: 0,
             used: 0,
             given: Money::ZERO,

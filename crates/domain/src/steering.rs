@@ -128,7 +128,7 @@ impl Template {
         if draft.claim_window.is_some() {
             draft.claim_window = Some(window);
         }
-        Ok(TemplateSpec::from_stored(draft, window))
+        TemplateSpec::from_stored(draft, window)
     }
 }
 

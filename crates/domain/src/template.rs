@@ -14,6 +14,7 @@ use crate::ids::{ActivityId, CitySet, MerchantId, TemplateId};
 use crate::merchant::Merchant;
 use crate::money::Money;
 use crate::reference::Reference;
+use crate::rules::{Condition, Conditions};
 use crate::steering::Pause;
 use crate::text::check_text;
 use crate::time::{Timestamp, Window};
@@ -55,6 +56,10 @@ pub struct TemplateDraft {
     pub deduction: DeductionMode,
     #[serde(default)]
     pub scope: Scope,
+    /// What the order, the customer and the clock must also be for a coupon to be used: a
+    /// tree of `all`, `any`, `not` and tests (see [`Condition`]); absent: nothing more.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conditions: Option<Condition>,
     /// Cities the coupon is usable in; within the merchant's and the activity's cities.
     pub cities: CitySet,
     #[serde(default)]
@@ -129,6 +134,9 @@ pub struct TemplateSpec {
     draft: TemplateDraft,
     #[serde(skip)]
     claim_window: Window,
+    /// `draft.conditions`, checked and ready to test.
+    #[serde(skip)]
+    conditions: Option<Conditions>,
 }
 
 impl Deref for TemplateSpec {
@@ -206,6 +214,10 @@ impl TemplateSpec {
         }
         found.check(draft.reference.validate());
         found.check(draft.scope.validate(ctx.owner.is_some()));
+        let conditions = draft
+            .conditions
+            .as_ref()
+            .map(|c| found.check(Conditions::compile(c).map_err(|e| e.within("conditions"))));
         if let Some(audience) = found.check(std::mem::take(&mut draft.audience).validate()) {
             draft.audience = audience;
         }
@@ -247,6 +259,7 @@ impl TemplateSpec {
         Ok(TemplateSpec {
             draft,
             claim_window,
+            conditions: conditions.flatten(),
         })
     }
 
@@ -259,6 +272,7 @@ impl TemplateSpec {
         Ok(TemplateSpec {
             draft: self.draft.clone(),
             claim_window,
+            conditions: self.conditions.clone(),
         })
     }
 
@@ -304,12 +318,24 @@ impl TemplateSpec {
     }
 
     /// Rebuilds a spec from a stored record (validated when written) and the claim window
-    /// stored beside it.
-    pub fn from_stored(draft: TemplateDraft, claim_window: Window) -> Self {
-        TemplateSpec {
+    /// stored beside it; its conditions are compiled again (an error means a record that
+    /// breaks their rules).
+    pub fn from_stored(draft: TemplateDraft, claim_window: Window) -> Result<Self, DomainError> {
+        let conditions = draft
+            .conditions
+            .as_ref()
+            .map(|c| Conditions::compile(c).map_err(|e| e.within("conditions")))
+            .transpose()?;
+        Ok(TemplateSpec {
             draft,
             claim_window,
-        }
+            conditions,
+        })
+    }
+
+    /// The template's conditions, checked; `None` when it has none.
+    pub fn conditions(&self) -> Option<&Conditions> {
+        self.conditions.as_ref()
     }
 
     pub fn claim_window(&self) -> Window {
@@ -404,6 +430,10 @@ pub struct TemplatePatch {
     pub threshold: Option<Money>,
     pub deduction: Option<DeductionMode>,
     pub scope: Option<Scope>,
+    /// Replaces the whole tree; `null` removes it.
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<Condition>)]
+    pub conditions: Option<Option<Condition>>,
     pub cities: Option<CitySet>,
     pub audience: Option<Audience>,
     pub total_stock: Option<i64>,
@@ -437,6 +467,7 @@ impl TemplatePatch {
             threshold: self.threshold.unwrap_or(b.threshold),
             deduction: self.deduction.unwrap_or(b.deduction),
             scope: self.scope.unwrap_or(b.scope),
+            conditions: self.conditions.unwrap_or(b.conditions),
             cities: self.cities.unwrap_or(b.cities),
             audience: self.audience.unwrap_or(b.audience),
             total_stock: self.total_stock.unwrap_or(b.total_stock),

@@ -17,10 +17,10 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use coupond_domain::checkout::Reason;
+use coupond_domain::checkout::{Reason, Situation};
 use coupond_domain::{
-    quote, Actor, Coupon, CouponId, CouponStatus, Currency, Money, Order, OrderId, Quote,
-    QuoteInput, Template, TemplateId, TemplateUse, Timestamp,
+    quote, Actor, Coupon, CouponId, CouponStatus, Currency, Customer, Money, Order, OrderId, Quote,
+    QuoteInput, Template, TemplateId, TemplateUse, Timestamp, UserId, Zone,
 };
 use coupond_store::audit::{self, Change};
 use coupond_store::{
@@ -47,6 +47,8 @@ pub struct Checkout {
     max_lock_ttl: time::Duration,
     /// Recorded with each order's amounts.
     currency: Currency,
+    /// The platform's time zone: where `order.weekday` and `order.local_time` are read.
+    zone: Zone,
 }
 
 impl std::fmt::Debug for Checkout {
@@ -145,7 +147,35 @@ impl Checkout {
             lock_ttl,
             max_lock_ttl,
             currency: DEFAULT_CURRENCY,
+            zone: Zone::UTC,
         }
+    }
+
+    /// The platform's time zone (`platform.time_zone`), where conditions read the weekday and
+    /// the time of day.
+    pub fn with_zone(self, zone: Zone) -> Self {
+        Checkout { zone, ..self }
+    }
+
+    /// What coupond knows of `user`, read only when one of `templates` has conditions that
+    /// test it: most quotes need nothing but the order.
+    pub async fn customer_for(
+        &self,
+        user: &UserId,
+        templates: &[&Template],
+    ) -> StoreResult<Option<Customer>> {
+        if !templates.iter().any(|t| reads_customer(t)) {
+            return Ok(None);
+        }
+        Ok(Some(self.customer(user).await?))
+    }
+
+    /// What coupond knows of `user` (tags, confirmed orders), read for conditions that test
+    /// it.
+    async fn customer(&self, user: &UserId) -> StoreResult<Customer> {
+        let tags = self.store.user_tags(user).await?;
+        let orders = self.store.confirmed_orders(user).await?;
+        Ok(Customer::new(tags, orders))
     }
 
     /// The currency orders record with their amounts (`platform.currency`).
@@ -215,12 +245,17 @@ impl Checkout {
         };
         let templates = source.templates(&template_ids(&coupons)).await?;
         let templates: Vec<&Template> = templates.iter().map(Arc::as_ref).collect();
+        let customer = self.customer_for(&order.user_id, &templates).await?;
         let uses = uses(&templates);
         quote(&QuoteInput {
             order,
             now: self.clock.now(),
             coupons: &coupons,
             templates: &uses,
+            situation: Situation {
+                zone: self.zone,
+                customer: customer.as_ref(),
+            },
         })
         .map_err(|e| QuoteError::Store(StoreError::other(e.message)))
     }
@@ -240,8 +275,20 @@ impl Checkout {
     ) -> Result<LockOutcome, CheckoutError> {
         let now = self.clock.now();
         let deadline = self.deadline(hold_until, now)?;
+        // Read before the lock's transaction, which cannot wait on another read: which
+        // templates it locks is known only inside it.
+        let customer = self.customer(&order.user_id).await?;
+        let situation = Situation {
+            zone: self.zone,
+            customer: Some(&customer),
+        };
         let rules = |found: &[Coupon], templates: &[Template]| {
-            plan(order_id, order, coupons, found, templates, now, deadline)
+            let at = At {
+                now,
+                deadline,
+                situation,
+            };
+            plan(order_id, order, coupons, found, templates, at)
         };
         let req = LockRequest {
             order_id,
@@ -383,6 +430,19 @@ fn uses<'a>(templates: &[&'a Template]) -> Vec<TemplateUse<'a>> {
     templates.iter().map(|&t| TemplateUse::of(t)).collect()
 }
 
+/// Whether `t`'s conditions test the customer.
+fn reads_customer(t: &Template) -> bool {
+    t.spec.conditions().is_some_and(|c| c.reads_customer())
+}
+
+/// When a lock is planned, until when it may hold, and what its conditions read.
+#[derive(Clone, Copy)]
+struct At<'a> {
+    now: Timestamp,
+    deadline: Timestamp,
+    situation: Situation<'a>,
+}
+
 /// The lock's rules, on the coupons and templates as the lock's transaction reads them.
 fn plan(
     order_id: &OrderId,
@@ -390,9 +450,13 @@ fn plan(
     asked: &[CouponId],
     found: &[Coupon],
     templates: &[Template],
-    now: Timestamp,
-    deadline: Timestamp,
+    at: At<'_>,
 ) -> Result<LockPlan, LockRefusal> {
+    let At {
+        now,
+        deadline,
+        situation,
+    } = at;
     let mut refused: Vec<(CouponId, Vec<Reason>)> = asked
         .iter()
         .filter(|id| {
@@ -412,6 +476,7 @@ fn plan(
         now,
         coupons: found,
         templates: &uses,
+        situation,
     })
     .map_err(|e| {
         tracing::error!(error = %e.message, "lock: the quote of stored coupons failed");

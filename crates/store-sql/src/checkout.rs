@@ -24,7 +24,7 @@
 use std::collections::BTreeMap;
 
 use coupond_domain::{
-    Actor, Coupon, CouponId, CouponStatus, Money, OrderId, Template, TemplateId, Timestamp,
+    Actor, Coupon, CouponId, CouponStatus, Money, OrderId, Template, TemplateId, Timestamp, UserId,
 };
 use coupond_store::checkout::{
     LockOutcome, LockRefusal, LockRequest, LockRules, OrderRecord, OrderState, OrderStep,
@@ -71,6 +71,15 @@ pub async fn order(db: &dyn Db, order: &OrderId) -> StoreResult<OrderRecord> {
     ))
     .bind(order.as_str());
     order_record(&db.read_one(q).await?)
+}
+
+/// How many orders of `user` were confirmed (a refund keeps an order confirmed), with or
+/// without a coupon.
+pub async fn confirmed_orders(db: &dyn Db, user: &UserId) -> StoreResult<u64> {
+    let q = sql("SELECT COUNT(*) AS n FROM orders WHERE user_id = $1 AND state = 'confirmed'")
+        .bind(user.as_str());
+    let n = db.read_one(q).await?.i64("n")?;
+    Ok(u64::try_from(n).unwrap_or(0))
 }
 
 /// The coupons an order holds or used, by id.

@@ -84,6 +84,9 @@ impl<B: Backend> CheckoutStore for SqlStore<B> {
     async fn order_coupons(&self, order: &OrderId) -> StoreResult<Vec<Coupon>> {
         crate::checkout::order_coupons(&self.db, order).await
     }
+    async fn confirmed_orders(&self, user: &UserId) -> StoreResult<u64> {
+        crate::checkout::confirmed_orders(&self.db, user).await
+    }
     async fn record_plain(&self, order: &PlainOrder<'_>) -> StoreResult<RecordOutcome> {
         crate::plain_orders::record_plain(&self.db, order).await
     }

@@ -13,9 +13,9 @@
 
 use coupond_domain::{
     ActivityDraft, ActivityId, ActivitySpec, Approval, Audience, BasisPoints, CategoryId, CitySet,
-    CouponKind, CouponValue, DeductionMode, FundedBy, Funding, Gift, ListingId, Money, Reference,
-    RefundPolicy, Scope, Stacking, Tag, TemplateDraft, TemplateSpec, Timestamp, UserId, Validity,
-    Window,
+    Condition, CouponKind, CouponValue, Coverage, DeductionMode, Exclusions, FundedBy, Funding,
+    Gift, ListingId, MerchantId, Money, Reference, RefundPolicy, Scope, Stacking, Tag,
+    TemplateDraft, TemplateSpec, Timestamp, UserId, Validity, Window,
 };
 use serde::{Deserialize, Serialize};
 
@@ -53,6 +53,9 @@ pub struct TemplateRecord {
     deduction: DeductionMode,
     #[serde(default)]
     scope: ScopeRecord,
+    /// The condition tree as written; absent when the template has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    conditions: Option<serde_json::Value>,
     cities: CitySet,
     #[serde(default)]
     audience: AudienceRecord,
@@ -198,8 +201,38 @@ enum GiftRecord {
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
+struct ScopeRecord {
+    #[serde(flatten)]
+    coverage: CoverageRecord,
+    /// Absent in rows written before exclusions existed: none.
+    #[serde(default, skip_serializing_if = "ExclusionsRecord::is_empty")]
+    exclude: ExclusionsRecord,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct ExclusionsRecord {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    product_ids: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    category_ids: Vec<CategoryId>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    listing_ids: Vec<ListingId>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    merchant_ids: Vec<MerchantId>,
+}
+
+impl ExclusionsRecord {
+    fn is_empty(&self) -> bool {
+        self.product_ids.is_empty()
+            && self.category_ids.is_empty()
+            && self.listing_ids.is_empty()
+            && self.merchant_ids.is_empty()
+    }
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-enum ScopeRecord {
+enum CoverageRecord {
     #[default]
     All,
     Merchant,
@@ -243,6 +276,10 @@ impl TemplateRecord {
             threshold: d.threshold,
             deduction: d.deduction,
             scope: ScopeRecord::from(&d.scope),
+            conditions: d
+                .conditions
+                .as_ref()
+                .and_then(|c| serde_json::to_value(c).ok()),
             cities: d.cities.clone(),
             audience: AudienceRecord::from(&d.audience),
             total_stock: d.total_stock,
@@ -269,6 +306,11 @@ impl TemplateRecord {
             threshold: self.threshold,
             deduction: self.deduction,
             scope: self.scope.into(),
+            conditions: self
+                .conditions
+                .map(serde_json::from_value::<Condition>)
+                .transpose()
+                .map_err(|e| StoreError::corrupt(format!("template conditions: {e}")))?,
             cities: self.cities,
             audience: self.audience.into(),
             total_stock: self.total_stock,
@@ -285,7 +327,8 @@ impl TemplateRecord {
         draft
             .check_stored()
             .map_err(|e| StoreError::corrupt(format!("template spec: {e}")))?;
-        Ok(TemplateSpec::from_stored(draft, claim_window))
+        TemplateSpec::from_stored(draft, claim_window)
+            .map_err(|e| StoreError::corrupt(format!("template spec: {e}")))
     }
 }
 
@@ -423,22 +466,35 @@ impl From<GiftRecord> for Gift {
 
 impl From<&Scope> for ScopeRecord {
     fn from(s: &Scope) -> Self {
-        match s {
-            Scope::All => ScopeRecord::All,
-            Scope::Merchant => ScopeRecord::Merchant,
-            Scope::Categories { ids } => ScopeRecord::Categories { ids: ids.clone() },
-            Scope::Listings { ids } => ScopeRecord::Listings { ids: ids.clone() },
+        let e = &s.exclude;
+        ScopeRecord {
+            coverage: match &s.coverage {
+                Coverage::All => CoverageRecord::All,
+                Coverage::Merchant => CoverageRecord::Merchant,
+                Coverage::Categories { ids } => CoverageRecord::Categories { ids: ids.clone() },
+                Coverage::Listings { ids } => CoverageRecord::Listings { ids: ids.clone() },
+            },
+            exclude: ExclusionsRecord {
+                product_ids: e.product_ids().to_vec(),
+                category_ids: e.category_ids().to_vec(),
+                listing_ids: e.listing_ids().to_vec(),
+                merchant_ids: e.merchant_ids().to_vec(),
+            },
         }
     }
 }
 
 impl From<ScopeRecord> for Scope {
     fn from(s: ScopeRecord) -> Self {
-        match s {
-            ScopeRecord::All => Scope::All,
-            ScopeRecord::Merchant => Scope::Merchant,
-            ScopeRecord::Categories { ids } => Scope::Categories { ids },
-            ScopeRecord::Listings { ids } => Scope::Listings { ids },
+        let e = s.exclude;
+        Scope {
+            coverage: match s.coverage {
+                CoverageRecord::All => Coverage::All,
+                CoverageRecord::Merchant => Coverage::Merchant,
+                CoverageRecord::Categories { ids } => Coverage::Categories { ids },
+                CoverageRecord::Listings { ids } => Coverage::Listings { ids },
+            },
+            exclude: Exclusions::new(e.product_ids, e.category_ids, e.listing_ids, e.merchant_ids),
         }
     }
 }

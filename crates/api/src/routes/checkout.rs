@@ -61,7 +61,7 @@ pub struct QuoteView {
 ///
 /// Quote an order: for every coupon of the user (or the ones named), whether it can be used and
 /// every reason why not (`expired`, `not_yet_valid`, `below_threshold`, `out_of_scope`,
-/// `wrong_city`, `not_owner`, `locked`, `used`, `revoked`, `template_aborted`, `budget_exhausted`,
+/// `conditions_unmet` with what is missing in `unmet`, `wrong_city`, `not_owner`, `locked`, `used`, `revoked`, `template_aborted`, `budget_exhausted`,
 /// `exclusive_conflict`), its discount, and the best combination with its split over lines and
 /// lease months and the order's total after it. No side effects (an `Idempotency-Key` header is
 /// ignored). A quote with a `code` counts against the code redemption limits (per user

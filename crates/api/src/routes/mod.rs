@@ -26,6 +26,7 @@ pub mod performance;
 pub mod plain_orders;
 pub mod refunds;
 pub mod reports;
+pub mod rules;
 pub mod seen;
 pub mod settlement;
 pub mod shared_tags;

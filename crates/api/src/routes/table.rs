@@ -8,8 +8,8 @@ use utoipa_axum::routes;
 use super::{
     activities, audit, audits, campaign_messages, centre, checkout, cities, claims, codes,
     contacts, coupons, events, inbox, issuances, keys, listings, merchants, message_texts, op,
-    operators, performance, plain_orders, refunds, reports, route, seen, settlement, shared_tags,
-    steering, system, tag_uploads, tags, templates, today, upload, webhooks, Declared,
+    operators, performance, plain_orders, refunds, reports, route, rules, seen, settlement,
+    shared_tags, steering, system, tag_uploads, tags, templates, today, upload, webhooks, Declared,
     PLATFORM_SERVICE, SERVICE, USER, USER_SERVICE,
 };
 use crate::state::AppState;
@@ -174,6 +174,7 @@ fn operations_routes() -> Vec<Declared> {
 fn checkout_routes() -> Vec<Declared> {
     vec![
         route(USER_SERVICE, routes!(checkout::quote)),
+        op(coupond_app::rules::TRY, routes!(rules::preview)),
         route(SERVICE, routes!(checkout::lock)),
         // The order service, and the platform's support (the console's "extend").
         op(coupond_app::orders::EXTEND, routes!(checkout::extend)),

@@ -37,6 +37,7 @@ mod openapi;
 mod operator_roles;
 mod operators;
 mod orders_without_coupons;
+mod promotion_rules;
 mod queues;
 mod references;
 mod reports;

@@ -123,6 +123,7 @@ fn expected() -> Vec<(Method, &'static str, Vec<Role>)> {
         (Method::GET, "/v1/code-batches/{id}/codes", vec![P, M]),
         (Method::POST, "/v1/codes/{code}/redeem", vec![U, S]),
         (Method::POST, "/v1/quotes", vec![U, S]),
+        (Method::POST, "/v1/rules/preview", vec![P, M]),
         (Method::POST, "/v1/orders/{order_id}/lock", vec![S]),
         (Method::POST, "/v1/orders/{order_id}/record", vec![S]),
         (Method::POST, "/v1/orders/{order_id}/extend", vec![P, S]),

@@ -403,6 +403,7 @@ pub fn terms(f: &TemplateForm) -> Result<TemplateDraft, Bad> {
         threshold: optional(&f.threshold, |s| money("threshold", s))?.unwrap_or_default(),
         deduction: Default::default(),
         scope: Default::default(),
+        conditions: None,
         cities: cities(f)?,
         audience: audience(f)?,
         total_stock: whole("total_stock", &f.total_stock)?,

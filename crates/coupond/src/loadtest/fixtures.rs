@@ -2,8 +2,9 @@
 //! a merchant, and published templates built from one base draft.
 
 use coupond_domain::{
-    Audience, CityId, CitySet, CouponValue, DeductionMode, Merchant, MerchantDraft, Money, Scope,
-    Stacking, Template, TemplateContext, TemplateDraft, TemplateSpec, Timestamp, Validity, Window,
+    Audience, CityId, CitySet, CouponValue, Coverage, DeductionMode, Merchant, MerchantDraft,
+    Money, Stacking, Template, TemplateContext, TemplateDraft, TemplateSpec, Timestamp, Validity,
+    Window,
 };
 use coupond_store::{NewTemplate, Store};
 
@@ -35,6 +36,7 @@ pub(super) fn draft(
     )
     .map_err(anyhow::Error::msg)?;
     Ok(TemplateDraft {
+        conditions: None,
         activity_id: None,
         title,
         description: String::new(),
@@ -43,7 +45,7 @@ pub(super) fn draft(
         },
         threshold: Money::ZERO,
         deduction: DeductionMode::Upfront,
-        scope: Scope::All,
+        scope: Coverage::All.into(),
         cities: merchant.cities.clone(),
         audience: Audience::Everyone,
         total_stock: 1,

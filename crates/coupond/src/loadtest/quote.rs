@@ -7,7 +7,9 @@
 //! connections (default 16; 1 measures one quote at a time). Every answer must be a 200.
 
 use anyhow::Context;
-use coupond_domain::{Actor, BasisPoints, CategoryId, CouponValue, Money, Scope, Stacking, UserId};
+use coupond_domain::{
+    Actor, BasisPoints, CategoryId, CouponValue, Coverage, Money, Stacking, UserId,
+};
 use coupond_engine::{Clock, SystemClock};
 use coupond_store::{ClaimOutcome, ClaimRequest, Store};
 use serde_json::json;
@@ -100,12 +102,13 @@ async fn wallet(store: &dyn Store, user: &UserId) -> anyhow::Result<i64> {
         let threshold = [0, 5_000, 20_000, 60_000][(i % 4) as usize];
         draft.threshold = Money::new(threshold).map_err(anyhow::Error::msg)?;
         draft.scope = match i % 3 {
-            0 => Scope::All,
-            1 => Scope::Merchant,
-            _ => Scope::Categories {
+            0 => Coverage::All,
+            1 => Coverage::Merchant,
+            _ => Coverage::Categories {
                 ids: vec![CategoryId::new(1 + i % 5).map_err(anyhow::Error::msg)?],
             },
-        };
+        }
+        .into();
         draft.total_stock = 10;
         draft.per_user_limit = 2;
         if i % 3 != 0 {

@@ -2,7 +2,7 @@
 //! by list and by tag, and what a user is told about the stock and its own limit.
 
 use super::*;
-use crate::coupon::{CouponValue, DeductionMode, Scope, Stacking, Validity};
+use crate::coupon::{CouponValue, Coverage, DeductionMode, Stacking, Validity};
 use crate::ids::{CityId, CitySet, TemplateId};
 use crate::money::Money;
 use crate::template::{Review, TemplateDraft, TemplateSpec};
@@ -24,6 +24,7 @@ fn tag(s: &str) -> Tag {
 fn template(audience: Audience) -> Template {
     let window = Window::new(t("2026-04-01T00:00:00Z"), t("2026-04-10T00:00:00Z")).unwrap();
     let draft = TemplateDraft {
+        conditions: None,
         activity_id: None,
         title: "20 off".into(),
         description: String::new(),
@@ -32,7 +33,7 @@ fn template(audience: Audience) -> Template {
         },
         threshold: Money::ZERO,
         deduction: DeductionMode::Upfront,
-        scope: Scope::All,
+        scope: Coverage::All.into(),
         cities: CitySet::new(vec![CityId::new(1).unwrap()]).unwrap(),
         audience,
         total_stock: 10,
@@ -49,7 +50,7 @@ fn template(audience: Audience) -> Template {
     Template {
         id: TemplateId::new(1).unwrap(),
         merchant_id: None,
-        spec: TemplateSpec::from_stored(draft, window),
+        spec: TemplateSpec::from_stored(draft, window).unwrap(),
         claimed: 0,
         used: 0,
         given: Money::ZERO,

@@ -5,7 +5,8 @@ use utoipa::ToSchema;
 
 use crate::checkout::bxgy::Bxgy;
 use crate::checkout::order::{Lease, LineKind, Order};
-use crate::coupon::{CouponValue, DeductionMode, Scope};
+use crate::coupon::{CouponValue, Coverage, DeductionMode, Scope};
+use crate::ids::MerchantId;
 use crate::money::Money;
 use crate::template::Template;
 
@@ -69,6 +70,8 @@ pub(crate) struct Terms {
     /// Subtotal of the in-scope purchase (`item` and `rent`) lines: what the threshold is
     /// compared with.
     pub subtotal: Money,
+    /// Units of the in-scope purchase lines (`order.quantity` of a condition).
+    pub quantity: i64,
     /// Whether the coupon has something in the order to apply to (see [`discount`]).
     pub in_scope: bool,
     /// The discount alone, on the order as sent, capped to the remaining budget.
@@ -77,17 +80,34 @@ pub(crate) struct Terms {
     pub parts: Vec<(usize, Money)>,
 }
 
-/// Which lines of `order` the template's scope covers.
+/// Which lines of `order` the template's scope covers, less the lines it excludes.
 pub(crate) fn scope_mask(order: &Order, template: &Template) -> Vec<bool> {
+    lines_in(order, &template.spec.scope, template.merchant_id)
+}
+
+/// Which lines of `order` `scope` covers, less the lines it excludes, for a template of
+/// `merchant` (`None`: the platform's).
+pub(crate) fn lines_in(order: &Order, scope: &Scope, merchant: Option<MerchantId>) -> Vec<bool> {
+    let mut mask = coverage_mask(order, &scope.coverage, merchant);
+    let exclude = &scope.exclude;
+    if !exclude.is_empty() {
+        for (m, line) in mask.iter_mut().zip(&order.lines) {
+            *m = *m && !exclude.excludes(line);
+        }
+    }
+    mask
+}
+
+fn coverage_mask(order: &Order, coverage: &Coverage, merchant: Option<MerchantId>) -> Vec<bool> {
     let n = order.lines.len();
-    match &template.spec.scope {
-        Scope::All => vec![true; n],
-        Scope::Merchant => order
+    match coverage {
+        Coverage::All => vec![true; n],
+        Coverage::Merchant => order
             .lines
             .iter()
-            .map(|l| Some(l.merchant_id) == template.merchant_id)
+            .map(|l| Some(l.merchant_id) == merchant)
             .collect(),
-        Scope::Categories { ids } => {
+        Coverage::Categories { ids } => {
             let mut mask = vec![false; n];
             for &id in ids {
                 for i in order.lines_of_category(id) {
@@ -96,7 +116,7 @@ pub(crate) fn scope_mask(order: &Order, template: &Template) -> Vec<bool> {
             }
             mask
         }
-        Scope::Listings { ids } => {
+        Coverage::Listings { ids } => {
             let mut mask = vec![false; n];
             for &id in ids {
                 for i in order.lines_of_listing(id) {
@@ -160,13 +180,18 @@ fn weights(order: &Order, mask: &[bool], value: &CouponValue) -> Vec<(usize, Mon
     weights
 }
 
+/// The subtotal and the units of the purchase (`item`, `rent`) lines in `mask`.
+pub(crate) fn purchase(order: &Order, mask: &[bool]) -> (Money, i64) {
+    let amounts = order.amounts();
+    let lines = || (0..order.lines.len()).filter(|&i| mask[i] && order.lines[i].kind.is_purchase());
+    let subtotal = lines().fold(Money::ZERO, |s, i| s.saturating_add(amounts[i]));
+    (subtotal, lines().map(|i| order.lines[i].quantity).sum())
+}
+
 pub(crate) fn terms(order: &Order, t: TemplateUse<'_>) -> Terms {
     let spec = &t.template.spec;
     let mask = scope_mask(order, t.template);
-    let amounts = order.amounts();
-    let subtotal = (0..order.lines.len())
-        .filter(|&i| mask[i] && order.lines[i].kind.is_purchase())
-        .fold(Money::ZERO, |s, i| s.saturating_add(amounts[i]));
+    let (subtotal, quantity) = purchase(order, &mask);
     // Per line the discount applies to: how much it could take from that line at most.
     let weights = weights(order, &mask, &spec.value);
     let lease = order.lease();
@@ -175,6 +200,7 @@ pub(crate) fn terms(order: &Order, t: TemplateUse<'_>) -> Terms {
     if !in_scope {
         return Terms {
             subtotal,
+            quantity,
             in_scope,
             discount: Money::ZERO,
             parts: Vec::new(),
@@ -211,6 +237,7 @@ pub(crate) fn terms(order: &Order, t: TemplateUse<'_>) -> Terms {
         .collect();
     Terms {
         subtotal,
+        quantity,
         in_scope,
         discount,
         parts,

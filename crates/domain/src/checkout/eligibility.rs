@@ -3,10 +3,15 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::checkout::discount::{terms, TemplateUse, Terms};
+use crate::checkout::discount::{lines_in, purchase, terms, TemplateUse, Terms};
 use crate::checkout::order::Order;
+use crate::coupon::Scope;
+use crate::ids::MerchantId;
+use crate::money::Money;
+use crate::rules::{Conditions, Customer, Facts, LocalNow, Unmet};
 use crate::time::Timestamp;
 use crate::wallet::{Coupon, CouponStatus};
+use crate::zone::Zone;
 
 /// Why a coupon cannot be used on an order. Stable codes, documented in the API; a quote lists
 /// every one that holds, in this declaration order.
@@ -24,6 +29,9 @@ pub enum Reason {
     /// Nothing in the order is in the template's scope for this kind of coupon (see
     /// [`discount`](crate::checkout::discount())).
     OutOfScope,
+    /// The template's conditions do not hold on this order; a quote says which tests fail
+    /// and what each needs (`unmet`).
+    ConditionsUnmet,
     /// The order's city is not one of the template's cities.
     WrongCity,
     /// The coupon belongs to another user.
@@ -50,11 +58,12 @@ pub enum Reason {
 }
 
 impl Reason {
-    pub const ALL: [Reason; 13] = [
+    pub const ALL: [Reason; 14] = [
         Reason::Expired,
         Reason::NotYetValid,
         Reason::BelowThreshold,
         Reason::OutOfScope,
+        Reason::ConditionsUnmet,
         Reason::WrongCity,
         Reason::NotOwner,
         Reason::Locked,
@@ -72,6 +81,7 @@ impl Reason {
             Reason::NotYetValid => "not_yet_valid",
             Reason::BelowThreshold => "below_threshold",
             Reason::OutOfScope => "out_of_scope",
+            Reason::ConditionsUnmet => "conditions_unmet",
             Reason::WrongCity => "wrong_city",
             Reason::NotOwner => "not_owner",
             Reason::Locked => "locked",
@@ -89,10 +99,20 @@ impl Reason {
     }
 }
 
+/// What a template's conditions read besides the order and the coupon: the platform's time
+/// zone (`order.weekday`, `order.local_time`) and the customer (`customer.*`; `None` when not
+/// read, and then no `customer.*` test holds).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Situation<'a> {
+    pub zone: Zone,
+    pub customer: Option<&'a Customer>,
+}
+
 /// Every reason `coupon` (of template `t`) cannot be used on `order` at `now`; empty when it
 /// can. All checks are independent, so a coupon that is both expired and out of scope says
 /// both. `exclusive_conflict` is never produced here: it depends on the other coupons (see
-/// [`quote`](crate::checkout::quote())).
+/// [`quote`](crate::checkout::quote())). With `conditions_unmet`, the second list says what
+/// is missing.
 ///
 /// The threshold is compared with the subtotal of the in-scope `item` and `rent` lines (what
 /// the user buys), whatever the coupon's kind: a deposit is refundable and shipping is not a
@@ -106,10 +126,87 @@ impl Reason {
 pub fn eligibility(
     order: &Order,
     now: Timestamp,
+    situation: Situation<'_>,
     coupon: &Coupon,
     t: TemplateUse<'_>,
-) -> Vec<Reason> {
-    reasons(order, now, coupon, t, &terms(order, t))
+) -> (Vec<Reason>, Vec<Unmet>) {
+    let terms = terms(order, t);
+    let local = LocalNow::new(now, situation.zone);
+    let unmet = unmet(order, &local, situation, t, &terms);
+    (
+        reasons(order, now, coupon, t, &terms, unmet.is_empty()),
+        unmet,
+    )
+}
+
+/// What keeps `t`'s conditions from holding on `order` (empty when they hold, or when it has
+/// none).
+pub(crate) fn unmet(
+    order: &Order,
+    local: &LocalNow,
+    situation: Situation<'_>,
+    t: TemplateUse<'_>,
+    terms: &Terms,
+) -> Vec<Unmet> {
+    let Some(c) = t.template.spec.conditions() else {
+        return Vec::new();
+    };
+    let facts = Facts {
+        subtotal: terms.subtotal,
+        quantity: terms.quantity,
+        city_id: order.city_id,
+        channel: order.channel.as_deref(),
+        local,
+        customer: situation.customer,
+    };
+    if c.holds(&facts) {
+        Vec::new()
+    } else {
+        c.unmet(&facts)
+    }
+}
+
+/// What conditions come to on an order before a template uses them (a rule tried before it is
+/// published): whether they hold, and if not what is missing, with the in-scope subtotal and
+/// units they read.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, ToSchema)]
+pub struct RuleCheck {
+    pub holds: bool,
+    /// Each failing test and what it needs; empty when they hold.
+    pub unmet: Vec<Unmet>,
+    /// The in-scope purchase subtotal (`order.subtotal`).
+    pub subtotal: Money,
+    /// The in-scope purchase units (`order.quantity`).
+    pub quantity: i64,
+}
+
+/// Tries `conditions` on `order` at `now`, with `scope` (of a template of `merchant`) deciding
+/// which lines count.
+pub fn check_rule(
+    order: &Order,
+    now: Timestamp,
+    situation: Situation<'_>,
+    scope: &Scope,
+    merchant: Option<MerchantId>,
+    conditions: &Conditions,
+) -> RuleCheck {
+    let (subtotal, quantity) = purchase(order, &lines_in(order, scope, merchant));
+    let local = LocalNow::new(now, situation.zone);
+    let facts = Facts {
+        subtotal,
+        quantity,
+        city_id: order.city_id,
+        channel: order.channel.as_deref(),
+        local: &local,
+        customer: situation.customer,
+    };
+    let unmet = conditions.unmet(&facts);
+    RuleCheck {
+        holds: unmet.is_empty(),
+        unmet,
+        subtotal,
+        quantity,
+    }
 }
 
 pub(crate) fn reasons(
@@ -118,6 +215,7 @@ pub(crate) fn reasons(
     coupon: &Coupon,
     t: TemplateUse<'_>,
     terms: &Terms,
+    conditions_hold: bool,
 ) -> Vec<Reason> {
     let spec = &t.template.spec;
     let mut r = standing(now, coupon, t);
@@ -126,6 +224,9 @@ pub(crate) fn reasons(
     }
     if !terms.in_scope {
         r.push(Reason::OutOfScope);
+    }
+    if !conditions_hold {
+        r.push(Reason::ConditionsUnmet);
     }
     if !spec.cities.contains(order.city_id) {
         r.push(Reason::WrongCity);

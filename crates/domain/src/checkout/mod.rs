@@ -3,8 +3,8 @@
 //!
 //! - `order`: the order snapshot ([`OrderDraft`] as sent, [`Order`] once validated).
 //! - `eligibility`: whether one coupon can be used ([`eligibility()`]; on any order, for a
-//!   wallet: [`standing()`]), with every [`Reason`]
-//!   why not.
+//!   wallet: [`standing()`]), with every [`Reason`] why not and what its template's conditions
+//!   miss; a rule's conditions tried on their own ([`check_rule()`]).
 //! - `discount`: what one coupon takes off ([`discount()`]), split over lines and lease months.
 //! - `bxgy`: which units a `buy_x_get_y` coupon makes free.
 //! - `quote`: every coupon of a wallet at once, and the best combination ([`quote()`]).
@@ -23,7 +23,7 @@ mod quote;
 mod tests;
 
 pub use discount::{discount, schedule, Discount, LineDiscount, TemplateUse};
-pub use eligibility::{eligibility, standing, Reason};
+pub use eligibility::{check_rule, eligibility, standing, Reason, RuleCheck, Situation};
 pub use order::{
     Lease, LeaseDraft, LineDraft, LineKind, Order, OrderDraft, MAX_LEASE_MONTHS, MAX_LINES,
     MAX_PRODUCT_ID_CHARS, MAX_QUANTITY,

@@ -8,6 +8,7 @@ use utoipa::ToSchema;
 use crate::error::DomainError;
 use crate::ids::{CategoryId, CityId, ListingId, MerchantId, UserId};
 use crate::money::Money;
+use crate::rules::check_channel;
 use crate::text::check_text;
 
 /// Most lines one order may have.
@@ -104,6 +105,11 @@ pub struct OrderDraft {
     /// Present for a rental: a lease discount is scheduled over its months.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lease: Option<LeaseDraft>,
+    /// Where the order was placed (`app`, `web`, `mini-program`), as the order service labels
+    /// it, for `order.channel` conditions: 1 to 64 ASCII letters, digits and `_ . : -`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(example = "app")]
+    pub channel: Option<String>,
 }
 
 /// A validated lease.
@@ -172,6 +178,9 @@ impl TryFrom<OrderDraft> for Order {
                 )
             })?;
             amounts.push(amount);
+        }
+        if let Some(c) = &draft.channel {
+            check_channel(c).map_err(|m| DomainError::invalid("channel", "invalid_value", m))?;
         }
         let lease = match draft.lease {
             None => None,

@@ -1,17 +1,19 @@
 //! A quote: every coupon of a wallet checked against an order, and the best combination.
 
+use std::cell::OnceCell;
 use std::cmp::Ordering;
 
 use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::checkout::discount::{nonzero, schedule, terms, LineDiscount, TemplateUse, Terms};
-use crate::checkout::eligibility::{reasons, Reason};
+use crate::checkout::eligibility::{reasons, unmet, Reason, Situation};
 use crate::checkout::order::Order;
 use crate::coupon::Stacking;
 use crate::error::DomainError;
 use crate::ids::{CouponId, TemplateId};
 use crate::money::Money;
+use crate::rules::{LocalNow, Unmet};
 use crate::time::Timestamp;
 use crate::wallet::Coupon;
 
@@ -25,6 +27,8 @@ pub struct QuoteInput<'a> {
     pub coupons: &'a [Coupon],
     /// Templates may come in any order; extra ones are ignored.
     pub templates: &'a [TemplateUse<'a>],
+    /// What templates' conditions read besides the order.
+    pub situation: Situation<'a>,
 }
 
 /// One coupon of the wallet, as the quote sees it.
@@ -40,6 +44,10 @@ pub struct CouponQuote {
     pub applicable: bool,
     /// Every reason it cannot be used, in [`Reason`]'s order.
     pub reasons: Vec<Reason>,
+    /// With `conditions_unmet`: each test of its template's conditions that fails, and what
+    /// it needs (an `any` group by its branch with the fewest tests missing).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unmet: Vec<Unmet>,
     /// Its discount on its own (0 when it is not usable on its own).
     pub discount: Money,
     /// Whether it is in the best combination.
@@ -147,7 +155,10 @@ pub fn quote(input: &QuoteInput<'_>) -> Result<Quote, DomainError> {
 
     // Per coupon: its template's index in `templates`. Terms are computed once per template.
     let mut tpl_of = Vec::with_capacity(input.coupons.len());
-    let mut tpl_terms: Vec<Option<Terms>> = (0..templates.len()).map(|_| None).collect();
+    let mut tpl_terms: Vec<Option<(Terms, Vec<Unmet>)>> =
+        (0..templates.len()).map(|_| None).collect();
+    // The local clock, read once, and only for templates with conditions.
+    let local = OnceCell::new();
     for (i, c) in input.coupons.iter().enumerate() {
         let Ok(k) = by_id.binary_search_by(|(id, _)| id.cmp(&c.template_id)) else {
             return Err(DomainError::invalid(
@@ -160,10 +171,23 @@ pub fn quote(input: &QuoteInput<'_>) -> Result<Quote, DomainError> {
             ));
         };
         let ti = by_id[k].1;
-        tpl_terms[ti].get_or_insert_with(|| terms(order, templates[ti]));
+        tpl_terms[ti].get_or_insert_with(|| {
+            let t = templates[ti];
+            let tm = terms(order, t);
+            let missing = match t.template.spec.conditions() {
+                None => Vec::new(),
+                Some(_) => {
+                    let local =
+                        local.get_or_init(|| LocalNow::new(input.now, input.situation.zone));
+                    unmet(order, local, input.situation, t, &tm)
+                }
+            };
+            (tm, missing)
+        });
         tpl_of.push(ti);
     }
-    let terms_of = |ci: usize| tpl_terms[tpl_of[ci]].as_ref();
+    let terms_of = |ci: usize| tpl_terms[tpl_of[ci]].as_ref().map(|(tm, _)| tm);
+    let unmet_of = |ci: usize| tpl_terms[tpl_of[ci]].as_ref().map_or(&[][..], |(_, u)| u);
 
     let mut quotes: Vec<CouponQuote> = input
         .coupons
@@ -171,8 +195,10 @@ pub fn quote(input: &QuoteInput<'_>) -> Result<Quote, DomainError> {
         .enumerate()
         .map(|(ci, c)| {
             let t = templates[tpl_of[ci]];
-            let mut r =
-                terms_of(ci).map_or_else(Vec::new, |tm| reasons(order, input.now, c, t, tm));
+            let missing = unmet_of(ci);
+            let mut r = terms_of(ci).map_or_else(Vec::new, |tm| {
+                reasons(order, input.now, c, t, tm, missing.is_empty())
+            });
             let discount = match terms_of(ci) {
                 Some(tm) if r.is_empty() => tm.discount,
                 _ => Money::ZERO,
@@ -187,6 +213,7 @@ pub fn quote(input: &QuoteInput<'_>) -> Result<Quote, DomainError> {
                 template_id: c.template_id,
                 applicable: r.is_empty(),
                 reasons: r,
+                unmet: missing.to_vec(),
                 discount,
                 chosen: false,
             }

@@ -117,7 +117,7 @@ fn new_kinds_json_round_trips() {
     let lenient = json!({"type": "all", "ids": [3]});
     assert_eq!(
         serde_json::from_value::<Scope>(lenient).unwrap(),
-        Scope::All
+        Coverage::All.into()
     );
 }
 

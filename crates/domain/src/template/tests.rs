@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::activity::{ActivityDraft, ActivitySpec, FundedBy};
-use crate::coupon::CouponKind;
+use crate::coupon::{CouponKind, Coverage};
 use crate::ids::CityId;
 use proptest::prelude::*;
 
@@ -49,6 +49,7 @@ fn activity() -> Activity {
 }
 fn draft(activity: bool) -> TemplateDraft {
     TemplateDraft {
+        conditions: None,
         activity_id: activity.then(|| ActivityId::new(3).unwrap()),
         title: "20 off".into(),
         description: String::new(),
@@ -57,7 +58,7 @@ fn draft(activity: bool) -> TemplateDraft {
         },
         threshold: Money::ZERO,
         deduction: DeductionMode::Upfront,
-        scope: Scope::All,
+        scope: Coverage::All.into(),
         cities: cities(&[1]),
         audience: Audience::Everyone,
         total_stock: 100,
@@ -195,7 +196,7 @@ fn standalone_template_needs_a_claim_window() {
         Some("validity.until")
     );
     let mut d = draft(false);
-    d.scope = Scope::Merchant;
+    d.scope = Coverage::Merchant.into();
     let m = merchant();
     assert!(TemplateSpec::validate(
         d.clone(),

@@ -1,8 +1,9 @@
 //! Records for the conformance cases, relative to one fixed instant.
 
 use coupond_domain::{
-    ActivityDraft, ActivitySpec, Audience, CityId, CitySet, CouponKind, CouponValue, DeductionMode,
-    Merchant, MerchantDraft, Money, Scope, Stacking, TemplateDraft, Timestamp, Validity, Window,
+    ActivityDraft, ActivitySpec, Audience, CityId, CitySet, CouponKind, CouponValue, Coverage,
+    DeductionMode, Merchant, MerchantDraft, Money, Stacking, TemplateDraft, Timestamp, Validity,
+    Window,
 };
 use time::Duration;
 
@@ -59,6 +60,7 @@ pub fn activity(enroll_from: i64, enroll_to: i64, run_from: i64, run_to: i64) ->
 /// A standalone template claimable during hours [claim_from, claim_to), coupons valid 2 days.
 pub fn standalone_template(claim_from: i64, claim_to: i64) -> TemplateDraft {
     TemplateDraft {
+        conditions: None,
         activity_id: None,
         title: "20 off".into(),
         description: String::new(),
@@ -67,9 +69,10 @@ pub fn standalone_template(claim_from: i64, claim_to: i64) -> TemplateDraft {
         },
         threshold: Money::new(10_000).expect("valid"),
         deduction: DeductionMode::Spread,
-        scope: Scope::Categories {
+        scope: Coverage::Categories {
             ids: vec![coupond_domain::CategoryId::new(4).expect("positive")],
-        },
+        }
+        .into(),
         cities: cities(&[1]),
         audience: Audience::Everyone,
         total_stock: 100,

@@ -266,6 +266,16 @@ pub(super) async fn fixtures(app: &TestApp) -> BTreeMap<(Method, String), Fixtur
     );
     add(
         Method::POST,
+        "/v1/rules/preview",
+        f(
+            "/v1/rules/preview".into(),
+            &m1,
+            json!({"order": order(app, "u-1"),
+                   "conditions": {"fact": "order.quantity", "op": "gte", "value": 1}}),
+        ),
+    );
+    add(
+        Method::POST,
         "/v1/orders/{order_id}/lock",
         f(
             "/v1/orders/mass-1/lock".into(),

@@ -29,6 +29,10 @@ const ELSEWHERE: &[(&str, &str)] = &[
     ),
     ("POST /v1/quotes", "a quote changes nothing"),
     (
+        "POST /v1/rules/preview",
+        "a rule tried on a made-up order changes nothing",
+    ),
+    (
         "POST /v1/message-texts/{kind}/{locale}/preview",
         "a preview changes nothing",
     ),

@@ -4,7 +4,8 @@
 use proptest::prelude::*;
 
 use super::*;
-use crate::coupon::Gift;
+use crate::coupon::{Exclusions, Gift, Scope};
+use crate::rules::{Condition, Fact, Op};
 
 pub(super) fn arb_kind() -> impl Strategy<Value = LineKind> {
     prop_oneof![
@@ -87,18 +88,75 @@ pub(super) fn arb_value() -> impl Strategy<Value = CouponValue> {
     ]
 }
 
+/// Exclusions of some categories (of 4) and merchants (of 2), in 3 scopes of 10.
+pub(super) fn arb_exclusions() -> impl Strategy<Value = Exclusions> {
+    let some = |n: i64| prop::sample::subsequence((1..=n).collect::<Vec<i64>>(), 0..=1);
+    prop::option::weighted(0.3, (some(4), some(2))).prop_map(|e| match e {
+        None => Exclusions::default(),
+        Some((cats, merchants)) => Exclusions::new(
+            vec![],
+            cats.into_iter()
+                .map(|i| CategoryId::new(i).unwrap())
+                .collect(),
+            vec![],
+            merchants
+                .into_iter()
+                .map(|i| MerchantId::new(i).unwrap())
+                .collect(),
+        ),
+    })
+}
+
 pub(super) fn arb_scope() -> impl Strategy<Value = Scope> {
+    (arb_coverage(), arb_exclusions()).prop_map(|(coverage, exclude)| Scope { coverage, exclude })
+}
+
+fn arb_coverage() -> impl Strategy<Value = Coverage> {
     let ids = |n: i64| prop::sample::subsequence((1..=n).collect::<Vec<i64>>(), 1..=2);
     prop_oneof![
-        3 => Just(Scope::All),
-        1 => Just(Scope::Merchant),
-        1 => ids(4).prop_map(|v| Scope::Categories {
+        3 => Just(Coverage::All),
+        1 => Just(Coverage::Merchant),
+        1 => ids(4).prop_map(|v| Coverage::Categories {
             ids: v.into_iter().map(|i| CategoryId::new(i).unwrap()).collect()
         }),
-        1 => ids(5).prop_map(|v| Scope::Listings {
+        1 => ids(5).prop_map(|v| Coverage::Listings {
             ids: v.into_iter().map(|i| ListingId::new(i).unwrap()).collect()
         }),
     ]
+}
+
+/// A condition tree on the order's facts (the customer is not read in these tests, so its
+/// tests never hold), at most 4 levels deep.
+pub(super) fn arb_condition() -> impl Strategy<Value = Condition> {
+    use serde_json::json;
+    let leaf = prop_oneof![
+        (0i64..=20_000).prop_map(|v| Condition::test(Fact::OrderSubtotal, Op::Gte, json!(v))),
+        (1i64..=6).prop_map(|v| Condition::test(Fact::OrderQuantity, Op::Gte, json!(v))),
+        (1i64..=6).prop_map(|v| Condition::test(Fact::OrderQuantity, Op::Lt, json!(v))),
+        (1i64..=2).prop_map(|v| Condition::test(Fact::OrderCityId, Op::Eq, json!(v))),
+        Just(Condition::test(
+            Fact::OrderWeekday,
+            Op::In,
+            json!(["mon", "sun"])
+        )),
+        Just(Condition::test(
+            Fact::OrderLocalTime,
+            Op::Between,
+            json!(["00:00", "12:00"])
+        )),
+        Just(Condition::test(
+            Fact::CustomerFirstOrder,
+            Op::Eq,
+            json!(true)
+        )),
+    ];
+    leaf.prop_recursive(3, 12, 3, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 1..=3).prop_map(Condition::All),
+            prop::collection::vec(inner.clone(), 1..=3).prop_map(Condition::Any),
+            inner.prop_map(|c| Condition::Not(Box::new(c))),
+        ]
+    })
 }
 
 /// A template with its `given` budget use.
@@ -118,13 +176,18 @@ pub(super) fn arb_templates() -> impl Strategy<Value = Vec<Tpl>> {
         prop::option::weighted(0.3, (1i64..=20_000, 0i64..=10_000)),
         prop::bool::weighted(0.05),
         prop::bool::weighted(0.05),
+        prop::option::weighted(0.3, arb_condition()),
     );
     prop::collection::vec(one, 1..=5).prop_map(|v| {
         v.into_iter()
             .enumerate()
             .map(
-                |(i, (value, threshold, scope, stackable, spread, budget, city2, aborted))| {
+                |(
+                    i,
+                    (value, threshold, scope, stackable, spread, budget, city2, aborted, when),
+                )| {
                     let mut template = template(i as i64 + 1, value, |d| {
+                        d.conditions = when;
                         d.threshold = m(threshold);
                         d.scope = scope;
                         d.stacking = if stackable {
@@ -218,23 +281,27 @@ pub(super) fn arb_stacking_case() -> impl Strategy<Value = (Order, Vec<Tpl>, Vec
         1 => (1u32..=30).prop_map(|days| CouponValue::FreeDays { days }),
         2 => arb_bxgy(),
     ];
-    let scope = prop_oneof![
-        3 => Just(Scope::All),
-        1 => (1i64..=2).prop_map(|c| Scope::Categories { ids: vec![CategoryId::new(c).unwrap()] }),
+    let coverage = prop_oneof![
+        3 => Just(Coverage::All),
+        1 => (1i64..=2).prop_map(|c| Coverage::Categories { ids: vec![CategoryId::new(c).unwrap()] }),
     ];
+    let scope =
+        (coverage, arb_exclusions()).prop_map(|(coverage, exclude)| Scope { coverage, exclude });
     let one = (
         value,
         scope,
         prop::bool::weighted(0.8),
         any::<bool>(),
         prop::option::weighted(0.2, 1i64..=6_000),
+        prop::option::weighted(0.3, arb_condition()),
     );
     let templates = prop::collection::vec(one, 1..=5).prop_map(|v| {
         v.into_iter()
             .enumerate()
-            .map(|(i, (value, scope, stackable, spread, budget))| Tpl {
+            .map(|(i, (value, scope, stackable, spread, budget, when))| Tpl {
                 template: template(i as i64 + 1, value, |d| {
                     d.scope = scope;
+                    d.conditions = when;
                     if !stackable {
                         d.stacking = Stacking::Exclusive;
                     }

@@ -1,8 +1,9 @@
 //! Buy-x-get-y worked out by hand, and the two new kinds stacked in a quote.
 
+use super::eligible as eligibility;
 use super::*;
 use crate::checkout::discount::{discount, Discount, LineDiscount, TemplateUse};
-use crate::checkout::eligibility::{eligibility, Reason};
+use crate::checkout::eligibility::Reason;
 use crate::checkout::quote::{quote, Quote, QuoteInput};
 use crate::coupon::Gift;
 
@@ -192,7 +193,7 @@ fn only_in_scope_purchase_units_count() {
         ],
         None,
     );
-    let mine = template(1, b2g1(), |d| d.scope = Scope::Merchant);
+    let mine = template(1, b2g1(), |d| d.scope = Coverage::Merchant.into());
     assert_eq!(on(&o, &mine).discount, Money::ZERO);
     // Scope all: seven units, two applications, two of merchant 8's 1.00 units.
     let all = template(1, b2g1(), |_| {});
@@ -265,6 +266,7 @@ fn run(order: &Order, coupons: &[Coupon], templates: &[Template]) -> Quote {
         now: now(),
         coupons,
         templates: &uses,
+        situation: Default::default(),
     })
     .unwrap()
 }

@@ -18,6 +18,7 @@ fn run(order: &Order, coupons: &[Coupon], templates: &[Template]) -> Quote {
         now: now(),
         coupons,
         templates: &uses,
+        situation: Default::default(),
     })
     .unwrap()
 }
@@ -288,6 +289,7 @@ fn refuses_inconsistent_input() {
             now: now(),
             coupons,
             templates,
+            situation: Default::default(),
         })
         .unwrap_err()
         .field

@@ -1,9 +1,10 @@
 //! One coupon at a time: each kind's arithmetic worked out by hand, and every eligibility
 //! reason.
 
+use super::eligible as eligibility;
 use super::*;
 use crate::checkout::discount::{discount, Discount, LineDiscount, TemplateUse};
-use crate::checkout::eligibility::{eligibility, standing, Reason};
+use crate::checkout::eligibility::{standing, Reason};
 
 fn use_of(t: &Template) -> TemplateUse<'_> {
     TemplateUse {
@@ -247,25 +248,25 @@ fn scope_and_kinds_pick_the_lines() {
         ],
         None,
     );
-    let lines_of = |scope: Scope| {
-        let tpl = template(1, amount_off(1_000_000), |d| d.scope = scope);
+    let lines_of = |scope: Coverage| {
+        let tpl = template(1, amount_off(1_000_000), |d| d.scope = scope.into());
         on(&o, &tpl).lines
     };
     // A price discount never touches shipping; everything else it takes in full.
     assert_eq!(
-        lines_of(Scope::All),
+        lines_of(Coverage::All),
         vec![ld(0, 1_000), ld(1, 2_000), ld(2, 3_000), ld(4, 5_000)]
     );
     assert_eq!(
-        lines_of(Scope::Merchant),
+        lines_of(Coverage::Merchant),
         vec![ld(0, 1_000), ld(2, 3_000), ld(4, 5_000)]
     );
-    let cats = Scope::Categories {
+    let cats = Coverage::Categories {
         ids: vec![CategoryId::new(2).unwrap(), CategoryId::new(9).unwrap()],
     };
     assert_eq!(lines_of(cats), vec![ld(1, 2_000), ld(2, 3_000)]);
     // A listing scope matches listing ids only: the product line 4 is not listing 1.
-    let listings = Scope::Listings {
+    let listings = Coverage::Listings {
         ids: vec![ListingId::new(1).unwrap(), ListingId::new(3).unwrap()],
     };
     assert_eq!(lines_of(listings), vec![ld(0, 1_000), ld(2, 3_000)]);
@@ -312,13 +313,14 @@ fn free_shipping_waives_shipping_lines() {
         m(2_300)
     );
     // Merchant-scoped: only merchant 7's shipping.
-    let mine = template(1, free(None), |d| d.scope = Scope::Merchant);
+    let mine = template(1, free(None), |d| d.scope = Coverage::Merchant.into());
     assert_eq!(on(&o, &mine).lines, vec![ld(2, 1_500)]);
     // Category 2 holds only merchant 8's shipping line.
     let cat = template(1, free(None), |d| {
-        d.scope = Scope::Categories {
+        d.scope = Coverage::Categories {
             ids: vec![CategoryId::new(2).unwrap()],
         }
+        .into()
     });
     assert_eq!(on(&o, &cat).lines, vec![ld(3, 800)]);
     // With a budget of 12.00 of which 2.00 is given: 10.00 left.
@@ -360,9 +362,10 @@ fn free_shipping_threshold_counts_purchases_only() {
     // subtotal is zero and any threshold is missed.
     let theirs = template(1, CouponValue::FreeShipping { cap: None }, |d| {
         d.threshold = m(1);
-        d.scope = Scope::Categories {
+        d.scope = Coverage::Categories {
             ids: vec![CategoryId::new(2).unwrap()],
-        };
+        }
+        .into();
     });
     assert_eq!(
         eligibility(&o, now(), &c, use_of(&theirs)),
@@ -429,9 +432,10 @@ fn every_eligibility_reason() {
     assert_eq!(check(&ok, &waiver), vec![Reason::BelowThreshold]);
 
     let elsewhere = template(1, amount_off(1_000), |d| {
-        d.scope = Scope::Listings {
+        d.scope = Coverage::Listings {
             ids: vec![ListingId::new(99).unwrap()],
         }
+        .into()
     });
     assert_eq!(check(&ok, &elsewhere), vec![Reason::OutOfScope]);
     let shop = order(vec![line(1, 1, 1_000, 1, LineKind::Item)], None);
@@ -480,6 +484,11 @@ fn every_eligibility_reason() {
         d.threshold = m(1_001);
         d.cities = CitySet::new(vec![CityId::new(2).unwrap()]).unwrap();
         d.budget = Some(m(5));
+        d.conditions = Some(crate::rules::Condition::test(
+            crate::rules::Fact::OrderQuantity,
+            crate::rules::Op::Gte,
+            serde_json::json!(1_000),
+        ));
     });
     bad.aborted_at = Some(t("2026-05-15T00:00:00Z"));
     let all = eligibility(
@@ -492,7 +501,7 @@ fn every_eligibility_reason() {
         },
     );
     // (A coupon has one stored status: `used` here, so neither `locked` nor `revoked`.)
-    let want: Vec<Reason> = Reason::ALL[..11]
+    let want: Vec<Reason> = Reason::ALL[..12]
         .iter()
         .copied()
         .filter(|r| !matches!(r, Reason::Locked | Reason::Revoked))

@@ -4,11 +4,12 @@
 mod arb;
 mod buy_x_get_y;
 mod combining;
+mod conditions;
 mod examples;
 mod props;
 
 use crate::checkout::order::{LeaseDraft, LineDraft, LineKind, Order, OrderDraft};
-use crate::coupon::{Audience, CouponValue, DeductionMode, Scope, Stacking, Validity};
+use crate::coupon::{Audience, CouponValue, Coverage, DeductionMode, Stacking, Validity};
 use crate::ids::{
     CategoryId, CityId, CitySet, CouponId, ListingId, MerchantId, TemplateId, UserId,
 };
@@ -16,6 +17,17 @@ use crate::money::{BasisPoints, Money};
 use crate::template::{Template, TemplateDraft, TemplateSpec};
 use crate::time::{Timestamp, Window};
 use crate::wallet::{Coupon, CouponStatus};
+
+/// The reasons alone, at UTC, with no customer read: what the examples before conditions
+/// check.
+pub(super) fn eligible(
+    o: &Order,
+    now: Timestamp,
+    c: &Coupon,
+    t: crate::checkout::TemplateUse<'_>,
+) -> Vec<crate::checkout::Reason> {
+    crate::checkout::eligibility(o, now, crate::checkout::Situation::default(), c, t).0
+}
 
 pub(super) fn t(s: &str) -> Timestamp {
     Timestamp::parse(s).unwrap()
@@ -54,6 +66,7 @@ pub(super) fn line(listing: i64, category: i64, unit: i64, qty: i64, kind: LineK
 
 pub(super) fn order(lines: Vec<LineDraft>, lease: Option<(i64, i64)>) -> Order {
     Order::try_from(OrderDraft {
+        channel: None,
         user_id: user(),
         city_id: CityId::new(1).unwrap(),
         lines,
@@ -90,7 +103,8 @@ pub(super) fn template(
         value,
         threshold: Money::ZERO,
         deduction: DeductionMode::Upfront,
-        scope: Scope::All,
+        scope: Coverage::All.into(),
+        conditions: None,
         cities: CitySet::new(vec![CityId::new(1).unwrap()]).unwrap(),
         audience: Audience::Everyone,
         total_stock: 1000,
@@ -110,7 +124,7 @@ pub(super) fn template(
     Template {
         id: TemplateId::new(id).unwrap(),
         merchant_id: Some(MerchantId::new(MERCHANT).unwrap()),
-        spec: TemplateSpec::from_stored(draft, claim),
+        spec: TemplateSpec::from_stored(draft, claim).unwrap(),
         claimed: 0,
         used: 0,
         given: Money::ZERO,

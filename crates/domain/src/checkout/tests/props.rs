@@ -6,9 +6,10 @@ use std::collections::VecDeque;
 use proptest::prelude::*;
 
 use super::arb::*;
+use super::eligible as eligibility;
 use super::*;
 use crate::checkout::discount::{discount, scope_mask, TemplateUse};
-use crate::checkout::eligibility::{eligibility, Reason};
+use crate::checkout::eligibility::Reason;
 use crate::checkout::quote::{quote, Quote, QuoteInput};
 use crate::money::MONEY_MAX;
 
@@ -27,6 +28,7 @@ fn run(o: &Order, tpls: &[Tpl], coupons: &[Coupon]) -> Quote {
         now: now(),
         coupons,
         templates: &uses(tpls),
+        situation: Default::default(),
     })
     .unwrap()
 }
@@ -265,6 +267,11 @@ proptest! {
                     _ => kind.is_purchase(),
                 };
                 prop_assert!(ok, "{:?} on a {:?} line", spec.value, kind);
+                // An excluded line never takes a discount, whatever the scope covers.
+                let line = &o.lines[l.line];
+                let e = &spec.scope.exclude;
+                prop_assert!(!e.category_ids().contains(&line.category_id));
+                prop_assert!(!e.merchant_ids().contains(&line.merchant_id));
             }
             let mut lines: Vec<usize> = d.lines.iter().map(|l| l.line).collect();
             lines.dedup();
@@ -364,6 +371,7 @@ proptest! {
         lease in prop::option::of((prop_oneof![Just(MONEY_MAX), 0..MONEY_MAX], any::<i64>())),
     ) {
         let draft = OrderDraft {
+            channel: None,
             user_id: user(),
             city_id: CityId::new(1).unwrap(),
             lines: lines

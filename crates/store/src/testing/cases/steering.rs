@@ -81,7 +81,7 @@ pub async fn a_live_stock_lowers_to_what_is_claimed(s: Arc<dyn Store>) {
     let lower = |stock: i64| {
         let mut d = t.spec.draft().clone();
         d.total_stock = stock;
-        coupond_domain::TemplateSpec::from_stored(d, t.spec.claim_window())
+        coupond_domain::TemplateSpec::from_stored(d, t.spec.claim_window()).unwrap()
     };
     let below = s
         .update_template(t.id, t.version, None, &lower(2), None, at(15))
