@@ -133,6 +133,10 @@ pub struct LoadtestArgs {
     /// unknown.
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     pub retry_for: Option<std::time::Duration>,
+    /// Quote scenario: give every template a 5-test condition tree on the order (in-scope
+    /// subtotal and units, weekday, channel, city) and a third of them exclusions.
+    #[arg(long)]
+    pub conditions: bool,
     /// Checkout scenario: leave every third order locked, neither confirmed nor cancelled,
     /// and wait (up to --retry-for, else 60 s) for the server's sweeper to end those locks at
     /// their deadline. Run the server with a short `lock_ttl` (a few seconds).

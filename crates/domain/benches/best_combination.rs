@@ -8,8 +8,8 @@ use std::hint::black_box;
 
 use coupond_domain::{
     quote, Audience, BasisPoints, CategoryId, CityId, CitySet, Coupon, CouponId, CouponStatus,
-    CouponValue, Coverage, DeductionMode, Gift, LeaseDraft, LineDraft, LineKind, ListingId,
-    MerchantId, Money, Order, OrderDraft, QuoteInput, Stacking, Template, TemplateDraft,
+    CouponValue, Coverage, DeductionMode, Exclusions, Gift, LeaseDraft, LineDraft, LineKind,
+    ListingId, MerchantId, Money, Order, OrderDraft, QuoteInput, Stacking, Template, TemplateDraft,
     TemplateId, TemplateSpec, TemplateUse, Timestamp, UserId, Validity, Window,
 };
 use criterion::{criterion_group, criterion_main, Criterion};
@@ -123,6 +123,7 @@ fn templates() -> Vec<Template> {
             };
             let draft = TemplateDraft {
                 conditions: None,
+                use_limits: Vec::new(),
                 activity_id: None,
                 title: format!("template {i}"),
                 description: String::new(),
@@ -260,8 +261,64 @@ fn mixed_coupons() -> Vec<Coupon> {
         .collect()
 }
 
+/// The mixed wallet where every template has a 5-test condition tree on the order (as
+/// `coupond loadtest --scenario quote --conditions`) and every third excludes a category and
+/// a product.
+fn ruled_templates() -> Vec<Template> {
+    let days = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"];
+    mixed_templates()
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut t)| {
+            let i = i as i64;
+            let some_days: Vec<&str> = days
+                .iter()
+                .enumerate()
+                .filter(|(d, _)| *d as i64 != i % 7)
+                .map(|(_, d)| *d)
+                .collect();
+            let spend = [0, 5_000, 20_000, 60_000][(i % 4) as usize];
+            let tree = serde_json::json!({"all": [
+                {"fact": "order.subtotal", "op": "gte", "value": spend},
+                {"fact": "order.quantity", "op": "gte", "value": 1 + i % 20},
+                {"any": [
+                    {"fact": "order.weekday", "op": "in", "value": some_days},
+                    {"fact": "order.channel", "op": "eq", "value": "app"}
+                ]},
+                {"not": {"fact": "order.city_id", "op": "eq", "value": 2 + i % 3}}
+            ]});
+            let mut draft = t.spec.draft().clone();
+            draft.conditions = Some(serde_json::from_value(tree).unwrap());
+            if i % 3 == 2 {
+                draft.scope.exclude = Exclusions::new(
+                    vec![format!("sku-{}", i % LINES)],
+                    vec![CategoryId::new(1 + i % 5).unwrap()],
+                    vec![],
+                    vec![],
+                );
+            }
+            t.spec = TemplateSpec::from_stored(draft, t.spec.claim_window()).unwrap();
+            t
+        })
+        .collect()
+}
+
 fn bench_mixed(c: &mut Criterion, order: &Order) {
-    let templates = mixed_templates();
+    bench_wallet(
+        c,
+        order,
+        mixed_templates(),
+        "quote/mixed wallet: 100 templates x 2 coupons, 50 lines",
+    );
+    bench_wallet(
+        c,
+        order,
+        ruled_templates(),
+        "quote/mixed wallet with 5-test conditions, a third with exclusions",
+    );
+}
+
+fn bench_wallet(c: &mut Criterion, order: &Order, templates: Vec<Template>, name: &str) {
     let uses: Vec<TemplateUse<'_>> = templates
         .iter()
         .map(|template| TemplateUse {
@@ -284,10 +341,7 @@ fn bench_mixed(c: &mut Criterion, order: &Order) {
         q.coupons.iter().any(|c| !c.applicable),
         "some thresholds are not met"
     );
-    c.bench_function(
-        "quote/mixed wallet: 100 templates x 2 coupons, 50 lines",
-        |b| b.iter(|| quote(black_box(&input)).unwrap()),
-    );
+    c.bench_function(name, |b| b.iter(|| quote(black_box(&input)).unwrap()));
 }
 
 fn bench(c: &mut Criterion) {

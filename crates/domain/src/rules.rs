@@ -9,6 +9,8 @@
 //!   runs, built once per template.
 //! - `facts`: what the tests read ([`Facts`]: the order's in-scope subtotal and units, its
 //!   city and channel, the local weekday and time, the [`Customer`]).
+//! - `limits`: [`UseLimit`], how often one user may use a template's coupons per local
+//!   [`Period`] (checked by the lock, where uses are counted).
 //! - `eval`: whether a tree holds ([`Conditions::unmet`]), and when it does not, what is
 //!   missing ([`Unmet`]): the tests that fail, an `any` group by its cheapest branch.
 
@@ -16,6 +18,7 @@ mod compile;
 mod condition;
 mod eval;
 mod facts;
+mod limits;
 
 #[cfg(test)]
 mod tests;
@@ -24,3 +27,4 @@ pub use compile::{check_channel, Conditions, MAX_CHANNEL_CHARS, MAX_DEPTH, MAX_L
 pub use condition::{Condition, ConditionTest, Fact, Op};
 pub use eval::Unmet;
 pub use facts::{Customer, Facts, LocalNow};
+pub use limits::{Period, UseLimit, MAX_USES};

@@ -213,6 +213,7 @@ mod tests {
     fn template(published: Option<i64>, aborted: Option<i64>) -> Template {
         let draft = TemplateDraft {
             conditions: None,
+            use_limits: Vec::new(),
             activity_id: None,
             title: "T".into(),
             description: String::new(),

@@ -21,6 +21,7 @@ impl TemplateDraft {
         if self.per_user_limit < 1 {
             return Err(broken("per_user_limit", "a user may hold at least one"));
         }
+        crate::rules::UseLimit::validate(&self.use_limits)?;
         if self.budget.is_some_and(|b| b.minor() < 1) {
             return Err(broken("budget", "a budget, when set, is at least 1"));
         }

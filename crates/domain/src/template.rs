@@ -14,7 +14,7 @@ use crate::ids::{ActivityId, CitySet, MerchantId, TemplateId};
 use crate::merchant::Merchant;
 use crate::money::Money;
 use crate::reference::Reference;
-use crate::rules::{Condition, Conditions};
+use crate::rules::{Condition, Conditions, UseLimit};
 use crate::steering::Pause;
 use crate::text::check_text;
 use crate::time::{Timestamp, Window};
@@ -69,6 +69,10 @@ pub struct TemplateDraft {
     /// How many one user may hold, 1..=1000 (default 1).
     #[serde(default = "one")]
     pub per_user_limit: u32,
+    /// How many of its coupons one user may use per local day, week or month (one limit per
+    /// period): a lock past one is refused with `use_limit_reached`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub use_limits: Vec<UseLimit>,
     #[serde(default)]
     pub stacking: Stacking,
     /// When users may claim. Inside an activity it defaults to, and must lie within, the run
@@ -214,6 +218,7 @@ impl TemplateSpec {
         }
         found.check(draft.reference.validate());
         found.check(draft.scope.validate(ctx.owner.is_some()));
+        found.check(UseLimit::validate(&draft.use_limits));
         let conditions = draft
             .conditions
             .as_ref()
@@ -438,6 +443,8 @@ pub struct TemplatePatch {
     pub audience: Option<Audience>,
     pub total_stock: Option<i64>,
     pub per_user_limit: Option<u32>,
+    /// Replaces every limit (`[]` removes them).
+    pub use_limits: Option<Vec<UseLimit>>,
     pub stacking: Option<Stacking>,
     pub claim_window: Option<Window>,
     pub validity: Option<Validity>,
@@ -472,6 +479,7 @@ impl TemplatePatch {
             audience: self.audience.unwrap_or(b.audience),
             total_stock: self.total_stock.unwrap_or(b.total_stock),
             per_user_limit: self.per_user_limit.unwrap_or(b.per_user_limit),
+            use_limits: self.use_limits.unwrap_or(b.use_limits),
             stacking: self.stacking.unwrap_or(b.stacking),
             claim_window: self.claim_window.or(b.claim_window),
             validity: self.validity.unwrap_or(b.validity),

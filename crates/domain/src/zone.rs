@@ -47,6 +47,12 @@ impl Zone {
         i64::from(date.num_days_from_ce()) - i64::from(EPOCH_CE_DAYS)
     }
 
+    /// The local day the month of local `day` begins on.
+    pub fn month_first_day(day: i64) -> Option<i64> {
+        let first = date_of(day)?.with_day(1)?;
+        Some(i64::from(first.num_days_from_ce()) - i64::from(EPOCH_CE_DAYS))
+    }
+
     /// The first instant of local `day`. Where a day begins in a gap (a zone that moved its
     /// clocks at midnight), its first existing instant.
     pub fn day_start(&self, day: i64) -> Option<Timestamp> {

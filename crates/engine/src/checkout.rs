@@ -300,6 +300,7 @@ impl Checkout {
             now,
             subtotal: order.total(),
             currency: self.currency.as_str(),
+            zone: self.zone,
         };
         Ok(again(|| self.store.lock_order(&req, &rules)).await?)
     }

@@ -23,6 +23,7 @@
 
 use std::collections::BTreeMap;
 
+use coupond_domain::checkout::Reason;
 use coupond_domain::{
     Actor, Coupon, CouponId, CouponStatus, Money, OrderId, Template, TemplateId, Timestamp, UserId,
 };
@@ -153,6 +154,9 @@ pub async fn lock_coupons<E: Exec + ?Sized>(
         Ok(plan) => plan,
         Err(refusal) => return Ok(Err(refusal)),
     };
+    if let Some(refusal) = past_use_limits(ex, req, &coupons, &templates).await? {
+        return Ok(Err(refusal));
+    }
     let deadline = plan.deadline.map_or(req.deadline, |d| d.min(req.deadline));
     let discount = plan.discounts.iter().map(|(_, d)| d.minor()).sum();
     let mut reserve: BTreeMap<TemplateId, i64> = BTreeMap::new();
@@ -177,6 +181,47 @@ pub async fn lock_coupons<E: Exec + ?Sized>(
         discount,
         deadline,
     }))
+}
+
+/// The coupons of each template whose use limits this lock would pass, refused with
+/// `use_limit_reached`: the user's uses of the template in each local period are the coupons
+/// locked or used by its orders taken since the period began. Counted after the templates'
+/// row locks, so two locks of one user's coupons of a template wait on each other and the
+/// second counts the first (READ COMMITTED where writers run at once: each count sees what
+/// committed before it).
+async fn past_use_limits<E: Exec + ?Sized>(
+    ex: &mut E,
+    req: &LockRequest<'_>,
+    coupons: &[Coupon],
+    templates: &[Template],
+) -> StoreResult<Option<LockRefusal>> {
+    let mut refused = Vec::new();
+    for t in templates.iter().filter(|t| !t.spec.use_limits.is_empty()) {
+        let asked: Vec<CouponId> = coupons
+            .iter()
+            .filter(|c| c.template_id == t.id)
+            .map(|c| c.id)
+            .collect();
+        for limit in &t.spec.use_limits {
+            let Some(since) = limit.period.start(req.now, req.zone) else {
+                continue;
+            };
+            let q = sql(
+                "SELECT COUNT(*) AS n FROM coupons c JOIN orders o ON o.order_id = c.order_id
+                 WHERE c.template_id = $1 AND c.user_id = $2 AND c.status IN ('locked', 'used')
+                   AND o.created_at >= $3",
+            )
+            .bind(t.id.get())
+            .bind(req.user.as_str())
+            .bind(since);
+            let used = u64::try_from(ex.fetch_one(q).await?.i64("n")?).unwrap_or(0);
+            if !limit.allows(used, asked.len() as u64) {
+                refused.extend(asked.iter().map(|id| (*id, vec![Reason::UseLimitReached])));
+                break;
+            }
+        }
+    }
+    Ok((!refused.is_empty()).then_some(LockRefusal { coupons: refused }))
 }
 
 /// What a lock decided: the answer to keep for retries, the discount its coupons take, and

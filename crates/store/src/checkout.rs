@@ -7,7 +7,7 @@ use coupond_domain::TemplateId;
 
 use coupond_domain::checkout::Reason;
 use coupond_domain::{
-    Actor, Coupon, CouponId, MerchantId, Money, OrderId, Template, Timestamp, UserId,
+    Actor, Coupon, CouponId, MerchantId, Money, OrderId, Template, Timestamp, UserId, Zone,
 };
 
 /// Where an order's hold on its coupons stands.
@@ -61,6 +61,8 @@ pub struct LockRequest<'a> {
     pub subtotal: Money,
     /// The platform's currency (ISO 4217), kept with the order's amounts.
     pub currency: &'a str,
+    /// The platform's time zone: where the days, weeks and months of use limits begin.
+    pub zone: Zone,
 }
 
 /// What the lock's rules decided, given the coupons and templates as they are inside the

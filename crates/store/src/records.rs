@@ -11,6 +11,7 @@
 //! and version 1 is written without `"v"`, so the previous binary reads what this one writes.
 //! A later version adds its fields with defaults, or bumps `v` and converts here, in one place.
 
+use coupond_domain::rules::{Period, UseLimit};
 use coupond_domain::{
     ActivityDraft, ActivityId, ActivitySpec, Approval, Audience, BasisPoints, CategoryId, CitySet,
     Condition, CouponKind, CouponValue, Coverage, DeductionMode, Exclusions, FundedBy, Funding,
@@ -62,6 +63,9 @@ pub struct TemplateRecord {
     total_stock: i64,
     #[serde(default = "one")]
     per_user_limit: u32,
+    /// Absent in rows written before use limits existed: none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    use_limits: Vec<UseLimitRecord>,
     #[serde(default)]
     stacking: Stacking,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -200,6 +204,30 @@ enum GiftRecord {
     },
 }
 
+#[derive(Debug, Serialize, Deserialize)]
+struct UseLimitRecord {
+    period: Period,
+    max: u32,
+}
+
+impl From<&UseLimit> for UseLimitRecord {
+    fn from(l: &UseLimit) -> Self {
+        UseLimitRecord {
+            period: l.period,
+            max: l.max,
+        }
+    }
+}
+
+impl From<UseLimitRecord> for UseLimit {
+    fn from(l: UseLimitRecord) -> Self {
+        UseLimit {
+            period: l.period,
+            max: l.max,
+        }
+    }
+}
+
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct ScopeRecord {
     #[serde(flatten)]
@@ -284,6 +312,7 @@ impl TemplateRecord {
             audience: AudienceRecord::from(&d.audience),
             total_stock: d.total_stock,
             per_user_limit: d.per_user_limit,
+            use_limits: d.use_limits.iter().map(UseLimitRecord::from).collect(),
             stacking: d.stacking,
             claim_window: d.claim_window.map(WindowRecord::from),
             validity: ValidityRecord::from(&d.validity),
@@ -315,6 +344,7 @@ impl TemplateRecord {
             audience: self.audience.into(),
             total_stock: self.total_stock,
             per_user_limit: self.per_user_limit,
+            use_limits: self.use_limits.into_iter().map(UseLimit::from).collect(),
             stacking: self.stacking,
             claim_window: self.claim_window.map(window).transpose()?,
             validity: self.validity.into(),

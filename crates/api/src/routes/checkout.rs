@@ -61,7 +61,8 @@ pub struct QuoteView {
 ///
 /// Quote an order: for every coupon of the user (or the ones named), whether it can be used and
 /// every reason why not (`expired`, `not_yet_valid`, `below_threshold`, `out_of_scope`,
-/// `conditions_unmet` with what is missing in `unmet`, `wrong_city`, `not_owner`, `locked`, `used`, `revoked`, `template_aborted`, `budget_exhausted`,
+/// `conditions_unmet` with what is missing in `unmet`, `wrong_city`, `not_owner`, `locked`,
+/// `used`, `revoked`, `template_aborted`, `budget_exhausted`,
 /// `exclusive_conflict`), its discount, and the best combination with its split over lines and
 /// lease months and the order's total after it. No side effects (an `Idempotency-Key` header is
 /// ignored). A quote with a `code` counts against the code redemption limits (per user
@@ -116,7 +117,9 @@ pub struct LockBody {
 /// `deadline` is cut there); `POST /v1/orders/{order_id}/extend` moves it later. The same order id
 /// with the same body answers the same; with another body, 409 `order_conflict`. Coupons that
 /// cannot be locked: 409 `coupons_not_applicable` with each one's reasons (`redundant` for a
-/// coupon that would take nothing off next to the others).
+/// coupon that would take nothing off next to the others; `conditions_unmet` when its
+/// template's conditions fail; `use_limit_reached` when the user's uses of its template in a
+/// local day, week or month would pass one of its `use_limits`).
 #[utoipa::path(operation_id = "lock_order", post, path = "/v1/orders/{order_id}/lock", tag = "checkout",
     params(("order_id" = String, Path, description = "The order service's order or lease id")),
     request_body = LockBody,

@@ -3,6 +3,8 @@
 //! and confirmed orders coupond holds, the clock is read in the platform's time zone, a bad
 //! tree is refused node by node, and a rule can be tried on a made-up order.
 
+use std::sync::Arc;
+
 use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
 
@@ -10,6 +12,7 @@ use crate::checkout::claim;
 use crate::claims::live;
 use crate::on_every_backend;
 use crate::support::*;
+use coupond_engine::Clock;
 
 /// 2 units of 150.00 in category 1 and one 700.00 unit in category 2, from `channel`.
 fn cart(app: &TestApp, units: i64, channel: &str) -> Value {
@@ -272,7 +275,99 @@ async fn rules_are_tried_on_made_up_orders(app: TestApp) {
     assert_eq!(r.status, StatusCode::FORBIDDEN);
 }
 
+/// Locks `coupon` alone for order `id` with a 1-unit cart.
+async fn lock_one(app: Arc<TestApp>, id: String, coupon: i64) -> Reply {
+    let body = json!({"order": cart(&app, 1, "app"), "coupon_ids": [coupon]});
+    app.post(&format!("/v1/orders/{id}/lock"), &app.service, body)
+        .await
+}
+
+async fn use_limits_hold_under_concurrent_locks(app: TestApp) {
+    // At most 2 a day and 3 a week, of 8 coupons one user holds.
+    let limits = json!({"per_user_limit": 8,
+        "use_limits": [{"period": "day", "max": 2}, {"period": "week", "max": 3}]});
+    let t = live(&app, 10, 8, limits).await;
+    let mut coupons = Vec::new();
+    for _ in 0..8 {
+        coupons.push(claim(&app, t).await);
+    }
+    let app = Arc::new(app);
+    // Eight orders of the user lock at once: two hold, six are refused.
+    let tasks: Vec<_> = coupons
+        .iter()
+        .enumerate()
+        .map(|(i, c)| tokio::spawn(lock_one(app.clone(), format!("day1-{i}"), *c)))
+        .collect();
+    let mut held = Vec::new();
+    for (i, task) in tasks.into_iter().enumerate() {
+        let r = task.await.unwrap();
+        match r.status {
+            StatusCode::OK => held.push(i),
+            StatusCode::CONFLICT => {
+                assert_eq!(
+                    r.body["coupons"][0]["reasons"],
+                    json!(["use_limit_reached"]),
+                    "{}",
+                    r.body
+                )
+            }
+            other => panic!("{other}: {}", r.body),
+        }
+    }
+    assert_eq!(held.len(), 2, "{held:?}");
+    // A cancelled lock is no use: its place is free again.
+    let r = app
+        .call(
+            Method::POST,
+            &format!("/v1/orders/day1-{}/cancel", held[0]),
+            Some(&app.service),
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let free = coupons[held[0]];
+    let r = lock_one(app.clone(), "day1-again".into(), free).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    // The next day is a Monday: a new day and a new week, so 2 more and no more.
+    app.clock.set(app.clock.now().plus(time::Duration::days(1)));
+    let rest: Vec<i64> = coupons
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !held.contains(i))
+        .map(|(_, c)| *c)
+        .collect();
+    let mut ok = 0;
+    for (i, c) in rest.iter().enumerate() {
+        let r = lock_one(app.clone(), format!("day2-{i}"), *c).await;
+        ok += usize::from(r.status == StatusCode::OK);
+    }
+    assert_eq!(ok, 2);
+}
+
+async fn bad_use_limits_are_named(app: TestApp) {
+    let mut body = standalone_template(10, 20);
+    body["use_limits"] = json!([{"period": "day", "max": 0}, {"period": "day", "max": 2}]);
+    let r = app.post("/v1/templates", app.m1(), body.clone()).await;
+    let fields: Vec<&str> = r.body["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["field"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        fields,
+        vec!["use_limits[0].max", "use_limits[1].period"],
+        "{}",
+        r.body
+    );
+    body["use_limits"] = json!([{"period": "fortnight", "max": 1}]);
+    let r = app.post("/v1/templates", app.m1(), body).await;
+    assert_eq!(r.body["field"], "use_limits[0].period", "{}", r.body);
+}
+
 on_every_backend!(
+    use_limits_hold_under_concurrent_locks,
+    bad_use_limits_are_named,
     conditions_decide_quotes_and_locks,
     customer_history_is_confirmed_orders,
     the_clock_is_read_in_the_platform_zone,

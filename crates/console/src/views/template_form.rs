@@ -404,6 +404,7 @@ pub fn terms(f: &TemplateForm) -> Result<TemplateDraft, Bad> {
         deduction: Default::default(),
         scope: Default::default(),
         conditions: None,
+        use_limits: Vec::new(),
         cities: cities(f)?,
         audience: audience(f)?,
         total_stock: whole("total_stock", &f.total_stock)?,

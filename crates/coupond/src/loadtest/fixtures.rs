@@ -37,6 +37,7 @@ pub(super) fn draft(
     .map_err(anyhow::Error::msg)?;
     Ok(TemplateDraft {
         conditions: None,
+        use_limits: Vec::new(),
         activity_id: None,
         title,
         description: String::new(),

@@ -4,11 +4,14 @@
 //! 50.00, 200.00 and 600.00); each request quotes a
 //! 50-line order (five categories, the merchant's and another's lines) for them, as the
 //! service key. `--users` is the number of quotes (default 5,000), `--concurrency` the
-//! connections (default 16; 1 measures one quote at a time). Every answer must be a 200.
+//! connections (default 16; 1 measures one quote at a time). With `--conditions` every
+//! template also has a 5-test condition tree on the order (some hold, some do not) and every
+//! third excludes a category and a product. Every answer must be a 200.
 
 use anyhow::Context;
 use coupond_domain::{
-    Actor, BasisPoints, CategoryId, CouponValue, Coverage, Money, Stacking, UserId,
+    Actor, BasisPoints, CategoryId, Condition, CouponValue, Coverage, Exclusions, Money, Stacking,
+    UserId,
 };
 use coupond_engine::{Clock, SystemClock};
 use coupond_store::{ClaimOutcome, ClaimRequest, Store};
@@ -29,7 +32,7 @@ pub async fn run(config: &Config, client: &HttpClient, args: &LoadtestArgs) -> a
     let store = db::open_configured(config).await?;
     let run_id = format!("{}p{}", SystemClock.now().unix_micros(), std::process::id());
     let user = UserId::parse(&format!("q{run_id}")).map_err(anyhow::Error::msg)?;
-    let merchant = wallet(store.as_ref(), &user).await?;
+    let merchant = wallet(store.as_ref(), &user, args.conditions).await?;
     let body = json!({ "order": order(&user, merchant) }).to_string();
     let auth = format!("Bearer {}", service_key(store.as_ref()).await?);
     eprintln!(
@@ -80,8 +83,44 @@ async fn answer_size(
     Ok(bytes.len())
 }
 
-/// A merchant with 100 published templates, and two coupons of each for `user`.
-async fn wallet(store: &dyn Store, user: &UserId) -> anyhow::Result<i64> {
+/// A 5-test tree for template `i`: an in-scope subtotal (thresholds up to 600.00), units, the
+/// weekday (every day but one), the channel or the city, and not a city; about half hold on
+/// the load test's order.
+fn conditions(i: i64) -> anyhow::Result<Condition> {
+    let days = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"];
+    let some_days: Vec<&str> = days
+        .iter()
+        .enumerate()
+        .filter(|(d, _)| *d as i64 != i % 7)
+        .map(|(_, d)| *d)
+        .collect();
+    let spend = [0, 5_000, 20_000, 60_000][(i % 4) as usize];
+    let tree = json!({"all": [
+        {"fact": "order.subtotal", "op": "gte", "value": spend},
+        {"fact": "order.quantity", "op": "gte", "value": 1 + i % 20},
+        {"any": [
+            {"fact": "order.weekday", "op": "in", "value": some_days},
+            {"fact": "order.channel", "op": "eq", "value": "app"}
+        ]},
+        {"not": {"fact": "order.city_id", "op": "eq", "value": 2 + i % 3}}
+    ]});
+    Ok(serde_json::from_value(tree)?)
+}
+
+/// Every third template's exclusions: a category and a product of the order.
+fn exclusions(i: i64) -> anyhow::Result<Exclusions> {
+    let category = CategoryId::new(1 + i % 5).map_err(anyhow::Error::msg)?;
+    Ok(Exclusions::new(
+        vec![format!("sku-{}", i % LINES)],
+        vec![category],
+        vec![],
+        vec![],
+    ))
+}
+
+/// A merchant with 100 published templates (with conditions and exclusions when asked), and
+/// two coupons of each for `user`.
+async fn wallet(store: &dyn Store, user: &UserId, rules: bool) -> anyhow::Result<i64> {
     let now = SystemClock.now();
     let merchant = fixtures::merchant(store, "Quote load test", now).await?;
     for i in 0..TEMPLATES {
@@ -109,6 +148,12 @@ async fn wallet(store: &dyn Store, user: &UserId) -> anyhow::Result<i64> {
             },
         }
         .into();
+        if rules {
+            draft.conditions = Some(conditions(i)?);
+            if i % 3 == 2 {
+                draft.scope.exclude = exclusions(i)?;
+            }
+        }
         draft.total_stock = 10;
         draft.per_user_limit = 2;
         if i % 3 != 0 {
@@ -153,5 +198,5 @@ fn order(user: &UserId, merchant: i64) -> serde_json::Value {
             })
         })
         .collect();
-    json!({ "user_id": user.as_str(), "city_id": 1, "lines": lines })
+    json!({ "user_id": user.as_str(), "city_id": 1, "channel": "web", "lines": lines })
 }

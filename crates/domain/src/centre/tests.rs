@@ -25,6 +25,7 @@ fn template(audience: Audience) -> Template {
     let window = Window::new(t("2026-04-01T00:00:00Z"), t("2026-04-10T00:00:00Z")).unwrap();
     let draft = TemplateDraft {
         conditions: None,
+        use_limits: Vec::new(),
         activity_id: None,
         title: "20 off".into(),
         description: String::new(),

@@ -44,6 +44,9 @@ pub enum Reason {
     TemplateAborted,
     /// The template's budget is spent (`given >= budget`).
     BudgetExhausted,
+    /// One user's uses of the template in a local day, week or month would pass one of its
+    /// `use_limits`. Only a lock says it: it counts the uses, in its transaction.
+    UseLimitReached,
     /// Usable on its own, but not together with the best combination, and not part of it.
     /// Only a quote produces it: for an applicable `exclusive` coupon when the best
     /// combination is not empty and is not this coupon (a stackable set, or another exclusive
@@ -58,7 +61,7 @@ pub enum Reason {
 }
 
 impl Reason {
-    pub const ALL: [Reason; 14] = [
+    pub const ALL: [Reason; 15] = [
         Reason::Expired,
         Reason::NotYetValid,
         Reason::BelowThreshold,
@@ -71,6 +74,7 @@ impl Reason {
         Reason::Revoked,
         Reason::TemplateAborted,
         Reason::BudgetExhausted,
+        Reason::UseLimitReached,
         Reason::ExclusiveConflict,
         Reason::Redundant,
     ];
@@ -89,6 +93,7 @@ impl Reason {
             Reason::Revoked => "revoked",
             Reason::TemplateAborted => "template_aborted",
             Reason::BudgetExhausted => "budget_exhausted",
+            Reason::UseLimitReached => "use_limit_reached",
             Reason::ExclusiveConflict => "exclusive_conflict",
             Reason::Redundant => "redundant",
         }

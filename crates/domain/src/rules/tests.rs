@@ -319,3 +319,38 @@ fn clock_tests_say_from_when_they_hold() {
         )
     );
 }
+
+#[test]
+fn periods_begin_at_local_midnight_on_monday_and_the_first() {
+    // Saturday 2027-01-09 10:30 in Shanghai (02:30 UTC).
+    let zone = Zone::parse("Asia/Shanghai").unwrap();
+    let now = Timestamp::parse("2027-01-09T02:30:00Z").unwrap();
+    let start = |p: Period| p.start(now, zone).unwrap();
+    assert_eq!(
+        start(Period::Day),
+        Timestamp::parse("2027-01-08T16:00:00Z").unwrap()
+    );
+    assert_eq!(
+        start(Period::Week),
+        Timestamp::parse("2027-01-03T16:00:00Z").unwrap()
+    );
+    assert_eq!(
+        start(Period::Month),
+        Timestamp::parse("2026-12-31T16:00:00Z").unwrap()
+    );
+    let limit = UseLimit {
+        period: Period::Day,
+        max: 2,
+    };
+    assert!(limit.allows(1, 1) && !limit.allows(2, 1) && !limit.allows(0, 3));
+    let e = UseLimit::validate(&[
+        limit,
+        UseLimit {
+            period: Period::Day,
+            max: 0,
+        },
+    ])
+    .unwrap_err();
+    assert_eq!(e.field.as_deref(), Some("use_limits[1].max"));
+    assert_eq!(e.also[0].field.as_deref(), Some("use_limits[1].period"));
+}

@@ -65,6 +65,14 @@ impl TemplatePatch {
             ("deduction", self.deduction.is_none_or(|v| v == b.deduction)),
             ("scope", self.scope.as_ref().is_none_or(|v| *v == b.scope)),
             (
+                "conditions",
+                self.conditions.as_ref().is_none_or(|v| *v == b.conditions),
+            ),
+            (
+                "use_limits",
+                self.use_limits.as_ref().is_none_or(|v| *v == b.use_limits),
+            ),
+            (
                 "cities",
                 self.cities.as_ref().is_none_or(|v| *v == b.cities),
             ),

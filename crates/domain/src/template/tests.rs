@@ -50,6 +50,7 @@ fn activity() -> Activity {
 fn draft(activity: bool) -> TemplateDraft {
     TemplateDraft {
         conditions: None,
+        use_limits: Vec::new(),
         activity_id: activity.then(|| ActivityId::new(3).unwrap()),
         title: "20 off".into(),
         description: String::new(),

@@ -61,6 +61,7 @@ pub fn activity(enroll_from: i64, enroll_to: i64, run_from: i64, run_to: i64) ->
 pub fn standalone_template(claim_from: i64, claim_to: i64) -> TemplateDraft {
     TemplateDraft {
         conditions: None,
+        use_limits: Vec::new(),
         activity_id: None,
         title: "20 off".into(),
         description: String::new(),

@@ -105,6 +105,7 @@ pub(super) fn template(
         deduction: DeductionMode::Upfront,
         scope: Coverage::All.into(),
         conditions: None,
+        use_limits: Vec::new(),
         cities: CitySet::new(vec![CityId::new(1).unwrap()]).unwrap(),
         audience: Audience::Everyone,
         total_stock: 1000,

@@ -82,6 +82,7 @@ pub(super) fn lock_req<'a>(
         now: at(hour),
         subtotal: coupond_domain::Money::new(10_000).unwrap(),
         currency: "CNY",
+        zone: coupond_domain::Zone::UTC,
     }
 }
 

@@ -152,6 +152,7 @@ pub async fn coupons_expire_once(s: Arc<dyn Store>) {
             now: at(15),
             subtotal: coupond_domain::Money::ZERO,
             currency: "CNY",
+            zone: coupond_domain::Zone::UTC,
         },
         &rules,
     )
