@@ -134,7 +134,8 @@ pub struct LoadtestArgs {
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     pub retry_for: Option<std::time::Duration>,
     /// Quote scenario: give every template a 5-test condition tree on the order (in-scope
-    /// subtotal and units, weekday, channel, city) and a third of them exclusions.
+    /// subtotal and units, weekday, channel, city) and a third of them (those of a category)
+    /// two excluded products.
     #[arg(long)]
     pub conditions: bool,
     /// Checkout scenario: leave every third order locked, neither confirmed nor cancelled,

@@ -262,8 +262,8 @@ fn mixed_coupons() -> Vec<Coupon> {
 }
 
 /// The mixed wallet where every template has a 5-test condition tree on the order (as
-/// `coupond loadtest --scenario quote --conditions`) and every third excludes a category and
-/// a product.
+/// `coupond loadtest --scenario quote --conditions`) and every third excludes two of the
+/// lines its category covers.
 fn ruled_templates() -> Vec<Template> {
     let days = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"];
     mixed_templates()
@@ -290,10 +290,13 @@ fn ruled_templates() -> Vec<Template> {
             let mut draft = t.spec.draft().clone();
             draft.conditions = Some(serde_json::from_value(tree).unwrap());
             if i % 3 == 2 {
+                // Two of the lines its category covers (line k is listing k + 1, category
+                // 1 + k % 5).
+                let listing = |k: i64| ListingId::new(k + 1).unwrap();
                 draft.scope.exclude = Exclusions::new(
-                    vec![format!("sku-{}", i % LINES)],
-                    vec![CategoryId::new(1 + i % 5).unwrap()],
                     vec![],
+                    vec![],
+                    vec![listing(i % 5), listing(i % 5 + 5)],
                     vec![],
                 );
             }

@@ -21,7 +21,9 @@ impl TemplateDraft {
         if self.per_user_limit < 1 {
             return Err(broken("per_user_limit", "a user may hold at least one"));
         }
-        crate::rules::UseLimit::validate(&self.use_limits)?;
+        if self.use_limits.iter().any(|l| l.max < 1) {
+            return Err(broken("use_limits", "a use limit allows at least one use"));
+        }
         if self.budget.is_some_and(|b| b.minor() < 1) {
             return Err(broken("budget", "a budget, when set, is at least 1"));
         }

@@ -329,7 +329,7 @@ impl TemplateSpec {
         let conditions = draft
             .conditions
             .as_ref()
-            .map(|c| Conditions::compile(c).map_err(|e| e.within("conditions")))
+            .map(|c| Conditions::compile_stored(c).map_err(|e| e.within("conditions")))
             .transpose()?;
         Ok(TemplateSpec {
             draft,

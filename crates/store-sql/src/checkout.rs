@@ -75,10 +75,12 @@ pub async fn order(db: &dyn Db, order: &OrderId) -> StoreResult<OrderRecord> {
 }
 
 /// How many orders of `user` were confirmed (a refund keeps an order confirmed), with or
-/// without a coupon.
+/// without a coupon, or hold a lock: an order already placed is not a first order.
 pub async fn confirmed_orders(db: &dyn Db, user: &UserId) -> StoreResult<u64> {
-    let q = sql("SELECT COUNT(*) AS n FROM orders WHERE user_id = $1 AND state = 'confirmed'")
-        .bind(user.as_str());
+    let q = sql(
+        "SELECT COUNT(*) AS n FROM orders WHERE user_id = $1 AND state IN ('locked', 'confirmed')",
+    )
+    .bind(user.as_str());
     let n = db.read_one(q).await?.i64("n")?;
     Ok(u64::try_from(n).unwrap_or(0))
 }
@@ -203,17 +205,19 @@ async fn past_use_limits<E: Exec + ?Sized>(
             .map(|c| c.id)
             .collect();
         for limit in &t.spec.use_limits {
-            let Some(since) = limit.period.start(req.now, req.zone) else {
-                continue;
-            };
+            let since = limit.period.start(req.now, req.zone).ok_or_else(|| {
+                StoreError::other("the use limit's period has no start in the platform's zone")
+            })?;
+            // A lock past its deadline that the sweeper has not ended yet is no use.
             let q = sql(
                 "SELECT COUNT(*) AS n FROM coupons c JOIN orders o ON o.order_id = c.order_id
-                 WHERE c.template_id = $1 AND c.user_id = $2 AND c.status IN ('locked', 'used')
-                   AND o.created_at >= $3",
+                 WHERE c.template_id = $1 AND c.user_id = $2 AND o.created_at >= $3
+                   AND (c.status = 'used' OR (c.status = 'locked' AND c.locked_until > $4))",
             )
             .bind(t.id.get())
             .bind(req.user.as_str())
-            .bind(since);
+            .bind(since)
+            .bind(req.now);
             let used = u64::try_from(ex.fetch_one(q).await?.i64("n")?).unwrap_or(0);
             if !limit.allows(used, asked.len() as u64) {
                 refused.extend(asked.iter().map(|id| (*id, vec![Reason::UseLimitReached])));

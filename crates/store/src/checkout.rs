@@ -282,8 +282,9 @@ pub trait CheckoutStore: Send + Sync {
     async fn order(&self, order: &OrderId) -> StoreResult<OrderRecord>;
     /// The coupons an order holds or used, by id.
     async fn order_coupons(&self, order: &OrderId) -> StoreResult<Vec<Coupon>>;
-    /// How many of `user`'s orders are confirmed (refunded ones included), with or without a
-    /// coupon: the `customer.orders` of a condition.
+    /// How many of `user`'s orders are confirmed (refunded ones included) or hold a lock, with
+    /// or without a coupon: the `customer.orders` of a condition (an order placed and not yet
+    /// paid counts, so two orders locked one after the other are not both first orders).
     async fn confirmed_orders(&self, user: &UserId) -> StoreResult<u64>;
     /// Records an order paid without a coupon, confirmed at `now`, unless its id is taken:
     /// the same request again answers the order as recorded, any other is a conflict.

@@ -54,9 +54,11 @@ pub struct TemplateRecord {
     deduction: DeductionMode,
     #[serde(default)]
     scope: ScopeRecord,
-    /// The condition tree as written; absent when the template has none.
+    /// The condition tree as written; absent when the template has none. Read strictly: a
+    /// fact or operator this binary does not know makes the row unreadable (`Corrupt`), so a
+    /// coupon is never used without a condition it was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    conditions: Option<serde_json::Value>,
+    conditions: Option<Condition>,
     cities: CitySet,
     #[serde(default)]
     audience: AudienceRecord,
@@ -304,10 +306,7 @@ impl TemplateRecord {
             threshold: d.threshold,
             deduction: d.deduction,
             scope: ScopeRecord::from(&d.scope),
-            conditions: d
-                .conditions
-                .as_ref()
-                .and_then(|c| serde_json::to_value(c).ok()),
+            conditions: d.conditions.clone(),
             cities: d.cities.clone(),
             audience: AudienceRecord::from(&d.audience),
             total_stock: d.total_stock,
@@ -335,11 +334,7 @@ impl TemplateRecord {
             threshold: self.threshold,
             deduction: self.deduction,
             scope: self.scope.into(),
-            conditions: self
-                .conditions
-                .map(serde_json::from_value::<Condition>)
-                .transpose()
-                .map_err(|e| StoreError::corrupt(format!("template conditions: {e}")))?,
+            conditions: self.conditions,
             cities: self.cities,
             audience: self.audience.into(),
             total_stock: self.total_stock,

@@ -209,8 +209,11 @@ async fn bad_trees_are_refused_node_by_node(app: TestApp) {
     assert_eq!(r.body["field"], "conditions.all[0].fakt", "{}", r.body);
     body["conditions"] = Value::Null;
     body["scope"] = json!({"type": "all", "exclude": {"brand_ids": [1]}});
-    let r = app.post("/v1/templates", app.m1(), body).await;
+    let r = app.post("/v1/templates", app.m1(), body.clone()).await;
     assert_eq!(r.body["field"], "scope.exclude.brand_ids", "{}", r.body);
+    body["scope"] = json!({"type": "all", "excludes": {"category_ids": [2]}});
+    let r = app.post("/v1/templates", app.m1(), body).await;
+    assert_eq!(r.body["field"], "scope.excludes", "{}", r.body);
     let listed = app.get("/v1/templates", app.m1()).await;
     assert_eq!(listed.body["items"], json!([]), "{}", listed.body);
     // An order's channel is a label.

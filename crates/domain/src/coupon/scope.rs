@@ -11,11 +11,66 @@ use crate::text::check_text;
 /// Which order lines a coupon applies to: the lines `type` covers, less the `exclude`d ones.
 /// Excluded lines never count towards a threshold, a quantity or a discount.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(try_from = "ScopeWire")]
 pub struct Scope {
     #[serde(flatten)]
     pub coverage: Coverage,
     #[serde(default, skip_serializing_if = "Exclusions::is_empty")]
     pub exclude: Exclusions,
+}
+
+/// A scope as written: one object with `type`, its `ids` and `exclude`, any other key refused
+/// (serde's flattening would pass an unknown key to `type`'s variant, where `all` and
+/// `merchant` ignore it: a misspelt `exclude` would be dropped without a word).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScopeWire {
+    #[serde(rename = "type")]
+    kind: CoverageKind,
+    /// Read for `categories` and `listings`; `all` and `merchant` have none and ignore it, as
+    /// they always have.
+    #[serde(default)]
+    ids: Option<Vec<i64>>,
+    #[serde(default)]
+    exclude: Exclusions,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum CoverageKind {
+    All,
+    Merchant,
+    Categories,
+    Listings,
+}
+
+impl TryFrom<ScopeWire> for Scope {
+    type Error = String;
+    fn try_from(w: ScopeWire) -> Result<Scope, String> {
+        fn ids<T>(
+            ids: Option<Vec<i64>>,
+            make: fn(i64) -> Result<T, String>,
+        ) -> Result<Vec<T>, String> {
+            ids.ok_or_else(|| "missing field `ids`".to_owned())?
+                .into_iter()
+                .map(make)
+                .collect()
+        }
+        let coverage = match w.kind {
+            CoverageKind::All => Coverage::All,
+            CoverageKind::Merchant => Coverage::Merchant,
+            CoverageKind::Categories => Coverage::Categories {
+                ids: ids(w.ids, CategoryId::new)?,
+            },
+            CoverageKind::Listings => Coverage::Listings {
+                ids: ids(w.ids, ListingId::new)?,
+            },
+        };
+        Ok(Scope {
+            coverage,
+            exclude: w.exclude,
+        })
+    }
 }
 
 /// The lines a scope covers.

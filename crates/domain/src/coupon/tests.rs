@@ -119,6 +119,25 @@ fn new_kinds_json_round_trips() {
         serde_json::from_value::<Scope>(lenient).unwrap(),
         Coverage::All.into()
     );
+    // Any other key is refused, so a misspelt `exclude` is never dropped in silence.
+    for bad in [
+        json!({"type": "all", "excludes": {"category_ids": [2]}}),
+        json!({"type": "categories"}),
+        json!({"type": "listings", "ids": [0]}),
+    ] {
+        assert!(
+            serde_json::from_value::<Scope>(bad.clone()).is_err(),
+            "{bad}"
+        );
+    }
+    let back =
+        json!({"type": "categories", "ids": [2], "exclude": {"product_ids": ["b", "a", "b"]}});
+    let scope: Scope = serde_json::from_value(back).unwrap();
+    assert_eq!(scope.exclude.product_ids(), ["a", "b"]);
+    assert_eq!(
+        serde_json::to_value(&scope).unwrap(),
+        json!({"type": "categories", "ids": [2], "exclude": {"product_ids": ["a", "b"]}})
+    );
 }
 
 #[test]

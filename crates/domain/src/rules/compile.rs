@@ -69,10 +69,26 @@ impl Conditions {
     /// [`MAX_LEAVES`] tests in all, each test's operator one its fact takes and its value of
     /// the fact's kind. Every broken node is reported, each by its path (`all[1].value`).
     pub fn compile(tree: &Condition) -> Result<Conditions, DomainError> {
+        Self::compile_with(tree, true)
+    }
+
+    /// A stored tree, checked when it was written: each value still of its fact's kind, but
+    /// not the size limits of a request ([`MAX_LEAVES`], [`MAX_DEPTH`], [`MAX_LIST`]), so a
+    /// tree written under other limits stays readable.
+    pub fn compile_stored(tree: &Condition) -> Result<Conditions, DomainError> {
+        Self::compile_with(tree, false)
+    }
+
+    fn compile_with(tree: &Condition, limits: bool) -> Result<Conditions, DomainError> {
         let mut found = Findings::default();
         let mut leaves = 0;
-        let root = node(tree, "", 1, &mut leaves, &mut found);
-        if leaves > MAX_LEAVES {
+        let mut walk = Walk {
+            leaves: &mut leaves,
+            found: &mut found,
+            limits,
+        };
+        let root = node(tree, "", 1, &mut walk);
+        if limits && leaves > MAX_LEAVES {
             found.check::<()>(Err(DomainError::invalid(
                 "",
                 "too_many_conditions",
@@ -109,25 +125,27 @@ pub(crate) fn join(base: &str, seg: &str) -> String {
     }
 }
 
-fn node(
-    c: &Condition,
-    path: &str,
-    depth: usize,
-    leaves: &mut usize,
-    found: &mut Findings,
-) -> Option<Node> {
-    if depth > MAX_DEPTH {
-        found.check::<()>(Err(DomainError::invalid(
+/// What a walk of a tree keeps: the tests counted, what is broken, and whether the size
+/// limits apply.
+struct Walk<'a> {
+    leaves: &'a mut usize,
+    found: &'a mut Findings,
+    limits: bool,
+}
+
+fn node(c: &Condition, path: &str, depth: usize, w: &mut Walk<'_>) -> Option<Node> {
+    if w.limits && depth > MAX_DEPTH {
+        w.found.check::<()>(Err(DomainError::invalid(
             path,
             "too_deep",
             format!("a tree has at most {MAX_DEPTH} levels"),
         )));
         return None;
     }
-    let group = |key: &str, items: &[Condition], leaves: &mut usize, found: &mut Findings| {
+    let group = |key: &str, items: &[Condition], w: &mut Walk<'_>| {
         let at = join(path, key);
         if items.is_empty() {
-            found.check::<()>(Err(DomainError::invalid(
+            w.found.check::<()>(Err(DomainError::invalid(
                 &at,
                 "invalid_length",
                 "a group holds at least one condition",
@@ -136,23 +154,24 @@ fn node(
         let nodes: Vec<Option<Node>> = items
             .iter()
             .enumerate()
-            .map(|(i, c)| node(c, &format!("{at}[{i}]"), depth + 1, leaves, found))
+            .map(|(i, c)| node(c, &format!("{at}[{i}]"), depth + 1, w))
             .collect();
         nodes.into_iter().collect::<Option<Vec<Node>>>()
     };
     match c {
-        Condition::All(items) => group("all", items, leaves, found).map(Node::All),
-        Condition::Any(items) => group("any", items, leaves, found).map(Node::Any),
-        Condition::Not(inner) => node(inner, &join(path, "not"), depth + 1, leaves, found)
-            .map(|n| Node::Not(Box::new(n))),
+        Condition::All(items) => group("all", items, w).map(Node::All),
+        Condition::Any(items) => group("any", items, w).map(Node::Any),
+        Condition::Not(inner) => {
+            node(inner, &join(path, "not"), depth + 1, w).map(|n| Node::Not(Box::new(n)))
+        }
         Condition::Test(t) => {
-            *leaves += 1;
-            found.check(leaf(t, path)).map(Node::Leaf)
+            *w.leaves += 1;
+            w.found.check(leaf(t, path, w.limits)).map(Node::Leaf)
         }
     }
 }
 
-fn leaf(t: &ConditionTest, path: &str) -> Result<Leaf, DomainError> {
+fn leaf(t: &ConditionTest, path: &str, limits: bool) -> Result<Leaf, DomainError> {
     let ops = t.fact.ops();
     if !ops.contains(&t.op) {
         let names: Vec<&str> = ops.iter().map(|o| o.as_str()).collect();
@@ -169,7 +188,7 @@ fn leaf(t: &ConditionTest, path: &str) -> Result<Leaf, DomainError> {
             let items = t
                 .value
                 .as_array()
-                .filter(|a| !a.is_empty() && a.len() <= MAX_LIST)
+                .filter(|a| !a.is_empty() && (!limits || a.len() <= MAX_LIST))
                 .ok_or_else(|| {
                     bad(format!(
                         "{} takes a list of 1 to {MAX_LIST} values",

@@ -14,6 +14,8 @@ use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, OneOfBuilder, Schema}
 use utoipa::openapi::{Ref, RefOr};
 use utoipa::ToSchema;
 
+use crate::rules::{MAX_DEPTH, MAX_LEAVES};
+
 /// What a test reads. `order.*` facts come from the order (subtotal and quantity of the lines
 /// in the template's scope, after exclusions; the weekday and local time in the platform's
 /// time zone when it is checked); `customer.*` facts from what coupond knows of its user.
@@ -42,10 +44,11 @@ pub enum Fact {
     /// The user's tags; `in` holds when the user has any of them, `not_in` when none.
     #[serde(rename = "customer.tags")]
     CustomerTags,
-    /// Whether the user has no confirmed order before this one.
+    /// Whether the user has no other order: none confirmed, none held by a lock.
     #[serde(rename = "customer.first_order")]
     CustomerFirstOrder,
-    /// How many confirmed orders the user has so far.
+    /// How many orders the user has placed so far: confirmed (refunded ones too), or held by
+    /// a lock and not yet paid.
     #[serde(rename = "customer.orders")]
     CustomerOrders,
 }
@@ -296,9 +299,10 @@ impl utoipa::PartialSchema for Condition {
                     .description(Some("Holds when the condition does not.")),
             )
             .item(Ref::from_schema_name("ConditionTest"))
-            .description(Some(
-                "A condition tree: at most 32 tests, at most 4 levels (a test alone is one).",
-            ))
+            .description(Some(format!(
+                "A condition tree: at most {MAX_LEAVES} tests, at most {MAX_DEPTH} levels (a \
+                 test alone is one)."
+            )))
             .examples([serde_json::json!({"all": [
                 {"fact": "order.weekday", "op": "in", "value": ["sat", "sun"]},
                 {"fact": "order.subtotal", "op": "gte", "value": 100000},

@@ -37,12 +37,13 @@ impl Customer {
         &self.tags
     }
 
-    /// Orders of the user confirmed so far (refunded ones included: they were bought).
+    /// Orders the user has placed so far: confirmed (refunded ones included: they were
+    /// bought), or held by a lock.
     pub fn confirmed_orders(&self) -> u64 {
         self.confirmed_orders
     }
 
-    /// No confirmed order before this one.
+    /// No order placed before this one.
     pub fn first_order(&self) -> bool {
         self.confirmed_orders == 0
     }
