@@ -180,12 +180,19 @@ fn weights(order: &Order, mask: &[bool], value: &CouponValue) -> Vec<(usize, Mon
     weights
 }
 
-/// The subtotal and the units of the purchase (`item`, `rent`) lines in `mask`.
+/// The subtotal and the units of the purchase (`item`, `rent`) lines in `mask`, in one pass
+/// (a quote runs it once per template).
 pub(crate) fn purchase(order: &Order, mask: &[bool]) -> (Money, i64) {
     let amounts = order.amounts();
-    let lines = || (0..order.lines.len()).filter(|&i| mask[i] && order.lines[i].kind.is_purchase());
-    let subtotal = lines().fold(Money::ZERO, |s, i| s.saturating_add(amounts[i]));
-    (subtotal, lines().map(|i| order.lines[i].quantity).sum())
+    let mut subtotal = Money::ZERO;
+    let mut units = 0i64;
+    for (i, line) in order.lines.iter().enumerate() {
+        if mask[i] && line.kind.is_purchase() {
+            subtotal = subtotal.saturating_add(amounts[i]);
+            units = units.saturating_add(line.quantity);
+        }
+    }
+    (subtotal, units)
 }
 
 pub(crate) fn terms(order: &Order, t: TemplateUse<'_>) -> Terms {
