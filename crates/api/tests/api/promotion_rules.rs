@@ -59,6 +59,14 @@ async fn put_tags(app: &TestApp, tags: Value) {
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
 }
 
+/// The fields a refusal names, in order.
+fn fields(body: &Value) -> Vec<&str> {
+    body["errors"]
+        .as_array()
+        .map(|e| e.iter().filter_map(|e| e["field"].as_str()).collect())
+        .unwrap_or_default()
+}
+
 /// `(fact, have, need)` of each unmet test.
 fn unmet(q: &Value) -> Vec<(String, Value, Value)> {
     q["unmet"]
@@ -193,12 +201,7 @@ async fn bad_trees_are_refused_node_by_node(app: TestApp) {
     ]});
     let r = app.post("/v1/templates", app.m1(), body.clone()).await;
     assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
-    let fields: Vec<&str> = r.body["errors"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["field"].as_str().unwrap())
-        .collect();
+    let fields = fields(&r.body);
     assert_eq!(
         fields,
         vec!["conditions.any[0].op", "conditions.any[1].value[1]"]
@@ -351,12 +354,7 @@ async fn bad_use_limits_are_named(app: TestApp) {
     let mut body = standalone_template(10, 20);
     body["use_limits"] = json!([{"period": "day", "max": 0}, {"period": "day", "max": 2}]);
     let r = app.post("/v1/templates", app.m1(), body.clone()).await;
-    let fields: Vec<&str> = r.body["errors"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["field"].as_str().unwrap())
-        .collect();
+    let fields = fields(&r.body);
     assert_eq!(
         fields,
         vec!["use_limits[0].max", "use_limits[1].period"],

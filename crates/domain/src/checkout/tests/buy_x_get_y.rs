@@ -4,7 +4,7 @@ use super::eligible as eligibility;
 use super::*;
 use crate::checkout::discount::{discount, Discount, LineDiscount, TemplateUse};
 use crate::checkout::eligibility::Reason;
-use crate::checkout::quote::{quote, Quote, QuoteInput};
+use crate::checkout::quote::Quote;
 use crate::coupon::Gift;
 
 fn on(order: &Order, t: &Template) -> Discount {
@@ -254,21 +254,7 @@ fn budget_and_threshold_apply_as_for_every_kind() {
 }
 
 fn run(order: &Order, coupons: &[Coupon], templates: &[Template]) -> Quote {
-    let uses: Vec<TemplateUse<'_>> = templates
-        .iter()
-        .map(|template| TemplateUse {
-            template,
-            given: Money::ZERO,
-        })
-        .collect();
-    quote(&QuoteInput {
-        order,
-        now: now(),
-        coupons,
-        templates: &uses,
-        situation: Default::default(),
-    })
-    .unwrap()
+    quote_in(order, coupons, templates, Default::default())
 }
 
 #[test]

@@ -6,21 +6,7 @@ use crate::checkout::eligibility::Reason;
 use crate::checkout::quote::{quote, CouponQuote, Quote, QuoteInput};
 
 fn run(order: &Order, coupons: &[Coupon], templates: &[Template]) -> Quote {
-    let uses: Vec<TemplateUse<'_>> = templates
-        .iter()
-        .map(|template| TemplateUse {
-            template,
-            given: Money::ZERO,
-        })
-        .collect();
-    quote(&QuoteInput {
-        order,
-        now: now(),
-        coupons,
-        templates: &uses,
-        situation: Default::default(),
-    })
-    .unwrap()
+    quote_in(order, coupons, templates, Default::default())
 }
 
 fn exclusive(d: &mut TemplateDraft) {

@@ -13,21 +13,7 @@ use crate::tags::Tag;
 use crate::zone::Zone;
 
 fn run(order: &Order, coupons: &[Coupon], templates: &[Template], s: Situation<'_>) -> Quote {
-    let uses: Vec<TemplateUse<'_>> = templates
-        .iter()
-        .map(|template| TemplateUse {
-            template,
-            given: Money::ZERO,
-        })
-        .collect();
-    quote(&QuoteInput {
-        order,
-        now: now(),
-        coupons,
-        templates: &uses,
-        situation: s,
-    })
-    .unwrap()
+    quote_in(order, coupons, templates, s)
 }
 
 /// 300.00 in category 1 (2 units) and 700.00 in category 2 (1 unit).

@@ -18,6 +18,27 @@ use crate::template::{Template, TemplateDraft, TemplateSpec};
 use crate::time::{Timestamp, Window};
 use crate::wallet::{Coupon, CouponStatus};
 
+/// A quote of `coupons` at [`now`], every template with nothing given yet, in `situation`.
+pub(super) fn quote_in(
+    order: &Order,
+    coupons: &[Coupon],
+    templates: &[Template],
+    situation: crate::checkout::Situation<'_>,
+) -> crate::checkout::Quote {
+    let uses: Vec<crate::checkout::TemplateUse<'_>> = templates
+        .iter()
+        .map(crate::checkout::TemplateUse::of)
+        .collect();
+    crate::checkout::quote(&crate::checkout::QuoteInput {
+        order,
+        now: now(),
+        coupons,
+        templates: &uses,
+        situation,
+    })
+    .unwrap()
+}
+
 /// The reasons alone, at UTC, with no customer read: what the examples before conditions
 /// check.
 pub(super) fn eligible(
