@@ -77,6 +77,7 @@ impl App {
             activity: activity.as_ref(),
             now: self.now(),
             freeze: self.settings().freeze,
+            rule: None,
         };
         let updated = campaigns::edit_template(self.store(), &t, patch, ctx, &p.actor()).await?;
         // More stock may end a sold-out: every instance forgets both at once.

@@ -10,8 +10,9 @@ pub use history::{HeldBy, HistoryEntry, HistoryView};
 use coupond_domain::{
     standing, Activity, ActivityAction, ActivityDraft, ActivityId, ActivityStatus, Coupon,
     CouponAction, CouponId, CouponStatus, CouponValue, Listing, ListingDraft, ListingId,
-    MerchantId, Money, Pause, PauseScope, Reason, Review, Stacking, Template, TemplateAction,
-    TemplateDraft, TemplateId, TemplateStatus, TemplateUse, Timestamp, UserId,
+    MerchantId, Money, Pause, PauseScope, Priority, Reason, Review, Stacking, StackingGroup,
+    Template, TemplateAction, TemplateDraft, TemplateId, TemplateStatus, TemplateUse, Timestamp,
+    UserId,
 };
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -236,6 +237,10 @@ pub struct TemplateSummary {
     pub value: CouponValue,
     pub threshold: Money,
     pub stacking: Stacking,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stacking_group: Option<StackingGroup>,
+    #[serde(default, skip_serializing_if = "Priority::is_zero")]
+    pub priority: Priority,
 }
 
 impl TemplateSummary {
@@ -247,6 +252,8 @@ impl TemplateSummary {
             value: t.spec.value.clone(),
             threshold: t.spec.threshold,
             stacking: t.spec.stacking,
+            stacking_group: t.spec.stacking_group.clone(),
+            priority: t.spec.priority,
         }
     }
 }

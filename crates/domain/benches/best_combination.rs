@@ -124,6 +124,9 @@ fn templates() -> Vec<Template> {
             let draft = TemplateDraft {
                 conditions: None,
                 use_limits: Vec::new(),
+                stacking_group: None,
+                rule_id: None,
+                priority: Default::default(),
                 activity_id: None,
                 title: format!("template {i}"),
                 description: String::new(),

@@ -286,17 +286,6 @@ fn validate_bxgy(
     }
 }
 
-/// Whether a coupon combines with others on one order.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Stacking {
-    /// At most one exclusive coupon per order, and nothing else with it.
-    #[default]
-    Exclusive,
-    /// Combines with other stackable coupons.
-    Stackable,
-}
-
 /// How a lease discount is taken.
 // (The rental design's `deduction`: 1 first month, 2 spread.)
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -406,8 +395,10 @@ impl Validity {
 }
 
 mod scope;
+mod stacking;
 
 pub use scope::{Coverage, Exclusions, Scope};
+pub use stacking::{Priority, Stacking, StackingGroup, MAX_PRIORITY};
 
 #[cfg(test)]
 mod tests;

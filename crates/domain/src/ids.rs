@@ -71,6 +71,10 @@ numeric_id!(
     CouponId
 );
 numeric_id!(
+    /// A named promotion rule that templates share.
+    RuleId
+);
+numeric_id!(
     /// A city, as numbered by the platform.
     CityId
 );

@@ -101,15 +101,15 @@ pub use checkout::{
 pub use city::{City, CityDraft};
 pub use codes::{CodeBatchDraft, CodeBatchSpec, SharedCode, TypedCode};
 pub use coupon::{
-    Audience, CouponKind, CouponValue, Coverage, DeductionMode, Exclusions, Gift, Scope, Stacking,
-    Validity,
+    Audience, CouponKind, CouponValue, Coverage, DeductionMode, Exclusions, Gift, Priority, Scope,
+    Stacking, StackingGroup, Validity,
 };
 pub use csv::CsvWriter;
 pub use error::{DomainError, Findings};
 pub use funding::{Funding, Split};
 pub use ids::{
     ActivityId, CategoryId, CityId, CitySet, CouponId, ListingId, MerchantId, OperatorId, OrderId,
-    TemplateId, UserId,
+    RuleId, TemplateId, UserId,
 };
 pub use listing::{Listing, ListingDraft, ListingPatch};
 pub use merchant::{Merchant, MerchantDraft, MerchantPatch};
@@ -120,7 +120,7 @@ pub use operator::{
     OperatorRole,
 };
 pub use reference::Reference;
-pub use rules::{Condition, Conditions, Customer};
+pub use rules::{Condition, Conditions, Customer, Rule, RuleDraft, RuleTerms, RuleUse};
 pub use schedule::Transition;
 pub use steering::{Pause, PauseScope};
 pub use tags::{Segment, Tag};

@@ -11,6 +11,8 @@
 //!   city and channel, the local weekday and time, the [`Customer`]).
 //! - `limits`: [`UseLimit`], how often one user may use a template's coupons per local
 //!   [`Period`] (checked by the lock, where uses are counted).
+//! - `named`: [`Rule`], a tree (and a scope) with a name that many templates share; a
+//!   template carries a copy of its version ([`RuleTerms`]).
 //! - `eval`: whether a tree holds ([`Conditions::unmet`]), and when it does not, what is
 //!   missing ([`Unmet`]): the tests that fail, an `any` group by its cheapest branch.
 
@@ -19,6 +21,7 @@ mod condition;
 mod eval;
 mod facts;
 mod limits;
+mod named;
 
 #[cfg(test)]
 mod tests;
@@ -28,3 +31,4 @@ pub use condition::{Condition, ConditionTest, Fact, Op};
 pub use eval::Unmet;
 pub use facts::{Customer, Facts, LocalNow};
 pub use limits::{Period, UseLimit, MAX_USES};
+pub use named::{Rule, RuleDraft, RuleTerms, RuleUse, MAX_RULE_NAME};

@@ -214,6 +214,9 @@ mod tests {
         let draft = TemplateDraft {
             conditions: None,
             use_limits: Vec::new(),
+            stacking_group: None,
+            rule_id: None,
+            priority: Default::default(),
             activity_id: None,
             title: "T".into(),
             description: String::new(),

@@ -8,16 +8,20 @@ use time::Duration;
 use utoipa::ToSchema;
 
 use crate::activity::{Activity, ActivityStatus};
-use crate::coupon::{Audience, CouponValue, DeductionMode, Scope, Stacking, Validity};
+use crate::coupon::{
+    Audience, CouponValue, DeductionMode, Priority, Scope, Stacking, StackingGroup, Validity,
+};
 use crate::error::{DomainError, Findings};
-use crate::ids::{ActivityId, CitySet, MerchantId, TemplateId};
+use crate::ids::{ActivityId, CitySet, MerchantId, RuleId, TemplateId};
 use crate::merchant::Merchant;
 use crate::money::Money;
 use crate::reference::Reference;
-use crate::rules::{Condition, Conditions, UseLimit};
+use crate::rules::{Condition, Conditions, Rule, RuleTerms, UseLimit};
 use crate::steering::Pause;
 use crate::text::check_text;
 use crate::time::{Timestamp, Window};
+
+use rule::{combined, rule_terms};
 
 /// Largest stock a template may have.
 pub const MAX_STOCK: i64 = 1_000_000_000;
@@ -60,6 +64,10 @@ pub struct TemplateDraft {
     /// tree of `all`, `any`, `not` and tests (see [`Condition`]); absent: nothing more.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conditions: Option<Condition>,
+    /// A named rule whose conditions must hold too (with `conditions`, both), and whose
+    /// scope, if it has one, replaces `scope`. It follows the rule's changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule_id: Option<RuleId>,
     /// Cities the coupon is usable in; within the merchant's and the activity's cities.
     pub cities: CitySet,
     #[serde(default)]
@@ -75,6 +83,14 @@ pub struct TemplateDraft {
     pub use_limits: Vec<UseLimit>,
     #[serde(default)]
     pub stacking: Stacking,
+    /// At most one coupon of a stacking group applies to an order; absent: no group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stacking_group: Option<StackingGroup>,
+    /// Discounts apply highest priority first, 0 to 1000 (default 0); a percentage is taken
+    /// from what those before it left.
+    #[serde(default, skip_serializing_if = "Priority::is_zero")]
+    #[schema(minimum = 0, maximum = 1000)]
+    pub priority: Priority,
     /// When users may claim. Inside an activity it defaults to, and must lie within, the run
     /// window; a standalone template must give it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -129,6 +145,8 @@ pub struct TemplateContext<'a> {
     pub now: Timestamp,
     /// The activity freeze period (config).
     pub freeze: Duration,
+    /// The rule named by `rule_id`, loaded by the caller.
+    pub rule: Option<&'a Rule>,
 }
 
 /// A [`TemplateDraft`] that passed every rule, with its claim window resolved.
@@ -138,7 +156,10 @@ pub struct TemplateSpec {
     draft: TemplateDraft,
     #[serde(skip)]
     claim_window: Window,
-    /// `draft.conditions`, checked and ready to test.
+    /// The copy of the rule named by `rule_id`.
+    #[serde(skip)]
+    rule: Option<RuleTerms>,
+    /// `draft.conditions` and the rule's, checked and ready to test.
     #[serde(skip)]
     conditions: Option<Conditions>,
 }
@@ -219,10 +240,10 @@ impl TemplateSpec {
         found.check(draft.reference.validate());
         found.check(draft.scope.validate(ctx.owner.is_some()));
         found.check(UseLimit::validate(&draft.use_limits));
-        let conditions = draft
-            .conditions
-            .as_ref()
-            .map(|c| found.check(Conditions::compile(c).map_err(|e| e.within("conditions"))));
+        if let Some(c) = &draft.conditions {
+            found.check(Conditions::compile(c).map_err(|e| e.within("conditions")));
+        }
+        let rule = found.check(rule_terms(&draft, ctx));
         if let Some(audience) = found.check(std::mem::take(&mut draft.audience).validate()) {
             draft.audience = audience;
         }
@@ -261,10 +282,13 @@ impl TemplateSpec {
         check_validity(&draft, claim_window)?;
         // `draft.claim_window` stays as sent: `None` means "follow the activity's run window",
         // also when the activity is edited later (see `rebase`).
+        let rule = rule.flatten();
+        let conditions = combined(draft.conditions.as_ref(), rule.as_ref())?;
         Ok(TemplateSpec {
             draft,
             claim_window,
-            conditions: conditions.flatten(),
+            rule,
+            conditions,
         })
     }
 
@@ -277,6 +301,7 @@ impl TemplateSpec {
         Ok(TemplateSpec {
             draft: self.draft.clone(),
             claim_window,
+            rule: self.rule.clone(),
             conditions: self.conditions.clone(),
         })
     }
@@ -324,7 +349,8 @@ impl TemplateSpec {
 
     /// Rebuilds a spec from a stored record (validated when written) and the claim window
     /// stored beside it; its conditions are compiled again (an error means a record that
-    /// breaks their rules).
+    /// breaks their rules). A template with a rule gets its stored copy with
+    /// [`with_rule`](Self::with_rule).
     pub fn from_stored(draft: TemplateDraft, claim_window: Window) -> Result<Self, DomainError> {
         let conditions = draft
             .conditions
@@ -334,11 +360,12 @@ impl TemplateSpec {
         Ok(TemplateSpec {
             draft,
             claim_window,
+            rule: None,
             conditions,
         })
     }
 
-    /// The template's conditions, checked; `None` when it has none.
+    /// The template's conditions and its rule's, checked; `None` when it has none.
     pub fn conditions(&self) -> Option<&Conditions> {
         self.conditions.as_ref()
     }
@@ -556,6 +583,7 @@ impl Template {
 mod live;
 mod patch;
 mod review;
+mod rule;
 
 pub use patch::TemplatePatch;
 

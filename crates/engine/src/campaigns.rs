@@ -134,6 +134,7 @@ pub async fn create_template(
             activity: activity.as_ref(),
             now,
             freeze,
+            rule: None,
         };
         let spec = TemplateSpec::validate(draft.clone(), ctx)?;
         let new = NewTemplate {

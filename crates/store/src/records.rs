@@ -15,8 +15,8 @@ use coupond_domain::rules::{Period, UseLimit};
 use coupond_domain::{
     ActivityDraft, ActivityId, ActivitySpec, Approval, Audience, BasisPoints, CategoryId, CitySet,
     Condition, CouponKind, CouponValue, Coverage, DeductionMode, Exclusions, FundedBy, Funding,
-    Gift, ListingId, MerchantId, Money, Reference, RefundPolicy, Scope, Stacking, Tag,
-    TemplateDraft, TemplateSpec, Timestamp, UserId, Validity, Window,
+    Gift, ListingId, MerchantId, Money, Priority, Reference, RefundPolicy, Scope, Stacking,
+    StackingGroup, Tag, TemplateDraft, TemplateSpec, Timestamp, UserId, Validity, Window,
 };
 use serde::{Deserialize, Serialize};
 
@@ -70,6 +70,12 @@ pub struct TemplateRecord {
     use_limits: Vec<UseLimitRecord>,
     #[serde(default)]
     stacking: Stacking,
+    /// Absent in rows written before stacking groups existed: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    stacking_group: Option<StackingGroup>,
+    /// Absent in rows written before priorities existed: 0.
+    #[serde(default, skip_serializing_if = "Priority::is_zero")]
+    priority: Priority,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     claim_window: Option<WindowRecord>,
     validity: ValidityRecord,
@@ -313,6 +319,8 @@ impl TemplateRecord {
             per_user_limit: d.per_user_limit,
             use_limits: d.use_limits.iter().map(UseLimitRecord::from).collect(),
             stacking: d.stacking,
+            stacking_group: d.stacking_group.clone(),
+            priority: d.priority,
             claim_window: d.claim_window.map(WindowRecord::from),
             validity: ValidityRecord::from(&d.validity),
             budget: d.budget,
@@ -335,12 +343,15 @@ impl TemplateRecord {
             deduction: self.deduction,
             scope: self.scope.into(),
             conditions: self.conditions,
+            rule_id: None,
             cities: self.cities,
             audience: self.audience.into(),
             total_stock: self.total_stock,
             per_user_limit: self.per_user_limit,
             use_limits: self.use_limits.into_iter().map(UseLimit::from).collect(),
             stacking: self.stacking,
+            stacking_group: self.stacking_group,
+            priority: self.priority,
             claim_window: self.claim_window.map(window).transpose()?,
             validity: self.validity.into(),
             budget: self.budget,

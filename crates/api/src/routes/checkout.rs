@@ -63,8 +63,10 @@ pub struct QuoteView {
 /// every reason why not (`expired`, `not_yet_valid`, `below_threshold`, `out_of_scope`,
 /// `conditions_unmet` with what is missing in `unmet`, `wrong_city`, `not_owner`, `locked`,
 /// `used`, `revoked`, `template_aborted`, `budget_exhausted`,
-/// `exclusive_conflict`), its discount, and the best combination with its split over lines and
-/// lease months and the order's total after it. No side effects (an `Idempotency-Key` header is
+/// `exclusive_conflict`, `group_conflict`), its discount, and the best combination with its
+/// split over lines and lease months and the order's total after it. In a combination the
+/// discounts apply highest `priority` first (then lowest template id), each on what the ones
+/// before it left, and at most one template of each `stacking_group` applies. No side effects (an `Idempotency-Key` header is
 /// ignored). A quote with a `code` counts against the code redemption limits (per user
 /// and per IP; 429 with Retry-After). Templates (their terms and budget used) are read at most
 /// `cache_ttl` ago; a lock re-reads them and decides.

@@ -46,6 +46,7 @@ mod scheduling;
 mod segments;
 mod self_audit;
 mod shared_tags;
+mod stacking_groups;
 mod standing;
 mod steering;
 mod support;

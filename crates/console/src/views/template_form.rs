@@ -5,8 +5,8 @@
 //! the field it could not read.
 
 use coupond_domain::{
-    Audience, BasisPoints, CityId, CitySet, CouponValue, Gift, Money, Tag, TemplateDraft,
-    TemplatePatch, Timestamp, UserId, Validity, Window,
+    Audience, BasisPoints, CityId, CitySet, CouponValue, Gift, Money, Priority, StackingGroup, Tag,
+    TemplateDraft, TemplatePatch, Timestamp, UserId, Validity, Window,
 };
 use serde::de::value::StrDeserializer;
 use serde::de::{DeserializeOwned, IntoDeserializer};
@@ -83,6 +83,12 @@ pub struct TemplateForm {
     pub per_user_limit: String,
     #[serde(default)]
     pub stacking: String,
+    /// At most one coupon of a group applies to an order (optional).
+    #[serde(default)]
+    pub stacking_group: String,
+    /// 0 to 1000: higher applies first (empty: 0).
+    #[serde(default)]
+    pub priority: String,
     /// The cap on all the discount it gives (optional).
     #[serde(default)]
     pub budget: String,
@@ -167,6 +173,15 @@ impl TemplateForm {
             total_stock: t.total_stock.to_string(),
             per_user_limit: t.per_user_limit.to_string(),
             stacking: word(&t.stacking),
+            stacking_group: t
+                .stacking_group
+                .as_ref()
+                .map(|g| g.to_string())
+                .unwrap_or_default(),
+            priority: match t.priority.get() {
+                0 => String::new(),
+                p => p.to_string(),
+            },
             budget: t.budget.map(|b| decimal(b.minor())).unwrap_or_default(),
             refund_policy: t.refund_policy.as_str().to_owned(),
             ..TemplateForm::default()
@@ -404,7 +419,15 @@ pub fn terms(f: &TemplateForm) -> Result<TemplateDraft, Bad> {
         deduction: Default::default(),
         scope: Default::default(),
         conditions: None,
+        rule_id: None,
         use_limits: Vec::new(),
+        stacking_group: optional(&f.stacking_group, |s| {
+            StackingGroup::parse(s).map_err(|e| ("stacking_group", e.message))
+        })?,
+        priority: optional(&f.priority, |s| {
+            Priority::new(count("priority", s)?).map_err(|e| ("priority", e.message))
+        })?
+        .unwrap_or_default(),
         cities: cities(f)?,
         audience: audience(f)?,
         total_stock: whole("total_stock", &f.total_stock)?,
@@ -435,6 +458,8 @@ pub fn patch(f: &TemplateForm) -> Result<TemplatePatch, Bad> {
         total_stock: Some(t.total_stock),
         per_user_limit: Some(t.per_user_limit),
         stacking: (!f.stacking.trim().is_empty()).then_some(t.stacking),
+        stacking_group: Some(t.stacking_group),
+        priority: Some(t.priority),
         claim_window: t.claim_window,
         validity: Some(t.validity),
         budget: Some(t.budget),
@@ -456,7 +481,9 @@ mod tests {
         (f.cities, f.total_stock, f.budget) = ("1, 2".into(), "50".into(), "120.50".into());
         (f.claim_start, f.claim_end) = ("2026-11-24T13:00".into(), "2026-11-30T00:00".into());
         (f.audience, f.audience_list) = ("tags".into(), "vip, new".into());
+        (f.stacking_group, f.priority) = ("weekend".into(), "20".into());
         let draft = terms(&f).unwrap();
+        assert_eq!(draft.priority.get(), 20);
         assert_eq!(
             draft.value,
             CouponValue::BuyXGetY {
@@ -480,6 +507,16 @@ mod tests {
             ("2", "120.50", "vip, new")
         );
         assert_eq!(back.claim_end, "2026-11-30T00:00");
+        assert_eq!(
+            (back.stacking_group.as_str(), back.priority.as_str()),
+            ("weekend", "20")
+        );
+        f.priority = "1001".into();
+        assert_eq!(terms(&f).unwrap_err().0, "priority");
+        f.priority = String::new();
+        f.stacking_group = "two words".into();
+        assert_eq!(terms(&f).unwrap_err().0, "stacking_group");
+        f.stacking_group = String::new();
         f.cap = "ten".into();
         f.kind = "percent_off".into();
         f.value = "10".into();

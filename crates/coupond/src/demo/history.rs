@@ -48,6 +48,7 @@ pub async fn seed(
         activity: None,
         now: start,
         freeze,
+        rule: None,
     };
     let spec = TemplateSpec::validate(draft, ctx).map_err(|e| anyhow::anyhow!("{e}"))?;
     let new = NewTemplate {

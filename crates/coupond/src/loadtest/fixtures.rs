@@ -38,6 +38,9 @@ pub(super) fn draft(
     Ok(TemplateDraft {
         conditions: None,
         use_limits: Vec::new(),
+        stacking_group: None,
+        rule_id: None,
+        priority: Default::default(),
         activity_id: None,
         title,
         description: String::new(),
@@ -74,6 +77,7 @@ pub(super) async fn publish(
         activity: None,
         now,
         freeze: time::Duration::minutes(5),
+        rule: None,
     };
     let spec = TemplateSpec::validate(draft, ctx)
         .map_err(|e| anyhow::anyhow!("load test template: {e}"))?;

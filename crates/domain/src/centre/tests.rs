@@ -26,6 +26,9 @@ fn template(audience: Audience) -> Template {
     let draft = TemplateDraft {
         conditions: None,
         use_limits: Vec::new(),
+        stacking_group: None,
+        rule_id: None,
+        priority: Default::default(),
         activity_id: None,
         title: "20 off".into(),
         description: String::new(),

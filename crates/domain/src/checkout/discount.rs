@@ -78,11 +78,13 @@ pub(crate) struct Terms {
     pub discount: Money,
     /// `(line index, part)` for every line the discount applies to, zero parts included.
     pub parts: Vec<(usize, Money)>,
+    /// `(line index, most)` for the same lines: the most it could take from each.
+    pub weights: Vec<(usize, Money)>,
 }
 
 /// Which lines of `order` the template's scope covers, less the lines it excludes.
 pub(crate) fn scope_mask(order: &Order, template: &Template) -> Vec<bool> {
-    lines_in(order, &template.spec.scope, template.merchant_id)
+    lines_in(order, template.spec.scope(), template.merchant_id)
 }
 
 /// Which lines of `order` `scope` covers, less the lines it excludes, for a template of
@@ -201,9 +203,8 @@ pub(crate) fn terms(order: &Order, t: TemplateUse<'_>) -> Terms {
     let (subtotal, quantity) = purchase(order, &mask);
     // Per line the discount applies to: how much it could take from that line at most.
     let weights = weights(order, &mask, &spec.value);
-    let lease = order.lease();
     let needs_lease = matches!(spec.value, CouponValue::FreeDays { .. });
-    let in_scope = !weights.is_empty() && (lease.is_some() || !needs_lease);
+    let in_scope = !weights.is_empty() && (order.lease().is_some() || !needs_lease);
     if !in_scope {
         return Terms {
             subtotal,
@@ -211,18 +212,55 @@ pub(crate) fn terms(order: &Order, t: TemplateUse<'_>) -> Terms {
             in_scope,
             discount: Money::ZERO,
             parts: Vec::new(),
+            weights: Vec::new(),
         };
     }
-    let base = weights
-        .iter()
-        .fold(Money::ZERO, |s, &(_, w)| s.saturating_add(w));
-    let raw = match spec.value {
+    let w: Vec<Money> = weights.iter().map(|&(_, w)| w).collect();
+    let (discount, parts) = split_value(order, t, &weights, &w);
+    Terms {
+        subtotal,
+        quantity,
+        in_scope,
+        discount,
+        parts,
+        weights,
+    }
+}
+
+/// What a discount of `t` with terms `tm` takes when the discounts applied before it left
+/// `left` of each line: each line's weight is at most what is left of it, and the value is
+/// taken on that base (a percentage of what is left; an amount as far as what is left
+/// allows), capped to the budget. Its own parts when nothing was taken from its lines.
+pub(crate) fn take_from(
+    order: &Order,
+    t: TemplateUse<'_>,
+    tm: &Terms,
+    left: &[Money],
+) -> Vec<(usize, Money)> {
+    if tm.weights.iter().all(|&(i, w)| w <= left[i]) {
+        return tm.parts.clone();
+    }
+    let w: Vec<Money> = tm.weights.iter().map(|&(i, w)| w.min(left[i])).collect();
+    split_value(order, t, &tm.weights, &w).1
+}
+
+/// The value of `t` on the base `w` (per line of `lines`, the most it may take there),
+/// capped to the budget, and its split over those lines.
+fn split_value(
+    order: &Order,
+    t: TemplateUse<'_>,
+    lines: &[(usize, Money)],
+    w: &[Money],
+) -> (Money, Vec<(usize, Money)>) {
+    let base = w.iter().fold(Money::ZERO, |s, &w| s.saturating_add(w));
+    let raw = match t.template.spec.value {
         CouponValue::AmountOff { amount } => amount.min(base),
         CouponValue::PercentOff { bps, cap } => {
             let d = base.percent(bps);
             cap.map_or(d, |c| d.min(c))
         }
-        CouponValue::FreeDays { days } => lease
+        CouponValue::FreeDays { days } => order
+            .lease()
             .map(Lease::daily_rent)
             .and_then(|daily| daily.checked_mul(i64::from(days)))
             // Above MONEY_MAX is above any base, so the base is the answer.
@@ -234,21 +272,14 @@ pub(crate) fn terms(order: &Order, t: TemplateUse<'_>) -> Terms {
         CouponValue::SpecialPrice { .. } | CouponValue::BuyXGetY { .. } => base,
     };
     let discount = t.remaining_budget().map_or(raw, |r| raw.min(r));
-    let w: Vec<Money> = weights.iter().map(|&(_, w)| w).collect();
     // discount <= sum(w), so largest remainder gives no line more than its weight.
     let parts = discount
-        .split(&w)
+        .split(w)
         .into_iter()
-        .zip(&weights)
+        .zip(lines)
         .map(|(p, &(i, _))| (i, p))
         .collect();
-    Terms {
-        subtotal,
-        quantity,
-        in_scope,
-        discount,
-        parts,
-    }
+    (discount, parts)
 }
 
 /// The discount a coupon of `t` would give on `order` on its own, or `None` when it has

@@ -53,6 +53,10 @@ pub enum Reason {
     /// coupon, including one of the same template); and for an applicable `stackable` coupon
     /// when the best combination is an exclusive coupon.
     ExclusiveConflict,
+    /// Usable on its own, but another template of its `stacking_group` is in the best
+    /// combination (at most one coupon of a group applies to an order). Only a quote produces
+    /// it; a lock asked for two coupons of one group refuses one of them with it.
+    GroupConflict,
     /// Usable, but it takes nothing off: a quote says it of a coupon whose own discount on
     /// the order is zero; a lock also of one asked for together with coupons that leave it
     /// nothing to take off (another coupon of its template, or lines already fully
@@ -61,7 +65,7 @@ pub enum Reason {
 }
 
 impl Reason {
-    pub const ALL: [Reason; 15] = [
+    pub const ALL: [Reason; 16] = [
         Reason::Expired,
         Reason::NotYetValid,
         Reason::BelowThreshold,
@@ -76,6 +80,7 @@ impl Reason {
         Reason::BudgetExhausted,
         Reason::UseLimitReached,
         Reason::ExclusiveConflict,
+        Reason::GroupConflict,
         Reason::Redundant,
     ];
 
@@ -95,6 +100,7 @@ impl Reason {
             Reason::BudgetExhausted => "budget_exhausted",
             Reason::UseLimitReached => "use_limit_reached",
             Reason::ExclusiveConflict => "exclusive_conflict",
+            Reason::GroupConflict => "group_conflict",
             Reason::Redundant => "redundant",
         }
     }

@@ -8,12 +8,15 @@
 //! - `discount`: what one coupon takes off ([`discount()`]), split over lines and lease months.
 //! - `bxgy`: which units a `buy_x_get_y` coupon makes free.
 //! - `quote`: every coupon of a wallet at once, and the best combination ([`quote()`]).
+//! - `combine`: the stackable part of it: groups, priorities, each discount on what the ones
+//!   before it left.
 //!
 //! Money rules (DESIGN §2, I8): discounts round down to the minor unit, never exceed what they
 //! apply to (per line, and in total for a combination), and every split over lines or months
 //! sums exactly to the whole.
 
 pub(crate) mod bxgy;
+mod combine;
 mod discount;
 mod eligibility;
 mod order;
@@ -22,6 +25,7 @@ mod quote;
 #[cfg(test)]
 mod tests;
 
+pub use combine::MAX_GROUP_CHOICES;
 pub use discount::{discount, schedule, Discount, LineDiscount, TemplateUse};
 pub use eligibility::{check_rule, eligibility, standing, Reason, RuleCheck, Situation};
 pub use order::{

@@ -1,11 +1,12 @@
 //! A quote: every coupon of a wallet checked against an order, and the best combination.
 
 use std::cell::OnceCell;
-use std::cmp::Ordering;
+use std::cmp::Reverse;
 
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use crate::checkout::combine::{best_stack, Applied, Candidate};
 use crate::checkout::discount::{nonzero, schedule, terms, LineDiscount, TemplateUse, Terms};
 use crate::checkout::eligibility::{reasons, unmet, Reason, Situation};
 use crate::checkout::order::Order;
@@ -59,8 +60,8 @@ pub struct CouponQuote {
 pub struct AppliedCoupon {
     pub coupon_id: CouponId,
     pub template_id: TemplateId,
-    /// What it takes in the combination: its own discount, less whatever earlier coupons
-    /// already took from the same lines. This is what its template's budget is charged.
+    /// What it takes in the combination, from what the coupons applied before it left. This
+    /// is what its template's budget is charged.
     pub discount: Money,
     pub lines: Vec<LineDiscount>,
     /// Per lease month, by its template's deduction mode; empty without a lease.
@@ -70,7 +71,7 @@ pub struct AppliedCoupon {
 /// The best combination of coupons for an order.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, ToSchema)]
 pub struct Combination {
-    /// In the order they are applied: earliest `valid_until` first, then lowest coupon id.
+    /// In the order they are applied: highest `priority` first, then lowest template id.
     pub coupons: Vec<AppliedCoupon>,
     /// The total discount; never more than the order's total.
     pub discount: Money,
@@ -94,34 +95,34 @@ pub struct Quote {
 
 /// Checks every coupon against the order and finds the best combination.
 ///
-/// **Combining.** At most one coupon per template; either one `exclusive` coupon alone, or
-/// any set of `stackable` coupons. Each coupon's discount is computed on the order as sent
-/// ([`discount`](crate::checkout::discount())), independently of the others: a percentage
-/// is of the original price, not of the price after another coupon. Coupons are then applied
-/// in a fixed order, earliest `valid_until` first, then lowest coupon id; each takes, line by
-/// line, its own part or what is left of the line, whichever is smaller. So no line ever gets
-/// more off than its amount, and the combination's total is
-/// `Σ_line min(line amount, Σ_coupon part)`.
+/// **Combining.** At most one coupon per template; either one `exclusive` coupon alone, or a
+/// set of `stackable` coupons with at most one of each `stacking_group`. Whether a coupon can
+/// be used (threshold, scope, conditions) is judged on the order as sent. In a set, discounts
+/// apply one after another: **highest `priority` first, then lowest template id**, and each takes its value from what the ones before it left of each
+/// line: a percentage is of what is left, an amount takes as much as is left allows, a line
+/// is never taken below zero. A coupon that takes nothing there is left out.
 ///
-/// **Why this is exact.** That total never decreases when a coupon is added to a set (every
-/// part is non-negative and `min(amount, ·)` is monotone). Coupons of one template have the
-/// same terms, budget and order, so the same discount: which one to use only matters for the
-/// tie-break. Hence the best stackable set is every template's representative together, and
-/// the best overall is the better of that set and the best single exclusive coupon. No search
-/// over subsets is needed; a brute-force property test checks this on small wallets.
+/// **Why this is exact.** Adding a coupon to a set never lowers its total: a discount takes
+/// at most what is left of each line, and less when less is left. Coupons of one template have
+/// the same terms, budget and place in that order, so the same discount: which one to use only matters for
+/// the tie-break. Hence the best stackable set holds every template without a group, and one
+/// template of each group; the picks are all tried (see [`MAX_GROUP_CHOICES`]). The best
+/// overall is the better of that set and the best single exclusive coupon. A brute-force
+/// property test checks this on small wallets.
 ///
 /// **Ties.** A template's representative is its applicable coupon with the earliest
-/// `valid_until`, then the lowest id, among those with a positive discount. In the stackable
-/// set a coupon that adds nothing (its lines are already fully discounted by coupons applied
-/// before it) is dropped, so no coupon is spent for nothing. Between candidates with equal
-/// totals (the stackable set, each exclusive representative) the one whose `(valid_until,
-/// id)` list, sorted ascending, is lexicographically smaller wins: earlier-expiring coupons are
-/// used first. With no positive discount the best combination is empty.
+/// `valid_until`, then the lowest id, among those with a positive discount. Between
+/// candidates with equal totals (stackable sets, each exclusive representative) the one
+/// whose `(valid_until, id)` list, sorted ascending, is lexicographically smaller wins:
+/// earlier-expiring coupons are used first. With no positive discount the best combination
+/// is empty.
 ///
 /// The result does not depend on the order of `coupons` or `templates`.
 ///
 /// Errors (the caller's bug, not the user's): a coupon whose template is missing, a template
 /// given twice, a coupon id given twice.
+///
+/// [`MAX_GROUP_CHOICES`]: crate::checkout::MAX_GROUP_CHOICES
 pub fn quote(input: &QuoteInput<'_>) -> Result<Quote, DomainError> {
     let order = input.order;
     let templates = input.templates;
@@ -246,30 +247,29 @@ pub fn quote(input: &QuoteInput<'_>) -> Result<Quote, DomainError> {
             take
         })
         .collect();
-    let stacking = |ci: usize| templates[tpl_of[ci]].template.spec.stacking;
+    let spec = |ci: usize| &templates[tpl_of[ci]].template.spec;
+    let stacking = |ci: usize| spec(ci).stacking;
 
-    // The stackable set, applied in canonical order on what is left of each line.
-    let mut left: Vec<Money> = order.amounts().to_vec();
-    let mut stack: Vec<(usize, Vec<(usize, Money)>)> = Vec::new();
-    let mut stack_total = Money::ZERO;
-    for &ci in reps
+    // The stackable set: candidates in application order.
+    let mut cands: Vec<Candidate<'_>> = reps
         .iter()
         .filter(|&&ci| stacking(ci) == Stacking::Stackable)
-    {
-        let Some(tm) = terms_of(ci) else { continue };
-        let mut took = Vec::with_capacity(tm.parts.len());
-        let mut sum = Money::ZERO;
-        for &(line, part) in &tm.parts {
-            let take = part.min(left[line]);
-            left[line] = left[line].saturating_sub(take);
-            sum = sum.saturating_add(take);
-            took.push((line, take));
-        }
-        if sum > Money::ZERO {
-            stack_total = stack_total.saturating_add(sum);
-            stack.push((ci, took));
-        }
-    }
+        .filter_map(|&ci| {
+            Some(Candidate {
+                ci,
+                place: (
+                    Reverse(spec(ci).priority),
+                    templates[tpl_of[ci]].template.id,
+                ),
+                key: key(ci),
+                group: spec(ci).stacking_group.as_ref(),
+                t: templates[tpl_of[ci]],
+                terms: terms_of(ci)?,
+            })
+        })
+        .collect();
+    cands.sort_unstable_by_key(|c| c.place);
+    let stack = best_stack(order, &cands);
 
     // The best exclusive coupon alone: reps are in canonical order, so on equal discounts the
     // first one seen (the earliest key) stays.
@@ -283,37 +283,45 @@ pub fn quote(input: &QuoteInput<'_>) -> Result<Quote, DomainError> {
         }
     }
 
-    let use_exclusive = match exclusive {
-        None => false,
-        Some(e) => match quotes[e].discount.cmp(&stack_total) {
-            Ordering::Greater => true,
-            Ordering::Less => false,
-            // Sorted key lists compared lexicographically; the stack's list is already sorted.
-            Ordering::Equal => {
-                let stack_keys = stack.iter().map(|(ci, _)| key(*ci));
-                std::iter::once(key(e)).lt(stack_keys)
-            }
-        },
-    };
+    let use_exclusive = exclusive.is_some_and(|e| {
+        let alone = Applied {
+            members: Vec::new(),
+            total: quotes[e].discount,
+            keys: vec![key(e)],
+        };
+        alone.beats(&stack)
+    });
     let chosen: Vec<(usize, Vec<(usize, Money)>)> = match exclusive {
         Some(e) if use_exclusive => {
             let parts = terms_of(e).map(|tm| tm.parts.clone()).unwrap_or_default();
             vec![(e, parts)]
         }
-        _ => stack,
+        _ => stack.members,
     };
 
-    // Exclusive conflicts, and which coupons are chosen.
+    // Exclusive and group conflicts, and which coupons are chosen.
     if let Some((first, _)) = chosen.first() {
         let chosen_exclusive = stacking(*first) == Stacking::Exclusive;
+        let chosen_tpls: Vec<usize> = chosen.iter().map(|(ci, _)| tpl_of[*ci]).collect();
         for (ci, q) in quotes.iter_mut().enumerate() {
-            let conflicts = if chosen_exclusive {
-                ci != *first
+            if !q.applicable {
+                continue;
+            }
+            let conflict = if chosen_exclusive {
+                (ci != *first).then_some(Reason::ExclusiveConflict)
+            } else if stacking(ci) == Stacking::Exclusive {
+                Some(Reason::ExclusiveConflict)
             } else {
-                stacking(ci) == Stacking::Exclusive
+                let group = spec(ci).stacking_group.as_ref();
+                let taken = chosen_tpls.iter().any(|&ti| {
+                    ti != tpl_of[ci]
+                        && group.is_some()
+                        && templates[ti].template.spec.stacking_group.as_ref() == group
+                });
+                taken.then_some(Reason::GroupConflict)
             };
-            if q.applicable && conflicts {
-                q.reasons.push(Reason::ExclusiveConflict);
+            if let Some(r) = conflict {
+                q.reasons.push(r);
                 q.applicable = false;
             }
         }

@@ -68,6 +68,7 @@ impl TemplatePatch {
                 "conditions",
                 self.conditions.as_ref().is_none_or(|v| *v == b.conditions),
             ),
+            ("rule_id", self.rule_id.is_none_or(|v| v == b.rule_id)),
             (
                 "use_limits",
                 self.use_limits.as_ref().is_none_or(|v| *v == b.use_limits),
@@ -85,6 +86,13 @@ impl TemplatePatch {
                 self.per_user_limit.is_none_or(|v| v == b.per_user_limit),
             ),
             ("stacking", self.stacking.is_none_or(|v| v == b.stacking)),
+            (
+                "stacking_group",
+                self.stacking_group
+                    .as_ref()
+                    .is_none_or(|v| *v == b.stacking_group),
+            ),
+            ("priority", self.priority.is_none_or(|v| v == b.priority)),
             ("budget", self.budget.is_none_or(|v| v == b.budget)),
             (
                 "metadata",

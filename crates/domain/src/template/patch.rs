@@ -4,8 +4,10 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use crate::activity::double_option;
-use crate::coupon::{Audience, CouponValue, DeductionMode, Scope, Stacking, Validity};
-use crate::ids::CitySet;
+use crate::coupon::{
+    Audience, CouponValue, DeductionMode, Priority, Scope, Stacking, StackingGroup, Validity,
+};
+use crate::ids::{CitySet, RuleId};
 use crate::money::Money;
 use crate::reference::Reference;
 use crate::rules::{Condition, UseLimit};
@@ -27,6 +29,10 @@ pub struct TemplatePatch {
     #[serde(default, deserialize_with = "double_option")]
     #[schema(value_type = Option<Condition>)]
     pub conditions: Option<Option<Condition>>,
+    /// `null` stops using a rule.
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<i64>)]
+    pub rule_id: Option<Option<RuleId>>,
     pub cities: Option<CitySet>,
     pub audience: Option<Audience>,
     pub total_stock: Option<i64>,
@@ -34,6 +40,11 @@ pub struct TemplatePatch {
     /// Replaces every limit (`[]` removes them).
     pub use_limits: Option<Vec<UseLimit>>,
     pub stacking: Option<Stacking>,
+    /// `null` takes the template out of its group.
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<String>)]
+    pub stacking_group: Option<Option<StackingGroup>>,
+    pub priority: Option<Priority>,
     pub claim_window: Option<Window>,
     pub validity: Option<Validity>,
     #[serde(default, deserialize_with = "double_option")]
@@ -63,12 +74,15 @@ impl TemplatePatch {
             deduction: self.deduction.unwrap_or(b.deduction),
             scope: self.scope.unwrap_or(b.scope),
             conditions: self.conditions.unwrap_or(b.conditions),
+            rule_id: self.rule_id.unwrap_or(b.rule_id),
             cities: self.cities.unwrap_or(b.cities),
             audience: self.audience.unwrap_or(b.audience),
             total_stock: self.total_stock.unwrap_or(b.total_stock),
             per_user_limit: self.per_user_limit.unwrap_or(b.per_user_limit),
             use_limits: self.use_limits.unwrap_or(b.use_limits),
             stacking: self.stacking.unwrap_or(b.stacking),
+            stacking_group: self.stacking_group.unwrap_or(b.stacking_group),
+            priority: self.priority.unwrap_or(b.priority),
             claim_window: self.claim_window.or(b.claim_window),
             validity: self.validity.unwrap_or(b.validity),
             budget: self.budget.unwrap_or(b.budget),

@@ -51,6 +51,9 @@ fn draft(activity: bool) -> TemplateDraft {
     TemplateDraft {
         conditions: None,
         use_limits: Vec::new(),
+        stacking_group: None,
+        rule_id: None,
+        priority: Default::default(),
         activity_id: activity.then(|| ActivityId::new(3).unwrap()),
         title: "20 off".into(),
         description: String::new(),
@@ -86,6 +89,7 @@ fn check(d: TemplateDraft, now: &str) -> Result<TemplateSpec, DomainError> {
             activity: Some(&a),
             now: t(now),
             freeze: FREEZE,
+            rule: None,
         },
     )
 }
@@ -205,7 +209,8 @@ fn standalone_template_needs_a_claim_window() {
             owner: None,
             activity: None,
             now: t("2026-03-05T00:00:00Z"),
-            freeze: FREEZE
+            freeze: FREEZE,
+            rule: None,
         }
     )
     .is_err());
@@ -215,7 +220,8 @@ fn standalone_template_needs_a_claim_window() {
             owner: Some(&m),
             activity: None,
             now: t("2026-03-05T00:00:00Z"),
-            freeze: FREEZE
+            freeze: FREEZE,
+            rule: None,
         }
     )
     .is_ok());
@@ -412,6 +418,7 @@ fn new_kinds_fit_activity_bounds() {
                 activity: Some(a),
                 now: t("2026-03-05T00:00:00Z"),
                 freeze: FREEZE,
+                rule: None,
             },
         )
         .map(|_| ())

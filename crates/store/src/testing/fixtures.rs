@@ -62,6 +62,9 @@ pub fn standalone_template(claim_from: i64, claim_to: i64) -> TemplateDraft {
     TemplateDraft {
         conditions: None,
         use_limits: Vec::new(),
+        stacking_group: None,
+        rule_id: None,
+        priority: Default::default(),
         activity_id: None,
         title: "20 off".into(),
         description: String::new(),
@@ -106,6 +109,7 @@ pub fn spec(
             activity,
             now,
             freeze: Duration::minutes(5),
+            rule: None,
         },
     )
     .expect("fixture template is valid")

@@ -4,7 +4,7 @@
 use proptest::prelude::*;
 
 use super::*;
-use crate::coupon::{Exclusions, Gift, Scope};
+use crate::coupon::{Exclusions, Gift, Priority, Scope, StackingGroup, MAX_PRIORITY};
 use crate::rules::{Condition, Fact, Op};
 
 pub(super) fn arb_kind() -> impl Strategy<Value = LineKind> {
@@ -159,6 +159,18 @@ pub(super) fn arb_condition() -> impl Strategy<Value = Condition> {
     })
 }
 
+/// A stacking group (of two, or none) and a priority (of a few, so ties happen).
+pub(super) fn arb_place() -> impl Strategy<Value = (Option<StackingGroup>, Priority)> {
+    let group = prop_oneof![
+        2 => Just(None),
+        1 => Just(Some(StackingGroup::parse("a").unwrap())),
+        1 => Just(Some(StackingGroup::parse("b").unwrap())),
+    ];
+    let priority = prop_oneof![2 => Just(0u16), 1 => 1u16..=3, 1 => Just(MAX_PRIORITY)]
+        .prop_map(|p| Priority::new(p).unwrap());
+    (group, priority)
+}
+
 /// A template with its `given` budget use.
 #[derive(Clone, Debug)]
 pub(super) struct Tpl {
@@ -177,6 +189,7 @@ pub(super) fn arb_templates() -> impl Strategy<Value = Vec<Tpl>> {
         prop::bool::weighted(0.05),
         prop::bool::weighted(0.05),
         prop::option::weighted(0.3, arb_condition()),
+        arb_place(),
     );
     prop::collection::vec(one, 1..=5).prop_map(|v| {
         v.into_iter()
@@ -184,9 +197,21 @@ pub(super) fn arb_templates() -> impl Strategy<Value = Vec<Tpl>> {
             .map(
                 |(
                     i,
-                    (value, threshold, scope, stackable, spread, budget, city2, aborted, when),
+                    (
+                        value,
+                        threshold,
+                        scope,
+                        stackable,
+                        spread,
+                        budget,
+                        city2,
+                        aborted,
+                        when,
+                        place,
+                    ),
                 )| {
                     let mut template = template(i as i64 + 1, value, |d| {
+                        (d.stacking_group, d.priority) = place;
                         d.conditions = when;
                         d.threshold = m(threshold);
                         d.scope = scope;
@@ -294,24 +319,28 @@ pub(super) fn arb_stacking_case() -> impl Strategy<Value = (Order, Vec<Tpl>, Vec
         any::<bool>(),
         prop::option::weighted(0.2, 1i64..=6_000),
         prop::option::weighted(0.3, arb_condition()),
+        arb_place(),
     );
     let templates = prop::collection::vec(one, 1..=5).prop_map(|v| {
         v.into_iter()
             .enumerate()
-            .map(|(i, (value, scope, stackable, spread, budget, when))| Tpl {
-                template: template(i as i64 + 1, value, |d| {
-                    d.scope = scope;
-                    d.conditions = when;
-                    if !stackable {
-                        d.stacking = Stacking::Exclusive;
-                    }
-                    if spread {
-                        d.deduction = DeductionMode::Spread;
-                    }
-                    d.budget = budget.map(m);
-                }),
-                given: Money::ZERO,
-            })
+            .map(
+                |(i, (value, scope, stackable, spread, budget, when, place))| Tpl {
+                    template: template(i as i64 + 1, value, |d| {
+                        (d.stacking_group, d.priority) = place;
+                        d.scope = scope;
+                        d.conditions = when;
+                        if !stackable {
+                            d.stacking = Stacking::Exclusive;
+                        }
+                        if spread {
+                            d.deduction = DeductionMode::Spread;
+                        }
+                        d.budget = budget.map(m);
+                    }),
+                    given: Money::ZERO,
+                },
+            )
             .collect::<Vec<_>>()
     });
     (order, templates).prop_flat_map(|(o, tpls)| {

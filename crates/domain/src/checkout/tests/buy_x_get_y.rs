@@ -260,7 +260,7 @@ fn run(order: &Order, coupons: &[Coupon], templates: &[Template]) -> Quote {
 #[test]
 fn stacked_with_an_amount_off() {
     // 2 × 10.00, 1 × 4.00 and 5.00 of shipping. Buy 2 get 1 frees the 4.00 unit; 10.00 off
-    // splits over 20.00 and 4.00 as 8.33 + 1.67; free shipping takes the 5.00.
+    // comes from what is left (the 20.00); free shipping takes the 5.00.
     let o = order(
         vec![
             item(1, 1_000, 2),
@@ -282,8 +282,8 @@ fn stacked_with_an_amount_off() {
     let q = run(&o, &coupons, &templates);
     let ids: Vec<i64> = q.best.coupons.iter().map(|c| c.coupon_id.get()).collect();
     assert_eq!(ids, vec![1, 2, 3]);
-    // Applied in order: the free unit first (4.00 off line 1), then the amount off takes its
-    // 8.33 from line 0 and nothing more from line 1 (already free), then the shipping.
+    // Applied in order: the free unit first (4.00 off line 1), then the amount off takes all
+    // of its 10.00 from line 0 (line 1 is already free), then the shipping.
     let took: Vec<(i64, Vec<LineDiscount>)> = q
         .best
         .coupons
@@ -294,13 +294,13 @@ fn stacked_with_an_amount_off() {
         took,
         vec![
             (400, vec![ld(1, 400)]),
-            (833, vec![ld(0, 833)]),
+            (1000, vec![ld(0, 1000)]),
             (500, vec![ld(2, 500)]),
         ]
     );
-    assert_eq!(q.best.discount, m(1_733));
-    assert_eq!(q.best.lines, vec![ld(0, 833), ld(1, 400), ld(2, 500)]);
-    assert_eq!(q.best.total_after, m(2_900 - 1_733));
+    assert_eq!(q.best.discount, m(1_900));
+    assert_eq!(q.best.lines, vec![ld(0, 1000), ld(1, 400), ld(2, 500)]);
+    assert_eq!(q.best.total_after, m(2_900 - 1_900));
     // An exclusive buy-x-get-y (4.00) loses to the stack of the other two (10.00 + 5.00).
     let mut templates = templates;
     templates[0] = template(1, b2g1(), |d| d.stacking = Stacking::Exclusive);

@@ -38,7 +38,7 @@ fn exclusive_beats_a_smaller_stack_and_loses_to_a_larger_one() {
         cap: None,
     };
     let coupons = [coupon(1, 1, AUG), coupon(2, 2, AUG), coupon(3, 3, AUG)];
-    // Exclusive 300.00 against 100.00 + 10 % (100.00) stacked.
+    // Exclusive 300.00 against 100.00 + 10 % of the 900.00 left (90.00) stacked.
     let templates = [
         template(1, amount_off(30_000), exclusive),
         template(2, amount_off(10_000), |_| {}),
@@ -59,7 +59,7 @@ fn exclusive_beats_a_smaller_stack_and_loses_to_a_larger_one() {
         assert_eq!(c.discount, m(10_000));
     }
 
-    // Exclusive 150.00 against the same 200.00 stack.
+    // Exclusive 150.00 against the same 190.00 stack.
     let templates = [
         template(1, amount_off(15_000), exclusive),
         template(2, amount_off(10_000), |_| {}),
@@ -67,13 +67,14 @@ fn exclusive_beats_a_smaller_stack_and_loses_to_a_larger_one() {
     ];
     let q = run(&o, &coupons, &templates);
     assert_eq!(chosen(&q), vec![2, 3]);
-    // Both computed on the original 1000.00: 100.00 + 10 % of 1000.00.
-    assert_eq!(q.best.discount, m(20_000));
+    // Applied in order (equal priorities: lowest template id first): 100.00, then 10 % of
+    // the 900.00 left.
+    assert_eq!(q.best.discount, m(19_000));
     assert_eq!(
         q.best.lines,
         vec![LineDiscount {
             line: 0,
-            amount: m(20_000)
+            amount: m(19_000)
         }]
     );
     assert_eq!(find(&q, 1).reasons, vec![Reason::ExclusiveConflict]);
@@ -129,8 +130,8 @@ fn one_coupon_per_template_the_earliest_expiring() {
         template(2, amount_off(2_000), |_| {}),
     ];
     let q = run(&o, &coupons, &templates);
-    // Template 1: coupons 3 and 4 expire first; 3 has the lower id.
-    assert_eq!(chosen(&q), vec![9, 3]);
+    // Template 1: coupons 3 and 4 expire first; 3 has the lower id. Applied by template id.
+    assert_eq!(chosen(&q), vec![3, 9]);
     assert_eq!(q.best.discount, m(3_000));
     for id in [4, 5] {
         let c = find(&q, id);

@@ -6,6 +6,7 @@ mod buy_x_get_y;
 mod combining;
 mod conditions;
 mod examples;
+mod groups;
 mod props;
 
 use crate::checkout::order::{LeaseDraft, LineDraft, LineKind, Order, OrderDraft};
@@ -127,6 +128,9 @@ pub(super) fn template(
         scope: Coverage::All.into(),
         conditions: None,
         use_limits: Vec::new(),
+        stacking_group: None,
+        rule_id: None,
+        priority: Default::default(),
         cities: CitySet::new(vec![CityId::new(1).unwrap()]).unwrap(),
         audience: Audience::Everyone,
         total_stock: 1000,
