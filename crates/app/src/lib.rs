@@ -21,6 +21,8 @@
 //! - [`centre`]: the coupon centre, what a user may claim now.
 //! - [`checkout`]: quoting an order ([`App::quote`]), with a code's preview.
 //! - [`rules`]: a promotion rule tried on a made-up order ([`App::preview_rule`]).
+//! - [`named_rules`]: rules many templates share: create, read, a new version every template
+//!   using it follows, delete when unused.
 //! - [`orders`]: orders' holds on their coupons (lock, confirm, cancel, extend, refund, an
 //!   order paid without a coupon), each refusal named here.
 //! - [`coupons`]: revoking a coupon, and who holds a template's coupons.
@@ -88,6 +90,7 @@ pub mod listings;
 pub mod merchants;
 pub mod message_texts;
 pub mod messages;
+pub mod named_rules;
 pub mod orders;
 pub mod own_account;
 pub mod pages;

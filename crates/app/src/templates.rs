@@ -53,10 +53,11 @@ impl App {
         let by_merchant = p.merchant().is_some();
         user_tags::check_audience(self.store(), by_merchant, Some(&draft.audience)).await?;
         let activity = self.named_activity(p, draft.activity_id).await?;
+        let rule = self.named_rule(draft.rule_id).await?;
         let (now, freeze) = (self.now(), self.settings().freeze);
-        let t =
-            campaigns::create_template(self.store(), owner.as_ref(), draft, activity, now, freeze)
-                .await?;
+        let named = (activity, rule);
+        let t = campaigns::create_template(self.store(), owner.as_ref(), draft, named, now, freeze)
+            .await?;
         Ok(t)
     }
 
@@ -72,12 +73,14 @@ impl App {
         user_tags::check_audience(self.store(), by_merchant, patch.audience.as_ref()).await?;
         let owner = self.owner(t.merchant_id).await?;
         let activity = self.named_activity(p, t.spec.activity_id).await?;
+        let rule_id = patch.rule_id.unwrap_or(t.spec.rule_id);
+        let rule = self.named_rule(rule_id).await?;
         let ctx = TemplateContext {
             owner: owner.as_ref(),
             activity: activity.as_ref(),
             now: self.now(),
             freeze: self.settings().freeze,
-            rule: None,
+            rule: rule.as_ref(),
         };
         let updated = campaigns::edit_template(self.store(), &t, patch, ctx, &p.actor()).await?;
         // More stock may end a sold-out: every instance forgets both at once.

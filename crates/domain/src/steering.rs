@@ -128,7 +128,11 @@ impl Template {
         if draft.claim_window.is_some() {
             draft.claim_window = Some(window);
         }
-        TemplateSpec::from_stored(draft, window)
+        let spec = TemplateSpec::from_stored(draft, window)?;
+        match self.spec.rule() {
+            Some(rule) => spec.with_rule(rule.clone()),
+            None => Ok(spec),
+        }
     }
 }
 

@@ -6,7 +6,7 @@
 
 use coupond_domain::{
     Activity, ActivityId, ActivityPatch, ActivitySpec, Actor, Approval, Decision, DomainError,
-    Merchant, MerchantDraft, MerchantId, MerchantPatch, Review, Template, TemplateContext,
+    Merchant, MerchantDraft, MerchantId, MerchantPatch, Review, Rule, Template, TemplateContext,
     TemplateDraft, TemplatePatch, TemplateSpec, TemplateStatus, Timestamp, Validity,
 };
 use coupond_store::audit::{self, Change};
@@ -117,12 +117,13 @@ const CREATE_ATTEMPTS: usize = 3;
 /// Creates a template of `owner` (`None`: the platform's), validated at `now` against
 /// `activity` as the caller read it (having checked it may see it). When the activity changes
 /// before the write (its version moved on), it is read again and the draft validated against
-/// the new terms, up to [`CREATE_ATTEMPTS`] times.
+/// the new terms, up to [`CREATE_ATTEMPTS`] times; so is the rule it names (`rule_id`), which
+/// the caller loaded too.
 pub async fn create_template(
     store: &dyn Store,
     owner: Option<&Merchant>,
     draft: &TemplateDraft,
-    mut activity: Option<Activity>,
+    (mut activity, mut rule): (Option<Activity>, Option<Rule>),
     now: Timestamp,
     freeze: Duration,
 ) -> Result<Template, CampaignError> {
@@ -134,7 +135,7 @@ pub async fn create_template(
             activity: activity.as_ref(),
             now,
             freeze,
-            rule: None,
+            rule: rule.as_ref(),
         };
         let spec = TemplateSpec::validate(draft.clone(), ctx)?;
         let new = NewTemplate {
@@ -152,6 +153,9 @@ pub async fn create_template(
                 if let Some(a) = &activity {
                     activity = Some(store.activity(a.id).await?);
                 }
+                if let Some(r) = &rule {
+                    rule = Some(store.rule(r.id).await?);
+                }
             }
             Err(e) => return Err(reference_taken(e)),
         }
@@ -165,6 +169,12 @@ fn reference_taken(e: StoreError) -> CampaignError {
         StoreError::Conflict(Conflict::Unique) => CampaignError::Rule(DomainError::state(
             "external_id_taken",
             "reference.external_id is already the reference of another of the owner's",
+        )),
+        // The rule `rule_id` names was deleted while the template was written.
+        StoreError::Conflict(Conflict::Reference) => CampaignError::Rule(DomainError::invalid(
+            "rule_id",
+            "not_found",
+            "no such rule of the platform or of the template's merchant",
         )),
         e => e.into(),
     }

@@ -13,6 +13,8 @@
 //! - `catalog`: [`CatalogStore`](coupond_store::CatalogStore): merchants, listings and their
 //!   template bindings; `catalog::search` the listing search.
 //! - `codes`: [`CodeStore`](coupond_store::CodeStore): shared codes and generated batches.
+//! - `rules`: [`RuleStore`](coupond_store::RuleStore): named rules, and the locks and column
+//!   that tie a template to the rule it copies.
 //! - `admin`: [`AdminStore`](coupond_store::AdminStore).
 //! - `operators`: [`OperatorStore`](coupond_store::OperatorStore): operator accounts and password
 //!   resets; disabling an operator or setting its password ends its console sessions.
@@ -96,6 +98,7 @@ pub mod plain_orders;
 mod query;
 pub mod reports;
 pub mod rows;
+pub mod rules;
 pub mod scheduling;
 pub mod seen;
 pub mod standing;

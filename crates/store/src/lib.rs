@@ -8,7 +8,8 @@
 //!   ([`AdminStore`]: health, settings, API keys; [`ReportStore`]: stats, reconciliation, audit;
 //!   [`InspectStore`]: reads only tests and tools need), [`catalog`] ([`CatalogStore`]: merchants,
 //!   listings, bindings; [`ActivityStore`], [`TemplateStore`]: activities, templates), [`cities`]
-//!   ([`CityStore`]: the platform's names for its cities), [`claims`] ([`ClaimStore`]),
+//!   ([`CityStore`]: the platform's names for its cities), [`rules`] ([`RuleStore`]: named
+//!   promotion rules and the templates that copy them), [`claims`] ([`ClaimStore`]),
 //!   [`checkout`] ([`CheckoutStore`], [`IdempotencyStore`]), [`codes`] ([`CodeStore`]),
 //!   [`scheduling`] ([`OutboxStore`], [`SchedulerStore`], [`InboxStore`]), [`issuance`]
 //!   ([`IssuanceStore`]), [`webhooks`] ([`WebhookStore`]), [`operators`] ([`OperatorStore`]:
@@ -61,6 +62,7 @@ pub mod messaging;
 pub mod model;
 pub mod operators;
 pub mod records;
+pub mod rules;
 pub mod scheduling;
 pub mod seen;
 pub mod sessions;
@@ -107,6 +109,7 @@ pub use model::{
     Page, PoolStats, PromoCode, Role, Schema, TemplateAudit, TemplateQuery, Violation,
 };
 pub use operators::OperatorStore;
+pub use rules::{RuleFollower, RuleQuery, RuleStore};
 pub use scheduling::{
     CouponCounts, Due, HourCounts, InboxStore, Message, MessageContent, OutboxPosition,
     OutboxStore, Reminder, SchedulerStore, Since, Standing, UsageRow,
@@ -148,6 +151,7 @@ pub trait Store:
     + AuditStore
     + AuditRunStore
     + CityStore
+    + RuleStore
     + MessagingStore
     + SeenStore
     + CampaignMessageStore
@@ -164,7 +168,7 @@ pub mod prelude {
         CampaignMessageStore as _, CatalogStore as _, CheckoutStore as _, CityStore as _,
         ClaimStore as _, CodeStore as _, IdempotencyStore as _, InboxStore as _, InspectStore as _,
         InvitationStore as _, IssuanceStore as _, LifecycleStore as _, MessagingStore as _,
-        OperatorStore as _, OutboxStore as _, ReportStore as _, SchedulerStore as _,
-        SeenStore as _, TagStore as _, TemplateStore as _, WebhookStore as _,
+        OperatorStore as _, OutboxStore as _, ReportStore as _, RuleStore as _,
+        SchedulerStore as _, SeenStore as _, TagStore as _, TemplateStore as _, WebhookStore as _,
     };
 }

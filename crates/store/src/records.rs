@@ -14,9 +14,9 @@
 use coupond_domain::rules::{Period, UseLimit};
 use coupond_domain::{
     ActivityDraft, ActivityId, ActivitySpec, Approval, Audience, BasisPoints, CategoryId, CitySet,
-    Condition, CouponKind, CouponValue, Coverage, DeductionMode, Exclusions, FundedBy, Funding,
-    Gift, ListingId, MerchantId, Money, Priority, Reference, RefundPolicy, Scope, Stacking,
-    StackingGroup, Tag, TemplateDraft, TemplateSpec, Timestamp, UserId, Validity, Window,
+    Condition, CouponKind, CouponValue, Coverage, DeductionMode, DomainError, Exclusions, FundedBy,
+    Funding, Gift, ListingId, MerchantId, Money, Priority, Reference, RefundPolicy, RuleId, Scope,
+    Stacking, StackingGroup, Tag, TemplateDraft, TemplateSpec, Timestamp, UserId, Validity, Window,
 };
 use serde::{Deserialize, Serialize};
 
@@ -59,6 +59,11 @@ pub struct TemplateRecord {
     /// coupon is never used without a condition it was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     conditions: Option<Condition>,
+    /// The named rule it uses, and the copy of the version it was last written with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    rule_id: Option<RuleId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    rule: Option<RuleTermsRecord>,
     cities: CitySet,
     #[serde(default)]
     audience: AudienceRecord,
@@ -313,6 +318,8 @@ impl TemplateRecord {
             deduction: d.deduction,
             scope: ScopeRecord::from(&d.scope),
             conditions: d.conditions.clone(),
+            rule_id: d.rule_id,
+            rule: spec.rule().map(RuleTermsRecord::from),
             cities: d.cities.clone(),
             audience: AudienceRecord::from(&d.audience),
             total_stock: d.total_stock,
@@ -343,7 +350,7 @@ impl TemplateRecord {
             deduction: self.deduction,
             scope: self.scope.into(),
             conditions: self.conditions,
-            rule_id: None,
+            rule_id: self.rule_id,
             cities: self.cities,
             audience: self.audience.into(),
             total_stock: self.total_stock,
@@ -363,8 +370,15 @@ impl TemplateRecord {
         draft
             .check_stored()
             .map_err(|e| StoreError::corrupt(format!("template spec: {e}")))?;
-        TemplateSpec::from_stored(draft, claim_window)
-            .map_err(|e| StoreError::corrupt(format!("template spec: {e}")))
+        let corrupt = |e: DomainError| StoreError::corrupt(format!("template spec: {e}"));
+        let spec = TemplateSpec::from_stored(draft, claim_window).map_err(corrupt)?;
+        match (spec.rule_id, self.rule) {
+            (None, None) => Ok(spec),
+            (Some(_), Some(copy)) => spec.with_rule(copy.into()).map_err(corrupt),
+            _ => Err(StoreError::corrupt(
+                "template spec: a rule id without the rule's copy, or the reverse",
+            )),
+        }
     }
 }
 
@@ -572,6 +586,11 @@ impl From<ValidityRecord> for Validity {
         }
     }
 }
+
+mod rules;
+
+pub use rules::RuleRecord;
+use rules::RuleTermsRecord;
 
 #[cfg(test)]
 mod tests;

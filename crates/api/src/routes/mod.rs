@@ -21,6 +21,7 @@ pub mod keys;
 pub mod listings;
 pub mod merchants;
 pub mod message_texts;
+pub mod named_rules;
 pub mod operators;
 pub mod performance;
 pub mod plain_orders;

@@ -7,10 +7,10 @@ use utoipa_axum::routes;
 
 use super::{
     activities, audit, audits, campaign_messages, centre, checkout, cities, claims, codes,
-    contacts, coupons, events, inbox, issuances, keys, listings, merchants, message_texts, op,
-    operators, performance, plain_orders, refunds, reports, route, rules, seen, settlement,
-    shared_tags, steering, system, tag_uploads, tags, templates, today, upload, webhooks, Declared,
-    PLATFORM_SERVICE, SERVICE, USER, USER_SERVICE,
+    contacts, coupons, events, inbox, issuances, keys, listings, merchants, message_texts,
+    named_rules, op, operators, performance, plain_orders, refunds, reports, route, rules, seen,
+    settlement, shared_tags, steering, system, tag_uploads, tags, templates, today, upload,
+    webhooks, Declared, PLATFORM_SERVICE, SERVICE, USER, USER_SERVICE,
 };
 use crate::state::AppState;
 
@@ -175,6 +175,20 @@ fn checkout_routes() -> Vec<Declared> {
     vec![
         route(USER_SERVICE, routes!(checkout::quote)),
         op(coupond_app::rules::TRY, routes!(rules::preview)),
+        op(
+            coupond_app::named_rules::WRITE,
+            routes!(named_rules::create),
+        ),
+        op(coupond_app::named_rules::READ, routes!(named_rules::list)),
+        op(coupond_app::named_rules::READ, routes!(named_rules::get)),
+        op(
+            coupond_app::named_rules::WRITE,
+            routes!(named_rules::update),
+        ),
+        op(
+            coupond_app::named_rules::WRITE,
+            routes!(named_rules::remove),
+        ),
         route(SERVICE, routes!(checkout::lock)),
         // The order service, and the platform's support (the console's "extend").
         op(coupond_app::orders::EXTEND, routes!(checkout::extend)),

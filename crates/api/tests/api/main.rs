@@ -33,6 +33,7 @@ mod listings;
 mod lock_deadlines;
 mod merchants;
 mod model;
+mod named_rules;
 mod openapi;
 mod operator_roles;
 mod operators;

@@ -68,7 +68,7 @@ impl OfferView {
             value: spec.value.clone(),
             threshold: spec.threshold,
             deduction: spec.deduction,
-            scope: spec.scope.clone(),
+            scope: spec.scope().clone(),
             cities: spec.cities.clone(),
             stacking: spec.stacking,
             validity: spec.validity.clone(),

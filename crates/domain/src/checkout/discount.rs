@@ -240,8 +240,17 @@ pub(crate) fn take_from(
     if tm.weights.iter().all(|&(i, w)| w <= left[i]) {
         return tm.parts.clone();
     }
-    let w: Vec<Money> = tm.weights.iter().map(|&(i, w)| w.min(left[i])).collect();
-    split_value(order, t, &tm.weights, &w).1
+    // Only the lines with something left take part: the others would take nothing.
+    let lines: Vec<(usize, Money)> = tm
+        .weights
+        .iter()
+        .filter_map(|&(i, w)| {
+            let w = w.min(left[i]);
+            (w > Money::ZERO).then_some((i, w))
+        })
+        .collect();
+    let w: Vec<Money> = lines.iter().map(|&(_, w)| w).collect();
+    split_value(order, t, &lines, &w).1
 }
 
 /// The value of `t` on the base `w` (per line of `lines`, the most it may take there),
@@ -272,13 +281,18 @@ fn split_value(
         CouponValue::SpecialPrice { .. } | CouponValue::BuyXGetY { .. } => base,
     };
     let discount = t.remaining_budget().map_or(raw, |r| raw.min(r));
-    // discount <= sum(w), so largest remainder gives no line more than its weight.
-    let parts = discount
-        .split(w)
-        .into_iter()
-        .zip(lines)
-        .map(|(p, &(i, _))| (i, p))
-        .collect();
+    // All of every weight (free units, a waiver, an amount above the base): no split.
+    let parts = if discount == base {
+        lines.iter().zip(w).map(|(&(i, _), &w)| (i, w)).collect()
+    } else {
+        // discount <= sum(w), so largest remainder gives no line more than its weight.
+        discount
+            .split(w)
+            .into_iter()
+            .zip(lines)
+            .map(|(p, &(i, _))| (i, p))
+            .collect()
+    };
     (discount, parts)
 }
 

@@ -40,10 +40,12 @@ pub async fn insert_template(
         .bind(t.merchant_id.map_or(0, MerchantId::get))
         .bind(spec.reference.external_id.as_deref());
     let mut tx = db.begin(Work::Request).await?;
+    crate::rules::lock_rule(&mut *tx, db.dialect(), spec).await?;
     if let Some(activity) = spec.activity_id {
         bump_enrollment(&mut *tx, activity, t.activity_version).await?;
     }
     let mut template = template_row(&tx.fetch_one(q).await?)?;
+    crate::rules::link_rule(&mut *tx, template.id, spec).await?;
     if let Some(activity) = spec.activity_id {
         template = follow_activity_pause(db, &mut *tx, template, activity).await?;
     }
@@ -124,6 +126,7 @@ pub async fn update_template(
         .bind(id.get())
         .bind(version);
     let mut tx = db.begin(Work::Request).await?;
+    crate::rules::lock_rule(&mut *tx, db.dialect(), spec).await?;
     if let Some(activity) = spec.activity_id {
         bump_enrollment(&mut *tx, activity, activity_version).await?;
     }
@@ -131,6 +134,7 @@ pub async fn update_template(
     let Some(row) = tx.fetch_optional(q).await? else {
         return Err(missing_or_conflict(&mut *tx, "templates", id.get()).await);
     };
+    crate::rules::link_rule(&mut *tx, id, spec).await?;
     let mut template = template_row(&row)?;
     db.template_stock(&mut *tx, id.get(), spec.total_stock)
         .await?;

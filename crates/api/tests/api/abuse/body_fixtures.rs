@@ -274,6 +274,20 @@ pub(super) async fn fixtures(app: &TestApp) -> BTreeMap<(Method, String), Fixtur
                    "conditions": {"fact": "order.quantity", "op": "gte", "value": 1}}),
         ),
     );
+    let rule = json!({"name": "Two or more",
+                      "conditions": {"fact": "order.quantity", "op": "gte", "value": 2}});
+    add(
+        Method::POST,
+        "/v1/rules",
+        f("/v1/rules".into(), &m1, rule.clone()),
+    );
+    let made = app.post("/v1/rules", &m1, rule.clone()).await;
+    assert_eq!(made.status, StatusCode::CREATED, "{}", made.body);
+    add(
+        Method::PUT,
+        "/v1/rules/{id}",
+        f(format!("/v1/rules/{}", made.body["id"]), &m1, rule),
+    );
     add(
         Method::POST,
         "/v1/orders/{order_id}/lock",
