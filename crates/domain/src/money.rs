@@ -115,6 +115,42 @@ impl Money {
         parts.into_iter().map(Money).collect()
     }
 
+    /// [`split`](Self::split) over the amounts of `items`, each replaced by its part; the
+    /// index beside each amount stays. The same parts, without the copies: a quote splits
+    /// every stackable discount again over what the ones before it left.
+    pub fn split_pairs(self, items: &mut [(usize, Money)]) {
+        let sum: i128 = items.iter().map(|&(_, w)| i128::from(w.0)).sum();
+        let widest = items.iter().map(|&(_, w)| w.0).max().unwrap_or(0);
+        let narrow = i64::try_from(sum)
+            .ok()
+            .filter(|&s| s > 0 && self.0.checked_mul(widest).is_some());
+        let Some(sum) = narrow else {
+            // All weights zero (an even split) or a product past i64: the general path.
+            let weights: Vec<Money> = items.iter().map(|&(_, w)| w).collect();
+            for (item, part) in items.iter_mut().zip(self.split(&weights)) {
+                item.1 = part;
+            }
+            return;
+        };
+        let mut remainders: Vec<(i64, usize)> = Vec::with_capacity(items.len());
+        let mut handed = 0i64;
+        for (k, item) in items.iter_mut().enumerate() {
+            let q = self.0 * item.1 .0 / sum;
+            remainders.push((self.0 * item.1 .0 - q * sum, k));
+            item.1 = Money(q);
+            handed += q;
+        }
+        let left = usize::try_from(self.0 - handed).unwrap_or(0);
+        if left > 0 {
+            // Largest remainder first; equal remainders go to the earlier index.
+            let first = |a: &(i64, usize), b: &(i64, usize)| b.0.cmp(&a.0).then(a.1.cmp(&b.1));
+            remainders.select_nth_unstable_by(left - 1, first);
+            for &(_, k) in &remainders[..left] {
+                items[k].1 .0 += 1;
+            }
+        }
+    }
+
     /// Splits `self` into `n` parts that differ by at most one minor unit, larger parts first.
     pub fn split_even(self, n: usize) -> Vec<Money> {
         self.split(&vec![Money(1); n])

@@ -38,7 +38,7 @@ pub(crate) struct Candidate<'a> {
 pub(crate) struct Applied {
     pub members: Vec<(usize, Vec<(usize, Money)>)>,
     pub total: Money,
-    /// The members' `(valid_until, id)`, ascending: the tie-break between equal totals.
+    /// The members' `(valid_until, id)`: the tie-break between equal totals.
     pub keys: Vec<(i64, CouponId)>,
 }
 
@@ -46,7 +46,14 @@ impl Applied {
     /// More off, or as much with coupons that expire earlier (the sorted key lists compared
     /// lexicographically), so earlier-expiring coupons are used first.
     pub fn beats(&self, other: &Applied) -> bool {
-        self.total > other.total || (self.total == other.total && self.keys < other.keys)
+        let sorted = |keys: &[(i64, CouponId)]| {
+            let mut k = keys.to_vec();
+            k.sort_unstable();
+            k
+        };
+        // Sorted only on a tie: most comparisons are decided by the totals.
+        self.total > other.total
+            || (self.total == other.total && sorted(&self.keys) < sorted(&other.keys))
     }
 }
 
@@ -70,7 +77,6 @@ fn apply(order: &Order, cands: &[Candidate<'_>], set: &[usize]) -> Applied {
             out.members.push((c.ci, took));
         }
     }
-    out.keys.sort_unstable();
     out
 }
 

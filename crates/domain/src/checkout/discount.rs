@@ -215,8 +215,7 @@ pub(crate) fn terms(order: &Order, t: TemplateUse<'_>) -> Terms {
             weights: Vec::new(),
         };
     }
-    let w: Vec<Money> = weights.iter().map(|&(_, w)| w).collect();
-    let (discount, parts) = split_value(order, t, &weights, &w);
+    let (discount, parts) = split_value(order, t, weights.clone());
     Terms {
         subtotal,
         quantity,
@@ -249,19 +248,20 @@ pub(crate) fn take_from(
             (w > Money::ZERO).then_some((i, w))
         })
         .collect();
-    let w: Vec<Money> = lines.iter().map(|&(_, w)| w).collect();
-    split_value(order, t, &lines, &w).1
+    split_value(order, t, lines).1
 }
 
-/// The value of `t` on the base `w` (per line of `lines`, the most it may take there),
-/// capped to the budget, and its split over those lines.
+/// The value of `t` on the base `lines` (per line, the most it may take there), capped to
+/// the budget, and its split over those lines (the same vector, each weight replaced by its
+/// part).
 fn split_value(
     order: &Order,
     t: TemplateUse<'_>,
-    lines: &[(usize, Money)],
-    w: &[Money],
+    mut lines: Vec<(usize, Money)>,
 ) -> (Money, Vec<(usize, Money)>) {
-    let base = w.iter().fold(Money::ZERO, |s, &w| s.saturating_add(w));
+    let base = lines
+        .iter()
+        .fold(Money::ZERO, |s, &(_, w)| s.saturating_add(w));
     let raw = match t.template.spec.value {
         CouponValue::AmountOff { amount } => amount.min(base),
         CouponValue::PercentOff { bps, cap } => {
@@ -281,19 +281,12 @@ fn split_value(
         CouponValue::SpecialPrice { .. } | CouponValue::BuyXGetY { .. } => base,
     };
     let discount = t.remaining_budget().map_or(raw, |r| raw.min(r));
-    // All of every weight (free units, a waiver, an amount above the base): no split.
-    let parts = if discount == base {
-        lines.iter().zip(w).map(|(&(i, _), &w)| (i, w)).collect()
-    } else {
-        // discount <= sum(w), so largest remainder gives no line more than its weight.
-        discount
-            .split(w)
-            .into_iter()
-            .zip(lines)
-            .map(|(p, &(i, _))| (i, p))
-            .collect()
-    };
-    (discount, parts)
+    // All of every weight (free units, a waiver, an amount above the base) needs no split;
+    // otherwise discount <= sum(w), so largest remainder gives no line more than its weight.
+    if discount != base {
+        discount.split_pairs(&mut lines);
+    }
+    (discount, lines)
 }
 
 /// The discount a coupon of `t` would give on `order` on its own, or `None` when it has

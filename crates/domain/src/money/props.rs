@@ -86,6 +86,23 @@ fn any_json_value() -> impl Strategy<Value = Value> {
 }
 
 proptest! {
+    /// The in-place split gives exactly the parts of `split`, whatever the weights (zero,
+    /// huge, past i64 products).
+    #[test]
+    fn split_pairs_is_split(
+        total in prop_oneof![0i64..=10_000, 0..=MONEY_MAX],
+        weights in prop::collection::vec(prop_oneof![Just(0i64), 0i64..=1_000, 0..=MONEY_MAX], 0..12),
+    ) {
+        let total = Money::new(total).unwrap();
+        let weights: Vec<Money> = weights.into_iter().map(|w| Money::new(w).unwrap()).collect();
+        let cap = weights.iter().fold(Money::ZERO, |s, &w| s.saturating_add(w));
+        let total = if weights.iter().all(|w| *w == Money::ZERO) { total } else { total.min(cap) };
+        let mut pairs: Vec<(usize, Money)> = weights.iter().copied().enumerate().map(|(i, w)| (i + 7, w)).collect();
+        total.split_pairs(&mut pairs);
+        let want: Vec<(usize, Money)> = total.split(&weights).into_iter().enumerate().map(|(i, p)| (i + 7, p)).collect();
+        prop_assert_eq!(pairs, want);
+    }
+
     #[test]
     fn money_accepts_exactly_zero_to_max(v in any_i64()) {
         let ok = (0..=MONEY_MAX).contains(&v);
