@@ -76,10 +76,26 @@ pub(crate) struct Terms {
     pub in_scope: bool,
     /// The discount alone, on the order as sent, capped to the remaining budget.
     pub discount: Money,
-    /// `(line index, part)` for every line the discount applies to, zero parts included.
-    pub parts: Vec<(usize, Money)>,
-    /// `(line index, most)` for the same lines: the most it could take from each.
+    /// `(line index, most)` for every line the discount applies to: the most it could take
+    /// from each.
     pub weights: Vec<(usize, Money)>,
+}
+
+impl Terms {
+    /// `(line index, part)` for every line the discount applies to, zero parts included.
+    /// Split when asked: a quote needs the parts of the coupons it applies, not of the rest.
+    pub fn parts(&self) -> Vec<(usize, Money)> {
+        let mut parts = self.weights.clone();
+        let base = parts
+            .iter()
+            .fold(Money::ZERO, |s, &(_, w)| s.saturating_add(w));
+        // All of every weight needs no split; otherwise discount <= sum(w), so largest
+        // remainder gives no line more than its weight.
+        if self.discount != base {
+            self.discount.split_pairs(&mut parts);
+        }
+        parts
+    }
 }
 
 /// Which lines of `order` the template's scope covers, less the lines it excludes.
@@ -211,17 +227,15 @@ pub(crate) fn terms(order: &Order, t: TemplateUse<'_>) -> Terms {
             quantity,
             in_scope,
             discount: Money::ZERO,
-            parts: Vec::new(),
             weights: Vec::new(),
         };
     }
-    let (discount, parts) = split_value(order, t, weights.clone());
+    let discount = value_on(order, t, &weights);
     Terms {
         subtotal,
         quantity,
         in_scope,
         discount,
-        parts,
         weights,
     }
 }
@@ -237,7 +251,7 @@ pub(crate) fn take_from(
     left: &[Money],
 ) -> Vec<(usize, Money)> {
     if tm.weights.iter().all(|&(i, w)| w <= left[i]) {
-        return tm.parts.clone();
+        return tm.parts();
     }
     // Only the lines with something left take part: the others would take nothing.
     let lines: Vec<(usize, Money)> = tm
@@ -259,6 +273,21 @@ fn split_value(
     t: TemplateUse<'_>,
     mut lines: Vec<(usize, Money)>,
 ) -> (Money, Vec<(usize, Money)>) {
+    let discount = value_on(order, t, &lines);
+    let base = lines
+        .iter()
+        .fold(Money::ZERO, |s, &(_, w)| s.saturating_add(w));
+    // All of every weight (free units, a waiver, an amount above the base) needs no split;
+    // otherwise discount <= sum(w), so largest remainder gives no line more than its weight.
+    if discount != base {
+        discount.split_pairs(&mut lines);
+    }
+    (discount, lines)
+}
+
+/// The value of `t` on the base `lines` (per line, the most it may take there), capped to
+/// the budget.
+fn value_on(order: &Order, t: TemplateUse<'_>, lines: &[(usize, Money)]) -> Money {
     let base = lines
         .iter()
         .fold(Money::ZERO, |s, &(_, w)| s.saturating_add(w));
@@ -280,13 +309,7 @@ fn split_value(
         // `base` is already the sum of the per-line savings (free units).
         CouponValue::SpecialPrice { .. } | CouponValue::BuyXGetY { .. } => base,
     };
-    let discount = t.remaining_budget().map_or(raw, |r| raw.min(r));
-    // All of every weight (free units, a waiver, an amount above the base) needs no split;
-    // otherwise discount <= sum(w), so largest remainder gives no line more than its weight.
-    if discount != base {
-        discount.split_pairs(&mut lines);
-    }
-    (discount, lines)
+    t.remaining_budget().map_or(raw, |r| raw.min(r))
 }
 
 /// The discount a coupon of `t` would give on `order` on its own, or `None` when it has
@@ -323,7 +346,7 @@ pub fn discount(order: &Order, t: TemplateUse<'_>) -> Option<Discount> {
     let terms = terms(order, t);
     terms.in_scope.then(|| Discount {
         discount: terms.discount,
-        lines: nonzero(&terms.parts),
+        lines: nonzero(&terms.parts()),
         schedule: schedule(terms.discount, t.template.spec.deduction, order.lease()),
     })
 }

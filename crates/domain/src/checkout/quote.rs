@@ -293,7 +293,7 @@ pub fn quote(input: &QuoteInput<'_>) -> Result<Quote, DomainError> {
     });
     let chosen: Vec<(usize, Vec<(usize, Money)>)> = match exclusive {
         Some(e) if use_exclusive => {
-            let parts = terms_of(e).map(|tm| tm.parts.clone()).unwrap_or_default();
+            let parts = terms_of(e).map(|tm| tm.parts()).unwrap_or_default();
             vec![(e, parts)]
         }
         _ => stack.members,
