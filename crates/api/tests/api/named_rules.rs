@@ -179,13 +179,12 @@ async fn rules_are_owned(app: TestApp) {
     // A bad rule names every broken field.
     let bad = json!({"name": "", "conditions": {"all": [{"fact": "order.subtotal", "op": "in", "value": 1}]}});
     let r = app.post("/v1/rules", app.m1(), bad).await;
-    let fields: Vec<&str> = r.body["errors"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["field"].as_str().unwrap())
-        .collect();
-    assert_eq!(fields, vec!["name", "conditions.all[0].op"], "{}", r.body);
+    assert_eq!(
+        fields(&r.body),
+        vec!["name", "conditions.all[0].op"],
+        "{}",
+        r.body
+    );
 }
 
 on_every_backend!(one_rule_on_two_templates_which_follow_it, rules_are_owned);

@@ -59,14 +59,6 @@ async fn put_tags(app: &TestApp, tags: Value) {
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
 }
 
-/// The fields a refusal names, in order.
-fn fields(body: &Value) -> Vec<&str> {
-    body["errors"]
-        .as_array()
-        .map(|e| e.iter().filter_map(|e| e["field"].as_str()).collect())
-        .unwrap_or_default()
-}
-
 /// `(fact, have, need)` of each unmet test.
 fn unmet(q: &Value) -> Vec<(String, Value, Value)> {
     q["unmet"]

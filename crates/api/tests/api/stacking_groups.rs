@@ -107,13 +107,12 @@ async fn bad_groups_and_priorities_are_named(app: TestApp) {
     body["priority"] = json!(1001);
     let r = app.post("/v1/templates", app.m1(), body).await;
     assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.body);
-    let fields: Vec<&str> = r.body["errors"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["field"].as_str().unwrap())
-        .collect();
-    assert_eq!(fields, vec!["priority", "stacking_group"], "{}", r.body);
+    assert_eq!(
+        fields(&r.body),
+        vec!["priority", "stacking_group"],
+        "{}",
+        r.body
+    );
     // Stored and shown as sent; fixed once claiming has started, like stacking.
     let t = live(
         &app,

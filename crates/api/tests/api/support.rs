@@ -447,6 +447,14 @@ pub fn activity_template(activity: i64, amount: i64) -> Value {
     })
 }
 
+/// The fields a refusal names (its `errors`), in order.
+pub fn fields(body: &Value) -> Vec<&str> {
+    body["errors"]
+        .as_array()
+        .map(|e| e.iter().filter_map(|e| e["field"].as_str()).collect())
+        .unwrap_or_default()
+}
+
 /// A standalone template claimable hours [c0, c1).
 pub fn standalone_template(c0: i64, c1: i64) -> Value {
     json!({
