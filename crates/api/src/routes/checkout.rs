@@ -157,6 +157,10 @@ pub(crate) fn parse_order_id(s: &str) -> ApiResult<OrderId> {
 /// `amount_verification_failed`, and an alert, if one would). Repeating it answers the same; after
 /// a cancel or the deadline, 409 `order_ended`; when a coupon it holds was revoked meanwhile, 409
 /// `coupon_revoked`, or is past its validity, 409 `expired` (nothing changes: cancel the order).
+/// A template's conditions and use limits are not tested again: everything they read is fixed
+/// by the lock (the order as sent, the customer's tags and confirmed orders, the local clock at
+/// the lock, the uses the lock counted), so a lock that holds is the answer; what can change
+/// between lock and confirm (a revoke, the end of validity) is what confirm checks.
 #[utoipa::path(operation_id = "confirm_order", post, path = "/v1/orders/{order_id}/confirm", tag = "checkout",
     params(("order_id" = String, Path, description = "The order id")),
     responses((status = 200, description = "Confirmed", body = OrderView), CommonErrors, ConflictError),
