@@ -20,7 +20,7 @@ pub const WRITE: Access = crate::templates::EDIT;
 /// Who may read them: whoever reads templates.
 pub const READ: Access = crate::templates::READ;
 
-/// How many times a rule change is tried when a template using it changed meanwhile.
+/// How many times a rule change is tried when it or a template using it changed meanwhile.
 const UPDATE_ATTEMPTS: usize = 3;
 
 impl App {
@@ -73,7 +73,9 @@ impl App {
     }
 
     /// Replaces rule `id`'s terms with `draft`: a new version, which every template using it
-    /// follows from now on (each gets a `template.changed` event and a history entry).
+    /// follows from now on (each gets a `template.changed` event and a history entry). Two
+    /// changes at once: the later one stands (a PUT replaces the whole rule). A merchant's
+    /// rule used by a template enrolled in an activity does not change (`rule_in_activity`).
     pub async fn update_rule(
         &self,
         p: &Principal,
@@ -92,6 +94,16 @@ impl App {
             };
             let copy = RuleTerms::of(&next);
             let templates = self.store().rule_templates(id).await?;
+            // An enrollment's terms are the platform's to review (and fixed once the activity
+            // is frozen): a merchant's rule change must not move them past that.
+            if p.merchant().is_some() && templates.iter().any(|t| t.spec.activity_id.is_some()) {
+                return Err(DomainError::state(
+                    "rule_in_activity",
+                    "templates enrolled in activities use this rule; their terms are reviewed \
+                     by the platform, so the rule cannot change",
+                )
+                .into());
+            }
             let followers = templates
                 .iter()
                 .map(|t| {

@@ -174,8 +174,21 @@ async fn rules_are_owned(app: TestApp) {
         .map(|r| r["id"].as_i64().unwrap())
         .collect();
     assert_eq!(ids, vec![mine, theirs]);
-    let r = put_rule(&app, app.m1(), theirs, body).await;
+    let r = put_rule(&app, app.m1(), theirs, body.clone()).await;
     assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.body);
+    // An enrollment's terms are reviewed by the platform: its rule no longer changes.
+    let activity = app.activity(activity_body(-1, 24, 48, 96)).await;
+    let mut enrolled = activity_template(activity, 1000);
+    enrolled["rule_id"] = json!(mine);
+    let r = app.post("/v1/templates", app.m1(), enrolled).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let r = put_rule(&app, app.m1(), mine, body).await;
+    assert_eq!(
+        (r.status, r.code()),
+        (StatusCode::CONFLICT, "rule_in_activity"),
+        "{}",
+        r.body
+    );
     // A bad rule names every broken field.
     let bad = json!({"name": "", "conditions": {"all": [{"fact": "order.subtotal", "op": "in", "value": 1}]}});
     let r = app.post("/v1/rules", app.m1(), bad).await;

@@ -241,28 +241,46 @@ pub(crate) fn terms(order: &Order, t: TemplateUse<'_>) -> Terms {
 }
 
 /// What a discount of `t` with terms `tm` takes when the discounts applied before it left
-/// `left` of each line: each line's weight is at most what is left of it, and the value is
-/// taken on that base (a percentage of what is left; an amount as far as what is left
-/// allows), capped to the budget. Its own parts when nothing was taken from its lines.
+/// `left` of each line: each line's weight shrinks in proportion to what is left of the line,
+/// and the value is taken on that base (a percentage of what is left; an amount as far as
+/// what is left allows; free units and special prices at what is left of their price),
+/// capped to the budget. Its own parts when nothing was taken from its lines.
 pub(crate) fn take_from(
     order: &Order,
     t: TemplateUse<'_>,
     tm: &Terms,
     left: &[Money],
 ) -> Vec<(usize, Money)> {
-    if tm.weights.iter().all(|&(i, w)| w <= left[i]) {
+    let amounts = order.amounts();
+    if tm.weights.iter().all(|&(i, _)| left[i] == amounts[i]) {
         return tm.parts();
     }
-    // Only the lines with something left take part: the others would take nothing.
+    // Each line's weight shrinks with the line: what is left of it over what it was (a free
+    // unit after 50 % off is worth half its price). Only lines with something left take part.
     let lines: Vec<(usize, Money)> = tm
         .weights
         .iter()
         .filter_map(|&(i, w)| {
-            let w = w.min(left[i]);
+            let w = scaled(w, left[i], amounts[i]);
             (w > Money::ZERO).then_some((i, w))
         })
         .collect();
     split_value(order, t, lines).1
+}
+
+/// `w × left / amount` rounded down (`w` when nothing was taken, `left` when `w` is the whole
+/// line); never more than `left`.
+fn scaled(w: Money, left: Money, amount: Money) -> Money {
+    if left >= amount {
+        return w;
+    }
+    if w >= amount {
+        return left;
+    }
+    let v = i128::from(w.minor()) * i128::from(left.minor()) / i128::from(amount.minor().max(1));
+    Money::new(i64::try_from(v).unwrap_or(0))
+        .unwrap_or(Money::ZERO)
+        .min(left)
 }
 
 /// The value of `t` on the base `lines` (per line, the most it may take there), capped to

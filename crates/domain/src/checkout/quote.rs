@@ -106,9 +106,11 @@ pub struct Quote {
 /// at most what is left of each line, and less when less is left. Coupons of one template have
 /// the same terms, budget and place in that order, so the same discount: which one to use only matters for
 /// the tie-break. Hence the best stackable set holds every template without a group, and one
-/// template of each group; the picks are all tried (see [`MAX_GROUP_CHOICES`]). The best
-/// overall is the better of that set and the best single exclusive coupon. A brute-force
-/// property test checks this on small wallets.
+/// template of each group; the picks are all tried up to [`MAX_GROUP_CHOICES`] ways (beyond
+/// that, groups are decided one after another, which is not guaranteed the best). The best
+/// overall is the better of that set and the best single exclusive coupon. Rounding aside:
+/// each split rounds, so a set without some coupon can come out a minor unit or so ahead. A
+/// brute-force property test checks both on small wallets.
 ///
 /// **Ties.** A template's representative is its applicable coupon with the earliest
 /// `valid_until`, then the lowest id, among those with a positive discount. Between

@@ -145,3 +145,24 @@ fn a_group_and_a_priority_are_checked_when_written() {
     }));
     assert!(d.is_err());
 }
+
+#[test]
+fn a_free_unit_after_a_percentage_is_worth_what_is_left_of_it() {
+    // 2 units of 100.00; 50 % off first (priority 10), then buy one get one: the free unit
+    // is worth the 50.00 left of its price, not the 100.00 it cost (the order is not free).
+    let o = order(vec![line(1, 1, 10_000, 2, LineKind::Item)], None);
+    let bogo = CouponValue::BuyXGetY {
+        buy: 1,
+        get: 1,
+        gift: crate::coupon::Gift::Cheapest,
+        max_applications: None,
+    };
+    let templates = [
+        template(1, percent(50), |d| d.priority = Priority::new(10).unwrap()),
+        template(2, bogo, |_| {}),
+    ];
+    let coupons = [coupon(1, 1, AUG), coupon(2, 2, AUG)];
+    let q = quote_in(&o, &coupons, &templates, Default::default());
+    assert_eq!(taken(&q), vec![(1, 10_000), (2, 5_000)]);
+    assert_eq!(q.best.total_after, m(5_000));
+}
