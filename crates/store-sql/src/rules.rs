@@ -7,7 +7,7 @@
 //! template using it; a delete locks the row, then counts its templates.
 
 use coupond_domain::{
-    Actor, MerchantId, Rule, RuleId, Template, TemplateId, TemplateSpec, Timestamp,
+    Actor, MerchantId, Rule, RuleDraft, RuleId, Template, TemplateId, TemplateSpec, Timestamp,
 };
 use coupond_store::events::{self, kind};
 use coupond_store::lifecycle::Deleted;
@@ -23,14 +23,14 @@ use crate::{missing_or_conflict, sql, Db, Dialect, Exec, Json, Row, Work};
 
 const RULE_COLS: &str = "id, merchant_id, spec, version, created_at, updated_at";
 
-fn spec_of(draft: &coupond_domain::RuleDraft) -> StoreResult<String> {
+fn spec_of(draft: &RuleDraft) -> StoreResult<String> {
     serde_json::to_string(&RuleRecord::of(draft)).map_err(StoreError::other)
 }
 
 pub async fn insert_rule(
     db: &dyn Db,
     merchant: Option<MerchantId>,
-    draft: &coupond_domain::RuleDraft,
+    draft: &RuleDraft,
     now: Timestamp,
 ) -> StoreResult<Rule> {
     let q = sql(format!(
@@ -113,7 +113,7 @@ pub async fn update_rule(
     db: &dyn Db,
     id: RuleId,
     version: i64,
-    draft: &coupond_domain::RuleDraft,
+    draft: &RuleDraft,
     followers: &[RuleFollower],
     actor: &Actor,
     now: Timestamp,
@@ -201,7 +201,7 @@ impl<B: Backend> RuleStore for SqlStore<B> {
     async fn insert_rule(
         &self,
         merchant: Option<MerchantId>,
-        draft: &coupond_domain::RuleDraft,
+        draft: &RuleDraft,
         now: Timestamp,
     ) -> StoreResult<Rule> {
         insert_rule(&self.db, merchant, draft, now).await
@@ -219,7 +219,7 @@ impl<B: Backend> RuleStore for SqlStore<B> {
         &self,
         id: RuleId,
         version: i64,
-        draft: &coupond_domain::RuleDraft,
+        draft: &RuleDraft,
         followers: &[RuleFollower],
         actor: &Actor,
         now: Timestamp,

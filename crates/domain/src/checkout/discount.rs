@@ -85,16 +85,7 @@ impl Terms {
     /// `(line index, part)` for every line the discount applies to, zero parts included.
     /// Split when asked: a quote needs the parts of the coupons it applies, not of the rest.
     pub fn parts(&self) -> Vec<(usize, Money)> {
-        let mut parts = self.weights.clone();
-        let base = parts
-            .iter()
-            .fold(Money::ZERO, |s, &(_, w)| s.saturating_add(w));
-        // All of every weight needs no split; otherwise discount <= sum(w), so largest
-        // remainder gives no line more than its weight.
-        if self.discount != base {
-            self.discount.split_pairs(&mut parts);
-        }
-        parts
+        split_over(self.discount, self.weights.clone())
     }
 }
 
@@ -289,18 +280,23 @@ fn scaled(w: Money, left: Money, amount: Money) -> Money {
 fn split_value(
     order: &Order,
     t: TemplateUse<'_>,
-    mut lines: Vec<(usize, Money)>,
+    lines: Vec<(usize, Money)>,
 ) -> (Money, Vec<(usize, Money)>) {
     let discount = value_on(order, t, &lines);
+    (discount, split_over(discount, lines))
+}
+
+/// `discount` split over `lines` (each weight replaced by its part). All of every weight (free
+/// units, a waiver, an amount above the base) needs no split; otherwise discount <= sum(w), so
+/// largest remainder gives no line more than its weight.
+fn split_over(discount: Money, mut lines: Vec<(usize, Money)>) -> Vec<(usize, Money)> {
     let base = lines
         .iter()
         .fold(Money::ZERO, |s, &(_, w)| s.saturating_add(w));
-    // All of every weight (free units, a waiver, an amount above the base) needs no split;
-    // otherwise discount <= sum(w), so largest remainder gives no line more than its weight.
     if discount != base {
         discount.split_pairs(&mut lines);
     }
-    (discount, lines)
+    lines
 }
 
 /// The value of `t` on the base `lines` (per line, the most it may take there), capped to
